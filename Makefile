@@ -1,0 +1,55 @@
+# appstore-gateway: `make run` and `make test` are all a newcomer needs.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+SWIFT_BUILD_FLAGS ?=
+BIN_DEBUG   := .build/debug/appstore-gateway
+BIN_RELEASE := .build/release/appstore-gateway
+
+.PHONY: all deps venv build release run test test-swift test-interop gen check-gen bench format lint clean
+
+all: build
+
+# System packages (apt, only the missing ones) and the Python venv for the interop tests.
+deps:
+	@scripts/install-deps.sh
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: Tests/interop/requirements.txt
+	@python3 -m venv $(VENV)
+	@$(VENV)/bin/pip install -q --disable-pip-version-check -r Tests/interop/requirements.txt
+	@touch $@
+
+build: deps
+	swift build $(SWIFT_BUILD_FLAGS)
+
+release: deps
+	swift build -c release $(SWIFT_BUILD_FLAGS)
+
+# Starts the gateway on its embedded default configuration.
+run: release
+	$(BIN_RELEASE) serve $(RUN_ARGS)
+
+# Every test: generated-code drift, Swift unit tests, then the black-box interop suite against the binary.
+test: deps venv check-gen build
+	swift test $(SWIFT_BUILD_FLAGS) 2>&1 | tee .build/swift-test.log; test $${PIPESTATUS[0]} -eq 0
+	GATEWAY_BIN=$(BIN_DEBUG) $(PY) -m pytest -q Tests/interop
+
+gen: deps venv
+	scripts/gen-protos.sh
+
+# Fails when the committed generated code differs from a fresh generation.
+check-gen: deps venv
+	@scripts/check-gen.sh
+
+bench: deps venv release
+	bench/run-all.sh
+
+format:
+	swift format --in-place --recursive Sources Tests Package.swift
+
+lint:
+	swift format lint --strict --recursive Sources Tests Package.swift
+
+clean:
+	rm -rf .build

@@ -1,0 +1,74 @@
+// swift-tools-version:6.0
+// appstore-gateway: a shared gRPC gateway to Apple's App Store Server API.
+// The C libraries (nghttp2, protobuf-c, OpenSSL, libcurl) are the stack; Swift packages are kept few
+// so a cold CI build stays short.
+import PackageDescription
+
+let package = Package(
+    name: "appstore-gateway",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "appstore-gateway", targets: ["AppStoreGatewayCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+    ],
+    targets: [
+        // MARK: C libraries: a modulemap and a shim.h of static inline wrappers each.
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(
+            name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(
+            name: "CProtobufC", path: "Sources/CProtobufC", pkgConfig: "libprotobuf-c",
+            providers: [.apt(["libprotobuf-c-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Committed protoc-c output for proto/ (scripts/gen-protos.sh regenerates it).
+        .target(name: "CGatewayProtos", dependencies: ["CProtobufC"]),
+
+        // MARK: Swift modules, one per layer.
+        // C-free core: configuration, errors and their gRPC status, clocks, rate limiting.
+        .target(
+            name: "GatewayCore",
+            dependencies: [.product(name: "Yams", package: "Yams")]),
+        // Swift value types for every proto message, encoded and decoded through protobuf-c.
+        .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
+        // epoll event loops and nghttp2 server sessions: a generic HTTP/2 server.
+        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "GatewayCore"]),
+        // gRPC over the HTTP/2 server: framing, routing, deadlines, status, health.
+        .target(
+            name: "GRPC",
+            dependencies: [
+                "HTTP2", "GatewayCore", "ProtoCodec",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The gateway's RPC implementations, wiring the modules above.
+        .target(
+            name: "Services",
+            dependencies: [
+                "GRPC", "GatewayCore", "ProtoCodec",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The `appstore-gateway` executable: arguments, configuration, signals.
+        .executableTarget(
+            name: "AppStoreGatewayCLI",
+            dependencies: [
+                "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
+        // MARK: Tests mirror Sources.
+        .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore"]),
+        .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
+        .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
+    ]
+)

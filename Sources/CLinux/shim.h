@@ -1,0 +1,45 @@
+// Linux APIs the Glibc module does not expose: epoll, eventfd, accept4, TCP options, signal masks.
+#ifndef CLINUX_SHIM_H
+#define CLINUX_SHIM_H
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <errno.h>
+
+// accept4 is a GNU extension; the Glibc module is built without _GNU_SOURCE.
+int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+
+static inline int clinux_errno(void) { return errno; }
+
+/// Blocks SIGTERM, SIGINT and SIGPIPE in the calling thread (threads created later inherit the mask), so
+/// only the thread that calls `clinux_wait_shutdown_signal` sees the shutdown signals.
+static inline int clinux_block_signals(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGPIPE);
+    return pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/// Waits for SIGTERM or SIGINT and returns its number.
+static inline int clinux_wait_shutdown_signal(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0) {}
+    return sig;
+}
+
+#endif

@@ -1,0 +1,5 @@
+// nghttp2 for Swift: the library's header imports whole; nothing needs wrapping yet.
+#ifndef CNGHTTP2_SHIM_H
+#define CNGHTTP2_SHIM_H
+#include <nghttp2/nghttp2.h>
+#endif

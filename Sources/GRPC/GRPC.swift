@@ -1,0 +1,2 @@
+/// gRPC over the HTTP/2 server.
+public enum GRPC {}

@@ -1,0 +1,2 @@
+/// The gateway services.
+public enum Services {}

@@ -1,0 +1,4 @@
+import Testing
+@testable import GRPC
+
+@Test func moduleLoads() {}

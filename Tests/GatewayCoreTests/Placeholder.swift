@@ -1,0 +1,4 @@
+import Testing
+@testable import GatewayCore
+
+@Test func moduleLoads() {}

@@ -1,0 +1,4 @@
+import Testing
+@testable import HTTP2
+
+@Test func moduleLoads() {}

@@ -1,0 +1,4 @@
+import Testing
+@testable import ProtoCodec
+
+@Test func moduleLoads() {}

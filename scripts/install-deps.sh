@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the gateway builds and tests with, only when some are missing.
+# Idempotent: a second run with everything present costs one dpkg query.
+set -euo pipefail
+
+packages=(
+  pkg-config
+  libprotobuf-dev       # google/protobuf/*.proto well-known types for protoc-c
+  libnghttp2-dev        # HTTP/2 server sessions (CNGHTTP2)
+  libprotobuf-c-dev     # protobuf-c runtime (CProtobufC)
+  protobuf-c-compiler   # protoc-c, for `make gen` and the drift check
+  libssl-dev            # OpenSSL 3: ES256, X.509, TLS (COpenSSL)
+  libcurl4-openssl-dev  # upstream HTTP/2 client (CCurl)
+  nghttp2-client        # h2load and nghttp, for benchmarks and debugging
+  nghttp2-server        # nghttpd, the benchmark reference
+  python3-venv          # the grpcio interop test venv
+  python3-pip
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "installing missing packages: ${missing[*]}"
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
