@@ -1,0 +1,84 @@
+/// A gRPC status code (grpc/grpc doc/statuscodes.md). The numeric values are the wire values.
+public enum StatusCode: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case ok = 0
+    case cancelled = 1
+    case unknown = 2
+    case invalidArgument = 3
+    case deadlineExceeded = 4
+    case notFound = 5
+    case alreadyExists = 6
+    case permissionDenied = 7
+    case resourceExhausted = 8
+    case failedPrecondition = 9
+    case aborted = 10
+    case outOfRange = 11
+    case unimplemented = 12
+    case `internal` = 13
+    case unavailable = 14
+    case dataLoss = 15
+    case unauthenticated = 16
+
+    /// The canonical UPPER_SNAKE name, e.g. `DEADLINE_EXCEEDED`.
+    public var description: String {
+        switch self {
+        case .ok: "OK"
+        case .cancelled: "CANCELLED"
+        case .unknown: "UNKNOWN"
+        case .invalidArgument: "INVALID_ARGUMENT"
+        case .deadlineExceeded: "DEADLINE_EXCEEDED"
+        case .notFound: "NOT_FOUND"
+        case .alreadyExists: "ALREADY_EXISTS"
+        case .permissionDenied: "PERMISSION_DENIED"
+        case .resourceExhausted: "RESOURCE_EXHAUSTED"
+        case .failedPrecondition: "FAILED_PRECONDITION"
+        case .aborted: "ABORTED"
+        case .outOfRange: "OUT_OF_RANGE"
+        case .unimplemented: "UNIMPLEMENTED"
+        case .internal: "INTERNAL"
+        case .unavailable: "UNAVAILABLE"
+        case .dataLoss: "DATA_LOSS"
+        case .unauthenticated: "UNAUTHENTICATED"
+        }
+    }
+}
+
+/// Typed details attached to a non-OK status, sent as `grpc-status-details-bin` (google.rpc.Status).
+public struct ErrorDetails: Sendable, Hashable {
+    /// google.rpc.ErrorInfo: a stable UPPER_SNAKE `reason`, its `domain`, and context metadata.
+    public struct Info: Sendable, Hashable {
+        public var reason: String
+        public var domain: String
+        public var metadata: [String: String]
+        public init(reason: String, domain: String = "appstore.gateway", metadata: [String: String] = [:]) {
+            self.reason = reason
+            self.domain = domain
+            self.metadata = metadata
+        }
+    }
+    /// ErrorInfo, when the cause has a stable name.
+    public var info: Info?
+    /// google.rpc.RetryInfo: how long to wait before retrying, in milliseconds.
+    public var retryDelayMilliseconds: Int64?
+    public init(info: Info? = nil, retryDelayMilliseconds: Int64? = nil) {
+        self.info = info
+        self.retryDelayMilliseconds = retryDelayMilliseconds
+    }
+}
+
+/// The outcome of an RPC: a code, a message a person can act on, and optional typed details.
+public struct RPCStatus: Error, Sendable, Hashable, CustomStringConvertible {
+    public var code: StatusCode
+    public var message: String
+    public var details: ErrorDetails?
+
+    public init(_ code: StatusCode, _ message: String = "", details: ErrorDetails? = nil) {
+        self.code = code
+        self.message = message
+        self.details = details
+    }
+
+    /// The OK status.
+    public static let ok = RPCStatus(.ok)
+
+    public var description: String { message.isEmpty ? "\(code)" : "\(code): \(message)" }
+}
