@@ -17,6 +17,7 @@
 
 // accept4 is a GNU extension; the Glibc module is built without _GNU_SOURCE.
 int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+int pthread_setname_np(pthread_t thread, const char *name);
 
 static inline int clinux_errno(void) { return errno; }
 

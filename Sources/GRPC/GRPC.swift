@@ -1,2 +1,0 @@
-/// gRPC over the HTTP/2 server.
-public enum GRPC {}

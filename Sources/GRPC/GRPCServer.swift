@@ -1,0 +1,153 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import GatewayCore
+import HTTP2
+import Synchronization
+
+/// Settings of the gRPC server; each is a configuration key with this default.
+public struct GRPCServerConfiguration: Sendable {
+    /// Where to listen (h2c).
+    public var listen = ListenAddress(host: "0.0.0.0", port: 50051)
+    /// Event loops (threads); 0 = one per core.
+    public var threads = 0
+    /// HTTP/2 limits and timers.
+    public var http2 = HTTP2Configuration()
+    /// The largest request message accepted (RESOURCE_EXHAUSTED above it).
+    public var maxReceiveMessageBytes = 4 * 1024 * 1024
+    /// How long in-flight calls may run after a shutdown begins before they end with UNAVAILABLE.
+    public var shutdownGraceMilliseconds: UInt64 = 10_000
+
+    public init() {}
+}
+
+/// A service: a set of methods by full path ("/package.Service/Method").
+public protocol GRPCService: Sendable {
+    /// The methods this service serves.
+    var methods: [String: MethodHandler] { get }
+}
+
+/// The gRPC server: routes HTTP/2 streams to method handlers on its event loops.
+public final class GRPCServer: Sendable {
+    /// The HTTP/2 server underneath.
+    public let http2: HTTP2Server
+    private let router: Router
+    private let configuration: GRPCServerConfiguration
+
+    public init(configuration: GRPCServerConfiguration, services: [GRPCService]) throws(SystemError) {
+        let threads = configuration.threads > 0 ? configuration.threads : Self.coreCount()
+        var methods: [String: MethodHandler] = [:]
+        for service in services { methods.merge(service.methods) { _, new in new } }
+        let registries = (0..<threads).map { _ in
+            CallRegistry(streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark)
+        }
+        let router = Router(
+            methods: methods, registries: LoopLocal(registries),
+            maxReceiveMessageBytes: configuration.maxReceiveMessageBytes)
+        self.router = router
+        self.configuration = configuration
+        self.http2 = try HTTP2Server(
+            address: configuration.listen, threads: threads, configuration: configuration.http2, responder: router)
+    }
+
+    /// The bound port.
+    public var port: UInt16 { http2.port }
+
+    /// Starts serving.
+    public func start() { http2.start() }
+
+    /// Graceful shutdown: GOAWAY (two-step) on every connection, in-flight calls run until they finish or
+    /// the grace period ends, then the rest end with UNAVAILABLE and connections close. Blocks until done.
+    public func shutdown(graceMilliseconds: UInt64? = nil) {
+        let grace = graceMilliseconds ?? configuration.shutdownGraceMilliseconds
+        http2.beginGracefulShutdown()
+        let deadline = monotonicNanoseconds() + grace * 1_000_000
+        while http2.openConnections > 0 && monotonicNanoseconds() < deadline {
+            usleep(20_000)
+        }
+        if http2.openConnections > 0 {
+            let unavailable = RPCStatus(
+                .unavailable, "the server is shutting down; retry the call (another replica will serve it)")
+            router.finishAllCalls(unavailable, on: http2.eventLoops)
+            // Let the final statuses reach the sockets before closing.
+            let flushDeadline = monotonicNanoseconds() + 500_000_000
+            while http2.openConnections > 0 && monotonicNanoseconds() < flushDeadline { usleep(10_000) }
+            http2.closeAllConnections()
+            usleep(50_000)
+        }
+        http2.stop()
+    }
+
+    private static func coreCount() -> Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+}
+
+/// Per-loop values, indexed by `EventLoop.index`; each element is only touched on its own loop.
+final class LoopLocal<Value>: @unchecked Sendable {
+    private let values: [Value]
+    init(_ values: [Value]) { self.values = values }
+    subscript(loop: EventLoop) -> Value { values[loop.index] }
+}
+
+/// Routes each new stream: checks the request head and starts a `ServerCall` for a known method.
+struct Router: HTTP2Responder {
+    let methods: [String: MethodHandler]
+    let registries: LoopLocal<CallRegistry>
+    let maxReceiveMessageBytes: Int
+
+    func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+        guard head.method == "POST" else {
+            stream.respond(status: 405, fields: [("allow", "POST")], endStream: true)
+            return nil
+        }
+        guard let contentType = head.value(of: "content-type"), contentType.hasPrefix("application/grpc") else {
+            // PROTOCOL-HTTP2.md: a content type that is not gRPC gets HTTP 415, no gRPC status.
+            stream.respond(status: 415, fields: [], endStream: true)
+            return nil
+        }
+        guard let handler = methods[head.path] else {
+            trailersOnly(stream, RPCStatus(.unimplemented, "unknown method \(head.path)"))
+            return nil
+        }
+        var deadline: UInt64?
+        if let timeout = head.value(of: "grpc-timeout") {
+            do {
+                let nanos = try GRPCTimeout.parse(timeout)
+                let (sum, overflow) = monotonicNanoseconds().addingReportingOverflow(nanos)
+                deadline = overflow ? nil : sum
+            } catch {
+                trailersOnly(stream, error)
+                return nil
+            }
+        }
+        let metadata = head.fields.filter { field in
+            !(field.name.hasPrefix("grpc-") || field.name == "content-type" || field.name == "te"
+                || field.name == "user-agent")
+        }
+        let context = ServerContext(method: head.path, metadata: metadata, deadlineNanoseconds: deadline)
+        return ServerCall(
+            stream: stream, handler: handler, context: context, registry: registries[stream.eventLoop],
+            maxMessageSize: maxReceiveMessageBytes)
+    }
+
+    private func trailersOnly(_ stream: HTTP2Stream, _ status: RPCStatus) {
+        stream.respond(
+            status: 200, fields: [("content-type", "application/grpc")] + StatusTrailers.fields(for: status),
+            endStream: true)
+    }
+
+    func finishAllCalls(_ status: RPCStatus, on loops: [EventLoop]) {
+        for loop in loops {
+            let registry = registries[loop]
+            let box = UncheckedBox(registry)
+            loop.execute { box.value.finishAll(status) }
+        }
+    }
+}
+
+/// Carries a loop-confined value to its own loop inside `execute`.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

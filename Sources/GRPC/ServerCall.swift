@@ -1,0 +1,218 @@
+import GatewayCore
+import HTTP2
+
+/// One gRPC call on one HTTP/2 stream, confined to the stream's event loop.
+///
+/// It reads exactly one request message, runs the handler, and writes the response: headers are held
+/// until the first message (gRFC A6), so an error known before any message goes out Trailers-Only.
+final class ServerCall: HTTP2StreamDelegate {
+    let stream: HTTP2Stream
+    let handler: MethodHandler
+    let context: ServerContext
+    private let registry: CallRegistry
+    private var deframer: MessageDeframer
+    private var request: [UInt8]?
+    private var task: Task<Void, Never>?
+    private var deadlineTimer: TimerHandle?
+    private(set) var finished = false
+    private var sendWaiter: CheckedContinuation<RPCStatus?, Never>?
+    /// Set when the call ended; later sends throw it.
+    private(set) var endStatus: RPCStatus?
+
+    init(stream: HTTP2Stream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
+         maxMessageSize: Int) {
+        self.stream = stream
+        self.handler = handler
+        self.context = context
+        self.registry = registry
+        self.deframer = MessageDeframer(maxMessageSize: maxMessageSize)
+        registry.add(self)
+        if let deadline = context.deadlineNanoseconds {
+            let now = monotonicNanoseconds()
+            let delay = deadline > now ? deadline - now : 0
+            deadlineTimer = stream.eventLoop.scheduleTimer(afterNanoseconds: delay) { [weak self] in
+                self?.deadlineExceeded()
+            }
+        }
+    }
+
+    // MARK: HTTP2StreamDelegate
+
+    func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer) {
+        guard !finished, task == nil else { return }
+        deframer.append(data)
+        do {
+            while let message = try deframer.next() {
+                guard request == nil else {
+                    finish(RPCStatus(.unimplemented, "\(context.method) takes exactly one request message; a second one arrived"))
+                    return
+                }
+                request = message
+            }
+        } catch {
+            finish(error)
+        }
+    }
+
+    func streamRequestEnded(_ stream: HTTP2Stream) {
+        guard !finished, task == nil else { return }
+        guard deframer.isEmpty else {
+            finish(RPCStatus(.internal, "the request ended inside a gRPC message (truncated length-prefixed message)"))
+            return
+        }
+        guard let request else {
+            finish(RPCStatus(.unimplemented, "\(context.method) needs one request message; the request had none"))
+            return
+        }
+        start(request)
+    }
+
+    func streamWritable(_ stream: HTTP2Stream) {
+        resumeSender()
+    }
+
+    func streamClosed(_ stream: HTTP2Stream, errorCode: UInt32) {
+        if !finished {
+            finished = true
+            endStatus = RPCStatus(.cancelled, "the client cancelled the call")
+        }
+        task?.cancel()
+        cleanUp()
+    }
+
+    // MARK: Running the handler
+
+    private func start(_ request: [UInt8]) {
+        let context = self.context
+        switch handler {
+        case .unaryInline(let body):
+            switch body(request, context) {
+            case .success(let response): complete(with: response)
+            case .failure(let status): finish(status)
+            }
+        case .unary(let body):
+            let outlet = CallOutlet(self)
+            task = Task {
+                let result: Result<[UInt8], RPCStatus>
+                do throws(RPCStatus) {
+                    result = .success(try await body(request, context))
+                } catch {
+                    result = .failure(error)
+                }
+                outlet.execute { call in
+                    switch result {
+                    case .success(let response): call.complete(with: response)
+                    case .failure(let status): call.finish(status)
+                    }
+                }
+            }
+        case .serverStreaming(let body):
+            let outlet = CallOutlet(self)
+            task = Task {
+                var status = RPCStatus.ok
+                do throws(RPCStatus) {
+                    try await body(request, context, outlet)
+                } catch {
+                    status = error
+                }
+                let final = status
+                outlet.execute { call in call.finish(final) }
+            }
+        }
+    }
+
+    /// Writes one framed message (sending the response head first if needed).
+    func writeMessage(_ message: [UInt8]) {
+        guard !finished else { return }
+        if !stream.hasResponded {
+            stream.respond(status: 200, fields: [("content-type", "application/grpc")], endStream: false)
+        }
+        stream.write { buffer in MessageFramer.appendFrame(to: &buffer, payload: message) }
+    }
+
+    /// True when more may be written before waiting for the client.
+    var canWrite: Bool { stream.bufferedBytes < registry.streamWriteHighWatermark }
+
+    /// Writes one message for a streaming handler, then resumes it at once when there is room for more,
+    /// or later when the client has read enough (backpressure), or with the status that ended the call.
+    func enqueue(_ message: [UInt8], resuming continuation: CheckedContinuation<RPCStatus?, Never>) {
+        if let endStatus {
+            continuation.resume(returning: endStatus)
+            return
+        }
+        writeMessage(message)
+        if canWrite {
+            continuation.resume(returning: nil)
+        } else {
+            precondition(sendWaiter == nil, "two concurrent sends on one call")
+            sendWaiter = continuation
+        }
+    }
+
+    private func resumeSender() {
+        if let waiter = sendWaiter, finished || canWrite {
+            sendWaiter = nil
+            waiter.resume(returning: finished ? endStatus : nil)
+        }
+    }
+
+    private func complete(with response: [UInt8]) {
+        writeMessage(response)
+        finish(.ok)
+    }
+
+    /// Ends the call with `status`: trailers after the messages, or Trailers-Only when none was sent.
+    func finish(_ status: RPCStatus) {
+        guard !finished else { return }
+        finished = true
+        endStatus = status.code == .ok ? RPCStatus(.cancelled, "the call has already ended") : status
+        let trailers = StatusTrailers.fields(for: status)
+        if stream.hasResponded {
+            stream.finish(trailers: trailers)
+        } else {
+            stream.respond(status: 200, fields: [("content-type", "application/grpc")] + trailers, endStream: true)
+        }
+        if status.code != .ok { task?.cancel() }
+        cleanUp()
+    }
+
+    private func deadlineExceeded() {
+        deadlineTimer = nil
+        guard !finished else { return }
+        finish(RPCStatus(.deadlineExceeded, "the call's deadline passed before \(context.method) completed"))
+    }
+
+    private func cleanUp() {
+        if let deadlineTimer {
+            stream.eventLoop.cancelTimer(deadlineTimer)
+            self.deadlineTimer = nil
+        }
+        resumeSender()
+        registry.remove(self)
+    }
+}
+
+/// The thread-safe face of a `ServerCall` for its handler task: every touch of the call hops to its loop.
+final class CallOutlet: ResponseStreamWriter, @unchecked Sendable {
+    // Only dereferenced on the call's event loop (inside `execute`).
+    private let call: ServerCall
+    private let eventLoop: EventLoop
+
+    init(_ call: ServerCall) {
+        self.call = call
+        self.eventLoop = call.stream.eventLoop
+    }
+
+    func execute(_ body: @escaping @Sendable (ServerCall) -> Void) {
+        eventLoop.execute { [self] in body(self.call) }
+    }
+
+    func send(serialized message: [UInt8]) async throws(RPCStatus) {
+        // One hop to the loop: write, then come back when there is room for the next message.
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<RPCStatus?, Never>) in
+            execute { call in call.enqueue(message, resuming: continuation) }
+        }
+        if let outcome { throw outcome }
+        if Task.isCancelled { throw RPCStatus(.cancelled, "the call was cancelled") }
+    }
+}

@@ -1,0 +1,49 @@
+import GatewayCore
+import HTTP2
+
+/// What a handler knows about its call besides the request message.
+public struct ServerContext: Sendable {
+    /// The full method path, e.g. "/appstore.gateway.v1.AppStoreGateway/GetHistory".
+    public let method: String
+    /// Custom metadata sent by the client (lowercase names; `-bin` values still base64).
+    public let metadata: [(name: String, value: String)]
+    /// The call's deadline on the monotonic clock (`monotonicNanoseconds()`), nil when the client set none.
+    public let deadlineNanoseconds: UInt64?
+
+    public init(method: String, metadata: [(name: String, value: String)], deadlineNanoseconds: UInt64?) {
+        self.method = method
+        self.metadata = metadata
+        self.deadlineNanoseconds = deadlineNanoseconds
+    }
+
+    /// The first value of a metadata entry.
+    public func metadataValue(_ name: String) -> String? {
+        metadata.first(where: { $0.name == name })?.value
+    }
+
+    /// Time left before the deadline, in nanoseconds (nil = no deadline, 0 = passed).
+    public var remainingNanoseconds: UInt64? {
+        guard let deadline = deadlineNanoseconds else { return nil }
+        let now = monotonicNanoseconds()
+        return deadline > now ? deadline - now : 0
+    }
+}
+
+/// Sends the messages of a server-streaming call; `send` waits while the client reads slowly.
+public protocol ResponseStreamWriter: Sendable {
+    /// Queues one serialized message; suspends while too much is buffered for the client, and throws
+    /// CANCELLED (or the status that ended the call) once the call is over.
+    func send(serialized message: [UInt8]) async throws(RPCStatus)
+}
+
+/// How a method is served.
+public enum MethodHandler: Sendable {
+    /// Runs on the event loop thread: only for cheap, non-blocking work (health Check, JWS verification).
+    /// Returns the serialized response message.
+    case unaryInline(@Sendable (_ request: [UInt8], _ context: ServerContext) -> Result<[UInt8], RPCStatus>)
+    /// Runs as a Swift task; returns the serialized response message.
+    case unary(@Sendable (_ request: [UInt8], _ context: ServerContext) async throws(RPCStatus) -> [UInt8])
+    /// Runs as a Swift task sending any number of messages; returning ends the call with OK.
+    case serverStreaming(
+        @Sendable (_ request: [UInt8], _ context: ServerContext, _ writer: ResponseStreamWriter) async throws(RPCStatus) -> Void)
+}

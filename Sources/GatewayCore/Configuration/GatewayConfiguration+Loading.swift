@@ -1,0 +1,105 @@
+extension GatewayConfiguration {
+    /// Parses and validates a YAML configuration; environment variables override keys (see
+    /// `ConfigurationReader`). The first problem found is thrown, naming its key.
+    public static func load(yaml: String, environment: [String: String] = [:]) throws(ConfigurationError) -> Self {
+        let reader = try ConfigurationReader(yaml: yaml, environment: environment)
+        var config = GatewayConfiguration()
+
+        if let text = try reader.string("listen") { config.listen = try address(text, key: "listen") }
+        if let threads = try reader.integer("threads", in: 0...1024) { config.threads = threads }
+        if let text = try reader.string("admin") { config.admin = try address(text, key: "admin") }
+
+        let limits = "limits"
+        if let v = try reader.integer("\(limits).maxReceiveMessageBytes", in: 1...(1 << 30)) { config.limits.maxReceiveMessageBytes = v }
+        if let v = try reader.integer("\(limits).maxConcurrentStreams", in: 1...1_000_000) { config.limits.maxConcurrentStreams = v }
+        if let v = try reader.integer("\(limits).maxHeaderListBytes", in: 1024...(1 << 20)) { config.limits.maxHeaderListBytes = v }
+        if let v = try reader.integer("\(limits).initialWindowBytes", in: 65_535...Int(Int32.max)) { config.limits.initialWindowBytes = v }
+        if let v = try reader.integer("\(limits).streamWriteBufferBytes", in: 1024...(1 << 30)) { config.limits.streamWriteBufferBytes = v }
+
+        if let v = try reader.milliseconds("connection.maxIdle") { config.connection.maxIdleMilliseconds = v }
+        if let v = try reader.milliseconds("connection.keepaliveTime") { config.connection.keepaliveTimeMilliseconds = v }
+        if let v = try reader.milliseconds("connection.keepaliveTimeout") {
+            guard v > 0 else { throw ConfigurationError(key: "connection.keepaliveTimeout", problem: "must be more than 0") }
+            config.connection.keepaliveTimeoutMilliseconds = v
+        }
+        if let v = try reader.milliseconds("shutdown.grace") { config.shutdown.graceMilliseconds = v }
+
+        config.apps = try apps(reader)
+
+        if let v = try reader.string("apple.productionURL") { config.apple.productionURL = try url(v, key: "apple.productionURL") }
+        if let v = try reader.string("apple.sandboxURL") { config.apple.sandboxURL = try url(v, key: "apple.sandboxURL") }
+        if let v = try reader.string("apple.caFile") { config.apple.caFile = v }
+
+        if let roots = try reader.strings("verification.rootCertificates") {
+            guard !roots.isEmpty else {
+                throw ConfigurationError(key: "verification.rootCertificates", problem: "needs at least one root certificate file")
+            }
+            config.verification.rootCertificates = roots
+        }
+        if let v = try reader.integer("verification.chainCacheSize", in: 1...1_000_000) { config.verification.chainCacheSize = v }
+        if let v = try reader.bool("verification.useCurrentTime") { config.verification.useCurrentTime = v }
+
+        if let level = try reader.string("logging.level") {
+            let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+            guard levels.contains(level) else {
+                throw ConfigurationError(key: "logging.level", problem: "must be one of \(levels.joined(separator: ", ")), got '\(level)'")
+            }
+            config.logging.level = level
+        }
+
+        try reader.rejectUnknownKeys()
+        return config
+    }
+
+    private static func apps(_ reader: ConfigurationReader) throws(ConfigurationError) -> [App] {
+        var apps: [App] = []
+        var names: Set<String> = []
+        for index in 0..<(try reader.count("apps")) {
+            let key = "apps[\(index)]"
+            func required(_ field: String) throws(ConfigurationError) -> String {
+                guard let value = try reader.string("\(key).\(field)"), !value.isEmpty else {
+                    throw ConfigurationError(key: "\(key).\(field)", problem: "is required")
+                }
+                return value
+            }
+            let bundleId = try required("bundleId")
+            let name = try reader.string("\(key).name") ?? bundleId
+            let keyId = try required("keyId")
+            guard keyId.count == 10, keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+                throw ConfigurationError(key: "\(key).keyId", problem: "must be the 10-character key id from App Store Connect, got '\(keyId)'")
+            }
+            var appAppleId: Int64?
+            if let id = try reader.integer("\(key).appAppleId", in: 1...Int.max) { appAppleId = Int64(id) }
+            let environmentText = try reader.string("\(key).environment") ?? "auto"
+            guard let environment = EnvironmentPolicy(rawValue: environmentText) else {
+                throw ConfigurationError(key: "\(key).environment", problem: "must be production, sandbox or auto, got '\(environmentText)'")
+            }
+            if environment != .sandbox && appAppleId == nil {
+                throw ConfigurationError(key: "\(key).appAppleId", problem: "is required for production data (environment \(environment.rawValue))")
+            }
+            for alias in Set([name, bundleId]) where names.contains(alias) {
+                throw ConfigurationError(key: "\(key).name", problem: "'\(alias)' names two apps")
+            }
+            names.insert(name)
+            if bundleId != name { names.insert(bundleId) }
+            apps.append(App(
+                name: name, bundleId: bundleId, appAppleId: appAppleId, issuerId: try required("issuerId"),
+                keyId: keyId, privateKeyFile: try required("privateKeyFile"), environment: environment))
+        }
+        return apps
+    }
+
+    private static func address(_ text: String, key: String) throws(ConfigurationError) -> ListenAddress {
+        guard let address = ListenAddress(parsing: text) else {
+            throw ConfigurationError(key: key, problem: "must be HOST:PORT (e.g. 0.0.0.0:50051 or [::1]:50051), got '\(text)'")
+        }
+        return address
+    }
+
+    private static func url(_ text: String, key: String) throws(ConfigurationError) -> String {
+        guard text.hasPrefix("https://") || text.hasPrefix("http://"), text.count > 8 else {
+            throw ConfigurationError(key: key, problem: "must be an http(s) URL, got '\(text)'")
+        }
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+}

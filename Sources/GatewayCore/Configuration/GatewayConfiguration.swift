@@ -1,0 +1,126 @@
+/// The gateway's whole configuration (README "Configuration" documents every key and default).
+public struct GatewayConfiguration: Sendable {
+    /// gRPC listen address (h2c). Key `listen`, default "0.0.0.0:50051".
+    public var listen = ListenAddress(host: "0.0.0.0", port: 50051)
+    /// Event loop threads; 0 = one per core. Key `threads`.
+    public var threads = 0
+    /// Admin HTTP/1.1 address for metrics and probes. Key `admin`, default "0.0.0.0:9090".
+    public var admin = ListenAddress(host: "0.0.0.0", port: 9090)
+    /// Transport limits. Keys under `limits`.
+    public var limits = Limits()
+    /// Connection management. Keys under `connection`.
+    public var connection = Connection()
+    /// Shutdown timing. Keys under `shutdown`.
+    public var shutdown = Shutdown()
+    /// The Apple apps callers may name. Key `apps`.
+    public var apps: [App] = []
+    /// Apple's hosts. Keys under `apple`.
+    public var apple = Apple()
+    /// Signed-data verification. Keys under `verification`.
+    public var verification = Verification()
+    /// Logging. Keys under `logging`.
+    public var logging = Logging()
+
+    public init() {}
+
+    /// Transport limits.
+    public struct Limits: Sendable, Hashable {
+        /// Largest request message; larger → RESOURCE_EXHAUSTED. `limits.maxReceiveMessageBytes`, 4 MiB.
+        public var maxReceiveMessageBytes = 4 * 1024 * 1024
+        /// SETTINGS_MAX_CONCURRENT_STREAMS per connection. `limits.maxConcurrentStreams`, 256.
+        public var maxConcurrentStreams = 256
+        /// SETTINGS_MAX_HEADER_LIST_SIZE. `limits.maxHeaderListBytes`, 16 KiB.
+        public var maxHeaderListBytes = 16 * 1024
+        /// Per-stream and connection receive window. `limits.initialWindowBytes`, 1 MiB.
+        public var initialWindowBytes = 1 << 20
+        /// Response bytes buffered per stream before a streaming handler waits. `limits.streamWriteBufferBytes`, 256 KiB.
+        public var streamWriteBufferBytes = 256 * 1024
+        public init() {}
+    }
+
+    /// Connection management (see grpc-conventions C.4).
+    public struct Connection: Sendable, Hashable {
+        /// Close a connection without streams after this long. `connection.maxIdle`, 5m; 0 disables.
+        public var maxIdleMilliseconds: UInt64 = 300_000
+        /// PING a silent connection after this long. `connection.keepaliveTime`, 2m; 0 disables.
+        public var keepaliveTimeMilliseconds: UInt64 = 120_000
+        /// Close when a PING is not answered within this long. `connection.keepaliveTimeout`, 20s.
+        public var keepaliveTimeoutMilliseconds: UInt64 = 20_000
+        public init() {}
+    }
+
+    /// Shutdown timing.
+    public struct Shutdown: Sendable, Hashable {
+        /// In-flight calls may run this long after SIGTERM before ending UNAVAILABLE. `shutdown.grace`, 10s.
+        public var graceMilliseconds: UInt64 = 10_000
+        public init() {}
+    }
+
+    /// How an app's calls pick Apple's environment.
+    public enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
+        /// Production only.
+        case production
+        /// Sandbox only.
+        case sandbox
+        /// Production, then sandbox when production does not know the transaction (4040010).
+        case auto
+    }
+
+    /// One Apple app and its In-App Purchase key.
+    public struct App: Sendable, Hashable {
+        /// What callers put in `app`. `apps[i].name`.
+        public var name: String
+        /// The app's bundle id (callers may use it as `app` too). `apps[i].bundleId`.
+        public var bundleId: String
+        /// The App Store app id; required to verify production data. `apps[i].appAppleId`.
+        public var appAppleId: Int64?
+        /// The In-App Purchase key's issuer id (UUID). `apps[i].issuerId`.
+        public var issuerId: String
+        /// The key id (10 characters). `apps[i].keyId`.
+        public var keyId: String
+        /// Path of the `.p8` private key. `apps[i].privateKeyFile`.
+        public var privateKeyFile: String
+        /// `apps[i].environment`: production, sandbox or auto (default auto).
+        public var environment: EnvironmentPolicy
+
+        public init(name: String, bundleId: String, appAppleId: Int64?, issuerId: String, keyId: String,
+                    privateKeyFile: String, environment: EnvironmentPolicy) {
+            self.name = name
+            self.bundleId = bundleId
+            self.appAppleId = appAppleId
+            self.issuerId = issuerId
+            self.keyId = keyId
+            self.privateKeyFile = privateKeyFile
+            self.environment = environment
+        }
+    }
+
+    /// Apple's hosts.
+    public struct Apple: Sendable, Hashable {
+        /// `apple.productionURL`.
+        public var productionURL = "https://api.storekit.apple.com"
+        /// `apple.sandboxURL`.
+        public var sandboxURL = "https://api.storekit-sandbox.apple.com"
+        /// Extra CA bundle for the upstream TLS (simulator, tests); empty = system CAs. `apple.caFile`.
+        public var caFile = ""
+        public init() {}
+    }
+
+    /// Signed-data verification.
+    public struct Verification: Sendable, Hashable {
+        /// DER or PEM root certificates trusted for Apple-signed data. `verification.rootCertificates`.
+        public var rootCertificates = ["certs/AppleRootCA-G3.cer"]
+        /// Verified chains remembered (LRU). `verification.chainCacheSize`, 1024.
+        public var chainCacheSize = 1024
+        /// Validate chains at the current time instead of the payload's signedDate. `verification.useCurrentTime`.
+        public var useCurrentTime = false
+        public init() {}
+    }
+
+    /// Logging.
+    public struct Logging: Sendable, Hashable {
+        /// trace, debug, info, notice, warning, error or critical. `logging.level`, info.
+        public var level = "info"
+        public init() {}
+    }
+}

@@ -1,0 +1,200 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CLinux
+import Synchronization
+
+/// A timer scheduled on an event loop, for cancelling it.
+public struct TimerHandle: Sendable, Hashable {
+    let id: TimerQueue<() -> Void>.ID
+}
+
+/// Something registered with an event loop for readiness events on a file descriptor.
+protocol EventSource: AnyObject {
+    /// Called on the loop thread with the epoll event mask.
+    func handle(events: UInt32)
+}
+
+/// Something with buffered output, flushed once at the end of an event-loop iteration.
+protocol Flushable: AnyObject {
+    func flush()
+}
+
+/// One epoll event loop on one thread. It owns its epoll descriptor, every source registered with it and
+/// its timers; none of those is touched from another thread. Other threads hand work to it with
+/// `execute(_:)`, which is the only thread-safe entry point (a queue plus an eventfd wake-up).
+public final class EventLoop: @unchecked Sendable {
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let inbox = Mutex<Inbox>(Inbox())
+    private var sources: [Int32: EventSource] = [:]
+    private var timers = TimerQueue<() -> Void>()
+    private var toFlush: [ObjectIdentifier: Flushable] = [:]
+    private var running = false
+    private var thread: pthread_t?
+    /// A small number naming this loop in logs.
+    public let index: Int
+
+    private struct Inbox {
+        var tasks: [@Sendable () -> Void] = []
+        var wakePending = false
+        var stopRequested = false
+    }
+
+    init(index: Int) throws(SystemError) {
+        self.index = index
+        epollFD = try systemCall("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
+        do {
+            wakeFD = try systemCall("eventfd") { eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
+        } catch {
+            close(epollFD)
+            throw error
+        }
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.fd = wakeFD
+        if epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event) != 0 {
+            preconditionFailure("epoll_ctl(ADD) of a fresh eventfd failed: errno \(clinux_errno())")
+        }
+    }
+
+    deinit {
+        close(wakeFD)
+        close(epollFD)
+    }
+
+    /// True when called on this loop's thread.
+    public var inEventLoop: Bool {
+        guard let thread else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// Runs `task` on the loop thread soon. Safe from any thread.
+    public func execute(_ task: @escaping @Sendable () -> Void) {
+        let mustWake = inbox.withLock { inbox -> Bool in
+            inbox.tasks.append(task)
+            if inbox.wakePending { return false }
+            inbox.wakePending = true
+            return true
+        }
+        if mustWake { wake() }
+    }
+
+    /// Asks the loop to return from `run()` after its current iteration. Safe from any thread.
+    public func stop() {
+        inbox.withLock { $0.stopRequested = true }
+        wake()
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    // MARK: Loop-thread API
+
+    func register(fd: Int32, events: UInt32, source: EventSource) throws(SystemError) {
+        var event = epoll_event()
+        event.events = events
+        event.data.fd = fd
+        _ = try systemCall("epoll_ctl(ADD)") { epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) }
+        sources[fd] = source
+    }
+
+    func modify(fd: Int32, events: UInt32) {
+        var event = epoll_event()
+        event.events = events
+        event.data.fd = fd
+        _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
+    }
+
+    func deregister(fd: Int32) {
+        _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
+        sources[fd] = nil
+    }
+
+    /// Schedules `body` to run on the loop after `nanoseconds`.
+    @discardableResult
+    func schedule(afterNanoseconds nanoseconds: UInt64, _ body: @escaping () -> Void) -> TimerQueue<() -> Void>.ID {
+        timers.schedule(at: monotonicNanoseconds() &+ nanoseconds, body)
+    }
+
+    func cancelTimer(_ id: TimerQueue<() -> Void>.ID) {
+        timers.cancel(id)
+    }
+
+    /// Runs `body` on this loop after `nanoseconds`. Call on the loop thread only.
+    public func scheduleTimer(afterNanoseconds nanoseconds: UInt64, _ body: @escaping () -> Void) -> TimerHandle {
+        TimerHandle(id: schedule(afterNanoseconds: nanoseconds, body))
+    }
+
+    /// Cancels a timer of this loop; harmless when it fired already. Call on the loop thread only.
+    public func cancelTimer(_ handle: TimerHandle) {
+        timers.cancel(handle.id)
+    }
+
+    /// Asks for `target.flush()` once, at the end of this loop iteration.
+    func flushAtEndOfIteration(_ target: Flushable) {
+        toFlush[ObjectIdentifier(target)] = target
+    }
+
+    /// Runs the loop on the calling thread until `stop()`.
+    func run() {
+        thread = pthread_self()
+        running = true
+        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        while running {
+            let timeout = millisecondsUntilNextTimer()
+            let count = events.withUnsafeMutableBufferPointer {
+                epoll_wait(epollFD, $0.baseAddress, Int32($0.count), timeout)
+            }
+            if count < 0 && clinux_errno() != EINTR {
+                preconditionFailure("epoll_wait failed: errno \(clinux_errno())")
+            }
+            for i in 0..<max(0, Int(count)) {
+                let fd = events[i].data.fd
+                if fd == wakeFD {
+                    var value: UInt64 = 0
+                    _ = read(wakeFD, &value, 8)
+                    continue
+                }
+                sources[fd]?.handle(events: events[i].events)
+            }
+            runTasks()
+            runDueTimers()
+            flushPending()
+        }
+        thread = nil
+    }
+
+    private func millisecondsUntilNextTimer() -> Int32 {
+        if !inbox.withLock({ $0.tasks.isEmpty }) { return 0 }
+        guard let deadline = timers.nextDeadline() else { return -1 }
+        let now = monotonicNanoseconds()
+        if deadline <= now { return 0 }
+        return Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
+    }
+
+    private func runTasks() {
+        let (tasks, stop) = inbox.withLock { inbox -> ([@Sendable () -> Void], Bool) in
+            let tasks = inbox.tasks
+            inbox.tasks.removeAll(keepingCapacity: true)
+            inbox.wakePending = false
+            return (tasks, inbox.stopRequested)
+        }
+        for task in tasks { task() }
+        if stop { running = false }
+    }
+
+    private func runDueTimers() {
+        for body in timers.popDue(now: monotonicNanoseconds()) { body() }
+    }
+
+    private func flushPending() {
+        while !toFlush.isEmpty {
+            let batch = toFlush
+            toFlush.removeAll(keepingCapacity: true)
+            for target in batch.values { target.flush() }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+/// Limits and timers of the HTTP/2 server. Every value is a configuration key with this default.
+public struct HTTP2Configuration: Sendable, Hashable {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to each client.
+    public var maxConcurrentStreams: UInt32 = 256
+    /// SETTINGS_INITIAL_WINDOW_SIZE: how much a client may send on a stream before we consume it.
+    public var initialWindowSize: UInt32 = 1 << 20
+    /// SETTINGS_MAX_HEADER_LIST_SIZE; a request with larger headers is refused (HTTP 431).
+    public var maxHeaderListSize: UInt32 = 16 * 1024
+    /// A connection with no open stream for this long is closed with GOAWAY "max_idle". 0 disables.
+    public var idleTimeoutMilliseconds: UInt64 = 300_000
+    /// A connection that has received nothing for this long gets a PING. 0 disables.
+    public var keepaliveTimeMilliseconds: UInt64 = 120_000
+    /// A PING not acknowledged within this long closes the connection.
+    public var keepaliveTimeoutMilliseconds: UInt64 = 20_000
+    /// How long the first GOAWAY of a graceful close waits for the PING that confirms it (RFC 9113 §6.8).
+    public var goawayPingTimeoutMilliseconds: UInt64 = 1_000
+    /// Response bytes buffered per stream above which producers wait (`HTTP2Stream.bufferedBytes`).
+    public var streamWriteHighWatermark: Int = 256 * 1024
+    /// Bytes of encoded frames a connection buffers for the socket before it stops asking nghttp2 for more.
+    public var connectionWriteBufferLimit: Int = 1 << 20
+
+    public init() {}
+}

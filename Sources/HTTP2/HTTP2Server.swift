@@ -1,0 +1,101 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CLinux
+import GatewayCore
+import Synchronization
+
+/// Live counts shared by the loops of one server.
+final class ServerCounters: Sendable {
+    private let open = Atomic<Int>(0)
+    func connectionOpened() { open.add(1, ordering: .relaxed) }
+    func connectionClosed() { open.subtract(1, ordering: .relaxed) }
+    var openConnections: Int { open.load(ordering: .relaxed) }
+}
+
+/// An HTTP/2 server (cleartext, prior knowledge) on `threads` epoll loops, each with its own SO_REUSEPORT
+/// listener, so the kernel spreads connections across loops and no lock sits on the request path.
+public final class HTTP2Server: Sendable {
+    /// The port actually bound (useful when 0 was configured).
+    public let port: UInt16
+    /// The server's event loops, one per thread.
+    public let eventLoops: [EventLoop]
+    private let loops: [LoopBox]
+    private let counters = ServerCounters()
+    private let threads = Mutex<[pthread_t]>([])
+
+    /// Binds every loop's listener; `start()` begins serving.
+    public init(address: ListenAddress, threads: Int, configuration: HTTP2Configuration,
+                responder: HTTP2Responder) throws(SystemError) {
+        let count = max(1, threads)
+        let first = try ListeningSocket(address: address)
+        var loops: [LoopBox] = []
+        var eventLoops: [EventLoop] = []
+        for index in 0..<count {
+            let listener = index == 0 ? first : try ListeningSocket(sameAs: address, port: first.port)
+            let eventLoop = try EventLoop(index: index)
+            let serverLoop = try ServerLoop(
+                eventLoop: eventLoop, listener: listener, responder: responder,
+                configuration: configuration, counters: counters)
+            loops.append(LoopBox(serverLoop))
+            eventLoops.append(eventLoop)
+        }
+        self.port = first.port
+        self.loops = loops
+        self.eventLoops = eventLoops
+    }
+
+    /// The number of open client connections across all loops.
+    public var openConnections: Int { counters.openConnections }
+
+    /// Starts one thread per event loop.
+    public func start() {
+        var started: [pthread_t] = []
+        for (index, box) in loops.enumerated() {
+            started.append(spawnThread(name: "h2-loop-\(index)") { box.serverLoop.eventLoop.run() })
+        }
+        threads.withLock { $0 = started }
+    }
+
+    /// Stops accepting and sends the two-step GOAWAY on every connection; in-flight streams go on.
+    public func beginGracefulShutdown() {
+        for box in loops {
+            box.serverLoop.eventLoop.execute { box.serverLoop.beginDrain() }
+        }
+    }
+
+    /// Closes every remaining connection at once.
+    public func closeAllConnections() {
+        for box in loops {
+            box.serverLoop.eventLoop.execute { box.serverLoop.closeAll() }
+        }
+    }
+
+    /// Stops the loops and waits for their threads.
+    public func stop() {
+        for loop in eventLoops { loop.stop() }
+        for thread in threads.withLock({ $0 }) { pthread_join(thread, nil) }
+        threads.withLock { $0 = [] }
+    }
+}
+
+/// Carries a loop-confined `ServerLoop` to its thread; only the loop's own thread uses what is inside.
+private final class LoopBox: @unchecked Sendable {
+    let serverLoop: ServerLoop
+    init(_ serverLoop: ServerLoop) { self.serverLoop = serverLoop }
+}
+
+/// Starts a joinable thread running `body`.
+func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
+    final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    let rc = pthread_create(&thread, nil, { argument in
+        let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+        box.body()
+        return nil
+    }, box)
+    precondition(rc == 0, "pthread_create failed: \(rc)")
+    _ = pthread_setname_np(thread, String(name.prefix(15)))
+    return thread
+}

@@ -1,0 +1,148 @@
+/// The request head of an HTTP/2 stream: pseudo-headers apart, then the regular header fields in order.
+public struct HTTP2RequestHead: Sendable {
+    public var method = ""
+    public var scheme = ""
+    public var authority = ""
+    public var path = ""
+    /// Regular header fields (lowercase names, as HTTP/2 requires), in arrival order.
+    public var fields: [(name: String, value: String)] = []
+
+    public init() {}
+
+    /// The first value of a header field, by its lowercase name.
+    public func value(of name: String) -> String? {
+        fields.first(where: { $0.name == name })?.value
+    }
+}
+
+/// Receives the events of one HTTP/2 stream, on the stream's event loop.
+public protocol HTTP2StreamDelegate: AnyObject {
+    /// A chunk of the request body. The bytes are valid only during the call.
+    func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer)
+    /// The client finished its request (END_STREAM).
+    func streamRequestEnded(_ stream: HTTP2Stream)
+    /// Buffered response data fell below the low-water mark: more may be written.
+    func streamWritable(_ stream: HTTP2Stream)
+    /// The stream is gone: finished, reset by the client (`errorCode` from RST_STREAM) or the connection closed.
+    func streamClosed(_ stream: HTTP2Stream, errorCode: UInt32)
+}
+
+/// Decides what serves each new request; called on the loop thread that owns the stream.
+public protocol HTTP2Responder: Sendable {
+    /// A request's headers are complete. Return the delegate for the rest of the stream, after responding
+    /// already if the answer is known from the head alone.
+    func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate?
+}
+
+/// One HTTP/2 stream of a server connection, confined to its event loop.
+///
+/// The response is a head (`respond`), body bytes (`write`) and an end (`finish`, optionally with trailers);
+/// body bytes wait here until the peer's flow-control window lets nghttp2 take them, so `bufferedBytes`
+/// is how a producer learns to slow down.
+public final class HTTP2Stream {
+    /// The HTTP/2 stream id.
+    public let id: Int32
+    /// The loop that owns this stream; touch the stream only there.
+    public let eventLoop: EventLoop
+    /// Receives the stream's events once its head is complete.
+    public internal(set) var delegate: HTTP2StreamDelegate?
+
+    unowned let connection: ServerConnection
+    var head = HTTP2RequestHead()
+    var headerBytes = 0
+    var headerListTooLarge = false
+
+    // Outbound state.
+    var pending: [UInt8] = []
+    var pendingStart = 0
+    var headSent = false
+    var ended = false
+    var trailers: [(name: String, value: String)]?
+    var deferred = false
+    /// True once nghttp2 closed the stream; every later call is ignored.
+    public internal(set) var isClosed = false
+
+    init(id: Int32, connection: ServerConnection, eventLoop: EventLoop) {
+        self.id = id
+        self.connection = connection
+        self.eventLoop = eventLoop
+    }
+
+    /// Response bytes written but not yet taken by nghttp2.
+    public var bufferedBytes: Int { pending.count - pendingStart }
+
+    /// True once `respond` was called.
+    public var hasResponded: Bool { headSent }
+
+    /// Sends the response head. With `endStream` the head is the whole response (e.g. gRPC Trailers-Only).
+    public func respond(status: Int, fields: [(name: String, value: String)], endStream: Bool) {
+        guard !isClosed, !headSent else { return }
+        headSent = true
+        if endStream { ended = true }
+        connection.submitResponse(self, status: status, fields: fields, endStream: endStream)
+    }
+
+    /// Queues response body bytes.
+    public func write(_ bytes: [UInt8]) {
+        guard !isClosed, headSent, !ended else { return }
+        if pendingStart == pending.count {
+            pending = bytes
+            pendingStart = 0
+        } else {
+            pending.append(contentsOf: bytes)
+        }
+        resumeIfDeferred()
+    }
+
+    /// Queues response body bytes produced in place by `body`, which appends to the buffer it is given.
+    public func write(appending body: (inout [UInt8]) -> Void) {
+        guard !isClosed, headSent, !ended else { return }
+        if pendingStart == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            pendingStart = 0
+        }
+        body(&pending)
+        resumeIfDeferred()
+    }
+
+    /// Ends the response after the queued body, with trailers when given.
+    public func finish(trailers: [(name: String, value: String)]?) {
+        guard !isClosed, headSent, !ended else { return }
+        ended = true
+        self.trailers = trailers
+        resumeIfDeferred()
+    }
+
+    /// Resets the stream (RST_STREAM) with an HTTP/2 error code, e.g. 8 = CANCEL.
+    public func reset(errorCode: UInt32) {
+        guard !isClosed else { return }
+        connection.resetStream(self, errorCode: errorCode)
+    }
+
+    private func resumeIfDeferred() {
+        if deferred {
+            deferred = false
+            connection.resumeData(self)
+        }
+        connection.needsFlush()
+    }
+
+    /// Copies up to `capacity` pending bytes into `buffer` for nghttp2's data source; returns the count.
+    func takePending(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
+        let count = min(capacity, pending.count - pendingStart)
+        if count > 0 {
+            pending.withUnsafeBufferPointer { source in
+                buffer.update(from: source.baseAddress! + pendingStart, count: count)
+            }
+            pendingStart += count
+            if pendingStart == pending.count {
+                pending.removeAll(keepingCapacity: pending.capacity <= 64 * 1024)
+                pendingStart = 0
+            } else if pendingStart > 64 * 1024 && pendingStart * 2 > pending.count {
+                pending.removeFirst(pendingStart)
+                pendingStart = 0
+            }
+        }
+        return count
+    }
+}

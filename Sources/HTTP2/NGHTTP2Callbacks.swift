@@ -1,0 +1,84 @@
+internal import CNGHTTP2
+
+/// The nghttp2 callback table shared by every server session. Each callback is a trampoline: it recovers
+/// the `ServerConnection` from the session's user data and never traps on what the peer sent.
+final class NGHTTP2Callbacks: @unchecked Sendable {
+    /// Immutable after init; nghttp2 only reads the table and options when a session is created.
+    static let shared = NGHTTP2Callbacks()
+
+    let pointer: OpaquePointer
+    let options: OpaquePointer
+
+    private init() {
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
+            preconditionFailure("nghttp2_session_callbacks_new: out of memory")
+        }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)
+                && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
+            {
+                connection(userData).beginHeaders(streamID: frame.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let frame, let userData, let name, let value else { return 0 }
+            connection(userData).header(
+                streamID: frame.pointee.hd.stream_id,
+                name: UnsafeBufferPointer(start: name, count: nameLength),
+                value: UnsafeBufferPointer(start: value, count: valueLength))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            let connection = connection(userData)
+            let header = frame.pointee.hd
+            let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            switch UInt32(header.type) {
+            case NGHTTP2_HEADERS.rawValue:
+                if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                    connection.headersComplete(streamID: header.stream_id, endStream: endStream)
+                } else if endStream {
+                    connection.dataEnded(streamID: header.stream_id)  // request trailers end the request
+                }
+            case NGHTTP2_DATA.rawValue:
+                if endStream { connection.dataEnded(streamID: header.stream_id) }
+            case NGHTTP2_PING.rawValue:
+                if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { connection.pingAcknowledged() }
+            default:
+                break
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            guard let userData, let data else { return 0 }
+            connection(userData).dataChunk(streamID: streamID, UnsafeRawBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
+            guard let userData else { return 0 }
+            connection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
+            return 0
+        }
+        self.pointer = callbacks
+
+        var options: OpaquePointer?
+        guard nghttp2_option_new(&options) == 0, let options else {
+            preconditionFailure("nghttp2_option_new: out of memory")
+        }
+        self.options = options
+    }
+
+    /// The data source of every response body (see `ServerConnection.readData`).
+    static let readData: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
+        guard let userData, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+        return connection(userData).readData(streamID: streamID, into: buffer, capacity: length, flags: flags)
+    }
+}
+
+@inline(__always)
+private func connection(_ userData: UnsafeMutableRawPointer) -> ServerConnection {
+    Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue()
+}

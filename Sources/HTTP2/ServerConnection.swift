@@ -1,0 +1,412 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CLinux
+internal import CNGHTTP2
+
+/// One accepted HTTP/2 connection: the socket, its nghttp2 server session and its streams.
+///
+/// Owned by the `ServerLoop` of its event loop (which keeps it in a table by file descriptor); every call
+/// happens on that loop. nghttp2 calls back into it through `Unmanaged` user data (see NGHTTP2Callbacks).
+final class ServerConnection: EventSource, Flushable {
+    let fd: Int32
+    let eventLoop: EventLoop
+    let configuration: HTTP2Configuration
+    let responder: HTTP2Responder
+    private unowned let owner: ServerLoop
+    private var session: OpaquePointer?
+    var streams: [Int32: HTTP2Stream] = [:]
+
+    private var outbound: [UInt8] = []
+    private var outboundStart = 0
+    private var wantsWritable = false
+    private var closed = false
+    private var lastReadNanos = monotonicNanoseconds()
+    private var pingOutstandingSince: UInt64?
+    private var idleSinceNanos: UInt64? = monotonicNanoseconds()
+    private var housekeepingTimer: TimerQueue<() -> Void>.ID?
+    private(set) var draining = false
+    private var goawayFinalSent = false
+
+    init(fd: Int32, owner: ServerLoop, responder: HTTP2Responder, configuration: HTTP2Configuration) throws {
+        self.fd = fd
+        self.owner = owner
+        self.eventLoop = owner.eventLoop
+        self.responder = responder
+        self.configuration = configuration
+        var session: OpaquePointer?
+        let rc = nghttp2_session_server_new2(
+            &session, NGHTTP2Callbacks.shared.pointer, Unmanaged.passUnretained(self).toOpaque(),
+            NGHTTP2Callbacks.shared.options)
+        guard rc == 0, let session else { throw SystemError(call: "nghttp2_session_server_new2", errno: ENOMEM) }
+        self.session = session
+        var settings = [
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                value: configuration.maxConcurrentStreams),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                value: configuration.initialWindowSize),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                value: configuration.maxHeaderListSize),
+        ]
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        // The connection window starts at 65,535 whatever SETTINGS say; open it to match the stream window.
+        if configuration.initialWindowSize > 65_535 {
+            _ = nghttp2_session_set_local_window_size(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(clamping: configuration.initialWindowSize))
+        }
+        try eventLoop.register(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: self)
+        scheduleHousekeeping()
+        needsFlush()
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    var openStreamCount: Int { streams.count }
+
+    // MARK: Events
+
+    func handle(events: UInt32) {
+        if events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0 {
+            readAvailable()
+        }
+        if !closed && events & EPOLLOUT.rawValue != 0 {
+            flush()
+        }
+    }
+
+    private func readAvailable() {
+        guard let session else { return }
+        var buffer = owner.readBuffer
+        defer { owner.readBuffer = buffer }
+        // Level-triggered: read a bounded amount per event so one busy peer cannot starve the others.
+        for _ in 0..<4 {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                lastReadNanos = monotonicNanoseconds()
+                let consumed = buffer.withUnsafeBytes { bytes in
+                    nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
+                }
+                if consumed < 0 {
+                    // A protocol error: nghttp2 queued a GOAWAY when it could; send it, then close.
+                    flush()
+                    close()
+                    return
+                }
+                if count < buffer.count { break }
+            } else if count == 0 {
+                close()
+                return
+            } else {
+                let code = clinux_errno()
+                if code == EAGAIN || code == EINTR { break }
+                close()
+                return
+            }
+        }
+        needsFlush()
+    }
+
+    func needsFlush() {
+        if !closed { eventLoop.flushAtEndOfIteration(self) }
+    }
+
+    /// Serialises what nghttp2 has to send and writes it to the socket.
+    func flush() {
+        guard !closed, let session else { return }
+        while true {
+            if outbound.count - outboundStart < configuration.connectionWriteBufferLimit {
+                collectFrames(session)
+            }
+            if outboundStart == outbound.count { break }
+            let written = outbound.withUnsafeBytes { bytes in
+                Glibc.write(fd, bytes.baseAddress! + outboundStart, bytes.count - outboundStart)
+            }
+            if written > 0 {
+                outboundStart += written
+                if outboundStart == outbound.count {
+                    outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
+                    outboundStart = 0
+                    continue
+                }
+                setWantsWritable(true)
+                return
+            }
+            let code = clinux_errno()
+            if written < 0 && (code == EAGAIN || code == EINTR) {
+                setWantsWritable(true)
+                return
+            }
+            close()
+            return
+        }
+        setWantsWritable(false)
+        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+            close()
+        }
+    }
+
+    private func collectFrames(_ session: OpaquePointer) {
+        while outbound.count - outboundStart < configuration.connectionWriteBufferLimit {
+            var data: UnsafePointer<UInt8>?
+            let length = nghttp2_session_mem_send(session, &data)
+            if length < 0 {
+                close()
+                return
+            }
+            guard length > 0, let data else { return }
+            outbound.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+        }
+    }
+
+    private func setWantsWritable(_ wants: Bool) {
+        guard wants != wantsWritable, !closed else { return }
+        wantsWritable = wants
+        let base = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+        eventLoop.modify(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base)
+    }
+
+    /// Closes the socket at once; open streams see `streamClosed` with CANCEL.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
+        eventLoop.deregister(fd: fd)
+        Glibc.close(fd)
+        let open = streams.values
+        streams.removeAll()
+        for stream in open {
+            stream.isClosed = true
+            stream.delegate?.streamClosed(stream, errorCode: NGHTTP2_CANCEL.rawValue)
+            stream.delegate = nil
+        }
+        owner.connectionClosed(self)
+    }
+
+    // MARK: Responses (called by HTTP2Stream)
+
+    func submitResponse(_ stream: HTTP2Stream, status: Int, fields: [(name: String, value: String)], endStream: Bool) {
+        guard let session else { return }
+        var all = [(name: ":status", value: String(status))]
+        all.append(contentsOf: fields)
+        let rc = withNameValues(all) { nva, count in
+            if endStream {
+                return nghttp2_submit_response(session, stream.id, nva, count, nil)
+            }
+            var provider = nghttp2_data_provider()
+            provider.read_callback = NGHTTP2Callbacks.readData
+            return nghttp2_submit_response(session, stream.id, nva, count, &provider)
+        }
+        if rc != 0 { resetStream(stream, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
+        needsFlush()
+    }
+
+    func resumeData(_ stream: HTTP2Stream) {
+        guard let session else { return }
+        _ = nghttp2_session_resume_data(session, stream.id)
+    }
+
+    func resetStream(_ stream: HTTP2Stream, errorCode: UInt32) {
+        guard let session else { return }
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, errorCode)
+        needsFlush()
+    }
+
+    /// nghttp2's data source: body bytes, then EOF with trailers (NO_END_STREAM) or END_STREAM.
+    func readData(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, capacity: Int,
+                  flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let stream = streams[streamID], let session else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        let before = stream.bufferedBytes
+        let count = stream.takePending(into: buffer, capacity: capacity)
+        if stream.bufferedBytes == 0 && stream.ended {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            if let trailers = stream.trailers, !trailers.isEmpty {
+                flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+                let rc = withNameValues(trailers) { nghttp2_submit_trailer(session, streamID, $0, $1) }
+                if rc != 0 { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+            }
+            return count
+        }
+        if count == 0 {
+            stream.deferred = true
+            return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        }
+        let lowWater = configuration.streamWriteHighWatermark / 2
+        if before > lowWater && stream.bufferedBytes <= lowWater {
+            stream.delegate?.streamWritable(stream)
+        }
+        return count
+    }
+
+    // MARK: Callbacks from nghttp2 (see NGHTTP2Callbacks)
+
+    func beginHeaders(streamID: Int32) {
+        streams[streamID] = HTTP2Stream(id: streamID, connection: self, eventLoop: eventLoop)
+        idleSinceNanos = nil
+    }
+
+    /// Collects one request header field; a list over the size limit is remembered and answered with 431.
+    func header(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        guard let stream = streams[streamID], stream.delegate == nil, !stream.headSent else { return }
+        stream.headerBytes += name.count + value.count + 32
+        if stream.headerBytes > Int(configuration.maxHeaderListSize) {
+            stream.headerListTooLarge = true
+            return
+        }
+        if stream.headerListTooLarge { return }
+        let value = String(decoding: value, as: UTF8.self)
+        if name.first == UInt8(ascii: ":") {
+            switch String(decoding: name, as: UTF8.self) {
+            case ":method": stream.head.method = value
+            case ":path": stream.head.path = value
+            case ":scheme": stream.head.scheme = value
+            case ":authority": stream.head.authority = value
+            default: break
+            }
+        } else {
+            stream.head.fields.append((String(decoding: name, as: UTF8.self), value))
+        }
+    }
+
+    func headersComplete(streamID: Int32, endStream: Bool) {
+        guard let stream = streams[streamID] else { return }
+        if stream.delegate == nil && !stream.headSent {
+            if stream.headerListTooLarge {
+                stream.respond(status: 431, fields: [], endStream: true)
+            } else if draining && goawayFinalSent {
+                stream.reset(errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
+            } else {
+                stream.delegate = responder.streamStarted(stream, head: stream.head)
+                if stream.delegate == nil && !stream.headSent {
+                    stream.respond(status: 404, fields: [], endStream: true)
+                }
+            }
+        }
+        if endStream, let delegate = stream.delegate { delegate.streamRequestEnded(stream) }
+    }
+
+    func dataChunk(streamID: Int32, _ data: UnsafeRawBufferPointer) {
+        guard let stream = streams[streamID], let delegate = stream.delegate else { return }
+        delegate.stream(stream, received: data)
+    }
+
+    func dataEnded(streamID: Int32) {
+        guard let stream = streams[streamID], let delegate = stream.delegate else { return }
+        delegate.streamRequestEnded(stream)
+    }
+
+    func streamClosed(streamID: Int32, errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        stream.isClosed = true
+        stream.delegate?.streamClosed(stream, errorCode: errorCode)
+        stream.delegate = nil
+        if streams.isEmpty {
+            idleSinceNanos = monotonicNanoseconds()
+            if draining { needsFlush() }
+        }
+    }
+
+    func pingAcknowledged() {
+        pingOutstandingSince = nil
+        if draining && !goawayFinalSent { sendFinalGoaway() }
+    }
+
+    // MARK: Connection management
+
+    /// Starts a graceful close (RFC 9113 §6.8): GOAWAY with the maximum stream id and a PING, then, once the
+    /// PING returns (or after a timeout), GOAWAY with the last stream id really processed. Streams in
+    /// flight finish; the connection closes when none is left.
+    func beginGracefulClose() {
+        guard !draining, !closed, let session else { return }
+        draining = true
+        _ = nghttp2_submit_shutdown_notice(session)
+        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+        pingOutstandingSince = monotonicNanoseconds()
+        eventLoop.schedule(afterNanoseconds: configuration.goawayPingTimeoutMilliseconds * 1_000_000) { [weak self] in
+            guard let self, !self.goawayFinalSent else { return }
+            self.sendFinalGoaway()
+        }
+        needsFlush()
+    }
+
+    private func sendFinalGoaway(errorCode: UInt32 = NGHTTP2_NO_ERROR.rawValue, debug: String = "") {
+        guard let session, !closed else { return }
+        goawayFinalSent = true
+        let last = nghttp2_session_get_last_proc_stream_id(session)
+        var debugBytes = Array(debug.utf8)
+        _ = debugBytes.withUnsafeMutableBufferPointer {
+            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode, $0.baseAddress, $0.count)
+        }
+        needsFlush()
+    }
+
+    /// Closes now with GOAWAY `errorCode` and `debug` data (e.g. ENHANCE_YOUR_CALM "too_many_pings").
+    func closeWithGoaway(errorCode: UInt32, debug: String) {
+        draining = true
+        sendFinalGoaway(errorCode: errorCode, debug: debug)
+        flush()
+        close()
+    }
+
+    private func scheduleHousekeeping() {
+        let periods = [configuration.idleTimeoutMilliseconds, configuration.keepaliveTimeMilliseconds,
+                       configuration.keepaliveTimeoutMilliseconds].filter { $0 > 0 }
+        guard let shortest = periods.min() else { return }
+        let tick = max(UInt64(100), min(shortest / 4, 1_000)) * 1_000_000
+        housekeepingTimer = eventLoop.schedule(afterNanoseconds: tick) { [weak self] in
+            guard let self, !self.closed else { return }
+            self.housekeeping(now: monotonicNanoseconds())
+            self.scheduleHousekeeping()
+        }
+    }
+
+    private func housekeeping(now: UInt64) {
+        guard let session else { return }
+        let idle = configuration.idleTimeoutMilliseconds * 1_000_000
+        if idle > 0, let since = idleSinceNanos, now - since >= idle, !draining {
+            closeWithGoaway(errorCode: NGHTTP2_NO_ERROR.rawValue, debug: "max_idle")
+            return
+        }
+        let keepalive = configuration.keepaliveTimeMilliseconds * 1_000_000
+        if let sent = pingOutstandingSince {
+            if now - sent >= configuration.keepaliveTimeoutMilliseconds * 1_000_000 {
+                closeWithGoaway(errorCode: NGHTTP2_NO_ERROR.rawValue, debug: "keepalive_timeout")
+            }
+        } else if keepalive > 0 && now - lastReadNanos >= keepalive {
+            _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+            pingOutstandingSince = now
+            needsFlush()
+        }
+    }
+}
+
+/// Calls `body` with an nghttp2 name/value array for `fields`; nghttp2 copies them during the call.
+func withNameValues<R>(_ fields: [(name: String, value: String)],
+                       _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+    var storage: [UInt8] = []
+    storage.reserveCapacity(fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count })
+    var offsets: [(Int, Int, Int, Int)] = []
+    offsets.reserveCapacity(fields.count)
+    for field in fields {
+        let nameStart = storage.count
+        storage.append(contentsOf: field.name.utf8)
+        let valueStart = storage.count
+        storage.append(contentsOf: field.value.utf8)
+        offsets.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart))
+    }
+    if storage.isEmpty { storage.append(0) }  // a valid base address even for empty names and values
+    return storage.withUnsafeMutableBufferPointer { bytes in
+        let base = bytes.baseAddress!
+        let nva = offsets.map { offset in
+            nghttp2_nv(name: base + offset.0, value: base + offset.2, namelen: offset.1, valuelen: offset.3,
+                       flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        }
+        return nva.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
+    }
+}

@@ -1,0 +1,35 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CLinux
+
+/// A failed system call: which call, and errno.
+public struct SystemError: Error, Sendable, CustomStringConvertible {
+    /// The call that failed, e.g. "bind".
+    public var call: String
+    /// The errno value.
+    public var errno: Int32
+
+    public var description: String {
+        "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+}
+
+/// Runs a system call, retrying on EINTR; a negative result becomes a `SystemError`.
+@inline(__always)
+func systemCall<T: BinaryInteger>(_ name: @autoclosure () -> String, _ body: () -> T) throws(SystemError) -> T {
+    while true {
+        let result = body()
+        if result >= 0 { return result }
+        let code = clinux_errno()
+        if code == EINTR { continue }
+        throw SystemError(call: name(), errno: code)
+    }
+}
+
+/// Monotonic time in nanoseconds (CLOCK_MONOTONIC).
+public func monotonicNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
