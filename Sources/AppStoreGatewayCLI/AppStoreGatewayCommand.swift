@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// `appstore-gateway`: the gateway's command line.
+@main
+struct AppStoreGatewayCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "appstore-gateway",
+        abstract: "A shared gRPC gateway to Apple's App Store Server API.",
+        subcommands: [ServeCommand.self],
+        defaultSubcommand: ServeCommand.self)
+}

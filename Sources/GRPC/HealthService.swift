@@ -1,0 +1,86 @@
+import GatewayCore
+import ProtoCodec
+import Synchronization
+
+/// The serving status of each service name, shared by the health service and whoever decides readiness.
+public final class HealthStatusBoard: Sendable {
+    private struct State {
+        var statuses: [String: HealthCheckResponse.ServingStatus] = [:]
+        var watchers: [UInt64: (service: String, continuation: AsyncStream<HealthCheckResponse.ServingStatus>.Continuation)] = [:]
+        var nextWatcher: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    /// Starts with `services` (and "" for the whole server) at `initial`.
+    public init(services: [String], initial: HealthCheckResponse.ServingStatus = .serving) {
+        state.withLock { state in
+            for service in services + [""] { state.statuses[service] = initial }
+        }
+    }
+
+    /// The status of a service, nil when the name is unknown.
+    public func status(of service: String) -> HealthCheckResponse.ServingStatus? {
+        state.withLock { $0.statuses[service] }
+    }
+
+    /// Sets one service's status, or every service's when `service` is nil; watchers see changes.
+    public func set(_ status: HealthCheckResponse.ServingStatus, service: String? = nil) {
+        state.withLock { state in
+            let names = service.map { [$0] } ?? Array(state.statuses.keys)
+            for name in names {
+                let old = state.statuses[name]
+                state.statuses[name] = status
+                guard old != status else { continue }
+                for watcher in state.watchers.values where watcher.service == name {
+                    watcher.continuation.yield(status)
+                }
+            }
+        }
+    }
+
+    /// The current status at once, then every change; SERVICE_UNKNOWN for an unknown name.
+    func updates(of service: String) -> AsyncStream<HealthCheckResponse.ServingStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: HealthCheckResponse.ServingStatus.self, bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock { state -> UInt64 in
+            continuation.yield(state.statuses[service] ?? .serviceUnknown)
+            let id = state.nextWatcher
+            state.nextWatcher += 1
+            state.watchers[id] = (service, continuation)
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+}
+
+/// grpc.health.v1.Health (grpc/grpc doc/health-checking.md): Check and Watch.
+public struct HealthService: GRPCService {
+    let board: HealthStatusBoard
+
+    public init(board: HealthStatusBoard) {
+        self.board = board
+    }
+
+    public var methods: [String: MethodHandler] {
+        let board = self.board
+        return [
+            "/grpc.health.v1.Health/Check": .unaryInline(HealthCheckRequest.self) {
+                request, _ -> Result<HealthCheckResponse, RPCStatus> in
+                guard let status = board.status(of: request.service) else {
+                    return .failure(RPCStatus(.notFound, "unknown service '\(request.service)'"))
+                }
+                return .success(HealthCheckResponse(status: status))
+            },
+            "/grpc.health.v1.Health/Watch": .serverStreaming(HealthCheckRequest.self, HealthCheckResponse.self) {
+                request, _, stream throws(RPCStatus) in
+                for await status in board.updates(of: request.service) {
+                    try await stream.send(HealthCheckResponse(status: status))
+                }
+                throw RPCStatus(.cancelled, "the watch ended")
+            },
+        ]
+    }
+}

@@ -1,0 +1,60 @@
+import GatewayCore
+import ProtoCodec
+
+/// The messages of a server-streaming call, typed.
+public struct ResponseStream<Message: ProtoMessage>: Sendable {
+    let writer: ResponseStreamWriter
+
+    /// Sends one message; waits while the client is behind, throws once the call is over.
+    public func send(_ message: Message) async throws(RPCStatus) {
+        try await writer.send(serialized: message.serializedBytes())
+    }
+}
+
+extension MethodHandler {
+    /// A unary method run inline on the event loop (cheap, non-blocking work only).
+    public static func unaryInline<Request: ProtoMessage, Response: ProtoMessage>(
+        _ request: Request.Type, _ body: @escaping @Sendable (Request, ServerContext) -> Result<Response, RPCStatus>
+    ) -> MethodHandler {
+        .unaryInline { bytes, context in
+            do throws(RPCStatus) {
+                let message = try decode(Request.self, bytes, context)
+                return body(message, context).map { $0.serializedBytes() }
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// A unary method run as a Swift task.
+    public static func unary<Request: ProtoMessage, Response: ProtoMessage>(
+        _ request: Request.Type,
+        _ body: @escaping @Sendable (Request, ServerContext) async throws(RPCStatus) -> Response
+    ) -> MethodHandler {
+        .unary { bytes, context throws(RPCStatus) in
+            try await body(try decode(Request.self, bytes, context), context).serializedBytes()
+        }
+    }
+
+    /// A server-streaming method run as a Swift task.
+    public static func serverStreaming<Request: ProtoMessage, Response: ProtoMessage>(
+        _ request: Request.Type, _ response: Response.Type,
+        _ body: @escaping @Sendable (Request, ServerContext, ResponseStream<Response>) async throws(RPCStatus) -> Void
+    ) -> MethodHandler {
+        .serverStreaming { bytes, context, writer throws(RPCStatus) in
+            try await body(try decode(Request.self, bytes, context), context, ResponseStream(writer: writer))
+        }
+    }
+
+    private static func decode<Request: ProtoMessage>(
+        _ type: Request.Type, _ bytes: [UInt8], _ context: ServerContext
+    ) throws(RPCStatus) -> Request {
+        do {
+            return try Request(serializedBytes: bytes)
+        } catch {
+            throw RPCStatus(
+                .invalidArgument,
+                "the request of \(context.method) is not a valid \(Request.self) protobuf message (\(bytes.count) bytes)")
+        }
+    }
+}

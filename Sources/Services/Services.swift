@@ -1,2 +1,0 @@
-/// The gateway services.
-public enum Services {}
