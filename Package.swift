@@ -68,7 +68,7 @@ let package = Package(
         // MARK: Tests mirror Sources.
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
     ]
 )

@@ -1,4 +1,0 @@
-import Testing
-@testable import GRPC
-
-@Test func moduleLoads() {}

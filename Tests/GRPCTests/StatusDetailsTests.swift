@@ -1,0 +1,32 @@
+import GatewayCore
+import ProtoCodec
+import Testing
+
+@testable import GRPC
+
+@Suite struct StatusDetailsTests {
+    @Test func detailsDecodeAsGoogleRPCStatusWithErrorInfoAndRetryInfo() throws {
+        let status = RPCStatus(
+            .resourceExhausted, "Apple rate limit",
+            details: ErrorDetails(
+                info: .init(reason: "RATE_LIMIT_EXCEEDED", metadata: ["apple_error_code": "4290000"]),
+                retryDelayMilliseconds: 2500))
+        let bytes = try #require(StatusDetailsEncoding.encode(status))
+        let decoded = try GoogleRPCStatus(serializedBytes: bytes)
+        #expect(decoded.code == 8)
+        #expect(decoded.message == "Apple rate limit")
+        #expect(decoded.details.map(\.typeUrl) == [
+            "type.googleapis.com/google.rpc.ErrorInfo", "type.googleapis.com/google.rpc.RetryInfo",
+        ])
+        let info = try ErrorInfo(serializedBytes: decoded.details[0].value)
+        #expect(info.reason == "RATE_LIMIT_EXCEEDED")
+        #expect(info.domain == "appstore.gateway")
+        #expect(info.metadata == ["apple_error_code": "4290000"])
+        let retry = try RetryInfo(serializedBytes: decoded.details[1].value)
+        #expect(retry.retryDelay?.milliseconds == 2500)
+    }
+
+    @Test func noDetailsNoTrailer() {
+        #expect(StatusDetailsEncoding.encode(RPCStatus(.notFound, "x")) == nil)
+    }
+}

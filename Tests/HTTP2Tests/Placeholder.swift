@@ -1,4 +1,0 @@
-import Testing
-@testable import HTTP2
-
-@Test func moduleLoads() {}

@@ -1,0 +1,52 @@
+import GatewayCore
+import Testing
+
+@testable import HTTP2
+
+@Suite struct TimerQueueTests {
+    @Test func firesInDeadlineOrderAndOnlyWhenDue() {
+        var queue = TimerQueue<String>()
+        queue.schedule(at: 30, "c")
+        queue.schedule(at: 10, "a")
+        queue.schedule(at: 20, "b")
+        queue.schedule(at: 10, "a2")
+        #expect(queue.nextDeadline() == 10)
+        #expect(queue.popDue(now: 9).isEmpty)
+        #expect(queue.popDue(now: 20) == ["a", "a2", "b"])
+        #expect(queue.count == 1)
+        #expect(queue.popDue(now: 100) == ["c"])
+        #expect(queue.nextDeadline() == nil)
+    }
+
+    @Test func cancelledTimersNeverFire() {
+        var queue = TimerQueue<Int>()
+        let ids = (0..<100).map { queue.schedule(at: UInt64($0), $0) }
+        for (index, id) in ids.enumerated() where index % 3 == 0 { queue.cancel(id) }
+        let fired = queue.popDue(now: 1_000)
+        #expect(fired == (0..<100).filter { $0 % 3 != 0 })
+        queue.cancel(ids[1])  // already fired: harmless
+        #expect(queue.count == 0)
+    }
+
+    @Test func randomScheduleComesOutSorted() {
+        var queue = TimerQueue<UInt64>()
+        var generator = SystemRandomNumberGenerator()
+        let deadlines = (0..<1_000).map { _ in UInt64.random(in: 0..<10_000, using: &generator) }
+        for deadline in deadlines { queue.schedule(at: deadline, deadline) }
+        #expect(queue.popDue(now: .max) == deadlines.sorted())
+    }
+}
+
+@Suite struct ListenAddressTests {
+    @Test func parsesHostsAndPorts() {
+        #expect(ListenAddress(parsing: "0.0.0.0:50051") == ListenAddress(host: "0.0.0.0", port: 50051))
+        #expect(ListenAddress(parsing: "[::1]:8080") == ListenAddress(host: "::1", port: 8080))
+        #expect(ListenAddress(parsing: "localhost:0") == ListenAddress(host: "localhost", port: 0))
+        #expect(ListenAddress(parsing: "[::1]:8080")?.description == "[::1]:8080")
+    }
+
+    @Test(arguments: ["", "50051", ":50051", "host:", "host:99999", "host:-1", "host:http"])
+    func rejectsMalformed(text: String) {
+        #expect(ListenAddress(parsing: text) == nil)
+    }
+}
