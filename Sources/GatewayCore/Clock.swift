@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Foundation
 
 /// A point in wall-clock time: milliseconds since the UNIX epoch (UTC), as Apple's API counts dates.
 public struct WallTime: Sendable, Hashable, Comparable, CustomStringConvertible {
@@ -74,27 +70,21 @@ extension GatewayClock {
     }
 }
 
-/// The operating system's clocks: `CLOCK_REALTIME` and `CLOCK_MONOTONIC`.
+/// The system's clocks: Foundation's `Date` for wall time, the standard library's `ContinuousClock`
+/// for monotonic time (measured from a fixed origin taken when the type is first used).
 public struct SystemClock: GatewayClock {
+    private static let origin = ContinuousClock.now
+
     /// The system clocks.
     public init() {}
 
     public func wallNow() -> WallTime {
-        let spec = Self.read(CLOCK_REALTIME)
-        return WallTime(millisecondsSince1970: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
+        WallTime(millisecondsSince1970: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
     }
 
     public func monotonicNow() -> MonotonicInstant {
-        let spec = Self.read(CLOCK_MONOTONIC)
-        return MonotonicInstant(nanoseconds: Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec))
-    }
-
-    private static func read(_ clock: clockid_t) -> timespec {
-        var spec = timespec()
-        // clock_gettime cannot fail for these two clock ids on a supported system.
-        let result = clock_gettime(clock, &spec)
-        precondition(result == 0, "clock_gettime failed for a standard clock id")
-        return spec
+        // Offset by one second so instants are positive and `now - small duration` stays meaningful.
+        MonotonicInstant(nanoseconds: (Self.origin.duration(to: .now) + .seconds(1)).wholeNanoseconds)
     }
 }
 

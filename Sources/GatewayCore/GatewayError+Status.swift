@@ -37,6 +37,7 @@ extension GatewayError {
         case .upstreamUnavailable(let outage):
             var metadata = ["app": outage.app, "environment": outage.environment.rawValue]
             metadata["apple_error_code"] = outage.lastAppleCode.map { String($0.rawValue) }
+            metadata["apple_error_name"] = outage.lastAppleCode?.name
             metadata["apple_request_id"] = outage.appleRequestID
             return status(
                 .unavailable,
@@ -83,6 +84,7 @@ extension GatewayError {
     private static func metadata(_ failure: AppleFailure) -> [String: String] {
         var metadata = ["app": failure.app, "environment": failure.environment.rawValue]
         metadata["apple_error_code"] = failure.code.map { String($0.rawValue) }
+        metadata["apple_error_name"] = failure.code?.name
         metadata["apple_request_id"] = failure.appleRequestID
         return metadata
     }
@@ -167,6 +169,7 @@ extension GatewayError {
                 reason: "RATE_LIMITED", metadata: metadata, retryAfter: refusal.retryAfter)
         case .apple(let requestID):
             metadata["apple_error_code"] = String(AppleErrorCode.rateLimitExceeded.rawValue)
+            metadata["apple_error_name"] = AppleErrorCode.rateLimitExceeded.name
             metadata["apple_request_id"] = requestID
             return status(
                 .resourceExhausted,

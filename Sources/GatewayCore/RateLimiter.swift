@@ -21,6 +21,7 @@ public struct RateLimitKey: Sendable, Hashable, CustomStringConvertible {
 
 /// The gateway's local view of Apple's rate limits: one `TokenBucket` per `RateLimitKey`, created
 /// on first use from `RateLimits`, all behind one mutex (each operation is a few integer steps).
+/// Keys come from configured apps, so the number of buckets is bounded by the configuration.
 public final class RateLimiter: Sendable {
     private let limits: @Sendable (String) -> RateLimits
     private let buckets = Mutex<[RateLimitKey: TokenBucket]>([:])
@@ -48,11 +49,14 @@ public final class RateLimiter: Sendable {
         withBucket(key, now: now) { $0.blockUntil(instant) }
     }
 
-    /// Apple answered 429 with a wall-clock `Retry-After`: blocks `key` until the monotonic instant
-    /// at which `clock`'s wall time reaches `wallTime`.
-    public func blockUntil(wallTime: WallTime, key: RateLimitKey, clock: some GatewayClock) {
+    /// Apple answered 429 with a wall-clock `Retry-After`: blocks `key` until `clock`'s wall time
+    /// reaches `wallTime`, but for no longer than `cap` (see `RetryAfter.maximumDelay`).
+    public func blockUntil(
+        wallTime: WallTime, key: RateLimitKey, clock: some GatewayClock, cap: Duration = RetryAfter.maximumDelay
+    ) {
         let now = clock.monotonicNow()
-        blockUntil(clock.monotonicInstant(at: wallTime), key: key, now: now)
+        let delay = RetryAfter.delay(until: wallTime, from: clock.wallNow(), cap: cap)
+        blockUntil(now + delay, key: key, now: now)
     }
 
     /// Whole tokens currently available for `key` (for metrics and tests).
@@ -72,5 +76,14 @@ public final class RateLimiter: Sendable {
         return buckets.withLock { buckets in
             body(&buckets[key, default: TokenBucket(perSecond: rate.perSecond, burst: rate.burst, now: now)])
         }
+    }
+}
+
+extension RateLimitRefusal {
+    /// The refusal for `key` after `RateLimiter.reserve` answered `.refused(retryAfter:)` (or Apple's 429).
+    public init(key: RateLimitKey, source: Source = .localBucket, retryAfter: Duration, app: String? = nil) {
+        self.init(
+            source: source, retryAfter: retryAfter, app: app ?? key.bundleID, endpoint: key.endpoint.configName,
+            environment: key.environment)
     }
 }

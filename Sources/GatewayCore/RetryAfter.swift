@@ -27,9 +27,13 @@ public enum RetryAfter {
         return parseIMFFixdate(value)
     }
 
-    /// How long to wait from `now` until `time`; zero for times already past.
-    public static func delay(until time: WallTime, from now: WallTime) -> Duration {
-        time > now ? time - now : .zero
+    /// Longest wait taken from a `Retry-After` (1 h, the period over which Apple enforces its limits),
+    /// so a garbled header cannot stall an endpoint indefinitely.
+    public static let maximumDelay = Duration.seconds(3600)
+
+    /// How long to wait from `now` until `time`: zero for times already past, at most `cap`.
+    public static func delay(until time: WallTime, from now: WallTime, cap: Duration = maximumDelay) -> Duration {
+        time > now ? min(time - now, cap) : .zero
     }
 
     private static let dayNames = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]

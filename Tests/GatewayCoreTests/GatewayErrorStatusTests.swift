@@ -22,8 +22,8 @@ import Testing
         #expect(status.details?.info?.reason == "INVALID_PRODUCT_ID")
         #expect(
             status.details?.info?.metadata
-                == ["apple_error_code": "4000023", "environment": "production", "app": "example",
-                    "apple_request_id": "req-1"])
+                == ["apple_error_code": "4000023", "apple_error_name": "InvalidProductId",
+                    "environment": "production", "app": "example", "apple_request_id": "req-1"])
         #expect(status.message.contains("InvalidProductId"))
     }
 

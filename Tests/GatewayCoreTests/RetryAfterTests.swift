@@ -46,6 +46,12 @@ import Testing
         #expect(RetryAfter.parse(value, now: now) == nil)
     }
 
+    @Test func delaysAreCapped() throws {
+        let far = try #require(RetryAfter.parse("9999999", now: now))
+        #expect(RetryAfter.delay(until: far, from: now) == .seconds(3600))
+        #expect(RetryAfter.delay(until: far, from: now, cap: .seconds(5)) == .seconds(5))
+    }
+
     @Test func hugeButRepresentableMilliseconds() {
         #expect(
             RetryAfter.parse("9223372036854775807", now: now) == WallTime(millisecondsSince1970: .max))

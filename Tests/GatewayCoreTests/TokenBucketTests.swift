@@ -104,6 +104,18 @@ import Testing
         #expect(limiter.tryTake(key: key(env: .sandbox), now: clock.monotonicNow()) == .taken)
         clock.advance(by: .milliseconds(1_500))
         #expect(limiter.tryTake(key: key(), now: clock.monotonicNow()) == .taken)
+        // A Retry-After years away blocks for the cap only.
+        let other = key("com.far")
+        limiter.blockUntil(wallTime: clock.wallNow() + .seconds(1_000_000), key: other, clock: clock)
+        #expect(limiter.tryTake(key: other, now: clock.monotonicNow()) == .refused(retryAfter: .seconds(3600)))
+    }
+
+    @Test func refusalsBecomeResourceExhausted() {
+        let refusal = RateLimitRefusal(key: key(env: .sandbox), retryAfter: .milliseconds(250), app: "example")
+        #expect(refusal.endpoint == "getTransactionHistory" && refusal.environment == .sandbox)
+        let status = GatewayError.rateLimited(refusal).rpcStatus
+        #expect(status.code == .resourceExhausted && status.details?.retryDelayMilliseconds == 250)
+        #expect(RateLimitRefusal(key: key(), retryAfter: .zero).app == "com.a")
     }
 
     @Test func concurrentReservationsNeverOverAdmit() async {
