@@ -37,7 +37,9 @@ public enum RetryAfter {
     }
 
     private static let dayNames = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let monthNames = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT`: fixed length 29, fixed positions.
     static func parseIMFFixdate(_ value: String) -> WallTime? {

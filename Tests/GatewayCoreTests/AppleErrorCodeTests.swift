@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GatewayCore
 
 @Suite struct AppleErrorCodeTests {
@@ -25,7 +26,10 @@ import Testing
         (4_000_039, "InvalidPlatform", "INVALID_PLATFORM", 400),
         (4_000_033, "InvalidAppAccountToken", "INVALID_APP_ACCOUNT_TOKEN", 400),
         (4_290_000, "RateLimitExceeded", "RATE_LIMIT_EXCEEDED", 429),
-        (4_030_007, "FamilySharedSubscriptionExtensionIneligible", "FAMILY_SHARED_SUBSCRIPTION_EXTENSION_INELIGIBLE", 403),
+        (
+            4_030_007, "FamilySharedSubscriptionExtensionIneligible", "FAMILY_SHARED_SUBSCRIPTION_EXTENSION_INELIGIBLE",
+            403
+        ),
     ])
     func namesAndReasons(code: Int64, name: String, reason: String, http: Int) {
         let error = AppleErrorCode(rawValue: code)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GatewayCore
 
 @Suite struct GatewayErrorStatusTests {
@@ -22,8 +23,10 @@ import Testing
         #expect(status.details?.info?.reason == "INVALID_PRODUCT_ID")
         #expect(
             status.details?.info?.metadata
-                == ["apple_error_code": "4000023", "apple_error_name": "InvalidProductId",
-                    "environment": "production", "app": "example", "apple_request_id": "req-1"])
+                == [
+                    "apple_error_code": "4000023", "apple_error_name": "InvalidProductId",
+                    "environment": "production", "app": "example", "apple_request_id": "req-1",
+                ])
         #expect(status.message.contains("InvalidProductId"))
     }
 
@@ -86,7 +89,9 @@ import Testing
             #expect(error.rpcStatus.code == .failedPrecondition)
         }
         #expect(GatewayError.appleAPI(apple(401)).rpcStatus.message.contains("keyId"))
-        #expect(GatewayError.appleAPI(apple(403, 4_030_005)).rpcStatus.details?.info?.reason == "SUBSCRIPTION_MAX_EXTENSION")
+        #expect(
+            GatewayError.appleAPI(apple(403, 4_030_005)).rpcStatus.details?.info?.reason == "SUBSCRIPTION_MAX_EXTENSION"
+        )
     }
 
     @Test func deadlineCancelSizeAndBugs() {
@@ -102,5 +107,47 @@ import Testing
     @Test func appleGeneralInternalIsInternal() {
         #expect(GatewayError.appleAPI(apple(500, 5_000_000)).rpcStatus.code == .internal)
         #expect(GatewayError.appleAPI(apple(418)).rpcStatus.code == .unknown)
+    }
+}
+
+@Suite struct AppleFailureClassificationTests {
+    let now = WallTime(millisecondsSince1970: 1_750_000_000_000)
+
+    func failure(_ http: Int, _ code: AppleErrorCode? = nil) -> AppleFailure {
+        AppleFailure(httpStatus: http, code: code, environment: .production, app: "example", appleRequestID: "r")
+    }
+
+    @Test func rateLimitUsesRetryAfterOrDefault() {
+        let withHeader = GatewayError.forApple(
+            failure(429, .rateLimitExceeded), endpoint: .getTransactionInfo,
+            retryAfter: now + .milliseconds(2_500), now: now)
+        guard case .rateLimited(let refusal) = withHeader else {
+            Issue.record("expected rateLimited, got \(withHeader)")
+            return
+        }
+        #expect(refusal.retryAfter == .milliseconds(2_500))
+        #expect(refusal.source == .apple(appleRequestID: "r"))
+        #expect(refusal.endpoint == "getTransactionInfo")
+        let withoutHeader = GatewayError.forApple(
+            failure(429), endpoint: .getTransactionInfo, retryAfter: nil, now: now)
+        #expect(withoutHeader.rpcStatus.details?.retryDelayMilliseconds == 1_000)
+    }
+
+    @Test func authenticationAndOtherAnswers() {
+        #expect(
+            GatewayError.forApple(failure(401), endpoint: .getTransactionInfo, retryAfter: nil, now: now)
+                == .upstreamAuthentication(failure(401)))
+        #expect(
+            GatewayError.forApple(failure(403), endpoint: .getTransactionInfo, retryAfter: nil, now: now)
+                == .upstreamAuthentication(failure(403)))
+        let extension403 = failure(403, AppleErrorCode(rawValue: 4_030_005))
+        #expect(
+            GatewayError.forApple(extension403, endpoint: .extendSubscriptionRenewalDate, retryAfter: nil, now: now)
+                == .appleAPI(extension403))
+        #expect(
+            GatewayError.forApple(
+                failure(400, .generalBadRequest), endpoint: .getTransactionInfo, retryAfter: nil, now: now
+            )
+            .rpcStatus.code == .invalidArgument)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GatewayCore
 
 @Suite struct TransactionHistoryQueryTests {
@@ -48,7 +49,9 @@ import Testing
         }
         #expect(throws: GatewayError.self) { try TransactionHistoryQuery(startDate: -1).validate() }
         #expect(throws: GatewayError.self) { try TransactionHistoryQuery(productIds: [""]).validate() }
-        #expect(throws: GatewayError.self) { try TransactionHistoryQuery(subscriptionGroupIdentifiers: [""]).validate() }
+        #expect(throws: GatewayError.self) {
+            try TransactionHistoryQuery(subscriptionGroupIdentifiers: [""]).validate()
+        }
     }
 }
 
@@ -72,8 +75,10 @@ import Testing
             onlyFailures: true)
         #expect(
             body.json
-                == #"{"startDate":1,"endDate":2,"notificationType":"SUBSCRIBED","notificationSubtype":"INITIAL_BUY","onlyFailures":true}"#)
-        let minimal = NotificationHistoryRequestBody(startDate: 5, endDate: 9, notificationType: "", transactionId: "tx\"1")
+                == #"{"startDate":1,"endDate":2,"notificationType":"SUBSCRIBED","notificationSubtype":"INITIAL_BUY","onlyFailures":true}"#
+        )
+        let minimal = NotificationHistoryRequestBody(
+            startDate: 5, endDate: 9, notificationType: "", transactionId: "tx\"1")
         #expect(minimal.json == #"{"startDate":5,"endDate":9,"transactionId":"tx\"1"}"#)
         let parsed = try JSONSerialization.jsonObject(with: Data(minimal.json.utf8)) as? [String: Any]
         #expect(parsed?["transactionId"] as? String == "tx\"1")

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import GatewayCore
 
 /// Returns 64 bytes derived from the input length and counts its calls; optionally slow or failing.
@@ -29,7 +30,8 @@ final class FakeSigner: ES256Signer {
 }
 
 @Suite struct JWTTests {
-    let identity = JWTIdentity(issuerID: "57246542-96fe-1a63-e053-0824d011072a", keyID: "2X9R4HXF34", bundleID: "com.example.app")
+    let identity = JWTIdentity(
+        issuerID: "57246542-96fe-1a63-e053-0824d011072a", keyID: "2X9R4HXF34", bundleID: "com.example.app")
     let now = WallTime(millisecondsSince1970: 1_750_000_000_500)
 
     func decodeJSON(_ segment: Substring) throws -> [String: Any] {

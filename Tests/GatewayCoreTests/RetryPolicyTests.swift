@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GatewayCore
 
 /// Returns the same value forever: 0 gives no wait, `.max` the full ceiling.
@@ -45,8 +46,11 @@ struct FixedRandom: RandomNumberGenerator {
     @Test func stopsAfterMaxAttempts() {
         var random = FixedRandom(value: 0)
         var schedule = RetrySchedule(policy: RetryPolicy(maxAttempts: 2), deadline: nil)
-        #expect(schedule.record(.appleError(httpStatus: 502, code: nil), now: now, random: &random) == .retry(after: .zero))
-        #expect(schedule.record(.appleError(httpStatus: 502, code: nil), now: now, random: &random) == .giveUp(.attemptsExhausted))
+        #expect(
+            schedule.record(.appleError(httpStatus: 502, code: nil), now: now, random: &random) == .retry(after: .zero))
+        #expect(
+            schedule.record(.appleError(httpStatus: 502, code: nil), now: now, random: &random)
+                == .giveUp(.attemptsExhausted))
         #expect(schedule.attemptsMade == 2)
     }
 
@@ -67,10 +71,12 @@ struct FixedRandom: RandomNumberGenerator {
         var schedule = RetrySchedule(policy: policy, deadline: now + .seconds(1))
         #expect(schedule.mayStartAttempt(now: now))
         #expect(schedule.attemptTimeout(now: now) == .milliseconds(950))
-        #expect(schedule.record(.connectionFailure("x"), now: now + .milliseconds(100), random: &high)
-            == .retry(after: .milliseconds(650)))
-        #expect(schedule.record(.connectionFailure("x"), now: now + .milliseconds(751), random: &high)
-            == .giveUp(.deadlineTooClose))
+        #expect(
+            schedule.record(.connectionFailure("x"), now: now + .milliseconds(100), random: &high)
+                == .retry(after: .milliseconds(650)))
+        #expect(
+            schedule.record(.connectionFailure("x"), now: now + .milliseconds(751), random: &high)
+                == .giveUp(.deadlineTooClose))
         #expect(!schedule.mayStartAttempt(now: now + .milliseconds(751)))
         #expect(schedule.attemptTimeout(now: now + .seconds(2)) == .zero)
     }

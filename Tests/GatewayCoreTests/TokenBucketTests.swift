@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GatewayCore
 
 @Suite struct TokenBucketTests {
@@ -75,20 +76,25 @@ import Testing
     }
 
     @Test func overridesPerEndpointAndPerApp() throws {
-        let custom = RateLimits(sandboxFactor: 0.5, overrides: [.getTransactionHistory: EndpointRate(perSecond: 4, burst: 2)])
+        let custom = RateLimits(
+            sandboxFactor: 0.5, overrides: [.getTransactionHistory: EndpointRate(perSecond: 4, burst: 2)])
         try custom.validate()
         let limiter = RateLimiter(perApp: ["com.b": custom])
         #expect(limiter.rate(for: key("com.b")) == EndpointRate(perSecond: 4, burst: 2))
         #expect(limiter.rate(for: key("com.b", env: .sandbox)) == EndpointRate(perSecond: 2, burst: 1))
         #expect(limiter.rate(for: key("com.a")) == EndpointRate(perSecond: 50, burst: 50))
         #expect(throws: GatewayError.self) { try RateLimits(sandboxFactor: 0).validate() }
-        #expect(throws: GatewayError.invalidArgument(field: "rateLimits.finishTransaction.burst", problem: "must be at least 1")) {
+        #expect(
+            throws: GatewayError.invalidArgument(
+                field: "rateLimits.finishTransaction.burst", problem: "must be at least 1")
+        ) {
             try RateLimits(overrides: [.finishTransaction: EndpointRate(perSecond: 1, burst: 0)]).validate()
         }
     }
 
     @Test func bucketsAreIsolated() {
-        let limiter = RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 1, burst: 1)]))
+        let limiter = RateLimiter(
+            defaults: RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 1, burst: 1)]))
         #expect(limiter.tryTake(key: key(), now: now) == .taken)
         #expect(limiter.tryTake(key: key(), now: now) != .taken)
         #expect(limiter.tryTake(key: key("com.other"), now: now) == .taken)
@@ -120,7 +126,8 @@ import Testing
 
     @Test func concurrentReservationsNeverOverAdmit() async {
         // 10/s, burst 5: within 1 s at most 5 + 10 = 15 requests may be scheduled; 200 callers race.
-        let limiter = RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 10, burst: 5)]))
+        let limiter = RateLimiter(
+            defaults: RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 10, burst: 5)]))
         let k = key()
         let start = now
         let waits = await withTaskGroup(of: Duration?.self) { group in
