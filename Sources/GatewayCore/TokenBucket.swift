@@ -17,7 +17,8 @@ public struct TokenBucket: Sendable, Hashable {
     public init(perSecond: Double, burst: Int, now: MonotonicInstant) {
         precondition(perSecond > 0 && perSecond.isFinite, "token bucket rate must be positive")
         precondition(burst >= 1, "token bucket burst must be at least 1")
-        emissionInterval = max(1, Int64((1e9 / perSecond).rounded(.up)))
+        // Clamped so absurd configurations (a token per century) cannot overflow the arithmetic.
+        emissionInterval = Int64(min(max(1, (1e9 / perSecond).rounded(.up)), 1e18))
         self.burst = burst
         theoreticalArrival = now
     }
@@ -41,7 +42,10 @@ public struct TokenBucket: Sendable, Hashable {
     }
 
     /// How far into the future the backlog may reach while still admitting now.
-    private var tolerance: Int64 { emissionInterval * Int64(burst - 1) }
+    private var tolerance: Int64 {
+        let (product, overflow) = emissionInterval.multipliedReportingOverflow(by: Int64(burst - 1))
+        return overflow ? .max / 4 : product
+    }
 
     /// How long until a token is available at `now` (zero when one is).
     public func waitForToken(now: MonotonicInstant) -> Duration {

@@ -31,6 +31,9 @@ import Testing
         #expect(bucket.tryTake(now: start) == .taken)
         #expect(bucket.tryTake(now: start) == .refused(retryAfter: .seconds(10)))
         #expect(TokenBucket(perSecond: 3, burst: 1, now: start).emissionInterval == 333_333_334)
+        // Extreme settings stay in range instead of trapping.
+        var extreme = TokenBucket(perSecond: 1e-15, burst: Int.max, now: start)
+        #expect(extreme.tryTake(now: start) == .taken)
     }
 
     @Test func reservationsQueueOneIntervalApart() {
