@@ -1,0 +1,18 @@
+/// One of Apple's two server environments (appstore-api.md §1.1).
+public enum AppleEnvironment: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// `api.storekit.apple.com`.
+    case production
+    /// `api.storekit-sandbox.apple.com` (also TestFlight).
+    case sandbox
+
+    /// The spelling Apple uses in JSON payloads (`Production`, `Sandbox`).
+    public var appleName: String {
+        switch self {
+        case .production: "Production"
+        case .sandbox: "Sandbox"
+        }
+    }
+
+    /// The lowercase config spelling (`production`, `sandbox`), also used in error metadata.
+    public var description: String { rawValue }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Apple's error body `{"errorCode": <int64>, "errorMessage": "<text>"}` (appstore-api.md §5).
+public struct AppleErrorBody: Sendable, Hashable {
+    /// The numeric code, known or not.
+    public var code: AppleErrorCode
+    /// Apple's human-readable text, when present.
+    public var message: String?
+
+    /// A body with a code and optional message.
+    public init(code: AppleErrorCode, message: String? = nil) {
+        self.code = code
+        self.message = message
+    }
+
+    /// Reads an error body, tolerantly: a content type other than `application/json`, a body that is
+    /// not a JSON object, or one without an integer `errorCode` all give nil (401s and wrong-host 404s
+    /// carry no JSON). A missing content type is accepted when the bytes parse.
+    public static func parse(_ body: [UInt8], contentType: String?) -> AppleErrorBody? {
+        if let contentType, !isJSON(contentType) { return nil }
+        guard !body.isEmpty, body.count <= 64 * 1024 else { return nil }
+        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(body)), let code = wire.errorCode else {
+            return nil
+        }
+        return AppleErrorBody(code: AppleErrorCode(rawValue: code), message: wire.errorMessage)
+    }
+
+    /// `application/json` with or without parameters, in any letter case.
+    static func isJSON(_ contentType: String) -> Bool {
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
+    }
+
+    private struct Wire: Decodable {
+        var errorCode: Int64?
+        var errorMessage: String?
+
+        enum CodingKeys: String, CodingKey { case errorCode, errorMessage }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            // Tolerate a code sent as a string of digits; ignore a message that is not a string.
+            if let number = try? container.decodeIfPresent(Int64.self, forKey: .errorCode) {
+                errorCode = number
+            } else if let text = try? container.decodeIfPresent(String.self, forKey: .errorCode) {
+                errorCode = Int64(text)
+            }
+            errorMessage = try? container.decodeIfPresent(String.self, forKey: .errorMessage)
+        }
+    }
+}

@@ -1,0 +1,181 @@
+/// The ErrorInfo domain of every status the gateway produces.
+public let gatewayErrorDomain = "appstore.gateway"
+
+extension GatewayError {
+    /// The gRPC status for this error: the single mapping of DESIGN.md §4.
+    ///
+    /// Apple's HTTP statuses are mapped by meaning, never with grpc's HTTP-to-gRPC table (that one
+    /// is for clients). Apple 401/403 become FAILED_PRECONDITION: the gateway's key or the app's
+    /// state is at fault, not the caller's credentials, so UNAUTHENTICATED would mislead.
+    public var rpcStatus: RPCStatus {
+        switch self {
+        case .invalidArgument(let field, let problem):
+            return status(
+                .invalidArgument, "Invalid \(field): \(problem).",
+                reason: "INVALID_ARGUMENT", metadata: ["field": field])
+        case .unknownApp(let app):
+            return status(
+                .notFound, "No app named \"\(app)\" is configured; use an apps[].name or apps[].bundleId.",
+                reason: "UNKNOWN_APP", metadata: ["app": app])
+        case .unknownMethod(let method):
+            return status(
+                .unimplemented, "Method \(method) is not served by this gateway.",
+                reason: "UNKNOWN_METHOD", metadata: ["method": method])
+        case .appleAPI(let failure):
+            return Self.status(forApple: failure)
+        case .appleNotFound(let failure, let tried):
+            let environments = tried.map(\.rawValue).joined(separator: ",")
+            var metadata = Self.metadata(failure)
+            metadata["environments_tried"] = environments
+            return status(
+                .notFound,
+                "Apple found nothing for app \"\(failure.app)\" in \(environments)\(Self.codeSuffix(failure.code)); "
+                    + "check the id and that the app's environment setting covers where the purchase was made.",
+                reason: failure.code?.reason ?? "APPLE_NOT_FOUND", metadata: metadata)
+        case .rateLimited(let refusal):
+            return Self.status(forRateLimit: refusal)
+        case .upstreamUnavailable(let outage):
+            var metadata = ["app": outage.app, "environment": outage.environment.rawValue]
+            metadata["apple_error_code"] = outage.lastAppleCode.map { String($0.rawValue) }
+            metadata["apple_error_name"] = outage.lastAppleCode?.name
+            metadata["apple_request_id"] = outage.appleRequestID
+            return status(
+                .unavailable,
+                "Apple (\(outage.environment)) is unavailable for app \"\(outage.app)\" after \(outage.attempts) "
+                    + "attempt(s), last problem: \(outage.lastProblem); retry later.",
+                reason: "UPSTREAM_UNAVAILABLE", metadata: metadata)
+        case .upstreamAuthentication(let failure):
+            return Self.status(forAuthentication: failure)
+        case .deadlineExceeded(let stage):
+            return status(
+                .deadlineExceeded, "Deadline exceeded while \(stage); allow a longer deadline.",
+                reason: "DEADLINE_EXCEEDED", metadata: [:])
+        case .cancelled:
+            return status(.cancelled, "The call was cancelled by the caller.", reason: "CANCELLED", metadata: [:])
+        case .messageTooLarge(let size, let limit):
+            return status(
+                .resourceExhausted, "Message of \(size) bytes exceeds the limit of \(limit) bytes.",
+                reason: "MESSAGE_TOO_LARGE", metadata: ["size": String(size), "limit": String(limit)])
+        case .internalBug(let what, let requestID):
+            var metadata: [String: String] = [:]
+            metadata["request_id"] = requestID
+            return status(
+                .internal,
+                "Internal gateway error (request id \(requestID ?? "none")): \(what). Report it with the request id.",
+                reason: "INTERNAL", metadata: metadata)
+        }
+    }
+
+    private func status(_ code: StatusCode, _ message: String, reason: String, metadata: [String: String])
+        -> RPCStatus
+    {
+        Self.status(code, message, reason: reason, metadata: metadata)
+    }
+
+    private static func status(
+        _ code: StatusCode, _ message: String, reason: String, metadata: [String: String],
+        retryAfter: Duration? = nil
+    ) -> RPCStatus {
+        let info = ErrorDetails.Info(reason: reason, domain: gatewayErrorDomain, metadata: metadata)
+        return RPCStatus(
+            code, message, details: ErrorDetails(info: info, retryDelayMilliseconds: retryAfter?.millisecondsRoundedUp))
+    }
+
+    private static func metadata(_ failure: AppleFailure) -> [String: String] {
+        var metadata = ["app": failure.app, "environment": failure.environment.rawValue]
+        metadata["apple_error_code"] = failure.code.map { String($0.rawValue) }
+        metadata["apple_error_name"] = failure.code?.name
+        metadata["apple_request_id"] = failure.appleRequestID
+        return metadata
+    }
+
+    private static func codeSuffix(_ code: AppleErrorCode?) -> String {
+        code.map { " (\($0))" } ?? ""
+    }
+
+    private static func appleText(_ failure: AppleFailure) -> String {
+        let code = failure.code.map { "\($0)" } ?? "HTTP \(failure.httpStatus)"
+        let said = failure.appleMessage.map { ": \($0)" } ?? ""
+        return "Apple (\(failure.environment)) answered \(code) for app \"\(failure.app)\"\(said)"
+    }
+
+    /// Apple errors by code first (their first three digits are the HTTP status), then by HTTP status.
+    private static func status(forApple failure: AppleFailure) -> RPCStatus {
+        let metadata = metadata(failure)
+        let httpStatus = failure.code?.httpStatus ?? failure.httpStatus
+        let fallbackReason = "APPLE_HTTP_\(failure.httpStatus)"
+        let reason = failure.code?.reason ?? fallbackReason
+        if failure.code?.isRateLimited == true || httpStatus == 429 {
+            return status(
+                .resourceExhausted, appleText(failure) + "; Apple's rate limit is reached, retry later.",
+                reason: reason, metadata: metadata)
+        }
+        if failure.code?.isRetryable == true {
+            return status(.unavailable, appleText(failure) + "; retry later.", reason: reason, metadata: metadata)
+        }
+        if failure.code == .generalInternal {
+            return status(
+                .internal, appleText(failure) + "; Apple failed internally, do not repeat blindly.",
+                reason: reason, metadata: metadata)
+        }
+        switch httpStatus {
+        case 400:
+            return status(
+                .invalidArgument, appleText(failure) + "; fix the request field Apple names.",
+                reason: reason, metadata: metadata)
+        case 401, 403:
+            return Self.status(forAuthentication: failure)
+        case 404:
+            return status(.notFound, appleText(failure) + ".", reason: reason, metadata: metadata)
+        case 500...599:
+            return status(.unavailable, appleText(failure) + "; retry later.", reason: reason, metadata: metadata)
+        default:
+            return status(.unknown, appleText(failure) + ".", reason: reason, metadata: metadata)
+        }
+    }
+
+    /// Our key or the app's state is at fault: FAILED_PRECONDITION with what to check.
+    private static func status(forAuthentication failure: AppleFailure) -> RPCStatus {
+        let metadata = metadata(failure)
+        if let code = failure.code, code.isKnown {
+            // A specific 403 (e.g. SubscriptionMaxExtension) is about the subscription, not credentials.
+            return status(
+                .failedPrecondition, appleText(failure) + ".", reason: code.reason, metadata: metadata)
+        }
+        let hint =
+            failure.httpStatus == 401
+            ? "Apple rejected the gateway's token; check issuerId, keyId, privateKeyFile and bundleId in the "
+                + "gateway configuration"
+            : "Apple refused access; check that the key is an In-App Purchase key of this team and the app is "
+                + "available in this environment"
+        return status(
+            .failedPrecondition,
+            "\(hint) (app \"\(failure.app)\", \(failure.environment), HTTP \(failure.httpStatus)).",
+            reason: failure.httpStatus == 401 ? "APPLE_AUTHENTICATION_FAILED" : "APPLE_ACCESS_DENIED",
+            metadata: metadata)
+    }
+
+    private static func status(forRateLimit refusal: RateLimitRefusal) -> RPCStatus {
+        var metadata = [
+            "app": refusal.app, "environment": refusal.environment.rawValue, "endpoint": refusal.endpoint,
+        ]
+        let milliseconds = refusal.retryAfter.millisecondsRoundedUp
+        switch refusal.source {
+        case .localBucket:
+            return status(
+                .resourceExhausted,
+                "Gateway rate limit for \(refusal.endpoint) of app \"\(refusal.app)\" (\(refusal.environment)) "
+                    + "is spent; retry after \(milliseconds) ms.",
+                reason: "RATE_LIMITED", metadata: metadata, retryAfter: refusal.retryAfter)
+        case .apple(let requestID):
+            metadata["apple_error_code"] = String(AppleErrorCode.rateLimitExceeded.rawValue)
+            metadata["apple_error_name"] = AppleErrorCode.rateLimitExceeded.name
+            metadata["apple_request_id"] = requestID
+            return status(
+                .resourceExhausted,
+                "Apple's rate limit for \(refusal.endpoint) of app \"\(refusal.app)\" (\(refusal.environment)) "
+                    + "is reached; retry after \(milliseconds) ms.",
+                reason: AppleErrorCode.rateLimitExceeded.reason, metadata: metadata, retryAfter: refusal.retryAfter)
+        }
+    }
+}

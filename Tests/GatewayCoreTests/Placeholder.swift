@@ -1,4 +1,0 @@
-import Testing
-@testable import GatewayCore
-
-@Test func moduleLoads() {}
