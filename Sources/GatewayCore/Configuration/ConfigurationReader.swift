@@ -27,9 +27,10 @@ public final class ConfigurationReader {
     // MARK: Scalars
 
     public func string(_ path: String) throws(ConfigurationError) -> String? {
+        let node = node(at: path)
+        if node != nil { consumed.insert(path) }
         if let value = environment[Self.environmentName(path)] { return value }
-        guard let node = node(at: path) else { return nil }
-        consumed.insert(path)
+        guard let node else { return nil }
         guard let scalar = node.scalar else {
             throw ConfigurationError(key: path, problem: "must be a single value, not a list or mapping")
         }
@@ -90,11 +91,12 @@ public final class ConfigurationReader {
 
     /// A list of strings (an environment override is comma-separated).
     public func strings(_ path: String) throws(ConfigurationError) -> [String]? {
+        let node = node(at: path)
+        if node != nil { consumed.insert(path) }
         if let value = environment[Self.environmentName(path)] {
             return value.split(separator: ",").map { String($0).trimmingSpaces() }.filter { !$0.isEmpty }
         }
-        guard let node = node(at: path) else { return nil }
-        consumed.insert(path)
+        guard let node else { return nil }
         if node.scalar != nil, node.scalar?.string == "" { return [] }
         guard let sequence = node.sequence else {
             throw ConfigurationError(key: path, problem: "must be a list of strings")
@@ -132,8 +134,9 @@ public final class ConfigurationReader {
             for (key, value) in mapping {
                 let name = key.scalar?.string ?? "?"
                 let child = path.isEmpty ? name : "\(path).\(name)"
-                if !consumed.contains(child) && !consumedPrefix(child) { return child }
                 if let deeper = firstUnknown(value, path: child) { return deeper }
+                // A section (mapping) is named by its unknown leaf above; anything else by itself.
+                if value.mapping == nil && !consumed.contains(child) && !consumedPrefix(child) { return child }
             }
         } else if let sequence = node.sequence {
             for (index, item) in sequence.enumerated() {

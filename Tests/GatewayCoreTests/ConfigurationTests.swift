@@ -1,0 +1,90 @@
+import Testing
+
+@testable import GatewayCore
+
+@Suite struct ConfigurationTests {
+    private static let repoRoot: String = {
+        var path = #filePath
+        for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        return path
+    }()
+
+    @Test func emptyDocumentGivesTheDefaults() throws {
+        let config = try GatewayConfiguration.load(yaml: "")
+        #expect(config.listen == ListenAddress(host: "0.0.0.0", port: 50051))
+        #expect(config.limits.maxReceiveMessageBytes == 4 * 1024 * 1024)
+        #expect(config.shutdown.graceMilliseconds == 10_000)
+        #expect(config.apps.isEmpty)
+    }
+
+    @Test func exampleFileLoadsWithItsDocumentedValues() throws {
+        let text = try String(contentsOfFile: Self.repoRoot + "/config/example.yaml", encoding: .utf8)
+        let config = try GatewayConfiguration.load(yaml: text)
+        #expect(config.apps.count == 1)
+        #expect(config.apps[0].name == "example")
+        #expect(config.apps[0].environment == .auto)
+        #expect(config.connection.keepaliveTimeoutMilliseconds == 20_000)
+        #expect(config.connection.maxIdleMilliseconds == 300_000)
+        #expect(config.verification.rootCertificates == ["certs/AppleRootCA-G3.cer"])
+    }
+
+    @Test func environmentOverridesFileValues() throws {
+        let config = try GatewayConfiguration.load(
+            yaml: "listen: 127.0.0.1:1\nlimits:\n  maxConcurrentStreams: 10\n",
+            environment: [
+                "APPSTORE_GATEWAY_LISTEN": "[::1]:7000",
+                "APPSTORE_GATEWAY_LIMITS_MAX_CONCURRENT_STREAMS": "20",
+                "APPSTORE_GATEWAY_SHUTDOWN_GRACE": "1500ms",
+            ])
+        #expect(config.listen == ListenAddress(host: "::1", port: 7000))
+        #expect(config.limits.maxConcurrentStreams == 20)
+        #expect(config.shutdown.graceMilliseconds == 1_500)
+    }
+
+    @Test func environmentNamesFollowTheKeyPath() {
+        #expect(ConfigurationReader.environmentName("apps[0].keyId") == "APPSTORE_GATEWAY_APPS_0_KEY_ID")
+        #expect(ConfigurationReader.environmentName("limits.maxReceiveMessageBytes")
+            == "APPSTORE_GATEWAY_LIMITS_MAX_RECEIVE_MESSAGE_BYTES")
+    }
+
+    @Test(arguments: [
+        ("listen: nowhere", "listen"),
+        ("threads: -1", "threads"),
+        ("threads: many", "threads"),
+        ("limits:\n  maxReceiveMessageBytes: 0", "limits.maxReceiveMessageBytes"),
+        ("connection:\n  keepaliveTime: soon", "connection.keepaliveTime"),
+        ("connection:\n  keepaliveTimeout: 0s", "connection.keepaliveTimeout"),
+        ("lisen: 0.0.0.0:1", "lisen"),
+        ("limits:\n  maxRecieveMessageBytes: 5", "limits.maxRecieveMessageBytes"),
+        ("logging:\n  level: loud", "logging.level"),
+        ("apple:\n  productionURL: ftp://x", "apple.productionURL"),
+        ("verification:\n  rootCertificates: []", "verification.rootCertificates"),
+        ("apps:\n  - bundleId: a.b\n    keyId: SHORT", "apps[0].keyId"),
+        ("apps:\n  - keyId: ABCDEFGHIJ", "apps[0].bundleId"),
+        ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k}", "apps[0].appAppleId"),
+        ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: prod}", "apps[0].environment"),
+        ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox, color: red}", "apps[0].color"),
+        ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox}\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox}", "apps[1].name"),
+        ("- just\n- a list", ""),
+        ("listen: [a, b]", "listen"),
+    ])
+    func badValuesNameTheirKey(yaml: String, key: String) {
+        do {
+            _ = try GatewayConfiguration.load(yaml: yaml)
+            Issue.record("accepted: \(yaml)")
+        } catch {
+            #expect(error.key == key, "\(error)")
+            #expect(!error.problem.isEmpty)
+        }
+    }
+
+    @Test(arguments: [("250ms", UInt64(250)), ("20s", 20_000), ("5m", 300_000), ("2h", 7_200_000), ("3", 3_000), ("1.5s", 1_500)])
+    func durations(text: String, milliseconds: UInt64) {
+        #expect(DurationText.milliseconds(text) == milliseconds)
+    }
+
+    @Test(arguments: ["", "s", "-1s", "1d", "abc", "nan"])
+    func badDurations(text: String) {
+        #expect(DurationText.milliseconds(text) == nil)
+    }
+}
