@@ -33,6 +33,14 @@ TYPE_NAME_OVERRIDES = {
     "appstore.gateway.v1.SortOrder": "HistorySortOrder",
 }
 
+# Swift case names that the mechanical UPPER_SNAKE -> lowerCamel rule would spell against Apple's own spelling.
+CASE_NAME_OVERRIDES = {
+    "ORIGINAL_PLATFORM_IOS": "iOS",
+    "ORIGINAL_PLATFORM_MAC_OS": "macOS",
+    "ORIGINAL_PLATFORM_TV_OS": "tvOS",
+    "ORIGINAL_PLATFORM_VISION_OS": "visionOS",
+}
+
 SWIFT_KEYWORDS = {
     "associatedtype", "class", "deinit", "enum", "extension", "fileprivate", "func", "import", "init", "inout",
     "internal", "let", "open", "operator", "private", "precedencegroup", "protocol", "public", "rethrows",
@@ -262,7 +270,7 @@ class FileWriter:
         seen = set()
         for i, v in enumerate(e.value):
             bare = v.name[len(prefix):] if v.name.startswith(prefix) and len(v.name) > len(prefix) else v.name
-            case = lower_camel(bare.lower())
+            case = CASE_NAME_OVERRIDES.get(v.name) or lower_camel(bare.lower())
             if case[0].isdigit():
                 case = "_" + case
             if case == "unrecognized":

@@ -96,7 +96,7 @@ private func roundTrip<M: ProtoMessage>(_ message: M) throws -> M {
                 $0.data = NotificationData(status: .billingGracePeriod, transaction: transaction)
                 $0.summary = NotificationSummary(storefrontCountryCodes: ["USA", "FRA"], failedCount: -1)
             }),
-        .appTransaction(AppTransaction(appAppleId: 1, originalPlatform: .visionOs)),
+        .appTransaction(AppTransaction(appAppleId: 1, originalPlatform: .visionOS)),
     ])
     func oneofCases(payload: VerifyJWSResponse.Payload) throws {
         let response = VerifyJWSResponse(

@@ -1053,27 +1053,27 @@ public enum OriginalPlatform: RawRepresentable, CaseIterable, Sendable, Hashable
     /// Absent or unknown.
     case unspecified
     /// "iOS" (also iPadOS).
-    case ios
+    case iOS
     /// "macOS".
-    case macOs
+    case macOS
     /// "tvOS".
-    case tvOs
+    case tvOS
     /// "visionOS".
-    case visionOs
+    case visionOS
     /// A value this release does not know (a newer peer, or Apple added one); keeps its number.
     case unrecognized(Int32)
 
     /// Every known case, in proto order.
-    public static let allCases: [OriginalPlatform] = [.unspecified, .ios, .macOs, .tvOs, .visionOs]
+    public static let allCases: [OriginalPlatform] = [.unspecified, .iOS, .macOS, .tvOS, .visionOS]
 
     /// The case of a proto number; unknown numbers become `.unrecognized`.
     public init(rawValue: Int32) {
         switch rawValue {
         case 0: self = .unspecified
-        case 1: self = .ios
-        case 2: self = .macOs
-        case 3: self = .tvOs
-        case 4: self = .visionOs
+        case 1: self = .iOS
+        case 2: self = .macOS
+        case 3: self = .tvOS
+        case 4: self = .visionOS
         default: self = .unrecognized(rawValue)
         }
     }
@@ -1082,10 +1082,10 @@ public enum OriginalPlatform: RawRepresentable, CaseIterable, Sendable, Hashable
     public var rawValue: Int32 {
         switch self {
         case .unspecified: 0
-        case .ios: 1
-        case .macOs: 2
-        case .tvOs: 3
-        case .visionOs: 4
+        case .iOS: 1
+        case .macOS: 2
+        case .tvOS: 3
+        case .visionOS: 4
         case .unrecognized(let value): value
         }
     }
