@@ -87,7 +87,7 @@ private func roundTrip<M: ProtoMessage>(_ message: M) throws -> M {
 
     @Test(arguments: [
         VerifyJWSResponse.Payload.transaction(transaction),
-        .renewalInfo(RenewalInfo.with { $0.eligibleWinBackOfferIds = ["w1", "w2"]; $0.autoRenewStatus = .off }),
+        .renewalInfo(RenewalInfo(autoRenewStatus: .off, eligibleWinBackOfferIds: ["w1", "w2"])),
         .notification(
             AppStoreNotification.with {
                 $0.notificationType = .externalPurchaseToken
