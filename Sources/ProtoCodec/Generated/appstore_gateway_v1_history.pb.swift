@@ -36,6 +36,9 @@ public struct GetHistoryRequest: ProtoMessage {
     /// True: also fill `GetHistoryResponse.latest_receipt_info` in the legacy verifyReceipt format.
     public var includeLatestReceiptInfo: Bool = false
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.GetHistoryRequest"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -155,6 +158,9 @@ public struct GetHistoryResponse: ProtoMessage {
     public var latestReceiptInfo: [LegacyReceiptInfo] = []
     /// Number of Apple pages fetched for this response.
     public var pagesFetched: Int32 = 0
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.GetHistoryResponse"
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -291,6 +297,9 @@ public struct LegacyReceiptInfo: ProtoMessage {
     public var webOrderLineItemId: String = ""
     /// `transactionId`.
     public var transactionId: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.LegacyReceiptInfo"
 
     /// A message with every field at its proto3 default.
     public init() {}

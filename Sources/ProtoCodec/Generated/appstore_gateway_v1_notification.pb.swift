@@ -32,6 +32,9 @@ public struct AppStoreNotification: ProtoMessage {
     /// The decoded JWS payload JSON exactly as Apple signed it.
     public var rawJson: String = ""
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.Notification"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -144,6 +147,9 @@ public struct NotificationData: ProtoMessage {
     /// Apple's `signedRenewalInfo` JWS exactly as sent (empty when absent).
     public var signedRenewalInfo: String = ""
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.NotificationData"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -244,6 +250,9 @@ public struct NotificationSummary: ProtoMessage {
     /// Apple's `failedCount`: subscriptions not extended.
     public var failedCount: Int64 = 0
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.NotificationSummary"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -328,6 +337,9 @@ public struct ExternalPurchaseToken: ProtoMessage {
     /// Apple's `bundleId`.
     public var bundleId: String = ""
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.ExternalPurchaseToken"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -398,6 +410,9 @@ public struct AppData: ProtoMessage {
     /// `signedAppTransactionInfo`, verified and decoded (unset when absent).
     public var appTransaction: AppTransaction? = nil
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AppData"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -467,6 +482,9 @@ public struct SendAttempt: ProtoMessage {
     public var result: SendAttemptResult = SendAttemptResult(rawValue: 0)
     /// Apple's `sendAttemptResult` string exactly as sent, e.g. "TIMED_OUT".
     public var resultRaw: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.SendAttempt"
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -543,6 +561,9 @@ public struct StreamNotificationsRequest: ProtoMessage {
     /// A `NotificationEvent.resume_token` of an earlier stream with the same filters: continue right after that
     /// event, with no duplicate and no gap. Empty: start at `start_date`.
     public var resumeToken: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.StreamNotificationsRequest"
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -631,6 +652,9 @@ public struct NotificationEvent: ProtoMessage {
     public var sendAttempts: [SendAttempt] = []
     /// Opaque token: pass it as `StreamNotificationsRequest.resume_token` to continue right after this event.
     public var resumeToken: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.NotificationEvent"
 
     /// A message with every field at its proto3 default.
     public init() {}

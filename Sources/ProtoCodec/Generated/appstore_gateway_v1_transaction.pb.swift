@@ -78,6 +78,9 @@ public struct Transaction: ProtoMessage {
     /// The decoded JWS payload JSON exactly as Apple signed it: read fields Apple added after this gateway release.
     public var rawJson: String = ""
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.Transaction"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -266,6 +269,9 @@ public struct CommitmentInfo: ProtoMessage {
     /// Apple's `totalBillingPeriods`: number of billing periods in the commitment.
     public var totalBillingPeriods: Int32 = 0
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.CommitmentInfo"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -375,6 +381,9 @@ public struct RenewalInfo: ProtoMessage {
     public var advancedCommerceInfoJson: String = ""
     /// The decoded JWS payload JSON exactly as Apple signed it.
     public var rawJson: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.RenewalInfo"
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -530,6 +539,9 @@ public struct RenewalCommitmentInfo: ProtoMessage {
     /// Apple's `commitmentRenewalPrice` in milliunits of the renewal info's currency.
     public var commitmentRenewalPriceMilliunits: Int64 = 0
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.RenewalCommitmentInfo"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -621,6 +633,9 @@ public struct AppTransaction: ProtoMessage {
     public var originalPlatform: OriginalPlatform = OriginalPlatform(rawValue: 0)
     /// The decoded JWS payload JSON exactly as Apple signed it.
     public var rawJson: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AppTransaction"
 
     /// A message with every field at its proto3 default.
     public init() {}

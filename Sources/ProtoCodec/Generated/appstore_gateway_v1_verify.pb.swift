@@ -138,6 +138,9 @@ public struct VerifyJWSRequest: ProtoMessage {
     /// When set: the payload's environment must be this one.
     public var environment: Environment = Environment(rawValue: 0)
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.VerifyJWSRequest"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -208,6 +211,9 @@ public struct VerifyJWSResponse: ProtoMessage {
     public var signedDate: ProtoTimestamp? = nil
     /// The oneof `payload`: at most one case is set; nil when none is.
     public var payload: Payload? = nil
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.VerifyJWSResponse"
 
     /// A message with every field at its proto3 default.
     public init() {}

@@ -118,6 +118,9 @@ public struct ProtoAny: ProtoMessage {
     /// Must be a valid serialized protocol buffer of the above specified type.
     public var value: [UInt8] = []
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "google.protobuf.Any"
+
     /// A message with every field at its proto3 default.
     public init() {}
 

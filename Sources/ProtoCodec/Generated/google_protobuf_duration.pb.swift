@@ -75,6 +75,9 @@ public struct ProtoDuration: ProtoMessage {
     /// to +999,999,999 inclusive.
     public var nanos: Int32 = 0
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "google.protobuf.Duration"
+
     /// A message with every field at its proto3 default.
     public init() {}
 

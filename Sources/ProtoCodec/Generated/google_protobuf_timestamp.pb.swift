@@ -106,6 +106,9 @@ public struct ProtoTimestamp: ProtoMessage {
     /// inclusive.
     public var nanos: Int32 = 0
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "google.protobuf.Timestamp"
+
     /// A message with every field at its proto3 default.
     public init() {}
 

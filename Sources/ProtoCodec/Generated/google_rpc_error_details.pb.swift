@@ -13,6 +13,9 @@ public struct ErrorInfo: ProtoMessage {
     /// Context: "apple_error_code", "environment", "app", ….
     public var metadata: [String: String] = [:]
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "google.rpc.ErrorInfo"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -75,6 +78,9 @@ extension ErrorInfo {
 public struct RetryInfo: ProtoMessage {
     /// The delay before the next attempt.
     public var retryDelay: ProtoDuration? = nil
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "google.rpc.RetryInfo"
 
     /// A message with every field at its proto3 default.
     public init() {}

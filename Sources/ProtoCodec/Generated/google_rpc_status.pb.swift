@@ -13,6 +13,9 @@ public struct GoogleRPCStatus: ProtoMessage {
     /// Typed details, e.g. google.rpc.ErrorInfo and google.rpc.RetryInfo.
     public var details: [ProtoAny] = []
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "google.rpc.Status"
+
     /// A message with every field at its proto3 default.
     public init() {}
 

@@ -9,6 +9,9 @@ public struct HealthCheckRequest: ProtoMessage {
     /// The fully qualified service name, e.g. "appstore.gateway.v1.AppStoreGateway", or "" for the server.
     public var service: String = ""
 
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "grpc.health.v1.HealthCheckRequest"
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -58,6 +61,9 @@ extension HealthCheckRequest {
 public struct HealthCheckResponse: ProtoMessage {
     /// The current state.
     public var status: HealthCheckResponse.ServingStatus = HealthCheckResponse.ServingStatus(rawValue: 0)
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "grpc.health.v1.HealthCheckResponse"
 
     /// A message with every field at its proto3 default.
     public init() {}
