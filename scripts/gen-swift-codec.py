@@ -52,6 +52,22 @@ SWIFT_KEYWORDS = {
     "throws", "Type", "Protocol",
 }
 
+# protoc-c lowercases field names and appends "_" to C and C++ keywords (`default` -> `default_`).
+C_KEYWORDS = set("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char class compl const constexpr
+    const_cast continue decltype default delete do double dynamic_cast else enum explicit export extern false
+    float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr operator or
+    or_eq private protected public register reinterpret_cast return short signed sizeof static static_assert
+    static_cast struct switch template this thread_local throw true try typedef typeid typename union unsigned
+    using virtual void volatile wchar_t while xor xor_eq
+""".split())
+
+
+def c_field(name):
+    lowered = name.lower()
+    return lowered + "_" if lowered in C_KEYWORDS else lowered
+
+
 SCALARS = {
     # proto type: (Swift type, default literal, kind) where kind says how the C value converts.
     FDP.TYPE_DOUBLE: ("Double", "0", "num"),
@@ -398,13 +414,13 @@ class FileWriter:
         for _, f in plain:
             self.emit_decode_field(f, "        ")
         for o, name in enumerate(oneofs):
-            self.emit(f"        switch Int(m.{name}_case.rawValue) {{")
+            self.emit(f"        switch Int(m.{upper_snake(name).lower()}_case.rawValue) {{")
             for _, f in members.get(o, []):
                 case = escape(lower_camel(f.name))
                 if self.field_info(f)[2] == "message":
-                    self.emit(f"        case {f.number}: if let p = m.{f.name} {{ self.{escape(lower_camel(name))} = .{case}({self.from_c(f, 'p')}) }}")
+                    self.emit(f"        case {f.number}: if let p = m.{c_field(f.name)} {{ self.{escape(lower_camel(name))} = .{case}({self.from_c(f, 'p')}) }}")
                 else:
-                    self.emit(f"        case {f.number}: self.{escape(lower_camel(name))} = .{case}({self.from_c(f, 'm.' + f.name)})")
+                    self.emit(f"        case {f.number}: self.{escape(lower_camel(name))} = .{case}({self.from_c(f, 'm.' + c_field(f.name))})")
             self.emit("        default: break")
             self.emit("        }")
         self.emit("    }")
@@ -421,8 +437,8 @@ class FileWriter:
             for _, f in members.get(o, []):
                 case = escape(lower_camel(f.name))
                 self.emit(f"        case .{case}(let value)?:")
-                self.emit(f"            c.pointee.{name}_case = .init(rawValue: {f.number})")
-                self.emit(f"            c.pointee.{f.name} = {self.to_c(f, 'value')}")
+                self.emit(f"            c.pointee.{upper_snake(name).lower()}_case = .init(rawValue: {f.number})")
+                self.emit(f"            c.pointee.{c_field(f.name)} = {self.to_c(f, 'value')}")
             self.emit("        case nil: break")
             self.emit("        }")
         self.emit("        return c")
@@ -434,27 +450,27 @@ class FileWriter:
         entry = self.map_entry(f)
         if entry:
             _, key, value = entry
-            self.emit(f"{ind}{prop} = cMap(m.n_{f.name}, m.{f.name}) {{ "
+            self.emit(f"{ind}{prop} = cMap(m.n_{c_field(f.name)}, m.{c_field(f.name)}) {{ "
                       f"({self.from_c(key, '$0.pointee.key')}, {self.from_c(value, '$0.pointee.value')}) }}")
             return
         swift, _, kind = self.field_info(f)
         if f.label == FDP.LABEL_REPEATED:
             if kind == "num":
-                self.emit(f"{ind}{prop} = cArray(m.n_{f.name}, m.{f.name}) {{ $0 }}")
+                self.emit(f"{ind}{prop} = cArray(m.n_{c_field(f.name)}, m.{c_field(f.name)}) {{ $0 }}")
             elif kind == "message":
-                self.emit(f"{ind}{prop} = cMessages(m.n_{f.name}, m.{f.name}) {{ {swift}(c: $0) }}")
+                self.emit(f"{ind}{prop} = cMessages(m.n_{c_field(f.name)}, m.{c_field(f.name)}) {{ {swift}(c: $0) }}")
             else:
-                self.emit(f"{ind}{prop} = cArray(m.n_{f.name}, m.{f.name}) {{ {self.from_c(f, '$0')} }}")
+                self.emit(f"{ind}{prop} = cArray(m.n_{c_field(f.name)}, m.{c_field(f.name)}) {{ {self.from_c(f, '$0')} }}")
             return
         if kind == "message":
-            self.emit(f"{ind}if let p = m.{f.name} {{ {prop} = {swift}(c: p) }}")
+            self.emit(f"{ind}if let p = m.{c_field(f.name)} {{ {prop} = {swift}(c: p) }}")
         else:
-            self.emit(f"{ind}{prop} = {self.from_c(f, 'm.' + f.name)}")
+            self.emit(f"{ind}{prop} = {self.from_c(f, 'm.' + c_field(f.name))}")
 
     def emit_encode_field(self, f, ind):
         value = f"self.{escape(lower_camel(f.name))}"
-        lhs = f"c.pointee.{f.name}"
-        count = f"c.pointee.n_{f.name}"
+        lhs = f"c.pointee.{c_field(f.name)}"
+        count = f"c.pointee.n_{c_field(f.name)}"
         entry = self.map_entry(f)
         if entry:
             entry_msg, key, val = entry
