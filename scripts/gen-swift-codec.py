@@ -13,6 +13,8 @@ The output depends only on its inputs: no dates, no paths of the machine.
 """
 
 import argparse
+import base64
+import json
 import os
 import re
 import sys
@@ -33,6 +35,14 @@ TYPE_NAME_OVERRIDES = {
     "appstore.gateway.v1.SortOrder": "HistorySortOrder",
 }
 
+# Swift case names that the mechanical UPPER_SNAKE -> lowerCamel rule would spell against Apple's own spelling.
+CASE_NAME_OVERRIDES = {
+    "ORIGINAL_PLATFORM_IOS": "iOS",
+    "ORIGINAL_PLATFORM_MAC_OS": "macOS",
+    "ORIGINAL_PLATFORM_TV_OS": "tvOS",
+    "ORIGINAL_PLATFORM_VISION_OS": "visionOS",
+}
+
 SWIFT_KEYWORDS = {
     "associatedtype", "class", "deinit", "enum", "extension", "fileprivate", "func", "import", "init", "inout",
     "internal", "let", "open", "operator", "private", "precedencegroup", "protocol", "public", "rethrows",
@@ -41,6 +51,22 @@ SWIFT_KEYWORDS = {
     "where", "while", "Any", "as", "await", "false", "is", "nil", "self", "Self", "super", "true", "try",
     "throws", "Type", "Protocol",
 }
+
+# protoc-c lowercases field names and appends "_" to C and C++ keywords (`default` -> `default_`).
+C_KEYWORDS = set("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char class compl const constexpr
+    const_cast continue decltype default delete do double dynamic_cast else enum explicit export extern false
+    float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr operator or
+    or_eq private protected public register reinterpret_cast return short signed sizeof static static_assert
+    static_cast struct switch template this thread_local throw true try typedef typeid typename union unsigned
+    using virtual void volatile wchar_t while xor xor_eq
+""".split())
+
+
+def c_field(name):
+    lowered = name.lower()
+    return lowered + "_" if lowered in C_KEYWORDS else lowered
+
 
 SCALARS = {
     # proto type: (Swift type, default literal, kind) where kind says how the C value converts.
@@ -262,7 +288,7 @@ class FileWriter:
         seen = set()
         for i, v in enumerate(e.value):
             bare = v.name[len(prefix):] if v.name.startswith(prefix) and len(v.name) > len(prefix) else v.name
-            case = lower_camel(bare.lower())
+            case = CASE_NAME_OVERRIDES.get(v.name) or lower_camel(bare.lower())
             if case[0].isdigit():
                 case = "_" + case
             if case == "unrecognized":
@@ -331,6 +357,9 @@ class FileWriter:
             self.emit(f"    /// The oneof `{name}`: at most one case is set; nil when none is.")
             self.emit(f"    public var {escape(lower_camel(name))}: {upper_camel(name)}? = nil")
         self.emit()
+        self.emit(f'    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.')
+        self.emit(f'    public static let protoMessageName = "{full[1:]}"')
+        self.emit()
         self.emit("    /// A message with every field at its proto3 default.")
         self.emit("    public init() {}")
         params = [(lower_camel(f.name), *self.swift_type(f)) for _, f in plain]
@@ -385,13 +414,13 @@ class FileWriter:
         for _, f in plain:
             self.emit_decode_field(f, "        ")
         for o, name in enumerate(oneofs):
-            self.emit(f"        switch Int(m.{name}_case.rawValue) {{")
+            self.emit(f"        switch Int(m.{upper_snake(name).lower()}_case.rawValue) {{")
             for _, f in members.get(o, []):
                 case = escape(lower_camel(f.name))
                 if self.field_info(f)[2] == "message":
-                    self.emit(f"        case {f.number}: if let p = m.{f.name} {{ self.{escape(lower_camel(name))} = .{case}({self.from_c(f, 'p')}) }}")
+                    self.emit(f"        case {f.number}: if let p = m.{c_field(f.name)} {{ self.{escape(lower_camel(name))} = .{case}({self.from_c(f, 'p')}) }}")
                 else:
-                    self.emit(f"        case {f.number}: self.{escape(lower_camel(name))} = .{case}({self.from_c(f, 'm.' + f.name)})")
+                    self.emit(f"        case {f.number}: self.{escape(lower_camel(name))} = .{case}({self.from_c(f, 'm.' + c_field(f.name))})")
             self.emit("        default: break")
             self.emit("        }")
         self.emit("    }")
@@ -408,8 +437,8 @@ class FileWriter:
             for _, f in members.get(o, []):
                 case = escape(lower_camel(f.name))
                 self.emit(f"        case .{case}(let value)?:")
-                self.emit(f"            c.pointee.{name}_case = .init(rawValue: {f.number})")
-                self.emit(f"            c.pointee.{f.name} = {self.to_c(f, 'value')}")
+                self.emit(f"            c.pointee.{upper_snake(name).lower()}_case = .init(rawValue: {f.number})")
+                self.emit(f"            c.pointee.{c_field(f.name)} = {self.to_c(f, 'value')}")
             self.emit("        case nil: break")
             self.emit("        }")
         self.emit("        return c")
@@ -421,27 +450,27 @@ class FileWriter:
         entry = self.map_entry(f)
         if entry:
             _, key, value = entry
-            self.emit(f"{ind}{prop} = cMap(m.n_{f.name}, m.{f.name}) {{ "
+            self.emit(f"{ind}{prop} = cMap(m.n_{c_field(f.name)}, m.{c_field(f.name)}) {{ "
                       f"({self.from_c(key, '$0.pointee.key')}, {self.from_c(value, '$0.pointee.value')}) }}")
             return
         swift, _, kind = self.field_info(f)
         if f.label == FDP.LABEL_REPEATED:
             if kind == "num":
-                self.emit(f"{ind}{prop} = cArray(m.n_{f.name}, m.{f.name}) {{ $0 }}")
+                self.emit(f"{ind}{prop} = cArray(m.n_{c_field(f.name)}, m.{c_field(f.name)}) {{ $0 }}")
             elif kind == "message":
-                self.emit(f"{ind}{prop} = cMessages(m.n_{f.name}, m.{f.name}) {{ {swift}(c: $0) }}")
+                self.emit(f"{ind}{prop} = cMessages(m.n_{c_field(f.name)}, m.{c_field(f.name)}) {{ {swift}(c: $0) }}")
             else:
-                self.emit(f"{ind}{prop} = cArray(m.n_{f.name}, m.{f.name}) {{ {self.from_c(f, '$0')} }}")
+                self.emit(f"{ind}{prop} = cArray(m.n_{c_field(f.name)}, m.{c_field(f.name)}) {{ {self.from_c(f, '$0')} }}")
             return
         if kind == "message":
-            self.emit(f"{ind}if let p = m.{f.name} {{ {prop} = {swift}(c: p) }}")
+            self.emit(f"{ind}if let p = m.{c_field(f.name)} {{ {prop} = {swift}(c: p) }}")
         else:
-            self.emit(f"{ind}{prop} = {self.from_c(f, 'm.' + f.name)}")
+            self.emit(f"{ind}{prop} = {self.from_c(f, 'm.' + c_field(f.name))}")
 
     def emit_encode_field(self, f, ind):
         value = f"self.{escape(lower_camel(f.name))}"
-        lhs = f"c.pointee.{f.name}"
-        count = f"c.pointee.n_{f.name}"
+        lhs = f"c.pointee.{c_field(f.name)}"
+        count = f"c.pointee.n_{c_field(f.name)}"
         entry = self.map_entry(f)
         if entry:
             entry_msg, key, val = entry
@@ -473,6 +502,7 @@ class FileWriter:
     def render(self):
         f = self.file
         self.emit(f"// Generated by scripts/gen-swift-codec.py from {f.name}. Do not edit: run `make gen`.")
+        self.emit("// swift-format-ignore-file")
         self.emit()
         self.emit("internal import CGatewayProtos")
         self.emit("internal import CProtobufC")
@@ -491,6 +521,53 @@ class FileWriter:
                 self.write_enum(e, self.model.enums[f"{full}.{e.name}"][1], [4, i, 4, j], "    ")
                 self.emit("}")
         return "\n".join(self.lines).rstrip("\n") + "\n"
+
+
+def write_descriptors(fds, path):
+    """Every file's FileDescriptorProto (source info stripped) for gRPC server reflection."""
+    lines = [
+        "// Generated by scripts/gen-swift-codec.py. Do not edit: run `make gen`.",
+        "// swift-format-ignore-file",
+        "",
+        "extension ProtoFileDescriptor {",
+        "    /// Every proto file the gateway serves (its own, health, google.rpc and their imports), in dependency",
+        "    /// order: what gRPC server reflection answers with.",
+        "    public static let all: [ProtoFileDescriptor] = [",
+    ]
+    for f in fds.file:
+        stripped = descriptor_pb2.FileDescriptorProto()
+        stripped.CopyFrom(f)
+        stripped.ClearField("source_code_info")
+        pkg = f"{f.package}." if f.package else ""
+        symbols = []
+
+        def add_message(m, scope):
+            symbols.append(f"{scope}{m.name}")
+            for n in m.nested_type:
+                add_message(n, f"{scope}{m.name}.")
+            for e in m.enum_type:
+                symbols.append(f"{scope}{m.name}.{e.name}")
+
+        for m in f.message_type:
+            add_message(m, pkg)
+        for e in f.enum_type:
+            symbols.append(f"{pkg}{e.name}")
+        for service in f.service:
+            symbols.append(f"{pkg}{service.name}")
+            symbols.extend(f"{pkg}{service.name}.{method.name}" for method in service.method)
+        encoded = base64.b64encode(stripped.SerializeToString(deterministic=True)).decode("ascii")
+        chunks = [encoded[i:i + 100] for i in range(0, len(encoded), 100)]
+        lines.append("        ProtoFileDescriptor(")
+        lines.append(f'            name: "{f.name}",')
+        lines.append(f"            dependencies: [{', '.join(json.dumps(d) for d in f.dependency)}],")
+        lines.append(f"            symbols: [{', '.join(json.dumps(sym) for sym in symbols)}],")
+        lines.append("            base64: \"\"\"")
+        lines.extend(f"                {c}" for c in chunks)
+        lines.append("                \"\"\"),")
+    lines.append("    ]")
+    lines.append("}")
+    with open(path, "w", encoding="utf-8", newline="\n") as h:
+        h.write("\n".join(lines) + "\n")
 
 
 def main():
@@ -512,6 +589,7 @@ def main():
         name = f.name[: -len(".proto")].replace("/", "_") + ".pb.swift"
         with open(os.path.join(args.out, name), "w", encoding="utf-8", newline="\n") as h:
             h.write(FileWriter(model, cnames, f).render())
+    write_descriptors(fds, os.path.join(args.out, "FileDescriptors.swift"))
 
 
 if __name__ == "__main__":

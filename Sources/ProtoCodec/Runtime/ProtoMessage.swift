@@ -9,6 +9,8 @@ public enum ProtoDecodingError: Error, Sendable, Hashable {
 /// Decoding skips unknown fields and keeps unknown enum numbers (`.unrecognized`); encoding is deterministic
 /// (fields in number order, map entries sorted by key).
 public protocol ProtoMessage: Sendable, Hashable {
+    /// The fully qualified proto name, e.g. "google.rpc.ErrorInfo".
+    static var protoMessageName: String { get }
     /// A message with every field at its proto3 default.
     init()
     /// Decodes the protobuf wire format.

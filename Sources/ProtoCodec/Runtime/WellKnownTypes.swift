@@ -41,3 +41,19 @@ extension ProtoDuration {
         seconds &* 1000 &+ Int64(nanos / 1_000_000)
     }
 }
+
+extension ProtoAny {
+    /// The type URL prefix every gRPC implementation uses.
+    public static let typeURLPrefix = "type.googleapis.com/"
+
+    /// `message` packed with its type URL, e.g. an ErrorInfo for a google.rpc.Status's details.
+    public init(packing message: some ProtoMessage) {
+        self.init(typeUrl: Self.typeURLPrefix + type(of: message).protoMessageName, value: message.serializedBytes())
+    }
+
+    /// The packed message when its type URL names `type` (any host prefix); nil when it holds another type.
+    public func unpack<Message: ProtoMessage>(as type: Message.Type) throws(ProtoDecodingError) -> Message? {
+        guard typeUrl.split(separator: "/").last.map(String.init) == Message.protoMessageName else { return nil }
+        return try Message(serializedBytes: value)
+    }
+}
