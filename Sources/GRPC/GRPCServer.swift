@@ -132,9 +132,7 @@ struct Router: HTTP2Responder {
     }
 
     private func trailersOnly(_ stream: HTTP2Stream, _ status: RPCStatus) {
-        stream.respond(
-            status: 200, fields: [("content-type", "application/grpc")] + StatusTrailers.fields(for: status),
-            endStream: true)
+        stream.respond(StatusTrailers.trailersOnly(for: status), endStream: true)
     }
 
     func finishAllCalls(_ status: RPCStatus, on loops: [EventLoop]) {

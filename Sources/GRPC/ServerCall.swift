@@ -26,12 +26,13 @@ final class ServerCall: HTTP2StreamDelegate {
         self.context = context
         self.registry = registry
         self.deframer = MessageDeframer(maxMessageSize: maxMessageSize)
-        registry.add(self)
+        // Inline calls complete on the loop as soon as their request is in: shutdown never has to end them.
+        if case .unaryInline = handler {} else { registry.add(self) }
         if let deadline = context.deadlineNanoseconds {
             let now = monotonicNanoseconds()
             let delay = deadline > now ? deadline - now : 0
-            deadlineTimer = stream.eventLoop.scheduleTimer(afterNanoseconds: delay) { [weak self] in
-                self?.deadlineExceeded()
+            deadlineTimer = stream.eventLoop.scheduleTimer(afterNanoseconds: delay) { [unowned self] in
+                self.deadlineExceeded()  // unowned: cleanUp() cancels the timer before the call can go away
             }
         }
     }
@@ -125,7 +126,7 @@ final class ServerCall: HTTP2StreamDelegate {
     func writeMessage(_ message: [UInt8]) {
         guard !finished else { return }
         if !stream.hasResponded {
-            stream.respond(status: 200, fields: [("content-type", "application/grpc")], endStream: false)
+            stream.respond(StatusTrailers.responseHead, endStream: false)
         }
         stream.write { buffer in MessageFramer.appendFrame(to: &buffer, payload: message) }
     }
@@ -166,11 +167,10 @@ final class ServerCall: HTTP2StreamDelegate {
         guard !finished else { return }
         finished = true
         endStatus = status.code == .ok ? RPCStatus(.cancelled, "the call has already ended") : status
-        let trailers = StatusTrailers.fields(for: status)
         if stream.hasResponded {
-            stream.finish(trailers: trailers)
+            stream.finish(trailers: StatusTrailers.block(for: status))
         } else {
-            stream.respond(status: 200, fields: [("content-type", "application/grpc")] + trailers, endStream: true)
+            stream.respond(StatusTrailers.trailersOnly(for: status), endStream: true)
         }
         if status.code != .ok { task?.cancel() }
         cleanUp()

@@ -1,7 +1,24 @@
 import GatewayCore
+import HTTP2
 
 /// The trailer fields that carry a call's status (PROTOCOL-HTTP2.md "Trailers").
 enum StatusTrailers {
+    /// `:status 200` and the gRPC content type: the head of every gRPC response.
+    static let responseHead = HeaderBlock([(":status", "200"), ("content-type", "application/grpc")])
+    /// `grpc-status: 0` alone, the trailer of nearly every successful call.
+    static let ok = HeaderBlock([("grpc-status", "0")])
+
+    /// The trailers for `status`, prepared once when it is a plain OK.
+    static func block(for status: RPCStatus) -> HeaderBlock {
+        if status.code == .ok && status.message.isEmpty { return ok }
+        return HeaderBlock(fields(for: status))
+    }
+
+    /// A Trailers-Only response (a head that is the whole response) for `status`.
+    static func trailersOnly(for status: RPCStatus) -> HeaderBlock {
+        HeaderBlock(responseHead.fieldList + fields(for: status))
+    }
+
     static func fields(for status: RPCStatus) -> [(name: String, value: String)] {
         var fields = [(name: "grpc-status", value: String(status.code.rawValue))]
         if !status.message.isEmpty {

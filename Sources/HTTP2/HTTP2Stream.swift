@@ -47,7 +47,9 @@ public final class HTTP2Stream {
     /// Receives the stream's events once its head is complete.
     public internal(set) var delegate: HTTP2StreamDelegate?
 
-    unowned let connection: ServerConnection
+    /// Strong: the connection drops its streams when they close, so the cycle ends with the stream, and a
+    /// stream outliving its connection (held by a finishing handler) stays safe to call (it is closed).
+    let connection: ServerConnection
     var head = HTTP2RequestHead()
     var headerBytes = 0
     var headerListTooLarge = false
@@ -57,7 +59,7 @@ public final class HTTP2Stream {
     var pendingStart = 0
     var headSent = false
     var ended = false
-    var trailers: [(name: String, value: String)]?
+    var trailers: HeaderBlock?
     var deferred = false
     /// True once nghttp2 closed the stream; every later call is ignored.
     public internal(set) var isClosed = false
@@ -76,10 +78,15 @@ public final class HTTP2Stream {
 
     /// Sends the response head. With `endStream` the head is the whole response (e.g. gRPC Trailers-Only).
     public func respond(status: Int, fields: [(name: String, value: String)], endStream: Bool) {
+        respond(HeaderBlock([(":status", String(status))] + fields), endStream: endStream)
+    }
+
+    /// Sends a prepared response head, which must start with ":status".
+    public func respond(_ head: HeaderBlock, endStream: Bool) {
         guard !isClosed, !headSent else { return }
         headSent = true
         if endStream { ended = true }
-        connection.submitResponse(self, status: status, fields: fields, endStream: endStream)
+        connection.submitResponse(self, head: head, endStream: endStream)
     }
 
     /// Queues response body bytes.
@@ -107,6 +114,11 @@ public final class HTTP2Stream {
 
     /// Ends the response after the queued body, with trailers when given.
     public func finish(trailers: [(name: String, value: String)]?) {
+        finish(trailers: trailers.flatMap { $0.isEmpty ? nil : HeaderBlock($0) })
+    }
+
+    /// Ends the response after the queued body, with prepared trailers when given.
+    public func finish(trailers: HeaderBlock?) {
         guard !isClosed, headSent, !ended else { return }
         ended = true
         self.trailers = trailers

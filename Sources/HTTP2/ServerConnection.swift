@@ -16,6 +16,7 @@ final class ServerConnection: EventSource, Flushable {
     private unowned let owner: ServerLoop
     private var session: OpaquePointer?
     var streams: [Int32: HTTP2Stream] = [:]
+    private var lastStream: HTTP2Stream?
 
     private var outbound: [UInt8] = []
     private var outboundStart = 0
@@ -25,6 +26,7 @@ final class ServerConnection: EventSource, Flushable {
     private var pingOutstandingSince: UInt64?
     private var idleSinceNanos: UInt64? = monotonicNanoseconds()
     private var housekeepingTimer: TimerQueue<() -> Void>.ID?
+    private var goawayTimer: TimerQueue<() -> Void>.ID?
     private(set) var draining = false
     private var goawayFinalSent = false
 
@@ -81,16 +83,14 @@ final class ServerConnection: EventSource, Flushable {
 
     private func readAvailable() {
         guard let session else { return }
-        var buffer = owner.readBuffer
-        defer { owner.readBuffer = buffer }
+        let buffer = owner.readBuffer
         // Level-triggered: read a bounded amount per event so one busy peer cannot starve the others.
         for _ in 0..<4 {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let count = read(fd, buffer.baseAddress, buffer.count)
             if count > 0 {
                 lastReadNanos = monotonicNanoseconds()
-                let consumed = buffer.withUnsafeBytes { bytes in
-                    nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
-                }
+                let consumed = nghttp2_session_mem_recv(
+                    session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
                 if consumed < 0 {
                     // A protocol error: nghttp2 queued a GOAWAY when it could; send it, then close.
                     flush()
@@ -175,10 +175,12 @@ final class ServerConnection: EventSource, Flushable {
         guard !closed else { return }
         closed = true
         if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
+        if let goawayTimer { eventLoop.cancelTimer(goawayTimer) }
         eventLoop.deregister(fd: fd)
         Glibc.close(fd)
         let open = streams.values
         streams.removeAll()
+        lastStream = nil
         for stream in open {
             stream.isClosed = true
             stream.delegate?.streamClosed(stream, errorCode: NGHTTP2_CANCEL.rawValue)
@@ -189,17 +191,15 @@ final class ServerConnection: EventSource, Flushable {
 
     // MARK: Responses (called by HTTP2Stream)
 
-    func submitResponse(_ stream: HTTP2Stream, status: Int, fields: [(name: String, value: String)], endStream: Bool) {
+    func submitResponse(_ stream: HTTP2Stream, head: HeaderBlock, endStream: Bool) {
         guard let session else { return }
-        var all = [(name: ":status", value: String(status))]
-        all.append(contentsOf: fields)
-        let rc = withNameValues(all) { nva, count in
-            if endStream {
-                return nghttp2_submit_response(session, stream.id, nva, count, nil)
-            }
+        let rc: Int32
+        if endStream {
+            rc = nghttp2_submit_response(session, stream.id, head.pairs.baseAddress, head.count, nil)
+        } else {
             var provider = nghttp2_data_provider()
             provider.read_callback = NGHTTP2Callbacks.readData
-            return nghttp2_submit_response(session, stream.id, nva, count, &provider)
+            rc = nghttp2_submit_response(session, stream.id, head.pairs.baseAddress, head.count, &provider)
         }
         if rc != 0 { resetStream(stream, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
         needsFlush()
@@ -219,16 +219,16 @@ final class ServerConnection: EventSource, Flushable {
     /// nghttp2's data source: body bytes, then EOF with trailers (NO_END_STREAM) or END_STREAM.
     func readData(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, capacity: Int,
                   flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard let stream = streams[streamID], let session else {
+        guard let stream = stream(streamID), let session else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         let before = stream.bufferedBytes
         let count = stream.takePending(into: buffer, capacity: capacity)
         if stream.bufferedBytes == 0 && stream.ended {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-            if let trailers = stream.trailers, !trailers.isEmpty {
+            if let trailers = stream.trailers {
                 flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
-                let rc = withNameValues(trailers) { nghttp2_submit_trailer(session, streamID, $0, $1) }
+                let rc = nghttp2_submit_trailer(session, streamID, trailers.pairs.baseAddress, trailers.count)
                 if rc != 0 { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
             }
             return count
@@ -246,36 +246,53 @@ final class ServerConnection: EventSource, Flushable {
 
     // MARK: Callbacks from nghttp2 (see NGHTTP2Callbacks)
 
+    /// The stream with this id; the last one looked up is remembered, since callbacks come in runs per stream.
+    private func stream(_ id: Int32) -> HTTP2Stream? {
+        if let last = lastStream, last.id == id { return last }
+        let found = streams[id]
+        lastStream = found
+        return found
+    }
+
     func beginHeaders(streamID: Int32) {
-        streams[streamID] = HTTP2Stream(id: streamID, connection: self, eventLoop: eventLoop)
+        let stream = HTTP2Stream(id: streamID, connection: self, eventLoop: eventLoop)
+        streams[streamID] = stream
+        lastStream = stream
         idleSinceNanos = nil
     }
 
     /// Collects one request header field; a list over the size limit is remembered and answered with 431.
+    /// The value's String is made only for fields that are kept.
     func header(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard let stream = streams[streamID], stream.delegate == nil, !stream.headSent else { return }
+        guard let stream = stream(streamID), stream.delegate == nil, !stream.headSent else { return }
         stream.headerBytes += name.count + value.count + 32
         if stream.headerBytes > Int(configuration.maxHeaderListSize) {
             stream.headerListTooLarge = true
             return
         }
         if stream.headerListTooLarge { return }
-        let value = String(decoding: value, as: UTF8.self)
         if name.first == UInt8(ascii: ":") {
+            let text = String(decoding: value, as: UTF8.self)
             switch String(decoding: name, as: UTF8.self) {
-            case ":method": stream.head.method = value
-            case ":path": stream.head.path = value
-            case ":scheme": stream.head.scheme = value
-            case ":authority": stream.head.authority = value
+            case ":method": stream.head.method = text
+            case ":path": stream.head.path = text
+            case ":scheme": stream.head.scheme = text
+            case ":authority": stream.head.authority = text
             default: break
             }
-        } else {
-            stream.head.fields.append((String(decoding: name, as: UTF8.self), value))
+        } else if !Self.isHopHeader(name) {
+            stream.head.fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         }
     }
 
+    /// Request fields no responder reads: `te` (always "trailers" for gRPC) and `content-length`.
+    private static func isHopHeader(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        (name.count == 2 && name[0] == UInt8(ascii: "t") && name[1] == UInt8(ascii: "e"))
+            || (name.count == 14 && name.elementsEqual("content-length".utf8))
+    }
+
     func headersComplete(streamID: Int32, endStream: Bool) {
-        guard let stream = streams[streamID] else { return }
+        guard let stream = stream(streamID) else { return }
         if stream.delegate == nil && !stream.headSent {
             if stream.headerListTooLarge {
                 stream.respond(status: 431, fields: [], endStream: true)
@@ -292,17 +309,18 @@ final class ServerConnection: EventSource, Flushable {
     }
 
     func dataChunk(streamID: Int32, _ data: UnsafeRawBufferPointer) {
-        guard let stream = streams[streamID], let delegate = stream.delegate else { return }
+        guard let stream = stream(streamID), let delegate = stream.delegate else { return }
         delegate.stream(stream, received: data)
     }
 
     func dataEnded(streamID: Int32) {
-        guard let stream = streams[streamID], let delegate = stream.delegate else { return }
+        guard let stream = stream(streamID), let delegate = stream.delegate else { return }
         delegate.streamRequestEnded(stream)
     }
 
     func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
+        if lastStream === stream { lastStream = nil }
         stream.isClosed = true
         stream.delegate?.streamClosed(stream, errorCode: errorCode)
         stream.delegate = nil
@@ -328,9 +346,9 @@ final class ServerConnection: EventSource, Flushable {
         _ = nghttp2_submit_shutdown_notice(session)
         _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
         pingOutstandingSince = monotonicNanoseconds()
-        eventLoop.schedule(afterNanoseconds: configuration.goawayPingTimeoutMilliseconds * 1_000_000) { [weak self] in
-            guard let self, !self.goawayFinalSent else { return }
-            self.sendFinalGoaway()
+        goawayTimer = eventLoop.schedule(afterNanoseconds: configuration.goawayPingTimeoutMilliseconds * 1_000_000) {
+            [unowned self] in
+            if !self.goawayFinalSent { self.sendFinalGoaway() }
         }
         needsFlush()
     }
@@ -359,8 +377,10 @@ final class ServerConnection: EventSource, Flushable {
                        configuration.keepaliveTimeoutMilliseconds].filter { $0 > 0 }
         guard let shortest = periods.min() else { return }
         let tick = max(UInt64(100), min(shortest / 4, 1_000)) * 1_000_000
-        housekeepingTimer = eventLoop.schedule(afterNanoseconds: tick) { [weak self] in
-            guard let self, !self.closed else { return }
+        // unowned, not weak: a weak reference would give the connection a side table and slow every
+        // retain/release of it; the timer is cancelled in close(), before the connection can go away.
+        housekeepingTimer = eventLoop.schedule(afterNanoseconds: tick) { [unowned self] in
+            guard !self.closed else { return }
             self.housekeeping(now: monotonicNanoseconds())
             self.scheduleHousekeeping()
         }
@@ -383,30 +403,5 @@ final class ServerConnection: EventSource, Flushable {
             pingOutstandingSince = now
             needsFlush()
         }
-    }
-}
-
-/// Calls `body` with an nghttp2 name/value array for `fields`; nghttp2 copies them during the call.
-func withNameValues<R>(_ fields: [(name: String, value: String)],
-                       _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-    var storage: [UInt8] = []
-    storage.reserveCapacity(fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count })
-    var offsets: [(Int, Int, Int, Int)] = []
-    offsets.reserveCapacity(fields.count)
-    for field in fields {
-        let nameStart = storage.count
-        storage.append(contentsOf: field.name.utf8)
-        let valueStart = storage.count
-        storage.append(contentsOf: field.value.utf8)
-        offsets.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart))
-    }
-    if storage.isEmpty { storage.append(0) }  // a valid base address even for empty names and values
-    return storage.withUnsafeMutableBufferPointer { bytes in
-        let base = bytes.baseAddress!
-        let nva = offsets.map { offset in
-            nghttp2_nv(name: base + offset.0, value: base + offset.2, namelen: offset.1, valuelen: offset.3,
-                       flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-        }
-        return nva.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
     }
 }

@@ -11,8 +11,8 @@ final class ServerLoop: EventSource {
     private let configuration: HTTP2Configuration
     private let counters: ServerCounters
     private var connections: [Int32: ServerConnection] = [:]
-    /// One read buffer shared by the loop's connections (reads never overlap on one thread).
-    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// One read buffer shared by the loop's connections (reads never overlap on one thread); owned here.
+    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
     init(eventLoop: EventLoop, listener: ListeningSocket, responder: HTTP2Responder,
          configuration: HTTP2Configuration, counters: ServerCounters) throws(SystemError) {
@@ -22,6 +22,10 @@ final class ServerLoop: EventSource {
         self.configuration = configuration
         self.counters = counters
         try eventLoop.register(fd: listener.fd, events: EPOLLIN.rawValue, source: self)
+    }
+
+    deinit {
+        readBuffer.deallocate()
     }
 
     func handle(events: UInt32) {

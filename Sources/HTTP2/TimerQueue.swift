@@ -1,7 +1,7 @@
 /// A min-heap of deadlines on the monotonic clock, owned by one event loop.
 ///
-/// Cancelling is lazy: `cancel` forgets the id and the entry is dropped when it reaches the top, so both
-/// scheduling and cancelling are O(log n) at most and a cancelled timer never fires.
+/// Cancelling releases the payload at once and leaves its heap entry to be dropped when it reaches the top,
+/// so scheduling is O(log n), cancelling O(1), and a cancelled timer never fires nor keeps its payload alive.
 struct TimerQueue<Payload> {
     /// Identifies a scheduled timer so it can be cancelled.
     struct ID: Hashable, Sendable {
@@ -11,11 +11,10 @@ struct TimerQueue<Payload> {
     private struct Entry {
         var deadline: UInt64
         var id: UInt64
-        var payload: Payload
     }
 
     private var heap: [Entry] = []
-    private var live: Set<UInt64> = []
+    private var live: [UInt64: Payload] = [:]
     private var nextID: UInt64 = 1
 
     /// The number of timers that will still fire.
@@ -26,15 +25,15 @@ struct TimerQueue<Payload> {
     mutating func schedule(at deadline: UInt64, _ payload: Payload) -> ID {
         let id = nextID
         nextID &+= 1
-        live.insert(id)
-        heap.append(Entry(deadline: deadline, id: id, payload: payload))
+        live[id] = payload
+        heap.append(Entry(deadline: deadline, id: id))
         siftUp(heap.count - 1)
         return ID(value: id)
     }
 
     /// Cancels a timer; cancelling one that fired or was cancelled already does nothing.
     mutating func cancel(_ id: ID) {
-        live.remove(id.value)
+        live[id.value] = nil
     }
 
     /// The earliest deadline of a live timer, if any.
@@ -49,13 +48,13 @@ struct TimerQueue<Payload> {
         while true {
             dropCancelledTop()
             guard let top = heap.first, top.deadline <= now else { return due }
-            live.remove(top.id)
-            due.append(removeTop().payload)
+            _ = removeTop()
+            if let payload = live.removeValue(forKey: top.id) { due.append(payload) }
         }
     }
 
     private mutating func dropCancelledTop() {
-        while let top = heap.first, !live.contains(top.id) {
+        while let top = heap.first, live[top.id] == nil {
             _ = removeTop()
         }
     }

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Transport benchmark: h2load against the gateway's gRPC health Check and against nghttpd serving a small
+# static file, in the same run with the same load flags; prints both rates and their ratio.
+#
+#   bench/transport.sh            # release build, 3 interleaved rounds, >= 5 s per measurement
+#   ROUNDS=5 REQUESTS=2000000 THREADS=1 bench/transport.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+REQUESTS=${REQUESTS:-1200000}     # enough for >= 5 s at the rates seen on a 2-core machine
+CLIENTS=${CLIENTS:-4}
+STREAMS=${STREAMS:-32}
+THREADS=${THREADS:-0}             # gateway event loops (0 = one per core)
+NGHTTPD_WORKERS=${NGHTTPD_WORKERS:-$( [ "$THREADS" = 0 ] && nproc || echo "$THREADS" )}
+GW_PORT=${GW_PORT:-50151}
+NG_PORT=${NG_PORT:-50152}
+BIN=.build/release/appstore-gateway
+
+command -v h2load >/dev/null && command -v nghttpd >/dev/null || scripts/install-deps.sh
+[ -x "$BIN" ] || swift build -c release >/dev/null
+
+work=$(mktemp -d)
+cleanup() { kill "${gw_pid:-}" "${ng_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+# A gRPC request body: the 5-byte prefix and an empty HealthCheckRequest (service "").
+printf '\x00\x00\x00\x00\x00' > "$work/health.bin"
+# nghttpd serves the same 5 bytes back as a static file (POST with the same body, same flags).
+mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"
+
+"$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 &
+gw_pid=$!
+nghttpd --no-tls -n "$NGHTTPD_WORKERS" -d "$work/www" "$NG_PORT" > /dev/null 2>&1 &
+ng_pid=$!
+sleep 1
+
+rate() {  # url [extra h2load args…] -> req/s
+  local url=$1; shift
+  h2load -n "$REQUESTS" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/health.bin" "$@" "$url" 2>&1 |
+    awk '/^finished in/ {gsub(",", "", $4); print $4} /^requests:/ { if ($8+0 != '"$REQUESTS"') print "FAILED" > "/dev/stderr" }'
+}
+
+gw_rates=(); ng_rates=()
+for round in $(seq 1 "$ROUNDS"); do
+  g=$(rate "http://127.0.0.1:$GW_PORT/grpc.health.v1.Health/Check" -H 'content-type: application/grpc' -H 'te: trailers')
+  n=$(rate "http://127.0.0.1:$NG_PORT/check")
+  gw_rates+=("$g"); ng_rates+=("$n")
+  printf 'round %d: gateway %s req/s, nghttpd %s req/s\n' "$round" "$g" "$n"
+done
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+g=$(median "${gw_rates[@]}"); n=$(median "${ng_rates[@]}")
+awk -v g="$g" -v n="$n" 'BEGIN { printf "median: gateway %.0f req/s, nghttpd %.0f req/s, ratio %.2f (goal >= 0.80)\n", g, n, g / n }'
+printf 'flags: h2load -n %s -c %s -m %s -t 1; gateway threads=%s; nghttpd workers=%s; %s cores\n' \
+  "$REQUESTS" "$CLIENTS" "$STREAMS" "$THREADS" "$NGHTTPD_WORKERS" "$(nproc)"
