@@ -41,7 +41,7 @@ let package = Package(
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // epoll event loops and nghttp2 server sessions: a generic HTTP/2 server.
-        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "GatewayCore"]),
+        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "GatewayCore"]),
         // gRPC over the HTTP/2 server: framing, routing, deadlines, status, health.
         .target(
             name: "GRPC",

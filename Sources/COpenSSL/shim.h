@@ -24,4 +24,8 @@ static inline long copenssl_BIO_get_mem_data(BIO *b, char **pp) { return BIO_get
 static inline int copenssl_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) {
     return (int)SSL_CTX_set_min_proto_version(ctx, v);
 }
+/// Lets SSL_write report partial writes and accept a moved buffer on retry (non-blocking sockets).
+static inline void copenssl_SSL_CTX_set_partial_writes(SSL_CTX *ctx) {
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
 #endif

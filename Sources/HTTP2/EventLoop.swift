@@ -108,6 +108,11 @@ public final class EventLoop: @unchecked Sendable {
         _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
     }
 
+    /// Points an already registered descriptor at another source (a TLS handshake handing over to HTTP/2).
+    func replaceSource(fd: Int32, with source: EventSource) {
+        sources[fd] = source
+    }
+
     func deregister(fd: Int32) {
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
         sources[fd] = nil

@@ -26,7 +26,8 @@ public final class HTTP2Server: Sendable {
 
     /// Binds every loop's listener; `start()` begins serving.
     public init(address: ListenAddress, threads: Int, configuration: HTTP2Configuration,
-                responder: HTTP2Responder) throws(SystemError) {
+                transport: ServerTransport = .cleartextHTTP2, responder: HTTP2Responder,
+                requestHandler: HTTPRequestHandler? = nil) throws(SystemError) {
         let count = max(1, threads)
         let first = try ListeningSocket(address: address)
         var loops: [LoopBox] = []
@@ -35,8 +36,8 @@ public final class HTTP2Server: Sendable {
             let listener = index == 0 ? first : try ListeningSocket(sameAs: address, port: first.port)
             let eventLoop = try EventLoop(index: index)
             let serverLoop = try ServerLoop(
-                eventLoop: eventLoop, listener: listener, responder: responder,
-                configuration: configuration, counters: counters)
+                eventLoop: eventLoop, listener: listener, transport: transport, responder: responder,
+                requestHandler: requestHandler, configuration: configuration, counters: counters)
             loops.append(LoopBox(serverLoop))
             eventLoops.append(eventLoop)
         }

@@ -8,8 +8,9 @@ internal import CNGHTTP2
 ///
 /// Owned by the `ServerLoop` of its event loop (which keeps it in a table by file descriptor); every call
 /// happens on that loop. nghttp2 calls back into it through `Unmanaged` user data (see NGHTTP2Callbacks).
-final class ServerConnection: EventSource, Flushable {
-    let fd: Int32
+final class ServerConnection: LoopConnection, Flushable {
+    let io: ByteStream
+    var fd: Int32 { io.fd }
     let eventLoop: EventLoop
     let configuration: HTTP2Configuration
     let responder: HTTP2Responder
@@ -30,8 +31,9 @@ final class ServerConnection: EventSource, Flushable {
     private(set) var draining = false
     private var goawayFinalSent = false
 
-    init(fd: Int32, owner: ServerLoop, responder: HTTP2Responder, configuration: HTTP2Configuration) throws {
-        self.fd = fd
+    /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
+    init(io: ByteStream, owner: ServerLoop, responder: HTTP2Responder, configuration: HTTP2Configuration) throws {
+        self.io = io
         self.owner = owner
         self.eventLoop = owner.eventLoop
         self.responder = responder
@@ -59,7 +61,8 @@ final class ServerConnection: EventSource, Flushable {
             _ = nghttp2_session_set_local_window_size(
                 session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(clamping: configuration.initialWindowSize))
         }
-        try eventLoop.register(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: self)
+        eventLoop.replaceSource(fd: io.fd, with: self)
+        eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         scheduleHousekeeping()
         needsFlush()
     }
@@ -82,33 +85,39 @@ final class ServerConnection: EventSource, Flushable {
     }
 
     private func readAvailable() {
-        guard let session else { return }
+        guard session != nil else { return }
         let buffer = owner.readBuffer
-        // Level-triggered: read a bounded amount per event so one busy peer cannot starve the others.
-        for _ in 0..<4 {
-            let count = read(fd, buffer.baseAddress, buffer.count)
-            if count > 0 {
+        // Level-triggered: read a bounded amount per event so one busy peer cannot starve the others
+        // (TLS may hold decrypted bytes the socket no longer signals, so those are always drained).
+        var rounds = 0
+        reading: while true {
+            switch io.read(into: buffer) {
+            case .bytes(let count):
                 lastReadNanos = monotonicNanoseconds()
-                let consumed = nghttp2_session_mem_recv(
-                    session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
-                if consumed < 0 {
-                    // A protocol error: nghttp2 queued a GOAWAY when it could; send it, then close.
-                    flush()
-                    close()
-                    return
-                }
-                if count < buffer.count { break }
-            } else if count == 0 {
-                close()
-                return
-            } else {
-                let code = clinux_errno()
-                if code == EAGAIN || code == EINTR { break }
+                if !receive(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { return }
+                rounds += 1
+                if (count < buffer.count || rounds >= 4) && !io.hasBufferedInput { break reading }
+            case .wouldBlock:
+                break reading
+            case .closed, .failed:
                 close()
                 return
             }
         }
         needsFlush()
+    }
+
+    /// Feeds bytes to nghttp2; false when the connection had to close.
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let session, bytes.count > 0 else { return session != nil }
+        let consumed = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if consumed < 0 {
+            // A protocol error: nghttp2 queued a GOAWAY when it could; send it, then close.
+            flush()
+            close()
+            return false
+        }
+        return true
     }
 
     func needsFlush() {
@@ -123,10 +132,11 @@ final class ServerConnection: EventSource, Flushable {
                 collectFrames(session)
             }
             if outboundStart == outbound.count { break }
-            let written = outbound.withUnsafeBytes { bytes in
-                Glibc.write(fd, bytes.baseAddress! + outboundStart, bytes.count - outboundStart)
+            let result = outbound.withUnsafeBytes { bytes in
+                io.write(UnsafeRawBufferPointer(rebasing: bytes[outboundStart...]))
             }
-            if written > 0 {
+            switch result {
+            case .bytes(let written):
                 outboundStart += written
                 if outboundStart == outbound.count {
                     outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
@@ -135,14 +145,13 @@ final class ServerConnection: EventSource, Flushable {
                 }
                 setWantsWritable(true)
                 return
-            }
-            let code = clinux_errno()
-            if written < 0 && (code == EAGAIN || code == EINTR) {
+            case .wouldBlock:
                 setWantsWritable(true)
                 return
+            case .closed, .failed:
+                close()
+                return
             }
-            close()
-            return
         }
         setWantsWritable(false)
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
@@ -177,7 +186,7 @@ final class ServerConnection: EventSource, Flushable {
         if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
         if let goawayTimer { eventLoop.cancelTimer(goawayTimer) }
         eventLoop.deregister(fd: fd)
-        Glibc.close(fd)
+        io.close(abort: false)
         let open = streams.values
         streams.removeAll()
         lastStream = nil
@@ -336,6 +345,11 @@ final class ServerConnection: EventSource, Flushable {
     }
 
     // MARK: Connection management
+
+    func closeNow() {
+        flush()
+        close()
+    }
 
     /// Starts a graceful close (RFC 9113 §6.8): GOAWAY with the maximum stream id and a PING, then, once the
     /// PING returns (or after a timeout), GOAWAY with the last stream id really processed. Streams in

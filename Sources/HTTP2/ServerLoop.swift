@@ -3,22 +3,47 @@ import Glibc
 #endif
 internal import CLinux
 
+/// A connection kept in a loop's table: it can be asked to close gracefully or at once.
+protocol LoopConnection: EventSource {
+    var fd: Int32 { get }
+    /// Stop taking new requests and close once the ones in flight are done.
+    func beginGracefulClose()
+    /// Close now.
+    func closeNow()
+}
+
+/// What a server speaks on its port.
+public enum ServerTransport: Sendable {
+    /// HTTP/2 over cleartext with prior knowledge (h2c), as gRPC clients speak it.
+    case cleartextHTTP2
+    /// HTTP/1.1 over cleartext (the admin endpoint).
+    case cleartextHTTP1
+    /// TLS, then HTTP/2 or HTTP/1.1 as ALPN decides (no ALPN means HTTP/1.1).
+    case tls(TLSContext)
+}
+
 /// The server's share of one event loop: its SO_REUSEPORT listener and the connections accepted there.
 final class ServerLoop: EventSource {
     let eventLoop: EventLoop
     private var listener: ListeningSocket?
-    private let responder: HTTP2Responder
-    private let configuration: HTTP2Configuration
+    let responder: HTTP2Responder
+    let requestHandler: HTTPRequestHandler?
+    let configuration: HTTP2Configuration
+    private let transport: ServerTransport
     private let counters: ServerCounters
-    private var connections: [Int32: ServerConnection] = [:]
+    private var connections: [Int32: LoopConnection] = [:]
+    private var draining = false
     /// One read buffer shared by the loop's connections (reads never overlap on one thread); owned here.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
-    init(eventLoop: EventLoop, listener: ListeningSocket, responder: HTTP2Responder,
-         configuration: HTTP2Configuration, counters: ServerCounters) throws(SystemError) {
+    init(eventLoop: EventLoop, listener: ListeningSocket, transport: ServerTransport, responder: HTTP2Responder,
+         requestHandler: HTTPRequestHandler?, configuration: HTTP2Configuration,
+         counters: ServerCounters) throws(SystemError) {
         self.eventLoop = eventLoop
         self.listener = listener
+        self.transport = transport
         self.responder = responder
+        self.requestHandler = requestHandler
         self.configuration = configuration
         self.counters = counters
         try eventLoop.register(fd: listener.fd, events: EPOLLIN.rawValue, source: self)
@@ -34,22 +59,47 @@ final class ServerLoop: EventSource {
         for _ in 0..<64 {
             guard let fd = listener.accept() else { return }
             do {
-                let connection = try ServerConnection(
-                    fd: fd, owner: self, responder: responder, configuration: configuration)
-                connections[fd] = connection
-                counters.connectionOpened()
+                try eventLoop.register(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: PendingSource())
             } catch {
                 close(fd)
+                continue
             }
+            let connection: LoopConnection?
+            switch transport {
+            case .cleartextHTTP2:
+                connection = try? ServerConnection(
+                    io: SocketStream(fd: fd), owner: self, responder: responder, configuration: configuration)
+            case .cleartextHTTP1:
+                connection = requestHandler.map { HTTP1Connection(io: SocketStream(fd: fd), owner: self, handler: $0) }
+            case .tls(let context):
+                connection = try? TLSHandshake(fd: fd, context: context, owner: self)
+            }
+            guard let connection else {
+                eventLoop.deregister(fd: fd)
+                close(fd)
+                continue
+            }
+            connections[fd] = connection
+            counters.connectionOpened()
         }
     }
 
-    func connectionClosed(_ connection: ServerConnection) {
-        if connections.removeValue(forKey: connection.fd) != nil { counters.connectionClosed() }
+    /// A connection object took over from another one on the same descriptor (TLS handshake done).
+    func connectionReplaced(_ connection: LoopConnection) {
+        connections[connection.fd] = connection
+        if draining { connection.beginGracefulClose() }
+    }
+
+    func connectionClosed(_ connection: LoopConnection) {
+        if let current = connections[connection.fd], current === connection {
+            connections[connection.fd] = nil
+            counters.connectionClosed()
+        }
     }
 
     /// Stops accepting and starts a graceful close of every connection.
     func beginDrain() {
+        draining = true
         if let listener {
             eventLoop.deregister(fd: listener.fd)
             self.listener = nil
@@ -59,9 +109,63 @@ final class ServerLoop: EventSource {
 
     /// Closes every connection now.
     func closeAll() {
-        for connection in Array(connections.values) {
-            connection.flush()
-            connection.close()
+        for connection in Array(connections.values) { connection.closeNow() }
+    }
+}
+
+/// Holds a freshly accepted descriptor's registration until its connection object takes it over.
+private final class PendingSource: EventSource {
+    func handle(events: UInt32) {}
+}
+
+/// A TLS handshake in progress; when it completes, ALPN picks the connection that takes over the socket.
+final class TLSHandshake: LoopConnection {
+    let fd: Int32
+    private let stream: TLSStream
+    private unowned let owner: ServerLoop
+    private var done = false
+
+    init(fd: Int32, context: TLSContext, owner: ServerLoop) throws(TLSError) {
+        self.fd = fd
+        self.owner = owner
+        self.stream = try TLSStream(fd: fd, context: context)
+        owner.eventLoop.replaceSource(fd: fd, with: self)
+    }
+
+    func handle(events: UInt32) {
+        guard !done else { return }
+        switch stream.continueHandshake() {
+        case .bytes:
+            done = true
+            let next: LoopConnection?
+            if stream.negotiatedProtocol == "h2" {
+                next = try? ServerConnection(
+                    io: stream, owner: owner, responder: owner.responder, configuration: owner.configuration)
+            } else {
+                next = owner.requestHandler.map { HTTP1Connection(io: stream, owner: owner, handler: $0) }
+            }
+            if let next {
+                owner.connectionReplaced(next)
+                // Application data may have arrived with the handshake's last flight.
+                if stream.hasBufferedInput { next.handle(events: EPOLLIN.rawValue) }
+            } else {
+                closeNow()
+            }
+        case .wouldBlock(let wantsWrite):
+            owner.eventLoop.modify(
+                fd: fd, events: (wantsWrite ? EPOLLOUT.rawValue : EPOLLIN.rawValue) | EPOLLRDHUP.rawValue)
+        case .closed, .failed:
+            closeNow()
         }
+    }
+
+    func beginGracefulClose() { closeNow() }
+
+    func closeNow() {
+        guard !done else { return }
+        done = true
+        owner.eventLoop.deregister(fd: fd)
+        stream.close(abort: false)
+        owner.connectionClosed(self)
     }
 }

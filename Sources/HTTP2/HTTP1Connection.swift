@@ -1,0 +1,204 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CLinux
+
+/// An HTTP/1.1 connection serving whole requests to an `HTTPRequestHandler`, one at a time (keep-alive,
+/// no pipelining in parallel). For the admin endpoint and for TLS clients that do not speak h2 (Apple's
+/// Python library, via `requests`).
+final class HTTP1Connection: LoopConnection, Flushable {
+    /// Limits that keep a hostile client from holding memory.
+    static let maxHeadBytes = 64 * 1024
+    static let maxBodyBytes = 8 * 1024 * 1024
+
+    let io: ByteStream
+    var fd: Int32 { io.fd }
+    private unowned let owner: ServerLoop
+    private let handler: HTTPRequestHandler
+    private var input: [UInt8] = []
+    private var output: [UInt8] = []
+    private var outputStart = 0
+    private var busy = false
+    private var closeAfterWrite = false
+    private var draining = false
+    private var closed = false
+    private var wantsWritable = false
+
+    init(io: ByteStream, owner: ServerLoop, handler: HTTPRequestHandler) {
+        self.io = io
+        self.owner = owner
+        self.handler = handler
+        owner.eventLoop.replaceSource(fd: io.fd, with: self)
+        owner.eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+    }
+
+    func handle(events: UInt32) {
+        if events & EPOLLOUT.rawValue != 0 { flush() }
+        guard !closed, events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0
+        else { return }
+        let buffer = owner.readBuffer
+        reading: while true {
+            switch io.read(into: buffer) {
+            case .bytes(let count):
+                input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                if count < buffer.count && !io.hasBufferedInput { break reading }
+            case .wouldBlock:
+                break reading
+            case .closed, .failed:
+                close(abort: false)
+                return
+            }
+        }
+        processInput()
+    }
+
+    private func processInput() {
+        guard !busy, !closed else { return }
+        switch HTTP1RequestParser.parse(&input, maxHeadBytes: Self.maxHeadBytes, maxBodyBytes: Self.maxBodyBytes) {
+        case .incomplete:
+            return
+        case .failure(let status, let reason):
+            closeAfterWrite = true
+            send(HTTPResponse(status: status, headers: [("content-type", "text/plain")], body: Array((reason + "\n").utf8)))
+        case .request(let request, let keepAlive):
+            busy = true
+            closeAfterWrite = !keepAlive || draining
+            let handler = self.handler
+            let outlet = UncheckedLoopValue(self)
+            let loop = owner.eventLoop
+            Task {
+                let response = await handler.handle(request)
+                loop.execute { outlet.value.deliver(response) }
+            }
+        }
+    }
+
+    private func deliver(_ response: HTTPResponse) {
+        guard !closed else { return }
+        switch response.delivery {
+        case .resetConnection:
+            close(abort: true)
+        case .normal:
+            send(response)
+        case .slowBody(let chunks, let interval):
+            var head = response
+            head.body = []
+            output.append(contentsOf: Self.encodeHead(head, contentLength: response.body.count, close: closeAfterWrite))
+            flush()
+            sendSlowly(response.body[...], pieces: max(1, chunks), intervalNanoseconds: interval * 1_000_000)
+        }
+    }
+
+    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, intervalNanoseconds: UInt64) {
+        guard !closed else { return }
+        let size = max(1, (rest.count + pieces - 1) / pieces)
+        output.append(contentsOf: rest.prefix(size))
+        flush()
+        let remaining = rest.dropFirst(size)
+        if remaining.isEmpty {
+            responseDone()
+        } else {
+            _ = owner.eventLoop.scheduleTimer(afterNanoseconds: intervalNanoseconds) { [self] in
+                self.sendSlowly(remaining, pieces: max(1, pieces - 1), intervalNanoseconds: intervalNanoseconds)
+            }
+        }
+    }
+
+    private func send(_ response: HTTPResponse) {
+        output.append(contentsOf: Self.encodeHead(response, contentLength: response.body.count, close: closeAfterWrite))
+        output.append(contentsOf: response.body)
+        flush()
+        responseDone()
+    }
+
+    private func responseDone() {
+        busy = false
+        if closeAfterWrite {
+            if outputStart == output.count { close(abort: false) }
+            return
+        }
+        processInput()  // a pipelined request may already be buffered
+    }
+
+    static func encodeHead(_ response: HTTPResponse, contentLength: Int, close: Bool) -> [UInt8] {
+        var head = "HTTP/1.1 \(response.status) \(reasonPhrase(response.status))\r\n"
+        for (name, value) in response.headers where name != "content-length" && name != "connection" {
+            head += "\(name): \(value)\r\n"
+        }
+        head += "content-length: \(contentLength)\r\n"
+        if close { head += "connection: close\r\n" }
+        head += "\r\n"
+        return Array(head.utf8)
+    }
+
+    func flush() {
+        guard !closed else { return }
+        while outputStart < output.count {
+            let result = output.withUnsafeBytes { io.write(UnsafeRawBufferPointer(rebasing: $0[outputStart...])) }
+            switch result {
+            case .bytes(let count):
+                outputStart += count
+            case .wouldBlock:
+                setWantsWritable(true)
+                return
+            case .closed, .failed:
+                close(abort: false)
+                return
+            }
+        }
+        output.removeAll(keepingCapacity: true)
+        outputStart = 0
+        setWantsWritable(false)
+        if closeAfterWrite && !busy { close(abort: false) }
+    }
+
+    private func setWantsWritable(_ wants: Bool) {
+        guard wants != wantsWritable, !closed else { return }
+        wantsWritable = wants
+        let base = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+        owner.eventLoop.modify(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base)
+    }
+
+    func beginGracefulClose() {
+        draining = true
+        if !busy && outputStart == output.count { close(abort: false) } else { closeAfterWrite = true }
+    }
+
+    func closeNow() { close(abort: false) }
+
+    private func close(abort: Bool) {
+        guard !closed else { return }
+        closed = true
+        owner.eventLoop.deregister(fd: fd)
+        io.close(abort: abort)
+        owner.connectionClosed(self)
+    }
+
+    static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 202: "Accepted"
+        case 204: "No Content"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 411: "Length Required"
+        case 413: "Content Too Large"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        default: "Status"
+        }
+    }
+}
+
+/// Carries a loop-confined object through a task back to its own loop's `execute`.
+struct UncheckedLoopValue<Value: AnyObject>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

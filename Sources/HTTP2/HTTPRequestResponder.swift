@@ -1,0 +1,98 @@
+/// Serves HTTP/2 streams with an `HTTPRequestHandler`: collects the request body, runs the handler as a
+/// task, and writes its response back on the stream's loop.
+public struct HTTPRequestResponder: HTTP2Responder {
+    let handler: HTTPRequestHandler
+    let maxBodyBytes: Int
+
+    public init(handler: HTTPRequestHandler, maxBodyBytes: Int = 8 * 1024 * 1024) {
+        self.handler = handler
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    public func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+        WholeRequestCall(head: head, handler: handler, maxBodyBytes: maxBodyBytes)
+    }
+}
+
+/// One request/response exchange on an HTTP/2 stream.
+final class WholeRequestCall: HTTP2StreamDelegate {
+    private var request: HTTPRequest
+    private let handler: HTTPRequestHandler
+    private let maxBodyBytes: Int
+    private var done = false
+    private var timer: TimerHandle?
+
+    init(head: HTTP2RequestHead, handler: HTTPRequestHandler, maxBodyBytes: Int) {
+        var headers = head.fields
+        if !head.authority.isEmpty { headers.append(("host", head.authority)) }
+        self.request = HTTPRequest(method: head.method, target: head.path, headers: headers)
+        self.handler = handler
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer) {
+        guard !done else { return }
+        if request.body.count + data.count > maxBodyBytes {
+            done = true
+            stream.respond(status: 413, fields: [("content-length", "0")], endStream: true)
+            return
+        }
+        request.body.append(contentsOf: data)
+    }
+
+    func streamRequestEnded(_ stream: HTTP2Stream) {
+        guard !done else { return }
+        let handler = self.handler
+        let request = self.request
+        let call = UncheckedLoopValue(self)
+        let target = UncheckedLoopValue(stream)
+        let loop = stream.eventLoop
+        Task {
+            let response = await handler.handle(request)
+            loop.execute { call.value.deliver(response, on: target.value) }
+        }
+    }
+
+    func streamWritable(_ stream: HTTP2Stream) {}
+
+    func streamClosed(_ stream: HTTP2Stream, errorCode: UInt32) {
+        done = true
+        if let timer { stream.eventLoop.cancelTimer(timer) }
+    }
+
+    private func deliver(_ response: HTTPResponse, on stream: HTTP2Stream) {
+        guard !done else { return }
+        let fields = response.headers.filter { $0.name != "content-length" && $0.name != "connection" }
+            + [("content-length", String(response.body.count))]
+        switch response.delivery {
+        case .resetConnection:
+            done = true
+            stream.reset(errorCode: 2)  // INTERNAL_ERROR: the closest HTTP/2 has to a reset connection
+        case .normal:
+            done = true
+            stream.respond(status: response.status, fields: fields, endStream: response.body.isEmpty)
+            if !response.body.isEmpty {
+                stream.write(response.body)
+                stream.finish(trailers: nil as HeaderBlock?)
+            }
+        case .slowBody(let chunks, let interval):
+            stream.respond(status: response.status, fields: fields, endStream: false)
+            sendSlowly(response.body[...], pieces: max(1, chunks), intervalNanoseconds: interval * 1_000_000, on: stream)
+        }
+    }
+
+    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, intervalNanoseconds: UInt64, on stream: HTTP2Stream) {
+        guard !stream.isClosed else { return }
+        let size = max(1, (rest.count + pieces - 1) / pieces)
+        stream.write(Array(rest.prefix(size)))
+        let remaining = rest.dropFirst(size)
+        if remaining.isEmpty {
+            done = true
+            stream.finish(trailers: nil as HeaderBlock?)
+            return
+        }
+        timer = stream.eventLoop.scheduleTimer(afterNanoseconds: intervalNanoseconds) { [self] in
+            self.sendSlowly(remaining, pieces: max(1, pieces - 1), intervalNanoseconds: intervalNanoseconds, on: stream)
+        }
+    }
+}
