@@ -73,7 +73,7 @@ let package = Package(
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
-        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Cryptography"]),
+        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Cryptography"], exclude: ["Fixtures"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
     ]
