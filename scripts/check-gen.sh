@@ -5,7 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-generated="Sources/CGatewayProtos"
+generated="Sources/CGatewayProtos Sources/ProtoCodec/Generated"
+# The scratch copy has no venv: point the generator at this tree's.
+export GATEWAY_VENV="${GATEWAY_VENV:-$PWD/.venv}"
+mkdir -p Sources/ProtoCodec/Generated
 tar cf - proto scripts $generated | (cd "$tmp" && tar xf -)
 (cd "$tmp" && scripts/gen-protos.sh >/dev/null)
 for g in $generated; do

@@ -1,28 +1,43 @@
 #!/usr/bin/env bash
-# Regenerates the committed protoc-c output in Sources/CGatewayProtos from proto/.
+# Regenerates the committed code generated from proto/:
+#   - Sources/CGatewayProtos: protoc-c output (C structs, descriptors, pack/unpack);
+#   - Sources/ProtoCodec/Generated: Swift value types over it (scripts/gen-swift-codec.py).
 # CI runs this and fails when the result differs from what is committed (make check-gen).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The Swift generator reads protoc-c's FileDescriptorSet with the venv's `protobuf` package.
+venv=${GATEWAY_VENV:-$PWD/.venv}
+py="$venv/bin/python"
+if [ ! -x "$py" ] || ! "$py" -c 'import google.protobuf.descriptor_pb2' 2>/dev/null; then
+  echo "gen-protos: $py with the 'protobuf' package is missing: run 'make venv'" \
+       "(or: python3 -m venv .venv && .venv/bin/pip install grpcio-tools protobuf)" >&2
+  exit 1
+fi
+
 wkt=/usr/include            # google/protobuf/*.proto from libprotobuf-dev
 out=Sources/CGatewayProtos
+swift_out=Sources/ProtoCodec/Generated
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 protos=$(cd proto && find . -name '*.proto' | sed 's|^\./||' | LC_ALL=C sort)
 wkt_protos="google/protobuf/any.proto google/protobuf/duration.proto google/protobuf/timestamp.proto"
 
-protoc-c -Iproto -I"$wkt" --c_out="$tmp" $protos $wkt_protos
+mkdir -p "$tmp/c"
+protoc-c -Iproto -I"$wkt" --c_out="$tmp/c" \
+  --descriptor_set_out="$tmp/descriptors.pb" --include_imports --include_source_info \
+  $protos $wkt_protos
 
 rm -rf "$out"
 mkdir -p "$out/include"
-(cd "$tmp" && find . -name '*.pb-c.c') | while read -r f; do
+(cd "$tmp/c" && find . -name '*.pb-c.c' | LC_ALL=C sort) | while read -r f; do
   mkdir -p "$out/$(dirname "$f")"
-  cp "$tmp/$f" "$out/$f"
+  cp "$tmp/c/$f" "$out/$f"
 done
-(cd "$tmp" && find . -name '*.pb-c.h') | while read -r f; do
+(cd "$tmp/c" && find . -name '*.pb-c.h' | LC_ALL=C sort) | while read -r f; do
   mkdir -p "$out/include/$(dirname "$f")"
-  cp "$tmp/$f" "$out/include/$f"
+  cp "$tmp/c/$f" "$out/include/$f"
 done
 
 # An explicit umbrella header: a directory umbrella goes stale in clang's module cache when files are added.
@@ -38,3 +53,7 @@ done
 # A custom module map: SwiftPM's umbrella-header layout forbids the subfolders protoc-c writes.
 printf 'module CGatewayProtos {\n    header "CGatewayProtos.h"\n    export *\n}\n' > "$out/include/module.modulemap"
 
+# Swift value types for every message, over the C code above.
+rm -rf "$swift_out"
+mkdir -p "$swift_out"
+"$py" scripts/gen-swift-codec.py --descriptor-set "$tmp/descriptors.pb" --c-dir "$out" --out "$swift_out"

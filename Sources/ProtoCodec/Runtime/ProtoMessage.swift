@@ -1,0 +1,46 @@
+/// Why bytes could not be decoded as a message.
+public enum ProtoDecodingError: Error, Sendable, Hashable {
+    /// protobuf-c rejected the bytes: truncated, a bad wire type or length, or the wrong message.
+    case malformed
+}
+
+/// A generated message value: encoded and decoded with the protobuf wire format through protobuf-c.
+///
+/// Decoding skips unknown fields and keeps unknown enum numbers (`.unrecognized`); encoding is deterministic
+/// (fields in number order, map entries sorted by key).
+public protocol ProtoMessage: Sendable, Hashable {
+    /// A message with every field at its proto3 default.
+    init()
+    /// Decodes the protobuf wire format.
+    init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError)
+    /// The number of bytes `serialize(into:)` writes.
+    func serializedSize() -> Int
+    /// Writes the wire format at the start of `buffer`, which must hold at least `serializedSize()` bytes.
+    func serialize(into buffer: UnsafeMutableRawBufferPointer)
+    /// Appends the wire format to `buffer`, packing straight into the array's storage.
+    func appendSerialized(to buffer: inout [UInt8])
+}
+
+extension ProtoMessage {
+    /// Decodes the protobuf wire format held in an array.
+    public init(serializedBytes bytes: [UInt8]) throws(ProtoDecodingError) {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(ProtoDecodingError) -> Self in try Self(serializedBytes: raw) }
+        }
+        self = try result.get()
+    }
+
+    /// The wire format as a new array.
+    public func serializedBytes() -> [UInt8] {
+        var bytes: [UInt8] = []
+        appendSerialized(to: &bytes)
+        return bytes
+    }
+
+    /// A default message changed by `configure`: `Transaction.with { $0.transactionId = "1" }`.
+    public static func with(_ configure: (inout Self) throws -> Void) rethrows -> Self {
+        var message = Self()
+        try configure(&message)
+        return message
+    }
+}
