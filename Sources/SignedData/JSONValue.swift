@@ -54,3 +54,38 @@ enum JSONValue: Sendable, Hashable, Decodable {
         return nil
     }
 }
+
+extension JSONValue {
+    /// Compact JSON text (object keys sorted), for sub-objects the protos carry as JSON strings.
+    var jsonText: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let value): return value ? "true" : "false"
+        case .integer(let value): return String(value)
+        case .number(let value): return value.isFinite ? "\(value)" : "null"
+        case .string(let value): return Self.quoted(value)
+        case .array(let values): return "[" + values.map(\.jsonText).joined(separator: ",") + "]"
+        case .object(let members):
+            return "{" + members.sorted { $0.key < $1.key }.map { Self.quoted($0.key) + ":" + $0.value.jsonText }
+                .joined(separator: ",") + "}"
+        }
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var output = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output + "\""
+    }
+}
