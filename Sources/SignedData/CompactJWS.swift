@@ -42,7 +42,9 @@ struct CompactJWS: Sendable {
             throw Rejection(.malformed, "the JWS header has no string \"alg\"")
         }
         guard algorithm == "ES256" else {
-            throw Rejection(.unsupportedAlgorithm, "alg is \"\(algorithm)\"; App Store data is signed with ES256 only")
+            // Echo at most 32 characters of the attacker-chosen value.
+            throw Rejection(
+                .unsupportedAlgorithm, "alg is \"\(algorithm.prefix(32))\"; App Store data is signed with ES256 only")
         }
         guard case .array(let entries)? = header["x5c"] else {
             throw Rejection(.malformed, "the JWS header has no \"x5c\" certificate array")
