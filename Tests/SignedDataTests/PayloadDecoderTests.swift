@@ -139,7 +139,7 @@ import Testing
         #expect(a.appAppleId == 531_412)
         #expect(a.versionExternalIdentifier == 512)
         #expect(a.receiptCreationDate == timestamp(1_698_148_900_000))
-        #expect(a.originalPlatform == .visionOs)
+        #expect(a.originalPlatform == .visionOS)
         #expect(a.appTransactionId == "71134")
 
         let summary = try #require(PayloadDecoder.notification(fromJSON: Data(#"""
