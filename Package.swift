@@ -57,7 +57,7 @@ let package = Package(
         .target(
             name: "Services",
             dependencies: [
-                "GRPC", "GatewayCore", "ProtoCodec",
+                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The `appstore-gateway` executable: arguments, configuration, signals.

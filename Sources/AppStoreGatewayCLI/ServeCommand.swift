@@ -53,11 +53,17 @@ struct ServeCommand: ParsableCommand {
         grpcConfiguration.http2.keepaliveTimeMilliseconds = configuration.connection.keepaliveTimeMilliseconds
         grpcConfiguration.http2.keepaliveTimeoutMilliseconds = configuration.connection.keepaliveTimeoutMilliseconds
 
+        let gatewayService: AppStoreGatewayService
+        do {
+            gatewayService = try AppStoreGatewayService(configuration: configuration)
+        } catch {
+            throw ValidationError("invalid configuration: \(error)")
+        }
         let server: GRPCServer
         do {
             server = try GRPCServer(
                 configuration: grpcConfiguration,
-                services: [HealthService(board: board), AppStoreGatewayService()])
+                services: [HealthService(board: board), gatewayService])
         } catch {
             throw ValidationError("cannot listen on \(configuration.listen): \(error)")
         }
