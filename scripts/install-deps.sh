@@ -13,6 +13,7 @@ packages=(
   libcurl4-openssl-dev  # upstream HTTP/2 client (CCurl)
   nghttp2-client        # h2load and nghttp, for benchmarks and debugging
   nghttp2-server        # nghttpd, the benchmark reference
+  curl                  # TLS, HTTP/2 and HTTP/1.1 peer in the HTTP server tests
   python3-venv          # the grpcio interop test venv
   python3-pip
 )

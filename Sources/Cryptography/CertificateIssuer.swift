@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 internal import COpenSSL
 
@@ -36,15 +39,19 @@ public struct CertificateTemplate: Sendable {
     /// Dotted OIDs of non-critical marker extensions whose value is ASN.1 NULL, the form of Apple's
     /// `1.2.840.113635.100.6.2.1` (WWDR intermediate) and `1.2.840.113635.100.6.11.1` (receipt signing).
     public var markerExtensionOIDs: [String]
+    /// subjectAltName entries for a TLS server certificate: DNS names and IP addresses ("localhost",
+    /// "127.0.0.1", "::1"); with any, the certificate also gets extendedKeyUsage serverAuth.
+    public var subjectAlternativeNames: [String]
 
     public init(subject: DistinguishedName, serialNumber: UInt64, notBefore: Date, notAfter: Date, role: Role,
-                markerExtensionOIDs: [String] = []) {
+                markerExtensionOIDs: [String] = [], subjectAlternativeNames: [String] = []) {
         self.subject = subject
         self.serialNumber = serialNumber
         self.notBefore = notBefore
         self.notAfter = notAfter
         self.role = role
         self.markerExtensionOIDs = markerExtensionOIDs
+        self.subjectAlternativeNames = subjectAlternativeNames
     }
 }
 
@@ -122,6 +129,16 @@ enum CertificateBuilder {
             try addExtension(x509, &context, NID_authority_key_identifier, "keyid:always")
         }
         for oid in template.markerExtensionOIDs { try addMarkerExtension(x509, oid: oid) }
+        if !template.subjectAlternativeNames.isEmpty {
+            let entries = try template.subjectAlternativeNames.map { name throws(CryptographyError) -> String in
+                guard !name.isEmpty, !name.contains(","), !name.contains("\n") else {
+                    throw CryptographyError(.invalidArgument, "invalid subjectAltName \"\(name)\"")
+                }
+                return isIPAddress(name) ? "IP:\(name)" : "DNS:\(name)"
+            }
+            try addExtension(x509, &context, NID_subject_alt_name, entries.joined(separator: ","))
+            try addExtension(x509, &context, NID_ext_key_usage, "serverAuth")
+        }
 
         let digest = issuerKey.curve.digest
         guard X509_sign(x509, issuerKey.key.pointer, digest) > 0 else {
@@ -134,6 +151,12 @@ enum CertificateBuilder {
         return try withExtendedLifetime(owner) { () throws(CryptographyError) -> Certificate in
             try Certificate(derEncoded: der)
         }
+    }
+
+    /// True for a literal IPv4 or IPv6 address.
+    private static func isIPAddress(_ text: String) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        return inet_pton(AF_INET, text, &buffer) == 1 || inet_pton(AF_INET6, text, &buffer) == 1
     }
 
     private static func makeName(_ name: DistinguishedName) throws(CryptographyError) -> OpaquePointer {
