@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "appstore-gateway", targets: ["AppStoreGatewayCLI"]),
+        .executable(name: "verify-benchmark", targets: ["VerifyBenchmark"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -68,6 +69,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+
+        // In-process VerifyJWS throughput for bench/verify.sh (not part of the gateway binary).
+        .executableTarget(name: "VerifyBenchmark", dependencies: ["SignedData", "Cryptography"]),
 
         // MARK: Tests mirror Sources.
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore"]),

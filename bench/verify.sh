@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# VerifyJWS benchmark, per core: the gateway over gRPC (h2load, one event loop, a genuine Apple JWS in the
+# request body), the verifier in-process (no gRPC), and `openssl speed ecdsap256` verify/s, same run.
+#
+#   bench/verify.sh                       # 3 rounds
+#   ROUNDS=5 SECONDS_PER_RUN=8 bench/verify.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-5}
+CLIENTS=${CLIENTS:-4}
+STREAMS=${STREAMS:-32}
+PORT=${PORT:-50153}
+SAMPLE=${SAMPLE:-Tests/SignedDataTests/Fixtures/transaction-Sandbox-1.jws}
+ROOT=certs/AppleRootCA-G3.cer
+BIN=.build/release/appstore-gateway
+INPROC=.build/release/verify-benchmark
+
+command -v h2load >/dev/null || scripts/install-deps.sh
+swift build -c release --product appstore-gateway >/dev/null
+swift build -c release --product verify-benchmark >/dev/null
+
+work=$(mktemp -d)
+cleanup() { kill "${gw_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+# The request body: a gRPC frame holding VerifyJWSRequest{jws: SAMPLE}, encoded by protoc-c itself.
+printf 'jws: "%s"\n' "$(tr -d '\n' < "$SAMPLE")" |
+  protoc-c -Iproto -I/usr/include --encode=appstore.gateway.v1.VerifyJWSRequest appstore/gateway/v1/verify.proto \
+  > "$work/message.bin"
+python3 - "$work/message.bin" "$work/request.bin" <<'PY'
+import struct, sys
+payload = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(b"\0" + struct.pack(">I", len(payload)) + payload)
+PY
+
+"$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > "$work/gw.log" 2>&1 &
+gw_pid=$!
+sleep 1
+
+grpc_rate() {
+  h2load -D "$SECONDS_PER_RUN" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/request.bin" \
+    -H 'content-type: application/grpc' -H 'te: trailers' \
+    "http://127.0.0.1:$PORT/appstore.gateway.v1.AppStoreGateway/VerifyJWS" 2>&1 |
+    awk '/^finished in/ {gsub(",", "", $4); print $4} /^requests:/ { if ($10+0 > 0 || $12+0 > 0) print "h2load saw failures: " $0 > "/dev/stderr" }'
+}
+openssl_rate() {  # verify/s of one core
+  openssl speed -seconds "$SECONDS_PER_RUN" ecdsap256 2>/dev/null | awk '/256 bits ecdsa \(nistp256\)/ {print $NF}'
+}
+
+g_rates=(); i_rates=(); o_rates=()
+for round in $(seq 1 "$ROUNDS"); do
+  g=$(grpc_rate); i=$("$INPROC" "$SAMPLE" "$ROOT" "$SECONDS_PER_RUN"); o=$(openssl_rate)
+  g_rates+=("$g"); i_rates+=("$i"); o_rates+=("$o")
+  printf 'round %d: gateway over gRPC %s/s, in-process %s/s, openssl ecdsap256 verify %s/s\n' "$round" "$g" "$i" "$o"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+g=$(median "${g_rates[@]}"); i=$(median "${i_rates[@]}"); o=$(median "${o_rates[@]}")
+awk -v g="$g" -v i="$i" -v o="$o" 'BEGIN {
+  printf "median per core: gRPC %.0f/s (%.2f of OpenSSL), in-process %.0f/s (%.2f), OpenSSL P-256 verify %.0f/s; goal >= 0.75\n", g, g/o, i, i/o, o }'
+echo "sample: $SAMPLE; h2load -D $SECONDS_PER_RUN -c $CLIENTS -m $STREAMS -t 1; gateway threads=1; $(nproc) cores"
