@@ -1,0 +1,116 @@
+import Foundation
+import GatewayCore
+import HTTP2
+import ProtoCodec
+import Synchronization
+import Testing
+
+@testable import GRPC
+
+/// What the test service's handlers saw.
+private final class HandlerLog: Sendable {
+    let sent = Atomic<Int>(0)
+    let cancelled = Atomic<Bool>(false)
+    let finished = Atomic<Bool>(false)
+}
+
+/// A streaming service whose handlers report what happened to them.
+private struct ProbeService: GRPCService {
+    let log: HandlerLog
+
+    var methods: [String: MethodHandler] {
+        let log = self.log
+        let chunk = HealthCheckRequest(service: String(repeating: "x", count: 1000))
+        return [
+            // Sends one message, then waits until the call is cancelled.
+            "/probe.Probe/WaitForCancel": .serverStreaming(HealthCheckRequest.self, HealthCheckRequest.self) {
+                _, _, stream throws(RPCStatus) in
+                try await stream.send(chunk)
+                log.sent.add(1, ordering: .relaxed)
+                while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+                log.cancelled.store(true, ordering: .relaxed)
+            },
+            // Sends as fast as the client lets it, up to 100,000 messages.
+            "/probe.Probe/Flood": .serverStreaming(HealthCheckRequest.self, HealthCheckRequest.self) {
+                _, _, stream throws(RPCStatus) in
+                defer { log.finished.store(true, ordering: .relaxed) }
+                for _ in 0..<100_000 {
+                    try await stream.send(chunk)
+                    log.sent.add(1, ordering: .relaxed)
+                }
+            },
+        ]
+    }
+}
+
+private let python: String? = {
+    var path = #filePath
+    for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+    let venv = path + "/.venv/bin/python"
+    return FileManager.default.isExecutableFile(atPath: venv) ? venv : nil
+}()
+
+private func runClient(port: UInt16, path: String, mode: String) async throws -> Int {
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients/stream_client.py")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: python!)
+    process.arguments = [script.path, String(port), path, mode]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        process.terminationHandler = { _ in continuation.resume() }
+        do { try process.run() } catch { continuation.resume() }
+    }
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    return Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+}
+
+private func withServer(_ log: HandlerLog, _ body: (UInt16) async throws -> Void) async throws {
+    var configuration = GRPCServerConfiguration()
+    configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+    configuration.threads = 1
+    configuration.http2.streamWriteHighWatermark = 64 * 1024
+    let server = try GRPCServer(configuration: configuration, services: [ProbeService(log: log)])
+    server.start()
+    do {
+        try await body(server.port)
+    } catch {
+        server.shutdown(graceMilliseconds: 0)
+        throw error
+    }
+    server.shutdown(graceMilliseconds: 0)
+}
+
+@Suite(.serialized, .enabled(if: python != nil, "needs the test venv (make venv) for the Python h2 client"))
+struct ServerCallTests {
+    @Test func clientResetCancelsTheHandler() async throws {
+        let log = HandlerLog()
+        try await withServer(log) { port in
+            let received = try await runClient(port: port, path: "/probe.Probe/WaitForCancel", mode: "cancel")
+            #expect(received > 0)
+            for _ in 0..<200 where !log.cancelled.load(ordering: .relaxed) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let cancelled = log.cancelled.load(ordering: .relaxed)
+            #expect(cancelled, "the handler's task was not cancelled by RST_STREAM")
+        }
+    }
+
+    @Test func aClientThatStopsReadingHoldsTheHandlerBack() async throws {
+        let log = HandlerLog()
+        try await withServer(log) { port in
+            let received = try await runClient(port: port, path: "/probe.Probe/Flood", mode: "stall")
+            // The client's 64 KiB window closes; the server buffers at most the 64 KiB high-water mark
+            // (plus one message) before `send` waits. ~1 KiB messages: far fewer than 100,000 get sent.
+            let sent = log.sent.load(ordering: .relaxed)
+            #expect(received <= 65_535 + 16_384)
+            #expect(sent < 200, "the handler sent \(sent) messages to a client that read \(received) bytes")
+            // Closing the connection ends the waiting handler.
+            for _ in 0..<200 where !log.finished.load(ordering: .relaxed) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let released = log.finished.load(ordering: .relaxed)
+            #expect(released, "the waiting handler was not released when the client left")
+        }
+    }
+}
