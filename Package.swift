@@ -12,7 +12,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // 1.16: `LogHandler.log(event:)`, which the JSON log handler implements.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
@@ -56,6 +57,13 @@ let package = Package(
                 "GRPC", "GatewayCore", "ProtoCodec",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Prometheus metrics registry and the JSON-lines log handler.
+        .target(
+            name: "Observability",
+            dependencies: [
+                "GatewayCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The `appstore-gateway` executable: arguments, configuration, signals.
         .executableTarget(
             name: "AppStoreGatewayCLI",
@@ -70,5 +78,8 @@ let package = Package(
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
+        .testTarget(
+            name: "ObservabilityTests",
+            dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
     ]
 )
