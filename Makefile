@@ -6,7 +6,7 @@ SWIFT_BUILD_FLAGS ?=
 BIN_DEBUG   := .build/debug/appstore-gateway
 BIN_RELEASE := .build/release/appstore-gateway
 
-.PHONY: all deps venv build release run test test-swift test-interop gen check-gen bench format lint clean
+.PHONY: all deps venv build release run test test-swift test-interop gen check-gen bench format lint clean image
 
 all: build
 
@@ -50,6 +50,10 @@ format:
 
 lint:
 	swift format lint --strict --recursive Sources Tests Package.swift
+
+# The container image (deploy/Dockerfile; the build context is the repository root).
+image:
+	docker build -f deploy/Dockerfile -t appstore-gateway:dev .
 
 clean:
 	rm -rf .build

@@ -13,7 +13,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // 1.16: `LogHandler.log(event:)`, which the JSON log handler implements.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
@@ -61,6 +62,13 @@ let package = Package(
                 "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Prometheus metrics registry and the JSON-lines log handler.
+        .target(
+            name: "Observability",
+            dependencies: [
+                "GatewayCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The `appstore-gateway` executable: arguments, configuration, signals.
         .executableTarget(
             name: "AppStoreGatewayCLI",
@@ -81,5 +89,8 @@ let package = Package(
             name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec"], exclude: ["Fixtures", "Oracle"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
+        .testTarget(
+            name: "ObservabilityTests",
+            dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
     ]
 )

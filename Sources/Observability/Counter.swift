@@ -1,0 +1,56 @@
+import Synchronization
+
+/// One counter time series: a value that only goes up (or resets with the process).
+public final class Counter: Sendable {
+    private let value = Mutex<Double>(0)
+
+    init() {}
+
+    /// Adds `amount` (default 1), which must not be negative.
+    public func increment(by amount: Double = 1) {
+        precondition(amount >= 0, "a counter only goes up; use a gauge")
+        value.withLock { $0 += amount }
+    }
+
+    /// The current value.
+    public var current: Double { value.withLock { $0 } }
+}
+
+/// A counter metric with a fixed set of label names; `labels(...)` picks one time series.
+public final class CounterFamily: RenderableMetricFamily {
+    /// The metric name.
+    public let name: String
+    /// The HELP text.
+    public let help: String
+    /// The label names, in order.
+    public let labelNames: [String]
+    let typeName = "counter"
+    private let children = MetricChildren<Counter>()
+
+    init(name: String, help: String, labelNames: [String]) {
+        self.name = name
+        self.help = help
+        self.labelNames = labelNames
+        // An unlabelled metric is exported as 0 from the start, so rate() has a first sample.
+        if labelNames.isEmpty { _ = children.child(for: []) { Counter() } }
+    }
+
+    /// The time series for these label values (one per label name, in order).
+    public func labels(_ values: String...) -> Counter { labels(values) }
+
+    /// The time series for these label values (one per label name, in order).
+    public func labels(_ values: [String]) -> Counter {
+        checkLabelValues(values, names: labelNames, metric: name)
+        return children.child(for: values) { Counter() }
+    }
+
+    /// Increments the unlabelled series.
+    public func increment(by amount: Double = 1) { labels([]).increment(by: amount) }
+
+    func renderSamples(into output: inout String) {
+        for (values, counter) in children.sorted() {
+            let labels = PrometheusTextFormat.labelSet(names: labelNames, values: values)
+            output += "\(name)\(labels) \(PrometheusTextFormat.formatValue(counter.current))\n"
+        }
+    }
+}

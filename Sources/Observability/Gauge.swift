@@ -1,0 +1,58 @@
+import Synchronization
+
+/// One gauge time series: a value that goes up and down.
+public final class Gauge: Sendable {
+    private let value = Mutex<Double>(0)
+
+    init() {}
+
+    /// Sets the value.
+    public func set(_ newValue: Double) { value.withLock { $0 = newValue } }
+
+    /// Adds `amount` (default 1).
+    public func increment(by amount: Double = 1) { value.withLock { $0 += amount } }
+
+    /// Subtracts `amount` (default 1).
+    public func decrement(by amount: Double = 1) { value.withLock { $0 -= amount } }
+
+    /// The current value.
+    public var current: Double { value.withLock { $0 } }
+}
+
+/// A gauge metric with a fixed set of label names; `labels(...)` picks one time series.
+public final class GaugeFamily: RenderableMetricFamily {
+    /// The metric name.
+    public let name: String
+    /// The HELP text.
+    public let help: String
+    /// The label names, in order.
+    public let labelNames: [String]
+    let typeName = "gauge"
+    private let children = MetricChildren<Gauge>()
+
+    init(name: String, help: String, labelNames: [String]) {
+        self.name = name
+        self.help = help
+        self.labelNames = labelNames
+        if labelNames.isEmpty { _ = children.child(for: []) { Gauge() } }
+    }
+
+    /// The time series for these label values (one per label name, in order).
+    public func labels(_ values: String...) -> Gauge { labels(values) }
+
+    /// The time series for these label values (one per label name, in order).
+    public func labels(_ values: [String]) -> Gauge {
+        checkLabelValues(values, names: labelNames, metric: name)
+        return children.child(for: values) { Gauge() }
+    }
+
+    /// Sets the unlabelled series.
+    public func set(_ value: Double) { labels([]).set(value) }
+
+    func renderSamples(into output: inout String) {
+        for (values, gauge) in children.sorted() {
+            let labels = PrometheusTextFormat.labelSet(names: labelNames, values: values)
+            output += "\(name)\(labels) \(PrometheusTextFormat.formatValue(gauge.current))\n"
+        }
+    }
+}

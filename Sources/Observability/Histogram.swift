@@ -1,0 +1,116 @@
+import Synchronization
+
+/// One histogram time series: observations counted into fixed buckets, plus their sum and count.
+public final class Histogram: Sendable {
+    /// A consistent reading of a histogram.
+    public struct Snapshot: Sendable, Equatable {
+        /// Upper bounds, ascending, without +Inf.
+        public var upperBounds: [Double]
+        /// Observations per bucket, *not* cumulative; one more entry than `upperBounds` (the +Inf bucket).
+        public var bucketCounts: [UInt64]
+        /// Sum of all observations.
+        public var sum: Double
+        /// Number of observations.
+        public var count: UInt64
+    }
+
+    private struct State {
+        var bucketCounts: [UInt64]
+        var sum: Double = 0
+        var count: UInt64 = 0
+    }
+
+    private let upperBounds: [Double]
+    private let state: Mutex<State>
+
+    init(upperBounds: [Double]) {
+        self.upperBounds = upperBounds
+        state = Mutex(State(bucketCounts: Array(repeating: 0, count: upperBounds.count + 1)))
+    }
+
+    /// Records one observation (for durations, in seconds).
+    public func observe(_ value: Double) {
+        // The bucket is found outside the lock: the first bound >= value (`le` is inclusive).
+        var low = 0
+        var high = upperBounds.count
+        while low < high {
+            let mid = (low + high) / 2
+            if upperBounds[mid] >= value { high = mid } else { low = mid + 1 }
+        }
+        let index = value.isNaN ? upperBounds.count : low
+        state.withLock {
+            $0.bucketCounts[index] += 1
+            $0.sum += value
+            $0.count += 1
+        }
+    }
+
+    /// Records a duration in seconds.
+    public func observe(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        observe(Double(seconds) + Double(attoseconds) / 1e18)
+    }
+
+    /// The current counts.
+    public var snapshot: Snapshot {
+        state.withLock { Snapshot(upperBounds: upperBounds, bucketCounts: $0.bucketCounts, sum: $0.sum, count: $0.count) }
+    }
+}
+
+/// A histogram metric with a fixed set of label names and bucket bounds.
+public final class HistogramFamily: RenderableMetricFamily {
+    /// Prometheus client libraries' default bounds, in seconds: 5 ms to 10 s.
+    public static let defaultBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    /// The metric name.
+    public let name: String
+    /// The HELP text.
+    public let help: String
+    /// The label names, in order.
+    public let labelNames: [String]
+    /// The finite upper bounds, ascending.
+    public let upperBounds: [Double]
+    let typeName = "histogram"
+    private let children = MetricChildren<Histogram>()
+
+    init(name: String, help: String, labelNames: [String], buckets: [Double]) {
+        let bounds = buckets.filter { $0 != .infinity }
+        precondition(!bounds.contains(where: \.isNaN), "histogram \(name): NaN bucket bound")
+        precondition(zip(bounds, bounds.dropFirst()).allSatisfy { $0 < $1 }, "histogram \(name): bounds must ascend")
+        precondition(!labelNames.contains("le"), "histogram \(name): `le` is reserved for buckets")
+        self.name = name
+        self.help = help
+        self.labelNames = labelNames
+        self.upperBounds = bounds
+        if labelNames.isEmpty { _ = children.child(for: []) { Histogram(upperBounds: bounds) } }
+    }
+
+    /// The time series for these label values (one per label name, in order).
+    public func labels(_ values: String...) -> Histogram { labels(values) }
+
+    /// The time series for these label values (one per label name, in order).
+    public func labels(_ values: [String]) -> Histogram {
+        checkLabelValues(values, names: labelNames, metric: name)
+        return children.child(for: values) { Histogram(upperBounds: upperBounds) }
+    }
+
+    /// Records an observation in the unlabelled series.
+    public func observe(_ value: Double) { labels([]).observe(value) }
+
+    func renderSamples(into output: inout String) {
+        for (values, histogram) in children.sorted() {
+            let snapshot = histogram.snapshot
+            var cumulative: UInt64 = 0
+            for (index, count) in snapshot.bucketCounts.enumerated() {
+                cumulative += count
+                let bound = index < snapshot.upperBounds.count ? snapshot.upperBounds[index] : .infinity
+                let labels = PrometheusTextFormat.labelSet(
+                    names: labelNames, values: values, extra: ("le", PrometheusTextFormat.formatValue(bound)))
+                output += "\(name)_bucket\(labels) \(cumulative)\n"
+            }
+            let labels = PrometheusTextFormat.labelSet(names: labelNames, values: values)
+            output += "\(name)_sum\(labels) \(PrometheusTextFormat.formatValue(snapshot.sum))\n"
+            output += "\(name)_count\(labels) \(snapshot.count)\n"
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import GatewayCore
+import Logging
+
+/// A swift-log handler writing one JSON object per line:
+///
+///     {"timestamp":"2026-11-22T05:54:27.123Z","level":"info","label":"appstore-gateway",
+///      "message":"serving gRPC (h2c)","source":"AppStoreGatewayCLI","address":"0.0.0.0:50051"}
+///
+/// Metadata is flattened into the object: nested dictionaries become dotted keys (`request.id`), arrays
+/// stay arrays, every leaf value is a string. A metadata key equal to one of the fixed fields is written
+/// as `metadata.<key>` instead. Values under secret-looking keys (see `SecretRedaction`) are replaced
+/// by "[redacted]", nested values included.
+public struct JSONLogHandler: LogHandler {
+    /// The fixed fields, always first and in this order.
+    static let fixedFields: Set<String> = ["timestamp", "level", "label", "message", "source", "error"]
+
+    /// The logger's label.
+    public let label: String
+    /// Events below this level are dropped.
+    public var logLevel: Logger.Level
+    /// Metadata added to every event of this handler.
+    public var metadata: Logger.Metadata = [:]
+    /// Contextual metadata (e.g. from task locals), merged between handler and event metadata.
+    public var metadataProvider: Logger.MetadataProvider?
+
+    private let redaction: SecretRedaction
+    private let clock: any GatewayClock
+    private let write: @Sendable (String) -> Void
+
+    /// A handler for `label`. `write` receives each line, newline included (default: standard error, one
+    /// `write(2)` per line so lines from several threads never interleave); `clock` stamps the events.
+    public init(
+        label: String,
+        logLevel: Logger.Level = .info,
+        redaction: SecretRedaction = SecretRedaction(),
+        metadataProvider: Logger.MetadataProvider? = nil,
+        clock: any GatewayClock = SystemClock(),
+        write: @escaping @Sendable (String) -> Void = JSONLogHandler.writeToStandardError
+    ) {
+        self.label = label
+        self.logLevel = logLevel
+        self.redaction = redaction
+        self.metadataProvider = metadataProvider
+        self.clock = clock
+        self.write = write
+    }
+
+    /// The level named by the configuration's `logging.level` (trace … critical); nil for other text.
+    public static func level(named name: String) -> Logger.Level? { Logger.Level(rawValue: name) }
+
+    /// Writes `line` to standard error.
+    public static let writeToStandardError: @Sendable (String) -> Void = { line in
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        guard event.level >= logLevel else { return }
+        write(line(for: event))
+    }
+
+    /// The JSON line (with its trailing newline) for one event.
+    func line(for event: LogEvent) -> String {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
+        if let own = event.metadata { merged.merge(own) { $1 } }
+
+        var out = "{"
+        func field(_ key: String, _ value: String) {
+            if out.count > 1 { out += "," }
+            JSONText.appendString(key, to: &out)
+            out += ":"
+            JSONText.appendString(value, to: &out)
+        }
+        field("timestamp", JSONText.timestamp(clock.wallNow()))
+        field("level", event.level.rawValue)
+        field("label", label)
+        field("message", event.message.description)
+        field("source", event.source)
+        if let error = event.error { field("error", String(describing: error)) }
+
+        var flat: [(key: String, value: Logger.MetadataValue)] = []
+        flatten(merged, prefix: "", into: &flat)
+        for (key, value) in flat.sorted(by: { $0.key < $1.key }) {
+            out += ","
+            JSONText.appendString(Self.fixedFields.contains(key) ? "metadata.\(key)" : key, to: &out)
+            out += ":"
+            appendValue(value, to: &out)
+        }
+        out += "}\n"
+        return out
+    }
+
+    /// Dotted keys for nested dictionaries; a secret key's whole value (nested or not) is redacted.
+    private func flatten(
+        _ metadata: Logger.Metadata, prefix: String, into flat: inout [(key: String, value: Logger.MetadataValue)]
+    ) {
+        for (key, value) in metadata {
+            let path = prefix.isEmpty ? key : "\(prefix).\(key)"
+            if redaction.isSecret(key: key) {
+                flat.append((path, .string(SecretRedaction.replacement)))
+            } else if case .dictionary(let nested) = value, !nested.isEmpty {
+                flatten(nested, prefix: path, into: &flat)
+            } else {
+                flat.append((path, value))
+            }
+        }
+    }
+
+    private func appendValue(_ value: Logger.MetadataValue, to out: inout String) {
+        switch value {
+        case .string(let text):
+            JSONText.appendString(text, to: &out)
+        case .stringConvertible(let convertible):
+            JSONText.appendString(convertible.description, to: &out)
+        case .array(let elements):
+            out += "["
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out += "," }
+                appendValue(element, to: &out)
+            }
+            out += "]"
+        case .dictionary(let nested):
+            // Only reached for dictionaries inside arrays (top-level ones are flattened).
+            out += "{"
+            for (index, key) in nested.keys.sorted().enumerated() {
+                if index > 0 { out += "," }
+                JSONText.appendString(key, to: &out)
+                out += ":"
+                if redaction.isSecret(key: key) {
+                    JSONText.appendString(SecretRedaction.replacement, to: &out)
+                } else if let inner = nested[key] {
+                    appendValue(inner, to: &out)
+                }
+            }
+            out += "}"
+        }
+    }
+}

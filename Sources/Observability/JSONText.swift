@@ -1,0 +1,63 @@
+import GatewayCore
+
+/// JSON text building blocks (RFC 8259) for the log handler: string escaping and timestamps.
+enum JSONText {
+    /// Appends `text` as a JSON string literal, quotes included. Quote, backslash and the C0 controls are
+    /// escaped (RFC 8259 §7); everything else, including non-ASCII, is written as UTF-8.
+    static func appendString(_ text: String, to output: inout String) {
+        output += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case "\u{08}": output += "\\b"
+            case "\u{0C}": output += "\\f"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16, uppercase: false)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                output.unicodeScalars.append(scalar)
+            }
+        }
+        output += "\""
+    }
+
+    /// RFC 3339 in UTC with milliseconds: `2026-11-22T05:54:27.123Z`.
+    static func timestamp(_ time: WallTime) -> String {
+        let millis = time.millisecondsSince1970
+        let seconds = floorDiv(millis, 1000)
+        let milliPart = Int(millis - seconds * 1000)
+        let days = floorDiv(seconds, 86_400)
+        let secondOfDay = Int(seconds - days * 86_400)
+        let (year, month, day) = civilDate(daysSince1970: days)
+        func pad(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(pad(Int(year), 4))-\(pad(month, 2))-\(pad(day, 2))T"
+            + "\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
+            + ".\(pad(milliPart, 3))Z"
+    }
+
+    private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+        let q = a / b
+        return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+    }
+
+    /// Proleptic Gregorian date of a day count from 1970-01-01 (H. Hinnant's `civil_from_days`).
+    private static func civilDate(daysSince1970: Int64) -> (year: Int64, month: Int, day: Int) {
+        let z = daysSince1970 + 719_468
+        let era = floorDiv(z, 146_097)
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = Int(dayOfYear - (153 * shiftedMonth + 2) / 5 + 1)
+        let month = Int(shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9)
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (year, month, day)
+    }
+}

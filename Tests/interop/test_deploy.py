@@ -1,0 +1,239 @@
+"""The Kubernetes manifests and the image files in deploy/: schema-valid, consistent with each other, and
+with a ConfigMap the real binary accepts."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import grpc
+import pytest
+import yaml
+
+from conftest import ROOT, Gateway
+
+DEPLOY = os.path.join(ROOT, "deploy")
+KUBE = os.path.join(DEPLOY, "kubernetes")
+BASE = os.path.join(KUBE, "base")
+KUBERNETES_VERSION = "1.30"  # the oldest version we support; kubernetes-validate ships its schemas offline
+GATEWAY_SERVICE = "appstore.gateway.v1.AppStoreGateway"
+DEFAULT_DRAIN_DELAY_SECONDS = 5  # shutdown.drainDelay's documented default, while the key is optional
+
+
+def _documents(path):
+    with open(path) as f:
+        return [doc for doc in yaml.safe_load_all(f) if doc]
+
+
+def _manifest_files():
+    files = sorted(glob.glob(os.path.join(KUBE, "**", "*.yaml"), recursive=True))
+    return [f for f in files if os.path.basename(f) != "kustomization.yaml"]
+
+
+def _base(kind, name=None):
+    found = []
+    for path in _manifest_files():
+        if os.path.dirname(path) == BASE:
+            found += [d for d in _documents(path) if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+    assert len(found) == 1, f"expected one {kind} {name or ''} in the base, found {len(found)}"
+    return found[0]
+
+
+def _container():
+    (container,) = _base("Deployment")["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def _gateway_config():
+    return yaml.safe_load(_base("ConfigMap")["data"]["gateway.yaml"])
+
+
+def _seconds(text):
+    match = re.fullmatch(r"(\d+)(ms|s|m|h)", str(text))
+    assert match, f"not a duration: {text!r}"
+    return int(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+
+
+def _validate(doc, where):
+    import kubernetes_validate
+
+    if doc["kind"] == "HorizontalPodAutoscaler" and "scaleTargetRef" not in doc.get("spec", {}):
+        # A strategic-merge patch in an overlay, not a whole object: checked after `kubectl kustomize`.
+        return
+    try:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as error:
+        pytest.fail(f"{where}: {doc['kind']}/{doc['metadata'].get('name')}: {error.message} at {list(error.path)}")
+
+
+@pytest.mark.parametrize("path", _manifest_files(), ids=lambda p: os.path.relpath(p, KUBE))
+def test_manifest_validates_against_the_kubernetes_schema(path):
+    docs = _documents(path)
+    assert docs, f"{path} is empty"
+    for doc in docs:
+        _validate(doc, os.path.relpath(path, ROOT))
+
+
+def test_kustomization_lists_every_base_manifest_but_the_secret_example():
+    with open(os.path.join(BASE, "kustomization.yaml")) as f:
+        listed = set(yaml.safe_load(f)["resources"])
+    present = {os.path.basename(p) for p in glob.glob(os.path.join(BASE, "*.yaml"))} - {"kustomization.yaml"}
+    assert listed == present - {"secret.example.yaml"}
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (for `kubectl kustomize`) is not installed")
+@pytest.mark.parametrize("overlay", ["base", "overlays/example"])
+def test_kustomize_output_validates(overlay):
+    rendered = subprocess.run(["kubectl", "kustomize", os.path.join(KUBE, overlay)],
+                              capture_output=True, text=True, timeout=30)
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    assert {d["kind"] for d in docs} >= {"Deployment", "Service", "ConfigMap", "PodDisruptionBudget",
+                                         "HorizontalPodAutoscaler", "NetworkPolicy"}
+    for doc in docs:
+        _validate(doc, f"kubectl kustomize {overlay}")
+
+
+def test_probes_target_the_grpc_port_and_the_right_services():
+    container = _container()
+    (grpc_port,) = [p["containerPort"] for p in container["ports"] if p["name"] == "grpc"]
+    listen_port = int(_gateway_config()["listen"].rsplit(":", 1)[1])
+    assert grpc_port == listen_port == 50051
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        # Native gRPC probes take a number only: named ports are not supported.
+        assert container[probe]["grpc"]["port"] == grpc_port, probe
+    assert container["livenessProbe"]["grpc"].get("service", "") == ""
+    assert container["readinessProbe"]["grpc"]["service"] == GATEWAY_SERVICE
+
+
+def test_services_speak_h2c_on_the_container_ports():
+    ports = {p["name"]: p["containerPort"] for p in _container()["ports"]}
+    admin_port = int(_gateway_config()["admin"].rsplit(":", 1)[1])
+    assert ports["admin"] == admin_port
+    service = _base("Service", "appstore-gateway")
+    by_name = {p["name"]: p for p in service["spec"]["ports"]}
+    assert by_name["grpc"]["targetPort"] == ports["grpc"]
+    assert by_name["grpc"]["appProtocol"] == "kubernetes.io/h2c"
+    assert by_name["admin"]["targetPort"] == ports["admin"]
+    headless = _base("Service", "appstore-gateway-headless")
+    assert headless["spec"]["clusterIP"] == "None"
+    assert [p["targetPort"] for p in headless["spec"]["ports"]] == [ports["grpc"]]
+
+
+def test_termination_grace_exceeds_drain_plus_grace():
+    shutdown = _gateway_config().get("shutdown", {})
+    drain = _seconds(shutdown.get("drainDelay", f"{DEFAULT_DRAIN_DELAY_SECONDS}s"))
+    grace = _seconds(shutdown.get("grace", "10s"))
+    pod = _base("Deployment")["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] > drain + grace
+    # Liveness must not restart a pod that is draining (health may read NOT_SERVING from SIGTERM on).
+    liveness = _container()["livenessProbe"]
+    assert liveness["periodSeconds"] * liveness["failureThreshold"] > drain + grace
+
+
+def test_security_context_is_restricted():
+    pod = _base("Deployment")["spec"]["template"]["spec"]
+    context = _container()["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"]["drop"] == ["ALL"]
+    assert {c["topologyKey"] for c in pod["topologySpreadConstraints"]} == {
+        "topology.kubernetes.io/zone", "kubernetes.io/hostname"}
+    assert _base("Deployment")["spec"]["replicas"] == 3
+
+
+def test_private_key_secret_is_mounted_where_the_config_points():
+    pod = _base("Deployment")["spec"]["template"]["spec"]
+    key_file = _gateway_config()["apps"][0]["privateKeyFile"]
+    mounts = {m["name"]: m for m in _container()["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    (name,) = [n for n, v in volumes.items() if "secret" in v]
+    assert mounts[name]["mountPath"] == os.path.dirname(key_file)
+    assert mounts[name]["readOnly"] is True
+    assert volumes[name]["secret"]["defaultMode"] == 0o400
+    (secret,) = _documents(os.path.join(BASE, "secret.example.yaml"))
+    assert secret["metadata"]["name"] == volumes[name]["secret"]["secretName"]
+    assert list(secret["stringData"]) == [os.path.basename(key_file)]
+    assert "PLACEHOLDER-NOT-A-REAL-KEY" in secret["stringData"][os.path.basename(key_file)]
+    config_mount = [m for m in _container()["volumeMounts"] if m["name"] == "config"][0]
+    assert config_mount["mountPath"] == "/etc/appstore-gateway"
+
+
+def test_network_policy_allows_clients_in_and_only_https_and_dns_out():
+    policy = _base("NetworkPolicy")["spec"]
+    assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
+    for rule in policy["ingress"]:
+        for peer in rule["from"]:
+            assert set(peer) == {"namespaceSelector"}, "ingress only from labelled namespaces"
+    assert {"appstore-gateway-client": "true"} in [
+        peer["namespaceSelector"]["matchLabels"] for rule in policy["ingress"] for peer in rule["from"]]
+    egress = {(p.get("protocol", "TCP"), p["port"]) for rule in policy["egress"] for p in rule["ports"]}
+    assert egress == {("TCP", 443), ("UDP", 53), ("TCP", 53)}
+
+
+def test_dockerfile_matches_the_manifests():
+    with open(os.path.join(DEPLOY, "Dockerfile")) as f:
+        dockerfile = f.read()
+    assert re.search(r"^FROM swift:\$\{SWIFT_VERSION\}-bookworm AS builder$", dockerfile, re.M)
+    assert re.search(r"^FROM debian:bookworm-slim$", dockerfile, re.M)
+    assert "--static-swift-stdlib" in dockerfile
+    assert re.search(r"^EXPOSE 50051 9090$", dockerfile, re.M)
+    pod = _base("Deployment")["spec"]["template"]["spec"]
+    user = re.search(r"^USER (\d+):(\d+)$", dockerfile, re.M)
+    assert user and int(user.group(1)) == pod["securityContext"]["runAsUser"]
+    assert '"--config", "/etc/appstore-gateway/gateway.yaml"' in dockerfile
+    (root,) = _gateway_config()["verification"]["rootCertificates"]
+    assert f"COPY certs/AppleRootCA-G3.cer {root}" in dockerfile
+    assert os.path.exists(os.path.join(ROOT, "certs", "AppleRootCA-G3.cer"))
+
+
+def _serve_and_stop(config, extra_env=None):
+    """Starts the real binary on `config` (a dict), checks health, SIGTERMs it and returns its log."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with tempfile.TemporaryDirectory(prefix="deploy-config-") as tmp:
+        path = os.path.join(tmp, "gateway.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(config, f)
+        gateway = Gateway(["--config", path], env=extra_env)
+        try:
+            with grpc.insecure_channel(gateway.address) as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+                for service in ("", GATEWAY_SERVICE):
+                    reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+                    assert reply.status == health_pb2.HealthCheckResponse.SERVING, service
+            assert gateway.terminate(timeout=15) == 0, gateway.read_log()
+            return gateway.read_log()
+        finally:
+            gateway.stop()
+
+
+def test_configmap_config_is_accepted_by_the_gateway(tmp_path):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    config = _gateway_config()
+    # The paths inside the image, rewritten to a throwaway P-256 key and the repository's root certificate.
+    key_path = tmp_path / os.path.basename(config["apps"][0]["privateKeyFile"])
+    key_path.write_bytes(ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    key_path.chmod(0o400)
+    for app in config["apps"]:
+        app["privateKeyFile"] = str(key_path)
+    config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
+    config["admin"] = "127.0.0.1:0"  # the admin port may be taken on a test machine
+    # The Deployment sets APPSTORE_GATEWAY_THREADS from the CPU limit.
+    limit = _container()["resources"]["limits"]["cpu"]
+    log = _serve_and_stop(config, extra_env={"APPSTORE_GATEWAY_THREADS": str(int(limit))})
+    assert "BEGIN PRIVATE KEY" not in log
+
+
+def test_image_default_config_is_accepted_by_the_gateway():
+    with open(os.path.join(DEPLOY, "gateway.yaml")) as f:
+        config = yaml.safe_load(f)
+    config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
+    config["admin"] = "127.0.0.1:0"
+    _serve_and_stop(config)
