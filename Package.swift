@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(
             name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec"], exclude: ["Fixtures", "Oracle"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography"]),
-        .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
+        .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"], exclude: ["Clients"]),
         .testTarget(
             name: "ObservabilityTests",
             dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
