@@ -40,6 +40,10 @@ let package = Package(
             dependencies: [.product(name: "Yams", package: "Yams")]),
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
+        // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.
+        .target(name: "Cryptography", dependencies: ["COpenSSL"]),
+        // Apple's signed-data (JWS) verification: chain of trust, ES256, app and environment binding.
+        .target(name: "SignedData", dependencies: ["Cryptography", "GatewayCore", "ProtoCodec"]),
         // epoll event loops and nghttp2 server sessions: a generic HTTP/2 server.
         .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "GatewayCore"]),
         // gRPC over the HTTP/2 server: framing, routing, deadlines, status, health.
@@ -68,6 +72,9 @@ let package = Package(
         // MARK: Tests mirror Sources.
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"]),
+        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
+        .testTarget(
+            name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec"], exclude: ["Fixtures"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
     ]

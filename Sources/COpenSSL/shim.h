@@ -24,4 +24,13 @@ static inline long copenssl_BIO_get_mem_data(BIO *b, char **pp) { return BIO_get
 static inline int copenssl_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) {
     return (int)SSL_CTX_set_min_proto_version(ctx, v);
 }
+/// Writes `name` to `bio` in RFC 2253 form ("CN=...,O=...,C=..."); the flag set is a macro expression.
+static inline int copenssl_X509_NAME_print_rfc2253(BIO *bio, const X509_NAME *name) {
+    return X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253);
+}
+static inline STACK_OF(X509) *copenssl_X509_STORE_CTX_get0_chain(X509_STORE_CTX *ctx) {
+    return X509_STORE_CTX_get0_chain(ctx);
+}
+static inline int copenssl_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
+static inline X509 *copenssl_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
 #endif

@@ -1,0 +1,26 @@
+internal import COpenSSL
+
+/// SHA-256 (FIPS 180-4) through OpenSSL's EVP digest interface.
+public enum SHA256 {
+    /// The 32-byte SHA-256 digest of `bytes`.
+    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let status = bytes.withUnsafeBytes { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha256(), nil)
+            }
+        }
+        // EVP_Digest with a built-in digest fails only when allocation fails.
+        precondition(status == 1 && length == 32, "EVP_Digest(SHA-256) failed: out of memory")
+        return digest
+    }
+
+    /// Colon-separated upper-case hex, the form certificate viewers show (`63:34:3A:...`).
+    public static func colonHex(_ bytes: [UInt8]) -> String {
+        bytes.map { byte in
+            let hex = String(byte, radix: 16, uppercase: true)
+            return byte < 16 ? "0" + hex : hex
+        }.joined(separator: ":")
+    }
+}

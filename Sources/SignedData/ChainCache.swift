@@ -1,0 +1,88 @@
+import Cryptography
+import Foundation
+import Synchronization
+
+/// Successful chain validations, so a warm verification costs one ECDSA verify plus parsing.
+///
+/// Keyed by SHA-256(leaf DER) ‖ SHA-256(intermediate DER); an entry records the validated path's common
+/// validity window and is used only while the clock is inside it and only for verification times inside
+/// it. Sharded: each shard is a small LRU behind its own `Mutex`, held for a dictionary lookup or insert.
+final class ChainCache: Sendable {
+    struct Key: Hashable, Sendable {
+        let digest: [UInt8]
+        init(leafDER: [UInt8], intermediateDER: [UInt8]) {
+            digest = SHA256.hash(leafDER) + SHA256.hash(intermediateDER)
+        }
+    }
+
+    struct Entry: Sendable {
+        let leafKey: ECPublicKey
+        let validFrom: Date
+        let validUntil: Date
+    }
+
+    private struct ShardState {
+        var entries: [Key: (entry: Entry, lastUse: UInt64)] = [:]
+        var tick: UInt64 = 0
+    }
+
+    /// One lock and its LRU (a class, because `Mutex` is non-copyable and cannot be an array element).
+    private final class Shard: Sendable {
+        let state = Mutex(ShardState())
+    }
+
+    private let shards: [Shard]
+    private let capacityPerShard: Int
+    private let hitCount = Atomic<Int>(0)
+    private let missCount = Atomic<Int>(0)
+
+    /// A cache of at most `capacity` entries (0 disables caching), spread over up to `shardCount` shards.
+    init(capacity: Int, shardCount: Int = 8) {
+        let shardCount = max(1, min(shardCount, capacity))
+        self.capacityPerShard = capacity == 0 ? 0 : (capacity + shardCount - 1) / shardCount
+        self.shards = (0..<shardCount).map { _ in Shard() }
+    }
+
+    var hits: Int { hitCount.load(ordering: .relaxed) }
+    var misses: Int { missCount.load(ordering: .relaxed) }
+    var count: Int { shards.reduce(0) { total, shard in total + shard.state.withLock { $0.entries.count } } }
+
+    /// The cached leaf key for `key`, if an entry is usable at `now` for a verification as of `time`.
+    /// Entries whose path has expired by `now` are dropped.
+    func leafKey(for key: Key, verificationTime time: Date, now: Date) -> ECPublicKey? {
+        guard capacityPerShard > 0 else { return nil }
+        let found: ECPublicKey? = shards[index(of: key)].state.withLock { shard in
+            guard let cached = shard.entries[key] else { return nil }
+            guard now <= cached.entry.validUntil else {
+                shard.entries[key] = nil
+                return nil
+            }
+            guard time >= cached.entry.validFrom, time <= cached.entry.validUntil else { return nil }
+            shard.tick &+= 1
+            shard.entries[key]?.lastUse = shard.tick
+            return cached.entry.leafKey
+        }
+        if found != nil {
+            hitCount.add(1, ordering: .relaxed)
+        } else {
+            missCount.add(1, ordering: .relaxed)
+        }
+        return found
+    }
+
+    /// Records a validated path, evicting the shard's least recently used entry when it is full.
+    func insert(_ entry: Entry, for key: Key, now: Date) {
+        guard capacityPerShard > 0, now <= entry.validUntil else { return }
+        shards[index(of: key)].state.withLock { shard in
+            if shard.entries[key] == nil, shard.entries.count >= capacityPerShard,
+                let oldest = shard.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key
+            {
+                shard.entries[oldest] = nil
+            }
+            shard.tick &+= 1
+            shard.entries[key] = (entry, shard.tick)
+        }
+    }
+
+    private func index(of key: Key) -> Int { Int(key.digest[0]) % shards.count }
+}

@@ -1,0 +1,289 @@
+import Foundation
+import ProtoCodec
+
+/// A verified payload decoded into the gateway's proto value types.
+public enum DecodedPayload: Sendable, Hashable {
+    case transaction(Transaction)
+    case renewalInfo(RenewalInfo)
+    case notification(AppStoreNotification)
+    case appTransaction(AppTransaction)
+}
+
+/// Maps Apple's decoded payload JSON (appstore-api.md §8) to the proto value types, as a step separate
+/// from verification. Tolerant by design: unknown enum strings become UNSPECIFIED, unknown enum numbers
+/// stay as unrecognized proto numbers, mistyped or unknown fields are skipped, and `raw_json` always keeps
+/// the payload exactly as Apple sent it, so nothing Apple adds is ever out of reach.
+public enum PayloadDecoder {
+    /// The typed payload of a verified result (nil unless its status is `.ok`), with a notification's
+    /// nested transaction, renewal info and app transaction filled from its verified nested payloads.
+    public static func decode(_ result: VerificationResult) -> DecodedPayload? {
+        guard result.isVerified, let kind = result.kind, let raw = result.rawJSON else { return nil }
+        switch kind {
+        case .transaction: return transaction(fromJSON: raw).map(DecodedPayload.transaction)
+        case .renewalInfo: return renewalInfo(fromJSON: raw).map(DecodedPayload.renewalInfo)
+        case .appTransaction: return appTransaction(fromJSON: raw).map(DecodedPayload.appTransaction)
+        case .notification:
+            guard var notification = notification(fromJSON: raw) else { return nil }
+            for nested in result.nestedPayloads {
+                switch decode(nested.result) {
+                case .transaction(let value)?: notification.data?.transaction = value
+                case .renewalInfo(let value)?: notification.data?.renewalInfo = value
+                case .appTransaction(let value)?: notification.appData?.appTransaction = value
+                default: break
+                }
+            }
+            return .notification(notification)
+        }
+    }
+
+    /// JWSTransactionDecodedPayload → `Transaction` (nil when `json` is not a JSON object).
+    public static func transaction(fromJSON json: Data) -> Transaction? {
+        guard let object = JSONValue.object(from: json) else { return nil }
+        let p = Fields(object)
+        var t = Transaction()
+        t.transactionId = p.string("transactionId")
+        t.originalTransactionId = p.string("originalTransactionId")
+        t.webOrderLineItemId = p.string("webOrderLineItemId")
+        t.bundleId = p.string("bundleId")
+        t.productId = p.string("productId")
+        t.subscriptionGroupIdentifier = p.string("subscriptionGroupIdentifier")
+        t.purchaseDate = p.timestamp("purchaseDate")
+        t.originalPurchaseDate = p.timestamp("originalPurchaseDate")
+        t.expiresDate = p.timestamp("expiresDate")
+        t.quantity = p.int32("quantity")
+        t.type = ProductType(rawValue: p.mapped("type", [
+            "Auto-Renewable Subscription": 1, "Non-Renewing Subscription": 2, "Consumable": 3, "Non-Consumable": 4,
+        ]))
+        t.appAccountToken = p.string("appAccountToken")
+        t.inAppOwnershipType = InAppOwnershipType(rawValue: p.mapped("inAppOwnershipType", ["PURCHASED": 1, "FAMILY_SHARED": 2]))
+        t.signedDate = p.timestamp("signedDate")
+        t.revocationReason = RevocationReason(rawValue: p.number("revocationReason", offset: 1))
+        t.revocationDate = p.timestamp("revocationDate")
+        t.isUpgraded = p.bool("isUpgraded")
+        t.offerType = OfferType(rawValue: p.number("offerType", offset: 0))
+        t.offerIdentifier = p.string("offerIdentifier")
+        t.environment = p.environment("environment")
+        t.storefront = p.string("storefront")
+        t.storefrontId = p.string("storefrontId")
+        t.transactionReason = TransactionReason(rawValue: p.mapped("transactionReason", ["PURCHASE": 1, "RENEWAL": 2]))
+        t.currency = p.string("currency")
+        t.priceMilliunits = p.int64("price")
+        t.offerDiscountType = OfferDiscountType(rawValue: p.offerDiscountType("offerDiscountType"))
+        t.appTransactionId = p.string("appTransactionId")
+        t.offerPeriod = p.string("offerPeriod")
+        t.revocationType = RevocationType(rawValue: p.mapped("revocationType", [
+            "REFUND_FULL": 1, "REFUND_PRORATED": 2, "FAMILY_REVOKE": 3,
+        ]))
+        t.revocationPercentage = p.int32("revocationPercentage")
+        t.billingPlanType = BillingPlanType(rawValue: p.billingPlanType("billingPlanType"))
+        if let commitment = p.object("commitmentInfo") {
+            let c = Fields(commitment)
+            t.commitmentInfo = CommitmentInfo(
+                billingPeriodNumber: c.int32("billingPeriodNumber"),
+                commitmentExpiresDate: c.timestamp("commitmentExpiresDate"),
+                commitmentPriceMilliunits: c.int64("commitmentPrice"),
+                totalBillingPeriods: c.int32("totalBillingPeriods"))
+        }
+        t.advancedCommerceInfoJson = p.jsonText("advancedCommerceInfo")
+        t.rawJson = String(decoding: json, as: UTF8.self)
+        return t
+    }
+
+    /// JWSRenewalInfoDecodedPayload → `RenewalInfo` (nil when `json` is not a JSON object).
+    public static func renewalInfo(fromJSON json: Data) -> RenewalInfo? {
+        guard let object = JSONValue.object(from: json) else { return nil }
+        let p = Fields(object)
+        var r = RenewalInfo()
+        r.originalTransactionId = p.string("originalTransactionId")
+        r.productId = p.string("productId")
+        r.autoRenewProductId = p.string("autoRenewProductId")
+        r.autoRenewStatus = AutoRenewStatus(rawValue: p.number("autoRenewStatus", offset: 1))
+        r.expirationIntent = ExpirationIntent(rawValue: p.number("expirationIntent", offset: 0))
+        r.isInBillingRetryPeriod = p.bool("isInBillingRetryPeriod")
+        r.gracePeriodExpiresDate = p.timestamp("gracePeriodExpiresDate")
+        r.priceIncreaseStatus = PriceIncreaseStatus(rawValue: p.number("priceIncreaseStatus", offset: 1))
+        r.offerType = OfferType(rawValue: p.number("offerType", offset: 0))
+        r.offerIdentifier = p.string("offerIdentifier")
+        r.offerDiscountType = OfferDiscountType(rawValue: p.offerDiscountType("offerDiscountType"))
+        r.offerPeriod = p.string("offerPeriod")
+        r.signedDate = p.timestamp("signedDate")
+        r.environment = p.environment("environment")
+        r.recentSubscriptionStartDate = p.timestamp("recentSubscriptionStartDate")
+        r.renewalDate = p.timestamp("renewalDate")
+        r.renewalPriceMilliunits = p.int64("renewalPrice")
+        r.currency = p.string("currency")
+        r.eligibleWinBackOfferIds = p.strings("eligibleWinBackOfferIds")
+        r.appAccountToken = p.string("appAccountToken")
+        r.appTransactionId = p.string("appTransactionId")
+        if let commitment = p.object("commitmentInfo") {
+            let c = Fields(commitment)
+            r.commitmentInfo = RenewalCommitmentInfo(
+                commitmentAutoRenewProductId: c.string("commitmentAutoRenewProductId"),
+                commitmentAutoRenewStatus: AutoRenewStatus(rawValue: c.number("commitmentAutoRenewStatus", offset: 1)),
+                commitmentRenewalBillingPlanType: BillingPlanType(rawValue: c.billingPlanType("commitmentRenewalBillingPlanType")),
+                commitmentRenewalDate: c.timestamp("commitmentRenewalDate"),
+                commitmentRenewalPriceMilliunits: c.int64("commitmentRenewalPrice"))
+        }
+        r.renewalBillingPlanType = BillingPlanType(rawValue: p.billingPlanType("renewalBillingPlanType"))
+        r.advancedCommerceInfoJson = p.jsonText("advancedCommerceInfo")
+        r.rawJson = String(decoding: json, as: UTF8.self)
+        return r
+    }
+
+    /// AppTransaction payload → `AppTransaction` (nil when `json` is not a JSON object).
+    public static func appTransaction(fromJSON json: Data) -> AppTransaction? {
+        guard let object = JSONValue.object(from: json) else { return nil }
+        let p = Fields(object)
+        var a = AppTransaction()
+        a.receiptType = p.environment("receiptType")
+        a.appAppleId = p.int64("appAppleId")
+        a.bundleId = p.string("bundleId")
+        a.applicationVersion = p.string("applicationVersion")
+        a.versionExternalIdentifier = p.int64("versionExternalIdentifier")
+        a.receiptCreationDate = p.timestamp("receiptCreationDate")
+        a.originalPurchaseDate = p.timestamp("originalPurchaseDate")
+        a.originalApplicationVersion = p.string("originalApplicationVersion")
+        a.deviceVerification = p.string("deviceVerification")
+        a.deviceVerificationNonce = p.string("deviceVerificationNonce")
+        a.preorderDate = p.timestamp("preorderDate")
+        a.appTransactionId = p.string("appTransactionId")
+        a.originalPlatform = OriginalPlatform(rawValue: p.mapped("originalPlatform", [
+            "iOS": 1, "macOS": 2, "tvOS": 3, "visionOS": 4,
+        ]))
+        a.rawJson = String(decoding: json, as: UTF8.self)
+        return a
+    }
+
+    /// ResponseBodyV2DecodedPayload → `AppStoreNotification` (nil when `json` is not a JSON object). The
+    /// nested `signed*Info` stay as JWS strings here; `decode(_:)` adds their verified decodings.
+    public static func notification(fromJSON json: Data) -> AppStoreNotification? {
+        guard let object = JSONValue.object(from: json) else { return nil }
+        let p = Fields(object)
+        var n = AppStoreNotification()
+        n.notificationTypeRaw = p.string("notificationType")
+        n.notificationType = NotificationType(rawValue: Self.notificationTypes[n.notificationTypeRaw] ?? 0)
+        n.subtypeRaw = p.string("subtype")
+        n.subtype = NotificationSubtype(rawValue: Self.notificationSubtypes[n.subtypeRaw] ?? 0)
+        n.notificationUuid = p.string("notificationUUID")
+        n.version = p.string("version")
+        n.signedDate = p.timestamp("signedDate")
+        if let data = p.object("data") {
+            let d = Fields(data)
+            n.data = NotificationData(
+                appAppleId: d.int64("appAppleId"), bundleId: d.string("bundleId"),
+                bundleVersion: d.string("bundleVersion"), environment: d.environment("environment"),
+                status: SubscriptionStatus(rawValue: d.number("status", offset: 0)),
+                consumptionRequestReason: ConsumptionRequestReason(rawValue: d.mapped("consumptionRequestReason", [
+                    "UNINTENDED_PURCHASE": 1, "FULFILLMENT_ISSUE": 2, "UNSATISFIED_WITH_PURCHASE": 3, "LEGAL": 4,
+                    "OTHER": 5,
+                ])),
+                signedTransactionInfo: d.string("signedTransactionInfo"),
+                signedRenewalInfo: d.string("signedRenewalInfo"))
+        }
+        if let summary = p.object("summary") {
+            let s = Fields(summary)
+            n.summary = NotificationSummary(
+                environment: s.environment("environment"), appAppleId: s.int64("appAppleId"),
+                bundleId: s.string("bundleId"), productId: s.string("productId"),
+                requestIdentifier: s.string("requestIdentifier"),
+                storefrontCountryCodes: s.strings("storefrontCountryCodes"),
+                succeededCount: s.int64("succeededCount"), failedCount: s.int64("failedCount"))
+        }
+        if let token = p.object("externalPurchaseToken") {
+            let e = Fields(token)
+            n.externalPurchaseToken = ExternalPurchaseToken(
+                externalPurchaseId: e.string("externalPurchaseId"), tokenCreationDate: e.timestamp("tokenCreationDate"),
+                appAppleId: e.int64("appAppleId"), bundleId: e.string("bundleId"))
+        }
+        if let appData = p.object("appData") {
+            let a = Fields(appData)
+            n.appData = AppData(
+                appAppleId: a.int64("appAppleId"), bundleId: a.string("bundleId"),
+                environment: a.environment("environment"),
+                signedAppTransactionInfo: a.string("signedAppTransactionInfo"))
+        }
+        n.rawJson = String(decoding: json, as: UTF8.self)
+        return n
+    }
+
+    private static let notificationTypes: [String: Int32] = [
+        "SUBSCRIBED": 1, "DID_CHANGE_RENEWAL_PREF": 2, "DID_CHANGE_RENEWAL_STATUS": 3, "OFFER_REDEEMED": 4,
+        "DID_RENEW": 5, "EXPIRED": 6, "DID_FAIL_TO_RENEW": 7, "GRACE_PERIOD_EXPIRED": 8, "PRICE_INCREASE": 9,
+        "REFUND": 10, "REFUND_DECLINED": 11, "REFUND_REVERSED": 12, "REVOKE": 13, "CONSUMPTION_REQUEST": 14,
+        "RENEWAL_EXTENDED": 15, "TEST": 16, "ONE_TIME_CHARGE": 17, "RENEWAL_EXTENSION": 18,
+        "EXTERNAL_PURCHASE_TOKEN": 19, "RESCIND_CONSENT": 20, "METADATA_UPDATE": 21, "MIGRATION": 22,
+        "PRICE_CHANGE": 23,
+    ]
+
+    private static let notificationSubtypes: [String: Int32] = [
+        "INITIAL_BUY": 1, "RESUBSCRIBE": 2, "UPGRADE": 3, "DOWNGRADE": 4, "AUTO_RENEW_ENABLED": 5,
+        "AUTO_RENEW_DISABLED": 6, "BILLING_RECOVERY": 7, "VOLUNTARY": 8, "BILLING_RETRY": 9, "PRICE_INCREASE": 10,
+        "PRODUCT_NOT_FOR_SALE": 11, "GRACE_PERIOD": 12, "PENDING": 13, "ACCEPTED": 14, "SUMMARY": 15,
+        "FAILURE": 16, "UNREPORTED": 17, "CREATED": 18, "ACTIVE_TOKEN_REMINDER": 19,
+    ]
+}
+
+/// Typed, forgiving reads of one JSON object: a missing or mistyped field reads as the proto default.
+private struct Fields {
+    let object: [String: JSONValue]
+    init(_ object: [String: JSONValue]) { self.object = object }
+
+    /// Strings; ids sent as numbers (some older payloads) are kept as their decimal text.
+    func string(_ key: String) -> String {
+        switch object[key] {
+        case .string(let value)?: value
+        case .integer(let value)?: String(value)
+        default: ""
+        }
+    }
+
+    func strings(_ key: String) -> [String] {
+        guard case .array(let values)? = object[key] else { return [] }
+        return values.compactMap(\.string)
+    }
+
+    func int64(_ key: String) -> Int64 { object[key]?.int64 ?? 0 }
+
+    func int32(_ key: String) -> Int32 { object[key]?.int64.flatMap { Int32(exactly: $0) } ?? 0 }
+
+    func bool(_ key: String) -> Bool {
+        if case .bool(let value)? = object[key] { return value }
+        return false
+    }
+
+    func object(_ key: String) -> [String: JSONValue]? { object[key]?.object }
+
+    func jsonText(_ key: String) -> String { object[key].map { $0 == .null ? "" : $0.jsonText } ?? "" }
+
+    /// Milliseconds since 1970 → Timestamp (floor division keeps nanos non-negative for pre-1970 dates).
+    func timestamp(_ key: String) -> ProtoTimestamp? {
+        guard let milliseconds = object[key]?.int64 else { return nil }
+        let (seconds, remainder) = milliseconds.quotientAndRemainder(dividingBy: 1000)
+        let floored = remainder < 0 ? (seconds - 1, remainder + 1000) : (seconds, remainder)
+        return ProtoTimestamp(seconds: floored.0, nanos: Int32(floored.1) * 1_000_000)
+    }
+
+    /// Apple's number + `offset` as the proto number; absent (or out of range) → 0 = UNSPECIFIED. An unknown
+    /// Apple number stays as an unrecognized proto number.
+    func number(_ key: String, offset: Int32) -> Int32 {
+        guard let value = object[key]?.int64, let apple = Int32(exactly: value), apple >= 0,
+            apple < Int32.max - offset
+        else { return 0 }
+        return apple + offset
+    }
+
+    /// Apple's string through `table`; absent or unknown → 0 = UNSPECIFIED (the raw value stays in raw_json).
+    func mapped(_ key: String, _ table: [String: Int32]) -> Int32 {
+        object[key]?.string.flatMap { table[$0] } ?? 0
+    }
+
+    func environment(_ key: String) -> Environment {
+        Environment(rawValue: mapped(key, ["Production": 1, "Sandbox": 2, "Xcode": 3, "LocalTesting": 4]))
+    }
+
+    func offerDiscountType(_ key: String) -> Int32 {
+        mapped(key, ["FREE_TRIAL": 1, "PAY_AS_YOU_GO": 2, "PAY_UP_FRONT": 3, "ONE_TIME": 4])
+    }
+
+    func billingPlanType(_ key: String) -> Int32 { mapped(key, ["BILLED_UPFRONT": 1, "MONTHLY": 2]) }
+}

@@ -1,0 +1,222 @@
+import Cryptography
+import Foundation
+
+/// Verifies App Store signed data (compact JWS, ES256, `x5c` chain to Apple) as Apple's libraries do
+/// (appstore-api.md §7.5), with online (OCSP) checks off.
+///
+/// Steps and the verdict each can give: size and shape (`malformed`), `alg` (`unsupportedAlgorithm`),
+/// `x5c` count (`invalidChainLength`), certificates and Apple's marker OIDs (`invalidCertificate`),
+/// RFC 5280 path to a configured root at the verification time (`untrustedChain`), ES256 with the leaf
+/// key (`invalidSignature`), kind (`wrongKind`), app and environment binding (`invalidAppIdentifier`,
+/// `invalidEnvironment`). `x5c[2]` is never trusted: only configured roots are.
+public final class SignedDataVerifier: Sendable {
+    /// Which instant the chain must be valid at.
+    public enum ValidationTime: Sendable, Hashable {
+        /// The payload's `signedDate` (`receiptCreationDate` for app transactions), or now when absent;
+        /// what Apple's libraries do with online checks off.
+        case signedDate
+        /// Always the clock's current time.
+        case now
+    }
+
+    /// Verifier settings, with documented defaults.
+    public struct Configuration: Sendable {
+        /// Trust anchors (Apple Root CA - G3 in production, `certs/AppleRootCA-G3.cer`).
+        public var trustedRoots: [Certificate]
+        /// Longest JWS accepted, in bytes; default 65 536 (a notification with two nested JWS is ~15 KB).
+        public var maximumJWSLength: Int = 65_536
+        /// Default `.signedDate`.
+        public var validationTime: ValidationTime = .signedDate
+        /// Validated chains kept; default 256, 0 disables the cache.
+        public var chainCacheCapacity: Int = 256
+        /// Whether a notification's nested `signed*Info` JWS are verified too; default true.
+        public var verifiesNestedPayloads: Bool = true
+
+        public init(trustedRoots: [Certificate]) {
+            self.trustedRoots = trustedRoots
+        }
+    }
+
+    /// Apple's marker on the WWDR intermediate certificate.
+    public static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+    /// Apple's marker on the receipt-signing leaf certificate.
+    public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+
+    public let configuration: Configuration
+    private let validator: CertificateChainValidator
+    private let cache: ChainCache
+    private let clock: any VerificationClock
+
+    /// A verifier trusting `configuration.trustedRoots`, reading time from `clock`.
+    public init(configuration: Configuration, clock: any VerificationClock = SystemVerificationClock())
+        throws(SignedDataConfigurationError)
+    {
+        guard configuration.maximumJWSLength > 0, configuration.chainCacheCapacity >= 0 else {
+            throw SignedDataConfigurationError("maximumJWSLength must be positive and chainCacheCapacity not negative")
+        }
+        do {
+            validator = try CertificateChainValidator(trustedRoots: configuration.trustedRoots)
+        } catch {
+            throw SignedDataConfigurationError("trusted roots unusable: \(error)")
+        }
+        self.configuration = configuration
+        self.cache = ChainCache(capacity: configuration.chainCacheCapacity)
+        self.clock = clock
+    }
+
+    /// Chain validations answered from the cache so far.
+    public var chainCacheHits: Int { cache.hits }
+    /// Chain validations not answered from the cache so far.
+    public var chainCacheMisses: Int { cache.misses }
+    /// Validated chains currently cached.
+    public var chainCacheCount: Int { cache.count }
+
+    /// Verifies `jws`. A `kind` other than the payload's gives `wrongKind`; nil accepts any kind.
+    public func verify(_ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none)
+        -> VerificationResult
+    {
+        var known: (kind: SignedDataKind?, signedDate: Date?, rawJSON: Data?) = (nil, nil, nil)
+        do throws(Rejection) {
+            let token = try CompactJWS(parsing: jws, maximumLength: configuration.maximumJWSLength)
+            guard let payload = JSONValue.object(from: token.payload) else {
+                throw Rejection(.malformed, "the JWS payload is not a JSON object")
+            }
+            let facts = try PayloadFacts(payload: payload, requestedKind: kind)
+            known = (facts.kind, facts.signedDate, nil)
+            let leafKey = try trustedLeafKey(token, at: verificationTime(facts))
+            guard leafKey.isValidSignature(token.signature, for: token.signingInput) else {
+                let detail = token.signature.count == 64
+                    ? "does not verify under the leaf certificate's key"
+                    : "is \(token.signature.count) bytes; ES256 needs the 64-byte r‖s form (DER is not JWS)"
+                throw Rejection(.invalidSignature, "the ES256 signature \(detail)")
+            }
+            known.rawJSON = token.payload
+            if let kind, kind != facts.kind {
+                throw Rejection(.wrongKind, "a \(kind.rawValue) was asked for; the payload is a \(facts.kind.rawValue)")
+            }
+            try Self.checkBinding(facts, requirements)
+            let nested = configuration.verifiesNestedPayloads ? verifyNested(facts, requirements) : []
+            if let failed = nested.first(where: { !$0.result.isVerified }) {
+                return VerificationResult(
+                    status: failed.result.status, message: "\(failed.field.rawValue): \(failed.result.message)",
+                    kind: facts.kind, signedDate: facts.signedDate, rawJSON: token.payload, nestedPayloads: nested)
+            }
+            return VerificationResult(
+                status: .ok, message: "verified", kind: facts.kind, signedDate: facts.signedDate,
+                rawJSON: token.payload, nestedPayloads: nested)
+        } catch {
+            return VerificationResult(
+                status: error.status, message: error.message, kind: known.kind, signedDate: known.signedDate,
+                rawJSON: known.rawJSON)
+        }
+    }
+
+    private func verificationTime(_ facts: PayloadFacts) -> Date {
+        switch configuration.validationTime {
+        case .signedDate: facts.signedDate ?? clock.now()
+        case .now: clock.now()
+        }
+    }
+
+    /// The leaf's key once leaf → intermediate → configured root is valid at `time`, from the cache when
+    /// this pair was validated before for a time inside its window.
+    private func trustedLeafKey(_ token: CompactJWS, at time: Date) throws(Rejection) -> ECPublicKey {
+        let leafDER = try token.certificateDER(at: 0)
+        let intermediateDER = try token.certificateDER(at: 1)
+        _ = try token.certificateDER(at: 2)  // must be well-formed, but is never trusted
+        let key = ChainCache.Key(leafDER: leafDER, intermediateDER: intermediateDER)
+        let now = clock.now()
+        if let cached = cache.leafKey(for: key, verificationTime: time, now: now) { return cached }
+
+        let leaf: Certificate
+        let intermediate: Certificate
+        do {
+            leaf = try Certificate(derEncoded: leafDER)
+            intermediate = try Certificate(derEncoded: intermediateDER)
+        } catch {
+            throw Rejection(.invalidCertificate, "x5c holds a certificate that does not parse: \(error.reason)")
+        }
+        guard intermediate.hasExtension(oid: Self.intermediateMarkerOID) else {
+            throw Rejection(
+                .invalidCertificate,
+                "the intermediate (\(intermediate.subject)) lacks Apple's WWDR marker \(Self.intermediateMarkerOID)")
+        }
+        guard leaf.hasExtension(oid: Self.leafMarkerOID) else {
+            throw Rejection(
+                .invalidCertificate, "the leaf (\(leaf.subject)) lacks Apple's receipt-signing marker \(Self.leafMarkerOID)")
+        }
+        let window: ValidatedChain
+        switch validator.validate(leaf: leaf, intermediates: [intermediate], at: time) {
+        case .valid(let validated):
+            window = validated
+        case .invalid(let failure):
+            throw Rejection(.untrustedChain, Self.explain(failure, at: time))
+        }
+        let leafKey: ECPublicKey
+        do {
+            leafKey = try leaf.publicKey()
+        } catch {
+            throw Rejection(.invalidCertificate, "the leaf's public key is unusable: \(error.reason)")
+        }
+        guard leafKey.curve == .p256 else {
+            throw Rejection(.invalidCertificate, "the leaf key is \(leafKey.curve.rawValue); ES256 needs P-256")
+        }
+        cache.insert(
+            ChainCache.Entry(leafKey: leafKey, validFrom: window.validFrom, validUntil: window.validUntil),
+            for: key, now: now)
+        return leafKey
+    }
+
+    private static func explain(_ failure: ChainValidationFailure, at time: Date) -> String {
+        let position = ["leaf", "intermediate", "root"][min(max(Int(failure.depth), 0), 2)]
+        let instant = "at \(time.formatted(.iso8601))"
+        switch failure.reason {
+        case .untrusted: return "the chain does not lead to a configured root (\(failure))"
+        case .expired: return "the \(position) certificate had expired \(instant) (\(failure))"
+        case .notYetValid: return "the \(position) certificate was not yet valid \(instant) (\(failure))"
+        case .badSignature: return "the \(position) certificate's signature does not verify (\(failure))"
+        case .invalidCertificateAuthority, .policyViolation, .other:
+            return "the chain fails RFC 5280 validation \(instant) at the \(position) certificate (\(failure))"
+        }
+    }
+
+    private static func checkBinding(_ facts: PayloadFacts, _ requirements: VerificationRequirements)
+        throws(Rejection)
+    {
+        let identity = facts.identity
+        if let expected = requirements.bundleID, facts.kind != .renewalInfo, identity.bundleID != expected {
+            throw Rejection(
+                .invalidAppIdentifier,
+                "bundle id in \(identity.source) is \(identity.bundleID.map { "\"\($0)\"" } ?? "absent"), expected \"\(expected)\"")
+        }
+        let bindsAppAppleID = facts.kind == .notification || facts.kind == .appTransaction
+        let environment = requirements.environment?.rawValue ?? identity.environment
+        if bindsAppAppleID, requirements.bundleID != nil || requirements.appAppleID != nil,
+            environment == AppStoreEnvironment.production.rawValue
+        {
+            guard let expected = requirements.appAppleID else {
+                throw Rejection(.invalidAppIdentifier, "Production data can only be bound with the app's Apple id")
+            }
+            guard identity.appAppleID == expected else {
+                throw Rejection(
+                    .invalidAppIdentifier,
+                    "appAppleId in \(identity.source) is \(identity.appAppleID.map(String.init) ?? "absent"), expected \(expected)")
+            }
+        } else if bindsAppAppleID, let expected = requirements.appAppleID, let actual = identity.appAppleID,
+            actual != expected
+        {
+            throw Rejection(.invalidAppIdentifier, "appAppleId in \(identity.source) is \(actual), expected \(expected)")
+        }
+        if let expected = requirements.environment, identity.environment != expected.rawValue {
+            throw Rejection(
+                .invalidEnvironment,
+                "environment in \(identity.source) is \(identity.environment.map { "\"\($0)\"" } ?? "absent"), expected \"\(expected.rawValue)\"")
+        }
+    }
+
+    private func verifyNested(_ facts: PayloadFacts, _ requirements: VerificationRequirements) -> [NestedPayload] {
+        facts.nested.map { item in
+            NestedPayload(field: item.field, result: verify(item.jws, kind: item.field.kind, requirements: requirements))
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// Where a notification carries a nested JWS.
+public enum NestedPayloadField: String, Sendable, Hashable {
+    /// `data.signedTransactionInfo`
+    case signedTransactionInfo
+    /// `data.signedRenewalInfo`
+    case signedRenewalInfo
+    /// `appData.signedAppTransactionInfo`
+    case signedAppTransactionInfo
+
+    /// The kind the nested payload must be.
+    public var kind: SignedDataKind {
+        switch self {
+        case .signedTransactionInfo: .transaction
+        case .signedRenewalInfo: .renewalInfo
+        case .signedAppTransactionInfo: .appTransaction
+        }
+    }
+}
+
+/// The outcome of verifying one JWS.
+public struct VerificationResult: Sendable {
+    /// The verdict.
+    public let status: VerificationStatus
+    /// Why, in words a person can act on (`"verified"` when OK).
+    public let message: String
+    /// What the payload is, once known (nil when the JWS could not be parsed that far).
+    public let kind: SignedDataKind?
+    /// The payload's `signedDate` (`receiptCreationDate` for app transactions), when present.
+    public let signedDate: Date?
+    /// The decoded payload JSON exactly as Apple sent it. Set only once the signature has verified, so a
+    /// caller can never mistake unauthenticated bytes for Apple's; it stays set when a later binding or
+    /// kind check fails, for diagnostics.
+    public let rawJSON: Data?
+    /// For notifications: each nested JWS, verified the same way (in payload order).
+    public let nestedPayloads: [NestedPayload]
+
+    /// Whether the status is `.ok`.
+    public var isVerified: Bool { status == .ok }
+
+    init(status: VerificationStatus, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
+         rawJSON: Data? = nil, nestedPayloads: [NestedPayload] = []) {
+        self.status = status
+        self.message = message
+        self.kind = kind
+        self.signedDate = signedDate
+        self.rawJSON = rawJSON
+        self.nestedPayloads = nestedPayloads
+    }
+}
+
+/// A nested JWS of a notification and its own verification result.
+public struct NestedPayload: Sendable {
+    /// Where it was found.
+    public let field: NestedPayloadField
+    /// Its verification result.
+    public let result: VerificationResult
+}
+
+/// The app and environment a payload must belong to (appstore-api.md §7.5 step 9). Unset fields are not
+/// checked.
+public struct VerificationRequirements: Sendable, Hashable {
+    /// Bundle id the payload must carry (not checked for renewal info, which has none).
+    public let bundleID: String?
+    /// App Apple id; required to bind Production notifications and app transactions.
+    public let appAppleID: Int64?
+    /// Environment the payload must be in.
+    public let environment: AppStoreEnvironment?
+
+    /// No binding: signature and chain only.
+    public static let none = VerificationRequirements(unchecked: nil, nil, nil)
+
+    /// Requirements for one app. Binding Production data to a bundle needs the app Apple id too, as in
+    /// Apple's libraries, so that combination without one throws.
+    public init(bundleID: String? = nil, appAppleID: Int64? = nil, environment: AppStoreEnvironment? = nil)
+        throws(SignedDataConfigurationError)
+    {
+        if environment == .production, bundleID != nil, appAppleID == nil {
+            throw SignedDataConfigurationError(
+                "binding Production data to \(bundleID ?? "") needs the app's Apple id (appAppleId) as well")
+        }
+        self.init(unchecked: bundleID, appAppleID, environment)
+    }
+
+    private init(unchecked bundleID: String?, _ appAppleID: Int64?, _ environment: AppStoreEnvironment?) {
+        self.bundleID = bundleID
+        self.appAppleID = appAppleID
+        self.environment = environment
+    }
+}
+
+/// A verifier or requirement set that cannot work as configured.
+public struct SignedDataConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

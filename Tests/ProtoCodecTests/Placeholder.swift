@@ -1,4 +1,0 @@
-import Testing
-@testable import ProtoCodec
-
-@Test func moduleLoads() {}

@@ -1,0 +1,98 @@
+import Cryptography
+import Foundation
+import Testing
+
+@testable import SignedData
+
+@Suite struct ChainCacheTests {
+    @Test func secondVerificationHitsTheCache() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        let verifier = try SignedDataVerifier(
+            configuration: .init(trustedRoots: [pki.root.certificate]), clock: ManualClock(referenceTime))
+        let first = try pki.signer.sign(payload: transactionPayload())
+        let second = try pki.signer.sign(payload: transactionPayload(signedDate: referenceMilliseconds + 5000))
+        #expect(verifier.verify(first).isVerified)
+        #expect(verifier.chainCacheHits == 0)
+        #expect(verifier.chainCacheMisses == 1)
+        #expect(verifier.verify(second).isVerified)
+        #expect(verifier.chainCacheHits == 1)
+        #expect(verifier.chainCacheCount == 1)
+        // A cached chain still needs a valid signature.
+        var tampered = Array(second.utf8)
+        tampered[tampered.count - 5] = tampered[tampered.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        #expect(verifier.verify(String(decoding: tampered, as: UTF8.self)).status == .invalidSignature)
+        #expect(verifier.chainCacheHits == 2)
+    }
+
+    @Test func cachedChainIsNotUsedOutsideItsValidity() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        let clock = ManualClock(referenceTime)
+        let verifier = try SignedDataVerifier(configuration: .init(trustedRoots: [pki.root.certificate]), clock: clock)
+        #expect(verifier.verify(try pki.signer.sign(payload: transactionPayload())).isVerified)
+        #expect(verifier.chainCacheCount == 1)
+        // A verification time before the leaf's notBefore misses, and validation then rejects it.
+        let tooEarly = referenceMilliseconds - Int64(400 * day * 1000)
+        #expect(verifier.verify(try pki.signer.sign(payload: transactionPayload(signedDate: tooEarly))).status == .untrustedChain)
+        #expect(verifier.chainCacheHits == 0)
+        // Once the clock passes the leaf's notAfter the entry is dropped and not re-added; data signed
+        // while the leaf was valid still verifies, through a full validation.
+        clock.advance(by: 366 * day)
+        #expect(verifier.verify(try pki.signer.sign(payload: transactionPayload())).isVerified)
+        #expect(verifier.chainCacheHits == 0)
+        #expect(verifier.chainCacheCount == 0)
+    }
+
+    @Test func leastRecentlyUsedEntryIsEvictedAtCapacity() throws {
+        let cache = ChainCache(capacity: 2, shardCount: 1)
+        let key = try ECPrivateKey(generatingOn: .p256).publicKey
+        let entry = ChainCache.Entry(leafKey: key, validFrom: referenceTime - day, validUntil: referenceTime + day)
+        let keys = (0..<3).map { ChainCache.Key(leafDER: [UInt8($0)], intermediateDER: [1]) }
+        cache.insert(entry, for: keys[0], now: referenceTime)
+        cache.insert(entry, for: keys[1], now: referenceTime)
+        #expect(cache.leafKey(for: keys[0], verificationTime: referenceTime, now: referenceTime) != nil)  // 0 is now newest
+        cache.insert(entry, for: keys[2], now: referenceTime)
+        #expect(cache.count == 2)
+        #expect(cache.leafKey(for: keys[1], verificationTime: referenceTime, now: referenceTime) == nil)
+        #expect(cache.leafKey(for: keys[0], verificationTime: referenceTime, now: referenceTime) != nil)
+        #expect(cache.leafKey(for: keys[2], verificationTime: referenceTime, now: referenceTime) != nil)
+        #expect(cache.hits == 3)
+        #expect(cache.misses == 1)
+    }
+
+    @Test func verifierCacheStaysBounded() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        var configuration = SignedDataVerifier.Configuration(trustedRoots: [pki.root.certificate])
+        configuration.chainCacheCapacity = 3
+        let verifier = try SignedDataVerifier(configuration: configuration, clock: ManualClock(referenceTime))
+        for serial in 0..<6 {
+            let signer = try pki.issueLeaf(serialNumber: UInt64(0x4000 + serial))
+            #expect(verifier.verify(try signer.sign(payload: transactionPayload())).isVerified)
+        }
+        #expect(verifier.chainCacheCount <= 3)
+        #expect(verifier.chainCacheCount >= 1)
+    }
+
+    @Test func disabledCacheNeverHits() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        var configuration = SignedDataVerifier.Configuration(trustedRoots: [pki.root.certificate])
+        configuration.chainCacheCapacity = 0
+        let verifier = try SignedDataVerifier(configuration: configuration, clock: ManualClock(referenceTime))
+        let token = try pki.signer.sign(payload: transactionPayload())
+        #expect(verifier.verify(token).isVerified)
+        #expect(verifier.verify(token).isVerified)
+        #expect(verifier.chainCacheHits == 0)
+    }
+
+    @Test func concurrentVerificationsAgree() async throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        let verifier = try SignedDataVerifier(
+            configuration: .init(trustedRoots: [pki.root.certificate]), clock: ManualClock(referenceTime))
+        let token = try pki.signer.sign(payload: transactionPayload())
+        let statuses = await withTaskGroup(of: VerificationStatus.self) { group in
+            for _ in 0..<64 { group.addTask { verifier.verify(token).status } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses.allSatisfy { $0 == .ok })
+        #expect(verifier.chainCacheHits + verifier.chainCacheMisses == 64)
+    }
+}
