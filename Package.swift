@@ -60,6 +60,8 @@ let package = Package(
                 "GRPC", "GatewayCore", "ProtoCodec",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
+        .target(name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography"]),
         // The `appstore-gateway` executable: arguments, configuration, signals.
         .executableTarget(
             name: "AppStoreGatewayCLI",
@@ -76,6 +78,7 @@ let package = Package(
         .testTarget(
             name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec"], exclude: ["Fixtures"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore"]),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayCore"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
     ]
 )
