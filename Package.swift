@@ -61,7 +61,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
-        .target(name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography"]),
+        .target(name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "COpenSSL"]),
         // The `appstore-gateway` executable: arguments, configuration, signals.
         .executableTarget(
             name: "AppStoreGatewayCLI",
