@@ -183,6 +183,8 @@ struct IdentifierSequence {
 
 /// Apple's retry schedule for V2 notifications: in production up to five retries at +1 h, +12 h,
 /// +24 h, +48 h and +72 h after the previous try; one attempt in sandbox (appstore-api.md §3.1).
+/// Besides random failures, the developer's server has one outage (production: from 20 to 12 days
+/// before the reference time, so early notifications in it exhaust their retries; sandbox: one day).
 enum SendAttemptSchedule {
     static let failures = [
         "TIMED_OUT", "NO_RESPONSE", "UNSUCCESSFUL_HTTP_RESPONSE_CODE", "TLS_ISSUE", "SOCKET_ISSUE",
@@ -193,17 +195,20 @@ enum SendAttemptSchedule {
     static func attempts(
         firstAt date: Int64, environment: AppleEnvironment, until now: Int64, random: inout DeterministicRandom
     ) -> [SimulatedSendAttempt] {
-        var attempts: [SimulatedSendAttempt] = []
+        let day = HistoryGenerator.day
+        let outage = environment == .production ? (now - 20 * day)..<(now - 12 * day) : (now - 3 * day)..<(now - 2 * day)
+        func attempt(at time: Int64, successChance: Double) -> SimulatedSendAttempt {
+            let succeeds = !outage.contains(time) && random.chance(successChance)
+            return SimulatedSendAttempt(attemptDate: time, result: succeeds ? "SUCCESS" : random.pick(failures))
+        }
+        var attempts = [attempt(at: date, successChance: environment == .production ? 0.85 : 0.9)]
+        guard attempts[0].result != "SUCCESS", environment == .production else { return attempts }
         var at = date
-        let firstSucceeds = random.chance(environment == .production ? 0.85 : 0.9)
-        attempts.append(SimulatedSendAttempt(attemptDate: at, result: firstSucceeds ? "SUCCESS" : random.pick(failures)))
-        guard !firstSucceeds, environment == .production else { return attempts }
         for delay in retryDelaysHours {
             at += delay * HistoryGenerator.hour
             guard at <= now else { break }
-            let succeeds = random.chance(0.55)
-            attempts.append(SimulatedSendAttempt(attemptDate: at, result: succeeds ? "SUCCESS" : random.pick(failures)))
-            if succeeds { break }
+            attempts.append(attempt(at: at, successChance: 0.55))
+            if attempts.last?.result == "SUCCESS" { break }
         }
         return attempts
     }
