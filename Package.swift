@@ -78,7 +78,9 @@ let package = Package(
         .testTarget(
             name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec"], exclude: ["Fixtures"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore"]),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayCore"]),
+        .testTarget(
+            name: "SimulatorTests", dependencies: ["Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayCore"],
+            resources: [.copy("Fixtures")]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
     ]
 )
