@@ -111,8 +111,15 @@ extension HistoryGenerator {
                                  random: &random))
             }
             let nextWouldStartInFuture = periodEnd > referenceTime
+            let billingFails = outcome == .billingRetry || outcome == .gracePeriod
+            // A failed renewal: usually the latest one (so some are still in grace or billing retry),
+            // sometimes an older one (billing retry ran out and the subscription expired).
+            let failsNow =
+                billingFails && periodEnd <= referenceTime
+                && (periodEnd + periodLength(months: autoRenewProduct.periodMonths) > referenceTime
+                    || random.chance(0.05))
             let stopEarly =
-                outcome == .voluntaryExpiry && !longLived && renewals >= 1 && random.chance(0.35)
+                (outcome == .voluntaryExpiry && !longLived && renewals >= 1 && random.chance(0.35)) || failsNow
             if nextWouldStartInFuture || stopEarly || renewals == maximumRenewals { break }
             if autoRenewProduct != product { product = autoRenewProduct }
             periodStart = periodEnd
