@@ -61,7 +61,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
-        .target(name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "COpenSSL"]),
+        .target(
+            name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "COpenSSL"], exclude: ["README.md"]),
         // The `appstore-gateway` executable: arguments, configuration, signals.
         .executableTarget(
             name: "AppStoreGatewayCLI",

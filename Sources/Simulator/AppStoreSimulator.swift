@@ -102,7 +102,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         let signer = SignedPayloads(pki: pki, app: app, environment: route.environment)
         let parameter = route.parameters.first ?? ""
         do {
-            let body: JSONValue
+            let body: OrderedJSON
             switch route.endpoint {
             case .getTransactionHistory, .getTransactionHistoryV1:
                 body = try history.respond(

@@ -101,7 +101,7 @@ struct NotificationHistoryEndpoint: Sendable {
 
     func respond(
         body: [UInt8], paginationToken: String?, dataset: SimulatedDataset, signer: SignedPayloads, now: WallTime
-    ) throws(AppleRejection) -> JSONValue {
+    ) throws(AppleRejection) -> OrderedJSON {
         let request = try Request(body: body, now: now, environment: dataset.environment)
         var offset = 0
         if let paginationToken {
@@ -128,7 +128,7 @@ struct NotificationHistoryEndpoint: Sendable {
                 && (!request.onlyFailures || notification.neverDelivered)
         }.sorted { ($0.0.date, $0.0.notificationUUID) < ($1.0.date, $1.0.notificationUUID) }
         let page = matching.dropFirst(offset).prefix(Self.pageSize)
-        var items: [JSONValue] = []
+        var items: [OrderedJSON] = []
         for (notification, customer) in page {
             let attempts = notification.sendAttempts.filter { $0.attemptDate <= now.millisecondsSince1970 }
             items.append(.object([

@@ -8,7 +8,7 @@ struct SignedPayloads: Sendable {
     let app: SimulatedApp
     let environment: AppleEnvironment
 
-    func sign(_ payload: JSONValue) throws(AppleRejection) -> String {
+    func sign(_ payload: OrderedJSON) throws(AppleRejection) -> String {
         do {
             return try pki.sign(payload)
         } catch {
@@ -57,7 +57,7 @@ struct SignedPayloads: Sendable {
 }
 
 extension SimulatedSendAttempt {
-    var json: JSONValue {
+    var json: OrderedJSON {
         .object([("attemptDate", .integer(attemptDate)), ("sendAttemptResult", .string(result))])
     }
 }

@@ -44,7 +44,7 @@ public struct SimulatedTransaction: Sendable, Hashable {
     public var productType: TransactionHistoryQuery.ProductType { kind.historyFilterType }
 
     /// The decoded JWS payload, signed at `signedDate`.
-    public func payload(signedDate: Int64) -> JSONValue {
+    public func payload(signedDate: Int64) -> OrderedJSON {
         var json = JSONObjectBuilder()
         json.add("transactionId", transactionId)
         json.add("originalTransactionId", originalTransactionId)
@@ -104,7 +104,7 @@ public struct SimulatedRenewalInfo: Sendable, Hashable {
     public var status: Int
 
     /// The decoded JWS payload, signed at `signedDate`.
-    public func payload(signedDate: Int64) -> JSONValue {
+    public func payload(signedDate: Int64) -> OrderedJSON {
         var json = JSONObjectBuilder()
         json.add("originalTransactionId", originalTransactionId)
         json.add("autoRenewProductId", autoRenewProductId)

@@ -70,8 +70,8 @@ public struct SimulatorPKI: Sendable {
     }
 
     /// A compact JWS of `payload` the way the App Store signs: header `{"alg":"ES256","x5c":[…]}`.
-    public func sign(_ payload: JSONValue) throws(CryptographyError) -> String {
-        let header = JSONValue.object([("alg", .string("ES256")), ("x5c", .array(x5c.map { .string($0) }))])
+    public func sign(_ payload: OrderedJSON) throws(CryptographyError) -> String {
+        let header = OrderedJSON.object([("alg", .string("ES256")), ("x5c", .array(x5c.map { .string($0) }))])
         let input = Base64URL.encode(header.encoded) + "." + Base64URL.encode(payload.encoded)
         let signature = try leafKey.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(signature)

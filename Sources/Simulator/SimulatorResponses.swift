@@ -21,7 +21,7 @@ enum SimulatorResponse {
     static let jsonHeaders: [(name: String, value: String)] = [("content-type", "application/json")]
 
     /// 200 with a JSON body.
-    static func json(_ value: JSONValue, status: Int = 200) -> HTTPResponse {
+    static func json(_ value: OrderedJSON, status: Int = 200) -> HTTPResponse {
         HTTPResponse(status: status, headers: jsonHeaders, body: value.encoded)
     }
 

@@ -94,6 +94,6 @@ extension SimulatorState {
 
     /// A YAML double-quoted scalar.
     static func quoted(_ text: String) -> String {
-        JSONValue.string(text).encodedText
+        OrderedJSON.string(text).encodedText
     }
 }

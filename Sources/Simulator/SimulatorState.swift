@@ -13,6 +13,7 @@ import GatewayCore
 ///     tls/ca.pem, tls/ca.key.pem     TLS CA (`apple.caFile`)
 ///     tls/server.pem, server.key.pem TLS server certificate (SAN localhost, 127.0.0.1), from `issueTLSServerCertificate`
 ///     gateway.yaml                   a complete gateway configuration, from `writeGatewayConfiguration`
+///     transactions.json              sample ids per app and environment, from `writeTransactionIndex`
 public struct SimulatorState: Sendable {
     /// What the state directory is written or read from.
     public struct Failure: Error, CustomStringConvertible, Sendable {
@@ -71,6 +72,30 @@ public struct SimulatorState: Sendable {
             seed: seed, customersPerApp: customersPerApp, apps: apps, referenceTime: referenceTime)
         customize(&configuration)
         return AppStoreSimulator(configuration: configuration, pki: pki)
+    }
+
+    /// Writes `transactions.json`: per app and environment, each customer's app transaction id and
+    /// first transaction id, so a person (or a black-box test) has ids to ask about. Returns its path.
+    @discardableResult
+    public func writeTransactionIndex(from simulator: AppStoreSimulator) throws(Failure) -> String {
+        var apps: [(String, OrderedJSON)] = []
+        for app in self.apps {
+            var environments: [(String, OrderedJSON)] = []
+            for environment in AppleEnvironment.allCases {
+                let customers = simulator.dataset(bundleId: app.bundleId, environment: environment)?.customers ?? []
+                environments.append((environment.appleName, .array(customers.map { customer in
+                    .object([
+                        ("appTransactionId", .string(customer.appTransactionId)),
+                        ("transactionId", .string(customer.transactions.first?.transactionId ?? "")),
+                        ("transactions", .integer(Int64(customer.transactions.count))),
+                    ])
+                })))
+            }
+            apps.append((app.bundleId, .object(environments)))
+        }
+        let target = directory.appendingPathComponent("transactions.json")
+        try Self.write(OrderedJSON.object(apps).encodedText + "\n", to: target)
+        return target.path
     }
 
     /// The path of a file in the state directory.

@@ -4,7 +4,7 @@ import GatewayCore
 struct SubscriptionEndpoints: Sendable {
     /// `{signedTransactionInfo}` for one transaction id.
     func transactionInfo(transactionId: String, dataset: SimulatedDataset, signer: SignedPayloads, now: WallTime)
-        throws(AppleRejection) -> JSONValue
+        throws(AppleRejection) -> OrderedJSON
     {
         guard TransactionIdentifier.isWellFormed(transactionId) else { throw .invalidTransactionId() }
         guard let transaction = dataset.transaction(transactionId) else { throw .transactionIdNotFound() }
@@ -18,7 +18,7 @@ struct SubscriptionEndpoints: Sendable {
     func statuses(
         transactionId: String, query: [(name: String, value: String)], dataset: SimulatedDataset,
         signer: SignedPayloads, now: WallTime
-    ) throws(AppleRejection) -> JSONValue {
+    ) throws(AppleRejection) -> OrderedJSON {
         guard TransactionIdentifier.isWellFormed(transactionId) else { throw .invalidTransactionId() }
         var wanted: Set<Int> = []
         for (name, value) in query where name == "status" {
@@ -29,7 +29,7 @@ struct SubscriptionEndpoints: Sendable {
         }
         guard let customer = dataset.customer(owning: transactionId) else { throw .transactionIdNotFound() }
         var groups: [String] = []
-        var entries: [String: [JSONValue]] = [:]
+        var entries: [String: [OrderedJSON]] = [:]
         let signedDate = now.millisecondsSince1970
         for renewal in customer.renewals where wanted.isEmpty || wanted.contains(renewal.status) {
             guard let latest = customer.transactions.filter({
@@ -43,7 +43,7 @@ struct SubscriptionEndpoints: Sendable {
                 ("signedRenewalInfo", .string(try signer.renewal(renewal, signedDate: signedDate))),
             ]))
         }
-        let data: [JSONValue] = groups.map { group in
+        let data: [OrderedJSON] = groups.map { group in
             .object([
                 ("subscriptionGroupIdentifier", .string(group)), ("lastTransactions", .array(entries[group] ?? [])),
             ])

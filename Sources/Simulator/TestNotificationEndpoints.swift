@@ -23,7 +23,7 @@ final class TestNotificationEndpoints: Sendable {
         self.lifetime = lifetime
     }
 
-    func request(app: SimulatedApp, environment: AppleEnvironment, now: WallTime) -> JSONValue {
+    func request(app: SimulatedApp, environment: AppleEnvironment, now: WallTime) -> OrderedJSON {
         let (token, uuid, result) = random.withLock { random in
             (random.uuid(), random.uuid(), random.chance(0.9) ? "SUCCESS" : random.pick(SendAttemptSchedule.failures))
         }
@@ -36,7 +36,7 @@ final class TestNotificationEndpoints: Sendable {
         return .object([("testNotificationToken", .string(token))])
     }
 
-    func status(token: String, signer: SignedPayloads, now: WallTime) throws(AppleRejection) -> JSONValue {
+    func status(token: String, signer: SignedPayloads, now: WallTime) throws(AppleRejection) -> OrderedJSON {
         guard UUID(uuidString: token) != nil else {
             throw AppleRejection(4_000_020, "Invalid request. The test notification token is invalid.")
         }
@@ -46,7 +46,7 @@ final class TestNotificationEndpoints: Sendable {
         else {
             throw AppleRejection(4_040_008, "Either the test notification token is expired or the notification and status are not yet available.")
         }
-        let payload = JSONValue.object([
+        let payload = OrderedJSON.object([
             ("notificationType", .string("TEST")), ("notificationUUID", .string(entry.notificationUUID)),
             ("data", .object([
                 ("appAppleId", .integer(signer.app.appAppleId)), ("bundleId", .string(signer.app.bundleId)),

@@ -101,7 +101,7 @@ struct TransactionHistoryEndpoint: Sendable {
     func respond(
         transactionId: String, query: [(name: String, value: String)], version1: Bool, dataset: SimulatedDataset,
         signer: SignedPayloads, now: WallTime
-    ) throws(AppleRejection) -> JSONValue {
+    ) throws(AppleRejection) -> OrderedJSON {
         guard TransactionIdentifier.isWellFormed(transactionId) else { throw .invalidTransactionId() }
         let filters = try Filters(query)
         guard let customer = dataset.customer(owning: transactionId) else { throw .transactionIdNotFound() }
@@ -117,7 +117,7 @@ struct TransactionHistoryEndpoint: Sendable {
             page.last.map(HistoryRevision.init) ?? filters.revision
             ?? (ascending ? HistoryRevision(modifiedDate: now.millisecondsSince1970, transactionNumber: 0)
                 : HistoryRevision(modifiedDate: 0, transactionNumber: 0))
-        var signed: [JSONValue] = []
+        var signed: [OrderedJSON] = []
         for transaction in page {
             signed.append(.string(try signer.transaction(transaction, signedDate: now.millisecondsSince1970)))
         }

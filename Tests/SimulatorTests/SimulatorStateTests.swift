@@ -93,3 +93,19 @@ import Testing
         #expect(try String(contentsOfFile: again.caCertificatePath, encoding: .utf8) == ca.pemEncoded)
     }
 }
+
+@Suite struct TransactionIndexTests {
+    @Test func indexListsEveryCustomer() throws {
+        let directory = SimulatorStateTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let state = try SimulatorState.openOrCreate(directory: directory, seed: 5, customersPerApp: 4)
+        let simulator = state.makeSimulator()
+        let path = try state.writeTransactionIndex(from: simulator)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: [String: [[String: Any]]]]
+        let production = object?[state.apps[0].bundleId]?["Production"] ?? []
+        #expect(production.count == 4)
+        let id = production.first?["transactionId"] as? String ?? ""
+        #expect(simulator.dataset(bundleId: state.apps[0].bundleId, environment: .production)?.transaction(id) != nil)
+    }
+}

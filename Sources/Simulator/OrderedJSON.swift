@@ -2,15 +2,15 @@ import Foundation
 
 /// A JSON value whose objects keep their key order, so the simulator's bodies and JWS payloads are
 /// byte-for-byte reproducible for one seed.
-public indirect enum JSONValue: Sendable, Hashable {
+public indirect enum OrderedJSON: Sendable, Hashable {
     case string(String)
     case integer(Int64)
     case bool(Bool)
-    case array([JSONValue])
-    case object([(String, JSONValue)])
+    case array([OrderedJSON])
+    case object([(String, OrderedJSON)])
     case null
 
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool { lhs.encodedText == rhs.encodedText }
+    public static func == (lhs: OrderedJSON, rhs: OrderedJSON) -> Bool { lhs.encodedText == rhs.encodedText }
     public func hash(into hasher: inout Hasher) { hasher.combine(encodedText) }
 
     /// The compact JSON text.
@@ -71,7 +71,7 @@ public indirect enum JSONValue: Sendable, Hashable {
 
 /// Builds a JSON object member list, skipping absent values.
 struct JSONObjectBuilder {
-    private(set) var members: [(String, JSONValue)] = []
+    private(set) var members: [(String, OrderedJSON)] = []
 
     mutating func add(_ key: String, _ value: String?) {
         if let value { members.append((key, .string(value))) }
@@ -89,9 +89,9 @@ struct JSONObjectBuilder {
         if let value { members.append((key, .bool(value))) }
     }
 
-    mutating func add(_ key: String, _ value: JSONValue?) {
+    mutating func add(_ key: String, _ value: OrderedJSON?) {
         if let value { members.append((key, value)) }
     }
 
-    var object: JSONValue { .object(members) }
+    var object: OrderedJSON { .object(members) }
 }
