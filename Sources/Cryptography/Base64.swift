@@ -27,37 +27,53 @@ public enum Base64 {
     /// the alphabet, padding where none belongs (or missing where required), an impossible length, or
     /// non-zero bits left over in the last symbol (which would let two strings decode to the same bytes).
     public static func decode(_ text: some StringProtocol, variant: Variant) -> [UInt8]? {
-        var symbols = Array(text.utf8)
+        var text = String(text)
+        return text.withUTF8 { decode(symbols: $0, variant: variant) }
+    }
+
+    /// Decodes base64 text given as its ASCII bytes, with the same strictness as `decode(_:variant:)`.
+    public static func decode(asciiBytes: ArraySlice<UInt8>, variant: Variant) -> [UInt8]? {
+        asciiBytes.withUnsafeBufferPointer { decode(symbols: $0, variant: variant) }
+    }
+
+    private static func decode(symbols input: UnsafeBufferPointer<UInt8>, variant: Variant) -> [UInt8]? {
+        var count = input.count
         switch variant {
         case .standard:
-            guard symbols.count % 4 == 0 else { return nil }
+            guard count % 4 == 0 else { return nil }
             var padding = 0
-            while padding < 2, symbols.last == UInt8(ascii: "=") {
-                symbols.removeLast()
+            while padding < 2, count > 0, input[count - 1] == UInt8(ascii: "=") {
+                count -= 1
                 padding += 1
             }
         case .urlSafeUnpadded:
             break
         }
+        guard count % 4 != 1 else { return nil }
         let table = variant == .standard ? standardTable : urlTable
-        guard symbols.count % 4 != 1 else { return nil }
-        var output: [UInt8] = []
-        output.reserveCapacity(symbols.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for symbol in symbols {
-            let value = table[Int(symbol)]
-            guard value != 0xFF else { return nil }
-            accumulator = (accumulator << 6) | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
+        return table.withUnsafeBufferPointer { table in
+            var output = [UInt8](repeating: 0, count: count * 3 / 4)
+            var accumulator: UInt32 = 0
+            var bits: UInt32 = 0
+            var written = 0
+            let valid = output.withUnsafeMutableBufferPointer { output in
+                for position in 0..<count {
+                    let value = table[Int(input[position])]
+                    guard value != 0xFF else { return false }
+                    accumulator = (accumulator << 6) | UInt32(value)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        output[written] = UInt8(truncatingIfNeeded: accumulator >> bits)
+                        written += 1
+                        accumulator &= (1 << bits) - 1
+                    }
+                }
+                return accumulator == 0
             }
+            guard valid, written == output.count else { return nil }
+            return output
         }
-        guard accumulator == 0 else { return nil }
-        return output
     }
 
     /// Encodes `bytes` in the `variant` form.

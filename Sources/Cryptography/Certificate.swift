@@ -53,6 +53,21 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         try self.init(takingOwnershipOf: parsed)
     }
 
+    /// Reads a certificate file, DER (`.cer`, as Apple publishes its roots) or PEM.
+    public convenience init(contentsOfFile path: String) throws(CryptographyError) {
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw CryptographyError(.invalidArgument, "cannot read \(path): \(error.localizedDescription)")
+        }
+        if bytes.starts(with: Array("-----BEGIN".utf8)) {
+            try self.init(pemEncoded: String(decoding: bytes, as: UTF8.self))
+        } else {
+            try self.init(derEncoded: bytes)
+        }
+    }
+
     /// The certificate as PEM.
     public var pemEncoded: String {
         let body = Base64.encode(derBytes, variant: .standard)

@@ -88,8 +88,10 @@ public final class CertificateChainValidator: @unchecked Sendable {
         }
         // The stack borrows the certificates (sk_X509_free, not pop_free); `intermediates` keeps them alive.
         defer { copenssl_sk_X509_free(untrusted) }
-        for certificate in intermediates where copenssl_sk_X509_push(untrusted, certificate.pointer) <= 0 {
-            return .invalid(internalFailure("sk_X509_push failed"))
+        for certificate in intermediates {
+            guard copenssl_sk_X509_push(untrusted, certificate.pointer) > 0 else {
+                return .invalid(internalFailure("sk_X509_push failed"))
+            }
         }
         return withExtendedLifetime((leaf, intermediates)) {
             guard X509_STORE_CTX_init(context, store, leaf.pointer, untrusted) == 1 else {
@@ -98,7 +100,9 @@ public final class CertificateChainValidator: @unchecked Sendable {
             // get0: the parameters belong to the context.
             let parameters = X509_STORE_CTX_get0_param(context)
             X509_VERIFY_PARAM_set_time(parameters, time_t(time.timeIntervalSince1970.rounded(.down)))
-            X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_X509_STRICT))
+            guard X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_X509_STRICT)) == 1 else {
+                return .invalid(internalFailure("X509_VERIFY_PARAM_set_flags failed"))
+            }
             let status = X509_verify_cert(context)
             guard status == 1 else {
                 _ = CryptographyError.drainErrorQueue()

@@ -21,6 +21,9 @@ final class MemoryBIO {
 
     /// A read-only BIO over a copy of `bytes` (BIO_new_mem_buf borrows, so the copy lives here).
     init(reading bytes: [UInt8]) throws(CryptographyError) {
+        guard bytes.count <= Int(Int32.max) else {
+            throw CryptographyError(.invalidArgument, "input of \(bytes.count) bytes is too large for a memory BIO")
+        }
         let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
         storage.copyBytes(from: bytes)
         guard let bio = BIO_new_mem_buf(storage.baseAddress, Int32(bytes.count)) else {

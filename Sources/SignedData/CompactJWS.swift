@@ -18,20 +18,22 @@ struct CompactJWS: Sendable {
         guard length <= maximumLength else {
             throw Rejection(.malformed, "the JWS is \(length) bytes, more than the configured limit of \(maximumLength)")
         }
-        let parts = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
-            throw Rejection(.malformed, "a compact JWS has 3 dot-separated parts; this one has \(parts.count)")
+        var bytes = Array(text.utf8)
+        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
+        guard dots.count == 2 else {
+            throw Rejection(.malformed, "a compact JWS has 3 dot-separated parts; this one has \(dots.count + 1)")
         }
-        func decode(_ part: Substring.UTF8View.SubSequence, _ name: String) throws(Rejection) -> [UInt8] {
-            guard !part.isEmpty, let bytes = Base64.decode(Substring(part), variant: .urlSafeUnpadded) else {
+        func decode(_ range: Range<Int>, _ name: String) throws(Rejection) -> [UInt8] {
+            guard !range.isEmpty, let decoded = Base64.decode(asciiBytes: bytes[range], variant: .urlSafeUnpadded) else {
                 throw Rejection(.malformed, "the JWS \(name) is not unpadded base64url")
             }
-            return bytes
+            return decoded
         }
-        let headerBytes = try decode(parts[0], "header")
-        payload = Data(try decode(parts[1], "payload"))
-        signature = try decode(parts[2], "signature")
-        signingInput = Array(text.utf8[parts[0].startIndex..<parts[1].endIndex])
+        let headerBytes = try decode(0..<dots[0], "header")
+        payload = Data(try decode(dots[0] + 1..<dots[1], "payload"))
+        signature = try decode(dots[1] + 1..<bytes.count, "signature")
+        bytes.removeSubrange(dots[1]...)
+        signingInput = bytes
 
         guard let header = JSONValue.object(from: Data(headerBytes)) else {
             throw Rejection(.malformed, "the JWS header is not a JSON object")
@@ -40,7 +42,9 @@ struct CompactJWS: Sendable {
             throw Rejection(.malformed, "the JWS header has no string \"alg\"")
         }
         guard algorithm == "ES256" else {
-            throw Rejection(.unsupportedAlgorithm, "alg is \"\(algorithm)\"; App Store data is signed with ES256 only")
+            // Echo at most 32 characters of the attacker-chosen value.
+            throw Rejection(
+                .unsupportedAlgorithm, "alg is \"\(algorithm.prefix(32))\"; App Store data is signed with ES256 only")
         }
         guard case .array(let entries)? = header["x5c"] else {
             throw Rejection(.malformed, "the JWS header has no \"x5c\" certificate array")

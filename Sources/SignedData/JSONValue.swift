@@ -1,7 +1,7 @@
 import Foundation
 
 /// A parsed JSON value, kept exact enough for App Store payloads (int64 milliseconds and ids).
-enum JSONValue: Sendable, Hashable, Decodable {
+enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -10,28 +10,10 @@ enum JSONValue: Sendable, Hashable, Decodable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    /// Parses `data` as one JSON object, or nil when it is not valid JSON or not an object.
+    /// Parses `data` as one JSON object (RFC 8259), or nil when it is not valid JSON or not an object.
     static func object(from data: Data) -> [String: JSONValue]? {
-        guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+        var parser = JSONParser(bytes: Array(data))
+        guard case .object(let object)? = parser.parseDocument() else { return nil }
         return object
     }
 

@@ -22,7 +22,7 @@ public enum NestedPayloadField: String, Sendable, Hashable {
 /// The outcome of verifying one JWS.
 public struct VerificationResult: Sendable {
     /// The verdict.
-    public let status: VerificationStatus
+    public let status: VerificationVerdict
     /// Why, in words a person can act on (`"verified"` when OK).
     public let message: String
     /// What the payload is, once known (nil when the JWS could not be parsed that far).
@@ -39,7 +39,7 @@ public struct VerificationResult: Sendable {
     /// Whether the status is `.ok`.
     public var isVerified: Bool { status == .ok }
 
-    init(status: VerificationStatus, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
+    init(status: VerificationVerdict, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
          rawJSON: Data? = nil, nestedPayloads: [NestedPayload] = []) {
         self.status = status
         self.message = message

@@ -15,6 +15,8 @@ import Testing
         #expect(root.notBefore == Date(timeIntervalSince1970: 1_398_881_946))  // 2014-04-30 18:19:06Z
         #expect(try root.publicKey().curve == .p384)
         #expect(try Certificate(pemEncoded: root.pemEncoded) == root)
+        #expect(try Certificate(contentsOfFile: RepositoryFile.root.appendingPathComponent("certs/AppleRootCA-G3.cer").path) == root)
+        #expect(throws: CryptographyError.self) { try Certificate(contentsOfFile: "/nonexistent/root.cer") }
     }
 
     @Test func appleIntermediateChainsToRoot() throws {

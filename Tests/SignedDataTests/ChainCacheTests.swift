@@ -88,7 +88,7 @@ import Testing
         let verifier = try SignedDataVerifier(
             configuration: .init(trustedRoots: [pki.root.certificate]), clock: ManualClock(referenceTime))
         let token = try pki.signer.sign(payload: transactionPayload())
-        let statuses = await withTaskGroup(of: VerificationStatus.self) { group in
+        let statuses = await withTaskGroup(of: VerificationVerdict.self) { group in
             for _ in 0..<64 { group.addTask { verifier.verify(token).status } }
             return await group.reduce(into: []) { $0.append($1) }
         }

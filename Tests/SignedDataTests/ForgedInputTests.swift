@@ -26,7 +26,7 @@ import Testing
 
     private var defaultChain: [Certificate] { [pki.leaf, pki.intermediate.certificate, pki.root.certificate] }
 
-    private func expect(_ jws: String, _ status: VerificationStatus, mentioning text: String? = nil,
+    private func expect(_ jws: String, _ status: VerificationVerdict, mentioning text: String? = nil,
                         sourceLocation: SourceLocation = #_sourceLocation) {
         let result = verifier.verify(jws)
         #expect(result.status == status, "\(result.message)", sourceLocation: sourceLocation)

@@ -58,7 +58,7 @@ import Testing
     func environmentBinding(name: String) throws {
         let jws = try Fixture.jws(name)
         let sandbox = try VerificationRequirements(environment: .sandbox)
-        let expected: VerificationStatus = name.contains("Sandbox") ? .ok : .invalidEnvironment
+        let expected: VerificationVerdict = name.contains("Sandbox") ? .ok : .invalidEnvironment
         #expect(verifier.verify(jws, requirements: sandbox).status == expected, "\(name)")
         if name.contains("Unspecified") {
             #expect(verifier.verify(jws, requirements: sandbox).message.contains("absent"))

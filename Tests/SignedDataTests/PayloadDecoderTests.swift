@@ -193,3 +193,14 @@ import Testing
         #expect(PayloadDecoder.decode(result) == nil)
     }
 }
+
+@Suite struct ProtoMappingTests {
+    @Test func everyVerdictKindAndEnvironmentMapsOneToOne() {
+        #expect(Set(VerificationVerdict.allCases.map(\.protoStatus.rawValue)).count == VerificationVerdict.allCases.count)
+        #expect(!VerificationVerdict.allCases.contains { $0.protoStatus == .unspecified })
+        for kind in SignedDataKind.allCases { #expect(SignedDataKind(kind.protoKind) == kind) }
+        #expect(SignedDataKind(JWSKind.unspecified) == nil)
+        for environment in AppStoreEnvironment.allCases { #expect(AppStoreEnvironment(environment.protoEnvironment) == environment) }
+        #expect(AppStoreEnvironment(Environment.unspecified) == nil)
+    }
+}

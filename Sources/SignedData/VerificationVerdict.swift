@@ -1,5 +1,6 @@
-/// The verdict of a verification, mirroring the API contract's `VerificationStatus` (API-CONTRACT.md, VerifyJWS).
-public enum VerificationStatus: String, Sendable, Hashable, CaseIterable {
+/// The verdict of a verification, mirroring the API contract's `VerificationStatus` (API-CONTRACT.md, VerifyJWS);
+/// `protoStatus` gives the wire enum.
+public enum VerificationVerdict: String, Sendable, Hashable, CaseIterable {
     /// Signature, chain and every requested binding check passed.
     case ok
     /// Not three base64url parts, oversized, bad JSON, or a required header/payload field missing or mistyped.

@@ -1,0 +1,33 @@
+import Foundation
+import Testing
+
+@testable import SignedData
+
+@Suite struct JSONParserTests {
+    private func parse(_ text: String) -> JSONValue? {
+        var parser = JSONParser(bytes: Array(text.utf8))
+        return parser.parseDocument()
+    }
+
+    @Test func acceptsStandardJSON() {
+        #expect(parse(#"{"a":1,"b":[true,false,null],"c":"x\"\u00e9\ud83d\ude00","d":-0.5e2,"e":{}}"#)
+            == .object(["a": .integer(1), "b": .array([.bool(true), .bool(false), .null]), "c": .string("x\"é😀"),
+                        "d": .number(-50), "e": .object([:])]))
+        #expect(parse(" [ 9223372036854775807 , 1759302518835 ] ") == .array([.integer(.max), .integer(1_759_302_518_835)]))
+        #expect(parse("9223372036854775808") == .number(9_223_372_036_854_775_808))
+    }
+
+    @Test(arguments: [
+        "", "{", "{\"a\":1,}", "[1,]", "{'a':1}", "{\"a\" 1}", "01", "1.", ".5", "-", "+1", "1e", "tru", "nul",
+        "\"\\x\"", "\"\u{01}\"", "\"\\ud800\"", "\"\\udc00x\"", "{} {}", "[1] x", "NaN", "Infinity", "/* c */ {}",
+        String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
+    ])
+    func rejectsInvalidJSON(text: String) {
+        #expect(parse(text) == nil, "\(text)")
+    }
+
+    @Test func rejectsInvalidUTF8() {
+        var parser = JSONParser(bytes: [0x22, 0xC3, 0x28, 0x22])
+        #expect(parser.parseDocument() == nil)
+    }
+}
