@@ -52,7 +52,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         -> Bool
     {
         let now = configuration.clock.wallNow().millisecondsSince1970
-        let uuid = "\(PaginationTokenCodec.digest("refund/\(transactionId)/\(now)"))"
+        var random = DeterministicRandom(seed: configuration.seed, stream: "refund/\(transactionId)/\(now)")
+        let uuid = random.uuid()
         return store.update(bundleId, environment) {
             $0.refund(transactionId: transactionId, at: now, prorated: prorated, notificationUUID: uuid)
         } ?? false
