@@ -69,6 +69,9 @@ let package = Package(
                 "GatewayCore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
+        .target(
+            name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "COpenSSL"], exclude: ["README.md"]),
         // The `appstore-gateway` executable: arguments, configuration, signals.
         .executableTarget(
             name: "AppStoreGatewayCLI",
@@ -92,5 +95,8 @@ let package = Package(
         .testTarget(
             name: "ObservabilityTests",
             dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
+            name: "SimulatorTests", dependencies: ["Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayCore"],
+            resources: [.copy("Fixtures")]),
     ]
 )

@@ -1,0 +1,134 @@
+import Cryptography
+import GatewayCore
+import HTTP2
+
+/// A fake of Apple's App Store Server API, indistinguishable for the gateway except by its trust roots:
+/// same paths, query and body semantics, JSON shapes, error bodies, JWT checks and rate limits, with
+/// generated histories signed by `pki`. Serve it with any `HTTPRequestHandler` server, or call `handle`.
+///
+/// Each request is: route (unknown → 404, empty body) → injected faults (header `x-simulator-fault` and
+/// configured rules) → JWT (→ 401) → rate limit (→ 429 + `Retry-After`) → endpoint.
+public final class AppStoreSimulator: HTTPRequestHandler {
+    public let configuration: SimulatorConfiguration
+    /// The PKI whose root verifies every JWS the simulator returns.
+    public let pki: SimulatorPKI
+    private let store: SimulatedStore
+    private let authenticator: RequestAuthenticator
+    private let rateLimits: SimulatorRateLimits
+    private let faults: FaultInjector
+    private let history = TransactionHistoryEndpoint()
+    private let notifications: NotificationHistoryEndpoint
+    private let subscriptions = SubscriptionEndpoints()
+    private let testNotifications: TestNotificationEndpoints
+
+    /// Generates every app's histories (both environments) from `configuration` and signs with `pki`.
+    public init(configuration: SimulatorConfiguration, pki: SimulatorPKI) {
+        self.configuration = configuration
+        self.pki = pki
+        store = SimulatedStore(
+            apps: configuration.apps, seed: configuration.seed, customersPerApp: configuration.customersPerApp,
+            referenceTime: configuration.referenceTime.millisecondsSince1970)
+        authenticator = RequestAuthenticator(apps: configuration.apps, allowedClockSkew: configuration.allowedClockSkew)
+        rateLimits = SimulatorRateLimits(
+            scale: configuration.rateLimitScale, window: configuration.rateLimitWindow,
+            sandboxFactor: configuration.sandboxRateFactor, clock: configuration.clock)
+        faults = FaultInjector(rules: configuration.faults, seed: configuration.seed)
+        notifications = NotificationHistoryEndpoint(
+            tokens: PaginationTokenCodec(secret: "notification-history/\(configuration.seed)"),
+            tokenLifetime: configuration.paginationTokenLifetime)
+        testNotifications = TestNotificationEndpoints(
+            seed: configuration.seed, lifetime: configuration.paginationTokenLifetime)
+    }
+
+    /// A snapshot of one app's generated data in one environment (nil for an unknown bundle id).
+    public func dataset(bundleId: String, environment: AppleEnvironment) -> SimulatedDataset? {
+        store.dataset(bundleId, environment)
+    }
+
+    /// Refunds a transaction now, as a customer's refund would: the record changes (so it reappears at the
+    /// end of an ascending history) and a REFUND notification is recorded. False if unknown or revoked.
+    @discardableResult
+    public func refund(transactionId: String, bundleId: String, environment: AppleEnvironment, prorated: Bool = false)
+        -> Bool
+    {
+        let now = configuration.clock.wallNow().millisecondsSince1970
+        var random = DeterministicRandom(seed: configuration.seed, stream: "refund/\(transactionId)/\(now)")
+        let uuid = random.uuid()
+        return store.update(bundleId, environment) {
+            $0.refund(transactionId: transactionId, at: now, prorated: prorated, notificationUUID: uuid)
+        } ?? false
+    }
+
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        guard let route = SimulatorRoute(request) else { return SimulatorResponse.notFound() }
+        var injected = faults.faults(for: route.endpoint, environment: route.environment)
+        if configuration.allowsFaultHeader, let header = request.header(FaultHeader.name) {
+            guard let parsed = FaultHeader.parse(header) else {
+                return SimulatorResponse.badControlHeader(FaultHeader.name)
+            }
+            injected += parsed
+        }
+        for case .latency(let duration) in injected { await configuration.sleep(duration) }
+        if injected.contains(.resetConnection) { return HTTPResponse(status: 500, delivery: .resetConnection) }
+        if injected.contains(.htmlBadGateway) { return SimulatorResponse.htmlBadGateway() }
+        for case .appleError(let code) in injected {
+            return SimulatorResponse.error(code, AppleErrorCode(rawValue: code).name.map { "Simulated \($0)." }
+                ?? "Simulated error.")
+        }
+        let now = configuration.clock.wallNow()
+        let app: SimulatedApp
+        do {
+            app = try authenticator.authenticate(authorization: request.header("authorization"), now: now)
+        } catch {
+            return SimulatorResponse.unauthenticated()
+        }
+        if let retryAt = rateLimits.admit(bundleId: app.bundleId, endpoint: route.endpoint, environment: route.environment) {
+            return SimulatorResponse.rateLimited(retryAt: retryAt)
+        }
+        var response = respond(request, route: route, app: app, now: now)
+        if injected.contains(.truncatedBody) { response.body = Array(response.body.prefix(response.body.count / 2)) }
+        for case .slowBody(let chunks, let interval) in injected {
+            response.delivery = .slowBody(
+                chunks: chunks, intervalMilliseconds: UInt64(max(0, interval.wholeMilliseconds)))
+        }
+        return response
+    }
+
+    private func respond(_ request: HTTPRequest, route: SimulatorRoute, app: SimulatedApp, now: WallTime)
+        -> HTTPResponse
+    {
+        guard let dataset = store.dataset(app.bundleId, route.environment) else {
+            return SimulatorResponse.error(4_040_003, "App not found.")
+        }
+        let signer = SignedPayloads(pki: pki, app: app, environment: route.environment)
+        let parameter = route.parameters.first ?? ""
+        do {
+            let body: OrderedJSON
+            switch route.endpoint {
+            case .getTransactionHistory, .getTransactionHistoryV1:
+                body = try history.respond(
+                    transactionId: parameter, query: request.queryItems,
+                    version1: route.endpoint == .getTransactionHistoryV1, dataset: dataset, signer: signer, now: now)
+            case .getNotificationHistory:
+                let token = request.queryItems.first { $0.name == "paginationToken" }?.value
+                body = try notifications.respond(
+                    body: request.body, paginationToken: token, dataset: dataset, signer: signer, now: now)
+            case .getTransactionInfo:
+                body = try subscriptions.transactionInfo(
+                    transactionId: parameter, dataset: dataset, signer: signer, now: now)
+            case .getAllSubscriptionStatuses:
+                body = try subscriptions.statuses(
+                    transactionId: parameter, query: request.queryItems, dataset: dataset, signer: signer, now: now)
+            case .requestTestNotification:
+                body = testNotifications.request(app: app, environment: route.environment, now: now)
+            case .getTestNotificationStatus:
+                body = try testNotifications.status(token: parameter, signer: signer, now: now)
+            default:
+                return SimulatorResponse.notFound()
+            }
+            return SimulatorResponse.json(body)
+        } catch {
+            return SimulatorResponse.error(error)
+        }
+    }
+}

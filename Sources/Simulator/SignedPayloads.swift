@@ -1,0 +1,70 @@
+import Cryptography
+import GatewayCore
+
+/// Signs what the endpoints return: transactions, renewal infos and notifications, each a JWS from
+/// the simulator's PKI. A signing failure becomes Apple's 5000000.
+struct SignedPayloads: Sendable {
+    let pki: SimulatorPKI
+    let app: SimulatedApp
+    let environment: AppleEnvironment
+
+    func sign(_ payload: OrderedJSON) throws(AppleRejection) -> String {
+        do {
+            return try pki.sign(payload)
+        } catch {
+            throw AppleRejection(5_000_000, "An unknown error occurred.")
+        }
+    }
+
+    func transaction(_ transaction: SimulatedTransaction, signedDate: Int64) throws(AppleRejection) -> String {
+        try sign(transaction.payload(signedDate: signedDate))
+    }
+
+    func renewal(_ renewal: SimulatedRenewalInfo, signedDate: Int64) throws(AppleRejection) -> String {
+        try sign(renewal.payload(signedDate: signedDate))
+    }
+
+    /// The notification's `signedPayload` (`ResponseBodyV2DecodedPayload`, appstore-api.md §8.3), signed
+    /// when it was first sent, with the transaction and renewal info as of then.
+    func notification(_ notification: SimulatedNotification, customer: SimulatedCustomer?) throws(AppleRejection)
+        -> String
+    {
+        var data = JSONObjectBuilder()
+        data.add("appAppleId", app.appAppleId)
+        data.add("bundleId", app.bundleId)
+        data.add("bundleVersion", "1.0")
+        data.add("environment", environment.appleName)
+        if let customer, let id = notification.transactionId,
+            let transaction = customer.transactions.first(where: { $0.transactionId == id })
+        {
+            data.add("signedTransactionInfo", try self.transaction(transaction, signedDate: notification.date))
+            if let renewal = customer.renewals.first(where: {
+                $0.originalTransactionId == transaction.originalTransactionId
+            }) {
+                data.add("signedRenewalInfo", try self.renewal(renewal, signedDate: notification.date))
+                data.add("status", renewal.status)
+            }
+        }
+        var payload = JSONObjectBuilder()
+        payload.add("notificationType", notification.notificationType)
+        payload.add("subtype", notification.subtype)
+        payload.add("notificationUUID", notification.notificationUUID)
+        payload.add("data", data.object)
+        payload.add("version", "2.0")
+        payload.add("signedDate", notification.date)
+        return try sign(payload.object)
+    }
+}
+
+extension SimulatedSendAttempt {
+    var json: OrderedJSON {
+        .object([("attemptDate", .integer(attemptDate)), ("sendAttemptResult", .string(result))])
+    }
+}
+
+/// Apple's transaction ids are decimal numbers; anything else is 4000006.
+enum TransactionIdentifier {
+    static func isWellFormed(_ text: String) -> Bool {
+        (1...24).contains(text.utf8.count) && text.utf8.allSatisfy { (48...57).contains($0) }
+    }
+}

@@ -1,0 +1,83 @@
+import Cryptography
+import Foundation
+import GatewayCore
+
+/// One app the simulator serves, with the In-App Purchase key whose public half checks its JWTs.
+public struct SimulatedApp: Sendable {
+    /// The gateway's name for the app.
+    public var name: String
+    public var bundleId: String
+    public var appAppleId: Int64
+    /// The key's issuer id (UUID), checked against `iss`.
+    public var issuerId: String
+    /// The 10-character key id, checked against `kid`.
+    public var keyId: String
+    /// The public key that must verify every request JWT for this app.
+    public var publicKey: ECPublicKey
+
+    public init(name: String, bundleId: String, appAppleId: Int64, issuerId: String, keyId: String,
+                publicKey: ECPublicKey) {
+        self.name = name
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.issuerId = issuerId
+        self.keyId = keyId
+        self.publicKey = publicKey
+    }
+}
+
+/// Everything an `AppStoreSimulator` is built from. Defaults follow Apple; tests shrink them.
+public struct SimulatorConfiguration: Sendable {
+    /// Fixes every generated id, date and event.
+    public var seed: UInt64
+    /// Customers generated per app and environment. Default 25.
+    public var customersPerApp: Int
+    /// The apps served.
+    public var apps: [SimulatedApp]
+    /// "Now" of the generated histories (UNIX ms): nothing in them happens later. Persisted in the state
+    /// directory so a restart serves the same data.
+    public var referenceTime: WallTime
+    /// Multiplies Apple's per-second rates (0.01 makes 50/s into 0.5/s so tests hit the limit at once).
+    /// Default 1.
+    public var rateLimitScale: Double
+    /// The window over which a rate is enforced: the budget is rate × window requests, refilled at the
+    /// rate. Apple quotes per second but enforces per hour; default 1 s (burst of one second's budget).
+    public var rateLimitWindow: Duration
+    /// Sandbox's share of the production budget. Default 0.1, as Apple.
+    public var sandboxRateFactor: Double
+    /// Faults injected without a request header.
+    public var faults: [FaultRule]
+    /// Whether the `x-simulator-fault` header is honoured. Default true.
+    public var allowsFaultHeader: Bool
+    /// How long a notification-history `paginationToken` stays valid. Default 1 hour.
+    public var paginationTokenLifetime: Duration
+    /// How far in the future a JWT's `iat` may be (clock skew). Default 60 s.
+    public var allowedClockSkew: Duration
+    /// The clock for JWT checks, rate limits, `signedDate` and token expiry.
+    public var clock: any GatewayClock
+    /// Sleeps for latency faults and slow responses (injected so tests need not wait).
+    public var sleep: @Sendable (Duration) async -> Void
+
+    /// A configuration; unspecified values take the documented defaults.
+    public init(
+        seed: UInt64, customersPerApp: Int = 25, apps: [SimulatedApp], referenceTime: WallTime? = nil,
+        rateLimitScale: Double = 1, rateLimitWindow: Duration = .seconds(1), sandboxRateFactor: Double = 0.1,
+        faults: [FaultRule] = [], allowsFaultHeader: Bool = true, paginationTokenLifetime: Duration = .seconds(3600),
+        allowedClockSkew: Duration = .seconds(60), clock: any GatewayClock = SystemClock(),
+        sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }
+    ) {
+        self.seed = seed
+        self.customersPerApp = customersPerApp
+        self.apps = apps
+        self.referenceTime = referenceTime ?? clock.wallNow()
+        self.rateLimitScale = rateLimitScale
+        self.rateLimitWindow = rateLimitWindow
+        self.sandboxRateFactor = sandboxRateFactor
+        self.faults = faults
+        self.allowsFaultHeader = allowsFaultHeader
+        self.paginationTokenLifetime = paginationTokenLifetime
+        self.allowedClockSkew = allowedClockSkew
+        self.clock = clock
+        self.sleep = sleep
+    }
+}

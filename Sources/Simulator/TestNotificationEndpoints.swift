@@ -1,0 +1,62 @@
+import Foundation
+import GatewayCore
+import Synchronization
+
+/// Request a Test Notification and Get Test Notification Status (appstore-api.md §4): the request
+/// returns a `testNotificationToken`; the status returns the TEST notification's `signedPayload` and
+/// its send attempts, until the token expires (then 4040008).
+final class TestNotificationEndpoints: Sendable {
+    private struct Sent {
+        var bundleId: String
+        var environment: AppleEnvironment
+        var notificationUUID: String
+        var sentAt: Int64
+        var result: String
+    }
+
+    private let sent = Mutex<[String: Sent]>([:])
+    private let random: Mutex<DeterministicRandom>
+    private let lifetime: Duration
+
+    init(seed: UInt64, lifetime: Duration) {
+        random = Mutex(DeterministicRandom(seed: seed, stream: "test-notifications"))
+        self.lifetime = lifetime
+    }
+
+    func request(app: SimulatedApp, environment: AppleEnvironment, now: WallTime) -> OrderedJSON {
+        let (token, uuid, result) = random.withLock { random in
+            (random.uuid(), random.uuid(), random.chance(0.9) ? "SUCCESS" : random.pick(SendAttemptSchedule.failures))
+        }
+        sent.withLock { sent in
+            sent = sent.filter { now.millisecondsSince1970 - $0.value.sentAt <= lifetime.wholeMilliseconds }
+            sent[token] = Sent(
+                bundleId: app.bundleId, environment: environment, notificationUUID: uuid,
+                sentAt: now.millisecondsSince1970, result: result)
+        }
+        return .object([("testNotificationToken", .string(token))])
+    }
+
+    func status(token: String, signer: SignedPayloads, now: WallTime) throws(AppleRejection) -> OrderedJSON {
+        guard UUID(uuidString: token) != nil else {
+            throw AppleRejection(4_000_020, "Invalid request. The test notification token is invalid.")
+        }
+        let entry = sent.withLock { $0[token] }
+        guard let entry, entry.bundleId == signer.app.bundleId, entry.environment == signer.environment,
+            now.millisecondsSince1970 - entry.sentAt <= lifetime.wholeMilliseconds
+        else {
+            throw AppleRejection(4_040_008, "Either the test notification token is expired or the notification and status are not yet available.")
+        }
+        let payload = OrderedJSON.object([
+            ("notificationType", .string("TEST")), ("notificationUUID", .string(entry.notificationUUID)),
+            ("data", .object([
+                ("appAppleId", .integer(signer.app.appAppleId)), ("bundleId", .string(signer.app.bundleId)),
+                ("environment", .string(signer.environment.appleName)),
+            ])),
+            ("version", .string("2.0")), ("signedDate", .integer(entry.sentAt)),
+        ])
+        return .object([
+            ("signedPayload", .string(try signer.sign(payload))),
+            ("sendAttempts", .array([SimulatedSendAttempt(attemptDate: entry.sentAt, result: entry.result).json])),
+        ])
+    }
+}
