@@ -26,7 +26,8 @@ build: deps
 release: deps
 	swift build -c release $(SWIFT_BUILD_FLAGS)
 
-# Starts the gateway on its embedded default configuration.
+# Starts the gateway on its embedded default: the built-in App Store simulator, no Apple credentials.
+RUN_ARGS ?= --simulator --state-dir .simulator
 run: release
 	$(BIN_RELEASE) serve $(RUN_ARGS)
 

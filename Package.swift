@@ -71,12 +71,12 @@ let package = Package(
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
-            name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "COpenSSL"], exclude: ["README.md"]),
+            name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography"], exclude: ["README.md"]),
         // The `appstore-gateway` executable: arguments, configuration, signals.
         .executableTarget(
             name: "AppStoreGatewayCLI",
             dependencies: [
-                "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux",
+                "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

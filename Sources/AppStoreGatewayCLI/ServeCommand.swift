@@ -6,6 +6,7 @@ import HTTP2
 import Logging
 import ProtoCodec
 import Services
+import Simulator
 internal import CLinux
 
 /// `appstore-gateway serve`: runs the gRPC gateway until SIGTERM or SIGINT.
@@ -22,10 +23,39 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .long, help: "Overrides `threads`: event loops (0 = one per core).")
     var threads: Int?
 
+    @Flag(name: .long, help: "Start the built-in App Store simulator on a loopback port and use it as Apple.")
+    var simulator = false
+
+    @Option(name: .long, help: "With --simulator: where its state is kept (default: a fresh temporary directory).")
+    var stateDir: String?
+
+    func validate() throws {
+        if simulator && config != nil {
+            throw ValidationError("--simulator writes its own configuration; do not combine it with --config")
+        }
+        if stateDir != nil && !simulator {
+            throw ValidationError("--state-dir only applies with --simulator")
+        }
+    }
+
     func run() throws {
+        // Shutdown signals go to the main thread only: block them before any other thread starts.
+        _ = clinux_block_signals()
+
+        var simulatorServer: SimulatorServer?
+        var configPath = config
+        if simulator {
+            let directory = stateDir ?? FileManager.default.temporaryDirectory
+                .appendingPathComponent("appstore-simulator-\(getpid())").path
+            let state = try SimulatorState.openOrCreate(directory: directory)
+            let server = try SimulatorServer(state: state, listen: ListenAddress(host: "127.0.0.1", port: 0))
+            configPath = try server.writeGatewayConfiguration(gatewayListen: listen ?? "0.0.0.0:50051")
+            simulatorServer = server
+        }
+
         let configuration: GatewayConfiguration
         do {
-            configuration = try loadConfiguration()
+            configuration = try loadConfiguration(path: configPath, trustAppleRootToo: simulator)
         } catch let error as ConfigurationError {
             throw ValidationError("invalid configuration: \(error)")
         }
@@ -36,23 +66,7 @@ struct ServeCommand: ParsableCommand {
         }
         let logger = Logger(label: "appstore-gateway")
 
-        // Shutdown signals go to the main thread only: block them before any other thread starts.
-        _ = clinux_block_signals()
-
         let board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
-        var grpcConfiguration = GRPCServerConfiguration()
-        grpcConfiguration.listen = configuration.listen
-        grpcConfiguration.threads = configuration.threads
-        grpcConfiguration.maxReceiveMessageBytes = configuration.limits.maxReceiveMessageBytes
-        grpcConfiguration.shutdownGraceMilliseconds = configuration.shutdown.graceMilliseconds
-        grpcConfiguration.http2.maxConcurrentStreams = UInt32(configuration.limits.maxConcurrentStreams)
-        grpcConfiguration.http2.maxHeaderListSize = UInt32(configuration.limits.maxHeaderListBytes)
-        grpcConfiguration.http2.initialWindowSize = UInt32(configuration.limits.initialWindowBytes)
-        grpcConfiguration.http2.streamWriteHighWatermark = configuration.limits.streamWriteBufferBytes
-        grpcConfiguration.http2.idleTimeoutMilliseconds = configuration.connection.maxIdleMilliseconds
-        grpcConfiguration.http2.keepaliveTimeMilliseconds = configuration.connection.keepaliveTimeMilliseconds
-        grpcConfiguration.http2.keepaliveTimeoutMilliseconds = configuration.connection.keepaliveTimeoutMilliseconds
-
         let gatewayService: AppStoreGatewayService
         do {
             gatewayService = try AppStoreGatewayService(configuration: configuration)
@@ -62,7 +76,7 @@ struct ServeCommand: ParsableCommand {
         let server: GRPCServer
         do {
             server = try GRPCServer(
-                configuration: grpcConfiguration,
+                configuration: GRPCServerConfiguration(configuration),
                 services: [HealthService(board: board), gatewayService])
         } catch {
             throw ValidationError("cannot listen on \(configuration.listen): \(error)")
@@ -71,29 +85,72 @@ struct ServeCommand: ParsableCommand {
         logger.info("serving gRPC (h2c)", metadata: [
             "address": "\(configuration.listen.host):\(server.port)",
             "threads": "\(server.http2.eventLoops.count)",
+            "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
         ])
         // A machine-readable line for scripts and tests that asked for port 0.
         print("appstore-gateway listening on \(configuration.listen.host):\(server.port)")
+        if let simulatorServer {
+            printSimulatorGuide(simulatorServer, configuration: configuration, port: server.port)
+        }
         fflush(nil)
 
         let signal = clinux_wait_shutdown_signal()
         logger.info("shutting down", metadata: ["signal": "\(signal)", "grace_ms": "\(configuration.shutdown.graceMilliseconds)"])
-        board.set(.notServing)
+        // Readiness flips at once; liveness ("") stays SERVING so Kubernetes does not restart a draining pod.
+        board.set(.notServing, service: AppStoreGatewayService.name)
         server.shutdown()
+        simulatorServer?.stop()
         logger.info("stopped")
     }
 
-    private func loadConfiguration() throws -> GatewayConfiguration {
+    private func loadConfiguration(path: String?, trustAppleRootToo: Bool) throws -> GatewayConfiguration {
         var environment = ProcessInfo.processInfo.environment
         if let listen { environment["APPSTORE_GATEWAY_LISTEN"] = listen }
         if let threads { environment["APPSTORE_GATEWAY_THREADS"] = String(threads) }
         var yaml = ""
-        if let config {
-            guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
-                throw ValidationError("cannot read the configuration file '\(config)'")
+        if let path {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ValidationError("cannot read the configuration file '\(path)'")
             }
             yaml = text
         }
-        return try GatewayConfiguration.load(yaml: yaml, environment: environment)
+        var configuration = try GatewayConfiguration.load(yaml: yaml, environment: environment)
+        let appleRoot = "certs/AppleRootCA-G3.cer"
+        if trustAppleRootToo && FileManager.default.fileExists(atPath: appleRoot) {
+            // The demo also verifies genuine Apple-signed data, next to the simulator's.
+            configuration.verification.rootCertificates.append(appleRoot)
+        }
+        return configuration
+    }
+
+    private func printSimulatorGuide(_ simulator: SimulatorServer, configuration: GatewayConfiguration, port: UInt16) {
+        let app = configuration.apps.first?.name ?? "example"
+        print("""
+
+            Using the built-in App Store simulator at \(simulator.productionURL) (no Apple credentials needed).
+              app name for calls: \(app)
+              sample transaction ids: \(simulator.state.path("transactions.json"))
+              health:  grpcurl -plaintext -import-path proto -proto grpc/health/v1/health.proto localhost:\(port) grpc.health.v1.Health/Check
+              verify:  python3 examples/python/client.py --target localhost:\(port) verify --jws-file Tests/SignedDataTests/Fixtures/transaction-Sandbox-1.jws
+            Stop with Ctrl-C.
+            """)
+    }
+}
+
+extension GRPCServerConfiguration {
+    /// The gRPC server settings of a gateway configuration.
+    init(_ configuration: GatewayConfiguration) {
+        self.init()
+        listen = configuration.listen
+        threads = configuration.threads
+        maxReceiveMessageBytes = configuration.limits.maxReceiveMessageBytes
+        shutdownGraceMilliseconds = configuration.shutdown.graceMilliseconds
+        http2.maxConcurrentStreams = UInt32(configuration.limits.maxConcurrentStreams)
+        http2.maxHeaderListSize = UInt32(configuration.limits.maxHeaderListBytes)
+        http2.initialWindowSize = UInt32(configuration.limits.initialWindowBytes)
+        http2.streamWriteHighWatermark = configuration.limits.streamWriteBufferBytes
+        http2.idleTimeoutMilliseconds = configuration.connection.maxIdleMilliseconds
+        http2.keepaliveTimeMilliseconds = configuration.connection.keepaliveTimeMilliseconds
+        http2.keepaliveTimeoutMilliseconds = configuration.connection.keepaliveTimeoutMilliseconds
     }
 }

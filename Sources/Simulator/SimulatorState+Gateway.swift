@@ -31,17 +31,19 @@ extension SimulatorState {
         }
         let serverKey = try Self.attempt { try ECPrivateKey(generatingOn: .p256) }
         let serverKeyPEM = try Self.attempt { try serverKey.pkcs8PEM() }
-        let certificate: String
-        do {
-            certificate = try TLSServerCertificate.issue(
-                caCertificatePEM: try Self.read(caPath), caKeyPEM: try Self.read(caKeyPath), serverKeyPEM: serverKeyPEM,
-                commonName: dnsNames.first ?? "localhost", dnsNames: dnsNames, ipAddresses: ipAddresses,
-                notBefore: now - 86_400, notAfter: now + TimeInterval(validity.wholeMilliseconds / 1000),
-                serialNumber: UInt64(clock.wallNow().millisecondsSince1970))
-        } catch let failure as TLSServerCertificate.Failure {
-            throw Failure(description: "TLS certificate: \(failure)")
-        } catch {
-            throw Failure(description: "TLS certificate: \(error)")
+        let caCertificatePEM = try Self.read(caPath)
+        let caKeyPEM = try Self.read(caKeyPath)
+        let certificate = try Self.attempt {
+            let issuer = CertificateIssuer(
+                certificate: try Certificate(pemEncoded: caCertificatePEM), privateKey: try ECPrivateKey(pkcs8PEM: caKeyPEM))
+            return try issuer.issue(
+                CertificateTemplate(
+                    subject: DistinguishedName(commonName: dnsNames.first ?? "localhost", organization: "appstore-gateway"),
+                    serialNumber: UInt64(clock.wallNow().millisecondsSince1970), notBefore: now - 86_400,
+                    notAfter: now + TimeInterval(validity.wholeMilliseconds / 1000), role: .endEntity,
+                    subjectAlternativeNames: dnsNames + ipAddresses),
+                for: try serverKey.publicKey
+            ).pemEncoded
         }
         let certificatePath = tls.appendingPathComponent("server.pem")
         let keyPath = tls.appendingPathComponent("server.key.pem")

@@ -200,14 +200,15 @@ def test_sigterm_during_stream_ends_it_with_status_and_exits_zero(fresh_gateway)
     gw = fresh_gateway(env={"APPSTORE_GATEWAY_SHUTDOWN_GRACE": "1s"})
     channel = grpc.insecure_channel(gw.address)
     stub = health_pb2_grpc.HealthStub(channel)
-    watch = stub.Watch(health_pb2.HealthCheckRequest(), timeout=30)
+    watch = stub.Watch(health_pb2.HealthCheckRequest(service=SERVICE), timeout=30)
     assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
     gw.proc.send_signal(__import__("signal").SIGTERM)
     seen = []
     with pytest.raises(grpc.RpcError) as info:
         for response in watch:
             seen.append(response.status)
-    # Health flips to NOT_SERVING first, then the stream ends with a status once the grace period is over.
+    # Readiness (the gateway service) flips to NOT_SERVING first; the stream ends with a status once the grace
+    # period is over. Liveness ("") stays SERVING so an orchestrator does not restart a draining process.
     assert health_pb2.HealthCheckResponse.NOT_SERVING in seen
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
     assert gw.proc.wait(timeout=20) == 0

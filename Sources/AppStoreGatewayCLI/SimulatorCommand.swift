@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import GatewayCore
+import Simulator
+internal import CLinux
+
+/// `appstore-gateway simulator`: the App Store simulator on its own, for callers' test harnesses.
+struct SimulatorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulator",
+        abstract: "Serve a fake App Store Server API (HTTPS, h2 and HTTP/1.1) and write a gateway configuration for it.",
+        discussion: """
+            The state directory keeps the generated PKI, In-App Purchase keys, TLS CA and data, so a restart \
+            serves the same histories. It also receives gateway.yaml: run `appstore-gateway serve --config \
+            DIR/gateway.yaml` to put a gateway in front of this simulator.
+            """)
+
+    @Option(name: .long, help: "HOST:PORT to serve HTTPS on (port 0 picks a free port).")
+    var listen: String = "127.0.0.1:8443"
+
+    @Option(name: .long, help: "Where the simulator keeps its state (created on first use).")
+    var stateDir: String
+
+    @Option(name: .long, help: "Seed of the generated data (first run only).")
+    var seed: UInt64?
+
+    @Option(name: .long, help: "Customers per app (first run only).")
+    var customers: Int = 25
+
+    @Option(name: .long, help: "Number of apps (first run only).")
+    var apps: Int = 1
+
+    @Option(name: .long, help: "The `listen` written into gateway.yaml.")
+    var gatewayListen: String = "127.0.0.1:50051"
+
+    func run() throws {
+        guard let address = ListenAddress(parsing: listen) else {
+            throw ValidationError("--listen must be HOST:PORT, got '\(listen)'")
+        }
+        _ = clinux_block_signals()
+        let state = try SimulatorState.openOrCreate(
+            directory: stateDir, seed: seed, customersPerApp: customers, appCount: apps)
+        let simulator = try SimulatorServer(state: state, listen: address)
+        let configPath = try simulator.writeGatewayConfiguration(gatewayListen: gatewayListen)
+        print("""
+            App Store simulator listening on \(simulator.productionURL) (sandbox: \(simulator.productionURL)/sandbox)
+              TLS CA:            \(simulator.tls.caCertificatePath)
+              JWS root:          \(state.path("pki/root.pem"))
+              gateway config:    \(configPath)
+              sample ids:        \(state.path("transactions.json"))
+            Start a gateway on it: appstore-gateway serve --config \(configPath)
+            """)
+        fflush(nil)
+        _ = clinux_wait_shutdown_signal()
+        simulator.stop()
+    }
+}

@@ -1,0 +1,46 @@
+import GatewayCore
+import HTTP2
+
+/// The simulator on the wire: HTTPS with ALPN h2 (libcurl, the gateway) and HTTP/1.1 (Apple's Python
+/// library), on the project's HTTP server, with a TLS certificate from the state directory's CA.
+public final class SimulatorServer: Sendable {
+    /// The HTTPS server.
+    public let server: HTTP2Server
+    /// The state it serves.
+    public let state: SimulatorState
+    /// The TLS credentials; `caCertificatePath` is what clients trust (`apple.caFile`).
+    public let tls: SimulatorState.TLSCredentials
+    /// The production base URL, e.g. "https://localhost:8443"; sandbox is the same + "/sandbox".
+    public let productionURL: String
+
+    /// Binds `listen` (port 0 picks one) and starts serving.
+    public init(state: SimulatorState, listen: ListenAddress, threads: Int = 1,
+                customize: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        let tls = try state.issueTLSServerCertificate()
+        let context = try TLSContext(certificateChainFile: tls.certificatePath, privateKeyFile: tls.privateKeyPath)
+        let simulator = state.makeSimulator(customize: customize)
+        server = try HTTP2Server(
+            address: listen, threads: threads, configuration: HTTP2Configuration(), transport: .tls(context),
+            responder: HTTPRequestResponder(handler: simulator), requestHandler: simulator)
+        server.start()
+        self.state = state
+        self.tls = tls
+        // The certificate names localhost and 127.0.0.1; a wildcard bind is reached through localhost.
+        let host = ["0.0.0.0", "::", "127.0.0.1", "localhost"].contains(listen.host) ? "localhost" : listen.host
+        productionURL = "https://\(host):\(server.port)"
+        _ = try? state.writeTransactionIndex(from: simulator)
+    }
+
+    /// Writes `gateway.yaml` in the state directory for a gateway listening on `gatewayListen`; returns its path.
+    @discardableResult
+    public func writeGatewayConfiguration(gatewayListen: String = "127.0.0.1:50051") throws -> String {
+        try state.writeGatewayConfiguration(productionURL: productionURL, caFile: tls.caCertificatePath, listen: gatewayListen)
+    }
+
+    /// Stops serving.
+    public func stop() {
+        server.beginGracefulShutdown()
+        server.closeAllConnections()
+        server.stop()
+    }
+}
