@@ -95,9 +95,15 @@ struct ServeCommand: ParsableCommand {
         fflush(nil)
 
         let signal = clinux_wait_shutdown_signal()
-        logger.info("shutting down", metadata: ["signal": "\(signal)", "grace_ms": "\(configuration.shutdown.graceMilliseconds)"])
+        let shutdown = configuration.shutdown
+        logger.info("shutting down", metadata: [
+            "signal": "\(signal)", "drain_delay_ms": "\(shutdown.drainDelayMilliseconds)",
+            "grace_ms": "\(shutdown.graceMilliseconds)",
+        ])
         // Readiness flips at once; liveness ("") stays SERVING so Kubernetes does not restart a draining pod.
+        // Calls are still taken during the drain delay, while the endpoint removal propagates.
         board.set(.notServing, service: AppStoreGatewayService.name)
+        if shutdown.drainDelayMilliseconds > 0 { usleep(UInt32(min(shutdown.drainDelayMilliseconds, 600_000) * 1_000)) }
         server.shutdown()
         simulatorServer?.stop()
         logger.info("stopped")
@@ -115,10 +121,12 @@ struct ServeCommand: ParsableCommand {
             yaml = text
         }
         var configuration = try GatewayConfiguration.load(yaml: yaml, environment: environment)
-        let appleRoot = "certs/AppleRootCA-G3.cer"
-        if trustAppleRootToo && FileManager.default.fileExists(atPath: appleRoot) {
+        if let path {
+            configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        }
+        if trustAppleRootToo {
             // The demo also verifies genuine Apple-signed data, next to the simulator's.
-            configuration.verification.rootCertificates.append(appleRoot)
+            configuration.verification.trustBuiltInAppleRoot = true
         }
         return configuration
     }
@@ -152,5 +160,10 @@ extension GRPCServerConfiguration {
         http2.idleTimeoutMilliseconds = configuration.connection.maxIdleMilliseconds
         http2.keepaliveTimeMilliseconds = configuration.connection.keepaliveTimeMilliseconds
         http2.keepaliveTimeoutMilliseconds = configuration.connection.keepaliveTimeoutMilliseconds
+        http2.maxConnectionAgeMilliseconds = configuration.connection.maxAgeMilliseconds
+        http2.maxConnectionAgeGraceMilliseconds = configuration.connection.maxAgeGraceMilliseconds
+        http2.minClientPingIntervalMilliseconds = configuration.connection.minClientPingIntervalMilliseconds
+        http2.permitClientPingWithoutCalls = configuration.connection.permitClientPingWithoutCalls
+        http2.maxPingStrikes = configuration.connection.maxPingStrikes
     }
 }

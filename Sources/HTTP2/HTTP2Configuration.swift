@@ -12,6 +12,17 @@ public struct HTTP2Configuration: Sendable, Hashable {
     public var keepaliveTimeMilliseconds: UInt64 = 120_000
     /// A PING not acknowledged within this long closes the connection.
     public var keepaliveTimeoutMilliseconds: UInt64 = 20_000
+    /// A connection is closed gracefully (GOAWAY "max_age") after this long, each connection's age drawn
+    /// within ±10 % so clients do not reconnect all at once (gRFC A9). 0 disables.
+    public var maxConnectionAgeMilliseconds: UInt64 = 0
+    /// After "max_age", calls in flight may run this long before the connection is closed.
+    public var maxConnectionAgeGraceMilliseconds: UInt64 = 30_000
+    /// Client PINGs closer together than this count as strikes (grpc keepalive.md "enforcement").
+    public var minClientPingIntervalMilliseconds: UInt64 = 300_000
+    /// Whether client PINGs on a connection without calls are allowed at all.
+    public var permitClientPingWithoutCalls = false
+    /// Strikes tolerated before GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
+    public var maxPingStrikes = 2
     /// How long the first GOAWAY of a graceful close waits for the PING that confirms it (RFC 9113 §6.8).
     public var goawayPingTimeoutMilliseconds: UInt64 = 1_000
     /// Response bytes buffered per stream above which producers wait (`HTTP2Stream.bufferedBytes`).

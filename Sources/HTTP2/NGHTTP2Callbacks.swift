@@ -46,7 +46,11 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
             case NGHTTP2_DATA.rawValue:
                 if endStream { connection.dataEnded(streamID: header.stream_id) }
             case NGHTTP2_PING.rawValue:
-                if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { connection.pingAcknowledged() }
+                if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+                    connection.pingAcknowledged()
+                } else {
+                    connection.clientPinged()
+                }
             default:
                 break
             }

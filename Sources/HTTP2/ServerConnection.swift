@@ -30,6 +30,14 @@ final class ServerConnection: LoopConnection, Flushable {
     private var goawayTimer: TimerQueue<() -> Void>.ID?
     private(set) var draining = false
     private var goawayFinalSent = false
+    private var goawayDebug = ""
+    /// When this connection reaches its (jittered) maximum age; nil = never.
+    private var ageDeadlineNanos: UInt64?
+    /// When calls still running after "max_age" are cut off.
+    private var closeDeadlineNanos: UInt64?
+    private var lastClientPingNanos: UInt64?
+    private var pingStrikes = 0
+    private var tooManyPings = false
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
     init(io: ByteStream, owner: ServerLoop, responder: HTTP2Responder, configuration: HTTP2Configuration) throws {
@@ -60,6 +68,10 @@ final class ServerConnection: LoopConnection, Flushable {
         if configuration.initialWindowSize > 65_535 {
             _ = nghttp2_session_set_local_window_size(
                 session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(clamping: configuration.initialWindowSize))
+        }
+        if configuration.maxConnectionAgeMilliseconds > 0 {
+            let jittered = Double(configuration.maxConnectionAgeMilliseconds) * Double.random(in: 0.9...1.1)
+            ageDeadlineNanos = monotonicNanoseconds() + UInt64(jittered * 1_000_000)
         }
         eventLoop.replaceSource(fd: io.fd, with: self)
         eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
@@ -115,6 +127,10 @@ final class ServerConnection: LoopConnection, Flushable {
             // A protocol error: nghttp2 queued a GOAWAY when it could; send it, then close.
             flush()
             close()
+            return false
+        }
+        if tooManyPings {
+            closeWithGoaway(errorCode: NGHTTP2_ENHANCE_YOUR_CALM.rawValue, debug: "too_many_pings")
             return false
         }
         return true
@@ -202,6 +218,7 @@ final class ServerConnection: LoopConnection, Flushable {
 
     func submitResponse(_ stream: HTTP2Stream, head: HeaderBlock, endStream: Bool) {
         guard let session else { return }
+        pingStrikes = 0  // sending headers resets the client's ping budget (keepalive.md)
         let rc: Int32
         if endStream {
             rc = nghttp2_submit_response(session, stream.id, head.pairs.baseAddress, head.count, nil)
@@ -339,9 +356,24 @@ final class ServerConnection: LoopConnection, Flushable {
         }
     }
 
+    /// A PING from the client (nghttp2 answers it). Too many, too often, or without calls when that is not
+    /// permitted, and the connection ends with GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
+    func clientPinged() {
+        let now = monotonicNanoseconds()
+        let tooSoon = lastClientPingNanos.map {
+            now > $0 && now - $0 < configuration.minClientPingIntervalMilliseconds * 1_000_000
+        } ?? false
+        let withoutCalls = streams.isEmpty && !configuration.permitClientPingWithoutCalls
+        lastClientPingNanos = now
+        guard tooSoon || withoutCalls else { return }
+        pingStrikes += 1
+        // Inside nghttp2's receive callback nothing may be sent: receive() closes after mem_recv returns.
+        if pingStrikes > configuration.maxPingStrikes { tooManyPings = true }
+    }
+
     func pingAcknowledged() {
         pingOutstandingSince = nil
-        if draining && !goawayFinalSent { sendFinalGoaway() }
+        if draining && !goawayFinalSent { sendFinalGoaway(debug: goawayDebug) }
     }
 
     // MARK: Connection management
@@ -355,14 +387,19 @@ final class ServerConnection: LoopConnection, Flushable {
     /// PING returns (or after a timeout), GOAWAY with the last stream id really processed. Streams in
     /// flight finish; the connection closes when none is left.
     func beginGracefulClose() {
+        beginGracefulClose(debug: "")
+    }
+
+    private func beginGracefulClose(debug: String) {
         guard !draining, !closed, let session else { return }
         draining = true
+        goawayDebug = debug
         _ = nghttp2_submit_shutdown_notice(session)
         _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
         pingOutstandingSince = monotonicNanoseconds()
         goawayTimer = eventLoop.schedule(afterNanoseconds: configuration.goawayPingTimeoutMilliseconds * 1_000_000) {
             [unowned self] in
-            if !self.goawayFinalSent { self.sendFinalGoaway() }
+            if !self.goawayFinalSent { self.sendFinalGoaway(debug: self.goawayDebug) }
         }
         needsFlush()
     }
@@ -388,7 +425,8 @@ final class ServerConnection: LoopConnection, Flushable {
 
     private func scheduleHousekeeping() {
         let periods = [configuration.idleTimeoutMilliseconds, configuration.keepaliveTimeMilliseconds,
-                       configuration.keepaliveTimeoutMilliseconds].filter { $0 > 0 }
+                       configuration.keepaliveTimeoutMilliseconds, configuration.maxConnectionAgeMilliseconds,
+                       configuration.maxConnectionAgeGraceMilliseconds].filter { $0 > 0 }
         guard let shortest = periods.min() else { return }
         let tick = max(UInt64(100), min(shortest / 4, 1_000)) * 1_000_000
         // unowned, not weak: a weak reference would give the connection a side table and slow every
@@ -402,17 +440,28 @@ final class ServerConnection: LoopConnection, Flushable {
 
     private func housekeeping(now: UInt64) {
         guard let session else { return }
+        if let deadline = ageDeadlineNanos, now >= deadline, !draining {
+            ageDeadlineNanos = nil
+            closeDeadlineNanos = now + configuration.maxConnectionAgeGraceMilliseconds * 1_000_000
+            beginGracefulClose(debug: "max_age")
+        }
+        if let deadline = closeDeadlineNanos, now >= deadline {
+            closeNow()  // the grace after max_age is over: calls still open are cut off
+            return
+        }
         let idle = configuration.idleTimeoutMilliseconds * 1_000_000
-        if idle > 0, let since = idleSinceNanos, now - since >= idle, !draining {
+        // Saturating: timestamps taken during this pass may be later than `now`.
+        func elapsed(since start: UInt64) -> UInt64 { now > start ? now - start : 0 }
+        if idle > 0, let since = idleSinceNanos, elapsed(since: since) >= idle, !draining {
             closeWithGoaway(errorCode: NGHTTP2_NO_ERROR.rawValue, debug: "max_idle")
             return
         }
         let keepalive = configuration.keepaliveTimeMilliseconds * 1_000_000
         if let sent = pingOutstandingSince {
-            if now - sent >= configuration.keepaliveTimeoutMilliseconds * 1_000_000 {
+            if elapsed(since: sent) >= configuration.keepaliveTimeoutMilliseconds * 1_000_000 {
                 closeWithGoaway(errorCode: NGHTTP2_NO_ERROR.rawValue, debug: "keepalive_timeout")
             }
-        } else if keepalive > 0 && now - lastReadNanos >= keepalive {
+        } else if keepalive > 0 && elapsed(since: lastReadNanos) >= keepalive {
             _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
             pingOutstandingSince = now
             needsFlush()

@@ -15,6 +15,13 @@ public struct AppStoreGatewayService: GRPCService {
     /// file fails start-up rather than the first call.
     public init(configuration: GatewayConfiguration) throws(ConfigurationError) {
         var roots: [Certificate] = []
+        if configuration.verification.rootCertificates.isEmpty || configuration.verification.trustBuiltInAppleRoot {
+            do {
+                roots.append(try Certificate(derEncoded: AppleRootCertificates.rootCAG3))
+            } catch {
+                throw ConfigurationError(key: "verification.rootCertificates", problem: "the built-in Apple root: \(error)")
+            }
+        }
         for (index, path) in configuration.verification.rootCertificates.enumerated() {
             do {
                 roots.append(try Certificate(contentsOfFile: path))

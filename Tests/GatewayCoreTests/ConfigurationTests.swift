@@ -25,7 +25,7 @@ import Testing
         #expect(config.apps[0].environment == .auto)
         #expect(config.connection.keepaliveTimeoutMilliseconds == 20_000)
         #expect(config.connection.maxIdleMilliseconds == 300_000)
-        #expect(config.verification.rootCertificates == ["certs/AppleRootCA-G3.cer"])
+        #expect(config.verification.rootCertificates.isEmpty)
     }
 
     @Test func environmentOverridesFileValues() throws {
@@ -58,7 +58,7 @@ import Testing
         ("limits:\n  maxRecieveMessageBytes: 5", "limits.maxRecieveMessageBytes"),
         ("logging:\n  level: loud", "logging.level"),
         ("apple:\n  productionURL: ftp://x", "apple.productionURL"),
-        ("verification:\n  rootCertificates: []", "verification.rootCertificates"),
+        ("verification:\n  rootCertificates: {a: b}", "verification.rootCertificates"),
         ("apps:\n  - bundleId: a.b\n    keyId: SHORT", "apps[0].keyId"),
         ("apps:\n  - keyId: ABCDEFGHIJ", "apps[0].bundleId"),
         ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k}", "apps[0].appAppleId"),

@@ -46,6 +46,8 @@ class Gateway:
             raise RuntimeError(f"gateway binary not found at {GATEWAY_BIN}: run `swift build` first")
         self.log = tempfile.NamedTemporaryFile(prefix="gateway-", suffix=".log", delete=False)
         full_env = dict(os.environ)
+        # Tests stop gateways often: no drain delay unless a test asks for one.
+        full_env.setdefault("APPSTORE_GATEWAY_SHUTDOWN_DRAIN_DELAY", "0s")
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [GATEWAY_BIN, "serve", "--listen", "127.0.0.1:0"] + list(args),

@@ -22,6 +22,14 @@ extension GatewayConfiguration {
             guard v > 0 else { throw ConfigurationError(key: "connection.keepaliveTimeout", problem: "must be more than 0") }
             config.connection.keepaliveTimeoutMilliseconds = v
         }
+        if let v = try reader.milliseconds("connection.maxAge") { config.connection.maxAgeMilliseconds = v }
+        if let v = try reader.milliseconds("connection.maxAgeGrace") { config.connection.maxAgeGraceMilliseconds = v }
+        if let v = try reader.milliseconds("connection.minClientPingInterval") {
+            config.connection.minClientPingIntervalMilliseconds = v
+        }
+        if let v = try reader.bool("connection.permitClientPingWithoutCalls") { config.connection.permitClientPingWithoutCalls = v }
+        if let v = try reader.integer("connection.maxPingStrikes", in: 0...1000) { config.connection.maxPingStrikes = v }
+        if let v = try reader.milliseconds("shutdown.drainDelay") { config.shutdown.drainDelayMilliseconds = v }
         if let v = try reader.milliseconds("shutdown.grace") { config.shutdown.graceMilliseconds = v }
 
         config.apps = try apps(reader)
@@ -30,12 +38,7 @@ extension GatewayConfiguration {
         if let v = try reader.string("apple.sandboxURL") { config.apple.sandboxURL = try url(v, key: "apple.sandboxURL") }
         if let v = try reader.string("apple.caFile") { config.apple.caFile = v }
 
-        if let roots = try reader.strings("verification.rootCertificates") {
-            guard !roots.isEmpty else {
-                throw ConfigurationError(key: "verification.rootCertificates", problem: "needs at least one root certificate file")
-            }
-            config.verification.rootCertificates = roots
-        }
+        if let roots = try reader.strings("verification.rootCertificates") { config.verification.rootCertificates = roots }
         if let v = try reader.integer("verification.chainCacheSize", in: 1...1_000_000) { config.verification.chainCacheSize = v }
         if let v = try reader.bool("verification.useCurrentTime") { config.verification.useCurrentTime = v }
 
@@ -49,6 +52,17 @@ extension GatewayConfiguration {
 
         try reader.rejectUnknownKeys()
         return config
+    }
+
+    /// Resolves relative file paths (keys, CA bundle, roots) against `directory`, the configuration file's
+    /// folder, so a configuration works from any working directory.
+    public mutating func resolvePaths(relativeTo directory: String) {
+        func resolve(_ path: String) -> String {
+            path.isEmpty || path.hasPrefix("/") ? path : directory + "/" + path
+        }
+        for index in apps.indices { apps[index].privateKeyFile = resolve(apps[index].privateKeyFile) }
+        apple.caFile = resolve(apple.caFile)
+        verification.rootCertificates = verification.rootCertificates.map(resolve)
     }
 
     private static func apps(_ reader: ConfigurationReader) throws(ConfigurationError) -> [App] {

@@ -46,12 +46,26 @@ public struct GatewayConfiguration: Sendable {
         public var keepaliveTimeMilliseconds: UInt64 = 120_000
         /// Close when a PING is not answered within this long. `connection.keepaliveTimeout`, 20s.
         public var keepaliveTimeoutMilliseconds: UInt64 = 20_000
+        /// GOAWAY "max_age" after this long (±10 % per connection) so load balancers see new connections
+        /// (gRFC A9). `connection.maxAge`, 30m; 0 = never.
+        public var maxAgeMilliseconds: UInt64 = 1_800_000
+        /// Calls in flight may finish for this long after "max_age". `connection.maxAgeGrace`, 5m.
+        public var maxAgeGraceMilliseconds: UInt64 = 300_000
+        /// Client PINGs closer than this are strikes. `connection.minClientPingInterval`, 5m (gRPC's default).
+        public var minClientPingIntervalMilliseconds: UInt64 = 300_000
+        /// Allow client PINGs on a connection with no call. `connection.permitClientPingWithoutCalls`, false.
+        public var permitClientPingWithoutCalls = false
+        /// Strikes before GOAWAY ENHANCE_YOUR_CALM "too_many_pings". `connection.maxPingStrikes`, 2.
+        public var maxPingStrikes = 2
         public init() {}
     }
 
     /// Shutdown timing.
     public struct Shutdown: Sendable, Hashable {
-        /// In-flight calls may run this long after SIGTERM before ending UNAVAILABLE. `shutdown.grace`, 10s.
+        /// After SIGTERM, readiness is NOT_SERVING but calls are still taken for this long, while endpoints
+        /// propagate (Kubernetes removes the pod from Services concurrently). `shutdown.drainDelay`, 5s.
+        public var drainDelayMilliseconds: UInt64 = 5_000
+        /// Then GOAWAY, and in-flight calls may run this long before ending UNAVAILABLE. `shutdown.grace`, 10s.
         public var graceMilliseconds: UInt64 = 10_000
         public init() {}
     }
@@ -108,8 +122,11 @@ public struct GatewayConfiguration: Sendable {
 
     /// Signed-data verification.
     public struct Verification: Sendable, Hashable {
-        /// DER or PEM root certificates trusted for Apple-signed data. `verification.rootCertificates`.
-        public var rootCertificates = ["certs/AppleRootCA-G3.cer"]
+        /// DER or PEM root certificates trusted for Apple-signed data; empty = the built-in Apple Root CA - G3.
+        /// `verification.rootCertificates`.
+        public var rootCertificates: [String] = []
+        /// Trust the built-in Apple Root CA - G3 besides `rootCertificates` (the simulator demo does).
+        public var trustBuiltInAppleRoot = false
         /// Verified chains remembered (LRU). `verification.chainCacheSize`, 1024.
         public var chainCacheSize = 1024
         /// Validate chains at the current time instead of the payload's signedDate. `verification.useCurrentTime`.
