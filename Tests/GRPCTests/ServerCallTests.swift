@@ -25,10 +25,12 @@ private struct ProbeService: GRPCService {
             // Sends one message, then waits until the call is cancelled.
             "/probe.Probe/WaitForCancel": .serverStreaming(HealthCheckRequest.self, HealthCheckRequest.self) {
                 _, _, stream throws(RPCStatus) in
+                // The reset may land while `send` is still returning (it then throws CANCELLED) or while
+                // waiting below: either way the task must end up cancelled.
+                defer { log.cancelled.store(Task.isCancelled, ordering: .relaxed) }
                 try await stream.send(chunk)
                 log.sent.add(1, ordering: .relaxed)
                 while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
-                log.cancelled.store(true, ordering: .relaxed)
             },
             // Sends as fast as the client lets it, up to 100,000 messages.
             "/probe.Probe/Flood": .serverStreaming(HealthCheckRequest.self, HealthCheckRequest.self) {
