@@ -77,7 +77,13 @@ struct ServeCommand: ParsableCommand {
         do {
             server = try GRPCServer(
                 configuration: GRPCServerConfiguration(configuration),
-                services: [HealthService(board: board), gatewayService])
+                services: [
+                    HealthService(board: board), gatewayService,
+                    ReflectionService(serviceNames: [
+                        AppStoreGatewayService.name, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+                        "grpc.reflection.v1alpha.ServerReflection",
+                    ]),
+                ])
         } catch {
             throw ValidationError("cannot listen on \(configuration.listen): \(error)")
         }

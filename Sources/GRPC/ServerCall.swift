@@ -16,6 +16,8 @@ final class ServerCall: HTTP2StreamDelegate {
     private var deadlineTimer: TimerHandle?
     private(set) var finished = false
     private var sendWaiter: CheckedContinuation<RPCStatus?, Never>?
+    /// Bidirectional calls: where arriving messages go.
+    private var inbound: AsyncStream<[UInt8]>.Continuation?
     /// Set when the call ended; later sends throw it.
     private(set) var endStatus: RPCStatus?
 
@@ -28,6 +30,7 @@ final class ServerCall: HTTP2StreamDelegate {
         self.deframer = MessageDeframer(maxMessageSize: maxMessageSize)
         // Inline calls complete on the loop as soon as their request is in: shutdown never has to end them.
         if case .unaryInline = handler {} else { registry.add(self) }
+        if case .bidiStreaming(let body) = handler { startBidirectional(body) }
         if let deadline = context.deadlineNanoseconds {
             let now = monotonicNanoseconds()
             let delay = deadline > now ? deadline - now : 0
@@ -40,10 +43,14 @@ final class ServerCall: HTTP2StreamDelegate {
     // MARK: HTTP2StreamDelegate
 
     func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer) {
-        guard !finished, task == nil else { return }
+        guard !finished, task == nil || inbound != nil else { return }
         deframer.append(data)
         do {
             while let message = try deframer.next() {
+                if let inbound {
+                    inbound.yield(message)
+                    continue
+                }
                 guard request == nil else {
                     finish(RPCStatus(.unimplemented, "\(context.method) takes exactly one request message; a second one arrived"))
                     return
@@ -56,6 +63,14 @@ final class ServerCall: HTTP2StreamDelegate {
     }
 
     func streamRequestEnded(_ stream: HTTP2Stream) {
+        if let inbound {
+            if !deframer.isEmpty {
+                finish(RPCStatus(.internal, "the request ended inside a gRPC message (truncated length-prefixed message)"))
+            }
+            inbound.finish()
+            self.inbound = nil
+            return
+        }
         guard !finished, task == nil else { return }
         guard deframer.isEmpty else {
             finish(RPCStatus(.internal, "the request ended inside a gRPC message (truncated length-prefixed message)"))
@@ -78,10 +93,31 @@ final class ServerCall: HTTP2StreamDelegate {
             endStatus = RPCStatus(.cancelled, "the client cancelled the call")
         }
         task?.cancel()
+        inbound?.finish()
+        inbound = nil
         cleanUp()
     }
 
     // MARK: Running the handler
+
+    private func startBidirectional(
+        _ body: @escaping @Sendable (AsyncStream<[UInt8]>, ServerContext, ResponseStreamWriter) async throws(RPCStatus) -> Void
+    ) {
+        let (requests, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        inbound = continuation
+        let outlet = CallOutlet(self)
+        let context = self.context
+        task = Task {
+            var status = RPCStatus.ok
+            do throws(RPCStatus) {
+                try await body(requests, context, outlet)
+            } catch {
+                status = error
+            }
+            let final = status
+            outlet.execute { call in call.finish(final) }
+        }
+    }
 
     private func start(_ request: [UInt8]) {
         let context = self.context
@@ -107,6 +143,8 @@ final class ServerCall: HTTP2StreamDelegate {
                     }
                 }
             }
+        case .bidiStreaming:
+            break  // started with the request head
         case .serverStreaming(let body):
             let outlet = CallOutlet(self)
             task = Task {
@@ -173,6 +211,8 @@ final class ServerCall: HTTP2StreamDelegate {
             stream.respond(StatusTrailers.trailersOnly(for: status), endStream: true)
         }
         if status.code != .ok { task?.cancel() }
+        inbound?.finish()
+        inbound = nil
         cleanUp()
     }
 

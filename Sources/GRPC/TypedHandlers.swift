@@ -11,6 +11,24 @@ public struct ResponseStream<Message: ProtoMessage>: Sendable {
     }
 }
 
+/// The messages of a client stream, typed; `next()` is nil after the client's END_STREAM. One reader only:
+/// the handler it is given to.
+public final class RequestStream<Message: ProtoMessage>: @unchecked Sendable {
+    private var iterator: AsyncStream<[UInt8]>.Iterator
+    private let context: ServerContext
+
+    init(messages: AsyncStream<[UInt8]>, context: ServerContext) {
+        self.iterator = messages.makeAsyncIterator()
+        self.context = context
+    }
+
+    /// The next message; throws INVALID_ARGUMENT for bytes that are not a `Message`.
+    public func next() async throws(RPCStatus) -> Message? {
+        guard let bytes = await iterator.next() else { return nil }
+        return try MethodHandler.decode(Message.self, bytes, context)
+    }
+}
+
 extension MethodHandler {
     /// A unary method run inline on the event loop (cheap, non-blocking work only).
     public static func unaryInline<Request: ProtoMessage, Response: ProtoMessage>(
@@ -46,7 +64,17 @@ extension MethodHandler {
         }
     }
 
-    private static func decode<Request: ProtoMessage>(
+    /// A bidirectional-streaming method run as a Swift task.
+    public static func bidiStreaming<Request: ProtoMessage, Response: ProtoMessage>(
+        _ request: Request.Type, _ response: Response.Type,
+        _ body: @escaping @Sendable (RequestStream<Request>, ServerContext, ResponseStream<Response>) async throws(RPCStatus) -> Void
+    ) -> MethodHandler {
+        .bidiStreaming { messages, context, writer throws(RPCStatus) in
+            try await body(RequestStream(messages: messages, context: context), context, ResponseStream(writer: writer))
+        }
+    }
+
+    fileprivate static func decode<Request: ProtoMessage>(
         _ type: Request.Type, _ bytes: [UInt8], _ context: ServerContext
     ) throws(RPCStatus) -> Request {
         do {
