@@ -67,8 +67,19 @@ struct CompactJWS: Sendable {
     /// The DER bytes of `x5c[index]` (standard base64, RFC 7515 §4.1.6).
     func certificateDER(at index: Int) throws(Rejection) -> [UInt8] {
         guard let der = Base64.decode(certificateChain[index], variant: .standard), !der.isEmpty else {
-            throw Rejection(.invalidCertificate, "x5c[\(index)] is not standard base64")
+            throw Self.notBase64(index)
         }
         return der
+    }
+
+    /// Throws exactly when `certificateDER(at:)` would, without decoding.
+    func checkCertificateText(at index: Int) throws(Rejection) {
+        guard Base64.isValid(certificateChain[index], variant: .standard, minimumCount: 1) else {
+            throw Self.notBase64(index)
+        }
+    }
+
+    private static func notBase64(_ index: Int) -> Rejection {
+        Rejection(.invalidCertificate, "x5c[\(index)] is not standard base64")
     }
 }

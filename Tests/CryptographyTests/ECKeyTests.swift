@@ -143,4 +143,27 @@ import Testing
             }
         }
     }
+
+    /// Strictness means one text per byte string: whatever decodes re-encodes to exactly the same text,
+    /// and `isValid` agrees with `decode` (the chain cache keys on x5c text relying on this).
+    @Test func decodingIsCanonicalAndIsValidAgrees() {
+        let symbols = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_= .".utf8)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<4000 {
+            let length = Int.random(in: 0...13, using: &generator)
+            let text = String(decoding: (0..<length).map { _ in
+                Int.random(in: 0..<4, using: &generator) == 0 ? symbols[Int.random(in: 62..<symbols.count, using: &generator)]
+                    : symbols[Int.random(in: 0..<62, using: &generator)]
+            }, as: UTF8.self)
+            for variant in [Base64.Variant.standard, .urlSafeUnpadded] {
+                let decoded = Base64.decode(text, variant: variant)
+                #expect(Base64.isValid(text, variant: variant) == (decoded != nil), "\(text)")
+                if let decoded {
+                    #expect(Base64.encode(decoded, variant: variant) == text, "\(text)")
+                    #expect(Base64.isValid(text, variant: variant, minimumCount: decoded.count))
+                    #expect(!Base64.isValid(text, variant: variant, minimumCount: decoded.count + 1))
+                }
+            }
+        }
+    }
 }
