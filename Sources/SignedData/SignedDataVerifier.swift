@@ -103,7 +103,7 @@ public final class SignedDataVerifier: Sendable {
             }
             return VerificationResult(
                 status: .ok, message: "verified", kind: facts.kind, signedDate: facts.signedDate,
-                rawJSON: token.payload, nestedPayloads: nested)
+                rawJSON: token.payload, payloadObject: payload, nestedPayloads: nested)
         } catch {
             return VerificationResult(
                 status: error.status, message: error.message, kind: known.kind, signedDate: known.signedDate,

@@ -26,6 +26,15 @@ import Testing
         #expect(parse(text) == nil, "\(text)")
     }
 
+    @Test func integersAreExactAtTheDigitCountBoundaries() {
+        #expect(parse("[123456789012345678,-999999999999999999,1234567890123456789,-9223372036854775808,-0,0]")
+            == .array([.integer(123_456_789_012_345_678), .integer(-999_999_999_999_999_999),
+                       .integer(1_234_567_890_123_456_789), .integer(.min), .integer(0), .integer(0)]))
+        #expect(parse("-9223372036854775809") == .number(-9.223372036854775808e18))
+        #expect(parse(#"{"k":"caf\u00e9","ascii":"plain","utf8":"café"}"#)
+            == .object(["k": .string("café"), "ascii": .string("plain"), "utf8": .string("café")]))
+    }
+
     @Test func rejectsInvalidUTF8() {
         var parser = JSONParser(bytes: [0x22, 0xC3, 0x28, 0x22])
         #expect(parser.parseDocument() == nil)
