@@ -46,6 +46,11 @@ public enum Base64 {
         }
     }
 
+    /// Decodes base64 text given as ASCII bytes in memory, with the same strictness as `decode(_:variant:)`.
+    public static func decode(ascii: UnsafeBufferPointer<UInt8>, variant: Variant) -> [UInt8]? {
+        decode(symbols: ascii, variant: variant)
+    }
+
     private static func decode(symbols input: UnsafeBufferPointer<UInt8>, variant: Variant) -> [UInt8]? {
         guard let count = symbolCount(input, variant: variant) else { return nil }
         let table = variant == .standard ? standardTable : urlTable

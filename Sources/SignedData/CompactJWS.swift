@@ -18,22 +18,35 @@ struct CompactJWS: Sendable {
         guard length <= maximumLength else {
             throw Rejection(.malformed, "the JWS is \(length) bytes, more than the configured limit of \(maximumLength)")
         }
-        var bytes = Array(text.utf8)
-        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
-        guard dots.count == 2 else {
-            throw Rejection(.malformed, "a compact JWS has 3 dot-separated parts; this one has \(dots.count + 1)")
-        }
-        func decode(_ range: Range<Int>, _ name: String) throws(Rejection) -> [UInt8] {
-            guard !range.isEmpty, let decoded = Base64.decode(asciiBytes: bytes[range], variant: .urlSafeUnpadded) else {
-                throw Rejection(.malformed, "the JWS \(name) is not unpadded base64url")
+        var text = text
+        typealias Parts = (header: [UInt8], payload: [UInt8], signature: [UInt8], signingInput: [UInt8])
+        // withUTF8 rethrows untyped errors, so the closure returns a Result to keep `throws(Rejection)`.
+        let parts = try text.withUTF8 { bytes in Result { () throws(Rejection) -> Parts in
+            // One pass for the dots: the first two positions and how many there are.
+            var dots = (first: -1, second: -1)
+            var dotCount = 0
+            for index in bytes.indices where bytes[index] == UInt8(ascii: ".") {
+                if dotCount == 0 { dots.first = index } else if dotCount == 1 { dots.second = index }
+                dotCount += 1
             }
-            return decoded
-        }
-        let headerBytes = try decode(0..<dots[0], "header")
-        payload = Data(try decode(dots[0] + 1..<dots[1], "payload"))
-        signature = try decode(dots[1] + 1..<bytes.count, "signature")
-        bytes.removeSubrange(dots[1]...)
-        signingInput = bytes
+            guard dotCount == 2 else {
+                throw Rejection(.malformed, "a compact JWS has 3 dot-separated parts; this one has \(dotCount + 1)")
+            }
+            func decode(_ range: Range<Int>, _ name: String) throws(Rejection) -> [UInt8] {
+                guard !range.isEmpty,
+                    let decoded = Base64.decode(ascii: UnsafeBufferPointer(rebasing: bytes[range]), variant: .urlSafeUnpadded)
+                else { throw Rejection(.malformed, "the JWS \(name) is not unpadded base64url") }
+                return decoded
+            }
+            let header = try decode(0..<dots.first, "header")
+            let payload = try decode(dots.first + 1..<dots.second, "payload")
+            let signature = try decode(dots.second + 1..<bytes.count, "signature")
+            return (header, payload, signature, Array(UnsafeBufferPointer(rebasing: bytes[..<dots.second])))
+        } }.get()
+        let headerBytes = parts.header
+        payload = Data(parts.payload)
+        signature = parts.signature
+        signingInput = parts.signingInput
 
         guard let header = JSONValue.object(from: Data(headerBytes)) else {
             throw Rejection(.malformed, "the JWS header is not a JSON object")

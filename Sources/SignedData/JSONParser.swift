@@ -130,8 +130,20 @@ private struct Scanner {
     private mutating func parseString() -> String? {
         index += 1
         let start = index
-        // Fast path: no escapes.
-        var combined: UInt8 = 0
+        // Fast path: no escapes. Eight bytes at a time while none is a quote, a backslash or a control
+        // character (word tests below are exact for "some byte is"); the byte loop finishes the run.
+        var wide: UInt64 = 0
+        while index + 8 <= count {
+            let word = UInt64(littleEndian: UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self))
+            let quote = word ^ (Self.ones &* UInt64(UInt8(ascii: "\"")))
+            let backslash = word ^ (Self.ones &* UInt64(UInt8(ascii: "\\")))
+            let special = Self.hasZeroByte(quote) | Self.hasZeroByte(backslash)
+                | ((word &- Self.ones &* 0x20) & ~word & Self.highBits)
+            guard special == 0 else { break }
+            wide |= word
+            index += 8
+        }
+        var combined: UInt8 = wide & Self.highBits == 0 ? 0 : 0x80
         while index < count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
             guard bytes[index] >= 0x20 else { return nil }
             combined |= bytes[index]
@@ -186,6 +198,12 @@ private struct Scanner {
         }
         return nil
     }
+
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// Non-zero exactly when some byte of `word` is zero.
+    private static func hasZeroByte(_ word: UInt64) -> UInt64 { (word &- ones) & ~word & highBits }
 
     private mutating func hex4() -> UInt32? {
         guard index + 4 <= count else { return nil }

@@ -35,6 +35,25 @@ import Testing
             == .object(["k": .string("café"), "ascii": .string("plain"), "utf8": .string("café")]))
     }
 
+    /// Long strings go through the 8-byte scan: a quote, backslash, control or non-ASCII byte at every
+    /// position of a word must still be seen.
+    @Test func longStringsAtEveryOffset() {
+        for length in 0..<24 {
+            let prefix = String(repeating: "a", count: length)
+            #expect(parse("[\"\(prefix)\"]") == .array([.string(prefix)]))
+            #expect(parse("[\"\(prefix)\\n\(prefix)\"]") == .array([.string(prefix + "\n" + prefix)]))
+            #expect(parse("[\"\(prefix)é\(prefix)\"]") == .array([.string(prefix + "é" + prefix)]))
+            #expect(parse("[\"\(prefix)\u{01}\(prefix)\"]") == nil)
+            #expect(parse("[\"\(prefix)\u{1F}\(prefix)\"]") == nil)
+            #expect(parse("[\"\(prefix)") == nil)
+            var invalid = Array("[\"\(prefix)xx\(prefix)\"]".utf8)
+            invalid[2 + length] = 0xC3
+            invalid[3 + length] = 0x28
+            var parser = JSONParser(bytes: invalid)
+            #expect(parser.parseDocument() == nil)
+        }
+    }
+
     @Test func rejectsInvalidUTF8() {
         var parser = JSONParser(bytes: [0x22, 0xC3, 0x28, 0x22])
         #expect(parser.parseDocument() == nil)
