@@ -22,12 +22,17 @@ struct CompactJWS: Sendable {
         typealias Parts = (header: [UInt8], payload: [UInt8], signature: [UInt8], signingInput: [UInt8])
         // withUTF8 rethrows untyped errors, so the closure returns a Result to keep `throws(Rejection)`.
         let parts = try text.withUTF8 { bytes in Result { () throws(Rejection) -> Parts in
-            // One pass for the dots: the first two positions and how many there are.
+            // One pass for the dots (libc's vectorised memchr): the first two positions and how many.
             var dots = (first: -1, second: -1)
             var dotCount = 0
-            for index in bytes.indices where bytes[index] == UInt8(ascii: ".") {
-                if dotCount == 0 { dots.first = index } else if dotCount == 1 { dots.second = index }
-                dotCount += 1
+            if let base = bytes.baseAddress {
+                var from = 0
+                while from < bytes.count, let found = memchr(base + from, Int32(UInt8(ascii: ".")), bytes.count - from) {
+                    let index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                    if dotCount == 0 { dots.first = index } else if dotCount == 1 { dots.second = index }
+                    dotCount += 1
+                    from = index + 1
+                }
             }
             guard dotCount == 2 else {
                 throw Rejection(.malformed, "a compact JWS has 3 dot-separated parts; this one has \(dotCount + 1)")
