@@ -36,7 +36,37 @@ public enum Base64 {
         asciiBytes.withUnsafeBufferPointer { decode(symbols: $0, variant: variant) }
     }
 
+    /// Whether `text` is exactly in the `variant` form and decodes to at least `minimumCount` bytes,
+    /// checked as strictly as `decode(_:variant:)` but without producing the bytes.
+    public static func isValid(_ text: String, variant: Variant, minimumCount: Int = 0) -> Bool {
+        var text = text
+        return text.withUTF8 { input in
+            guard let count = symbolCount(input, variant: variant), count * 3 / 4 >= minimumCount else { return false }
+            return run(input, count: count, table: variant == .standard ? standardTable : urlTable, output: nil)
+        }
+    }
+
+    /// Decodes base64 text given as ASCII bytes in memory, with the same strictness as `decode(_:variant:)`.
+    public static func decode(ascii: UnsafeBufferPointer<UInt8>, variant: Variant) -> [UInt8]? {
+        decode(symbols: ascii, variant: variant)
+    }
+
     private static func decode(symbols input: UnsafeBufferPointer<UInt8>, variant: Variant) -> [UInt8]? {
+        guard let count = symbolCount(input, variant: variant) else { return nil }
+        let table = variant == .standard ? standardTable : urlTable
+        var valid = false
+        let output = [UInt8](unsafeUninitializedCapacity: count * 3 / 4) { output, initialized in
+            valid = run(input, count: count, table: table, output: output.baseAddress)
+            // Every byte is written when the input is valid; zero-fill otherwise so the array is defined.
+            if !valid { output.initialize(repeating: 0) }
+            initialized = output.count
+        }
+        return valid ? output : nil
+    }
+
+    /// The number of alphabet symbols in `input` (padding removed), or nil for an impossible length or
+    /// padding where the variant forbids or requires it.
+    private static func symbolCount(_ input: UnsafeBufferPointer<UInt8>, variant: Variant) -> Int? {
         var count = input.count
         switch variant {
         case .standard:
@@ -49,30 +79,54 @@ public enum Base64 {
         case .urlSafeUnpadded:
             break
         }
-        guard count % 4 != 1 else { return nil }
-        let table = variant == .standard ? standardTable : urlTable
-        return table.withUnsafeBufferPointer { table in
-            var output = [UInt8](repeating: 0, count: count * 3 / 4)
-            var accumulator: UInt32 = 0
-            var bits: UInt32 = 0
+        return count % 4 == 1 ? nil : count
+    }
+
+    /// Decodes `count` symbols through `table` (0xFF marks a symbol outside the alphabet) into `output`
+    /// (count * 3 / 4 bytes), or only checks them when `output` is nil. False for a symbol outside the
+    /// alphabet or non-zero bits left over in the last symbol (which would let two strings decode to the
+    /// same bytes). Whole 4-symbol groups first, 24 bits at a time; then the 2- or 3-symbol tail.
+    private static func run(
+        _ input: UnsafeBufferPointer<UInt8>, count: Int, table: [UInt8], output: UnsafeMutablePointer<UInt8>?
+    ) -> Bool {
+        guard let symbols = input.baseAddress else { return count == 0 }
+        return table.withUnsafeBufferPointer { table -> Bool in
+            let table = table.baseAddress!
+            var invalid: UInt32 = 0
+            var position = 0
             var written = 0
-            let valid = output.withUnsafeMutableBufferPointer { output in
-                for position in 0..<count {
-                    let value = table[Int(input[position])]
-                    guard value != 0xFF else { return false }
-                    accumulator = (accumulator << 6) | UInt32(value)
-                    bits += 6
-                    if bits >= 8 {
-                        bits -= 8
-                        output[written] = UInt8(truncatingIfNeeded: accumulator >> bits)
-                        written += 1
-                        accumulator &= (1 << bits) - 1
-                    }
+            let whole = count & ~3
+            while position < whole {
+                let a = UInt32(table[Int(symbols[position])])
+                let b = UInt32(table[Int(symbols[position + 1])])
+                let c = UInt32(table[Int(symbols[position + 2])])
+                let d = UInt32(table[Int(symbols[position + 3])])
+                invalid |= a | b | c | d
+                if let output {
+                    let group = a << 18 | b << 12 | c << 6 | d
+                    output[written] = UInt8(truncatingIfNeeded: group >> 16)
+                    output[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                    output[written + 2] = UInt8(truncatingIfNeeded: group)
                 }
-                return accumulator == 0
+                position += 4
+                written += 3
             }
-            guard valid, written == output.count else { return nil }
-            return output
+            // Any 0xFF from the table sets bit 7, which no valid 6-bit value has.
+            guard invalid & 0x80 == 0 else { return false }
+            let tail = count - whole
+            guard tail > 0 else { return true }
+            let a = UInt32(table[Int(symbols[position])])
+            let b = UInt32(table[Int(symbols[position + 1])])
+            let c = tail == 3 ? UInt32(table[Int(symbols[position + 2])]) : 0
+            guard (a | b | c) & 0x80 == 0 else { return false }
+            let group = a << 18 | b << 12 | c << 6
+            // Leftover bits: 4 from `b` with 2 symbols, 2 from `c` with 3.
+            guard group & (tail == 2 ? 0xFFFF : 0xFF) == 0 else { return false }
+            if let output {
+                output[written] = UInt8(truncatingIfNeeded: group >> 16)
+                if tail == 3 { output[written + 1] = UInt8(truncatingIfNeeded: group >> 8) }
+            }
+            return true
         }
     }
 

@@ -6,9 +6,11 @@ public enum SHA256 {
     public static func hash(_ bytes: [UInt8]) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
+        // The digest fetched once (FetchedDigest), so no implicit per-call fetch; EVP_sha256() otherwise.
+        let algorithm = FetchedDigest.sha256?.pointer ?? EVP_sha256()
         let status = bytes.withUnsafeBytes { input in
             digest.withUnsafeMutableBufferPointer { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha256(), nil)
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, algorithm, nil)
             }
         }
         // EVP_Digest with a built-in digest fails only when allocation fails.

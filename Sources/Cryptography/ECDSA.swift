@@ -64,6 +64,38 @@ enum ECDSA {
         return raw
     }
 
+    /// Fixed-width r‖s → DER ECDSA-Sig-Value, encoded directly (no BIGNUMs): each half becomes a minimal
+    /// DER INTEGER. The bytes equal i2d_ECDSA_SIG's for the same r and s, zero included (`02 01 00`), so
+    /// range checks (r, s in [1, n-1]) stay OpenSSL's. Nil for an empty or odd-length input.
+    static func derSignatureDirect(fromRaw raw: [UInt8]) -> [UInt8]? {
+        let half = raw.count / 2
+        guard half > 0, raw.count == 2 * half, half <= 60 else { return nil }
+        return raw.withUnsafeBufferPointer { raw -> [UInt8] in
+            func integer(_ start: Int) -> (first: Int, pad: Bool) {
+                var first = start
+                while first < start + half - 1, raw[first] == 0 { first += 1 }
+                return (first, raw[first] >= 0x80)
+            }
+            let r = integer(0)
+            let s = integer(half)
+            let rLength = half - r.first + (r.pad ? 1 : 0)
+            let sLength = 2 * half - s.first + (s.pad ? 1 : 0)
+            var der: [UInt8] = []
+            der.reserveCapacity(6 + rLength + sLength)
+            der.append(0x30)
+            der.append(UInt8(4 + rLength + sLength))
+            der.append(0x02)
+            der.append(UInt8(rLength))
+            if r.pad { der.append(0) }
+            der.append(contentsOf: raw[r.first..<half])
+            der.append(0x02)
+            der.append(UInt8(sLength))
+            if s.pad { der.append(0) }
+            der.append(contentsOf: raw[s.first..<2 * half])
+            return der
+        }
+    }
+
     /// Fixed-width r‖s → DER ECDSA-Sig-Value for EVP_DigestVerify.
     static func derSignature(fromRaw raw: [UInt8]) -> [UInt8]? {
         let half = raw.count / 2

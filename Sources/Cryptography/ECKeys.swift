@@ -127,6 +127,8 @@ public final class ECPublicKey: Sendable, Equatable {
     let key: EVPKey
     /// The key's curve.
     public let curve: EllipticCurve
+    /// Verification prepared once for this key; nil only if OpenSSL could not prepare it.
+    private let verification: ECVerificationContext?
 
     /// Wraps an `EVP_PKEY` the caller hands over (its reference becomes this object's).
     init(takingOwnershipOf pointer: OpaquePointer) throws(CryptographyError) {
@@ -136,6 +138,7 @@ public final class ECPublicKey: Sendable, Equatable {
         }
         self.key = owner
         self.curve = curve
+        self.verification = ECVerificationContext(key: pointer, curve: curve)
     }
 
     /// Parses a DER SubjectPublicKeyInfo; trailing bytes are rejected.
@@ -180,9 +183,12 @@ public final class ECPublicKey: Sendable, Equatable {
     /// this key with the curve's digest (ES256 for P-256). DER-encoded signatures are rejected.
     public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
         guard signature.count == 2 * curve.coordinateByteCount,
-            let der = ECDSA.derSignature(fromRaw: signature)
+            let der = ECDSA.derSignatureDirect(fromRaw: signature)
         else { return false }
-        return ECDSA.verifyDER(der, message: message, key: key.pointer, digest: curve.digest)
+        guard let verification else {
+            return ECDSA.verifyDER(der, message: message, key: key.pointer, digest: curve.digest)
+        }
+        return verification.verify(der: der, message: message)
     }
 
     public static func == (lhs: ECPublicKey, rhs: ECPublicKey) -> Bool {

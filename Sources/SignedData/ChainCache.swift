@@ -4,14 +4,25 @@ import Synchronization
 
 /// Successful chain validations, so a warm verification costs one ECDSA verify plus parsing.
 ///
-/// Keyed by SHA-256(leaf DER) ‖ SHA-256(intermediate DER); an entry records the validated path's common
+/// Keyed by SHA-256 of the exact `x5c[0]` and `x5c[1]` base64 texts, so a hit needs neither decoding
+/// nor parsing. Text keys never alias: strict base64 (see `Base64`) gives every byte string exactly one
+/// text, so equal texts mean equal DER and vice versa, and an entry is only inserted under the texts of
+/// the chain whose full validation created it. Bytes are hashed, not `String`s, whose equality is
+/// Unicode canonical equivalence (U+212A KELVIN SIGN == "K"). An entry records the validated path's common
 /// validity window and is used only while the clock is inside it and only for verification times inside
 /// it. Sharded: each shard is a small LRU behind its own `Mutex`, held for a dictionary lookup or insert.
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
         let digest: [UInt8]
-        init(leafDER: [UInt8], intermediateDER: [UInt8]) {
-            digest = SHA256.hash(leafDER) + SHA256.hash(intermediateDER)
+        /// SHA-256(8-byte length of `leafText` ‖ `leafText` ‖ `intermediateText`): the length prefix
+        /// keeps the boundary between the two texts unambiguous.
+        init(leafText: some Collection<UInt8>, intermediateText: some Collection<UInt8>) {
+            var input: [UInt8] = []
+            input.reserveCapacity(8 + leafText.count + intermediateText.count)
+            withUnsafeBytes(of: UInt64(leafText.count).littleEndian) { input.append(contentsOf: $0) }
+            input.append(contentsOf: leafText)
+            input.append(contentsOf: intermediateText)
+            digest = SHA256.hash(input)
         }
     }
 

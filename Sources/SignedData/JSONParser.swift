@@ -3,28 +3,51 @@
 /// untyped walk the verifier needs. Duplicate object keys keep the last value, as most parsers do.
 struct JSONParser {
     private let bytes: [UInt8]
-    private var index = 0
-    private var depth = 0
-    private static let maximumDepth = 64
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// The single value of the document, or nil on any syntax error or trailing garbage.
     mutating func parseDocument() -> JSONValue? {
+        bytes.withUnsafeBufferPointer { Self.parseDocument($0) }
+    }
+
+    /// The single value of the document in `buffer` (read only during the call), or nil on any syntax
+    /// error or trailing garbage.
+    static func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        guard let base = buffer.baseAddress else { return nil }
+        var scanner = Scanner(bytes: base, count: buffer.count)
+        return scanner.parseDocument()
+    }
+}
+
+/// The parser proper, over memory it does not own; indices are checked against `count` explicitly.
+private struct Scanner {
+    private let bytes: UnsafePointer<UInt8>
+    private let count: Int
+    private var index = 0
+    private var depth = 0
+    private static let maximumDepth = 64
+
+    init(bytes: UnsafePointer<UInt8>, count: Int) {
+        self.bytes = bytes
+        self.count = count
+    }
+
+    mutating func parseDocument() -> JSONValue? {
         guard let value = parseValue() else { return nil }
         skipWhitespace()
-        return index == bytes.count ? value : nil
+        return index == count ? value : nil
     }
 
     private mutating func skipWhitespace() {
-        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+        while index < count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
             index += 1
         }
     }
 
     private mutating func parseValue() -> JSONValue? {
         skipWhitespace()
-        guard index < bytes.count else { return nil }
+        guard index < count else { return nil }
         switch bytes[index] {
         case UInt8(ascii: "{"): return parseObject()
         case UInt8(ascii: "["): return parseArray()
@@ -37,10 +60,10 @@ struct JSONParser {
     }
 
     private mutating func literal(_ text: StaticString, _ value: JSONValue) -> JSONValue? {
-        let count = text.utf8CodeUnitCount
-        guard index + count <= bytes.count else { return nil }
-        for offset in 0..<count where bytes[index + offset] != text.utf8Start[offset] { return nil }
-        index += count
+        let length = text.utf8CodeUnitCount
+        guard index + length <= count else { return nil }
+        for offset in 0..<length where bytes[index + offset] != text.utf8Start[offset] { return nil }
+        index += length
         return value
     }
 
@@ -49,22 +72,22 @@ struct JSONParser {
         defer { depth -= 1 }
         guard depth <= Self.maximumDepth else { return nil }
         index += 1
-        var members: [String: JSONValue] = [:]
+        var members = [String: JSONValue](minimumCapacity: 8)
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+        if index < count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             return .object(members)
         }
         while true {
             skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = parseString() else { return nil }
+            guard index < count, bytes[index] == UInt8(ascii: "\""), let key = parseString() else { return nil }
             skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+            guard index < count, bytes[index] == UInt8(ascii: ":") else { return nil }
             index += 1
             guard let value = parseValue() else { return nil }
             members[key] = value
             skipWhitespace()
-            guard index < bytes.count else { return nil }
+            guard index < count else { return nil }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "}") {
@@ -83,7 +106,7 @@ struct JSONParser {
         index += 1
         var elements: [JSONValue] = []
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+        if index < count, bytes[index] == UInt8(ascii: "]") {
             index += 1
             return .array(elements)
         }
@@ -91,7 +114,7 @@ struct JSONParser {
             guard let value = parseValue() else { return nil }
             elements.append(value)
             skipWhitespace()
-            guard index < bytes.count else { return nil }
+            guard index < count else { return nil }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "]") {
@@ -107,18 +130,34 @@ struct JSONParser {
     private mutating func parseString() -> String? {
         index += 1
         let start = index
-        // Fast path: no escapes.
-        while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
+        // Fast path: no escapes. Eight bytes at a time while none is a quote, a backslash or a control
+        // character (word tests below are exact for "some byte is"); the byte loop finishes the run.
+        var wide: UInt64 = 0
+        while index + 8 <= count {
+            let word = UInt64(littleEndian: UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self))
+            let quote = word ^ (Self.ones &* UInt64(UInt8(ascii: "\"")))
+            let backslash = word ^ (Self.ones &* UInt64(UInt8(ascii: "\\")))
+            let special = Self.hasZeroByte(quote) | Self.hasZeroByte(backslash)
+                | ((word &- Self.ones &* 0x20) & ~word & Self.highBits)
+            guard special == 0 else { break }
+            wide |= word
+            index += 8
+        }
+        var combined: UInt8 = wide & Self.highBits == 0 ? 0 : 0x80
+        while index < count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
             guard bytes[index] >= 0x20 else { return nil }
+            combined |= bytes[index]
             index += 1
         }
-        guard index < bytes.count else { return nil }
+        guard index < count else { return nil }
+        let run = UnsafeBufferPointer(start: bytes + start, count: index - start)
         if bytes[index] == UInt8(ascii: "\"") {
-            defer { index += 1 }
-            return String(validating: bytes[start..<index], as: UTF8.self)
+            index += 1
+            // ASCII is valid UTF-8 as it is; anything else is validated (nil when invalid).
+            return combined < 0x80 ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)
         }
-        var scalars = Array(bytes[start..<index])
-        while index < bytes.count {
+        var scalars = Array(run)
+        while index < count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 index += 1
@@ -131,7 +170,7 @@ struct JSONParser {
                 continue
             }
             index += 1
-            guard index < bytes.count else { return nil }
+            guard index < count else { return nil }
             let escape = bytes[index]
             index += 1
             switch escape {
@@ -144,7 +183,7 @@ struct JSONParser {
             case UInt8(ascii: "u"):
                 guard var code = hex4() else { return nil }
                 if (0xD800..<0xDC00).contains(code) {
-                    guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                    guard index + 1 < count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
                     else { return nil }
                     index += 2
                     guard let low = hex4(), (0xDC00..<0xE000).contains(low) else { return nil }
@@ -160,8 +199,14 @@ struct JSONParser {
         return nil
     }
 
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// Non-zero exactly when some byte of `word` is zero.
+    private static func hasZeroByte(_ word: UInt64) -> UInt64 { (word &- ones) & ~word & highBits }
+
     private mutating func hex4() -> UInt32? {
-        guard index + 4 <= bytes.count else { return nil }
+        guard index + 4 <= count else { return nil }
         var value: UInt32 = 0
         for _ in 0..<4 {
             let byte = bytes[index]
@@ -181,28 +226,36 @@ struct JSONParser {
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`; integers that fit are exact int64.
     private mutating func parseNumber() -> JSONValue? {
         let start = index
-        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < bytes.count, isDigit(bytes[index]) else { return nil }
+        if index < count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < count, isDigit(bytes[index]) else { return nil }
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
         } else {
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            while index < count, isDigit(bytes[index]) { index += 1 }
         }
         var isInteger = true
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+        if index < count, bytes[index] == UInt8(ascii: ".") {
             isInteger = false
             index += 1
-            guard index < bytes.count, isDigit(bytes[index]) else { return nil }
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            guard index < count, isDigit(bytes[index]) else { return nil }
+            while index < count, isDigit(bytes[index]) { index += 1 }
         }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+        if index < count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             isInteger = false
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard index < bytes.count, isDigit(bytes[index]) else { return nil }
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            if index < count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < count, isDigit(bytes[index]) else { return nil }
+            while index < count, isDigit(bytes[index]) { index += 1 }
         }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        // Up to 18 digits always fit in Int64: accumulate them directly (same value as Int64(text)).
+        let negative = bytes[start] == UInt8(ascii: "-")
+        let digits = index - start - (negative ? 1 : 0)
+        if isInteger, digits <= 18 {
+            var value: Int64 = 0
+            for position in (negative ? start + 1 : start)..<index { value = value * 10 + Int64(bytes[position] &- 0x30) }
+            return .integer(negative ? -value : value)
+        }
+        let text = String(decoding: UnsafeBufferPointer(start: bytes + start, count: index - start), as: UTF8.self)
         if isInteger, let value = Int64(text) { return .integer(value) }
         return Double(text).map(JSONValue.number)
     }

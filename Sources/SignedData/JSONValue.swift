@@ -12,8 +12,10 @@ enum JSONValue: Sendable, Hashable {
 
     /// Parses `data` as one JSON object (RFC 8259), or nil when it is not valid JSON or not an object.
     static func object(from data: Data) -> [String: JSONValue]? {
-        var parser = JSONParser(bytes: Array(data))
-        guard case .object(let object)? = parser.parseDocument() else { return nil }
+        let value = data.withUnsafeBytes { raw in
+            JSONParser.parseDocument(raw.assumingMemoryBound(to: UInt8.self))
+        }
+        guard case .object(let object)? = value else { return nil }
         return object
     }
 

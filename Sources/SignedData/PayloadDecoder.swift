@@ -18,12 +18,14 @@ public enum PayloadDecoder {
     /// nested transaction, renewal info and app transaction filled from its verified nested payloads.
     public static func decode(_ result: VerificationResult) -> DecodedPayload? {
         guard result.isVerified, let kind = result.kind, let raw = result.rawJSON else { return nil }
+        // The verifier's parse of these exact bytes, when it kept one, instead of parsing them again.
+        guard let object = result.payloadObject ?? JSONValue.object(from: raw) else { return nil }
         switch kind {
-        case .transaction: return transaction(fromJSON: raw).map(DecodedPayload.transaction)
-        case .renewalInfo: return renewalInfo(fromJSON: raw).map(DecodedPayload.renewalInfo)
-        case .appTransaction: return appTransaction(fromJSON: raw).map(DecodedPayload.appTransaction)
+        case .transaction: return .transaction(transaction(object, json: raw))
+        case .renewalInfo: return .renewalInfo(renewalInfo(object, json: raw))
+        case .appTransaction: return .appTransaction(appTransaction(object, json: raw))
         case .notification:
-            guard var notification = notification(fromJSON: raw) else { return nil }
+            var notification = notification(object, json: raw)
             for nested in result.nestedPayloads {
                 switch decode(nested.result) {
                 case .transaction(let value)?: notification.data?.transaction = value
@@ -38,7 +40,10 @@ public enum PayloadDecoder {
 
     /// JWSTransactionDecodedPayload → `Transaction` (nil when `json` is not a JSON object).
     public static func transaction(fromJSON json: Data) -> Transaction? {
-        guard let object = JSONValue.object(from: json) else { return nil }
+        JSONValue.object(from: json).map { transaction($0, json: json) }
+    }
+
+    private static func transaction(_ object: [String: JSONValue], json: Data) -> Transaction {
         let p = Fields(object)
         var t = Transaction()
         t.transactionId = p.string("transactionId")
@@ -91,7 +96,10 @@ public enum PayloadDecoder {
 
     /// JWSRenewalInfoDecodedPayload → `RenewalInfo` (nil when `json` is not a JSON object).
     public static func renewalInfo(fromJSON json: Data) -> RenewalInfo? {
-        guard let object = JSONValue.object(from: json) else { return nil }
+        JSONValue.object(from: json).map { renewalInfo($0, json: json) }
+    }
+
+    private static func renewalInfo(_ object: [String: JSONValue], json: Data) -> RenewalInfo {
         let p = Fields(object)
         var r = RenewalInfo()
         r.originalTransactionId = p.string("originalTransactionId")
@@ -132,7 +140,10 @@ public enum PayloadDecoder {
 
     /// AppTransaction payload → `AppTransaction` (nil when `json` is not a JSON object).
     public static func appTransaction(fromJSON json: Data) -> AppTransaction? {
-        guard let object = JSONValue.object(from: json) else { return nil }
+        JSONValue.object(from: json).map { appTransaction($0, json: json) }
+    }
+
+    private static func appTransaction(_ object: [String: JSONValue], json: Data) -> AppTransaction {
         let p = Fields(object)
         var a = AppTransaction()
         a.receiptType = p.environment("receiptType")
@@ -157,7 +168,10 @@ public enum PayloadDecoder {
     /// ResponseBodyV2DecodedPayload → `AppStoreNotification` (nil when `json` is not a JSON object). The
     /// nested `signed*Info` stay as JWS strings here; `decode(_:)` adds their verified decodings.
     public static func notification(fromJSON json: Data) -> AppStoreNotification? {
-        guard let object = JSONValue.object(from: json) else { return nil }
+        JSONValue.object(from: json).map { notification($0, json: json) }
+    }
+
+    private static func notification(_ object: [String: JSONValue], json: Data) -> AppStoreNotification {
         let p = Fields(object)
         var n = AppStoreNotification()
         n.notificationTypeRaw = p.string("notificationType")
@@ -273,8 +287,10 @@ private struct Fields {
     }
 
     /// Apple's string through `table`; absent or unknown → 0 = UNSPECIFIED (the raw value stays in raw_json).
-    func mapped(_ key: String, _ table: [String: Int32]) -> Int32 {
-        object[key]?.string.flatMap { table[$0] } ?? 0
+    /// `table` is a literal list (no dictionary built per call); its keys are distinct.
+    func mapped(_ key: String, _ table: KeyValuePairs<String, Int32>) -> Int32 {
+        guard let value = object[key]?.string else { return 0 }
+        return table.first { $0.key == value }?.value ?? 0
     }
 
     func environment(_ key: String) -> Environment {

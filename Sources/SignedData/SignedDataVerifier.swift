@@ -103,7 +103,7 @@ public final class SignedDataVerifier: Sendable {
             }
             return VerificationResult(
                 status: .ok, message: "verified", kind: facts.kind, signedDate: facts.signedDate,
-                rawJSON: token.payload, nestedPayloads: nested)
+                rawJSON: token.payload, payloadObject: payload, nestedPayloads: nested)
         } catch {
             return VerificationResult(
                 status: error.status, message: error.message, kind: known.kind, signedDate: known.signedDate,
@@ -121,12 +121,16 @@ public final class SignedDataVerifier: Sendable {
     /// The leaf's key once leaf → intermediate → configured root is valid at `time`, from the cache when
     /// this pair was validated before for a time inside its window.
     private func trustedLeafKey(_ token: CompactJWS, at time: Date) throws(Rejection) -> ECPublicKey {
-        let leafDER = try token.certificateDER(at: 0)
-        let intermediateDER = try token.certificateDER(at: 1)
-        _ = try token.certificateDER(at: 2)  // must be well-formed, but is never trusted
-        let key = ChainCache.Key(leafDER: leafDER, intermediateDER: intermediateDER)
+        // The same checks, in the same order, as decoding all three; x5c[2] must be well-formed, but is
+        // never trusted. The cache is keyed by the texts, so a hit decodes and parses nothing.
+        for index in 0..<3 { try token.checkCertificateText(at: index) }
+        let key = ChainCache.Key(
+            leafText: token.certificateChain[0].utf8, intermediateText: token.certificateChain[1].utf8)
         let now = clock.now()
         if let cached = cache.leafKey(for: key, verificationTime: time, now: now) { return cached }
+
+        let leafDER = try token.certificateDER(at: 0)
+        let intermediateDER = try token.certificateDER(at: 1)
 
         let leaf: Certificate
         let intermediate: Certificate

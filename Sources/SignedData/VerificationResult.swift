@@ -35,13 +35,16 @@ public struct VerificationResult: Sendable {
     public let rawJSON: Data?
     /// For notifications: each nested JWS, verified the same way (in payload order).
     public let nestedPayloads: [NestedPayload]
+    /// `rawJSON` as the verifier parsed it, so `PayloadDecoder` need not parse the same bytes again.
+    let payloadObject: [String: JSONValue]?
 
     /// Whether the status is `.ok`.
     public var isVerified: Bool { status == .ok }
 
     init(status: VerificationVerdict, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
-         rawJSON: Data? = nil, nestedPayloads: [NestedPayload] = []) {
+         rawJSON: Data? = nil, payloadObject: [String: JSONValue]? = nil, nestedPayloads: [NestedPayload] = []) {
         self.status = status
+        self.payloadObject = payloadObject
         self.message = message
         self.kind = kind
         self.signedDate = signedDate

@@ -28,6 +28,60 @@ import Testing
         #expect(!publicKey.isValidSignature(raw + [0], for: message))
     }
 
+    @Test func directDEREncodingMatchesOpenSSLs() throws {
+        var cases: [[UInt8]] = [
+            [UInt8](repeating: 0, count: 64), [UInt8](repeating: 0xFF, count: 64),
+            [UInt8](repeating: 0, count: 31) + [1] + [0x80] + [UInt8](repeating: 0, count: 31),
+            [0, 0, 0x7F] + [UInt8](repeating: 0x11, count: 29) + [0, 0x80] + [UInt8](repeating: 0, count: 30),
+            [UInt8](repeating: 0x80, count: 96), [7, 9],
+        ]
+        for _ in 0..<200 { cases.append((0..<64).map { _ in UInt8.random(in: 0...3) == 0 ? 0 : UInt8.random(in: 0...255) }) }
+        for raw in cases {
+            #expect(ECDSA.derSignatureDirect(fromRaw: raw) == ECDSA.derSignature(fromRaw: raw), "\(raw)")
+        }
+        #expect(ECDSA.derSignatureDirect(fromRaw: []) == nil)
+        #expect(ECDSA.derSignatureDirect(fromRaw: [1, 2, 3]) == nil)
+        #expect(ECDSA.derSignatureDirect(fromRaw: [UInt8](repeating: 1, count: 122)) == nil)  // beyond P-384
+    }
+
+    @Test func zeroAndOutOfRangeScalarsAreRejected() throws {
+        let key = try ECPrivateKey(generatingOn: .p256)
+        let message = Array("m".utf8)
+        let raw = try key.signature(for: message)
+        let publicKey = try key.publicKey
+        let zero = [UInt8](repeating: 0, count: 32)
+        let huge = [UInt8](repeating: 0xFF, count: 32)
+        #expect(publicKey.isValidSignature(raw, for: message))
+        #expect(!publicKey.isValidSignature(zero + raw[32...], for: message))
+        #expect(!publicKey.isValidSignature(Array(raw[..<32]) + zero, for: message))
+        #expect(!publicKey.isValidSignature(huge + raw[32...], for: message))
+        #expect(!publicKey.isValidSignature(Array(raw[..<32]) + huge, for: message))
+        #expect(!publicKey.isValidSignature(zero + zero, for: message))
+    }
+
+    @Test func concurrentVerificationsShareOneKey() async throws {
+        let key = try ECPrivateKey(generatingOn: .p256)
+        let publicKey = try key.publicKey
+        let message = Array("concurrent".utf8)
+        let raw = try key.signature(for: message)
+        var bad = raw
+        bad[40] ^= 1
+        let wrong = bad
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    (0..<200).allSatisfy { i in
+                        (i + task) % 2 == 0
+                            ? publicKey.isValidSignature(raw, for: message)
+                            : !publicKey.isValidSignature(wrong, for: message)
+                    }
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.allSatisfy { $0 })
+    }
+
     @Test func p384SignaturesAre96Bytes() throws {
         let key = try ECPrivateKey(generatingOn: .p384)
         let signature = try key.signature(for: [1, 2, 3])
@@ -86,6 +140,29 @@ import Testing
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 37 + 250) }
             for variant in [Base64.Variant.standard, .urlSafeUnpadded] {
                 #expect(Base64.decode(Base64.encode(bytes, variant: variant), variant: variant) == bytes)
+            }
+        }
+    }
+
+    /// Strictness means one text per byte string: whatever decodes re-encodes to exactly the same text,
+    /// and `isValid` agrees with `decode` (the chain cache keys on x5c text relying on this).
+    @Test func decodingIsCanonicalAndIsValidAgrees() {
+        let symbols = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_= .".utf8)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<4000 {
+            let length = Int.random(in: 0...13, using: &generator)
+            let text = String(decoding: (0..<length).map { _ in
+                Int.random(in: 0..<4, using: &generator) == 0 ? symbols[Int.random(in: 62..<symbols.count, using: &generator)]
+                    : symbols[Int.random(in: 0..<62, using: &generator)]
+            }, as: UTF8.self)
+            for variant in [Base64.Variant.standard, .urlSafeUnpadded] {
+                let decoded = Base64.decode(text, variant: variant)
+                #expect(Base64.isValid(text, variant: variant) == (decoded != nil), "\(text)")
+                if let decoded {
+                    #expect(Base64.encode(decoded, variant: variant) == text, "\(text)")
+                    #expect(Base64.isValid(text, variant: variant, minimumCount: decoded.count))
+                    #expect(!Base64.isValid(text, variant: variant, minimumCount: decoded.count + 1))
+                }
             }
         }
     }

@@ -24,6 +24,31 @@ import Testing
         #expect(verifier.chainCacheHits == 2)
     }
 
+    /// The cache is keyed by x5c text: a text that is not byte-for-byte the validated one must not hit,
+    /// even when Swift's `String` would call it equal (U+212A KELVIN SIGN == "K").
+    @Test func lookalikeCertificateTextDoesNotHitTheCache() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        let verifier = try SignedDataVerifier(
+            configuration: .init(trustedRoots: [pki.root.certificate]), clock: ManualClock(referenceTime))
+        #expect(verifier.verify(try pki.signer.sign(payload: transactionPayload())).isVerified)
+        let texts = pki.signer.certificateChain.map { Base64.encode($0.derBytes, variant: .standard) }
+        for position in 0..<2 {
+            var lookalike = texts
+            let original = lookalike[position]
+            let index = try #require(original.firstIndex(of: "K"))
+            lookalike[position] = String(original[..<index]) + "\u{212A}" + String(original[original.index(after: index)...])
+            #expect(lookalike[position] == original)  // Swift String equality: canonical equivalence
+            let header = "{\"alg\":\"ES256\",\"x5c\":[" + lookalike.map { "\"\($0)\"" }.joined(separator: ",") + "]}"
+            let token = try SignedDataSigner.sign(
+                headerJSON: Data(header.utf8), payload: transactionPayload(), key: pki.signer.signingKey)
+            let result = verifier.verify(token)
+            #expect(result.status == .invalidCertificate)
+            #expect(result.message == "x5c[\(position)] is not standard base64")
+        }
+        #expect(verifier.chainCacheHits == 0)
+        #expect(verifier.chainCacheMisses == 1)
+    }
+
     @Test func cachedChainIsNotUsedOutsideItsValidity() throws {
         let pki = try AppStoreTestPKI(referenceTime: referenceTime)
         let clock = ManualClock(referenceTime)
@@ -46,7 +71,7 @@ import Testing
         let cache = ChainCache(capacity: 2, shardCount: 1)
         let key = try ECPrivateKey(generatingOn: .p256).publicKey
         let entry = ChainCache.Entry(leafKey: key, validFrom: referenceTime - day, validUntil: referenceTime + day)
-        let keys = (0..<3).map { ChainCache.Key(leafDER: [UInt8($0)], intermediateDER: [1]) }
+        let keys = (0..<3).map { ChainCache.Key(leafText: [UInt8($0)], intermediateText: [1]) }
         cache.insert(entry, for: keys[0], now: referenceTime)
         cache.insert(entry, for: keys[1], now: referenceTime)
         #expect(cache.leafKey(for: keys[0], verificationTime: referenceTime, now: referenceTime) != nil)  // 0 is now newest

@@ -26,6 +26,34 @@ import Testing
         #expect(parse(text) == nil, "\(text)")
     }
 
+    @Test func integersAreExactAtTheDigitCountBoundaries() {
+        #expect(parse("[123456789012345678,-999999999999999999,1234567890123456789,-9223372036854775808,-0,0]")
+            == .array([.integer(123_456_789_012_345_678), .integer(-999_999_999_999_999_999),
+                       .integer(1_234_567_890_123_456_789), .integer(.min), .integer(0), .integer(0)]))
+        #expect(parse("-9223372036854775809") == .number(-9.223372036854775808e18))
+        #expect(parse(#"{"k":"caf\u00e9","ascii":"plain","utf8":"café"}"#)
+            == .object(["k": .string("café"), "ascii": .string("plain"), "utf8": .string("café")]))
+    }
+
+    /// Long strings go through the 8-byte scan: a quote, backslash, control or non-ASCII byte at every
+    /// position of a word must still be seen.
+    @Test func longStringsAtEveryOffset() {
+        for length in 0..<24 {
+            let prefix = String(repeating: "a", count: length)
+            #expect(parse("[\"\(prefix)\"]") == .array([.string(prefix)]))
+            #expect(parse("[\"\(prefix)\\n\(prefix)\"]") == .array([.string(prefix + "\n" + prefix)]))
+            #expect(parse("[\"\(prefix)é\(prefix)\"]") == .array([.string(prefix + "é" + prefix)]))
+            #expect(parse("[\"\(prefix)\u{01}\(prefix)\"]") == nil)
+            #expect(parse("[\"\(prefix)\u{1F}\(prefix)\"]") == nil)
+            #expect(parse("[\"\(prefix)") == nil)
+            var invalid = Array("[\"\(prefix)xx\(prefix)\"]".utf8)
+            invalid[2 + length] = 0xC3
+            invalid[3 + length] = 0x28
+            var parser = JSONParser(bytes: invalid)
+            #expect(parser.parseDocument() == nil)
+        }
+    }
+
     @Test func rejectsInvalidUTF8() {
         var parser = JSONParser(bytes: [0x22, 0xC3, 0x28, 0x22])
         #expect(parser.parseDocument() == nil)
