@@ -53,11 +53,19 @@ let package = Package(
                 "HTTP2", "GatewayCore", "ProtoCodec",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The upstream App Store Server API client: one libcurl multi handle on its own thread (HTTP/2
+        // over TLS, multiplexed), request JWTs, rate limits, retries, environment fallback.
+        .target(
+            name: "AppStoreClient",
+            dependencies: [
+                "CCurl", "Cryptography", "GatewayCore", "SignedData", "ProtoCodec",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The gateway's RPC implementations, wiring the modules above.
         .target(
             name: "Services",
             dependencies: [
-                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography",
+                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "AppStoreClient",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The `appstore-gateway` executable: arguments, configuration, signals.
@@ -77,5 +85,11 @@ let package = Package(
             name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec"], exclude: ["Fixtures", "Oracle"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"]),
+        .testTarget(
+            name: "AppStoreClientTests",
+            dependencies: [
+                "AppStoreClient", "Services", "HTTP2", "GatewayCore", "Cryptography", "SignedData", "ProtoCodec", "GRPC",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
     ]
 )
