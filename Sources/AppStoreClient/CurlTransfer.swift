@@ -140,8 +140,10 @@ final class CurlTransfer {
         if code == CURLE_OK {
             var status = 0
             var version = 0
-            _ = ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            _ = ccurl_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+            guard ccurl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0 else {
+                return .failure(UpstreamTransportError(.connectionFailed, "no HTTP status in the response"))
+            }
+            if ccurl_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version) != CURLE_OK { version = 0 }
             return .success(
                 UpstreamResponse(
                     status: status, headers: responseHeaders, body: responseBody,

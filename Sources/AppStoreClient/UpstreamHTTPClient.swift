@@ -23,18 +23,22 @@ public final class UpstreamHTTPClient: Sendable {
         public var maxResponseBytes: Int
         /// Connections kept per host at most; further transfers queue inside libcurl. Default 8.
         public var maxConnectionsPerHost: Int
+        /// Streams libcurl multiplexes on one HTTP/2 connection at most (the server's
+        /// SETTINGS_MAX_CONCURRENT_STREAMS still applies when lower). Default 200.
+        public var maxStreamsPerConnection: Int
         /// The `User-Agent` sent.
         public var userAgent: String
 
         /// Settings; unspecified values take the documented defaults.
         public init(
             caFile: String = "", connectTimeout: Duration = .seconds(5), maxResponseBytes: Int = 16 << 20,
-            maxConnectionsPerHost: Int = 8, userAgent: String = "appstore-gateway"
+            maxConnectionsPerHost: Int = 8, maxStreamsPerConnection: Int = 200, userAgent: String = "appstore-gateway"
         ) {
             self.caFile = caFile
             self.connectTimeout = connectTimeout
             self.maxResponseBytes = maxResponseBytes
             self.maxConnectionsPerHost = maxConnectionsPerHost
+            self.maxStreamsPerConnection = maxStreamsPerConnection
             self.userAgent = userAgent
         }
     }
@@ -152,6 +156,10 @@ private final class CurlMultiLoop: @unchecked Sendable {
         try Self.check(
             ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, configuration.maxConnectionsPerHost)),
             "MAX_HOST_CONNECTIONS")
+        try Self.check(
+            ccurl_multi_setopt_long(
+                multi, CURLMOPT_MAX_CONCURRENT_STREAMS, min(max(1, configuration.maxStreamsPerConnection), 1000)),
+            "MAX_CONCURRENT_STREAMS")
         let thread = Thread { [self] in run() }
         thread.name = "upstream-curl"
         thread.start()
@@ -245,7 +253,15 @@ private final class CurlMultiLoop: @unchecked Sendable {
             collectFinished()
             var ready: Int32 = 0
             // Waits for socket activity, libcurl's own timers (it shortens the wait), or a wakeup.
-            _ = curl_multi_poll(multi, nil, 0, 1_000, &ready)
+            let polled = curl_multi_poll(multi, nil, 0, 1_000, &ready)
+            if polled != CURLM_OK && polled != CURLM_UNRECOVERABLE_POLL {
+                // Out of memory or an interrupted wait: back off briefly instead of spinning.
+                Thread.sleep(forTimeInterval: 0.001)
+            } else if polled == CURLM_UNRECOVERABLE_POLL {
+                let error = UpstreamTransportError(.connectionFailed, "curl_multi_poll cannot wait on its sockets")
+                for transfer in Array(byID.values) { finish(transfer, .failure(error)) }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
         }
     }
 

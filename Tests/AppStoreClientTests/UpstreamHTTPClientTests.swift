@@ -55,6 +55,24 @@ import Testing
         print("UpstreamHTTPClient: 100 concurrent calls used \(metrics.connectionsOpened) connection(s)")
     }
 
+    @Test func fiveHundredConcurrentCallsStayWithinTheConnectionCap() async throws {
+        let fake = try FakeApple { _, _ in HTTPResponse(status: 200, body: Array(repeating: 0x61, count: 2_000)) }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<500 {
+                group.addTask { _ = try await client.send(UpstreamRequest(url: fake.baseURL + "/n\(index)")) }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = ContinuousClock.now - started
+        let metrics = client.metrics
+        #expect(metrics.transfersSucceeded == 500)
+        // At most 200 streams per connection (our server allows 256), 8 connections per host.
+        #expect(metrics.connectionsOpened <= 8, "opened \(metrics.connectionsOpened)")
+        print("UpstreamHTTPClient: 500 concurrent calls in \(elapsed) over \(metrics.connectionsOpened) connection(s)")
+    }
+
     @Test func timeoutEndsASlowTransfer() async throws {
         let fake = try FakeApple { _, _ in
             try? await Task.sleep(for: .seconds(3))
