@@ -191,7 +191,7 @@ struct TransactionMint: Sendable {
     @Test func allPagesStopsAtMaxPagesAndOnAnUnchangedRevision() async throws {
         let mint = try TransactionMint()
         let fixture = try UpstreamFixture { request, number in
-            AppleJSON.history([try! mint.jws("x\(number)")], revision: "r\(number)", hasMore: true)
+            AppleJSON.history((try? mint.jws("x\(number)")).map { [$0] } ?? [], revision: "r\(number)", hasMore: true)
         }
         let capped = try await handler(fixture, mint, maxPages: 3).handle(request { $0.allPages = true }, remaining: nil)
         #expect(capped.pagesFetched == 3)
