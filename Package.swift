@@ -55,11 +55,19 @@ let package = Package(
                 "HTTP2", "GatewayCore", "ProtoCodec",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The upstream App Store Server API client: one libcurl multi handle on its own thread (HTTP/2
+        // over TLS, multiplexed), request JWTs, rate limits, retries, environment fallback.
+        .target(
+            name: "AppStoreClient",
+            dependencies: [
+                "CCurl", "Cryptography", "GatewayCore", "SignedData", "ProtoCodec",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The gateway's RPC implementations, wiring the modules above.
         .target(
             name: "Services",
             dependencies: [
-                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography",
+                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "AppStoreClient",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Prometheus metrics registry and the JSON-lines log handler.
@@ -98,5 +106,11 @@ let package = Package(
         .testTarget(
             name: "SimulatorTests", dependencies: ["Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayCore"],
             resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "AppStoreClientTests",
+            dependencies: [
+                "AppStoreClient", "Services", "HTTP2", "GatewayCore", "Cryptography", "SignedData", "ProtoCodec", "GRPC",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
     ]
 )

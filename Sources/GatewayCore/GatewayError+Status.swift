@@ -56,6 +56,14 @@ extension GatewayError {
             return status(
                 .resourceExhausted, "Message of \(size) bytes exceeds the limit of \(limit) bytes.",
                 reason: "MESSAGE_TOO_LARGE", metadata: ["size": String(size), "limit": String(limit)])
+        case .appleDataRejected(let app, let environment, let problem):
+            // DATA_LOSS, not INTERNAL: the gateway worked, the upstream data is corrupt or forged, and
+            // repeating the call will not help until Apple (or whatever answered as Apple) is fixed.
+            return status(
+                .dataLoss,
+                "Apple's answer for app \"\(app)\" (\(environment)) carried signed data that failed verification: "
+                    + "\(problem).",
+                reason: "APPLE_DATA_UNVERIFIED", metadata: ["app": app, "environment": environment.rawValue])
         case .internalBug(let what, let requestID):
             var metadata: [String: String] = [:]
             metadata["request_id"] = requestID

@@ -23,6 +23,9 @@ public enum GatewayError: Error, Sendable, Hashable {
     case cancelled
     /// A message is over the configured size limit.
     case messageTooLarge(size: Int, limit: Int)
+    /// Apple's answer carried signed data that failed verification (bad signature or chain, wrong app
+    /// or environment): the data cannot be trusted, so none of the answer is returned.
+    case appleDataRejected(app: String, environment: AppleEnvironment, problem: String)
     /// A bug in the gateway; `requestID` ties the status to the log line.
     case internalBug(String, requestID: String?)
 }

@@ -1,3 +1,4 @@
+import AppStoreClient
 import Cryptography
 import GRPC
 import GatewayCore
@@ -10,10 +11,15 @@ public struct AppStoreGatewayService: GRPCService {
     public static let name = "appstore.gateway.v1.AppStoreGateway"
 
     private let verifyJWS: VerifyJWSHandler
+    private let getHistory: GetHistoryHandler
 
-    /// Builds the service from the configuration: the trusted roots are read and checked here, so a bad
-    /// file fails start-up rather than the first call.
-    public init(configuration: GatewayConfiguration) throws(ConfigurationError) {
+    /// Builds the service from the configuration: the trusted roots and every app's private key are read
+    /// and checked here, so a bad file fails start-up rather than the first call. `signers` (by bundle id)
+    /// replace key files, for tests.
+    public init(
+        configuration: GatewayConfiguration, clock: any GatewayClock = SystemClock(),
+        signers: [String: any ES256Signer]? = nil
+    ) throws(ConfigurationError) {
         var roots: [Certificate] = []
         if configuration.verification.rootCertificates.isEmpty || configuration.verification.trustBuiltInAppleRoot {
             do {
@@ -41,14 +47,34 @@ public struct AppStoreGatewayService: GRPCService {
             throw ConfigurationError(key: "verification", problem: "\(error)")
         }
         verifyJWS = VerifyJWSHandler(verifier: verifier, apps: AppDirectory(configuration.apps))
+
+        let http: UpstreamHTTPClient
+        do {
+            http = try UpstreamHTTPClient(
+                configuration: UpstreamHTTPClient.Configuration(
+                    caFile: configuration.apple.caFile,
+                    connectTimeout: .milliseconds(Int64(configuration.apple.connectTimeoutMilliseconds))))
+        } catch {
+            throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
+        }
+        let client = try AppStoreAPIClient(configuration: configuration, http: http, clock: clock, signers: signers)
+        getHistory = GetHistoryHandler(
+            client: client, verifier: verifier, maxPages: configuration.history.maxPages, clock: clock)
     }
 
     public var methods: [String: MethodHandler] {
         let verifyJWS = self.verifyJWS
+        let getHistory = self.getHistory
         return [
+            // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
             "/\(Self.name)/GetHistory": .unary(GetHistoryRequest.self) {
-                _, _ throws(RPCStatus) -> GetHistoryResponse in
-                throw RPCStatus(.unimplemented, "GetHistory is not available in this build yet (upstream client pending)")
+                request, context throws(RPCStatus) -> GetHistoryResponse in
+                do throws(GatewayError) {
+                    let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                    return try await getHistory.handle(request, remaining: remaining)
+                } catch {
+                    throw error.rpcStatus
+                }
             },
             "/\(Self.name)/StreamNotifications": .serverStreaming(StreamNotificationsRequest.self, NotificationEvent.self) {
                 _, _, _ throws(RPCStatus) in

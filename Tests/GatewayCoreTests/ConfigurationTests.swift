@@ -28,6 +28,68 @@ import Testing
         #expect(config.verification.rootCertificates.isEmpty)
     }
 
+    @Test func upstreamKeysHaveDocumentedDefaults() throws {
+        let config = try GatewayConfiguration.load(yaml: "")
+        #expect(config.rateLimits.defaults == .defaults)
+        #expect(config.rateLimits.maxWaitMilliseconds == 1_000)
+        #expect(config.retries == .defaults)
+        #expect(config.retries.maxAttempts == 3)
+        #expect(config.history.maxPages == 50)
+        #expect(config.apple.requestTimeoutMilliseconds == 10_000)
+        #expect(config.apple.connectTimeoutMilliseconds == 5_000)
+        #expect(config.apple.allowReadableKeyFiles == false)
+    }
+
+    @Test func exampleFileStatesTheUpstreamDefaults() throws {
+        let text = try String(contentsOfFile: Self.repoRoot + "/config/example.yaml", encoding: .utf8)
+        let config = try GatewayConfiguration.load(yaml: text)
+        #expect(config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .production) == EndpointRate(perSecond: 50, burst: 50))
+        #expect(config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .sandbox) == EndpointRate(perSecond: 5, burst: 5))
+        #expect(config.retries == .defaults)
+        #expect(config.history.maxPages == 50)
+        #expect(config.apps[0].sandboxFallbackOnUnauthorized == false)
+        #expect(config.apps[0].rateLimits == nil)
+    }
+
+    @Test func rateLimitsAndRetriesAreRead() throws {
+        let yaml = """
+            rateLimits:
+              sandboxFactor: 0.5
+              maxWait: 250ms
+              getTransactionHistory: { perSecond: 10, burst: 4 }
+              lookUpOrderId: { perSecond: 2 }
+            retries: { maxAttempts: 5, initialBackoff: 10ms, maxBackoff: 1s, multiplier: 3, minimumAttemptTime: 20ms, deadlineMargin: 5ms }
+            history: { maxPages: 7 }
+            apple: { requestTimeout: 3s, connectTimeout: 1s, allowReadableKeyFiles: true }
+            apps:
+              - bundleId: a.b
+                keyId: ABCDEFGHIJ
+                issuerId: i
+                privateKeyFile: k
+                environment: sandbox
+                sandboxFallbackOnUnauthorized: true
+                rateLimits:
+                  getTransactionHistory: { burst: 2 }
+              - { bundleId: c.d, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox }
+            """
+        let config = try GatewayConfiguration.load(yaml: yaml)
+        #expect(config.rateLimits.maxWaitMilliseconds == 250)
+        #expect(config.rateLimits.defaults.sandboxFactor == 0.5)
+        #expect(config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .production) == EndpointRate(perSecond: 10, burst: 4))
+        #expect(config.rateLimits.defaults.rate(for: .lookUpOrderId, in: .production) == EndpointRate(perSecond: 2, burst: 2))
+        #expect(config.retries == RetryPolicy(
+            maxAttempts: 5, initialBackoff: .milliseconds(10), maxBackoff: .seconds(1), multiplier: 3,
+            minimumAttemptTime: .milliseconds(20), deadlineMargin: .milliseconds(5)))
+        #expect(config.history.maxPages == 7)
+        #expect(config.apple.requestTimeoutMilliseconds == 3_000)
+        #expect(config.apple.allowReadableKeyFiles)
+        #expect(config.apps[0].sandboxFallbackOnUnauthorized)
+        // Per-app overrides sit on top of the global section.
+        #expect(config.apps[0].rateLimits?.rate(for: .getTransactionHistory, in: .production) == EndpointRate(perSecond: 10, burst: 2))
+        #expect(config.apps[0].rateLimits?.sandboxFactor == 0.5)
+        #expect(config.apps[1].rateLimits == nil)
+    }
+
     @Test func environmentOverridesFileValues() throws {
         let config = try GatewayConfiguration.load(
             yaml: "listen: 127.0.0.1:1\nlimits:\n  maxConcurrentStreams: 10\n",
@@ -62,6 +124,11 @@ import Testing
         ("apps:\n  - bundleId: a.b\n    keyId: SHORT", "apps[0].keyId"),
         ("apps:\n  - keyId: ABCDEFGHIJ", "apps[0].bundleId"),
         ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k}", "apps[0].appAppleId"),
+        ("rateLimits:\n  getTransactionHistory: {perSecond: 0}", "rateLimits.getTransactionHistory.perSecond"),
+        ("rateLimits:\n  getTransactionHistry: {perSecond: 5}", "rateLimits.getTransactionHistry.perSecond"),
+        ("rateLimits:\n  sandboxFactor: 2", "rateLimits.sandboxFactor"),
+        ("retries:\n  maxAttempts: 0", "retries.maxAttempts"),
+        ("history:\n  maxPages: 0", "history.maxPages"),
         ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: prod}", "apps[0].environment"),
         ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox, color: red}", "apps[0].color"),
         ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox}\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox}", "apps[1].name"),

@@ -30,6 +30,14 @@ import Testing
         #expect(status.message.contains("InvalidProductId"))
     }
 
+    @Test func unverifiableAppleDataIsDataLoss() {
+        let status = GatewayError.appleDataRejected(app: "example", environment: .sandbox, problem: "bad signature")
+            .rpcStatus
+        #expect(status.code == .dataLoss)
+        #expect(status.details?.info?.reason == "APPLE_DATA_UNVERIFIED")
+        #expect(status.message.contains("bad signature"))
+    }
+
     @Test func unknownAppAndMethod() {
         #expect(GatewayError.unknownApp("nope").rpcStatus.code == .notFound)
         #expect(GatewayError.unknownApp("nope").rpcStatus.details?.info?.reason == "UNKNOWN_APP")

@@ -3,6 +3,7 @@ import glob
 import json
 import os
 import base64
+import subprocess
 
 import grpc
 import pytest
@@ -20,10 +21,13 @@ def payload_of(jws):
 
 @pytest.fixture(scope="module")
 def gateway_with_apps(tmp_path_factory):
-    """A gateway that knows the samples' apps (keys are never used by VerifyJWS)."""
+    """A gateway that knows the samples' apps (VerifyJWS never signs, but keys are checked at start-up)."""
     directory = tmp_path_factory.mktemp("verify")
     key = directory / "key.p8"
-    key.write_text("unused by VerifyJWS\n")
+    # A throwaway P-256 PKCS#8 key, private to its owner as the gateway requires.
+    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-out", str(key)], check=True, capture_output=True)
+    os.chmod(key, 0o600)
     config = directory / "gateway.yaml"
     config.write_text(f"""
 apps:

@@ -32,11 +32,24 @@ extension GatewayConfiguration {
         if let v = try reader.milliseconds("shutdown.drainDelay") { config.shutdown.drainDelayMilliseconds = v }
         if let v = try reader.milliseconds("shutdown.grace") { config.shutdown.graceMilliseconds = v }
 
-        config.apps = try apps(reader)
+        config.rateLimits.defaults = try rateLimits(reader, prefix: "rateLimits", base: .defaults)
+        if let v = try reader.milliseconds("rateLimits.maxWait") { config.rateLimits.maxWaitMilliseconds = v }
+        config.apps = try apps(reader, defaultLimits: config.rateLimits.defaults)
+        config.retries = try retries(reader)
+        if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
 
         if let v = try reader.string("apple.productionURL") { config.apple.productionURL = try url(v, key: "apple.productionURL") }
         if let v = try reader.string("apple.sandboxURL") { config.apple.sandboxURL = try url(v, key: "apple.sandboxURL") }
         if let v = try reader.string("apple.caFile") { config.apple.caFile = v }
+        if let v = try reader.milliseconds("apple.requestTimeout") {
+            guard v > 0 else { throw ConfigurationError(key: "apple.requestTimeout", problem: "must be more than 0") }
+            config.apple.requestTimeoutMilliseconds = v
+        }
+        if let v = try reader.milliseconds("apple.connectTimeout") {
+            guard v > 0 else { throw ConfigurationError(key: "apple.connectTimeout", problem: "must be more than 0") }
+            config.apple.connectTimeoutMilliseconds = v
+        }
+        if let v = try reader.bool("apple.allowReadableKeyFiles") { config.apple.allowReadableKeyFiles = v }
 
         if let roots = try reader.strings("verification.rootCertificates") { config.verification.rootCertificates = roots }
         if let v = try reader.integer("verification.chainCacheSize", in: 1...1_000_000) { config.verification.chainCacheSize = v }
@@ -65,7 +78,42 @@ extension GatewayConfiguration {
         verification.rootCertificates = verification.rootCertificates.map(resolve)
     }
 
-    private static func apps(_ reader: ConfigurationReader) throws(ConfigurationError) -> [App] {
+    /// `<prefix>.sandboxFactor` and `<prefix>.<endpoint>.{perSecond,burst}` on top of `base`.
+    private static func rateLimits(
+        _ reader: ConfigurationReader, prefix: String, base: RateLimits
+    ) throws(ConfigurationError) -> RateLimits {
+        var limits = base
+        if let v = try reader.double("\(prefix).sandboxFactor", in: 0.000_001...1) { limits.sandboxFactor = v }
+        for endpoint in AppleEndpoint.allCases {
+            let key = "\(prefix).\(endpoint.configName)"
+            let perSecond = try reader.double("\(key).perSecond", in: 0.000_1...1_000_000)
+            let burst = try reader.integer("\(key).burst", in: 1...1_000_000)
+            guard perSecond != nil || burst != nil else { continue }
+            let current = limits.rate(for: endpoint, in: .production)
+            limits.overrides[endpoint] = EndpointRate(
+                perSecond: perSecond ?? current.perSecond,
+                burst: burst ?? (perSecond == nil ? current.burst : nil))
+        }
+        return limits
+    }
+
+    private static func retries(_ reader: ConfigurationReader) throws(ConfigurationError) -> RetryPolicy {
+        var policy = RetryPolicy.defaults
+        if let v = try reader.integer("retries.maxAttempts", in: 1...10) { policy.maxAttempts = v }
+        if let v = try reader.milliseconds("retries.initialBackoff") { policy.initialBackoff = .milliseconds(v) }
+        if let v = try reader.milliseconds("retries.maxBackoff") { policy.maxBackoff = .milliseconds(v) }
+        if let v = try reader.double("retries.multiplier", in: 1...10) { policy.multiplier = v }
+        if let v = try reader.milliseconds("retries.minimumAttemptTime") { policy.minimumAttemptTime = .milliseconds(v) }
+        if let v = try reader.milliseconds("retries.deadlineMargin") { policy.deadlineMargin = .milliseconds(v) }
+        guard policy.maxBackoff >= policy.initialBackoff else {
+            throw ConfigurationError(key: "retries.maxBackoff", problem: "must not be shorter than retries.initialBackoff")
+        }
+        return policy
+    }
+
+    private static func apps(
+        _ reader: ConfigurationReader, defaultLimits: RateLimits
+    ) throws(ConfigurationError) -> [App] {
         var apps: [App] = []
         var names: Set<String> = []
         for index in 0..<(try reader.count("apps")) {
@@ -96,9 +144,12 @@ extension GatewayConfiguration {
             }
             names.insert(name)
             if bundleId != name { names.insert(bundleId) }
+            let fallback = try reader.bool("\(key).sandboxFallbackOnUnauthorized") ?? false
+            let limits = try rateLimits(reader, prefix: "\(key).rateLimits", base: defaultLimits)
             apps.append(App(
                 name: name, bundleId: bundleId, appAppleId: appAppleId, issuerId: try required("issuerId"),
-                keyId: keyId, privateKeyFile: try required("privateKeyFile"), environment: environment))
+                keyId: keyId, privateKeyFile: try required("privateKeyFile"), environment: environment,
+                sandboxFallbackOnUnauthorized: fallback, rateLimits: limits == defaultLimits ? nil : limits))
         }
         return apps
     }

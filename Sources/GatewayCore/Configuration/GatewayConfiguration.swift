@@ -20,6 +20,12 @@ public struct GatewayConfiguration: Sendable {
     public var verification = Verification()
     /// Logging. Keys under `logging`.
     public var logging = Logging()
+    /// Local rate limits for calls to Apple. Keys under `rateLimits` (per app: `apps[i].rateLimits`).
+    public var rateLimits = RateLimiting()
+    /// Retries of failed Apple calls. Keys under `retries`.
+    public var retries = RetryPolicy.defaults
+    /// Transaction history paging. Keys under `history`.
+    public var history = History()
 
     public init() {}
 
@@ -96,9 +102,16 @@ public struct GatewayConfiguration: Sendable {
         public var privateKeyFile: String
         /// `apps[i].environment`: production, sandbox or auto (default auto).
         public var environment: EnvironmentPolicy
+        /// With `auto`, also try sandbox when production answers 401 (some teams' keys only work in
+        /// sandbox before release). `apps[i].sandboxFallbackOnUnauthorized`, default false.
+        public var sandboxFallbackOnUnauthorized: Bool
+        /// This app's rate limits (the global `rateLimits` with `apps[i].rateLimits` applied on top);
+        /// nil when the app has no overrides.
+        public var rateLimits: RateLimits?
 
         public init(name: String, bundleId: String, appAppleId: Int64?, issuerId: String, keyId: String,
-                    privateKeyFile: String, environment: EnvironmentPolicy) {
+                    privateKeyFile: String, environment: EnvironmentPolicy,
+                    sandboxFallbackOnUnauthorized: Bool = false, rateLimits: RateLimits? = nil) {
             self.name = name
             self.bundleId = bundleId
             self.appAppleId = appAppleId
@@ -106,6 +119,8 @@ public struct GatewayConfiguration: Sendable {
             self.keyId = keyId
             self.privateKeyFile = privateKeyFile
             self.environment = environment
+            self.sandboxFallbackOnUnauthorized = sandboxFallbackOnUnauthorized
+            self.rateLimits = rateLimits
         }
     }
 
@@ -117,6 +132,14 @@ public struct GatewayConfiguration: Sendable {
         public var sandboxURL = "https://api.storekit-sandbox.apple.com"
         /// Extra CA bundle for the upstream TLS (simulator, tests); empty = system CAs. `apple.caFile`.
         public var caFile = ""
+        /// Longest single HTTP attempt to Apple (the caller's deadline may cut it shorter).
+        /// `apple.requestTimeout`, 10s.
+        public var requestTimeoutMilliseconds: UInt64 = 10_000
+        /// Longest TCP + TLS connection set-up. `apple.connectTimeout`, 5s.
+        public var connectTimeoutMilliseconds: UInt64 = 5_000
+        /// Accept `.p8` key files readable by group or others. `apple.allowReadableKeyFiles`, false:
+        /// start-up refuses such files, since the key signs for the whole team.
+        public var allowReadableKeyFiles = false
         public init() {}
     }
 
@@ -131,6 +154,23 @@ public struct GatewayConfiguration: Sendable {
         public var chainCacheSize = 1024
         /// Validate chains at the current time instead of the payload's signedDate. `verification.useCurrentTime`.
         public var useCurrentTime = false
+        public init() {}
+    }
+
+    /// The `rateLimits` section: Apple's per-endpoint budgets, mirrored locally.
+    public struct RateLimiting: Sendable, Hashable {
+        /// Budgets for every app: `rateLimits.sandboxFactor` (0.1) and
+        /// `rateLimits.<endpoint>.{perSecond,burst}` (Apple's published rates, burst = one second's worth).
+        public var defaults = RateLimits.defaults
+        /// How long a call may queue for a token before RESOURCE_EXHAUSTED. `rateLimits.maxWait`, 1s.
+        public var maxWaitMilliseconds: UInt64 = 1_000
+        public init() {}
+    }
+
+    /// Transaction history paging.
+    public struct History: Sendable, Hashable {
+        /// Most pages one `all_pages` GetHistory call fetches. `history.maxPages`, 50.
+        public var maxPages = 50
         public init() {}
     }
 

@@ -1,0 +1,66 @@
+import Cryptography
+import Foundation
+import GatewayCore
+
+/// Signs request JWTs with an app's In-App Purchase key (ES256 over OpenSSL, raw R‖S).
+///
+/// The key never leaves this type: it has no description of its contents, and every error it throws
+/// names the configuration key and the file, never the key material.
+public struct AppKeySigner: ES256Signer, CustomStringConvertible {
+    private let key: ECPrivateKey
+    /// The public half, for tests and for logging a fingerprint-free identity check.
+    public let publicKey: ECPublicKey
+
+    /// A signer for a P-256 private key; nil for another curve or an unusable key.
+    public init?(key: ECPrivateKey) {
+        guard key.curve == .p256, let publicKey = try? key.publicKey else { return nil }
+        self.key = key
+        self.publicKey = publicKey
+    }
+
+    public func sign(_ signingInput: [UInt8]) throws -> [UInt8] {
+        try key.signature(for: signingInput)
+    }
+
+    public var description: String { "AppKeySigner(P-256)" }
+
+    /// Loads `apps[index].privateKeyFile`: an unencrypted PKCS#8 PEM P-256 key (Apple's `.p8`).
+    ///
+    /// Refuses a file readable by group or others unless `allowReadableFile`: the key signs for the
+    /// whole App Store Connect team. Errors are `ConfigurationError`s naming `apps[i].privateKeyFile`.
+    public static func load(
+        app: GatewayConfiguration.App, index: Int, allowReadableFile: Bool
+    ) throws(ConfigurationError) -> AppKeySigner {
+        let key = "apps[\(index)].privateKeyFile"
+        let path = app.privateKeyFile
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: path)
+        } catch {
+            throw ConfigurationError(key: key, problem: "cannot read '\(path)' (missing or not accessible)")
+        }
+        if !allowReadableFile, let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
+            throw ConfigurationError(
+                key: key,
+                problem: "'\(path)' is readable or writable by group or others (mode \(String(mode & 0o777, radix: 8))); "
+                    + "chmod 600 it, or set apple.allowReadableKeyFiles: true")
+        }
+        guard let data = FileManager.default.contents(atPath: path), data.count <= 64 * 1024 else {
+            throw ConfigurationError(key: key, problem: "cannot read '\(path)' (unreadable or larger than 64 KiB)")
+        }
+        let pem = String(decoding: data, as: UTF8.self)
+        let problem = "'\(path)' is not an unencrypted PKCS#8 PEM P-256 private key (an App Store Connect In-App "
+            + "Purchase .p8 key)"
+        let privateKey: ECPrivateKey
+        do {
+            privateKey = try ECPrivateKey(pkcs8PEM: pem)
+        } catch {
+            // The OpenSSL reason is safe to show (it never quotes key bytes); the file content is not shown.
+            throw ConfigurationError(key: key, problem: "\(problem): \(error.reason)")
+        }
+        guard let signer = AppKeySigner(key: privateKey) else {
+            throw ConfigurationError(key: key, problem: "\(problem): the key is on \(privateKey.curve), not P-256")
+        }
+        return signer
+    }
+}

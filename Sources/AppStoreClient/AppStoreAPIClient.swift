@@ -1,0 +1,179 @@
+import Foundation
+import GatewayCore
+import Logging
+
+/// Apple's answer to one App Store Server API call, after retries and environment fallback.
+public struct AppleResponse: Sendable {
+    /// The environment that answered.
+    public var environment: AppleEnvironment
+    /// The successful (2xx) HTTP response.
+    public var response: UpstreamResponse
+    /// Apple's request id, when a request-id header was present.
+    public var appleRequestID: String? { response.appleRequestID }
+}
+
+/// Calls the App Store Server API for the configured apps: picks the environment, spends the local rate
+/// budget, signs with a cached JWT, retries what may succeed, and turns failures into `GatewayError`s.
+///
+/// Per call: the app's environment policy gives the environments to try (`auto`: production, then
+/// sandbox when production answers 4040010, and on 401 too when `sandboxFallbackOnUnauthorized`). In
+/// each environment, attempts follow a `RetrySchedule`; before each attempt a token is reserved from the
+/// `RateLimiter` bucket of (bundle id, endpoint, environment), waiting when the wait fits both
+/// `rateLimits.maxWait` and the deadline, else RESOURCE_EXHAUSTED with RetryInfo. A 401 drops the
+/// cached JWT and retries once with a new one. A 429 blocks the bucket until Apple's `Retry-After` for
+/// every caller and ends the call with RESOURCE_EXHAUSTED.
+public final class AppStoreAPIClient: Sendable {
+    /// The settings taken from the configuration.
+    public struct Settings: Sendable {
+        /// Base URLs (`apple.productionURL`, `apple.sandboxURL`).
+        public var productionURL: String
+        public var sandboxURL: String
+        /// `retries.*`.
+        public var retryPolicy: RetryPolicy
+        /// `rateLimits.maxWait`.
+        public var maxRateLimitWait: Duration
+        /// `apple.requestTimeout`: the longest single attempt.
+        public var requestTimeout: Duration
+        /// JWT lifetimes (the documented defaults).
+        public var jwt: JWTSettings
+
+        /// Settings from a loaded configuration.
+        public init(configuration: GatewayConfiguration) {
+            productionURL = configuration.apple.productionURL
+            sandboxURL = configuration.apple.sandboxURL
+            retryPolicy = configuration.retries
+            maxRateLimitWait = .milliseconds(Int64(configuration.rateLimits.maxWaitMilliseconds))
+            requestTimeout = .milliseconds(Int64(configuration.apple.requestTimeoutMilliseconds))
+            jwt = .defaults
+        }
+
+        func baseURL(_ environment: AppleEnvironment) -> String {
+            environment == .production ? productionURL : sandboxURL
+        }
+    }
+
+    /// The configured apps.
+    public let apps: AppDirectory
+    /// The local rate budgets (shared by every call of this client).
+    public let rateLimiter: RateLimiter
+    /// Request JWTs per app.
+    public let jwtCache: JWTCache
+    /// The settings in force.
+    public let settings: Settings
+    let http: UpstreamHTTPClient
+    let clock: any GatewayClock
+    let logger: Logger
+    let sleep: @Sendable (Duration) async throws -> Void
+    private let signers: [String: any ES256Signer]
+
+    /// A client for `configuration`'s apps. Without `signers` (keyed by bundle id), each app's key is
+    /// loaded from its `privateKeyFile` now, so a missing or unusable key fails start-up with a
+    /// `ConfigurationError` naming `apps[i].privateKeyFile`. `sleep` waits for rate-limit slots and
+    /// backoffs (tests may shorten it).
+    public init(
+        configuration: GatewayConfiguration, http: UpstreamHTTPClient, clock: any GatewayClock = SystemClock(),
+        logger: Logger = Logger(label: "appstore-gateway.upstream"), signers: [String: any ES256Signer]? = nil,
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) throws(ConfigurationError) {
+        var loaded: [String: any ES256Signer] = [:]
+        for (index, app) in configuration.apps.enumerated() {
+            if let given = signers?[app.bundleId] {
+                loaded[app.bundleId] = given
+            } else {
+                loaded[app.bundleId] = try AppKeySigner.load(
+                    app: app, index: index, allowReadableFile: configuration.apple.allowReadableKeyFiles)
+            }
+        }
+        var perApp: [String: RateLimits] = [:]
+        for app in configuration.apps { perApp[app.bundleId] = app.rateLimits }
+        do {
+            try configuration.rateLimits.defaults.validate()
+            for limits in perApp.values { try limits.validate() }
+        } catch {
+            throw ConfigurationError(key: "rateLimits", problem: "\(error.rpcStatus.message)")
+        }
+        self.signers = loaded
+        apps = AppDirectory(configuration.apps)
+        rateLimiter = RateLimiter(defaults: configuration.rateLimits.defaults, perApp: perApp)
+        settings = Settings(configuration: configuration)
+        jwtCache = JWTCache(settings: settings.jwt)
+        self.http = http
+        self.clock = clock
+        self.logger = logger
+        self.sleep = sleep
+    }
+
+    /// The environments a call tries, in order: the requested one alone, else the app's policy.
+    public func environments(for app: GatewayConfiguration.App, requested: AppleEnvironment?) -> [AppleEnvironment] {
+        if let requested { return [requested] }
+        switch app.environment {
+        case .production: return [.production]
+        case .sandbox: return [.sandbox]
+        case .auto: return [.production, .sandbox]
+        }
+    }
+
+    /// Calls `endpoint` at `path` (already filled in, see `AppleEndpoint.path`) with `query` for `app`,
+    /// returning Apple's 2xx answer. `deadline` is on `clock`'s monotonic time.
+    public func call(
+        _ endpoint: AppleEndpoint, path: String, query: String = "", body: [UInt8]? = nil,
+        app: GatewayConfiguration.App, environment requested: AppleEnvironment? = nil, deadline: MonotonicInstant?
+    ) async throws(GatewayError) -> AppleResponse {
+        let plan = environments(for: app, requested: requested)
+        var tried: [AppleEnvironment] = []
+        for (index, environment) in plan.enumerated() {
+            tried.append(environment)
+            let call = AppleCall(
+                client: self, endpoint: endpoint, path: path, query: query, body: body, app: app,
+                environment: environment, deadline: deadline)
+            switch try await call.run() {
+            case .answered(let response):
+                return AppleResponse(environment: environment, response: response)
+            case .refused(let final):
+                let failure = final.failure
+                let hasNext = index + 1 < plan.count
+                let notFound = failure.code == AppleErrorCode.transactionIdNotFound
+                let unauthorized = failure.httpStatus == 401 && app.sandboxFallbackOnUnauthorized
+                if hasNext && (notFound || unauthorized) {
+                    logger.info(
+                        "trying the next environment",
+                        metadata: [
+                            "app": "\(app.name)", "endpoint": "\(endpoint)", "environment": "\(environment)",
+                            "http_status": "\(failure.httpStatus)",
+                            "apple_error_code": "\(failure.code.map { String($0.rawValue) } ?? "-")",
+                            "apple_request_id": "\(failure.appleRequestID ?? "-")",
+                        ])
+                    continue
+                }
+                let httpStatus = failure.code?.httpStatus ?? failure.httpStatus
+                if httpStatus == 404 && !(failure.code?.isRetryable ?? false) {
+                    throw .appleNotFound(failure, tried: tried)
+                }
+                throw GatewayError.forApple(
+                    failure, endpoint: endpoint, retryAfter: final.retryAfter, now: clock.wallNow())
+            }
+        }
+        throw .internalBug("no environment to call for app \(app.name)", requestID: nil)
+    }
+
+    func signer(for app: GatewayConfiguration.App) throws(GatewayError) -> any ES256Signer {
+        guard let signer = signers[app.bundleId] else {
+            throw .internalBug("no signing key loaded for app \(app.name)", requestID: nil)
+        }
+        return signer
+    }
+}
+
+/// Apple's final non-2xx answer in one environment, with its `Retry-After` if any.
+struct AppleFinalAnswer: Sendable {
+    var failure: AppleFailure
+    var retryAfter: WallTime?
+}
+
+/// How the attempts in one environment ended, short of an error that ends the whole call.
+enum AppleCallOutcome: Sendable {
+    /// Apple answered 2xx.
+    case answered(UpstreamResponse)
+    /// Apple's final error answer there.
+    case refused(AppleFinalAnswer)
+}

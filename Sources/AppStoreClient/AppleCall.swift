@@ -1,0 +1,170 @@
+import GatewayCore
+import Logging
+
+/// The attempts of one Apple call in one environment: rate-limit reservation, JWT, HTTP, retry decision.
+///
+/// Returns Apple's 2xx response, or Apple's final error answer (for the caller to decide on environment
+/// fallback); throws for what ends the call outright (rate limits, deadline, cancellation, outage).
+struct AppleCall {
+    let client: AppStoreAPIClient
+    let endpoint: AppleEndpoint
+    let path: String
+    let query: String
+    let body: [UInt8]?
+    let app: GatewayConfiguration.App
+    let environment: AppleEnvironment
+    let deadline: MonotonicInstant?
+
+    private var key: RateLimitKey { RateLimitKey(bundleID: app.bundleId, endpoint: endpoint, environment: environment) }
+    private var identity: JWTIdentity {
+        JWTIdentity(issuerID: app.issuerId, keyID: app.keyId, bundleID: app.bundleId)
+    }
+    private var url: String {
+        client.settings.baseURL(environment) + path + (query.isEmpty ? "" : "?" + query)
+    }
+
+    func run() async throws(GatewayError) -> AppleCallOutcome {
+        let clock = client.clock
+        var schedule = RetrySchedule(policy: client.settings.retryPolicy, deadline: deadline)
+        var random = SystemRandomNumberGenerator()
+        var remintedAfter401 = false
+        var lastProblem = "no attempt made"
+        var lastCode: AppleErrorCode?
+        var lastRequestID: String?
+        var lastWasTimeout = false
+
+        while true {
+            if Task.isCancelled { throw .cancelled }
+            let now = clock.monotonicNow()
+            guard schedule.mayStartAttempt(now: now) else {
+                if schedule.attemptsMade == 0 || lastWasTimeout {
+                    throw .deadlineExceeded(whileDoing: "calling Apple (\(endpoint), \(environment))")
+                }
+                throw .upstreamUnavailable(outage(lastProblem, schedule.attemptsMade, lastCode, lastRequestID))
+            }
+            try await reserveToken(now: now, schedule: schedule)
+
+            let signer = try client.signer(for: app)
+            let token: SignedJWT
+            do {
+                token = try client.jwtCache.token(for: identity, now: clock.wallNow(), signer: signer)
+            } catch {
+                throw .internalBug("signing the request JWT for app \(app.name) failed", requestID: nil)
+            }
+            let attemptStart = clock.monotonicNow()
+            var timeout = client.settings.requestTimeout
+            if let budget = schedule.attemptTimeout(now: attemptStart) { timeout = min(timeout, budget) }
+            var headers = [("authorization", "Bearer \(token.token)"), ("accept", "application/json")]
+            if body != nil { headers.append(("content-type", "application/json")) }
+            let request = UpstreamRequest(
+                method: endpoint.method, url: url, headers: headers, body: body, timeout: timeout)
+
+            let outcome: AttemptOutcome
+            var final: AppleFinalAnswer?
+            do {
+                let response = try await client.http.send(request)
+                if (200...299).contains(response.status) {
+                    client.logger.debug("Apple answered", metadata: metadata(response.appleRequestID, response.status))
+                    return .answered(response)
+                }
+                let parsed = AppleErrorBody.parse(response.body, contentType: response.header("content-type"))
+                let failure = AppleFailure(
+                    httpStatus: response.status, code: parsed?.code, appleMessage: parsed?.message,
+                    environment: environment, app: app.name, appleRequestID: response.appleRequestID)
+                lastCode = parsed?.code
+                lastRequestID = response.appleRequestID
+                lastProblem = parsed.map { "\($0.code)" } ?? "HTTP \(response.status)"
+                lastWasTimeout = false
+                if response.status == 401 && !remintedAfter401 {
+                    // The token may have been revoked or the clock stepped: one fresh JWT, then give up.
+                    client.jwtCache.invalidate(identity, token: token.token)
+                    remintedAfter401 = true
+                    client.logger.notice(
+                        "Apple refused the JWT; minting a new one", metadata: metadata(response.appleRequestID, 401))
+                    continue
+                }
+                if response.status == 429 || parsed?.code.isRateLimited == true {
+                    let retryAfter = response.header("retry-after").flatMap {
+                        RetryAfter.parse($0, now: clock.wallNow())
+                    }
+                    let until = retryAfter ?? clock.wallNow() + GatewayError.defaultAppleRetryDelay
+                    client.rateLimiter.blockUntil(wallTime: until, key: key, clock: clock)
+                    client.logger.warning(
+                        "Apple rate limit reached; endpoint blocked",
+                        metadata: metadata(response.appleRequestID, response.status).merging(
+                            ["blocked_until_ms": "\(until.millisecondsSince1970)"], uniquingKeysWith: { $1 }))
+                    return .refused(AppleFinalAnswer(failure: failure, retryAfter: until))
+                }
+                outcome = .appleError(httpStatus: response.status, code: parsed?.code)
+                final = AppleFinalAnswer(failure: failure, retryAfter: nil)
+            } catch {
+                switch error.kind {
+                case .cancelled: throw .cancelled
+                case .invalidRequest:
+                    throw .internalBug("the request to Apple could not be built: \(error.message)", requestID: nil)
+                case .shutDown:
+                    throw .upstreamUnavailable(outage("the upstream client is shut down", schedule.attemptsMade + 1, nil, nil))
+                case .timedOut, .connectionFailed, .responseTooLarge:
+                    lastProblem = error.message
+                    lastCode = nil
+                    lastRequestID = nil
+                    lastWasTimeout = error.kind == .timedOut
+                    outcome = .connectionFailure(error.message)
+                }
+            }
+
+            switch schedule.record(outcome, now: clock.monotonicNow(), random: &random) {
+            case .done:
+                continue  // not reached: success returned above
+            case .retry(let delay):
+                client.logger.info(
+                    "retrying Apple call",
+                    metadata: metadata(lastRequestID, nil).merging(
+                        ["problem": "\(lastProblem)", "attempt": "\(schedule.attemptsMade)",
+                         "delay_ms": "\(delay.millisecondsRoundedUp)"], uniquingKeysWith: { $1 }))
+                do { try await client.sleep(delay) } catch { throw .cancelled }
+            case .giveUp(let reason):
+                if reason == .notRetryable, let final { return .refused(final) }
+                if reason == .deadlineTooClose, lastWasTimeout {
+                    throw .deadlineExceeded(whileDoing: "waiting for Apple (\(endpoint), \(environment))")
+                }
+                client.logger.warning(
+                    "Apple call failed",
+                    metadata: metadata(lastRequestID, nil).merging(
+                        ["problem": "\(lastProblem)", "attempts": "\(schedule.attemptsMade)", "reason": "\(reason)"],
+                        uniquingKeysWith: { $1 }))
+                throw .upstreamUnavailable(outage(lastProblem, schedule.attemptsMade, lastCode, lastRequestID))
+            }
+        }
+    }
+
+    /// Takes a token from the bucket, sleeping for a reserved slot when the wait fits
+    /// `rateLimits.maxWait` and the deadline; else RESOURCE_EXHAUSTED.
+    private func reserveToken(now: MonotonicInstant, schedule: RetrySchedule) async throws(GatewayError) {
+        var maxWait = client.settings.maxRateLimitWait
+        if let latest = schedule.latestAttemptStart { maxWait = min(maxWait, latest - now) }
+        switch client.rateLimiter.reserve(key: key, now: now, maxWait: maxWait) {
+        case .goNow:
+            return
+        case .goAfter(let wait):
+            do { try await client.sleep(wait) } catch { throw .cancelled }
+        case .refused(let retryAfter):
+            throw .rateLimited(RateLimitRefusal(key: key, retryAfter: retryAfter, app: app.name))
+        }
+    }
+
+    private func outage(_ problem: String, _ attempts: Int, _ code: AppleErrorCode?, _ requestID: String?) -> UpstreamOutage {
+        UpstreamOutage(
+            lastProblem: problem, attempts: attempts, app: app.name, environment: environment, lastAppleCode: code,
+            appleRequestID: requestID)
+    }
+
+    private func metadata(_ requestID: String?, _ status: Int?) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "app": "\(app.name)", "endpoint": "\(endpoint)", "environment": "\(environment)",
+            "apple_request_id": "\(requestID ?? "-")",
+        ]
+        if let status { metadata["http_status"] = "\(status)" }
+        return metadata
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import GatewayCore
+
+/// One page of Get Transaction History (V2), as Apple sent it (appstore-api.md §2.2).
+public struct TransactionHistoryPage: Sendable, Hashable {
+    /// The token for the next page (and, with `hasMore` false, for later incremental reads).
+    public var revision: String
+    /// Whether another page follows.
+    public var hasMore: Bool
+    /// The app's bundle id.
+    public var bundleId: String
+    /// The app's Apple id (0 when Apple sent none, as in sandbox for unreleased apps).
+    public var appAppleId: Int64
+    /// The environment that answered.
+    public var environment: AppleEnvironment
+    /// The JWS transactions, at most 20.
+    public var signedTransactions: [String]
+    /// Apple's request id of the answer.
+    public var appleRequestID: String?
+
+    /// A page.
+    public init(
+        revision: String, hasMore: Bool, bundleId: String, appAppleId: Int64, environment: AppleEnvironment,
+        signedTransactions: [String], appleRequestID: String? = nil
+    ) {
+        self.revision = revision
+        self.hasMore = hasMore
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.signedTransactions = signedTransactions
+        self.appleRequestID = appleRequestID
+    }
+}
+
+extension AppStoreAPIClient {
+    /// `GET /inApps/v2/history/{transactionId}` with `query` for `app`. A body that is not Apple's
+    /// HistoryResponse JSON is `appleDataRejected` (DATA_LOSS).
+    public func transactionHistory(
+        transactionID: String, query: TransactionHistoryQuery, app: GatewayConfiguration.App,
+        environment: AppleEnvironment? = nil, deadline: MonotonicInstant?
+    ) async throws(GatewayError) -> TransactionHistoryPage {
+        try query.validate()
+        guard !transactionID.isEmpty, let path = AppleEndpoint.getTransactionHistory.path(transactionID) else {
+            throw .invalidArgument(field: "transaction_id", problem: "is required")
+        }
+        let answer = try await call(
+            .getTransactionHistory, path: path, query: query.queryString, app: app, environment: environment,
+            deadline: deadline)
+        guard let wire = try? JSONDecoder().decode(HistoryWire.self, from: Data(answer.response.body)) else {
+            throw .appleDataRejected(
+                app: app.name, environment: answer.environment,
+                problem: "the transaction history answer (apple request id \(answer.appleRequestID ?? "none")) "
+                    + "is not a HistoryResponse JSON object")
+        }
+        return TransactionHistoryPage(
+            revision: wire.revision ?? "", hasMore: wire.hasMore ?? false, bundleId: wire.bundleId ?? "",
+            appAppleId: wire.appAppleId ?? 0, environment: answer.environment,
+            signedTransactions: wire.signedTransactions ?? [], appleRequestID: answer.appleRequestID)
+    }
+}
+
+/// HistoryResponse on the wire; every field optional so a missing one is not fatal.
+private struct HistoryWire: Decodable {
+    var revision: String?
+    var hasMore: Bool?
+    var bundleId: String?
+    var appAppleId: Int64?
+    var environment: String?
+    var signedTransactions: [String]?
+}

@@ -1,0 +1,318 @@
+import Foundation
+import GatewayCore
+import Synchronization
+internal import CCurl
+
+/// An HTTP client for the App Store Server API: one libcurl multi handle confined to its own thread.
+///
+/// Callers `await send(_:)` from any task. The request goes onto a queue and `curl_multi_wakeup` wakes the
+/// client thread, which creates the easy handle, adds it to the multi handle and drives every transfer
+/// with `curl_multi_perform`/`curl_multi_poll`. A finished transfer resumes its caller's continuation,
+/// so no event loop or cooperative-pool thread ever blocks on the network. `https://` URLs negotiate
+/// HTTP/2 by ALPN and multiplex (`CURLPIPE_MULTIPLEX` + `CURLOPT_PIPEWAIT`): hundreds of concurrent
+/// calls to one host share one or two connections. (Debian's curl 7.88.1 breaks connection reuse with
+/// h2c prior knowledge, so cleartext `http://` stays HTTP/1.1; it exists for tests.)
+public final class UpstreamHTTPClient: Sendable {
+    /// Client settings.
+    public struct Configuration: Sendable, Hashable {
+        /// A PEM CA bundle trusted instead of the system's (config `apple.caFile`); empty = system CAs.
+        public var caFile: String
+        /// Longest TCP + TLS connection set-up. Default 5 s (config `apple.connectTimeout`).
+        public var connectTimeout: Duration
+        /// Larger response bodies fail the transfer (`responseTooLarge`). Default 16 MiB.
+        public var maxResponseBytes: Int
+        /// Connections kept per host at most; further transfers queue inside libcurl. Default 8.
+        public var maxConnectionsPerHost: Int
+        /// Streams libcurl multiplexes on one HTTP/2 connection at most (the server's
+        /// SETTINGS_MAX_CONCURRENT_STREAMS still applies when lower). Default 200.
+        public var maxStreamsPerConnection: Int
+        /// The `User-Agent` sent.
+        public var userAgent: String
+
+        /// Settings; unspecified values take the documented defaults.
+        public init(
+            caFile: String = "", connectTimeout: Duration = .seconds(5), maxResponseBytes: Int = 16 << 20,
+            maxConnectionsPerHost: Int = 8, maxStreamsPerConnection: Int = 200, userAgent: String = "appstore-gateway"
+        ) {
+            self.caFile = caFile
+            self.connectTimeout = connectTimeout
+            self.maxResponseBytes = maxResponseBytes
+            self.maxConnectionsPerHost = maxConnectionsPerHost
+            self.maxStreamsPerConnection = maxStreamsPerConnection
+            self.userAgent = userAgent
+        }
+    }
+
+    private let loop: CurlMultiLoop
+
+    /// Starts the client thread. Throws `.invalidRequest` when libcurl cannot be initialised.
+    public init(configuration: Configuration = Configuration()) throws(UpstreamTransportError) {
+        loop = try CurlMultiLoop(configuration: configuration)
+    }
+
+    deinit {
+        loop.shutdown()
+    }
+
+    /// Sends `request` and waits for the whole response. Cancelling the calling task removes the transfer
+    /// from libcurl and throws `.cancelled`.
+    public func send(_ request: UpstreamRequest) async throws(UpstreamTransportError) -> UpstreamResponse {
+        let call = CallState(id: loop.nextID())
+        let loop = self.loop
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
+                call.submit(request, continuation: continuation, to: loop)
+            }
+        } onCancel: {
+            call.cancel(on: loop)
+        }
+        return try result.get()
+    }
+
+    /// The counters so far.
+    public var metrics: UpstreamMetrics { loop.metrics }
+
+    /// Fails queued and running transfers with `.shutDown`, stops the thread and frees the multi handle.
+    /// Later `send` calls fail with `.shutDown`. Idempotent.
+    public func shutdown() {
+        loop.shutdown()
+    }
+}
+
+typealias TransferResult = Result<UpstreamResponse, UpstreamTransportError>
+
+/// One call's side of the cancellation race: a cancellation that arrives before the request was handed
+/// to the client thread answers the call at once; one that arrives later asks the thread to remove it.
+private final class CallState: Sendable {
+    private enum Phase { case created, submitted, cancelled }
+    let id: Int
+    private let phase = Mutex(Phase.created)
+
+    init(id: Int) { self.id = id }
+
+    func submit(
+        _ request: UpstreamRequest, continuation: CheckedContinuation<TransferResult, Never>, to loop: CurlMultiLoop
+    ) {
+        phase.withLock { phase in
+            if phase == .cancelled {
+                continuation.resume(returning: .failure(UpstreamTransportError(.cancelled, "cancelled before sending")))
+                return
+            }
+            phase = .submitted
+            loop.submit(Submission(id: id, request: request, continuation: continuation))
+        }
+    }
+
+    func cancel(on loop: CurlMultiLoop) {
+        phase.withLock { phase in
+            if phase == .submitted { loop.cancel(id: id) }
+            phase = .cancelled
+        }
+    }
+}
+
+/// A request on its way to the client thread.
+struct Submission: Sendable {
+    let id: Int
+    let request: UpstreamRequest
+    let continuation: CheckedContinuation<TransferResult, Never>
+}
+
+/// Initialises libcurl's global state once per process, before the first handle.
+private let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+
+/// The multi handle and its thread. Everything under "thread-confined" is touched only by the client
+/// thread; the rest of the class talks to it through `shared` and `curl_multi_wakeup` (documented as
+/// callable from any thread).
+private final class CurlMultiLoop: @unchecked Sendable {
+    private struct Shared {
+        var submissions: [Submission] = []
+        var cancellations: [Int] = []
+        var closed = false
+        var metrics = UpstreamMetrics()
+        var lastID = 0
+    }
+
+    private let configuration: UpstreamHTTPClient.Configuration
+    /// The CURLM*; freed by the thread when it exits.
+    private let multi: UnsafeMutableRawPointer
+    private let shared = Mutex(Shared())
+    private let exited = DispatchSemaphore(value: 0)
+
+    // Thread-confined.
+    private var byID: [Int: CurlTransfer] = [:]
+    private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+
+    init(configuration: UpstreamHTTPClient.Configuration) throws(UpstreamTransportError) {
+        guard curlGlobalInit == CURLE_OK else {
+            throw UpstreamTransportError(.invalidRequest, "curl_global_init failed")
+        }
+        guard let multi = curl_multi_init() else {
+            throw UpstreamTransportError(.invalidRequest, "curl_multi_init failed")
+        }
+        self.configuration = configuration
+        self.multi = multi
+        try Self.check(ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "PIPELINING")
+        try Self.check(
+            ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, configuration.maxConnectionsPerHost)),
+            "MAX_HOST_CONNECTIONS")
+        try Self.check(
+            ccurl_multi_setopt_long(
+                multi, CURLMOPT_MAX_CONCURRENT_STREAMS, min(max(1, configuration.maxStreamsPerConnection), 1000)),
+            "MAX_CONCURRENT_STREAMS")
+        let thread = Thread { [self] in run() }
+        thread.name = "upstream-curl"
+        thread.start()
+    }
+
+    private static func check(_ code: CURLMcode, _ what: String) throws(UpstreamTransportError) {
+        guard code == CURLM_OK else {
+            throw UpstreamTransportError(
+                .invalidRequest, "curl_multi_setopt(\(what)): \(String(cString: curl_multi_strerror(code)))")
+        }
+    }
+
+    func nextID() -> Int {
+        shared.withLock { state in
+            state.lastID += 1
+            return state.lastID
+        }
+    }
+
+    var metrics: UpstreamMetrics { shared.withLock { $0.metrics } }
+
+    func submit(_ submission: Submission) {
+        let refused: Bool = shared.withLock { state in
+            if state.closed { return true }
+            state.submissions.append(submission)
+            wake()
+            return false
+        }
+        if refused {
+            submission.continuation.resume(returning: .failure(UpstreamTransportError(.shutDown, "client shut down")))
+        }
+    }
+
+    func cancel(id: Int) {
+        shared.withLock { state in
+            guard !state.closed else { return }
+            state.cancellations.append(id)
+            wake()
+        }
+    }
+
+    func shutdown() {
+        let first: Bool = shared.withLock { state in
+            if state.closed { return false }
+            state.closed = true
+            wake()
+            return true
+        }
+        if first { exited.wait() }
+    }
+
+    /// Called with `shared` locked and not closed, so the multi handle is still alive.
+    private func wake() {
+        // The only failure is a bad handle, which cannot happen while `closed` is false.
+        _ = curl_multi_wakeup(multi)
+    }
+
+    // MARK: The client thread
+
+    private func run() {
+        while true {
+            let (submissions, cancellations, closed) = shared.withLock { state in
+                defer {
+                    state.submissions = []
+                    state.cancellations = []
+                }
+                return (state.submissions, state.cancellations, state.closed)
+            }
+            if closed {
+                let error = UpstreamTransportError(.shutDown, "client shut down")
+                for submission in submissions { submission.continuation.resume(returning: .failure(error)) }
+                for transfer in Array(byID.values) { finish(transfer, .failure(error)) }
+                curl_multi_cleanup(multi)
+                exited.signal()
+                return
+            }
+            for submission in submissions { start(submission) }
+            for id in cancellations {
+                guard let transfer = byID[id] else { continue }  // already finished
+                shared.withLock { $0.metrics.transfersCancelled += 1 }  // counted before the caller resumes
+                finish(transfer, .failure(UpstreamTransportError(.cancelled, "cancelled by the caller")))
+            }
+            var running: Int32 = 0
+            let performed = curl_multi_perform(multi, &running)
+            if performed != CURLM_OK && performed != CURLM_CALL_MULTI_PERFORM {
+                // Only out-of-memory or internal errors: fail what runs rather than spin on it.
+                let error = UpstreamTransportError(
+                    .connectionFailed, "curl_multi_perform: \(String(cString: curl_multi_strerror(performed)))")
+                for transfer in Array(byID.values) { finish(transfer, .failure(error)) }
+            }
+            collectFinished()
+            var ready: Int32 = 0
+            // Waits for socket activity, libcurl's own timers (it shortens the wait), or a wakeup.
+            let polled = curl_multi_poll(multi, nil, 0, 1_000, &ready)
+            if polled != CURLM_OK && polled != CURLM_UNRECOVERABLE_POLL {
+                // Out of memory or an interrupted wait: back off briefly instead of spinning.
+                Thread.sleep(forTimeInterval: 0.001)
+            } else if polled == CURLM_UNRECOVERABLE_POLL {
+                let error = UpstreamTransportError(.connectionFailed, "curl_multi_poll cannot wait on its sockets")
+                for transfer in Array(byID.values) { finish(transfer, .failure(error)) }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
+    }
+
+    private func start(_ submission: Submission) {
+        shared.withLock { $0.metrics.transfersStarted += 1 }
+        let transfer: CurlTransfer
+        do {
+            transfer = try CurlTransfer(submission: submission, configuration: configuration)
+        } catch {
+            shared.withLock { $0.metrics.transfersFailed += 1 }
+            submission.continuation.resume(returning: .failure(error))
+            return
+        }
+        let added = curl_multi_add_handle(multi, transfer.easy)
+        guard added == CURLM_OK else {
+            shared.withLock { $0.metrics.transfersFailed += 1 }
+            transfer.complete(
+                .failure(
+                    UpstreamTransportError(
+                        .invalidRequest, "curl_multi_add_handle: \(String(cString: curl_multi_strerror(added)))")))
+            return
+        }
+        byID[submission.id] = transfer
+        byHandle[transfer.easy] = transfer
+    }
+
+    private func collectFinished() {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                let transfer = byHandle[easy]
+            else { continue }
+            let code = message.pointee.data.result
+            finish(transfer, transfer.outcome(code))
+        }
+    }
+
+    /// Detaches `transfer` from the multi handle and answers its caller; its easy handle, header list
+    /// and body buffer are freed when the last reference (ours) goes.
+    private func finish(_ transfer: CurlTransfer, _ result: TransferResult) {
+        _ = curl_multi_remove_handle(multi, transfer.easy)  // fails only for a handle not added
+        byID[transfer.id] = nil
+        byHandle[transfer.easy] = nil
+        let connects = transfer.connectionsOpened()
+        shared.withLock { state in
+            state.metrics.connectionsOpened += connects
+            switch result {
+            case .success: state.metrics.transfersSucceeded += 1
+            case .failure: state.metrics.transfersFailed += 1
+            }
+        }
+        transfer.complete(result)
+    }
+}

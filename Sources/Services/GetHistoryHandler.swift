@@ -1,0 +1,147 @@
+import AppStoreClient
+import GatewayCore
+import ProtoCodec
+import SignedData
+
+/// GetHistory: Apple's Get Transaction History (V2) behind gRPC, with every JWS verified and decoded.
+///
+/// - Filters map to Apple's query (`GetHistoryRequest.callPlan`); bad values are INVALID_ARGUMENT.
+/// - `signed_transactions` always carries the JWS strings; `transactions` the same entries verified
+///   (chain to a configured root, app and answering environment bound) and decoded. One transaction
+///   failing verification fails the call with DATA_LOSS (`appleDataRejected`): returning the rest would
+///   hide that something between the gateway and Apple is forging or corrupting data.
+/// - `all_pages` follows `revision` while `hasMore`, pinned to the environment that answered the first
+///   page, and stops on an unchanged revision, at `history.maxPages`, or when too little of the deadline
+///   is left for another page (then `has_more` stays true and `revision` continues where it stopped).
+///   Entries are deduplicated by `transactionId`, keeping the newest `signedDate` at the position the
+///   transaction first appeared.
+/// - Identical requests in flight share one upstream call (`SingleFlight`), each caller keeping its own
+///   deadline and cancellation.
+public struct GetHistoryHandler: Sendable {
+    let client: AppStoreAPIClient
+    let verifier: SignedDataVerifier
+    let maxPages: Int
+    let clock: any GatewayClock
+    let flights = SingleFlight<[UInt8], GetHistoryResponse>()
+
+    /// A handler calling Apple through `client`, verifying with `verifier`, paging at most `maxPages`.
+    public init(client: AppStoreAPIClient, verifier: SignedDataVerifier, maxPages: Int, clock: any GatewayClock) {
+        self.client = client
+        self.verifier = verifier
+        self.maxPages = max(1, maxPages)
+        self.clock = clock
+    }
+
+    /// Upstream calls currently shared by callers (for tests and metrics).
+    public var callsInFlight: Int { flights.inFlight }
+
+    /// Answers `request`; `remaining` is the time left before the caller's deadline (nil: none).
+    public func handle(_ request: GetHistoryRequest, remaining: Duration?) async throws(GatewayError) -> GetHistoryResponse {
+        let app = try client.apps.app(named: request.app)
+        let plan = try request.callPlan()
+        let deadline = remaining.map { clock.monotonicNow() + $0 }
+        let key = request.serializedBytes()
+        var outcome: Result<GetHistoryResponse, GatewayError> = .failure(.cancelled)
+        // A shared call runs with its first caller's deadline; a caller with time left after that call
+        // ran out of time tries again under its own deadline (bounded, so a stream of short-deadline
+        // leaders cannot keep it busy forever).
+        for _ in 0..<3 {
+            outcome = await flights.run(key: key) { [self] in
+                do throws(GatewayError) {
+                    return .success(try await fetch(request, plan: plan, app: app, deadline: deadline))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            guard case .failure(.deadlineExceeded) = outcome, hasTimeForAnotherPage(deadline), !Task.isCancelled else {
+                break
+            }
+        }
+        return try outcome.get()
+    }
+
+    private func fetch(
+        _ request: GetHistoryRequest, plan: HistoryCallPlan, app: GatewayConfiguration.App, deadline: MonotonicInstant?
+    ) async throws(GatewayError) -> GetHistoryResponse {
+        var query = plan.query
+        var environment = plan.environment
+        var collected = TransactionCollection()
+        var response = GetHistoryResponse()
+        var pages: Int32 = 0
+        while true {
+            let page = try await client.transactionHistory(
+                transactionID: plan.transactionID, query: query, app: app, environment: environment, deadline: deadline)
+            pages += 1
+            environment = page.environment
+            for (index, jws) in page.signedTransactions.enumerated() {
+                collected.add(jws: jws, transaction: try verify(jws, index: index, page: page, app: app))
+            }
+            response.appAppleId = page.appAppleId != 0 ? page.appAppleId : (app.appAppleId ?? 0)
+            response.bundleId = page.bundleId.isEmpty ? app.bundleId : page.bundleId
+            response.environment = page.environment == .production ? .production : .sandbox
+            response.hasMore = page.hasMore
+            response.revision = page.revision
+            guard request.allPages, page.hasMore, !page.revision.isEmpty, page.revision != query.revision,
+                pages < maxPages, hasTimeForAnotherPage(deadline)
+            else { break }
+            query = query.nextPage(revision: page.revision)
+        }
+        response.pagesFetched = pages
+        response.signedTransactions = collected.entries.map(\.jws)
+        response.transactions = collected.entries.map(\.transaction)
+        if request.includeLatestReceiptInfo {
+            response.latestReceiptInfo = response.transactions.map(LegacyReceiptInfo.init(transaction:))
+        }
+        return response
+    }
+
+    private func hasTimeForAnotherPage(_ deadline: MonotonicInstant?) -> Bool {
+        guard let deadline else { return true }
+        let policy = client.settings.retryPolicy
+        return clock.monotonicNow() + policy.minimumAttemptTime + policy.deadlineMargin <= deadline
+    }
+
+    private func verify(
+        _ jws: String, index: Int, page: TransactionHistoryPage, app: GatewayConfiguration.App
+    ) throws(GatewayError) -> Transaction {
+        let environment: AppStoreEnvironment = page.environment == .production ? .production : .sandbox
+        let requirements: VerificationRequirements
+        do {
+            requirements = try VerificationRequirements(
+                bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
+        } catch {
+            throw .invalidArgument(field: "environment", problem: "\(error.description) (set apps[].appAppleId)")
+        }
+        let result = verifier.verify(jws, kind: .transaction, requirements: requirements)
+        guard result.isVerified, case .transaction(let transaction)? = PayloadDecoder.decode(result) else {
+            throw .appleDataRejected(
+                app: app.name, environment: page.environment,
+                problem: "signed transaction \(index) of the page (apple request id "
+                    + "\(page.appleRequestID ?? "none")) is \(result.status.rawValue): \(result.message)")
+        }
+        return transaction
+    }
+}
+
+/// Transactions in first-seen order, one per `transactionId`, the newest `signedDate` winning.
+private struct TransactionCollection {
+    struct Entry {
+        var jws: String
+        var transaction: Transaction
+    }
+    private(set) var entries: [Entry] = []
+    private var positions: [String: Int] = [:]
+
+    mutating func add(jws: String, transaction: Transaction) {
+        let id = transaction.transactionId
+        guard !id.isEmpty, let position = positions[id] else {
+            if !id.isEmpty { positions[id] = entries.count }
+            entries.append(Entry(jws: jws, transaction: transaction))
+            return
+        }
+        let known = entries[position].transaction.signedDate?.unixMilliseconds ?? .min
+        if (transaction.signedDate?.unixMilliseconds ?? .min) >= known {
+            entries[position] = Entry(jws: jws, transaction: transaction)
+        }
+    }
+}

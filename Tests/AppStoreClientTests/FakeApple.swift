@@ -1,0 +1,173 @@
+import AppStoreClient
+import Cryptography
+import Foundation
+import GatewayCore
+import HTTP2
+import Logging
+import SignedData
+import Synchronization
+import Testing
+
+/// A scripted stand-in for Apple: our HTTP/2 server over real TLS (ALPN h2) with a CA of its own. Every
+/// request is recorded; `script` answers it (it may sleep to play a slow upstream). Production is served
+/// under `/production`, sandbox under `/sandbox`, so one server plays both hosts.
+final class FakeApple: Sendable {
+    typealias Script = @Sendable (_ request: HTTPRequest, _ number: Int) async -> HTTPResponse
+
+    private final class Recorder: HTTPRequestHandler {
+        let requests = Mutex<[HTTPRequest]>([])
+        let script: Mutex<Script>
+        init(_ script: @escaping Script) { self.script = Mutex(script) }
+        func handle(_ request: HTTPRequest) async -> HTTPResponse {
+            let (number, script) = requests.withLock { requests in
+                requests.append(request)
+                return (requests.count, self.script.withLock { $0 })
+            }
+            return await script(request, number)
+        }
+    }
+
+    private let server: HTTP2Server
+    private let recorder: Recorder
+    let directory: URL
+    var caFile: String { directory.appendingPathComponent("ca.pem").path }
+    var baseURL: String { "https://127.0.0.1:\(server.port)" }
+
+    init(_ script: @escaping Script) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-apple-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let now = Date()
+        let caKey = try ECPrivateKey(generatingOn: .p256)
+        let ca = try CertificateIssuer.selfSignedRoot(
+            CertificateTemplate(
+                subject: DistinguishedName(commonName: "Fake Apple CA"), serialNumber: 1,
+                notBefore: now.addingTimeInterval(-60), notAfter: now.addingTimeInterval(3600),
+                role: .certificateAuthority(pathLength: 0)),
+            key: caKey)
+        let serverKey = try ECPrivateKey(generatingOn: .p256)
+        let certificate = try ca.issue(
+            CertificateTemplate(
+                subject: DistinguishedName(commonName: "localhost"), serialNumber: 2,
+                notBefore: now.addingTimeInterval(-60), notAfter: now.addingTimeInterval(3600), role: .endEntity,
+                subjectAlternativeNames: ["localhost", "127.0.0.1"]),
+            for: serverKey.publicKey)
+        try ca.certificate.pemEncoded.write(to: directory.appendingPathComponent("ca.pem"), atomically: true, encoding: .utf8)
+        try certificate.pemEncoded.write(to: directory.appendingPathComponent("cert.pem"), atomically: true, encoding: .utf8)
+        try serverKey.pkcs8PEM().write(to: directory.appendingPathComponent("key.pem"), atomically: true, encoding: .utf8)
+        let context = try TLSContext(
+            certificateChainFile: directory.appendingPathComponent("cert.pem").path,
+            privateKeyFile: directory.appendingPathComponent("key.pem").path)
+        recorder = Recorder(script)
+        server = try HTTP2Server(
+            address: ListenAddress(host: "127.0.0.1", port: 0), threads: 1, configuration: HTTP2Configuration(),
+            transport: .tls(context), responder: HTTPRequestResponder(handler: recorder), requestHandler: recorder)
+        server.start()
+    }
+
+    deinit {
+        server.beginGracefulShutdown()
+        server.closeAllConnections()
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Every request received so far, in arrival order.
+    var requests: [HTTPRequest] { recorder.requests.withLock { $0 } }
+
+    /// Replaces the script.
+    func setScript(_ script: @escaping Script) { recorder.script.withLock { $0 = script } }
+}
+
+/// JSON answers in Apple's shapes.
+enum AppleJSON {
+    static func response(_ object: [String: Any], status: Int = 200, headers: [(String, String)] = []) -> HTTPResponse {
+        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return HTTPResponse(
+            status: status,
+            headers: [("content-type", "application/json"), ("apple-request-id", "req-\(UUID().uuidString.prefix(8))")]
+                + headers,
+            body: Array(body))
+    }
+
+    static func error(_ code: Int64, status: Int, headers: [(String, String)] = []) -> HTTPResponse {
+        response(["errorCode": code, "errorMessage": "scripted \(code)"], status: status, headers: headers)
+    }
+
+    static func history(
+        _ signed: [String], revision: String = "rev-1", hasMore: Bool = false, environment: String = "Production",
+        bundleId: String = "com.example.app", appAppleId: Int64 = 1234
+    ) -> HTTPResponse {
+        response([
+            "revision": revision, "hasMore": hasMore, "bundleId": bundleId, "appAppleId": appAppleId,
+            "environment": environment, "signedTransactions": signed,
+        ])
+    }
+}
+
+/// Apps, keys and clients wired to a `FakeApple`.
+struct UpstreamFixture {
+    let fake: FakeApple
+    let http: UpstreamHTTPClient
+    let client: AppStoreAPIClient
+    let configuration: GatewayConfiguration
+    let keys: [String: ECPrivateKey]
+
+    static func app(
+        _ name: String, bundleId: String? = nil, environment: GatewayConfiguration.EnvironmentPolicy = .production,
+        fallbackOn401: Bool = false, rateLimits: RateLimits? = nil
+    ) -> GatewayConfiguration.App {
+        GatewayConfiguration.App(
+            name: name, bundleId: bundleId ?? "com.example.\(name)", appAppleId: 1234,
+            issuerId: "57246542-96fe-1a63-e053-0824d011072a", keyId: "KEY\(name.uppercased().prefix(7))".padding(toLength: 10, withPad: "X", startingAt: 0),
+            privateKeyFile: "/nonexistent", environment: environment, sandboxFallbackOnUnauthorized: fallbackOn401,
+            rateLimits: rateLimits)
+    }
+
+    init(
+        apps: [GatewayConfiguration.App] = [app("example", bundleId: "com.example.app")],
+        maxWait: Duration = .seconds(1), retries: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(20)),
+        clock: any GatewayClock = SystemClock(),
+        script: @escaping FakeApple.Script = { _, _ in AppleJSON.history([]) }
+    ) throws {
+        fake = try FakeApple(script)
+        var configuration = GatewayConfiguration()
+        configuration.apps = apps
+        configuration.apple.productionURL = fake.baseURL + "/production"
+        configuration.apple.sandboxURL = fake.baseURL + "/sandbox"
+        configuration.apple.caFile = fake.caFile
+        configuration.rateLimits.maxWaitMilliseconds = UInt64(maxWait.components.seconds * 1000)
+            + UInt64(maxWait.components.attoseconds / 1_000_000_000_000_000)
+        configuration.retries = retries
+        self.configuration = configuration
+        var keys: [String: ECPrivateKey] = [:]
+        var signers: [String: any ES256Signer] = [:]
+        for app in apps {
+            let key = try ECPrivateKey(generatingOn: .p256)
+            keys[app.bundleId] = key
+            signers[app.bundleId] = AppKeySigner(key: key)
+        }
+        self.keys = keys
+        http = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        client = try AppStoreAPIClient(
+            configuration: configuration, http: http, clock: clock, signers: signers)
+    }
+
+    func app(_ name: String = "example") throws(GatewayError) -> GatewayConfiguration.App {
+        try client.apps.app(named: name)
+    }
+}
+
+/// A deadline `duration` from now on the system clock (what the client reads by default).
+func deadline(in duration: Duration) -> MonotonicInstant {
+    SystemClock().monotonicNow() + duration
+}
+
+/// The error a call threw, as a GatewayError.
+func gatewayError<T>(_ body: () async throws(GatewayError) -> T) async -> GatewayError? {
+    do {
+        _ = try await body()
+        return nil
+    } catch {
+        return error
+    }
+}
