@@ -67,7 +67,7 @@ let package = Package(
         .target(
             name: "Services",
             dependencies: [
-                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "AppStoreClient",
+                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "HTTP2", "Observability", "AppStoreClient",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Prometheus metrics registry and the JSON-lines log handler.
@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "AppStoreGatewayCLI",
             dependencies: [
-                "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator",
+                "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator", "Observability",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -64,6 +64,8 @@ public final class AppStoreAPIClient: Sendable {
     let clock: any GatewayClock
     let logger: Logger
     let sleep: @Sendable (Duration) async throws -> Void
+    /// Where attempts, retries and JWT mints are reported.
+    let events: any GatewayEvents
     private let signers: [String: any ES256Signer]
 
     /// A client for `configuration`'s apps. Without `signers` (keyed by bundle id), each app's key is
@@ -73,8 +75,10 @@ public final class AppStoreAPIClient: Sendable {
     public init(
         configuration: GatewayConfiguration, http: UpstreamHTTPClient, clock: any GatewayClock = SystemClock(),
         logger: Logger = Logger(label: "appstore-gateway.upstream"), signers: [String: any ES256Signer]? = nil,
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        events: any GatewayEvents = SilentGatewayEvents()
     ) throws(ConfigurationError) {
+        self.events = events
         var loaded: [String: any ES256Signer] = [:]
         for (index, app) in configuration.apps.enumerated() {
             if let given = signers?[app.bundleId] {

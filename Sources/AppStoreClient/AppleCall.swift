@@ -44,7 +44,7 @@ struct AppleCall {
             }
             try await reserveToken(now: now, schedule: schedule)
 
-            let signer = try client.signer(for: app)
+            let signer = MintReporter(signer: try client.signer(for: app), app: app.name, events: client.events)
             let token: SignedJWT
             do {
                 token = try client.jwtCache.token(for: identity, now: clock.wallNow(), signer: signer)
@@ -63,6 +63,9 @@ struct AppleCall {
             var final: AppleFinalAnswer?
             do {
                 let response = try await client.http.send(request)
+                let parsedCode = (200...299).contains(response.status)
+                    ? nil : AppleErrorBody.parse(response.body, contentType: response.header("content-type"))?.code
+                report(httpStatus: response.status, errorCode: parsedCode, since: attemptStart, requestID: response.appleRequestID)
                 if (200...299).contains(response.status) {
                     client.logger.debug("Apple answered", metadata: metadata(response.appleRequestID, response.status))
                     return .answered(response)
@@ -105,6 +108,7 @@ struct AppleCall {
                 case .shutDown:
                     throw .upstreamUnavailable(outage("the upstream client is shut down", schedule.attemptsMade + 1, nil, nil))
                 case .timedOut, .connectionFailed, .responseTooLarge:
+                    report(httpStatus: nil, errorCode: nil, since: attemptStart, requestID: nil)
                     lastProblem = error.message
                     lastCode = nil
                     lastRequestID = nil
@@ -117,6 +121,7 @@ struct AppleCall {
             case .done:
                 continue  // not reached: success returned above
             case .retry(let delay):
+                client.events.appleRetry(app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
                 client.logger.info(
                     "retrying Apple call",
                     metadata: metadata(lastRequestID, nil).merging(
@@ -135,6 +140,20 @@ struct AppleCall {
                         uniquingKeysWith: { $1 }))
                 throw .upstreamUnavailable(outage(lastProblem, schedule.attemptsMade, lastCode, lastRequestID))
             }
+        }
+    }
+
+    /// Reports one attempt to the metrics sink and notes Apple's request id for the RPC's log line.
+    private func report(httpStatus: Int?, errorCode: AppleErrorCode?, since start: MonotonicInstant, requestID: String?) {
+        let elapsed = client.clock.monotonicNow() - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        client.events.appleAttempt(
+            app: app.name, endpoint: endpoint.configName, environment: environment.rawValue, httpStatus: httpStatus,
+            errorCode: errorCode.map { Int($0.rawValue) }, seconds: seconds)
+        if let annotations = CallAnnotations.current {
+            annotations.note("app", app.name)
+            annotations.note("environment", environment.rawValue)
+            if let requestID { annotations.note("apple_request_id", requestID) }
         }
     }
 
@@ -166,5 +185,17 @@ struct AppleCall {
         ]
         if let status { metadata["http_status"] = "\(status)" }
         return metadata
+    }
+}
+
+/// Counts the JWTs actually signed: the cache calls its signer only when it mints.
+private struct MintReporter: ES256Signer {
+    let signer: any ES256Signer
+    let app: String
+    let events: any GatewayEvents
+
+    func sign(_ message: [UInt8]) throws -> [UInt8] {
+        events.jwtMinted(app: app)
+        return try signer.sign(message)
     }
 }

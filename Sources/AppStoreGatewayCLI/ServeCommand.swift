@@ -4,6 +4,7 @@ import GRPC
 import GatewayCore
 import HTTP2
 import Logging
+import Observability
 import ProtoCodec
 import Services
 import Simulator
@@ -59,24 +60,34 @@ struct ServeCommand: ParsableCommand {
         } catch let error as ConfigurationError {
             throw ValidationError("invalid configuration: \(error)")
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: configuration.logging.level) ?? .info
-            return handler
+        let level = Logger.Level(rawValue: configuration.logging.level) ?? .info
+        if configuration.logging.format == "json" {
+            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, logLevel: level) }
+        } else {
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
         }
         let logger = Logger(label: "appstore-gateway")
+        let events = PrometheusGatewayEvents(
+            registry: MetricsRegistry(), logger: Logger(label: "appstore-gateway.rpc"),
+            accessLog: configuration.logging.accessLog)
 
         let board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
         let gatewayService: AppStoreGatewayService
         do {
-            gatewayService = try AppStoreGatewayService(configuration: configuration)
+            gatewayService = try AppStoreGatewayService(configuration: configuration, events: events)
         } catch {
             throw ValidationError("invalid configuration: \(error)")
         }
+        var serverConfiguration = GRPCServerConfiguration(configuration)
+        serverConfiguration.events = events
         let server: GRPCServer
         do {
             server = try GRPCServer(
-                configuration: GRPCServerConfiguration(configuration),
+                configuration: serverConfiguration,
                 services: [
                     HealthService(board: board), gatewayService,
                     ReflectionService(serviceNames: [
@@ -88,13 +99,31 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("cannot listen on \(configuration.listen): \(error)")
         }
         server.start()
+        var admin: HTTP2Server?
+        if let address = configuration.admin {
+            let endpoint = AdminEndpoint(
+                registry: events.registry, board: board, readinessService: AppStoreGatewayService.name,
+                openConnections: { [http2 = server.http2] in http2.openConnections }, verifier: gatewayService.verifier)
+            do {
+                admin = try HTTP2Server(
+                    address: address, threads: 1, configuration: HTTP2Configuration(), transport: .cleartextHTTP1,
+                    responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint)
+            } catch {
+                server.shutdown(graceMilliseconds: 0)
+                throw ValidationError("cannot listen on admin \(address): \(error)")
+            }
+            admin?.start()
+        }
         logger.info("serving gRPC (h2c)", metadata: [
             "address": "\(configuration.listen.host):\(server.port)",
             "threads": "\(server.http2.eventLoops.count)",
             "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
         ])
-        // A machine-readable line for scripts and tests that asked for port 0.
+        // Machine-readable lines for scripts and tests that asked for port 0.
         print("appstore-gateway listening on \(configuration.listen.host):\(server.port)")
+        if let admin, let address = configuration.admin {
+            print("appstore-gateway admin on http://\(address.host):\(admin.port) (/metrics, /healthz, /readyz)")
+        }
         if let simulatorServer {
             printSimulatorGuide(simulatorServer, configuration: configuration, port: server.port)
         }
@@ -111,6 +140,11 @@ struct ServeCommand: ParsableCommand {
         board.set(.notServing, service: AppStoreGatewayService.name)
         if shutdown.drainDelayMilliseconds > 0 { usleep(UInt32(min(shutdown.drainDelayMilliseconds, 600_000) * 1_000)) }
         server.shutdown()
+        if let admin {
+            admin.beginGracefulShutdown()
+            admin.closeAllConnections()
+            admin.stop()
+        }
         simulatorServer?.stop()
         logger.info("stopped")
     }

@@ -17,6 +17,8 @@ public struct GRPCServerConfiguration: Sendable {
     public var maxReceiveMessageBytes = 4 * 1024 * 1024
     /// How long in-flight calls may run after a shutdown begins before they end with UNAVAILABLE.
     public var shutdownGraceMilliseconds: UInt64 = 10_000
+    /// Where RPC starts and ends are reported (metrics, access log).
+    public var events: any GatewayEvents = SilentGatewayEvents()
 
     public init() {}
 }
@@ -43,7 +45,7 @@ public final class GRPCServer: Sendable {
         }
         let router = Router(
             methods: methods, registries: LoopLocal(registries),
-            maxReceiveMessageBytes: configuration.maxReceiveMessageBytes)
+            maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: configuration.events)
         self.router = router
         self.configuration = configuration
         self.http2 = try HTTP2Server(
@@ -95,6 +97,7 @@ struct Router: HTTP2Responder {
     let methods: [String: MethodHandler]
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
+    let events: any GatewayEvents
 
     func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
         guard head.method == "POST" else {
@@ -107,7 +110,10 @@ struct Router: HTTP2Responder {
             return nil
         }
         guard let handler = methods[head.path] else {
-            trailersOnly(stream, RPCStatus(.unimplemented, "unknown method \(head.path)"))
+            let status = RPCStatus(.unimplemented, "unknown method \(head.path)")
+            trailersOnly(stream, status)
+            events.rpcFinished(method: head.path, status: status.code, seconds: 0, metadata: head.fields,
+                               annotations: CallAnnotations())
             return nil
         }
         var deadline: UInt64?
@@ -128,7 +134,7 @@ struct Router: HTTP2Responder {
         let context = ServerContext(method: head.path, metadata: metadata, deadlineNanoseconds: deadline)
         return ServerCall(
             stream: stream, handler: handler, context: context, registry: registries[stream.eventLoop],
-            maxMessageSize: maxReceiveMessageBytes)
+            maxMessageSize: maxReceiveMessageBytes, events: events)
     }
 
     private func trailersOnly(_ stream: HTTP2Stream, _ status: RPCStatus) {

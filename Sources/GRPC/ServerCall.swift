@@ -21,8 +21,13 @@ final class ServerCall: HTTP2StreamDelegate {
     /// Set when the call ended; later sends throw it.
     private(set) var endStatus: RPCStatus?
 
+    private let events: any GatewayEvents
+    private let startedNanos = monotonicNanoseconds()
+
     init(stream: HTTP2Stream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
-         maxMessageSize: Int) {
+         maxMessageSize: Int, events: any GatewayEvents) {
+        self.events = events
+        events.rpcStarted(method: context.method)
         self.stream = stream
         self.handler = handler
         self.context = context
@@ -91,6 +96,7 @@ final class ServerCall: HTTP2StreamDelegate {
         if !finished {
             finished = true
             endStatus = RPCStatus(.cancelled, "the client cancelled the call")
+            report(.cancelled)
         }
         task?.cancel()
         inbound?.finish()
@@ -130,11 +136,12 @@ final class ServerCall: HTTP2StreamDelegate {
         case .unary(let body):
             let outlet = CallOutlet(self)
             task = Task {
-                let result: Result<[UInt8], RPCStatus>
-                do throws(RPCStatus) {
-                    result = .success(try await body(request, context))
-                } catch {
-                    result = .failure(error)
+                let result: Result<[UInt8], RPCStatus> = await CallAnnotations.$current.withValue(context.annotations) {
+                    do throws(RPCStatus) {
+                        return .success(try await body(request, context))
+                    } catch {
+                        return .failure(error)
+                    }
                 }
                 outlet.execute { call in
                     switch result {
@@ -148,13 +155,14 @@ final class ServerCall: HTTP2StreamDelegate {
         case .serverStreaming(let body):
             let outlet = CallOutlet(self)
             task = Task {
-                var status = RPCStatus.ok
-                do throws(RPCStatus) {
-                    try await body(request, context, outlet)
-                } catch {
-                    status = error
+                let final: RPCStatus = await CallAnnotations.$current.withValue(context.annotations) {
+                    do throws(RPCStatus) {
+                        try await body(request, context, outlet)
+                        return .ok
+                    } catch {
+                        return error
+                    }
                 }
-                let final = status
                 outlet.execute { call in call.finish(final) }
             }
         }
@@ -204,6 +212,7 @@ final class ServerCall: HTTP2StreamDelegate {
     func finish(_ status: RPCStatus) {
         guard !finished else { return }
         finished = true
+        report(status.code)
         endStatus = status.code == .ok ? RPCStatus(.cancelled, "the call has already ended") : status
         if stream.hasResponded {
             stream.finish(trailers: StatusTrailers.block(for: status))
@@ -220,6 +229,13 @@ final class ServerCall: HTTP2StreamDelegate {
         deadlineTimer = nil
         guard !finished else { return }
         finish(RPCStatus(.deadlineExceeded, "the call's deadline passed before \(context.method) completed"))
+    }
+
+    private func report(_ code: StatusCode) {
+        let seconds = Double(monotonicNanoseconds() - startedNanos) / 1e9
+        events.rpcFinished(
+            method: context.method, status: code, seconds: seconds, metadata: context.metadata,
+            annotations: context.annotations)
     }
 
     private func cleanUp() {

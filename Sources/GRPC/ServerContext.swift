@@ -9,11 +9,15 @@ public struct ServerContext: Sendable {
     public let metadata: [(name: String, value: String)]
     /// The call's deadline on the monotonic clock (`monotonicNanoseconds()`), nil when the client set none.
     public let deadlineNanoseconds: UInt64?
+    /// What the handler notes for the call's log line (also `CallAnnotations.current` in its task).
+    public let annotations: CallAnnotations
 
-    public init(method: String, metadata: [(name: String, value: String)], deadlineNanoseconds: UInt64?) {
+    public init(method: String, metadata: [(name: String, value: String)], deadlineNanoseconds: UInt64?,
+                annotations: CallAnnotations = CallAnnotations()) {
         self.method = method
         self.metadata = metadata
         self.deadlineNanoseconds = deadlineNanoseconds
+        self.annotations = annotations
     }
 
     /// The first value of a metadata entry.

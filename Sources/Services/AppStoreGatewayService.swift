@@ -11,6 +11,8 @@ public struct AppStoreGatewayService: GRPCService {
     public static let name = "appstore.gateway.v1.AppStoreGateway"
 
     private let verifyJWS: VerifyJWSHandler
+    /// The signed-data verifier, for its cache counters.
+    public let verifier: SignedDataVerifier
     private let getHistory: GetHistoryHandler
 
     /// Builds the service from the configuration: the trusted roots and every app's private key are read
@@ -18,7 +20,7 @@ public struct AppStoreGatewayService: GRPCService {
     /// replace key files, for tests.
     public init(
         configuration: GatewayConfiguration, clock: any GatewayClock = SystemClock(),
-        signers: [String: any ES256Signer]? = nil
+        signers: [String: any ES256Signer]? = nil, events: any GatewayEvents = SilentGatewayEvents()
     ) throws(ConfigurationError) {
         var roots: [Certificate] = []
         if configuration.verification.rootCertificates.isEmpty || configuration.verification.trustBuiltInAppleRoot {
@@ -46,7 +48,8 @@ public struct AppStoreGatewayService: GRPCService {
         } catch {
             throw ConfigurationError(key: "verification", problem: "\(error)")
         }
-        verifyJWS = VerifyJWSHandler(verifier: verifier, apps: AppDirectory(configuration.apps))
+        self.verifier = verifier
+        verifyJWS = VerifyJWSHandler(verifier: verifier, apps: AppDirectory(configuration.apps), events: events)
 
         let http: UpstreamHTTPClient
         do {
@@ -57,7 +60,8 @@ public struct AppStoreGatewayService: GRPCService {
         } catch {
             throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
         }
-        let client = try AppStoreAPIClient(configuration: configuration, http: http, clock: clock, signers: signers)
+        let client = try AppStoreAPIClient(
+            configuration: configuration, http: http, clock: clock, signers: signers, events: events)
         getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: configuration.history.maxPages, clock: clock)
     }

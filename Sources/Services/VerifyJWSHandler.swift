@@ -10,6 +10,7 @@ import SignedData
 struct VerifyJWSHandler: Sendable {
     let verifier: SignedDataVerifier
     let apps: AppDirectory
+    var events: any GatewayEvents = SilentGatewayEvents()
 
     func verify(_ request: VerifyJWSRequest) throws(GatewayError) -> VerifyJWSResponse {
         var kind: SignedDataKind?
@@ -45,6 +46,7 @@ struct VerifyJWSHandler: Sendable {
         }
 
         let result = verifier.verify(request.jws, kind: kind, requirements: requirements)
+        events.verification(verdict: "\(result.status)")
         var response = VerifyJWSResponse()
         response.status = result.status.protoStatus
         response.message = result.message

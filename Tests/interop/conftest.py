@@ -1,4 +1,5 @@
 """Black-box fixtures: grpcio stubs generated from proto/, and the built gateway binary on a free port."""
+import atexit
 import os
 import re
 import signal
@@ -48,6 +49,8 @@ class Gateway:
         full_env = dict(os.environ)
         # Tests stop gateways often: no drain delay unless a test asks for one.
         full_env.setdefault("APPSTORE_GATEWAY_SHUTDOWN_DRAIN_DELAY", "0s")
+        # Many gateways run side by side: the admin endpoint on a free port too.
+        full_env.setdefault("APPSTORE_GATEWAY_ADMIN", "127.0.0.1:0")
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [GATEWAY_BIN, "serve", "--listen", "127.0.0.1:0"] + list(args),
@@ -59,6 +62,9 @@ class Gateway:
             raise RuntimeError(f"gateway did not start: {line!r}\n{self.read_log()}")
         self.port = int(match.group(2))
         self.address = f"127.0.0.1:{self.port}"
+        admin = self.proc.stdout.readline()
+        match = re.search(r"admin on (http://[\d.]+:\d+)", admin or "")
+        self.admin_url = match.group(1) if match else None
 
     def read_log(self):
         with open(self.log.name) as f:
@@ -78,7 +84,8 @@ class Gateway:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        os.unlink(self.log.name)
+        # Tests may still read the log after stopping; the files go when the test run ends.
+        atexit.register(lambda name=self.log.name: os.path.exists(name) and os.unlink(name))
 
 
 @pytest.fixture(scope="module")

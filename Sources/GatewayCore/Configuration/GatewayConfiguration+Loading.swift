@@ -7,7 +7,7 @@ extension GatewayConfiguration {
 
         if let text = try reader.string("listen") { config.listen = try address(text, key: "listen") }
         if let threads = try reader.integer("threads", in: 0...1024) { config.threads = threads }
-        if let text = try reader.string("admin") { config.admin = try address(text, key: "admin") }
+        if let text = try reader.string("admin") { config.admin = text.isEmpty ? nil : try address(text, key: "admin") }
 
         let limits = "limits"
         if let v = try reader.integer("\(limits).maxReceiveMessageBytes", in: 1...(1 << 30)) { config.limits.maxReceiveMessageBytes = v }
@@ -62,6 +62,13 @@ extension GatewayConfiguration {
             }
             config.logging.level = level
         }
+        if let format = try reader.string("logging.format") {
+            guard ["json", "text"].contains(format) else {
+                throw ConfigurationError(key: "logging.format", problem: "must be json or text, got '\(format)'")
+            }
+            config.logging.format = format
+        }
+        if let v = try reader.bool("logging.accessLog") { config.logging.accessLog = v }
 
         try reader.rejectUnknownKeys()
         return config

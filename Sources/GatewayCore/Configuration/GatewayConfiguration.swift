@@ -4,8 +4,8 @@ public struct GatewayConfiguration: Sendable {
     public var listen = ListenAddress(host: "0.0.0.0", port: 50051)
     /// Event loop threads; 0 = one per core. Key `threads`.
     public var threads = 0
-    /// Admin HTTP/1.1 address for metrics and probes. Key `admin`, default "0.0.0.0:9090".
-    public var admin = ListenAddress(host: "0.0.0.0", port: 9090)
+    /// Admin HTTP/1.1 address for `/metrics`, `/healthz`, `/readyz`; nil ("") = off. Key `admin`, default "0.0.0.0:9090".
+    public var admin: ListenAddress? = ListenAddress(host: "0.0.0.0", port: 9090)
     /// Transport limits. Keys under `limits`.
     public var limits = Limits()
     /// Connection management. Keys under `connection`.
@@ -178,6 +178,10 @@ public struct GatewayConfiguration: Sendable {
     public struct Logging: Sendable, Hashable {
         /// trace, debug, info, notice, warning, error or critical. `logging.level`, info.
         public var level = "info"
+        /// `json` (one object per line) or `text`. `logging.format`, json.
+        public var format = "json"
+        /// One info line per RPC (health checks excepted). `logging.accessLog`, true.
+        public var accessLog = true
         public init() {}
     }
 }

@@ -1,0 +1,35 @@
+/// What the gateway reports as it works: one sink for metrics and access logs, so the layers that see an
+/// event (the gRPC server, the Apple client, the verifier) need not know how it is recorded. Every method
+/// is called on hot paths: implementations must be cheap and thread-safe.
+public protocol GatewayEvents: Sendable {
+    /// An RPC began.
+    func rpcStarted(method: String)
+    /// An RPC ended with `status` after `seconds`; `annotations` holds what its handler noted (app, ids).
+    func rpcFinished(method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+                     annotations: CallAnnotations)
+    /// One HTTP attempt to Apple ended: `httpStatus` nil for a transport failure.
+    func appleAttempt(app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
+                      seconds: Double)
+    /// An Apple call is retried after a failed attempt.
+    func appleRetry(app: String, endpoint: String, environment: String)
+    /// A request JWT was signed (the cache missed or was refreshed).
+    func jwtMinted(app: String)
+    /// A JWS was verified with this verdict (e.g. "ok", "invalidSignature").
+    func verification(verdict: String)
+}
+
+extension GatewayEvents {
+    public func rpcStarted(method: String) {}
+    public func rpcFinished(method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+                            annotations: CallAnnotations) {}
+    public func appleAttempt(app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
+                             seconds: Double) {}
+    public func appleRetry(app: String, endpoint: String, environment: String) {}
+    public func jwtMinted(app: String) {}
+    public func verification(verdict: String) {}
+}
+
+/// Records nothing.
+public struct SilentGatewayEvents: GatewayEvents {
+    public init() {}
+}

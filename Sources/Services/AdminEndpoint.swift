@@ -1,0 +1,60 @@
+import GRPC
+import GatewayCore
+import HTTP2
+import Observability
+import SignedData
+
+/// The admin HTTP/1.1 endpoint: `/metrics` (Prometheus), `/healthz` (alive), `/readyz` (taking calls).
+public struct AdminEndpoint: HTTPRequestHandler {
+    let registry: MetricsRegistry
+    let board: HealthStatusBoard
+    let readinessService: String
+    let scrapeGauges: @Sendable () -> Void
+
+    /// `openConnections` and `verifier` feed gauges read at each scrape.
+    public init(registry: MetricsRegistry, board: HealthStatusBoard, readinessService: String,
+                openConnections: @escaping @Sendable () -> Int, verifier: SignedDataVerifier) {
+        self.registry = registry
+        self.board = board
+        self.readinessService = readinessService
+        let connections = registry.gauge(
+            "appstore_gateway_open_connections", help: "Client HTTP/2 connections open now.").labels()
+        let hits = registry.gauge(
+            "appstore_gateway_verification_chain_cache_hits", help: "Verified-chain cache hits since start.").labels()
+        let misses = registry.gauge(
+            "appstore_gateway_verification_chain_cache_misses", help: "Verified-chain cache misses since start.").labels()
+        let ratio = registry.gauge(
+            "appstore_gateway_verification_chain_cache_hit_ratio", help: "Hits / (hits + misses) since start.").labels()
+        scrapeGauges = {
+            connections.set(Double(openConnections()))
+            let hit = Double(verifier.chainCacheHits)
+            let miss = Double(verifier.chainCacheMisses)
+            hits.set(hit)
+            misses.set(miss)
+            ratio.set(hit + miss > 0 ? hit / (hit + miss) : 0)
+        }
+    }
+
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return HTTPResponse(status: 405, headers: [("allow", "GET, HEAD")])
+        }
+        switch request.path {
+        case "/metrics":
+            scrapeGauges()
+            return HTTPResponse(
+                status: 200, headers: [("content-type", MetricsRegistry.contentType)], body: Array(registry.render().utf8))
+        case "/healthz":
+            return text(200, "ok")
+        case "/readyz":
+            let serving = board.status(of: readinessService) == .serving
+            return serving ? text(200, "ready") : text(503, "not ready: draining or starting")
+        default:
+            return text(404, "not found: /metrics, /healthz, /readyz")
+        }
+    }
+
+    private func text(_ status: Int, _ body: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("content-type", "text/plain; charset=utf-8")], body: Array((body + "\n").utf8))
+    }
+}

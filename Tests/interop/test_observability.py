@@ -1,0 +1,90 @@
+"""Metrics on the admin port, probes, and the JSON access log."""
+import json
+import os
+import signal
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from appstore.gateway.v1 import gateway_pb2_grpc, history_pb2, verify_pb2
+from conftest import ROOT, Gateway
+
+
+def scrape(gw, path="/metrics"):
+    with urllib.request.urlopen(gw.admin_url + path, timeout=5) as response:
+        return response.status, response.read().decode()
+
+
+def samples(text, name):
+    return [line for line in text.splitlines() if line.startswith(name + "{") or line.startswith(name + " ")]
+
+
+def test_metrics_cover_rpcs_apple_calls_and_verification_and_logs_are_json():
+    state = tempfile.mkdtemp(prefix="gw-obs-")
+    gw = Gateway(["--simulator", "--state-dir", state])
+    try:
+        index = json.load(open(os.path.join(state, "transactions.json")))
+        customer = next(c for c in next(iter(index.values()))["Production"] if c["transactionId"])
+        channel = grpc.insecure_channel(gw.address)
+        stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
+        stub.GetHistory(history_pb2.GetHistoryRequest(transaction_id=customer["transactionId"]), timeout=30,
+                        metadata=[("x-request-id", "test-request-42")])
+        jws = open(os.path.join(ROOT, "Tests", "SignedDataTests", "Fixtures", "transaction-Sandbox-1.jws")).read()
+        stub.VerifyJWS(verify_pb2.VerifyJWSRequest(jws=jws), timeout=10)
+        stub.VerifyJWS(verify_pb2.VerifyJWSRequest(jws="garbage"), timeout=10)
+        health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+
+        status, text = scrape(gw)
+        assert status == 200
+        rpcs = "\n".join(samples(text, "appstore_gateway_rpcs_total"))
+        for method in ("GetHistory", "VerifyJWS"):
+            assert f'method="/appstore.gateway.v1.AppStoreGateway/{method}",status="OK"' in rpcs
+        assert 'method="/grpc.health.v1.Health/Check",status="OK"' in rpcs
+        assert samples(text, "appstore_gateway_rpc_duration_seconds_count")
+        apple = "\n".join(samples(text, "appstore_gateway_apple_requests_total"))
+        assert 'endpoint="getTransactionHistory",environment="production",http_status="200"' in apple
+        assert samples(text, "appstore_gateway_jwt_mints_total")
+        verdicts = "\n".join(samples(text, "appstore_gateway_verifications_total"))
+        assert 'verdict="ok"' in verdicts and 'verdict="malformed"' in verdicts
+        assert samples(text, "appstore_gateway_verification_chain_cache_hit_ratio")
+        assert samples(text, "appstore_gateway_open_connections")[0].split()[-1] != "0"
+        channel.close()
+
+        assert scrape(gw, "/healthz")[0] == 200 and scrape(gw, "/readyz")[0] == 200
+    finally:
+        gw.stop()
+    lines = [json.loads(line) for line in gw_log_lines(gw) if line.startswith("{")]
+    rpc_lines = [l for l in lines if l.get("message") == "rpc"]
+    history = next(l for l in rpc_lines if l["method"].endswith("/GetHistory"))
+    assert history["status"] == "OK" and history["request_id"] == "test-request-42" and history["app"] == "example"
+    assert float(history["duration_ms"]) > 0
+    assert not any(l["method"].startswith("/grpc.health") for l in rpc_lines)
+    whole = "\n".join(gw_log_lines(gw))
+    assert "PRIVATE KEY" not in whole and "Bearer" not in whole and "eyJ" not in whole
+
+
+_logs = {}
+
+
+def gw_log_lines(gw):
+    if gw not in _logs:
+        _logs[gw] = open(gw.log.name).read().splitlines() if os.path.exists(gw.log.name) else []
+    return _logs[gw]
+
+
+def test_readyz_goes_503_while_draining(fresh_gateway):
+    gw = fresh_gateway(env={"APPSTORE_GATEWAY_SHUTDOWN_DRAIN_DELAY": "1500ms"})
+    assert scrape(gw, "/readyz")[0] == 200
+    gw.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    try:
+        scrape(gw, "/readyz")
+        raise AssertionError("readyz should fail while draining")
+    except urllib.error.HTTPError as error:
+        assert error.code == 503
+    assert scrape(gw, "/healthz")[0] == 200
+    assert gw.proc.wait(timeout=10) == 0
