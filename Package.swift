@@ -93,12 +93,14 @@ let package = Package(
         .executableTarget(name: "VerifyBenchmark", dependencies: ["SignedData", "Cryptography"]),
 
         // MARK: Tests mirror Sources.
+        // Shared test fixtures (a TLS test server), used by several test targets.
+        .target(name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayCore"], path: "Tests/TestSupport"),
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(
             name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec"], exclude: ["Fixtures", "Oracle"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "TestSupport"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"], exclude: ["Clients"]),
         .testTarget(
             name: "ObservabilityTests",
@@ -110,6 +112,7 @@ let package = Package(
             name: "AppStoreClientTests",
             dependencies: [
                 "AppStoreClient", "Services", "HTTP2", "GatewayCore", "Cryptography", "SignedData", "ProtoCodec", "GRPC",
+                "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ]

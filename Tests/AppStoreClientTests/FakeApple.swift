@@ -7,6 +7,7 @@ import Logging
 import SignedData
 import Synchronization
 import Testing
+import TestSupport
 
 /// A scripted stand-in for Apple: our HTTP/2 server over real TLS (ALPN h2) with a CA of its own. Every
 /// request is recorded; `script` answers it (it may sleep to play a slow upstream). Production is served
@@ -27,48 +28,16 @@ final class FakeApple: Sendable {
         }
     }
 
-    private let server: HTTP2Server
+    private let tls: TLSTestServer
     private let recorder: Recorder
-    let directory: URL
-    var caFile: String { directory.appendingPathComponent("ca.pem").path }
-    var baseURL: String { "https://127.0.0.1:\(server.port)" }
+    var caFile: String { tls.caFile }
+    /// A temporary folder that lives as long as the fake (keys and files for the test).
+    var directory: URL { tls.directory }
+    var baseURL: String { "https://127.0.0.1:\(tls.server.port)" }
 
     init(_ script: @escaping Script) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-apple-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let now = Date()
-        let caKey = try ECPrivateKey(generatingOn: .p256)
-        let ca = try CertificateIssuer.selfSignedRoot(
-            CertificateTemplate(
-                subject: DistinguishedName(commonName: "Fake Apple CA"), serialNumber: 1,
-                notBefore: now.addingTimeInterval(-60), notAfter: now.addingTimeInterval(3600),
-                role: .certificateAuthority(pathLength: 0)),
-            key: caKey)
-        let serverKey = try ECPrivateKey(generatingOn: .p256)
-        let certificate = try ca.issue(
-            CertificateTemplate(
-                subject: DistinguishedName(commonName: "localhost"), serialNumber: 2,
-                notBefore: now.addingTimeInterval(-60), notAfter: now.addingTimeInterval(3600), role: .endEntity,
-                subjectAlternativeNames: ["localhost", "127.0.0.1"]),
-            for: serverKey.publicKey)
-        try ca.certificate.pemEncoded.write(to: directory.appendingPathComponent("ca.pem"), atomically: true, encoding: .utf8)
-        try certificate.pemEncoded.write(to: directory.appendingPathComponent("cert.pem"), atomically: true, encoding: .utf8)
-        try serverKey.pkcs8PEM().write(to: directory.appendingPathComponent("key.pem"), atomically: true, encoding: .utf8)
-        let context = try TLSContext(
-            certificateChainFile: directory.appendingPathComponent("cert.pem").path,
-            privateKeyFile: directory.appendingPathComponent("key.pem").path)
         recorder = Recorder(script)
-        server = try HTTP2Server(
-            address: ListenAddress(host: "127.0.0.1", port: 0), threads: 1, configuration: HTTP2Configuration(),
-            transport: .tls(context), responder: HTTPRequestResponder(handler: recorder), requestHandler: recorder)
-        server.start()
-    }
-
-    deinit {
-        server.beginGracefulShutdown()
-        server.closeAllConnections()
-        server.stop()
-        try? FileManager.default.removeItem(at: directory)
+        tls = try TLSTestServer(handler: recorder, caName: "Fake Apple CA")
     }
 
     /// Every request received so far, in arrival order.

@@ -2,6 +2,7 @@ import Cryptography
 import Foundation
 import GatewayCore
 import Testing
+import TestSupport
 
 @testable import HTTP2
 
@@ -23,47 +24,13 @@ private struct EchoHandler: HTTPRequestHandler {
 
 /// A TLS server on a free port with a CA-issued certificate for localhost and 127.0.0.1.
 private final class TLSFixture {
-    let server: HTTP2Server
-    let directory: URL
-    var caFile: String { directory.appendingPathComponent("ca.pem").path }
+    private let tls: TLSTestServer
+    var server: HTTP2Server { tls.server }
+    var caFile: String { tls.caFile }
     var url: String { "https://localhost:\(server.port)" }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let now = Date()
-        let caKey = try ECPrivateKey(generatingOn: .p256)
-        let ca = try CertificateIssuer.selfSignedRoot(
-            CertificateTemplate(
-                subject: DistinguishedName(commonName: "Test CA"), serialNumber: 1,
-                notBefore: now.addingTimeInterval(-60), notAfter: now.addingTimeInterval(3600),
-                role: .certificateAuthority(pathLength: 0)),
-            key: caKey)
-        let serverKey = try ECPrivateKey(generatingOn: .p256)
-        let certificate = try ca.issue(
-            CertificateTemplate(
-                subject: DistinguishedName(commonName: "localhost"), serialNumber: 2,
-                notBefore: now.addingTimeInterval(-60), notAfter: now.addingTimeInterval(3600), role: .endEntity,
-                subjectAlternativeNames: ["localhost", "127.0.0.1"]),
-            for: serverKey.publicKey)
-        try ca.certificate.pemEncoded.write(to: directory.appendingPathComponent("ca.pem"), atomically: true, encoding: .utf8)
-        try certificate.pemEncoded.write(to: directory.appendingPathComponent("cert.pem"), atomically: true, encoding: .utf8)
-        try serverKey.pkcs8PEM().write(to: directory.appendingPathComponent("key.pem"), atomically: true, encoding: .utf8)
-        let context = try TLSContext(
-            certificateChainFile: directory.appendingPathComponent("cert.pem").path,
-            privateKeyFile: directory.appendingPathComponent("key.pem").path)
-        let handler = EchoHandler()
-        server = try HTTP2Server(
-            address: ListenAddress(host: "127.0.0.1", port: 0), threads: 1, configuration: HTTP2Configuration(),
-            transport: .tls(context), responder: HTTPRequestResponder(handler: handler), requestHandler: handler)
-        server.start()
-    }
-
-    deinit {
-        server.beginGracefulShutdown()
-        server.closeAllConnections()
-        server.stop()
-        try? FileManager.default.removeItem(at: directory)
+        tls = try TLSTestServer(handler: EchoHandler())
     }
 
     /// Runs curl; returns its exit status and standard output. Waits without blocking a thread of the
