@@ -103,7 +103,8 @@ struct ServeCommand: ParsableCommand {
         if let address = configuration.admin {
             let endpoint = AdminEndpoint(
                 registry: events.registry, board: board, readinessService: AppStoreGatewayService.name,
-                openConnections: { [http2 = server.http2] in http2.openConnections }, verifier: gatewayService.verifier)
+                openConnections: { [http2 = server.http2] in http2.openConnections }, verifier: gatewayService.verifier,
+                rateLimiter: gatewayService.rateLimiter)
             do {
                 admin = try HTTP2Server(
                     address: address, threads: 1, configuration: HTTP2Configuration(), transport: .cleartextHTTP1,

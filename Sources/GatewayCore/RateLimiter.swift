@@ -64,6 +64,11 @@ public final class RateLimiter: Sendable {
         withBucket(key, now: now) { $0.availableTokens(now: now) }
     }
 
+    /// Whole tokens available in every bucket used so far, for the metrics scrape.
+    public func levels(now: MonotonicInstant) -> [(key: RateLimitKey, tokens: Int)] {
+        buckets.withLock { buckets in buckets.map { (key: $0.key, tokens: $0.value.availableTokens(now: now)) } }
+    }
+
     /// The rate applied to `key`.
     public func rate(for key: RateLimitKey) -> EndpointRate {
         limits(key.bundleID).rate(for: key.endpoint, in: key.environment)

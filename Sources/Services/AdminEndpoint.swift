@@ -13,7 +13,8 @@ public struct AdminEndpoint: HTTPRequestHandler {
 
     /// `openConnections` and `verifier` feed gauges read at each scrape.
     public init(registry: MetricsRegistry, board: HealthStatusBoard, readinessService: String,
-                openConnections: @escaping @Sendable () -> Int, verifier: SignedDataVerifier) {
+                openConnections: @escaping @Sendable () -> Int, verifier: SignedDataVerifier,
+                rateLimiter: RateLimiter, clock: any GatewayClock = SystemClock()) {
         self.registry = registry
         self.board = board
         self.readinessService = readinessService
@@ -25,7 +26,15 @@ public struct AdminEndpoint: HTTPRequestHandler {
             "appstore_gateway_verification_chain_cache_misses", help: "Verified-chain cache misses since start.").labels()
         let ratio = registry.gauge(
             "appstore_gateway_verification_chain_cache_hit_ratio", help: "Hits / (hits + misses) since start.").labels()
+        let tokens = registry.gauge(
+            "appstore_gateway_rate_limit_tokens",
+            help: "Tokens left in each local bucket of Apple's rate limits (buckets appear on first use).",
+            labelNames: ["bundle_id", "endpoint", "environment"])
         scrapeGauges = {
+            for level in rateLimiter.levels(now: clock.monotonicNow()) {
+                tokens.labels(level.key.bundleID, level.key.endpoint.configName, level.key.environment.rawValue)
+                    .set(Double(level.tokens))
+            }
             connections.set(Double(openConnections()))
             let hit = Double(verifier.chainCacheHits)
             let miss = Double(verifier.chainCacheMisses)

@@ -13,6 +13,8 @@ public struct AppStoreGatewayService: GRPCService {
     private let verifyJWS: VerifyJWSHandler
     /// The signed-data verifier, for its cache counters.
     public let verifier: SignedDataVerifier
+    /// The token buckets of Apple's rate limits, for their levels.
+    public let rateLimiter: RateLimiter
     private let getHistory: GetHistoryHandler
 
     /// Builds the service from the configuration: the trusted roots and every app's private key are read
@@ -62,6 +64,7 @@ public struct AppStoreGatewayService: GRPCService {
         }
         let client = try AppStoreAPIClient(
             configuration: configuration, http: http, clock: clock, signers: signers, events: events)
+        rateLimiter = client.rateLimiter
         getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: configuration.history.maxPages, clock: clock)
     }

@@ -51,6 +51,8 @@ def test_metrics_cover_rpcs_apple_calls_and_verification_and_logs_are_json():
         verdicts = "\n".join(samples(text, "appstore_gateway_verifications_total"))
         assert 'verdict="ok"' in verdicts and 'verdict="malformed"' in verdicts
         assert samples(text, "appstore_gateway_verification_chain_cache_hit_ratio")
+        buckets = "\n".join(samples(text, "appstore_gateway_rate_limit_tokens"))
+        assert 'endpoint="getTransactionHistory",environment="production"' in buckets
         assert samples(text, "appstore_gateway_open_connections")[0].split()[-1] != "0"
         channel.close()
 
