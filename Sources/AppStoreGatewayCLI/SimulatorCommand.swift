@@ -45,6 +45,9 @@ struct SimulatorCommand: ParsableCommand {
     @Option(name: .long, help: "Seconds a notification-history paginationToken stays valid (default 3600).")
     var paginationTokenLifetime: Int?
 
+    @Option(name: .long, help: "Multiplies Apple's per-second rate limits (e.g. 100 for load tests; default 1).")
+    var rateLimitScale: Double?
+
     func run() throws {
         guard let address = ListenAddress(parsing: listen) else {
             throw ValidationError("--listen must be HOST:PORT, got '\(listen)'")
@@ -67,9 +70,11 @@ struct SimulatorCommand: ParsableCommand {
             rules.append(FaultRule(endpoint: endpoint, trigger: .everyNth(faultEvery), faults: faults))
         }
         let lifetime = paginationTokenLifetime
+        let scale = rateLimitScale
         let simulator = try SimulatorServer(state: state, listen: address) { configuration in
             configuration.faults = rules
             if let lifetime { configuration.paginationTokenLifetime = .seconds(lifetime) }
+            if let scale { configuration.rateLimitScale = scale }
         }
         let configPath = try simulator.writeGatewayConfiguration(gatewayListen: gatewayListen)
         print("""
