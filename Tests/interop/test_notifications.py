@@ -303,8 +303,9 @@ def test_graceful_shutdown_ends_the_stream_with_a_resume_token(setup, everything
     events, _ = everything
     draining = fresh_gateway("--config", config, env={
         "APPSTORE_GATEWAY_SHUTDOWN_GRACE": "1s", "APPSTORE_GATEWAY_LIMITS_STREAM_WRITE_BUFFER_BYTES": "16384"})
-    channel = grpc.insecure_channel(draining.address)
-    call = gateway_pb2_grpc.AppStoreGatewayStub(channel).StreamNotifications(request(), timeout=60)
+    # A fixed 64 KiB window: what is queued when the grace period ends drains well within the server's
+    # 500 ms flush, so the final status reaches this slow reader before the connection closes.
+    call = fixed_window_stub(draining).StreamNotifications(request(), timeout=60)
     got = [next(call) for _ in range(3)]
     threading.Thread(target=draining.terminate, daemon=True).start()
     with pytest.raises(grpc.RpcError) as error:
