@@ -100,6 +100,8 @@ def setup():
     channel = grpc.insecure_channel(gw.address)
     yield simulator, gw, gateway_pb2_grpc.AppStoreGatewayStub(channel), simulator.config_path
     channel.close()
+    gw.stop()
+    simulator.stop()
 
 
 def fixed_window_stub(gateway):
