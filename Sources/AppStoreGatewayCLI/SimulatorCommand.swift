@@ -33,6 +33,21 @@ struct SimulatorCommand: ParsableCommand {
     @Option(name: .long, help: "The `listen` written into gateway.yaml.")
     var gatewayListen: String = "127.0.0.1:50051"
 
+    @Option(name: .long, help: "Faults injected without a header, in the x-simulator-fault syntax (e.g. error=4290000).")
+    var fault: String?
+
+    @Option(name: .long, help: "With --fault: inject on every Nth matching request.")
+    var faultEvery: Int = 1
+
+    @Option(name: .long, help: "With --fault: only for this endpoint (its config name, e.g. getNotificationHistory).")
+    var faultEndpoint: String?
+
+    @Option(name: .long, help: "Seconds a notification-history paginationToken stays valid (default 3600).")
+    var paginationTokenLifetime: Int?
+
+    @Option(name: .long, help: "Multiplies Apple's per-second rate limits (e.g. 100 for load tests; default 1).")
+    var rateLimitScale: Double?
+
     func run() throws {
         guard let address = ListenAddress(parsing: listen) else {
             throw ValidationError("--listen must be HOST:PORT, got '\(listen)'")
@@ -40,7 +55,27 @@ struct SimulatorCommand: ParsableCommand {
         _ = clinux_block_signals()
         let state = try SimulatorState.openOrCreate(
             directory: stateDir, seed: seed, customersPerApp: customers, appCount: apps)
-        let simulator = try SimulatorServer(state: state, listen: address)
+        var rules: [FaultRule] = []
+        if let fault {
+            guard let faults = FaultHeader.parse(fault), faultEvery > 0 else {
+                throw ValidationError("--fault must use the x-simulator-fault syntax and --fault-every be positive")
+            }
+            var endpoint: AppleEndpoint?
+            if let faultEndpoint {
+                guard let named = AppleEndpoint(rawValue: faultEndpoint) else {
+                    throw ValidationError("--fault-endpoint: unknown endpoint '\(faultEndpoint)'")
+                }
+                endpoint = named
+            }
+            rules.append(FaultRule(endpoint: endpoint, trigger: .everyNth(faultEvery), faults: faults))
+        }
+        let lifetime = paginationTokenLifetime
+        let scale = rateLimitScale
+        let simulator = try SimulatorServer(state: state, listen: address) { configuration in
+            configuration.faults = rules
+            if let lifetime { configuration.paginationTokenLifetime = .seconds(lifetime) }
+            if let scale { configuration.rateLimitScale = scale }
+        }
         let configPath = try simulator.writeGatewayConfiguration(gatewayListen: gatewayListen)
         print("""
             App Store simulator listening on \(simulator.productionURL) (sandbox: \(simulator.productionURL)/sandbox)

@@ -15,8 +15,9 @@ final class CallRegistry {
     func add(_ call: ServerCall) { calls[ObjectIdentifier(call)] = call }
     func remove(_ call: ServerCall) { calls[ObjectIdentifier(call)] = nil }
 
-    /// Ends every open call with `status` (e.g. UNAVAILABLE at the end of a shutdown's grace period).
+    /// Ends every open call with `status` (e.g. UNAVAILABLE at the end of a shutdown's grace period), or
+    /// with the status its handler supplied for this case (`ResponseStream.send(_:shutdownStatus:)`).
     func finishAll(_ status: RPCStatus) {
-        for call in Array(calls.values) { call.finish(status) }
+        for call in Array(calls.values) { call.finish(call.shutdownStatus ?? status) }
     }
 }

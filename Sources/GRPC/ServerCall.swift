@@ -20,6 +20,8 @@ final class ServerCall: HTTP2StreamDelegate {
     private var inbound: AsyncStream<[UInt8]>.Continuation?
     /// Set when the call ended; later sends throw it.
     private(set) var endStatus: RPCStatus?
+    /// The handler's status for a shutdown that ends the call (nil: the server's own).
+    var shutdownStatus: RPCStatus?
 
     private let events: any GatewayEvents
     private let startedNanos = monotonicNanoseconds()
@@ -182,12 +184,15 @@ final class ServerCall: HTTP2StreamDelegate {
 
     /// Writes one message for a streaming handler, then resumes it at once when there is room for more,
     /// or later when the client has read enough (backpressure), or with the status that ended the call.
-    func enqueue(_ message: [UInt8], resuming continuation: CheckedContinuation<RPCStatus?, Never>) {
+    func enqueue(
+        _ message: [UInt8], shutdownStatus: RPCStatus? = nil, resuming continuation: CheckedContinuation<RPCStatus?, Never>
+    ) {
         if let endStatus {
             continuation.resume(returning: endStatus)
             return
         }
         writeMessage(message)
+        if let shutdownStatus { self.shutdownStatus = shutdownStatus }
         if canWrite {
             continuation.resume(returning: nil)
         } else {
@@ -264,9 +269,26 @@ final class CallOutlet: ResponseStreamWriter, @unchecked Sendable {
     }
 
     func send(serialized message: [UInt8]) async throws(RPCStatus) {
+        try await send(message, shutdownStatus: nil)
+    }
+
+    func send(serialized message: [UInt8], shutdownStatus: RPCStatus) async throws(RPCStatus) {
+        try await send(message, shutdownStatus: shutdownStatus)
+    }
+
+    func setShutdownStatus(_ status: RPCStatus) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            execute { call in
+                call.shutdownStatus = status
+                continuation.resume()
+            }
+        }
+    }
+
+    private func send(_ message: [UInt8], shutdownStatus: RPCStatus?) async throws(RPCStatus) {
         // One hop to the loop: write, then come back when there is room for the next message.
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<RPCStatus?, Never>) in
-            execute { call in call.enqueue(message, resuming: continuation) }
+            execute { call in call.enqueue(message, shutdownStatus: shutdownStatus, resuming: continuation) }
         }
         if let outcome { throw outcome }
         if Task.isCancelled { throw RPCStatus(.cancelled, "the call was cancelled") }

@@ -38,6 +38,25 @@ public protocol ResponseStreamWriter: Sendable {
     /// Queues one serialized message; suspends while too much is buffered for the client, and throws
     /// CANCELLED (or the status that ended the call) once the call is over.
     func send(serialized message: [UInt8]) async throws(RPCStatus)
+
+    /// Like `send(serialized:)`, and from the moment the message is queued, `shutdownStatus` is the status the
+    /// call ends with if a server shutdown's grace period ends it (instead of the server's generic
+    /// UNAVAILABLE): e.g. UNAVAILABLE with a resume cursor naming this message. Both happen together on the
+    /// call's loop, so the status never names a message that was not queued, nor lags one that was.
+    func send(serialized message: [UInt8], shutdownStatus: RPCStatus) async throws(RPCStatus)
+
+    /// Sets the status a shutdown ends the call with, before any message (e.g. the cursor the call resumed from).
+    func setShutdownStatus(_ status: RPCStatus) async
+}
+
+extension ResponseStreamWriter {
+    /// Writers without a shutdown hook send the message and keep the server's status.
+    public func send(serialized message: [UInt8], shutdownStatus: RPCStatus) async throws(RPCStatus) {
+        try await send(serialized: message)
+    }
+
+    /// Writers without a shutdown hook ignore it.
+    public func setShutdownStatus(_ status: RPCStatus) async {}
 }
 
 /// How a method is served.

@@ -9,6 +9,17 @@ public struct ResponseStream<Message: ProtoMessage>: Sendable {
     public func send(_ message: Message) async throws(RPCStatus) {
         try await writer.send(serialized: message.serializedBytes())
     }
+
+    /// Sends one message and makes `shutdownStatus` the status a server shutdown ends the call with from
+    /// the moment the message is queued (see `ResponseStreamWriter.send(serialized:shutdownStatus:)`).
+    public func send(_ message: Message, shutdownStatus: RPCStatus) async throws(RPCStatus) {
+        try await writer.send(serialized: message.serializedBytes(), shutdownStatus: shutdownStatus)
+    }
+
+    /// The status a server shutdown ends the call with, until the next `send(_:shutdownStatus:)`.
+    public func setShutdownStatus(_ status: RPCStatus) async {
+        await writer.setShutdownStatus(status)
+    }
 }
 
 /// The messages of a client stream, typed; `next()` is nil after the client's END_STREAM. One reader only:

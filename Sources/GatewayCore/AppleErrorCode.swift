@@ -63,6 +63,8 @@ extension AppleErrorCode {
     public static let generalBadRequest = AppleErrorCode(rawValue: 4_000_000)
     /// 4000012 StartDateTooFarInPast.
     public static let startDateTooFarInPast = AppleErrorCode(rawValue: 4_000_012)
+    /// 4000017 PaginationTokenExpired (Get Notification History).
+    public static let paginationTokenExpired = AppleErrorCode(rawValue: 4_000_017)
     /// 4040001 AccountNotFound.
     public static let accountNotFound = AppleErrorCode(rawValue: 4_040_001)
     /// 4040002 AccountNotFoundRetryable.

@@ -64,6 +64,25 @@ extension GatewayError {
                 "Apple's answer for app \"\(app)\" (\(environment)) carried signed data that failed verification: "
                     + "\(problem).",
                 reason: "APPLE_DATA_UNVERIFIED", metadata: ["app": app, "environment": environment.rawValue])
+        case .resumeCursorExpired(let app, let environment, let restartFrom):
+            // FAILED_PRECONDITION, not INVALID_ARGUMENT: the token was valid; repeating it will not help,
+            // a new stream from a date will.
+            let hint = restartFrom.map {
+                "start a new stream without resume_token, with start_date at the last event's signed date (\($0) ms) "
+                    + "and skip the notification_uuids already processed"
+            } ?? "start a new stream without resume_token from a start_date"
+            var metadata = ["app": app, "environment": environment.rawValue]
+            metadata["apple_error_code"] = String(AppleErrorCode.paginationTokenExpired.rawValue)
+            metadata["apple_error_name"] = AppleErrorCode.paginationTokenExpired.name
+            metadata["restart_from_ms"] = restartFrom.map { String($0) }
+            return status(
+                .failedPrecondition,
+                "Apple's pagination token behind this resume token has expired (4000017); \(hint).",
+                reason: "PAGINATION_TOKEN_EXPIRED", metadata: metadata)
+        case .serverShuttingDown:
+            return status(
+                .unavailable, "The gateway is shutting down; call again (another replica will serve the call).",
+                reason: "SHUTTING_DOWN", metadata: [:])
         case .internalBug(let what, let requestID):
             var metadata: [String: String] = [:]
             metadata["request_id"] = requestID

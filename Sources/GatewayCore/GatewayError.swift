@@ -26,6 +26,12 @@ public enum GatewayError: Error, Sendable, Hashable {
     /// Apple's answer carried signed data that failed verification (bad signature or chain, wrong app
     /// or environment): the data cannot be trusted, so none of the answer is returned.
     case appleDataRejected(app: String, environment: AppleEnvironment, problem: String)
+    /// Apple no longer accepts the pagination token a stream was resumed from (4000017, PaginationTokenExpired):
+    /// the caller must start a new stream from a date. `restartFrom` is the signed date (UNIX ms) of the last
+    /// event the caller received, when known.
+    case resumeCursorExpired(app: String, environment: AppleEnvironment, restartFrom: Int64?)
+    /// The server is shutting down and ends the call; the caller should call again (another replica).
+    case serverShuttingDown
     /// A bug in the gateway; `requestID` ties the status to the log line.
     case internalBug(String, requestID: String?)
 }

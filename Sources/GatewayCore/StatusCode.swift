@@ -82,3 +82,17 @@ public struct RPCStatus: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { message.isEmpty ? "\(code)" : "\(code): \(message)" }
 }
+
+extension RPCStatus {
+    /// The status with `value` under `key` in its ErrorInfo metadata (an ErrorInfo in the gateway's domain
+    /// is added when there is none), e.g. the resume cursor of a stream that ended early.
+    public func addingInfoMetadata(_ key: String, _ value: String) -> RPCStatus {
+        var copy = self
+        var details = copy.details ?? ErrorDetails()
+        var info = details.info ?? ErrorDetails.Info(reason: code.description, domain: "appstore.gateway")
+        info.metadata[key] = value
+        details.info = info
+        copy.details = details
+        return copy
+    }
+}

@@ -250,6 +250,10 @@ final class ServerConnection: LoopConnection, Flushable {
         }
         let before = stream.bufferedBytes
         let count = stream.takePending(into: buffer, capacity: capacity)
+        // Sending DATA resets the client's ping budget, as sending headers does (grpc chttp2 resets strikes
+        // on every data or header frame it writes): grpcio's BDP probes ping on each DATA frame it reads, so
+        // a long server stream would otherwise end in GOAWAY "too_many_pings".
+        if count > 0 { pingStrikes = 0 }
         if stream.bufferedBytes == 0 && stream.ended {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             if let trailers = stream.trailers {

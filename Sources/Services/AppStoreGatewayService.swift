@@ -1,4 +1,5 @@
 import AppStoreClient
+import Foundation
 import Cryptography
 import GRPC
 import GatewayCore
@@ -16,6 +17,7 @@ public struct AppStoreGatewayService: GRPCService {
     /// The token buckets of Apple's rate limits, for their levels.
     public let rateLimiter: RateLimiter
     private let getHistory: GetHistoryHandler
+    private let notifications: StreamNotificationsHandler
 
     /// Builds the service from the configuration: the trusted roots and every app's private key are read
     /// and checked here, so a bad file fails start-up rather than the first call. `signers` (by bundle id)
@@ -67,11 +69,39 @@ public struct AppStoreGatewayService: GRPCService {
         rateLimiter = client.rateLimiter
         getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: configuration.history.maxPages, clock: clock)
+        notifications = StreamNotificationsHandler(
+            client: client, verifier: verifier, resumeTokenKey: try Self.resumeTokenKey(configuration), clock: clock)
+    }
+
+    /// The resume-token key: the `notifications.resumeTokenKey` file (trailing whitespace ignored), else
+    /// derived from the apps' private key files (replicas with the same secrets agree), else — only when no
+    /// key file is readable, as with injected signers in tests — random for this process.
+    static func resumeTokenKey(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [UInt8] {
+        let path = configuration.notifications.resumeTokenKeyFile
+        if !path.isEmpty {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(key: "notifications.resumeTokenKey", problem: "cannot read the key file '\(path)'")
+            }
+            var bytes = [UInt8](data)
+            while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { bytes.removeLast() }
+            guard bytes.count >= 16 else {
+                throw ConfigurationError(
+                    key: "notifications.resumeTokenKey", problem: "the key file '\(path)' must hold at least 16 bytes")
+            }
+            return bytes
+        }
+        let derived = ResumeTokenCodec.derivedKey(apps: configuration.apps) { path in
+            FileManager.default.contents(atPath: path).map { [UInt8]($0) }
+        }
+        if let derived { return derived }
+        var random = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }
     }
 
     public var methods: [String: MethodHandler] {
         let verifyJWS = self.verifyJWS
         let getHistory = self.getHistory
+        let notifications = self.notifications
         return [
             // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
             "/\(Self.name)/GetHistory": .unary(GetHistoryRequest.self) {
@@ -83,9 +113,24 @@ public struct AppStoreGatewayService: GRPCService {
                     throw error.rpcStatus
                 }
             },
+            // A Swift task paging Apple as the client reads; validation errors go out before any header.
             "/\(Self.name)/StreamNotifications": .serverStreaming(StreamNotificationsRequest.self, NotificationEvent.self) {
-                _, _, _ throws(RPCStatus) in
-                throw RPCStatus(.unimplemented, "StreamNotifications is not available in this build yet (upstream client pending)")
+                request, context, stream throws(RPCStatus) in
+                let plan: StreamNotificationsHandler.Plan
+                do throws(GatewayError) {
+                    plan = try notifications.prepare(request)
+                } catch {
+                    throw error.rpcStatus
+                }
+                if !request.resumeToken.isEmpty {
+                    // Ended by a shutdown before the first event: continue from where the caller came from.
+                    await stream.setShutdownStatus(
+                        GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata("resume_token", request.resumeToken))
+                }
+                let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                try await notifications.run(plan, remaining: remaining) { event, shutdownStatus throws(RPCStatus) in
+                    try await stream.send(event, shutdownStatus: shutdownStatus)
+                }
             },
             // Inline on the event loop: a warm verification is one ECDSA verify plus parsing.
             "/\(Self.name)/VerifyJWS": .unaryInline(VerifyJWSRequest.self) { request, _ -> Result<VerifyJWSResponse, RPCStatus> in

@@ -37,6 +37,7 @@ extension GatewayConfiguration {
         config.apps = try apps(reader, defaultLimits: config.rateLimits.defaults)
         config.retries = try retries(reader)
         if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
+        if let v = try reader.string("notifications.resumeTokenKey") { config.notifications.resumeTokenKeyFile = v }
 
         if let v = try reader.string("apple.productionURL") { config.apple.productionURL = try url(v, key: "apple.productionURL") }
         if let v = try reader.string("apple.sandboxURL") { config.apple.sandboxURL = try url(v, key: "apple.sandboxURL") }
@@ -82,6 +83,7 @@ extension GatewayConfiguration {
         }
         for index in apps.indices { apps[index].privateKeyFile = resolve(apps[index].privateKeyFile) }
         apple.caFile = resolve(apple.caFile)
+        notifications.resumeTokenKeyFile = resolve(notifications.resumeTokenKeyFile)
         verification.rootCertificates = verification.rootCertificates.map(resolve)
     }
 

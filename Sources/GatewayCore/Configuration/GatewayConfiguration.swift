@@ -26,6 +26,8 @@ public struct GatewayConfiguration: Sendable {
     public var retries = RetryPolicy.defaults
     /// Transaction history paging. Keys under `history`.
     public var history = History()
+    /// Notification history streams. Keys under `notifications`.
+    public var notifications = Notifications()
 
     public init() {}
 
@@ -171,6 +173,15 @@ public struct GatewayConfiguration: Sendable {
     public struct History: Sendable, Hashable {
         /// Most pages one `all_pages` GetHistory call fetches. `history.maxPages`, 50.
         public var maxPages = 50
+        public init() {}
+    }
+
+    /// Notification history streams (StreamNotifications).
+    public struct Notifications: Sendable, Hashable {
+        /// A file holding the secret that authenticates resume tokens (HMAC-SHA256; any bytes, 32 or more
+        /// recommended). `notifications.resumeTokenKey` (env `APPSTORE_GATEWAY_NOTIFICATIONS_RESUME_TOKEN_KEY`),
+        /// default "": the key is derived from the apps' private keys, so replicas with the same secrets agree.
+        public var resumeTokenKeyFile = ""
         public init() {}
     }
 

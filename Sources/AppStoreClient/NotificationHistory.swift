@@ -1,0 +1,104 @@
+import Foundation
+import GatewayCore
+
+/// One page of Get Notification History, as Apple sent it (appstore-api.md §3.1).
+public struct NotificationHistoryPage: Sendable, Hashable {
+    /// One delivery attempt (Apple's sendAttemptItem).
+    public struct SendAttempt: Sendable, Hashable {
+        /// `attemptDate`, UNIX ms (0 when absent).
+        public var attemptDate: Int64
+        /// `sendAttemptResult` exactly as sent (empty when absent).
+        public var result: String
+        /// An attempt.
+        public init(attemptDate: Int64, result: String) {
+            self.attemptDate = attemptDate
+            self.result = result
+        }
+    }
+
+    /// One notification of the page (Apple's notificationHistoryResponseItem).
+    public struct Item: Sendable, Hashable {
+        /// The notification JWS exactly as Apple sent it.
+        public var signedPayload: String
+        /// Every delivery attempt so far, oldest first.
+        public var sendAttempts: [SendAttempt]
+        /// An item.
+        public init(signedPayload: String, sendAttempts: [SendAttempt]) {
+            self.signedPayload = signedPayload
+            self.sendAttempts = sendAttempts
+        }
+    }
+
+    /// The token for the next page (empty when Apple sent none).
+    public var paginationToken: String
+    /// Whether another page follows.
+    public var hasMore: Bool
+    /// The notifications, at most 20.
+    public var items: [Item]
+    /// The environment that answered.
+    public var environment: AppleEnvironment
+    /// Apple's request id of the answer.
+    public var appleRequestID: String?
+
+    /// A page.
+    public init(
+        paginationToken: String, hasMore: Bool, items: [Item], environment: AppleEnvironment,
+        appleRequestID: String? = nil
+    ) {
+        self.paginationToken = paginationToken
+        self.hasMore = hasMore
+        self.items = items
+        self.environment = environment
+        self.appleRequestID = appleRequestID
+    }
+}
+
+extension AppStoreAPIClient {
+    /// `POST /inApps/v1/notifications/history[?paginationToken=…]` with `body` for `app`: the same body on
+    /// every page, the previous page's token in the query. Every page spends a token of the
+    /// getNotificationHistory bucket. A body that is not Apple's NotificationHistoryResponse JSON is
+    /// `appleDataRejected` (DATA_LOSS).
+    public func notificationHistory(
+        body: NotificationHistoryRequestBody, paginationToken: String?, app: GatewayConfiguration.App,
+        environment: AppleEnvironment? = nil, deadline: MonotonicInstant?
+    ) async throws(GatewayError) -> NotificationHistoryPage {
+        var query = ""
+        if let paginationToken, !paginationToken.isEmpty {
+            query = "paginationToken=" + PercentEncoding.encode(paginationToken)
+        }
+        let answer = try await call(
+            .getNotificationHistory, path: AppleEndpoint.getNotificationHistory.pathTemplate, query: query,
+            body: Array(body.json.utf8), app: app, environment: environment, deadline: deadline)
+        guard let wire = try? JSONDecoder().decode(NotificationHistoryWire.self, from: Data(answer.response.body)) else {
+            throw .appleDataRejected(
+                app: app.name, environment: answer.environment,
+                problem: "the notification history answer (apple request id \(answer.appleRequestID ?? "none")) "
+                    + "is not a NotificationHistoryResponse JSON object")
+        }
+        let items = (wire.notificationHistory ?? []).map { item in
+            NotificationHistoryPage.Item(
+                signedPayload: item.signedPayload ?? "",
+                sendAttempts: (item.sendAttempts ?? []).map {
+                    NotificationHistoryPage.SendAttempt(attemptDate: $0.attemptDate ?? 0, result: $0.sendAttemptResult ?? "")
+                })
+        }
+        return NotificationHistoryPage(
+            paginationToken: wire.paginationToken ?? "", hasMore: wire.hasMore ?? false, items: items,
+            environment: answer.environment, appleRequestID: answer.appleRequestID)
+    }
+}
+
+/// NotificationHistoryResponse on the wire; every field optional so a missing one is not fatal.
+private struct NotificationHistoryWire: Decodable {
+    struct Item: Decodable {
+        var signedPayload: String?
+        var sendAttempts: [Attempt]?
+    }
+    struct Attempt: Decodable {
+        var attemptDate: Int64?
+        var sendAttemptResult: String?
+    }
+    var paginationToken: String?
+    var hasMore: Bool?
+    var notificationHistory: [Item]?
+}

@@ -1,0 +1,115 @@
+import Cryptography
+import GatewayCore
+
+/// Where a notification stream stands after one event: enough to continue right after it on any replica,
+/// after any restart (Apple's paging state is in the token, none is kept by the gateway).
+struct NotificationResumeToken: Sendable, Hashable {
+    /// Apple's `paginationToken` that fetched the event's page ("" = the first page, fetched without one).
+    var pageToken: String
+    /// The event's position in that page (0-based): a resumed stream refetches the page and skips through it.
+    var index: Int
+    /// The environment that answered (later pages are pinned to it).
+    var environment: AppleEnvironment
+    /// The bundle id of the app.
+    var bundleID: String
+    /// SHA-256 of the stream's filters (`NotificationFilters.fingerprint`): a token only resumes its own stream.
+    var filterHash: [UInt8]
+    /// The event's `signedDate` (UNIX ms), for a restart from a date when Apple's token expired.
+    var eventSignedDate: Int64
+    /// When the token was issued (UNIX ms, the gateway's clock).
+    var issuedAt: Int64
+}
+
+/// The wire form of `NotificationResumeToken`: base64url of
+/// `version(1)=1 | issuedAt(i64) | environment(u8) | index(u32) | eventSignedDate(i64) | filterHash(32)
+///  | bundleID(u16 length + UTF-8) | pageToken(u32 length + UTF-8) | HMAC-SHA256(key, all of the above)(32)`,
+/// integers big-endian. The MAC makes the token tamper-evident: the gateway trusts its fields only after
+/// checking it (constant-time), so a forged or garbled token is INVALID_ARGUMENT and never reaches Apple.
+struct ResumeTokenCodec: Sendable {
+    static let version: UInt8 = 1
+    private let key: [UInt8]
+
+    /// A codec authenticating with `key` (every replica must share it).
+    init(key: [UInt8]) { self.key = key }
+
+    func encode(_ token: NotificationResumeToken) -> String {
+        var bytes: [UInt8] = [Self.version]
+        append(&bytes, UInt64(bitPattern: token.issuedAt), width: 8)
+        bytes.append(token.environment == .production ? 0 : 1)
+        append(&bytes, UInt64(UInt32(clamping: token.index)), width: 4)
+        append(&bytes, UInt64(bitPattern: token.eventSignedDate), width: 8)
+        bytes += token.filterHash
+        let bundle = Array(token.bundleID.utf8.prefix(Int(UInt16.max)))
+        append(&bytes, UInt64(bundle.count), width: 2)
+        bytes += bundle
+        let page = Array(token.pageToken.utf8)
+        append(&bytes, UInt64(page.count), width: 4)
+        bytes += page
+        bytes += HMACSHA256.authenticationCode(key: key, message: bytes)
+        return Base64URL.encode(bytes)
+    }
+
+    /// The token behind `text`; INVALID_ARGUMENT (field `resume_token`) when it is not one this gateway
+    /// family issued, was altered, or is truncated.
+    func decode(_ text: String) throws(GatewayError) -> NotificationResumeToken {
+        let invalid = GatewayError.invalidArgument(
+            field: "resume_token",
+            problem: "is not a resume token issued by this gateway (garbled, altered, or signed with another key); "
+                + "pass a NotificationEvent.resume_token unchanged, or start from a start_date")
+        guard text.utf8.count <= 16_384, let bytes = Base64URL.decode(text), bytes.count > 32 + 1 + 8 + 1 + 4 + 8 + 32 + 2 + 4
+        else { throw invalid }
+        let body = Array(bytes[..<(bytes.count - 32)])
+        guard HMACSHA256.isValid(Array(bytes[(bytes.count - 32)...]), key: key, message: body) else { throw invalid }
+        var reader = ByteReader(body)
+        guard reader.byte() == Self.version, let issued = reader.integer(width: 8), let environment = reader.byte(),
+            environment <= 1, let index = reader.integer(width: 4), let signed = reader.integer(width: 8),
+            let hash = reader.bytes(32), let bundleLength = reader.integer(width: 2),
+            let bundle = reader.bytes(Int(bundleLength)), let pageLength = reader.integer(width: 4),
+            let page = reader.bytes(Int(pageLength)), reader.isAtEnd,
+            let bundleID = String(validating: bundle, as: UTF8.self), let pageToken = String(validating: page, as: UTF8.self)
+        else { throw invalid }
+        return NotificationResumeToken(
+            pageToken: pageToken, index: Int(index), environment: environment == 0 ? .production : .sandbox,
+            bundleID: bundleID, filterHash: hash, eventSignedDate: Int64(bitPattern: signed),
+            issuedAt: Int64(bitPattern: issued))
+    }
+
+    private func append(_ bytes: inout [UInt8], _ value: UInt64, width: Int) {
+        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    /// The key when `notifications.resumeTokenKey` is unset: HMAC-SHA256 over every app's private key file
+    /// (by bundle id order) under a fixed label. Replicas configured with the same apps and keys derive the
+    /// same key; anyone without the private keys cannot. Nil when no key file is readable (injected signers).
+    static func derivedKey(apps: [GatewayConfiguration.App], readFile: (String) -> [UInt8]?) -> [UInt8]? {
+        var material: [UInt8] = []
+        for app in apps.sorted(by: { $0.bundleId < $1.bundleId }) {
+            guard let key = readFile(app.privateKeyFile) else { continue }
+            material += Array(app.bundleId.utf8) + [0] + HMACSHA256.authenticationCode(key: key, message: [1]) + [0]
+        }
+        guard !material.isEmpty else { return nil }
+        return HMACSHA256.authenticationCode(key: Array("appstore-gateway notification resume token v1".utf8), message: material)
+    }
+}
+
+/// Reads a byte buffer front to back.
+private struct ByteReader {
+    private let bytes: [UInt8]
+    private var offset = 0
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func byte() -> UInt8? { bytes(1)?.first }
+
+    mutating func bytes(_ count: Int) -> [UInt8]? {
+        guard count >= 0, bytes.count - offset >= count else { return nil }
+        defer { offset += count }
+        return Array(bytes[offset..<(offset + count)])
+    }
+
+    mutating func integer(width: Int) -> UInt64? {
+        guard let raw = bytes(width) else { return nil }
+        return raw.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+import AppStoreClient
+import Cryptography
+import GatewayCore
+import ProtoCodec
+import SignedData
+
+/// StreamNotifications: Apple's Get Notification History as a resumable, backpressured server stream.
+///
+/// - `prepare` checks everything it can before the response head (Trailers-Only errors): app, dates,
+///   Apple's retention window, filter rules, the resume token's MAC and that it belongs to these filters.
+/// - `run` pages Apple with the same body on every page and the previous `paginationToken` in the query,
+///   each page through the app's getNotificationHistory token bucket. At most one page is fetched ahead of
+///   what the client has read: `send` waits while the client is behind, so a slow reader holds paging back.
+/// - Every event is verified (chain, app, answering environment) and decoded, with a resume token naming
+///   it (`ResumeTokenCodec`). Cancellation and deadlines cancel the page in flight (its curl transfer).
+/// - An upstream failure mid-stream ends the call with its mapped status plus `resume_token` in the
+///   ErrorInfo metadata; so does a server shutdown (UNAVAILABLE), through the gRPC layer's shutdown hook.
+public struct StreamNotificationsHandler: Sendable {
+    let client: AppStoreAPIClient
+    let verifier: SignedDataVerifier
+    let tokens: ResumeTokenCodec
+    let clock: any GatewayClock
+
+    /// A handler calling Apple through `client`, verifying with `verifier`, authenticating resume tokens
+    /// with `resumeTokenKey`.
+    public init(client: AppStoreAPIClient, verifier: SignedDataVerifier, resumeTokenKey: [UInt8], clock: any GatewayClock) {
+        self.client = client
+        self.verifier = verifier
+        self.tokens = ResumeTokenCodec(key: resumeTokenKey)
+        self.clock = clock
+    }
+
+    /// A checked request: what `run` needs.
+    public struct Plan: Sendable {
+        let app: GatewayConfiguration.App
+        let body: NotificationHistoryRequestBody
+        let environment: AppleEnvironment?
+        let fingerprint: [UInt8]
+        let resume: NotificationResumeToken?
+        let resumeText: String?
+    }
+
+    /// Validates `request` (before any response header is sent).
+    public func prepare(_ request: StreamNotificationsRequest) throws(GatewayError) -> Plan {
+        let app = try client.apps.app(named: request.app)
+        let environment = try Self.environment(request.environment)
+        guard let start = request.startDate else {
+            throw .invalidArgument(field: "start_date", problem: "is required")
+        }
+        guard let end = request.endDate else { throw .invalidArgument(field: "end_date", problem: "is required") }
+        for (field, timestamp) in [("start_date", start), ("end_date", end)] {
+            guard timestamp.nanos >= 0, timestamp.nanos < 1_000_000_000, timestamp.seconds >= 0,
+                timestamp.seconds <= 253_402_300_799
+            else { throw .invalidArgument(field: field, problem: "must be a valid date between 1970 and 9999") }
+        }
+        let body = NotificationHistoryRequestBody(
+            startDate: start.unixMilliseconds, endDate: end.unixMilliseconds,
+            notificationType: request.notificationType, notificationSubtype: request.notificationSubtype,
+            transactionId: request.transactionId, onlyFailures: request.onlyFailures)
+        let retentionEnvironment = environment ?? (app.environment == .sandbox ? .sandbox : .production)
+        do {
+            try body.validate(now: clock.wallNow(), environment: retentionEnvironment)
+        } catch {
+            throw Self.protoFieldNames(error)
+        }
+        if app.appAppleId == nil, retentionEnvironment == .production {
+            throw .invalidArgument(
+                field: "app", problem: "production notifications are bound to the app's Apple id: set apps[].appAppleId")
+        }
+        let fingerprint = Self.fingerprint(body: body, bundleID: app.bundleId, environment: environment)
+        var resume: NotificationResumeToken?
+        if !request.resumeToken.isEmpty {
+            let token = try tokens.decode(request.resumeToken)
+            guard token.bundleID == app.bundleId, token.filterHash == fingerprint else {
+                throw .invalidArgument(
+                    field: "resume_token",
+                    problem: "was issued for a stream with other filters; resend exactly the app, dates, "
+                        + "notification_type, notification_subtype, transaction_id, only_failures and environment "
+                        + "of the stream it came from")
+            }
+            resume = token
+        }
+        return Plan(
+            app: app, body: body, environment: environment, fingerprint: fingerprint, resume: resume,
+            resumeText: request.resumeToken.isEmpty ? nil : request.resumeToken)
+    }
+
+    /// Streams the notifications of `plan` through `send`, whose second argument is the status a server
+    /// shutdown should end the call with once that event is queued. Throws the call's final status.
+    public func run(
+        _ plan: Plan, remaining: Duration?,
+        send: @escaping @Sendable (NotificationEvent, _ shutdownStatus: RPCStatus) async throws(RPCStatus) -> Void
+    ) async throws(RPCStatus) {
+        let deadline = remaining.map { clock.monotonicNow() + $0 }
+        var paging = NotificationPaging(
+            resumingAt: plan.resume.map { (pageToken: $0.pageToken, index: $0.index, environment: $0.environment) })
+        var lastToken = plan.resumeText
+        var lastSignedDate = plan.resume?.eventSignedDate
+        var failure: GatewayError?
+        var ended: RPCStatus?
+        let client = self.client
+        let app = plan.app
+        let body = plan.body
+
+        typealias Fetched = (request: NotificationPaging.PageRequest, page: Result<NotificationHistoryPage, GatewayError>)
+        @Sendable func fetch(_ request: NotificationPaging.PageRequest) async -> Fetched {
+            do throws(GatewayError) {
+                let page = try await client.notificationHistory(
+                    body: body, paginationToken: request.paginationToken, app: app,
+                    environment: request.environment ?? plan.environment, deadline: deadline)
+                return (request, .success(page))
+            } catch {
+                return (request, .failure(error))
+            }
+        }
+
+        await withTaskGroup(of: Fetched.self) { group in
+            guard let first = paging.next else { return }
+            group.addTask { await fetch(first) }
+            // One child at a time: the page being emitted has at most its successor in flight.
+            while let fetched = await group.next() {
+                let page: NotificationHistoryPage
+                switch fetched.page {
+                case .success(let value): page = value
+                case .failure(let error):
+                    failure = error
+                    return
+                }
+                let emissions = paging.receive(
+                    .init(count: page.items.count, paginationToken: page.paginationToken, hasMore: page.hasMore,
+                          environment: page.environment),
+                    for: fetched.request)
+                if let next = paging.next, !Task.isCancelled { group.addTask { await fetch(next) } }
+                for emission in emissions {
+                    let item = page.items[emission.index]
+                    do throws(GatewayError) {
+                        var event = try event(for: item, page: page, plan: plan)
+                        let signedDate = event.notification?.signedDate?.unixMilliseconds ?? 0
+                        let token = tokens.encode(NotificationResumeToken(
+                            pageToken: emission.pageToken, index: emission.index, environment: emission.environment,
+                            bundleID: app.bundleId, filterHash: plan.fingerprint, eventSignedDate: signedDate,
+                            issuedAt: clock.wallNow().millisecondsSince1970))
+                        event.resumeToken = token
+                        let shutdown = GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata("resume_token", token)
+                        do throws(RPCStatus) {
+                            try await send(event, shutdown)
+                        } catch {
+                            ended = error
+                            group.cancelAll()
+                            return
+                        }
+                        lastToken = token
+                        lastSignedDate = signedDate
+                    } catch {
+                        failure = error
+                        group.cancelAll()
+                        return
+                    }
+                }
+                if paging.ending == .missingToken {
+                    failure = .appleDataRejected(
+                        app: app.name, environment: page.environment,
+                        problem: "a notification history page (apple request id \(page.appleRequestID ?? "none")) "
+                            + "has hasMore true but no paginationToken")
+                    return
+                }
+            }
+        }
+        if let ended { throw ended }
+        guard var failure else { return }
+        if case .appleAPI(let apple) = failure, apple.code == .paginationTokenExpired {
+            failure = .resumeCursorExpired(app: app.name, environment: apple.environment, restartFrom: lastSignedDate)
+        }
+        if Task.isCancelled, case .cancelled = failure { throw failure.rpcStatus }
+        var status = failure.rpcStatus
+        if let lastToken { status = status.addingInfoMetadata("resume_token", lastToken) }
+        throw status
+    }
+
+    private func event(
+        for item: NotificationHistoryPage.Item, page: NotificationHistoryPage, plan: Plan
+    ) throws(GatewayError) -> NotificationEvent {
+        let environment: AppStoreEnvironment = page.environment == .production ? .production : .sandbox
+        let requirements: VerificationRequirements
+        do {
+            requirements = try VerificationRequirements(
+                bundleID: plan.app.bundleId, appAppleID: plan.app.appAppleId, environment: environment)
+        } catch {
+            throw .invalidArgument(field: "app", problem: "\(error.description) (set apps[].appAppleId)")
+        }
+        let result = verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
+        guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) else {
+            throw .appleDataRejected(
+                app: plan.app.name, environment: page.environment,
+                problem: "a signed notification of the page (apple request id \(page.appleRequestID ?? "none")) is "
+                    + "\(result.status.rawValue): \(result.message)")
+        }
+        var event = NotificationEvent()
+        event.signedPayload = item.signedPayload
+        event.notification = notification
+        event.sendAttempts = item.sendAttempts.map { attempt in
+            var typed = SendAttempt()
+            typed.attemptDate = attempt.attemptDate == 0 ? nil : ProtoTimestamp(unixMilliseconds: attempt.attemptDate)
+            typed.result = Self.sendAttemptResults[attempt.result] ?? .unspecified
+            typed.resultRaw = attempt.result
+            return typed
+        }
+        return event
+    }
+
+    /// Apple's sendAttemptResult strings (appstore-api.md §3.1).
+    static let sendAttemptResults: [String: SendAttemptResult] = [
+        "SUCCESS": .success, "TIMED_OUT": .timedOut, "TLS_ISSUE": .tlsIssue, "CIRCULAR_REDIRECT": .circularRedirect,
+        "NO_RESPONSE": .noResponse, "SOCKET_ISSUE": .socketIssue, "UNSUPPORTED_CHARSET": .unsupportedCharset,
+        "INVALID_RESPONSE": .invalidResponse, "PREMATURE_CLOSE": .prematureClose,
+        "UNSUCCESSFUL_HTTP_RESPONSE_CODE": .unsuccessfulHttpResponseCode, "OTHER": .other,
+    ]
+
+    /// SHA-256 of the filters that define a stream: a resume token only continues the stream it came from.
+    static func fingerprint(body: NotificationHistoryRequestBody, bundleID: String, environment: AppleEnvironment?) -> [UInt8] {
+        let text = ["v1", bundleID, environment?.rawValue ?? "", body.json].joined(separator: "\n")
+        return SHA256.hash(Array(text.utf8))
+    }
+
+    static func environment(_ value: Environment) throws(GatewayError) -> AppleEnvironment? {
+        switch value {
+        case .unspecified: return nil
+        case .production: return .production
+        case .sandbox: return .sandbox
+        case .xcode, .localTesting:
+            throw .invalidArgument(
+                field: "environment", problem: "Xcode and LocalTesting data are signed locally; Apple has no server for them")
+        case .unrecognized(let raw): throw .invalidArgument(field: "environment", problem: "unknown Environment \(raw)")
+        }
+    }
+
+    /// The body's validation names Apple's JSON fields; callers wrote the proto's.
+    private static func protoFieldNames(_ error: GatewayError) -> GatewayError {
+        guard case .invalidArgument(let field, let problem) = error else { return error }
+        let names = [
+            "startDate": "start_date", "endDate": "end_date", "notificationType": "notification_type",
+            "notificationSubtype": "notification_subtype", "transactionId": "transaction_id",
+        ]
+        var text = problem
+        for (apple, proto) in names { text = text.replacingOccurrences(of: apple, with: proto) }
+        return .invalidArgument(field: names[field] ?? field, problem: text)
+    }
+}
