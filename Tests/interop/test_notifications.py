@@ -87,8 +87,17 @@ def error_info(error):
 
 
 def upstream_pages(gateway):
-    """Get Notification History answers the gateway received (its debug log names each)."""
-    return len(re.findall(r"endpoint=getNotificationHistory .*Apple answered", gateway.read_log()))
+    """Get Notification History answers the gateway received, from its metrics."""
+    import urllib.request
+
+    with urllib.request.urlopen(gateway.admin_url + "/metrics", timeout=5) as response:
+        text = response.read().decode()
+    total = 0
+    for line in text.splitlines():
+        if line.startswith("appstore_gateway_apple_requests_total{") and 'endpoint="getNotificationHistory"' in line \
+                and 'http_status="200"' in line:
+            total += int(float(line.rsplit(" ", 1)[1]))
+    return total
 
 
 @pytest.fixture(scope="module")
