@@ -55,6 +55,9 @@ struct MessageDeframer {
         if start == buffer.count {
             buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
             start = 0
+        } else if start > 64 * 1024 && start * 2 > buffer.count {
+            buffer.removeFirst(start)  // a stream that always ends mid-message must not grow the buffer forever
+            start = 0
         }
         return message
     }

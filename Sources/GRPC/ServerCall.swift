@@ -6,6 +6,9 @@ import HTTP2
 /// It reads exactly one request message, runs the handler, and writes the response: headers are held
 /// until the first message (gRFC A6), so an error known before any message goes out Trailers-Only.
 final class ServerCall: HTTP2StreamDelegate {
+    /// Unread request messages a bidirectional call may hold.
+    static let maxPendingMessages = 256
+
     let stream: HTTP2Stream
     let handler: MethodHandler
     let context: ServerContext
@@ -55,7 +58,14 @@ final class ServerCall: HTTP2StreamDelegate {
         do {
             while let message = try deframer.next() {
                 if let inbound {
-                    inbound.yield(message)
+                    // The handler reads at its pace; more than `maxPendingMessages` unread is a client
+                    // ignoring the answers, not a stream to buffer without end.
+                    if case .dropped = inbound.yield(message) {
+                        finish(RPCStatus(
+                            .resourceExhausted,
+                            "more than \(Self.maxPendingMessages) request messages are waiting to be read; send fewer at a time"))
+                        return
+                    }
                     continue
                 }
                 guard request == nil else {
@@ -111,7 +121,8 @@ final class ServerCall: HTTP2StreamDelegate {
     private func startBidirectional(
         _ body: @escaping @Sendable (AsyncStream<[UInt8]>, ServerContext, ResponseStreamWriter) async throws(RPCStatus) -> Void
     ) {
-        let (requests, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let (requests, continuation) = AsyncStream.makeStream(
+            of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.maxPendingMessages))
         inbound = continuation
         let outlet = CallOutlet(self)
         let context = self.context

@@ -37,6 +37,7 @@ final class SocketStream: ByteStream {
     deinit { close(abort: false) }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
+        guard !closed else { return .failed }  // the number may already belong to another descriptor
         while true {
             let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if count > 0 { return .bytes(count) }
@@ -50,6 +51,7 @@ final class SocketStream: ByteStream {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> IOResult {
+        guard !closed else { return .failed }
         while true {
             let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
             if count >= 0 { return .bytes(count) }

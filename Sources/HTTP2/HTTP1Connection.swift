@@ -41,6 +41,12 @@ final class HTTP1Connection: LoopConnection, Flushable {
             switch io.read(into: buffer) {
             case .bytes(let count):
                 input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                // While a request is being handled, pipelined bytes wait here, but never more than one
+                // largest request: a client that keeps sending is cut off.
+                if input.count > Self.maxHeadBytes + Self.maxBodyBytes {
+                    close(abort: true)
+                    return
+                }
                 if count < buffer.count && !io.hasBufferedInput { break reading }
             case .wouldBlock:
                 break reading

@@ -146,6 +146,7 @@ final class ServerConnection: LoopConnection, Flushable {
         while true {
             if outbound.count - outboundStart < configuration.connectionWriteBufferLimit {
                 collectFrames(session)
+                if closed { return }
             }
             if outboundStart == outbound.count { break }
             let result = outbound.withUnsafeBytes { bytes in
@@ -158,6 +159,10 @@ final class ServerConnection: LoopConnection, Flushable {
                     outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
                     outboundStart = 0
                     continue
+                }
+                if outboundStart > 64 * 1024 && outboundStart * 2 > outbound.count {
+                    outbound.removeFirst(outboundStart)  // a slow reader must not make the buffer grow forever
+                    outboundStart = 0
                 }
                 setWantsWritable(true)
                 return

@@ -64,21 +64,27 @@ final class ServerLoop: EventSource {
                 close(fd)
                 continue
             }
+            // The byte stream owns the descriptor from here on: on failure it alone closes it.
             let connection: LoopConnection?
             switch transport {
             case .cleartextHTTP2:
+                let stream = SocketStream(fd: fd)
                 connection = try? ServerConnection(
-                    io: SocketStream(fd: fd), owner: self, responder: responder, configuration: configuration)
+                    io: stream, owner: self, responder: responder, configuration: configuration)
+                if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
             case .cleartextHTTP1:
-                connection = requestHandler.map { HTTP1Connection(io: SocketStream(fd: fd), owner: self, handler: $0) }
+                let stream = SocketStream(fd: fd)
+                connection = requestHandler.map { HTTP1Connection(io: stream, owner: self, handler: $0) }
+                if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
             case .tls(let context):
-                connection = try? TLSHandshake(fd: fd, context: context, owner: self)
+                do {
+                    connection = try TLSHandshake(fd: fd, context: context, owner: self)
+                } catch {
+                    eventLoop.deregister(fd: fd)  // the TLS stream closed the descriptor it was given
+                    connection = nil
+                }
             }
-            guard let connection else {
-                eventLoop.deregister(fd: fd)
-                close(fd)
-                continue
-            }
+            guard let connection else { continue }
             connections[fd] = connection
             counters.connectionOpened()
         }
@@ -149,13 +155,14 @@ final class TLSHandshake: LoopConnection {
                 // Application data may have arrived with the handshake's last flight.
                 if stream.hasBufferedInput { next.handle(events: EPOLLIN.rawValue) }
             } else {
-                closeNow()
+                tearDown()
             }
         case .wouldBlock(let wantsWrite):
             owner.eventLoop.modify(
                 fd: fd, events: (wantsWrite ? EPOLLOUT.rawValue : EPOLLIN.rawValue) | EPOLLRDHUP.rawValue)
         case .closed, .failed:
-            closeNow()
+            done = true
+            tearDown()
         }
     }
 
@@ -164,6 +171,10 @@ final class TLSHandshake: LoopConnection {
     func closeNow() {
         guard !done else { return }
         done = true
+        tearDown()
+    }
+
+    private func tearDown() {
         owner.eventLoop.deregister(fd: fd)
         stream.close(abort: false)
         owner.connectionClosed(self)

@@ -77,20 +77,24 @@ final class TLSStream: ByteStream {
     private var closed = false
     private(set) var handshakeDone = false
 
+    /// Takes ownership of `fd`: it is closed with the stream, or here when the stream cannot be made.
     init(fd: Int32, context: TLSContext) throws(TLSError) {
-        guard let ssl = SSL_new(context.context) else { throw TLSError("SSL_new failed") }
+        guard let ssl = SSL_new(context.context) else {
+            Glibc.close(fd)
+            throw TLSError("SSL_new failed")
+        }
         self.ssl = ssl
         self.fd = fd
         guard SSL_set_fd(ssl, fd) == 1 else {
-            SSL_free(ssl)
-            throw TLSError("SSL_set_fd failed")
+            throw TLSError("SSL_set_fd failed")  // deinit closes `fd` and frees `ssl`
         }
         SSL_set_accept_state(ssl)
     }
 
     deinit {
+        // No TLS close_notify here: deinit may run on any thread; closing is the owning connection's job.
+        if !closed { Glibc.close(fd) }
         SSL_free(ssl)
-        close(abort: false)
     }
 
     /// Advances the handshake: true when done; nil when it failed (close the connection).
@@ -114,12 +118,14 @@ final class TLSStream: ByteStream {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
+        guard !closed else { return .failed }
         ERR_clear_error()
         let rc = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         return rc > 0 ? .bytes(Int(rc)) : classify(rc)
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> IOResult {
+        guard !closed else { return .failed }
         guard bytes.count > 0 else { return .bytes(0) }
         ERR_clear_error()
         let rc = SSL_write(ssl, bytes.baseAddress, Int32(clamping: bytes.count))
