@@ -101,11 +101,14 @@ public final class EventLoop: @unchecked Sendable {
         sources[fd] = source
     }
 
-    func modify(fd: Int32, events: UInt32) {
+    /// Changes the events watched for `fd`; false when the kernel refused (the caller closes the connection,
+    /// which could otherwise stall forever waiting for an EPOLLOUT that was never armed).
+    @discardableResult
+    func modify(fd: Int32, events: UInt32) -> Bool {
         var event = epoll_event()
         event.events = events
         event.data.fd = fd
-        _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
+        return epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) == 0
     }
 
     /// Points an already registered descriptor at another source (a TLS handshake handing over to HTTP/2).

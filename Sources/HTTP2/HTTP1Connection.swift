@@ -162,7 +162,7 @@ final class HTTP1Connection: LoopConnection, Flushable {
         guard wants != wantsWritable, !closed else { return }
         wantsWritable = wants
         let base = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
-        owner.eventLoop.modify(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base)
+        if !owner.eventLoop.modify(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base) { close(abort: true) }
     }
 
     func beginGracefulClose() {

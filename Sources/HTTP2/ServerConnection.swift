@@ -197,7 +197,7 @@ final class ServerConnection: LoopConnection, Flushable {
         guard wants != wantsWritable, !closed else { return }
         wantsWritable = wants
         let base = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
-        eventLoop.modify(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base)
+        if !eventLoop.modify(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base) { close() }
     }
 
     /// Closes the socket at once; open streams see `streamClosed` with CANCEL.
