@@ -357,6 +357,8 @@ def test_rapid_reset_is_cut_off(guard):
         conn.read(timeout=3, until=RawConnection.ended)
         streams = sid // 2
         assert conn.ended(), f"{streams} streams opened and reset in {time.monotonic() - started:.1f} s, still connected"
+        # nghttp2's stream-reset rate limit (burst 1000, 33/s; Debian's 1.52 backport) answers INTERNAL_ERROR.
+        assert conn.goaway_code() in (INTERNAL_ERROR, ENHANCE_YOUR_CALM), f"GOAWAY {conn.goaway_code()}"
         conn.close()
     prober.assert_served()
 
@@ -443,6 +445,23 @@ def test_slowloris_does_not_block_others(guard):
             conn.close()
     prober.assert_served()
     assert len(prober.latencies) >= 20
+
+
+def test_slowloris_connections_are_closed_after_max_idle(fresh_gateway):
+    """A connection that never completes a request is idle: `connection.maxIdle` bounds how long it is held."""
+    gateway = fresh_gateway("--threads", "1", env={"APPSTORE_GATEWAY_CONNECTION_MAX_IDLE": "1s"})
+    conns = [RawConnection(gateway.port, preface=False) for _ in range(10)]
+    payload = PREFACE + settings()
+    started = time.monotonic()
+    while time.monotonic() - started < 4 and not all(c.closed for c in conns):
+        for conn in conns:
+            if not conn.closed:
+                conn.send(payload[int((time.monotonic() - started) * 4):][:1])
+                conn.read(timeout=0.02)
+        time.sleep(0.25)
+    assert all(c.closed for c in conns), f"{sum(not c.closed for c in conns)} of 10 slow connections still open"
+    for conn in conns:
+        conn.close()
 
 
 def test_thousands_of_connections_opened_and_dropped(guard):
