@@ -11,7 +11,7 @@ import Testing
         return ["regressions", "corpus"].flatMap { folder -> [[UInt8]] in
             let directory = URL(fileURLWithPath: root).appendingPathComponent("fuzz/\(folder)/\(target)")
             let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-            return names.sorted().compactMap { try? Array(Data(contentsOf: directory.appendingPathComponent($0))) }
+            return names.filter { !$0.hasPrefix(".") }.sorted().compactMap { try? Array(Data(contentsOf: directory.appendingPathComponent($0))) }
         }
     }
 
