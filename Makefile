@@ -6,7 +6,7 @@ SWIFT_BUILD_FLAGS ?=
 BIN_DEBUG   := .build/debug/appstore-gateway
 BIN_RELEASE := .build/release/appstore-gateway
 
-.PHONY: all deps venv build release run test test-swift test-interop gen check-gen bench format lint clean image
+.PHONY: all deps venv build release run test test-swift test-interop test-asan test-tsan fuzz gen check-gen bench format lint clean image
 
 all: build
 
@@ -37,6 +37,30 @@ run: release
 test: deps venv check-gen build
 	swift test --no-parallel $(SWIFT_BUILD_FLAGS) 2>&1 | tee .build/swift-test.log; test $${PIPESTATUS[0]} -eq 0
 	GATEWAY_BIN=$(BIN_DEBUG) $(PY) -m pytest -q Tests/interop
+
+# The Swift suites under AddressSanitizer / ThreadSanitizer, each in its own build directory.
+test-asan: deps
+	LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp swift test --no-parallel --sanitize=address \
+	  --scratch-path .build-asan $(SWIFT_BUILD_FLAGS)
+
+test-tsan: deps
+	TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/tsan.supp swift test --no-parallel --sanitize=thread \
+	  --scratch-path .build-tsan $(SWIFT_BUILD_FLAGS)
+
+# libFuzzer targets of fuzz/ (see fuzz/README.md): each runs FUZZ_SECONDS over its committed seed corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= fuzz-deframer fuzz-proto fuzz-jws fuzz-config fuzz-apple-error
+fuzz: deps
+	cd fuzz && swift build --scratch-path ../.build-fuzz --sanitize=fuzzer --sanitize=address \
+	  -Xswiftc -sanitize=fuzzer,address \
+	  -Xswiftc -parse-as-library
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  name=$${t#fuzz-}; mkdir -p .build-fuzz/corpus/$$name; \
+	  echo "== $$t ($(FUZZ_SECONDS) s)"; \
+	  .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=.build-fuzz/crash-$$name- .build-fuzz/corpus/$$name fuzz/corpus/$$name \
+	    || failed="$$failed $$t"; \
+	done; test -z "$$failed" || { echo "fuzz targets that crashed:$$failed (inputs in .build-fuzz/)"; exit 1; }
 
 gen: deps venv
 	scripts/gen-protos.sh

@@ -10,6 +10,8 @@ let package = Package(
     products: [
         .executable(name: "appstore-gateway", targets: ["AppStoreGatewayCLI"]),
         .executable(name: "verify-benchmark", targets: ["VerifyBenchmark"]),
+        // Not an API: the modules the libFuzzer package in fuzz/ drives (a path dependency sees products only).
+        .library(name: "GatewayFuzzSurface", targets: ["GatewayCore", "ProtoCodec", "SignedData", "GRPC"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

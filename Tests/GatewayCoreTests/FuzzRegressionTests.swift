@@ -1,0 +1,34 @@
+import Foundation
+import GatewayCore
+import Testing
+/// Replays fuzz/regressions (inputs that once crashed a libFuzzer target) and the seed corpus through the
+/// entry points the targets in fuzz/Sources drive, so a fixed crash stays fixed without a fuzzer build.
+@Suite struct FuzzRegressionTests {
+    private static func inputs(_ target: String) -> [[UInt8]] {
+        var root = #filePath
+        for _ in 0..<3 { root = String(root[..<root.lastIndex(of: "/")!]) }
+        return ["regressions", "corpus"].flatMap { folder -> [[UInt8]] in
+            let directory = URL(fileURLWithPath: root).appendingPathComponent("fuzz/\(folder)/\(target)")
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            return names.filter { !$0.hasPrefix(".") }.sorted().compactMap { try? Array(Data(contentsOf: directory.appendingPathComponent($0))) }
+        }
+    }
+
+    @Test func configurationInputs() {
+        let inputs = Self.inputs("config")
+        #expect(!inputs.isEmpty)
+        for bytes in inputs {
+            _ = try? GatewayConfiguration.load(
+                yaml: String(decoding: bytes, as: UTF8.self), environment: ["APPSTORE_GATEWAY_LOGGING_LEVEL": "debug"])
+        }
+    }
+
+    @Test func appleErrorBodyInputs() {
+        let inputs = Self.inputs("apple-error")
+        #expect(!inputs.isEmpty)
+        for bytes in inputs {
+            _ = AppleErrorBody.parse(bytes, contentType: "application/json")
+            _ = AppleErrorBody.parse(bytes, contentType: nil)
+        }
+    }
+}

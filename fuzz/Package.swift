@@ -1,0 +1,20 @@
+// swift-tools-version:6.0
+// libFuzzer targets for the gateway's parsers of untrusted bytes. Built only by `make fuzz` with
+// `-sanitize=fuzzer,address -parse-as-library`; each executable exports LLVMFuzzerTestOneInput.
+import PackageDescription
+
+let surface: Target.Dependency = .product(name: "GatewayFuzzSurface", package: "appstore-gateway")
+
+let package = Package(
+    name: "appstore-gateway-fuzz",
+    platforms: [.macOS(.v15)],
+    // Named, because a path dependency's identity is otherwise its directory name (each worktree differs).
+    dependencies: [.package(name: "appstore-gateway", path: "..")],
+    targets: [
+        .executableTarget(name: "fuzz-deframer", dependencies: [surface]),
+        .executableTarget(name: "fuzz-proto", dependencies: [surface]),
+        .executableTarget(name: "fuzz-jws", dependencies: [surface]),
+        .executableTarget(name: "fuzz-config", dependencies: [surface]),
+        .executableTarget(name: "fuzz-apple-error", dependencies: [surface]),
+    ]
+)
