@@ -72,6 +72,13 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
         guard nghttp2_option_new(&options) == 0, let options else {
             preconditionFailure("nghttp2_option_new: out of memory")
         }
+        // Abuse limits set explicitly rather than trusting a distribution's defaults: at most 1000 queued
+        // SETTINGS/PING ACKs (flood), 32 entries per SETTINGS frame, 8 CONTINUATION frames per header block,
+        // and a stream-reset rate of 1000 burst / 33 per second (CVE-2023-44487, rapid reset).
+        nghttp2_option_set_max_outbound_ack(options, 1000)
+        nghttp2_option_set_max_settings(options, 32)
+        nghttp2_option_set_max_continuations(options, 8)
+        nghttp2_option_set_stream_reset_rate_limit(options, 1000, 33)
         self.options = options
     }
 
