@@ -1,0 +1,143 @@
+"""Helpers of bench/history.sh (Python 3, `cryptography` and `grpcio` from the venv).
+
+  history_tool.py jwt STATE_DIR                 "Bearer …": an App Store Server API token for the simulator's
+                                                first app, signed with its .p8 (ES256), valid 50 minutes
+  history_tool.py body TXID OUT                 a gRPC frame holding GetHistoryRequest{transaction_id: TXID}
+  history_tool.py ids STATE_DIR                 one Production transaction id per line (biggest history first)
+  history_tool.py percentiles LOG…              "p50 p99 count" in µs of h2load --log-file rows with status 200
+  history_tool.py fanout ADDR STATE_DIR N       N concurrent GetHistory calls with distinct requests (grpcio);
+                                                prints "status:count …"
+"""
+import base64
+import json
+import os
+import struct
+import sys
+import time
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def first_app(state_dir):
+    """issuerId, keyId, bundleId, privateKeyFile of the first app in the state dir's gateway.yaml."""
+    app, apps = {}, []
+    for line in open(os.path.join(state_dir, "gateway.yaml")):
+        stripped = line.strip()
+        if stripped.startswith("- name:"):
+            app = {}
+            apps.append(app)
+        for key in ("issuerId", "keyId", "bundleId", "privateKeyFile"):
+            if stripped.startswith(key + ":") and apps:
+                app[key] = stripped.split(":", 1)[1].strip().strip('"')
+    return apps[0]
+
+
+def jwt(state_dir):
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+    app = first_app(state_dir)
+    path = app["privateKeyFile"]
+    if not os.path.isabs(path):
+        path = os.path.join(state_dir, path)
+    key = serialization.load_pem_private_key(open(path, "rb").read(), password=None)
+    now = int(time.time())
+    header = {"alg": "ES256", "kid": app["keyId"], "typ": "JWT"}
+    claims = {"iss": app["issuerId"], "iat": now, "exp": now + 3000, "aud": "appstoreconnect-v1",
+              "bid": app["bundleId"]}
+    signing_input = b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode())
+    r, s = decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
+    print("Bearer " + signing_input + "." + b64url(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
+
+
+def varint(n):
+    out = b""
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([byte | 0x80])
+        else:
+            return out + bytes([byte])
+
+
+def get_history_request(txid, sort=0, product_types=()):
+    """GetHistoryRequest: transaction_id = 2 (string), product_types = 7 (packed enum), sort = 8 (enum)."""
+    msg = b"\x12" + varint(len(txid)) + txid.encode()
+    if product_types:
+        packed = b"".join(varint(t) for t in product_types)
+        msg += b"\x3a" + varint(len(packed)) + packed
+    if sort:
+        msg += b"\x40" + varint(sort)
+    return msg
+
+
+def production_ids(state_dir):
+    index = json.load(open(os.path.join(state_dir, "transactions.json")))
+    customers = [c for c in next(iter(index.values()))["Production"] if c["transactionId"]]
+    return [c["transactionId"] for c in sorted(customers, key=lambda c: -c["transactions"])]
+
+
+def percentiles(paths):
+    durations = []
+    for path in paths:
+        for row in open(path):
+            cols = row.split("\t")
+            if len(cols) >= 3 and cols[1] == "200":
+                durations.append(int(cols[2]))
+    durations.sort()
+    if not durations:
+        print("0 0 0")
+        return
+    pick = lambda q: durations[min(len(durations) - 1, int(q * len(durations)))]
+    print(pick(0.50), pick(0.99), len(durations))
+
+
+def fanout(address, state_dir, n):
+    """N calls at once over one channel, each request distinct (id × sort × product-type subset), so no two
+    coalesce and the gateway has as many upstream calls to make as its budget allows."""
+    import grpc
+
+    ids = production_ids(state_dir)
+    variants = [(sort, tuple(t for t in range(1, 5) if mask & (1 << (t - 1)))) for sort in (0, 1, 2)
+                for mask in range(16)]
+    channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 64 << 20)])
+    call = channel.unary_unary("/appstore.gateway.v1.AppStoreGateway/GetHistory")
+    futures = []
+    for i in range(n):
+        sort, types = variants[(i // len(ids)) % len(variants)]
+        futures.append(call.future(get_history_request(ids[i % len(ids)], sort, types), timeout=60))
+    counts = {}
+    for f in futures:
+        try:
+            f.result()
+            code = "OK"
+        except grpc.RpcError as error:
+            code = error.code().name
+        counts[code] = counts.get(code, 0) + 1
+    channel.close()
+    print(" ".join(f"{k}:{v}" for k, v in sorted(counts.items())))
+
+
+def main(argv):
+    command = argv[1]
+    if command == "jwt":
+        jwt(argv[2])
+    elif command == "body":
+        msg = get_history_request(argv[2])
+        open(argv[3], "wb").write(b"\0" + struct.pack(">I", len(msg)) + msg)
+    elif command == "ids":
+        print("\n".join(production_ids(argv[2])))
+    elif command == "percentiles":
+        percentiles(argv[2:])
+    elif command == "fanout":
+        fanout(argv[2], argv[3], int(argv[4]))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,33 @@
+# Shared helpers of the bench/ scripts (sourced, not run).
+#   median/spread of numbers; `emit NAME JSON` writes a result fragment for bench/run-all.sh when BENCH_OUT is set.
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+minimum() { printf '%s\n' "$@" | sort -g | head -n 1; }
+maximum() { printf '%s\n' "$@" | sort -g | tail -n 1; }
+
+# stat_json v1 v2 … -> {"median":…,"min":…,"max":…,"runs":[…]}
+stat_json() {
+  local runs; runs=$(IFS=,; echo "$*")
+  printf '{"median":%s,"min":%s,"max":%s,"runs":[%s]}' "$(median "$@")" "$(minimum "$@")" "$(maximum "$@")" "$runs"
+}
+
+# ratios a[i]/b[i] of two same-length arrays passed as "a1 a2 …" "b1 b2 …" -> one ratio per round
+ratios() {
+  paste <(tr ' ' '\n' <<<"$1") <(tr ' ' '\n' <<<"$2") | awk '$2 > 0 {printf "%.4f\n", $1 / $2}'
+}
+
+# emit NAME JSON: a result fragment for run-all.sh (BENCH_OUT is its directory); always echoed.
+emit() {
+  echo "result $1: $2"
+  if [ -n "${BENCH_OUT:-}" ]; then printf '%s\n' "$2" > "$BENCH_OUT/$1.json"; fi
+}
+
+# wait_port PORT [SECONDS]: until something listens on 127.0.0.1:PORT.
+wait_port() {
+  local port=$1 tries=$(( ${2:-20} * 10 ))
+  for _ in $(seq 1 "$tries"); do
+    ss -ltn "sport = :$port" | grep -q LISTEN && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on port $port" >&2; return 1
+}

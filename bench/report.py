@@ -1,0 +1,130 @@
+"""Regenerates the figures table and bench/chart.png in bench/README.md from one bench/results/*.json.
+
+  .venv/bin/python bench/report.py bench/results/<date>.json
+"""
+import json
+import os
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def fmt(stat, digits=0, unit=""):
+    """median (min–max)"""
+    f = lambda v: f"{v:,.{digits}f}"
+    return f"{f(stat['median'])}{unit} ({f(stat['min'])}–{f(stat['max'])})"
+
+
+def per_round(a, b):
+    """median/min/max of the per-round ratios a/b"""
+    values = sorted(x / y for x, y in zip(a["runs"], b["runs"]) if y)
+    n = len(values)
+    median = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+    return {"median": median, "min": values[0], "max": values[-1]}
+
+
+def rows(r):
+    """(figure, subject, reference, ratio stat, goal text, met?, ratio digits)"""
+    out = []
+    t = r.get("transport_peers")
+    if t:
+        out.append(("health Check req/s vs nghttpd static file", fmt(t["gateway"]), fmt(t["nghttpd"]),
+                    t["vs_nghttpd"], "≥ 0.80", t["vs_nghttpd"]["median"] >= 0.8))
+        out.append(("health Check req/s vs grpc-swift-2", fmt(t["gateway"]), fmt(t["grpc_swift"]),
+                    t["vs_grpc_swift"], "≥ 5×", t["vs_grpc_swift"]["median"] >= 5))
+        out.append(("health Check req/s vs grpcio (aio)", fmt(t["gateway"]), fmt(t["grpcio"]),
+                    t["vs_grpcio"], "—", None))
+    v = r.get("verify_peers")
+    if v:
+        out.append(("VerifyJWS/s per core vs Apple Python SignedDataVerifier", fmt(v["gateway_grpc"]),
+                    fmt(v["apple_python"]), v["grpc_vs_apple_python"], "≥ 30×",
+                    v["grpc_vs_apple_python"]["median"] >= 30))
+        out.append(("VerifyJWS/s per core (gRPC) vs OpenSSL P-256 verify", fmt(v["gateway_grpc"]),
+                    fmt(v["openssl_verify"]), v["grpc_vs_openssl"], "≥ 0.75", v["grpc_vs_openssl"]["median"] >= 0.75))
+        out.append(("VerifyJWS/s in-process vs OpenSSL P-256 verify", fmt(v["in_process"]),
+                    fmt(v["openssl_verify"]), v["in_process_vs_openssl"], "—", None))
+    h = r.get("history")
+    if h:
+        out.append(("GetHistory p50 µs vs straight to the simulator", fmt(h["gateway_p50_us"]),
+                    fmt(h["direct_p50_us"]), h["p50_ratio"],
+                    f"added ≤ 150 µs: {fmt(h['added_p50_us'])} µs", h["added_p50_us"]["median"] <= 150))
+        out.append(("GetHistory p99 µs", fmt(h["gateway_p99_us"]), fmt(h["direct_p99_us"]),
+                    per_round(h["gateway_p99_us"], h["direct_p99_us"]), "—", None))
+        out.append(("GetHistory successful answers/s, -c 4 -m 8 identical calls", fmt(h["gateway_ok_per_s"], 1),
+                    fmt(h["direct_ok_per_s"], 1), h["throughput_ratio"], "— (coalescing vs Apple's 50/s budget)",
+                    None))
+        out.append((f"upstream calls for {h['coalesce_calls']} identical concurrent GetHistory",
+                    fmt(h["upstream_calls"]), str(h["coalesce_calls"]),
+                    {k: h["upstream_calls"][k] / h["coalesce_calls"] for k in ("median", "min", "max")}, "—", None))
+        out.append((f"upstream TCP connections, {h['fanout']} concurrent distinct calls ({h['fanout_status']})",
+                    str(h["upstream_connections_max"]), "1 host", {"median": h["upstream_connections_max"],
+                    "min": h["upstream_connections_max"], "max": h["upstream_connections_max"]}, "1–2",
+                    1 <= h["upstream_connections_max"] <= 2))
+    s = r.get("scale")
+    if s:
+        g, n = s["gateway"], s["nghttpd"]
+        out.append((f"KiB RSS per idle connection ({s['idle']:,} open)", fmt(g["kib_per_idle_connection"], 1),
+                    fmt(n["kib_per_idle_connection"], 1), s["kib_per_conn_vs_nghttpd"], "—", None))
+        out.append(("CPU % while they sit idle", fmt(g["idle_cpu_percent"], 2), fmt(n["idle_cpu_percent"], 2),
+                    None, "—", None))
+        out.append(("CPU µs per call, 1,000 concurrent streams", fmt(g["streams_cpu_us_per_call"], 1),
+                    fmt(n["streams_cpu_us_per_call"], 1), s["cpu_per_call_vs_nghttpd"], "—", None))
+        out.append(("peak RSS MiB, 1,000 concurrent streams", fmt(g["streams_peak_rss_mib"], 1),
+                    fmt(n["streams_peak_rss_mib"], 1), None, "—", None))
+        out.append(("req/s threads 2 ÷ threads 1 (h2load takes a core too)",
+                    f"{fmt(g['threads1_rps'])} → {fmt(g['threads2_rps'])}",
+                    f"{fmt(n['threads1_rps'])} → {fmt(n['threads2_rps'])}", g["thread_scaling"],
+                    f"nghttpd ×{n['thread_scaling']['median']:.2f}", None))
+    return out
+
+
+def table(data):
+    lines = [f"Run `{data['date']}` at commit `{data['commit']}`{' (QUICK)' if data['quick'] else ''}; "
+             f"{data['machine']['cores']} cores ({data['machine']['cpu']}), load average after "
+             f"{' '.join(data['machine']['load_after'])}. Each cell: median of the rounds (min–max).", "",
+             "| figure | gateway | reference | ratio | goal | met |", "| --- | --- | --- | --- | --- | --- |"]
+    for name, subject, ref, ratio, goal, met in rows(data["results"]):
+        ratio_text = "—" if ratio is None else f"{ratio['median']:.2f} ({ratio['min']:.2f}–{ratio['max']:.2f})"
+        lines.append(f"| {name} | {subject} | {ref} | {ratio_text} | {goal} | "
+                     f"{'—' if met is None else ('✅' if met else '❌')} |")
+    return "\n".join(lines)
+
+
+def chart(data, path):
+    items = [(name, ratio, goal) for name, _, _, ratio, goal, met in rows(data["results"])
+             if ratio is not None and met is not None]
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(items) + 1.2))
+    for i, (name, ratio, goal) in enumerate(items):
+        ax.barh(i, ratio["median"], color="#4a7bb7",
+                xerr=[[ratio["median"] - ratio["min"]], [ratio["max"] - ratio["median"]]], capsize=3)
+        ax.text(ratio["max"] * 1.05 + 0.01, i, f"{ratio['median']:.2f} (goal {goal})", va="center", fontsize=8)
+    ax.set_yticks(range(len(items)), [n if len(n) < 48 else n[:46] + "…" for n, _, _ in items], fontsize=8)
+    ax.set_xscale("log")
+    ax.axvline(1, color="grey", lw=0.8)
+    ax.invert_yaxis()
+    ax.set_xlabel("gateway ÷ reference, same run (median, min–max bars; log scale)")
+    ax.set_title(f"appstore-gateway benchmarks, {data['date']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(result_path):
+    data = json.load(open(result_path))
+    readme = os.path.join(HERE, "README.md")
+    text = open(readme).read()
+    block = "<!-- figures:begin -->\n" + table(data) + "\n\n![ratios](chart.png)\n<!-- figures:end -->"
+    text, n = re.subn(r"<!-- figures:begin -->.*?<!-- figures:end -->", lambda _: block, text, flags=re.S)
+    if not n:
+        text += "\n" + block + "\n"
+    open(readme, "w").write(text)
+    chart(data, os.path.join(HERE, "chart.png"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Every benchmark in one run (`make bench`): transport and VerifyJWS against the peers, GetHistory against the
+# simulator, scale; then bench/results/<date>.json (gitignored) and the table + chart in bench/README.md.
+#
+#   bench/run-all.sh                          # full: 3 rounds each, ~15 minutes on 2 cores
+#   QUICK=1 bench/run-all.sh                  # smoke: 3 short rounds each, ~4 minutes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export QUICK=${QUICK:-0}
+PY=${PY:-.venv/bin/python}
+[ -x "$PY" ] || make venv
+"$PY" -c 'import matplotlib' 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check -r bench/requirements.txt
+[ -x .build/release/appstore-gateway ] && [ -x .build/release/verify-benchmark ] || swift build -c release
+[ -x bench/peers/grpc-swift/.build/release/grpc-swift-peer ] ||
+  swift build -c release --package-path bench/peers/grpc-swift   # first build: several minutes
+
+export BENCH_OUT; BENCH_OUT=$(mktemp -d)
+trap 'rm -rf "$BENCH_OUT"' EXIT
+failed=()
+for script in transport-peers verify-peers history scale; do
+  echo "== bench/$script.sh"
+  bench/$script.sh || failed+=("$script")
+done
+
+mkdir -p bench/results
+out=bench/results/$(date -u +%Y-%m-%dT%H%M%SZ)$( [ "$QUICK" = 1 ] && echo -quick || true ).json
+"$PY" bench/collect.py "$BENCH_OUT" "$out" "$QUICK"
+"$PY" bench/report.py "$out"
+echo "wrote $out, bench/README.md and bench/chart.png"
+[ ${#failed[@]} -eq 0 ] || { echo "failed: ${failed[*]}" >&2; exit 1; }
