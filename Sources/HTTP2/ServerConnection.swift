@@ -27,6 +27,7 @@ final class ServerConnection: LoopConnection, Flushable {
     private var pingOutstandingSince: UInt64?
     private var idleSinceNanos: UInt64? = monotonicNanoseconds()
     private var housekeepingTimer: TimerQueue<() -> Void>.ID?
+    private var housekeepingAt: UInt64?
     private var goawayTimer: TimerQueue<() -> Void>.ID?
     private(set) var draining = false
     private var goawayFinalSent = false
@@ -360,7 +361,11 @@ final class ServerConnection: LoopConnection, Flushable {
         stream.delegate?.streamClosed(stream, errorCode: errorCode)
         stream.delegate = nil
         if streams.isEmpty {
-            idleSinceNanos = monotonicNanoseconds()
+            let now = monotonicNanoseconds()
+            idleSinceNanos = now
+            if configuration.idleTimeoutMilliseconds > 0 {
+                housekeepingDue(by: now + configuration.idleTimeoutMilliseconds * 1_000_000)
+            }
             if draining { needsFlush() }
         }
     }
@@ -406,6 +411,7 @@ final class ServerConnection: LoopConnection, Flushable {
         _ = nghttp2_submit_shutdown_notice(session)
         _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
         pingOutstandingSince = monotonicNanoseconds()
+        housekeepingDue(by: pingOutstandingSince! + configuration.keepaliveTimeoutMilliseconds * 1_000_000)
         goawayTimer = eventLoop.schedule(afterNanoseconds: configuration.goawayPingTimeoutMilliseconds * 1_000_000) {
             [unowned self] in
             if !self.goawayFinalSent { self.sendFinalGoaway(debug: self.goawayDebug) }
@@ -432,19 +438,53 @@ final class ServerConnection: LoopConnection, Flushable {
         close()
     }
 
+    /// Arms the connection's one timer for its next real deadline (idle, keepalive, PING answer, max age,
+    /// end of the max-age grace), not a fixed tick: 10,000 idle connections must not mean 10,000 wake-ups a
+    /// second. State changes that bring a deadline closer call `housekeepingDue(by:)`.
     private func scheduleHousekeeping() {
-        let periods = [configuration.idleTimeoutMilliseconds, configuration.keepaliveTimeMilliseconds,
-                       configuration.keepaliveTimeoutMilliseconds, configuration.maxConnectionAgeMilliseconds,
-                       configuration.maxConnectionAgeGraceMilliseconds].filter { $0 > 0 }
-        guard let shortest = periods.min() else { return }
-        let tick = max(UInt64(100), min(shortest / 4, 1_000)) * 1_000_000
+        guard !closed else { return }
+        let now = monotonicNanoseconds()
+        guard let next = nextDeadline(now: now) else { return }
+        armHousekeeping(at: max(next, now + 10_000_000))
+    }
+
+    private func armHousekeeping(at deadline: UInt64) {
+        if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
+        housekeepingAt = deadline
+        let now = monotonicNanoseconds()
         // unowned, not weak: a weak reference would give the connection a side table and slow every
         // retain/release of it; the timer is cancelled in close(), before the connection can go away.
-        housekeepingTimer = eventLoop.schedule(afterNanoseconds: tick) { [unowned self] in
+        housekeepingTimer = eventLoop.schedule(afterNanoseconds: deadline > now ? deadline - now : 0) { [unowned self] in
+            self.housekeepingTimer = nil
+            self.housekeepingAt = nil
             guard !self.closed else { return }
             self.housekeeping(now: monotonicNanoseconds())
             self.scheduleHousekeeping()
         }
+    }
+
+    /// Makes sure housekeeping runs no later than `deadline`.
+    private func housekeepingDue(by deadline: UInt64) {
+        guard !closed else { return }
+        if let at = housekeepingAt, at <= deadline { return }
+        armHousekeeping(at: deadline)
+    }
+
+    /// The earliest moment something may have to happen, from the current state.
+    private func nextDeadline(now: UInt64) -> UInt64? {
+        let ms: UInt64 = 1_000_000
+        var candidates: [UInt64] = []
+        if let deadline = ageDeadlineNanos { candidates.append(deadline) }
+        if let deadline = closeDeadlineNanos { candidates.append(deadline) }
+        if configuration.idleTimeoutMilliseconds > 0, let since = idleSinceNanos, !draining {
+            candidates.append(since + configuration.idleTimeoutMilliseconds * ms)
+        }
+        if let sent = pingOutstandingSince {
+            candidates.append(sent + configuration.keepaliveTimeoutMilliseconds * ms)
+        } else if configuration.keepaliveTimeMilliseconds > 0 {
+            candidates.append(lastReadNanos + configuration.keepaliveTimeMilliseconds * ms)
+        }
+        return candidates.min()
     }
 
     private func housekeeping(now: UInt64) {
