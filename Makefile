@@ -6,7 +6,7 @@ SWIFT_BUILD_FLAGS ?=
 BIN_DEBUG   := .build/debug/appstore-gateway
 BIN_RELEASE := .build/release/appstore-gateway
 
-.PHONY: all deps venv build release run test test-swift test-interop test-asan test-tsan fuzz gen check-gen bench format lint clean image
+.PHONY: soak all deps venv build release run test test-swift test-interop test-asan test-tsan fuzz gen check-gen bench format lint clean image
 
 all: build
 
@@ -71,6 +71,11 @@ check-gen: deps venv
 
 bench: deps venv release
 	bench/run-all.sh
+
+# 10 minutes of mixed load with faults, RSS sampled every 10 s (SOAK_SECONDS to change); loopback only.
+SOAK_SECONDS ?= 600
+soak: deps venv release
+	$(PY) bench/soak.py $(SOAK_SECONDS)
 
 format:
 	swift format --in-place --recursive Sources Tests Package.swift
