@@ -97,13 +97,13 @@ let package = Package(
         // MARK: Tests mirror Sources.
         // Shared test fixtures (a TLS test server), used by several test targets.
         .target(name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayCore"], path: "Tests/TestSupport"),
-        .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore"]),
-        .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"]),
+        .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
+        .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(
-            name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec"], exclude: ["Fixtures", "Oracle"]),
+            name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec", "TestSupport"], exclude: ["Fixtures", "Oracle"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "TestSupport"]),
-        .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec"], exclude: ["Clients"]),
+        .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec", "TestSupport"], exclude: ["Clients"]),
         .testTarget(
             name: "ObservabilityTests",
             dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),

@@ -41,30 +41,3 @@ public enum Base64URL {
         return output
     }
 }
-
-/// Minimal JSON text writing for the few bodies the gateway builds by hand with a fixed key order.
-enum JSONText {
-    /// `value` as a JSON string literal (RFC 8259 §7).
-    static func quoted(_ value: String) -> String {
-        var result = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16, uppercase: false)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
-    }
-
-    /// An object from already-encoded values, in the given order.
-    static func object(_ members: [(String, String)]) -> String {
-        "{" + members.map { quoted($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
-    }
-}

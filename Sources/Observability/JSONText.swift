@@ -2,27 +2,9 @@ import GatewayCore
 
 /// JSON text building blocks (RFC 8259) for the log handler: string escaping and timestamps.
 enum JSONText {
-    /// Appends `text` as a JSON string literal, quotes included. Quote, backslash and the C0 controls are
-    /// escaped (RFC 8259 §7); everything else, including non-ASCII, is written as UTF-8.
+    /// Appends `text` as a JSON string literal, quotes included (GatewayCore's `JSONString`).
     static func appendString(_ text: String, to output: inout String) {
-        output += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case "\u{08}": output += "\\b"
-            case "\u{0C}": output += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16, uppercase: false)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                output.unicodeScalars.append(scalar)
-            }
-        }
-        output += "\""
+        JSONString.append(text, to: &output)
     }
 
     /// RFC 3339 in UTC with milliseconds: `2026-11-22T05:54:27.123Z`.

@@ -1,3 +1,4 @@
+import GatewayCore
 import Foundation
 
 /// A parsed JSON value, kept exact enough for App Store payloads (int64 milliseconds and ids).
@@ -55,21 +56,5 @@ extension JSONValue {
         }
     }
 
-    private static func quoted(_ text: String) -> String {
-        var output = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output + "\""
-    }
+    private static func quoted(_ text: String) -> String { JSONString.quoted(text) }
 }

@@ -1,3 +1,4 @@
+import GatewayCore
 import Foundation
 
 /// A JSON value whose objects keep their key order, so the simulator's bodies and JWS payloads are
@@ -49,23 +50,7 @@ public indirect enum OrderedJSON: Sendable, Hashable {
     }
 
     private static func writeQuoted(_ text: String, into out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    out += String(format: "\\u%04x", scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
+        JSONString.append(text, to: &out)
     }
 }
 

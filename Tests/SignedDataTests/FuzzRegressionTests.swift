@@ -1,19 +1,12 @@
 import Cryptography
 import Foundation
 import SignedData
+import TestSupport
 import Testing
 /// Replays fuzz/regressions (inputs that once crashed a libFuzzer target) and the seed corpus through the
 /// entry points the targets in fuzz/Sources drive, so a fixed crash stays fixed without a fuzzer build.
 @Suite struct FuzzRegressionTests {
-    private static func inputs(_ target: String) -> [[UInt8]] {
-        var root = #filePath
-        for _ in 0..<3 { root = String(root[..<root.lastIndex(of: "/")!]) }
-        return ["regressions", "corpus"].flatMap { folder -> [[UInt8]] in
-            let directory = URL(fileURLWithPath: root).appendingPathComponent("fuzz/\(folder)/\(target)")
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-            return names.filter { !$0.hasPrefix(".") }.sorted().compactMap { try? Array(Data(contentsOf: directory.appendingPathComponent($0))) }
-        }
-    }
+    private static func inputs(_ target: String) -> [[UInt8]] { FuzzInputs.of(target) }
 
     private struct FixedClock: VerificationClock {
         func now() -> Date { Date(timeIntervalSince1970: 1_735_689_600) }
