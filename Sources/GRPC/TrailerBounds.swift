@@ -24,9 +24,13 @@ enum TrailerBounds {
         if fits(bounded) { return bounded }
         if var info = bounded.details?.info {
             let kept = info.metadata.sorted { $0.key < $1.key }.prefix(maxMetadataEntries)
-            info.metadata = Dictionary(uniqueKeysWithValues: kept.map {
-                (EchoedInput.clip($0.key, maxBytes: 64), EchoedInput.clip($0.value, maxBytes: maxMetadataValueBytes))
-            })
+            info.metadata = Dictionary(
+                uniqueKeysWithValues: kept.map {
+                    (
+                        EchoedInput.clip($0.key, maxBytes: 64),
+                        EchoedInput.clip($0.value, maxBytes: maxMetadataValueBytes)
+                    )
+                })
             info.reason = EchoedInput.clip(info.reason, maxBytes: 64)
             info.domain = EchoedInput.clip(info.domain, maxBytes: 64)
             bounded.details?.info = info

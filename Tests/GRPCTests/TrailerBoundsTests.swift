@@ -7,7 +7,8 @@ import Testing
 @Suite struct TrailerBoundsTests {
     @Test func shortStatusesAreUnchanged() {
         let status = RPCStatus(
-            .notFound, "No app named \"x\"", details: ErrorDetails(info: .init(reason: "UNKNOWN_APP", metadata: ["app": "x"])))
+            .notFound, "No app named \"x\"",
+            details: ErrorDetails(info: .init(reason: "UNKNOWN_APP", metadata: ["app": "x"])))
         #expect(TrailerBounds.bounded(status) == status)
     }
 
@@ -27,7 +28,8 @@ import Testing
         let echo = String(repeating: "a", count: 100_000)
         let status = RPCStatus(
             .notFound, "No app named \(echo)",
-            details: ErrorDetails(info: .init(reason: "UNKNOWN_APP", metadata: ["app": echo]), retryDelayMilliseconds: 5))
+            details: ErrorDetails(
+                info: .init(reason: "UNKNOWN_APP", metadata: ["app": echo]), retryDelayMilliseconds: 5))
         let fields = StatusTrailers.fields(for: status)
         let details = try #require(fields.first { $0.name == "grpc-status-details-bin" }?.value)
         #expect(details.utf8.count <= TrailerBounds.maxDetailsBytes)

@@ -1,15 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Testing
 
 @testable import HTTP2
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite struct AcceptBackoffTests {
     @Test func acceptsBelowTheCapAndPausesAtIt() {
         #expect(AcceptBackoff.beforeAccept(openConnections: 7, maxConnections: 8) == .accept)
-        #expect(AcceptBackoff.beforeAccept(openConnections: 8, maxConnections: 8)
-            == .pause(nanoseconds: AcceptBackoff.retryNanoseconds))
+        #expect(
+            AcceptBackoff.beforeAccept(openConnections: 8, maxConnections: 8)
+                == .pause(nanoseconds: AcceptBackoff.retryNanoseconds))
         #expect(AcceptBackoff.beforeAccept(openConnections: 9, maxConnections: 8) != .accept)
     }
 
