@@ -219,3 +219,25 @@ def test_losing_redis_keeps_every_replica_within_the_rate_and_answering(cluster)
     assert_within_budget(calls, "after Redis restarted")
     assert served_per_second(calls, started + 1000, 2) >= 0.8 * PER_SECOND, "the budget did not come back"
     assert metric(env["gateways"][0], 'appstore_gateway_shared_budget_mode{mode="shared"}') == 1
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (for `kubectl kustomize`) is not installed")
+def test_the_redis_component_points_the_gateway_at_its_redis():
+    from test_deploy import KUBE, _validate
+
+    overlay = tempfile.mkdtemp(prefix="kustomize-redis-")
+    with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+        yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": [os.path.relpath(os.path.join(KUBE, "base"), overlay)],
+            "components": [os.path.relpath(os.path.join(KUBE, "components", "redis"), overlay)],
+        }, f)
+    rendered = subprocess.run(["kubectl", "kustomize", overlay], capture_output=True, text=True, timeout=30)
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    for doc in docs:
+        _validate(doc, "base + components/redis")
+    (gateway,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "appstore-gateway"]
+    env = {e["name"]: e.get("value") for e in gateway["spec"]["template"]["spec"]["containers"][0]["env"]}
+    (service,) = [d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "appstore-gateway-redis"]
+    assert env["APPSTORE_GATEWAY_REDIS_URL"] == f"redis://{service['metadata']['name']}:6379/0"
