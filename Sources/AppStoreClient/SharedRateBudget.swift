@@ -16,6 +16,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private enum Work {
         case reserve(RateLimitKey, maxWait: Duration, CheckedContinuation<TokenBucket.Reservation, Never>)
         case block(RateLimitKey, delay: Duration)
+        /// After a reserved wait: how long the key is still blocked (zero when not).
+        case checkBlock(RateLimitKey, CheckedContinuation<Duration, Never>)
     }
 
     private let settings: GatewayConfiguration.Redis
@@ -71,10 +73,21 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         condition.unlock()
     }
 
+    /// A reserved slot in the future is waited for here, then the block key is checked again: a 429 seen
+    /// by any replica during the wait holds this call too (the token is given up). The caller gets
+    /// `.goNow`, or `.refused` with the block's remaining time.
     public func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) async -> TokenBucket.Reservation {
-        await withCheckedContinuation { continuation in
+        let reservation = await withCheckedContinuation { continuation in
             enqueue(.reserve(key, maxWait: max(.zero, maxWait), continuation))
         }
+        guard case .goAfter(let wait) = reservation else { return reservation }
+        do {
+            try await Task.sleep(for: wait)
+        } catch {
+            return reservation  // cancelled: the caller's own sleep ends the call as cancelled
+        }
+        let blocked = await withCheckedContinuation { continuation in enqueue(.checkBlock(key, continuation)) }
+        return blocked > .zero ? .refused(retryAfter: blocked) : .goNow
     }
 
     public func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {
@@ -176,12 +189,15 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     /// One pipeline: every block, then one `take` per key (each up to `maxBatch` reservations).
     private func serveFromRedis(_ batch: [Work]) {
         var blocks: [(RateLimitKey, Duration)] = []
+        var checks: [(RateLimitKey, CheckedContinuation<Duration, Never>)] = []
         var groups: [(key: RateLimitKey, items: [(Duration, CheckedContinuation<TokenBucket.Reservation, Never>)])] = []
         var groupIndex: [RateLimitKey: Int] = [:]
         for work in batch {
             switch work {
             case .block(let key, let delay):
                 blocks.append((key, delay))
+            case .checkBlock(let key, let continuation):
+                checks.append((key, continuation))
             case .reserve(let key, let maxWait, let continuation):
                 seenKeys.insert(key)
                 if let index = groupIndex[key], groups[index].items.count < SharedBucketScript.maxBatch {
@@ -202,13 +218,31 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
                 SharedBucketScript.takeArguments(
                     key: $0.key, rate: limits.rate(for: $0.key), maxWaits: $0.items.map(\.0), prefix: prefix)
             }
-            let replies = try evaluate(arguments)
-            for (group, reply) in zip(groups, replies.dropFirst(blocks.count)) {
+            let replies = try evaluate(
+                arguments, plain: checks.map { ["PTTL", SharedBucketScript.blockKey($0.0, prefix: prefix)] })
+            // Every reply is decoded before any caller is resumed, so a bad reply leaves all of them to the
+            // local fallback below and none is resumed twice.
+            var blockedFor: [Duration] = []
+            for reply in replies.suffix(checks.count) {
+                guard case .integer(let milliseconds) = reply else {
+                    throw RedisConnectionFailure(kind: .protocolError, message: "unexpected PTTL reply: \(reply)")
+                }
+                blockedFor.append(.milliseconds(min(max(0, milliseconds), 3_600_000)))
+            }
+            var decoded: [[TokenBucket.Reservation]] = []
+            for (group, reply) in zip(groups, replies.dropFirst(blocks.count).prefix(groups.count)) {
                 guard let values = reply.integers,
                     let reservations = SharedBucketScript.reservations(fromTakeReply: values, requested: group.items.count)
                 else {
                     throw RedisConnectionFailure(kind: .protocolError, message: "unexpected script reply: \(reply)")
                 }
+                decoded.append(reservations)
+            }
+            guard replies.count == blocks.count + groups.count + checks.count, decoded.count == groups.count else {
+                throw RedisConnectionFailure(kind: .protocolError, message: "Redis answered fewer replies than sent")
+            }
+            for (check, blocked) in zip(checks, blockedFor) { check.1.resume(returning: blocked) }
+            for (group, reservations) in zip(groups, decoded) {
                 let app = appNames[group.key.bundleID] ?? group.key.bundleID
                 for ((_, continuation), reservation) in zip(group.items, reservations) {
                     let outcome: SharedBudgetOutcome = switch reservation {
@@ -223,22 +257,24 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             publish(mode.redisAnswered())
         } catch {
             redisFailed(error)
-            answerLocally(batch)
+            answerLocally(batch)  // nobody was resumed above: everything goes to the local buckets
         }
     }
 
     /// EVALSHA for each argument list in one pipeline; on NOSCRIPT (Redis restarted or flushed) the
     /// script is loaded again and the pipeline repeated once.
-    private func evaluate(_ arguments: [[String]]) throws(RedisConnectionFailure) -> [RedisReply] {
-        guard let connection, !arguments.isEmpty else { return [] }
+    private func evaluate(_ arguments: [[String]], plain: [[String]] = []) throws(RedisConnectionFailure)
+        -> [RedisReply]
+    {
+        guard let connection, !arguments.isEmpty || !plain.isEmpty else { return [] }
         for attempt in 0..<2 {
             guard let sha = scriptSHA else { break }
             let start = clock.monotonicNow()
             let replies: [RedisReply]
             do {
-                replies = try connection.pipeline(arguments.map { ["EVALSHA", sha] + $0 })
+                replies = try connection.pipeline(arguments.map { ["EVALSHA", sha] + $0 } + plain)
             } catch {
-                roundTrip(since: start, commands: arguments.count, failure: error.kind)
+                roundTrip(since: start, commands: arguments.count + plain.count, failure: error.kind)
                 throw error
             }
             let errors = replies.compactMap { reply -> String? in
@@ -246,15 +282,15 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
                 return nil
             }
             if errors.isEmpty {
-                roundTrip(since: start, commands: arguments.count, failure: nil)
+                roundTrip(since: start, commands: arguments.count + plain.count, failure: nil)
                 return replies
             }
             if attempt == 0, errors.allSatisfy({ $0.hasPrefix("NOSCRIPT") }) {
-                roundTrip(since: start, commands: arguments.count, failure: nil)
+                roundTrip(since: start, commands: arguments.count + plain.count, failure: nil)
                 try loadScript(connection)
                 continue
             }
-            roundTrip(since: start, commands: arguments.count, failure: .redisError)
+            roundTrip(since: start, commands: arguments.count + plain.count, failure: .redisError)
             throw RedisConnectionFailure(kind: .redisError, message: errors[0])
         }
         throw RedisConnectionFailure(kind: .redisError, message: "the script could not be loaded")
@@ -265,6 +301,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             switch work {
             case .block:
                 continue  // already applied to the fallback bucket by `block`
+            case .checkBlock(_, let continuation):
+                continuation.resume(returning: .zero)  // local blocks are in the fallback bucket already
             case .reserve(let key, let maxWait, let continuation):
                 let app = appNames[key.bundleID] ?? key.bundleID
                 events.sharedBudgetReservation(app: app, endpoint: key.endpoint.configName, outcome: .fallback)

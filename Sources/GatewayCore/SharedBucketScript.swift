@@ -84,7 +84,7 @@ public enum SharedBucketScript {
         guard values.count == requested else { return nil }
         return values.map { value in
             if value >= 0 {
-                return value == 0 ? .goNow : .goAfter(.microseconds(value))
+                return value == 0 ? .goNow : .goAfter(.microseconds(min(value, 3_600_000_000)))
             }
             let wait = value == .min ? Int64.max : -(value + 1)
             return .refused(retryAfter: .microseconds(min(wait, 3_600_000_000)))
