@@ -34,6 +34,9 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"])]),
         // Committed protoc-c output for proto/ (scripts/gen-protos.sh regenerates it).
         .target(name: "CGatewayProtos", dependencies: ["CProtobufC"]),
 
@@ -62,7 +65,7 @@ let package = Package(
         .target(
             name: "AppStoreClient",
             dependencies: [
-                "CCurl", "Cryptography", "GatewayCore", "SignedData", "ProtoCodec",
+                "CCurl", "CHiredis", "Cryptography", "GatewayCore", "SignedData", "ProtoCodec",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The gateway's RPC implementations, wiring the modules above.

@@ -11,6 +11,8 @@ packages=(
   protobuf-c-compiler   # protoc-c, for `make gen` and the drift check
   libssl-dev            # OpenSSL 3: ES256, X.509, TLS (COpenSSL)
   libcurl4-openssl-dev  # upstream HTTP/2 client (CCurl)
+  libhiredis-dev        # Redis client for the shared rate budget (CHiredis)
+  redis-server          # the shared-budget tests start their own Redis
   nghttp2-client        # h2load and nghttp, for benchmarks and debugging
   nghttp2-server        # nghttpd, the benchmark reference
   curl                  # TLS, HTTP/2 and HTTP/1.1 peer in the HTTP server tests

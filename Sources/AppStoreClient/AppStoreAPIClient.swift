@@ -56,6 +56,9 @@ public final class AppStoreAPIClient: Sendable {
     public let apps: AppDirectory
     /// The local rate budgets (shared by every call of this client).
     public let rateLimiter: RateLimiter
+    /// Where calls take their tokens: `rateLimiter`, or with `redis.url` the budget shared by every
+    /// replica (`SharedRateBudget`, falling back to a local share of `rateLimiter`'s rates).
+    public let budget: any RateBudget
     /// Request JWTs per app.
     public let jwtCache: JWTCache
     /// The settings in force.
@@ -76,7 +79,8 @@ public final class AppStoreAPIClient: Sendable {
         configuration: GatewayConfiguration, http: UpstreamHTTPClient, clock: any GatewayClock = SystemClock(),
         logger: Logger = Logger(label: "appstore-gateway.upstream"), signers: [String: any ES256Signer]? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        events: any GatewayEvents = SilentGatewayEvents()
+        events: any GatewayEvents = SilentGatewayEvents(),
+        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents()
     ) throws(ConfigurationError) {
         self.events = events
         var loaded: [String: any ES256Signer] = [:]
@@ -99,6 +103,18 @@ public final class AppStoreAPIClient: Sendable {
         self.signers = loaded
         apps = AppDirectory(configuration.apps)
         rateLimiter = RateLimiter(defaults: configuration.rateLimits.defaults, perApp: perApp)
+        if configuration.redis.url != nil {
+            let share = configuration.redis.fallbackShare
+            budget = SharedRateBudget(
+                settings: configuration.redis, limits: rateLimiter,
+                fallback: RateLimiter(
+                    defaults: configuration.rateLimits.defaults.scaled(by: share),
+                    perApp: perApp.mapValues { $0.scaled(by: share) }),
+                appNames: Dictionary(configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { a, _ in a }),
+                clock: clock, events: budgetEvents)
+        } else {
+            budget = rateLimiter
+        }
         settings = Settings(configuration: configuration)
         jwtCache = JWTCache(settings: settings.jwt)
         self.http = http

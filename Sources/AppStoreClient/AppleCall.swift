@@ -91,7 +91,8 @@ struct AppleCall {
                         RetryAfter.parse($0, now: clock.wallNow())
                     }
                     let until = retryAfter ?? clock.wallNow() + GatewayError.defaultAppleRetryDelay
-                    client.rateLimiter.blockUntil(wallTime: until, key: key, clock: clock)
+                    let delay = RetryAfter.delay(until: until, from: clock.wallNow())
+                    await client.budget.block(key: key, for: delay, now: clock.monotonicNow())
                     client.logger.warning(
                         "Apple rate limit reached; endpoint blocked",
                         metadata: metadata(response.appleRequestID, response.status).merging(
@@ -162,7 +163,7 @@ struct AppleCall {
     private func reserveToken(now: MonotonicInstant, schedule: RetrySchedule) async throws(GatewayError) {
         var maxWait = client.settings.maxRateLimitWait
         if let latest = schedule.latestAttemptStart { maxWait = min(maxWait, latest - now) }
-        switch client.rateLimiter.reserve(key: key, now: now, maxWait: maxWait) {
+        switch await client.budget.reserve(key: key, now: now, maxWait: maxWait) {
         case .goNow:
             return
         case .goAfter(let wait):

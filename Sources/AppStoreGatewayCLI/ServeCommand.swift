@@ -80,7 +80,9 @@ struct ServeCommand: ParsableCommand {
         let board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
         let gatewayService: AppStoreGatewayService
         do {
-            gatewayService = try AppStoreGatewayService(configuration: configuration, events: events)
+            gatewayService = try AppStoreGatewayService(
+                configuration: configuration, events: events,
+                budgetEvents: PrometheusSharedBudgetEvents(registry: events.registry))
         } catch {
             throw ValidationError("invalid configuration: \(error)")
         }
@@ -121,6 +123,7 @@ struct ServeCommand: ParsableCommand {
             "address": "\(configuration.listen.host):\(server.port)",
             "threads": "\(server.http2.eventLoops.count)",
             "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
+            "rate_budget": "\(configuration.redis.url.map { "shared in \($0)" } ?? "per replica")",
         ])
         // Machine-readable lines for scripts and tests that asked for port 0.
         print("appstore-gateway listening on \(configuration.listen.host):\(server.port)")

@@ -24,7 +24,8 @@ public struct AppStoreGatewayService: GRPCService {
     /// replace key files, for tests.
     public init(
         configuration: GatewayConfiguration, clock: any GatewayClock = SystemClock(),
-        signers: [String: any ES256Signer]? = nil, events: any GatewayEvents = SilentGatewayEvents()
+        signers: [String: any ES256Signer]? = nil, events: any GatewayEvents = SilentGatewayEvents(),
+        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents()
     ) throws(ConfigurationError) {
         var roots: [Certificate] = []
         if configuration.verification.rootCertificates.isEmpty || configuration.verification.trustBuiltInAppleRoot {
@@ -65,7 +66,8 @@ public struct AppStoreGatewayService: GRPCService {
             throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
         }
         let client = try AppStoreAPIClient(
-            configuration: configuration, http: http, clock: clock, signers: signers, events: events)
+            configuration: configuration, http: http, clock: clock, signers: signers, events: events,
+            budgetEvents: budgetEvents)
         rateLimiter = client.rateLimiter
         getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: configuration.history.maxPages, clock: clock)

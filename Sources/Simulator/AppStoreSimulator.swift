@@ -16,6 +16,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let authenticator: RequestAuthenticator
     private let rateLimits: SimulatorRateLimits
     private let faults: FaultInjector
+    private let callLog = SimulatorCallLog()
     private let history = TransactionHistoryEndpoint()
     private let notifications: NotificationHistoryEndpoint
     private let subscriptions = SubscriptionEndpoints()
@@ -60,6 +61,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     }
 
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        if request.path.hasPrefix("/simulator/") { return control(request) }
         guard let route = SimulatorRoute(request) else { return SimulatorResponse.notFound() }
         var injected = faults.faults(for: route.endpoint, environment: route.environment)
         if configuration.allowsFaultHeader, let header = request.header(FaultHeader.name) {
@@ -82,9 +84,22 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         } catch {
             return SimulatorResponse.unauthenticated()
         }
-        if let retryAt = rateLimits.admit(bundleId: app.bundleId, endpoint: route.endpoint, environment: route.environment) {
+        var entry = SimulatorCallLog.Entry(
+            atMilliseconds: now.millisecondsSince1970, bundleId: app.bundleId, endpoint: route.endpoint,
+            environment: route.environment, status: 429)
+        if let throttle = callLog.takeThrottle() {
+            let retryAt = now + .milliseconds(throttle)
+            rateLimits.block(
+                bundleId: app.bundleId, endpoint: route.endpoint, environment: route.environment, until: retryAt)
+            callLog.record(entry)
             return SimulatorResponse.rateLimited(retryAt: retryAt)
         }
+        if let retryAt = rateLimits.admit(bundleId: app.bundleId, endpoint: route.endpoint, environment: route.environment) {
+            callLog.record(entry)
+            return SimulatorResponse.rateLimited(retryAt: retryAt)
+        }
+        entry.status = 200
+        callLog.record(entry)
         var response = respond(request, route: route, app: app, now: now)
         if injected.contains(.truncatedBody) { response.body = Array(response.body.prefix(response.body.count / 2)) }
         for case .slowBody(let chunks, let interval) in injected {
@@ -92,6 +107,22 @@ public final class AppStoreSimulator: HTTPRequestHandler {
                 chunks: chunks, intervalMilliseconds: UInt64(max(0, interval.wholeMilliseconds)))
         }
         return response
+    }
+
+    /// The test-harness endpoints of `SimulatorCallLog`: `GET /simulator/calls`, `POST /simulator/throttle`.
+    private func control(_ request: HTTPRequest) -> HTTPResponse {
+        func number(_ name: String) -> Int64? {
+            request.queryItems.first { $0.name == name }.flatMap { Int64($0.value) }
+        }
+        switch (request.method, request.path) {
+        case ("GET", "/simulator/calls"):
+            return SimulatorResponse.json(callLog.json(since: number("since") ?? 0))
+        case ("POST", "/simulator/throttle"):
+            callLog.armThrottle(milliseconds: number("ms") ?? 1000)
+            return SimulatorResponse.json(.object([("armed", .bool(true))]))
+        default:
+            return SimulatorResponse.notFound()
+        }
     }
 
     private func respond(_ request: HTTPRequest, route: SimulatorRoute, app: SimulatedApp, now: WallTime)

@@ -27,4 +27,10 @@ struct SimulatorRateLimits: Sendable {
             return WallTime(millisecondsSince1970: clock.wallNow().millisecondsSince1970 + wait.millisecondsRoundedUp)
         }
     }
+
+    /// Refuses the triple until `wallTime` (an injected 429 with that `Retry-After`).
+    func block(bundleId: String, endpoint: AppleEndpoint, environment: AppleEnvironment, until wallTime: WallTime) {
+        let key = RateLimitKey(bundleID: bundleId, endpoint: endpoint, environment: environment)
+        limiter.blockUntil(wallTime: wallTime, key: key, clock: clock)
+    }
 }

@@ -37,6 +37,7 @@ extension GatewayConfiguration {
         if let v = try reader.milliseconds("rateLimits.maxWait") { config.rateLimits.maxWaitMilliseconds = v }
         config.apps = try apps(reader, defaultLimits: config.rateLimits.defaults)
         config.retries = try retries(reader)
+        config.redis = try redis(reader)
         if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
         if let v = try reader.string("notifications.resumeTokenKey") { config.notifications.resumeTokenKeyFile = v }
 

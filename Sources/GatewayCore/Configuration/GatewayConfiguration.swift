@@ -28,6 +28,8 @@ public struct GatewayConfiguration: Sendable {
     public var history = History()
     /// Notification history streams. Keys under `notifications`.
     public var notifications = Notifications()
+    /// The rate budget shared by replicas. Keys under `redis` (see `GatewayConfiguration+Redis.swift`).
+    public var redis = Redis()
 
     public init() {}
 

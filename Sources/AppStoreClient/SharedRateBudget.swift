@@ -1,0 +1,353 @@
+import Foundation
+import GatewayCore
+import Logging
+
+/// The rate budget shared by every replica, in Redis (`redis.url`): each Apple call's token is taken
+/// from `<prefix>bucket:<bundle id>:<endpoint>:<environment>` by `SharedBucketScript`, and Apple's
+/// 429 `Retry-After` is stored as `<prefix>block:…` so every replica holds that triple.
+///
+/// All Redis I/O happens on one dedicated thread that owns the `RedisConnection`; callers enqueue and
+/// await. The thread takes every queued request at once, so callers waiting together share one round
+/// trip: one EVALSHA per (app, endpoint, environment) leasing as many tokens as callers wait (at most
+/// `SharedBucketScript.maxBatch`), all of them pipelined. When Redis fails or is slower than
+/// `redis.timeout`, reservations go to a local bucket at `redis.fallbackShare` of the budget until a
+/// periodic probe (`SharedBudgetMode`) finds Redis again. No call fails only because Redis is down.
+public final class SharedRateBudget: RateBudget, @unchecked Sendable {
+    private enum Work {
+        case reserve(RateLimitKey, maxWait: Duration, CheckedContinuation<TokenBucket.Reservation, Never>)
+        case block(RateLimitKey, delay: Duration)
+        /// After a reserved wait: how long the key is still blocked (zero when not).
+        case checkBlock(RateLimitKey, CheckedContinuation<Duration, Never>)
+    }
+
+    private let settings: GatewayConfiguration.Redis
+    private let limits: RateLimiter
+    private let fallback: RateLimiter
+    private let appNames: [String: String]
+    private let clock: any GatewayClock
+    private let logger: Logger
+    private let events: any SharedBudgetEvents
+    /// Guards `queue` and `stopping`; signalled when work arrives.
+    private let condition = NSCondition()
+    private var queue: [Work] = []
+    private var stopping = false
+    private var thread: Thread?
+
+    // Owned by the budget thread only.
+    private var mode = SharedBudgetMode()
+    private var connection: RedisConnection?
+    private var scriptSHA: String?
+    /// The keys reserved through Redis so far (bounded by the configured apps × endpoints × environments).
+    private var seenKeys: Set<RateLimitKey> = []
+
+    /// A shared budget for the rates in `limits` (the configured, whole-app budgets), with the local
+    /// `fallback` limiter already at `redis.fallbackShare`. `appNames` maps bundle ids to the app names
+    /// used as metric labels. The thread starts at once; the first reservation connects.
+    public init(
+        settings: GatewayConfiguration.Redis, limits: RateLimiter, fallback: RateLimiter, appNames: [String: String],
+        clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.redis"),
+        events: any SharedBudgetEvents = SilentSharedBudgetEvents()
+    ) {
+        self.settings = settings
+        self.limits = limits
+        self.fallback = fallback
+        self.appNames = appNames
+        self.clock = clock
+        self.logger = logger
+        self.events = events
+        if let url = settings.url {
+            connection = RedisConnection(url: url, timeout: .milliseconds(Int64(settings.timeoutMilliseconds)))
+        }
+        events.sharedBudgetMode(mode.state, transition: nil)
+        let thread = Thread { [self] in run() }
+        thread.name = "redis-budget"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Stops the thread after the queued work (for tests; the gateway's budget lives as long as the process).
+    public func shutdown() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// A reserved slot in the future is waited for here, then the block key is checked again: a 429 seen
+    /// by any replica during the wait holds this call too (the token is given up). The caller gets
+    /// `.goNow`, or `.refused` with the block's remaining time.
+    public func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) async -> TokenBucket.Reservation {
+        let reservation = await withCheckedContinuation { continuation in
+            enqueue(.reserve(key, maxWait: max(.zero, maxWait), continuation))
+        }
+        guard case .goAfter(let wait) = reservation else { return reservation }
+        do {
+            try await Task.sleep(for: wait)
+        } catch {
+            return reservation  // cancelled: the caller's own sleep ends the call as cancelled
+        }
+        let blocked = await withCheckedContinuation { continuation in enqueue(.checkBlock(key, continuation)) }
+        return blocked > .zero ? .refused(retryAfter: blocked) : .goNow
+    }
+
+    public func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {
+        // Held locally at once (the fallback bucket answers if Redis is down), shared by the thread.
+        fallback.block(key: key, for: delay, now: now)
+        enqueue(.block(key, delay: delay))
+    }
+
+    /// The current mode (for tests and the log).
+    public var currentMode: SharedBudgetMode.State {
+        condition.lock()
+        defer { condition.unlock() }
+        return modeSnapshot
+    }
+    private var modeSnapshot: SharedBudgetMode.State = .shared
+
+    private func enqueue(_ work: Work) {
+        condition.lock()
+        if stopping {
+            condition.unlock()
+            answerLocally([work])
+            return
+        }
+        queue.append(work)
+        condition.signal()
+        condition.unlock()
+    }
+
+    // MARK: The budget thread
+
+    private func run() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopping && !mode.probeDue(now: clock.monotonicNow()) {
+                if let next = mode.nextProbe {
+                    let wait = next - clock.monotonicNow()
+                    let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: max(0.001, seconds)))
+                } else {
+                    condition.wait()
+                }
+            }
+            let batch = queue
+            queue.removeAll(keepingCapacity: true)
+            let stop = stopping
+            condition.unlock()
+
+            if mode.probeDue(now: clock.monotonicNow()) { probe() }
+            if !batch.isEmpty {
+                if mode.route == .redis, connection != nil {
+                    serveFromRedis(batch)
+                } else {
+                    answerLocally(batch)
+                }
+            }
+            if stop {
+                connection?.close()
+                return
+            }
+        }
+    }
+
+    /// Reconnects and reloads the script; back on the shared budget if both succeed.
+    private func probe() {
+        mode.probeStarted()
+        publish(nil)
+        do {
+            try ensureReady(forceReconnect: true)
+            publish(mode.redisAnswered())
+        } catch {
+            redisFailed(error)
+        }
+    }
+
+    private func ensureReady(forceReconnect: Bool = false) throws(RedisConnectionFailure) {
+        guard let connection else { throw RedisConnectionFailure(kind: .connect, message: "no redis.url") }
+        if forceReconnect || !connection.isConnected || scriptSHA == nil {
+            let start = clock.monotonicNow()
+            do {
+                try connection.connect()
+                try loadScript(connection)
+            } catch {
+                roundTrip(since: start, commands: 1, failure: error.kind)
+                throw error
+            }
+            roundTrip(since: start, commands: 1, failure: nil)
+        }
+    }
+
+    private func loadScript(_ connection: RedisConnection) throws(RedisConnectionFailure) {
+        let replies = try connection.pipeline([["SCRIPT", "LOAD", SharedBucketScript.source]])
+        guard let sha = replies.first?.text, sha.utf8.count == 40 else {
+            connection.close()
+            throw RedisConnectionFailure(kind: .redisError, message: "SCRIPT LOAD failed: \(replies)")
+        }
+        scriptSHA = sha
+    }
+
+    /// One pipeline: every block, then one `take` per key (each up to `maxBatch` reservations).
+    private func serveFromRedis(_ batch: [Work]) {
+        var blocks: [(RateLimitKey, Duration)] = []
+        var checks: [(RateLimitKey, CheckedContinuation<Duration, Never>)] = []
+        var groups: [(key: RateLimitKey, items: [(Duration, CheckedContinuation<TokenBucket.Reservation, Never>)])] = []
+        var groupIndex: [RateLimitKey: Int] = [:]
+        for work in batch {
+            switch work {
+            case .block(let key, let delay):
+                blocks.append((key, delay))
+            case .checkBlock(let key, let continuation):
+                checks.append((key, continuation))
+            case .reserve(let key, let maxWait, let continuation):
+                seenKeys.insert(key)
+                if let index = groupIndex[key], groups[index].items.count < SharedBucketScript.maxBatch {
+                    groups[index].items.append((maxWait, continuation))
+                } else {
+                    groupIndex[key] = groups.count
+                    groups.append((key: key, items: [(maxWait, continuation)]))
+                }
+            }
+        }
+        do throws(RedisConnectionFailure) {
+            try ensureReady()
+            let prefix = settings.keyPrefix
+            var arguments: [[String]] = blocks.map {
+                SharedBucketScript.blockArguments(key: $0.0, delay: $0.1, prefix: prefix)
+            }
+            arguments += groups.map {
+                SharedBucketScript.takeArguments(
+                    key: $0.key, rate: limits.rate(for: $0.key), maxWaits: $0.items.map(\.0), prefix: prefix)
+            }
+            let replies = try evaluate(
+                arguments, plain: checks.map { ["PTTL", SharedBucketScript.blockKey($0.0, prefix: prefix)] })
+            // Every reply is decoded before any caller is resumed, so a bad reply leaves all of them to the
+            // local fallback below and none is resumed twice.
+            var blockedFor: [Duration] = []
+            for reply in replies.suffix(checks.count) {
+                guard case .integer(let milliseconds) = reply else {
+                    throw RedisConnectionFailure(kind: .protocolError, message: "unexpected PTTL reply: \(reply)")
+                }
+                blockedFor.append(.milliseconds(min(max(0, milliseconds), 3_600_000)))
+            }
+            var decoded: [[TokenBucket.Reservation]] = []
+            for (group, reply) in zip(groups, replies.dropFirst(blocks.count).prefix(groups.count)) {
+                guard let values = reply.integers,
+                    let reservations = SharedBucketScript.reservations(fromTakeReply: values, requested: group.items.count)
+                else {
+                    throw RedisConnectionFailure(kind: .protocolError, message: "unexpected script reply: \(reply)")
+                }
+                decoded.append(reservations)
+            }
+            guard replies.count == blocks.count + groups.count + checks.count, decoded.count == groups.count else {
+                throw RedisConnectionFailure(kind: .protocolError, message: "Redis answered fewer replies than sent")
+            }
+            for (check, blocked) in zip(checks, blockedFor) { check.1.resume(returning: blocked) }
+            for (group, reservations) in zip(groups, decoded) {
+                let app = appNames[group.key.bundleID] ?? group.key.bundleID
+                for ((_, continuation), reservation) in zip(group.items, reservations) {
+                    let outcome: SharedBudgetOutcome = switch reservation {
+                    case .goNow: .taken
+                    case .goAfter: .waited
+                    case .refused: .refused
+                    }
+                    events.sharedBudgetReservation(app: app, endpoint: group.key.endpoint.configName, outcome: outcome)
+                    continuation.resume(returning: reservation)
+                }
+            }
+            publish(mode.redisAnswered())
+        } catch {
+            redisFailed(error)
+            answerLocally(batch)  // nobody was resumed above: everything goes to the local buckets
+        }
+    }
+
+    /// EVALSHA for each argument list in one pipeline; on NOSCRIPT (Redis restarted or flushed) the
+    /// script is loaded again and the pipeline repeated once.
+    private func evaluate(_ arguments: [[String]], plain: [[String]] = []) throws(RedisConnectionFailure)
+        -> [RedisReply]
+    {
+        guard let connection, !arguments.isEmpty || !plain.isEmpty else { return [] }
+        for attempt in 0..<2 {
+            guard let sha = scriptSHA else { break }
+            let start = clock.monotonicNow()
+            let replies: [RedisReply]
+            do {
+                replies = try connection.pipeline(arguments.map { ["EVALSHA", sha] + $0 } + plain)
+            } catch {
+                roundTrip(since: start, commands: arguments.count + plain.count, failure: error.kind)
+                throw error
+            }
+            let errors = replies.compactMap { reply -> String? in
+                if case .error(let message) = reply { return message }
+                return nil
+            }
+            if errors.isEmpty {
+                roundTrip(since: start, commands: arguments.count + plain.count, failure: nil)
+                return replies
+            }
+            if attempt == 0, errors.allSatisfy({ $0.hasPrefix("NOSCRIPT") }) {
+                roundTrip(since: start, commands: arguments.count + plain.count, failure: nil)
+                try loadScript(connection)
+                continue
+            }
+            roundTrip(since: start, commands: arguments.count + plain.count, failure: .redisError)
+            throw RedisConnectionFailure(kind: .redisError, message: errors[0])
+        }
+        throw RedisConnectionFailure(kind: .redisError, message: "the script could not be loaded")
+    }
+
+    private func answerLocally(_ batch: [Work]) {
+        for work in batch {
+            switch work {
+            case .block:
+                continue  // already applied to the fallback bucket by `block`
+            case .checkBlock(_, let continuation):
+                continuation.resume(returning: .zero)  // local blocks are in the fallback bucket already
+            case .reserve(let key, let maxWait, let continuation):
+                let app = appNames[key.bundleID] ?? key.bundleID
+                events.sharedBudgetReservation(app: app, endpoint: key.endpoint.configName, outcome: .fallback)
+                continuation.resume(returning: fallback.reserve(key: key, now: clock.monotonicNow(), maxWait: maxWait))
+            }
+        }
+    }
+
+    private func redisFailed(_ failure: RedisConnectionFailure) {
+        connection?.close()
+        let transition = mode.redisFailed(now: clock.monotonicNow())
+        if transition == .fellBack {
+            // The shared bucket may have been spent to the limit just now: each local bucket starts empty
+            // (its first token one fallback interval from now), so the switch adds no burst.
+            let now = clock.monotonicNow()
+            for key in seenKeys {
+                let perSecond = fallback.rate(for: key).perSecond
+                fallback.block(key: key, for: .seconds(min(1, 1 / perSecond)), now: now)
+            }
+            logger.warning(
+                "Redis unreachable; spending this replica's fallback share of the rate budget",
+                metadata: [
+                    "redis": "\(settings.url.map { "\($0)" } ?? "-")", "problem": "\(failure.message)",
+                    "fallback_share": "\(settings.fallbackShare)",
+                ])
+        }
+        publish(transition)
+    }
+
+    private func publish(_ transition: SharedBudgetMode.Transition?) {
+        if transition == .restored {
+            logger.notice("Redis answers again; back on the shared rate budget", metadata: [
+                "redis": "\(settings.url.map { "\($0)" } ?? "-")"
+            ])
+        }
+        condition.lock()
+        let changed = modeSnapshot != mode.state
+        modeSnapshot = mode.state
+        condition.unlock()
+        if changed || transition != nil { events.sharedBudgetMode(mode.state, transition: transition) }
+    }
+
+    private func roundTrip(since start: MonotonicInstant, commands: Int, failure: RedisFailureKind?) {
+        let elapsed = clock.monotonicNow() - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        events.redisRoundTrip(seconds: seconds, commands: commands, failure: failure)
+    }
+}

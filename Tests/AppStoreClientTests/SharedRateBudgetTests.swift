@@ -1,0 +1,197 @@
+import Foundation
+import GatewayCore
+import Testing
+
+@testable import AppStoreClient
+
+/// The shared budget against a real redis-server (started per test on a free loopback port, no
+/// persistence): the Lua script's bucket and block semantics, two replicas sharing them, and the local
+/// fallback when Redis is unreachable.
+@Suite(.serialized, .enabled(if: RedisProcess.executable != nil, "redis-server is not installed"))
+struct SharedRateBudgetTests {
+    let key = RateLimitKey(bundleID: "com.example.app", endpoint: .getTransactionHistory, environment: .production)
+    let limits = RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 10, burst: 2)]))
+
+    func budget(port: Int, prefix: String = "t:", recorder: Recorder = Recorder()) -> SharedRateBudget {
+        var settings = GatewayConfiguration.Redis()
+        settings.url = RedisURL(host: "127.0.0.1", port: port)
+        settings.keyPrefix = prefix
+        return SharedRateBudget(
+            settings: settings, limits: limits,
+            fallback: RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 10, burst: 2)]).scaled(by: 0.5)),
+            appNames: [:], events: recorder)
+    }
+
+    @Test func theSharedBucketAdmitsTheBurstThenSchedulesTokensAtTheRate() async throws {
+        let redis = try RedisProcess()
+        defer { redis.stop() }
+        let budget = budget(port: redis.port)
+        defer { budget.shutdown() }
+        let now = MonotonicInstant(nanoseconds: 0)
+        #expect(await budget.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+        #expect(await budget.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+        guard case .refused(let retryAfter) = await budget.reserve(key: key, now: now, maxWait: .zero) else {
+            Issue.record("a third token was granted from a burst of 2")
+            return
+        }
+        #expect(retryAfter > .zero && retryAfter <= .milliseconds(100))
+        // A slot within maxWait is reserved and waited for inside the budget, which then lets the call go.
+        #expect(await budget.reserve(key: key, now: now, maxWait: .seconds(1)) == .goNow)
+        #expect(budget.currentMode == .shared)
+    }
+
+    @Test func twoReplicasSpendOneBucketAndHonourOneBlock() async throws {
+        let redis = try RedisProcess()
+        defer { redis.stop() }
+        let first = budget(port: redis.port)
+        let second = budget(port: redis.port)
+        defer { first.shutdown(); second.shutdown() }
+        let now = MonotonicInstant(nanoseconds: 0)
+        #expect(await first.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+        #expect(await second.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+        #expect(await first.reserve(key: key, now: now, maxWait: .zero) != .goNow)
+        // Apple's 429 seen by the first replica holds the second.
+        await first.block(key: key, for: .seconds(5), now: now)
+        guard case .refused(let retryAfter) = await second.reserve(key: key, now: now, maxWait: .seconds(1)) else {
+            Issue.record("the other replica ignored the shared block")
+            return
+        }
+        #expect(retryAfter > .seconds(4) && retryAfter <= .seconds(5))
+    }
+
+    @Test func aBlockStoredWhileACallWaitsForItsSlotHoldsThatCall() async throws {
+        let redis = try RedisProcess()
+        defer { redis.stop() }
+        let first = budget(port: redis.port)
+        let second = budget(port: redis.port)
+        defer { first.shutdown(); second.shutdown() }
+        let now = MonotonicInstant(nanoseconds: 0)
+        #expect(await first.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+        #expect(await first.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+        // The second replica's caller gets a slot ~100 ms ahead; Apple's 429 reaches the first meanwhile.
+        let waiting = Task { await second.reserve(key: key, now: now, maxWait: .seconds(1)) }
+        await first.block(key: key, for: .seconds(5), now: now)
+        guard case .refused(let retryAfter) = await waiting.value else {
+            Issue.record("a call that waited for its slot went to Apple during a shared Retry-After")
+            return
+        }
+        #expect(retryAfter > .seconds(4))
+    }
+
+    @Test func anUnreachableRedisFallsBackToTheLocalShareWithoutFailingCalls() async throws {
+        let port = try RedisProcess.freePort()  // nothing listens there
+        let recorder = Recorder()
+        let budget = budget(port: port, recorder: recorder)
+        defer { budget.shutdown() }
+        let now = MonotonicInstant(nanoseconds: 0)
+        // The local share (5/s, burst 1) starts empty after the switch, so the first call waits or is
+        // refused with a wait, but never fails for Redis.
+        let reservation = await budget.reserve(key: key, now: now, maxWait: .seconds(1))
+        if case .refused = reservation { Issue.record("a call failed only because Redis is down") }
+        #expect(budget.currentMode != .shared)
+        #expect(recorder.outcomes.contains(.fallback))
+        #expect(recorder.transitions == [.fellBack])
+    }
+
+    @Test func aRestartedRedisIsFoundByTheProbeAndTheScriptReloaded() async throws {
+        let port = try RedisProcess.freePort()
+        let recorder = Recorder()
+        let budget = budget(port: port, recorder: recorder)
+        defer { budget.shutdown() }
+        let now = MonotonicInstant(nanoseconds: 0)
+        _ = await budget.reserve(key: key, now: now, maxWait: .seconds(1))
+        #expect(budget.currentMode != .shared)
+        let redis = try RedisProcess(port: port)
+        defer { redis.stop() }
+        var waited = 0
+        while budget.currentMode != .shared && waited < 50 {
+            try await Task.sleep(for: .milliseconds(100))
+            waited += 1
+        }
+        #expect(budget.currentMode == .shared)
+        #expect(await budget.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+        #expect(recorder.transitions == [.fellBack, .restored])
+    }
+}
+
+/// Records the shared budget's events for assertions.
+final class Recorder: SharedBudgetEvents, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _outcomes: [SharedBudgetOutcome] = []
+    private var _transitions: [SharedBudgetMode.Transition] = []
+    var outcomes: [SharedBudgetOutcome] { lock.withLock { _outcomes } }
+    var transitions: [SharedBudgetMode.Transition] { lock.withLock { _transitions } }
+
+    func sharedBudgetReservation(app: String, endpoint: String, outcome: SharedBudgetOutcome) {
+        lock.withLock { _outcomes.append(outcome) }
+    }
+    func sharedBudgetMode(_ state: SharedBudgetMode.State, transition: SharedBudgetMode.Transition?) {
+        if let transition { lock.withLock { _transitions.append(transition) } }
+    }
+    func redisRoundTrip(seconds: Double, commands: Int, failure: RedisFailureKind?) {}
+}
+
+/// A redis-server child process on a loopback port, without persistence.
+final class RedisProcess {
+    static let executable: String? = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+    let port: Int
+    private let process = Process()
+
+    init(port: Int? = nil) throws {
+        self.port = try port ?? Self.freePort()
+        process.executableURL = URL(fileURLWithPath: Self.executable ?? "/usr/bin/redis-server")
+        process.arguments = ["--port", String(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Ready when it accepts a connection.
+        for _ in 0..<100 {
+            if Self.accepts(port: self.port) { return }
+            usleep(50_000)
+        }
+        stop()
+        throw CocoaError(.fileReadUnknown)
+    }
+
+    func stop() {
+        // SIGKILL by pid, then wait until the port is free: Foundation's terminate/waitUntilExit proved
+        // unreliable on a concurrency thread here (a spinning run loop, a child left running).
+        let pid = process.processIdentifier
+        guard pid > 0 else { return }
+        kill(pid, SIGKILL)
+        for _ in 0..<200 where Self.accepts(port: port) { usleep(10_000) }
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw CocoaError(.fileReadUnknown) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
