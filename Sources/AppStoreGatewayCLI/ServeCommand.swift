@@ -54,12 +54,7 @@ struct ServeCommand: ParsableCommand {
             simulatorServer = server
         }
 
-        let configuration: GatewayConfiguration
-        do {
-            configuration = try loadConfiguration(path: configPath, trustAppleRootToo: simulator)
-        } catch let error as ConfigurationError {
-            throw ValidationError("invalid configuration: \(error)")
-        }
+        let configuration = try loadConfiguration(path: configPath, trustAppleRootToo: simulator)
         let level = Logger.Level(rawValue: configuration.logging.level) ?? .info
         if configuration.logging.format == "json" {
             LoggingSystem.bootstrap { label in JSONLogHandler(label: label, logLevel: level) }
@@ -80,7 +75,7 @@ struct ServeCommand: ParsableCommand {
         do {
             gatewayService = try AppStoreGatewayService(configuration: configuration, events: events)
         } catch {
-            throw ValidationError("invalid configuration: \(error)")
+            throw ConfigurationLoading.fail("invalid configuration", problems: [error])
         }
         var serverConfiguration = GRPCServerConfiguration(configuration)
         serverConfiguration.events = events
@@ -96,7 +91,7 @@ struct ServeCommand: ParsableCommand {
                     ]),
                 ])
         } catch {
-            throw ValidationError("cannot listen on \(configuration.listen): \(error)")
+            throw ConfigurationLoading.fail("cannot listen on \(configuration.listen): \(error)")
         }
         server.start()
         var admin: HTTP2Server?
@@ -111,7 +106,7 @@ struct ServeCommand: ParsableCommand {
                     responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint)
             } catch {
                 server.shutdown(graceMilliseconds: 0)
-                throw ValidationError("cannot listen on admin \(address): \(error)")
+                throw ConfigurationLoading.fail("cannot listen on admin \(address): \(error)")
             }
             admin?.start()
         }
@@ -156,15 +151,13 @@ struct ServeCommand: ParsableCommand {
         if let threads { environment["APPSTORE_GATEWAY_THREADS"] = String(threads) }
         var yaml = ""
         if let path {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ValidationError("cannot read the configuration file '\(path)'")
+            switch ConfigurationLoading.text(of: path) {
+            case .success(let text): yaml = text
+            case .failure(let error): throw ConfigurationLoading.fail("invalid configuration", problems: [error])
             }
-            yaml = text
         }
-        var configuration = try GatewayConfiguration.load(yaml: yaml, environment: environment)
-        if let path {
-            configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
-        }
+        var (configuration, problems) = ConfigurationLoading.problems(yaml: yaml, path: path, environment: environment)
+        guard problems.isEmpty else { throw ConfigurationLoading.fail("invalid configuration", problems: problems) }
         if trustAppleRootToo {
             // The demo also verifies genuine Apple-signed data, next to the simulator's.
             configuration.verification.trustBuiltInAppleRoot = true
