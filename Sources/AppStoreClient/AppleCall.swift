@@ -166,8 +166,12 @@ struct AppleCall {
         case .goNow:
             return
         case .goAfter(let wait):
+            client.events.rateLimitWaited(
+                app: app.name, endpoint: endpoint.configName, environment: environment.rawValue,
+                seconds: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
             do { try await client.sleep(wait) } catch { throw .cancelled }
         case .refused(let retryAfter):
+            client.events.rateLimitRefused(app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
             throw .rateLimited(RateLimitRefusal(key: key, retryAfter: retryAfter, app: app.name))
         }
     }

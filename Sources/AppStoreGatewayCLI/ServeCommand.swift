@@ -79,17 +79,17 @@ struct ServeCommand: ParsableCommand {
         }
         var serverConfiguration = GRPCServerConfiguration(configuration)
         serverConfiguration.events = events
+        let services: [GRPCService] = [
+            HealthService(board: board), gatewayService,
+            ReflectionService(serviceNames: [
+                AppStoreGatewayService.name, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+                "grpc.reflection.v1alpha.ServerReflection",
+            ]),
+        ]
+        for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer
         do {
-            server = try GRPCServer(
-                configuration: serverConfiguration,
-                services: [
-                    HealthService(board: board), gatewayService,
-                    ReflectionService(serviceNames: [
-                        AppStoreGatewayService.name, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
-                        "grpc.reflection.v1alpha.ServerReflection",
-                    ]),
-                ])
+            server = try GRPCServer(configuration: serverConfiguration, services: services)
         } catch {
             throw ConfigurationLoading.fail("cannot listen on \(configuration.listen): \(error)")
         }
@@ -99,7 +99,8 @@ struct ServeCommand: ParsableCommand {
             let endpoint = AdminEndpoint(
                 registry: events.registry, board: board, readinessService: AppStoreGatewayService.name,
                 openConnections: { [http2 = server.http2] in http2.openConnections }, verifier: gatewayService.verifier,
-                rateLimiter: gatewayService.rateLimiter)
+                rateLimiter: gatewayService.rateLimiter,
+                appNames: Dictionary(configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { first, _ in first }))
             do {
                 admin = try HTTP2Server(
                     address: address, threads: 1, configuration: HTTP2Configuration(), transport: .cleartextHTTP1,

@@ -188,6 +188,7 @@ final class ServerCall: HTTP2StreamDelegate {
             stream.respond(StatusTrailers.responseHead, endStream: false)
         }
         stream.write { buffer in MessageFramer.appendFrame(to: &buffer, payload: message) }
+        events.rpcMessageSent(method: context.method)
     }
 
     /// True when more may be written before waiting for the client.
