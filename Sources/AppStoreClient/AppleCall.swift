@@ -56,6 +56,8 @@ struct AppleCall {
             if let budget = schedule.attemptTimeout(now: attemptStart) { timeout = min(timeout, budget) }
             var headers = [("authorization", "Bearer \(token.token)"), ("accept", "application/json")]
             if body != nil { headers.append(("content-type", "application/json")) }
+            // The caller's trace continues to Apple: same trace id, a child span per attempt.
+            if let trace = TraceContext.current { headers += trace.outgoingHeaders() }
             let request = UpstreamRequest(
                 method: endpoint.method, url: url, headers: headers, body: body, timeout: timeout)
 

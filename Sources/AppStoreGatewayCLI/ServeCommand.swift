@@ -57,7 +57,9 @@ struct ServeCommand: ParsableCommand {
         let configuration = try loadConfiguration(path: configPath, trustAppleRootToo: simulator)
         let level = Logger.Level(rawValue: configuration.logging.level) ?? .info
         if configuration.logging.format == "json" {
-            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, logLevel: level) }
+            LoggingSystem.bootstrap { label in
+                JSONLogHandler(label: label, logLevel: level, metadataProvider: .traceContext)
+            }
         } else {
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)

@@ -49,3 +49,16 @@ import Testing
         #expect(JSONText.number("12") == nil)
     }
 }
+
+/// Handler log lines carry the call's trace ids through the metadata provider.
+@Suite struct TraceLogMetadataTests {
+    @Test func traceIdsComeFromTheTaskLocal() {
+        #expect(Logger.MetadataProvider.traceContext.get().isEmpty)
+        let context = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: nil)
+        TraceContext.$current.withValue(context) {
+            let metadata = Logger.MetadataProvider.traceContext.get()
+            #expect(metadata["trace_id"] == .string("4bf92f3577b34da6a3ce929d0e0e4736"))
+            #expect(metadata["span_id"] == .string(context.spanID))
+        }
+    }
+}
