@@ -197,7 +197,8 @@ def test_dockerfile_matches_the_manifests():
     pod = _base("Deployment")["spec"]["template"]["spec"]
     user = re.search(r"^USER (\d+):(\d+)$", dockerfile, re.M)
     assert user and int(user.group(1)) == pod["securityContext"]["runAsUser"]
-    assert '"--config", "/etc/appstore-gateway/gateway.yaml"' in dockerfile
+    assert re.search(r'^ENTRYPOINT \["/usr/local/bin/appstore-gateway"\]$', dockerfile, re.M)
+    assert re.search(r'^CMD \["serve", "--config", "/etc/appstore-gateway/gateway.yaml"\]$', dockerfile, re.M)
     (root,) = _gateway_config()["verification"]["rootCertificates"]
     assert f"COPY certs/AppleRootCA-G3.cer {root}" in dockerfile
     assert os.path.exists(os.path.join(ROOT, "certs", "AppleRootCA-G3.cer"))
@@ -382,3 +383,20 @@ def test_prometheus_rule_covers_the_promised_alerts_and_parses(tmp_path):
     rules_file.write_text(yaml.safe_dump(rule["spec"]))
     checked = subprocess.run([promtool, "check", "rules", str(rules_file)], capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_builds_are_reproducible_from_the_committed_package_resolved():
+    with open(os.path.join(DEPLOY, "Dockerfile")) as f:
+        dockerfile = f.read()
+    assert re.search(r"^COPY Package.swift Package.resolved \./$", dockerfile, re.M)
+    assert "--force-resolved-versions" in dockerfile
+    with open(os.path.join(DEPLOY, "Dockerfile.dockerignore")) as f:
+        assert "!Package.resolved" in f.read().splitlines()
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "Package.resolved"], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert tracked.returncode == 0, "Package.resolved must be committed"
+    with open(os.path.join(ROOT, "Package.resolved")) as f:
+        pins = {pin["identity"] for pin in __import__("json").load(f)["pins"]}
+    assert {"swift-argument-parser", "swift-log", "yams"} <= pins
+    for label in ("title", "version", "revision", "created", "description"):
+        assert f"org.opencontainers.image.{label}=" in dockerfile, label
