@@ -97,7 +97,7 @@ struct AppleCall {
                     client.logger.warning(
                         "Apple rate limit reached; endpoint blocked",
                         metadata: metadata(response.appleRequestID, response.status).merging(
-                            ["blocked_until_ms": "\(until.millisecondsSince1970)"], uniquingKeysWith: { $1 }))
+                            ["blocked_until_ms": .stringConvertible(until.millisecondsSince1970)], uniquingKeysWith: { $1 }))
                     return .refused(AppleFinalAnswer(failure: failure, retryAfter: until))
                 }
                 outcome = .appleError(httpStatus: response.status, code: parsed?.code)
@@ -127,8 +127,8 @@ struct AppleCall {
                 client.logger.info(
                     "retrying Apple call",
                     metadata: metadata(lastRequestID, nil).merging(
-                        ["problem": "\(lastProblem)", "attempt": "\(schedule.attemptsMade)",
-                         "delay_ms": "\(delay.millisecondsRoundedUp)"], uniquingKeysWith: { $1 }))
+                        ["problem": "\(lastProblem)", "attempt": .stringConvertible(schedule.attemptsMade),
+                         "delay_ms": .stringConvertible(delay.millisecondsRoundedUp)], uniquingKeysWith: { $1 }))
                 do { try await client.sleep(delay) } catch { throw .cancelled }
             case .giveUp(let reason):
                 if reason == .notRetryable, let final { return .refused(final) }
@@ -138,7 +138,7 @@ struct AppleCall {
                 client.logger.warning(
                     "Apple call failed",
                     metadata: metadata(lastRequestID, nil).merging(
-                        ["problem": "\(lastProblem)", "attempts": "\(schedule.attemptsMade)", "reason": "\(reason)"],
+                        ["problem": "\(lastProblem)", "attempts": .stringConvertible(schedule.attemptsMade), "reason": "\(reason)"],
                         uniquingKeysWith: { $1 }))
                 throw .upstreamUnavailable(outage(lastProblem, schedule.attemptsMade, lastCode, lastRequestID))
             }

@@ -115,7 +115,7 @@ struct ServeCommand: ParsableCommand {
         }
         logger.info("serving gRPC (h2c)", metadata: [
             "address": "\(configuration.listen.host):\(server.port)",
-            "threads": "\(server.http2.eventLoops.count)",
+            "threads": .stringConvertible(server.http2.eventLoops.count),
             "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
         ])
         // Machine-readable lines for scripts and tests that asked for port 0.
@@ -131,8 +131,8 @@ struct ServeCommand: ParsableCommand {
         let signal = clinux_wait_shutdown_signal()
         let shutdown = configuration.shutdown
         logger.info("shutting down", metadata: [
-            "signal": "\(signal)", "drain_delay_ms": "\(shutdown.drainDelayMilliseconds)",
-            "grace_ms": "\(shutdown.graceMilliseconds)",
+            "signal": .stringConvertible(signal), "drain_delay_ms": .stringConvertible(shutdown.drainDelayMilliseconds),
+            "grace_ms": .stringConvertible(shutdown.graceMilliseconds),
         ])
         // Readiness flips at once; liveness ("") stays SERVING so Kubernetes does not restart a draining pod.
         // Calls are still taken during the drain delay, while the endpoint removal propagates.
