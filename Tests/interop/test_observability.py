@@ -144,7 +144,7 @@ def test_process_and_build_info_metrics(gateway):
 
 
 def test_every_metric_the_alert_rules_use_is_exported(gateway):
-    from test_deploy import rule_metric_names
+    from test_monitoring import rule_metric_names
 
     text = scrape(gateway)[1]
     exported = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
