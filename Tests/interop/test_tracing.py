@@ -90,3 +90,35 @@ def test_malformed_traceparent_starts_a_new_trace(traced, traceparent):
     (access,) = [l for l in log_lines(gw) if l.get("message") == "rpc" and l.get("request_id") == generated]
     assert access["status"] == "OK"
     assert trace_id == access["trace_id"]
+
+
+def test_handler_log_lines_carry_the_trace_and_numbers(tmp_path):
+    """An Apple outage makes the Apple client log retries inside the call: those lines have the call's trace."""
+    import yaml
+    from test_upstream_faults import STATE, start_simulator, transaction_id
+
+    proc, _ = start_simulator("--fault", "error=5000001")
+    try:
+        config = yaml.safe_load(open(os.path.join(STATE, "gateway.yaml")))
+        config["apps"][0]["environment"] = "production"
+        path = tmp_path / "gateway.yaml"
+        path.write_text(yaml.safe_dump(config))
+        gw = Gateway(["--config", str(path)], env={"APPSTORE_GATEWAY_RETRIES_INITIAL_BACKOFF": "10ms"})
+        try:
+            with grpc.insecure_channel(gw.address) as channel:
+                stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
+                with pytest.raises(grpc.RpcError):
+                    stub.GetHistory(history_pb2.GetHistoryRequest(transaction_id=transaction_id()), timeout=8,
+                                    metadata=[("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01")])
+        finally:
+            gw.stop()
+        lines = log_lines(gw)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    retries = [l for l in lines if l.get("message") == "retrying Apple call"]
+    assert retries, [l.get("message") for l in lines]
+    (access,) = [l for l in lines if l.get("message") == "rpc"]
+    for line in retries + [access]:
+        assert line["trace_id"] == TRACE_ID and line["span_id"] == access["span_id"], line
+    assert all(isinstance(l["attempt"], int) and isinstance(l["delay_ms"], int) for l in retries)
