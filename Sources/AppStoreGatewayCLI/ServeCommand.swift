@@ -42,6 +42,8 @@ struct ServeCommand: ParsableCommand {
     func run() throws {
         // Shutdown signals go to the main thread only: block them before any other thread starts.
         _ = clinux_block_signals()
+        // Connections are bounded by limits.maxConnections, not by a distribution's default soft limit.
+        raiseFileDescriptorLimit()
 
         var simulatorServer: SimulatorServer?
         var configPath = config
@@ -105,7 +107,7 @@ struct ServeCommand: ParsableCommand {
                 appNames: Dictionary(configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { first, _ in first }))
             do {
                 admin = try HTTP2Server(
-                    address: address, threads: 1, configuration: HTTP2Configuration(), transport: .cleartextHTTP1,
+                    address: address, threads: 1, configuration: AdminEndpoint.transportLimits, transport: .cleartextHTTP1,
                     responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint)
             } catch {
                 server.shutdown(graceMilliseconds: 0)
@@ -202,5 +204,10 @@ extension GRPCServerConfiguration {
         http2.minClientPingIntervalMilliseconds = configuration.connection.minClientPingIntervalMilliseconds
         http2.permitClientPingWithoutCalls = configuration.connection.permitClientPingWithoutCalls
         http2.maxPingStrikes = configuration.connection.maxPingStrikes
+        http2.maxBufferedBytesPerConnection = configuration.limits.maxBufferedBytesPerConnection
+        http2.maxBufferedBytes = configuration.limits.maxBufferedBytes
+        http2.maxConnections = configuration.limits.maxConnections
+        defaultDeadlineMilliseconds = configuration.limits.defaultDeadlineMilliseconds
+        maxDeadlineMilliseconds = configuration.limits.maxDeadlineMilliseconds
     }
 }

@@ -17,6 +17,10 @@ public struct GRPCServerConfiguration: Sendable {
     public var maxReceiveMessageBytes = 4 * 1024 * 1024
     /// How long in-flight calls may run after a shutdown begins before they end with UNAVAILABLE.
     public var shutdownGraceMilliseconds: UInt64 = 10_000
+    /// The deadline of a call that sent no `grpc-timeout` (`limits.defaultDeadline`).
+    public var defaultDeadlineMilliseconds: UInt64 = 120_000
+    /// The longest deadline any call gets; a longer `grpc-timeout` is cut to it (`limits.maxDeadline`).
+    public var maxDeadlineMilliseconds: UInt64 = 1_800_000
     /// Where RPC starts and ends are reported (metrics, access log).
     public var events: any GatewayEvents = SilentGatewayEvents()
 
@@ -45,7 +49,10 @@ public final class GRPCServer: Sendable {
         }
         let router = Router(
             methods: methods, registries: LoopLocal(registries),
-            maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: configuration.events)
+            maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: configuration.events,
+            deadlines: DeadlinePolicy(
+                defaultMilliseconds: configuration.defaultDeadlineMilliseconds,
+                maximumMilliseconds: configuration.maxDeadlineMilliseconds))
         self.router = router
         self.configuration = configuration
         self.http2 = try HTTP2Server(
@@ -98,6 +105,7 @@ struct Router: HTTP2Responder {
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
     let events: any GatewayEvents
+    let deadlines: DeadlinePolicy
 
     func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
         guard head.method == "POST" else {
@@ -110,7 +118,7 @@ struct Router: HTTP2Responder {
             return nil
         }
         guard let handler = methods[head.path] else {
-            let status = RPCStatus(.unimplemented, "unknown method \(head.path)")
+            let status = RPCStatus(.unimplemented, "unknown method \(EchoedInput.clip(head.path))")
             trailersOnly(stream, status)
             // Started and finished at once, so the in-flight gauge balances; the metrics sink counts every
             // path it was not told about under one fixed label (a caller chooses the path).
@@ -119,17 +127,16 @@ struct Router: HTTP2Responder {
                                annotations: CallAnnotations())
             return nil
         }
-        var deadline: UInt64?
+        var requested: UInt64?
         if let timeout = head.value(of: "grpc-timeout") {
             do {
-                let nanos = try GRPCTimeout.parse(timeout)
-                let (sum, overflow) = monotonicNanoseconds().addingReportingOverflow(nanos)
-                deadline = overflow ? nil : sum
+                requested = try GRPCTimeout.parse(timeout)
             } catch {
                 trailersOnly(stream, error)
                 return nil
             }
         }
+        let deadline = deadlines.deadline(requested: requested, now: monotonicNanoseconds())
         let metadata = head.fields.filter { field in
             !(field.name.hasPrefix("grpc-") || field.name == "content-type" || field.name == "te"
                 || field.name == "user-agent")

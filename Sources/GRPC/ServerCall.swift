@@ -53,11 +53,16 @@ final class ServerCall: HTTP2StreamDelegate {
     // MARK: HTTP2StreamDelegate
 
     func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer) {
-        guard !finished, task == nil || inbound != nil else { return }
+        guard !finished, task == nil || inbound != nil else {
+            stream.releaseReceived(data.count)  // dropped, so it holds no budget
+            return
+        }
         deframer.append(data)
         do {
             while let message = try deframer.next() {
                 if let inbound {
+                    // Handed to the handler's sequence (itself bounded to `maxPendingMessages`).
+                    stream.releaseReceived(5 + message.count)
                     // The handler reads at its pace; more than `maxPendingMessages` unread is a client
                     // ignoring the answers, not a stream to buffer without end.
                     if case .dropped = inbound.yield(message) {
@@ -139,6 +144,8 @@ final class ServerCall: HTTP2StreamDelegate {
     }
 
     private func start(_ request: [UInt8]) {
+        // The message is the handler's now: its bytes no longer count against the connection's budget.
+        stream.releaseAllReceived()
         let context = self.context
         switch handler {
         case .unaryInline(let body):
@@ -246,6 +253,9 @@ final class ServerCall: HTTP2StreamDelegate {
         if status.code != .ok { task?.cancel() }
         inbound?.finish()
         inbound = nil
+        deframer = MessageDeframer(maxMessageSize: deframer.maxMessageSize)
+        request = nil
+        stream.releaseAllReceived()
         cleanUp()
     }
 

@@ -19,7 +19,8 @@ enum StatusTrailers {
         HeaderBlock(responseHead.fieldList + fields(for: status))
     }
 
-    static func fields(for status: RPCStatus) -> [(name: String, value: String)] {
+    static func fields(for unbounded: RPCStatus) -> [(name: String, value: String)] {
+        let status = TrailerBounds.bounded(unbounded)  // every status must fit the client's header limits
         var fields = [(name: "grpc-status", value: String(status.code.rawValue))]
         if !status.message.isEmpty {
             fields.append(("grpc-message", StatusMessageEncoding.encode(status.message)))

@@ -14,9 +14,10 @@ extension GatewayError {
                 .invalidArgument, "Invalid \(field): \(problem).",
                 reason: "INVALID_ARGUMENT", metadata: ["field": field])
         case .unknownApp(let app):
+            let echoed = EchoedInput.clip(app)  // the caller's text, maybe huge: quoted clipped
             return status(
-                .notFound, "No app named \"\(app)\" is configured; use an apps[].name or apps[].bundleId.",
-                reason: "UNKNOWN_APP", metadata: ["app": app])
+                .notFound, "No app named \"\(echoed)\" is configured; use an apps[].name or apps[].bundleId.",
+                reason: "UNKNOWN_APP", metadata: ["app": echoed])
         case .unknownMethod(let method):
             return status(
                 .unimplemented, "Method \(method) is not served by this gateway.",

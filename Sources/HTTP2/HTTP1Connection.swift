@@ -7,10 +7,6 @@ internal import CLinux
 /// no pipelining in parallel). For the admin endpoint and for TLS clients that do not speak h2 (Apple's
 /// Python library, via `requests`).
 final class HTTP1Connection: LoopConnection, Flushable {
-    /// Limits that keep a hostile client from holding memory.
-    static let maxHeadBytes = 64 * 1024
-    static let maxBodyBytes = 8 * 1024 * 1024
-
     let io: ByteStream
     var fd: Int32 { io.fd }
     private unowned let owner: ServerLoop
@@ -23,13 +19,33 @@ final class HTTP1Connection: LoopConnection, Flushable {
     private var draining = false
     private var closed = false
     private var wantsWritable = false
+    /// What requests may look like and how long the client may take (the server's configuration).
+    private let limits: HTTP1Limits
+    /// The response being written answers a HEAD request: no body bytes.
+    private var answeringHead = false
+    /// The one timer of the connection: the head deadline while a request is read, the idle deadline between.
+    private var deadlineTimer: TimerHandle?
 
     init(io: ByteStream, owner: ServerLoop, handler: HTTPRequestHandler) {
         self.io = io
         self.owner = owner
         self.handler = handler
+        self.limits = owner.configuration.http1
         owner.eventLoop.replaceSource(fd: io.fd, with: self)
         owner.eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+        // A new connection must send its request head in time, as a slow one must finish it.
+        armDeadline(milliseconds: limits.headerTimeoutMilliseconds)
+    }
+
+    /// Closes the connection when `milliseconds` pass with no progress that re-arms it. 0 = no deadline.
+    private func armDeadline(milliseconds: UInt64?) {
+        if let deadlineTimer { owner.eventLoop.cancelTimer(deadlineTimer) }
+        deadlineTimer = nil
+        guard let milliseconds, milliseconds > 0, !closed else { return }
+        deadlineTimer = owner.eventLoop.scheduleTimer(afterNanoseconds: milliseconds * 1_000_000) { [unowned self] in
+            self.deadlineTimer = nil  // unowned: close() cancels the timer
+            if !self.busy { self.close(abort: false) }
+        }
     }
 
     func handle(events: UInt32) {
@@ -40,10 +56,12 @@ final class HTTP1Connection: LoopConnection, Flushable {
         reading: while true {
             switch io.read(into: buffer) {
             case .bytes(let count):
+                // The first byte of a request after an idle spell: the head must now arrive in time.
+                if input.isEmpty && !busy && count > 0 { armDeadline(milliseconds: limits.headerTimeoutMilliseconds) }
                 input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
                 // While a request is being handled, pipelined bytes wait here, but never more than one
                 // largest request: a client that keeps sending is cut off.
-                if input.count > Self.maxHeadBytes + Self.maxBodyBytes {
+                if input.count > limits.maxHeadBytes + limits.maxBodyBytes {
                     close(abort: true)
                     return
                 }
@@ -60,14 +78,24 @@ final class HTTP1Connection: LoopConnection, Flushable {
 
     private func processInput() {
         guard !busy, !closed else { return }
-        switch HTTP1RequestParser.parse(&input, maxHeadBytes: Self.maxHeadBytes, maxBodyBytes: Self.maxBodyBytes) {
+        switch HTTP1RequestParser.parse(&input, maxHeadBytes: limits.maxHeadBytes, maxBodyBytes: limits.maxBodyBytes) {
         case .incomplete:
             return
         case .failure(let status, let reason):
             closeAfterWrite = true
+            answeringHead = false
             send(HTTPResponse(status: status, headers: [("content-type", "text/plain")], body: Array((reason + "\n").utf8)))
+        case .request(let request, _) where !limits.allowedMethods.isEmpty && !limits.allowedMethods.contains(request.method):
+            closeAfterWrite = true
+            answeringHead = false
+            let allow = limits.allowedMethods.sorted().joined(separator: ", ")
+            send(HTTPResponse(
+                status: 405, headers: [("allow", allow), ("content-type", "text/plain")],
+                body: Array("method not allowed: \(allow) only\n".utf8)))
         case .request(let request, let keepAlive):
             busy = true
+            answeringHead = request.method == "HEAD"
+            armDeadline(milliseconds: nil)  // the handler's time is not the client's
             closeAfterWrite = !keepAlive || draining
             let handler = self.handler
             let outlet = UncheckedLoopValue(self)
@@ -91,6 +119,10 @@ final class HTTP1Connection: LoopConnection, Flushable {
             head.body = []
             output.append(contentsOf: Self.encodeHead(head, contentLength: response.body.count, close: closeAfterWrite))
             flush()
+            if answeringHead {
+                responseDone()
+                return
+            }
             sendSlowly(response.body[...], pieces: max(1, chunks), intervalNanoseconds: interval * 1_000_000)
         }
     }
@@ -112,7 +144,7 @@ final class HTTP1Connection: LoopConnection, Flushable {
 
     private func send(_ response: HTTPResponse) {
         output.append(contentsOf: Self.encodeHead(response, contentLength: response.body.count, close: closeAfterWrite))
-        output.append(contentsOf: response.body)
+        if !answeringHead { output.append(contentsOf: response.body) }  // RFC 9110 §9.3.2: HEAD has no body
         flush()
         responseDone()
     }
@@ -123,6 +155,8 @@ final class HTTP1Connection: LoopConnection, Flushable {
             if outputStart == output.count { close(abort: false) }
             return
         }
+        // Between requests the idle deadline runs; a request already (partly) buffered is on the head deadline.
+        armDeadline(milliseconds: input.isEmpty ? limits.idleTimeoutMilliseconds : limits.headerTimeoutMilliseconds)
         processInput()  // a pipelined request may already be buffered
     }
 
@@ -175,6 +209,8 @@ final class HTTP1Connection: LoopConnection, Flushable {
     private func close(abort: Bool) {
         guard !closed else { return }
         closed = true
+        if let deadlineTimer { owner.eventLoop.cancelTimer(deadlineTimer) }
+        deadlineTimer = nil
         owner.eventLoop.deregister(fd: fd)
         io.close(abort: abort)
         owner.connectionClosed(self)

@@ -31,6 +31,7 @@ enum HTTP1RequestParser {
             headers.append((line[..<colon].lowercased(), value))
         }
         if headers.contains(where: { $0.name == "transfer-encoding" }) {
+            if maxBodyBytes == 0 { return .failure(status: 413, reason: "this endpoint takes no request body") }
             return .failure(status: 501, reason: "chunked request bodies are not supported; send content-length")
         }
         var length = 0
@@ -38,7 +39,10 @@ enum HTTP1RequestParser {
             guard let value = Int(text), value >= 0 else { return .failure(status: 400, reason: "bad content-length") }
             length = value
         }
-        if length > maxBodyBytes { return .failure(status: 413, reason: "request body too large") }
+        if length > maxBodyBytes {
+            return .failure(
+                status: 413, reason: maxBodyBytes == 0 ? "this endpoint takes no request body" : "request body too large")
+        }
         let bodyStart = headEnd + 4
         guard buffer.count >= bodyStart + length else { return .incomplete }
         let body = Array(buffer[bodyStart..<(bodyStart + length)])

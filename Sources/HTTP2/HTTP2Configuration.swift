@@ -29,6 +29,30 @@ public struct HTTP2Configuration: Sendable, Hashable {
     public var streamWriteHighWatermark: Int = 256 * 1024
     /// Bytes of encoded frames a connection buffers for the socket before it stops asking nghttp2 for more.
     public var connectionWriteBufferLimit: Int = 1 << 20
+    /// Request bytes one connection may hold before it stops granting flow-control window (`ReceiveLedger`).
+    public var maxBufferedBytesPerConnection: Int = 8 << 20
+    /// Request bytes all connections of the server may hold together before they stop granting window.
+    public var maxBufferedBytes: Int = 64 << 20
+    /// Open connections across the server's loops; at the cap the listeners stop accepting. 0 = no cap.
+    public var maxConnections: Int = 10_000
+    /// Limits of HTTP/1.1 connections (the admin endpoint, the simulator's HTTP/1.1 clients).
+    public var http1 = HTTP1Limits()
+
+    public init() {}
+}
+
+/// What an HTTP/1.1 connection accepts, and how long it waits.
+public struct HTTP1Limits: Sendable, Hashable {
+    /// Largest request head (request line and headers); larger → 431 and close.
+    public var maxHeadBytes = 64 * 1024
+    /// Largest request body; a larger Content-Length → 413 and close. 0 refuses every body.
+    public var maxBodyBytes = 1 << 20
+    /// Methods served; others get 405 and the connection closes. Empty = any.
+    public var allowedMethods: Set<String> = []
+    /// A request head must be complete this long after its first byte (or after the connection opened).
+    public var headerTimeoutMilliseconds: UInt64 = 30_000
+    /// A keep-alive connection without a request in progress is closed after this long.
+    public var idleTimeoutMilliseconds: UInt64 = 120_000
 
     public init() {}
 }

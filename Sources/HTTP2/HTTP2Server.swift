@@ -8,6 +8,9 @@ import Synchronization
 /// Live counts shared by the loops of one server.
 final class ServerCounters: Sendable {
     private let open = Atomic<Int>(0)
+    /// Request bytes held by every connection of the server.
+    let receiveBudget: SharedReceiveBudget
+    init(maxBufferedBytes: Int) { receiveBudget = SharedReceiveBudget(limit: maxBufferedBytes) }
     func connectionOpened() { open.add(1, ordering: .relaxed) }
     func connectionClosed() { open.subtract(1, ordering: .relaxed) }
     var openConnections: Int { open.load(ordering: .relaxed) }
@@ -21,7 +24,7 @@ public final class HTTP2Server: Sendable {
     /// The server's event loops, one per thread.
     public let eventLoops: [EventLoop]
     private let loops: [LoopBox]
-    private let counters = ServerCounters()
+    private let counters: ServerCounters
     private let threads = Mutex<[pthread_t]>([])
 
     /// Binds every loop's listener; `start()` begins serving.
@@ -29,6 +32,8 @@ public final class HTTP2Server: Sendable {
                 transport: ServerTransport = .cleartextHTTP2, responder: HTTP2Responder,
                 requestHandler: HTTPRequestHandler? = nil) throws(SystemError) {
         let count = max(1, threads)
+        let counters = ServerCounters(maxBufferedBytes: configuration.maxBufferedBytes)
+        self.counters = counters
         let first = try ListeningSocket(address: address)
         var loops: [LoopBox] = []
         var eventLoops: [EventLoop] = []
@@ -48,6 +53,9 @@ public final class HTTP2Server: Sendable {
 
     /// The number of open client connections across all loops.
     public var openConnections: Int { counters.openConnections }
+
+    /// Request bytes held by the server's connections now (received, not yet taken by handlers).
+    public var bufferedRequestBytes: Int { counters.receiveBudget.held }
 
     /// Starts one thread per event loop.
     public func start() {

@@ -125,6 +125,20 @@ public final class HTTP2Stream {
         resumeIfDeferred()
     }
 
+    /// The delegate is done with `count` received request bytes (a whole message handed on, or bytes it
+    /// ignores): they no longer count against the connection's budget, and their window may be granted back
+    /// to the client. Bytes never released are released when the stream closes.
+    public func releaseReceived(_ count: Int) {
+        guard !isClosed else { return }
+        connection.release(streamID: id, count: count)
+    }
+
+    /// Releases every received byte the stream still holds (see `releaseReceived`).
+    public func releaseAllReceived() {
+        guard !isClosed else { return }
+        connection.release(streamID: id, count: nil)
+    }
+
     /// Resets the stream (RST_STREAM) with an HTTP/2 error code, e.g. 8 = CANCEL.
     public func reset(errorCode: UInt32) {
         guard !isClosed else { return }

@@ -31,9 +31,14 @@ final class WholeRequestCall: HTTP2StreamDelegate {
     }
 
     func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer) {
-        guard !done else { return }
+        guard !done else {
+            stream.releaseAllReceived()  // ignored bytes hold no budget
+            return
+        }
         if request.body.count + data.count > maxBodyBytes {
             done = true
+            request.body = []
+            stream.releaseAllReceived()
             stream.respond(status: 413, fields: [("content-length", "0")], endStream: true)
             return
         }
@@ -42,6 +47,7 @@ final class WholeRequestCall: HTTP2StreamDelegate {
 
     func streamRequestEnded(_ stream: HTTP2Stream) {
         guard !done else { return }
+        stream.releaseAllReceived()  // the body goes to the handler now
         let handler = self.handler
         let request = self.request
         let call = UncheckedLoopValue(self)

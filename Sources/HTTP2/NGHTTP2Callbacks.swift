@@ -79,6 +79,9 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
         nghttp2_option_set_max_settings(options, 32)
         nghttp2_option_set_max_continuations(options, 8)
         nghttp2_option_set_stream_reset_rate_limit(options, 1000, 33)
+        // The window is granted by hand as handlers take their messages (ServerConnection/ReceiveLedger), so
+        // a peer cannot make the server hold more than the per-connection and process budgets.
+        nghttp2_option_set_no_auto_window_update(options, 1)
         self.options = options
     }
 

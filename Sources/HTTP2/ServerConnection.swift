@@ -39,6 +39,10 @@ final class ServerConnection: LoopConnection, Flushable {
     private var lastClientPingNanos: UInt64?
     private var pingStrikes = 0
     private var tooManyPings = false
+    /// Request bytes held by this connection's streams and the window owed to the peer.
+    private var ledger: ReceiveLedger
+    private let budget: SharedReceiveBudget
+    private var grantRetryTimer: TimerQueue<() -> Void>.ID?
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
     init(io: ByteStream, owner: ServerLoop, responder: HTTP2Responder, configuration: HTTP2Configuration) throws {
@@ -47,6 +51,8 @@ final class ServerConnection: LoopConnection, Flushable {
         self.eventLoop = owner.eventLoop
         self.responder = responder
         self.configuration = configuration
+        self.ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
+        self.budget = owner.receiveBudget
         var session: OpaquePointer?
         let rc = nghttp2_session_server_new2(
             &session, NGHTTP2Callbacks.shared.pointer, Unmanaged.passUnretained(self).toOpaque(),
@@ -207,6 +213,9 @@ final class ServerConnection: LoopConnection, Flushable {
         closed = true
         if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
         if let goawayTimer { eventLoop.cancelTimer(goawayTimer) }
+        if let grantRetryTimer { eventLoop.cancelTimer(grantRetryTimer) }
+        budget.subtract(ledger.held)
+        ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
         eventLoop.deregister(fd: fd)
         io.close(abort: false)
         let open = streams.values
@@ -345,8 +354,41 @@ final class ServerConnection: LoopConnection, Flushable {
     }
 
     func dataChunk(streamID: Int32, _ data: UnsafeRawBufferPointer) {
-        guard let stream = stream(streamID), let delegate = stream.delegate else { return }
+        guard let stream = stream(streamID), let delegate = stream.delegate else {
+            // Nobody keeps these bytes: their window goes back at once.
+            grant([ReceiveLedger.Grant(stream: streamID, count: data.count)])
+            return
+        }
+        budget.add(data.count)
+        grant(ledger.received(data.count, stream: streamID, processHasRoom: budget.hasRoom))
         delegate.stream(stream, received: data)
+    }
+
+    // MARK: Flow control (the window is granted by hand, see ReceiveLedger)
+
+    /// The stream's consumer let go of `count` request bytes (or all it holds, when nil).
+    func release(streamID: Int32, count: Int?) {
+        guard !closed else { return }
+        let (released, grants) = ledger.release(
+            count ?? ledger.held(by: streamID), stream: streamID, processHasRoom: budget.hasRoom)
+        budget.subtract(released)
+        grant(grants)
+    }
+
+    private func grant(_ grants: [ReceiveLedger.Grant]) {
+        guard let session, !closed else { return }
+        for grant in grants where grant.count > 0 {
+            _ = nghttp2_session_consume(session, grant.stream, grant.count)
+        }
+        if !grants.isEmpty { needsFlush() }
+        // Held back only by the process-wide cap: look again soon, since other connections release bytes
+        // without telling this one. (Over its own budget, only its own streams' releases can help.)
+        if grantRetryTimer == nil && ledger.owedBytes > 0 && ledger.held <= ledger.limit {
+            grantRetryTimer = eventLoop.schedule(afterNanoseconds: 50_000_000) { [unowned self] in
+                self.grantRetryTimer = nil  // unowned: close() cancels the timer
+                self.grant(self.ledger.grantsIfRoom(processHasRoom: self.budget.hasRoom))
+            }
+        }
     }
 
     func dataEnded(streamID: Int32) {
@@ -355,6 +397,9 @@ final class ServerConnection: LoopConnection, Flushable {
     }
 
     func streamClosed(streamID: Int32, errorCode: UInt32) {
+        let (released, grants) = ledger.streamClosed(streamID, processHasRoom: budget.hasRoom)
+        budget.subtract(released)
+        grant(grants)
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         if lastStream === stream { lastStream = nil }
         stream.isClosed = true

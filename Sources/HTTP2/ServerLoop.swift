@@ -33,6 +33,9 @@ final class ServerLoop: EventSource {
     private let counters: ServerCounters
     private var connections: [Int32: LoopConnection] = [:]
     private var draining = false
+    /// True while the listener is out of epoll (connection cap or descriptor limit reached).
+    private var listenerPaused = false
+    private var resumeTimer: TimerQueue<() -> Void>.ID?
     /// One read buffer shared by the loop's connections (reads never overlap on one thread); owned here.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
@@ -53,11 +56,32 @@ final class ServerLoop: EventSource {
         readBuffer.deallocate()
     }
 
+    /// Request bytes held by all connections of the server.
+    var receiveBudget: SharedReceiveBudget { counters.receiveBudget }
+
     func handle(events: UInt32) {
-        guard let listener else { return }
+        guard let listener, !listenerPaused else { return }
         // Accept a bounded batch per wake-up; level-triggered epoll brings us back for the rest.
         for _ in 0..<64 {
-            guard let fd = listener.accept() else { return }
+            if case .pause(let nanoseconds) = AcceptBackoff.beforeAccept(
+                openConnections: counters.openConnections, maxConnections: configuration.maxConnections)
+            {
+                pauseListener(nanoseconds)
+                return
+            }
+            let fd: Int32
+            switch listener.accept() {
+            case .accepted(let accepted):
+                fd = accepted
+            case .wouldBlock:
+                return
+            case .failed(let errno):
+                // EMFILE/ENFILE: the connection stays queued and the listener readable; polling it now would spin.
+                if case .pause(let nanoseconds) = AcceptBackoff.afterAcceptFailure(errno: errno) {
+                    pauseListener(nanoseconds)
+                }
+                return
+            }
             do {
                 try eventLoop.register(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: PendingSource())
             } catch {
@@ -100,12 +124,34 @@ final class ServerLoop: EventSource {
         if let current = connections[connection.fd], current === connection {
             connections[connection.fd] = nil
             counters.connectionClosed()
+            if listenerPaused { resumeListener() }  // a descriptor and a slot are free again
         }
+    }
+
+    /// Takes the listener out of epoll until a connection closes or `nanoseconds` pass.
+    private func pauseListener(_ nanoseconds: UInt64) {
+        guard let listener, !listenerPaused else { return }
+        listenerPaused = true
+        eventLoop.modify(fd: listener.fd, events: 0)
+        resumeTimer = eventLoop.schedule(afterNanoseconds: nanoseconds) { [unowned self] in
+            self.resumeTimer = nil  // unowned: the server loop lives as long as its event loop runs
+            self.resumeListener()
+        }
+    }
+
+    private func resumeListener() {
+        guard listenerPaused else { return }
+        listenerPaused = false
+        if let resumeTimer { eventLoop.cancelTimer(resumeTimer) }
+        resumeTimer = nil
+        if let listener { eventLoop.modify(fd: listener.fd, events: EPOLLIN.rawValue) }
     }
 
     /// Stops accepting and starts a graceful close of every connection.
     func beginDrain() {
         draining = true
+        if let resumeTimer { eventLoop.cancelTimer(resumeTimer) }
+        resumeTimer = nil
         if let listener {
             eventLoop.deregister(fd: listener.fd)
             self.listener = nil

@@ -47,19 +47,29 @@ final class ListeningSocket {
 
     deinit { close(fd) }
 
-    /// Accepts one pending connection as a non-blocking socket with TCP_NODELAY, or nil when none is waiting.
-    func accept() -> Int32? {
+    /// What one accept brought.
+    enum Accepted {
+        case accepted(Int32)
+        /// Nothing is waiting.
+        case wouldBlock
+        /// accept failed with this errno (EMFILE, ENFILE, ENOBUFS, …); the connection stays queued.
+        case failed(Int32)
+    }
+
+    /// Accepts one pending connection as a non-blocking socket with TCP_NODELAY.
+    func accept() -> Accepted {
         while true {
             let client = accept4(fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
             if client >= 0 {
                 var one: Int32 = 1
                 _ = setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return client
+                return .accepted(client)
             }
             switch clinux_errno() {
             case EINTR: continue
             case ECONNABORTED, EPROTO: continue  // the peer gave up before we accepted; try the next one
-            default: return nil  // EAGAIN, or EMFILE/ENFILE: try again on the next readiness event
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            default: return .failed(clinux_errno())
             }
         }
     }

@@ -49,6 +49,20 @@ public struct AdminEndpoint: HTTPRequestHandler {
         }
     }
 
+    /// The admin port's transport: GET and HEAD only, no request body at all, a request head within 8 KiB
+    /// and 10 s, idle keep-alive connections closed after 60 s, at most 64 connections. Scrapers and probes
+    /// need nothing more, and anyone who can reach the port gets nothing more to hold memory with.
+    public static var transportLimits: HTTP2Configuration {
+        var configuration = HTTP2Configuration()
+        configuration.maxConnections = 64
+        configuration.http1.allowedMethods = ["GET", "HEAD"]
+        configuration.http1.maxBodyBytes = 0
+        configuration.http1.maxHeadBytes = 8 * 1024
+        configuration.http1.headerTimeoutMilliseconds = 10_000
+        configuration.http1.idleTimeoutMilliseconds = 60_000
+        return configuration
+    }
+
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
             return HTTPResponse(status: 405, headers: [("allow", "GET, HEAD")])

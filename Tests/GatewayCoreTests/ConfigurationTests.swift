@@ -155,3 +155,64 @@ import Testing
         #expect(DurationText.milliseconds(text) == nil)
     }
 }
+
+@Suite struct TransportLimitsConfigurationTests {
+    @Test func bufferConnectionAndDeadlineLimitsHaveTheirDefaults() throws {
+        let limits = try GatewayConfiguration.load(yaml: "").limits
+        #expect(limits.maxBufferedBytesPerConnection == 8 * 1024 * 1024)
+        #expect(limits.maxBufferedBytes == 64 * 1024 * 1024)
+        #expect(limits.maxConnections == 10_000)
+        #expect(limits.defaultDeadlineMilliseconds == 120_000)
+        #expect(limits.maxDeadlineMilliseconds == 1_800_000)
+    }
+
+    @Test func theyAreReadFromYAMLAndEnvironment() throws {
+        let yaml = """
+            limits:
+              maxBufferedBytesPerConnection: 5000000
+              maxBufferedBytes: 20000000
+              maxConnections: 100
+              defaultDeadline: 30s
+            """
+        let limits = try GatewayConfiguration.load(
+            yaml: yaml, environment: ["APPSTORE_GATEWAY_LIMITS_MAX_DEADLINE": "5m"]).limits
+        #expect(limits.maxBufferedBytesPerConnection == 5_000_000)
+        #expect(limits.maxBufferedBytes == 20_000_000)
+        #expect(limits.maxConnections == 100)
+        #expect(limits.defaultDeadlineMilliseconds == 30_000)
+        #expect(limits.maxDeadlineMilliseconds == 300_000)
+    }
+
+    @Test func inconsistentBudgetsAndDeadlinesAreRefused() {
+        for (yaml, key) in [
+            ("limits: { maxBufferedBytesPerConnection: 1000000 }", "limits.maxBufferedBytesPerConnection"),
+            ("limits: { maxBufferedBytes: 5000000 }", "limits.maxBufferedBytes"),
+            ("limits: { defaultDeadline: 0s }", "limits.defaultDeadline"),
+            ("limits: { maxDeadline: 48h }", "limits.maxDeadline"),
+        ] {
+            #expect(throws: ConfigurationError.self, "\(yaml)") { try GatewayConfiguration.load(yaml: yaml) }
+            do {
+                _ = try GatewayConfiguration.load(yaml: yaml)
+            } catch {
+                #expect(error.key == key)
+            }
+        }
+    }
+}
+
+@Suite struct EchoedInputTests {
+    @Test func shortTextIsKeptAndLongTextClippedOnACharacterBoundary() {
+        #expect(EchoedInput.clip("my-app") == "my-app")
+        let clipped = EchoedInput.clip(String(repeating: "é", count: 1000))
+        #expect(clipped.hasSuffix("...(2000 bytes)"))
+        #expect(clipped.utf8.count <= EchoedInput.maxBytes + 20)
+        #expect(clipped.hasPrefix(String(repeating: "é", count: 64)))
+    }
+
+    @Test func unknownAppStatusDoesNotRepeatAHugeName() {
+        let status = GatewayError.unknownApp(String(repeating: "a", count: 100_000)).rpcStatus
+        #expect(status.code == .notFound)
+        #expect(status.message.utf8.count < 400)
+        #expect((status.details?.info?.metadata["app"] ?? "").utf8.count < 200)
+    }
+}

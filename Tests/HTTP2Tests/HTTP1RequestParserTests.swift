@@ -56,6 +56,22 @@ import Testing
         #expect(!reason.isEmpty)
     }
 
+    @Test(arguments: [
+        ("POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\nx", 413),
+        ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 413),
+        ("POST / HTTP/1.1\r\nContent-Length: 8388608\r\n\r\n", 413),
+    ])
+    func withNoBodyAllowedEveryBodyIsRefusedAtItsHead(text: String, status: Int) {
+        guard case .failure(let got, _) = parse(text, maxBody: 0).0 else {
+            Issue.record("accepted \(text.debugDescription)")
+            return
+        }
+        #expect(got == status)
+        if case .request = parse("GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n", maxBody: 0).0 {} else {
+            Issue.record("an empty body must stay acceptable")
+        }
+    }
+
     @Test func anOversizedHeadIsRefusedBeforeItEnds() {
         var buffer = Array(("GET / HTTP/1.1\r\nX: " + String(repeating: "a", count: 5000)).utf8)
         guard case .failure(let status, _) = HTTP1RequestParser.parse(&buffer, maxHeadBytes: 4096, maxBodyBytes: 10) else {

@@ -42,7 +42,7 @@ STUBS_DIR = _generate_stubs()
 class Gateway:
     """A running gateway process."""
 
-    def __init__(self, args, env=None):
+    def __init__(self, args, env=None, preexec_fn=None):
         if not os.path.exists(GATEWAY_BIN):
             raise RuntimeError(f"gateway binary not found at {GATEWAY_BIN}: run `swift build` first")
         self.log = tempfile.NamedTemporaryFile(prefix="gateway-", suffix=".log", delete=False)
@@ -54,7 +54,7 @@ class Gateway:
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [GATEWAY_BIN, "serve", "--listen", "127.0.0.1:0"] + list(args),
-            stdout=subprocess.PIPE, stderr=self.log, env=full_env, text=True)
+            stdout=subprocess.PIPE, stderr=self.log, env=full_env, text=True, preexec_fn=preexec_fn)
         line = self.proc.stdout.readline()
         match = re.search(r"listening on ([\d.]+):(\d+)", line or "")
         if not match:

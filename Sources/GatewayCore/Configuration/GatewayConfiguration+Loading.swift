@@ -46,6 +46,9 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             if let v = try reader.integer("\(limits).streamWriteBufferBytes", in: 1024...(1 << 30)) { config.limits.streamWriteBufferBytes = v }
         }
+        key { () throws(ConfigurationError) in
+            try loadBufferAndDeadlineLimits(reader, into: &config.limits)
+        }
 
         key { () throws(ConfigurationError) in
             if let v = try reader.milliseconds("connection.maxIdle") { config.connection.maxIdleMilliseconds = v }
@@ -189,6 +192,42 @@ extension GatewayConfiguration {
                     key: $0.0, problem: "must be an https URL (got '\($0.1)'); set apple.allowInsecureURL: true "
                         + "only for a local test double")
             }
+    }
+
+    /// `limits.maxBufferedBytesPerConnection`, `maxBufferedBytes`, `maxConnections`, `defaultDeadline`,
+    /// `maxDeadline`, with the relations between them checked.
+    private static func loadBufferAndDeadlineLimits(
+        _ reader: ConfigurationReader, into limits: inout Limits
+    ) throws(ConfigurationError) {
+        let key = "limits"
+        if let v = try reader.integer("\(key).maxBufferedBytesPerConnection", in: 65_536...(1 << 34)) {
+            limits.maxBufferedBytesPerConnection = v
+        }
+        if let v = try reader.integer("\(key).maxBufferedBytes", in: 65_536...(1 << 40)) { limits.maxBufferedBytes = v }
+        if let v = try reader.integer("\(key).maxConnections", in: 0...10_000_000) { limits.maxConnections = v }
+        let day: UInt64 = 86_400_000
+        if let v = try reader.milliseconds("\(key).defaultDeadline") {
+            guard v > 0, v <= day else {
+                throw ConfigurationError(key: "\(key).defaultDeadline", problem: "must be more than 0 and at most 24h")
+            }
+            limits.defaultDeadlineMilliseconds = v
+        }
+        if let v = try reader.milliseconds("\(key).maxDeadline") {
+            guard v > 0, v <= day else {
+                throw ConfigurationError(key: "\(key).maxDeadline", problem: "must be more than 0 and at most 24h")
+            }
+            limits.maxDeadlineMilliseconds = v
+        }
+        // A message of the largest allowed size must fit one connection's budget, or it could never complete.
+        guard limits.maxBufferedBytesPerConnection >= limits.maxReceiveMessageBytes + 5 else {
+            throw ConfigurationError(
+                key: "\(key).maxBufferedBytesPerConnection",
+                problem: "must be at least limits.maxReceiveMessageBytes + 5 (\(limits.maxReceiveMessageBytes + 5))")
+        }
+        guard limits.maxBufferedBytes >= limits.maxBufferedBytesPerConnection else {
+            throw ConfigurationError(
+                key: "\(key).maxBufferedBytes", problem: "must be at least limits.maxBufferedBytesPerConnection")
+        }
     }
 
     /// Resolves relative file paths (keys, CA bundle, roots) against `directory`, the configuration file's

@@ -43,6 +43,17 @@ public struct GatewayConfiguration: Sendable {
         public var initialWindowBytes = 1 << 20
         /// Response bytes buffered per stream before a streaming handler waits. `limits.streamWriteBufferBytes`, 256 KiB.
         public var streamWriteBufferBytes = 256 * 1024
+        /// Request bytes one connection may hold (received, not yet taken by a handler) before the server
+        /// stops granting it HTTP/2 window. `limits.maxBufferedBytesPerConnection`, 8 MiB.
+        public var maxBufferedBytesPerConnection = 8 * 1024 * 1024
+        /// The same for all connections together. `limits.maxBufferedBytes`, 64 MiB.
+        public var maxBufferedBytes = 64 * 1024 * 1024
+        /// Open gRPC connections; at the cap new ones wait in the kernel's backlog. `limits.maxConnections`, 10000.
+        public var maxConnections = 10_000
+        /// Deadline of a call that sent no grpc-timeout. `limits.defaultDeadline`, 2m.
+        public var defaultDeadlineMilliseconds: UInt64 = 120_000
+        /// Longest deadline of any call; a longer grpc-timeout is cut to it. `limits.maxDeadline`, 30m.
+        public var maxDeadlineMilliseconds: UInt64 = 1_800_000
         public init() {}
     }
 

@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a listener does when it is readable: accept, or stop polling it for a while. A level-triggered
+/// listener that stays readable while accept fails (the descriptor limit) or while the connection cap is
+/// reached must be taken out of epoll, or the loop spins. Pure: tested without sockets.
+enum AcceptBackoff: Equatable {
+    /// Accept the next connection.
+    case accept
+    /// Stop polling the listener; poll it again after this many nanoseconds or when a connection closes.
+    case pause(nanoseconds: UInt64)
+
+    /// How long a paused listener waits before it is polled again (a closing connection resumes it sooner).
+    static let retryNanoseconds: UInt64 = 100_000_000
+
+    /// Before an accept: the cap (`maxConnections`, 0 = none) against the connections open now.
+    static func beforeAccept(openConnections: Int, maxConnections: Int) -> AcceptBackoff {
+        maxConnections > 0 && openConnections >= maxConnections ? .pause(nanoseconds: retryNanoseconds) : .accept
+    }
+
+    /// After accept failed with `errno` (EAGAIN and aborted handshakes never get here): out of descriptors
+    /// or kernel memory pause the listener; anything else also pauses, since retrying at once would spin.
+    static func afterAcceptFailure(errno: Int32) -> AcceptBackoff {
+        .pause(nanoseconds: retryNanoseconds)
+    }
+}
+
+/// Raises the soft limit of open descriptors to the hard limit (so the connection cap, not the default
+/// soft limit of 1024, is what bounds connections). Returns the soft limit in force afterwards.
+@discardableResult
+public func raiseFileDescriptorLimit() -> UInt64 {
+    var limit = rlimit()
+    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    guard getrlimit(resource, &limit) == 0 else { return 0 }
+    if limit.rlim_cur < limit.rlim_max {
+        var raised = limit
+        raised.rlim_cur = limit.rlim_max
+        if setrlimit(resource, &raised) == 0 { return UInt64(raised.rlim_cur) }
+    }
+    return UInt64(limit.rlim_cur)
+}

@@ -1,0 +1,93 @@
+import Synchronization
+
+/// The request bytes one connection holds and the flow-control window it still owes the peer.
+///
+/// nghttp2 runs without automatic WINDOW_UPDATEs: a DATA chunk's window is granted back (`Grant`, which the
+/// connection turns into `nghttp2_session_consume`) at once while the connection holds no more than `limit`
+/// bytes and the process has room, and otherwise only when the stream's consumer releases bytes (a whole
+/// message handed to its handler, or the stream closing). Since the peer can never have more than the
+/// connection window outstanding, a connection holds at most `limit` + one connection window. Pure
+/// bookkeeping, tested without sockets.
+struct ReceiveLedger {
+    /// Window to give back to the peer for a stream (nghttp2 also credits the connection window).
+    struct Grant: Equatable {
+        var stream: Int32
+        var count: Int
+    }
+
+    /// Bytes held above which no window is granted.
+    let limit: Int
+    /// Bytes received and not yet released, over all streams.
+    private(set) var held = 0
+    private var heldByStream: [Int32: Int] = [:]
+    /// Bytes received whose window was not granted back yet, by stream.
+    private var owed: [Int32: Int] = [:]
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Bytes held for `stream`.
+    func held(by stream: Int32) -> Int { heldByStream[stream] ?? 0 }
+
+    /// Window bytes not granted back yet.
+    var owedBytes: Int { owed.values.reduce(0, +) }
+
+    /// `count` bytes arrived on `stream` and are now held; returns what to grant back now.
+    mutating func received(_ count: Int, stream: Int32, processHasRoom: Bool) -> [Grant] {
+        guard count > 0 else { return [] }
+        held += count
+        heldByStream[stream, default: 0] += count
+        if held <= limit && processHasRoom && owed.isEmpty { return [Grant(stream: stream, count: count)] }
+        owed[stream, default: 0] += count
+        return grantsIfRoom(processHasRoom: processHasRoom)
+    }
+
+    /// The consumer of `stream` let go of up to `count` held bytes; returns the amount released and what to
+    /// grant back now.
+    mutating func release(_ count: Int, stream: Int32, processHasRoom: Bool) -> (released: Int, grants: [Grant]) {
+        let current = heldByStream[stream] ?? 0
+        let amount = min(max(0, count), current)
+        held -= amount
+        heldByStream[stream] = current - amount == 0 ? nil : current - amount
+        return (amount, grantsIfRoom(processHasRoom: processHasRoom))
+    }
+
+    /// The stream is gone: everything it held is released, and its owed window is granted back whatever the
+    /// budget (those bytes no longer exist).
+    mutating func streamClosed(_ stream: Int32, processHasRoom: Bool) -> (released: Int, grants: [Grant]) {
+        let amount = heldByStream.removeValue(forKey: stream) ?? 0
+        held -= amount
+        var grants: [Grant] = []
+        if let count = owed.removeValue(forKey: stream) { grants.append(Grant(stream: stream, count: count)) }
+        return (amount, grants + grantsIfRoom(processHasRoom: processHasRoom))
+    }
+
+    /// Everything owed, once the connection is back within its budget and the process has room.
+    mutating func grantsIfRoom(processHasRoom: Bool) -> [Grant] {
+        guard held <= limit, processHasRoom, !owed.isEmpty else { return [] }
+        let grants = owed.sorted { $0.key < $1.key }.map { Grant(stream: $0.key, count: $0.value) }
+        owed.removeAll()
+        return grants
+    }
+}
+
+/// The request bytes held by every connection of a server: a cap shared across its event loops.
+public final class SharedReceiveBudget: Sendable {
+    /// Held bytes above which connections stop granting window.
+    public let limit: Int
+    private let heldBytes = Atomic<Int>(0)
+
+    /// A budget of `limit` bytes.
+    public init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Bytes held now.
+    public var held: Int { heldBytes.load(ordering: .relaxed) }
+    /// True while the process holds no more than its limit.
+    var hasRoom: Bool { held <= limit }
+
+    func add(_ count: Int) { if count > 0 { heldBytes.add(count, ordering: .relaxed) } }
+    func subtract(_ count: Int) { if count > 0 { heldBytes.subtract(count, ordering: .relaxed) } }
+}

@@ -1,0 +1,38 @@
+import Testing
+
+@testable import HTTP2
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite struct AcceptBackoffTests {
+    @Test func acceptsBelowTheCapAndPausesAtIt() {
+        #expect(AcceptBackoff.beforeAccept(openConnections: 7, maxConnections: 8) == .accept)
+        #expect(
+            AcceptBackoff.beforeAccept(openConnections: 8, maxConnections: 8)
+                == .pause(nanoseconds: AcceptBackoff.retryNanoseconds))
+        #expect(AcceptBackoff.beforeAccept(openConnections: 9, maxConnections: 8) != .accept)
+    }
+
+    @Test func noCapMeansAlwaysAccept() {
+        #expect(AcceptBackoff.beforeAccept(openConnections: 1_000_000, maxConnections: 0) == .accept)
+    }
+
+    @Test func outOfDescriptorsPausesTheListener() {
+        for errno in [EMFILE, ENFILE, ENOBUFS, ENOMEM] {
+            guard case .pause(let nanoseconds) = AcceptBackoff.afterAcceptFailure(errno: errno) else {
+                Issue.record("errno \(errno) must pause the listener")
+                continue
+            }
+            #expect(nanoseconds > 0)
+        }
+    }
+
+    @Test func theSoftDescriptorLimitIsRaisedToTheHardOne() {
+        var limit = rlimit()
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        #expect(getrlimit(resource, &limit) == 0)
+        #expect(raiseFileDescriptorLimit() == UInt64(limit.rlim_max))
+    }
+}
