@@ -136,15 +136,20 @@ struct Router: HTTP2Responder {
                 return nil
             }
         }
-        let deadline = deadlines.deadline(requested: requested, now: monotonicNanoseconds())
+        let streaming: Bool
+        switch handler {
+        case .unaryInline, .unary: streaming = false
+        case .serverStreaming, .bidiStreaming: streaming = true
+        }
+        let deadline = deadlines.deadlines(requested: requested, streaming: streaming, now: monotonicNanoseconds())
         let metadata = head.fields.filter { field in
             !(field.name.hasPrefix("grpc-") || field.name == "content-type" || field.name == "te"
                 || field.name == "user-agent")
         }
-        let context = ServerContext(method: head.path, metadata: metadata, deadlineNanoseconds: deadline)
+        let context = ServerContext(method: head.path, metadata: metadata, deadlineNanoseconds: deadline.call)
         return ServerCall(
             stream: stream, handler: handler, context: context, registry: registries[stream.eventLoop],
-            maxMessageSize: maxReceiveMessageBytes, events: events)
+            maxMessageSize: maxReceiveMessageBytes, events: events, requestDeadlineNanoseconds: deadline.request)
     }
 
     private func trailersOnly(_ stream: HTTP2Stream, _ status: RPCStatus) {

@@ -17,6 +17,8 @@ final class ServerCall: HTTP2StreamDelegate {
     private var request: [UInt8]?
     private var task: Task<Void, Never>?
     private var deadlineTimer: TimerHandle?
+    /// The deadline timer only bounds the wait for the request (see `init`).
+    private var awaitingRequestOnly = false
     private(set) var finished = false
     private var sendWaiter: CheckedContinuation<RPCStatus?, Never>?
     /// Bidirectional calls: where arriving messages go.
@@ -29,8 +31,10 @@ final class ServerCall: HTTP2StreamDelegate {
     private let events: any GatewayEvents
     private let startedNanos = monotonicNanoseconds()
 
+    /// `requestDeadlineNanoseconds`: when set (a streaming call without `grpc-timeout`), the call ends
+    /// DEADLINE_EXCEEDED if its request has not fully arrived by then; once it has, the call has no deadline.
     init(stream: HTTP2Stream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
-         maxMessageSize: Int, events: any GatewayEvents) {
+         maxMessageSize: Int, events: any GatewayEvents, requestDeadlineNanoseconds: UInt64? = nil) {
         self.events = events
         events.rpcStarted(method: context.method)
         self.stream = stream
@@ -41,7 +45,8 @@ final class ServerCall: HTTP2StreamDelegate {
         // Inline calls complete on the loop as soon as their request is in: shutdown never has to end them.
         if case .unaryInline = handler {} else { registry.add(self) }
         if case .bidiStreaming(let body) = handler { startBidirectional(body) }
-        if let deadline = context.deadlineNanoseconds {
+        if let deadline = context.deadlineNanoseconds ?? requestDeadlineNanoseconds {
+            awaitingRequestOnly = context.deadlineNanoseconds == nil
             let now = monotonicNanoseconds()
             let delay = deadline > now ? deadline - now : 0
             deadlineTimer = stream.eventLoop.scheduleTimer(afterNanoseconds: delay) { [unowned self] in
@@ -61,6 +66,7 @@ final class ServerCall: HTTP2StreamDelegate {
         do {
             while let message = try deframer.next() {
                 if let inbound {
+                    requestArrived()  // a bidirectional call has begun once its first message is in
                     // Handed to the handler's sequence (itself bounded to `maxPendingMessages`).
                     stream.releaseReceived(5 + message.count)
                     // The handler reads at its pace; more than `maxPendingMessages` unread is a client
@@ -143,7 +149,16 @@ final class ServerCall: HTTP2StreamDelegate {
         }
     }
 
+    /// The request is in: a deadline that only bounded its arrival no longer applies.
+    private func requestArrived() {
+        guard awaitingRequestOnly, let deadlineTimer else { return }
+        stream.eventLoop.cancelTimer(deadlineTimer)
+        self.deadlineTimer = nil
+        awaitingRequestOnly = false
+    }
+
     private func start(_ request: [UInt8]) {
+        requestArrived()
         // The message is the handler's now: its bytes no longer count against the connection's budget.
         stream.releaseAllReceived()
         let context = self.context

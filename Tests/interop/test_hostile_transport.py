@@ -173,6 +173,27 @@ def test_half_sent_request_without_timeout_ends_at_the_default_deadline(one_loop
         assert time.monotonic() - started < 1.9, "the caller's shorter grpc-timeout was not kept"
     finally:
         client.close()
+
+
+HEALTH_WATCH = "/grpc.health.v1.Health/Watch"
+
+
+def test_streams_without_timeout_are_bounded_only_until_their_request_is_in(one_loop_gateway):
+    """limits.defaultDeadline bounds a stream's wait for its request, not the stream: a follower may stay."""
+    gateway = one_loop_gateway(env={"APPSTORE_GATEWAY_LIMITS_DEFAULT_DEADLINE": "1s"})
+    client = RawClient(gateway.port)
+    try:
+        half_sent = client.request(HEALTH_WATCH, body=b"\x00\x00\x00\x00\x0a", end_stream=False)
+        client.read_until(client.stream_ended(half_sent), timeout=8)
+        assert client.headers_of(half_sent)[-1].get("grpc-status") == "4", client.headers_of(half_sent)
+
+        watching = client.request(HEALTH_WATCH, body=grpc_frame(b""))
+        with pytest.raises(TimeoutError):
+            client.read_until(client.stream_ended(watching), timeout=2.5)  # well past the 1 s default
+        assert client.headers_of(watching)[0].get(":status") == "200"
+    finally:
+        client.close()
+    assert_healthy(gateway)
     assert_healthy(gateway)
 
 
