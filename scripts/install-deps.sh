@@ -18,6 +18,14 @@ packages=(
   curl                  # TLS, HTTP/2 and HTTP/1.1 peer in the HTTP server tests
   python3-venv          # the grpcio interop test venv
   python3-pip
+  prometheus            # promtool, which checks the PrometheusRule expressions in `make test`
+  protobuf-compiler     # protoc, for the Go example's stubs
+  golang-go             # the Go example (examples/go), built and run against the simulator in `make test`
+  golang-google-grpc-dev               # grpc-go 1.33 (GOPATH mode: no module proxy needed)
+  golang-google-genproto-dev
+  golang-google-protobuf-dev           # also the source protoc-gen-go is built from
+  golang-github-golang-protobuf-1-5-dev
+  protoc-gen-go-grpc
 )
 
 missing=()

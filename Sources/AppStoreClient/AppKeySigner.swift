@@ -26,24 +26,26 @@ public struct AppKeySigner: ES256Signer, CustomStringConvertible {
 
     /// Loads `apps[index].privateKeyFile`: an unencrypted PKCS#8 PEM P-256 key (Apple's `.p8`).
     ///
-    /// Refuses a file readable by group or others unless `allowReadableFile`: the key signs for the
+    /// Follows symlinks and judges the file they lead to (`KeyFileAccess`): refused when others may read it,
+    /// or a group other than the process's own, unless `allowReadableFile`, since the key signs for the
     /// whole App Store Connect team. Errors are `ConfigurationError`s naming `apps[i].privateKeyFile`.
     public static func load(
         app: GatewayConfiguration.App, index: Int, allowReadableFile: Bool
     ) throws(ConfigurationError) -> AppKeySigner {
         let key = "apps[\(index)].privateKeyFile"
         let path = app.privateKeyFile
-        let attributes: [FileAttributeKey: Any]
-        do {
-            attributes = try FileManager.default.attributesOfItem(atPath: path)
-        } catch {
-            throw ConfigurationError(key: key, problem: "cannot read '\(path)' (missing or not accessible)")
+        // stat() follows symlinks: Kubernetes mounts each Secret key as keys/app.p8 → ..data/app.p8 →
+        // ..2026_…/app.p8, and the link's own mode (0777) says nothing about who can read the key.
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ConfigurationError(key: key, problem: "cannot read '\(path)' (missing, not accessible or not a file)")
         }
-        if !allowReadableFile, let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
+        if !allowReadableFile,
+            let problem = KeyFileAccess.problem(
+                mode: Int(info.st_mode & 0o777), fileGroup: info.st_gid, processGroups: KeyFileAccess.processGroups())
+        {
             throw ConfigurationError(
-                key: key,
-                problem: "'\(path)' is readable or writable by group or others (mode \(String(mode & 0o777, radix: 8))); "
-                    + "chmod 600 it, or set apple.allowReadableKeyFiles: true")
+                key: key, problem: "'\(path)' \(problem); chmod 600 it, or set apple.allowReadableKeyFiles: true")
         }
         guard let data = FileManager.default.contents(atPath: path), data.count <= 64 * 1024 else {
             throw ConfigurationError(key: key, problem: "cannot read '\(path)' (unreadable or larger than 64 KiB)")

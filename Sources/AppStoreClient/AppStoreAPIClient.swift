@@ -68,7 +68,7 @@ public final class AppStoreAPIClient: Sendable {
     let logger: Logger
     let sleep: @Sendable (Duration) async throws -> Void
     /// Where attempts, retries and JWT mints are reported.
-    let events: any GatewayEvents
+    public let events: any GatewayEvents
     private let signers: [String: any ES256Signer]
 
     /// A client for `configuration`'s apps. Without `signers` (keyed by bundle id), each app's key is

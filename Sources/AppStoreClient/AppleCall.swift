@@ -56,6 +56,8 @@ struct AppleCall {
             if let budget = schedule.attemptTimeout(now: attemptStart) { timeout = min(timeout, budget) }
             var headers = [("authorization", "Bearer \(token.token)"), ("accept", "application/json")]
             if body != nil { headers.append(("content-type", "application/json")) }
+            // The caller's trace continues to Apple: same trace id, a child span per attempt.
+            if let trace = TraceContext.current { headers += trace.outgoingHeaders() }
             let request = UpstreamRequest(
                 method: endpoint.method, url: url, headers: headers, body: body, timeout: timeout)
 
@@ -96,7 +98,7 @@ struct AppleCall {
                     client.logger.warning(
                         "Apple rate limit reached; endpoint blocked",
                         metadata: metadata(response.appleRequestID, response.status).merging(
-                            ["blocked_until_ms": "\(until.millisecondsSince1970)"], uniquingKeysWith: { $1 }))
+                            ["blocked_until_ms": .stringConvertible(until.millisecondsSince1970)], uniquingKeysWith: { $1 }))
                     return .refused(AppleFinalAnswer(failure: failure, retryAfter: until))
                 }
                 outcome = .appleError(httpStatus: response.status, code: parsed?.code)
@@ -126,8 +128,8 @@ struct AppleCall {
                 client.logger.info(
                     "retrying Apple call",
                     metadata: metadata(lastRequestID, nil).merging(
-                        ["problem": "\(lastProblem)", "attempt": "\(schedule.attemptsMade)",
-                         "delay_ms": "\(delay.millisecondsRoundedUp)"], uniquingKeysWith: { $1 }))
+                        ["problem": "\(lastProblem)", "attempt": .stringConvertible(schedule.attemptsMade),
+                         "delay_ms": .stringConvertible(delay.millisecondsRoundedUp)], uniquingKeysWith: { $1 }))
                 do { try await client.sleep(delay) } catch { throw .cancelled }
             case .giveUp(let reason):
                 if reason == .notRetryable, let final { return .refused(final) }
@@ -137,7 +139,7 @@ struct AppleCall {
                 client.logger.warning(
                     "Apple call failed",
                     metadata: metadata(lastRequestID, nil).merging(
-                        ["problem": "\(lastProblem)", "attempts": "\(schedule.attemptsMade)", "reason": "\(reason)"],
+                        ["problem": "\(lastProblem)", "attempts": .stringConvertible(schedule.attemptsMade), "reason": "\(reason)"],
                         uniquingKeysWith: { $1 }))
                 throw .upstreamUnavailable(outage(lastProblem, schedule.attemptsMade, lastCode, lastRequestID))
             }
@@ -167,8 +169,12 @@ struct AppleCall {
         case .goNow:
             return
         case .goAfter(let wait):
+            client.events.rateLimitWaited(
+                app: app.name, endpoint: endpoint.configName, environment: environment.rawValue,
+                seconds: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
             do { try await client.sleep(wait) } catch { throw .cancelled }
         case .refused(let retryAfter):
+            client.events.rateLimitRefused(app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
             throw .rateLimited(RateLimitRefusal(key: key, retryAfter: retryAfter, app: app.name))
         }
     }

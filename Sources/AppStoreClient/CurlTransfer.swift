@@ -77,7 +77,11 @@ final class CurlTransfer {
         if let timeout = request.timeout {
             try set(CURLOPT_TIMEOUT_MS, Int(max(1, timeout.wholeMillisecondsForCurl)))
         }
-        if !configuration.caFile.isEmpty { try set(CURLOPT_CAINFO, configuration.caFile) }
+        let trust = UpstreamTrust(caFile: configuration.caFile, trustSystemCAs: configuration.trustSystemCAs)
+        if let bundle = trust.caBundle { try set(CURLOPT_CAINFO, bundle) }
+        if !trust.systemDirectory {
+            try check(ccurl_setopt_ptr(easy, CURLOPT_CAPATH, nil), CURLOPT_CAPATH)
+        }
         try set(CURLOPT_USERAGENT, configuration.userAgent)
 
         for (name, value) in request.headers {

@@ -17,6 +17,8 @@ public final class UpstreamHTTPClient: Sendable {
     public struct Configuration: Sendable, Hashable {
         /// A PEM CA bundle trusted instead of the system's (config `apple.caFile`); empty = system CAs.
         public var caFile: String
+        /// With `caFile`, keep trusting the system CAs too (config `apple.trustSystemCAs`). Default false.
+        public var trustSystemCAs = false
         /// Longest TCP + TLS connection set-up. Default 5 s (config `apple.connectTimeout`).
         public var connectTimeout: Duration
         /// Larger response bodies fail the transfer (`responseTooLarge`). Default 16 MiB.

@@ -6,6 +6,6 @@ struct AppStoreGatewayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstore-gateway",
         abstract: "A shared gRPC gateway to Apple's App Store Server API.",
-        subcommands: [ServeCommand.self, SimulatorCommand.self],
+        subcommands: [ServeCommand.self, CheckConfigCommand.self, SimulatorCommand.self],
         defaultSubcommand: ServeCommand.self)
 }

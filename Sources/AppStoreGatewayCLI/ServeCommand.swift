@@ -56,15 +56,12 @@ struct ServeCommand: ParsableCommand {
             simulatorServer = server
         }
 
-        let configuration: GatewayConfiguration
-        do {
-            configuration = try loadConfiguration(path: configPath, trustAppleRootToo: simulator)
-        } catch let error as ConfigurationError {
-            throw ValidationError("invalid configuration: \(error)")
-        }
+        let configuration = try loadConfiguration(path: configPath, trustAppleRootToo: simulator)
         let level = Logger.Level(rawValue: configuration.logging.level) ?? .info
         if configuration.logging.format == "json" {
-            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, logLevel: level) }
+            LoggingSystem.bootstrap { label in
+                JSONLogHandler(label: label, logLevel: level, metadataProvider: .traceContext)
+            }
         } else {
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)
@@ -84,23 +81,23 @@ struct ServeCommand: ParsableCommand {
                 configuration: configuration, events: events,
                 budgetEvents: PrometheusSharedBudgetEvents(registry: events.registry))
         } catch {
-            throw ValidationError("invalid configuration: \(error)")
+            throw ConfigurationLoading.fail("invalid configuration", problems: [error])
         }
         var serverConfiguration = GRPCServerConfiguration(configuration)
         serverConfiguration.events = events
+        let services: [GRPCService] = [
+            HealthService(board: board), gatewayService,
+            ReflectionService(serviceNames: [
+                AppStoreGatewayService.name, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+                "grpc.reflection.v1alpha.ServerReflection",
+            ]),
+        ]
+        for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer
         do {
-            server = try GRPCServer(
-                configuration: serverConfiguration,
-                services: [
-                    HealthService(board: board), gatewayService,
-                    ReflectionService(serviceNames: [
-                        AppStoreGatewayService.name, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
-                        "grpc.reflection.v1alpha.ServerReflection",
-                    ]),
-                ])
+            server = try GRPCServer(configuration: serverConfiguration, services: services)
         } catch {
-            throw ValidationError("cannot listen on \(configuration.listen): \(error)")
+            throw ConfigurationLoading.fail("cannot listen on \(configuration.listen): \(error)")
         }
         server.start()
         var admin: HTTP2Server?
@@ -108,20 +105,21 @@ struct ServeCommand: ParsableCommand {
             let endpoint = AdminEndpoint(
                 registry: events.registry, board: board, readinessService: AppStoreGatewayService.name,
                 openConnections: { [http2 = server.http2] in http2.openConnections }, verifier: gatewayService.verifier,
-                rateLimiter: gatewayService.rateLimiter)
+                rateLimiter: gatewayService.rateLimiter,
+                appNames: Dictionary(configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { first, _ in first }))
             do {
                 admin = try HTTP2Server(
                     address: address, threads: 1, configuration: AdminEndpoint.transportLimits, transport: .cleartextHTTP1,
                     responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint)
             } catch {
                 server.shutdown(graceMilliseconds: 0)
-                throw ValidationError("cannot listen on admin \(address): \(error)")
+                throw ConfigurationLoading.fail("cannot listen on admin \(address): \(error)")
             }
             admin?.start()
         }
         logger.info("serving gRPC (h2c)", metadata: [
             "address": "\(configuration.listen.host):\(server.port)",
-            "threads": "\(server.http2.eventLoops.count)",
+            "threads": .stringConvertible(server.http2.eventLoops.count),
             "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
             "rate_budget": "\(configuration.redis.url.map { "shared in \($0)" } ?? "per replica")",
         ])
@@ -138,8 +136,8 @@ struct ServeCommand: ParsableCommand {
         let signal = clinux_wait_shutdown_signal()
         let shutdown = configuration.shutdown
         logger.info("shutting down", metadata: [
-            "signal": "\(signal)", "drain_delay_ms": "\(shutdown.drainDelayMilliseconds)",
-            "grace_ms": "\(shutdown.graceMilliseconds)",
+            "signal": .stringConvertible(signal), "drain_delay_ms": .stringConvertible(shutdown.drainDelayMilliseconds),
+            "grace_ms": .stringConvertible(shutdown.graceMilliseconds),
         ])
         // Readiness flips at once; liveness ("") stays SERVING so Kubernetes does not restart a draining pod.
         // Calls are still taken during the drain delay, while the endpoint removal propagates.
@@ -161,15 +159,13 @@ struct ServeCommand: ParsableCommand {
         if let threads { environment["APPSTORE_GATEWAY_THREADS"] = String(threads) }
         var yaml = ""
         if let path {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ValidationError("cannot read the configuration file '\(path)'")
+            switch ConfigurationLoading.text(of: path) {
+            case .success(let text): yaml = text
+            case .failure(let error): throw ConfigurationLoading.fail("invalid configuration", problems: [error])
             }
-            yaml = text
         }
-        var configuration = try GatewayConfiguration.load(yaml: yaml, environment: environment)
-        if let path {
-            configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
-        }
+        var (configuration, problems) = ConfigurationLoading.problems(yaml: yaml, path: path, environment: environment)
+        guard problems.isEmpty else { throw ConfigurationLoading.fail("invalid configuration", problems: problems) }
         if trustAppleRootToo {
             // The demo also verifies genuine Apple-signed data, next to the simulator's.
             configuration.verification.trustBuiltInAppleRoot = true

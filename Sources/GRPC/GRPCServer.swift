@@ -120,6 +120,9 @@ struct Router: HTTP2Responder {
         guard let handler = methods[head.path] else {
             let status = RPCStatus(.unimplemented, "unknown method \(EchoedInput.clip(head.path))")
             trailersOnly(stream, status)
+            // Started and finished at once, so the in-flight gauge balances; the metrics sink counts every
+            // path it was not told about under one fixed label (a caller chooses the path).
+            events.rpcStarted(method: head.path)
             events.rpcFinished(method: head.path, status: status.code, seconds: 0, metadata: head.fields,
                                annotations: CallAnnotations())
             return nil

@@ -171,11 +171,13 @@ final class ServerCall: HTTP2StreamDelegate {
         case .unary(let body):
             let outlet = CallOutlet(self)
             task = Task {
-                let result: Result<[UInt8], RPCStatus> = await CallAnnotations.$current.withValue(context.annotations) {
-                    do throws(RPCStatus) {
-                        return .success(try await body(request, context))
-                    } catch {
-                        return .failure(error)
+                let result: Result<[UInt8], RPCStatus> = await TraceContext.$current.withValue(context.trace) {
+                    await CallAnnotations.$current.withValue(context.annotations) {
+                        do throws(RPCStatus) {
+                            return .success(try await body(request, context))
+                        } catch {
+                            return .failure(error)
+                        }
                     }
                 }
                 outlet.execute { call in
@@ -190,12 +192,14 @@ final class ServerCall: HTTP2StreamDelegate {
         case .serverStreaming(let body):
             let outlet = CallOutlet(self)
             task = Task {
-                let final: RPCStatus = await CallAnnotations.$current.withValue(context.annotations) {
-                    do throws(RPCStatus) {
-                        try await body(request, context, outlet)
-                        return .ok
-                    } catch {
-                        return error
+                let final: RPCStatus = await TraceContext.$current.withValue(context.trace) {
+                    await CallAnnotations.$current.withValue(context.annotations) {
+                        do throws(RPCStatus) {
+                            try await body(request, context, outlet)
+                            return .ok
+                        } catch {
+                            return error
+                        }
                     }
                 }
                 outlet.execute { call in call.finish(final) }
@@ -207,9 +211,11 @@ final class ServerCall: HTTP2StreamDelegate {
     func writeMessage(_ message: [UInt8]) {
         guard !finished else { return }
         if !stream.hasResponded {
-            stream.respond(StatusTrailers.responseHead, endStream: false)
+            stream.respond(HeaderBlock(StatusTrailers.responseHead.fieldList + [("x-request-id", context.requestID)]),
+                           endStream: false)
         }
         stream.write { buffer in MessageFramer.appendFrame(to: &buffer, payload: message) }
+        events.rpcMessageSent(method: context.method)
     }
 
     /// True when more may be written before waiting for the client.
@@ -255,7 +261,9 @@ final class ServerCall: HTTP2StreamDelegate {
         if stream.hasResponded {
             stream.finish(trailers: StatusTrailers.block(for: status))
         } else {
-            stream.respond(StatusTrailers.trailersOnly(for: status), endStream: true)
+            stream.respond(
+                HeaderBlock(StatusTrailers.trailersOnly(for: status).fieldList + [("x-request-id", context.requestID)]),
+                endStream: true)
         }
         if status.code != .ok { task?.cancel() }
         inbound?.finish()

@@ -11,13 +11,25 @@ public struct ServerContext: Sendable {
     public let deadlineNanoseconds: UInt64?
     /// What the handler notes for the call's log line (also `CallAnnotations.current` in its task).
     public let annotations: CallAnnotations
+    /// The call's W3C trace context (also `TraceContext.current` in its task): the caller's `traceparent`
+    /// continued, or a new trace.
+    public let trace: TraceContext
+    /// The call's `x-request-id`: the caller's, or one made up; echoed in the response headers.
+    public let requestID: String
 
+    /// A context; the trace and request id come from `metadata` (traceparent, tracestate, x-request-id).
     public init(method: String, metadata: [(name: String, value: String)], deadlineNanoseconds: UInt64?,
                 annotations: CallAnnotations = CallAnnotations()) {
         self.method = method
         self.metadata = metadata
         self.deadlineNanoseconds = deadlineNanoseconds
         self.annotations = annotations
+        func value(_ name: String) -> String? { metadata.first(where: { $0.name == name })?.value }
+        trace = TraceContext(traceparent: value("traceparent"), tracestate: value("tracestate"))
+        requestID = RequestID.accepted(value("x-request-id")) ?? RequestID.generated(for: trace)
+        annotations.note("request_id", requestID)
+        annotations.note("trace_id", trace.traceID)
+        annotations.note("span_id", trace.spanID)
     }
 
     /// The first value of a metadata entry.

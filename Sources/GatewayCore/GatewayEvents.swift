@@ -16,6 +16,14 @@ public protocol GatewayEvents: Sendable {
     func jwtMinted(app: String)
     /// A JWS was verified with this verdict (e.g. "ok", "invalidSignature").
     func verification(verdict: String)
+    /// A response message of an RPC was handed to the transport.
+    func rpcMessageSent(method: String)
+    /// An Apple call waited `seconds` for a token of the local bucket.
+    func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double)
+    /// An Apple call was refused by the local bucket (RESOURCE_EXHAUSTED, nothing sent to Apple).
+    func rateLimitRefused(app: String, endpoint: String, environment: String)
+    /// A call joined an identical one already in flight instead of calling Apple itself.
+    func callCoalesced(app: String, endpoint: String)
 }
 
 extension GatewayEvents {
@@ -27,6 +35,10 @@ extension GatewayEvents {
     public func appleRetry(app: String, endpoint: String, environment: String) {}
     public func jwtMinted(app: String) {}
     public func verification(verdict: String) {}
+    public func rpcMessageSent(method: String) {}
+    public func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double) {}
+    public func rateLimitRefused(app: String, endpoint: String, environment: String) {}
+    public func callCoalesced(app: String, endpoint: String) {}
 }
 
 /// Records nothing.

@@ -8,7 +8,8 @@ import Logging
 ///      "message":"serving gRPC (h2c)","source":"AppStoreGatewayCLI","address":"0.0.0.0:50051"}
 ///
 /// Metadata is flattened into the object: nested dictionaries become dotted keys (`request.id`), arrays
-/// stay arrays, every leaf value is a string. A metadata key equal to one of the fixed fields is written
+/// stay arrays, every leaf value is a string except integers and finite floating-point numbers logged as
+/// `.stringConvertible`, which are JSON numbers. A metadata key equal to one of the fixed fields is written
 /// as `metadata.<key>` instead. Values under secret-looking keys (see `SecretRedaction`) are replaced
 /// by "[redacted]", nested values included.
 public struct JSONLogHandler: LogHandler {
@@ -117,7 +118,12 @@ public struct JSONLogHandler: LogHandler {
         case .string(let text):
             JSONText.appendString(text, to: &out)
         case .stringConvertible(let convertible):
-            JSONText.appendString(convertible.description, to: &out)
+            // Durations and counts stay numbers, so log queries can compare and sum them.
+            if let number = JSONText.number(convertible) {
+                out += number
+            } else {
+                JSONText.appendString(convertible.description, to: &out)
+            }
         case .array(let elements):
             out += "["
             for (index, element) in elements.enumerated() {

@@ -7,6 +7,16 @@ enum JSONText {
         JSONString.append(text, to: &output)
     }
 
+    /// The JSON number for an integer or a finite floating-point value; nil for anything else.
+    static func number(_ value: any CustomStringConvertible & Sendable) -> String? {
+        switch value {
+        case let integer as any BinaryInteger: return "\(integer)"
+        case let double as Double: return double.isFinite ? "\(double)" : nil
+        case let float as Float: return float.isFinite ? "\(float)" : nil
+        default: return nil
+        }
+    }
+
     /// RFC 3339 in UTC with milliseconds: `2026-11-22T05:54:27.123Z`.
     static func timestamp(_ time: WallTime) -> String {
         let millis = time.millisecondsSince1970

@@ -3,14 +3,22 @@ import Logging
 import Synchronization
 
 /// The gateway's events as Prometheus metrics, plus one access-log line per RPC.
+///
+/// RPC metrics follow go-grpc-prometheus (`grpc_server_*` with `grpc_type`, `grpc_service`, `grpc_method`,
+/// `grpc_code`): they are what existing gRPC dashboards, alerts and recording rules expect, and they are
+/// native Prometheus names (OpenTelemetry's `rpc.*` names change with the exporter's translation rules).
+/// Only methods passed to `register(methods:)` get their own labels; everything else is `unknown`.
 public final class PrometheusGatewayEvents: GatewayEvents {
     /// The registry the admin endpoint renders.
     public let registry: MetricsRegistry
     private let logger: Logger
     private let accessLog: Bool
+    private let methodTypes = Mutex<[String: RPCMethodLabels]>([:])
 
-    private let rpcs: CounterFamily
-    private let rpcSeconds: HistogramFamily
+    private let started: CounterFamily
+    private let handled: CounterFamily
+    private let handlingSeconds: HistogramFamily
+    private let messagesSent: CounterFamily
     private let rpcsInFlight: Gauge
     private let appleRequests: CounterFamily
     private let appleSeconds: HistogramFamily
@@ -18,19 +26,28 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     private let appleRateLimited: CounterFamily
     private let jwtMints: CounterFamily
     private let verifications: CounterFamily
-    private let requestCounter = Atomic<UInt64>(0)
-    private let requestPrefix = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+    private let bucketWaits: CounterFamily
+    private let bucketWaitSeconds: CounterFamily
+    private let bucketRefusals: CounterFamily
+    private let coalesced: CounterFamily
+    private let requestIDs = RequestIDs()
 
     /// Metrics in `registry`; with `accessLog`, each RPC (but health checks) is logged at info on `logger`.
     public init(registry: MetricsRegistry, logger: Logger, accessLog: Bool) {
         self.registry = registry
         self.logger = logger
         self.accessLog = accessLog
-        rpcs = registry.counter(
-            "appstore_gateway_rpcs_total", help: "RPCs served, by method and gRPC status.", labelNames: ["method", "status"])
-        rpcSeconds = registry.histogram(
-            "appstore_gateway_rpc_duration_seconds", help: "RPC latency from request head to status, by method.",
-            labelNames: ["method"], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
+        let method = ["grpc_type", "grpc_service", "grpc_method"]
+        started = registry.counter("grpc_server_started_total", help: "RPCs started on the server.", labelNames: method)
+        handled = registry.counter(
+            "grpc_server_handled_total", help: "RPCs completed on the server, regardless of success or failure.",
+            labelNames: method + ["grpc_code"])
+        handlingSeconds = registry.histogram(
+            "grpc_server_handling_seconds", help: "Response latency (seconds) of gRPC handled by the server.",
+            labelNames: method,
+            buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
+        messagesSent = registry.counter(
+            "grpc_server_msg_sent_total", help: "gRPC stream messages sent by the server.", labelNames: method)
         rpcsInFlight = registry.gauge("appstore_gateway_rpcs_in_flight", help: "RPCs (streams) open now.").labels()
         appleRequests = registry.counter(
             "appstore_gateway_apple_requests_total",
@@ -38,7 +55,7 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             labelNames: ["app", "endpoint", "environment", "http_status", "error_code"])
         appleSeconds = registry.histogram(
             "appstore_gateway_apple_request_duration_seconds", help: "Latency of HTTP attempts to Apple.",
-            labelNames: ["endpoint", "environment"])
+            labelNames: ["app", "endpoint", "environment"])
         appleRetries = registry.counter(
             "appstore_gateway_apple_retries_total", help: "Apple calls retried after a failed attempt.",
             labelNames: ["app", "endpoint", "environment"])
@@ -50,32 +67,69 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             labelNames: ["app"])
         verifications = registry.counter(
             "appstore_gateway_verifications_total", help: "JWS verifications, by verdict.", labelNames: ["verdict"])
+        let bucket = ["app", "endpoint", "environment"]
+        bucketWaits = registry.counter(
+            "appstore_gateway_rate_limit_waits_total",
+            help: "Apple calls that waited for a token of the local bucket.", labelNames: bucket)
+        bucketWaitSeconds = registry.counter(
+            "appstore_gateway_rate_limit_wait_seconds_total",
+            help: "Seconds Apple calls spent waiting for local tokens.", labelNames: bucket)
+        bucketRefusals = registry.counter(
+            "appstore_gateway_rate_limit_refusals_total",
+            help: "Apple calls refused by the local bucket (RESOURCE_EXHAUSTED; nothing was sent to Apple).",
+            labelNames: bucket)
+        coalesced = registry.counter(
+            "appstore_gateway_coalesced_calls_total",
+            help: "Calls that shared an identical Apple call already in flight instead of making their own.",
+            labelNames: ["app", "endpoint"])
+    }
+
+    /// Registers the served methods (path → go-grpc-prometheus `grpc_type`); call before serving.
+    public func register(methods: [String: String]) {
+        methodTypes.withLock { table in
+            for (path, type) in methods {
+                if let labels = RPCMethodLabels(path: path, type: type) { table[path] = labels }
+            }
+        }
+    }
+
+    private func labels(_ path: String) -> RPCMethodLabels {
+        methodTypes.withLock { $0[path] } ?? .unknown
     }
 
     public func rpcStarted(method: String) {
         rpcsInFlight.increment()
+        started.labels(labels(method).values).increment()
     }
 
-    public func rpcFinished(method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
-                            annotations: CallAnnotations) {
+    public func rpcFinished(method path: String, status: StatusCode, seconds: Double,
+                            metadata: [(name: String, value: String)], annotations: CallAnnotations) {
         rpcsInFlight.decrement()
-        rpcs.labels(method, status.description).increment()
-        rpcSeconds.labels(method).observe(seconds)
-        guard accessLog, !method.hasPrefix("/grpc.health.v1.Health/") else { return }
+        let method = labels(path)
+        handled.labels(method.values + [RPCMethodLabels.codeName(status)]).increment()
+        handlingSeconds.labels(method.values).observe(seconds)
+        guard accessLog, method.service != "grpc.health.v1.Health" else { return }
         var fields: Logger.Metadata = [
-            "method": .string(method), "status": .string(status.description),
-            "duration_ms": .string(String(format: "%.3f", seconds * 1000)),
-            "request_id": .string(metadata.first(where: { $0.name == "x-request-id" })?.value ?? nextRequestID()),
+            // An unregistered path is the caller's text: logged, but cut short.
+            "method": .string(method == .unknown ? String(path.prefix(200)) : path),
+            "grpc_service": .string(method.service), "grpc_method": .string(method.method),
+            "status": .string(status.description), "grpc_code": .stringConvertible(Int(status.rawValue)),
+            "duration_ms": .stringConvertible(seconds * 1000),
+            "request_id": .string(metadata.first(where: { $0.name == "x-request-id" })?.value ?? requestIDs.next()),
         ]
         for (name, value) in annotations.all { fields[name] = .string(value) }
         logger.info("rpc", metadata: fields)
+    }
+
+    public func rpcMessageSent(method: String) {
+        messagesSent.labels(labels(method).values).increment()
     }
 
     public func appleAttempt(app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
                              seconds: Double) {
         appleRequests.labels(app, endpoint, environment, String(httpStatus ?? 0), errorCode.map(String.init) ?? "")
             .increment()
-        appleSeconds.labels(endpoint, environment).observe(seconds)
+        appleSeconds.labels(app, endpoint, environment).observe(seconds)
         if httpStatus == 429 { appleRateLimited.labels(app, endpoint, environment).increment() }
     }
 
@@ -91,8 +145,24 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         verifications.labels(verdict).increment()
     }
 
-    /// A request id for calls that brought none: unique in this process, short, not guessable across runs.
-    private func nextRequestID() -> String {
-        "\(requestPrefix)-\(requestCounter.add(1, ordering: .relaxed).newValue)"
+    public func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double) {
+        bucketWaits.labels(app, endpoint, environment).increment()
+        bucketWaitSeconds.labels(app, endpoint, environment).increment(by: max(0, seconds))
     }
+
+    public func rateLimitRefused(app: String, endpoint: String, environment: String) {
+        bucketRefusals.labels(app, endpoint, environment).increment()
+    }
+
+    public func callCoalesced(app: String, endpoint: String) {
+        coalesced.labels(app, endpoint).increment()
+    }
+}
+
+/// Request ids for calls that brought none: unique in this process, short, not guessable across runs.
+final class RequestIDs: Sendable {
+    private let counter = Atomic<UInt64>(0)
+    private let prefix = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+
+    func next() -> String { "\(prefix)-\(counter.add(1, ordering: .relaxed).newValue)" }
 }

@@ -11,35 +11,40 @@ public struct AdminEndpoint: HTTPRequestHandler {
     let readinessService: String
     let scrapeGauges: @Sendable () -> Void
 
-    /// `openConnections` and `verifier` feed gauges read at each scrape.
+    /// `openConnections` and `verifier` feed gauges read at each scrape; `appNames` maps bundle ids to the
+    /// app names the other metrics' `app` label uses.
     public init(registry: MetricsRegistry, board: HealthStatusBoard, readinessService: String,
                 openConnections: @escaping @Sendable () -> Int, verifier: SignedDataVerifier,
-                rateLimiter: RateLimiter, clock: any GatewayClock = SystemClock()) {
+                rateLimiter: RateLimiter, appNames: [String: String] = [:], clock: any GatewayClock = SystemClock()) {
         self.registry = registry
         self.board = board
         self.readinessService = readinessService
         let connections = registry.gauge(
             "appstore_gateway_open_connections", help: "Client HTTP/2 connections open now.").labels()
-        let hits = registry.gauge(
-            "appstore_gateway_verification_chain_cache_hits", help: "Verified-chain cache hits since start.").labels()
-        let misses = registry.gauge(
-            "appstore_gateway_verification_chain_cache_misses", help: "Verified-chain cache misses since start.").labels()
+        let hits = registry.counter(
+            "appstore_gateway_verification_chain_cache_hits_total", help: "Verified-chain cache hits.").labels()
+        let misses = registry.counter(
+            "appstore_gateway_verification_chain_cache_misses_total", help: "Verified-chain cache misses.").labels()
+        let process = ProcessMetrics(registry: registry)
         let ratio = registry.gauge(
             "appstore_gateway_verification_chain_cache_hit_ratio", help: "Hits / (hits + misses) since start.").labels()
         let tokens = registry.gauge(
             "appstore_gateway_rate_limit_tokens",
             help: "Tokens left in each local bucket of Apple's rate limits (buckets appear on first use).",
-            labelNames: ["bundle_id", "endpoint", "environment"])
+            labelNames: ["app", "endpoint", "environment"])
         scrapeGauges = {
             for level in rateLimiter.levels(now: clock.monotonicNow()) {
-                tokens.labels(level.key.bundleID, level.key.endpoint.configName, level.key.environment.rawValue)
+                tokens.labels(
+                    appNames[level.key.bundleID] ?? level.key.bundleID, level.key.endpoint.configName, level.key.environment.rawValue)
                     .set(Double(level.tokens))
             }
             connections.set(Double(openConnections()))
             let hit = Double(verifier.chainCacheHits)
             let miss = Double(verifier.chainCacheMisses)
-            hits.set(hit)
-            misses.set(miss)
+            // The verifier keeps running totals; the counters follow them.
+            hits.increment(by: max(0, hit - hits.current))
+            misses.increment(by: max(0, miss - misses.current))
+            process.update()
             ratio.set(hit + miss > 0 ? hit / (hit + miss) : 0)
         }
     }

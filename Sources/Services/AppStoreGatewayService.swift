@@ -58,10 +58,11 @@ public struct AppStoreGatewayService: GRPCService {
 
         let http: UpstreamHTTPClient
         do {
-            http = try UpstreamHTTPClient(
-                configuration: UpstreamHTTPClient.Configuration(
-                    caFile: configuration.apple.caFile,
-                    connectTimeout: .milliseconds(Int64(configuration.apple.connectTimeoutMilliseconds))))
+            var upstream = UpstreamHTTPClient.Configuration(
+                caFile: configuration.apple.caFile,
+                connectTimeout: .milliseconds(Int64(configuration.apple.connectTimeoutMilliseconds)))
+            upstream.trustSystemCAs = configuration.apple.trustSystemCAs
+            http = try UpstreamHTTPClient(configuration: upstream)
         } catch {
             throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
         }

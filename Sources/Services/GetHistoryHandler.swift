@@ -46,7 +46,9 @@ public struct GetHistoryHandler: Sendable {
         // ran out of time tries again under its own deadline (bounded, so a stream of short-deadline
         // leaders cannot keep it busy forever).
         for _ in 0..<3 {
-            outcome = await flights.run(key: key) { [self] in
+            outcome = await flights.run(
+                key: key, joined: { client.events.callCoalesced(app: app.name, endpoint: "getTransactionHistory") }
+            ) { [self] in
                 do throws(GatewayError) {
                     return .success(try await fetch(request, plan: plan, app: app, deadline: deadline))
                 } catch {

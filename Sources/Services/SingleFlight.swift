@@ -78,14 +78,17 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Shared calls currently running (for tests and metrics).
     var inFlight: Int { state.withLock { $0.flights.count } }
 
-    /// The result of `work` for `key`, shared with identical concurrent callers.
-    func run(key: Key, _ work: @escaping @Sendable () async -> Outcome) async -> Outcome {
+    /// The result of `work` for `key`, shared with identical concurrent callers; `joined` runs when this
+    /// caller shares a flight already under way (for the coalesced-calls metric).
+    func run(
+        key: Key, joined: () -> Void = {}, _ work: @escaping @Sendable () async -> Outcome
+    ) async -> Outcome {
         let member = Member()
-        let generation: Int = state.withLock { state in
+        let (generation, shared): (Int, Bool) = state.withLock { state in
             if var flight = state.flights[key] {
                 flight.members[ObjectIdentifier(member)] = member
                 state.flights[key] = flight
-                return flight.generation
+                return (flight.generation, true)
             }
             state.lastGeneration += 1
             let generation = state.lastGeneration
@@ -95,8 +98,9 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 finish(key: key, generation: generation, outcome)
             }
             state.flights[key] = flight
-            return generation
+            return (generation, false)
         }
+        if shared { joined() }
         return await withTaskCancellationHandler {
             await member.wait()
         } onCancel: {

@@ -7,7 +7,8 @@ import HTTP2
 /// generated histories signed by `pki`. Serve it with any `HTTPRequestHandler` server, or call `handle`.
 ///
 /// Each request is: route (unknown → 404, empty body) → injected faults (header `x-simulator-fault` and
-/// configured rules) → JWT (→ 401) → rate limit (→ 429 + `Retry-After`) → endpoint.
+/// configured rules) → JWT (→ 401) → rate limit (→ 429 + `Retry-After`) → endpoint. The newest requests'
+/// trace headers are listed at `GET /simulator/requests` (for tests of trace propagation).
 public final class AppStoreSimulator: HTTPRequestHandler {
     public let configuration: SimulatorConfiguration
     /// The PKI whose root verifies every JWS the simulator returns.
@@ -21,6 +22,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let notifications: NotificationHistoryEndpoint
     private let subscriptions = SubscriptionEndpoints()
     private let testNotifications: TestNotificationEndpoints
+    private let recorder = RequestRecorder()
 
     /// Generates every app's histories (both environments) from `configuration` and signs with `pki`.
     public init(configuration: SimulatorConfiguration, pki: SimulatorPKI) {
@@ -61,6 +63,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     }
 
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        if request.method == "GET" && request.path == RequestRecorder.path { return recorder.response() }
+        recorder.record(request)
         if request.path.hasPrefix("/simulator/") { return control(request) }
         guard let route = SimulatorRoute(request) else { return SimulatorResponse.notFound() }
         var injected = faults.faults(for: route.endpoint, environment: route.environment)

@@ -86,9 +86,10 @@ import Testing
 
     @Test func bucketsHoldUnder200ConcurrentCallsAndStayPerApp() async throws {
         let tight = RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 1, burst: 10)])
+        let events = BucketEvents()
         let fixture = try UpstreamFixture(
             apps: [UpstreamFixture.app("busy", rateLimits: tight), UpstreamFixture.app("quiet", rateLimits: tight)],
-            maxWait: .zero)
+            maxWait: .zero, events: events)
         let outcomes = await withTaskGroup(of: GatewayError?.self) { group in
             for _ in 0..<200 {
                 group.addTask { await gatewayError { () throws(GatewayError) in try await history(fixture, app: "busy") } }
@@ -105,13 +106,16 @@ import Testing
         #expect(refused.first?.rpcStatus.code == .resourceExhausted)
         #expect(refused.first?.rpcStatus.details?.retryDelayMilliseconds != nil)
         #expect(fixture.fake.requests.count == admitted)
+        #expect(events.refusals.withLock { $0 } == ["busy/getTransactionHistory/production": 200 - admitted])
         // Another app's budget is untouched.
         for _ in 0..<10 { _ = try await history(fixture, app: "quiet") }
     }
 
     @Test func queuedCallersWaitForTheirSlotWithinMaxWait() async throws {
         let limits = RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 20, burst: 1)])
-        let fixture = try UpstreamFixture(apps: [UpstreamFixture.app("example", rateLimits: limits)], maxWait: .seconds(1))
+        let events = BucketEvents()
+        let fixture = try UpstreamFixture(
+            apps: [UpstreamFixture.app("example", rateLimits: limits)], maxWait: .seconds(1), events: events)
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<5 { group.addTask { _ = try await history(fixture) } }
@@ -120,6 +124,9 @@ import Testing
         // Five calls at 20/s with a burst of 1: the last one waits about 200 ms.
         #expect(ContinuousClock.now - started >= .milliseconds(180))
         #expect(fixture.fake.requests.count == 5)
+        // The four queued calls are reported as waits, about 50 + 100 + 150 + 200 ms in all.
+        #expect(events.waits.withLock { $0 } == 4)
+        #expect(events.waitedSeconds.withLock { $0 } > 0.4)
     }
 
     @Test func apple429BlocksEveryCallerUntilRetryAfter() async throws {
@@ -318,5 +325,21 @@ import Testing
         let body = p256.split(separator: "\n")[1]
         for error in [missing, wrongCurve, garbage] { #expect(error?.description.contains(body) != true) }
         #expect(!String(describing: AppKeySigner(key: try ECPrivateKey(pkcs8PEM: p256))!).contains(body))
+    }
+}
+
+/// Records the local bucket's events (waits and refusals) per app/endpoint/environment.
+final class BucketEvents: GatewayEvents {
+    let waits = Mutex(0)
+    let waitedSeconds = Mutex(0.0)
+    let refusals = Mutex<[String: Int]>([:])
+
+    func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double) {
+        waits.withLock { $0 += 1 }
+        waitedSeconds.withLock { $0 += seconds }
+    }
+
+    func rateLimitRefused(app: String, endpoint: String, environment: String) {
+        refusals.withLock { $0["\(app)/\(endpoint)/\(environment)", default: 0] += 1 }
     }
 }

@@ -95,7 +95,7 @@ struct UpstreamFixture {
     init(
         apps: [GatewayConfiguration.App] = [app("example", bundleId: "com.example.app")],
         maxWait: Duration = .seconds(1), retries: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(20)),
-        clock: any GatewayClock = SystemClock(),
+        clock: any GatewayClock = SystemClock(), events: any GatewayEvents = SilentGatewayEvents(),
         script: @escaping FakeApple.Script = { _, _ in AppleJSON.history([]) }
     ) throws {
         fake = try FakeApple(script)
@@ -118,7 +118,7 @@ struct UpstreamFixture {
         self.keys = keys
         http = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
         client = try AppStoreAPIClient(
-            configuration: configuration, http: http, clock: clock, signers: signers)
+            configuration: configuration, http: http, clock: clock, signers: signers, events: events)
     }
 
     func app(_ name: String = "example") throws(GatewayError) -> GatewayConfiguration.App {

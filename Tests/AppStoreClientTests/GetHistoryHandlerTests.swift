@@ -206,7 +206,8 @@ struct TransactionMint: Sendable {
     @Test func identicalRequestsInFlightShareOneUpstreamCall() async throws {
         let mint = try TransactionMint()
         let signed = [try mint.jws("t1")]
-        let fixture = try UpstreamFixture { _, _ in
+        let events = CoalescingEvents()
+        let fixture = try UpstreamFixture(events: events) { _, _ in
             try? await Task.sleep(for: .milliseconds(300))
             return AppleJSON.history(signed)
         }
@@ -225,6 +226,8 @@ struct TransactionMint: Sendable {
         #expect(responses.allSatisfy { $0.transactions.map(\.transactionId) == ["t1"] })
         #expect(fixture.fake.requests.count == 2)
         #expect(handler.callsInFlight == 0)
+        // The metric counts the callers that did not call Apple themselves: 9 + 1.
+        #expect(events.coalesced.withLock { $0 } == ["example/getTransactionHistory": 10])
     }
 
     @Test func aCallerLeavingDoesNotCancelTheSharedCallUntilTheLastOneLeaves() async throws {
@@ -354,5 +357,14 @@ struct TransactionMint: Sendable {
             #expect(error.code == .invalidArgument)
         }
         #expect(service.methods["/\(AppStoreGatewayService.name)/VerifyJWS"] != nil)
+    }
+}
+
+/// Records coalesced calls per app/endpoint.
+final class CoalescingEvents: GatewayEvents {
+    let coalesced = Mutex<[String: Int]>([:])
+
+    func callCoalesced(app: String, endpoint: String) {
+        coalesced.withLock { $0["\(app)/\(endpoint)", default: 0] += 1 }
     }
 }

@@ -55,8 +55,15 @@ def _seconds(text):
     return int(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[match.group(2)]
 
 
+OPERATOR_KINDS = {"PodMonitor", "PrometheusRule"}  # monitoring.coreos.com CRDs: no schema offline, checked below
+
+
 def _validate(doc, where):
     import kubernetes_validate
+
+    if doc["kind"] in OPERATOR_KINDS:
+        assert doc["apiVersion"] == "monitoring.coreos.com/v1", where
+        return
 
     if doc["kind"] == "HorizontalPodAutoscaler" and "scaleTargetRef" not in doc.get("spec", {}):
         # A strategic-merge patch in an overlay, not a whole object: checked after `kubectl kustomize`.
@@ -76,6 +83,12 @@ def test_manifest_validates_against_the_kubernetes_schema(path):
 
 
 def test_kustomization_lists_every_base_manifest_but_the_secret_example():
+    for component in glob.glob(os.path.join(KUBE, "components", "*")):
+        with open(os.path.join(component, "kustomization.yaml")) as f:
+            kustomization = yaml.safe_load(f)
+        assert kustomization["kind"] == "Component"
+        present = {os.path.basename(p) for p in glob.glob(os.path.join(component, "*.yaml"))}
+        assert set(kustomization["resources"]) == present - {"kustomization.yaml"}
     with open(os.path.join(BASE, "kustomization.yaml")) as f:
         listed = set(yaml.safe_load(f)["resources"])
     present = {os.path.basename(p) for p in glob.glob(os.path.join(BASE, "*.yaml"))} - {"kustomization.yaml"}
@@ -184,7 +197,8 @@ def test_dockerfile_matches_the_manifests():
     pod = _base("Deployment")["spec"]["template"]["spec"]
     user = re.search(r"^USER (\d+):(\d+)$", dockerfile, re.M)
     assert user and int(user.group(1)) == pod["securityContext"]["runAsUser"]
-    assert '"--config", "/etc/appstore-gateway/gateway.yaml"' in dockerfile
+    assert re.search(r'^ENTRYPOINT \["/usr/local/bin/appstore-gateway"\]$', dockerfile, re.M)
+    assert re.search(r'^CMD \["serve", "--config", "/etc/appstore-gateway/gateway.yaml"\]$', dockerfile, re.M)
     (root,) = _gateway_config()["verification"]["rootCertificates"]
     assert f"COPY certs/AppleRootCA-G3.cer {root}" in dockerfile
     assert os.path.exists(os.path.join(ROOT, "certs", "AppleRootCA-G3.cer"))
@@ -237,3 +251,106 @@ def test_image_default_config_is_accepted_by_the_gateway():
     config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
     config["admin"] = "127.0.0.1:0"
     _serve_and_stop(config)
+
+
+# Apple's published per-app rate limits (requests per second, production), by endpoint config name.
+APPLE_RATES = {
+    "getTransactionInfo": 50, "getTransactionHistory": 50, "getTransactionHistoryV1": 50,
+    "getAllSubscriptionStatuses": 50, "sendConsumptionInformation": 50, "sendConsumptionInformationV1": 50,
+    "getNotificationHistory": 50, "getAppTransactionInfo": 50, "finishTransaction": 50,
+    "extendSubscriptionRenewalDate": 20, "setAppAccountToken": 20,
+    "lookUpOrderId": 10, "getRefundHistory": 10, "getRefundHistoryV1": 10,
+    "extendRenewalDatesForAllActiveSubscribers": 1, "getStatusOfSubscriptionRenewalDateExtensions": 1,
+    "requestTestNotification": 1, "getTestNotificationStatus": 1,
+}
+
+
+def _max_pods(max_replicas):
+    """Pods that may run at once: the HPA's maxReplicas plus the rollout's surge."""
+    surge = _base("Deployment")["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
+    assert isinstance(surge, int), "maxSurge as a percentage would make the budget depend on the replica count"
+    return max_replicas + surge
+
+
+def test_rate_limits_hold_across_every_replica_the_manifests_allow():
+    limits = _gateway_config()["rateLimits"]
+    overlay_patch = _documents(os.path.join(KUBE, "overlays", "example", "hpa-bounds.yaml"))[0]
+    for max_replicas in (_base("HorizontalPodAutoscaler")["spec"]["maxReplicas"],
+                         overlay_patch["spec"]["maxReplicas"]):
+        pods = _max_pods(max_replicas)
+        for endpoint, apple_rate in APPLE_RATES.items():
+            assert endpoint in limits, f"rateLimits.{endpoint} is missing: it would take Apple's full rate per pod"
+            assert limits[endpoint]["perSecond"] * pods <= apple_rate, (endpoint, pods)
+            assert limits[endpoint]["burst"] >= 1
+    for app in _gateway_config()["apps"]:
+        assert "rateLimits" not in app, "a per-app override would need the same check"
+
+
+def _kubelet_secret_mount(directory, file_name, mode):
+    """The layout the kubelet's atomic writer makes for a Secret volume: the file in a timestamped directory,
+    `..data` linking to that directory and one link per key through `..data`; fsGroup owns the files."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    stamped = directory / "..2026_11_23_14_00_00.123456789"
+    stamped.mkdir(parents=True)
+    real = stamped / file_name
+    real.write_bytes(ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    os.chown(real, -1, os.getegid())  # the pod's fsGroup is one of the process's groups
+    real.chmod(mode)
+    os.symlink(stamped.name, directory / "..data")
+    os.symlink(os.path.join("..data", file_name), directory / file_name)
+    return directory / file_name
+
+
+def _configmap_config_with_key(key_path):
+    config = _gateway_config()
+    for app in config["apps"]:
+        app["privateKeyFile"] = str(key_path)
+    config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
+    config["admin"] = "127.0.0.1:0"
+    return config
+
+
+def _check_config(config, tmp_path):
+    path = tmp_path / "check.yaml"
+    path.write_text(yaml.safe_dump(config))
+    from conftest import GATEWAY_BIN
+    return subprocess.run([GATEWAY_BIN, "check-config", "--config", str(path)],
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_kubelet_secret_layout_with_fsgroup_0440_starts(tmp_path):
+    key_file = os.path.basename(_gateway_config()["apps"][0]["privateKeyFile"])
+    key = _kubelet_secret_mount(tmp_path / "secrets", key_file, 0o440)
+    assert os.path.islink(key) and oct(os.lstat(key).st_mode & 0o777) == oct(0o777)
+    config = _configmap_config_with_key(key)
+    checked = _check_config(config, tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    _serve_and_stop(config)
+
+
+def test_kubelet_secret_layout_readable_by_others_is_refused(tmp_path):
+    key_file = os.path.basename(_gateway_config()["apps"][0]["privateKeyFile"])
+    key = _kubelet_secret_mount(tmp_path / "secrets", key_file, 0o444)
+    checked = _check_config(_configmap_config_with_key(key), tmp_path)
+    assert checked.returncode == 1
+    assert "apps[0].privateKeyFile" in checked.stdout and "mode 444" in checked.stdout, checked.stdout
+
+
+def test_builds_are_reproducible_from_the_committed_package_resolved():
+    with open(os.path.join(DEPLOY, "Dockerfile")) as f:
+        dockerfile = f.read()
+    assert re.search(r"^COPY Package.swift Package.resolved \./$", dockerfile, re.M)
+    assert "--force-resolved-versions" in dockerfile
+    with open(os.path.join(DEPLOY, "Dockerfile.dockerignore")) as f:
+        assert "!Package.resolved" in f.read().splitlines()
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "Package.resolved"], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert tracked.returncode == 0, "Package.resolved must be committed"
+    with open(os.path.join(ROOT, "Package.resolved")) as f:
+        pins = {pin["identity"] for pin in __import__("json").load(f)["pins"]}
+    assert {"swift-argument-parser", "swift-log", "yams"} <= pins
+    for label in ("title", "version", "revision", "created", "description"):
+        assert f"org.opencontainers.image.{label}=" in dockerfile, label

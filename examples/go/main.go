@@ -14,12 +14,11 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	gatewayv1 "example.com/appstore-gateway/examples/go/gen/gatewayv1"
+	gatewayv1 "example.com/appstore-gateway/gen/go/appstore/gateway/v1"
 )
 
 const gatewayService = "appstore.gateway.v1.AppStoreGateway"
@@ -36,11 +35,13 @@ func main() {
 	end := flag.String("end", "", "StreamNotifications: RFC 3339 end")
 	flag.Parse()
 
-	options := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	// grpc.WithInsecure: h2c inside the cluster. (Newer grpc-go spells it
+	// grpc.WithTransportCredentials(insecure.NewCredentials()); Debian's grpc-go 1.33 has only this form.)
+	options := []grpc.DialOption{grpc.WithInsecure()}
 	if *roundRobin {
 		options = append(options, grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
 	}
-	conn, err := grpc.NewClient(*target, options...)
+	conn, err := grpc.Dial(*target, options...)
 	if err != nil {
 		log.Fatalf("cannot create a client for %s: %v", *target, err)
 	}
@@ -118,8 +119,11 @@ func history(client gatewayv1.AppStoreGatewayClient, timeout time.Duration, app,
 func notifications(client gatewayv1.AppStoreGatewayClient, timeout time.Duration, app, start, end string) bool {
 	from, err1 := time.Parse(time.RFC3339, start)
 	to, err2 := time.Parse(time.RFC3339, end)
-	if err := errors.Join(err1, err2); err != nil {
-		log.Fatalf("bad -start/-end: %v", err)
+	// Go 1.19 (Debian bookworm) has no errors.Join.
+	for _, err := range []error{err1, err2} {
+		if err != nil {
+			log.Fatalf("bad -start/-end: %v", err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -203,6 +203,9 @@ def main(argv=None):
         command.add_argument("--start", help="RFC 3339 start, e.g. 2026-11-01T00:00:00Z")
         command.add_argument("--end", help="RFC 3339 end")
         command.add_argument("--resume-token", help="continue after this event")
+    # `--app` is accepted before or after the subcommand (`client.py --app x history` or `... history --app x`).
+    for command in commands.choices.values():
+        command.add_argument("--app", default=argparse.SUPPRESS, help="configured app name or bundle id")
     args = parser.parse_args(argv)
 
     stubs = load_stubs(args.proto_dir)

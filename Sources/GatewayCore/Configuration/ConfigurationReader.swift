@@ -129,6 +129,27 @@ public final class ConfigurationReader {
         }
     }
 
+    /// Every key present in the document but never read, in document order.
+    public func unknownKeys() -> [String] {
+        guard let root else { return [] }
+        var found: [String] = []
+        collectUnknown(root, path: "", into: &found)
+        return found
+    }
+
+    private func collectUnknown(_ node: Node, path: String, into found: inout [String]) {
+        if let mapping = node.mapping {
+            for (key, value) in mapping {
+                let name = key.scalar?.string ?? "?"
+                let child = path.isEmpty ? name : "\(path).\(name)"
+                collectUnknown(value, path: child, into: &found)
+                if value.mapping == nil && !consumed.contains(child) && !consumedPrefix(child) { found.append(child) }
+            }
+        } else if let sequence = node.sequence {
+            for (index, item) in sequence.enumerated() { collectUnknown(item, path: "\(path)[\(index)]", into: &found) }
+        }
+    }
+
     private func firstUnknown(_ node: Node, path: String) -> String? {
         if let mapping = node.mapping {
             for (key, value) in mapping {

@@ -2,79 +2,199 @@ extension GatewayConfiguration {
     /// Parses and validates a YAML configuration; environment variables override keys (see
     /// `ConfigurationReader`). The first problem found is thrown, naming its key.
     public static func load(yaml: String, environment: [String: String] = [:]) throws(ConfigurationError) -> Self {
+        let (config, problems) = try check(yaml: yaml, environment: environment)
+        if let first = problems.first { throw first }
+        return config
+    }
+
+    /// Parses a YAML configuration and returns every problem found, one per bad key (`check-config`
+    /// reports them all at once). Only a document that is not YAML at all is thrown.
+    public static func check(
+        yaml: String, environment: [String: String] = [:]
+    ) throws(ConfigurationError) -> (GatewayConfiguration, [ConfigurationError]) {
         let reader = try ConfigurationReader(yaml: yaml, environment: environment)
         var config = GatewayConfiguration()
+        var problems: [ConfigurationError] = []
+        // Each key (or group of keys read together) is checked on its own, so one bad key does not hide the next.
+        func key(_ body: () throws(ConfigurationError) -> Void) {
+            do throws(ConfigurationError) { try body() } catch { problems.append(error) }
+        }
 
-        if let text = try reader.string("listen") { config.listen = try address(text, key: "listen") }
-        if let threads = try reader.integer("threads", in: 0...1024) { config.threads = threads }
-        if let text = try reader.string("admin") { config.admin = text.isEmpty ? nil : try address(text, key: "admin") }
+        key { () throws(ConfigurationError) in
+            if let text = try reader.string("listen") { config.listen = try address(text, key: "listen") }
+        }
+        key { () throws(ConfigurationError) in
+            if let threads = try reader.integer("threads", in: 0...1024) { config.threads = threads }
+        }
+        key { () throws(ConfigurationError) in
+            if let text = try reader.string("admin") { config.admin = text.isEmpty ? nil : try address(text, key: "admin") }
+        }
 
         let limits = "limits"
-        if let v = try reader.integer("\(limits).maxReceiveMessageBytes", in: 1...(1 << 30)) { config.limits.maxReceiveMessageBytes = v }
-        if let v = try reader.integer("\(limits).maxConcurrentStreams", in: 1...1_000_000) { config.limits.maxConcurrentStreams = v }
-        if let v = try reader.integer("\(limits).maxHeaderListBytes", in: 1024...(1 << 20)) { config.limits.maxHeaderListBytes = v }
-        if let v = try reader.integer("\(limits).initialWindowBytes", in: 65_535...Int(Int32.max)) { config.limits.initialWindowBytes = v }
-        if let v = try reader.integer("\(limits).streamWriteBufferBytes", in: 1024...(1 << 30)) { config.limits.streamWriteBufferBytes = v }
-        try loadBufferAndDeadlineLimits(reader, into: &config.limits)
-
-        if let v = try reader.milliseconds("connection.maxIdle") { config.connection.maxIdleMilliseconds = v }
-        if let v = try reader.milliseconds("connection.keepaliveTime") { config.connection.keepaliveTimeMilliseconds = v }
-        if let v = try reader.milliseconds("connection.keepaliveTimeout") {
-            guard v > 0 else { throw ConfigurationError(key: "connection.keepaliveTimeout", problem: "must be more than 0") }
-            config.connection.keepaliveTimeoutMilliseconds = v
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("\(limits).maxReceiveMessageBytes", in: 1...(1 << 30)) { config.limits.maxReceiveMessageBytes = v }
         }
-        if let v = try reader.milliseconds("connection.maxAge") { config.connection.maxAgeMilliseconds = v }
-        if let v = try reader.milliseconds("connection.maxAgeGrace") { config.connection.maxAgeGraceMilliseconds = v }
-        if let v = try reader.milliseconds("connection.minClientPingInterval") {
-            config.connection.minClientPingIntervalMilliseconds = v
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("\(limits).maxConcurrentStreams", in: 1...1_000_000) { config.limits.maxConcurrentStreams = v }
         }
-        if let v = try reader.bool("connection.permitClientPingWithoutCalls") { config.connection.permitClientPingWithoutCalls = v }
-        if let v = try reader.integer("connection.maxPingStrikes", in: 0...1000) { config.connection.maxPingStrikes = v }
-        if let v = try reader.milliseconds("shutdown.drainDelay") { config.shutdown.drainDelayMilliseconds = v }
-        if let v = try reader.milliseconds("shutdown.grace") { config.shutdown.graceMilliseconds = v }
-
-        config.rateLimits.defaults = try rateLimits(reader, prefix: "rateLimits", base: .defaults)
-        if let v = try reader.milliseconds("rateLimits.maxWait") { config.rateLimits.maxWaitMilliseconds = v }
-        config.apps = try apps(reader, defaultLimits: config.rateLimits.defaults)
-        config.retries = try retries(reader)
-        config.redis = try redis(reader)
-        if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
-        if let v = try reader.string("notifications.resumeTokenKey") { config.notifications.resumeTokenKeyFile = v }
-
-        if let v = try reader.string("apple.productionURL") { config.apple.productionURL = try url(v, key: "apple.productionURL") }
-        if let v = try reader.string("apple.sandboxURL") { config.apple.sandboxURL = try url(v, key: "apple.sandboxURL") }
-        if let v = try reader.string("apple.caFile") { config.apple.caFile = v }
-        if let v = try reader.milliseconds("apple.requestTimeout") {
-            guard v > 0 else { throw ConfigurationError(key: "apple.requestTimeout", problem: "must be more than 0") }
-            config.apple.requestTimeoutMilliseconds = v
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("\(limits).maxHeaderListBytes", in: 1024...(1 << 20)) { config.limits.maxHeaderListBytes = v }
         }
-        if let v = try reader.milliseconds("apple.connectTimeout") {
-            guard v > 0 else { throw ConfigurationError(key: "apple.connectTimeout", problem: "must be more than 0") }
-            config.apple.connectTimeoutMilliseconds = v
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("\(limits).initialWindowBytes", in: 65_535...Int(Int32.max)) { config.limits.initialWindowBytes = v }
         }
-        if let v = try reader.bool("apple.allowReadableKeyFiles") { config.apple.allowReadableKeyFiles = v }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("\(limits).streamWriteBufferBytes", in: 1024...(1 << 30)) { config.limits.streamWriteBufferBytes = v }
+        }
+        key { () throws(ConfigurationError) in
+            try loadBufferAndDeadlineLimits(reader, into: &config.limits)
+        }
 
-        if let roots = try reader.strings("verification.rootCertificates") { config.verification.rootCertificates = roots }
-        if let v = try reader.integer("verification.chainCacheSize", in: 1...1_000_000) { config.verification.chainCacheSize = v }
-        if let v = try reader.bool("verification.useCurrentTime") { config.verification.useCurrentTime = v }
-
-        if let level = try reader.string("logging.level") {
-            let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
-            guard levels.contains(level) else {
-                throw ConfigurationError(key: "logging.level", problem: "must be one of \(levels.joined(separator: ", ")), got '\(level)'")
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("connection.maxIdle") { config.connection.maxIdleMilliseconds = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("connection.keepaliveTime") { config.connection.keepaliveTimeMilliseconds = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("connection.keepaliveTimeout") {
+                guard v > 0 else { throw ConfigurationError(key: "connection.keepaliveTimeout", problem: "must be more than 0") }
+                config.connection.keepaliveTimeoutMilliseconds = v
             }
-            config.logging.level = level
         }
-        if let format = try reader.string("logging.format") {
-            guard ["json", "text"].contains(format) else {
-                throw ConfigurationError(key: "logging.format", problem: "must be json or text, got '\(format)'")
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("connection.maxAge") { config.connection.maxAgeMilliseconds = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("connection.maxAgeGrace") { config.connection.maxAgeGraceMilliseconds = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("connection.minClientPingInterval") {
+                config.connection.minClientPingIntervalMilliseconds = v
             }
-            config.logging.format = format
         }
-        if let v = try reader.bool("logging.accessLog") { config.logging.accessLog = v }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.bool("connection.permitClientPingWithoutCalls") { config.connection.permitClientPingWithoutCalls = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("connection.maxPingStrikes", in: 0...1000) { config.connection.maxPingStrikes = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("shutdown.drainDelay") { config.shutdown.drainDelayMilliseconds = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("shutdown.grace") { config.shutdown.graceMilliseconds = v }
+        }
 
-        try reader.rejectUnknownKeys()
-        return config
+        key { () throws(ConfigurationError) in
+            config.rateLimits.defaults = try rateLimits(reader, prefix: "rateLimits", base: .defaults)
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("rateLimits.maxWait") { config.rateLimits.maxWaitMilliseconds = v }
+        }
+        key { () throws(ConfigurationError) in
+            config.apps = try apps(reader, defaultLimits: config.rateLimits.defaults)
+        }
+        key { () throws(ConfigurationError) in
+            config.retries = try retries(reader)
+        }
+        key { () throws(ConfigurationError) in
+            config.redis = try redis(reader)
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.string("notifications.resumeTokenKey") { config.notifications.resumeTokenKeyFile = v }
+        }
+
+        key { () throws(ConfigurationError) in
+            if let v = try reader.string("apple.productionURL") { config.apple.productionURL = try url(v, key: "apple.productionURL") }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.string("apple.sandboxURL") { config.apple.sandboxURL = try url(v, key: "apple.sandboxURL") }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.string("apple.caFile") { config.apple.caFile = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("apple.requestTimeout") {
+                guard v > 0 else { throw ConfigurationError(key: "apple.requestTimeout", problem: "must be more than 0") }
+                config.apple.requestTimeoutMilliseconds = v
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("apple.connectTimeout") {
+                guard v > 0 else { throw ConfigurationError(key: "apple.connectTimeout", problem: "must be more than 0") }
+                config.apple.connectTimeoutMilliseconds = v
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.bool("apple.allowReadableKeyFiles") { config.apple.allowReadableKeyFiles = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.bool("apple.allowInsecureURL") { config.apple.allowInsecureURL = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.bool("apple.trustSystemCAs") { config.apple.trustSystemCAs = v }
+        }
+
+        key { () throws(ConfigurationError) in
+            if let roots = try reader.strings("verification.rootCertificates") { config.verification.rootCertificates = roots }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("verification.chainCacheSize", in: 1...1_000_000) { config.verification.chainCacheSize = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.bool("verification.useCurrentTime") { config.verification.useCurrentTime = v }
+        }
+
+        key { () throws(ConfigurationError) in
+            if let level = try reader.string("logging.level") {
+                let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+                guard levels.contains(level) else {
+                    throw ConfigurationError(key: "logging.level", problem: "must be one of \(levels.joined(separator: ", ")), got '\(level)'")
+                }
+                config.logging.level = level
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let format = try reader.string("logging.format") {
+                guard ["json", "text"].contains(format) else {
+                    throw ConfigurationError(key: "logging.format", problem: "must be json or text, got '\(format)'")
+                }
+                config.logging.format = format
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.bool("logging.accessLog") { config.logging.accessLog = v }
+        }
+
+        for unknown in reader.unknownKeys() where !problems.contains(where: { unknown.hasPrefix(Self.section(of: $0.key)) }) {
+            problems.append(ConfigurationError(key: unknown, problem: "unknown key (misspelt, or not a setting of this version)"))
+        }
+        problems += appleTransportProblems(config.apple)
+        return (config, problems)
+    }
+
+    /// The section a problem's key belongs to (`apps[0].keyId` → `apps[0]`, `rateLimits.getHistory.burst` →
+    /// `rateLimits.getHistory`): keys beside a bad one may be left unread, and are not also called unknown.
+    static func section(of key: String) -> String {
+        if key.hasPrefix("apps["), let close = key.firstIndex(of: "]") { return String(key[...close]) }
+        guard let dot = key.lastIndex(of: ".") else { return key }
+        return String(key[..<dot])
+    }
+
+    /// Plain-HTTP Apple URLs would carry the request JWT (a bearer credential for the whole team) in clear.
+    static func appleTransportProblems(_ apple: Apple) -> [ConfigurationError] {
+        guard !apple.allowInsecureURL else { return [] }
+        return [("apple.productionURL", apple.productionURL), ("apple.sandboxURL", apple.sandboxURL)]
+            .filter { !$0.1.lowercased().hasPrefix("https://") }
+            .map {
+                ConfigurationError(
+                    key: $0.0, problem: "must be an https URL (got '\($0.1)'); set apple.allowInsecureURL: true "
+                        + "only for a local test double")
+            }
     }
 
     /// `limits.maxBufferedBytesPerConnection`, `maxBufferedBytes`, `maxConnections`, `defaultDeadline`,

@@ -145,8 +145,14 @@ public struct GatewayConfiguration: Sendable {
         public var productionURL = "https://api.storekit.apple.com"
         /// `apple.sandboxURL`.
         public var sandboxURL = "https://api.storekit-sandbox.apple.com"
-        /// Extra CA bundle for the upstream TLS (simulator, tests); empty = system CAs. `apple.caFile`.
+        /// A PEM CA bundle for the upstream TLS; empty = the system CAs. When set, it REPLACES the system CAs
+        /// (pinning) unless `trustSystemCAs`. `apple.caFile`, default "".
         public var caFile = ""
+        /// With `caFile`, trust the system CAs as well. `apple.trustSystemCAs`, default false.
+        public var trustSystemCAs = false
+        /// Accept `http://` Apple URLs (local test doubles only: the request JWT would travel in clear).
+        /// `apple.allowInsecureURL`, default false.
+        public var allowInsecureURL = false
         /// Longest single HTTP attempt to Apple (the caller's deadline may cut it shorter).
         /// `apple.requestTimeout`, 10s.
         public var requestTimeoutMilliseconds: UInt64 = 10_000

@@ -77,8 +77,9 @@ extension ProtoFileDescriptor {
                 bGFuVHlwZRIhCh1CSUxMSU5HX1BMQU5fVFlQRV9VTlNQRUNJRklFRBAAEiQKIEJJTExJTkdfUExBTl9UWVBFX0JJTExFRF9VUEZS
                 T05UEAESHQoZQklMTElOR19QTEFOX1RZUEVfTU9OVEhMWRACKqwBChBPcmlnaW5hbFBsYXRmb3JtEiEKHU9SSUdJTkFMX1BMQVRG
                 T1JNX1VOU1BFQ0lGSUVEEAASGQoVT1JJR0lOQUxfUExBVEZPUk1fSU9TEAESHAoYT1JJR0lOQUxfUExBVEZPUk1fTUFDX09TEAIS
-                GwoXT1JJR0lOQUxfUExBVEZPUk1fVFZfT1MQAxIfChtPUklHSU5BTF9QTEFURk9STV9WSVNJT05fT1MQBEIbChdjb20uYXBwc3Rv
-                cmUuZ2F0ZXdheS52MVABYgZwcm90bzM=
+                GwoXT1JJR0lOQUxfUExBVEZPUk1fVFZfT1MQAxIfChtPUklHSU5BTF9QTEFURk9STV9WSVNJT05fT1MQBEJeChdjb20uYXBwc3Rv
+                cmUuZ2F0ZXdheS52MVABWkFleGFtcGxlLmNvbS9hcHBzdG9yZS1nYXRld2F5L2dlbi9nby9hcHBzdG9yZS9nYXRld2F5L3YxO2dh
+                dGV3YXl2MWIGcHJvdG8z
                 """),
         ProtoFileDescriptor(
             name: "google/protobuf/timestamp.proto",
@@ -164,7 +165,8 @@ extension ProtoFileDescriptor {
                 X25vbmNlGAogASgJUhdkZXZpY2VWZXJpZmljYXRpb25Ob25jZRI/Cg1wcmVvcmRlcl9kYXRlGAsgASgLMhouZ29vZ2xlLnByb3Rv
                 YnVmLlRpbWVzdGFtcFIMcHJlb3JkZXJEYXRlEiwKEmFwcF90cmFuc2FjdGlvbl9pZBgMIAEoCVIQYXBwVHJhbnNhY3Rpb25JZBJS
                 ChFvcmlnaW5hbF9wbGF0Zm9ybRgNIAEoDjIlLmFwcHN0b3JlLmdhdGV3YXkudjEuT3JpZ2luYWxQbGF0Zm9ybVIQb3JpZ2luYWxQ
-                bGF0Zm9ybRIZCghyYXdfanNvbhhjIAEoCVIHcmF3SnNvbkIbChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABYgZwcm90bzM=
+                bGF0Zm9ybRIZCghyYXdfanNvbhhjIAEoCVIHcmF3SnNvbkJeChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABWkFleGFtcGxlLmNv
+                bS9hcHBzdG9yZS1nYXRld2F5L2dlbi9nby9hcHBzdG9yZS9nYXRld2F5L3YxO2dhdGV3YXl2MWIGcHJvdG8z
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/history.proto",
@@ -205,8 +207,9 @@ extension ProtoFileDescriptor {
                 ZURhdGUSKAoQcHVyY2hhc2VfZGF0ZV9tcxgVIAEoCVIOcHVyY2hhc2VEYXRlTXMSKgoRcHVyY2hhc2VfZGF0ZV9wc3QYFiABKAlS
                 D3B1cmNoYXNlRGF0ZVBzdBIaCghxdWFudGl0eRgXIAEoCVIIcXVhbnRpdHkSQgodc3Vic2NyaXB0aW9uX2dyb3VwX2lkZW50aWZp
                 ZXIYGCABKAlSG3N1YnNjcmlwdGlvbkdyb3VwSWRlbnRpZmllchIyChZ3ZWJfb3JkZXJfbGluZV9pdGVtX2lkGBkgASgJUhJ3ZWJP
-                cmRlckxpbmVJdGVtSWQSJQoOdHJhbnNhY3Rpb25faWQYGiABKAlSDXRyYW5zYWN0aW9uSWRCGwoXY29tLmFwcHN0b3JlLmdhdGV3
-                YXkudjFQAWIGcHJvdG8z
+                cmRlckxpbmVJdGVtSWQSJQoOdHJhbnNhY3Rpb25faWQYGiABKAlSDXRyYW5zYWN0aW9uSWRCXgoXY29tLmFwcHN0b3JlLmdhdGV3
+                YXkudjFQAVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFi
+                BnByb3RvMw==
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/notification.proto",
@@ -255,7 +258,8 @@ extension ProtoFileDescriptor {
                 b2tlbhgJIAEoCVILcmVzdW1lVG9rZW4i6wEKEU5vdGlmaWNhdGlvbkV2ZW50EiUKDnNpZ25lZF9wYXlsb2FkGAEgASgJUg1zaWdu
                 ZWRQYXlsb2FkEkUKDG5vdGlmaWNhdGlvbhgCIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uUgxub3RpZmlj
                 YXRpb24SRQoNc2VuZF9hdHRlbXB0cxgDIAMoCzIgLmFwcHN0b3JlLmdhdGV3YXkudjEuU2VuZEF0dGVtcHRSDHNlbmRBdHRlbXB0
-                cxIhCgxyZXN1bWVfdG9rZW4YBCABKAlSC3Jlc3VtZVRva2VuQhsKF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFiBnByb3RvMw==
+                cxIhCgxyZXN1bWVfdG9rZW4YBCABKAlSC3Jlc3VtZVRva2VuQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUu
+                Y29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/verify.proto",
@@ -282,7 +286,8 @@ extension ProtoFileDescriptor {
                 UklGSUNBVElPTl9TVEFUVVNfSU5WQUxJRF9DRVJUSUZJQ0FURRAFEicKI1ZFUklGSUNBVElPTl9TVEFUVVNfVU5UUlVTVEVEX0NI
                 QUlOEAYSKQolVkVSSUZJQ0FUSU9OX1NUQVRVU19JTlZBTElEX1NJR05BVFVSRRAHEi4KKlZFUklGSUNBVElPTl9TVEFUVVNfSU5W
                 QUxJRF9BUFBfSURFTlRJRklFUhAIEisKJ1ZFUklGSUNBVElPTl9TVEFUVVNfSU5WQUxJRF9FTlZJUk9OTUVOVBAJEiIKHlZFUklG
-                SUNBVElPTl9TVEFUVVNfV1JPTkdfS0lORBAKQhsKF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFiBnByb3RvMw==
+                SUNBVElPTl9TVEFUVVNfV1JPTkdfS0lORBAKQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0
+                b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/gateway.proto",
@@ -295,7 +300,8 @@ extension ProtoFileDescriptor {
                 SGlzdG9yeVJlcXVlc3QaJy5hcHBzdG9yZS5nYXRld2F5LnYxLkdldEhpc3RvcnlSZXNwb25zZRJwChNTdHJlYW1Ob3RpZmljYXRp
                 b25zEi8uYXBwc3RvcmUuZ2F0ZXdheS52MS5TdHJlYW1Ob3RpZmljYXRpb25zUmVxdWVzdBomLmFwcHN0b3JlLmdhdGV3YXkudjEu
                 Tm90aWZpY2F0aW9uRXZlbnQwARJaCglWZXJpZnlKV1MSJS5hcHBzdG9yZS5nYXRld2F5LnYxLlZlcmlmeUpXU1JlcXVlc3QaJi5h
-                cHBzdG9yZS5nYXRld2F5LnYxLlZlcmlmeUpXU1Jlc3BvbnNlQhsKF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFiBnByb3RvMw==
+                cHBzdG9yZS5nYXRld2F5LnYxLlZlcmlmeUpXU1Jlc3BvbnNlQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUu
+                Y29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "google/protobuf/duration.proto",

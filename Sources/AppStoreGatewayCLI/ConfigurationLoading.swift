@@ -1,0 +1,84 @@
+import AppStoreClient
+import ArgumentParser
+import Foundation
+import GatewayCore
+import Logging
+import Observability
+
+/// Reading a configuration file for `serve` and `check-config`, and reporting what is wrong with it.
+enum ConfigurationLoading {
+    /// The file's text, or a problem naming it.
+    static func text(of path: String) -> Result<String, ConfigurationError> {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            return .failure(ConfigurationError(key: "", problem: "cannot read the configuration file '\(path)'"))
+        }
+        return .success(text)
+    }
+
+    /// Every problem of a configuration: its keys (one problem per bad key) and, when those are fine, its
+    /// apps' private-key files. Paths are resolved against the file's folder.
+    static func problems(
+        yaml: String, path: String?, environment: [String: String]
+    ) -> (GatewayConfiguration, [ConfigurationError]) {
+        var configuration: GatewayConfiguration
+        var problems: [ConfigurationError]
+        do {
+            (configuration, problems) = try GatewayConfiguration.check(yaml: yaml, environment: environment)
+        } catch {
+            return (GatewayConfiguration(), [error])
+        }
+        if let path {
+            configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        }
+        guard problems.isEmpty else { return (configuration, problems) }
+        for (index, app) in configuration.apps.enumerated() {
+            do {
+                _ = try AppKeySigner.load(
+                    app: app, index: index, allowReadableFile: configuration.apple.allowReadableKeyFiles)
+            } catch {
+                problems.append(error)
+            }
+        }
+        return (configuration, problems)
+    }
+
+    /// Start-up failed: ONE JSON log line on standard error (like every other log line; no usage text),
+    /// then exit status 1.
+    static func fail(_ message: String, problems: [ConfigurationError] = []) -> ExitCode {
+        let logger = Logger(label: "appstore-gateway") { label in JSONLogHandler(label: label) }
+        var metadata: Logger.Metadata = [:]
+        if let first = problems.first {
+            metadata["key"] = .string(first.key)
+            metadata["problem"] = .string(first.problem)
+            metadata["problems"] = .array(problems.map { .string($0.description) })
+        }
+        let text = problems.first.map { "\(message): \($0)" } ?? message
+        logger.critical("\(text)", metadata: metadata)
+        return ExitCode(1)
+    }
+}
+
+/// `appstore-gateway check-config --config FILE`: validates a configuration without serving.
+struct CheckConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Check a configuration file: prints one line per bad key; exit status 0 when it is valid, 1 when not.")
+
+    @Option(name: .long, help: "The YAML configuration file.")
+    var config: String
+
+    func run() throws {
+        let yaml: String
+        switch ConfigurationLoading.text(of: config) {
+        case .success(let text): yaml = text
+        case .failure(let error):
+            print(error)
+            throw ExitCode(1)
+        }
+        let (configuration, problems) = ConfigurationLoading.problems(
+            yaml: yaml, path: config, environment: ProcessInfo.processInfo.environment)
+        for problem in problems { print(problem) }
+        guard problems.isEmpty else { throw ExitCode(1) }
+        print("\(config): valid (\(configuration.apps.count) app(s): \(configuration.apps.map(\.name).joined(separator: ", ")))")
+    }
+}

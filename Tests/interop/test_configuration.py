@@ -1,0 +1,83 @@
+"""Start-up configuration as an operator meets it: `check-config`, JSON errors from `serve`, https-only Apple URLs."""
+import json
+import os
+import subprocess
+
+import yaml
+
+from conftest import GATEWAY_BIN, ROOT
+
+BAD = {
+    "listen": "nope",
+    "threads": "many",
+    "limits": {"maxConcurrentStreams": 0},
+    "colour": "blue",
+    "apple": {"productionURL": "http://api.storekit.apple.com"},
+}
+
+
+def _write(tmp_path, config, name="gateway.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def _run(*args):
+    return subprocess.run([GATEWAY_BIN, *args], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "APPSTORE_GATEWAY_ADMIN": "127.0.0.1:0"})
+
+
+def test_check_config_reports_every_bad_key_and_exits_1(tmp_path):
+    result = _run("check-config", "--config", _write(tmp_path, BAD))
+    assert result.returncode == 1
+    lines = result.stdout.strip().splitlines()
+    keys = [line.split(":", 1)[0] for line in lines]
+    assert keys == ["listen", "threads", "limits.maxConcurrentStreams", "colour", "apple.productionURL"], lines
+    assert "Usage" not in result.stdout + result.stderr
+
+
+def test_check_config_accepts_the_shipped_example(tmp_path):
+    with open(os.path.join(ROOT, "deploy", "gateway.yaml")) as f:
+        config = yaml.safe_load(f)
+    config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
+    result = _run("check-config", "--config", _write(tmp_path, config))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "valid" in result.stdout
+
+
+def test_serve_reports_a_bad_configuration_as_one_json_line_and_exits_1(tmp_path):
+    result = _run("serve", "--config", _write(tmp_path, BAD))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    entry = json.loads(lines[0])
+    assert entry["level"] == "critical"
+    assert entry["key"] == "listen"
+    assert len(entry["problems"]) == 5
+    assert "Usage" not in result.stdout + result.stderr
+
+
+def test_serve_reports_an_unreadable_file_as_json(tmp_path):
+    result = _run("serve", "--config", str(tmp_path / "missing.yaml"))
+    assert result.returncode == 1
+    entry = json.loads(result.stderr.strip())
+    assert "cannot read the configuration file" in entry["message"]
+
+
+def test_plain_http_apple_urls_need_allow_insecure_url(tmp_path):
+    config = {"apple": {"productionURL": "http://127.0.0.1:1", "sandboxURL": "http://127.0.0.1:2"}}
+    refused = _run("check-config", "--config", _write(tmp_path, config))
+    assert refused.returncode == 1
+    assert [line.split(":", 1)[0] for line in refused.stdout.splitlines()] == [
+        "apple.productionURL", "apple.sandboxURL"]
+    config["apple"]["allowInsecureURL"] = True
+    accepted = _run("check-config", "--config", _write(tmp_path, config))
+    assert accepted.returncode == 0, accepted.stdout
+
+
+def test_ca_pinning_keys_are_accepted(tmp_path):
+    config = {"apple": {"caFile": os.path.join(ROOT, "certs", "AppleRootCA-G3.cer"), "trustSystemCAs": True}}
+    assert _run("check-config", "--config", _write(tmp_path, config)).returncode == 0
+    config["apple"]["trustSystemCAs"] = "perhaps"
+    result = _run("check-config", "--config", _write(tmp_path, config))
+    assert result.returncode == 1 and result.stdout.startswith("apple.trustSystemCAs:")
