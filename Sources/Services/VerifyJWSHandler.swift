@@ -7,12 +7,29 @@ import SignedData
 ///
 /// A JWS that fails verification is a normal answer (status OK, a failing `VerificationStatus` and a
 /// message); RPC errors are only for requests the gateway cannot act on (an unknown app, a bad enum).
+///
+/// Fail-closed: the payload is bound to an app (the named one, else the only configured one) and to the
+/// environments that app's policy allows, as Apple's own verifier requires a bundle id and an environment.
+/// Only `verification.allowUnboundVerification` lets an empty `app` verify signature and chain alone.
 struct VerifyJWSHandler: Sendable {
     let verifier: SignedDataVerifier
     let apps: AppDirectory
+    var allowUnboundVerification = false
     var events: any GatewayEvents = SilentGatewayEvents()
 
+    /// The checked request: what to ask the verifier.
+    struct Plan: Sendable {
+        let kind: SignedDataKind?
+        let requirements: VerificationRequirements
+    }
+
     func verify(_ request: VerifyJWSRequest) throws(GatewayError) -> VerifyJWSResponse {
+        respond(to: request, plan: try plan(request))
+    }
+
+    /// Checks `request` (contract limits, enums, app and environment binding) without verifying anything.
+    func plan(_ request: VerifyJWSRequest) throws(GatewayError) -> Plan {
+        try request.checkContract()
         var kind: SignedDataKind?
         if request.kind != .unspecified {
             guard let asked = SignedDataKind(request.kind) else {
@@ -28,15 +45,23 @@ struct VerifyJWSHandler: Sendable {
             }
             environment = asked
         }
-        var requirements = VerificationRequirements.none
         do {
-            if request.app.isEmpty {
-                requirements = try VerificationRequirements(environment: environment)
-            } else {
-                let app = try apps.app(named: request.app)
-                requirements = try VerificationRequirements(
-                    bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
+            if request.app.isEmpty, allowUnboundVerification {
+                return Plan(kind: kind, requirements: try VerificationRequirements(environment: environment))
             }
+            // An empty `app` is the only configured app; with several it is INVALID_ARGUMENT (AppDirectory).
+            let app = try apps.app(named: request.app)
+            if let environment {
+                return Plan(
+                    kind: kind,
+                    requirements: try VerificationRequirements(
+                        bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment))
+            }
+            return Plan(
+                kind: kind,
+                requirements: try VerificationRequirements(
+                    bundleID: app.bundleId, appAppleID: app.appAppleId,
+                    acceptedEnvironments: Self.accepted(by: app.environment)))
         } catch let error as SignedDataConfigurationError {
             throw GatewayError.invalidArgument(field: "app", problem: error.description)
         } catch let error as GatewayError {
@@ -44,15 +69,28 @@ struct VerifyJWSHandler: Sendable {
         } catch {
             throw GatewayError.internalBug("unexpected error \(error)", requestID: nil)
         }
+    }
 
-        let result = verifier.verify(request.jws, kind: kind, requirements: requirements)
+    /// The environments an app's configured policy accepts when the request names none.
+    static func accepted(by policy: GatewayConfiguration.EnvironmentPolicy) -> Set<AppStoreEnvironment>? {
+        switch policy {
+        case .production: [.production]
+        case .sandbox: [.sandbox, .xcode]
+        case .auto: nil
+        }
+    }
+
+    /// Verifies the JWS of `request` as `plan` says and builds the answer.
+    func respond(to request: VerifyJWSRequest, plan: Plan) -> VerifyJWSResponse {
+        let result = verifier.verify(request.jws, kind: plan.kind, requirements: plan.requirements)
         events.verification(verdict: "\(result.status)")
         var response = VerifyJWSResponse()
         response.status = result.status.protoStatus
         response.message = result.message
         if let kind = result.kind { response.kind = kind.protoKind }
-        if let date = result.signedDate {
-            response.signedDate = ProtoTimestamp(unixMilliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded()))
+        if let environment = result.environment { response.environment = environment.protoEnvironment }
+        if let date = result.signedDate, let milliseconds = Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded()) {
+            response.signedDate = ProtoTimestamp(unixMilliseconds: milliseconds)
         }
         if result.status == .ok, let payload = PayloadDecoder.decode(result) {
             switch payload {

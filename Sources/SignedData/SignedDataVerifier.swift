@@ -75,14 +75,16 @@ public final class SignedDataVerifier: Sendable {
     public func verify(_ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none)
         -> VerificationResult
     {
-        var known: (kind: SignedDataKind?, signedDate: Date?, rawJSON: Data?) = (nil, nil, nil)
+        var known: (kind: SignedDataKind?, signedDate: Date?, environment: AppStoreEnvironment?, rawJSON: Data?) =
+            (nil, nil, nil, nil)
         do throws(Rejection) {
             let token = try CompactJWS(parsing: jws, maximumLength: configuration.maximumJWSLength)
             guard let payload = JSONValue.object(from: token.payload) else {
                 throw Rejection(.malformed, "the JWS payload is not a JSON object")
             }
             let facts = try PayloadFacts(payload: payload, requestedKind: kind)
-            known = (facts.kind, facts.signedDate, nil)
+            let environment = facts.identity.environment.flatMap(AppStoreEnvironment.init(rawValue:))
+            known = (facts.kind, facts.signedDate, environment, nil)
             let leafKey = try trustedLeafKey(token, at: verificationTime(facts))
             guard leafKey.isValidSignature(token.signature, for: token.signingInput) else {
                 let detail = token.signature.count == 64
@@ -99,15 +101,16 @@ public final class SignedDataVerifier: Sendable {
             if let failed = nested.first(where: { !$0.result.isVerified }) {
                 return VerificationResult(
                     status: failed.result.status, message: "\(failed.field.rawValue): \(failed.result.message)",
-                    kind: facts.kind, signedDate: facts.signedDate, rawJSON: token.payload, nestedPayloads: nested)
+                    kind: facts.kind, signedDate: facts.signedDate, environment: environment, rawJSON: token.payload,
+                    nestedPayloads: nested)
             }
             return VerificationResult(
                 status: .ok, message: "verified", kind: facts.kind, signedDate: facts.signedDate,
-                rawJSON: token.payload, payloadObject: payload, nestedPayloads: nested)
+                environment: environment, rawJSON: token.payload, payloadObject: payload, nestedPayloads: nested)
         } catch {
             return VerificationResult(
                 status: error.status, message: error.message, kind: known.kind, signedDate: known.signedDate,
-                rawJSON: known.rawJSON)
+                environment: known.environment, rawJSON: known.rawJSON)
         }
     }
 
@@ -211,10 +214,13 @@ public final class SignedDataVerifier: Sendable {
         {
             throw Rejection(.invalidAppIdentifier, "appAppleId in \(identity.source) is \(actual), expected \(expected)")
         }
-        if let expected = requirements.environment, identity.environment != expected.rawValue {
+        if let accepted = requirements.acceptedEnvironments,
+            !accepted.contains(where: { $0.rawValue == identity.environment })
+        {
+            let expected = accepted.map { "\"\($0.rawValue)\"" }.sorted().joined(separator: " or ")
             throw Rejection(
                 .invalidEnvironment,
-                "environment in \(identity.source) is \(identity.environment.map { "\"\($0)\"" } ?? "absent"), expected \"\(expected.rawValue)\"")
+                "environment in \(identity.source) is \(identity.environment.map { "\"\($0)\"" } ?? "absent"), expected \(expected)")
         }
     }
 
