@@ -10,9 +10,17 @@ extension GatewayError {
     public var rpcStatus: RPCStatus {
         switch self {
         case .invalidArgument(let field, let problem):
-            return status(
+            return Self.status(
                 .invalidArgument, "Invalid \(field): \(problem).",
-                reason: "INVALID_ARGUMENT", metadata: ["field": field])
+                reason: "INVALID_ARGUMENT", metadata: ["field": field],
+                fieldViolations: [FieldViolation(field: field, description: problem)])
+        case .badRequest(let violations):
+            let listed = violations.prefix(3).map { "\($0.field): \($0.description)" }.joined(separator: "; ")
+            let more = violations.count > 3 ? " (and \(violations.count - 3) more)" : ""
+            let message = violations.count == 1 ? "Invalid \(listed)." : "Invalid request: \(listed)\(more)."
+            return Self.status(
+                .invalidArgument, message, reason: "INVALID_ARGUMENT",
+                metadata: ["field": violations.first?.field ?? ""], fieldViolations: violations)
         case .unknownApp(let app):
             return status(
                 .notFound, "No app named \"\(app)\" is configured; use an apps[].name or apps[].bundleId.",
@@ -101,11 +109,13 @@ extension GatewayError {
 
     private static func status(
         _ code: StatusCode, _ message: String, reason: String, metadata: [String: String],
-        retryAfter: Duration? = nil
+        retryAfter: Duration? = nil, fieldViolations: [FieldViolation] = []
     ) -> RPCStatus {
         let info = ErrorDetails.Info(reason: reason, domain: gatewayErrorDomain, metadata: metadata)
         return RPCStatus(
-            code, message, details: ErrorDetails(info: info, retryDelayMilliseconds: retryAfter?.millisecondsRoundedUp))
+            code, message,
+            details: ErrorDetails(
+                info: info, retryDelayMilliseconds: retryAfter?.millisecondsRoundedUp, fieldViolations: fieldViolations))
     }
 
     private static func metadata(_ failure: AppleFailure) -> [String: String] {

@@ -53,7 +53,9 @@ public struct AppStoreGatewayService: GRPCService {
             throw ConfigurationError(key: "verification", problem: "\(error)")
         }
         self.verifier = verifier
-        verifyJWS = VerifyJWSHandler(verifier: verifier, apps: AppDirectory(configuration.apps), events: events)
+        verifyJWS = VerifyJWSHandler(
+            verifier: verifier, apps: AppDirectory(configuration.apps),
+            allowUnboundVerification: configuration.verification.allowUnboundVerification, events: events)
 
         let http: UpstreamHTTPClient
         do {
@@ -68,7 +70,8 @@ public struct AppStoreGatewayService: GRPCService {
             configuration: configuration, http: http, clock: clock, signers: signers, events: events)
         rateLimiter = client.rateLimiter
         getHistory = GetHistoryHandler(
-            client: client, verifier: verifier, maxPages: configuration.history.maxPages, clock: clock)
+            client: client, verifier: verifier, maxPages: configuration.history.maxPages,
+            maxResponseBytes: configuration.history.maxResponseBytes, clock: clock)
         notifications = StreamNotificationsHandler(
             client: client, verifier: verifier, resumeTokenKey: try Self.resumeTokenKey(configuration), clock: clock)
     }

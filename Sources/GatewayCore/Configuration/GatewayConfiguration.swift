@@ -156,6 +156,10 @@ public struct GatewayConfiguration: Sendable {
         public var chainCacheSize = 1024
         /// Validate chains at the current time instead of the payload's signedDate. `verification.useCurrentTime`.
         public var useCurrentTime = false
+        /// Let a VerifyJWS without `app` verify signature and chain only, bound to no app (the old fail-open
+        /// behaviour). `verification.allowUnboundVerification`, false: an empty `app` means the only configured
+        /// app, and is INVALID_ARGUMENT when several are configured.
+        public var allowUnboundVerification = false
         public init() {}
     }
 
@@ -173,6 +177,10 @@ public struct GatewayConfiguration: Sendable {
     public struct History: Sendable, Hashable {
         /// Most pages one `all_pages` GetHistory call fetches. `history.maxPages`, 50.
         public var maxPages = 50
+        /// Largest `all_pages` GetHistory response, in bytes: paging stops before the response would grow past
+        /// it (then `has_more` and `revision` continue). `history.maxResponseBytes`, 4,000,000 (under the 4 MiB
+        /// default receive limit of grpcio, grpc-go and grpc-java).
+        public var maxResponseBytes = 4_000_000
         public init() {}
     }
 
