@@ -21,6 +21,12 @@ extension GatewayError {
             return Self.status(
                 .invalidArgument, message, reason: "INVALID_ARGUMENT",
                 metadata: ["field": violations.first?.field ?? ""], fieldViolations: violations)
+        case .verificationBusy(let retryAfter):
+            return Self.status(
+                .resourceExhausted,
+                "Every JWS chain-validation worker is busy and the queue is full; retry after "
+                    + "\(retryAfter.millisecondsRoundedUp) ms.",
+                reason: "VERIFICATION_BUSY", metadata: [:], retryAfter: retryAfter)
         case .unknownApp(let app):
             return status(
                 .notFound, "No app named \"\(app)\" is configured; use an apps[].name or apps[].bundleId.",

@@ -46,6 +46,7 @@ public struct AppStoreGatewayService: GRPCService {
         var verifierConfiguration = SignedDataVerifier.Configuration(trustedRoots: roots)
         verifierConfiguration.chainCacheCapacity = configuration.verification.chainCacheSize
         verifierConfiguration.validationTime = configuration.verification.useCurrentTime ? .now : .signedDate
+        verifierConfiguration.rejectedChainTTL = Double(configuration.verification.negativeCacheTTLMilliseconds) / 1000
         let verifier: SignedDataVerifier
         do {
             verifier = try SignedDataVerifier(configuration: verifierConfiguration)
@@ -55,7 +56,10 @@ public struct AppStoreGatewayService: GRPCService {
         self.verifier = verifier
         verifyJWS = VerifyJWSHandler(
             verifier: verifier, apps: AppDirectory(configuration.apps),
-            allowUnboundVerification: configuration.verification.allowUnboundVerification, events: events)
+            allowUnboundVerification: configuration.verification.allowUnboundVerification,
+            pool: VerificationPool(
+                threads: configuration.verification.poolThreads, queueLimit: configuration.verification.poolQueue),
+            events: events)
 
         let http: UpstreamHTTPClient
         do {
@@ -135,13 +139,10 @@ public struct AppStoreGatewayService: GRPCService {
                     try await stream.send(event, shutdownStatus: shutdownStatus)
                 }
             },
-            // Inline on the event loop: a warm verification is one ECDSA verify plus parsing.
-            "/\(Self.name)/VerifyJWS": .unaryInline(VerifyJWSRequest.self) { request, _ -> Result<VerifyJWSResponse, RPCStatus> in
-                do throws(GatewayError) {
-                    return .success(try verifyJWS.verify(request))
-                } catch {
-                    return .failure(error.rpcStatus)
-                }
+            // Inline on the event loop only when the chain is cached (one ECDSA verify plus parsing); a full
+            // chain validation goes to the bounded verification pool.
+            "/\(Self.name)/VerifyJWS": .unaryInlineOrTask(VerifyJWSRequest.self) { request, _ in
+                verifyJWS.answer(request)
             },
         ]
     }

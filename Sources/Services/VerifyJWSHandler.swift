@@ -15,6 +15,8 @@ struct VerifyJWSHandler: Sendable {
     let verifier: SignedDataVerifier
     let apps: AppDirectory
     var allowUnboundVerification = false
+    /// Where uncached chains are validated (nil: inline, for tests of the verdicts alone).
+    var pool: VerificationPool?
     var events: any GatewayEvents = SilentGatewayEvents()
 
     /// The checked request: what to ask the verifier.
@@ -24,7 +26,32 @@ struct VerifyJWSHandler: Sendable {
     }
 
     func verify(_ request: VerifyJWSRequest) throws(GatewayError) -> VerifyJWSResponse {
-        respond(to: request, plan: try plan(request))
+        let plan = try plan(request)
+        return response(to: verifier.verify(request.jws, kind: plan.kind, requirements: plan.requirements))
+    }
+
+    /// On the event loop: the answer when the chain (or its recent failure) is cached, else the full
+    /// validation as a task through the pool, refused with RESOURCE_EXHAUSTED + RetryInfo when it is full.
+    func answer(_ request: VerifyJWSRequest) -> TypedInlineOrTask<VerifyJWSResponse> {
+        let plan: Plan
+        do throws(GatewayError) {
+            plan = try self.plan(request)
+        } catch {
+            return .done(.failure(error.rpcStatus))
+        }
+        if let result = verifier.verifyIfChainCached(request.jws, kind: plan.kind, requirements: plan.requirements) {
+            return .done(.success(response(to: result)))
+        }
+        guard let pool else {
+            return .done(.success(response(to: verifier.verify(request.jws, kind: plan.kind, requirements: plan.requirements))))
+        }
+        let verifier = self.verifier
+        let jws = request.jws
+        return .task {
+            guard let result = await pool.run({ verifier.verify(jws, kind: plan.kind, requirements: plan.requirements) })
+            else { return .failure(GatewayError.verificationBusy(retryAfter: .milliseconds(200)).rpcStatus) }
+            return .success(response(to: result))
+        }
     }
 
     /// Checks `request` (contract limits, enums, app and environment binding) without verifying anything.
@@ -80,9 +107,8 @@ struct VerifyJWSHandler: Sendable {
         }
     }
 
-    /// Verifies the JWS of `request` as `plan` says and builds the answer.
-    func respond(to request: VerifyJWSRequest, plan: Plan) -> VerifyJWSResponse {
-        let result = verifier.verify(request.jws, kind: plan.kind, requirements: plan.requirements)
+    /// The answer for a verification result.
+    func response(to result: VerificationResult) -> VerifyJWSResponse {
         events.verification(verdict: "\(result.status)")
         var response = VerifyJWSResponse()
         response.status = result.status.protoStatus

@@ -72,6 +72,18 @@ public final class ServiceHarness: Sendable {
             case .success(let response): return Outcome(status: .ok, responses: [response])
             case .failure(let status): return Outcome(status: status, responses: [])
             }
+        case .unaryInlineOrTask(let body):
+            switch body(request, context) {
+            case .done(.success(let response)): return Outcome(status: .ok, responses: [response])
+            case .done(.failure(let status)): return Outcome(status: status, responses: [])
+            case .task(let rest):
+                return Self.wait {
+                    switch await rest() {
+                    case .success(let response): return Outcome(status: .ok, responses: [response])
+                    case .failure(let status): return Outcome(status: status, responses: [])
+                    }
+                }
+            }
         case .unary(let body):
             return Self.wait {
                 do throws(RPCStatus) {

@@ -57,6 +57,14 @@ extension GatewayConfiguration {
         if let v = try reader.integer("verification.chainCacheSize", in: 1...1_000_000) { config.verification.chainCacheSize = v }
         if let v = try reader.bool("verification.useCurrentTime") { config.verification.useCurrentTime = v }
         if let v = try reader.bool("verification.allowUnboundVerification") { config.verification.allowUnboundVerification = v }
+        if let v = try reader.integer("verification.poolThreads", in: 1...256) { config.verification.poolThreads = v }
+        if let v = try reader.integer("verification.poolQueue", in: 0...100_000) { config.verification.poolQueue = v }
+        if let v = try reader.milliseconds("verification.negativeCacheTTL") {
+            guard v <= 3_600_000 else {
+                throw ConfigurationError(key: "verification.negativeCacheTTL", problem: "must be at most 1h")
+            }
+            config.verification.negativeCacheTTLMilliseconds = v
+        }
 
         if let level = try reader.string("logging.level") {
             let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]

@@ -160,6 +160,15 @@ public struct GatewayConfiguration: Sendable {
         /// behaviour). `verification.allowUnboundVerification`, false: an empty `app` means the only configured
         /// app, and is INVALID_ARGUMENT when several are configured.
         public var allowUnboundVerification = false
+        /// Worker threads for VerifyJWS calls whose chain is not cached (a full X.509 validation, kept off the
+        /// event loops). `verification.poolThreads`, 2.
+        public var poolThreads = 2
+        /// Such calls waiting for a worker at most; more are RESOURCE_EXHAUSTED with RetryInfo.
+        /// `verification.poolQueue`, 64.
+        public var poolQueue = 64
+        /// How long a chain that failed validation is refused from memory (for the same verification time)
+        /// before it is validated again. `verification.negativeCacheTTL`, 30s; 0 disables.
+        public var negativeCacheTTLMilliseconds: UInt64 = 30_000
         public init() {}
     }
 
