@@ -101,7 +101,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayCore"], path: "Tests/TestSupport"),
         // The three RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
         .target(
-            name: "ServiceHarness", dependencies: ["Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator"],
+            name: "ServiceHarness",
+            dependencies: ["Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator"],
             path: "Tests/ServiceHarness"),
         .testTarget(
             name: "ServicesTests",

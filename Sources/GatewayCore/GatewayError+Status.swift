@@ -121,7 +121,8 @@ extension GatewayError {
         return RPCStatus(
             code, message,
             details: ErrorDetails(
-                info: info, retryDelayMilliseconds: retryAfter?.millisecondsRoundedUp, fieldViolations: fieldViolations))
+                info: info, retryDelayMilliseconds: retryAfter?.millisecondsRoundedUp,
+                fieldViolations: fieldViolations))
     }
 
     private static func metadata(_ failure: AppleFailure) -> [String: String] {

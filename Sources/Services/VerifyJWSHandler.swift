@@ -42,14 +42,16 @@ struct VerifyJWSHandler: Sendable {
         if let result = verifier.verifyIfChainCached(request.jws, kind: plan.kind, requirements: plan.requirements) {
             return .done(.success(response(to: result)))
         }
-        guard let pool else {
-            return .done(.success(response(to: verifier.verify(request.jws, kind: plan.kind, requirements: plan.requirements))))
-        }
         let verifier = self.verifier
         let jws = request.jws
+        guard let pool else {
+            return .done(.success(response(to: verifier.verify(jws, kind: plan.kind, requirements: plan.requirements))))
+        }
         return .task {
-            guard let result = await pool.run({ verifier.verify(jws, kind: plan.kind, requirements: plan.requirements) })
-            else { return .failure(GatewayError.verificationBusy(retryAfter: .milliseconds(200)).rpcStatus) }
+            let result = await pool.run { verifier.verify(jws, kind: plan.kind, requirements: plan.requirements) }
+            guard let result else {
+                return .failure(GatewayError.verificationBusy(retryAfter: .milliseconds(200)).rpcStatus)
+            }
             return .success(response(to: result))
         }
     }
@@ -115,7 +117,9 @@ struct VerifyJWSHandler: Sendable {
         response.message = result.message
         if let kind = result.kind { response.kind = kind.protoKind }
         if let environment = result.environment { response.environment = environment.protoEnvironment }
-        if let date = result.signedDate, let milliseconds = Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded()) {
+        if let date = result.signedDate,
+            let milliseconds = Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded())
+        {
             response.signedDate = ProtoTimestamp(unixMilliseconds: milliseconds)
         }
         if result.status == .ok, let payload = PayloadDecoder.decode(result) {

@@ -158,7 +158,9 @@ public final class SignedDataVerifier: Sendable {
     /// The leaf's key once leaf → intermediate → configured root is valid at `time`, from the cache when
     /// this pair was validated before for a time inside its window. nil when `mayValidate` is false and
     /// neither cache answers.
-    private func trustedLeafKey(_ token: CompactJWS, at time: Date, mayValidate: Bool) throws(Rejection) -> ECPublicKey? {
+    private func trustedLeafKey(_ token: CompactJWS, at time: Date, mayValidate: Bool)
+        throws(Rejection) -> ECPublicKey?
+    {
         // The same checks, in the same order, as decoding all three; x5c[2] must be well-formed, but is
         // never trusted. The cache is keyed by the texts, so a hit decodes and parses nothing.
         for index in 0..<3 { try token.checkCertificateText(at: index) }
@@ -271,7 +273,8 @@ public final class SignedDataVerifier: Sendable {
             let expected = accepted.map { "\"\($0.rawValue)\"" }.sorted().joined(separator: " or ")
             throw Rejection(
                 .invalidEnvironment,
-                "environment in \(identity.source) is \(identity.environment.map { "\"\($0)\"" } ?? "absent"), expected \(expected)")
+                "environment in \(identity.source) is \(identity.environment.map { "\"\($0)\"" } ?? "absent"), "
+                    + "expected \(expected)")
         }
     }
 }

@@ -72,12 +72,16 @@ import Testing
         #expect(config.verification.poolThreads == 4)
         #expect(config.verification.poolQueue == 8)
         #expect(config.verification.negativeCacheTTLMilliseconds == 0)
-        #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(yaml: "history: { maxResponseBytes: 10 }") }
+        #expect(throws: ConfigurationError.self) {
+            try GatewayConfiguration.load(yaml: "history: { maxResponseBytes: 10 }")
+        }
         // Durations past 100 years are refused, not converted with a trap.
         for text in ["1e30s", "1e300h", "nan", "-1s", "inf"] {
             #expect(DurationText.milliseconds(text) == nil)
         }
-        #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(yaml: "rateLimits: { maxWait: 1e30s }") }
+        #expect(throws: ConfigurationError.self) {
+            try GatewayConfiguration.load(yaml: "rateLimits: { maxWait: 1e30s }")
+        }
     }
 
     @Test func rateLimitsAndRetriesAreRead() throws {

@@ -37,7 +37,9 @@ extension GatewayConfiguration {
         config.apps = try apps(reader, defaultLimits: config.rateLimits.defaults)
         config.retries = try retries(reader)
         if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
-        if let v = try reader.integer("history.maxResponseBytes", in: 1024...(1 << 30)) { config.history.maxResponseBytes = v }
+        if let v = try reader.integer("history.maxResponseBytes", in: 1024...(1 << 30)) {
+            config.history.maxResponseBytes = v
+        }
         if let v = try reader.string("notifications.resumeTokenKey") { config.notifications.resumeTokenKeyFile = v }
 
         if let v = try reader.string("apple.productionURL") { config.apple.productionURL = try url(v, key: "apple.productionURL") }
@@ -56,7 +58,9 @@ extension GatewayConfiguration {
         if let roots = try reader.strings("verification.rootCertificates") { config.verification.rootCertificates = roots }
         if let v = try reader.integer("verification.chainCacheSize", in: 1...1_000_000) { config.verification.chainCacheSize = v }
         if let v = try reader.bool("verification.useCurrentTime") { config.verification.useCurrentTime = v }
-        if let v = try reader.bool("verification.allowUnboundVerification") { config.verification.allowUnboundVerification = v }
+        if let v = try reader.bool("verification.allowUnboundVerification") {
+            config.verification.allowUnboundVerification = v
+        }
         if let v = try reader.integer("verification.poolThreads", in: 1...256) { config.verification.poolThreads = v }
         if let v = try reader.integer("verification.poolQueue", in: 0...100_000) { config.verification.poolQueue = v }
         if let v = try reader.milliseconds("verification.negativeCacheTTL") {
