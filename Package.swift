@@ -11,7 +11,9 @@ let package = Package(
         .executable(name: "appstore-gateway", targets: ["AppStoreGatewayCLI"]),
         .executable(name: "verify-benchmark", targets: ["VerifyBenchmark"]),
         // Not an API: the modules the libFuzzer package in fuzz/ drives (a path dependency sees products only).
-        .library(name: "GatewayFuzzSurface", targets: ["GatewayCore", "ProtoCodec", "SignedData", "GRPC"]),
+        .library(
+            name: "GatewayFuzzSurface",
+            targets: ["GatewayCore", "ProtoCodec", "SignedData", "GRPC", "Services", "ServiceHarness"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -100,6 +102,14 @@ let package = Package(
         // MARK: Tests mirror Sources.
         // Shared test fixtures (a TLS test server), used by several test targets.
         .target(name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayCore"], path: "Tests/TestSupport"),
+        // The three RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
+        .target(
+            name: "ServiceHarness",
+            dependencies: ["Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator"],
+            path: "Tests/ServiceHarness"),
+        .testTarget(
+            name: "ServicesTests",
+            dependencies: ["ServiceHarness", "Services", "GRPC", "GatewayCore", "ProtoCodec", "TestSupport"]),
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),

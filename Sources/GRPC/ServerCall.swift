@@ -168,6 +168,22 @@ final class ServerCall: HTTP2StreamDelegate {
             case .success(let response): complete(with: response)
             case .failure(let status): finish(status)
             }
+        case .unaryInlineOrTask(let body):
+            switch body(request, context) {
+            case .done(.success(let response)): complete(with: response)
+            case .done(.failure(let status)): finish(status)
+            case .task(let rest):
+                let outlet = CallOutlet(self)
+                task = Task {
+                    let result = await CallAnnotations.$current.withValue(context.annotations) { await rest() }
+                    outlet.execute { call in
+                        switch result {
+                        case .success(let response): call.complete(with: response)
+                        case .failure(let status): call.finish(status)
+                        }
+                    }
+                }
+            }
         case .unary(let body):
             let outlet = CallOutlet(self)
             task = Task {

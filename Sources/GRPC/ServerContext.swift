@@ -71,11 +71,22 @@ extension ResponseStreamWriter {
     public func setShutdownStatus(_ status: RPCStatus) async {}
 }
 
+/// What a `unaryInlineOrTask` handler decided on the event loop.
+public enum InlineOrTask: Sendable {
+    /// The answer, computed inline.
+    case done(Result<[UInt8], RPCStatus>)
+    /// The work that remains, to run as a Swift task (never on the loop).
+    case task(@Sendable () async -> Result<[UInt8], RPCStatus>)
+}
+
 /// How a method is served.
 public enum MethodHandler: Sendable {
     /// Runs on the event loop thread: only for cheap, non-blocking work (health Check, JWS verification).
     /// Returns the serialized response message.
     case unaryInline(@Sendable (_ request: [UInt8], _ context: ServerContext) -> Result<[UInt8], RPCStatus>)
+    /// Starts on the event loop thread, which either answers at once (cheap work) or hands back the rest of
+    /// the work to run as a Swift task (e.g. a VerifyJWS whose chain is not cached).
+    case unaryInlineOrTask(@Sendable (_ request: [UInt8], _ context: ServerContext) -> InlineOrTask)
     /// Runs as a Swift task; returns the serialized response message.
     case unary(@Sendable (_ request: [UInt8], _ context: ServerContext) async throws(RPCStatus) -> [UInt8])
     /// Runs as a Swift task sending any number of messages; returning ends the call with OK.

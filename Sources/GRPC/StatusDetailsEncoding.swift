@@ -2,7 +2,7 @@ import GatewayCore
 import ProtoCodec
 
 /// Encodes `RPCStatus.details` as a serialized google.rpc.Status for `grpc-status-details-bin`
-/// (gRPC "richer error model"): ErrorInfo and RetryInfo packed in `google.protobuf.Any`.
+/// (gRPC "richer error model"): ErrorInfo, RetryInfo and BadRequest packed in `google.protobuf.Any`.
 enum StatusDetailsEncoding {
     static func encode(_ status: RPCStatus) -> [UInt8]? {
         guard let details = status.details else { return nil }
@@ -18,6 +18,13 @@ enum StatusDetailsEncoding {
             let retryInfo = RetryInfo(retryDelay: ProtoDuration(milliseconds: max(0, delay)))
             message.details.append(ProtoAny(
                 typeUrl: "type.googleapis.com/google.rpc.RetryInfo", value: retryInfo.serializedBytes()))
+        }
+        if !details.fieldViolations.isEmpty {
+            let badRequest = BadRequest(fieldViolations: details.fieldViolations.map {
+                BadRequestFieldViolation(field: $0.field, description: $0.description)
+            })
+            message.details.append(ProtoAny(
+                typeUrl: "type.googleapis.com/google.rpc.BadRequest", value: badRequest.serializedBytes()))
         }
         return message.serializedBytes()
     }

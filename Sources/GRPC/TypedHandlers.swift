@@ -55,6 +55,25 @@ extension MethodHandler {
         }
     }
 
+    /// A unary method that starts on the event loop and either answers there or continues as a Swift task.
+    public static func unaryInlineOrTask<Request: ProtoMessage, Response: ProtoMessage>(
+        _ request: Request.Type,
+        _ body: @escaping @Sendable (Request, ServerContext) -> TypedInlineOrTask<Response>
+    ) -> MethodHandler {
+        .unaryInlineOrTask { bytes, context in
+            let message: Request
+            do throws(RPCStatus) {
+                message = try decode(Request.self, bytes, context)
+            } catch {
+                return .done(.failure(error))
+            }
+            switch body(message, context) {
+            case .done(let result): return .done(result.map { $0.serializedBytes() })
+            case .task(let rest): return .task { await rest().map { $0.serializedBytes() } }
+            }
+        }
+    }
+
     /// A unary method run as a Swift task.
     public static func unary<Request: ProtoMessage, Response: ProtoMessage>(
         _ request: Request.Type,
@@ -96,4 +115,12 @@ extension MethodHandler {
                 "the request of \(context.method) is not a valid \(Request.self) protobuf message (\(bytes.count) bytes)")
         }
     }
+}
+
+/// What a typed `unaryInlineOrTask` handler decided on the event loop.
+public enum TypedInlineOrTask<Response: ProtoMessage>: Sendable {
+    /// The answer, computed inline.
+    case done(Result<Response, RPCStatus>)
+    /// The work that remains, to run as a Swift task.
+    case task(@Sendable () async -> Result<Response, RPCStatus>)
 }

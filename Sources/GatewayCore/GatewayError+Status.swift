@@ -10,9 +10,23 @@ extension GatewayError {
     public var rpcStatus: RPCStatus {
         switch self {
         case .invalidArgument(let field, let problem):
-            return status(
+            return Self.status(
                 .invalidArgument, "Invalid \(field): \(problem).",
-                reason: "INVALID_ARGUMENT", metadata: ["field": field])
+                reason: "INVALID_ARGUMENT", metadata: ["field": field],
+                fieldViolations: [FieldViolation(field: field, description: problem)])
+        case .badRequest(let violations):
+            let listed = violations.prefix(3).map { "\($0.field): \($0.description)" }.joined(separator: "; ")
+            let more = violations.count > 3 ? " (and \(violations.count - 3) more)" : ""
+            let message = violations.count == 1 ? "Invalid \(listed)." : "Invalid request: \(listed)\(more)."
+            return Self.status(
+                .invalidArgument, message, reason: "INVALID_ARGUMENT",
+                metadata: ["field": violations.first?.field ?? ""], fieldViolations: violations)
+        case .verificationBusy(let retryAfter):
+            return Self.status(
+                .resourceExhausted,
+                "Every JWS chain-validation worker is busy and the queue is full; retry after "
+                    + "\(retryAfter.millisecondsRoundedUp) ms.",
+                reason: "VERIFICATION_BUSY", metadata: [:], retryAfter: retryAfter)
         case .unknownApp(let app):
             let echoed = EchoedInput.clip(app)  // the caller's text, maybe huge: quoted clipped
             return status(
@@ -102,11 +116,14 @@ extension GatewayError {
 
     private static func status(
         _ code: StatusCode, _ message: String, reason: String, metadata: [String: String],
-        retryAfter: Duration? = nil
+        retryAfter: Duration? = nil, fieldViolations: [FieldViolation] = []
     ) -> RPCStatus {
         let info = ErrorDetails.Info(reason: reason, domain: gatewayErrorDomain, metadata: metadata)
         return RPCStatus(
-            code, message, details: ErrorDetails(info: info, retryDelayMilliseconds: retryAfter?.millisecondsRoundedUp))
+            code, message,
+            details: ErrorDetails(
+                info: info, retryDelayMilliseconds: retryAfter?.millisecondsRoundedUp,
+                fieldViolations: fieldViolations))
     }
 
     private static func metadata(_ failure: AppleFailure) -> [String: String] {

@@ -3,6 +3,12 @@
 public enum GatewayError: Error, Sendable, Hashable {
     /// The caller's request is malformed: `field` names what to fix, `problem` says how.
     case invalidArgument(field: String, problem: String)
+    /// The request breaks the contract's limits in one or more fields (sizes, counts, id syntax, dates):
+    /// INVALID_ARGUMENT with every violation as google.rpc.BadRequest, found before any work is done.
+    case badRequest([FieldViolation])
+    /// Every chain-validation worker is busy and its queue is full (a flood of uncached chains): the
+    /// caller should retry after `retryAfter`.
+    case verificationBusy(retryAfter: Duration)
     /// The `app` in the request matches no configured app name or bundle id.
     case unknownApp(String)
     /// The gRPC path names no method this gateway serves.

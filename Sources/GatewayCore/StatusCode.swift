@@ -59,9 +59,24 @@ public struct ErrorDetails: Sendable, Hashable {
     public var info: Info?
     /// google.rpc.RetryInfo: how long to wait before retrying, in milliseconds.
     public var retryDelayMilliseconds: Int64?
-    public init(info: Info? = nil, retryDelayMilliseconds: Int64? = nil) {
+    /// google.rpc.BadRequest: the request fields that are invalid (empty: none sent).
+    public var fieldViolations: [FieldViolation] = []
+    public init(info: Info? = nil, retryDelayMilliseconds: Int64? = nil, fieldViolations: [FieldViolation] = []) {
         self.info = info
         self.retryDelayMilliseconds = retryDelayMilliseconds
+        self.fieldViolations = fieldViolations
+    }
+}
+
+/// One invalid request field: its path in the request and why it is refused (google.rpc.BadRequest).
+public struct FieldViolation: Sendable, Hashable {
+    /// The field's path, e.g. `product_types` or `product_ids[3]`.
+    public var field: String
+    /// Why the value is refused.
+    public var description: String
+    public init(field: String, description: String) {
+        self.field = field
+        self.description = description
     }
 }
 

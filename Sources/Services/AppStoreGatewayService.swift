@@ -47,6 +47,7 @@ public struct AppStoreGatewayService: GRPCService {
         var verifierConfiguration = SignedDataVerifier.Configuration(trustedRoots: roots)
         verifierConfiguration.chainCacheCapacity = configuration.verification.chainCacheSize
         verifierConfiguration.validationTime = configuration.verification.useCurrentTime ? .now : .signedDate
+        verifierConfiguration.rejectedChainTTL = Double(configuration.verification.negativeCacheTTLMilliseconds) / 1000
         let verifier: SignedDataVerifier
         do {
             verifier = try SignedDataVerifier(configuration: verifierConfiguration)
@@ -54,7 +55,12 @@ public struct AppStoreGatewayService: GRPCService {
             throw ConfigurationError(key: "verification", problem: "\(error)")
         }
         self.verifier = verifier
-        verifyJWS = VerifyJWSHandler(verifier: verifier, apps: AppDirectory(configuration.apps), events: events)
+        verifyJWS = VerifyJWSHandler(
+            verifier: verifier, apps: AppDirectory(configuration.apps),
+            allowUnboundVerification: configuration.verification.allowUnboundVerification,
+            pool: VerificationPool(
+                threads: configuration.verification.poolThreads, queueLimit: configuration.verification.poolQueue),
+            events: events)
 
         let http: UpstreamHTTPClient
         do {
@@ -71,7 +77,8 @@ public struct AppStoreGatewayService: GRPCService {
             budgetEvents: budgetEvents)
         rateLimiter = client.rateLimiter
         getHistory = GetHistoryHandler(
-            client: client, verifier: verifier, maxPages: configuration.history.maxPages, clock: clock)
+            client: client, verifier: verifier, maxPages: configuration.history.maxPages,
+            maxResponseBytes: configuration.history.maxResponseBytes, clock: clock)
         notifications = StreamNotificationsHandler(
             client: client, verifier: verifier, resumeTokenKey: try Self.resumeTokenKey(configuration), clock: clock)
     }
@@ -135,13 +142,10 @@ public struct AppStoreGatewayService: GRPCService {
                     try await stream.send(event, shutdownStatus: shutdownStatus)
                 }
             },
-            // Inline on the event loop: a warm verification is one ECDSA verify plus parsing.
-            "/\(Self.name)/VerifyJWS": .unaryInline(VerifyJWSRequest.self) { request, _ -> Result<VerifyJWSResponse, RPCStatus> in
-                do throws(GatewayError) {
-                    return .success(try verifyJWS.verify(request))
-                } catch {
-                    return .failure(error.rpcStatus)
-                }
+            // Inline on the event loop only when the chain is cached (one ECDSA verify plus parsing); a full
+            // chain validation goes to the bounded verification pool.
+            "/\(Self.name)/VerifyJWS": .unaryInlineOrTask(VerifyJWSRequest.self) { request, _ in
+                verifyJWS.answer(request)
             },
         ]
     }

@@ -12,7 +12,10 @@ import SignedData
 ///   hide that something between the gateway and Apple is forging or corrupting data.
 /// - `all_pages` follows `revision` while `hasMore`, pinned to the environment that answered the first
 ///   page, and stops on an unchanged revision, at `history.maxPages`, or when too little of the deadline
-///   is left for another page (then `has_more` stays true and `revision` continues where it stopped).
+///   is left for another page, or before the response would grow past `history.maxResponseBytes` (then
+///   `has_more` stays true and `revision` continues after the last page returned). A page that would not
+///   fit is left out, not cut: the caller fetches it again with the returned `revision`. Only a first page
+///   alone may exceed the cap (an Apple page holds at most 20 transactions, far below 4 MiB).
 ///   Entries are deduplicated by `transactionId`, keeping the newest `signedDate` at the position the
 ///   transaction first appeared.
 /// - Identical requests in flight share one upstream call (`SingleFlight`), each caller keeping its own
@@ -21,14 +24,20 @@ public struct GetHistoryHandler: Sendable {
     let client: AppStoreAPIClient
     let verifier: SignedDataVerifier
     let maxPages: Int
+    let maxResponseBytes: Int
     let clock: any GatewayClock
     let flights = SingleFlight<[UInt8], GetHistoryResponse>()
 
-    /// A handler calling Apple through `client`, verifying with `verifier`, paging at most `maxPages`.
-    public init(client: AppStoreAPIClient, verifier: SignedDataVerifier, maxPages: Int, clock: any GatewayClock) {
+    /// A handler calling Apple through `client`, verifying with `verifier`, paging at most `maxPages` and
+    /// (with `all_pages`) at most about `maxResponseBytes` of response.
+    public init(
+        client: AppStoreAPIClient, verifier: SignedDataVerifier, maxPages: Int, maxResponseBytes: Int = 4_000_000,
+        clock: any GatewayClock
+    ) {
         self.client = client
         self.verifier = verifier
         self.maxPages = max(1, maxPages)
+        self.maxResponseBytes = max(1024, maxResponseBytes)
         self.clock = clock
     }
 
@@ -37,6 +46,7 @@ public struct GetHistoryHandler: Sendable {
 
     /// Answers `request`; `remaining` is the time left before the caller's deadline (nil: none).
     public func handle(_ request: GetHistoryRequest, remaining: Duration?) async throws(GatewayError) -> GetHistoryResponse {
+        try request.checkContract()
         let app = try client.apps.app(named: request.app)
         let plan = try request.callPlan()
         let deadline = remaining.map { clock.monotonicNow() + $0 }
@@ -70,21 +80,37 @@ public struct GetHistoryHandler: Sendable {
         var collected = TransactionCollection()
         var response = GetHistoryResponse()
         var pages: Int32 = 0
+        // Estimated response bytes so far, and the largest page seen (the guess for the next one).
+        var responseBytes = 0
+        var largestPage = 0
         while true {
             let page = try await client.transactionHistory(
                 transactionID: plan.transactionID, query: query, app: app, environment: environment, deadline: deadline)
-            pages += 1
             environment = page.environment
+            var withPage = collected
+            var pageBytes = 0
             for (index, jws) in page.signedTransactions.enumerated() {
-                collected.add(jws: jws, transaction: try verify(jws, index: index, page: page, app: app))
+                let transaction = try verify(jws, index: index, page: page, app: app)
+                pageBytes += Self.estimatedBytes(jws: jws, transaction, legacy: request.includeLatestReceiptInfo)
+                withPage.add(jws: jws, transaction: transaction)
             }
+            if pages > 0, responseBytes + pageBytes > maxResponseBytes {
+                // Left out whole: the caller continues from the revision that fetched it.
+                response.hasMore = true
+                response.revision = query.revision ?? ""
+                break
+            }
+            pages += 1
+            collected = withPage
+            responseBytes += pageBytes
+            largestPage = max(largestPage, pageBytes)
             response.appAppleId = page.appAppleId != 0 ? page.appAppleId : (app.appAppleId ?? 0)
             response.bundleId = page.bundleId.isEmpty ? app.bundleId : page.bundleId
             response.environment = page.environment == .production ? .production : .sandbox
             response.hasMore = page.hasMore
             response.revision = page.revision
             guard request.allPages, page.hasMore, !page.revision.isEmpty, page.revision != query.revision,
-                pages < maxPages, hasTimeForAnotherPage(deadline)
+                pages < maxPages, responseBytes + largestPage <= maxResponseBytes, hasTimeForAnotherPage(deadline)
             else { break }
             query = query.nextPage(revision: page.revision)
         }
@@ -95,6 +121,14 @@ public struct GetHistoryHandler: Sendable {
             response.latestReceiptInfo = response.transactions.map(LegacyReceiptInfo.init(transaction:))
         }
         return response
+    }
+
+    /// What one entry adds to the response: the JWS, its decoding, the legacy form when asked, and the
+    /// field tags and lengths around them.
+    static func estimatedBytes(jws: String, _ transaction: Transaction, legacy: Bool) -> Int {
+        var bytes = jws.utf8.count + transaction.serializedSize() + 16
+        if legacy { bytes += LegacyReceiptInfo(transaction: transaction).serializedSize() + 8 }
+        return bytes
     }
 
     private func hasTimeForAnotherPage(_ deadline: MonotonicInstant?) -> Bool {

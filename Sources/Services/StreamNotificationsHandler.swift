@@ -43,6 +43,7 @@ public struct StreamNotificationsHandler: Sendable {
 
     /// Validates `request` (before any response header is sent).
     public func prepare(_ request: StreamNotificationsRequest) throws(GatewayError) -> Plan {
+        try request.checkContract()
         let app = try client.apps.app(named: request.app)
         let environment = try Self.environment(request.environment)
         guard let start = request.startDate else {

@@ -7,12 +7,58 @@ import SignedData
 ///
 /// A JWS that fails verification is a normal answer (status OK, a failing `VerificationStatus` and a
 /// message); RPC errors are only for requests the gateway cannot act on (an unknown app, a bad enum).
+///
+/// Fail-closed: the payload is bound to an app (the named one, else the only configured one) and to the
+/// environments that app's policy allows, as Apple's own verifier requires a bundle id and an environment.
+/// Only `verification.allowUnboundVerification` lets an empty `app` verify signature and chain alone.
 struct VerifyJWSHandler: Sendable {
     let verifier: SignedDataVerifier
     let apps: AppDirectory
+    var allowUnboundVerification = false
+    /// Where uncached chains are validated (nil: inline, for tests of the verdicts alone).
+    var pool: VerificationPool?
     var events: any GatewayEvents = SilentGatewayEvents()
 
+    /// The checked request: what to ask the verifier.
+    struct Plan: Sendable {
+        let kind: SignedDataKind?
+        let requirements: VerificationRequirements
+    }
+
     func verify(_ request: VerifyJWSRequest) throws(GatewayError) -> VerifyJWSResponse {
+        let plan = try plan(request)
+        return response(to: verifier.verify(request.jws, kind: plan.kind, requirements: plan.requirements))
+    }
+
+    /// On the event loop: the answer when the chain (or its recent failure) is cached, else the full
+    /// validation as a task through the pool, refused with RESOURCE_EXHAUSTED + RetryInfo when it is full.
+    func answer(_ request: VerifyJWSRequest) -> TypedInlineOrTask<VerifyJWSResponse> {
+        let plan: Plan
+        do throws(GatewayError) {
+            plan = try self.plan(request)
+        } catch {
+            return .done(.failure(error.rpcStatus))
+        }
+        if let result = verifier.verifyIfChainCached(request.jws, kind: plan.kind, requirements: plan.requirements) {
+            return .done(.success(response(to: result)))
+        }
+        let verifier = self.verifier
+        let jws = request.jws
+        guard let pool else {
+            return .done(.success(response(to: verifier.verify(jws, kind: plan.kind, requirements: plan.requirements))))
+        }
+        return .task {
+            let result = await pool.run { verifier.verify(jws, kind: plan.kind, requirements: plan.requirements) }
+            guard let result else {
+                return .failure(GatewayError.verificationBusy(retryAfter: .milliseconds(200)).rpcStatus)
+            }
+            return .success(response(to: result))
+        }
+    }
+
+    /// Checks `request` (contract limits, enums, app and environment binding) without verifying anything.
+    func plan(_ request: VerifyJWSRequest) throws(GatewayError) -> Plan {
+        try request.checkContract()
         var kind: SignedDataKind?
         if request.kind != .unspecified {
             guard let asked = SignedDataKind(request.kind) else {
@@ -28,15 +74,23 @@ struct VerifyJWSHandler: Sendable {
             }
             environment = asked
         }
-        var requirements = VerificationRequirements.none
         do {
-            if request.app.isEmpty {
-                requirements = try VerificationRequirements(environment: environment)
-            } else {
-                let app = try apps.app(named: request.app)
-                requirements = try VerificationRequirements(
-                    bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
+            if request.app.isEmpty, allowUnboundVerification {
+                return Plan(kind: kind, requirements: try VerificationRequirements(environment: environment))
             }
+            // An empty `app` is the only configured app; with several it is INVALID_ARGUMENT (AppDirectory).
+            let app = try apps.app(named: request.app)
+            if let environment {
+                return Plan(
+                    kind: kind,
+                    requirements: try VerificationRequirements(
+                        bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment))
+            }
+            return Plan(
+                kind: kind,
+                requirements: try VerificationRequirements(
+                    bundleID: app.bundleId, appAppleID: app.appAppleId,
+                    acceptedEnvironments: Self.accepted(by: app.environment)))
         } catch let error as SignedDataConfigurationError {
             throw GatewayError.invalidArgument(field: "app", problem: error.description)
         } catch let error as GatewayError {
@@ -44,15 +98,29 @@ struct VerifyJWSHandler: Sendable {
         } catch {
             throw GatewayError.internalBug("unexpected error \(error)", requestID: nil)
         }
+    }
 
-        let result = verifier.verify(request.jws, kind: kind, requirements: requirements)
+    /// The environments an app's configured policy accepts when the request names none.
+    static func accepted(by policy: GatewayConfiguration.EnvironmentPolicy) -> Set<AppStoreEnvironment>? {
+        switch policy {
+        case .production: [.production]
+        case .sandbox: [.sandbox, .xcode]
+        case .auto: nil
+        }
+    }
+
+    /// The answer for a verification result.
+    func response(to result: VerificationResult) -> VerifyJWSResponse {
         events.verification(verdict: "\(result.status)")
         var response = VerifyJWSResponse()
         response.status = result.status.protoStatus
         response.message = result.message
         if let kind = result.kind { response.kind = kind.protoKind }
-        if let date = result.signedDate {
-            response.signedDate = ProtoTimestamp(unixMilliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded()))
+        if let environment = result.environment { response.environment = environment.protoEnvironment }
+        if let date = result.signedDate,
+            let milliseconds = Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded())
+        {
+            response.signedDate = ProtoTimestamp(unixMilliseconds: milliseconds)
         }
         if result.status == .ok, let payload = PayloadDecoder.decode(result) {
             switch payload {

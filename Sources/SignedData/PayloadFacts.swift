@@ -1,3 +1,4 @@
+import GatewayCore
 import Foundation
 
 /// What the verifier reads from a decoded payload before and after the signature check: its kind, the
@@ -31,6 +32,10 @@ struct PayloadFacts: Sendable {
         if let value = payload[dateField] {
             guard let milliseconds = value.int64 else {
                 throw Rejection(.malformed, "\(dateField) is not an integer number of milliseconds")
+            }
+            // Checked before any use: the date picks the chain's validation time and goes back to the caller.
+            guard AppleDateRange.milliseconds.contains(milliseconds) else {
+                throw Rejection(.malformed, "\(dateField) is outside 1970-01-01 to 9999-12-31")
             }
             signedDate = Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
         } else {

@@ -1,4 +1,5 @@
 import Cryptography
+import GatewayCore
 import Foundation
 
 /// Verifies App Store signed data (compact JWS, ES256, `x5c` chain to Apple) as Apple's libraries do
@@ -31,6 +32,11 @@ public final class SignedDataVerifier: Sendable {
         public var chainCacheCapacity: Int = 256
         /// Whether a notification's nested `signed*Info` JWS are verified too; default true.
         public var verifiesNestedPayloads: Bool = true
+        /// How long a chain that failed validation is refused again without a new validation (for the
+        /// same verification time); default 30 s, 0 disables.
+        public var rejectedChainTTL: TimeInterval = 30
+        /// Failed chains remembered at most; default 1024.
+        public var rejectedChainCapacity: Int = 1024
 
         public init(trustedRoots: [Certificate]) {
             self.trustedRoots = trustedRoots
@@ -45,6 +51,7 @@ public final class SignedDataVerifier: Sendable {
     public let configuration: Configuration
     private let validator: CertificateChainValidator
     private let cache: ChainCache
+    private let rejected: RejectedChainCache
     private let clock: any VerificationClock
 
     /// A verifier trusting `configuration.trustedRoots`, reading time from `clock`.
@@ -61,6 +68,8 @@ public final class SignedDataVerifier: Sendable {
         }
         self.configuration = configuration
         self.cache = ChainCache(capacity: configuration.chainCacheCapacity)
+        self.rejected = RejectedChainCache(
+            capacity: configuration.rejectedChainCapacity, ttl: configuration.rejectedChainTTL)
         self.clock = clock
     }
 
@@ -75,15 +84,34 @@ public final class SignedDataVerifier: Sendable {
     public func verify(_ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none)
         -> VerificationResult
     {
-        var known: (kind: SignedDataKind?, signedDate: Date?, rawJSON: Data?) = (nil, nil, nil)
+        // With validation allowed, evaluation always reaches a verdict.
+        evaluate(jws, kind: kind, requirements: requirements, mayValidateChain: true)
+            ?? VerificationResult(status: .untrustedChain, message: "the chain could not be validated")
+    }
+
+    /// Verifies `jws` only when that needs no full X.509 chain validation (the chain, or its recent failure,
+    /// is cached): cheap enough for an event loop. nil: a validation is needed; call `verify` off the loop.
+    public func verifyIfChainCached(
+        _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
+    ) -> VerificationResult? {
+        evaluate(jws, kind: kind, requirements: requirements, mayValidateChain: false)
+    }
+
+    private func evaluate(
+        _ jws: String, kind: SignedDataKind?, requirements: VerificationRequirements, mayValidateChain: Bool
+    ) -> VerificationResult? {
+        var known: (kind: SignedDataKind?, signedDate: Date?, environment: AppStoreEnvironment?, rawJSON: Data?) =
+            (nil, nil, nil, nil)
         do throws(Rejection) {
             let token = try CompactJWS(parsing: jws, maximumLength: configuration.maximumJWSLength)
             guard let payload = JSONValue.object(from: token.payload) else {
                 throw Rejection(.malformed, "the JWS payload is not a JSON object")
             }
             let facts = try PayloadFacts(payload: payload, requestedKind: kind)
-            known = (facts.kind, facts.signedDate, nil)
-            let leafKey = try trustedLeafKey(token, at: verificationTime(facts))
+            let environment = facts.identity.environment.flatMap(AppStoreEnvironment.init(rawValue:))
+            known = (facts.kind, facts.signedDate, environment, nil)
+            guard let leafKey = try trustedLeafKey(token, at: verificationTime(facts), mayValidate: mayValidateChain)
+            else { return nil }
             guard leafKey.isValidSignature(token.signature, for: token.signingInput) else {
                 let detail = token.signature.count == 64
                     ? "does not verify under the leaf certificate's key"
@@ -95,19 +123,28 @@ public final class SignedDataVerifier: Sendable {
                 throw Rejection(.wrongKind, "a \(kind.rawValue) was asked for; the payload is a \(facts.kind.rawValue)")
             }
             try Self.checkBinding(facts, requirements)
-            let nested = configuration.verifiesNestedPayloads ? verifyNested(facts, requirements) : []
+            var nested: [NestedPayload] = []
+            if configuration.verifiesNestedPayloads {
+                for item in facts.nested {
+                    guard let result = evaluate(
+                        item.jws, kind: item.field.kind, requirements: requirements, mayValidateChain: mayValidateChain)
+                    else { return nil }
+                    nested.append(NestedPayload(field: item.field, result: result))
+                }
+            }
             if let failed = nested.first(where: { !$0.result.isVerified }) {
                 return VerificationResult(
                     status: failed.result.status, message: "\(failed.field.rawValue): \(failed.result.message)",
-                    kind: facts.kind, signedDate: facts.signedDate, rawJSON: token.payload, nestedPayloads: nested)
+                    kind: facts.kind, signedDate: facts.signedDate, environment: environment, rawJSON: token.payload,
+                    nestedPayloads: nested)
             }
             return VerificationResult(
                 status: .ok, message: "verified", kind: facts.kind, signedDate: facts.signedDate,
-                rawJSON: token.payload, payloadObject: payload, nestedPayloads: nested)
+                environment: environment, rawJSON: token.payload, payloadObject: payload, nestedPayloads: nested)
         } catch {
             return VerificationResult(
                 status: error.status, message: error.message, kind: known.kind, signedDate: known.signedDate,
-                rawJSON: known.rawJSON)
+                environment: known.environment, rawJSON: known.rawJSON)
         }
     }
 
@@ -119,8 +156,11 @@ public final class SignedDataVerifier: Sendable {
     }
 
     /// The leaf's key once leaf → intermediate → configured root is valid at `time`, from the cache when
-    /// this pair was validated before for a time inside its window.
-    private func trustedLeafKey(_ token: CompactJWS, at time: Date) throws(Rejection) -> ECPublicKey {
+    /// this pair was validated before for a time inside its window. nil when `mayValidate` is false and
+    /// neither cache answers.
+    private func trustedLeafKey(_ token: CompactJWS, at time: Date, mayValidate: Bool)
+        throws(Rejection) -> ECPublicKey?
+    {
         // The same checks, in the same order, as decoding all three; x5c[2] must be well-formed, but is
         // never trusted. The cache is keyed by the texts, so a hit decodes and parses nothing.
         for index in 0..<3 { try token.checkCertificateText(at: index) }
@@ -128,6 +168,22 @@ public final class SignedDataVerifier: Sendable {
             leafText: token.certificateChain[0].utf8, intermediateText: token.certificateChain[1].utf8)
         let now = clock.now()
         if let cached = cache.leafKey(for: key, verificationTime: time, now: now) { return cached }
+        let rejectedKey = RejectedChainCache.Key(
+            chain: key, verificationMilliseconds: Int64(saturating: time.timeIntervalSince1970 * 1000) ?? 0)
+        if let known = rejected.rejection(for: rejectedKey, now: now) { throw known }
+        guard mayValidate else { return nil }
+        do {
+            return try validatedLeafKey(token, key: key, at: time, now: now)
+        } catch {
+            rejected.insert(error, for: rejectedKey, now: now)
+            throw error
+        }
+    }
+
+    /// Full validation of `token`'s chain at `time`, cached under `key` when it passes.
+    private func validatedLeafKey(_ token: CompactJWS, key: ChainCache.Key, at time: Date, now: Date)
+        throws(Rejection) -> ECPublicKey
+    {
 
         let leafDER = try token.certificateDER(at: 0)
         let intermediateDER = try token.certificateDER(at: 1)
@@ -211,16 +267,14 @@ public final class SignedDataVerifier: Sendable {
         {
             throw Rejection(.invalidAppIdentifier, "appAppleId in \(identity.source) is \(actual), expected \(expected)")
         }
-        if let expected = requirements.environment, identity.environment != expected.rawValue {
+        if let accepted = requirements.acceptedEnvironments,
+            !accepted.contains(where: { $0.rawValue == identity.environment })
+        {
+            let expected = accepted.map { "\"\($0.rawValue)\"" }.sorted().joined(separator: " or ")
             throw Rejection(
                 .invalidEnvironment,
-                "environment in \(identity.source) is \(identity.environment.map { "\"\($0)\"" } ?? "absent"), expected \"\(expected.rawValue)\"")
-        }
-    }
-
-    private func verifyNested(_ facts: PayloadFacts, _ requirements: VerificationRequirements) -> [NestedPayload] {
-        facts.nested.map { item in
-            NestedPayload(field: item.field, result: verify(item.jws, kind: item.field.kind, requirements: requirements))
+                "environment in \(identity.source) is \(identity.environment.map { "\"\($0)\"" } ?? "absent"), "
+                    + "expected \(expected)")
         }
     }
 }

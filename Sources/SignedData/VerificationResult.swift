@@ -27,8 +27,12 @@ public struct VerificationResult: Sendable {
     public let message: String
     /// What the payload is, once known (nil when the JWS could not be parsed that far).
     public let kind: SignedDataKind?
-    /// The payload's `signedDate` (`receiptCreationDate` for app transactions), when present.
+    /// The payload's `signedDate` (`receiptCreationDate` for app transactions), when present; always
+    /// inside `AppleDateRange` (a payload with a date outside is `malformed`).
     public let signedDate: Date?
+    /// The environment the payload names (`environment`, or `receiptType` for app transactions), once
+    /// the payload could be read; nil when absent or unknown.
+    public let environment: AppStoreEnvironment?
     /// The decoded payload JSON exactly as Apple sent it. Set only once the signature has verified, so a
     /// caller can never mistake unauthenticated bytes for Apple's; it stays set when a later binding or
     /// kind check fails, for diagnostics.
@@ -42,8 +46,10 @@ public struct VerificationResult: Sendable {
     public var isVerified: Bool { status == .ok }
 
     init(status: VerificationVerdict, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
-         rawJSON: Data? = nil, payloadObject: [String: JSONValue]? = nil, nestedPayloads: [NestedPayload] = []) {
+         environment: AppStoreEnvironment? = nil, rawJSON: Data? = nil, payloadObject: [String: JSONValue]? = nil,
+         nestedPayloads: [NestedPayload] = []) {
         self.status = status
+        self.environment = environment
         self.payloadObject = payloadObject
         self.message = message
         self.kind = kind
@@ -70,9 +76,23 @@ public struct VerificationRequirements: Sendable, Hashable {
     public let appAppleID: Int64?
     /// Environment the payload must be in.
     public let environment: AppStoreEnvironment?
+    /// Environments the payload may be in (nil: any); `[environment]` when `environment` is set.
+    public let acceptedEnvironments: Set<AppStoreEnvironment>?
 
     /// No binding: signature and chain only.
-    public static let none = VerificationRequirements(unchecked: nil, nil, nil)
+    public static let none = VerificationRequirements(unchecked: nil, nil, nil, accepted: nil)
+
+    /// Requirements for one app whose payload may be in any of `acceptedEnvironments` (nil: any), as an
+    /// app's configured environment policy allows. Production data is always bound by the app Apple id too.
+    public init(bundleID: String, appAppleID: Int64?, acceptedEnvironments: Set<AppStoreEnvironment>?)
+        throws(SignedDataConfigurationError)
+    {
+        if acceptedEnvironments == [.production] {
+            try self.init(bundleID: bundleID, appAppleID: appAppleID, environment: .production)
+            return
+        }
+        self.init(unchecked: bundleID, appAppleID, nil, accepted: acceptedEnvironments)
+    }
 
     /// Requirements for one app. Binding Production data to a bundle needs the app Apple id too, as in
     /// Apple's libraries, so that combination without one throws.
@@ -83,13 +103,17 @@ public struct VerificationRequirements: Sendable, Hashable {
             throw SignedDataConfigurationError(
                 "binding Production data to \(bundleID ?? "") needs the app's Apple id (appAppleId) as well")
         }
-        self.init(unchecked: bundleID, appAppleID, environment)
+        self.init(unchecked: bundleID, appAppleID, environment, accepted: environment.map { [$0] })
     }
 
-    private init(unchecked bundleID: String?, _ appAppleID: Int64?, _ environment: AppStoreEnvironment?) {
+    private init(
+        unchecked bundleID: String?, _ appAppleID: Int64?, _ environment: AppStoreEnvironment?,
+        accepted: Set<AppStoreEnvironment>?
+    ) {
         self.bundleID = bundleID
         self.appAppleID = appAppleID
         self.environment = environment
+        self.acceptedEnvironments = accepted
     }
 }
 

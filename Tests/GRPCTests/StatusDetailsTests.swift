@@ -26,6 +26,24 @@ import Testing
         #expect(retry.retryDelay?.milliseconds == 2500)
     }
 
+    @Test func badRequestCarriesEveryFieldViolationBesideErrorInfo() throws {
+        let status = GatewayError.badRequest([
+            FieldViolation(field: "product_types", description: "must hold at most 100 values (got 101)"),
+            FieldViolation(field: "transaction_id", description: "must be an App Store transaction id"),
+        ]).rpcStatus
+        #expect(status.code == .invalidArgument)
+        let decoded = try GoogleRPCStatus(serializedBytes: try #require(StatusDetailsEncoding.encode(status)))
+        #expect(decoded.details.map(\.typeUrl) == [
+            "type.googleapis.com/google.rpc.ErrorInfo", "type.googleapis.com/google.rpc.BadRequest",
+        ])
+        let badRequest = try BadRequest(serializedBytes: decoded.details[1].value)
+        #expect(badRequest.fieldViolations.map(\.field) == ["product_types", "transaction_id"])
+        #expect(badRequest.fieldViolations[0].description.contains("101"))
+        // A single invalid argument is a one-violation BadRequest too.
+        let single = GatewayError.invalidArgument(field: "app", problem: "is required").rpcStatus
+        #expect(single.details?.fieldViolations == [FieldViolation(field: "app", description: "is required")])
+    }
+
     @Test func noDetailsNoTrailer() {
         #expect(StatusDetailsEncoding.encode(RPCStatus(.notFound, "x")) == nil)
     }

@@ -51,6 +51,39 @@ import Testing
         #expect(config.apps[0].rateLimits == nil)
     }
 
+    @Test func serviceLimitKeysHaveDocumentedDefaultsAndAreRead() throws {
+        let defaults = try GatewayConfiguration.load(yaml: "")
+        #expect(defaults.history.maxResponseBytes == 4_000_000)
+        #expect(defaults.verification.allowUnboundVerification == false)
+        #expect(defaults.verification.poolThreads == 2)
+        #expect(defaults.verification.poolQueue == 64)
+        #expect(defaults.verification.negativeCacheTTLMilliseconds == 30_000)
+        let example = try GatewayConfiguration.load(
+            yaml: try String(contentsOfFile: Self.repoRoot + "/config/example.yaml", encoding: .utf8))
+        #expect(example.history.maxResponseBytes == defaults.history.maxResponseBytes)
+        #expect(example.verification == defaults.verification)
+        let config = try GatewayConfiguration.load(
+            yaml: """
+                history: { maxResponseBytes: 30000 }
+                verification: { allowUnboundVerification: true, poolThreads: 4, poolQueue: 0, negativeCacheTTL: 0s }
+                """, environment: ["APPSTORE_GATEWAY_VERIFICATION_POOL_QUEUE": "8"])
+        #expect(config.history.maxResponseBytes == 30_000)
+        #expect(config.verification.allowUnboundVerification)
+        #expect(config.verification.poolThreads == 4)
+        #expect(config.verification.poolQueue == 8)
+        #expect(config.verification.negativeCacheTTLMilliseconds == 0)
+        #expect(throws: ConfigurationError.self) {
+            try GatewayConfiguration.load(yaml: "history: { maxResponseBytes: 10 }")
+        }
+        // Durations past 100 years are refused, not converted with a trap.
+        for text in ["1e30s", "1e300h", "nan", "-1s", "inf"] {
+            #expect(DurationText.milliseconds(text) == nil)
+        }
+        #expect(throws: ConfigurationError.self) {
+            try GatewayConfiguration.load(yaml: "rateLimits: { maxWait: 1e30s }")
+        }
+    }
+
     @Test func rateLimitsAndRetriesAreRead() throws {
         let yaml = """
             rateLimits:

@@ -28,12 +28,14 @@ def test_health_reports_both_services(gateway):
     assert 'health "appstore.gateway.v1.AppStoreGateway": SERVING' in output
 
 
-def test_verify_prints_a_verdict_or_unimplemented(gateway):
-    # A well-formed JWS that no Apple key signed: a verifier must answer with a failing verdict.
+def test_verify_prints_a_verdict_or_unimplemented(fresh_gateway):
+    # A well-formed JWS that no Apple key signed: a verifier must answer with a failing verdict. The call is bound
+    # to the simulator's app, as VerifyJWS requires (fail-closed).
+    gateway = fresh_gateway("--simulator")
     header = _b64(json.dumps({"alg": "ES256", "x5c": []}).encode())
     payload = _b64(json.dumps({"transactionId": "1", "bundleId": "com.example.app"}).encode())
     jws = f"{header}.{payload}.{_b64(bytes(64))}"
-    code, output = _run("--target", gateway.address, "verify", "--jws", jws, "--kind", "transaction")
+    code, output = _run("--target", gateway.address, "--app", "example", "verify", "--jws", jws, "--kind", "transaction")
     # VerifyJWS answers UNIMPLEMENTED until the verifier lands; accept that for now, and once it lands, require a
     # clearly printed failing verdict (an invalid JWS is an OK call carrying a status, never an RPC error).
     if "RPC error" in output:

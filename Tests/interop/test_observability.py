@@ -31,10 +31,10 @@ def test_metrics_cover_rpcs_apple_calls_and_verification_and_logs_are_json():
         customer = next(c for c in next(iter(index.values()))["Production"] if c["transactionId"])
         channel = grpc.insecure_channel(gw.address)
         stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
-        stub.GetHistory(history_pb2.GetHistoryRequest(transaction_id=customer["transactionId"]), timeout=30,
-                        metadata=[("x-request-id", "test-request-42")])
-        jws = open(os.path.join(ROOT, "Tests", "SignedDataTests", "Fixtures", "transaction-Sandbox-1.jws")).read()
-        stub.VerifyJWS(verify_pb2.VerifyJWSRequest(jws=jws), timeout=10)
+        history = stub.GetHistory(history_pb2.GetHistoryRequest(transaction_id=customer["transactionId"]), timeout=30,
+                                  metadata=[("x-request-id", "test-request-42")])
+        # VerifyJWS binds to the only configured app (fail-closed): verify one of that app's transactions.
+        stub.VerifyJWS(verify_pb2.VerifyJWSRequest(jws=history.signed_transactions[0]), timeout=10)
         stub.VerifyJWS(verify_pb2.VerifyJWSRequest(jws="garbage"), timeout=10)
         health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
 

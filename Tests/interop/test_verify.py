@@ -21,7 +21,9 @@ def payload_of(jws):
 
 @pytest.fixture(scope="module")
 def gateway_with_apps(tmp_path_factory):
-    """A gateway that knows the samples' apps (VerifyJWS never signs, but keys are checked at start-up)."""
+    """A gateway that knows the samples' apps (VerifyJWS never signs, but keys are checked at start-up). It opts
+    into `allowUnboundVerification`, so a call without `app` checks signature and chain only (the samples come
+    from several apps); test_hostile_services.py covers the fail-closed default."""
     directory = tmp_path_factory.mktemp("verify")
     key = directory / "key.p8"
     # A throwaway P-256 PKCS#8 key, private to its owner as the gateway requires.
@@ -46,6 +48,7 @@ apps:
     environment: production
 verification:
   rootCertificates: ["{ROOT}/certs/AppleRootCA-G3.cer"]
+  allowUnboundVerification: true
 """)
     gw = Gateway(["--config", str(config)])
     yield gw

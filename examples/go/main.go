@@ -86,12 +86,15 @@ func verify(client gatewayv1.AppStoreGatewayClient, timeout time.Duration, app, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// Bound to the app: the gateway refuses an unbound call unless it has exactly one app configured (or
+	// verification.allowUnboundVerification); with no Environment the app's configured environment decides.
 	reply, err := client.VerifyJWS(ctx, &gatewayv1.VerifyJWSRequest{Jws: strings.TrimSpace(string(jws)), App: app})
 	if err != nil {
 		printError("VerifyJWS", err)
 		return false
 	}
-	fmt.Printf("VerifyJWS: status=%s kind=%s message=%q\n", reply.GetStatus(), reply.GetKind(), reply.GetMessage())
+	fmt.Printf("VerifyJWS: status=%s kind=%s environment=%s message=%q\n", reply.GetStatus(), reply.GetKind(),
+		reply.GetEnvironment(), reply.GetMessage())
 	if reply.GetStatus() != gatewayv1.VerificationStatus_VERIFICATION_STATUS_OK {
 		fmt.Println("  (do not trust this payload)")
 	} else if t := reply.GetTransaction(); t != nil {

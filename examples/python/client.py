@@ -116,6 +116,8 @@ def verify(stubs, channel, args):
         jws = args.jws
     if not jws:
         sys.exit("verify needs --jws or --jws-file")
+    # Bound to an app (and, when given, an environment): the gateway refuses an unbound call unless it is
+    # configured with exactly one app or verification.allowUnboundVerification.
     request = verify_pb2.VerifyJWSRequest(jws=jws, app=args.app or "")
     if args.kind:
         request.kind = verify_pb2.JWSKind.Value(f"JWS_KIND_{args.kind.upper()}")
@@ -128,7 +130,9 @@ def verify(stubs, channel, args):
         return False
     status = enum_name(verify_pb2.VerificationStatus, reply.status)
     kind = enum_name(verify_pb2.JWSKind, reply.kind)
-    print(f"VerifyJWS: status={status} kind={kind}" + (f" message={reply.message!r}" if reply.message else ""))
+    environment = enum_name(common_pb2.Environment, reply.environment)
+    print(f"VerifyJWS: status={status} kind={kind} environment={environment}"
+          + (f" message={reply.message!r}" if reply.message else ""))
     payload = reply.WhichOneof("payload")
     if payload:
         decoded = getattr(reply, payload)

@@ -230,16 +230,25 @@ public final class ConfigurationReader {
 
 /// Durations written as text with a unit.
 public enum DurationText {
-    /// "250ms", "20s", "5m", "2h", or a bare number of seconds → milliseconds; nil when malformed.
+    /// "250ms", "20s", "5m", "2h", or a bare number of seconds → milliseconds; nil when malformed or longer
+    /// than 100 years (so every value also fits `Int64` and `Duration` arithmetic: "1e30s" must not trap).
     public static func milliseconds(_ text: String) -> UInt64? {
         let trimmed = text.trimmingSpaces()
         let units: [(String, Double)] = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000)]
         for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
-            guard let number = Double(trimmed.dropLast(suffix.count)), number >= 0, number.isFinite else { return nil }
-            return UInt64(number * factor)
+            guard let number = Double(trimmed.dropLast(suffix.count)) else { return nil }
+            return bounded(number * factor)
         }
-        guard let seconds = Double(trimmed), seconds >= 0, seconds.isFinite else { return nil }
-        return UInt64(seconds * 1_000)
+        guard let seconds = Double(trimmed) else { return nil }
+        return bounded(seconds * 1_000)
+    }
+
+    /// The longest duration accepted: 100 years in milliseconds.
+    static let maximumMilliseconds: Double = 100 * 366 * 86_400_000
+
+    private static func bounded(_ milliseconds: Double) -> UInt64? {
+        guard milliseconds.isFinite, milliseconds >= 0, milliseconds <= maximumMilliseconds else { return nil }
+        return UInt64(milliseconds)
     }
 }
 

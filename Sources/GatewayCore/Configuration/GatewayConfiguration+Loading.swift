@@ -102,6 +102,30 @@ extension GatewayConfiguration {
             config.redis = try redis(reader)
         }
         key { () throws(ConfigurationError) in
+            if let v = try reader.integer("history.maxResponseBytes", in: 1024...(1 << 30)) {
+                config.history.maxResponseBytes = v
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.bool("verification.allowUnboundVerification") {
+                config.verification.allowUnboundVerification = v
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("verification.poolThreads", in: 1...256) { config.verification.poolThreads = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("verification.poolQueue", in: 0...100_000) { config.verification.poolQueue = v }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("verification.negativeCacheTTL") {
+                guard v <= 3_600_000 else {
+                    throw ConfigurationError(key: "verification.negativeCacheTTL", problem: "must be at most 1h")
+                }
+                config.verification.negativeCacheTTLMilliseconds = v
+            }
+        }
+        key { () throws(ConfigurationError) in
             if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
         }
         key { () throws(ConfigurationError) in

@@ -175,6 +175,19 @@ public struct GatewayConfiguration: Sendable {
         public var chainCacheSize = 1024
         /// Validate chains at the current time instead of the payload's signedDate. `verification.useCurrentTime`.
         public var useCurrentTime = false
+        /// Let a VerifyJWS without `app` verify signature and chain only, bound to no app (the old fail-open
+        /// behaviour). `verification.allowUnboundVerification`, false: an empty `app` means the only configured
+        /// app, and is INVALID_ARGUMENT when several are configured.
+        public var allowUnboundVerification = false
+        /// Worker threads for VerifyJWS calls whose chain is not cached (a full X.509 validation, kept off the
+        /// event loops). `verification.poolThreads`, 2.
+        public var poolThreads = 2
+        /// Such calls waiting for a worker at most; more are RESOURCE_EXHAUSTED with RetryInfo.
+        /// `verification.poolQueue`, 64.
+        public var poolQueue = 64
+        /// How long a chain that failed validation is refused from memory (for the same verification time)
+        /// before it is validated again. `verification.negativeCacheTTL`, 30s; 0 disables.
+        public var negativeCacheTTLMilliseconds: UInt64 = 30_000
         public init() {}
     }
 
@@ -192,6 +205,10 @@ public struct GatewayConfiguration: Sendable {
     public struct History: Sendable, Hashable {
         /// Most pages one `all_pages` GetHistory call fetches. `history.maxPages`, 50.
         public var maxPages = 50
+        /// Largest `all_pages` GetHistory response, in bytes: paging stops before the response would grow past
+        /// it (then `has_more` and `revision` continue). `history.maxResponseBytes`, 4,000,000 (under the 4 MiB
+        /// default receive limit of grpcio, grpc-go and grpc-java).
+        public var maxResponseBytes = 4_000_000
         public init() {}
     }
 

@@ -8,7 +8,8 @@ internal import CProtobufC
 public struct GetHistoryRequest: ProtoMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured.
     public var app: String = ""
-    /// Required: any transaction id, original transaction id or app transaction id of the customer.
+    /// Required: any transaction id, original transaction id or app transaction id of the customer: Apple's decimal
+    /// digits only, at most 20.
     public var transactionId: String = ""
     /// Apple's paging token from an earlier `GetHistoryResponse.revision`; empty for the first page.
     public var revision: String = ""
@@ -16,13 +17,13 @@ public struct GetHistoryRequest: ProtoMessage {
     public var startDate: ProtoTimestamp? = nil
     /// Only transactions purchased before this time (exclusive); unset = no upper bound.
     public var endDate: ProtoTimestamp? = nil
-    /// Only these product ids; empty = all.
+    /// Only these product ids; empty = all. At most 100 values (each non-empty, at most 256 bytes).
     public var productIds: [String] = []
-    /// Only these product types; empty = all.
+    /// Only these product types; empty = all. At most 100 values.
     public var productTypes: [ProductType] = []
     /// Order by last modification; UNSPECIFIED = ascending (Apple's default).
     public var sort: HistorySortOrder = HistorySortOrder(rawValue: 0)
-    /// Only these subscription group ids; empty = all.
+    /// Only these subscription group ids; empty = all. At most 100 values (each non-empty, at most 256 bytes).
     public var subscriptionGroupIdentifiers: [String] = []
     /// Only purchased or only family-shared transactions; UNSPECIFIED = both.
     public var inAppOwnershipType: InAppOwnershipType = InAppOwnershipType(rawValue: 0)
@@ -30,8 +31,10 @@ public struct GetHistoryRequest: ProtoMessage {
     public var revoked: RevokedFilter = RevokedFilter(rawValue: 0)
     /// The environment to ask; UNSPECIFIED = as the app is configured.
     public var environment: Environment = Environment(rawValue: 0)
-    /// True: follow `revision` until `has_more` is false, bounded by the call deadline and the configured page cap;
-    /// the response then holds every page fetched.
+    /// True: follow `revision` until `has_more` is false, bounded by the call deadline, the configured page cap
+    /// (`history.maxPages`) and the response size cap (`history.maxResponseBytes`, default 4,000,000 bytes, below the
+    /// 4 MiB default receive limit of grpcio, grpc-go and grpc-java). When a bound stops it, `has_more` stays true and
+    /// `revision` continues after the last page returned: call again with that `revision` to get the rest.
     public var allPages: Bool = false
     /// True: also fill `GetHistoryResponse.latest_receipt_info` in the legacy verifyReceipt format.
     public var includeLatestReceiptInfo: Bool = false

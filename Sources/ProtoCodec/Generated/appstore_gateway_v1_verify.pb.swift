@@ -126,16 +126,21 @@ public enum VerificationStatus: RawRepresentable, CaseIterable, Sendable, Hashab
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
-/// A JWS to verify.
+/// A JWS to verify. Verification is bound to an app and an environment by default (fail-closed).
 public struct VerifyJWSRequest: ProtoMessage {
     /// The compact JWS (header.payload.signature), e.g. a signedTransactionInfo.
     public var jws: String = ""
     /// The kind expected; UNSPECIFIED = detect it from the payload.
     public var kind: JWSKind = JWSKind(rawValue: 0)
-    /// When set (configured app name or bundle id): the payload's bundle id, and for production data its app Apple
-    /// id, must be that app's.
+    /// The app the payload must belong to (configured app name or bundle id): the payload's bundle id, and for
+    /// Production notifications and app transactions its app Apple id, must be that app's. Empty: the only configured
+    /// app when exactly one is configured; with several apps an empty `app` is INVALID_ARGUMENT, unless the gateway
+    /// sets `verification.allowUnboundVerification: true`, which verifies signature and chain only (no app binding).
+    /// At most 256 bytes.
     public var app: String = ""
-    /// When set: the payload's environment must be this one.
+    /// The environment the payload must be in. UNSPECIFIED: the app's configured environment decides (`production`
+    /// accepts only Production data, `sandbox` only Sandbox and Xcode data, `auto` any); the payload's environment
+    /// is always reported in `VerifyJWSResponse.environment`.
     public var environment: Environment = Environment(rawValue: 0)
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
@@ -209,6 +214,9 @@ public struct VerifyJWSResponse: ProtoMessage {
     public var kind: JWSKind = JWSKind(rawValue: 0)
     /// The payload's `signedDate` (unset when it could not be decoded).
     public var signedDate: ProtoTimestamp? = nil
+    /// The environment the payload says it is from (`environment`, or `receiptType` for app transactions);
+    /// UNSPECIFIED when it could not be read.
+    public var environment: Environment = Environment(rawValue: 0)
     /// The oneof `payload`: at most one case is set; nil when none is.
     public var payload: Payload? = nil
 
@@ -224,12 +232,14 @@ public struct VerifyJWSResponse: ProtoMessage {
         message: String = "",
         kind: JWSKind = JWSKind(rawValue: 0),
         signedDate: ProtoTimestamp? = nil,
+        environment: Environment = Environment(rawValue: 0),
         payload: Payload? = nil
     ) {
         self.status = status
         self.message = message
         self.kind = kind
         self.signedDate = signedDate
+        self.environment = environment
         self.payload = payload
     }
 
@@ -273,6 +283,7 @@ extension VerifyJWSResponse {
         self.message = cString(m.message)
         self.kind = JWSKind(rawValue: Int32(truncatingIfNeeded: m.kind.rawValue))
         if let p = m.signed_date { self.signedDate = ProtoTimestamp(c: p) }
+        self.environment = Environment(rawValue: Int32(truncatingIfNeeded: m.environment.rawValue))
         switch Int(m.payload_case.rawValue) {
         case 5: if let p = m.transaction { self.payload = .transaction(Transaction(c: p)) }
         case 6: if let p = m.renewal_info { self.payload = .renewalInfo(RenewalInfo(c: p)) }
@@ -289,6 +300,7 @@ extension VerifyJWSResponse {
         if !self.message.isEmpty { c.pointee.message = arena.string(self.message) }
         c.pointee.kind = .init(rawValue: .init(truncatingIfNeeded: self.kind.rawValue))
         if let value = self.signedDate { c.pointee.signed_date = value.cMessage(in: arena) }
+        c.pointee.environment = .init(rawValue: .init(truncatingIfNeeded: self.environment.rawValue))
         switch self.payload {
         case .transaction(let value)?:
             c.pointee.payload_case = .init(rawValue: 5)

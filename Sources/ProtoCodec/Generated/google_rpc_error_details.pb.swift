@@ -126,3 +126,116 @@ extension RetryInfo {
         return c
     }
 }
+
+/// One invalid field of a request: wire-identical to googleapis' google.rpc.BadRequest.FieldViolation (declared at
+/// file level because the code generator does not support nested messages; clients decode it with googleapis' type).
+public struct BadRequestFieldViolation: ProtoMessage {
+    /// The field's path in the request, e.g. "product_types" or "transaction_id".
+    public var field: String = ""
+    /// Why the value is refused, in words a developer can act on.
+    public var description: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "google.rpc.BadRequestFieldViolation"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        field: String = "",
+        description: String = ""
+    ) {
+        self.field = field
+        self.description = description
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { google__rpc__bad_request_field_violation__unpack(nil, $0, $1) }, copy: BadRequestFieldViolation.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension BadRequestFieldViolation {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Google__Rpc__BadRequestFieldViolation>) {
+        self.init()
+        let m = c.pointee
+        self.field = cString(m.field)
+        self.description = cString(m.description)
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Google__Rpc__BadRequestFieldViolation> {
+        let c = arena.message(of: Google__Rpc__BadRequestFieldViolation.self) { google__rpc__bad_request_field_violation__init($0) }
+        if !self.field.isEmpty { c.pointee.field = arena.string(self.field) }
+        if !self.description.isEmpty { c.pointee.description = arena.string(self.description) }
+        return c
+    }
+}
+
+/// Which request fields are invalid and why (sent with INVALID_ARGUMENT).
+public struct BadRequest: ProtoMessage {
+    /// Every invalid field found.
+    public var fieldViolations: [BadRequestFieldViolation] = []
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "google.rpc.BadRequest"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        fieldViolations: [BadRequestFieldViolation] = []
+    ) {
+        self.fieldViolations = fieldViolations
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { google__rpc__bad_request__unpack(nil, $0, $1) }, copy: BadRequest.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension BadRequest {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Google__Rpc__BadRequest>) {
+        self.init()
+        let m = c.pointee
+        self.fieldViolations = cMessages(m.n_field_violations, m.field_violations) { BadRequestFieldViolation(c: $0) }
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Google__Rpc__BadRequest> {
+        let c = arena.message(of: Google__Rpc__BadRequest.self) { google__rpc__bad_request__init($0) }
+        (c.pointee.n_field_violations, c.pointee.field_violations) = arena.messages(self.fieldViolations) { $0.cMessage(in: arena) }
+        return c
+    }
+}

@@ -103,6 +103,96 @@ void   google__rpc__retry_info__free_unpacked
   assert(message->base.descriptor == &google__rpc__retry_info__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   google__rpc__bad_request_field_violation__init
+                     (Google__Rpc__BadRequestFieldViolation         *message)
+{
+  static const Google__Rpc__BadRequestFieldViolation init_value = GOOGLE__RPC__BAD_REQUEST_FIELD_VIOLATION__INIT;
+  *message = init_value;
+}
+size_t google__rpc__bad_request_field_violation__get_packed_size
+                     (const Google__Rpc__BadRequestFieldViolation *message)
+{
+  assert(message->base.descriptor == &google__rpc__bad_request_field_violation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t google__rpc__bad_request_field_violation__pack
+                     (const Google__Rpc__BadRequestFieldViolation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &google__rpc__bad_request_field_violation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t google__rpc__bad_request_field_violation__pack_to_buffer
+                     (const Google__Rpc__BadRequestFieldViolation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &google__rpc__bad_request_field_violation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Google__Rpc__BadRequestFieldViolation *
+       google__rpc__bad_request_field_violation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Google__Rpc__BadRequestFieldViolation *)
+     protobuf_c_message_unpack (&google__rpc__bad_request_field_violation__descriptor,
+                                allocator, len, data);
+}
+void   google__rpc__bad_request_field_violation__free_unpacked
+                     (Google__Rpc__BadRequestFieldViolation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &google__rpc__bad_request_field_violation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   google__rpc__bad_request__init
+                     (Google__Rpc__BadRequest         *message)
+{
+  static const Google__Rpc__BadRequest init_value = GOOGLE__RPC__BAD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t google__rpc__bad_request__get_packed_size
+                     (const Google__Rpc__BadRequest *message)
+{
+  assert(message->base.descriptor == &google__rpc__bad_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t google__rpc__bad_request__pack
+                     (const Google__Rpc__BadRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &google__rpc__bad_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t google__rpc__bad_request__pack_to_buffer
+                     (const Google__Rpc__BadRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &google__rpc__bad_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Google__Rpc__BadRequest *
+       google__rpc__bad_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Google__Rpc__BadRequest *)
+     protobuf_c_message_unpack (&google__rpc__bad_request__descriptor,
+                                allocator, len, data);
+}
+void   google__rpc__bad_request__free_unpacked
+                     (Google__Rpc__BadRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &google__rpc__bad_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor google__rpc__error_info__metadata_entry__field_descriptors[2] =
 {
   {
@@ -254,5 +344,94 @@ const ProtobufCMessageDescriptor google__rpc__retry_info__descriptor =
   google__rpc__retry_info__field_indices_by_name,
   1,  google__rpc__retry_info__number_ranges,
   (ProtobufCMessageInit) google__rpc__retry_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor google__rpc__bad_request_field_violation__field_descriptors[2] =
+{
+  {
+    "field",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Google__Rpc__BadRequestFieldViolation, field),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "description",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Google__Rpc__BadRequestFieldViolation, description),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned google__rpc__bad_request_field_violation__field_indices_by_name[] = {
+  1,   /* field[1] = description */
+  0,   /* field[0] = field */
+};
+static const ProtobufCIntRange google__rpc__bad_request_field_violation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor google__rpc__bad_request_field_violation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "google.rpc.BadRequestFieldViolation",
+  "BadRequestFieldViolation",
+  "Google__Rpc__BadRequestFieldViolation",
+  "google.rpc",
+  sizeof(Google__Rpc__BadRequestFieldViolation),
+  2,
+  google__rpc__bad_request_field_violation__field_descriptors,
+  google__rpc__bad_request_field_violation__field_indices_by_name,
+  1,  google__rpc__bad_request_field_violation__number_ranges,
+  (ProtobufCMessageInit) google__rpc__bad_request_field_violation__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor google__rpc__bad_request__field_descriptors[1] =
+{
+  {
+    "field_violations",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Google__Rpc__BadRequest, n_field_violations),
+    offsetof(Google__Rpc__BadRequest, field_violations),
+    &google__rpc__bad_request_field_violation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned google__rpc__bad_request__field_indices_by_name[] = {
+  0,   /* field[0] = field_violations */
+};
+static const ProtobufCIntRange google__rpc__bad_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor google__rpc__bad_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "google.rpc.BadRequest",
+  "BadRequest",
+  "Google__Rpc__BadRequest",
+  "google.rpc",
+  sizeof(Google__Rpc__BadRequest),
+  1,
+  google__rpc__bad_request__field_descriptors,
+  google__rpc__bad_request__field_indices_by_name,
+  1,  google__rpc__bad_request__number_ranges,
+  (ProtobufCMessageInit) google__rpc__bad_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

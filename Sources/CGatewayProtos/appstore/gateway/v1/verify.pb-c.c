@@ -174,7 +174,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__verify_jwsrequest__descr
   (ProtobufCMessageInit) appstore__gateway__v1__verify_jwsrequest__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__verify_jwsresponse__field_descriptors[8] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__verify_jwsresponse__field_descriptors[9] =
 {
   {
     "status",
@@ -272,9 +272,22 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__verify_jwsresponse_
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "environment",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__VerifyJWSResponse, environment),
+    &appstore__gateway__v1__environment__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__verify_jwsresponse__field_indices_by_name[] = {
   7,   /* field[7] = app_transaction */
+  8,   /* field[8] = environment */
   2,   /* field[2] = kind */
   1,   /* field[1] = message */
   6,   /* field[6] = notification */
@@ -286,7 +299,7 @@ static const unsigned appstore__gateway__v1__verify_jwsresponse__field_indices_b
 static const ProtobufCIntRange appstore__gateway__v1__verify_jwsresponse__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__verify_jwsresponse__descriptor =
 {
@@ -296,7 +309,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__verify_jwsresponse__desc
   "Appstore__Gateway__V1__VerifyJWSResponse",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__VerifyJWSResponse),
-  8,
+  9,
   appstore__gateway__v1__verify_jwsresponse__field_descriptors,
   appstore__gateway__v1__verify_jwsresponse__field_indices_by_name,
   1,  appstore__gateway__v1__verify_jwsresponse__number_ranges,

@@ -19,6 +19,8 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Google__Rpc__ErrorInfo Google__Rpc__ErrorInfo;
 typedef struct Google__Rpc__ErrorInfo__MetadataEntry Google__Rpc__ErrorInfo__MetadataEntry;
 typedef struct Google__Rpc__RetryInfo Google__Rpc__RetryInfo;
+typedef struct Google__Rpc__BadRequestFieldViolation Google__Rpc__BadRequestFieldViolation;
+typedef struct Google__Rpc__BadRequest Google__Rpc__BadRequest;
 
 
 /* --- enums --- */
@@ -78,6 +80,44 @@ struct  Google__Rpc__RetryInfo
     , NULL }
 
 
+/*
+ * One invalid field of a request: wire-identical to googleapis' google.rpc.BadRequest.FieldViolation (declared at
+ * file level because the code generator does not support nested messages; clients decode it with googleapis' type).
+ */
+struct  Google__Rpc__BadRequestFieldViolation
+{
+  ProtobufCMessage base;
+  /*
+   * The field's path in the request, e.g. "product_types" or "transaction_id".
+   */
+  char *field;
+  /*
+   * Why the value is refused, in words a developer can act on.
+   */
+  char *description;
+};
+#define GOOGLE__RPC__BAD_REQUEST_FIELD_VIOLATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&google__rpc__bad_request_field_violation__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Which request fields are invalid and why (sent with INVALID_ARGUMENT).
+ */
+struct  Google__Rpc__BadRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Every invalid field found.
+   */
+  size_t n_field_violations;
+  Google__Rpc__BadRequestFieldViolation **field_violations;
+};
+#define GOOGLE__RPC__BAD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&google__rpc__bad_request__descriptor) \
+    , 0,NULL }
+
+
 /* Google__Rpc__ErrorInfo__MetadataEntry methods */
 void   google__rpc__error_info__metadata_entry__init
                      (Google__Rpc__ErrorInfo__MetadataEntry         *message);
@@ -119,6 +159,44 @@ Google__Rpc__RetryInfo *
 void   google__rpc__retry_info__free_unpacked
                      (Google__Rpc__RetryInfo *message,
                       ProtobufCAllocator *allocator);
+/* Google__Rpc__BadRequestFieldViolation methods */
+void   google__rpc__bad_request_field_violation__init
+                     (Google__Rpc__BadRequestFieldViolation         *message);
+size_t google__rpc__bad_request_field_violation__get_packed_size
+                     (const Google__Rpc__BadRequestFieldViolation   *message);
+size_t google__rpc__bad_request_field_violation__pack
+                     (const Google__Rpc__BadRequestFieldViolation   *message,
+                      uint8_t             *out);
+size_t google__rpc__bad_request_field_violation__pack_to_buffer
+                     (const Google__Rpc__BadRequestFieldViolation   *message,
+                      ProtobufCBuffer     *buffer);
+Google__Rpc__BadRequestFieldViolation *
+       google__rpc__bad_request_field_violation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   google__rpc__bad_request_field_violation__free_unpacked
+                     (Google__Rpc__BadRequestFieldViolation *message,
+                      ProtobufCAllocator *allocator);
+/* Google__Rpc__BadRequest methods */
+void   google__rpc__bad_request__init
+                     (Google__Rpc__BadRequest         *message);
+size_t google__rpc__bad_request__get_packed_size
+                     (const Google__Rpc__BadRequest   *message);
+size_t google__rpc__bad_request__pack
+                     (const Google__Rpc__BadRequest   *message,
+                      uint8_t             *out);
+size_t google__rpc__bad_request__pack_to_buffer
+                     (const Google__Rpc__BadRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Google__Rpc__BadRequest *
+       google__rpc__bad_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   google__rpc__bad_request__free_unpacked
+                     (Google__Rpc__BadRequest *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Google__Rpc__ErrorInfo__MetadataEntry_Closure)
@@ -130,6 +208,12 @@ typedef void (*Google__Rpc__ErrorInfo_Closure)
 typedef void (*Google__Rpc__RetryInfo_Closure)
                  (const Google__Rpc__RetryInfo *message,
                   void *closure_data);
+typedef void (*Google__Rpc__BadRequestFieldViolation_Closure)
+                 (const Google__Rpc__BadRequestFieldViolation *message,
+                  void *closure_data);
+typedef void (*Google__Rpc__BadRequest_Closure)
+                 (const Google__Rpc__BadRequest *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -139,6 +223,8 @@ typedef void (*Google__Rpc__RetryInfo_Closure)
 extern const ProtobufCMessageDescriptor google__rpc__error_info__descriptor;
 extern const ProtobufCMessageDescriptor google__rpc__error_info__metadata_entry__descriptor;
 extern const ProtobufCMessageDescriptor google__rpc__retry_info__descriptor;
+extern const ProtobufCMessageDescriptor google__rpc__bad_request_field_violation__descriptor;
+extern const ProtobufCMessageDescriptor google__rpc__bad_request__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -39,7 +39,8 @@ struct  Appstore__Gateway__V1__GetHistoryRequest
    */
   char *app;
   /*
-   * Required: any transaction id, original transaction id or app transaction id of the customer.
+   * Required: any transaction id, original transaction id or app transaction id of the customer: Apple's decimal
+   * digits only, at most 20.
    */
   char *transaction_id;
   /*
@@ -55,12 +56,12 @@ struct  Appstore__Gateway__V1__GetHistoryRequest
    */
   Google__Protobuf__Timestamp *end_date;
   /*
-   * Only these product ids; empty = all.
+   * Only these product ids; empty = all. At most 100 values (each non-empty, at most 256 bytes).
    */
   size_t n_product_ids;
   char **product_ids;
   /*
-   * Only these product types; empty = all.
+   * Only these product types; empty = all. At most 100 values.
    */
   size_t n_product_types;
   Appstore__Gateway__V1__ProductType *product_types;
@@ -69,7 +70,7 @@ struct  Appstore__Gateway__V1__GetHistoryRequest
    */
   Appstore__Gateway__V1__SortOrder sort;
   /*
-   * Only these subscription group ids; empty = all.
+   * Only these subscription group ids; empty = all. At most 100 values (each non-empty, at most 256 bytes).
    */
   size_t n_subscription_group_identifiers;
   char **subscription_group_identifiers;
@@ -86,8 +87,10 @@ struct  Appstore__Gateway__V1__GetHistoryRequest
    */
   Appstore__Gateway__V1__Environment environment;
   /*
-   * True: follow `revision` until `has_more` is false, bounded by the call deadline and the configured page cap;
-   * the response then holds every page fetched.
+   * True: follow `revision` until `has_more` is false, bounded by the call deadline, the configured page cap
+   * (`history.maxPages`) and the response size cap (`history.maxResponseBytes`, default 4,000,000 bytes, below the
+   * 4 MiB default receive limit of grpcio, grpc-go and grpc-java). When a bound stops it, `has_more` stays true and
+   * `revision` continues after the last page returned: call again with that `revision` to get the rest.
    */
   protobuf_c_boolean all_pages;
   /*

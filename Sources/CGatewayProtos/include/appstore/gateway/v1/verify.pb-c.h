@@ -105,7 +105,7 @@ typedef enum _Appstore__Gateway__V1__VerificationStatus {
 /* --- messages --- */
 
 /*
- * A JWS to verify.
+ * A JWS to verify. Verification is bound to an app and an environment by default (fail-closed).
  */
 struct  Appstore__Gateway__V1__VerifyJWSRequest
 {
@@ -119,12 +119,17 @@ struct  Appstore__Gateway__V1__VerifyJWSRequest
    */
   Appstore__Gateway__V1__JWSKind kind;
   /*
-   * When set (configured app name or bundle id): the payload's bundle id, and for production data its app Apple
-   * id, must be that app's.
+   * The app the payload must belong to (configured app name or bundle id): the payload's bundle id, and for
+   * Production notifications and app transactions its app Apple id, must be that app's. Empty: the only configured
+   * app when exactly one is configured; with several apps an empty `app` is INVALID_ARGUMENT, unless the gateway
+   * sets `verification.allowUnboundVerification: true`, which verifies signature and chain only (no app binding).
+   * At most 256 bytes.
    */
   char *app;
   /*
-   * When set: the payload's environment must be this one.
+   * The environment the payload must be in. UNSPECIFIED: the app's configured environment decides (`production`
+   * accepts only Production data, `sandbox` only Sandbox and Xcode data, `auto` any); the payload's environment
+   * is always reported in `VerifyJWSResponse.environment`.
    */
   Appstore__Gateway__V1__Environment environment;
 };
@@ -165,6 +170,11 @@ struct  Appstore__Gateway__V1__VerifyJWSResponse
    * The payload's `signedDate` (unset when it could not be decoded).
    */
   Google__Protobuf__Timestamp *signed_date;
+  /*
+   * The environment the payload says it is from (`environment`, or `receiptType` for app transactions);
+   * UNSPECIFIED when it could not be read.
+   */
+  Appstore__Gateway__V1__Environment environment;
   Appstore__Gateway__V1__VerifyJWSResponse__PayloadCase payload_case;
   union {
     /*
@@ -187,7 +197,7 @@ struct  Appstore__Gateway__V1__VerifyJWSResponse
 };
 #define APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__verify_jwsresponse__descriptor) \
-    , APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_UNSPECIFIED, NULL, APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD__NOT_SET, {0} }
+    , APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_UNSPECIFIED, NULL, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD__NOT_SET, {0} }
 
 
 /* Appstore__Gateway__V1__VerifyJWSRequest methods */

@@ -1,0 +1,143 @@
+import Dispatch
+import Foundation
+import GRPC
+import GatewayCore
+import HTTP2
+import ProtoCodec
+import Services
+import Simulator
+import Synchronization
+
+/// The gateway's three RPCs driven the way the server drives them — request bytes → decode → handler →
+/// response bytes — with the built-in App Store simulator as Apple on a loopback port. Used by the
+/// handler-level libFuzzer targets (fuzz/) and by ServicesTests, which replay the same inputs.
+public final class ServiceHarness: Sendable {
+    /// The three method paths.
+    public static let getHistory = "/appstore.gateway.v1.AppStoreGateway/GetHistory"
+    public static let streamNotifications = "/appstore.gateway.v1.AppStoreGateway/StreamNotifications"
+    public static let verifyJWS = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
+
+    /// What one call produced.
+    public struct Outcome: Sendable {
+        /// The final status (OK for a unary success).
+        public var status: RPCStatus
+        /// The serialized response messages, in order.
+        public var responses: [[UInt8]]
+    }
+
+    /// Most stream messages read before the harness cancels a stream (a caller that stops reading).
+    public static let maxStreamMessages = 8
+
+    /// The simulator playing Apple.
+    public let simulator: SimulatorServer
+    private let methods: [String: MethodHandler]
+
+    /// One harness per process: starting a simulator and loading the keys takes a moment.
+    public static let shared: ServiceHarness = {
+        do {
+            return try ServiceHarness()
+        } catch {
+            preconditionFailure("the service harness cannot start: \(error)")
+        }
+    }()
+
+    /// A simulator in a fresh temporary state directory and the gateway's service configured for it, with
+    /// rate-limit waits and retries off so every call ends quickly.
+    public init() throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("service-harness-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        let state = try SimulatorState.openOrCreate(directory: directory, seed: 12)
+        simulator = try SimulatorServer(state: state, listen: ListenAddress(host: "127.0.0.1", port: 0))
+        let path = try simulator.writeGatewayConfiguration()
+        var configuration = try GatewayConfiguration.load(yaml: try String(contentsOfFile: path, encoding: .utf8))
+        configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        configuration.verification.trustBuiltInAppleRoot = true
+        configuration.rateLimits.maxWaitMilliseconds = 0
+        configuration.retries.maxAttempts = 1
+        methods = try AppStoreGatewayService(configuration: configuration).methods
+    }
+
+    /// Runs `method` on the serialized `request` as the server would, with a 2 s deadline; streams are
+    /// cancelled after `maxStreamMessages` messages. Waits at most 30 s: a handler still running then is a
+    /// hang, reported as a failure (a fuzz finding).
+    public func call(_ method: String, request: [UInt8]) -> Outcome {
+        guard let handler = methods[method] else {
+            return Outcome(status: RPCStatus(.unimplemented, "no such method"), responses: [])
+        }
+        let context = ServerContext(
+            method: method, metadata: [], deadlineNanoseconds: monotonicNanoseconds() + 2_000_000_000)
+        switch handler {
+        case .unaryInline(let body):
+            switch body(request, context) {
+            case .success(let response): return Outcome(status: .ok, responses: [response])
+            case .failure(let status): return Outcome(status: status, responses: [])
+            }
+        case .unaryInlineOrTask(let body):
+            switch body(request, context) {
+            case .done(.success(let response)): return Outcome(status: .ok, responses: [response])
+            case .done(.failure(let status)): return Outcome(status: status, responses: [])
+            case .task(let rest):
+                return Self.wait {
+                    switch await rest() {
+                    case .success(let response): return Outcome(status: .ok, responses: [response])
+                    case .failure(let status): return Outcome(status: status, responses: [])
+                    }
+                }
+            }
+        case .unary(let body):
+            return Self.wait {
+                do throws(RPCStatus) {
+                    return Outcome(status: .ok, responses: [try await body(request, context)])
+                } catch {
+                    return Outcome(status: error, responses: [])
+                }
+            }
+        case .serverStreaming(let body):
+            return Self.wait {
+                let writer = CollectingWriter()
+                do throws(RPCStatus) {
+                    try await body(request, context, writer)
+                    return Outcome(status: .ok, responses: writer.messages)
+                } catch {
+                    return Outcome(status: error, responses: writer.messages)
+                }
+            }
+        case .bidiStreaming:
+            return Outcome(status: RPCStatus(.unimplemented, "no bidirectional method here"), responses: [])
+        }
+    }
+
+    private static func wait(_ body: @escaping @Sendable () async -> Outcome) -> Outcome {
+        let result = Mutex<Outcome?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let outcome = await body()
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 30) == .success, let outcome = result.withLock({ $0 }) else {
+            preconditionFailure("a handler did not finish within 30 s of a 2 s deadline")
+        }
+        return outcome
+    }
+}
+
+/// A stream writer that keeps what is sent and cancels like a caller that stops reading.
+private final class CollectingWriter: ResponseStreamWriter {
+    private let sent = Mutex<[[UInt8]]>([])
+    var messages: [[UInt8]] { sent.withLock { $0 } }
+
+    func send(serialized message: [UInt8]) async throws(RPCStatus) {
+        let count = sent.withLock { sent in
+            sent.append(message)
+            return sent.count
+        }
+        if count >= ServiceHarness.maxStreamMessages { throw RPCStatus(.cancelled, "the harness stopped reading") }
+    }
+
+    func send(serialized message: [UInt8], shutdownStatus: RPCStatus) async throws(RPCStatus) {
+        try await send(serialized: message)
+    }
+
+    func setShutdownStatus(_ status: RPCStatus) async {}
+}

@@ -1,0 +1,53 @@
+import Cryptography
+import Foundation
+import GatewayCore
+import Testing
+
+@testable import SignedData
+
+/// Which verifications need a full chain validation (kept off event loops), and the memory of failed ones.
+@Suite struct RejectedChainTests {
+    @Test func onlyCachedChainsVerifyWithoutValidation() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        let verifier = try SignedDataVerifier(
+            configuration: .init(trustedRoots: [pki.root.certificate]), clock: ManualClock(referenceTime))
+        let jws = try pki.signer.sign(payload: transactionPayload())
+        #expect(verifier.verifyIfChainCached(jws) == nil)
+        #expect(verifier.verify(jws).isVerified)
+        #expect(verifier.verifyIfChainCached(jws)?.isVerified == true)
+        // Malformed input needs no chain at all: a verdict at once.
+        #expect(verifier.verifyIfChainCached("not a jws")?.status == .malformed)
+    }
+
+    @Test func aFailedChainIsRefusedFromMemoryForTheSameInstantOnly() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        let clock = ManualClock(referenceTime)
+        var configuration = SignedDataVerifier.Configuration(trustedRoots: [pki.root.certificate])
+        configuration.rejectedChainTTL = 30
+        let verifier = try SignedDataVerifier(configuration: configuration, clock: clock)
+        let tooEarly = referenceMilliseconds - Int64(400 * day * 1000)
+        let bad = try pki.signer.sign(payload: transactionPayload(signedDate: tooEarly))
+        #expect(verifier.verifyIfChainCached(bad) == nil)
+        #expect(verifier.verify(bad).status == .untrustedChain)
+        #expect(verifier.verifyIfChainCached(bad)?.status == .untrustedChain)
+        // Another instant with the same chain is not poisoned: it still needs (and passes) validation.
+        let good = try pki.signer.sign(payload: transactionPayload())
+        #expect(verifier.verifyIfChainCached(good) == nil)
+        #expect(verifier.verify(good).isVerified)
+        // After the TTL the failure is forgotten and validated again.
+        clock.advance(by: 31)
+        #expect(verifier.verifyIfChainCached(bad) == nil)
+    }
+
+    @Test func signedDatesOutsideApplesRangeAreMalformed() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        let verifier = try SignedDataVerifier(
+            configuration: .init(trustedRoots: [pki.root.certificate]), clock: ManualClock(referenceTime))
+        for date in [Int64.max, Int64.min, -1, 253_402_300_800_000] {
+            let payload = json(["transactionId": "1", "signedDate": date, "environment": "Sandbox"])
+            let result = verifier.verify(try pki.signer.sign(payload: payload))
+            #expect(result.status == .malformed)
+            #expect(result.signedDate == nil)
+        }
+    }
+}
