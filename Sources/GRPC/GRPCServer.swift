@@ -138,7 +138,7 @@ struct Router: HTTP2Responder {
         }
         let streaming: Bool
         switch handler {
-        case .unaryInline, .unary: streaming = false
+        case .unaryInline, .unaryInlineOrTask, .unary: streaming = false
         case .serverStreaming, .bidiStreaming: streaming = true
         }
         let deadline = deadlines.deadlines(requested: requested, streaming: streaming, now: monotonicNanoseconds())

@@ -3,7 +3,7 @@ extension MethodHandler {
     /// or bidi_stream.
     public var grpcType: String {
         switch self {
-        case .unaryInline, .unary: "unary"
+        case .unaryInline, .unaryInlineOrTask, .unary: "unary"
         case .serverStreaming: "server_stream"
         case .bidiStreaming: "bidi_stream"
         }
