@@ -1,7 +1,7 @@
 import Foundation
 import GatewayCore
 
-/// One page of Get Notification History, as Apple sent it (appstore-api.md §3.1).
+/// One page of Get Notification History, as Apple sent it (Apple's App Store Server API documentation).
 public struct NotificationHistoryPage: Sendable, Hashable {
     /// One delivery attempt (Apple's sendAttemptItem).
     public struct SendAttempt: Sendable, Hashable {

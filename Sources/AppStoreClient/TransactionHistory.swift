@@ -1,7 +1,7 @@
 import Foundation
 import GatewayCore
 
-/// One page of Get Transaction History (V2), as Apple sent it (appstore-api.md §2.2).
+/// One page of Get Transaction History (V2), as Apple sent it (Apple's App Store Server API documentation).
 public struct TransactionHistoryPage: Sendable, Hashable {
     /// The token for the next page (and, with `hasMore` false, for later incremental reads).
     public var revision: String

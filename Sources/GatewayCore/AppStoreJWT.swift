@@ -58,7 +58,7 @@ public struct JWTSettings: Sendable, Hashable {
     }
 }
 
-/// The claims of an App Store Server API request JWT (appstore-api.md §1.3).
+/// The claims of an App Store Server API request JWT (Apple's App Store Server API documentation).
 public struct JWTClaims: Sendable, Hashable {
     /// Apple's fixed audience.
     public static let audience = "appstoreconnect-v1"

@@ -8,8 +8,8 @@ public enum HTTPMethod: String, Sendable, Hashable {
     case put = "PUT"
 }
 
-/// Every App Store Server API endpoint (appstore-api.md §4). The case name is the lowerCamelCase
-/// config key under `rateLimits` (DESIGN.md §5).
+/// Every App Store Server API endpoint (Apple's App Store Server API documentation). The case name is the lowerCamelCase
+/// config key under `rateLimits` (README, Configuration).
 public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Get Transaction Info.
     case getTransactionInfo

@@ -1,4 +1,4 @@
-/// One of Apple's two server environments (appstore-api.md §1.1).
+/// One of Apple's two server environments (Apple's App Store Server API documentation).
 public enum AppleEnvironment: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// `api.storekit.apple.com`.
     case production

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Apple's error body `{"errorCode": <int64>, "errorMessage": "<text>"}` (appstore-api.md §5).
+/// Apple's error body `{"errorCode": <int64>, "errorMessage": "<text>"}` (Apple's App Store Server API documentation).
 public struct AppleErrorBody: Sendable, Hashable {
     /// The numeric code, known or not.
     public var code: AppleErrorCode

@@ -1,4 +1,4 @@
-/// An `errorCode` from an App Store Server API error body (appstore-api.md §5).
+/// An `errorCode` from an App Store Server API error body (Apple's App Store Server API documentation).
 ///
 /// Codes the gateway knows carry Apple's name; any other integer is kept as is, because Apple adds
 /// codes without notice and callers still deserve to see the number.
@@ -80,7 +80,7 @@ extension AppleErrorCode {
     /// 5000001 GeneralInternalRetryable.
     public static let generalInternalRetryable = AppleErrorCode(rawValue: 5_000_001)
 
-    /// Every App Store Server API code of appstore-api.md §5, by number.
+    /// Every App Store Server API code of Apple's error-code documentation, by number.
     /// (Retention Messaging API codes are out of scope and stay unknown.)
     public static let catalogue: [Int64: String] = [
         4_000_000: "GeneralBadRequest",

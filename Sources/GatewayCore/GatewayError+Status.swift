@@ -2,7 +2,7 @@
 public let gatewayErrorDomain = "appstore.gateway"
 
 extension GatewayError {
-    /// The gRPC status for this error: the single mapping of DESIGN.md §4.
+    /// The gRPC status for this error: the single mapping, tabled in README "Status codes".
     ///
     /// Apple's HTTP statuses are mapped by meaning, never with grpc's HTTP-to-gRPC table (that one
     /// is for clients). Apple 401/403 become FAILED_PRECONDITION: the gateway's key or the app's

@@ -1,4 +1,4 @@
-/// The JSON body of Get Notification History (appstore-api.md §3).
+/// The JSON body of Get Notification History (Apple's App Store Server API documentation).
 public struct NotificationHistoryRequestBody: Sendable, Hashable {
     /// Earliest notification time, UNIX ms (required).
     public var startDate: Int64

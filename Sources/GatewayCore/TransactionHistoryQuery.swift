@@ -1,4 +1,4 @@
-/// The query of Get Transaction History (appstore-api.md §2.1), encoded exactly as Apple expects.
+/// The query of Get Transaction History (Apple's App Store Server API documentation), encoded exactly as Apple expects.
 public struct TransactionHistoryQuery: Sendable, Hashable {
     /// `productType` filter values.
     public enum ProductType: String, Sendable, Hashable, CaseIterable {

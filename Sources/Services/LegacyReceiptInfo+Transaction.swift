@@ -2,7 +2,7 @@ import Foundation
 import ProtoCodec
 
 extension LegacyReceiptInfo {
-    /// The legacy `latest_receipt_info` entry of a decoded transaction (appstore-api.md §9), every value a
+    /// The legacy `latest_receipt_info` entry of a decoded transaction (Apple's App Store Server API documentation), every value a
     /// string as verifyReceipt sent them. Fields verifyReceipt omitted when not applicable stay empty
     /// (no expiry, no cancellation, `is_upgraded` unless upgraded, offer ids of other offer types).
     ///

@@ -210,7 +210,7 @@ public struct StreamNotificationsHandler: Sendable {
         return event
     }
 
-    /// Apple's sendAttemptResult strings (appstore-api.md §3.1).
+    /// Apple's sendAttemptResult strings (Apple's App Store Server API documentation).
     static let sendAttemptResults: [String: SendAttemptResult] = [
         "SUCCESS": .success, "TIMED_OUT": .timedOut, "TLS_ISSUE": .tlsIssue, "CIRCULAR_REDIRECT": .circularRedirect,
         "NO_RESPONSE": .noResponse, "SOCKET_ISSUE": .socketIssue, "UNSUPPORTED_CHARSET": .unsupportedCharset,

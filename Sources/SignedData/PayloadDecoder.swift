@@ -9,7 +9,7 @@ public enum DecodedPayload: Sendable, Hashable {
     case appTransaction(AppTransaction)
 }
 
-/// Maps Apple's decoded payload JSON (appstore-api.md §8) to the proto value types, as a step separate
+/// Maps Apple's decoded payload JSON (Apple's App Store Server API documentation) to the proto value types, as a step separate
 /// from verification. Tolerant by design: unknown enum strings become UNSPECIFIED, unknown enum numbers
 /// stay as unrecognized proto numbers, mistyped or unknown fields are skipped, and `raw_json` always keeps
 /// the payload exactly as Apple sent it, so nothing Apple adds is ever out of reach.

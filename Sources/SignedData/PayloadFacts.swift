@@ -2,7 +2,7 @@ import GatewayCore
 import Foundation
 
 /// What the verifier reads from a decoded payload before and after the signature check: its kind, the
-/// verification time, and the app identity Apple's libraries bind to (appstore-api.md §7.5 step 9).
+/// verification time, and the app identity Apple's libraries bind to (Apple's App Store Server API documentation).
 struct PayloadFacts: Sendable {
     let kind: SignedDataKind
     /// `signedDate`, or `receiptCreationDate` for app transactions.

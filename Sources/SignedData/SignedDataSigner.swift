@@ -31,7 +31,7 @@ public struct SignedDataSigner: Sendable {
     }
 }
 
-/// A PKI shaped like Apple's (appstore-api.md §7.3), minted in code around one reference time: a P-384
+/// A PKI shaped like Apple's (Apple's App Store Server API documentation), minted in code around one reference time: a P-384
 /// self-signed root, a P-384 intermediate CA (pathlen 0) with the WWDR marker OID, and P-256 leaves with
 /// the receipt-signing marker OID. Variants (no marker, other curve, other validity) come from `issueLeaf`
 /// and `issueIntermediate`, all under the same root so one verifier configuration covers them.

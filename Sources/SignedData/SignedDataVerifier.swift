@@ -3,7 +3,7 @@ import GatewayCore
 import Foundation
 
 /// Verifies App Store signed data (compact JWS, ES256, `x5c` chain to Apple) as Apple's libraries do
-/// (appstore-api.md §7.5), with online (OCSP) checks off.
+/// (Apple's App Store Server API documentation), with online (OCSP) checks off.
 ///
 /// Steps and the verdict each can give: size and shape (`malformed`), `alg` (`unsupportedAlgorithm`),
 /// `x5c` count (`invalidChainLength`), certificates and Apple's marker OIDs (`invalidCertificate`),

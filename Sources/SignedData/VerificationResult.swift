@@ -67,7 +67,7 @@ public struct NestedPayload: Sendable {
     public let result: VerificationResult
 }
 
-/// The app and environment a payload must belong to (appstore-api.md §7.5 step 9). Unset fields are not
+/// The app and environment a payload must belong to (Apple's App Store Server API documentation). Unset fields are not
 /// checked.
 public struct VerificationRequirements: Sendable, Hashable {
     /// Bundle id the payload must carry (not checked for renewal info, which has none).

@@ -1,4 +1,4 @@
-/// The verdict of a verification, mirroring the API contract's `VerificationStatus` (API-CONTRACT.md, VerifyJWS);
+/// The verdict of a verification, mirroring the API contract's `VerificationStatus` (proto/appstore/gateway/v1/verify.proto);
 /// `protoStatus` gives the wire enum.
 public enum VerificationVerdict: String, Sendable, Hashable, CaseIterable {
     /// Signature, chain and every requested binding check passed.

@@ -182,7 +182,7 @@ struct IdentifierSequence {
 }
 
 /// Apple's retry schedule for V2 notifications: in production up to five retries at +1 h, +12 h,
-/// +24 h, +48 h and +72 h after the previous try; one attempt in sandbox (appstore-api.md §3.1).
+/// +24 h, +48 h and +72 h after the previous try; one attempt in sandbox (Apple's App Store Server API documentation).
 /// Besides random failures, the developer's server has one outage (production: from 20 to 12 days
 /// before the reference time, so early notifications in it exhaust their retries; sandbox: one day).
 enum SendAttemptSchedule {

@@ -1,7 +1,7 @@
 import Foundation
 import GatewayCore
 
-/// Get Notification History (appstore-api.md §3): POST body filters, the 180-day (production) or
+/// Get Notification History (Apple's App Store Server API documentation): POST body filters, the 180-day (production) or
 /// 30-day (sandbox) window, `notificationType`/`transactionId` exclusivity, `onlyFailures`, 20 per page
 /// with an opaque, expiring `paginationToken`.
 struct NotificationHistoryEndpoint: Sendable {
@@ -9,7 +9,7 @@ struct NotificationHistoryEndpoint: Sendable {
     let tokens: PaginationTokenCodec
     let tokenLifetime: Duration
 
-    /// Every V2 notification type with its allowed subtypes (appstore-api.md §8.4).
+    /// Every V2 notification type with its allowed subtypes (Apple's App Store Server API documentation).
     static let subtypes: [String: Set<String>] = [
         "SUBSCRIBED": ["INITIAL_BUY", "RESUBSCRIBE"],
         "DID_CHANGE_RENEWAL_PREF": ["UPGRADE", "DOWNGRADE"],

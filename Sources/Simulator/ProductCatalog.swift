@@ -2,7 +2,7 @@ import GatewayCore
 
 /// One product an app sells, with what the history filters and payloads need to know about it.
 public struct SimulatedProduct: Sendable, Hashable {
-    /// Apple's payload `type` spellings (appstore-api.md §8.1).
+    /// Apple's payload `type` spellings (Apple's App Store Server API documentation).
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         case autoRenewable = "Auto-Renewable Subscription"
         case nonConsumable = "Non-Consumable"

@@ -2,7 +2,7 @@ import Cryptography
 import Foundation
 import GatewayCore
 
-/// Checks request JWTs as Apple does (appstore-api.md §1.3): `Authorization: Bearer <jwt>`, header
+/// Checks request JWTs as Apple does (Apple's App Store Server API documentation): `Authorization: Bearer <jwt>`, header
 /// `alg` ES256, `kid` a known key, `typ` JWT; claims `iss` (the key's issuer), `aud` appstoreconnect-v1,
 /// `bid` (the key's app), `exp` in the future and at most 60 minutes after `iat`, `iat` not in the
 /// future beyond the allowed skew; the ES256 signature under the key. Any failure is a 401.

@@ -24,7 +24,7 @@ struct SignedPayloads: Sendable {
         try sign(renewal.payload(signedDate: signedDate))
     }
 
-    /// The notification's `signedPayload` (`ResponseBodyV2DecodedPayload`, appstore-api.md §8.3), signed
+    /// The notification's `signedPayload` (`ResponseBodyV2DecodedPayload`, in Apple's documentation), signed
     /// when it was first sent, with the transaction and renewal info as of then.
     func notification(_ notification: SimulatedNotification, customer: SimulatedCustomer?) throws(AppleRejection)
         -> String

@@ -1,7 +1,7 @@
 import GatewayCore
 
 /// One transaction as the App Store keeps it: the decoded `JWSTransactionDecodedPayload` fields
-/// (appstore-api.md §8.1) plus what the simulator needs to page and filter it.
+/// (Apple's App Store Server API documentation) plus what the simulator needs to page and filter it.
 public struct SimulatedTransaction: Sendable, Hashable {
     public var transactionId: String
     public var originalTransactionId: String

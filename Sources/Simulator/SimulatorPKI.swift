@@ -2,7 +2,7 @@ import Cryptography
 import Foundation
 import GatewayCore
 
-/// The simulator's signing PKI, shaped like Apple's (appstore-api.md §7.3): a P-384 root, a P-384
+/// The simulator's signing PKI, shaped like Apple's (Apple's App Store Server API documentation): a P-384 root, a P-384
 /// intermediate CA (path length 0) carrying 1.2.840.113635.100.6.2.1, and a P-256 leaf carrying
 /// 1.2.840.113635.100.6.11.1, with key identifiers and Apple-like validity periods.
 public struct SimulatorPKI: Sendable {

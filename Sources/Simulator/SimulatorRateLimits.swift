@@ -1,6 +1,6 @@
 import GatewayCore
 
-/// Apple's rate limits, per app, endpoint and environment (appstore-api.md §6), on GatewayCore's
+/// Apple's rate limits, per app, endpoint and environment (Apple's App Store Server API documentation), on GatewayCore's
 /// `RateLimiter`: Apple's per-second rates × `scale`, a budget of rate × window, sandbox at its factor.
 struct SimulatorRateLimits: Sendable {
     let limiter: RateLimiter

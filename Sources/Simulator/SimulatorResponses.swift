@@ -42,7 +42,7 @@ enum SimulatorResponse {
     /// Unknown path or method: 404 with an empty body, as Apple.
     static func notFound() -> HTTPResponse { HTTPResponse(status: 404) }
 
-    /// 429 with `Retry-After` as UNIX milliseconds (appstore-api.md §6).
+    /// 429 with `Retry-After` as UNIX milliseconds (Apple's App Store Server API documentation).
     static func rateLimited(retryAt: WallTime) -> HTTPResponse {
         var response = error(4_290_000, "Rate limit exceeded.")
         response.headers.append(("retry-after", String(retryAt.millisecondsSince1970)))

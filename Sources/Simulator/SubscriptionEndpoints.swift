@@ -1,6 +1,6 @@
 import GatewayCore
 
-/// Get Transaction Info and Get All Subscription Statuses (appstore-api.md §4).
+/// Get Transaction Info and Get All Subscription Statuses (Apple's App Store Server API documentation).
 struct SubscriptionEndpoints: Sendable {
     /// `{signedTransactionInfo}` for one transaction id.
     func transactionInfo(transactionId: String, dataset: SimulatedDataset, signer: SignedPayloads, now: WallTime)

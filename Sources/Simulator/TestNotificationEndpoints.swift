@@ -2,7 +2,7 @@ import Foundation
 import GatewayCore
 import Synchronization
 
-/// Request a Test Notification and Get Test Notification Status (appstore-api.md §4): the request
+/// Request a Test Notification and Get Test Notification Status (Apple's App Store Server API documentation): the request
 /// returns a `testNotificationToken`; the status returns the TEST notification's `signedPayload` and
 /// its send attempts, until the token expires (then 4040008).
 final class TestNotificationEndpoints: Sendable {
