@@ -111,6 +111,7 @@ public final class AppStoreAPIClient: Sendable {
                     defaults: configuration.rateLimits.defaults.scaled(by: share),
                     perApp: perApp.mapValues { $0.scaled(by: share) }),
                 appNames: Dictionary(configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { a, _ in a }),
+                reservationHorizon: .milliseconds(Int64(clamping: configuration.rateLimits.maxWaitMilliseconds)),
                 clock: clock, events: budgetEvents)
         } else {
             budget = rateLimiter

@@ -11,7 +11,9 @@ import Logging
 /// trip: one EVALSHA per (app, endpoint, environment) leasing as many tokens as callers wait (at most
 /// `SharedBucketScript.maxBatch`), all of them pipelined. When Redis fails or is slower than
 /// `redis.timeout`, reservations go to a local bucket at `redis.fallbackShare` of the budget until a
-/// periodic probe (`SharedBudgetMode`) finds Redis again. No call fails only because Redis is down.
+/// periodic probe (`SharedBudgetMode`) finds Redis again. The local bucket opens once every shared slot
+/// reserved before the loss (at most `rateLimits.maxWait` ahead) has passed; after that, calls are served at
+/// the share, so an outage costs a wait of about `maxWait`, never the rate.
 public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private enum Work {
         case reserve(RateLimitKey, maxWait: Duration, CheckedContinuation<TokenBucket.Reservation, Never>)
@@ -37,20 +39,28 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private var mode = SharedBudgetMode()
     private var connection: RedisConnection?
     private var scriptSHA: String?
-    /// The keys reserved through Redis so far (bounded by the configured apps × endpoints × environments).
-    private var seenKeys: Set<RateLimitKey> = []
+    /// How far ahead of its request any replica's shared reservation can be scheduled: `rateLimits.maxWait`.
+    private let reservationHorizon: Duration
+    /// In fallback: the instant after which no slot the shared schedule promised before Redis was lost can
+    /// still be spent, so local tokens may start there without any second seeing both.
+    private var localOpensAt: MonotonicInstant?
+    /// The keys whose local bucket was emptied up to `localOpensAt` in the current fallback (bounded by the
+    /// configured apps × endpoints × environments).
+    private var primedKeys: Set<RateLimitKey> = []
 
     /// A shared budget for the rates in `limits` (the configured, whole-app budgets), with the local
     /// `fallback` limiter already at `redis.fallbackShare`. `appNames` maps bundle ids to the app names
-    /// used as metric labels. The thread starts at once; the first reservation connects.
+    /// used as metric labels; `reservationHorizon` is `rateLimits.maxWait`, the furthest ahead a shared slot
+    /// is ever reserved. The thread starts at once; the first reservation connects.
     public init(
         settings: GatewayConfiguration.Redis, limits: RateLimiter, fallback: RateLimiter, appNames: [String: String],
-        clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.redis"),
-        events: any SharedBudgetEvents = SilentSharedBudgetEvents()
+        reservationHorizon: Duration, clock: any GatewayClock = SystemClock(),
+        logger: Logger = Logger(label: "appstore-gateway.redis"), events: any SharedBudgetEvents = SilentSharedBudgetEvents()
     ) {
         self.settings = settings
         self.limits = limits
         self.fallback = fallback
+        self.reservationHorizon = max(.zero, reservationHorizon)
         self.appNames = appNames
         self.clock = clock
         self.logger = logger
@@ -108,7 +118,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         condition.lock()
         if stopping {
             condition.unlock()
-            answerLocally([work])
+            answerLocally([work], onBudgetThread: false)
             return
         }
         queue.append(work)
@@ -199,7 +209,6 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             case .checkBlock(let key, let continuation):
                 checks.append((key, continuation))
             case .reserve(let key, let maxWait, let continuation):
-                seenKeys.insert(key)
                 if let index = groupIndex[key], groups[index].items.count < SharedBucketScript.maxBatch {
                     groups[index].items.append((maxWait, continuation))
                 } else {
@@ -296,7 +305,9 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         throw RedisConnectionFailure(kind: .redisError, message: "the script could not be loaded")
     }
 
-    private func answerLocally(_ batch: [Work]) {
+    /// Answers from the local fallback buckets. `onBudgetThread` is false only for work arriving after
+    /// `shutdown`, which must not touch the thread's state.
+    private func answerLocally(_ batch: [Work], onBudgetThread: Bool = true) {
         for work in batch {
             switch work {
             case .block:
@@ -304,6 +315,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             case .checkBlock(_, let continuation):
                 continuation.resume(returning: .zero)  // local blocks are in the fallback bucket already
             case .reserve(let key, let maxWait, let continuation):
+                if onBudgetThread { primeLocalBucket(key) }
                 let app = appNames[key.bundleID] ?? key.bundleID
                 events.sharedBudgetReservation(app: app, endpoint: key.endpoint.configName, outcome: .fallback)
                 continuation.resume(returning: fallback.reserve(key: key, now: clock.monotonicNow(), maxWait: maxWait))
@@ -315,13 +327,10 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         connection?.close()
         let transition = mode.redisFailed(now: clock.monotonicNow())
         if transition == .fellBack {
-            // The shared bucket may have been spent to the limit just now: each local bucket starts empty
-            // (its first token one fallback interval from now), so the switch adds no burst.
-            let now = clock.monotonicNow()
-            for key in seenKeys {
-                let perSecond = fallback.rate(for: key).perSecond
-                fallback.block(key: key, for: .seconds(min(1, 1 / perSecond)), now: now)
-            }
+            // Until Redis was lost, any replica may have reserved shared slots up to `reservationHorizon`
+            // ahead, and those calls still go to Apple: local tokens start only after the last of them.
+            localOpensAt = clock.monotonicNow() + reservationHorizon
+            primedKeys.removeAll()
             logger.warning(
                 "Redis unreachable; spending this replica's fallback share of the rate budget",
                 metadata: [
@@ -330,6 +339,15 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
                 ])
         }
         publish(transition)
+    }
+
+    /// On a key's first local reservation of a fallback, empties its local bucket until one fallback
+    /// interval after `localOpensAt`: the slots the shared schedule promised are spent first, then this
+    /// replica's share starts from an empty bucket, so no second sees the shared rate and the shares at once.
+    private func primeLocalBucket(_ key: RateLimitKey) {
+        guard let opensAt = localOpensAt, primedKeys.insert(key).inserted else { return }
+        let interval = TokenBucket(perSecond: fallback.rate(for: key).perSecond, burst: 1, now: opensAt).emissionInterval
+        fallback.blockUntil(opensAt + .nanoseconds(interval), key: key, now: clock.monotonicNow())
     }
 
     private func publish(_ transition: SharedBudgetMode.Transition?) {

@@ -19,7 +19,7 @@ struct SharedRateBudgetTests {
         return SharedRateBudget(
             settings: settings, limits: limits,
             fallback: RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 10, burst: 2)]).scaled(by: 0.5)),
-            appNames: [:], events: recorder)
+            appNames: [:], reservationHorizon: .milliseconds(300), events: recorder)
     }
 
     @Test func theSharedBucketAdmitsTheBurstThenSchedulesTokensAtTheRate() async throws {
@@ -40,54 +40,63 @@ struct SharedRateBudgetTests {
         #expect(budget.currentMode == .shared)
     }
 
-    @Test func twoReplicasSpendOneBucketAndHonourOneBlock() async throws {
+    /// Two replicas' budgets on one fresh Redis, handed to `body`, then shut down with it.
+    func withTwoReplicas(_ body: (SharedRateBudget, SharedRateBudget) async throws -> Void) async throws {
         let redis = try RedisProcess()
         defer { redis.stop() }
         let first = budget(port: redis.port)
         let second = budget(port: redis.port)
         defer { first.shutdown(); second.shutdown() }
-        let now = MonotonicInstant(nanoseconds: 0)
-        #expect(await first.reserve(key: key, now: now, maxWait: .zero) == .goNow)
-        #expect(await second.reserve(key: key, now: now, maxWait: .zero) == .goNow)
-        #expect(await first.reserve(key: key, now: now, maxWait: .zero) != .goNow)
-        // Apple's 429 seen by the first replica holds the second.
-        await first.block(key: key, for: .seconds(5), now: now)
-        guard case .refused(let retryAfter) = await second.reserve(key: key, now: now, maxWait: .seconds(1)) else {
-            Issue.record("the other replica ignored the shared block")
-            return
+        try await body(first, second)
+    }
+
+    @Test func twoReplicasSpendOneBucketAndHonourOneBlock() async throws {
+        try await withTwoReplicas { first, second in
+            let now = MonotonicInstant(nanoseconds: 0)
+            #expect(await first.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+            #expect(await second.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+            #expect(await first.reserve(key: key, now: now, maxWait: .zero) != .goNow)
+            // Apple's 429 seen by the first replica holds the second.
+            await first.block(key: key, for: .seconds(5), now: now)
+            guard case .refused(let retryAfter) = await second.reserve(key: key, now: now, maxWait: .seconds(1)) else {
+                Issue.record("the other replica ignored the shared block")
+                return
+            }
+            #expect(retryAfter > .seconds(4) && retryAfter <= .seconds(5))
         }
-        #expect(retryAfter > .seconds(4) && retryAfter <= .seconds(5))
     }
 
     @Test func aBlockStoredWhileACallWaitsForItsSlotHoldsThatCall() async throws {
-        let redis = try RedisProcess()
-        defer { redis.stop() }
-        let first = budget(port: redis.port)
-        let second = budget(port: redis.port)
-        defer { first.shutdown(); second.shutdown() }
-        let now = MonotonicInstant(nanoseconds: 0)
-        #expect(await first.reserve(key: key, now: now, maxWait: .zero) == .goNow)
-        #expect(await first.reserve(key: key, now: now, maxWait: .zero) == .goNow)
-        // The second replica's caller gets a slot ~100 ms ahead; Apple's 429 reaches the first meanwhile.
-        let waiting = Task { await second.reserve(key: key, now: now, maxWait: .seconds(1)) }
-        await first.block(key: key, for: .seconds(5), now: now)
-        guard case .refused(let retryAfter) = await waiting.value else {
-            Issue.record("a call that waited for its slot went to Apple during a shared Retry-After")
-            return
+        try await withTwoReplicas { first, second in
+            let now = MonotonicInstant(nanoseconds: 0)
+            #expect(await first.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+            #expect(await first.reserve(key: key, now: now, maxWait: .zero) == .goNow)
+            // The second replica's caller gets a slot ~100 ms ahead; Apple's 429 reaches the first meanwhile.
+            let waiting = Task { await second.reserve(key: key, now: now, maxWait: .seconds(1)) }
+            await first.block(key: key, for: .seconds(5), now: now)
+            guard case .refused(let retryAfter) = await waiting.value else {
+                Issue.record("a call that waited for its slot went to Apple during a shared Retry-After")
+                return
+            }
+            #expect(retryAfter > .seconds(4))
         }
-        #expect(retryAfter > .seconds(4))
     }
 
-    @Test func anUnreachableRedisFallsBackToTheLocalShareWithoutFailingCalls() async throws {
+    @Test func anUnreachableRedisFallsBackToTheLocalShareOnceTheSharedSlotsHavePassed() async throws {
         let port = try RedisProcess.freePort()  // nothing listens there
         let recorder = Recorder()
         let budget = budget(port: port, recorder: recorder)
         defer { budget.shutdown() }
         let now = MonotonicInstant(nanoseconds: 0)
-        // The local share (5/s, burst 1) starts empty after the switch, so the first call waits or is
-        // refused with a wait, but never fails for Redis.
-        let reservation = await budget.reserve(key: key, now: now, maxWait: .seconds(1))
-        if case .refused = reservation { Issue.record("a call failed only because Redis is down") }
+        // Shared slots may have been reserved up to the horizon (300 ms) before Redis went: the local share
+        // (5/s, burst 1) gives its first token one interval (200 ms) after that, never earlier.
+        guard case .refused(let retryAfter) = await budget.reserve(key: key, now: now, maxWait: .zero) else {
+            Issue.record("a local token was given while shared slots could still be spent")
+            return
+        }
+        #expect(retryAfter > .milliseconds(400) && retryAfter <= .milliseconds(500))
+        // A caller who can wait that long gets the token: the outage costs a wait, not a failure.
+        #expect(await budget.reserve(key: key, now: now, maxWait: .seconds(1)) == .goNow)
         #expect(budget.currentMode != .shared)
         #expect(recorder.outcomes.contains(.fallback))
         #expect(recorder.transitions == [.fellBack])

@@ -21,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from conftest import Gateway
 from h2raw import RawClient, grpc_frame
+from procstat import open_fds, rss_bytes
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
@@ -154,20 +155,6 @@ class HealthProber:
         ordered = sorted(self.latencies)
         assert ordered[len(ordered) // 2] < 0.5, f"median health latency {ordered[len(ordered) // 2]:.3f} s"
         assert ordered[-1] < 2.0, f"slowest health check took {ordered[-1]:.3f} s"
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("VmRSS missing")
-
-
-def open_fds(pid):
-    import os
-
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 @pytest.fixture(scope="module")

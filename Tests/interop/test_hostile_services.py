@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from appstore.gateway.v1 import common_pb2, gateway_pb2_grpc, history_pb2, notification_pb2, verify_pb2
 from google.rpc import error_details_pb2, status_pb2
 from conftest import ROOT, Gateway
+from procstat import rss_bytes
 
 FIXTURES = os.path.join(ROOT, "Tests", "SignedDataTests", "Fixtures")
 # RSS a single refused request may add (allocator slack, the decoded message itself): the 1 MB request of a
@@ -38,11 +39,6 @@ def b64(data):
 def forged(payload_text):
     """A JWS with Apple's genuine header (real x5c chain), `payload_text` as payload, and a zero signature."""
     return f"{GENUINE_HEADER}.{b64(payload_text.encode())}.{'A' * 86}"
-
-
-def rss_bytes(gw):
-    with open(f"/proc/{gw.proc.pid}/status") as f:
-        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) * 1024
 
 
 def apple_requests(gw):
@@ -119,7 +115,7 @@ def test_hostile_payload_numbers_get_a_verdict(simulated, name):
 def test_a_million_product_types_is_refused_before_any_work(simulated):
     gw, stub = simulated
     assert_serving(gw)
-    before_rss, before_apple = rss_bytes(gw), apple_requests(gw)
+    before_rss, before_apple = rss_bytes(gw.proc.pid), apple_requests(gw)
     for count in (1_000_000, 101):
         with pytest.raises(grpc.RpcError) as info:
             stub.GetHistory(history_pb2.GetHistoryRequest(transaction_id="1", product_types=[1] * count), timeout=30)
@@ -129,7 +125,7 @@ def test_a_million_product_types_is_refused_before_any_work(simulated):
         with pytest.raises(grpc.RpcError) as info:
             stub.GetHistory(history_pb2.GetHistoryRequest(transaction_id="1", **{field: ["x"] * 101}), timeout=30)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field in violations(info.value)
-    growth = rss_bytes(gw) - before_rss
+    growth = rss_bytes(gw.proc.pid) - before_rss
     assert growth < RSS_BOUND_BYTES, f"RSS grew by {growth} bytes"
     assert apple_requests(gw) == before_apple
     assert_serving(gw)

@@ -18,35 +18,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from conftest import Gateway
 from h2raw import RawClient, grpc_frame
+from procstat import cpu_share, rss_bytes
 
 MIB = 1024 * 1024
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 EMPTY_SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
-
-
-# MARK: process probes
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("VmRSS missing")
-
-
-def cpu_seconds(pid):
-    """utime + stime of the whole process (all threads), in seconds."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_share(pid, seconds=2.0):
-    """The share of one core the process used over `seconds`."""
-    before, started = cpu_seconds(pid), time.monotonic()
-    time.sleep(seconds)
-    return (cpu_seconds(pid) - before) / (time.monotonic() - started)
 
 
 def assert_healthy(gateway):
