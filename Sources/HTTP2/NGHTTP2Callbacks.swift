@@ -47,7 +47,10 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
                 if endStream { connection.dataEnded(streamID: header.stream_id) }
             case NGHTTP2_PING.rawValue:
                 if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
-                    connection.pingAcknowledged()
+                    let payload = withUnsafeBytes(of: frame.pointee.ping.opaque_data) {
+                        $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                    }
+                    connection.pingAcknowledged(payload: payload)
                 } else {
                     connection.clientPinged()
                 }

@@ -23,22 +23,13 @@ final class ServerConnection: LoopConnection, Flushable {
     private var outboundStart = 0
     private var wantsWritable = false
     private var closed = false
-    private var lastReadNanos = monotonicNanoseconds()
-    private var pingOutstandingSince: UInt64?
-    private var idleSinceNanos: UInt64? = monotonicNanoseconds()
+    /// Idle, keepalive, max age, PING strikes and the graceful close: decided there, performed here.
+    private var management: ConnectionManagement
+    /// Inside `nghttp2_session_mem_recv` nothing may be written: a close decided there waits for it to return.
+    private var receiving = false
+    private var closeAfterReceive = false
     private var housekeepingTimer: TimerQueue<() -> Void>.ID?
     private var housekeepingAt: UInt64?
-    private var goawayTimer: TimerQueue<() -> Void>.ID?
-    private(set) var draining = false
-    private var goawayFinalSent = false
-    private var goawayDebug = ""
-    /// When this connection reaches its (jittered) maximum age; nil = never.
-    private var ageDeadlineNanos: UInt64?
-    /// When calls still running after "max_age" are cut off.
-    private var closeDeadlineNanos: UInt64?
-    private var lastClientPingNanos: UInt64?
-    private var pingStrikes = 0
-    private var tooManyPings = false
     /// Request bytes held by this connection's streams and the window owed to the peer.
     private var ledger: ReceiveLedger
     private let budget: SharedReceiveBudget
@@ -53,6 +44,8 @@ final class ServerConnection: LoopConnection, Flushable {
         self.configuration = configuration
         self.ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
         self.budget = owner.receiveBudget
+        self.management = ConnectionManagement(
+            policy: .init(configuration, ageJitter: Double.random(in: 0.9...1.1)), now: monotonicNanoseconds())
         var session: OpaquePointer?
         let rc = nghttp2_session_server_new2(
             &session, NGHTTP2Callbacks.shared.pointer, Unmanaged.passUnretained(self).toOpaque(),
@@ -76,10 +69,6 @@ final class ServerConnection: LoopConnection, Flushable {
             _ = nghttp2_session_set_local_window_size(
                 session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(clamping: configuration.initialWindowSize))
         }
-        if configuration.maxConnectionAgeMilliseconds > 0 {
-            let jittered = Double(configuration.maxConnectionAgeMilliseconds) * Double.random(in: 0.9...1.1)
-            ageDeadlineNanos = monotonicNanoseconds() + UInt64(jittered * 1_000_000)
-        }
         eventLoop.replaceSource(fd: io.fd, with: self)
         eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         scheduleHousekeeping()
@@ -91,6 +80,9 @@ final class ServerConnection: LoopConnection, Flushable {
     }
 
     var openStreamCount: Int { streams.count }
+
+    /// Whether a graceful close has begun.
+    var draining: Bool { management.draining }
 
     // MARK: Events
 
@@ -112,7 +104,7 @@ final class ServerConnection: LoopConnection, Flushable {
         reading: while true {
             switch io.read(into: buffer) {
             case .bytes(let count):
-                lastReadNanos = monotonicNanoseconds()
+                management.bytesRead(now: monotonicNanoseconds())
                 if !receive(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { return }
                 rounds += 1
                 if (count < buffer.count || rounds >= 4) && !io.hasBufferedInput { break reading }
@@ -129,18 +121,49 @@ final class ServerConnection: LoopConnection, Flushable {
     /// Feeds bytes to nghttp2; false when the connection had to close.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let session, bytes.count > 0 else { return session != nil }
+        receiving = true
         let consumed = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
-        if consumed < 0 {
-            // A protocol error: nghttp2 queued a GOAWAY when it could; send it, then close.
+        receiving = false
+        if consumed < 0 || closeAfterReceive {
+            // A protocol error (nghttp2 queued a GOAWAY when it could) or a close decided in a callback.
             flush()
             close()
             return false
         }
-        if tooManyPings {
-            closeWithGoaway(errorCode: NGHTTP2_ENHANCE_YOUR_CALM.rawValue, debug: "too_many_pings")
-            return false
-        }
         return true
+    }
+
+    /// Performs what `ConnectionManagement` decided.
+    private func perform(_ actions: [ConnectionManagement.Action]) {
+        guard let session, !closed else { return }
+        for action in actions {
+            switch action {
+            case .sendPing(let payload):
+                var bytes = payload.bigEndian
+                withUnsafeBytes(of: &bytes) {
+                    _ = nghttp2_submit_ping(
+                        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            case .sendShutdownNotice:
+                _ = nghttp2_submit_shutdown_notice(session)
+            case .sendGoaway(let code, let debug):
+                let last = nghttp2_session_get_last_proc_stream_id(session)
+                var debugBytes = Array(debug.utf8)
+                _ = debugBytes.withUnsafeMutableBufferPointer {
+                    nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue, $0.baseAddress, $0.count)
+                }
+            case .close:
+                if receiving {
+                    closeAfterReceive = true
+                } else {
+                    flush()
+                    close()
+                    return
+                }
+            }
+        }
+        needsFlush()
+        housekeepingDue(by: management.nextDeadline)
     }
 
     func needsFlush() {
@@ -212,7 +235,6 @@ final class ServerConnection: LoopConnection, Flushable {
         guard !closed else { return }
         closed = true
         if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
-        if let goawayTimer { eventLoop.cancelTimer(goawayTimer) }
         if let grantRetryTimer { eventLoop.cancelTimer(grantRetryTimer) }
         budget.subtract(ledger.held)
         ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
@@ -233,7 +255,7 @@ final class ServerConnection: LoopConnection, Flushable {
 
     func submitResponse(_ stream: HTTP2Stream, head: HeaderBlock, endStream: Bool) {
         guard let session else { return }
-        pingStrikes = 0  // sending headers resets the client's ping budget (keepalive.md)
+        management.responseFrameSent()  // sending headers resets the client's ping budget
         let rc: Int32
         if endStream {
             rc = nghttp2_submit_response(session, stream.id, head.pairs.baseAddress, head.count, nil)
@@ -268,7 +290,7 @@ final class ServerConnection: LoopConnection, Flushable {
         // Sending DATA resets the client's ping budget, as sending headers does (grpc chttp2 resets strikes
         // on every data or header frame it writes): grpcio's BDP probes ping on each DATA frame it reads, so
         // a long server stream would otherwise end in GOAWAY "too_many_pings".
-        if count > 0 { pingStrikes = 0 }
+        if count > 0 { management.responseFrameSent() }
         if stream.bufferedBytes == 0 && stream.ended {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             if let trailers = stream.trailers {
@@ -303,7 +325,7 @@ final class ServerConnection: LoopConnection, Flushable {
         let stream = HTTP2Stream(id: streamID, connection: self, eventLoop: eventLoop)
         streams[streamID] = stream
         lastStream = stream
-        idleSinceNanos = nil
+        management.streamOpened()
     }
 
     /// Collects one request header field; a list over the size limit is remembered and answered with 431.
@@ -341,7 +363,7 @@ final class ServerConnection: LoopConnection, Flushable {
         if stream.delegate == nil && !stream.headSent {
             if stream.headerListTooLarge {
                 stream.respond(status: 431, fields: [], endStream: true)
-            } else if draining && goawayFinalSent {
+            } else if management.refusesNewStreams {
                 stream.reset(errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
             } else {
                 stream.delegate = responder.streamStarted(stream, head: stream.head)
@@ -406,33 +428,20 @@ final class ServerConnection: LoopConnection, Flushable {
         stream.delegate?.streamClosed(stream, errorCode: errorCode)
         stream.delegate = nil
         if streams.isEmpty {
-            let now = monotonicNanoseconds()
-            idleSinceNanos = now
-            if configuration.idleTimeoutMilliseconds > 0 {
-                housekeepingDue(by: now + configuration.idleTimeoutMilliseconds * 1_000_000)
-            }
+            management.allStreamsClosed(now: monotonicNanoseconds())
+            housekeepingDue(by: management.nextDeadline)
             if draining { needsFlush() }
         }
     }
 
-    /// A PING from the client (nghttp2 answers it). Too many, too often, or without calls when that is not
-    /// permitted, and the connection ends with GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
+    /// A PING from the client (nghttp2 answers it); too many end the connection (`ConnectionManagement`).
     func clientPinged() {
-        let now = monotonicNanoseconds()
-        let tooSoon = lastClientPingNanos.map {
-            now > $0 && now - $0 < configuration.minClientPingIntervalMilliseconds * 1_000_000
-        } ?? false
-        let withoutCalls = streams.isEmpty && !configuration.permitClientPingWithoutCalls
-        lastClientPingNanos = now
-        guard tooSoon || withoutCalls else { return }
-        pingStrikes += 1
-        // Inside nghttp2's receive callback nothing may be sent: receive() closes after mem_recv returns.
-        if pingStrikes > configuration.maxPingStrikes { tooManyPings = true }
+        perform(management.clientPinged(now: monotonicNanoseconds(), openStreams: streams.count))
     }
 
-    func pingAcknowledged() {
-        pingOutstandingSince = nil
-        if draining && !goawayFinalSent { sendFinalGoaway(debug: goawayDebug) }
+    /// The peer acknowledged one of our PINGs (`payload` as sent).
+    func pingAcknowledged(payload: UInt64) {
+        perform(management.pingAcknowledged(payload: payload))
     }
 
     // MARK: Connection management
@@ -442,55 +451,24 @@ final class ServerConnection: LoopConnection, Flushable {
         close()
     }
 
-    /// Starts a graceful close (RFC 9113 §6.8): GOAWAY with the maximum stream id and a PING, then, once the
-    /// PING returns (or after a timeout), GOAWAY with the last stream id really processed. Streams in
-    /// flight finish; the connection closes when none is left.
+    /// Starts a graceful close (RFC 9113 §6.8): GOAWAY with the maximum stream id and a PING of its own,
+    /// then, once that PING returns (or after a timeout), GOAWAY with the last stream id really processed.
+    /// Streams in flight finish; the connection closes when none is left.
     func beginGracefulClose() {
-        beginGracefulClose(debug: "")
+        perform(management.beginGracefulClose(now: monotonicNanoseconds()))
     }
 
-    private func beginGracefulClose(debug: String) {
-        guard !draining, !closed, let session else { return }
-        draining = true
-        goawayDebug = debug
-        _ = nghttp2_submit_shutdown_notice(session)
-        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
-        pingOutstandingSince = monotonicNanoseconds()
-        housekeepingDue(by: pingOutstandingSince! + configuration.keepaliveTimeoutMilliseconds * 1_000_000)
-        goawayTimer = eventLoop.schedule(afterNanoseconds: configuration.goawayPingTimeoutMilliseconds * 1_000_000) {
-            [unowned self] in
-            if !self.goawayFinalSent { self.sendFinalGoaway(debug: self.goawayDebug) }
-        }
-        needsFlush()
-    }
-
-    private func sendFinalGoaway(errorCode: UInt32 = NGHTTP2_NO_ERROR.rawValue, debug: String = "") {
-        guard let session, !closed else { return }
-        goawayFinalSent = true
-        let last = nghttp2_session_get_last_proc_stream_id(session)
-        var debugBytes = Array(debug.utf8)
-        _ = debugBytes.withUnsafeMutableBufferPointer {
-            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode, $0.baseAddress, $0.count)
-        }
-        needsFlush()
-    }
-
-    /// Closes now with GOAWAY `errorCode` and `debug` data (e.g. ENHANCE_YOUR_CALM "too_many_pings").
-    func closeWithGoaway(errorCode: UInt32, debug: String) {
-        draining = true
-        sendFinalGoaway(errorCode: errorCode, debug: debug)
-        flush()
-        close()
+    /// Closes now with GOAWAY `code` and `debug` data.
+    func closeWithGoaway(_ code: HTTP2ErrorCode, debug: String) {
+        perform(management.closeNow(code, debug: debug))
     }
 
     /// Arms the connection's one timer for its next real deadline (idle, keepalive, PING answer, max age,
     /// end of the max-age grace), not a fixed tick: 10,000 idle connections must not mean 10,000 wake-ups a
     /// second. State changes that bring a deadline closer call `housekeepingDue(by:)`.
     private func scheduleHousekeeping() {
-        guard !closed else { return }
-        let now = monotonicNanoseconds()
-        guard let next = nextDeadline(now: now) else { return }
-        armHousekeeping(at: max(next, now + 10_000_000))
+        guard !closed, let next = management.nextDeadline else { return }
+        armHousekeeping(at: max(next, monotonicNanoseconds() + 10_000_000))
     }
 
     private func armHousekeeping(at deadline: UInt64) {
@@ -503,62 +481,15 @@ final class ServerConnection: LoopConnection, Flushable {
             self.housekeepingTimer = nil
             self.housekeepingAt = nil
             guard !self.closed else { return }
-            self.housekeeping(now: monotonicNanoseconds())
+            self.perform(self.management.tick(now: monotonicNanoseconds()))
             self.scheduleHousekeeping()
         }
     }
 
     /// Makes sure housekeeping runs no later than `deadline`.
-    private func housekeepingDue(by deadline: UInt64) {
-        guard !closed else { return }
+    private func housekeepingDue(by deadline: UInt64?) {
+        guard !closed, let deadline else { return }
         if let at = housekeepingAt, at <= deadline { return }
         armHousekeeping(at: deadline)
-    }
-
-    /// The earliest moment something may have to happen, from the current state.
-    private func nextDeadline(now: UInt64) -> UInt64? {
-        let ms: UInt64 = 1_000_000
-        var candidates: [UInt64] = []
-        if let deadline = ageDeadlineNanos { candidates.append(deadline) }
-        if let deadline = closeDeadlineNanos { candidates.append(deadline) }
-        if configuration.idleTimeoutMilliseconds > 0, let since = idleSinceNanos, !draining {
-            candidates.append(since + configuration.idleTimeoutMilliseconds * ms)
-        }
-        if let sent = pingOutstandingSince {
-            candidates.append(sent + configuration.keepaliveTimeoutMilliseconds * ms)
-        } else if configuration.keepaliveTimeMilliseconds > 0 {
-            candidates.append(lastReadNanos + configuration.keepaliveTimeMilliseconds * ms)
-        }
-        return candidates.min()
-    }
-
-    private func housekeeping(now: UInt64) {
-        guard let session else { return }
-        if let deadline = ageDeadlineNanos, now >= deadline, !draining {
-            ageDeadlineNanos = nil
-            closeDeadlineNanos = now + configuration.maxConnectionAgeGraceMilliseconds * 1_000_000
-            beginGracefulClose(debug: "max_age")
-        }
-        if let deadline = closeDeadlineNanos, now >= deadline {
-            closeNow()  // the grace after max_age is over: calls still open are cut off
-            return
-        }
-        let idle = configuration.idleTimeoutMilliseconds * 1_000_000
-        // Saturating: timestamps taken during this pass may be later than `now`.
-        func elapsed(since start: UInt64) -> UInt64 { now > start ? now - start : 0 }
-        if idle > 0, let since = idleSinceNanos, elapsed(since: since) >= idle, !draining {
-            closeWithGoaway(errorCode: NGHTTP2_NO_ERROR.rawValue, debug: "max_idle")
-            return
-        }
-        let keepalive = configuration.keepaliveTimeMilliseconds * 1_000_000
-        if let sent = pingOutstandingSince {
-            if elapsed(since: sent) >= configuration.keepaliveTimeoutMilliseconds * 1_000_000 {
-                closeWithGoaway(errorCode: NGHTTP2_NO_ERROR.rawValue, debug: "keepalive_timeout")
-            }
-        } else if keepalive > 0 && elapsed(since: lastReadNanos) >= keepalive {
-            _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
-            pingOutstandingSince = now
-            needsFlush()
-        }
     }
 }
