@@ -92,11 +92,22 @@ public final class GRPCServer: Sendable {
     }
 }
 
-/// Per-loop values, indexed by `EventLoop.index`; each element is only touched on its own loop.
+/// Per-loop values, indexed by `EventLoop.index` (made before the loops exist); each element is only
+/// opened on its own loop, and that is checked.
 final class LoopLocal<Value>: @unchecked Sendable {
     private let values: [Value]
     init(_ values: [Value]) { self.values = values }
-    subscript(loop: EventLoop) -> Value { values[loop.index] }
+
+    /// The value of `loop`; only on that loop.
+    subscript(loop: EventLoop) -> Value {
+        precondition(loop.inEventLoop, "a loop-local value was used off its event loop")
+        return values[loop.index]
+    }
+
+    /// Runs `body` with each loop's value on that loop.
+    func forEach(on loops: [EventLoop], _ body: @escaping @Sendable (Value) -> Void) {
+        for loop in loops { LoopBound(values[loop.index], on: loop).execute(body) }
+    }
 }
 
 /// Routes each new stream: checks the request head and starts a `ServerCall` for a known method.
@@ -157,16 +168,6 @@ struct Router: HTTP2Responder {
     }
 
     func finishAllCalls(_ status: RPCStatus, on loops: [EventLoop]) {
-        for loop in loops {
-            let registry = registries[loop]
-            let box = UncheckedBox(registry)
-            loop.execute { box.value.finishAll(status) }
-        }
+        registries.forEach(on: loops) { $0.finishAll(status) }
     }
-}
-
-/// Carries a loop-confined value to its own loop inside `execute`.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

@@ -314,18 +314,15 @@ final class ServerCall: HTTP2StreamDelegate {
 }
 
 /// The thread-safe face of a `ServerCall` for its handler task: every touch of the call hops to its loop.
-final class CallOutlet: ResponseStreamWriter, @unchecked Sendable {
-    // Only dereferenced on the call's event loop (inside `execute`).
-    private let call: ServerCall
-    private let eventLoop: EventLoop
+final class CallOutlet: ResponseStreamWriter, Sendable {
+    private let call: LoopBound<ServerCall>
 
     init(_ call: ServerCall) {
-        self.call = call
-        self.eventLoop = call.stream.eventLoop
+        self.call = LoopBound(call, on: call.stream.eventLoop)
     }
 
     func execute(_ body: @escaping @Sendable (ServerCall) -> Void) {
-        eventLoop.execute { [self] in body(self.call) }
+        call.execute(body)
     }
 
     func send(serialized message: [UInt8]) async throws(RPCStatus) {

@@ -98,11 +98,10 @@ final class HTTP1Connection: LoopConnection, Flushable {
             armDeadline(milliseconds: nil)  // the handler's time is not the client's
             closeAfterWrite = !keepAlive || draining
             let handler = self.handler
-            let outlet = UncheckedLoopValue(self)
-            let loop = owner.eventLoop
+            let outlet = LoopBound(self, on: owner.eventLoop)
             Task {
                 let response = await handler.handle(request)
-                loop.execute { outlet.value.deliver(response) }
+                outlet.execute { $0.deliver(response) }
             }
         }
     }
@@ -239,8 +238,3 @@ final class HTTP1Connection: LoopConnection, Flushable {
     }
 }
 
-/// Carries a loop-confined object through a task back to its own loop's `execute`.
-struct UncheckedLoopValue<Value: AnyObject>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}

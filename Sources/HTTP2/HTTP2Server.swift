@@ -23,7 +23,7 @@ public final class HTTP2Server: Sendable {
     public let port: UInt16
     /// The server's event loops, one per thread.
     public let eventLoops: [EventLoop]
-    private let loops: [LoopBox]
+    private let loops: [LoopBound<ServerLoop>]
     private let counters: ServerCounters
     private let threads = Mutex<[pthread_t]>([])
 
@@ -35,7 +35,7 @@ public final class HTTP2Server: Sendable {
         let counters = ServerCounters(maxBufferedBytes: configuration.maxBufferedBytes)
         self.counters = counters
         let first = try ListeningSocket(address: address)
-        var loops: [LoopBox] = []
+        var loops: [LoopBound<ServerLoop>] = []
         var eventLoops: [EventLoop] = []
         for index in 0..<count {
             let listener = index == 0 ? first : try ListeningSocket(sameAs: address, port: first.port)
@@ -43,7 +43,7 @@ public final class HTTP2Server: Sendable {
             let serverLoop = try ServerLoop(
                 eventLoop: eventLoop, listener: listener, transport: transport, responder: responder,
                 requestHandler: requestHandler, configuration: configuration, counters: counters)
-            loops.append(LoopBox(serverLoop))
+            loops.append(LoopBound(serverLoop, on: eventLoop))
             eventLoops.append(eventLoop)
         }
         self.port = first.port
@@ -60,24 +60,21 @@ public final class HTTP2Server: Sendable {
     /// Starts one thread per event loop.
     public func start() {
         var started: [pthread_t] = []
-        for (index, box) in loops.enumerated() {
-            started.append(spawnThread(name: "h2-loop-\(index)") { box.serverLoop.eventLoop.run() })
+        for (index, loop) in loops.enumerated() {
+            let eventLoop = loop.eventLoop
+            started.append(spawnThread(name: "h2-loop-\(index)") { eventLoop.run() })
         }
         threads.withLock { $0 = started }
     }
 
     /// Stops accepting and sends the two-step GOAWAY on every connection; in-flight streams go on.
     public func beginGracefulShutdown() {
-        for box in loops {
-            box.serverLoop.eventLoop.execute { box.serverLoop.beginDrain() }
-        }
+        for loop in loops { loop.execute { $0.beginDrain() } }
     }
 
     /// Closes every remaining connection at once.
     public func closeAllConnections() {
-        for box in loops {
-            box.serverLoop.eventLoop.execute { box.serverLoop.closeAll() }
-        }
+        for loop in loops { loop.execute { $0.closeAll() } }
     }
 
     /// Stops the loops and waits for their threads.
@@ -86,12 +83,6 @@ public final class HTTP2Server: Sendable {
         for thread in threads.withLock({ $0 }) { pthread_join(thread, nil) }
         threads.withLock { $0 = [] }
     }
-}
-
-/// Carries a loop-confined `ServerLoop` to its thread; only the loop's own thread uses what is inside.
-private final class LoopBox: @unchecked Sendable {
-    let serverLoop: ServerLoop
-    init(_ serverLoop: ServerLoop) { self.serverLoop = serverLoop }
 }
 
 /// Starts a joinable thread running `body`.

@@ -83,6 +83,7 @@ public final class HTTP2Stream {
 
     /// Sends a prepared response head, which must start with ":status".
     public func respond(_ head: HeaderBlock, endStream: Bool) {
+        eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed, !headSent else { return }
         headSent = true
         if endStream { ended = true }
@@ -91,6 +92,7 @@ public final class HTTP2Stream {
 
     /// Queues response body bytes.
     public func write(_ bytes: [UInt8]) {
+        eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed, headSent, !ended else { return }
         if pendingStart == pending.count {
             pending = bytes
@@ -103,6 +105,7 @@ public final class HTTP2Stream {
 
     /// Queues response body bytes produced in place by `body`, which appends to the buffer it is given.
     public func write(appending body: (inout [UInt8]) -> Void) {
+        eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed, headSent, !ended else { return }
         if pendingStart == pending.count {
             pending.removeAll(keepingCapacity: true)
@@ -119,6 +122,7 @@ public final class HTTP2Stream {
 
     /// Ends the response after the queued body, with prepared trailers when given.
     public func finish(trailers: HeaderBlock?) {
+        eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed, headSent, !ended else { return }
         ended = true
         self.trailers = trailers
@@ -129,18 +133,21 @@ public final class HTTP2Stream {
     /// ignores): they no longer count against the connection's budget, and their window may be granted back
     /// to the client. Bytes never released are released when the stream closes.
     public func releaseReceived(_ count: Int) {
+        eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed else { return }
         connection.release(streamID: id, count: count)
     }
 
     /// Releases every received byte the stream still holds (see `releaseReceived`).
     public func releaseAllReceived() {
+        eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed else { return }
         connection.release(streamID: id, count: nil)
     }
 
     /// Resets the stream (RST_STREAM) with an HTTP/2 error code, e.g. 8 = CANCEL.
     public func reset(errorCode: UInt32) {
+        eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed else { return }
         connection.resetStream(self, errorCode: errorCode)
     }

@@ -50,12 +50,11 @@ final class WholeRequestCall: HTTP2StreamDelegate {
         stream.releaseAllReceived()  // the body goes to the handler now
         let handler = self.handler
         let request = self.request
-        let call = UncheckedLoopValue(self)
-        let target = UncheckedLoopValue(stream)
-        let loop = stream.eventLoop
+        let call = LoopBound(self, on: stream.eventLoop)
+        let target = LoopBound(stream, on: stream.eventLoop)
         Task {
             let response = await handler.handle(request)
-            loop.execute { call.value.deliver(response, on: target.value) }
+            call.execute { $0.deliver(response, on: target.value) }
         }
     }
 

@@ -87,6 +87,7 @@ final class ServerConnection: LoopConnection, Flushable {
     // MARK: Events
 
     func handle(events: UInt32) {
+        eventLoop.assertInLoop("an HTTP/2 connection")
         if events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0 {
             readAvailable()
         }
@@ -447,6 +448,7 @@ final class ServerConnection: LoopConnection, Flushable {
     // MARK: Connection management
 
     func closeNow() {
+        eventLoop.assertInLoop("an HTTP/2 connection")
         flush()
         close()
     }
@@ -455,6 +457,7 @@ final class ServerConnection: LoopConnection, Flushable {
     /// then, once that PING returns (or after a timeout), GOAWAY with the last stream id really processed.
     /// Streams in flight finish; the connection closes when none is left.
     func beginGracefulClose() {
+        eventLoop.assertInLoop("an HTTP/2 connection")
         perform(management.beginGracefulClose(now: monotonicNanoseconds()))
     }
 
