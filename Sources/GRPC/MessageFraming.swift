@@ -1,4 +1,5 @@
 import GatewayCore
+import HTTP2
 
 /// Splits a request body into gRPC messages: each is a 1-byte compressed flag, a 4-byte big-endian length
 /// and the payload (PROTOCOL-HTTP2.md "Length-Prefixed-Message"). DATA frames and messages do not align,
@@ -9,8 +10,7 @@ struct MessageDeframer {
     /// Whether a compressed message (flag 1) may be accepted; no encoding is negotiated today.
     let compressionAllowed: Bool
 
-    private var buffer: [UInt8] = []
-    private var start = 0
+    private var buffer = ByteQueue()
 
     init(maxMessageSize: Int, compressionAllowed: Bool = false) {
         self.maxMessageSize = maxMessageSize
@@ -18,24 +18,19 @@ struct MessageDeframer {
     }
 
     /// True when no partial message is buffered.
-    var isEmpty: Bool { start == buffer.count }
+    var isEmpty: Bool { buffer.isEmpty }
 
     /// Appends received bytes.
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        if start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            start = 0
-        }
-        buffer.append(contentsOf: bytes)
+        buffer.append(bytes)
     }
 
     /// The next complete message, nil when more bytes are needed, or the status that ends the call.
     mutating func next() throws(RPCStatus) -> [UInt8]? {
-        let available = buffer.count - start
+        let available = buffer.count
         guard available >= 5 else { return nil }
-        let flag = buffer[start]
-        let length = Int(buffer[start + 1]) << 24 | Int(buffer[start + 2]) << 16
-            | Int(buffer[start + 3]) << 8 | Int(buffer[start + 4])
+        let flag = buffer[0]
+        let length = Int(buffer[1]) << 24 | Int(buffer[2]) << 16 | Int(buffer[3]) << 8 | Int(buffer[4])
         switch flag {
         case 0: break
         case 1 where !compressionAllowed:
@@ -50,15 +45,8 @@ struct MessageDeframer {
                 "request message of \(length) bytes exceeds the server's limit of \(maxMessageSize) bytes")
         }
         guard available >= 5 + length else { return nil }
-        let message = Array(buffer[(start + 5)..<(start + 5 + length)])
-        start += 5 + length
-        if start == buffer.count {
-            buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
-            start = 0
-        } else if start > 64 * 1024 && start * 2 > buffer.count {
-            buffer.removeFirst(start)  // a stream that always ends mid-message must not grow the buffer forever
-            start = 0
-        }
+        let message = buffer.copy(offset: 5, count: length)
+        buffer.consume(5 + length)
         return message
     }
 }

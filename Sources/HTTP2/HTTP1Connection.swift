@@ -12,8 +12,7 @@ final class HTTP1Connection: LoopConnection, Flushable {
     private unowned let owner: ServerLoop
     private let handler: HTTPRequestHandler
     private var input: [UInt8] = []
-    private var output: [UInt8] = []
-    private var outputStart = 0
+    private var output = ByteQueue()
     private var busy = false
     private var closeAfterWrite = false
     private var draining = false
@@ -116,7 +115,7 @@ final class HTTP1Connection: LoopConnection, Flushable {
         case .slowBody(let chunks, let interval):
             var head = response
             head.body = []
-            output.append(contentsOf: Self.encodeHead(head, contentLength: response.body.count, close: closeAfterWrite))
+            output.append(Self.encodeHead(head, contentLength: response.body.count, close: closeAfterWrite))
             flush()
             if answeringHead {
                 responseDone()
@@ -129,7 +128,7 @@ final class HTTP1Connection: LoopConnection, Flushable {
     private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, intervalNanoseconds: UInt64) {
         guard !closed else { return }
         let size = max(1, (rest.count + pieces - 1) / pieces)
-        output.append(contentsOf: rest.prefix(size))
+        output.append(Array(rest.prefix(size)))
         flush()
         let remaining = rest.dropFirst(size)
         if remaining.isEmpty {
@@ -142,8 +141,8 @@ final class HTTP1Connection: LoopConnection, Flushable {
     }
 
     private func send(_ response: HTTPResponse) {
-        output.append(contentsOf: Self.encodeHead(response, contentLength: response.body.count, close: closeAfterWrite))
-        if !answeringHead { output.append(contentsOf: response.body) }  // RFC 9110 §9.3.2: HEAD has no body
+        output.append(Self.encodeHead(response, contentLength: response.body.count, close: closeAfterWrite))
+        if !answeringHead { output.append(response.body) }  // RFC 9110 §9.3.2: HEAD has no body
         flush()
         responseDone()
     }
@@ -151,7 +150,7 @@ final class HTTP1Connection: LoopConnection, Flushable {
     private func responseDone() {
         busy = false
         if closeAfterWrite {
-            if outputStart == output.count { close(abort: false) }
+            if output.isEmpty { close(abort: false) }
             return
         }
         // Between requests the idle deadline runs; a request already (partly) buffered is on the head deadline.
@@ -172,11 +171,10 @@ final class HTTP1Connection: LoopConnection, Flushable {
 
     func flush() {
         guard !closed else { return }
-        while outputStart < output.count {
-            let result = output.withUnsafeBytes { io.write(UnsafeRawBufferPointer(rebasing: $0[outputStart...])) }
-            switch result {
+        while !output.isEmpty {
+            switch output.withBytes({ io.write($0) }) {
             case .bytes(let count):
-                outputStart += count
+                output.consume(count)
             case .wouldBlock:
                 setWantsWritable(true)
                 return
@@ -185,8 +183,6 @@ final class HTTP1Connection: LoopConnection, Flushable {
                 return
             }
         }
-        output.removeAll(keepingCapacity: true)
-        outputStart = 0
         setWantsWritable(false)
         if closeAfterWrite && !busy { close(abort: false) }
     }
@@ -200,7 +196,7 @@ final class HTTP1Connection: LoopConnection, Flushable {
 
     func beginGracefulClose() {
         draining = true
-        if !busy && outputStart == output.count { close(abort: false) } else { closeAfterWrite = true }
+        if !busy && output.isEmpty { close(abort: false) } else { closeAfterWrite = true }
     }
 
     func closeNow() { close(abort: false) }

@@ -55,8 +55,7 @@ public final class HTTP2Stream {
     var headerListTooLarge = false
 
     // Outbound state.
-    var pending: [UInt8] = []
-    var pendingStart = 0
+    var pending = ByteQueue()
     var headSent = false
     var ended = false
     var trailers: HeaderBlock?
@@ -71,7 +70,7 @@ public final class HTTP2Stream {
     }
 
     /// Response bytes written but not yet taken by nghttp2.
-    public var bufferedBytes: Int { pending.count - pendingStart }
+    public var bufferedBytes: Int { pending.count }
 
     /// True once `respond` was called.
     public var hasResponded: Bool { headSent }
@@ -94,12 +93,7 @@ public final class HTTP2Stream {
     public func write(_ bytes: [UInt8]) {
         eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed, headSent, !ended else { return }
-        if pendingStart == pending.count {
-            pending = bytes
-            pendingStart = 0
-        } else {
-            pending.append(contentsOf: bytes)
-        }
+        pending.append(bytes)
         resumeIfDeferred()
     }
 
@@ -107,11 +101,7 @@ public final class HTTP2Stream {
     public func write(appending body: (inout [UInt8]) -> Void) {
         eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed, headSent, !ended else { return }
-        if pendingStart == pending.count {
-            pending.removeAll(keepingCapacity: true)
-            pendingStart = 0
-        }
-        body(&pending)
+        pending.append(body)
         resumeIfDeferred()
     }
 
@@ -162,20 +152,6 @@ public final class HTTP2Stream {
 
     /// Copies up to `capacity` pending bytes into `buffer` for nghttp2's data source; returns the count.
     func takePending(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
-        let count = min(capacity, pending.count - pendingStart)
-        if count > 0 {
-            pending.withUnsafeBufferPointer { source in
-                buffer.update(from: source.baseAddress! + pendingStart, count: count)
-            }
-            pendingStart += count
-            if pendingStart == pending.count {
-                pending.removeAll(keepingCapacity: pending.capacity <= 64 * 1024)
-                pendingStart = 0
-            } else if pendingStart > 64 * 1024 && pendingStart * 2 > pending.count {
-                pending.removeFirst(pendingStart)
-                pendingStart = 0
-            }
-        }
-        return count
+        pending.take(into: buffer, capacity: capacity)
     }
 }

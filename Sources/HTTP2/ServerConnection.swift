@@ -19,8 +19,7 @@ final class ServerConnection: LoopConnection, Flushable {
     var streams: [Int32: HTTP2Stream] = [:]
     private var lastStream: HTTP2Stream?
 
-    private var outbound: [UInt8] = []
-    private var outboundStart = 0
+    private var outbound = ByteQueue(keptCapacity: 256 * 1024)
     private var wantsWritable = false
     private var closed = false
     /// Idle, keepalive, max age, PING strikes and the graceful close: decided there, performed here.
@@ -175,26 +174,15 @@ final class ServerConnection: LoopConnection, Flushable {
     func flush() {
         guard !closed, let session else { return }
         while true {
-            if outbound.count - outboundStart < configuration.connectionWriteBufferLimit {
+            if outbound.count < configuration.connectionWriteBufferLimit {
                 collectFrames(session)
                 if closed { return }
             }
-            if outboundStart == outbound.count { break }
-            let result = outbound.withUnsafeBytes { bytes in
-                io.write(UnsafeRawBufferPointer(rebasing: bytes[outboundStart...]))
-            }
-            switch result {
+            if outbound.isEmpty { break }
+            switch outbound.withBytes({ io.write($0) }) {
             case .bytes(let written):
-                outboundStart += written
-                if outboundStart == outbound.count {
-                    outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
-                    outboundStart = 0
-                    continue
-                }
-                if outboundStart > 64 * 1024 && outboundStart * 2 > outbound.count {
-                    outbound.removeFirst(outboundStart)  // a slow reader must not make the buffer grow forever
-                    outboundStart = 0
-                }
+                outbound.consume(written)
+                if outbound.isEmpty { continue }
                 setWantsWritable(true)
                 return
             case .wouldBlock:
@@ -212,7 +200,7 @@ final class ServerConnection: LoopConnection, Flushable {
     }
 
     private func collectFrames(_ session: OpaquePointer) {
-        while outbound.count - outboundStart < configuration.connectionWriteBufferLimit {
+        while outbound.count < configuration.connectionWriteBufferLimit {
             var data: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &data)
             if length < 0 {
@@ -220,7 +208,7 @@ final class ServerConnection: LoopConnection, Flushable {
                 return
             }
             guard length > 0, let data else { return }
-            outbound.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+            outbound.append(UnsafeRawBufferPointer(start: data, count: length))
         }
     }
 

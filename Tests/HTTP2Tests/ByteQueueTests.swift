@@ -1,0 +1,41 @@
+import Testing
+
+@testable import HTTP2
+
+@Suite struct ByteQueueTests {
+    @Test func bytesComeOutInTheOrderTheyWentInWhateverTheWayIn() {
+        var queue = ByteQueue()
+        queue.append([1, 2])
+        [UInt8]([3, 4]).withUnsafeBytes { queue.append($0) }
+        queue.append { $0.append(5) }
+        #expect(queue.count == 5 && queue[0] == 1 && queue[4] == 5)
+        #expect(queue.copy(offset: 1, count: 3) == [2, 3, 4])
+        var out = [UInt8](repeating: 0, count: 3)
+        #expect(out.withUnsafeMutableBytes { queue.take(into: $0.baseAddress!, capacity: 3) } == 3)
+        #expect(out == [1, 2, 3])
+        #expect(queue.withBytes { Array($0) } == [4, 5])
+        queue.consume(10)  // more than queued: everything, no trap
+        #expect(queue.isEmpty && queue.storedBytes == 0)
+    }
+
+    @Test func aPeerThatAlwaysLeavesALittleBehindCannotGrowTheStorage() {
+        var queue = ByteQueue()
+        let chunk = [UInt8](repeating: 7, count: 10_000)
+        for _ in 0..<1_000 {
+            queue.append(chunk)
+            queue.consume(chunk.count - 1)  // one byte always stays
+        }
+        #expect(queue.count == 1_000)
+        #expect(queue.storedBytes < 200_000, "storage grew to \(queue.storedBytes) bytes")
+    }
+
+    @Test func takingMoreThanQueuedOrNothingIsHarmless() {
+        var queue = ByteQueue()
+        var out = [UInt8](repeating: 0, count: 4)
+        #expect(out.withUnsafeMutableBytes { queue.take(into: $0.baseAddress!, capacity: 4) } == 0)
+        queue.append([9])
+        #expect(out.withUnsafeMutableBytes { queue.take(into: $0.baseAddress!, capacity: -1) } == 0)
+        #expect(out.withUnsafeMutableBytes { queue.take(into: $0.baseAddress!, capacity: 4) } == 1)
+        #expect(out[0] == 9 && queue.isEmpty)
+    }
+}
