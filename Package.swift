@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .executable(name: "appstore-gateway", targets: ["AppStoreGatewayCLI"]),
         .executable(name: "verify-benchmark", targets: ["VerifyBenchmark"]),
+        .executable(name: "log-benchmark", targets: ["LogBenchmark"]),
         // Not an API: the modules the libFuzzer package in fuzz/ drives (a path dependency sees products only).
         .library(
             name: "GatewayFuzzSurface",
@@ -98,6 +99,9 @@ let package = Package(
 
         // In-process VerifyJWS throughput for bench/verify.sh (not part of the gateway binary).
         .executableTarget(name: "VerifyBenchmark", dependencies: ["SignedData", "Cryptography"]),
+        .executableTarget(
+            name: "LogBenchmark",
+            dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
 
         // MARK: Tests mirror Sources.
         // Shared test fixtures (a TLS test server), used by several test targets.

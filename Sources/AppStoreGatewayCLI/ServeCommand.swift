@@ -72,7 +72,8 @@ struct ServeCommand: ParsableCommand {
         let logger = Logger(label: "appstore-gateway")
         let events = PrometheusGatewayEvents(
             registry: MetricsRegistry(), logger: Logger(label: "appstore-gateway.rpc"),
-            accessLog: configuration.logging.accessLog)
+            accessLog: configuration.logging.accessLog,
+            accessLogWriter: configuration.logging.format == "json" ? .standardError : nil)
 
         let board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
         let gatewayService: AppStoreGatewayService

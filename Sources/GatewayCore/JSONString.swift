@@ -24,6 +24,37 @@ public enum JSONString {
         output += "\""
     }
 
+    /// Appends `text` as a JSON string literal, quotes included, as UTF-8 bytes (the same rules, for
+    /// writers that build lines as bytes).
+    public static func append(_ text: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            output.append(contentsOf: text.utf8)  // the usual case: nothing to escape, one copy
+            output.append(UInt8(ascii: "\""))
+            return
+        }
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0x08: output.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x0C: output.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+            case 0..<0x20:
+                output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigit(byte >> 4), hexDigit(byte & 15)])
+            default:
+                output.append(byte)  // UTF-8 of every other scalar, as the String form writes it
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? 0x30 + value : 0x61 + value - 10
+    }
+
     /// `text` as a JSON string literal, quotes included.
     public static func quoted(_ text: String) -> String {
         var output = ""

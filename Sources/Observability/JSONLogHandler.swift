@@ -28,32 +28,31 @@ public struct JSONLogHandler: LogHandler {
     private let redaction: SecretRedaction
     private let clock: any GatewayClock
     private let write: @Sendable (String) -> Void
+    /// Whether lines go to `LogLineWriter.standardError` (flushed after each error, so it is seen at once).
+    private let toStandardError: Bool
 
-    /// A handler for `label`. `write` receives each line, newline included (default: standard error, one
-    /// `write(2)` per line so lines from several threads never interleave); `clock` stamps the events.
+    /// A handler for `label`. `write` receives each line, newline included (default: queued for standard
+    /// error on `LogLineWriter.standardError`, so logging never makes a thread wait for the reader);
+    /// `clock` stamps the events.
     public init(
         label: String,
         logLevel: Logger.Level = .info,
         redaction: SecretRedaction = SecretRedaction(),
         metadataProvider: Logger.MetadataProvider? = nil,
         clock: any GatewayClock = SystemClock(),
-        write: @escaping @Sendable (String) -> Void = JSONLogHandler.writeToStandardError
+        write: (@Sendable (String) -> Void)? = nil
     ) {
         self.label = label
         self.logLevel = logLevel
         self.redaction = redaction
         self.metadataProvider = metadataProvider
         self.clock = clock
-        self.write = write
+        self.write = write ?? { LogLineWriter.standardError.enqueue($0) }
+        self.toStandardError = write == nil
     }
 
     /// The level named by the configuration's `logging.level` (trace … critical); nil for other text.
     public static func level(named name: String) -> Logger.Level? { Logger.Level(rawValue: name) }
-
-    /// Writes `line` to standard error.
-    public static let writeToStandardError: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data(line.utf8))
-    }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -63,6 +62,7 @@ public struct JSONLogHandler: LogHandler {
     public func log(event: LogEvent) {
         guard event.level >= logLevel else { return }
         write(line(for: event))
+        if toStandardError && event.level >= .error { LogLineWriter.standardError.flush() }
     }
 
     /// The JSON line (with its trailing newline) for one event.

@@ -40,7 +40,7 @@ enum JSONText {
     }
 
     /// Proleptic Gregorian date of a day count from 1970-01-01 (H. Hinnant's `civil_from_days`).
-    private static func civilDate(daysSince1970: Int64) -> (year: Int64, month: Int, day: Int) {
+    static func civilDate(daysSince1970: Int64) -> (year: Int64, month: Int, day: Int) {
         let z = daysSince1970 + 719_468
         let era = floorDiv(z, 146_097)
         let dayOfEra = z - era * 146_097

@@ -13,6 +13,10 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     public let registry: MetricsRegistry
     private let logger: Logger
     private let accessLog: Bool
+    /// With JSON logs: the access line is built as bytes and queued here (see `AccessLogLine`).
+    private let accessLogWriter: LogLineWriter?
+    private let accessLine: AccessLogLine
+    private let clock: any GatewayClock
     private let methodTypes = Mutex<[String: RPCMethodLabels]>([:])
 
     private let started: CounterFamily
@@ -32,11 +36,18 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     private let coalesced: CounterFamily
     private let requestIDs = RequestIDs()
 
-    /// Metrics in `registry`; with `accessLog`, each RPC (but health checks) is logged at info on `logger`.
-    public init(registry: MetricsRegistry, logger: Logger, accessLog: Bool) {
+    /// Metrics in `registry`; with `accessLog`, each RPC (but health checks) is logged at info: as a JSON
+    /// line queued on `accessLogWriter` when one is given (the fast path for JSON logs), else on `logger`.
+    public init(
+        registry: MetricsRegistry, logger: Logger, accessLog: Bool, accessLogWriter: LogLineWriter? = nil,
+        clock: any GatewayClock = SystemClock()
+    ) {
         self.registry = registry
         self.logger = logger
-        self.accessLog = accessLog
+        self.accessLog = accessLog && logger.logLevel <= .info
+        self.accessLogWriter = accessLogWriter
+        self.accessLine = AccessLogLine(label: logger.label, redaction: SecretRedaction())
+        self.clock = clock
         let method = ["grpc_type", "grpc_service", "grpc_method"]
         started = registry.counter("grpc_server_started_total", help: "RPCs started on the server.", labelNames: method)
         handled = registry.counter(
@@ -109,15 +120,29 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         handled.labels(method.values + [RPCMethodLabels.codeName(status)]).increment()
         handlingSeconds.labels(method.values).observe(seconds)
         guard accessLog, method.service != "grpc.health.v1.Health" else { return }
+        // An unregistered path is the caller's text: logged, but cut short.
+        let methodText = method == .unknown ? String(path.prefix(200)) : path
+        let noted = annotations.all
+        // The server notes the call's request id; only a call it never saw through needs one made here.
+        let requestID = metadata.first(where: { $0.name == "x-request-id" })?.value
+            ?? (noted.contains { $0.name == "request_id" } ? "" : requestIDs.next())
+        if let accessLogWriter {
+            var line: [UInt8] = []
+            line.reserveCapacity(512)
+            accessLine.append(
+                .init(method: methodText, service: method.service, grpcMethod: method.method, status: status,
+                      durationMilliseconds: seconds * 1000, requestID: requestID, annotations: noted),
+                at: clock.wallNow(), to: &line)
+            line.withUnsafeBytes { accessLogWriter.enqueue($0) }
+            return
+        }
         var fields: Logger.Metadata = [
-            // An unregistered path is the caller's text: logged, but cut short.
-            "method": .string(method == .unknown ? String(path.prefix(200)) : path),
+            "method": .string(methodText),
             "grpc_service": .string(method.service), "grpc_method": .string(method.method),
             "status": .string(status.description), "grpc_code": .stringConvertible(Int(status.rawValue)),
-            "duration_ms": .stringConvertible(seconds * 1000),
-            "request_id": .string(metadata.first(where: { $0.name == "x-request-id" })?.value ?? requestIDs.next()),
+            "duration_ms": .stringConvertible(seconds * 1000), "request_id": .string(requestID),
         ]
-        for (name, value) in annotations.all { fields[name] = .string(value) }
+        for (name, value) in noted { fields[name] = .string(value) }
         logger.info("rpc", metadata: fields)
     }
 

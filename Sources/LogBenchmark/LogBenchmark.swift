@@ -1,0 +1,69 @@
+import Foundation
+import GatewayCore
+import Logging
+import Observability
+
+/// `log-benchmark [LINES] [ROUNDS]`: what one access-log line costs the thread that finishes an RPC, in
+/// nanoseconds: `rpcFinished` with the access log off, through swift-log and the JSON handler writing each
+/// line (the old path), and built as bytes and queued for the writer thread (the gateway's path). Lines go
+/// to a pipe that a reader thread drains, as a log shipper would. Prints one JSON object per round.
+@main
+struct LogBenchmark {
+    static func main() {
+        let arguments = CommandLine.arguments
+        let lines = arguments.count > 1 ? Int(arguments[1]) ?? 200_000 : 200_000
+        let rounds = arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5
+
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { fatalError("pipe failed") }
+        let (reader, writerFD) = (fds[0], fds[1])
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while read(reader, &buffer, buffer.count) > 0 {}
+        }
+        let synchronous = Logger(label: "appstore-gateway.rpc") { label in
+            JSONLogHandler(label: label, write: { line in
+                var line = line
+                line.withUTF8 { bytes in _ = write(writerFD, bytes.baseAddress, bytes.count) }
+            })
+        }
+        let queued = LogLineWriter(fd: writerFD)
+        let annotations = CallAnnotations()
+        annotations.note("request_id", "0f1e2d3c4b5a69788796a5b4c3d2e1f0")
+        annotations.note("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736")
+        annotations.note("span_id", "00f067aa0ba902b7")
+        annotations.note("app", "example")
+        let method = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
+
+        func events(accessLog: Bool, writer: LogLineWriter?) -> PrometheusGatewayEvents {
+            let events = PrometheusGatewayEvents(
+                registry: MetricsRegistry(), logger: synchronous, accessLog: accessLog, accessLogWriter: writer)
+            events.register(methods: [method: "unary"])
+            return events
+        }
+        let variants: [(String, PrometheusGatewayEvents)] = [
+            ("off", events(accessLog: false, writer: nil)),
+            ("swift_log_sync", events(accessLog: true, writer: nil)),
+            ("queued_bytes", events(accessLog: true, writer: queued)),
+        ]
+        for round in 1...rounds {
+            var result: [String: Double] = [:]
+            for (name, events) in variants {
+                let start = DispatchTime.now().uptimeNanoseconds
+                for _ in 0..<lines {
+                    events.rpcStarted(method: method)
+                    events.rpcFinished(method: method, status: .ok, seconds: 0.000_123, metadata: [],
+                                       annotations: annotations)
+                }
+                let elapsed = DispatchTime.now().uptimeNanoseconds - start
+                result[name] = Double(elapsed) / Double(lines)
+                queued.flush()
+            }
+            let line = "{\"round\":\(round),\"lines\":\(lines),"
+                + "\"ns_per_rpc_off\":\(Int(result["off"]!)),"
+                + "\"ns_per_line_swift_log_sync\":\(Int(result["swift_log_sync"]! - result["off"]!)),"
+                + "\"ns_per_line_queued_bytes\":\(Int(result["queued_bytes"]! - result["off"]!))}"
+            print(line)
+        }
+    }
+}

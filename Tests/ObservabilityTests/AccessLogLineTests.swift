@@ -1,0 +1,127 @@
+import Foundation
+import GatewayCore
+import Logging
+import Synchronization
+import Testing
+
+@testable import Observability
+
+/// The access log's byte-built line says exactly what the general JSON handler would say for the same RPC.
+@Suite struct AccessLogLineTests {
+    let clock = ManualClock(wall: WallTime(millisecondsSince1970: 1_795_326_867_123))
+
+    /// The line the JSON handler writes for the same facts, through a `Logger` as the slow path logs it.
+    func handlerLine(_ fields: AccessLogLine.Fields) throws -> [String: Any] {
+        let captured = Mutex<String>("")
+        let clock = self.clock
+        let logger = Logger(label: "appstore-gateway.rpc") { label in
+            JSONLogHandler(label: label, clock: clock, write: { line in captured.withLock { $0 = line } })
+        }
+        var metadata: Logger.Metadata = [
+            "method": .string(fields.method), "grpc_service": .string(fields.service),
+            "grpc_method": .string(fields.grpcMethod), "status": .string(fields.status.description),
+            "grpc_code": .stringConvertible(Int(fields.status.rawValue)),
+            "duration_ms": .stringConvertible(fields.durationMilliseconds), "request_id": .string(fields.requestID),
+        ]
+        for (name, value) in fields.annotations { metadata[name] = .string(value) }
+        logger.info("rpc", metadata: metadata)
+        return try parse(captured.withLock { $0 })
+    }
+
+    func fastLine(_ fields: AccessLogLine.Fields) throws -> [String: Any] {
+        var bytes: [UInt8] = []
+        AccessLogLine(label: "appstore-gateway.rpc", redaction: SecretRedaction())
+            .append(fields, at: clock.wallNow(), to: &bytes)
+        return try parse(String(decoding: bytes, as: UTF8.self))
+    }
+
+    func parse(_ line: String) throws -> [String: Any] {
+        #expect(line.hasSuffix("\n") && line.dropLast().firstIndex(of: "\n") == nil)
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    @Test(arguments: [
+        [("app", "example"), ("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"), ("span_id", "00f067aa0ba902b7")],
+        [("request_id", "chosen-by-the-server")],  // an annotation wins over the field of the same name
+        [("message", "a reserved name"), ("authorization", "Bearer secret"), ("zz", "last")],
+        [("quote\"and\\slash", "line\nbreak\u{01}\ttab é 雪 🍎")],
+        [],
+    ] as [[(String, String)]])
+    func saysWhatTheJSONHandlerSays(annotations: [(String, String)]) throws {
+        let fields = AccessLogLine.Fields(
+            method: "/appstore.gateway.v1.AppStoreGateway/GetHistory", service: "appstore.gateway.v1.AppStoreGateway",
+            grpcMethod: "GetHistory", status: .resourceExhausted, durationMilliseconds: 12.5,
+            requestID: "generated-1", annotations: annotations.map { (name: $0.0, value: $0.1) })
+        var expected = try handlerLine(fields)
+        let actual = try fastLine(fields)
+        expected["source"] = "Observability"  // the slow path's source is the module that logs
+        #expect(NSDictionary(dictionary: actual).isEqual(to: expected), "\(actual)\n!=\n\(expected)")
+    }
+
+    @Test func keysComeInTheHandlersOrder() throws {
+        var bytes: [UInt8] = []
+        let fields = AccessLogLine.Fields(
+            method: "/m", service: "s", grpcMethod: "m", status: .ok, durationMilliseconds: 1, requestID: "r",
+            annotations: [(name: "zeta", value: "1"), (name: "app", value: "a")])
+        AccessLogLine(label: "l", redaction: SecretRedaction()).append(fields, at: clock.wallNow(), to: &bytes)
+        let line = String(decoding: bytes, as: UTF8.self)
+        let keys = ["\"timestamp\"", "\"level\"", "\"label\"", "\"message\"", "\"source\"", "\"app\"", "\"duration_ms\"",
+                    "\"grpc_code\"", "\"grpc_method\"", "\"grpc_service\"", "\"method\"", "\"request_id\"", "\"status\"",
+                    "\"zeta\""]
+        let positions = keys.map { line.range(of: $0)?.lowerBound }
+        #expect(positions.allSatisfy { $0 != nil })
+        #expect(positions.compactMap { $0 } == positions.compactMap { $0 }.sorted())
+    }
+
+    @Test(arguments: [0, 1, 999, 1_000, 86_399_999, 951_782_400_000, 1_795_326_867_123, 4_102_444_800_000, -1, -86_400_001])
+    func timestampsMatchTheHandlers(milliseconds: Int64) {
+        var bytes: [UInt8] = []
+        AccessLogLine.appendTimestamp(WallTime(millisecondsSince1970: milliseconds), to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == JSONText.timestamp(WallTime(millisecondsSince1970: milliseconds)))
+    }
+}
+
+/// Lines queued on a `LogLineWriter` reach the descriptor in order; a full buffer drops and says so.
+@Suite struct LogLineWriterTests {
+    func pipe() -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [0, 0]
+        precondition(Glibc.pipe(&fds) == 0)
+        return (fds[0], fds[1])
+    }
+
+    func readAvailable(_ fd: Int32, until done: (String) -> Bool) -> String {
+        var text = ""
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let deadline = Date().addingTimeInterval(5)
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while !done(text) && Date() < deadline {
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            text += String(decoding: buffer[..<count], as: UTF8.self)
+        }
+        return text
+    }
+
+    @Test func linesArriveInOrderAfterFlush() {
+        let (reader, writerFD) = pipe()
+        defer { close(reader); close(writerFD) }
+        let writer = LogLineWriter(fd: writerFD)
+        for index in 0..<1_000 { writer.enqueue("line \(index)\n") }
+        writer.flush()
+        let text = readAvailable(reader) { $0.hasSuffix("line 999\n") }
+        #expect(text == (0..<1_000).map { "line \($0)\n" }.joined())
+        #expect(writer.droppedLines == 0)
+    }
+
+    @Test func aFullBufferDropsLinesAndReportsTheCount() {
+        let (reader, writerFD) = pipe()
+        defer { close(reader); close(writerFD) }
+        let writer = LogLineWriter(fd: writerFD, maxBufferedBytes: 4)
+        writer.enqueue("too long\n")
+        writer.enqueue("also too long\n")
+        #expect(writer.droppedLines == 2)
+        let text = readAvailable(reader) { $0.contains("\"dropped_total\":2") }
+        #expect(text.contains("log lines dropped") && text.contains("\"dropped_total\":2"))
+    }
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# What one access-log line costs the thread finishing an RPC: the old path (swift-log + JSON handler, one
+# write(2) per line) against the gateway's (line built as bytes, queued for the writer thread), both
+# writing into a pipe that a reader drains. Medians over ROUNDS rounds with their spread.
+#
+#   bench/access_log.sh                 # 5 rounds of 200,000 lines
+#   ROUNDS=9 LINES=500000 bench/access_log.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-5}
+LINES=${LINES:-200000}
+swift build -c release --product log-benchmark >/dev/null
+.build/release/log-benchmark "$LINES" "$ROUNDS" | python3 -c '
+import json, statistics, sys
+rows = [json.loads(line) for line in sys.stdin]
+for key, what in (("ns_per_line_swift_log_sync", "swift-log + JSON handler, written inline"),
+                  ("ns_per_line_queued_bytes", "bytes queued for the log writer thread (the gateway)")):
+    values = sorted(r[key] for r in rows)
+    print(f"{what}: median {statistics.median(values) / 1000:.2f} us per line "
+          f"(min {values[0] / 1000:.2f}, max {values[-1] / 1000:.2f}, {len(values)} rounds)")
+'
