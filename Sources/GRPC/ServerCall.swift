@@ -17,9 +17,9 @@ final class ServerCall: HTTP2StreamDelegate {
     private var request: [UInt8]?
     private var task: Task<Void, Never>?
     private var deadlineTimer: TimerHandle?
-    /// The deadline timer only bounds the wait for the request (see `init`).
-    private var awaitingRequestOnly = false
-    private(set) var finished = false
+    /// Where the call is in its life, and its deadline rules: decided there, performed here.
+    private var state: CallState
+    var finished: Bool { state.isFinished }
     private var sendWaiter: CheckedContinuation<RPCStatus?, Never>?
     /// Bidirectional calls: where arriving messages go.
     private var inbound: AsyncStream<[UInt8]>.Continuation?
@@ -42,16 +42,24 @@ final class ServerCall: HTTP2StreamDelegate {
         self.context = context
         self.registry = registry
         self.deframer = MessageDeframer(maxMessageSize: maxMessageSize)
+        var requests = CallState.Requests.single
+        if case .bidiStreaming = handler { requests = .stream }
+        self.state = CallState(
+            method: context.method, requests: requests, callDeadline: context.deadlineNanoseconds,
+            requestDeadline: requestDeadlineNanoseconds)
         // Inline calls complete on the loop as soon as their request is in: shutdown never has to end them.
         if case .unaryInline = handler {} else { registry.add(self) }
         if case .bidiStreaming(let body) = handler { startBidirectional(body) }
-        if let deadline = context.deadlineNanoseconds ?? requestDeadlineNanoseconds {
-            awaitingRequestOnly = context.deadlineNanoseconds == nil
-            let now = monotonicNanoseconds()
-            let delay = deadline > now ? deadline - now : 0
-            deadlineTimer = stream.eventLoop.scheduleTimer(afterNanoseconds: delay) { [unowned self] in
-                self.deadlineExceeded()  // unowned: cleanUp() cancels the timer before the call can go away
-            }
+        armDeadlineTimer()
+    }
+
+    /// Arms the one timer for the state's active deadline (none when there is none).
+    private func armDeadlineTimer() {
+        guard let deadline = state.activeDeadline else { return }
+        let now = monotonicNanoseconds()
+        let delay = deadline > now ? deadline - now : 0
+        deadlineTimer = stream.eventLoop.scheduleTimer(afterNanoseconds: delay) { [unowned self] in
+            self.deadlineExceeded()  // unowned: cleanUp() cancels the timer before the call can go away
         }
     }
 
@@ -65,25 +73,27 @@ final class ServerCall: HTTP2StreamDelegate {
         deframer.append(data)
         do {
             while let message = try deframer.next() {
-                if let inbound {
-                    requestArrived()  // a bidirectional call has begun once its first message is in
+                switch state.messageArrived() {
+                case .keep:
+                    request = message
+                case .deliver:
+                    deadlineMayHaveLapsed()
                     // Handed to the handler's sequence (itself bounded to `maxPendingMessages`).
                     stream.releaseReceived(5 + message.count)
                     // The handler reads at its pace; more than `maxPendingMessages` unread is a client
                     // ignoring the answers, not a stream to buffer without end.
-                    if case .dropped = inbound.yield(message) {
+                    if case .dropped = inbound?.yield(message) {
                         finish(RPCStatus(
                             .resourceExhausted,
                             "more than \(Self.maxPendingMessages) request messages are waiting to be read; send fewer at a time"))
                         return
                     }
-                    continue
-                }
-                guard request == nil else {
-                    finish(RPCStatus(.unimplemented, "\(context.method) takes exactly one request message; a second one arrived"))
+                case .fail(let status):
+                    finish(status)
                     return
+                case .drop:
+                    stream.releaseReceived(5 + message.count)
                 }
-                request = message
             }
         } catch {
             finish(error)
@@ -91,24 +101,18 @@ final class ServerCall: HTTP2StreamDelegate {
     }
 
     func streamRequestEnded(_ stream: HTTP2Stream) {
-        if let inbound {
-            if !deframer.isEmpty {
-                finish(RPCStatus(.internal, "the request ended inside a gRPC message (truncated length-prefixed message)"))
-            }
-            inbound.finish()
-            self.inbound = nil
-            return
+        switch state.requestEnded(partialMessage: !deframer.isEmpty) {
+        case .start:
+            deadlineMayHaveLapsed()
+            if let request { start(request) }
+        case .closeRequests:
+            inbound?.finish()
+            inbound = nil
+        case .fail(let status):
+            finish(status)
+        case .none:
+            break
         }
-        guard !finished, task == nil else { return }
-        guard deframer.isEmpty else {
-            finish(RPCStatus(.internal, "the request ended inside a gRPC message (truncated length-prefixed message)"))
-            return
-        }
-        guard let request else {
-            finish(RPCStatus(.unimplemented, "\(context.method) needs one request message; the request had none"))
-            return
-        }
-        start(request)
     }
 
     func streamWritable(_ stream: HTTP2Stream) {
@@ -116,8 +120,7 @@ final class ServerCall: HTTP2StreamDelegate {
     }
 
     func streamClosed(_ stream: HTTP2Stream, errorCode: UInt32) {
-        if !finished {
-            finished = true
+        if state.cancelled() {
             endStatus = RPCStatus(.cancelled, "the client cancelled the call")
             report(.cancelled)
         }
@@ -149,16 +152,14 @@ final class ServerCall: HTTP2StreamDelegate {
         }
     }
 
-    /// The request is in: a deadline that only bounded its arrival no longer applies.
-    private func requestArrived() {
-        guard awaitingRequestOnly, let deadlineTimer else { return }
+    /// The request is in: a deadline that only bounded its arrival may no longer apply.
+    private func deadlineMayHaveLapsed() {
+        guard state.activeDeadline == nil, let deadlineTimer else { return }
         stream.eventLoop.cancelTimer(deadlineTimer)
         self.deadlineTimer = nil
-        awaitingRequestOnly = false
     }
 
     private func start(_ request: [UInt8]) {
-        requestArrived()
         // The message is the handler's now: its bytes no longer count against the connection's budget.
         stream.releaseAllReceived()
         let context = self.context
@@ -227,6 +228,7 @@ final class ServerCall: HTTP2StreamDelegate {
     func writeMessage(_ message: [UInt8]) {
         guard !finished else { return }
         if !stream.hasResponded {
+            state.responseStarted()
             stream.respond(HeaderBlock(StatusTrailers.responseHead.fieldList + [("x-request-id", context.requestID)]),
                            endStream: false)
         }
@@ -270,13 +272,13 @@ final class ServerCall: HTTP2StreamDelegate {
 
     /// Ends the call with `status`: trailers after the messages, or Trailers-Only when none was sent.
     func finish(_ status: RPCStatus) {
-        guard !finished else { return }
-        finished = true
+        guard let ending = state.finish(status.code) else { return }
         report(status.code)
         endStatus = status.code == .ok ? RPCStatus(.cancelled, "the call has already ended") : status
-        if stream.hasResponded {
+        switch ending {
+        case .trailers:
             stream.finish(trailers: StatusTrailers.block(for: status))
-        } else {
+        case .trailersOnly:
             stream.respond(
                 HeaderBlock(StatusTrailers.trailersOnly(for: status).fieldList + [("x-request-id", context.requestID)]),
                 endStream: true)
@@ -292,7 +294,10 @@ final class ServerCall: HTTP2StreamDelegate {
 
     private func deadlineExceeded() {
         deadlineTimer = nil
-        guard !finished else { return }
+        guard state.deadlinePassed(now: monotonicNanoseconds()) else {
+            armDeadlineTimer()  // woken a little early, or the deadline moved: wait for what remains
+            return
+        }
         finish(RPCStatus(.deadlineExceeded, "the call's deadline passed before \(context.method) completed"))
     }
 
