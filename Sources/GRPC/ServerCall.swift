@@ -229,7 +229,7 @@ final class ServerCall: HTTP2StreamDelegate {
         guard !finished else { return }
         if !stream.hasResponded {
             state.responseStarted()
-            stream.respond(HeaderBlock(StatusTrailers.responseHead.fieldList + [("x-request-id", context.requestID)]),
+            stream.respond(StatusTrailers.responseHead, adding: ("x-request-id", context.requestID),
                            endStream: false)
         }
         stream.write { buffer in MessageFramer.appendFrame(to: &buffer, payload: message) }
@@ -280,8 +280,7 @@ final class ServerCall: HTTP2StreamDelegate {
             stream.finish(trailers: StatusTrailers.block(for: status))
         case .trailersOnly:
             stream.respond(
-                HeaderBlock(StatusTrailers.trailersOnly(for: status).fieldList + [("x-request-id", context.requestID)]),
-                endStream: true)
+                StatusTrailers.trailersOnly(for: status), adding: ("x-request-id", context.requestID), endStream: true)
         }
         if status.code != .ok { task?.cancel() }
         inbound?.finish()

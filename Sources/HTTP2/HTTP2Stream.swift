@@ -82,11 +82,17 @@ public final class HTTP2Stream {
 
     /// Sends a prepared response head, which must start with ":status".
     public func respond(_ head: HeaderBlock, endStream: Bool) {
+        respond(head, adding: nil, endStream: endStream)
+    }
+
+    /// Sends a prepared response head and one field of this response only (e.g. `x-request-id`), without
+    /// building a new block for it.
+    public func respond(_ head: HeaderBlock, adding extra: (name: StaticString, value: String)?, endStream: Bool) {
         eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed, !headSent else { return }
         headSent = true
         if endStream { ended = true }
-        connection.submitResponse(self, head: head, endStream: endStream)
+        connection.submitResponse(self, head: head, extra: extra, endStream: endStream)
     }
 
     /// Queues response body bytes.

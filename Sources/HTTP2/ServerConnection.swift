@@ -242,16 +242,37 @@ final class ServerConnection: LoopConnection, Flushable {
 
     // MARK: Responses (called by HTTP2Stream)
 
-    func submitResponse(_ stream: HTTP2Stream, head: HeaderBlock, endStream: Bool) {
+    /// Submits the response head `head`, plus one per-response field when given (e.g. `x-request-id`):
+    /// the prepared pairs are used as they are and the extra one points into the caller's string for the
+    /// call's duration (nghttp2 copies every field it is given), so nothing is encoded or allocated here.
+    func submitResponse(
+        _ stream: HTTP2Stream, head: HeaderBlock, extra: (name: StaticString, value: String)? = nil, endStream: Bool
+    ) {
         guard let session else { return }
         management.responseFrameSent()  // sending headers resets the client's ping budget
-        let rc: Int32
-        if endStream {
-            rc = nghttp2_submit_response(session, stream.id, head.pairs.baseAddress, head.count, nil)
+        var provider = nghttp2_data_provider()
+        provider.read_callback = NGHTTP2Callbacks.readData
+        func submit(_ pairs: UnsafePointer<nghttp2_nv>?, _ count: Int) -> Int32 {
+            endStream
+                ? nghttp2_submit_response(session, stream.id, pairs, count, nil)
+                : nghttp2_submit_response(session, stream.id, pairs, count, &provider)
+        }
+        var rc: Int32
+        if let extra {
+            var value = extra.value
+            rc = value.withUTF8 { valueBytes in
+                withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: head.count + 1) { pairs in
+                    for index in 0..<head.count { pairs[index] = head.pairs[index] }
+                    pairs[head.count] = nghttp2_nv(
+                        name: UnsafeMutablePointer(mutating: extra.name.utf8Start), value: UnsafeMutablePointer(
+                            mutating: valueBytes.baseAddress ?? extra.name.utf8Start),
+                        namelen: extra.name.utf8CodeUnitCount, valuelen: valueBytes.count,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                    return submit(pairs.baseAddress, head.count + 1)
+                }
+            }
         } else {
-            var provider = nghttp2_data_provider()
-            provider.read_callback = NGHTTP2Callbacks.readData
-            rc = nghttp2_submit_response(session, stream.id, head.pairs.baseAddress, head.count, &provider)
+            rc = submit(head.pairs.baseAddress, head.count)
         }
         if rc != 0 { resetStream(stream, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
         needsFlush()
