@@ -16,8 +16,9 @@ final class ServerConnection: LoopConnection, Flushable {
     let responder: HTTP2Responder
     private unowned let owner: ServerLoop
     private var session: OpaquePointer?
+    /// The open streams, owned here; nghttp2 keeps a pointer to each as its stream user data, which is how
+    /// callbacks find them (no lookup by id).
     var streams: [Int32: HTTP2Stream] = [:]
-    private var lastStream: HTTP2Stream?
 
     private var outbound = ByteQueue(keptCapacity: 256 * 1024)
     private var wantsWritable = false
@@ -231,7 +232,6 @@ final class ServerConnection: LoopConnection, Flushable {
         io.close(abort: false)
         let open = streams.values
         streams.removeAll()
-        lastStream = nil
         for stream in open {
             stream.isClosed = true
             stream.delegate?.streamClosed(stream, errorCode: NGHTTP2_CANCEL.rawValue)
@@ -323,18 +323,18 @@ final class ServerConnection: LoopConnection, Flushable {
 
     // MARK: Callbacks from nghttp2 (see NGHTTP2Callbacks)
 
-    /// The stream with this id; the last one looked up is remembered, since callbacks come in runs per stream.
+    /// The stream with this id, from nghttp2's stream user data (set while `streams` owns the stream).
     private func stream(_ id: Int32) -> HTTP2Stream? {
-        if let last = lastStream, last.id == id { return last }
-        let found = streams[id]
-        lastStream = found
-        return found
+        guard let session, let pointer = nghttp2_session_get_stream_user_data(session, id) else { return nil }
+        return Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
     }
 
     func beginHeaders(streamID: Int32) {
         let stream = HTTP2Stream(id: streamID, connection: self, eventLoop: eventLoop)
         streams[streamID] = stream
-        lastStream = stream
+        if let session {
+            _ = nghttp2_session_set_stream_user_data(session, streamID, Unmanaged.passUnretained(stream).toOpaque())
+        }
         management.streamOpened()
     }
 
@@ -433,7 +433,8 @@ final class ServerConnection: LoopConnection, Flushable {
         budget.subtract(released)
         grant(grants)
         guard let stream = streams.removeValue(forKey: streamID) else { return }
-        if lastStream === stream { lastStream = nil }
+        // nghttp2 may keep a closed stream a while: its user data must not outlive the Swift object.
+        if let session { _ = nghttp2_session_set_stream_user_data(session, streamID, nil) }
         stream.isClosed = true
         stream.delegate?.streamClosed(stream, errorCode: errorCode)
         stream.delegate = nil
