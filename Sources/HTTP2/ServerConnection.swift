@@ -349,13 +349,19 @@ final class ServerConnection: LoopConnection, Flushable {
         }
         if stream.headerListTooLarge { return }
         if name.first == UInt8(ascii: ":") {
-            let text = String(decoding: value, as: UTF8.self)
-            switch String(decoding: name, as: UTF8.self) {
-            case ":method": stream.head.method = text
-            case ":path": stream.head.path = text
-            case ":scheme": stream.head.scheme = text
-            case ":authority": stream.head.authority = text
-            default: break
+            // Compared as bytes; a String is made only for the value kept.
+            func named(_ literal: StaticString) -> Bool {
+                name.count == literal.utf8CodeUnitCount
+                    && name.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+            }
+            if named(":path") {
+                stream.head.path = String(decoding: value, as: UTF8.self)
+            } else if named(":method") {
+                stream.head.method = String(decoding: value, as: UTF8.self)
+            } else if named(":scheme") {
+                stream.head.scheme = String(decoding: value, as: UTF8.self)
+            } else if named(":authority") {
+                stream.head.authority = String(decoding: value, as: UTF8.self)
             }
         } else if !Self.isHopHeader(name) {
             stream.head.fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
