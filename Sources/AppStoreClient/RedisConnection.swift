@@ -62,7 +62,7 @@ final class RedisConnection {
     /// Connects (within `timeout`), then AUTH and SELECT when the URL asks for them.
     func connect() throws(RedisConnectionFailure) {
         close()
-        var tv = timeval(
+        let tv = timeval(
             tv_sec: Int(timeout.components.seconds),
             tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
         guard let created = redisConnectWithTimeout(url.host, Int32(url.port), tv) else {
