@@ -51,7 +51,7 @@ let package = Package(
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.
-        .target(name: "Cryptography", dependencies: ["COpenSSL"]),
+        .target(name: "Cryptography", dependencies: ["COpenSSL", "GatewayCore"]),
         // Apple's signed-data (JWS) verification: chain of trust, ES256, app and environment binding.
         .target(name: "SignedData", dependencies: ["Cryptography", "GatewayCore", "ProtoCodec"]),
         // epoll event loops and nghttp2 server sessions: a generic HTTP/2 server.

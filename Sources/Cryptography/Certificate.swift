@@ -1,4 +1,5 @@
 import Foundation
+import GatewayCore
 internal import COpenSSL
 
 /// An X.509 certificate (RFC 5280), parsed once and read-only afterwards.

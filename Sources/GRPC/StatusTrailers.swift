@@ -27,65 +27,8 @@ enum StatusTrailers {
         }
         if status.code != .ok, let details = StatusDetailsEncoding.encode(status) {
             // -bin metadata is base64; emitted unpadded, as the spec recommends.
-            fields.append(("grpc-status-details-bin", Base64.encode(details, padded: false)))
+            fields.append(("grpc-status-details-bin", Base64.encode(details, variant: .standardUnpadded)))
         }
         return fields
-    }
-}
-
-/// Standard base64 (RFC 4648 §4), for `-bin` metadata.
-enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    static func encode(_ bytes: [UInt8], padded: Bool) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            for shift in stride(from: 18, through: 0, by: -6) { out.append(alphabet[Int(value >> UInt32(shift) & 63)]) }
-            index += 3
-        }
-        let rest = bytes.count - index
-        if rest > 0 {
-            var value = UInt32(bytes[index]) << 16
-            if rest == 2 { value |= UInt32(bytes[index + 1]) << 8 }
-            out.append(alphabet[Int(value >> 18 & 63)])
-            out.append(alphabet[Int(value >> 12 & 63)])
-            if rest == 2 { out.append(alphabet[Int(value >> 6 & 63)]) }
-            if padded { out.append(contentsOf: Array(repeating: UInt8(ascii: "="), count: 3 - rest)) }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// Decodes padded or unpadded standard base64; nil on any other character.
-    static func decode(_ text: String) -> [UInt8]? {
-        var values: [UInt8] = []
-        values.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(byte - UInt8(ascii: "A"))
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(byte - UInt8(ascii: "a") + 26)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(byte - UInt8(ascii: "0") + 52)
-            case UInt8(ascii: "+"): values.append(62)
-            case UInt8(ascii: "/"): values.append(63)
-            case UInt8(ascii: "="): continue
-            default: return nil
-            }
-        }
-        if values.count % 4 == 1 { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(values.count * 3 / 4)
-        var index = 0
-        while index < values.count {
-            let chunk = values[index..<min(index + 4, values.count)]
-            var value: UInt32 = 0
-            for (offset, v) in chunk.enumerated() { value |= UInt32(v) << UInt32(18 - 6 * offset) }
-            out.append(UInt8(value >> 16 & 0xFF))
-            if chunk.count > 2 { out.append(UInt8(value >> 8 & 0xFF)) }
-            if chunk.count > 3 { out.append(UInt8(value & 0xFF)) }
-            index += 4
-        }
-        return out
     }
 }

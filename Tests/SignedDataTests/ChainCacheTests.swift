@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import GatewayCore
 import Testing
 
 @testable import SignedData

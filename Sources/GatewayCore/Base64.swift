@@ -1,13 +1,16 @@
-/// Strict base64 codecs (RFC 4648): one alphabet per call, no whitespace, no lenient padding.
+/// The one base64 codec (RFC 4648), strict: one form per call, no whitespace, no lenient padding.
 ///
 /// JWS segments use the URL-safe alphabet without padding (RFC 7515 §2); `x5c` entries use the standard
-/// alphabet with padding (RFC 7515 §4.1.6). Accepting one where the other is required hides forgeries
-/// and bugs, so each decoder rejects anything outside its own form.
+/// alphabet with padding (RFC 7515 §4.1.6); gRPC `-bin` metadata is standard base64, emitted unpadded.
+/// Accepting one form where another is required hides forgeries and bugs, so each decoder rejects
+/// anything outside its own form.
 public enum Base64 {
     /// Which RFC 4648 form to accept.
     public enum Variant: Sendable {
         /// §4: `+` `/`, padded with `=` to a multiple of 4.
         case standard
+        /// §4's alphabet without any padding (gRPC `-bin` metadata as servers should emit it).
+        case standardUnpadded
         /// §5: `-` `_`, no padding at all (as JWS requires).
         case urlSafeUnpadded
     }
@@ -42,7 +45,7 @@ public enum Base64 {
         var text = text
         return text.withUTF8 { input in
             guard let count = symbolCount(input, variant: variant), count * 3 / 4 >= minimumCount else { return false }
-            return run(input, count: count, table: variant == .standard ? standardTable : urlTable, output: nil)
+            return run(input, count: count, table: variant == .urlSafeUnpadded ? urlTable : standardTable, output: nil)
         }
     }
 
@@ -53,7 +56,7 @@ public enum Base64 {
 
     private static func decode(symbols input: UnsafeBufferPointer<UInt8>, variant: Variant) -> [UInt8]? {
         guard let count = symbolCount(input, variant: variant) else { return nil }
-        let table = variant == .standard ? standardTable : urlTable
+        let table = variant == .urlSafeUnpadded ? urlTable : standardTable
         var valid = false
         let output = [UInt8](unsafeUninitializedCapacity: count * 3 / 4) { output, initialized in
             valid = run(input, count: count, table: table, output: output.baseAddress)
@@ -76,7 +79,7 @@ public enum Base64 {
                 count -= 1
                 padding += 1
             }
-        case .urlSafeUnpadded:
+        case .urlSafeUnpadded, .standardUnpadded:
             break
         }
         return count % 4 == 1 ? nil : count
@@ -132,7 +135,7 @@ public enum Base64 {
 
     /// Encodes `bytes` in the `variant` form.
     public static func encode(_ bytes: some Collection<UInt8>, variant: Variant) -> String {
-        let alphabet = variant == .standard ? standardAlphabet : urlAlphabet
+        let alphabet = variant == .urlSafeUnpadded ? urlAlphabet : standardAlphabet
         var output: [UInt8] = []
         output.reserveCapacity((bytes.count + 2) / 3 * 4)
         var iterator = bytes.makeIterator()
