@@ -18,6 +18,8 @@ final class ServerConnection: LoopConnection, Flushable {
     private var session: OpaquePointer?
     var streams: [Int32: HTTP2Stream] = [:]
     private var lastStream: HTTP2Stream?
+    /// The verified client certificate's names, set once after the TLS handshake (nil for h2c).
+    var peerCertificate: PeerCertificateIdentity?
 
     private var outbound: [UInt8] = []
     private var outboundStart = 0
