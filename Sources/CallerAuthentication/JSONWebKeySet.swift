@@ -114,6 +114,8 @@ public struct JSONWebKeySet: Sendable {
         var keys: [JWK]
     }
 
+    /// One entry of `keys`, read leniently: a member that is not a string counts as absent, so one odd key
+    /// is skipped (with a reason) instead of failing the whole document.
     private struct JWK: Decodable {
         var kty: String
         var kid: String?
@@ -124,6 +126,25 @@ public struct JSONWebKeySet: Sendable {
         var crv: String?
         var x: String?
         var y: String?
+
+        private enum CodingKeys: String, CodingKey { case kty, kid, use, alg, n, e, crv, x, y }
+
+        init(from decoder: any Decoder) throws {
+            guard let container = try? decoder.container(keyedBy: CodingKeys.self) else {
+                kty = ""
+                return
+            }
+            func text(_ key: CodingKeys) -> String? { (try? container.decodeIfPresent(String.self, forKey: key)) ?? nil }
+            kty = text(.kty) ?? ""
+            kid = text(.kid)
+            use = text(.use)
+            alg = text(.alg)
+            n = text(.n)
+            e = text(.e)
+            crv = text(.crv)
+            x = text(.x)
+            y = text(.y)
+        }
     }
 }
 
