@@ -462,10 +462,24 @@ def test_clients_without_a_trusted_certificate_are_refused(world, mtls_gateway, 
 
 # --- fair share -------------------------------------------------------------------------------------------
 
-def test_a_flooding_caller_leaves_another_caller_of_the_app_its_share(world):
+@pytest.mark.parametrize("budget", ["local", "redis"])
+def test_a_flooding_caller_leaves_another_caller_of_the_app_its_share(world, budget):
+    import shutil
+
+    redis = None
+    if budget == "redis":
+        if shutil.which("redis-server") is None:
+            pytest.skip("redis-server not installed")
+        from test_shared_budget import Redis
+        redis = Redis()
     # 4 calls/s for getTransactionHistory, waits up to 1 s: a flood of 16 workers wants far more.
-    gw = Gateway(["--config", gateway_config(world, "fair", rate={
-        "getTransactionHistory": {"perSecond": 4, "burst": 1}, "maxWait": "1s"})])
+    path = gateway_config(world, "fair-" + budget, rate={
+        "getTransactionHistory": {"perSecond": 4, "burst": 1}, "maxWait": "1s"})
+    if redis:
+        config = yaml.safe_load(open(path))
+        config["redis"] = {"url": f"redis://127.0.0.1:{redis.port}/0", "keyPrefix": f"fair-{uuid.uuid4().hex[:8]}:"}
+        yaml.safe_dump(config, open(path, "w"))
+    gw = Gateway(["--config", path])
     channels = [tls_channel(world, gw) for _ in range(2)]
     flood_stub, quiet_stub = (gateway_pb2_grpc.AppStoreGatewayStub(ch) for ch in channels)
     transactions = world["simulator"].transactions["com.example.app"]
@@ -509,7 +523,43 @@ def test_a_flooding_caller_leaves_another_caller_of_the_app_its_share(world):
             ch.close()
     metrics = urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
     gw.stop()
+    if redis:
+        redis.stop()
+        assert re.search(r'appstore_gateway_shared_budget_reservations_total\{[^}]*outcome="taken"\} [1-9]', metrics)
     assert "RESOURCE_EXHAUSTED" in flood_codes, "the flood never exceeded the budget: the test shows nothing"
     assert quiet.count("OK") >= 0.8 * len(quiet), quiet
     assert re.search(r'appstore_gateway_fair_share_refusals_total\{caller="%s",app="example"\} [1-9]'
                      % re.escape(BILLING), metrics)
+
+
+# --- the examples send the token --------------------------------------------------------------------------
+
+def test_python_and_go_examples_send_a_token_file(world, jwt_gateway, tmp_path):
+    import shutil
+    import sys
+
+    from conftest import ROOT
+
+    gw, _, _ = jwt_gateway
+    token_file = tmp_path / "token"
+    token_file.write_text(world["ec"].token() + "\n")
+    transaction = world["simulator"].transactions["com.example.app"][0]
+    common = ["--target", f"localhost:{gw.port}", "--ca-file", world["files"]["ca.pem"]]
+    python = [sys.executable, os.path.join(ROOT, "examples", "python", "client.py")]
+    ok = subprocess.run(python + common + ["--token-file", str(token_file), "history", "--app", "example",
+                                           "--transaction-id", transaction], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    denied = subprocess.run(python + common + ["history", "--app", "example", "--transaction-id", transaction],
+                            capture_output=True, text=True, timeout=60)
+    assert denied.returncode == 2 and "UNAUTHENTICATED" in denied.stdout
+    if shutil.which("go") is None or shutil.which("protoc-gen-go-grpc") is None:
+        return
+    out = tmp_path / "go"
+    subprocess.run([os.path.join(ROOT, "examples", "go", "build.sh"), str(out)], check=True, capture_output=True,
+                   timeout=600)
+    client = [str(out / "bin" / "client"), "-target", f"localhost:{gw.port}", "-ca-file", world["files"]["ca.pem"],
+              "-app", "example", "-transaction-id", transaction]
+    ok = subprocess.run(client + ["-token-file", str(token_file)], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "GetHistory: bundle_id=com.example.app" in ok.stdout, ok.stdout + ok.stderr
+    denied = subprocess.run(client, capture_output=True, text=True, timeout=60)
+    assert denied.returncode == 2 and "Unauthenticated" in denied.stdout
