@@ -417,6 +417,19 @@ def test_callers_without_a_way_to_authenticate_is_a_configuration_error(world):
     assert "callers" in result.stdout + result.stderr
 
 
+def test_check_config_names_an_unusable_jwks_or_certificate(world, tmp_path):
+    broken = tmp_path / "jwks.json"
+    broken.write_text('{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}')
+    path = gateway_config(world, "bad-jwks", jwks=str(broken))
+    result = subprocess.run([GATEWAY_BIN, "check-config", "--config", path], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and "authentication.jwt.jwksFile" in result.stdout, result.stdout + result.stderr
+    config = yaml.safe_load(open(gateway_config(world, "bad-cert")))
+    config["tls"]["privateKeyFile"] = world["files"]["ca.pem"]
+    yaml.safe_dump(config, open(path, "w"))
+    result = subprocess.run([GATEWAY_BIN, "check-config", "--config", path], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and "tls" in result.stdout, result.stdout + result.stderr
+
+
 # --- mutual TLS -------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
