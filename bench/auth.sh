@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 
 ROUNDS=${ROUNDS:-3}
-SECONDS_PER_RUN=${SECONDS_PER_RUN:-5}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-$([ "${QUICK:-0}" = 1 ] && echo 2 || echo 5)}
 CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-32}
 BASE_PORT=${BASE_PORT:-50171}
@@ -25,7 +25,7 @@ PY=${PY:-.venv/bin/python}
 command -v h2load >/dev/null || scripts/install-deps.sh
 [ -n "${SKIP_BUILD:-}" ] || swift build -c release --product appstore-gateway >/dev/null
 
-work=$(mktemp -d); echo "work: $work"
+work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"; }
 trap cleanup EXIT
@@ -127,8 +127,6 @@ for round in $(seq 1 "$ROUNDS"); do
   done
   echo "$line"
 done
-for variant in jwt tls tls+jwt; do
-  # shellcheck disable=SC2086
-  emit "auth-${variant/+/-}" "{\"subject\":$(stat_json ${runs[$variant]}),\"reference\":$(stat_json ${runs[plain]}),\"ratios\":$(stat_json $(ratios "${runs[$variant]# }" "${runs[plain]# }"))}"
-done
+# shellcheck disable=SC2086
+emit auth "{\"plain\":$(stat_json ${runs[plain]}),\"jwt\":$(stat_json ${runs[jwt]}),\"tls\":$(stat_json ${runs[tls]}),\"tls_jwt\":$(stat_json ${runs[tls+jwt]}),\"jwt_vs_plain\":$(stat_json $(ratios "${runs[jwt]# }" "${runs[plain]# }")),\"tls_vs_plain\":$(stat_json $(ratios "${runs[tls]# }" "${runs[plain]# }")),\"tls_jwt_vs_plain\":$(stat_json $(ratios "${runs[tls+jwt]# }" "${runs[plain]# }"))}"
 echo "VerifyJWS (cached chain), h2load -D $SECONDS_PER_RUN -c $CLIENTS -m $STREAMS -t 1; gateways threads=1; $(nproc) cores"
