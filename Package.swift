@@ -13,7 +13,10 @@ let package = Package(
         // Not an API: the modules the libFuzzer package in fuzz/ drives (a path dependency sees products only).
         .library(
             name: "GatewayFuzzSurface",
-            targets: ["GatewayCore", "ProtoCodec", "SignedData", "GRPC", "Services", "ServiceHarness"]),
+            targets: [
+                "GatewayCore", "ProtoCodec", "SignedData", "GRPC", "Services", "ServiceHarness", "CallerAuthentication",
+                "Cryptography",
+            ]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

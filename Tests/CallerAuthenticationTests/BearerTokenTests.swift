@@ -280,3 +280,34 @@ final class TokenFactory: @unchecked Sendable {
         #expect(cache.lookup([49], now: now + .seconds(61)) == nil)
     }
 }
+
+@Suite struct BearerFuzzCorpusTests {
+    /// The committed seeds of `fuzz-bearer` (and any regressions) run through the same entry points on every
+    /// `make test`, so a once-found crash stays fixed without the fuzzer.
+    @Test func seedsNeverTrap() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let f = TokenFactory.shared
+        let auth = CallerAuthenticator(
+            verifier: f.verifier,
+            policy: CallerPolicy(callers: [.init(identity: "system:serviceaccount:a:b", apps: ["*"])], apps: []),
+            clock: ManualClock(wall: f.now), cacheCapacity: 8)
+        auth.replaceKeys(f.keys)
+        var seen = 0
+        for folder in ["fuzz/corpus/bearer", "fuzz/regressions/bearer"] {
+            let directory = root.appendingPathComponent(folder)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] {
+                let bytes = [UInt8](try Data(contentsOf: directory.appendingPathComponent(name)))
+                seen += 1
+                if bytes.first == UInt8(ascii: "{") {
+                    _ = try? JSONWebKeySet(json: bytes)
+                } else {
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    #expect((try? auth.authenticate(authorization: text, certificateIdentity: nil).get()) == nil)
+                    #expect((try? auth.authenticate(authorization: "Bearer " + text, certificateIdentity: nil).get()) == nil)
+                }
+            }
+        }
+        #expect(seen >= 5)
+    }
+}

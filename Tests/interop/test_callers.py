@@ -183,7 +183,7 @@ def world():
     jwks = os.path.join(directory, "jwks.json")
     write_jwks(jwks, [rsa_signer, ec_signer])
     yield {
-        "dir": directory, "simulator": simulator, "files": files, "jwks": jwks,
+        "dir": directory, "simulator": simulator, "files": files, "jwks": jwks, "ca": ca,
         "rsa": rsa_signer, "ec": ec_signer,
         "clients": {"spiffe": (spiffe_key, spiffe_cert), "dns": (dns_key, dns_cert), "cn": (cn_key, cn_cert),
                     "stranger": (stranger_key, stranger_cert)},
@@ -330,6 +330,31 @@ def test_unlisted_identity_and_other_app_are_permission_denied(world, jwt_gatewa
     assert not world["simulator"].calls_since(started)
 
 
+def test_resume_tokens_are_bound_to_the_caller_that_received_them(world, jwt_gateway):
+    from google.protobuf import timestamp_pb2
+
+    from appstore.gateway.v1 import notification_pb2
+
+    _, stub, _ = jwt_gateway
+    start, end = timestamp_pb2.Timestamp(), timestamp_pb2.Timestamp()
+    start.FromSeconds(int(time.time()) - 179 * 86_400)
+    end.FromSeconds(int(time.time()) + 3_600)
+
+    def stream(token, app, resume=""):
+        return list(stub.StreamNotifications(notification_pb2.StreamNotificationsRequest(
+            app=app, start_date=start, end_date=end, resume_token=resume), metadata=bearer(token), timeout=60))
+
+    events = stream(world["rsa"].token(sub=BILLING), "example")
+    assert len(events) >= 2, "the simulator has too few notifications for this test"
+    resume = events[0].resume_token
+    rest = stream(world["ec"].token(sub=BILLING), "example", resume)
+    uuids = lambda found: [e.notification.notification_uuid for e in found]
+    assert uuids(rest) == uuids(events[1:])
+    # REPORTS may use the same app (by bundle id) but not continue BILLING's stream.
+    error = refused(lambda: stream(world["rsa"].token(sub=REPORTS), "com.example.app", resume))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "another caller" in error.details()
+
+
 def test_refusals_are_counted_by_reason_and_logged_with_the_caller(world, jwt_gateway):
     gw, stub, _ = jwt_gateway
     history(stub, world, world["rsa"].token())
@@ -428,6 +453,44 @@ def test_check_config_names_an_unusable_jwks_or_certificate(world, tmp_path):
     yaml.safe_dump(config, open(path, "w"))
     result = subprocess.run([GATEWAY_BIN, "check-config", "--config", path], capture_output=True, text=True, timeout=30)
     assert result.returncode == 1 and "tls" in result.stdout, result.stdout + result.stderr
+
+
+def test_server_certificate_files_are_reloaded(world, tmp_path):
+    import shutil
+    import socket
+    import ssl
+
+    certificate, key = tmp_path / "server.pem", tmp_path / "server.key"
+    shutil.copy(world["files"]["server.pem"], certificate)
+    shutil.copy(world["files"]["server.key"], key)
+    config = yaml.safe_load(open(gateway_config(world, "reload", jwt=False, callers=False)))
+    config["tls"] = {"certificateFile": str(certificate), "privateKeyFile": str(key)}
+    path = os.path.join(world["dir"], "reload.yaml")
+    yaml.safe_dump(config, open(path, "w"))
+    gw = Gateway(["--config", path])
+
+    def served_serial():
+        context = ssl.create_default_context(cafile=world["files"]["ca.pem"])
+        context.set_alpn_protocols(["h2"])
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as raw:
+            with context.wrap_socket(raw, server_hostname="localhost") as tls:
+                assert tls.selected_alpn_protocol() == "h2"
+                return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)).serial_number
+
+    try:
+        first = served_serial()
+        new_key, new_certificate = issue(world["ca"], "localhost", [x509.DNSName("localhost")],
+                                         ExtendedKeyUsageOID.SERVER_AUTH)
+        # Key first, then the certificate: in between, the pair does not match and the old one stays in force.
+        key.write_bytes(new_key)
+        time.sleep(1.5)
+        assert served_serial() == first
+        certificate.write_bytes(new_certificate)
+        wait_until(lambda: served_serial() != first)
+        assert served_serial() == x509.load_pem_x509_certificate(new_certificate).serial_number
+        assert "reloaded the TLS certificate" in gw.read_log()
+    finally:
+        gw.stop()
 
 
 # --- mutual TLS -------------------------------------------------------------------------------------------
