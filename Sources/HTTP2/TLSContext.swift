@@ -198,7 +198,7 @@ final class TLSStream: ByteStream {
         if let names = X509_get_ext_d2i(certificate, NID_subject_alt_name, nil, nil) {
             let stack = OpaquePointer(names)
             defer { GENERAL_NAMES_free(stack) }
-            for index in 0..<min(Int(OPENSSL_sk_num(stack)), 256) {
+            for index in 0..<max(0, min(Int(OPENSSL_sk_num(stack)), 256)) {
                 guard let item = OPENSSL_sk_value(stack, Int32(index)) else { continue }
                 var type: Int32 = 0
                 var data: UnsafePointer<UInt8>?

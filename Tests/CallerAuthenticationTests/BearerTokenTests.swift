@@ -189,6 +189,9 @@ final class TokenFactory: @unchecked Sendable {
         #expect(throws: JSONWebKeySet.ParseError.self) { try JSONWebKeySet(json: big) }
         #expect(throws: JSONWebKeySet.ParseError.self) { try JSONWebKeySet(json: Array("{\"keys\":5}".utf8)) }
         #expect(throws: JSONWebKeySet.ParseError.self) { try JSONWebKeySet(json: Array("[]".utf8)) }
+        // Deep nesting within the size bound: refused by the parser's depth limit, never a stack overflow.
+        let deep = Array("{\"keys\":".utf8) + [UInt8](repeating: UInt8(ascii: "["), count: 200_000)
+        #expect(throws: JSONWebKeySet.ParseError.self) { try JSONWebKeySet(json: deep) }
         let many = (0..<100).map { index -> [String: Any] in
             var key = f.ecJWK
             key["kid"] = "k\(index)"
