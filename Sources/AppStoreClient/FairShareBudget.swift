@@ -64,8 +64,10 @@ public final class FairShareBudget: RateBudget {
                 let ticket = state.nextTicket
                 state.nextTicket &+= 1
                 var bucket = state.buckets[key] ?? Bucket()
-                guard bucket.queue.enqueue(
-                    ticket, caller: caller.identity, weight: caller.weight, now: start, deadline: start + max(.zero, maxWait))
+                guard
+                    bucket.queue.enqueue(
+                        ticket, caller: caller.identity, weight: caller.weight, now: start,
+                        deadline: start + max(.zero, maxWait))
                 else { return nil }
                 bucket.waiting[ticket] = Waiting(continuation: continuation, caller: caller.identity, maxWait: maxWait)
                 let idle = !bucket.pumping
@@ -104,7 +106,9 @@ public final class FairShareBudget: RateBudget {
             let now = clock.monotonicNow()
             let (expired, chosen) = state.withLock { state -> ([Waiting], (Waiting, Duration)?) in
                 guard var bucket = state.buckets[key] else { return ([], nil) }
-                let expired = bucket.queue.removeExpired(now: now).compactMap { bucket.waiting.removeValue(forKey: $0.ticket) }
+                let expired = bucket.queue.removeExpired(now: now).compactMap {
+                    bucket.waiting.removeValue(forKey: $0.ticket)
+                }
                 var chosen: (Waiting, Duration)?
                 if let next = bucket.queue.next(), let waiting = bucket.waiting.removeValue(forKey: next.ticket) {
                     chosen = (waiting, next.deadline > now ? next.deadline - now : .zero)

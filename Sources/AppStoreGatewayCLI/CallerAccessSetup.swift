@@ -51,11 +51,13 @@ struct CallerAccessSetup {
                 "no callers are configured: anyone who reaches the gRPC port may use every app and its whole Apple budget",
                 metadata: ["hint": "list callers (identity, apps, weight) with authentication.jwt or tls.clientCAFile"])
         } else {
-            logger.info("caller checks on", metadata: [
-                "callers": "\(configuration.callers?.count ?? 0)",
-                "jwt": "\(configuration.authentication.jwt != nil)",
-                "client_certificates": "\(!(configuration.tls?.clientCAFile ?? "").isEmpty)",
-            ])
+            logger.info(
+                "caller checks on",
+                metadata: [
+                    "callers": "\(configuration.callers?.count ?? 0)",
+                    "jwt": "\(configuration.authentication.jwt != nil)",
+                    "client_certificates": "\(!(configuration.tls?.clientCAFile ?? "").isEmpty)",
+                ])
         }
     }
 }

@@ -42,7 +42,8 @@ public struct JSONWebKeySet: Sendable {
     /// Parses a JWKS document.
     public init(json bytes: [UInt8]) throws(ParseError) {
         guard bytes.count <= Self.maxDocumentBytes else {
-            throw ParseError(description: "the JWKS is \(bytes.count) bytes, over the \(Self.maxDocumentBytes)-byte limit")
+            throw ParseError(
+                description: "the JWKS is \(bytes.count) bytes, over the \(Self.maxDocumentBytes)-byte limit")
         }
         let document: Document
         do {
@@ -93,7 +94,9 @@ public struct JSONWebKeySet: Sendable {
                 throw ParseError(description: error.reason)
             }
         case "EC":
-            guard jwk.crv == "P-256" else { throw ParseError(description: "curve \(clip(jwk.crv ?? "none")) is not P-256") }
+            guard jwk.crv == "P-256" else {
+                throw ParseError(description: "curve \(clip(jwk.crv ?? "none")) is not P-256")
+            }
             if let alg = jwk.alg, alg != "ES256" { throw ParseError(description: "alg \(clip(alg)) is not ES256") }
             guard let x = jwk.x.flatMap(Base64URL.decode), let y = jwk.y.flatMap(Base64URL.decode) else {
                 throw ParseError(description: "an EC key needs base64url x and y")
@@ -134,7 +137,9 @@ public struct JSONWebKeySet: Sendable {
                 kty = ""
                 return
             }
-            func text(_ key: CodingKeys) -> String? { (try? container.decodeIfPresent(String.self, forKey: key)) ?? nil }
+            func text(_ key: CodingKeys) -> String? {
+                (try? container.decodeIfPresent(String.self, forKey: key)) ?? nil
+            }
             kty = text(.kty) ?? ""
             kid = text(.kid)
             use = text(.use)

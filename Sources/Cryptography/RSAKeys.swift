@@ -52,7 +52,8 @@ public final class RSAPublicKey: Sendable {
         let result = signature.withUnsafeBufferPointer { signatureBytes in
             message.withUnsafeBufferPointer { messageBytes in
                 EVP_DigestVerify(
-                    context, signatureBytes.baseAddress, signatureBytes.count, messageBytes.baseAddress, messageBytes.count)
+                    context, signatureBytes.baseAddress, signatureBytes.count, messageBytes.baseAddress,
+                    messageBytes.count)
             }
         }
         if result != 1 { _ = CryptographyError.drainErrorQueue() }
@@ -106,7 +107,9 @@ public final class RSAPrivateKey: Sendable {
         else { throw CryptographyError(.internalFailure, "EVP_DigestSign (size) failed") }
         var signature = [UInt8](repeating: 0, count: length)
         let status = signature.withUnsafeMutableBufferPointer { out in
-            message.withUnsafeBufferPointer { EVP_DigestSign(context, out.baseAddress, &length, $0.baseAddress, $0.count) }
+            message.withUnsafeBufferPointer {
+                EVP_DigestSign(context, out.baseAddress, &length, $0.baseAddress, $0.count)
+            }
         }
         guard status == 1 else { throw CryptographyError(.internalFailure, "EVP_DigestSign failed") }
         return Array(signature.prefix(length))

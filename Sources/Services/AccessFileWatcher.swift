@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CallerAuthentication
 import Foundation
 import GatewayCore
 import HTTP2
 import Logging
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Re-reads the JWKS file and the TLS files when they change, on a thread of its own (never on an event
 /// loop): every `interval` it `stat`s each file through any symlinks, so an in-place write, a rename over the
@@ -30,30 +31,35 @@ public final class AccessFileWatcher: Sendable {
     ) {
         var watched: [Watched] = []
         if let jwt, let authenticator {
-            watched.append(Watched(paths: [jwt.jwksFile]) {
-                do {
-                    let keys = try Self.loadKeys(jwt.jwksFile)
-                    authenticator.replaceKeys(keys)
-                    logger.info("reloaded the JWKS", metadata: [
-                        "file": "\(jwt.jwksFile)", "keys": "\(keys.keys.map(\.id).joined(separator: ","))",
-                    ])
-                } catch {
-                    logger.warning("kept the previous JWKS", metadata: ["file": "\(jwt.jwksFile)", "problem": "\(error)"])
-                }
-            })
+            watched.append(
+                Watched(paths: [jwt.jwksFile]) {
+                    do {
+                        let keys = try Self.loadKeys(jwt.jwksFile)
+                        authenticator.replaceKeys(keys)
+                        logger.info(
+                            "reloaded the JWKS",
+                            metadata: [
+                                "file": "\(jwt.jwksFile)", "keys": "\(keys.keys.map(\.id).joined(separator: ","))",
+                            ])
+                    } catch {
+                        logger.warning(
+                            "kept the previous JWKS", metadata: ["file": "\(jwt.jwksFile)", "problem": "\(error)"])
+                    }
+                })
         }
         if let tls, let context {
             let paths = [tls.certificateFile, tls.privateKeyFile, tls.clientCAFile].filter { !$0.isEmpty }
-            watched.append(Watched(paths: paths) {
-                do {
-                    try context.reload(
-                        certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
-                        clientCAFile: tls.clientCAFile)
-                    logger.info("reloaded the TLS certificate", metadata: ["file": "\(tls.certificateFile)"])
-                } catch {
-                    logger.warning("kept the previous TLS certificate", metadata: ["problem": "\(error)"])
-                }
-            })
+            watched.append(
+                Watched(paths: paths) {
+                    do {
+                        try context.reload(
+                            certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
+                            clientCAFile: tls.clientCAFile)
+                        logger.info("reloaded the TLS certificate", metadata: ["file": "\(tls.certificateFile)"])
+                    } catch {
+                        logger.warning("kept the previous TLS certificate", metadata: ["problem": "\(error)"])
+                    }
+                })
         }
         self.watched = watched
         self.interval = interval
@@ -82,7 +88,9 @@ public final class AccessFileWatcher: Sendable {
         Thread.detachNewThread { [self] in
             var last = stamps
             while !stopped.withLock({ $0 }) {
-                Thread.sleep(forTimeInterval: Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
+                Thread.sleep(
+                    forTimeInterval: Double(interval.components.seconds) + Double(interval.components.attoseconds)
+                        / 1e18)
                 for (index, entry) in watched.enumerated() {
                     let now = entry.paths.map(Self.stamp)
                     if now != last[index] {

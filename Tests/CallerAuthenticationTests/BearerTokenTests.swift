@@ -22,13 +22,17 @@ final class TokenFactory: @unchecked Sendable {
     }
 
     var rsaJWK: [String: Any] {
-        ["kty": "RSA", "kid": "rsa-1", "use": "sig", "alg": "RS256",
-         "n": Base64URL.encode(rsa.modulus), "e": Base64URL.encode(rsa.exponent)]
+        [
+            "kty": "RSA", "kid": "rsa-1", "use": "sig", "alg": "RS256",
+            "n": Base64URL.encode(rsa.modulus), "e": Base64URL.encode(rsa.exponent),
+        ]
     }
 
     var ecJWK: [String: Any] {
         let point = try! ec.publicKey.p256Coordinates!
-        return ["kty": "EC", "kid": "ec-1", "crv": "P-256", "x": Base64URL.encode(point.x), "y": Base64URL.encode(point.y)]
+        return [
+            "kty": "EC", "kid": "ec-1", "crv": "P-256", "x": Base64URL.encode(point.x), "y": Base64URL.encode(point.y),
+        ]
     }
 
     func keySet(_ jwks: [[String: Any]]) throws -> JSONWebKeySet {
@@ -51,13 +55,16 @@ final class TokenFactory: @unchecked Sendable {
     }
 
     /// A compact JWS of `header` and `claims` (raw JSON text allowed), signed as `alg` says.
-    func token(alg: String = "RS256", kid: String? = "rsa-1", header extra: [String: Any] = [:],
-               claims: [String: Any]? = nil, rawPayload: String? = nil, signer: RSAPrivateKey? = nil) -> String {
+    func token(
+        alg: String = "RS256", kid: String? = "rsa-1", header extra: [String: Any] = [:],
+        claims: [String: Any]? = nil, rawPayload: String? = nil, signer: RSAPrivateKey? = nil
+    ) -> String {
         var header: [String: Any] = ["alg": alg, "typ": "JWT"]
         if let kid { header["kid"] = kid }
         for (key, value) in extra { header[key] = value }
         let headerPart = Base64URL.encode(try! JSONSerialization.data(withJSONObject: header))
-        let payload = rawPayload.map { Array($0.utf8) }
+        let payload =
+            rawPayload.map { Array($0.utf8) }
             ?? [UInt8](try! JSONSerialization.data(withJSONObject: claims ?? self.claims()))
         let input = headerPart + "." + Base64URL.encode(payload)
         let signature: [UInt8]
@@ -123,7 +130,8 @@ final class TokenFactory: @unchecked Sendable {
     @Test func aTamperedPayloadFailsTheSignature() {
         let token = f.token()
         let parts = token.split(separator: ".").map(String.init)
-        let forged = Base64URL.encode(Array(#"{"iss":"x","sub":"admin","aud":"appstore-gateway","exp":99999999999}"#.utf8))
+        let forged = Base64URL.encode(
+            Array(#"{"iss":"x","sub":"admin","aud":"appstore-gateway","exp":99999999999}"#.utf8))
         #expect(verify([parts[0], forged, parts[2]].joined(separator: ".")) == .failure(.badSignature))
     }
 
@@ -234,17 +242,26 @@ final class TokenFactory: @unchecked Sendable {
     @Test func refusals() {
         let clock = ManualClock(wall: f.now)
         let auth = authenticator(callers: [.init(identity: "spiffe://ok", apps: ["*"])], clock: clock)
-        #expect(auth.authenticate(authorization: nil, certificateIdentity: nil) == .failure(.unauthenticated(.missingCredentials)))
-        #expect(auth.authenticate(authorization: "Basic abc", certificateIdentity: nil) == .failure(.unauthenticated(.malformedToken)))
-        #expect(auth.authenticate(authorization: "Bearer ", certificateIdentity: nil) == .failure(.unauthenticated(.malformedToken)))
+        #expect(
+            auth.authenticate(authorization: nil, certificateIdentity: nil)
+                == .failure(.unauthenticated(.missingCredentials)))
+        #expect(
+            auth.authenticate(authorization: "Basic abc", certificateIdentity: nil)
+                == .failure(.unauthenticated(.malformedToken)))
+        #expect(
+            auth.authenticate(authorization: "Bearer ", certificateIdentity: nil)
+                == .failure(.unauthenticated(.malformedToken)))
         #expect(
             auth.authenticate(authorization: "Bearer " + f.token(), certificateIdentity: nil)
                 == .failure(.permissionDenied(.unknownCaller(identity: "system:serviceaccount:billing:api"))))
-        #expect((try? auth.authenticate(authorization: nil, certificateIdentity: "spiffe://ok").get())?.source == .certificate)
+        #expect(
+            (try? auth.authenticate(authorization: nil, certificateIdentity: "spiffe://ok").get())?.source
+                == .certificate)
         let noJWT = CallerAuthenticator(
             verifier: nil, policy: CallerPolicy(callers: [.init(identity: "a", apps: ["*"])], apps: apps), clock: clock)
-        #expect(noJWT.authenticate(authorization: "Bearer x.y.z", certificateIdentity: nil)
-            == .failure(.unauthenticated(.tokensNotAccepted)))
+        #expect(
+            noJWT.authenticate(authorization: "Bearer x.y.z", certificateIdentity: nil)
+                == .failure(.unauthenticated(.tokensNotAccepted)))
     }
 
     @Test func openModeAdmitsAnyoneAndKeepsVerifiedIdentities() throws {
@@ -258,18 +275,25 @@ final class TokenFactory: @unchecked Sendable {
 
     @Test func cachedVerdictsExpireWithTheTokenAndKeyRotationClearsThem() throws {
         let clock = ManualClock(wall: f.now)
-        let auth = authenticator(callers: [.init(identity: "system:serviceaccount:billing:api", apps: ["*"])], clock: clock)
+        let auth = authenticator(
+            callers: [.init(identity: "system:serviceaccount:billing:api", apps: ["*"])], clock: clock)
         let token = f.token(claims: f.claims(["exp": f.seconds + 5]))
         #expect((try? auth.authenticate(authorization: "Bearer " + token, certificateIdentity: nil).get()) != nil)
         // Past exp + leeway the cached success no longer counts.
         clock.advance(by: .seconds(40))
-        #expect(auth.authenticate(authorization: "Bearer " + token, certificateIdentity: nil) == .failure(.unauthenticated(.expired)))
+        #expect(
+            auth.authenticate(authorization: "Bearer " + token, certificateIdentity: nil)
+                == .failure(.unauthenticated(.expired)))
         // A fresh token verifies; after a rotation that drops its key it is refused at once.
-        let fresh = f.token(claims: ["iss": f.issuer, "sub": "system:serviceaccount:billing:api", "aud": f.audience,
-                                     "exp": f.seconds + 3600])
+        let fresh = f.token(claims: [
+            "iss": f.issuer, "sub": "system:serviceaccount:billing:api", "aud": f.audience,
+            "exp": f.seconds + 3600,
+        ])
         #expect((try? auth.authenticate(authorization: "Bearer " + fresh, certificateIdentity: nil).get()) != nil)
         auth.replaceKeys(try f.keySet([f.ecJWK]))
-        #expect(auth.authenticate(authorization: "Bearer " + fresh, certificateIdentity: nil) == .failure(.unauthenticated(.unknownKey)))
+        #expect(
+            auth.authenticate(authorization: "Bearer " + fresh, certificateIdentity: nil)
+                == .failure(.unauthenticated(.unknownKey)))
     }
 
     @Test func theCacheStaysBounded() {
@@ -307,7 +331,9 @@ final class TokenFactory: @unchecked Sendable {
                 } else {
                     let text = String(decoding: bytes, as: UTF8.self)
                     #expect((try? auth.authenticate(authorization: text, certificateIdentity: nil).get()) == nil)
-                    #expect((try? auth.authenticate(authorization: "Bearer " + text, certificateIdentity: nil).get()) == nil)
+                    #expect(
+                        (try? auth.authenticate(authorization: "Bearer " + text, certificateIdentity: nil).get()) == nil
+                    )
                 }
             }
         }

@@ -55,7 +55,8 @@ import Testing
         #expect(unauthenticated.details?.info?.metadata["cause"] == "expired")
         let denied = GatewayError.permissionDenied(.appNotAllowed(identity: "b", app: "x")).rpcStatus
         #expect(denied.code == .permissionDenied && denied.details?.info?.reason == "APP_NOT_ALLOWED")
-        let unknown = GatewayError.permissionDenied(.unknownCaller(identity: String(repeating: "z", count: 5000))).rpcStatus
+        let unknown = GatewayError.permissionDenied(.unknownCaller(identity: String(repeating: "z", count: 5000)))
+            .rpcStatus
         #expect(unknown.code == .permissionDenied && unknown.message.utf8.count < 400)
     }
 }
@@ -69,15 +70,16 @@ import Testing
         """
 
     @Test func theDocumentedKeysLoad() throws {
-        let config = try GatewayConfiguration.load(yaml: base + """
-            tls: { certificateFile: server.pem, privateKeyFile: server.key, clientCAFile: clients-ca.pem }
-            authentication:
-              jwt: { jwksFile: jwks.json, issuer: "https://kubernetes.default.svc.cluster.local", audiences: [appstore-gateway] }
-            callers:
-              - { identity: "system:serviceaccount:billing:api", apps: [example], weight: 1 }
-              - { identity: "spiffe://cluster.local/ns/ops/sa/x", apps: ["*", com.example.second], weight: 5 }
-              - { identity: "reports", apps: [com.example.second] }
-            """)
+        let config = try GatewayConfiguration.load(
+            yaml: base + """
+                tls: { certificateFile: server.pem, privateKeyFile: server.key, clientCAFile: clients-ca.pem }
+                authentication:
+                  jwt: { jwksFile: jwks.json, issuer: "https://kubernetes.default.svc.cluster.local", audiences: [appstore-gateway] }
+                callers:
+                  - { identity: "system:serviceaccount:billing:api", apps: [example], weight: 1 }
+                  - { identity: "spiffe://cluster.local/ns/ops/sa/x", apps: ["*", com.example.second], weight: 5 }
+                  - { identity: "reports", apps: [com.example.second] }
+                """)
         #expect(config.tls?.clientCAFile == "clients-ca.pem")
         #expect(config.authentication.jwt?.audiences == ["appstore-gateway"])
         #expect(config.callers?.map(\.weight) == [1, 5, 1])
@@ -86,10 +88,11 @@ import Testing
 
     @Test func absentCallersIsOpenAndAnEmptyListIsClosed() throws {
         #expect(try GatewayConfiguration.load(yaml: base).callers == nil)
-        let closed = try GatewayConfiguration.load(yaml: base + """
-            authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }
-            callers: []
-            """)
+        let closed = try GatewayConfiguration.load(
+            yaml: base + """
+                authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }
+                callers: []
+                """)
         #expect(closed.callers == [])
     }
 
@@ -101,11 +104,26 @@ import Testing
             ("authentication: { jwt: { jwksFile: j, audiences: [a] } }", "authentication.jwt.issuer"),
             ("authentication: { jwt: { jwksFile: j, issuer: i } }", "authentication.jwt.audiences"),
             ("callers: [{ identity: a, apps: [example] }]", "callers"),
-            ("authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ apps: [example] }]", "callers[0].identity"),
-            ("authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ identity: a }]", "callers[0].apps"),
-            ("authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ identity: a, apps: [nope] }]", "callers[0].apps[0]"),
-            ("authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ identity: a, apps: [example], weight: 0 }]", "callers[0].weight"),
-            ("authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ identity: a, apps: [example] }, { identity: a, apps: [example] }]", "callers[1].identity"),
+            (
+                "authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ apps: [example] }]",
+                "callers[0].identity"
+            ),
+            (
+                "authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ identity: a }]",
+                "callers[0].apps"
+            ),
+            (
+                "authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ identity: a, apps: [nope] }]",
+                "callers[0].apps[0]"
+            ),
+            (
+                "authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ identity: a, apps: [example], weight: 0 }]",
+                "callers[0].weight"
+            ),
+            (
+                "authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }\ncallers: [{ identity: a, apps: [example] }, { identity: a, apps: [example] }]",
+                "callers[1].identity"
+            ),
         ]
         for (yaml, key) in cases {
             let (_, problems) = try GatewayConfiguration.check(yaml: base + yaml)
@@ -114,10 +132,11 @@ import Testing
     }
 
     @Test func filesResolveAgainstTheConfigurationFolder() throws {
-        var config = try GatewayConfiguration.load(yaml: base + """
-            tls: { certificateFile: s.pem, privateKeyFile: /abs/s.key }
-            authentication: { jwt: { jwksFile: jwks.json, issuer: i, audiences: [a] } }
-            """)
+        var config = try GatewayConfiguration.load(
+            yaml: base + """
+                tls: { certificateFile: s.pem, privateKeyFile: /abs/s.key }
+                authentication: { jwt: { jwksFile: jwks.json, issuer: i, audiences: [a] } }
+                """)
         config.resolvePaths(relativeTo: "/etc/gw")
         #expect(config.tls?.certificateFile == "/etc/gw/s.pem" && config.tls?.privateKeyFile == "/abs/s.key")
         #expect(config.tls?.clientCAFile == "")

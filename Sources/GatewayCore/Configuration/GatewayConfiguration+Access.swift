@@ -61,9 +61,10 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in config.authentication.jwt = try jwt(reader) }
         key { () throws(ConfigurationError) in config.callers = try callers(reader, apps: config.apps) }
         if config.callers != nil && config.authentication.jwt == nil && (config.tls?.clientCAFile ?? "").isEmpty {
-            problems.append(ConfigurationError(
-                key: "callers",
-                problem: "needs a way for callers to prove their identity: authentication.jwt or tls.clientCAFile"))
+            problems.append(
+                ConfigurationError(
+                    key: "callers",
+                    problem: "needs a way for callers to prove their identity: authentication.jwt or tls.clientCAFile"))
         }
         return problems
     }
