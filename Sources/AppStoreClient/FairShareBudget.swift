@@ -96,6 +96,11 @@ public final class FairShareBudget: RateBudget {
         return answer
     }
 
+    /// Calls waiting here for `key`'s next token (not counting the one the pump is reserving for).
+    public func waiting(_ key: RateLimitKey) -> Int {
+        state.withLock { $0.buckets[key]?.queue.count ?? 0 }
+    }
+
     public func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {
         await inner.block(key: key, for: delay, now: now)
     }
