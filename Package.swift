@@ -14,7 +14,10 @@ let package = Package(
         // Not an API: the modules the libFuzzer package in fuzz/ drives (a path dependency sees products only).
         .library(
             name: "GatewayFuzzSurface",
-            targets: ["GatewayCore", "ProtoCodec", "SignedData", "GRPC", "Services", "ServiceHarness"]),
+            targets: [
+                "GatewayCore", "ProtoCodec", "SignedData", "GRPC", "Services", "ServiceHarness", "CallerAuthentication",
+                "Cryptography",
+            ]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -54,6 +57,8 @@ let package = Package(
         .target(name: "Cryptography", dependencies: ["COpenSSL", "GatewayCore"]),
         // Apple's signed-data (JWS) verification: chain of trust, ES256, app and environment binding.
         .target(name: "SignedData", dependencies: ["Cryptography", "GatewayCore", "ProtoCodec"]),
+        // Who calls: bearer JWTs (RS256/ES256) against a JWKS file, verified-token cache.
+        .target(name: "CallerAuthentication", dependencies: ["Cryptography", "GatewayCore"]),
         // epoll event loops and nghttp2 server sessions: a generic HTTP/2 server.
         .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "GatewayCore"]),
         // gRPC over the HTTP/2 server: framing, routing, deadlines, status, health.
@@ -76,6 +81,7 @@ let package = Package(
             name: "Services",
             dependencies: [
                 "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "HTTP2", "Observability", "AppStoreClient",
+                "CallerAuthentication",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Prometheus metrics registry and the JSON-lines log handler.
@@ -93,6 +99,7 @@ let package = Package(
             name: "AppStoreGatewayCLI",
             dependencies: [
                 "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator", "Observability", "AppStoreClient",
+                "CallerAuthentication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -117,6 +124,7 @@ let package = Package(
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
+        .testTarget(name: "CallerAuthenticationTests", dependencies: ["CallerAuthentication", "Cryptography", "GatewayCore"]),
         .testTarget(
             name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec", "TestSupport"], exclude: ["Fixtures", "Oracle"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "TestSupport"]),

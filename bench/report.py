@@ -81,6 +81,12 @@ def rows(r):
                     f"{fmt(g['threads1_rps'])} → {fmt(g['threads2_rps'])}",
                     f"{fmt(n['threads1_rps'])} → {fmt(n['threads2_rps'])}", g["thread_scaling"],
                     f"nghttpd ×{n['thread_scaling']['median']:.2f}", None))
+    a = r.get("auth")
+    if a:
+        for key, name in (("jwt", "VerifyJWS req/s with a bearer JWT (verified-token cache hit) vs h2c"),
+                          ("tls", "VerifyJWS req/s over TLS vs h2c"),
+                          ("tls_jwt", "VerifyJWS req/s over TLS with a bearer JWT vs h2c")):
+            out.append((name, fmt(a[key]), fmt(a["plain"]), a[f"{key}_vs_plain"], "—", None))
     return out
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every benchmark in one run (`make bench`): transport and VerifyJWS against the peers, GetHistory against the
-# simulator, scale; then bench/results/<date>.json (gitignored) and the table + chart in bench/README.md.
+# simulator, scale, the cost of caller authentication; then bench/results/<date>.json (gitignored) and the table + chart in bench/README.md.
 #
 #   bench/run-all.sh                          # full: 3 rounds each, ~15 minutes on 2 cores
 #   QUICK=1 bench/run-all.sh                  # smoke: 3 short rounds each, ~4 minutes
@@ -17,7 +17,7 @@ PY=${PY:-.venv/bin/python}
 export BENCH_OUT; BENCH_OUT=$(mktemp -d)
 trap 'rm -rf "$BENCH_OUT"' EXIT
 failed=()
-for script in transport-peers verify-peers history scale; do
+for script in transport-peers verify-peers history scale auth; do
   echo "== bench/$script.sh"
   bench/$script.sh || failed+=("$script")
 done

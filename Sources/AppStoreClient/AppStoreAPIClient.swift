@@ -80,7 +80,8 @@ public final class AppStoreAPIClient: Sendable {
         logger: Logger = Logger(label: "appstore-gateway.upstream"), signers: [String: any ES256Signer]? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         events: any GatewayEvents = SilentGatewayEvents(),
-        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents()
+        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
+        accessEvents: any AccessEvents = SilentAccessEvents()
     ) throws(ConfigurationError) {
         self.events = events
         var loaded: [String: any ES256Signer] = [:]
@@ -103,6 +104,7 @@ public final class AppStoreAPIClient: Sendable {
         self.signers = loaded
         apps = AppDirectory(configuration.apps)
         rateLimiter = RateLimiter(defaults: configuration.rateLimits.defaults, perApp: perApp)
+        var budget: any RateBudget
         if configuration.redis.url != nil {
             let share = configuration.redis.fallbackShare
             budget = SharedRateBudget(
@@ -116,6 +118,14 @@ public final class AppStoreAPIClient: Sendable {
         } else {
             budget = rateLimiter
         }
+        if configuration.callers != nil {
+            // Listed callers compete for each app's bucket by weight (docs: README "Callers").
+            budget = FairShareBudget(
+                inner: budget, clock: clock,
+                appNames: Dictionary(configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { a, _ in a }),
+                events: accessEvents, sleep: sleep)
+        }
+        self.budget = budget
         settings = Settings(configuration: configuration)
         jwtCache = JWTCache(settings: settings.jwt)
         self.http = http

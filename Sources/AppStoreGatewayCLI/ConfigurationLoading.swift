@@ -2,8 +2,10 @@ import AppStoreClient
 import ArgumentParser
 import Foundation
 import GatewayCore
+import HTTP2
 import Logging
 import Observability
+import Services
 
 /// Reading a configuration file for `serve` and `check-config`, and reporting what is wrong with it.
 enum ConfigurationLoading {
@@ -39,7 +41,32 @@ enum ConfigurationLoading {
                 problems.append(error)
             }
         }
+        problems += accessFileProblems(configuration)
         return (configuration, problems)
+    }
+
+    /// The TLS files and the JWKS file load (the same code `serve` runs).
+    static func accessFileProblems(_ configuration: GatewayConfiguration) -> [ConfigurationError] {
+        var problems: [ConfigurationError] = []
+        if let tls = configuration.tls {
+            do {
+                _ = try TLSContext(
+                    certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
+                    clientCAFile: tls.clientCAFile)
+            } catch {
+                problems.append(ConfigurationError(key: "tls", problem: "\(error)"))
+            }
+        }
+        if let jwt = configuration.authentication.jwt {
+            do {
+                _ = try AccessFileWatcher.loadKeys(jwt.jwksFile)
+            } catch let error as ConfigurationError {
+                problems.append(error)
+            } catch {
+                problems.append(ConfigurationError(key: "authentication.jwt.jwksFile", problem: "\(error)"))
+            }
+        }
+        return problems
     }
 
     /// Start-up failed: ONE JSON log line on standard error (like every other log line; no usage text),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CallerAuthentication
 import Foundation
 import GRPC
 import GatewayCore
@@ -75,17 +76,22 @@ struct ServeCommand: ParsableCommand {
             accessLog: configuration.logging.accessLog,
             accessLogWriter: configuration.logging.format == "json" ? .standardError : nil)
 
+        let accessEvents = PrometheusAccessEvents(
+            registry: events.registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
         let board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
         let gatewayService: AppStoreGatewayService
         do {
             gatewayService = try AppStoreGatewayService(
                 configuration: configuration, events: events,
-                budgetEvents: PrometheusSharedBudgetEvents(registry: events.registry))
+                budgetEvents: PrometheusSharedBudgetEvents(registry: events.registry), accessEvents: accessEvents)
         } catch {
             throw ConfigurationLoading.fail("invalid configuration", problems: [error])
         }
         var serverConfiguration = GRPCServerConfiguration(configuration)
         serverConfiguration.events = events
+        let access = try CallerAccessSetup(configuration: configuration, events: accessEvents, logger: logger)
+        serverConfiguration.callGuard = access.callGuard
+        serverConfiguration.tls = access.tlsContext
         let services: [GRPCService] = [
             HealthService(board: board), gatewayService,
             ReflectionService(serviceNames: [
@@ -101,6 +107,7 @@ struct ServeCommand: ParsableCommand {
             throw ConfigurationLoading.fail("cannot listen on \(configuration.listen): \(error)")
         }
         server.start()
+        access.watcher.start()
         var admin: HTTP2Server?
         if let address = configuration.admin {
             let endpoint = AdminEndpoint(
@@ -118,7 +125,7 @@ struct ServeCommand: ParsableCommand {
             }
             admin?.start()
         }
-        logger.info("serving gRPC (h2c)", metadata: [
+        logger.info(access.tlsContext == nil ? "serving gRPC (h2c)" : "serving gRPC (TLS)", metadata: [
             "address": "\(configuration.listen.host):\(server.port)",
             "threads": .stringConvertible(server.http2.eventLoops.count),
             "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
@@ -145,6 +152,7 @@ struct ServeCommand: ParsableCommand {
         board.set(.notServing, service: AppStoreGatewayService.name)
         if shutdown.drainDelayMilliseconds > 0 { usleep(UInt32(min(shutdown.drainDelayMilliseconds, 600_000) * 1_000)) }
         server.shutdown()
+        access.watcher.stop()
         if let admin {
             admin.beginGracefulShutdown()
             admin.closeAllConnections()

@@ -39,4 +39,14 @@ static inline STACK_OF(X509) *copenssl_X509_STORE_CTX_get0_chain(X509_STORE_CTX 
 }
 static inline int copenssl_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
 static inline X509 *copenssl_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+/// The text of a URI or DNS general name (IA5String bytes, not NUL-terminated); 0 for other name types.
+static inline int copenssl_general_name_text(const GENERAL_NAME *name, int *type, const unsigned char **data, int *length) {
+    *type = name->type;
+    if (name->type != GEN_URI && name->type != GEN_DNS) return 0;
+    const ASN1_STRING *text = name->type == GEN_URI ? name->d.uniformResourceIdentifier : name->d.dNSName;
+    if (text == NULL) return 0;
+    *data = ASN1_STRING_get0_data(text);
+    *length = ASN1_STRING_length(text);
+    return 1;
+}
 #endif

@@ -23,6 +23,10 @@ public struct GRPCServerConfiguration: Sendable {
     public var maxDeadlineMilliseconds: UInt64 = 1_800_000
     /// Where RPC starts and ends are reported (metrics, access log).
     public var events: any GatewayEvents = SilentGatewayEvents()
+    /// Who may call (nil = anyone): asked before any handler runs, for every call but health and reflection.
+    public var callGuard: (any CallGuard)?
+    /// TLS on the gRPC port (ALPN h2; client certificates when its context asks for them); nil = h2c.
+    public var tls: TLSContext?
 
     public init() {}
 }
@@ -50,13 +54,15 @@ public final class GRPCServer: Sendable {
         let router = Router(
             methods: methods, registries: LoopLocal(registries),
             maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: configuration.events,
+            callGuard: configuration.callGuard,
             deadlines: DeadlinePolicy(
                 defaultMilliseconds: configuration.defaultDeadlineMilliseconds,
                 maximumMilliseconds: configuration.maxDeadlineMilliseconds))
         self.router = router
         self.configuration = configuration
         self.http2 = try HTTP2Server(
-            address: configuration.listen, threads: threads, configuration: configuration.http2, responder: router)
+            address: configuration.listen, threads: threads, configuration: configuration.http2,
+            transport: configuration.tls.map { .tls($0) } ?? .cleartextHTTP2, responder: router)
     }
 
     /// The bound port.
@@ -116,6 +122,7 @@ struct Router: HTTP2Responder {
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
     let events: any GatewayEvents
+    let callGuard: (any CallGuard)?
     let deadlines: DeadlinePolicy
 
     func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
@@ -138,6 +145,23 @@ struct Router: HTTP2Responder {
                                annotations: CallAnnotations())
             return nil
         }
+        // Who is calling, before anything else about the call is done (health and reflection are open).
+        var caller: CallerIdentity?
+        if let callGuard, !Self.isOpen(head.path) {
+            switch callGuard.admit(method: head.path, metadata: head.fields, peer: head.peerCertificate) {
+            case .success(let admitted):
+                caller = admitted
+            case .failure(let status):
+                trailersOnly(stream, status)
+                let annotations = CallAnnotations()
+                // A verified but unlisted identity is named in the status (clipped); the log line carries it too.
+                annotations.note("caller", status.details?.info?.metadata["caller"] ?? "-")
+                events.rpcStarted(method: head.path)
+                events.rpcFinished(method: head.path, status: status.code, seconds: 0, metadata: head.fields,
+                                   annotations: annotations)
+                return nil
+            }
+        }
         var requested: UInt64?
         if let timeout = head.value(of: "grpc-timeout") {
             do {
@@ -157,10 +181,17 @@ struct Router: HTTP2Responder {
             !(field.name.hasPrefix("grpc-") || field.name == "content-type" || field.name == "te"
                 || field.name == "user-agent")
         }
-        let context = ServerContext(method: head.path, metadata: metadata, deadlineNanoseconds: deadline.call)
+        let context = ServerContext(
+            method: head.path, metadata: metadata, deadlineNanoseconds: deadline.call, caller: caller,
+            callGuard: callGuard)
         return ServerCall(
             stream: stream, handler: handler, context: context, registry: registries[stream.eventLoop],
             maxMessageSize: maxReceiveMessageBytes, events: events, requestDeadlineNanoseconds: deadline.request)
+    }
+
+    private static func isOpen(_ path: String) -> Bool {
+        path.hasPrefix("/grpc.health.v1.Health/") || path.hasPrefix("/grpc.reflection.v1.ServerReflection/")
+            || path.hasPrefix("/grpc.reflection.v1alpha.ServerReflection/")
     }
 
     private func trailersOnly(_ stream: HTTP2Stream, _ status: RPCStatus) {

@@ -141,11 +141,13 @@ final class ServerCall: HTTP2StreamDelegate {
         let outlet = CallOutlet(self)
         let context = self.context
         task = Task {
-            var status = RPCStatus.ok
-            do throws(RPCStatus) {
-                try await body(requests, context, outlet)
-            } catch {
-                status = error
+            let status: RPCStatus = await CallerIdentity.$current.withValue(context.caller) {
+                do throws(RPCStatus) {
+                    try await body(requests, context, outlet)
+                    return .ok
+                } catch {
+                    return error
+                }
             }
             let final = status
             outlet.execute { call in call.finish(final) }
@@ -176,7 +178,9 @@ final class ServerCall: HTTP2StreamDelegate {
             case .task(let rest):
                 let outlet = CallOutlet(self)
                 task = Task {
-                    let result = await CallAnnotations.$current.withValue(context.annotations) { await rest() }
+                    let result = await CallerIdentity.$current.withValue(context.caller) {
+                        await CallAnnotations.$current.withValue(context.annotations) { await rest() }
+                    }
                     outlet.execute { call in
                         switch result {
                         case .success(let response): call.complete(with: response)
@@ -189,11 +193,13 @@ final class ServerCall: HTTP2StreamDelegate {
             let outlet = CallOutlet(self)
             task = Task {
                 let result: Result<[UInt8], RPCStatus> = await TraceContext.$current.withValue(context.trace) {
-                    await CallAnnotations.$current.withValue(context.annotations) {
-                        do throws(RPCStatus) {
-                            return .success(try await body(request, context))
-                        } catch {
-                            return .failure(error)
+                    await CallerIdentity.$current.withValue(context.caller) {
+                        await CallAnnotations.$current.withValue(context.annotations) {
+                            do throws(RPCStatus) {
+                                return .success(try await body(request, context))
+                            } catch {
+                                return .failure(error)
+                            }
                         }
                     }
                 }
@@ -210,12 +216,14 @@ final class ServerCall: HTTP2StreamDelegate {
             let outlet = CallOutlet(self)
             task = Task {
                 let final: RPCStatus = await TraceContext.$current.withValue(context.trace) {
-                    await CallAnnotations.$current.withValue(context.annotations) {
-                        do throws(RPCStatus) {
-                            try await body(request, context, outlet)
-                            return .ok
-                        } catch {
-                            return error
+                    await CallerIdentity.$current.withValue(context.caller) {
+                        await CallAnnotations.$current.withValue(context.annotations) {
+                            do throws(RPCStatus) {
+                                try await body(request, context, outlet)
+                                return .ok
+                            } catch {
+                                return error
+                            }
                         }
                     }
                 }

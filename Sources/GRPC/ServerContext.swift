@@ -16,11 +16,19 @@ public struct ServerContext: Sendable {
     public let trace: TraceContext
     /// The call's `x-request-id`: the caller's, or one made up; echoed in the response headers.
     public let requestID: String
+    /// Who is calling, as the server's `CallGuard` established before the call started (nil: anonymous, open
+    /// mode, or no guard). Also `CallerIdentity.current` in the handler's task.
+    public let caller: CallerIdentity?
+    /// The guard that admitted the call; the typed handlers ask it about the request's `app`.
+    let callGuard: (any CallGuard)?
 
     /// A context; the trace and request id come from `metadata` (traceparent, tracestate, x-request-id).
     public init(method: String, metadata: [(name: String, value: String)], deadlineNanoseconds: UInt64?,
-                annotations: CallAnnotations = CallAnnotations()) {
+                annotations: CallAnnotations = CallAnnotations(), caller: CallerIdentity? = nil,
+                callGuard: (any CallGuard)? = nil) {
         self.method = method
+        self.caller = caller
+        self.callGuard = callGuard
         self.metadata = metadata
         self.deadlineNanoseconds = deadlineNanoseconds
         self.annotations = annotations
@@ -30,6 +38,12 @@ public struct ServerContext: Sendable {
         annotations.note("request_id", requestID)
         annotations.note("trace_id", trace.traceID)
         annotations.note("span_id", trace.spanID)
+        annotations.note("caller", caller?.identity ?? "-")
+    }
+
+    /// Nil when the call may use the app a request names; else the PERMISSION_DENIED status (counted).
+    func refusal(forApp app: String) -> RPCStatus? {
+        callGuard?.authorize(caller, app: app, method: method)
     }
 
     /// The first value of a metadata entry.

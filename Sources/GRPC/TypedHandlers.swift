@@ -107,13 +107,19 @@ extension MethodHandler {
     fileprivate static func decode<Request: ProtoMessage>(
         _ type: Request.Type, _ bytes: [UInt8], _ context: ServerContext
     ) throws(RPCStatus) -> Request {
+        let message: Request
         do {
-            return try Request(serializedBytes: bytes)
+            message = try Request(serializedBytes: bytes)
         } catch {
             throw RPCStatus(
                 .invalidArgument,
                 "the request of \(context.method) is not a valid \(Request.self) protobuf message (\(bytes.count) bytes)")
         }
+        // The one per-app authorization point: every typed handler decodes here before its body runs.
+        if let scoped = message as? any AppScopedRequest, let refusal = context.refusal(forApp: scoped.app) {
+            throw refusal
+        }
+        return message
     }
 }
 

@@ -98,6 +98,24 @@ extension GatewayError {
             return status(
                 .unavailable, "The gateway is shutting down; call again (another replica will serve the call).",
                 reason: "SHUTTING_DOWN", metadata: [:])
+        case .unauthenticated(let failure):
+            // No metadata echoes the token: a credential never goes back out, even in part.
+            return status(
+                .unauthenticated, "Not authenticated: \(failure.explanation).",
+                reason: "UNAUTHENTICATED", metadata: ["cause": failure.rawValue])
+        case .permissionDenied(let refusal):
+            switch refusal {
+            case .unknownCaller(let identity):
+                let echoed = EchoedInput.clip(identity)
+                return status(
+                    .permissionDenied, "Caller \"\(echoed)\" is not allowed to use this gateway (not in callers).",
+                    reason: "UNKNOWN_CALLER", metadata: ["caller": echoed])
+            case .appNotAllowed(let identity, let app):
+                let (caller, named) = (EchoedInput.clip(identity), EchoedInput.clip(app))
+                return status(
+                    .permissionDenied, "Caller \"\(caller)\" may not use app \"\(named)\".",
+                    reason: "APP_NOT_ALLOWED", metadata: ["caller": caller, "app": named])
+            }
         case .internalBug(let what, let requestID):
             var metadata: [String: String] = [:]
             metadata["request_id"] = requestID

@@ -38,6 +38,10 @@ public enum GatewayError: Error, Sendable, Hashable {
     case resumeCursorExpired(app: String, environment: AppleEnvironment, restartFrom: Int64?)
     /// The server is shutting down and ends the call; the caller should call again (another replica).
     case serverShuttingDown
+    /// The caller sent no credentials, or credentials that do not verify (bearer JWT or client certificate).
+    case unauthenticated(AuthenticationFailure)
+    /// The caller is authenticated but not allowed this call: not in `callers`, or not for this app.
+    case permissionDenied(AccessRefusal)
     /// A bug in the gateway; `requestID` ties the status to the log line.
     case internalBug(String, requestID: String?)
 }

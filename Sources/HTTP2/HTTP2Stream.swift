@@ -6,6 +6,8 @@ public struct HTTP2RequestHead: Sendable {
     public var path = ""
     /// Regular header fields (lowercase names, as HTTP/2 requires), in arrival order.
     public var fields: [(name: String, value: String)] = []
+    /// The names of the connection's verified client certificate (TLS with a client CA), nil otherwise.
+    public var peerCertificate: PeerCertificateIdentity?
 
     public init() {}
 
@@ -67,6 +69,7 @@ public final class HTTP2Stream {
         self.id = id
         self.connection = connection
         self.eventLoop = eventLoop
+        head.peerCertificate = connection.peerCertificate
     }
 
     /// Response bytes written but not yet taken by nghttp2.

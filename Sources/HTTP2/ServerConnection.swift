@@ -19,6 +19,8 @@ final class ServerConnection: LoopConnection, Flushable {
     /// The open streams, owned here; nghttp2 keeps a pointer to each as its stream user data, which is how
     /// callbacks find them (no lookup by id).
     var streams: [Int32: HTTP2Stream] = [:]
+    /// The verified client certificate's names, set once after the TLS handshake (nil for h2c).
+    var peerCertificate: PeerCertificateIdentity?
 
     private var outbound = ByteQueue(keptCapacity: 256 * 1024)
     private var wantsWritable = false

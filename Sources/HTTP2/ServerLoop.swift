@@ -191,8 +191,10 @@ final class TLSHandshake: LoopConnection {
             done = true
             let next: LoopConnection?
             if stream.negotiatedProtocol == "h2" {
-                next = try? ServerConnection(
+                let connection = try? ServerConnection(
                     io: stream, owner: owner, responder: owner.responder, configuration: owner.configuration)
+                connection?.peerCertificate = stream.peerCertificateIdentity
+                next = connection
             } else {
                 next = owner.requestHandler.map { HTTP1Connection(io: stream, owner: owner, handler: $0) }
             }

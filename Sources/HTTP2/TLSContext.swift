@@ -2,6 +2,7 @@
 import Glibc
 #endif
 internal import COpenSSL
+import Synchronization
 
 /// A TLS failure, with OpenSSL's whole error queue drained into the message.
 public struct TLSError: Error, Sendable, CustomStringConvertible {
@@ -21,14 +22,60 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A server-side TLS configuration: certificate chain and key from PEM files, TLS 1.2+, and ALPN that
-/// prefers "h2" and falls back to "http/1.1". Immutable after init, so it is shared by every loop.
+/// prefers "h2" and falls back to "http/1.1"; with a client CA file, every client must present a certificate
+/// that verifies against it (mutual TLS). Shared by every loop: `reload` swaps in new files atomically while
+/// connections already made keep the context they started with (OpenSSL counts its references).
 public final class TLSContext: @unchecked Sendable {
-    let context: OpaquePointer
+    /// An `SSL_CTX` pointer, moved between threads only under the mutex.
+    private struct Handle: @unchecked Sendable { var pointer: OpaquePointer }
+    private let current: Mutex<Handle>
 
-    /// Loads a PEM certificate chain and its PEM private key.
-    public init(certificateChainFile: String, privateKeyFile: String) throws(TLSError) {
+    /// Loads a PEM certificate chain and its PEM private key, and (when `clientCAFile` is not empty) the PEM
+    /// CA certificates client certificates must chain to.
+    public init(certificateChainFile: String, privateKeyFile: String, clientCAFile: String = "") throws(TLSError) {
+        current = Mutex(Handle(pointer: try Self.makeContext(
+            certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile, clientCAFile: clientCAFile)))
+    }
+
+    /// Replaces the files in force for connections accepted from now on; on failure the old ones stay.
+    public func reload(certificateChainFile: String, privateKeyFile: String, clientCAFile: String = "") throws(TLSError) {
+        let fresh = Handle(pointer: try Self.makeContext(
+            certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile, clientCAFile: clientCAFile))
+        let old = current.withLock { context in
+            let old = context
+            context = fresh
+            return old
+        }
+        SSL_CTX_free(old.pointer)  // connections made with it hold their own references
+    }
+
+    /// A new connection's SSL object from the context in force (under the lock, so a reload cannot free it first).
+    func newSSL() -> OpaquePointer? {
+        current.withLock { SSL_new($0.pointer) }
+    }
+
+    deinit {
+        current.withLock { SSL_CTX_free($0.pointer) }
+    }
+
+    private static func makeContext(
+        certificateChainFile: String, privateKeyFile: String, clientCAFile: String
+    ) throws(TLSError) -> OpaquePointer {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new failed") }
-        self.context = context
+        do throws(TLSError) {
+            try configure(
+                context, certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile,
+                clientCAFile: clientCAFile)
+        } catch {
+            SSL_CTX_free(context)
+            throw error
+        }
+        return context
+    }
+
+    private static func configure(
+        _ context: OpaquePointer, certificateChainFile: String, privateKeyFile: String, clientCAFile: String
+    ) throws(TLSError) {
         guard copenssl_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1 else {
             throw TLSError("cannot require TLS 1.2")
         }
@@ -40,6 +87,15 @@ public final class TLSContext: @unchecked Sendable {
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
             throw TLSError("the TLS private key does not match the certificate")
+        }
+        if !clientCAFile.isEmpty {
+            guard SSL_CTX_load_verify_locations(context, clientCAFile, nil) == 1 else {
+                throw TLSError("cannot load the client CA certificates \(clientCAFile)")
+            }
+            // The CA names go in the CertificateRequest, so clients pick a matching certificate.
+            if let names = SSL_load_client_CA_file(clientCAFile) { SSL_CTX_set_client_CA_list(context, names) }
+            SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+            SSL_CTX_set_verify_depth(context, 8)
         }
         copenssl_SSL_CTX_set_partial_writes(context)
         SSL_CTX_set_alpn_select_cb(context, { _, out, outLength, offered, offeredLength, _ in
@@ -64,9 +120,24 @@ public final class TLSContext: @unchecked Sendable {
             return SSL_TLSEXT_ERR_NOACK
         }, nil)
     }
+}
 
-    deinit {
-        SSL_CTX_free(context)
+/// What a verified client certificate says about its holder: its URI and DNS subject alternative names
+/// (at most 16 each, each at most 1 KiB) and its subject common name.
+public struct PeerCertificateIdentity: Sendable, Hashable {
+    public var uriNames: [String]
+    public var dnsNames: [String]
+    public var commonName: String?
+
+    public init(uriNames: [String] = [], dnsNames: [String] = [], commonName: String? = nil) {
+        self.uriNames = uriNames
+        self.dnsNames = dnsNames
+        self.commonName = commonName
+    }
+
+    /// The caller identity: the URI SAN (a SPIFFE id), else the first DNS SAN, else the subject CN.
+    public var identity: String? {
+        uriNames.first ?? dnsNames.first ?? commonName.flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 
@@ -79,7 +150,7 @@ final class TLSStream: ByteStream {
 
     /// Takes ownership of `fd`: it is closed with the stream, or here when the stream cannot be made.
     init(fd: Int32, context: TLSContext) throws(TLSError) {
-        guard let ssl = SSL_new(context.context) else {
+        guard let ssl = context.newSSL() else {
             Glibc.close(fd)
             throw TLSError("SSL_new failed")
         }
@@ -115,6 +186,44 @@ final class TLSStream: ByteStream {
         SSL_get0_alpn_selected(ssl, &data, &length)
         guard let data, length > 0 else { return nil }
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    /// The verified client certificate's names (nil without one). Only called after the handshake, when
+    /// OpenSSL has verified the chain (a client CA is configured) or no certificate was asked for.
+    var peerCertificateIdentity: PeerCertificateIdentity? {
+        guard SSL_get_verify_result(ssl) == X509_V_OK, let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        var identity = PeerCertificateIdentity()
+        let limit = 16
+        if let names = X509_get_ext_d2i(certificate, NID_subject_alt_name, nil, nil) {
+            let stack = OpaquePointer(names)
+            defer { GENERAL_NAMES_free(stack) }
+            for index in 0..<max(0, min(Int(OPENSSL_sk_num(stack)), 256)) {
+                guard let item = OPENSSL_sk_value(stack, Int32(index)) else { continue }
+                var type: Int32 = 0
+                var data: UnsafePointer<UInt8>?
+                var length: Int32 = 0
+                guard copenssl_general_name_text(item.assumingMemoryBound(to: GENERAL_NAME.self), &type, &data, &length) == 1, let data,
+                    length > 0, length <= 1024
+                else { continue }
+                let text = String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+                if type == GEN_URI && identity.uriNames.count < limit { identity.uriNames.append(text) }
+                if type == GEN_DNS && identity.dnsNames.count < limit { identity.dnsNames.append(text) }
+            }
+        }
+        if let subject = X509_get_subject_name(certificate) {
+            let index = X509_NAME_get_index_by_NID(subject, NID_commonName, -1)
+            if index >= 0, let entry = X509_NAME_get_entry(subject, index), let value = X509_NAME_ENTRY_get_data(entry) {
+                var utf8: UnsafeMutablePointer<UInt8>?
+                let length = ASN1_STRING_to_UTF8(&utf8, value)
+                if length > 0, length <= 1024, let utf8 {
+                    identity.commonName = String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)
+                }
+                if let utf8 { copenssl_free(utf8) }
+            }
+        }
+        ERR_clear_error()
+        return identity
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> IOResult {

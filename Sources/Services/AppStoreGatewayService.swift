@@ -25,7 +25,8 @@ public struct AppStoreGatewayService: GRPCService {
     public init(
         configuration: GatewayConfiguration, clock: any GatewayClock = SystemClock(),
         signers: [String: any ES256Signer]? = nil, events: any GatewayEvents = SilentGatewayEvents(),
-        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents()
+        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
+        accessEvents: any AccessEvents = SilentAccessEvents()
     ) throws(ConfigurationError) {
         var roots: [Certificate] = []
         if configuration.verification.rootCertificates.isEmpty || configuration.verification.trustBuiltInAppleRoot {
@@ -74,7 +75,7 @@ public struct AppStoreGatewayService: GRPCService {
         }
         let client = try AppStoreAPIClient(
             configuration: configuration, http: http, clock: clock, signers: signers, events: events,
-            budgetEvents: budgetEvents)
+            budgetEvents: budgetEvents, accessEvents: accessEvents)
         rateLimiter = client.rateLimiter
         getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: configuration.history.maxPages,

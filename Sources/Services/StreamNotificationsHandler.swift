@@ -69,16 +69,17 @@ public struct StreamNotificationsHandler: Sendable {
             throw .invalidArgument(
                 field: "app", problem: "production notifications are bound to the app's Apple id: set apps[].appAppleId")
         }
-        let fingerprint = Self.fingerprint(body: body, bundleID: app.bundleId, environment: environment)
+        let fingerprint = Self.fingerprint(
+            body: body, bundleID: app.bundleId, environment: environment, caller: CallerIdentity.current?.identity)
         var resume: NotificationResumeToken?
         if !request.resumeToken.isEmpty {
             let token = try tokens.decode(request.resumeToken)
             guard token.bundleID == app.bundleId, token.filterHash == fingerprint else {
                 throw .invalidArgument(
                     field: "resume_token",
-                    problem: "was issued for a stream with other filters; resend exactly the app, dates, "
-                        + "notification_type, notification_subtype, transaction_id, only_failures and environment "
-                        + "of the stream it came from")
+                    problem: "was issued for a stream with other filters, or to another caller; resend exactly the app, "
+                        + "dates, notification_type, notification_subtype, transaction_id, only_failures and environment "
+                        + "of the stream it came from, as the caller that received it")
             }
             resume = token
         }
@@ -218,10 +219,14 @@ public struct StreamNotificationsHandler: Sendable {
         "UNSUCCESSFUL_HTTP_RESPONSE_CODE": .unsuccessfulHttpResponseCode, "OTHER": .other,
     ]
 
-    /// SHA-256 of the filters that define a stream: a resume token only continues the stream it came from.
-    static func fingerprint(body: NotificationHistoryRequestBody, bundleID: String, environment: AppleEnvironment?) -> [UInt8] {
-        let text = ["v1", bundleID, environment?.rawValue ?? "", body.json].joined(separator: "\n")
-        return SHA256.hash(Array(text.utf8))
+    /// SHA-256 of the filters that define a stream and of the caller it was served to: a resume token only
+    /// continues the stream it came from, for the caller that received it (anonymous callers share one).
+    static func fingerprint(
+        body: NotificationHistoryRequestBody, bundleID: String, environment: AppleEnvironment?, caller: String? = nil
+    ) -> [UInt8] {
+        var parts = ["v1", bundleID, environment?.rawValue ?? "", body.json]
+        if let caller { parts.append("caller:" + caller) }
+        return SHA256.hash(Array(parts.joined(separator: "\n").utf8))
     }
 
     static func environment(_ value: Environment) throws(GatewayError) -> AppleEnvironment? {

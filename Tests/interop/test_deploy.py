@@ -46,7 +46,7 @@ def _container():
 
 
 def _gateway_config():
-    return yaml.safe_load(_base("ConfigMap")["data"]["gateway.yaml"])
+    return yaml.safe_load(_base("ConfigMap", "appstore-gateway-config")["data"]["gateway.yaml"])
 
 
 def _seconds(text):
@@ -82,7 +82,7 @@ def test_manifest_validates_against_the_kubernetes_schema(path):
         _validate(doc, os.path.relpath(path, ROOT))
 
 
-def test_kustomization_lists_every_base_manifest_but_the_secret_example():
+def test_kustomization_lists_every_base_manifest_but_the_examples():
     for component in glob.glob(os.path.join(KUBE, "components", "*")):
         with open(os.path.join(component, "kustomization.yaml")) as f:
             kustomization = yaml.safe_load(f)
@@ -92,7 +92,7 @@ def test_kustomization_lists_every_base_manifest_but_the_secret_example():
     with open(os.path.join(BASE, "kustomization.yaml")) as f:
         listed = set(yaml.safe_load(f)["resources"])
     present = {os.path.basename(p) for p in glob.glob(os.path.join(BASE, "*.yaml"))} - {"kustomization.yaml"}
-    assert listed == present - {"secret.example.yaml"}
+    assert listed == present - {"secret.example.yaml", "jwks-configmap.example.yaml"}
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (for `kubectl kustomize`) is not installed")
@@ -239,10 +239,53 @@ def test_configmap_config_is_accepted_by_the_gateway(tmp_path):
         app["privateKeyFile"] = str(key_path)
     config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
     config["admin"] = "127.0.0.1:0"  # the admin port may be taken on a test machine
+    # The JWKS ConfigMap is the cluster's: a JWKS with a key generated here stands in for it.
+    config["authentication"]["jwt"]["jwksFile"] = str(_throwaway_jwks(tmp_path))
     # The Deployment sets APPSTORE_GATEWAY_THREADS from the CPU limit.
     limit = _container()["resources"]["limits"]["cpu"]
     log = _serve_and_stop(config, extra_env={"APPSTORE_GATEWAY_THREADS": str(int(limit))})
     assert "BEGIN PRIVATE KEY" not in log
+
+
+def _throwaway_jwks(tmp_path):
+    import base64
+    import json
+
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    numbers = ec.generate_private_key(ec.SECP256R1()).public_key().public_numbers()
+
+    def b64(value):
+        return base64.urlsafe_b64encode(value.to_bytes(32, "big")).rstrip(b"=").decode()
+
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k", "x": b64(numbers.x),
+                                          "y": b64(numbers.y)}]}))
+    return path
+
+
+def test_jwks_is_mounted_as_a_directory_where_the_config_points():
+    jwks = _gateway_config()["authentication"]["jwt"]["jwksFile"]
+    (mount,) = [m for m in _container()["volumeMounts"] if m["name"] == "jwks"]
+    assert "subPath" not in mount, "a subPath mount never sees ConfigMap updates"
+    assert jwks == mount["mountPath"] + "/jwks.json"
+    (volume,) = [v for v in _base("Deployment")["spec"]["template"]["spec"]["volumes"] if v["name"] == "jwks"]
+    example = _documents(os.path.join(BASE, "jwks-configmap.example.yaml"))[0]
+    assert volume["configMap"]["name"] == example["metadata"]["name"]
+    assert "jwks.json" in example["data"]
+
+
+def test_caller_example_projects_a_token_for_the_gateways_audience():
+    docs = _documents(os.path.join(KUBE, "examples", "caller.yaml"))
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (volume,) = deployment["spec"]["template"]["spec"]["volumes"]
+    (source,) = volume["projected"]["sources"]
+    assert source["serviceAccountToken"]["audience"] in _gateway_config()["authentication"]["jwt"]["audiences"]
+    (namespace,) = [d for d in docs if d["kind"] == "Namespace"]
+    assert namespace["metadata"]["labels"]["appstore-gateway-client"] == "true"
+    identity = f"system:serviceaccount:{deployment['metadata']['namespace']}:" \
+               f"{deployment['spec']['template']['spec']['serviceAccountName']}"
+    assert identity in [c["identity"] for c in _gateway_config()["callers"]]
 
 
 def test_image_default_config_is_accepted_by_the_gateway():
@@ -310,6 +353,7 @@ def _configmap_config_with_key(key_path):
         app["privateKeyFile"] = str(key_path)
     config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
     config["admin"] = "127.0.0.1:0"
+    config["authentication"]["jwt"]["jwksFile"] = str(_throwaway_jwks(key_path.parent.parent))
     return config
 
 

@@ -3,6 +3,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -33,11 +36,21 @@ func main() {
 	allPages := flag.Bool("all-pages", false, "GetHistory: follow revisions until has_more is false")
 	start := flag.String("start", "", "StreamNotifications: RFC 3339 start")
 	end := flag.String("end", "", "StreamNotifications: RFC 3339 end")
+	tokenFile := flag.String("token-file", "", "send its content as `authorization: Bearer` on every call (re-read per call)")
+	caFile := flag.String("ca-file", "", "connect over TLS, trusting this PEM CA")
+	certFile := flag.String("cert-file", "", "with -ca-file: a PEM client certificate (mutual TLS)")
+	keyFile := flag.String("key-file", "", "with -ca-file: the client certificate's PEM key")
 	flag.Parse()
 
 	// grpc.WithInsecure: h2c inside the cluster. (Newer grpc-go spells it
 	// grpc.WithTransportCredentials(insecure.NewCredentials()); Debian's grpc-go 1.33 has only this form.)
 	options := []grpc.DialOption{grpc.WithInsecure()}
+	if *caFile != "" {
+		options = []grpc.DialOption{grpc.WithTransportCredentials(tlsCredentials(*caFile, *certFile, *keyFile))}
+	}
+	if *tokenFile != "" {
+		options = append(options, grpc.WithPerRPCCredentials(bearerToken{path: *tokenFile, tls: *caFile != ""}))
+	}
 	if *roundRobin {
 		options = append(options, grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
 	}
@@ -61,6 +74,45 @@ func main() {
 	if !ok {
 		os.Exit(2)
 	}
+}
+
+// bearerToken sends a projected service-account token (or any JWT file) as `authorization: Bearer`, reading
+// the file on every call: the kubelet rewrites it before it expires.
+type bearerToken struct {
+	path string
+	tls  bool
+}
+
+func (b bearerToken) GetRequestMetadata(ctx context.Context, uri ...string) (map[string]string, error) {
+	token, err := os.ReadFile(b.path)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"authorization": "Bearer " + strings.TrimSpace(string(token))}, nil
+}
+
+// RequireTransportSecurity: without -ca-file the token travels over h2c, which is only acceptable where a
+// mesh encrypts the pod-to-pod traffic.
+func (b bearerToken) RequireTransportSecurity() bool { return b.tls }
+
+func tlsCredentials(caFile, certFile, keyFile string) credentials.TransportCredentials {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		log.Fatalf("cannot read %s: %v", caFile, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		log.Fatalf("%s holds no PEM certificate", caFile)
+	}
+	config := &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			log.Fatalf("cannot load the client certificate: %v", err)
+		}
+		config.Certificates = []tls.Certificate{pair}
+	}
+	return credentials.NewTLS(config)
 }
 
 func checkHealth(conn *grpc.ClientConn, timeout time.Duration) bool {

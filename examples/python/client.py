@@ -7,6 +7,12 @@
     python examples/python/client.py --target localhost:50051 notifications --app example \
         --start 2026-11-01T00:00:00Z --end 2026-11-08T00:00:00Z
     python examples/python/client.py --target localhost:50051 all --jws-file t.jws --transaction-id 2000000000000001
+    python examples/python/client.py --target gw:50051 --token-file /var/run/secrets/appstore-gateway/token \
+        --ca-file ca.pem history --app example --transaction-id 2000000000000001
+
+Caller identity (a gateway with `callers`): `--token-file` sends `authorization: Bearer <file content>` on every
+call, re-reading the file each time (a projected service-account token is rotated by the kubelet);
+`--ca-file` connects over TLS trusting that CA, `--cert-file`/`--key-file` add a client certificate.
 
 Stubs: imported when `appstore.gateway.v1` is importable (see README.md to generate them once), otherwise
 generated at start from the repository's proto/ into a temporary folder. Health stubs come from the
@@ -184,12 +190,63 @@ def notifications(stubs, channel, args):
     return True
 
 
+class BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Adds `authorization: Bearer <token>` to every call, reading the token file each time (the kubelet
+    rewrites a projected service-account token before it expires)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def _with_token(self, details):
+        with open(self.path) as f:
+            token = f.read().strip()
+        metadata = [m for m in (details.metadata or ()) if m[0] != "authorization"]
+        metadata.append(("authorization", "Bearer " + token))
+        return _Details(details, metadata)
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+
+class _Details(grpc.ClientCallDetails):
+    def __init__(self, details, metadata):
+        self.method, self.timeout, self.metadata = details.method, details.timeout, metadata
+        self.credentials = details.credentials
+        self.wait_for_ready = getattr(details, "wait_for_ready", None)
+        self.compression = getattr(details, "compression", None)
+
+
+def open_channel(args):
+    """h2c, or TLS with --ca-file (and a client certificate with --cert-file/--key-file)."""
+    if args.ca_file:
+        def read(path):
+            with open(path, "rb") as f:
+                return f.read()
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=read(args.ca_file),
+            private_key=read(args.key_file) if args.key_file else None,
+            certificate_chain=read(args.cert_file) if args.cert_file else None)
+        channel = grpc.secure_channel(args.target, credentials)
+    else:
+        channel = grpc.insecure_channel(args.target)
+    if args.token_file:
+        channel = grpc.intercept_channel(channel, BearerToken(args.token_file))
+    return channel
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--target", default="localhost:50051", help="HOST:PORT of the gateway (h2c)")
     parser.add_argument("--timeout", type=float, default=30, help="deadline per call, seconds")
     parser.add_argument("--proto-dir", default=DEFAULT_PROTO_DIR, help="proto/ to generate stubs from")
     parser.add_argument("--app", help="configured app name or bundle id")
+    parser.add_argument("--token-file", help="send its content as `authorization: Bearer` (re-read per call)")
+    parser.add_argument("--ca-file", help="connect over TLS, trusting this PEM CA")
+    parser.add_argument("--cert-file", help="with --ca-file: a PEM client certificate (mutual TLS)")
+    parser.add_argument("--key-file", help="with --ca-file: the client certificate's PEM key")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("health", help="grpc.health.v1 Check of the server and the gateway service")
     for name in ("verify", "all"):
@@ -213,7 +270,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     stubs = load_stubs(args.proto_dir)
-    with grpc.insecure_channel(args.target) as channel:
+    with open_channel(args) as channel:
         try:
             grpc.channel_ready_future(channel).result(timeout=min(args.timeout, 10))
         except grpc.FutureTimeoutError:

@@ -121,6 +121,9 @@ public final class ConfigurationReader {
         return mapping.keys.compactMap { $0.scalar?.string }
     }
 
+    /// Whether `path` is in the document at all (e.g. an empty list, which `count` cannot tell from absence).
+    public func isPresent(_ path: String) -> Bool { node(at: path) != nil }
+
     /// Fails on the first key of the file that no reader asked for.
     public func rejectUnknownKeys() throws(ConfigurationError) {
         guard let root else { return }

@@ -101,6 +101,7 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             config.redis = try redis(reader)
         }
+        problems += access(reader, into: &config)
         key { () throws(ConfigurationError) in
             if let v = try reader.integer("history.maxResponseBytes", in: 1024...(1 << 30)) {
                 config.history.maxResponseBytes = v
@@ -267,6 +268,7 @@ extension GatewayConfiguration {
         apple.caFile = resolve(apple.caFile)
         notifications.resumeTokenKeyFile = resolve(notifications.resumeTokenKeyFile)
         verification.rootCertificates = verification.rootCertificates.map(resolve)
+        resolveAccessPaths(resolve)
     }
 
     /// `<prefix>.sandboxFactor` and `<prefix>.<endpoint>.{perSecond,burst}` on top of `base`.

@@ -30,6 +30,12 @@ public struct GatewayConfiguration: Sendable {
     public var notifications = Notifications()
     /// The rate budget shared by replicas. Keys under `redis` (see `GatewayConfiguration+Redis.swift`).
     public var redis = Redis()
+    /// TLS on the gRPC port; nil = h2c. Keys under `tls` (see `GatewayConfiguration+Access.swift`).
+    public var tls: TLS?
+    /// How callers prove who they are. Keys under `authentication`.
+    public var authentication = Authentication()
+    /// Who may call, for which apps, with what share; nil = open (anyone, every app). Key `callers`.
+    public var callers: [Caller]?
 
     public init() {}
 

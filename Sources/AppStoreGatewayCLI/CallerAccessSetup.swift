@@ -1,0 +1,63 @@
+import CallerAuthentication
+import GRPC
+import GatewayCore
+import HTTP2
+import Logging
+import Services
+
+/// TLS, authentication and the `callers` policy of `serve`, built from the configuration: a bad certificate,
+/// key or JWKS stops start-up with the key that names it.
+struct CallerAccessSetup {
+    let callGuard: CallerGuard
+    let tlsContext: TLSContext?
+    let watcher: AccessFileWatcher
+
+    init(configuration: GatewayConfiguration, events: any AccessEvents, logger: Logger) throws {
+        var tlsContext: TLSContext?
+        if let tls = configuration.tls {
+            do {
+                tlsContext = try TLSContext(
+                    certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
+                    clientCAFile: tls.clientCAFile)
+            } catch {
+                throw ConfigurationLoading.fail(
+                    "invalid configuration", problems: [ConfigurationError(key: "tls", problem: "\(error)")])
+            }
+        }
+        var verifier: BearerTokenVerifier?
+        var keys: JSONWebKeySet?
+        if let jwt = configuration.authentication.jwt {
+            verifier = BearerTokenVerifier(issuer: jwt.issuer, audiences: jwt.audiences)
+            do {
+                keys = try AccessFileWatcher.loadKeys(jwt.jwksFile)
+            } catch let error as ConfigurationError {
+                throw ConfigurationLoading.fail("invalid configuration", problems: [error])
+            } catch {
+                throw ConfigurationLoading.fail(
+                    "invalid configuration",
+                    problems: [ConfigurationError(key: "authentication.jwt.jwksFile", problem: "\(error)")])
+            }
+        }
+        let authenticator = CallerAuthenticator(
+            verifier: verifier, policy: CallerPolicy(callers: configuration.callers, apps: configuration.apps))
+        if let keys { authenticator.replaceKeys(keys) }
+        callGuard = CallerGuard(authenticator: authenticator, events: events)
+        self.tlsContext = tlsContext
+        watcher = AccessFileWatcher(
+            jwt: configuration.authentication.jwt, authenticator: authenticator, tls: configuration.tls,
+            context: tlsContext, logger: logger)
+        if configuration.callers == nil {
+            logger.warning(
+                "no callers are configured: anyone who reaches the gRPC port may use every app and its whole Apple budget",
+                metadata: ["hint": "list callers (identity, apps, weight) with authentication.jwt or tls.clientCAFile"])
+        } else {
+            logger.info(
+                "caller checks on",
+                metadata: [
+                    "callers": "\(configuration.callers?.count ?? 0)",
+                    "jwt": "\(configuration.authentication.jwt != nil)",
+                    "client_certificates": "\(!(configuration.tls?.clientCAFile ?? "").isEmpty)",
+                ])
+        }
+    }
+}

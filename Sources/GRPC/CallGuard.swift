@@ -1,0 +1,22 @@
+import GatewayCore
+import HTTP2
+
+/// Decides who may call, in one place, before any handler runs: the router asks `admit` for every call
+/// except health and reflection when the request head is complete, and the typed handlers ask `authorize`
+/// with the request's `app` once the message is decoded, before the handler's body. Both run on the event
+/// loop, so they must be cheap (a cache lookup on the warm path) and never block.
+public protocol CallGuard: Sendable {
+    /// The caller of a new call to `method`: its identity (nil = anonymous, allowed in open mode), or the
+    /// UNAUTHENTICATED / PERMISSION_DENIED status to end it with.
+    func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
+        -> Result<CallerIdentity?, RPCStatus>
+    /// Nil when `caller` may use `app` (as a request names it); else the PERMISSION_DENIED status.
+    func authorize(_ caller: CallerIdentity?, app: String, method: String) -> RPCStatus?
+}
+
+/// A request message that names an app (the `app` field of the gateway's requests): the typed handlers
+/// check it against the call's guard before the handler runs.
+public protocol AppScopedRequest {
+    /// The app as the caller named it (an app name or bundle id; empty = the only configured app).
+    var app: String { get }
+}

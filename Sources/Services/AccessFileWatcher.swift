@@ -1,0 +1,118 @@
+import CallerAuthentication
+import Foundation
+import GatewayCore
+import HTTP2
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Re-reads the JWKS file and the TLS files when they change, on a thread of its own (never on an event
+/// loop): every `interval` it `stat`s each file through any symlinks, so an in-place write, a rename over the
+/// file and a Kubernetes projected-volume swap of the `..data` symlink are all seen. A file that fails to load
+/// keeps the previous version in force and is logged; it is tried again at its next change.
+public final class AccessFileWatcher: Sendable {
+    private struct Watched: Sendable {
+        var paths: [String]
+        var reload: @Sendable () -> Void
+    }
+
+    private let watched: [Watched]
+    private let interval: Duration
+    private let running = Atomic<Bool>(false)
+    private let stopped = Mutex<Bool>(false)
+
+    /// Watches `jwt.jwksFile` for `authenticator` and the `tls` files for `context`.
+    public init(
+        jwt: GatewayConfiguration.Authentication.JWT?, authenticator: CallerAuthenticator?,
+        tls: GatewayConfiguration.TLS?, context: TLSContext?, logger: Logger, interval: Duration = .seconds(1)
+    ) {
+        var watched: [Watched] = []
+        if let jwt, let authenticator {
+            watched.append(
+                Watched(paths: [jwt.jwksFile]) {
+                    do {
+                        let keys = try Self.loadKeys(jwt.jwksFile)
+                        authenticator.replaceKeys(keys)
+                        logger.info(
+                            "reloaded the JWKS",
+                            metadata: [
+                                "file": "\(jwt.jwksFile)", "keys": "\(keys.keys.map(\.id).joined(separator: ","))",
+                            ])
+                    } catch {
+                        logger.warning(
+                            "kept the previous JWKS", metadata: ["file": "\(jwt.jwksFile)", "problem": "\(error)"])
+                    }
+                })
+        }
+        if let tls, let context {
+            let paths = [tls.certificateFile, tls.privateKeyFile, tls.clientCAFile].filter { !$0.isEmpty }
+            watched.append(
+                Watched(paths: paths) {
+                    do {
+                        try context.reload(
+                            certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
+                            clientCAFile: tls.clientCAFile)
+                        logger.info("reloaded the TLS certificate", metadata: ["file": "\(tls.certificateFile)"])
+                    } catch {
+                        logger.warning("kept the previous TLS certificate", metadata: ["problem": "\(error)"])
+                    }
+                })
+        }
+        self.watched = watched
+        self.interval = interval
+    }
+
+    /// Reads and parses a JWKS file (at most `JSONWebKeySet.maxDocumentBytes`); at least one key must be usable.
+    public static func loadKeys(_ path: String) throws -> JSONWebKeySet {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ConfigurationError(key: "authentication.jwt.jwksFile", problem: "cannot read '\(path)'")
+        }
+        defer { try? handle.close() }
+        let data = handle.readData(ofLength: JSONWebKeySet.maxDocumentBytes + 1)
+        let keys = try JSONWebKeySet(json: [UInt8](data))
+        guard !keys.keys.isEmpty else {
+            throw ConfigurationError(
+                key: "authentication.jwt.jwksFile",
+                problem: "'\(path)' holds no usable RS256 or ES256 key (\(keys.skipped.joined(separator: "; ")))")
+        }
+        return keys
+    }
+
+    /// Starts watching (once).
+    public func start() {
+        guard !watched.isEmpty, !running.exchange(true, ordering: .relaxed) else { return }
+        let stamps = watched.map { $0.paths.map(Self.stamp) }
+        Thread.detachNewThread { [self] in
+            var last = stamps
+            while !stopped.withLock({ $0 }) {
+                Thread.sleep(
+                    forTimeInterval: Double(interval.components.seconds) + Double(interval.components.attoseconds)
+                        / 1e18)
+                for (index, entry) in watched.enumerated() {
+                    let now = entry.paths.map(Self.stamp)
+                    if now != last[index] {
+                        last[index] = now
+                        entry.reload()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops watching (the thread ends within one interval).
+    public func stop() { stopped.withLock { $0 = true } }
+
+    /// What identifies a file's content without reading it: device, inode, size and modification time of
+    /// the file a path resolves to (nil when it cannot be stat'ed).
+    static func stamp(_ path: String) -> [Int64]? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return [
+            Int64(truncatingIfNeeded: info.st_dev), Int64(truncatingIfNeeded: info.st_ino), Int64(info.st_size),
+            Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec),
+        ]
+    }
+}

@@ -1,0 +1,45 @@
+import CallerAuthentication
+import GRPC
+import GatewayCore
+import HTTP2
+import ProtoCodec
+
+/// The gateway's `CallGuard`: authentication and the `callers` policy, with refusals as `GatewayError`s (so
+/// their status comes from the one mapping) and counted by reason.
+public struct CallerGuard: CallGuard {
+    public let authenticator: CallerAuthenticator
+    private let events: any AccessEvents
+
+    public init(authenticator: CallerAuthenticator, events: any AccessEvents = SilentAccessEvents()) {
+        self.authenticator = authenticator
+        self.events = events
+    }
+
+    public func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
+        -> Result<CallerIdentity?, RPCStatus>
+    {
+        let authorization = metadata.first(where: { $0.name == "authorization" })?.value
+        switch authenticator.authenticate(authorization: authorization, certificateIdentity: peer?.identity) {
+        case .success(let caller):
+            if let caller, caller.listed { events.callerAdmitted(caller: caller.identity) }
+            return .success(caller)
+        case .failure(.unauthenticated(let failure)):
+            events.callRefused(reason: failure.rawValue)
+            return .failure(GatewayError.unauthenticated(failure).rpcStatus)
+        case .failure(.permissionDenied(let refusal)):
+            events.callRefused(reason: refusal.reason)
+            return .failure(GatewayError.permissionDenied(refusal).rpcStatus)
+        }
+    }
+
+    public func authorize(_ caller: CallerIdentity?, app: String, method: String) -> RPCStatus? {
+        guard let refusal = authenticator.policy.authorize(caller, app: app) else { return nil }
+        events.callRefused(reason: refusal.reason)
+        return GatewayError.permissionDenied(refusal).rpcStatus
+    }
+}
+
+// The gateway's requests name their app: the typed handlers authorize it before the handler runs.
+extension GetHistoryRequest: AppScopedRequest {}
+extension StreamNotificationsRequest: AppScopedRequest {}
+extension VerifyJWSRequest: AppScopedRequest {}
