@@ -62,6 +62,11 @@ struct AppStoreAPIMethods: Sendable {
                 throw error.rpcStatus
             }
         }
+        // Parsing at most 4 MB of receipt: a Swift task keeps it off the event loop.
+        methods["/\(service)/ExtractTransactionIdFromReceipt"] = .unary(ExtractTransactionIdFromReceiptRequest.self) {
+            request, _ throws(RPCStatus) in
+            do throws(GatewayError) { return try ReceiptHandler.answer(request) } catch { throw error.rpcStatus }
+        }
         return methods
     }
 }

@@ -36,6 +36,7 @@ extension ServiceHarness {
         method("CreatePromotionalOfferSignature", CreatePromotionalOfferSignatureResponse.self),
         method("CreatePromotionalOfferV2Signature", SignedJWSResponse.self),
         method("CreateIntroductoryOfferEligibilitySignature", SignedJWSResponse.self),
+        method("ExtractTransactionIdFromReceipt", ExtractTransactionIdFromReceiptResponse.self),
     ]
 
     /// Runs a `fuzz-api-handlers` input and checks the answer as `fuzz(_:input:)` does: no INTERNAL or UNKNOWN

@@ -7,7 +7,7 @@
 #endif
 
 #include "appstore/gateway/v1/gateway.pb-c.h"
-static const ProtobufCMethodDescriptor appstore__gateway__v1__app_store_gateway__method_descriptors[19] =
+static const ProtobufCMethodDescriptor appstore__gateway__v1__app_store_gateway__method_descriptors[20] =
 {
   { "GetHistory", &appstore__gateway__v1__get_history_request__descriptor, &appstore__gateway__v1__get_history_response__descriptor },
   { "StreamNotifications", &appstore__gateway__v1__stream_notifications_request__descriptor, &appstore__gateway__v1__notification_event__descriptor },
@@ -28,6 +28,7 @@ static const ProtobufCMethodDescriptor appstore__gateway__v1__app_store_gateway_
   { "CreatePromotionalOfferSignature", &appstore__gateway__v1__create_promotional_offer_signature_request__descriptor, &appstore__gateway__v1__create_promotional_offer_signature_response__descriptor },
   { "CreatePromotionalOfferV2Signature", &appstore__gateway__v1__create_promotional_offer_v2_signature_request__descriptor, &appstore__gateway__v1__signed_jwsresponse__descriptor },
   { "CreateIntroductoryOfferEligibilitySignature", &appstore__gateway__v1__create_introductory_offer_eligibility_signature_request__descriptor, &appstore__gateway__v1__signed_jwsresponse__descriptor },
+  { "ExtractTransactionIdFromReceipt", &appstore__gateway__v1__extract_transaction_id_from_receipt_request__descriptor, &appstore__gateway__v1__extract_transaction_id_from_receipt_response__descriptor },
 };
 const unsigned appstore__gateway__v1__app_store_gateway__method_indices_by_name[] = {
   18,        /* CreateIntroductoryOfferEligibilitySignature */
@@ -35,6 +36,7 @@ const unsigned appstore__gateway__v1__app_store_gateway__method_indices_by_name[
   17,        /* CreatePromotionalOfferV2Signature */
   10,        /* ExtendRenewalDatesForAllActiveSubscribers */
   9,        /* ExtendSubscriptionRenewalDate */
+  19,        /* ExtractTransactionIdFromReceipt */
   15,        /* FinishTransaction */
   4,        /* GetAllSubscriptionStatuses */
   7,        /* GetAppTransactionInfo */
@@ -57,7 +59,7 @@ const ProtobufCServiceDescriptor appstore__gateway__v1__app_store_gateway__descr
   "AppStoreGateway",
   "Appstore__Gateway__V1__AppStoreGateway",
   "appstore.gateway.v1",
-  19,
+  20,
   appstore__gateway__v1__app_store_gateway__method_descriptors,
   appstore__gateway__v1__app_store_gateway__method_indices_by_name
 };
@@ -212,6 +214,14 @@ void appstore__gateway__v1__app_store_gateway__create_introductory_offer_eligibi
 {
   assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
   service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__extract_transaction_id_from_receipt(ProtobufCService *service,
+                                                                                   const Appstore__Gateway__V1__ExtractTransactionIdFromReceiptRequest *input,
+                                                                                   Appstore__Gateway__V1__ExtractTransactionIdFromReceiptResponse_Closure closure,
+                                                                                   void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void appstore__gateway__v1__app_store_gateway__init (Appstore__Gateway__V1__AppStoreGateway_Service *service,
                                                      Appstore__Gateway__V1__AppStoreGateway_ServiceDestroy destroy)

@@ -18,6 +18,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "appstore/gateway/v1/notification.pb-c.h"
 #include "appstore/gateway/v1/verify.pb-c.h"
 #include "appstore/gateway/v1/consumption.pb-c.h"
+#include "appstore/gateway/v1/receipts.pb-c.h"
 #include "appstore/gateway/v1/refunds.pb-c.h"
 #include "appstore/gateway/v1/signing.pb-c.h"
 #include "appstore/gateway/v1/subscriptions.pb-c.h"
@@ -116,6 +117,10 @@ struct Appstore__Gateway__V1__AppStoreGateway_Service
                                                           const Appstore__Gateway__V1__CreateIntroductoryOfferEligibilitySignatureRequest *input,
                                                           Appstore__Gateway__V1__SignedJWSResponse_Closure closure,
                                                           void *closure_data);
+  void (*extract_transaction_id_from_receipt)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                              const Appstore__Gateway__V1__ExtractTransactionIdFromReceiptRequest *input,
+                                              Appstore__Gateway__V1__ExtractTransactionIdFromReceiptResponse_Closure closure,
+                                              void *closure_data);
 };
 typedef void (*Appstore__Gateway__V1__AppStoreGateway_ServiceDestroy)(Appstore__Gateway__V1__AppStoreGateway_Service *);
 void appstore__gateway__v1__app_store_gateway__init (Appstore__Gateway__V1__AppStoreGateway_Service *service,
@@ -142,7 +147,8 @@ void appstore__gateway__v1__app_store_gateway__init (Appstore__Gateway__V1__AppS
       function_prefix__ ## finish_transaction,\
       function_prefix__ ## create_promotional_offer_signature,\
       function_prefix__ ## create_promotional_offer_v2_signature,\
-      function_prefix__ ## create_introductory_offer_eligibility_signature  }
+      function_prefix__ ## create_introductory_offer_eligibility_signature,\
+      function_prefix__ ## extract_transaction_id_from_receipt  }
 void appstore__gateway__v1__app_store_gateway__get_history(ProtobufCService *service,
                                                            const Appstore__Gateway__V1__GetHistoryRequest *input,
                                                            Appstore__Gateway__V1__GetHistoryResponse_Closure closure,
@@ -219,6 +225,10 @@ void appstore__gateway__v1__app_store_gateway__create_introductory_offer_eligibi
                                                                                                const Appstore__Gateway__V1__CreateIntroductoryOfferEligibilitySignatureRequest *input,
                                                                                                Appstore__Gateway__V1__SignedJWSResponse_Closure closure,
                                                                                                void *closure_data);
+void appstore__gateway__v1__app_store_gateway__extract_transaction_id_from_receipt(ProtobufCService *service,
+                                                                                   const Appstore__Gateway__V1__ExtractTransactionIdFromReceiptRequest *input,
+                                                                                   Appstore__Gateway__V1__ExtractTransactionIdFromReceiptResponse_Closure closure,
+                                                                                   void *closure_data);
 
 /* --- descriptors --- */
 
