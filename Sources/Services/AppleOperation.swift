@@ -130,25 +130,14 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
         let app = try client.apps.app(named: operation.app(request))
         let deadline = remaining.map { clock.monotonicNow() + $0 }
         guard plan.endpoint.isRead else { return try await fetch(request, plan: plan, app: app, deadline: deadline) }
-        // Identical reads share one upstream call. A shared call runs with its first caller's deadline; a caller
-        // with time left after it ran out tries again under its own (bounded, as GetHistory).
-        let key = request.serializedBytes()
-        var outcome: Result<Response, GatewayError> = .failure(.cancelled)
-        for _ in 0..<3 {
-            outcome = await flights.run(
-                key: key, joined: { client.events.callCoalesced(app: app.name, endpoint: plan.endpoint.configName) }
-            ) { [self] in
-                do throws(GatewayError) {
-                    return .success(try await fetch(request, plan: plan, app: app, deadline: deadline))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            guard case .failure(.deadlineExceeded) = outcome, hasTimeForAnotherCall(deadline), !Task.isCancelled else {
-                break
-            }
+        // Identical reads share one upstream call, each caller keeping its own deadline (as GetHistory).
+        return try await flights.runWithinDeadline(
+            key: request.serializedBytes(),
+            joined: { client.events.callCoalesced(app: app.name, endpoint: plan.endpoint.configName) },
+            hasTime: { hasTimeForAnotherCall(deadline) }
+        ) { [self] () async throws(GatewayError) in
+            try await fetch(request, plan: plan, app: app, deadline: deadline)
         }
-        return try outcome.get()
     }
 
     private func fetch(
