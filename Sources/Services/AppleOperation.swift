@@ -145,7 +145,8 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
     ) async throws(GatewayError) -> Response {
         var sent = plan
         var answered = try await client.send(sent, app: app, deadline: deadline)
-        var response = try operation.answer(AppleAnswer(response: answered, request: sent, app: app, verifier: verifier))
+        var response = try operation.answer(
+            AppleAnswer(response: answered, request: sent, app: app, verifier: verifier))
         guard let paging = operation.paging else { return response }
         var pages = 1
         var page = response

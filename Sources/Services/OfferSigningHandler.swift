@@ -33,7 +33,9 @@ struct OfferSigningHandler: Sendable {
     }
 
     /// The StoreKit 2 promotional offer JWS (audience "promotional-offer").
-    func promotionalOfferV2(_ request: CreatePromotionalOfferV2SignatureRequest) throws(GatewayError) -> SignedJWSResponse {
+    func promotionalOfferV2(
+        _ request: CreatePromotionalOfferV2SignatureRequest
+    ) throws(GatewayError) -> SignedJWSResponse {
         var contract = RequestContract()
         contract.length(request.app, field: "app", max: RequestContract.maxAppBytes)
         Self.required(request.productId, field: "product_id", in: &contract)

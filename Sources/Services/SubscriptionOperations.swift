@@ -26,7 +26,8 @@ where Request == GetAllSubscriptionStatusesRequest, Response == GetAllSubscripti
             var response = GetAllSubscriptionStatusesResponse(
                 environment: answer.environment, bundleId: wire.bundleId ?? "", appAppleId: wire.appAppleId ?? 0)
             for (groupIndex, group) in (wire.data ?? []).enumerated() {
-                var typed = SubscriptionGroupStatus(subscriptionGroupIdentifier: group.subscriptionGroupIdentifier ?? "")
+                var typed = SubscriptionGroupStatus(
+                    subscriptionGroupIdentifier: group.subscriptionGroupIdentifier ?? "")
                 for (index, item) in (group.lastTransactions ?? []).enumerated() {
                     let place = "of lastTransactions[\(index)] of data[\(groupIndex)]"
                     var last = LastTransaction(
@@ -129,13 +130,15 @@ where
                 request.requestIdentifier, field: "request_identifier", max: RequestContract.maxRequestIdentifierBytes)
             try contract.check()
             return AppleRequest(
-                .getStatusOfSubscriptionRenewalDateExtensions, pathValues: [request.productId, request.requestIdentifier],
+                .getStatusOfSubscriptionRenewalDateExtensions,
+                pathValues: [request.productId, request.requestIdentifier],
                 environment: try request.environment.requested())
         } answer: { answer throws(GatewayError) in
             let wire = try answer.decoded(MassExtendStatusWire.self, what: "mass extension status")
             return GetStatusOfSubscriptionRenewalDateExtensionsResponse(
                 environment: answer.environment, requestIdentifier: wire.requestIdentifier ?? "",
-                complete: wire.complete ?? false, completeDate: wire.completeDate.map(ProtoTimestamp.init(unixMilliseconds:)),
+                complete: wire.complete ?? false,
+                completeDate: wire.completeDate.map(ProtoTimestamp.init(unixMilliseconds:)),
                 succeededCount: wire.succeededCount ?? 0, failedCount: wire.failedCount ?? 0,
                 rawJson: answer.response.bodyText)
         }

@@ -40,7 +40,8 @@ where Request == GetTestNotificationStatusRequest, Response == GetTestNotificati
             let attempts = (wire.sendAttempts ?? []).map { attempt in
                 SendAttempt(
                     attemptDate: attempt.attemptDate.map(ProtoTimestamp.init(unixMilliseconds:)),
-                    result: StreamNotificationsHandler.sendAttemptResults[attempt.sendAttemptResult ?? ""] ?? .unspecified,
+                    result: StreamNotificationsHandler.sendAttemptResults[attempt.sendAttemptResult ?? ""]
+                        ?? .unspecified,
                     resultRaw: attempt.sendAttemptResult ?? "")
             }
             return GetTestNotificationStatusResponse(

@@ -10,7 +10,8 @@ extension AppleOperation where Request == GetTransactionInfoRequest, Response ==
             contract.transactionID(request.transactionId, field: "transaction_id", required: true)
             try contract.check()
             return AppleRequest(
-                .getTransactionInfo, pathValues: [request.transactionId], environment: try request.environment.requested())
+                .getTransactionInfo, pathValues: [request.transactionId],
+                environment: try request.environment.requested())
         } answer: { answer throws(GatewayError) in
             let wire = try answer.decoded(TransactionInfoWire.self, what: "transaction info")
             guard let jws = wire.signedTransactionInfo else {
@@ -101,7 +102,8 @@ extension AppleOperation where Request == FinishTransactionRequest, Response == 
             contract.transactionID(request.transactionId, field: "transaction_id", required: true)
             try contract.check()
             return AppleRequest(
-                .finishTransaction, pathValues: [request.transactionId], environment: try request.environment.requested())
+                .finishTransaction, pathValues: [request.transactionId],
+                environment: try request.environment.requested())
         } answer: { answer throws(GatewayError) in
             FinishTransactionResponse(environment: answer.environment)
         }

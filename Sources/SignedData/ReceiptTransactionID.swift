@@ -80,7 +80,9 @@ public enum ReceiptTransactionID {
             cursor = cursor.drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
             guard cursor.count < afterEquals, cursor.first == "\"" else { continue }
             cursor = cursor.dropFirst()
-            let value = cursor.prefix { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/" || $0 == "=") }
+            let value = cursor.prefix {
+                $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/" || $0 == "=")
+            }
             guard !value.isEmpty, cursor.dropFirst(value.count).hasPrefix("\";") else { continue }
             return String(value)
         }

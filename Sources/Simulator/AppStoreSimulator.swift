@@ -168,7 +168,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             case .getTestNotificationStatus:
                 body = try testNotifications.status(token: parameter, signer: signer, now: now)
             case .getAppTransactionInfo:
-                body = try purchases.appTransaction(transactionId: parameter, dataset: dataset, signer: signer, now: now)
+                body = try purchases.appTransaction(
+                    transactionId: parameter, dataset: dataset, signer: signer, now: now)
             case .lookUpOrderId:
                 body = try purchases.lookUpOrder(orderId: parameter, dataset: dataset, signer: signer, now: now)
             case .getRefundHistory:
@@ -187,12 +188,16 @@ public final class AppStoreSimulator: HTTPRequestHandler {
                 try purchases.consumption(transactionId: parameter, body: request.body, dataset: dataset)
                 return HTTPResponse(status: 202)
             case .setAppAccountToken:
-                let token = try purchases.appAccountToken(transactionId: parameter, body: request.body, dataset: dataset)
-                store.update(app.bundleId, route.environment) { $0.setAppAccountToken(token, originalTransactionId: parameter) }
+                let token = try purchases.appAccountToken(
+                    transactionId: parameter, body: request.body, dataset: dataset)
+                store.update(app.bundleId, route.environment) {
+                    $0.setAppAccountToken(token, originalTransactionId: parameter)
+                }
                 return HTTPResponse(status: 200)
             case .finishTransaction:
                 guard TransactionIdentifier.isWellFormed(parameter) else { throw AppleRejection.invalidTransactionId() }
-                guard store.update(app.bundleId, route.environment, { $0.finish(transactionId: parameter) }) == true else {
+                let finished = store.update(app.bundleId, route.environment) { $0.finish(transactionId: parameter) }
+                guard finished == true else {
                     throw AppleRejection.transactionIdNotFound()
                 }
                 return HTTPResponse(status: 200)

@@ -18,7 +18,10 @@ struct PurchaseEndpoints: Sendable {
         guard let found else { return .object([("status", .integer(1))]) }
         return .object([
             ("status", .integer(0)),
-            ("signedTransactions", .array([.string(try signer.transaction(found, signedDate: now.millisecondsSince1970))])),
+            (
+                "signedTransactions",
+                .array([.string(try signer.transaction(found, signedDate: now.millisecondsSince1970))])
+            ),
         ])
     }
 
@@ -106,7 +109,8 @@ struct PurchaseEndpoints: Sendable {
         if let percentage = request.consumptionPercentage, !(0...100_000).contains(percentage) {
             throw AppleRejection(4_000_000, "Invalid request. The consumption percentage is invalid.")
         }
-        if let preference = request.refundPreference, !["DECLINE", "GRANT_FULL", "GRANT_PRORATED"].contains(preference) {
+        let preferences = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
+        if let preference = request.refundPreference, !preferences.contains(preference) {
             throw AppleRejection(4_000_000, "Invalid request. The refund preference is invalid.")
         }
         guard dataset.transaction(transactionId) != nil else { throw .transactionIdNotFound() }
@@ -164,7 +168,9 @@ public enum SimulatedOrder {
     private static let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
 
     /// "MT" and 10 characters from the transaction id's SHA-256.
-    public static func id(of transaction: SimulatedTransaction) -> String { id(transactionId: transaction.transactionId) }
+    public static func id(of transaction: SimulatedTransaction) -> String {
+        id(transactionId: transaction.transactionId)
+    }
 
     /// The order id of `transactionId`.
     public static func id(transactionId: String) -> String {

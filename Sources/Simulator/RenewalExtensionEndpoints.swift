@@ -115,7 +115,9 @@ extension SimulatedDataset {
         guard customers[customer].renewals[renewal].status == 1,
             let latest = customers[customer].transactions.indices.filter({
                 customers[customer].transactions[$0].originalTransactionId == originalTransactionId
-            }).max(by: { customers[customer].transactions[$0].purchaseDate < customers[customer].transactions[$1].purchaseDate }),
+            }).max(by: {
+                customers[customer].transactions[$0].purchaseDate < customers[customer].transactions[$1].purchaseDate
+            }),
             let expires = customers[customer].transactions[latest].expiresDate
         else {
             return .failure(AppleRejection(4_030_004, "Subscription extension ineligible."))

@@ -11,6 +11,8 @@ import Testing
 @testable import Cryptography
 @testable import Services
 
+private typealias MassStatus = GetStatusOfSubscriptionRenewalDateExtensionsRequest
+
 /// The App Store Server API RPCs of issue 18: each operation's request to Apple (path, query, body, environment),
 /// its refusals, and its decoding of Apple's answers through the shared call path against a scripted Apple.
 @Suite(.serialized) struct AppleOperationTests {
@@ -30,7 +32,8 @@ import Testing
         let order = try AppleOperation.lookUpOrderId.plan(LookUpOrderIdRequest(orderId: "MTABC123"))
         #expect(order.endpoint.path(values: order.pathValues) == "/inApps/v1/lookup/MTABC123")
 
-        let refunds = try AppleOperation.getRefundHistory.plan(GetRefundHistoryRequest(transactionId: "5", revision: "a+b/c"))
+        let refunds = try AppleOperation.getRefundHistory.plan(
+            GetRefundHistoryRequest(transactionId: "5", revision: "a+b/c"))
         #expect(refunds.query == "revision=a%2Bb%2Fc")
         #expect(refunds.endpoint.path(values: refunds.pathValues) == "/inApps/v2/refund/lookup/5")
 
@@ -54,7 +57,8 @@ import Testing
 
         let extend = try AppleOperation.extendSubscriptionRenewalDate.plan(
             ExtendSubscriptionRenewalDateRequest(
-                transactionId: "11", extendByDays: 90, extendReasonCode: .serviceIssueOrOutage, requestIdentifier: "r-1"))
+                transactionId: "11", extendByDays: 90, extendReasonCode: .serviceIssueOrOutage,
+                requestIdentifier: "r-1"))
         #expect(text(extend.body) == #"{"extendByDays":90,"extendReasonCode":3,"requestIdentifier":"r-1"}"#)
         #expect(extend.endpoint.path(values: extend.pathValues) == "/inApps/v1/subscriptions/extend/11")
 
@@ -79,7 +83,8 @@ import Testing
         #expect(testStatus.endpoint.path(values: testStatus.pathValues) == "/inApps/v1/notifications/test/tok_1")
 
         let token = "7E3FB20B-4CDB-47CC-936D-99D65F608138"
-        let set = try AppleOperation.setAppAccountToken.plan(SetAppAccountTokenRequest(transactionId: "3", appAccountToken: token))
+        let set = try AppleOperation.setAppAccountToken.plan(
+            SetAppAccountTokenRequest(transactionId: "3", appAccountToken: token))
         #expect(text(set.body) == #"{"appAccountToken":"\#(token)"}"#)
         #expect(set.endpoint.path(values: set.pathValues) == "/inApps/v1/transactions/3/appAccountToken")
 
@@ -97,7 +102,9 @@ import Testing
     }
 
     /// The fields a plan refuses (BadRequest), or a description of any other outcome.
-    private func refused<Request, Response>(_ operation: AppleOperation<Request, Response>, _ request: Request) -> [String] {
+    private func refused<Request, Response>(
+        _ operation: AppleOperation<Request, Response>, _ request: Request
+    ) -> [String] {
         do throws(GatewayError) {
             _ = try operation.plan(request)
             return ["accepted"]
@@ -133,10 +140,12 @@ import Testing
             extendByDays: 1)) == ["product_id"])
         #expect(refused(.extendRenewalDatesForAllActiveSubscribers, ExtendRenewalDatesForAllActiveSubscribersRequest(
             extendByDays: 1, storefrontCountryCodes: ["UNITED"], productId: "p")) == ["storefront_country_codes[0]"])
-        #expect(refused(.getStatusOfSubscriptionRenewalDateExtensions, GetStatusOfSubscriptionRenewalDateExtensionsRequest(
-            productId: "p", requestIdentifier: "..")) == ["request_identifier"])
-        #expect(refused(.getStatusOfSubscriptionRenewalDateExtensions, GetStatusOfSubscriptionRenewalDateExtensionsRequest(
-            productId: "a/b", requestIdentifier: "r")) == ["product_id"])
+        #expect(refused(
+            .getStatusOfSubscriptionRenewalDateExtensions, MassStatus(productId: "p", requestIdentifier: ".."))
+            == ["request_identifier"])
+        #expect(refused(
+            .getStatusOfSubscriptionRenewalDateExtensions, MassStatus(productId: "a/b", requestIdentifier: "r"))
+            == ["product_id"])
         #expect(refused(.getTestNotificationStatus, GetTestNotificationStatusRequest(testNotificationToken: "%2e%2e"))
             == ["test_notification_token"])
         #expect(refused(.setAppAccountToken, SetAppAccountTokenRequest(transactionId: "1", appAccountToken: "nope"))
@@ -145,7 +154,8 @@ import Testing
 
     @Test func xcodeEnvironmentIsRefused() {
         #expect(throws: GatewayError.self) {
-            try AppleOperation.getTransactionInfo.plan(GetTransactionInfoRequest(transactionId: "1", environment: .xcode))
+            try AppleOperation.getTransactionInfo.plan(
+                GetTransactionInfoRequest(transactionId: "1", environment: .xcode))
         }
     }
 
@@ -154,7 +164,8 @@ import Testing
     private func handler<Request, Response>(
         _ operation: AppleOperation<Request, Response>, _ fixture: UpstreamFixture, _ mint: TransactionMint
     ) -> AppleOperationHandler<Request, Response> {
-        AppleOperationHandler(operation, client: fixture.client, verifier: mint.verifier, clock: SystemClock(), maxPages: 10)
+        AppleOperationHandler(
+            operation, client: fixture.client, verifier: mint.verifier, clock: SystemClock(), maxPages: 10)
     }
 
     private func renewal(_ mint: TransactionMint, original: String) throws -> String {
@@ -163,7 +174,8 @@ import Testing
             "autoRenewStatus": 1, "signedDate": 1_700_000_000_000, "environment": "Production",
             "recentSubscriptionStartDate": 1_690_000_000_000, "renewalDate": 1_710_000_000_000,
         ]
-        return try mint.pki.signer.sign(payload: try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]))
+        let data = try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])
+        return try mint.pki.signer.sign(payload: data)
     }
 
     @Test func transactionInfoIsVerifiedAndDecoded() async throws {

@@ -24,7 +24,8 @@ struct IdempotentRetryTests {
     @Test func applesRetryableCodesAreRetriedForEveryCall() {
         let outcome = AttemptOutcome.appleError(httpStatus: 500, code: .generalInternalRetryable)
         #expect(retries(decide(outcome, idempotent: false)))
-        #expect(decide(.appleError(httpStatus: 500, code: .generalInternal), idempotent: false) == .giveUp(.notRetryable))
+        let internalError = AttemptOutcome.appleError(httpStatus: 500, code: .generalInternal)
+        #expect(decide(internalError, idempotent: false) == .giveUp(.notRetryable))
     }
 
     @Test func theEndpointTableSaysWhichWritesRepeatSafely() {

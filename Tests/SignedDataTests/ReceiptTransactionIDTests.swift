@@ -7,7 +7,8 @@ import Testing
 /// refusals of malformed receipts without a trap.
 struct ReceiptTransactionIDTests {
     private func receipt(_ name: String) throws -> String {
-        String(decoding: try Data(contentsOf: Fixture.directory.appendingPathComponent("receipts/\(name).b64")), as: UTF8.self)
+        let url = Fixture.directory.appendingPathComponent("receipts/\(name).b64")
+        return String(decoding: try Data(contentsOf: url), as: UTF8.self)
     }
 
     @Test func theFirstIdOfTheFirstPurchaseIsFound() throws {
@@ -26,7 +27,10 @@ struct ReceiptTransactionIDTests {
 
     @Test func derLengthsPastTheirContainerAreRefused() throws {
         // SET claiming 2^31 bytes; a 5-byte length; BER's indefinite length; a truncated header.
-        for bytes: [UInt8] in [[0x31, 0x84, 0x7F, 0xFF, 0xFF, 0xFF], [0x31, 0x85, 1, 1, 1, 1, 1], [0x31, 0x80, 0, 0], [0x31]] {
+        let hostile: [[UInt8]] = [
+            [0x31, 0x84, 0x7F, 0xFF, 0xFF, 0xFF], [0x31, 0x85, 1, 1, 1, 1, 1], [0x31, 0x80, 0, 0], [0x31],
+        ]
+        for bytes in hostile {
             var reader = DERReader(bytes[...])
             #expect(throws: ReceiptTransactionID.Failure.self) { _ = try reader.next() }
         }

@@ -79,7 +79,8 @@ def same_transaction(typed, apple):
     assert typed.storefront == apple.storefront
     assert typed.price_milliunits == (apple.price or 0)
     assert typed.app_account_token == (apple.appAccountToken or "")
-    assert (typed.revocation_date.ToMilliseconds() if typed.HasField("revocation_date") else None) == apple.revocationDate
+    revoked = typed.revocation_date.ToMilliseconds() if typed.HasField("revocation_date") else None
+    assert revoked == apple.revocationDate
     assert json.loads(typed.raw_json)["transactionId"] == apple.transactionId
 
 
