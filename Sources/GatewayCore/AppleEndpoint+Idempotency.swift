@@ -31,3 +31,12 @@ extension AttemptOutcome {
         }
     }
 }
+
+extension AppleErrorCode {
+    /// Apple's answers meaning "no such id here", after which `auto` tries the next environment (a sandbox
+    /// purchase is unknown to production): TransactionIdNotFound (4040010), OriginalTransactionIdNotFound
+    /// (4040005, the extension and app account token endpoints) and AppTransactionDoesNotExist (4040019).
+    public var isNotFoundInEnvironment: Bool {
+        rawValue == 4_040_010 || rawValue == 4_040_005 || rawValue == 4_040_019
+    }
+}

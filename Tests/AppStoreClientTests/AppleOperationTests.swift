@@ -309,6 +309,20 @@ private typealias MassStatus = GetStatusOfSubscriptionRenewalDateExtensionsReque
         #expect(bodies.count == 2 && bodies[0] == bodies[1])
     }
 
+    @Test func autoTriesSandboxWhenProductionDoesNotKnowTheOriginalTransaction() async throws {
+        let mint = try TransactionMint()
+        let fixture = try UpstreamFixture(apps: [UpstreamFixture.app("example", bundleId: "com.example.app",
+                                                                       environment: .auto)]) { request, _ in
+            request.path.hasPrefix("/production")
+                ? AppleJSON.error(4_040_005, status: 404)
+                : AppleJSON.response(["originalTransactionId": "11", "success": true])
+        }
+        let response = try await handler(.extendSubscriptionRenewalDate, fixture, mint).handle(
+            ExtendSubscriptionRenewalDateRequest(transactionId: "11", extendByDays: 1), remaining: .seconds(5))
+        #expect(response.environment == .sandbox && response.success)
+        #expect(fixture.fake.requests.map { $0.path.hasPrefix("/sandbox") } == [false, true])
+    }
+
     @Test func identicalReadsInFlightShareOneCall() async throws {
         let mint = try TransactionMint()
         let jws = try mint.jws("42")

@@ -390,6 +390,15 @@ def test_reads_fall_back_to_sandbox_and_hostile_ids_are_refused(api):
         with pytest.raises(grpc.RpcError) as info:
             stub.GetTransactionInfo(transaction_info_pb2.GetTransactionInfoRequest(transaction_id=bad), timeout=30)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # Production answers 4040005 (OriginalTransactionIdNotFound) for a sandbox purchase: auto asks sandbox next,
+    # which extends it or refuses it on its own terms.
+    try:
+        extended = stub.ExtendSubscriptionRenewalDate(subscriptions_pb2.ExtendSubscriptionRenewalDateRequest(
+            transaction_id=sandbox["transactionId"], extend_by_days=1), timeout=30)
+        assert extended.environment == common_pb2.ENVIRONMENT_SANDBOX
+    except grpc.RpcError as error:
+        metadata = error_info(error).metadata
+        assert metadata.get("environments_tried") == "production,sandbox" or metadata["environment"] == "sandbox"
     with pytest.raises(grpc.RpcError) as info:
         stub.LookUpOrderId(transaction_info_pb2.LookUpOrderIdRequest(order_id="MT/../x"), timeout=30)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
