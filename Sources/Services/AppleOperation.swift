@@ -39,6 +39,12 @@ struct AppleAnswer {
     /// The environment that answered, as the proto names it.
     var environment: Environment { response.environment == .production ? .production : .sandbox }
 
+    /// A date Apple sent as UNIX milliseconds, nil when absent or outside 1970–9999 (not a valid Timestamp).
+    func date(_ milliseconds: Int64?) -> ProtoTimestamp? {
+        guard let milliseconds, AppleDateRange.milliseconds.contains(milliseconds) else { return nil }
+        return ProtoTimestamp(unixMilliseconds: milliseconds)
+    }
+
     /// The body decoded as `Wire` (DATA_LOSS when it is not Apple's JSON).
     func decoded<Wire: Decodable>(_ type: Wire.Type, what: String) throws(GatewayError) -> Wire {
         try response.decoded(type, what: what, app: app.name)

@@ -76,7 +76,7 @@ where Request == ExtendSubscriptionRenewalDateRequest, Response == ExtendSubscri
             return ExtendSubscriptionRenewalDateResponse(
                 environment: answer.environment, originalTransactionId: wire.originalTransactionId ?? "",
                 webOrderLineItemId: wire.webOrderLineItemId ?? "", success: wire.success ?? false,
-                effectiveDate: wire.effectiveDate.map(ProtoTimestamp.init(unixMilliseconds:)),
+                effectiveDate: answer.date(wire.effectiveDate),
                 requestIdentifier: answer.requestIdentifier, rawJson: answer.response.bodyText)
         }
     }
@@ -138,7 +138,7 @@ where
             return GetStatusOfSubscriptionRenewalDateExtensionsResponse(
                 environment: answer.environment, requestIdentifier: wire.requestIdentifier ?? "",
                 complete: wire.complete ?? false,
-                completeDate: wire.completeDate.map(ProtoTimestamp.init(unixMilliseconds:)),
+                completeDate: answer.date(wire.completeDate),
                 succeededCount: wire.succeededCount ?? 0, failedCount: wire.failedCount ?? 0,
                 rawJson: answer.response.bodyText)
         }

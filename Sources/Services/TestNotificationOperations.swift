@@ -39,7 +39,7 @@ where Request == GetTestNotificationStatusRequest, Response == GetTestNotificati
             }
             let attempts = (wire.sendAttempts ?? []).map { attempt in
                 SendAttempt(
-                    attemptDate: attempt.attemptDate.map(ProtoTimestamp.init(unixMilliseconds:)),
+                    attemptDate: answer.date(attempt.attemptDate),
                     result: StreamNotificationsHandler.sendAttemptResults[attempt.sendAttemptResult ?? ""]
                         ?? .unspecified,
                     resultRaw: attempt.sendAttemptResult ?? "")

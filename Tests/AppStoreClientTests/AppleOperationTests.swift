@@ -257,7 +257,7 @@ private typealias MassStatus = GetStatusOfSubscriptionRenewalDateExtensionsReque
             if request.method == "PUT" {
                 return AppleJSON.response([
                     "originalTransactionId": "11", "webOrderLineItemId": "w1", "success": true,
-                    "effectiveDate": 1_700_000_086_400_000 as Int64,
+                    "effectiveDate": 1_700_086_400_000 as Int64,
                 ])
             }
             return AppleJSON.response([
@@ -269,12 +269,32 @@ private typealias MassStatus = GetStatusOfSubscriptionRenewalDateExtensionsReque
             ExtendSubscriptionRenewalDateRequest(transactionId: "11", extendByDays: 1, requestIdentifier: "mine"),
             remaining: .seconds(5))
         #expect(extended.success && extended.webOrderLineItemId == "w1" && extended.requestIdentifier == "mine")
-        #expect(extended.effectiveDate?.unixMilliseconds == 1_700_000_086_400_000 && !extended.rawJson.isEmpty)
+        #expect(extended.effectiveDate?.unixMilliseconds == 1_700_086_400_000 && !extended.rawJson.isEmpty)
         let status = try await handler(.getStatusOfSubscriptionRenewalDateExtensions, fixture, mint).handle(
             GetStatusOfSubscriptionRenewalDateExtensionsRequest(productId: "p", requestIdentifier: "abc"),
             remaining: .seconds(5))
         #expect(status.complete && status.succeededCount == 30 && status.failedCount == 2)
         #expect(status.completeDate?.unixMilliseconds == 1_700_000_000_000)
+    }
+
+    @Test func hostileAnswersAreDataLossOrDropped() async throws {
+        let mint = try TransactionMint()
+        let fixture = try UpstreamFixture { request, _ in
+            request.path.hasSuffix("/r")
+                ? AppleJSON.response(["requestIdentifier": "r", "completeDate": Int64.max, "succeededCount": -1])
+                : HTTPResponse(status: 200, headers: [("content-type", "application/json")], body: Array("[1,".utf8))
+        }
+        let status = try await handler(.getStatusOfSubscriptionRenewalDateExtensions, fixture, mint).handle(
+            MassStatus(productId: "p", requestIdentifier: "r"), remaining: .seconds(5))
+        #expect(status.completeDate == nil && status.succeededCount == -1)
+        let info = handler(.getTransactionInfo, fixture, mint)
+        let error = await gatewayError { () async throws(GatewayError) in
+            try await info.handle(GetTransactionInfoRequest(transactionId: "1"), remaining: .seconds(5))
+        }
+        guard case .appleDataRejected? = error else {
+            Issue.record("expected DATA_LOSS, got \(String(describing: error))")
+            return
+        }
     }
 
     @Test func anExtensionIsNotRepeatedAfterAnAmbiguousFailureButAFinishIs() async throws {
