@@ -84,15 +84,26 @@ def same_transaction(typed, apple):
     assert json.loads(typed.raw_json)["transactionId"] == apple.transactionId
 
 
+def payload(jws):
+    """A JWS payload as JSON, signedDate left out (each answer is signed anew)."""
+    part = jws.split(".")[1]
+    decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    decoded.pop("signedDate", None)
+    return decoded
+
+
 def test_get_transaction_info_equals_apple_client(api):
     sim, stub, client, verifier = api
     customer = production(sim)[0]
     answer = stub.GetTransactionInfo(transaction_info_pb2.GetTransactionInfoRequest(
         transaction_id=customer["transactionId"]), timeout=30)
-    apple = verifier.verify_and_decode_signed_transaction(
-        client.get_transaction_info(customer["transactionId"]).signedTransactionInfo)
+    apple_jws = client.get_transaction_info(customer["transactionId"]).signedTransactionInfo
+    apple = verifier.verify_and_decode_signed_transaction(apple_jws)
     assert answer.environment == PRODUCTION
     same_transaction(answer.transaction, apple)
+    raw = json.loads(answer.transaction.raw_json)
+    raw.pop("signedDate", None)
+    assert raw == payload(apple_jws)  # every field Apple's client decodes, the same
     same_transaction(answer.transaction, verifier.verify_and_decode_signed_transaction(answer.signed_transaction_info))
 
 
@@ -114,7 +125,9 @@ def test_get_all_subscription_statuses_equals_apple_client_with_status_filter(ap
             renewal = verifier.verify_and_decode_renewal_info(apple_last.signedRenewalInfo)
             assert last.renewal_info.auto_renew_product_id == renewal.autoRenewProductId
             assert last.renewal_info.original_transaction_id == renewal.originalTransactionId
-            assert last.renewal_info.raw_json
+            renewal_raw = json.loads(last.renewal_info.raw_json)
+            renewal_raw.pop("signedDate", None)
+            assert renewal_raw == payload(apple_last.signedRenewalInfo)
     active = {s["originalTransactionId"] for s in customer["activeSubscriptions"]}
     assert {t.original_transaction_id for g in answer.data for t in g.last_transactions} == active
 
@@ -158,6 +171,12 @@ def test_get_app_transaction_info_equals_apple_client(api):
     apple = verifier.verify_and_decode_app_transaction(
         client.get_app_transaction_info(customer["transactionId"]).signedAppTransactionInfo)
     typed = answer.app_transaction
+    ours, apples = json.loads(typed.raw_json), payload(client.get_app_transaction_info(
+        customer["transactionId"]).signedAppTransactionInfo)
+    for moving in ("signedDate", "receiptCreationDate"):  # stamped at each answer
+        ours.pop(moving, None)
+        apples.pop(moving, None)
+    assert ours == apples
     assert typed.app_transaction_id == apple.appTransactionId == customer["appTransactionId"]
     assert typed.bundle_id == apple.bundleId and typed.app_apple_id == apple.appAppleId
     assert typed.original_purchase_date.ToMilliseconds() == apple.originalPurchaseDate
