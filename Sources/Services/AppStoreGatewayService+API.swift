@@ -11,13 +11,15 @@ struct AppStoreAPIMethods: Sendable {
     let verifier: SignedDataVerifier
     let clock: any GatewayClock
     let maxPages: Int
+    let maxResponseBytes: Int
 
     /// The methods by gRPC path.
     func methods(service: String) -> [String: MethodHandler] {
         var methods: [String: MethodHandler] = [:]
         func add<Request, Response>(_ name: String, _ operation: AppleOperation<Request, Response>) {
             let handler = AppleOperationHandler(
-                operation, client: client, verifier: verifier, clock: clock, maxPages: maxPages)
+                operation, client: client, verifier: verifier, clock: clock, maxPages: maxPages,
+                maxResponseBytes: maxResponseBytes)
             // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
             methods["/\(service)/\(name)"] = .unary(Request.self) { request, context throws(RPCStatus) -> Response in
                 do throws(GatewayError) {

@@ -83,7 +83,8 @@ public struct AppStoreGatewayService: GRPCService {
         notifications = StreamNotificationsHandler(
             client: client, verifier: verifier, resumeTokenKey: try Self.resumeTokenKey(configuration), clock: clock)
         api = AppStoreAPIMethods(
-            client: client, verifier: verifier, clock: clock, maxPages: configuration.history.maxPages)
+            client: client, verifier: verifier, clock: clock, maxPages: configuration.history.maxPages,
+            maxResponseBytes: configuration.history.maxResponseBytes)
     }
 
     /// The resume-token key: the `notifications.resumeTokenKey` file (trailing whitespace ignored), else

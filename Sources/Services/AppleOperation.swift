@@ -114,17 +114,21 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
     let clock: any GatewayClock
     /// Most pages one paged call fetches (`history.maxPages`).
     let maxPages: Int
+    /// Most bytes of a paged answer (`history.maxResponseBytes`): a page that would pass it is left out, and the
+    /// answer's `has_more` and `revision` continue before it.
+    let maxResponseBytes: Int
     private let flights = SingleFlight<[UInt8], Response>()
 
     init(
         _ operation: AppleOperation<Request, Response>, client: AppStoreAPIClient, verifier: SignedDataVerifier,
-        clock: any GatewayClock, maxPages: Int
+        clock: any GatewayClock, maxPages: Int, maxResponseBytes: Int = 4_000_000
     ) {
         self.operation = operation
         self.client = client
         self.verifier = verifier
         self.clock = clock
         self.maxPages = max(1, maxPages)
+        self.maxResponseBytes = max(1024, maxResponseBytes)
     }
 
     /// Answers `request`; `remaining` is the time left before the caller's deadline (nil: none).
@@ -162,6 +166,7 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
             sent = next
             answered = try await client.send(sent, app: app, deadline: deadline)
             page = try operation.answer(AppleAnswer(response: answered, request: sent, app: app, verifier: verifier))
+            guard response.serializedSize() + page.serializedSize() <= maxResponseBytes else { break }
             paging.merge(&response, page)
             pages += 1
         }

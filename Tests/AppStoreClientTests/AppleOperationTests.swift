@@ -251,6 +251,27 @@ private typealias MassStatus = GetStatusOfSubscriptionRenewalDateExtensionsReque
         #expect(one.pagesFetched == 1)
     }
 
+    @Test func allPagesStopBeforeTheByteCapAndContinueByRevision() async throws {
+        let mint = try TransactionMint()
+        let pages = try (1...12).map { try mint.jws("r\($0)") }
+        let fixture = try UpstreamFixture { _, number in
+            AppleJSON.response([
+                "signedTransactions": [pages[(number - 1) % pages.count]], "revision": "rev\(number)",
+                "hasMore": true,
+            ])
+        }
+        let oneJWS = pages[0].utf8.count
+        let capped = AppleOperationHandler(
+            .getRefundHistory, client: fixture.client, verifier: mint.verifier, clock: SystemClock(), maxPages: 10,
+            maxResponseBytes: oneJWS * 5)
+        let response = try await capped.handle(
+            GetRefundHistoryRequest(transactionId: "9", allPages: true), remaining: .seconds(5))
+        #expect(response.hasMore && response.serializedSize() <= oneJWS * 5)
+        #expect(response.pagesFetched >= 2 && response.transactions.count == Int(response.pagesFetched))
+        #expect(response.revision == "rev\(response.pagesFetched)")
+        #expect(fixture.fake.requests.count == Int(response.pagesFetched) + 1)
+    }
+
     @Test func massExtensionStatusAndExtensionAnswersDecode() async throws {
         let mint = try TransactionMint()
         let fixture = try UpstreamFixture { request, _ in

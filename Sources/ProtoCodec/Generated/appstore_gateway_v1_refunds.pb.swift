@@ -13,7 +13,8 @@ public struct GetRefundHistoryRequest: ProtoMessage {
     /// Apple's paging token from an earlier `GetRefundHistoryResponse.revision`; empty for the first page.
     /// At most 1024 bytes.
     public var revision: String = ""
-    /// True: follow `revision` while `has_more`, bounded by the deadline and `history.maxPages` (as GetHistory).
+    /// True: follow `revision` while `has_more`, bounded by the deadline, `history.maxPages` and
+    /// `history.maxResponseBytes` (as GetHistory: when a bound stops it, `has_more` stays true and `revision` continues).
     public var allPages: Bool = false
     /// The environment to ask; UNSPECIFIED = as the app is configured.
     public var environment: Environment = Environment(rawValue: 0)

@@ -46,7 +46,8 @@ struct  Appstore__Gateway__V1__GetRefundHistoryRequest
    */
   char *revision;
   /*
-   * True: follow `revision` while `has_more`, bounded by the deadline and `history.maxPages` (as GetHistory).
+   * True: follow `revision` while `has_more`, bounded by the deadline, `history.maxPages` and
+   * `history.maxResponseBytes` (as GetHistory: when a bound stops it, `has_more` stays true and `revision` continues).
    */
   protobuf_c_boolean all_pages;
   /*
