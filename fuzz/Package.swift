@@ -22,5 +22,7 @@ let package = Package(
         .executableTarget(name: "fuzz-verify-handler", dependencies: [surface]),
         .executableTarget(name: "fuzz-history-handler", dependencies: [surface]),
         .executableTarget(name: "fuzz-notifications-handler", dependencies: [surface]),
+        // The App Store Server API RPCs and offer signatures (the first byte picks the method).
+        .executableTarget(name: "fuzz-api-handlers", dependencies: [surface]),
     ]
 )

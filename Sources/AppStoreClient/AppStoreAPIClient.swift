@@ -16,7 +16,8 @@ public struct AppleResponse: Sendable {
 /// budget, signs with a cached JWT, retries what may succeed, and turns failures into `GatewayError`s.
 ///
 /// Per call: the app's environment policy gives the environments to try (`auto`: production, then
-/// sandbox when production answers 4040010, and on 401 too when `sandboxFallbackOnUnauthorized`). In
+/// sandbox when production answers 4040010 or another not-found code (`isNotFoundInEnvironment`), and on
+/// 401 too when `sandboxFallbackOnUnauthorized`). In
 /// each environment, attempts follow a `RetrySchedule`; before each attempt a token is reserved from the
 /// `RateLimiter` bucket of (bundle id, endpoint, environment), waiting when the wait fits both
 /// `rateLimits.maxWait` and the deadline, else RESOURCE_EXHAUSTED with RetryInfo. A 401 drops the
@@ -163,7 +164,7 @@ public final class AppStoreAPIClient: Sendable {
             case .refused(let final):
                 let failure = final.failure
                 let hasNext = index + 1 < plan.count
-                let notFound = failure.code == AppleErrorCode.transactionIdNotFound
+                let notFound = failure.code?.isNotFoundInEnvironment == true
                 let unauthorized = failure.httpStatus == 401 && app.sandboxFallbackOnUnauthorized
                 if hasNext && (notFound || unauthorized) {
                     logger.info(

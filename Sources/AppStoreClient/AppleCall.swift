@@ -120,7 +120,8 @@ struct AppleCall {
                 }
             }
 
-            switch schedule.record(outcome, now: clock.monotonicNow(), random: &random) {
+            let recordedAt = clock.monotonicNow()
+            switch schedule.record(outcome, now: recordedAt, random: &random, idempotent: endpoint.isIdempotent) {
             case .done:
                 continue  // not reached: success returned above
             case .retry(let delay):

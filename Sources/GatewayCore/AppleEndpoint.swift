@@ -109,7 +109,10 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
 
     /// The path with each placeholder replaced, in order, by a percent-encoded segment.
     /// Returns nil when the number of values does not match the placeholders.
-    public func path(_ values: String...) -> String? {
+    public func path(_ values: String...) -> String? { path(values: values) }
+
+    /// `path(_:)` with the values as an array.
+    public func path(values: [String]) -> String? {
         var remaining = values[...]
         var result = ""
         var template = Substring(pathTemplate)

@@ -119,12 +119,15 @@ public struct RetrySchedule: Sendable, Hashable {
 
     /// Records an attempt's outcome at `now` and decides. The delay is drawn uniformly from
     /// [0, ceiling] ("full jitter"), then shortened if needed so the attempt still fits the deadline.
+    /// A call that is not `idempotent` is repeated only after an Apple error code that says it may be.
     public mutating func record(
-        _ outcome: AttemptOutcome, now: MonotonicInstant, random: inout some RandomNumberGenerator
+        _ outcome: AttemptOutcome, now: MonotonicInstant, random: inout some RandomNumberGenerator,
+        idempotent: Bool = true
     ) -> RetryDecision {
         attemptsMade += 1
         if outcome == .success { return .done }
-        guard outcome.isRetryable else { return .giveUp(.notRetryable) }
+        let retryable = idempotent ? outcome.isRetryable : outcome.isRetryableWithoutIdempotency
+        guard retryable else { return .giveUp(.notRetryable) }
         guard attemptsMade < policy.maxAttempts else { return .giveUp(.attemptsExhausted) }
         let ceiling = policy.backoffCeiling(afterFailures: attemptsMade).wholeNanoseconds
         let fraction = Double(random.next() >> 11) / Double(1 << 53)

@@ -18,6 +18,7 @@ public struct AppStoreGatewayService: GRPCService {
     public let rateLimiter: RateLimiter
     private let getHistory: GetHistoryHandler
     private let notifications: StreamNotificationsHandler
+    private let api: AppStoreAPIMethods
 
     /// Builds the service from the configuration: the trusted roots and every app's private key are read
     /// and checked here, so a bad file fails start-up rather than the first call. `signers` (by bundle id)
@@ -82,6 +83,9 @@ public struct AppStoreGatewayService: GRPCService {
             maxResponseBytes: configuration.history.maxResponseBytes, clock: clock)
         notifications = StreamNotificationsHandler(
             client: client, verifier: verifier, resumeTokenKey: try Self.resumeTokenKey(configuration), clock: clock)
+        api = AppStoreAPIMethods(
+            client: client, verifier: verifier, clock: clock, maxPages: configuration.history.maxPages,
+            maxResponseBytes: configuration.history.maxResponseBytes)
     }
 
     /// The resume-token key: the `notifications.resumeTokenKey` file (trailing whitespace ignored), else
@@ -113,7 +117,7 @@ public struct AppStoreGatewayService: GRPCService {
         let verifyJWS = self.verifyJWS
         let getHistory = self.getHistory
         let notifications = self.notifications
-        return [
+        let base: [String: MethodHandler] = [
             // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
             "/\(Self.name)/GetHistory": .unary(GetHistoryRequest.self) {
                 request, context throws(RPCStatus) -> GetHistoryResponse in
@@ -149,5 +153,6 @@ public struct AppStoreGatewayService: GRPCService {
                 verifyJWS.answer(request)
             },
         ]
+        return base.merging(api.methods(service: Self.name)) { first, _ in first }
     }
 }

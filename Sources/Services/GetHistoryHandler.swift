@@ -50,26 +50,13 @@ public struct GetHistoryHandler: Sendable {
         let app = try client.apps.app(named: request.app)
         let plan = try request.callPlan()
         let deadline = remaining.map { clock.monotonicNow() + $0 }
-        let key = request.serializedBytes()
-        var outcome: Result<GetHistoryResponse, GatewayError> = .failure(.cancelled)
-        // A shared call runs with its first caller's deadline; a caller with time left after that call
-        // ran out of time tries again under its own deadline (bounded, so a stream of short-deadline
-        // leaders cannot keep it busy forever).
-        for _ in 0..<3 {
-            outcome = await flights.run(
-                key: key, joined: { client.events.callCoalesced(app: app.name, endpoint: "getTransactionHistory") }
-            ) { [self] in
-                do throws(GatewayError) {
-                    return .success(try await fetch(request, plan: plan, app: app, deadline: deadline))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            guard case .failure(.deadlineExceeded) = outcome, hasTimeForAnotherPage(deadline), !Task.isCancelled else {
-                break
-            }
+        return try await flights.runWithinDeadline(
+            key: request.serializedBytes(),
+            joined: { client.events.callCoalesced(app: app.name, endpoint: "getTransactionHistory") },
+            hasTime: { hasTimeForAnotherPage(deadline) }
+        ) { [self] () async throws(GatewayError) in
+            try await fetch(request, plan: plan, app: app, deadline: deadline)
         }
-        return try outcome.get()
     }
 
     private func fetch(

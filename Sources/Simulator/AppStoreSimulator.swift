@@ -23,6 +23,9 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let subscriptions = SubscriptionEndpoints()
     private let testNotifications: TestNotificationEndpoints
     private let recorder = RequestRecorder()
+    private let purchases: PurchaseEndpoints
+    private let extensions = RenewalExtensionEndpoints()
+    private let writes = SimulatorWriteLog()
 
     /// Generates every app's histories (both environments) from `configuration` and signs with `pki`.
     public init(configuration: SimulatorConfiguration, pki: SimulatorPKI) {
@@ -41,6 +44,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             tokenLifetime: configuration.paginationTokenLifetime)
         testNotifications = TestNotificationEndpoints(
             seed: configuration.seed, lifetime: configuration.paginationTokenLifetime)
+        purchases = PurchaseEndpoints(revisions: PaginationTokenCodec(secret: "refund-history/\(configuration.seed)"))
     }
 
     /// A snapshot of one app's generated data in one environment (nil for an unknown bundle id).
@@ -104,6 +108,9 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         }
         entry.status = 200
         callLog.record(entry)
+        if route.endpoint.method != .get && route.endpoint != .getNotificationHistory {
+            writes.record(request, endpoint: route.endpoint, environment: route.environment)
+        }
         var response = respond(request, route: route, app: app, now: now)
         if injected.contains(.truncatedBody) { response.body = Array(response.body.prefix(response.body.count / 2)) }
         for case .slowBody(let chunks, let interval) in injected {
@@ -121,6 +128,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         switch (request.method, request.path) {
         case ("GET", "/simulator/calls"):
             return SimulatorResponse.json(callLog.json(since: number("since") ?? 0))
+        case ("GET", SimulatorWriteLog.path):
+            return SimulatorResponse.json(writes.json)
         case ("POST", "/simulator/throttle"):
             callLog.armThrottle(milliseconds: number("ms") ?? 1000)
             return SimulatorResponse.json(.object([("armed", .bool(true))]))
@@ -137,7 +146,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         }
         let signer = SignedPayloads(pki: pki, app: app, environment: route.environment)
         let parameter = route.parameters.first ?? ""
-        do {
+        do throws(AppleRejection) {
             let body: OrderedJSON
             switch route.endpoint {
             case .getTransactionHistory, .getTransactionHistoryV1:
@@ -158,6 +167,40 @@ public final class AppStoreSimulator: HTTPRequestHandler {
                 body = testNotifications.request(app: app, environment: route.environment, now: now)
             case .getTestNotificationStatus:
                 body = try testNotifications.status(token: parameter, signer: signer, now: now)
+            case .getAppTransactionInfo:
+                body = try purchases.appTransaction(
+                    transactionId: parameter, dataset: dataset, signer: signer, now: now)
+            case .lookUpOrderId:
+                body = try purchases.lookUpOrder(orderId: parameter, dataset: dataset, signer: signer, now: now)
+            case .getRefundHistory:
+                body = try purchases.refundHistory(
+                    transactionId: parameter, query: request.queryItems, dataset: dataset, signer: signer, now: now)
+            case .extendSubscriptionRenewalDate:
+                body = try extensions.extend(
+                    originalTransactionId: parameter, body: request.body, store: store, bundleId: app.bundleId,
+                    environment: route.environment)
+            case .extendRenewalDatesForAllActiveSubscribers:
+                body = try extensions.extendAll(body: request.body, dataset: dataset, now: now)
+            case .getStatusOfSubscriptionRenewalDateExtensions:
+                body = try extensions.status(
+                    productId: parameter, requestIdentifier: route.parameters.dropFirst().first ?? "", dataset: dataset)
+            case .sendConsumptionInformation:
+                try purchases.consumption(transactionId: parameter, body: request.body, dataset: dataset)
+                return HTTPResponse(status: 202)
+            case .setAppAccountToken:
+                let token = try purchases.appAccountToken(
+                    transactionId: parameter, body: request.body, dataset: dataset)
+                store.update(app.bundleId, route.environment) {
+                    $0.setAppAccountToken(token, originalTransactionId: parameter)
+                }
+                return HTTPResponse(status: 200)
+            case .finishTransaction:
+                guard TransactionIdentifier.isWellFormed(parameter) else { throw AppleRejection.invalidTransactionId() }
+                let finished = store.update(app.bundleId, route.environment) { $0.finish(transactionId: parameter) }
+                guard finished == true else {
+                    throw AppleRejection.transactionIdNotFound()
+                }
+                return HTTPResponse(status: 200)
             default:
                 return SimulatorResponse.notFound()
             }

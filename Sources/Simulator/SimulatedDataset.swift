@@ -7,7 +7,7 @@ public struct SimulatedDataset: Sendable {
     public let bundleId: String
     public let environment: AppleEnvironment
     public let catalog: ProductCatalog
-    public private(set) var customers: [SimulatedCustomer]
+    public internal(set) var customers: [SimulatedCustomer]
     /// Any transaction id, original transaction id or app transaction id → customer index.
     private var customerByIdentifier: [String: Int] = [:]
 

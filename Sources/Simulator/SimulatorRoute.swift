@@ -13,9 +13,14 @@ struct SimulatorRoute: Sendable {
     static let environmentHeader = "x-simulator-environment"
 
     /// The endpoints the simulator implements; every other path answers 404 with an empty body, as Apple.
+    /// More specific templates first: `/subscriptions/extend/mass` before `/subscriptions/extend/{id}`, and
+    /// `/transactions/appTransactions/{id}` before `/transactions/{id}`.
     static let served: [AppleEndpoint] = [
-        .getTransactionHistory, .getTransactionHistoryV1, .getNotificationHistory, .getTransactionInfo,
-        .getAllSubscriptionStatuses, .requestTestNotification, .getTestNotificationStatus,
+        .getTransactionHistory, .getTransactionHistoryV1, .getNotificationHistory, .getAppTransactionInfo,
+        .getTransactionInfo, .getAllSubscriptionStatuses, .requestTestNotification, .getTestNotificationStatus,
+        .lookUpOrderId, .getRefundHistory, .sendConsumptionInformation, .extendRenewalDatesForAllActiveSubscribers,
+        .extendSubscriptionRenewalDate, .getStatusOfSubscriptionRenewalDateExtensions, .setAppAccountToken,
+        .finishTransaction,
     ]
 
     /// Matches `request`, or nil (404). The environment comes from a `/sandbox` or `/production` path

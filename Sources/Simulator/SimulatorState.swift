@@ -88,6 +88,14 @@ public struct SimulatorState: Sendable {
                         ("appTransactionId", .string(customer.appTransactionId)),
                         ("transactionId", .string(customer.transactions.first?.transactionId ?? "")),
                         ("transactions", .integer(Int64(customer.transactions.count))),
+                        ("orderId", .string(customer.transactions.first.map(SimulatedOrder.id(of:)) ?? "")),
+                        ("refunds", .integer(Int64(customer.transactions.filter(\.isRevoked).count))),
+                        ("activeSubscriptions", .array(customer.renewals.filter { $0.status == 1 }.map {
+                            .object([
+                                ("originalTransactionId", .string($0.originalTransactionId)),
+                                ("productId", .string($0.productId)),
+                            ])
+                        })),
                     ])
                 })))
             }

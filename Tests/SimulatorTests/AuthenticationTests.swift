@@ -87,7 +87,8 @@ import Testing
         let fixture = SimulatorFixture()
         for (method, target) in [
             ("GET", "/inApps/v3/history/1"), ("GET", "/"), ("DELETE", "/inApps/v1/transactions/1"),
-            ("POST", "/inApps/v2/history/1"), ("GET", "/inApps/v1/lookup/ABC"), ("GET", "/inApps/v1/notifications/history"),
+            ("POST", "/inApps/v2/history/1"), ("GET", "/inApps/v1/messaging/image/list"),
+            ("GET", "/inApps/v1/notifications/history"),
         ] {
             let response = await fixture.simulator.handle(HTTPRequest(method: method, target: target))
             #expect(response.status == 404, "\(method) \(target)")

@@ -12,7 +12,17 @@ def test_reflection_client_lists_and_describes_services(channel):
             "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"} <= services
     pool = DescriptorPool(database)
     service = pool.FindServiceByName("appstore.gateway.v1.AppStoreGateway")
-    assert [m.name for m in service.methods] == ["GetHistory", "StreamNotifications", "VerifyJWS"]
+    names = [m.name for m in service.methods]
+    assert names[:3] == ["GetHistory", "StreamNotifications", "VerifyJWS"]
+    # The App Store Server API RPCs (issue 18), described down to their messages.
+    assert {"GetTransactionInfo", "GetAllSubscriptionStatuses", "LookUpOrderId", "GetRefundHistory",
+            "GetAppTransactionInfo", "SendConsumptionInformation", "ExtendSubscriptionRenewalDate",
+            "ExtendRenewalDatesForAllActiveSubscribers", "GetStatusOfSubscriptionRenewalDateExtensions",
+            "RequestTestNotification", "GetTestNotificationStatus", "SetAppAccountToken", "FinishTransaction",
+            "CreatePromotionalOfferSignature", "CreatePromotionalOfferV2Signature",
+            "CreateIntroductoryOfferEligibilitySignature", "ExtractTransactionIdFromReceipt"} <= set(names)
+    statuses = service.FindMethodByName("GetAllSubscriptionStatuses").output_type
+    assert statuses.fields_by_name["data"].message_type.full_name == "appstore.gateway.v1.SubscriptionGroupStatus"
     verify = service.FindMethodByName("VerifyJWS")
     assert verify.input_type.full_name == "appstore.gateway.v1.VerifyJWSRequest"
     assert "jws" in verify.input_type.fields_by_name

@@ -2,10 +2,17 @@
 #ifndef CGATEWAYPROTOS_H
 #define CGATEWAYPROTOS_H
 #include "appstore/gateway/v1/common.pb-c.h"
+#include "appstore/gateway/v1/consumption.pb-c.h"
 #include "appstore/gateway/v1/gateway.pb-c.h"
 #include "appstore/gateway/v1/history.pb-c.h"
 #include "appstore/gateway/v1/notification.pb-c.h"
+#include "appstore/gateway/v1/receipts.pb-c.h"
+#include "appstore/gateway/v1/refunds.pb-c.h"
+#include "appstore/gateway/v1/signing.pb-c.h"
+#include "appstore/gateway/v1/subscriptions.pb-c.h"
+#include "appstore/gateway/v1/test_notifications.pb-c.h"
 #include "appstore/gateway/v1/transaction.pb-c.h"
+#include "appstore/gateway/v1/transaction_info.pb-c.h"
 #include "appstore/gateway/v1/verify.pb-c.h"
 #include "google/protobuf/any.pb-c.h"
 #include "google/protobuf/duration.pb-c.h"

@@ -82,6 +82,29 @@ extension ProtoFileDescriptor {
                 dGV3YXl2MWIGcHJvdG8z
                 """),
         ProtoFileDescriptor(
+            name: "appstore/gateway/v1/consumption.proto",
+            dependencies: ["appstore/gateway/v1/common.proto"],
+            symbols: ["appstore.gateway.v1.SendConsumptionInformationRequest", "appstore.gateway.v1.SendConsumptionInformationResponse", "appstore.gateway.v1.DeliveryStatus", "appstore.gateway.v1.RefundPreference"],
+            base64: """
+                CiVhcHBzdG9yZS9nYXRld2F5L3YxL2NvbnN1bXB0aW9uLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxGiBhcHBzdG9yZS9nYXRl
+                d2F5L3YxL2NvbW1vbi5wcm90byLxAwohU2VuZENvbnN1bXB0aW9uSW5mb3JtYXRpb25SZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBw
+                EiUKDnRyYW5zYWN0aW9uX2lkGAIgASgJUg10cmFuc2FjdGlvbklkEi0KEmN1c3RvbWVyX2NvbnNlbnRlZBgDIAEoCFIRY3VzdG9t
+                ZXJDb25zZW50ZWQSNgoXc2FtcGxlX2NvbnRlbnRfcHJvdmlkZWQYBCABKAhSFXNhbXBsZUNvbnRlbnRQcm92aWRlZBJMCg9kZWxp
+                dmVyeV9zdGF0dXMYBSABKA4yIy5hcHBzdG9yZS5nYXRld2F5LnYxLkRlbGl2ZXJ5U3RhdHVzUg5kZWxpdmVyeVN0YXR1cxI3ChZj
+                b25zdW1wdGlvbl9wZXJjZW50YWdlGAYgASgFSABSFWNvbnN1bXB0aW9uUGVyY2VudGFnZRJSChFyZWZ1bmRfcHJlZmVyZW5jZRgH
+                IAEoDjIlLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVmdW5kUHJlZmVyZW5jZVIQcmVmdW5kUHJlZmVyZW5jZRJCCgtlbnZpcm9ubWVu
+                dBgIIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50Qg0KC2NvbnN1bXB0aW9uImgKIlNl
+                bmRDb25zdW1wdGlvbkluZm9ybWF0aW9uUmVzcG9uc2USQgoLZW52aXJvbm1lbnQYASABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYx
+                LkVudmlyb25tZW50UgtlbnZpcm9ubWVudCqBAgoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVE
+                EAASHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBABEi0KKURFTElWRVJZX1NUQVRVU19VTkRFTElWRVJFRF9RVUFMSVRZX0lT
+                U1VFEAISKgomREVMSVZFUllfU1RBVFVTX1VOREVMSVZFUkVEX1dST05HX0lURU0QAxItCilERUxJVkVSWV9TVEFUVVNfVU5ERUxJ
+                VkVSRURfU0VSVkVSX09VVEFHRRAEEiUKIURFTElWRVJZX1NUQVRVU19VTkRFTElWRVJFRF9PVEhFUhAFKpwBChBSZWZ1bmRQcmVm
+                ZXJlbmNlEiEKHVJFRlVORF9QUkVGRVJFTkNFX1VOU1BFQ0lGSUVEEAASHQoZUkVGVU5EX1BSRUZFUkVOQ0VfREVDTElORRABEiAK
+                HFJFRlVORF9QUkVGRVJFTkNFX0dSQU5UX0ZVTEwQAhIkCiBSRUZVTkRfUFJFRkVSRU5DRV9HUkFOVF9QUk9SQVRFRBADQl4KF2Nv
+                bS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3
+                YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
+                """),
+        ProtoFileDescriptor(
             name: "google/protobuf/timestamp.proto",
             dependencies: [],
             symbols: ["google.protobuf.Timestamp"],
@@ -291,18 +314,210 @@ extension ProtoFileDescriptor {
                 ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
                 """),
         ProtoFileDescriptor(
+            name: "appstore/gateway/v1/receipts.proto",
+            dependencies: [],
+            symbols: ["appstore.gateway.v1.ExtractTransactionIdFromReceiptRequest", "appstore.gateway.v1.ExtractTransactionIdFromReceiptResponse"],
+            base64: """
+                CiJhcHBzdG9yZS9nYXRld2F5L3YxL3JlY2VpcHRzLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxIokBCiZFeHRyYWN0VHJhbnNh
+                Y3Rpb25JZEZyb21SZWNlaXB0UmVxdWVzdBIhCgthcHBfcmVjZWlwdBgBIAEoCUgAUgphcHBSZWNlaXB0EjEKE3RyYW5zYWN0aW9u
+                X3JlY2VpcHQYAiABKAlIAFISdHJhbnNhY3Rpb25SZWNlaXB0QgkKB3JlY2VpcHQiZgonRXh0cmFjdFRyYW5zYWN0aW9uSWRGcm9t
+                UmVjZWlwdFJlc3BvbnNlEhQKBWZvdW5kGAEgASgIUgVmb3VuZBIlCg50cmFuc2FjdGlvbl9pZBgCIAEoCVINdHJhbnNhY3Rpb25J
+                ZEJeChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABWkFleGFtcGxlLmNvbS9hcHBzdG9yZS1nYXRld2F5L2dlbi9nby9hcHBzdG9y
+                ZS9nYXRld2F5L3YxO2dhdGV3YXl2MWIGcHJvdG8z
+                """),
+        ProtoFileDescriptor(
+            name: "appstore/gateway/v1/refunds.proto",
+            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/transaction.proto"],
+            symbols: ["appstore.gateway.v1.GetRefundHistoryRequest", "appstore.gateway.v1.GetRefundHistoryResponse"],
+            base64: """
+                CiFhcHBzdG9yZS9nYXRld2F5L3YxL3JlZnVuZHMucHJvdG8SE2FwcHN0b3JlLmdhdGV3YXkudjEaIGFwcHN0b3JlL2dhdGV3YXkv
+                djEvY29tbW9uLnByb3RvGiVhcHBzdG9yZS9nYXRld2F5L3YxL3RyYW5zYWN0aW9uLnByb3RvIs8BChdHZXRSZWZ1bmRIaXN0b3J5
+                UmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBIlCg50cmFuc2FjdGlvbl9pZBgCIAEoCVINdHJhbnNhY3Rpb25JZBIaCghyZXZpc2lv
+                bhgDIAEoCVIIcmV2aXNpb24SGwoJYWxsX3BhZ2VzGAQgASgIUghhbGxQYWdlcxJCCgtlbnZpcm9ubWVudBgFIAEoDjIgLmFwcHN0
+                b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50IrECChhHZXRSZWZ1bmRIaXN0b3J5UmVzcG9uc2USQgoLZW52
+                aXJvbm1lbnQYASABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9ubWVudBIZCghoYXNfbW9yZRgC
+                IAEoCFIHaGFzTW9yZRIaCghyZXZpc2lvbhgDIAEoCVIIcmV2aXNpb24SLwoTc2lnbmVkX3RyYW5zYWN0aW9ucxgEIAMoCVISc2ln
+                bmVkVHJhbnNhY3Rpb25zEkQKDHRyYW5zYWN0aW9ucxgFIAMoCzIgLmFwcHN0b3JlLmdhdGV3YXkudjEuVHJhbnNhY3Rpb25SDHRy
+                YW5zYWN0aW9ucxIjCg1wYWdlc19mZXRjaGVkGAYgASgFUgxwYWdlc0ZldGNoZWRCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQ
+                AVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3Rv
+                Mw==
+                """),
+        ProtoFileDescriptor(
+            name: "appstore/gateway/v1/signing.proto",
+            dependencies: [],
+            symbols: ["appstore.gateway.v1.CreatePromotionalOfferSignatureRequest", "appstore.gateway.v1.CreatePromotionalOfferSignatureResponse", "appstore.gateway.v1.CreatePromotionalOfferV2SignatureRequest", "appstore.gateway.v1.CreateIntroductoryOfferEligibilitySignatureRequest", "appstore.gateway.v1.SignedJWSResponse"],
+            base64: """
+                CiFhcHBzdG9yZS9nYXRld2F5L3YxL3NpZ25pbmcucHJvdG8SE2FwcHN0b3JlLmdhdGV3YXkudjEi2wEKJkNyZWF0ZVByb21vdGlv
+                bmFsT2ZmZXJTaWduYXR1cmVSZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEh0KCnByb2R1Y3RfaWQYAiABKAlSCXByb2R1Y3RJZBIZ
+                CghvZmZlcl9pZBgDIAEoCVIHb2ZmZXJJZBIxChRhcHBsaWNhdGlvbl91c2VybmFtZRgEIAEoCVITYXBwbGljYXRpb25Vc2VybmFt
+                ZRIUCgVub25jZRgFIAEoCVIFbm9uY2USHAoJdGltZXN0YW1wGAYgASgDUgl0aW1lc3RhbXAirQEKJ0NyZWF0ZVByb21vdGlvbmFs
+                T2ZmZXJTaWduYXR1cmVSZXNwb25zZRIVCgZrZXlfaWQYASABKAlSBWtleUlkEhQKBW5vbmNlGAIgASgJUgVub25jZRIcCgl0aW1l
+                c3RhbXAYAyABKANSCXRpbWVzdGFtcBIcCglzaWduYXR1cmUYBCABKAlSCXNpZ25hdHVyZRIZCghvZmZlcl9pZBgFIAEoCVIHb2Zm
+                ZXJJZCKtAQooQ3JlYXRlUHJvbW90aW9uYWxPZmZlclYyU2lnbmF0dXJlUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBIdCgpwcm9k
+                dWN0X2lkGAIgASgJUglwcm9kdWN0SWQSKQoQb2ZmZXJfaWRlbnRpZmllchgDIAEoCVIPb2ZmZXJJZGVudGlmaWVyEiUKDnRyYW5z
+                YWN0aW9uX2lkGAQgASgJUg10cmFuc2FjdGlvbklkIsYBCjJDcmVhdGVJbnRyb2R1Y3RvcnlPZmZlckVsaWdpYmlsaXR5U2lnbmF0
+                dXJlUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBIdCgpwcm9kdWN0X2lkGAIgASgJUglwcm9kdWN0SWQSOAoYYWxsb3dfaW50cm9k
+                dWN0b3J5X29mZmVyGAMgASgIUhZhbGxvd0ludHJvZHVjdG9yeU9mZmVyEiUKDnRyYW5zYWN0aW9uX2lkGAQgASgJUg10cmFuc2Fj
+                dGlvbklkIlgKEVNpZ25lZEpXU1Jlc3BvbnNlEhAKA2p3cxgBIAEoCVIDandzEhQKBW5vbmNlGAIgASgJUgVub25jZRIbCglpc3N1
+                ZWRfYXQYAyABKANSCGlzc3VlZEF0Ql4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdh
+                dGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
+                """),
+        ProtoFileDescriptor(
+            name: "appstore/gateway/v1/subscriptions.proto",
+            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/transaction.proto", "google/protobuf/timestamp.proto"],
+            symbols: ["appstore.gateway.v1.GetAllSubscriptionStatusesRequest", "appstore.gateway.v1.GetAllSubscriptionStatusesResponse", "appstore.gateway.v1.SubscriptionGroupStatus", "appstore.gateway.v1.LastTransaction", "appstore.gateway.v1.ExtendSubscriptionRenewalDateRequest", "appstore.gateway.v1.ExtendSubscriptionRenewalDateResponse", "appstore.gateway.v1.ExtendRenewalDatesForAllActiveSubscribersRequest", "appstore.gateway.v1.ExtendRenewalDatesForAllActiveSubscribersResponse", "appstore.gateway.v1.GetStatusOfSubscriptionRenewalDateExtensionsRequest", "appstore.gateway.v1.GetStatusOfSubscriptionRenewalDateExtensionsResponse", "appstore.gateway.v1.ExtendReasonCode"],
+            base64: """
+                CidhcHBzdG9yZS9nYXRld2F5L3YxL3N1YnNjcmlwdGlvbnMucHJvdG8SE2FwcHN0b3JlLmdhdGV3YXkudjEaIGFwcHN0b3JlL2dh
+                dGV3YXkvdjEvY29tbW9uLnByb3RvGiVhcHBzdG9yZS9nYXRld2F5L3YxL3RyYW5zYWN0aW9uLnByb3RvGh9nb29nbGUvcHJvdG9i
+                dWYvdGltZXN0YW1wLnByb3RvIuEBCiFHZXRBbGxTdWJzY3JpcHRpb25TdGF0dXNlc1JlcXVlc3QSEAoDYXBwGAEgASgJUgNhcHAS
+                JQoOdHJhbnNhY3Rpb25faWQYAiABKAlSDXRyYW5zYWN0aW9uSWQSPwoGc3RhdHVzGAMgAygOMicuYXBwc3RvcmUuZ2F0ZXdheS52
+                MS5TdWJzY3JpcHRpb25TdGF0dXNSBnN0YXR1cxJCCgtlbnZpcm9ubWVudBgEIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52
+                aXJvbm1lbnRSC2Vudmlyb25tZW50IukBCiJHZXRBbGxTdWJzY3JpcHRpb25TdGF0dXNlc1Jlc3BvbnNlEkIKC2Vudmlyb25tZW50
+                GAEgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSGwoJYnVuZGxlX2lkGAIgASgJUghi
+                dW5kbGVJZBIgCgxhcHBfYXBwbGVfaWQYAyABKANSCmFwcEFwcGxlSWQSQAoEZGF0YRgEIAMoCzIsLmFwcHN0b3JlLmdhdGV3YXku
+                djEuU3Vic2NyaXB0aW9uR3JvdXBTdGF0dXNSBGRhdGEisAEKF1N1YnNjcmlwdGlvbkdyb3VwU3RhdHVzEkIKHXN1YnNjcmlwdGlv
+                bl9ncm91cF9pZGVudGlmaWVyGAEgASgJUhtzdWJzY3JpcHRpb25Hcm91cElkZW50aWZpZXISUQoRbGFzdF90cmFuc2FjdGlvbnMY
+                AiADKAsyJC5hcHBzdG9yZS5nYXRld2F5LnYxLkxhc3RUcmFuc2FjdGlvblIQbGFzdFRyYW5zYWN0aW9ucyKaAwoPTGFzdFRyYW5z
+                YWN0aW9uEj8KBnN0YXR1cxgBIAEoDjInLmFwcHN0b3JlLmdhdGV3YXkudjEuU3Vic2NyaXB0aW9uU3RhdHVzUgZzdGF0dXMSHQoK
+                c3RhdHVzX3JhdxgCIAEoBVIJc3RhdHVzUmF3EjYKF29yaWdpbmFsX3RyYW5zYWN0aW9uX2lkGAMgASgJUhVvcmlnaW5hbFRyYW5z
+                YWN0aW9uSWQSNgoXc2lnbmVkX3RyYW5zYWN0aW9uX2luZm8YBCABKAlSFXNpZ25lZFRyYW5zYWN0aW9uSW5mbxIuChNzaWduZWRf
+                cmVuZXdhbF9pbmZvGAUgASgJUhFzaWduZWRSZW5ld2FsSW5mbxJCCgt0cmFuc2FjdGlvbhgGIAEoCzIgLmFwcHN0b3JlLmdhdGV3
+                YXkudjEuVHJhbnNhY3Rpb25SC3RyYW5zYWN0aW9uEkMKDHJlbmV3YWxfaW5mbxgHIAEoCzIgLmFwcHN0b3JlLmdhdGV3YXkudjEu
+                UmVuZXdhbEluZm9SC3JlbmV3YWxJbmZvIs0CCiRFeHRlbmRTdWJzY3JpcHRpb25SZW5ld2FsRGF0ZVJlcXVlc3QSEAoDYXBwGAEg
+                ASgJUgNhcHASJQoOdHJhbnNhY3Rpb25faWQYAiABKAlSDXRyYW5zYWN0aW9uSWQSJAoOZXh0ZW5kX2J5X2RheXMYAyABKAVSDGV4
+                dGVuZEJ5RGF5cxJTChJleHRlbmRfcmVhc29uX2NvZGUYBCABKA4yJS5hcHBzdG9yZS5nYXRld2F5LnYxLkV4dGVuZFJlYXNvbkNv
+                ZGVSEGV4dGVuZFJlYXNvbkNvZGUSLQoScmVxdWVzdF9pZGVudGlmaWVyGAUgASgJUhFyZXF1ZXN0SWRlbnRpZmllchJCCgtlbnZp
+                cm9ubWVudBgGIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50Iv4CCiVFeHRlbmRTdWJz
+                Y3JpcHRpb25SZW5ld2FsRGF0ZVJlc3BvbnNlEkIKC2Vudmlyb25tZW50GAEgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZp
+                cm9ubWVudFILZW52aXJvbm1lbnQSNgoXb3JpZ2luYWxfdHJhbnNhY3Rpb25faWQYAiABKAlSFW9yaWdpbmFsVHJhbnNhY3Rpb25J
+                ZBIyChZ3ZWJfb3JkZXJfbGluZV9pdGVtX2lkGAMgASgJUhJ3ZWJPcmRlckxpbmVJdGVtSWQSGAoHc3VjY2VzcxgEIAEoCFIHc3Vj
+                Y2VzcxJBCg5lZmZlY3RpdmVfZGF0ZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSDWVmZmVjdGl2ZURhdGUSLQoS
+                cmVxdWVzdF9pZGVudGlmaWVyGAYgASgJUhFyZXF1ZXN0SWRlbnRpZmllchIZCghyYXdfanNvbhhjIAEoCVIHcmF3SnNvbiKLAwow
+                RXh0ZW5kUmVuZXdhbERhdGVzRm9yQWxsQWN0aXZlU3Vic2NyaWJlcnNSZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEiQKDmV4dGVu
+                ZF9ieV9kYXlzGAIgASgFUgxleHRlbmRCeURheXMSUwoSZXh0ZW5kX3JlYXNvbl9jb2RlGAMgASgOMiUuYXBwc3RvcmUuZ2F0ZXdh
+                eS52MS5FeHRlbmRSZWFzb25Db2RlUhBleHRlbmRSZWFzb25Db2RlEi0KEnJlcXVlc3RfaWRlbnRpZmllchgEIAEoCVIRcmVxdWVz
+                dElkZW50aWZpZXISOAoYc3RvcmVmcm9udF9jb3VudHJ5X2NvZGVzGAUgAygJUhZzdG9yZWZyb250Q291bnRyeUNvZGVzEh0KCnBy
+                b2R1Y3RfaWQYBiABKAlSCXByb2R1Y3RJZBJCCgtlbnZpcm9ubWVudBgHIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJv
+                bm1lbnRSC2Vudmlyb25tZW50IqYBCjFFeHRlbmRSZW5ld2FsRGF0ZXNGb3JBbGxBY3RpdmVTdWJzY3JpYmVyc1Jlc3BvbnNlEkIK
+                C2Vudmlyb25tZW50GAEgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSLQoScmVxdWVz
+                dF9pZGVudGlmaWVyGAIgASgJUhFyZXF1ZXN0SWRlbnRpZmllciLZAQozR2V0U3RhdHVzT2ZTdWJzY3JpcHRpb25SZW5ld2FsRGF0
+                ZUV4dGVuc2lvbnNSZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEh0KCnByb2R1Y3RfaWQYAiABKAlSCXByb2R1Y3RJZBItChJyZXF1
+                ZXN0X2lkZW50aWZpZXIYAyABKAlSEXJlcXVlc3RJZGVudGlmaWVyEkIKC2Vudmlyb25tZW50GAQgASgOMiAuYXBwc3RvcmUuZ2F0
+                ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQi7QIKNEdldFN0YXR1c09mU3Vic2NyaXB0aW9uUmVuZXdhbERhdGVFeHRl
+                bnNpb25zUmVzcG9uc2USQgoLZW52aXJvbm1lbnQYASABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25tZW50UgtlbnZp
+                cm9ubWVudBItChJyZXF1ZXN0X2lkZW50aWZpZXIYAiABKAlSEXJlcXVlc3RJZGVudGlmaWVyEhoKCGNvbXBsZXRlGAMgASgIUghj
+                b21wbGV0ZRI/Cg1jb21wbGV0ZV9kYXRlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIMY29tcGxldGVEYXRlEicK
+                D3N1Y2NlZWRlZF9jb3VudBgFIAEoA1IOc3VjY2VlZGVkQ291bnQSIQoMZmFpbGVkX2NvdW50GAYgASgDUgtmYWlsZWRDb3VudBIZ
+                CghyYXdfanNvbhhjIAEoCVIHcmF3SnNvbirVAQoQRXh0ZW5kUmVhc29uQ29kZRIiCh5FWFRFTkRfUkVBU09OX0NPREVfVU5TUEVD
+                SUZJRUQQABIhCh1FWFRFTkRfUkVBU09OX0NPREVfVU5ERUNMQVJFRBABEiwKKEVYVEVORF9SRUFTT05fQ09ERV9DVVNUT01FUl9T
+                QVRJU0ZBQ1RJT04QAhIcChhFWFRFTkRfUkVBU09OX0NPREVfT1RIRVIQAxIuCipFWFRFTkRfUkVBU09OX0NPREVfU0VSVklDRV9J
+                U1NVRV9PUl9PVVRBR0UQBEJeChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABWkFleGFtcGxlLmNvbS9hcHBzdG9yZS1nYXRld2F5
+                L2dlbi9nby9hcHBzdG9yZS9nYXRld2F5L3YxO2dhdGV3YXl2MWIGcHJvdG8z
+                """),
+        ProtoFileDescriptor(
+            name: "appstore/gateway/v1/test_notifications.proto",
+            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/notification.proto"],
+            symbols: ["appstore.gateway.v1.RequestTestNotificationRequest", "appstore.gateway.v1.RequestTestNotificationResponse", "appstore.gateway.v1.GetTestNotificationStatusRequest", "appstore.gateway.v1.GetTestNotificationStatusResponse"],
+            base64: """
+                CixhcHBzdG9yZS9nYXRld2F5L3YxL3Rlc3Rfbm90aWZpY2F0aW9ucy5wcm90bxITYXBwc3RvcmUuZ2F0ZXdheS52MRogYXBwc3Rv
+                cmUvZ2F0ZXdheS92MS9jb21tb24ucHJvdG8aJmFwcHN0b3JlL2dhdGV3YXkvdjEvbm90aWZpY2F0aW9uLnByb3RvInYKHlJlcXVl
+                c3RUZXN0Tm90aWZpY2F0aW9uUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBJCCgtlbnZpcm9ubWVudBgCIAEoDjIgLmFwcHN0b3Jl
+                LmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50Ip0BCh9SZXF1ZXN0VGVzdE5vdGlmaWNhdGlvblJlc3BvbnNlEkIK
+                C2Vudmlyb25tZW50GAEgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSNgoXdGVzdF9u
+                b3RpZmljYXRpb25fdG9rZW4YAiABKAlSFXRlc3ROb3RpZmljYXRpb25Ub2tlbiKwAQogR2V0VGVzdE5vdGlmaWNhdGlvblN0YXR1
+                c1JlcXVlc3QSEAoDYXBwGAEgASgJUgNhcHASNgoXdGVzdF9ub3RpZmljYXRpb25fdG9rZW4YAiABKAlSFXRlc3ROb3RpZmljYXRp
+                b25Ub2tlbhJCCgtlbnZpcm9ubWVudBgDIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50
+                IpwCCiFHZXRUZXN0Tm90aWZpY2F0aW9uU3RhdHVzUmVzcG9uc2USQgoLZW52aXJvbm1lbnQYASABKA4yIC5hcHBzdG9yZS5nYXRl
+                d2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9ubWVudBIlCg5zaWduZWRfcGF5bG9hZBgCIAEoCVINc2lnbmVkUGF5bG9hZBJFCgxu
+                b3RpZmljYXRpb24YAyABKAsyIS5hcHBzdG9yZS5nYXRld2F5LnYxLk5vdGlmaWNhdGlvblIMbm90aWZpY2F0aW9uEkUKDXNlbmRf
+                YXR0ZW1wdHMYBCADKAsyIC5hcHBzdG9yZS5nYXRld2F5LnYxLlNlbmRBdHRlbXB0UgxzZW5kQXR0ZW1wdHNCXgoXY29tLmFwcHN0
+                b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtn
+                YXRld2F5djFiBnByb3RvMw==
+                """),
+        ProtoFileDescriptor(
+            name: "appstore/gateway/v1/transaction_info.proto",
+            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/transaction.proto"],
+            symbols: ["appstore.gateway.v1.GetTransactionInfoRequest", "appstore.gateway.v1.GetTransactionInfoResponse", "appstore.gateway.v1.GetAppTransactionInfoRequest", "appstore.gateway.v1.GetAppTransactionInfoResponse", "appstore.gateway.v1.LookUpOrderIdRequest", "appstore.gateway.v1.LookUpOrderIdResponse", "appstore.gateway.v1.SetAppAccountTokenRequest", "appstore.gateway.v1.SetAppAccountTokenResponse", "appstore.gateway.v1.FinishTransactionRequest", "appstore.gateway.v1.FinishTransactionResponse", "appstore.gateway.v1.OrderLookupStatus"],
+            base64: """
+                CiphcHBzdG9yZS9nYXRld2F5L3YxL3RyYW5zYWN0aW9uX2luZm8ucHJvdG8SE2FwcHN0b3JlLmdhdGV3YXkudjEaIGFwcHN0b3Jl
+                L2dhdGV3YXkvdjEvY29tbW9uLnByb3RvGiVhcHBzdG9yZS9nYXRld2F5L3YxL3RyYW5zYWN0aW9uLnByb3RvIpgBChlHZXRUcmFu
+                c2FjdGlvbkluZm9SZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEiUKDnRyYW5zYWN0aW9uX2lkGAIgASgJUg10cmFuc2FjdGlvbklk
+                EkIKC2Vudmlyb25tZW50GAMgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQi3AEKGkdl
+                dFRyYW5zYWN0aW9uSW5mb1Jlc3BvbnNlEkIKC2Vudmlyb25tZW50GAEgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9u
+                bWVudFILZW52aXJvbm1lbnQSNgoXc2lnbmVkX3RyYW5zYWN0aW9uX2luZm8YAiABKAlSFXNpZ25lZFRyYW5zYWN0aW9uSW5mbxJC
+                Cgt0cmFuc2FjdGlvbhgDIAEoCzIgLmFwcHN0b3JlLmdhdGV3YXkudjEuVHJhbnNhY3Rpb25SC3RyYW5zYWN0aW9uIpsBChxHZXRB
+                cHBUcmFuc2FjdGlvbkluZm9SZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEiUKDnRyYW5zYWN0aW9uX2lkGAIgASgJUg10cmFuc2Fj
+                dGlvbklkEkIKC2Vudmlyb25tZW50GAMgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQi
+                8AEKHUdldEFwcFRyYW5zYWN0aW9uSW5mb1Jlc3BvbnNlEkIKC2Vudmlyb25tZW50GAEgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52
+                MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSPQobc2lnbmVkX2FwcF90cmFuc2FjdGlvbl9pbmZvGAIgASgJUhhzaWduZWRBcHBU
+                cmFuc2FjdGlvbkluZm8STAoPYXBwX3RyYW5zYWN0aW9uGAMgASgLMiMuYXBwc3RvcmUuZ2F0ZXdheS52MS5BcHBUcmFuc2FjdGlv
+                blIOYXBwVHJhbnNhY3Rpb24ihwEKFExvb2tVcE9yZGVySWRSZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEhkKCG9yZGVyX2lkGAIg
+                ASgJUgdvcmRlcklkEkIKC2Vudmlyb25tZW50GAMgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJv
+                bm1lbnQisQIKFUxvb2tVcE9yZGVySWRSZXNwb25zZRJCCgtlbnZpcm9ubWVudBgBIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEu
+                RW52aXJvbm1lbnRSC2Vudmlyb25tZW50Ej4KBnN0YXR1cxgCIAEoDjImLmFwcHN0b3JlLmdhdGV3YXkudjEuT3JkZXJMb29rdXBT
+                dGF0dXNSBnN0YXR1cxIdCgpzdGF0dXNfcmF3GAMgASgFUglzdGF0dXNSYXcSLwoTc2lnbmVkX3RyYW5zYWN0aW9ucxgEIAMoCVIS
+                c2lnbmVkVHJhbnNhY3Rpb25zEkQKDHRyYW5zYWN0aW9ucxgFIAMoCzIgLmFwcHN0b3JlLmdhdGV3YXkudjEuVHJhbnNhY3Rpb25S
+                DHRyYW5zYWN0aW9ucyLEAQoZU2V0QXBwQWNjb3VudFRva2VuUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBIlCg50cmFuc2FjdGlv
+                bl9pZBgCIAEoCVINdHJhbnNhY3Rpb25JZBIqChFhcHBfYWNjb3VudF90b2tlbhgDIAEoCVIPYXBwQWNjb3VudFRva2VuEkIKC2Vu
+                dmlyb25tZW50GAQgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQiYAoaU2V0QXBwQWNj
+                b3VudFRva2VuUmVzcG9uc2USQgoLZW52aXJvbm1lbnQYASABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25tZW50Ugtl
+                bnZpcm9ubWVudCKXAQoYRmluaXNoVHJhbnNhY3Rpb25SZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEiUKDnRyYW5zYWN0aW9uX2lk
+                GAIgASgJUg10cmFuc2FjdGlvbklkEkIKC2Vudmlyb25tZW50GAMgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVu
+                dFILZW52aXJvbm1lbnQiXwoZRmluaXNoVHJhbnNhY3Rpb25SZXNwb25zZRJCCgtlbnZpcm9ubWVudBgBIAEoDjIgLmFwcHN0b3Jl
+                LmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50KngKEU9yZGVyTG9va3VwU3RhdHVzEiMKH09SREVSX0xPT0tVUF9T
+                VEFUVVNfVU5TUEVDSUZJRUQQABIdChlPUkRFUl9MT09LVVBfU1RBVFVTX1ZBTElEEAESHwobT1JERVJfTE9PS1VQX1NUQVRVU19J
+                TlZBTElEEAJCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28v
+                YXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
+                """),
+        ProtoFileDescriptor(
             name: "appstore/gateway/v1/gateway.proto",
-            dependencies: ["appstore/gateway/v1/history.proto", "appstore/gateway/v1/notification.proto", "appstore/gateway/v1/verify.proto"],
-            symbols: ["appstore.gateway.v1.AppStoreGateway", "appstore.gateway.v1.AppStoreGateway.GetHistory", "appstore.gateway.v1.AppStoreGateway.StreamNotifications", "appstore.gateway.v1.AppStoreGateway.VerifyJWS"],
+            dependencies: ["appstore/gateway/v1/history.proto", "appstore/gateway/v1/notification.proto", "appstore/gateway/v1/verify.proto", "appstore/gateway/v1/consumption.proto", "appstore/gateway/v1/receipts.proto", "appstore/gateway/v1/refunds.proto", "appstore/gateway/v1/signing.proto", "appstore/gateway/v1/subscriptions.proto", "appstore/gateway/v1/test_notifications.proto", "appstore/gateway/v1/transaction_info.proto"],
+            symbols: ["appstore.gateway.v1.AppStoreGateway", "appstore.gateway.v1.AppStoreGateway.GetHistory", "appstore.gateway.v1.AppStoreGateway.StreamNotifications", "appstore.gateway.v1.AppStoreGateway.VerifyJWS", "appstore.gateway.v1.AppStoreGateway.GetTransactionInfo", "appstore.gateway.v1.AppStoreGateway.GetAllSubscriptionStatuses", "appstore.gateway.v1.AppStoreGateway.LookUpOrderId", "appstore.gateway.v1.AppStoreGateway.GetRefundHistory", "appstore.gateway.v1.AppStoreGateway.GetAppTransactionInfo", "appstore.gateway.v1.AppStoreGateway.SendConsumptionInformation", "appstore.gateway.v1.AppStoreGateway.ExtendSubscriptionRenewalDate", "appstore.gateway.v1.AppStoreGateway.ExtendRenewalDatesForAllActiveSubscribers", "appstore.gateway.v1.AppStoreGateway.GetStatusOfSubscriptionRenewalDateExtensions", "appstore.gateway.v1.AppStoreGateway.RequestTestNotification", "appstore.gateway.v1.AppStoreGateway.GetTestNotificationStatus", "appstore.gateway.v1.AppStoreGateway.SetAppAccountToken", "appstore.gateway.v1.AppStoreGateway.FinishTransaction", "appstore.gateway.v1.AppStoreGateway.CreatePromotionalOfferSignature", "appstore.gateway.v1.AppStoreGateway.CreatePromotionalOfferV2Signature", "appstore.gateway.v1.AppStoreGateway.CreateIntroductoryOfferEligibilitySignature", "appstore.gateway.v1.AppStoreGateway.ExtractTransactionIdFromReceipt"],
             base64: """
                 CiFhcHBzdG9yZS9nYXRld2F5L3YxL2dhdGV3YXkucHJvdG8SE2FwcHN0b3JlLmdhdGV3YXkudjEaIWFwcHN0b3JlL2dhdGV3YXkv
                 djEvaGlzdG9yeS5wcm90bxomYXBwc3RvcmUvZ2F0ZXdheS92MS9ub3RpZmljYXRpb24ucHJvdG8aIGFwcHN0b3JlL2dhdGV3YXkv
-                djEvdmVyaWZ5LnByb3RvMr4CCg9BcHBTdG9yZUdhdGV3YXkSXQoKR2V0SGlzdG9yeRImLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0
-                SGlzdG9yeVJlcXVlc3QaJy5hcHBzdG9yZS5nYXRld2F5LnYxLkdldEhpc3RvcnlSZXNwb25zZRJwChNTdHJlYW1Ob3RpZmljYXRp
-                b25zEi8uYXBwc3RvcmUuZ2F0ZXdheS52MS5TdHJlYW1Ob3RpZmljYXRpb25zUmVxdWVzdBomLmFwcHN0b3JlLmdhdGV3YXkudjEu
-                Tm90aWZpY2F0aW9uRXZlbnQwARJaCglWZXJpZnlKV1MSJS5hcHBzdG9yZS5nYXRld2F5LnYxLlZlcmlmeUpXU1JlcXVlc3QaJi5h
-                cHBzdG9yZS5nYXRld2F5LnYxLlZlcmlmeUpXU1Jlc3BvbnNlQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUu
-                Y29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
+                djEvdmVyaWZ5LnByb3RvGiVhcHBzdG9yZS9nYXRld2F5L3YxL2NvbnN1bXB0aW9uLnByb3RvGiJhcHBzdG9yZS9nYXRld2F5L3Yx
+                L3JlY2VpcHRzLnByb3RvGiFhcHBzdG9yZS9nYXRld2F5L3YxL3JlZnVuZHMucHJvdG8aIWFwcHN0b3JlL2dhdGV3YXkvdjEvc2ln
+                bmluZy5wcm90bxonYXBwc3RvcmUvZ2F0ZXdheS92MS9zdWJzY3JpcHRpb25zLnByb3RvGixhcHBzdG9yZS9nYXRld2F5L3YxL3Rl
+                c3Rfbm90aWZpY2F0aW9ucy5wcm90bxoqYXBwc3RvcmUvZ2F0ZXdheS92MS90cmFuc2FjdGlvbl9pbmZvLnByb3RvMrUVCg9BcHBT
+                dG9yZUdhdGV3YXkSXQoKR2V0SGlzdG9yeRImLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0SGlzdG9yeVJlcXVlc3QaJy5hcHBzdG9y
+                ZS5nYXRld2F5LnYxLkdldEhpc3RvcnlSZXNwb25zZRJwChNTdHJlYW1Ob3RpZmljYXRpb25zEi8uYXBwc3RvcmUuZ2F0ZXdheS52
+                MS5TdHJlYW1Ob3RpZmljYXRpb25zUmVxdWVzdBomLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uRXZlbnQwARJaCglW
+                ZXJpZnlKV1MSJS5hcHBzdG9yZS5nYXRld2F5LnYxLlZlcmlmeUpXU1JlcXVlc3QaJi5hcHBzdG9yZS5nYXRld2F5LnYxLlZlcmlm
+                eUpXU1Jlc3BvbnNlEnUKEkdldFRyYW5zYWN0aW9uSW5mbxIuLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0VHJhbnNhY3Rpb25JbmZv
+                UmVxdWVzdBovLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0VHJhbnNhY3Rpb25JbmZvUmVzcG9uc2USjQEKGkdldEFsbFN1YnNjcmlw
+                dGlvblN0YXR1c2VzEjYuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRBbGxTdWJzY3JpcHRpb25TdGF0dXNlc1JlcXVlc3QaNy5hcHBz
+                dG9yZS5nYXRld2F5LnYxLkdldEFsbFN1YnNjcmlwdGlvblN0YXR1c2VzUmVzcG9uc2USZgoNTG9va1VwT3JkZXJJZBIpLmFwcHN0
+                b3JlLmdhdGV3YXkudjEuTG9va1VwT3JkZXJJZFJlcXVlc3QaKi5hcHBzdG9yZS5nYXRld2F5LnYxLkxvb2tVcE9yZGVySWRSZXNw
+                b25zZRJvChBHZXRSZWZ1bmRIaXN0b3J5EiwuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRSZWZ1bmRIaXN0b3J5UmVxdWVzdBotLmFw
+                cHN0b3JlLmdhdGV3YXkudjEuR2V0UmVmdW5kSGlzdG9yeVJlc3BvbnNlEn4KFUdldEFwcFRyYW5zYWN0aW9uSW5mbxIxLmFwcHN0
+                b3JlLmdhdGV3YXkudjEuR2V0QXBwVHJhbnNhY3Rpb25JbmZvUmVxdWVzdBoyLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0QXBwVHJh
+                bnNhY3Rpb25JbmZvUmVzcG9uc2USjQEKGlNlbmRDb25zdW1wdGlvbkluZm9ybWF0aW9uEjYuYXBwc3RvcmUuZ2F0ZXdheS52MS5T
+                ZW5kQ29uc3VtcHRpb25JbmZvcm1hdGlvblJlcXVlc3QaNy5hcHBzdG9yZS5nYXRld2F5LnYxLlNlbmRDb25zdW1wdGlvbkluZm9y
+                bWF0aW9uUmVzcG9uc2USlgEKHUV4dGVuZFN1YnNjcmlwdGlvblJlbmV3YWxEYXRlEjkuYXBwc3RvcmUuZ2F0ZXdheS52MS5FeHRl
+                bmRTdWJzY3JpcHRpb25SZW5ld2FsRGF0ZVJlcXVlc3QaOi5hcHBzdG9yZS5nYXRld2F5LnYxLkV4dGVuZFN1YnNjcmlwdGlvblJl
+                bmV3YWxEYXRlUmVzcG9uc2USugEKKUV4dGVuZFJlbmV3YWxEYXRlc0ZvckFsbEFjdGl2ZVN1YnNjcmliZXJzEkUuYXBwc3RvcmUu
+                Z2F0ZXdheS52MS5FeHRlbmRSZW5ld2FsRGF0ZXNGb3JBbGxBY3RpdmVTdWJzY3JpYmVyc1JlcXVlc3QaRi5hcHBzdG9yZS5nYXRl
+                d2F5LnYxLkV4dGVuZFJlbmV3YWxEYXRlc0ZvckFsbEFjdGl2ZVN1YnNjcmliZXJzUmVzcG9uc2USwwEKLEdldFN0YXR1c09mU3Vi
+                c2NyaXB0aW9uUmVuZXdhbERhdGVFeHRlbnNpb25zEkguYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRTdGF0dXNPZlN1YnNjcmlwdGlv
+                blJlbmV3YWxEYXRlRXh0ZW5zaW9uc1JlcXVlc3QaSS5hcHBzdG9yZS5nYXRld2F5LnYxLkdldFN0YXR1c09mU3Vic2NyaXB0aW9u
+                UmVuZXdhbERhdGVFeHRlbnNpb25zUmVzcG9uc2UShAEKF1JlcXVlc3RUZXN0Tm90aWZpY2F0aW9uEjMuYXBwc3RvcmUuZ2F0ZXdh
+                eS52MS5SZXF1ZXN0VGVzdE5vdGlmaWNhdGlvblJlcXVlc3QaNC5hcHBzdG9yZS5nYXRld2F5LnYxLlJlcXVlc3RUZXN0Tm90aWZp
+                Y2F0aW9uUmVzcG9uc2USigEKGUdldFRlc3ROb3RpZmljYXRpb25TdGF0dXMSNS5hcHBzdG9yZS5nYXRld2F5LnYxLkdldFRlc3RO
+                b3RpZmljYXRpb25TdGF0dXNSZXF1ZXN0GjYuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRUZXN0Tm90aWZpY2F0aW9uU3RhdHVzUmVz
+                cG9uc2USdQoSU2V0QXBwQWNjb3VudFRva2VuEi4uYXBwc3RvcmUuZ2F0ZXdheS52MS5TZXRBcHBBY2NvdW50VG9rZW5SZXF1ZXN0
+                Gi8uYXBwc3RvcmUuZ2F0ZXdheS52MS5TZXRBcHBBY2NvdW50VG9rZW5SZXNwb25zZRJyChFGaW5pc2hUcmFuc2FjdGlvbhItLmFw
+                cHN0b3JlLmdhdGV3YXkudjEuRmluaXNoVHJhbnNhY3Rpb25SZXF1ZXN0Gi4uYXBwc3RvcmUuZ2F0ZXdheS52MS5GaW5pc2hUcmFu
+                c2FjdGlvblJlc3BvbnNlEpwBCh9DcmVhdGVQcm9tb3Rpb25hbE9mZmVyU2lnbmF0dXJlEjsuYXBwc3RvcmUuZ2F0ZXdheS52MS5D
+                cmVhdGVQcm9tb3Rpb25hbE9mZmVyU2lnbmF0dXJlUmVxdWVzdBo8LmFwcHN0b3JlLmdhdGV3YXkudjEuQ3JlYXRlUHJvbW90aW9u
+                YWxPZmZlclNpZ25hdHVyZVJlc3BvbnNlEooBCiFDcmVhdGVQcm9tb3Rpb25hbE9mZmVyVjJTaWduYXR1cmUSPS5hcHBzdG9yZS5n
+                YXRld2F5LnYxLkNyZWF0ZVByb21vdGlvbmFsT2ZmZXJWMlNpZ25hdHVyZVJlcXVlc3QaJi5hcHBzdG9yZS5nYXRld2F5LnYxLlNp
+                Z25lZEpXU1Jlc3BvbnNlEp4BCitDcmVhdGVJbnRyb2R1Y3RvcnlPZmZlckVsaWdpYmlsaXR5U2lnbmF0dXJlEkcuYXBwc3RvcmUu
+                Z2F0ZXdheS52MS5DcmVhdGVJbnRyb2R1Y3RvcnlPZmZlckVsaWdpYmlsaXR5U2lnbmF0dXJlUmVxdWVzdBomLmFwcHN0b3JlLmdh
+                dGV3YXkudjEuU2lnbmVkSldTUmVzcG9uc2USnAEKH0V4dHJhY3RUcmFuc2FjdGlvbklkRnJvbVJlY2VpcHQSOy5hcHBzdG9yZS5n
+                YXRld2F5LnYxLkV4dHJhY3RUcmFuc2FjdGlvbklkRnJvbVJlY2VpcHRSZXF1ZXN0GjwuYXBwc3RvcmUuZ2F0ZXdheS52MS5FeHRy
+                YWN0VHJhbnNhY3Rpb25JZEZyb21SZWNlaXB0UmVzcG9uc2VCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5j
+                b20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
                 """),
         ProtoFileDescriptor(
             name: "google/protobuf/duration.proto",

@@ -7,14 +7,48 @@
 #endif
 
 #include "appstore/gateway/v1/gateway.pb-c.h"
-static const ProtobufCMethodDescriptor appstore__gateway__v1__app_store_gateway__method_descriptors[3] =
+static const ProtobufCMethodDescriptor appstore__gateway__v1__app_store_gateway__method_descriptors[20] =
 {
   { "GetHistory", &appstore__gateway__v1__get_history_request__descriptor, &appstore__gateway__v1__get_history_response__descriptor },
   { "StreamNotifications", &appstore__gateway__v1__stream_notifications_request__descriptor, &appstore__gateway__v1__notification_event__descriptor },
   { "VerifyJWS", &appstore__gateway__v1__verify_jwsrequest__descriptor, &appstore__gateway__v1__verify_jwsresponse__descriptor },
+  { "GetTransactionInfo", &appstore__gateway__v1__get_transaction_info_request__descriptor, &appstore__gateway__v1__get_transaction_info_response__descriptor },
+  { "GetAllSubscriptionStatuses", &appstore__gateway__v1__get_all_subscription_statuses_request__descriptor, &appstore__gateway__v1__get_all_subscription_statuses_response__descriptor },
+  { "LookUpOrderId", &appstore__gateway__v1__look_up_order_id_request__descriptor, &appstore__gateway__v1__look_up_order_id_response__descriptor },
+  { "GetRefundHistory", &appstore__gateway__v1__get_refund_history_request__descriptor, &appstore__gateway__v1__get_refund_history_response__descriptor },
+  { "GetAppTransactionInfo", &appstore__gateway__v1__get_app_transaction_info_request__descriptor, &appstore__gateway__v1__get_app_transaction_info_response__descriptor },
+  { "SendConsumptionInformation", &appstore__gateway__v1__send_consumption_information_request__descriptor, &appstore__gateway__v1__send_consumption_information_response__descriptor },
+  { "ExtendSubscriptionRenewalDate", &appstore__gateway__v1__extend_subscription_renewal_date_request__descriptor, &appstore__gateway__v1__extend_subscription_renewal_date_response__descriptor },
+  { "ExtendRenewalDatesForAllActiveSubscribers", &appstore__gateway__v1__extend_renewal_dates_for_all_active_subscribers_request__descriptor, &appstore__gateway__v1__extend_renewal_dates_for_all_active_subscribers_response__descriptor },
+  { "GetStatusOfSubscriptionRenewalDateExtensions", &appstore__gateway__v1__get_status_of_subscription_renewal_date_extensions_request__descriptor, &appstore__gateway__v1__get_status_of_subscription_renewal_date_extensions_response__descriptor },
+  { "RequestTestNotification", &appstore__gateway__v1__request_test_notification_request__descriptor, &appstore__gateway__v1__request_test_notification_response__descriptor },
+  { "GetTestNotificationStatus", &appstore__gateway__v1__get_test_notification_status_request__descriptor, &appstore__gateway__v1__get_test_notification_status_response__descriptor },
+  { "SetAppAccountToken", &appstore__gateway__v1__set_app_account_token_request__descriptor, &appstore__gateway__v1__set_app_account_token_response__descriptor },
+  { "FinishTransaction", &appstore__gateway__v1__finish_transaction_request__descriptor, &appstore__gateway__v1__finish_transaction_response__descriptor },
+  { "CreatePromotionalOfferSignature", &appstore__gateway__v1__create_promotional_offer_signature_request__descriptor, &appstore__gateway__v1__create_promotional_offer_signature_response__descriptor },
+  { "CreatePromotionalOfferV2Signature", &appstore__gateway__v1__create_promotional_offer_v2_signature_request__descriptor, &appstore__gateway__v1__signed_jwsresponse__descriptor },
+  { "CreateIntroductoryOfferEligibilitySignature", &appstore__gateway__v1__create_introductory_offer_eligibility_signature_request__descriptor, &appstore__gateway__v1__signed_jwsresponse__descriptor },
+  { "ExtractTransactionIdFromReceipt", &appstore__gateway__v1__extract_transaction_id_from_receipt_request__descriptor, &appstore__gateway__v1__extract_transaction_id_from_receipt_response__descriptor },
 };
 const unsigned appstore__gateway__v1__app_store_gateway__method_indices_by_name[] = {
+  18,        /* CreateIntroductoryOfferEligibilitySignature */
+  16,        /* CreatePromotionalOfferSignature */
+  17,        /* CreatePromotionalOfferV2Signature */
+  10,        /* ExtendRenewalDatesForAllActiveSubscribers */
+  9,        /* ExtendSubscriptionRenewalDate */
+  19,        /* ExtractTransactionIdFromReceipt */
+  15,        /* FinishTransaction */
+  4,        /* GetAllSubscriptionStatuses */
+  7,        /* GetAppTransactionInfo */
   0,        /* GetHistory */
+  6,        /* GetRefundHistory */
+  11,        /* GetStatusOfSubscriptionRenewalDateExtensions */
+  13,        /* GetTestNotificationStatus */
+  3,        /* GetTransactionInfo */
+  5,        /* LookUpOrderId */
+  12,        /* RequestTestNotification */
+  8,        /* SendConsumptionInformation */
+  14,        /* SetAppAccountToken */
   1,        /* StreamNotifications */
   2         /* VerifyJWS */
 };
@@ -25,7 +59,7 @@ const ProtobufCServiceDescriptor appstore__gateway__v1__app_store_gateway__descr
   "AppStoreGateway",
   "Appstore__Gateway__V1__AppStoreGateway",
   "appstore.gateway.v1",
-  3,
+  20,
   appstore__gateway__v1__app_store_gateway__method_descriptors,
   appstore__gateway__v1__app_store_gateway__method_indices_by_name
 };
@@ -52,6 +86,142 @@ void appstore__gateway__v1__app_store_gateway__verify_jws(ProtobufCService *serv
 {
   assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
   service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__get_transaction_info(ProtobufCService *service,
+                                                                    const Appstore__Gateway__V1__GetTransactionInfoRequest *input,
+                                                                    Appstore__Gateway__V1__GetTransactionInfoResponse_Closure closure,
+                                                                    void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__get_all_subscription_statuses(ProtobufCService *service,
+                                                                             const Appstore__Gateway__V1__GetAllSubscriptionStatusesRequest *input,
+                                                                             Appstore__Gateway__V1__GetAllSubscriptionStatusesResponse_Closure closure,
+                                                                             void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__look_up_order_id(ProtobufCService *service,
+                                                                const Appstore__Gateway__V1__LookUpOrderIdRequest *input,
+                                                                Appstore__Gateway__V1__LookUpOrderIdResponse_Closure closure,
+                                                                void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__get_refund_history(ProtobufCService *service,
+                                                                  const Appstore__Gateway__V1__GetRefundHistoryRequest *input,
+                                                                  Appstore__Gateway__V1__GetRefundHistoryResponse_Closure closure,
+                                                                  void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__get_app_transaction_info(ProtobufCService *service,
+                                                                        const Appstore__Gateway__V1__GetAppTransactionInfoRequest *input,
+                                                                        Appstore__Gateway__V1__GetAppTransactionInfoResponse_Closure closure,
+                                                                        void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__send_consumption_information(ProtobufCService *service,
+                                                                            const Appstore__Gateway__V1__SendConsumptionInformationRequest *input,
+                                                                            Appstore__Gateway__V1__SendConsumptionInformationResponse_Closure closure,
+                                                                            void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__extend_subscription_renewal_date(ProtobufCService *service,
+                                                                                const Appstore__Gateway__V1__ExtendSubscriptionRenewalDateRequest *input,
+                                                                                Appstore__Gateway__V1__ExtendSubscriptionRenewalDateResponse_Closure closure,
+                                                                                void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__extend_renewal_dates_for_all_active_subscribers(ProtobufCService *service,
+                                                                                               const Appstore__Gateway__V1__ExtendRenewalDatesForAllActiveSubscribersRequest *input,
+                                                                                               Appstore__Gateway__V1__ExtendRenewalDatesForAllActiveSubscribersResponse_Closure closure,
+                                                                                               void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__get_status_of_subscription_renewal_date_extensions(ProtobufCService *service,
+                                                                                                  const Appstore__Gateway__V1__GetStatusOfSubscriptionRenewalDateExtensionsRequest *input,
+                                                                                                  Appstore__Gateway__V1__GetStatusOfSubscriptionRenewalDateExtensionsResponse_Closure closure,
+                                                                                                  void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__request_test_notification(ProtobufCService *service,
+                                                                         const Appstore__Gateway__V1__RequestTestNotificationRequest *input,
+                                                                         Appstore__Gateway__V1__RequestTestNotificationResponse_Closure closure,
+                                                                         void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__get_test_notification_status(ProtobufCService *service,
+                                                                            const Appstore__Gateway__V1__GetTestNotificationStatusRequest *input,
+                                                                            Appstore__Gateway__V1__GetTestNotificationStatusResponse_Closure closure,
+                                                                            void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__set_app_account_token(ProtobufCService *service,
+                                                                     const Appstore__Gateway__V1__SetAppAccountTokenRequest *input,
+                                                                     Appstore__Gateway__V1__SetAppAccountTokenResponse_Closure closure,
+                                                                     void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__finish_transaction(ProtobufCService *service,
+                                                                  const Appstore__Gateway__V1__FinishTransactionRequest *input,
+                                                                  Appstore__Gateway__V1__FinishTransactionResponse_Closure closure,
+                                                                  void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__create_promotional_offer_signature(ProtobufCService *service,
+                                                                                  const Appstore__Gateway__V1__CreatePromotionalOfferSignatureRequest *input,
+                                                                                  Appstore__Gateway__V1__CreatePromotionalOfferSignatureResponse_Closure closure,
+                                                                                  void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__create_promotional_offer_v2_signature(ProtobufCService *service,
+                                                                                     const Appstore__Gateway__V1__CreatePromotionalOfferV2SignatureRequest *input,
+                                                                                     Appstore__Gateway__V1__SignedJWSResponse_Closure closure,
+                                                                                     void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__create_introductory_offer_eligibility_signature(ProtobufCService *service,
+                                                                                               const Appstore__Gateway__V1__CreateIntroductoryOfferEligibilitySignatureRequest *input,
+                                                                                               Appstore__Gateway__V1__SignedJWSResponse_Closure closure,
+                                                                                               void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__extract_transaction_id_from_receipt(ProtobufCService *service,
+                                                                                   const Appstore__Gateway__V1__ExtractTransactionIdFromReceiptRequest *input,
+                                                                                   Appstore__Gateway__V1__ExtractTransactionIdFromReceiptResponse_Closure closure,
+                                                                                   void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void appstore__gateway__v1__app_store_gateway__init (Appstore__Gateway__V1__AppStoreGateway_Service *service,
                                                      Appstore__Gateway__V1__AppStoreGateway_ServiceDestroy destroy)

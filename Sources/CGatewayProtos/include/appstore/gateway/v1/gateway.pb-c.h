@@ -17,6 +17,13 @@ PROTOBUF_C__BEGIN_DECLS
 #include "appstore/gateway/v1/history.pb-c.h"
 #include "appstore/gateway/v1/notification.pb-c.h"
 #include "appstore/gateway/v1/verify.pb-c.h"
+#include "appstore/gateway/v1/consumption.pb-c.h"
+#include "appstore/gateway/v1/receipts.pb-c.h"
+#include "appstore/gateway/v1/refunds.pb-c.h"
+#include "appstore/gateway/v1/signing.pb-c.h"
+#include "appstore/gateway/v1/subscriptions.pb-c.h"
+#include "appstore/gateway/v1/test_notifications.pb-c.h"
+#include "appstore/gateway/v1/transaction_info.pb-c.h"
 
 
 
@@ -46,6 +53,74 @@ struct Appstore__Gateway__V1__AppStoreGateway_Service
                      const Appstore__Gateway__V1__VerifyJWSRequest *input,
                      Appstore__Gateway__V1__VerifyJWSResponse_Closure closure,
                      void *closure_data);
+  void (*get_transaction_info)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                               const Appstore__Gateway__V1__GetTransactionInfoRequest *input,
+                               Appstore__Gateway__V1__GetTransactionInfoResponse_Closure closure,
+                               void *closure_data);
+  void (*get_all_subscription_statuses)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                        const Appstore__Gateway__V1__GetAllSubscriptionStatusesRequest *input,
+                                        Appstore__Gateway__V1__GetAllSubscriptionStatusesResponse_Closure closure,
+                                        void *closure_data);
+  void (*look_up_order_id)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                           const Appstore__Gateway__V1__LookUpOrderIdRequest *input,
+                           Appstore__Gateway__V1__LookUpOrderIdResponse_Closure closure,
+                           void *closure_data);
+  void (*get_refund_history)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                             const Appstore__Gateway__V1__GetRefundHistoryRequest *input,
+                             Appstore__Gateway__V1__GetRefundHistoryResponse_Closure closure,
+                             void *closure_data);
+  void (*get_app_transaction_info)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                   const Appstore__Gateway__V1__GetAppTransactionInfoRequest *input,
+                                   Appstore__Gateway__V1__GetAppTransactionInfoResponse_Closure closure,
+                                   void *closure_data);
+  void (*send_consumption_information)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                       const Appstore__Gateway__V1__SendConsumptionInformationRequest *input,
+                                       Appstore__Gateway__V1__SendConsumptionInformationResponse_Closure closure,
+                                       void *closure_data);
+  void (*extend_subscription_renewal_date)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                           const Appstore__Gateway__V1__ExtendSubscriptionRenewalDateRequest *input,
+                                           Appstore__Gateway__V1__ExtendSubscriptionRenewalDateResponse_Closure closure,
+                                           void *closure_data);
+  void (*extend_renewal_dates_for_all_active_subscribers)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                                          const Appstore__Gateway__V1__ExtendRenewalDatesForAllActiveSubscribersRequest *input,
+                                                          Appstore__Gateway__V1__ExtendRenewalDatesForAllActiveSubscribersResponse_Closure closure,
+                                                          void *closure_data);
+  void (*get_status_of_subscription_renewal_date_extensions)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                                             const Appstore__Gateway__V1__GetStatusOfSubscriptionRenewalDateExtensionsRequest *input,
+                                                             Appstore__Gateway__V1__GetStatusOfSubscriptionRenewalDateExtensionsResponse_Closure closure,
+                                                             void *closure_data);
+  void (*request_test_notification)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                    const Appstore__Gateway__V1__RequestTestNotificationRequest *input,
+                                    Appstore__Gateway__V1__RequestTestNotificationResponse_Closure closure,
+                                    void *closure_data);
+  void (*get_test_notification_status)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                       const Appstore__Gateway__V1__GetTestNotificationStatusRequest *input,
+                                       Appstore__Gateway__V1__GetTestNotificationStatusResponse_Closure closure,
+                                       void *closure_data);
+  void (*set_app_account_token)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                const Appstore__Gateway__V1__SetAppAccountTokenRequest *input,
+                                Appstore__Gateway__V1__SetAppAccountTokenResponse_Closure closure,
+                                void *closure_data);
+  void (*finish_transaction)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                             const Appstore__Gateway__V1__FinishTransactionRequest *input,
+                             Appstore__Gateway__V1__FinishTransactionResponse_Closure closure,
+                             void *closure_data);
+  void (*create_promotional_offer_signature)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                             const Appstore__Gateway__V1__CreatePromotionalOfferSignatureRequest *input,
+                                             Appstore__Gateway__V1__CreatePromotionalOfferSignatureResponse_Closure closure,
+                                             void *closure_data);
+  void (*create_promotional_offer_v2_signature)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                                const Appstore__Gateway__V1__CreatePromotionalOfferV2SignatureRequest *input,
+                                                Appstore__Gateway__V1__SignedJWSResponse_Closure closure,
+                                                void *closure_data);
+  void (*create_introductory_offer_eligibility_signature)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                                          const Appstore__Gateway__V1__CreateIntroductoryOfferEligibilitySignatureRequest *input,
+                                                          Appstore__Gateway__V1__SignedJWSResponse_Closure closure,
+                                                          void *closure_data);
+  void (*extract_transaction_id_from_receipt)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                              const Appstore__Gateway__V1__ExtractTransactionIdFromReceiptRequest *input,
+                                              Appstore__Gateway__V1__ExtractTransactionIdFromReceiptResponse_Closure closure,
+                                              void *closure_data);
 };
 typedef void (*Appstore__Gateway__V1__AppStoreGateway_ServiceDestroy)(Appstore__Gateway__V1__AppStoreGateway_Service *);
 void appstore__gateway__v1__app_store_gateway__init (Appstore__Gateway__V1__AppStoreGateway_Service *service,
@@ -56,7 +131,24 @@ void appstore__gateway__v1__app_store_gateway__init (Appstore__Gateway__V1__AppS
     { APPSTORE__GATEWAY__V1__APP_STORE_GATEWAY__BASE_INIT,\
       function_prefix__ ## get_history,\
       function_prefix__ ## stream_notifications,\
-      function_prefix__ ## verify_jws  }
+      function_prefix__ ## verify_jws,\
+      function_prefix__ ## get_transaction_info,\
+      function_prefix__ ## get_all_subscription_statuses,\
+      function_prefix__ ## look_up_order_id,\
+      function_prefix__ ## get_refund_history,\
+      function_prefix__ ## get_app_transaction_info,\
+      function_prefix__ ## send_consumption_information,\
+      function_prefix__ ## extend_subscription_renewal_date,\
+      function_prefix__ ## extend_renewal_dates_for_all_active_subscribers,\
+      function_prefix__ ## get_status_of_subscription_renewal_date_extensions,\
+      function_prefix__ ## request_test_notification,\
+      function_prefix__ ## get_test_notification_status,\
+      function_prefix__ ## set_app_account_token,\
+      function_prefix__ ## finish_transaction,\
+      function_prefix__ ## create_promotional_offer_signature,\
+      function_prefix__ ## create_promotional_offer_v2_signature,\
+      function_prefix__ ## create_introductory_offer_eligibility_signature,\
+      function_prefix__ ## extract_transaction_id_from_receipt  }
 void appstore__gateway__v1__app_store_gateway__get_history(ProtobufCService *service,
                                                            const Appstore__Gateway__V1__GetHistoryRequest *input,
                                                            Appstore__Gateway__V1__GetHistoryResponse_Closure closure,
@@ -69,6 +161,74 @@ void appstore__gateway__v1__app_store_gateway__verify_jws(ProtobufCService *serv
                                                           const Appstore__Gateway__V1__VerifyJWSRequest *input,
                                                           Appstore__Gateway__V1__VerifyJWSResponse_Closure closure,
                                                           void *closure_data);
+void appstore__gateway__v1__app_store_gateway__get_transaction_info(ProtobufCService *service,
+                                                                    const Appstore__Gateway__V1__GetTransactionInfoRequest *input,
+                                                                    Appstore__Gateway__V1__GetTransactionInfoResponse_Closure closure,
+                                                                    void *closure_data);
+void appstore__gateway__v1__app_store_gateway__get_all_subscription_statuses(ProtobufCService *service,
+                                                                             const Appstore__Gateway__V1__GetAllSubscriptionStatusesRequest *input,
+                                                                             Appstore__Gateway__V1__GetAllSubscriptionStatusesResponse_Closure closure,
+                                                                             void *closure_data);
+void appstore__gateway__v1__app_store_gateway__look_up_order_id(ProtobufCService *service,
+                                                                const Appstore__Gateway__V1__LookUpOrderIdRequest *input,
+                                                                Appstore__Gateway__V1__LookUpOrderIdResponse_Closure closure,
+                                                                void *closure_data);
+void appstore__gateway__v1__app_store_gateway__get_refund_history(ProtobufCService *service,
+                                                                  const Appstore__Gateway__V1__GetRefundHistoryRequest *input,
+                                                                  Appstore__Gateway__V1__GetRefundHistoryResponse_Closure closure,
+                                                                  void *closure_data);
+void appstore__gateway__v1__app_store_gateway__get_app_transaction_info(ProtobufCService *service,
+                                                                        const Appstore__Gateway__V1__GetAppTransactionInfoRequest *input,
+                                                                        Appstore__Gateway__V1__GetAppTransactionInfoResponse_Closure closure,
+                                                                        void *closure_data);
+void appstore__gateway__v1__app_store_gateway__send_consumption_information(ProtobufCService *service,
+                                                                            const Appstore__Gateway__V1__SendConsumptionInformationRequest *input,
+                                                                            Appstore__Gateway__V1__SendConsumptionInformationResponse_Closure closure,
+                                                                            void *closure_data);
+void appstore__gateway__v1__app_store_gateway__extend_subscription_renewal_date(ProtobufCService *service,
+                                                                                const Appstore__Gateway__V1__ExtendSubscriptionRenewalDateRequest *input,
+                                                                                Appstore__Gateway__V1__ExtendSubscriptionRenewalDateResponse_Closure closure,
+                                                                                void *closure_data);
+void appstore__gateway__v1__app_store_gateway__extend_renewal_dates_for_all_active_subscribers(ProtobufCService *service,
+                                                                                               const Appstore__Gateway__V1__ExtendRenewalDatesForAllActiveSubscribersRequest *input,
+                                                                                               Appstore__Gateway__V1__ExtendRenewalDatesForAllActiveSubscribersResponse_Closure closure,
+                                                                                               void *closure_data);
+void appstore__gateway__v1__app_store_gateway__get_status_of_subscription_renewal_date_extensions(ProtobufCService *service,
+                                                                                                  const Appstore__Gateway__V1__GetStatusOfSubscriptionRenewalDateExtensionsRequest *input,
+                                                                                                  Appstore__Gateway__V1__GetStatusOfSubscriptionRenewalDateExtensionsResponse_Closure closure,
+                                                                                                  void *closure_data);
+void appstore__gateway__v1__app_store_gateway__request_test_notification(ProtobufCService *service,
+                                                                         const Appstore__Gateway__V1__RequestTestNotificationRequest *input,
+                                                                         Appstore__Gateway__V1__RequestTestNotificationResponse_Closure closure,
+                                                                         void *closure_data);
+void appstore__gateway__v1__app_store_gateway__get_test_notification_status(ProtobufCService *service,
+                                                                            const Appstore__Gateway__V1__GetTestNotificationStatusRequest *input,
+                                                                            Appstore__Gateway__V1__GetTestNotificationStatusResponse_Closure closure,
+                                                                            void *closure_data);
+void appstore__gateway__v1__app_store_gateway__set_app_account_token(ProtobufCService *service,
+                                                                     const Appstore__Gateway__V1__SetAppAccountTokenRequest *input,
+                                                                     Appstore__Gateway__V1__SetAppAccountTokenResponse_Closure closure,
+                                                                     void *closure_data);
+void appstore__gateway__v1__app_store_gateway__finish_transaction(ProtobufCService *service,
+                                                                  const Appstore__Gateway__V1__FinishTransactionRequest *input,
+                                                                  Appstore__Gateway__V1__FinishTransactionResponse_Closure closure,
+                                                                  void *closure_data);
+void appstore__gateway__v1__app_store_gateway__create_promotional_offer_signature(ProtobufCService *service,
+                                                                                  const Appstore__Gateway__V1__CreatePromotionalOfferSignatureRequest *input,
+                                                                                  Appstore__Gateway__V1__CreatePromotionalOfferSignatureResponse_Closure closure,
+                                                                                  void *closure_data);
+void appstore__gateway__v1__app_store_gateway__create_promotional_offer_v2_signature(ProtobufCService *service,
+                                                                                     const Appstore__Gateway__V1__CreatePromotionalOfferV2SignatureRequest *input,
+                                                                                     Appstore__Gateway__V1__SignedJWSResponse_Closure closure,
+                                                                                     void *closure_data);
+void appstore__gateway__v1__app_store_gateway__create_introductory_offer_eligibility_signature(ProtobufCService *service,
+                                                                                               const Appstore__Gateway__V1__CreateIntroductoryOfferEligibilitySignatureRequest *input,
+                                                                                               Appstore__Gateway__V1__SignedJWSResponse_Closure closure,
+                                                                                               void *closure_data);
+void appstore__gateway__v1__app_store_gateway__extract_transaction_id_from_receipt(ProtobufCService *service,
+                                                                                   const Appstore__Gateway__V1__ExtractTransactionIdFromReceiptRequest *input,
+                                                                                   Appstore__Gateway__V1__ExtractTransactionIdFromReceiptResponse_Closure closure,
+                                                                                   void *closure_data);
 
 /* --- descriptors --- */
 

@@ -1,0 +1,64 @@
+import Foundation
+import GatewayCore
+
+/// One App Store Server API request as the table of endpoints describes it: which endpoint, the values of its
+/// path placeholders in order, the query, the JSON body, and the environment asked for (nil: the app's policy).
+public struct AppleRequest: Sendable, Hashable {
+    /// The endpoint: method, path template, rate-limit bucket and idempotency.
+    public var endpoint: AppleEndpoint
+    /// The path placeholders' values, in template order (percent-encoded when the path is built).
+    public var pathValues: [String]
+    /// The query string without `?` (already encoded), empty for none.
+    public var query: String
+    /// The JSON body, nil for none.
+    public var body: [UInt8]?
+    /// The one environment asked for; nil = as the app is configured.
+    public var environment: AppleEnvironment?
+
+    /// A request.
+    public init(
+        _ endpoint: AppleEndpoint, pathValues: [String] = [], query: String = "", body: [UInt8]? = nil,
+        environment: AppleEnvironment? = nil
+    ) {
+        self.endpoint = endpoint
+        self.pathValues = pathValues
+        self.query = query
+        self.body = body
+        self.environment = environment
+    }
+}
+
+extension AppStoreAPIClient {
+    /// Sends `request` for `app` with the same budget, JWT, retries (writes per `AppleEndpoint.isIdempotent`),
+    /// environment fallback and error mapping as every call, returning Apple's 2xx answer.
+    public func send(
+        _ request: AppleRequest, app: GatewayConfiguration.App, deadline: MonotonicInstant?
+    ) async throws(GatewayError) -> AppleResponse {
+        guard request.pathValues.allSatisfy({ !$0.isEmpty }),
+            let path = request.endpoint.path(values: request.pathValues)
+        else {
+            throw .internalBug("the path of \(request.endpoint) could not be built", requestID: nil)
+        }
+        return try await call(
+            request.endpoint, path: path, query: request.query, body: request.body, app: app,
+            environment: request.environment, deadline: deadline)
+    }
+}
+
+extension AppleResponse {
+    /// The body decoded as Apple's JSON `Wire`; a body that is not is `appleDataRejected` (DATA_LOSS), naming
+    /// `what` and Apple's request id. An empty body decodes as `{}`.
+    public func decoded<Wire: Decodable>(_ type: Wire.Type, what: String, app: String) throws(GatewayError) -> Wire {
+        let bytes = response.body.isEmpty ? Array("{}".utf8) : response.body
+        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else {
+            throw .appleDataRejected(
+                app: app, environment: environment,
+                problem: "the \(what) answer (apple request id \(appleRequestID ?? "none")) is not the JSON Apple "
+                    + "documents")
+        }
+        return wire
+    }
+
+    /// The body as text (for `raw_json` fields); invalid UTF-8 is repaired, never trapped on.
+    public var bodyText: String { String(decoding: response.body, as: UTF8.self) }
+}

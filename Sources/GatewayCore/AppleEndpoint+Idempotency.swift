@@ -1,0 +1,42 @@
+/// Which App Store Server API calls may be repeated after an answer was lost.
+///
+/// A read is always safe to repeat. A write is safe only when doing it twice leaves the same state as doing it
+/// once: Send Consumption Information (the same data replaces itself), Set App Account Token (sets one value) and
+/// Finish Transaction (a finished transaction stays finished). Extending a renewal date, the mass extension and
+/// requesting a test notification act again on every call, so after a connection failure, a timeout or a 5xx
+/// without Apple's error body (the request may have been carried out) they are not repeated; they are repeated only
+/// when Apple's own error code says the request was not carried out and may be retried.
+extension AppleEndpoint {
+    /// Whether repeating the request after a lost or ambiguous answer is safe.
+    public var isIdempotent: Bool {
+        switch self {
+        case .extendSubscriptionRenewalDate, .extendRenewalDatesForAllActiveSubscribers, .requestTestNotification:
+            false
+        default:
+            true
+        }
+    }
+
+    /// Whether the endpoint only reads (identical concurrent calls may share one upstream call).
+    public var isRead: Bool { method == .get || self == .getNotificationHistory }
+}
+
+extension AttemptOutcome {
+    /// Whether a call that is not idempotent may be repeated after this outcome: only when Apple answered with an
+    /// error code it documents as retryable (so it did not carry the request out).
+    public var isRetryableWithoutIdempotency: Bool {
+        switch self {
+        case .appleError(let status, let code?): status != 429 && code.isRetryable
+        default: false
+        }
+    }
+}
+
+extension AppleErrorCode {
+    /// Apple's answers meaning "no such id here", after which `auto` tries the next environment (a sandbox
+    /// purchase is unknown to production): TransactionIdNotFound (4040010), OriginalTransactionIdNotFound
+    /// (4040005, the extension and app account token endpoints) and AppTransactionDoesNotExist (4040019).
+    public var isNotFoundInEnvironment: Bool {
+        rawValue == 4_040_010 || rawValue == 4_040_005 || rawValue == 4_040_019
+    }
+}

@@ -1,0 +1,74 @@
+import AppStoreClient
+import GRPC
+import GatewayCore
+import ProtoCodec
+import SignedData
+
+/// The RPCs over the rest of Apple's App Store Server API and the offer signatures: one `AppleOperationHandler`
+/// per endpoint, each registered the same way.
+struct AppStoreAPIMethods: Sendable {
+    let client: AppStoreAPIClient
+    let verifier: SignedDataVerifier
+    let clock: any GatewayClock
+    let maxPages: Int
+    let maxResponseBytes: Int
+
+    /// The methods by gRPC path.
+    func methods(service: String) -> [String: MethodHandler] {
+        var methods: [String: MethodHandler] = [:]
+        func add<Request, Response>(_ name: String, _ operation: AppleOperation<Request, Response>) {
+            let handler = AppleOperationHandler(
+                operation, client: client, verifier: verifier, clock: clock, maxPages: maxPages,
+                maxResponseBytes: maxResponseBytes)
+            // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
+            methods["/\(service)/\(name)"] = .unary(Request.self) { request, context throws(RPCStatus) -> Response in
+                do throws(GatewayError) {
+                    let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                    return try await handler.handle(request, remaining: remaining)
+                } catch {
+                    throw error.rpcStatus
+                }
+            }
+        }
+        add("GetTransactionInfo", .getTransactionInfo)
+        add("GetAllSubscriptionStatuses", .getAllSubscriptionStatuses)
+        add("LookUpOrderId", .lookUpOrderId)
+        add("GetRefundHistory", .getRefundHistory)
+        add("GetAppTransactionInfo", .getAppTransactionInfo)
+        add("SendConsumptionInformation", .sendConsumptionInformation)
+        add("ExtendSubscriptionRenewalDate", .extendSubscriptionRenewalDate)
+        add("ExtendRenewalDatesForAllActiveSubscribers", .extendRenewalDatesForAllActiveSubscribers)
+        add("GetStatusOfSubscriptionRenewalDateExtensions", .getStatusOfSubscriptionRenewalDateExtensions)
+        add("RequestTestNotification", .requestTestNotification)
+        add("GetTestNotificationStatus", .getTestNotificationStatus)
+        add("SetAppAccountToken", .setAppAccountToken)
+        add("FinishTransaction", .finishTransaction)
+
+        let signing = OfferSigningHandler(client: client)
+        // One ECDSA signature: a Swift task keeps it off the event loop.
+        methods["/\(service)/CreatePromotionalOfferSignature"] = .unary(CreatePromotionalOfferSignatureRequest.self) {
+            request, _ throws(RPCStatus) in
+            do throws(GatewayError) { return try signing.promotionalOffer(request) } catch { throw error.rpcStatus }
+        }
+        methods["/\(service)/CreatePromotionalOfferV2Signature"] = .unary(
+            CreatePromotionalOfferV2SignatureRequest.self
+        ) { request, _ throws(RPCStatus) in
+            do throws(GatewayError) { return try signing.promotionalOfferV2(request) } catch { throw error.rpcStatus }
+        }
+        methods["/\(service)/CreateIntroductoryOfferEligibilitySignature"] = .unary(
+            CreateIntroductoryOfferEligibilitySignatureRequest.self
+        ) { request, _ throws(RPCStatus) in
+            do throws(GatewayError) {
+                return try signing.introductoryOfferEligibility(request)
+            } catch {
+                throw error.rpcStatus
+            }
+        }
+        // Parsing at most 4 MB of receipt: a Swift task keeps it off the event loop.
+        methods["/\(service)/ExtractTransactionIdFromReceipt"] = .unary(ExtractTransactionIdFromReceiptRequest.self) {
+            request, _ throws(RPCStatus) in
+            do throws(GatewayError) { return try ReceiptHandler.answer(request) } catch { throw error.rpcStatus }
+        }
+        return methods
+    }
+}

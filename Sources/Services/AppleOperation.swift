@@ -1,0 +1,197 @@
+import AppStoreClient
+import GatewayCore
+import ProtoCodec
+import SignedData
+
+/// An RPC backed by one App Store Server API endpoint, described by what differs between endpoints: the `app`
+/// field, the checked request to Apple, and how Apple's answer becomes the typed response. Everything else
+/// (rate limits, JWT, retries, environment fallback, coalescing of reads, deadlines, error mapping) is the one
+/// call path of `AppleOperationHandler` and `AppStoreAPIClient`.
+struct AppleOperation<Request: ProtoMessage, Response: ProtoMessage>: Sendable {
+    /// For endpoints that page with Apple's `revision`: the next page's request (nil: stop) and how pages merge.
+    struct Paging: Sendable {
+        /// The request for the page after `page`, or nil when the caller did not ask for more or there is none.
+        var next: @Sendable (_ request: Request, _ page: Response, _ sent: AppleRequest) -> AppleRequest?
+        /// Adds `page` to the response so far.
+        var merge: @Sendable (_ response: inout Response, _ page: Response) -> Void
+    }
+
+    /// The request's `app` field.
+    var app: @Sendable (Request) -> String
+    /// The request checked against the contract and mapped to Apple's request; a bad field is INVALID_ARGUMENT.
+    var plan: @Sendable (Request) throws(GatewayError) -> AppleRequest
+    /// Apple's answer decoded, every JWS verified (`AppleAnswer`).
+    var answer: @Sendable (AppleAnswer) throws(GatewayError) -> Response
+    /// Paging, for paged endpoints.
+    var paging: Paging? = nil
+}
+
+/// Apple's 2xx answer to one call with what decoding it needs: the app, the verifier and the answering environment.
+struct AppleAnswer {
+    /// Apple's answer.
+    let response: AppleResponse
+    /// The request it answers.
+    let request: AppleRequest
+    /// The app the call was for.
+    let app: GatewayConfiguration.App
+    let verifier: SignedDataVerifier
+
+    /// The environment that answered, as the proto names it.
+    var environment: Environment { response.environment == .production ? .production : .sandbox }
+
+    /// A date Apple sent as UNIX milliseconds, nil when absent or outside 1970–9999 (not a valid Timestamp).
+    func date(_ milliseconds: Int64?) -> ProtoTimestamp? {
+        guard let milliseconds, AppleDateRange.milliseconds.contains(milliseconds) else { return nil }
+        return ProtoTimestamp(unixMilliseconds: milliseconds)
+    }
+
+    /// The body decoded as `Wire` (DATA_LOSS when it is not Apple's JSON).
+    func decoded<Wire: Decodable>(_ type: Wire.Type, what: String) throws(GatewayError) -> Wire {
+        try response.decoded(type, what: what, app: app.name)
+    }
+
+    /// A transaction JWS, verified (chain, app, answering environment) and decoded.
+    func transaction(_ jws: String, what: String) throws(GatewayError) -> Transaction {
+        guard case .transaction(let value) = try verified(jws, kind: .transaction, what: what) else {
+            throw rejected(what, "not a transaction")
+        }
+        return value
+    }
+
+    /// A renewal info JWS, verified and decoded.
+    func renewalInfo(_ jws: String, what: String) throws(GatewayError) -> RenewalInfo {
+        guard case .renewalInfo(let value) = try verified(jws, kind: .renewalInfo, what: what) else {
+            throw rejected(what, "not a renewal info")
+        }
+        return value
+    }
+
+    /// An app transaction JWS, verified and decoded.
+    func appTransaction(_ jws: String, what: String) throws(GatewayError) -> AppTransaction {
+        guard case .appTransaction(let value) = try verified(jws, kind: .appTransaction, what: what) else {
+            throw rejected(what, "not an app transaction")
+        }
+        return value
+    }
+
+    /// A notification JWS, verified and decoded.
+    func notification(_ jws: String, what: String) throws(GatewayError) -> AppStoreNotification {
+        guard case .notification(let value) = try verified(jws, kind: .notification, what: what) else {
+            throw rejected(what, "not a notification")
+        }
+        return value
+    }
+
+    private func verified(_ jws: String, kind: SignedDataKind, what: String) throws(GatewayError) -> DecodedPayload {
+        let requirements: VerificationRequirements
+        do {
+            requirements = try VerificationRequirements(
+                bundleID: app.bundleId, appAppleID: app.appAppleId,
+                environment: response.environment == .production ? .production : .sandbox)
+        } catch {
+            throw .invalidArgument(field: "environment", problem: "\(error.description) (set apps[].appAppleId)")
+        }
+        let result = verifier.verify(jws, kind: kind, requirements: requirements)
+        guard result.isVerified, let payload = PayloadDecoder.decode(result) else {
+            throw rejected(what, "\(result.status.rawValue): \(result.message)")
+        }
+        return payload
+    }
+
+    private func rejected(_ what: String, _ problem: String) -> GatewayError {
+        .appleDataRejected(
+            app: app.name, environment: response.environment,
+            problem: "\(what) (apple request id \(response.appleRequestID ?? "none")) is \(problem)")
+    }
+}
+
+/// Runs an `AppleOperation`: checks the request, resolves the app, calls Apple through the shared client (reads
+/// coalesced with identical calls in flight, as GetHistory), follows pages when the operation pages, and decodes.
+struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sendable {
+    let operation: AppleOperation<Request, Response>
+    let client: AppStoreAPIClient
+    let verifier: SignedDataVerifier
+    let clock: any GatewayClock
+    /// Most pages one paged call fetches (`history.maxPages`).
+    let maxPages: Int
+    /// Most bytes of a paged answer (`history.maxResponseBytes`): a page that would pass it is left out, and the
+    /// answer's `has_more` and `revision` continue before it.
+    let maxResponseBytes: Int
+    private let flights = SingleFlight<[UInt8], Response>()
+
+    init(
+        _ operation: AppleOperation<Request, Response>, client: AppStoreAPIClient, verifier: SignedDataVerifier,
+        clock: any GatewayClock, maxPages: Int, maxResponseBytes: Int = 4_000_000
+    ) {
+        self.operation = operation
+        self.client = client
+        self.verifier = verifier
+        self.clock = clock
+        self.maxPages = max(1, maxPages)
+        self.maxResponseBytes = max(1024, maxResponseBytes)
+    }
+
+    /// Answers `request`; `remaining` is the time left before the caller's deadline (nil: none).
+    func handle(_ request: Request, remaining: Duration?) async throws(GatewayError) -> Response {
+        var contract = RequestContract()
+        contract.length(operation.app(request), field: "app", max: RequestContract.maxAppBytes)
+        try contract.check()
+        let plan = try operation.plan(request)
+        let app = try client.apps.app(named: operation.app(request))
+        let deadline = remaining.map { clock.monotonicNow() + $0 }
+        guard plan.endpoint.isRead else { return try await fetch(request, plan: plan, app: app, deadline: deadline) }
+        // Identical reads share one upstream call, each caller keeping its own deadline (as GetHistory).
+        return try await flights.runWithinDeadline(
+            key: request.serializedBytes(),
+            joined: { client.events.callCoalesced(app: app.name, endpoint: plan.endpoint.configName) },
+            hasTime: { hasTimeForAnotherCall(deadline) }
+        ) { [self] () async throws(GatewayError) in
+            try await fetch(request, plan: plan, app: app, deadline: deadline)
+        }
+    }
+
+    private func fetch(
+        _ request: Request, plan: AppleRequest, app: GatewayConfiguration.App, deadline: MonotonicInstant?
+    ) async throws(GatewayError) -> Response {
+        var sent = plan
+        var answered = try await client.send(sent, app: app, deadline: deadline)
+        var response = try operation.answer(
+            AppleAnswer(response: answered, request: sent, app: app, verifier: verifier))
+        guard let paging = operation.paging else { return response }
+        var pages = 1
+        var page = response
+        while pages < maxPages, hasTimeForAnotherCall(deadline), var next = paging.next(request, page, sent) {
+            // Later pages stay in the environment that answered the first.
+            next.environment = answered.environment
+            sent = next
+            answered = try await client.send(sent, app: app, deadline: deadline)
+            page = try operation.answer(AppleAnswer(response: answered, request: sent, app: app, verifier: verifier))
+            guard response.serializedSize() + page.serializedSize() <= maxResponseBytes else { break }
+            paging.merge(&response, page)
+            pages += 1
+        }
+        return response
+    }
+
+    private func hasTimeForAnotherCall(_ deadline: MonotonicInstant?) -> Bool {
+        guard let deadline else { return true }
+        let policy = client.settings.retryPolicy
+        return clock.monotonicNow() + policy.minimumAttemptTime + policy.deadlineMargin <= deadline
+    }
+}
+
+extension Environment {
+    /// The environment a request asks for: nil for UNSPECIFIED (as the app is configured); Xcode, LocalTesting and
+    /// unknown values are INVALID_ARGUMENT on `field`.
+    func requested(field: String = "environment") throws(GatewayError) -> AppleEnvironment? {
+        switch self {
+        case .unspecified: return nil
+        case .production: return .production
+        case .sandbox: return .sandbox
+        case .xcode, .localTesting:
+            throw .invalidArgument(
+                field: field, problem: "Xcode and LocalTesting data are signed locally; Apple has no server for them")
+        case .unrecognized(let value): throw .invalidArgument(field: field, problem: "unknown Environment \(value)")
+        }
+    }
+}

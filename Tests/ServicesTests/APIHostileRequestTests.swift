@@ -1,0 +1,45 @@
+import GRPC
+import GatewayCore
+import ProtoCodec
+import ServiceHarness
+import TestSupport
+import Testing
+
+/// The `fuzz-api-handlers` corpus replayed through the App Store Server API RPCs and offer signatures as the
+/// server runs them (request bytes → handler → response bytes) with the simulator as Apple.
+@Suite(.serialized) struct APIHostileRequestTests {
+    private let harness = ServiceHarness.shared
+
+    @Test func fuzzInputsReplayWithoutTrap() {
+        let inputs = FuzzInputs.of("api-handlers")
+        #expect(inputs.count >= ServiceHarness.apiMethods.count)
+        var methods = Set<Int>()
+        for input in inputs {
+            harness.fuzzAPI(input: input)
+            if let first = input.first { methods.insert(Int(first) % ServiceHarness.apiMethods.count) }
+        }
+        #expect(methods.count == ServiceHarness.apiMethods.count, "every method has a seed")
+    }
+
+    @Test func pathSegmentsThatWalkAreRefusedBeforeApple() {
+        for id in [".", "..", "%2e%2e", "1/2", "123456789012345678901"] {
+            var request = GetTransactionInfoRequest()
+            request.transactionId = id
+            let outcome = harness.fuzzAPI(input: [0] + request.serializedBytes())
+            #expect(outcome.status.code == .invalidArgument, "\(id)")
+        }
+        var status = GetStatusOfSubscriptionRenewalDateExtensionsRequest()
+        status.productId = ".."
+        status.requestIdentifier = "x"
+        #expect(harness.fuzzAPI(input: [8] + status.serializedBytes()).status.code == .invalidArgument)
+    }
+
+    @Test func aThousandStatusFiltersAreOneViolation() {
+        var request = GetAllSubscriptionStatusesRequest()
+        request.transactionId = "1"
+        request.status = Array(repeating: .active, count: 1000)
+        let outcome = harness.fuzzAPI(input: [1] + request.serializedBytes())
+        #expect(outcome.status.code == .invalidArgument)
+        #expect(outcome.status.message.contains("status"))
+    }
+}
