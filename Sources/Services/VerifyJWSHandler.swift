@@ -128,6 +128,7 @@ struct VerifyJWSHandler: Sendable {
             case .renewalInfo(let renewal): response.payload = .renewalInfo(renewal)
             case .notification(let notification): response.payload = .notification(notification)
             case .appTransaction(let appTransaction): response.payload = .appTransaction(appTransaction)
+            case .realtimeRequest(let request): response.payload = .realtimeRequest(request)
             }
         }
         return response

@@ -244,12 +244,14 @@ public final class SignedDataVerifier: Sendable {
         throws(Rejection)
     {
         let identity = facts.identity
-        if let expected = requirements.bundleID, facts.kind != .renewalInfo, identity.bundleID != expected {
+        // Renewal info and realtime requests carry no bundle id (a realtime request is bound by its app Apple id).
+        let carriesBundleID = facts.kind != .renewalInfo && facts.kind != .realtimeRequest
+        if let expected = requirements.bundleID, carriesBundleID, identity.bundleID != expected {
             throw Rejection(
                 .invalidAppIdentifier,
                 "bundle id in \(identity.source) is \(identity.bundleID.map { "\"\($0)\"" } ?? "absent"), expected \"\(expected)\"")
         }
-        let bindsAppAppleID = facts.kind == .notification || facts.kind == .appTransaction
+        let bindsAppAppleID = [.notification, .appTransaction, .realtimeRequest].contains(facts.kind)
         let environment = requirements.environment?.rawValue ?? identity.environment
         if bindsAppAppleID, requirements.bundleID != nil || requirements.appAppleID != nil,
             environment == AppStoreEnvironment.production.rawValue
