@@ -80,6 +80,15 @@ struct VerifyJWSHandler: Sendable {
             }
             // An empty `app` is the only configured app; with several it is INVALID_ARGUMENT (AppDirectory).
             let app = try apps.app(named: request.app)
+            if app.environment == .xcode {
+                // Xcode's own data, unverifiable by design: accepted only here, for an app configured for it.
+                let accepted: Set<AppStoreEnvironment> = environment.map { [$0] } ?? [.xcode, .localTesting]
+                return Plan(
+                    kind: kind,
+                    requirements: try VerificationRequirements(
+                        bundleID: app.bundleId, appAppleID: app.appAppleId, acceptedEnvironments: accepted
+                    ).acceptingUnverified(accepted))
+            }
             if let environment {
                 return Plan(
                     kind: kind,
@@ -106,6 +115,7 @@ struct VerifyJWSHandler: Sendable {
         case .production: [.production]
         case .sandbox: [.sandbox, .xcode]
         case .auto: nil
+        case .xcode: [.xcode, .localTesting]
         }
     }
 
@@ -122,7 +132,7 @@ struct VerifyJWSHandler: Sendable {
         {
             response.signedDate = ProtoTimestamp(unixMilliseconds: milliseconds)
         }
-        if result.status == .ok, let payload = PayloadDecoder.decode(result) {
+        if result.status == .ok || result.status == .unverifiedByDesign, let payload = PayloadDecoder.decode(result) {
             switch payload {
             case .transaction(let transaction): response.payload = .transaction(transaction)
             case .renewalInfo(let renewal): response.payload = .renewalInfo(renewal)

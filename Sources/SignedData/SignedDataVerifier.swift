@@ -103,6 +103,11 @@ public final class SignedDataVerifier: Sendable {
         var known: (kind: SignedDataKind?, signedDate: Date?, environment: AppStoreEnvironment?, rawJSON: Data?) =
             (nil, nil, nil, nil)
         do throws(Rejection) {
+            if !requirements.unverifiedEnvironments.isEmpty,
+                let result = try unverifiedEvaluation(jws, kind: kind, requirements: requirements)
+            {
+                return result
+            }
             let token = try CompactJWS(parsing: jws, maximumLength: configuration.maximumJWSLength)
             guard let payload = JSONValue.object(from: token.payload) else {
                 throw Rejection(.malformed, "the JWS payload is not a JSON object")
@@ -132,20 +137,65 @@ public final class SignedDataVerifier: Sendable {
                     nested.append(NestedPayload(field: item.field, result: result))
                 }
             }
-            if let failed = nested.first(where: { !$0.result.isVerified }) {
+            if let failed = nested.first(where: { !$0.result.isVerified && $0.result.status != .unverifiedByDesign }) {
                 return VerificationResult(
                     status: failed.result.status, message: "\(failed.field.rawValue): \(failed.result.message)",
                     kind: facts.kind, signedDate: facts.signedDate, environment: environment, rawJSON: token.payload,
                     nestedPayloads: nested)
             }
+            // A signed notification whose nested data is Xcode's (accepted unverified) is no better than that data.
+            let unverifiedInside = nested.contains { $0.result.status == .unverifiedByDesign }
             return VerificationResult(
-                status: .ok, message: "verified", kind: facts.kind, signedDate: facts.signedDate,
-                environment: environment, rawJSON: token.payload, payloadObject: payload, nestedPayloads: nested)
+                status: unverifiedInside ? .unverifiedByDesign : .ok,
+                message: unverifiedInside ? Self.unverifiedMessage : "verified", kind: facts.kind,
+                signedDate: facts.signedDate, environment: environment, rawJSON: token.payload, payloadObject: payload,
+                nestedPayloads: nested)
         } catch {
             return VerificationResult(
                 status: error.status, message: error.message, kind: known.kind, signedDate: known.signedDate,
                 environment: known.environment, rawJSON: known.rawJSON)
         }
+    }
+
+    private static let unverifiedMessage =
+        "not verified, by design: Xcode and LocalTesting data is signed by Xcode, not Apple (app configured for it)"
+
+    /// Xcode and LocalTesting data for an app configured for it: decoded without any signature or chain check
+    /// (Apple's verifier skips them too), the app and environment still bound. nil when the payload claims
+    /// another environment, which then goes through full verification.
+    private func unverifiedEvaluation(
+        _ jws: String, kind: SignedDataKind?, requirements: VerificationRequirements
+    ) throws(Rejection) -> VerificationResult? {
+        let raw = try CompactJWS.unverifiedPayload(of: jws, maximumLength: configuration.maximumJWSLength)
+        guard let payload = JSONValue.object(from: raw) else {
+            throw Rejection(.malformed, "the JWS payload is not a JSON object")
+        }
+        let facts = try PayloadFacts(payload: payload, requestedKind: kind)
+        guard let environment = facts.identity.environment.flatMap(AppStoreEnvironment.init(rawValue:)),
+            requirements.unverifiedEnvironments.contains(environment)
+        else { return nil }
+        if let kind, kind != facts.kind {
+            throw Rejection(.wrongKind, "a \(kind.rawValue) was asked for; the payload is a \(facts.kind.rawValue)")
+        }
+        try Self.checkBinding(facts, requirements)
+        var nested: [NestedPayload] = []
+        for item in facts.nested {
+            let result: VerificationResult?
+            do {
+                result = try unverifiedEvaluation(item.jws, kind: item.field.kind, requirements: requirements)
+            } catch {
+                throw Rejection(error.status, "\(item.field.rawValue): \(error.message)")
+            }
+            guard let result else {
+                throw Rejection(
+                    .invalidEnvironment, "\(item.field.rawValue) is not \(environment.rawValue) data like its notification")
+            }
+            nested.append(NestedPayload(field: item.field, result: result))
+        }
+        return VerificationResult(
+            status: .unverifiedByDesign, message: Self.unverifiedMessage, kind: facts.kind,
+            signedDate: facts.signedDate, environment: environment, rawJSON: raw, payloadObject: payload,
+            nestedPayloads: nested)
     }
 
     private func verificationTime(_ facts: PayloadFacts) -> Date {

@@ -99,6 +99,9 @@ public struct GatewayConfiguration: Sendable {
         case sandbox
         /// Production, then sandbox when production does not know the transaction (4040010).
         case auto
+        /// Xcode and LocalTesting data only (StoreKit testing): signed by Xcode, not Apple, so VerifyJWS decodes
+        /// it without a signature check and says so; Apple's API is never called for such an app.
+        case xcode
     }
 
     /// One Apple app and its In-App Purchase key.
