@@ -158,11 +158,6 @@ extension GatewayError {
         if failure.code?.isRetryable == true {
             return status(.unavailable, appleText(failure) + "; retry later.", reason: reason, metadata: metadata)
         }
-        if failure.code == .generalInternal {
-            return status(
-                .internal, appleText(failure) + "; Apple failed internally, do not repeat blindly.",
-                reason: reason, metadata: metadata)
-        }
         switch httpStatus {
         case 400:
             return status(
