@@ -8,6 +8,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/ocsp.h>
 #include <openssl/crypto.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -39,4 +40,11 @@ static inline STACK_OF(X509) *copenssl_X509_STORE_CTX_get0_chain(X509_STORE_CTX 
 }
 static inline int copenssl_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
 static inline X509 *copenssl_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+static inline int copenssl_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *sk) {
+    return sk_OPENSSL_STRING_num(sk);
+}
+static inline const char *copenssl_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *sk, int i) {
+    return sk_OPENSSL_STRING_value(sk, i);
+}
+static inline const EVP_MD *copenssl_EVP_get_digestbyobj(const ASN1_OBJECT *o) { return EVP_get_digestbyobj(o); }
 #endif

@@ -45,6 +45,11 @@ public struct VerificationResult: Sendable {
     /// Whether the status is `.ok`.
     public var isVerified: Bool { status == .ok }
 
+    /// A `retryableFailure`: nothing is wrong with the data, a check could not be made now.
+    static func retryable(_ message: String) -> VerificationResult {
+        VerificationResult(status: .retryableFailure, message: message)
+    }
+
     init(status: VerificationVerdict, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
          environment: AppStoreEnvironment? = nil, rawJSON: Data? = nil, payloadObject: [String: JSONValue]? = nil,
          nestedPayloads: [NestedPayload] = []) {
