@@ -90,7 +90,7 @@ public struct GetHistoryHandler: Sendable {
             var withPage = collected
             var pageBytes = 0
             for (index, jws) in page.signedTransactions.enumerated() {
-                let transaction = try verify(jws, index: index, page: page, app: app)
+                let transaction = try await verify(jws, index: index, page: page, app: app)
                 pageBytes += Self.estimatedBytes(jws: jws, transaction, legacy: request.includeLatestReceiptInfo)
                 withPage.add(jws: jws, transaction: transaction)
             }
@@ -139,7 +139,7 @@ public struct GetHistoryHandler: Sendable {
 
     private func verify(
         _ jws: String, index: Int, page: TransactionHistoryPage, app: GatewayConfiguration.App
-    ) throws(GatewayError) -> Transaction {
+    ) async throws(GatewayError) -> Transaction {
         let environment: AppStoreEnvironment = page.environment == .production ? .production : .sandbox
         let requirements: VerificationRequirements
         do {
@@ -148,7 +148,12 @@ public struct GetHistoryHandler: Sendable {
         } catch {
             throw .invalidArgument(field: "environment", problem: "\(error.description) (set apps[].appAppleId)")
         }
-        let result = verifier.verify(jws, kind: .transaction, requirements: requirements)
+        // Runs the chain validation in this task, and awaits any OCSP fetch (online checks).
+        let result = await verifier.verifyOnline(jws, kind: .transaction, requirements: requirements)
+            ?? verifier.verify(jws, kind: .transaction, requirements: requirements)
+        if result.status == .retryableFailure {
+            throw .revocationStatusUnavailable(app: app.name, problem: "signed transaction \(index): \(result.message)")
+        }
         guard result.isVerified, case .transaction(let transaction)? = PayloadDecoder.decode(result) else {
             throw .appleDataRejected(
                 app: app.name, environment: page.environment,

@@ -16,7 +16,7 @@ import Foundation
 /// Authority Information Access), asked only once the chain, signature and binding check out, and cached per
 /// certificate until the answer's nextUpdate. A revoked certificate is `untrustedChain`; a responder that
 /// cannot be reached (or answers unusably) is `retryableFailure`. The verifier does no I/O itself:
-/// `verifyStep` names the statuses it needs, `record` takes the answers, and the async `verify` drives both
+/// `verifyStep` names the statuses it needs, `record` takes the answers, and `verifyOnline` drives both
 /// through an `OCSPTransport`.
 public final class SignedDataVerifier: Sendable {
     /// Which instant the chain must be valid at.
@@ -109,8 +109,8 @@ public final class SignedDataVerifier: Sendable {
     public var chainCacheCount: Int { cache.count }
 
     /// Verifies `jws`. A `kind` other than the payload's gives `wrongKind`; nil accepts any kind. Does no I/O:
-    /// with online checks, a revocation status not cached yet gives `retryableFailure` (use the async
-    /// `verify`, which fetches it).
+    /// with online checks, a revocation status not cached yet gives `retryableFailure` (use
+    /// `verifyOnline`, which fetches it).
     public func verify(_ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none)
         -> VerificationResult
     {
@@ -139,7 +139,7 @@ public final class SignedDataVerifier: Sendable {
     /// Verifies `jws` with every online check done: revocation statuses not cached are fetched through the
     /// OCSP transport (awaited, no thread blocked) and the pass repeated. `run` executes each pass (e.g. on
     /// the verification pool); nil from it (a full pool) gives nil.
-    public func verify(
+    public func verifyOnline(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none,
         running run: @Sendable (@escaping @Sendable () -> VerificationStep) async -> VerificationStep? = { $0() }
     ) async -> VerificationResult? {
@@ -195,8 +195,8 @@ public final class SignedDataVerifier: Sendable {
     }
 
     /// Verifies `jws` only when that needs no full X.509 chain validation and no OCSP fetch (the chain, or its
-    /// recent failure, and any revocation status are cached): cheap enough for an event loop. nil: call the
-    /// async `verify` off the loop.
+    /// recent failure, and any revocation status are cached): cheap enough for an event loop. nil: call
+    /// `verifyOnline` off the loop.
     public func verifyIfChainCached(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) -> VerificationResult? {

@@ -128,6 +128,7 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
         }
+        key { () throws(ConfigurationError) in config.verification.onlineChecks = try onlineChecks(reader) }
         key { () throws(ConfigurationError) in
             if let v = try reader.string("notifications.resumeTokenKey") { config.notifications.resumeTokenKeyFile = v }
         }

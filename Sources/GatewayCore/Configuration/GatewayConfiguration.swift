@@ -191,6 +191,9 @@ public struct GatewayConfiguration: Sendable {
         /// How long a chain that failed validation is refused from memory (for the same verification time)
         /// before it is validated again. `verification.negativeCacheTTL`, 30s; 0 disables.
         public var negativeCacheTTLMilliseconds: UInt64 = 30_000
+        /// Apple's online checks (OCSP revocation of leaf and intermediate, validation at the current time).
+        /// `verification.onlineChecks` and friends, see `GatewayConfiguration+OnlineChecks.swift`.
+        public var onlineChecks = OnlineChecks()
         public init() {}
     }
 
