@@ -16,6 +16,9 @@ public enum SimulatedFault: Sendable, Hashable {
     case truncatedBody
     /// The body sent in `chunks` pieces, `interval` apart.
     case slowBody(chunks: Int, interval: Duration)
+    /// Every JWS of the answer signed by a leaf the simulator's OCSP responder reports revoked (the PKI
+    /// must be online, `AppStoreSimulator.enableOCSP`; otherwise ignored).
+    case revokedSigner
 }
 
 /// A configured fault: which requests it hits and how often.
@@ -53,6 +56,7 @@ public struct FaultRule: Sendable {
 ///               / "html502"                HTML 502 Bad Gateway page
 ///               / "truncated"              JSON body cut in half
 ///               / "slow=" count "x" duration   body in count chunks, duration apart, e.g. slow=5x100ms
+///               / "revoked-signer"         JWS signed by a leaf the OCSP responder reports revoked
 ///     duration  = 1*DIGIT ( "ms" / "s" )
 public enum FaultHeader {
     /// The header name.
@@ -70,6 +74,7 @@ public enum FaultHeader {
             case ("reset", nil): faults.append(.resetConnection)
             case ("html502", nil): faults.append(.htmlBadGateway)
             case ("truncated", nil): faults.append(.truncatedBody)
+            case ("revoked-signer", nil): faults.append(.revokedSigner)
             case ("error", let value?):
                 guard let code = Int64(value), (1_000_000...9_999_999).contains(code) else { return nil }
                 faults.append(.appleError(code: code))
