@@ -132,7 +132,10 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         entry.status = 200
         callLog.record(entry)
         var response = respond(
-            request, route: route, app: app, now: now, revokedSigner: injected.contains(.revokedSigner))
+            request, route: route, app: app, now: now, revokedSigner: injected.contains(.revokedSigner),
+            forgedPosition: injected.lazy.compactMap {
+                if case .forgedNotification(let position) = $0 { position } else { nil }
+            }.first)
         if injected.contains(.truncatedBody) { response.body = Array(response.body.prefix(response.body.count / 2)) }
         for case .slowBody(let chunks, let interval) in injected {
             response.delivery = .slowBody(
@@ -158,7 +161,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     }
 
     private func respond(
-        _ request: HTTPRequest, route: SimulatorRoute, app: SimulatedApp, now: WallTime, revokedSigner: Bool
+        _ request: HTTPRequest, route: SimulatorRoute, app: SimulatedApp, now: WallTime, revokedSigner: Bool,
+        forgedPosition: Int?
     ) -> HTTPResponse {
         guard let dataset = store.dataset(app.bundleId, route.environment) else {
             return SimulatorResponse.error(4_040_003, "App not found.")
@@ -175,7 +179,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             case .getNotificationHistory:
                 let token = request.queryItems.first { $0.name == "paginationToken" }?.value
                 body = try notifications.respond(
-                    body: request.body, paginationToken: token, dataset: dataset, signer: signer, now: now)
+                    body: request.body, paginationToken: token, dataset: dataset, signer: signer, now: now,
+                    forgedPosition: forgedPosition)
             case .getTransactionInfo:
                 body = try subscriptions.transactionInfo(
                     transactionId: parameter, dataset: dataset, signer: signer, now: now)
