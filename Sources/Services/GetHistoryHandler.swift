@@ -27,6 +27,8 @@ public struct GetHistoryHandler: Sendable {
     let maxResponseBytes: Int
     let clock: any GatewayClock
     let flights = SingleFlight<[UInt8], GetHistoryResponse>()
+    /// The environment behind each revision handed out, so paging on asks it directly (`auto` apps).
+    let revisions = RevisionEnvironments()
 
     /// A handler calling Apple through `client`, verifying with `verifier`, paging at most `maxPages` and
     /// (with `all_pages`) at most about `maxResponseBytes` of response.
@@ -48,7 +50,14 @@ public struct GetHistoryHandler: Sendable {
     public func handle(_ request: GetHistoryRequest, remaining: Duration?) async throws(GatewayError) -> GetHistoryResponse {
         try request.checkContract()
         let app = try client.apps.app(named: request.app)
-        let plan = try request.callPlan()
+        var checked = try request.callPlan()
+        if checked.environment == nil, app.environment == .auto, let revision = checked.query.revision,
+            let known = revisions.environment(bundleID: app.bundleId, revision: revision)
+        {
+            // Later pages go to the environment that answered the earlier ones, without the caller echoing it.
+            checked.environment = known
+        }
+        let plan = checked
         let deadline = remaining.map { clock.monotonicNow() + $0 }
         let key = request.serializedBytes()
         var outcome: Result<GetHistoryResponse, GatewayError> = .failure(.cancelled)
@@ -104,9 +113,15 @@ public struct GetHistoryHandler: Sendable {
             collected = withPage
             responseBytes += pageBytes
             largestPage = max(largestPage, pageBytes)
-            response.appAppleId = page.appAppleId != 0 ? page.appAppleId : (app.appAppleId ?? 0)
-            response.bundleId = page.bundleId.isEmpty ? app.bundleId : page.bundleId
-            response.environment = page.environment == .production ? .production : .sandbox
+            // Apple's answer, not the configuration: what Apple says it is (its `environment` field, else the
+            // environment that answered).
+            response.appAppleId = page.appAppleId
+            response.bundleId = page.bundleId
+            switch page.environmentName {
+            case "Production": response.environment = .production
+            case "Sandbox": response.environment = .sandbox
+            default: response.environment = page.environment == .production ? .production : .sandbox
+            }
             response.hasMore = page.hasMore
             response.revision = page.revision
             guard request.allPages, page.hasMore, !page.revision.isEmpty, page.revision != query.revision,
@@ -115,6 +130,7 @@ public struct GetHistoryHandler: Sendable {
             query = query.nextPage(revision: page.revision)
         }
         response.pagesFetched = pages
+        if let environment { revisions.remember(environment, bundleID: app.bundleId, revision: response.revision) }
         response.signedTransactions = collected.entries.map(\.jws)
         response.transactions = collected.entries.map(\.transaction)
         if request.includeLatestReceiptInfo {

@@ -47,6 +47,11 @@ public struct StreamNotificationsHandler: Sendable {
         let resumeText: String?
         /// `strict_verification`: end at the first notification that fails verification.
         var strictVerification = false
+        /// The environment the pages are asked of (nil: the app's `auto` policy, production then sandbox on
+        /// 4040010). `environment`, else for an `auto` app production alone when no sandbox fallback can help:
+        /// without a transaction id (Apple answers production's history, never 4040010) or with a start date
+        /// outside sandbox's 30-day window (sandbox would refuse it).
+        var pagingEnvironment: AppleEnvironment?
     }
 
     /// Validates `request` (before any response header is sent).
@@ -90,10 +95,16 @@ public struct StreamNotificationsHandler: Sendable {
             }
             resume = token
         }
+        var pagingEnvironment = environment
+        if environment == nil, app.environment == .auto {
+            let sandboxWindowStart = clock.wallNow().millisecondsSince1970
+                - NotificationHistoryRequestBody.retention(in: .sandbox).wholeMilliseconds
+            if request.transactionId.isEmpty || body.startDate < sandboxWindowStart { pagingEnvironment = .production }
+        }
         return Plan(
             app: app, body: body, environment: environment, fingerprint: fingerprint, resume: resume,
             resumeText: request.resumeToken.isEmpty ? nil : request.resumeToken,
-            strictVerification: request.strictVerification)
+            strictVerification: request.strictVerification, pagingEnvironment: pagingEnvironment)
     }
 
     /// Streams the notifications of `plan` through `send`, whose second argument is the status a server
@@ -118,7 +129,7 @@ public struct StreamNotificationsHandler: Sendable {
             do throws(GatewayError) {
                 let page = try await client.notificationHistory(
                     body: body, paginationToken: request.paginationToken, app: app,
-                    environment: request.environment ?? plan.environment, deadline: deadline)
+                    environment: request.environment ?? plan.pagingEnvironment, deadline: deadline)
                 return (request, .success(page))
             } catch {
                 return (request, .failure(error))

@@ -592,7 +592,10 @@ public struct StreamNotificationsRequest: ProtoMessage {
     public var transactionId: String = ""
     /// True: only notifications that never reached the app's server, including ones still being retried.
     public var onlyFailures: Bool = false
-    /// The environment to read; UNSPECIFIED = as the app is configured.
+    /// The environment to read; UNSPECIFIED = as the app is configured. For an `auto` app that is production, and
+    /// sandbox too only with a `transaction_id` production does not know (Apple's 4040010) and a `start_date` within
+    /// sandbox's 30 days: without a transaction id Apple answers with production's history, never 4040010, so read
+    /// sandbox notifications with ENVIRONMENT_SANDBOX.
     public var environment: Environment = Environment(rawValue: 0)
     /// A `NotificationEvent.resume_token` of an earlier stream with the same filters: continue right after that
     /// event, with no duplicate and no gap. Empty: start at `start_date`.

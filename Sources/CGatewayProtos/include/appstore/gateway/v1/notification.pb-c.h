@@ -336,7 +336,10 @@ struct  Appstore__Gateway__V1__StreamNotificationsRequest
    */
   protobuf_c_boolean only_failures;
   /*
-   * The environment to read; UNSPECIFIED = as the app is configured.
+   * The environment to read; UNSPECIFIED = as the app is configured. For an `auto` app that is production, and
+   * sandbox too only with a `transaction_id` production does not know (Apple's 4040010) and a `start_date` within
+   * sandbox's 30 days: without a transaction id Apple answers with production's history, never 4040010, so read
+   * sandbox notifications with ENVIRONMENT_SANDBOX.
    */
   Appstore__Gateway__V1__Environment environment;
   /*
