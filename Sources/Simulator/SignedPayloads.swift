@@ -29,6 +29,40 @@ struct SignedPayloads: Sendable {
     func notification(_ notification: SimulatedNotification, customer: SimulatedCustomer?) throws(AppleRejection)
         -> String
     {
+        var payload = JSONObjectBuilder()
+        payload.add("notificationType", notification.notificationType)
+        payload.add("subtype", notification.subtype)
+        payload.add("notificationUUID", notification.notificationUUID)
+        switch notification.otherPayload {
+        case .summary(let summary)?:
+            payload.add("summary", withApp(summary, first: [("environment", .string(environment.appleName))]))
+        case .externalPurchaseToken(let token)?: payload.add("externalPurchaseToken", withApp(token, first: []))
+        case .appData(let appTransaction)?:
+            var appData = JSONObjectBuilder()
+            appData.add("appAppleId", app.appAppleId)
+            appData.add("bundleId", app.bundleId)
+            appData.add("environment", environment.appleName)
+            appData.add(
+                "signedAppTransactionInfo",
+                try sign(withApp(appTransaction, first: [("receiptType", .string(environment.appleName))])))
+            payload.add("appData", appData.object)
+        case nil: payload.add("data", try data(notification, customer: customer))
+        }
+        payload.add("version", "2.0")
+        payload.add("signedDate", notification.date)
+        return try sign(payload.object)
+    }
+
+    /// `object`'s members after `first`, the app's Apple id and bundle id (which the generator does not know).
+    private func withApp(_ object: OrderedJSON, first: [(String, OrderedJSON)]) -> OrderedJSON {
+        guard case .object(let members) = object else { return object }
+        return .object(
+            first + [("appAppleId", .integer(app.appAppleId)), ("bundleId", .string(app.bundleId))] + members)
+    }
+
+    private func data(_ notification: SimulatedNotification, customer: SimulatedCustomer?) throws(AppleRejection)
+        -> OrderedJSON
+    {
         var data = JSONObjectBuilder()
         data.add("appAppleId", app.appAppleId)
         data.add("bundleId", app.bundleId)
@@ -45,14 +79,8 @@ struct SignedPayloads: Sendable {
                 data.add("status", renewal.status)
             }
         }
-        var payload = JSONObjectBuilder()
-        payload.add("notificationType", notification.notificationType)
-        payload.add("subtype", notification.subtype)
-        payload.add("notificationUUID", notification.notificationUUID)
-        payload.add("data", data.object)
-        payload.add("version", "2.0")
-        payload.add("signedDate", notification.date)
-        return try sign(payload.object)
+        data.add("consumptionRequestReason", notification.consumptionRequestReason)
+        return data.object
     }
 }
 
