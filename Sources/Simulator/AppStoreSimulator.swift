@@ -26,6 +26,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let testNotifications: TestNotificationEndpoints
     private let recorder = RequestRecorder()
     private let onlinePKI = Mutex<OnlineSimulatorPKI?>(nil)
+    private let signatures = SignatureMemo()
 
     /// The path of the OCSP responder (POST, RFC 6960 appendix A), served once `enableOCSP` was called.
     public static let ocspPath = "/ocsp"
@@ -167,7 +168,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         guard let dataset = store.dataset(app.bundleId, route.environment) else {
             return SimulatorResponse.error(4_040_003, "App not found.")
         }
-        let signer = SignedPayloads(pki: signingPKI(revoked: revokedSigner), app: app, environment: route.environment)
+        let signer = SignedPayloads(
+            pki: signingPKI(revoked: revokedSigner), app: app, environment: route.environment, memo: signatures)
         let parameter = route.parameters.first ?? ""
         do {
             let body: OrderedJSON
