@@ -79,10 +79,11 @@ final class RevocationCache: Sendable {
     }
 
     /// Keeps `status` for `key` until `nextUpdate` (or `ageWithoutNextUpdate` from `now`), capped at
-    /// `maximumAge` from `now`.
+    /// `maximumAge` from `now`, and at least a second (an answer just checked as current is used at once, even
+    /// when its nextUpdate passed within the allowed clock skew).
     func insert(_ status: Status, for key: Key, nextUpdate: Date?, now: Date) {
-        let until = min(nextUpdate ?? now + ageWithoutNextUpdate, now + maximumAge)
-        guard capacity > 0, until > now else { return }
+        let until = max(min(nextUpdate ?? now + ageWithoutNextUpdate, now + maximumAge), now + 1)
+        guard capacity > 0 else { return }
         entries.withLock { entries in
             if entries[key] == nil, entries.count >= capacity {
                 for (stale, entry) in entries where entry.until <= now { entries[stale] = nil }

@@ -145,12 +145,11 @@ public final class SignedDataVerifier: Sendable {
     ) async -> VerificationResult? {
         // A pass needs at most the outer chain's two statuses and its nested payloads' (normally the same chain).
         for _ in 0..<3 {
-            guard let step = await run({ self.verifyStep(jws, kind: kind, requirements: requirements) }) else {
-                return nil
-            }
-            guard case .needsRevocationStatus(let queries) = step else {
-                if case .done(let result) = step { return result }
-                return nil
+            let queries: [RevocationQuery]
+            switch await run({ self.verifyStep(jws, kind: kind, requirements: requirements) }) {
+            case nil: return nil
+            case .done(let result)?: return result
+            case .needsRevocationStatus(let missing)?: queries = missing
             }
             guard let ocspTransport else { return .retryable("online checks are on but no OCSP client is configured") }
             for query in queries {
@@ -165,9 +164,9 @@ public final class SignedDataVerifier: Sendable {
         return .retryable("the OCSP status is still unknown after asking the responders")
     }
 
-    /// Takes a responder's `outcome` for `query` into the revocation cache. A failure to answer with
-    /// instead: `retryableFailure` (unreachable, or an unusable response) or `untrustedChain` (the responder
-    /// does not know the certificate); nil when recorded (good or revoked: the next pass reports it).
+    /// Takes a responder's `outcome` for `query` into the revocation cache. The answer to give instead of
+    /// verifying on: `retryableFailure` (unreachable, or an unusable response) or `untrustedChain` (revoked, or
+    /// unknown to the responder); nil when the certificate is good.
     public func record(_ outcome: OCSPTransportResult, for query: RevocationQuery) -> VerificationResult? {
         let answer: OCSPAnswer
         switch outcome {
@@ -187,6 +186,9 @@ public final class SignedDataVerifier: Sendable {
             revocations.insert(.good, for: query.key, nextUpdate: answer.nextUpdate, now: clock.now())
         case .revoked(let date):
             revocations.insert(.revoked(at: date), for: query.key, nextUpdate: answer.nextUpdate, now: clock.now())
+            return VerificationResult(
+                status: .untrustedChain,
+                message: "the \(query.role) certificate was revoked at \(date.formatted(.iso8601)) (OCSP)")
         case .unknown:
             return VerificationResult(
                 status: .untrustedChain, message: "the OCSP responder does not know the \(query.role) certificate")
