@@ -18,7 +18,8 @@ import SignedData
 ///   delivered with its `signed_payload`, `status` and `message` and no decoded `notification` (counted as a
 ///   verification verdict and logged), and the stream goes on; `strict_verification` ends the stream with
 ///   DATA_LOSS at it instead. A revocation status that online checks cannot get ends the stream UNAVAILABLE
-///   with the resume token of the event before, so a later call retries it. Cancellation and deadlines cancel the page in flight (its curl transfer).
+///   with the resume token of the event before, so a later call retries it. Cancellation and deadlines
+///   cancel the page in flight (its curl transfer).
 /// - An upstream failure mid-stream ends the call with its mapped status plus `resume_token` in the
 ///   ErrorInfo metadata; so does a server shutdown (UNAVAILABLE), through the gRPC layer's shutdown hook.
 public struct StreamNotificationsHandler: Sendable {
