@@ -22,7 +22,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 protos=$(cd proto && find . -name '*.proto' | sed 's|^\./||' | LC_ALL=C sort)
-wkt_protos="google/protobuf/any.proto google/protobuf/duration.proto google/protobuf/timestamp.proto"
+wkt_protos="google/protobuf/any.proto google/protobuf/duration.proto google/protobuf/timestamp.proto google/protobuf/wrappers.proto"
 
 mkdir -p "$tmp/c"
 protoc-c -Iproto -I"$wkt" --c_out="$tmp/c" \

@@ -28,6 +28,15 @@ TYPE_NAME_OVERRIDES = {
     "google.protobuf.Timestamp": "ProtoTimestamp",
     "google.protobuf.Duration": "ProtoDuration",
     "google.protobuf.Any": "ProtoAny",
+    "google.protobuf.BoolValue": "ProtoBoolValue",
+    "google.protobuf.BytesValue": "ProtoBytesValue",
+    "google.protobuf.DoubleValue": "ProtoDoubleValue",
+    "google.protobuf.FloatValue": "ProtoFloatValue",
+    "google.protobuf.Int32Value": "ProtoInt32Value",
+    "google.protobuf.Int64Value": "ProtoInt64Value",
+    "google.protobuf.StringValue": "ProtoStringValue",
+    "google.protobuf.UInt32Value": "ProtoUInt32Value",
+    "google.protobuf.UInt64Value": "ProtoUInt64Value",
     "google.rpc.Status": "GoogleRPCStatus",
     # Foundation.Notification and FoundationEssentials.SortOrder: a client importing Foundation too would have
     # to qualify every use.

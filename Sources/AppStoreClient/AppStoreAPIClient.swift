@@ -86,7 +86,7 @@ public final class AppStoreAPIClient: Sendable {
     ) throws(ConfigurationError) {
         self.events = events
         var loaded: [String: any ES256Signer] = [:]
-        for (index, app) in configuration.apps.enumerated() {
+        for (index, app) in configuration.apps.enumerated() where app.environment != .xcode {
             if let given = signers?[app.bundleId] {
                 loaded[app.bundleId] = given
             } else {
@@ -142,6 +142,7 @@ public final class AppStoreAPIClient: Sendable {
         case .production: return [.production]
         case .sandbox: return [.sandbox]
         case .auto: return [.production, .sandbox]
+        case .xcode: return []
         }
     }
 
@@ -151,6 +152,11 @@ public final class AppStoreAPIClient: Sendable {
         _ endpoint: AppleEndpoint, path: String, query: String = "", body: [UInt8]? = nil,
         app: GatewayConfiguration.App, environment requested: AppleEnvironment? = nil, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> AppleResponse {
+        guard app.environment != .xcode else {
+            throw .invalidArgument(
+                field: "app",
+                problem: "\(app.name) is configured for Xcode data (environment: xcode); Apple has no server for it")
+        }
         let plan = environments(for: app, requested: requested)
         var tried: [AppleEnvironment] = []
         for (index, environment) in plan.enumerated() {

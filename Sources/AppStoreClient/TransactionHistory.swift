@@ -13,6 +13,8 @@ public struct TransactionHistoryPage: Sendable, Hashable {
     public var appAppleId: Int64
     /// The environment that answered.
     public var environment: AppleEnvironment
+    /// Apple's `environment` field as sent ("Production", "Sandbox"; empty when absent).
+    public var environmentName: String
     /// The JWS transactions, at most 20.
     public var signedTransactions: [String]
     /// Apple's request id of the answer.
@@ -21,8 +23,9 @@ public struct TransactionHistoryPage: Sendable, Hashable {
     /// A page.
     public init(
         revision: String, hasMore: Bool, bundleId: String, appAppleId: Int64, environment: AppleEnvironment,
-        signedTransactions: [String], appleRequestID: String? = nil
+        signedTransactions: [String], appleRequestID: String? = nil, environmentName: String = ""
     ) {
+        self.environmentName = environmentName
         self.revision = revision
         self.hasMore = hasMore
         self.bundleId = bundleId
@@ -56,7 +59,8 @@ extension AppStoreAPIClient {
         return TransactionHistoryPage(
             revision: wire.revision ?? "", hasMore: wire.hasMore ?? false, bundleId: wire.bundleId ?? "",
             appAppleId: wire.appAppleId ?? 0, environment: answer.environment,
-            signedTransactions: wire.signedTransactions ?? [], appleRequestID: answer.appleRequestID)
+            signedTransactions: wire.signedTransactions ?? [], appleRequestID: answer.appleRequestID,
+            environmentName: wire.environment ?? "")
     }
 }
 

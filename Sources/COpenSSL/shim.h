@@ -9,6 +9,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/ocsp.h>
 #include <openssl/crypto.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -50,4 +51,11 @@ static inline int copenssl_general_name_text(const GENERAL_NAME *name, int *type
     *length = ASN1_STRING_length(text);
     return 1;
 }
+static inline int copenssl_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *sk) {
+    return sk_OPENSSL_STRING_num(sk);
+}
+static inline const char *copenssl_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *sk, int i) {
+    return sk_OPENSSL_STRING_value(sk, i);
+}
+static inline const EVP_MD *copenssl_EVP_get_digestbyobj(const ASN1_OBJECT *o) { return EVP_get_digestbyobj(o); }
 #endif

@@ -42,9 +42,12 @@ public struct CertificateTemplate: Sendable {
     /// subjectAltName entries for a TLS server certificate: DNS names and IP addresses ("localhost",
     /// "127.0.0.1", "::1"); with any, the certificate also gets extendedKeyUsage serverAuth.
     public var subjectAlternativeNames: [String]
+    /// An OCSP responder URL for the Authority Information Access extension (nil: none).
+    public var ocspResponderURL: String?
 
     public init(subject: DistinguishedName, serialNumber: UInt64, notBefore: Date, notAfter: Date, role: Role,
-                markerExtensionOIDs: [String] = [], subjectAlternativeNames: [String] = []) {
+                markerExtensionOIDs: [String] = [], subjectAlternativeNames: [String] = [],
+                ocspResponderURL: String? = nil) {
         self.subject = subject
         self.serialNumber = serialNumber
         self.notBefore = notBefore
@@ -52,6 +55,7 @@ public struct CertificateTemplate: Sendable {
         self.role = role
         self.markerExtensionOIDs = markerExtensionOIDs
         self.subjectAlternativeNames = subjectAlternativeNames
+        self.ocspResponderURL = ocspResponderURL
     }
 }
 
@@ -129,6 +133,12 @@ enum CertificateBuilder {
             try addExtension(x509, &context, NID_authority_key_identifier, "keyid:always")
         }
         for oid in template.markerExtensionOIDs { try addMarkerExtension(x509, oid: oid) }
+        if let url = template.ocspResponderURL {
+            guard url.hasPrefix("http"), !url.contains(","), !url.contains("\n") else {
+                throw CryptographyError(.invalidArgument, "invalid OCSP responder URL \"\(url)\"")
+            }
+            try addExtension(x509, &context, NID_info_access, "OCSP;URI:\(url)")
+        }
         if !template.subjectAlternativeNames.isEmpty {
             let entries = try template.subjectAlternativeNames.map { name throws(CryptographyError) -> String in
                 guard !name.isEmpty, !name.contains(","), !name.contains("\n") else {

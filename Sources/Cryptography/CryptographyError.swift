@@ -14,6 +14,9 @@ public struct CryptographyError: Error, Sendable, Hashable, CustomStringConverti
         case invalidArgument
         /// OpenSSL failed where valid input cannot fail (allocation, internal error).
         case internalFailure
+        /// An OCSP response that does not parse, is not successful, is not signed by the issuer (or a
+        /// responder it delegated to), or says nothing current about the certificate asked about.
+        case invalidOCSPResponse
     }
 
     /// One entry of OpenSSL's thread-local error queue.

@@ -29,7 +29,8 @@ public struct AppleErrorCode: RawRepresentable, Sendable, Hashable, CustomString
         return Int(rawValue / 10_000)
     }
 
-    /// Apple's "…Retryable" codes: the same request may succeed later (4040002/4/6, 5000001).
+    /// Codes whose request may succeed later: Apple's "…Retryable" codes (4040002/4/6, 5000001) and 5000000
+    /// GeneralInternal, for which Apple's documentation, like for every 500, says to try again later.
     public var isRetryable: Bool { Self.retryableCodes.contains(rawValue) }
 
     /// 4290000: the request may be repeated after the `Retry-After` time.
@@ -55,7 +56,7 @@ public struct AppleErrorCode: RawRepresentable, Sendable, Hashable, CustomString
         return result
     }
 
-    private static let retryableCodes: Set<Int64> = [4_040_002, 4_040_004, 4_040_006, 5_000_001]
+    private static let retryableCodes: Set<Int64> = [4_040_002, 4_040_004, 4_040_006, 5_000_000, 5_000_001]
 }
 
 extension AppleErrorCode {

@@ -79,6 +79,10 @@ extension GatewayError {
                 "Apple's answer for app \"\(app)\" (\(environment)) carried signed data that failed verification: "
                     + "\(problem).",
                 reason: "APPLE_DATA_UNVERIFIED", metadata: ["app": app, "environment": environment.rawValue])
+        case .revocationStatusUnavailable(let app, let problem):
+            return Self.status(
+                .unavailable, "Online checks for app \"\(app)\" could not be completed: \(problem).",
+                reason: "REVOCATION_STATUS_UNAVAILABLE", metadata: ["app": app], retryAfter: .seconds(1))
         case .resumeCursorExpired(let app, let environment, let restartFrom):
             // FAILED_PRECONDITION, not INVALID_ARGUMENT: the token was valid; repeating it will not help,
             // a new stream from a date will.
@@ -175,11 +179,6 @@ extension GatewayError {
         }
         if failure.code?.isRetryable == true {
             return status(.unavailable, appleText(failure) + "; retry later.", reason: reason, metadata: metadata)
-        }
-        if failure.code == .generalInternal {
-            return status(
-                .internal, appleText(failure) + "; Apple failed internally, do not repeat blindly.",
-                reason: reason, metadata: metadata)
         }
         switch httpStatus {
         case 400:

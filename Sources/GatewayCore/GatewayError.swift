@@ -32,6 +32,9 @@ public enum GatewayError: Error, Sendable, Hashable {
     /// Apple's answer carried signed data that failed verification (bad signature or chain, wrong app
     /// or environment): the data cannot be trusted, so none of the answer is returned.
     case appleDataRejected(app: String, environment: AppleEnvironment, problem: String)
+    /// Online checks could not learn a certificate's revocation status (its OCSP responder is unreachable or
+    /// answered unusably): nothing is known to be wrong with the data, the call may succeed later.
+    case revocationStatusUnavailable(app: String, problem: String)
     /// Apple no longer accepts the pagination token a stream was resumed from (4000017, PaginationTokenExpired):
     /// the caller must start a new stream from a date. `restartFrom` is the signed date (UNIX ms) of the last
     /// event the caller received, when known.

@@ -55,7 +55,7 @@ public enum AttemptOutcome: Sendable, Hashable {
 
     /// Whether the same request may succeed if repeated: Apple's retryable codes, a 5xx without
     /// Apple's JSON (a proxy or load balancer answered), and connection failures. 429 is not
-    /// retried here: the rate limiter owns it. 5000000 is not retried: Apple says not to blindly.
+    /// retried here: the rate limiter owns it. 5000000 is retried like 5000001 (Apple: "try again later").
     public var isRetryable: Bool {
         switch self {
         case .success: false
@@ -78,7 +78,7 @@ public enum RetryDecision: Sendable, Hashable {
 
 /// Why retrying stopped.
 public enum GiveUpReason: Sendable, Hashable {
-    /// The outcome is final (a client error, 5000000, or 429 for the rate limiter).
+    /// The outcome is final (a client error, or 429 for the rate limiter).
     case notRetryable
     /// `maxAttempts` attempts were made.
     case attemptsExhausted

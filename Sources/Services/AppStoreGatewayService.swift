@@ -46,13 +46,29 @@ public struct AppStoreGatewayService: GRPCService {
                     problem: "cannot load a DER or PEM certificate from '\(path)': \(error)")
             }
         }
+        let http: UpstreamHTTPClient
+        do {
+            var upstream = UpstreamHTTPClient.Configuration(
+                caFile: configuration.apple.caFile,
+                connectTimeout: .milliseconds(Int64(configuration.apple.connectTimeoutMilliseconds)))
+            upstream.trustSystemCAs = configuration.apple.trustSystemCAs
+            http = try UpstreamHTTPClient(configuration: upstream)
+        } catch {
+            throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
+        }
         var verifierConfiguration = SignedDataVerifier.Configuration(trustedRoots: roots)
         verifierConfiguration.chainCacheCapacity = configuration.verification.chainCacheSize
         verifierConfiguration.validationTime = configuration.verification.useCurrentTime ? .now : .signedDate
         verifierConfiguration.rejectedChainTTL = Double(configuration.verification.negativeCacheTTLMilliseconds) / 1000
+        let online = configuration.verification.onlineChecks
+        verifierConfiguration.onlineChecks = online.enabled
+        verifierConfiguration.revocationCacheCapacity = online.cacheSize
         let verifier: SignedDataVerifier
         do {
-            verifier = try SignedDataVerifier(configuration: verifierConfiguration)
+            verifier = try SignedDataVerifier(
+                configuration: verifierConfiguration,
+                ocspTransport: online.enabled
+                    ? UpstreamOCSPTransport(http: http, timeout: .milliseconds(Int64(online.timeoutMilliseconds))) : nil)
         } catch {
             throw ConfigurationError(key: "verification", problem: "\(error)")
         }
@@ -64,16 +80,6 @@ public struct AppStoreGatewayService: GRPCService {
                 threads: configuration.verification.poolThreads, queueLimit: configuration.verification.poolQueue),
             events: events)
 
-        let http: UpstreamHTTPClient
-        do {
-            var upstream = UpstreamHTTPClient.Configuration(
-                caFile: configuration.apple.caFile,
-                connectTimeout: .milliseconds(Int64(configuration.apple.connectTimeoutMilliseconds)))
-            upstream.trustSystemCAs = configuration.apple.trustSystemCAs
-            http = try UpstreamHTTPClient(configuration: upstream)
-        } catch {
-            throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
-        }
         let client = try AppStoreAPIClient(
             configuration: configuration, http: http, clock: clock, signers: signers, events: events,
             budgetEvents: budgetEvents, accessEvents: accessEvents)

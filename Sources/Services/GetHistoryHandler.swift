@@ -27,6 +27,8 @@ public struct GetHistoryHandler: Sendable {
     let maxResponseBytes: Int
     let clock: any GatewayClock
     let flights = SingleFlight<[UInt8], GetHistoryResponse>()
+    /// The environment behind each revision handed out, so paging on asks it directly (`auto` apps).
+    let revisions = RevisionEnvironments()
 
     /// A handler calling Apple through `client`, verifying with `verifier`, paging at most `maxPages` and
     /// (with `all_pages`) at most about `maxResponseBytes` of response.
@@ -48,7 +50,14 @@ public struct GetHistoryHandler: Sendable {
     public func handle(_ request: GetHistoryRequest, remaining: Duration?) async throws(GatewayError) -> GetHistoryResponse {
         try request.checkContract()
         let app = try client.apps.app(named: request.app)
-        let plan = try request.callPlan()
+        var checked = try request.callPlan()
+        if checked.environment == nil, app.environment == .auto, let revision = checked.query.revision,
+            let known = revisions.environment(bundleID: app.bundleId, revision: revision)
+        {
+            // Later pages go to the environment that answered the earlier ones, without the caller echoing it.
+            checked.environment = known
+        }
+        let plan = checked
         let deadline = remaining.map { clock.monotonicNow() + $0 }
         return try await flights.runWithinDeadline(
             key: request.serializedBytes(),
@@ -77,7 +86,7 @@ public struct GetHistoryHandler: Sendable {
             var withPage = collected
             var pageBytes = 0
             for (index, jws) in page.signedTransactions.enumerated() {
-                let transaction = try verify(jws, index: index, page: page, app: app)
+                let transaction = try await verify(jws, index: index, page: page, app: app)
                 pageBytes += Self.estimatedBytes(jws: jws, transaction, legacy: request.includeLatestReceiptInfo)
                 withPage.add(jws: jws, transaction: transaction)
             }
@@ -91,9 +100,15 @@ public struct GetHistoryHandler: Sendable {
             collected = withPage
             responseBytes += pageBytes
             largestPage = max(largestPage, pageBytes)
-            response.appAppleId = page.appAppleId != 0 ? page.appAppleId : (app.appAppleId ?? 0)
-            response.bundleId = page.bundleId.isEmpty ? app.bundleId : page.bundleId
-            response.environment = page.environment == .production ? .production : .sandbox
+            // Apple's answer, not the configuration: what Apple says it is (its `environment` field, else the
+            // environment that answered).
+            response.appAppleId = page.appAppleId
+            response.bundleId = page.bundleId
+            switch page.environmentName {
+            case "Production": response.environment = .production
+            case "Sandbox": response.environment = .sandbox
+            default: response.environment = page.environment == .production ? .production : .sandbox
+            }
             response.hasMore = page.hasMore
             response.revision = page.revision
             guard request.allPages, page.hasMore, !page.revision.isEmpty, page.revision != query.revision,
@@ -102,6 +117,7 @@ public struct GetHistoryHandler: Sendable {
             query = query.nextPage(revision: page.revision)
         }
         response.pagesFetched = pages
+        if let environment { revisions.remember(environment, bundleID: app.bundleId, revision: response.revision) }
         response.signedTransactions = collected.entries.map(\.jws)
         response.transactions = collected.entries.map(\.transaction)
         if request.includeLatestReceiptInfo {
@@ -126,7 +142,7 @@ public struct GetHistoryHandler: Sendable {
 
     private func verify(
         _ jws: String, index: Int, page: TransactionHistoryPage, app: GatewayConfiguration.App
-    ) throws(GatewayError) -> Transaction {
+    ) async throws(GatewayError) -> Transaction {
         let environment: AppStoreEnvironment = page.environment == .production ? .production : .sandbox
         let requirements: VerificationRequirements
         do {
@@ -135,7 +151,12 @@ public struct GetHistoryHandler: Sendable {
         } catch {
             throw .invalidArgument(field: "environment", problem: "\(error.description) (set apps[].appAppleId)")
         }
-        let result = verifier.verify(jws, kind: .transaction, requirements: requirements)
+        // Runs the chain validation in this task, and awaits any OCSP fetch (online checks).
+        let result = await verifier.verifyOnline(jws, kind: .transaction, requirements: requirements)
+            ?? verifier.verify(jws, kind: .transaction, requirements: requirements)
+        if result.status == .retryableFailure {
+            throw .revocationStatusUnavailable(app: app.name, problem: "signed transaction \(index): \(result.message)")
+        }
         guard result.isVerified, case .transaction(let transaction)? = PayloadDecoder.decode(result) else {
             throw .appleDataRejected(
                 app: app.name, environment: page.environment,

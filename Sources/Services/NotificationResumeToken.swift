@@ -83,7 +83,7 @@ struct ResumeTokenCodec: Sendable {
     /// same key; anyone without the private keys cannot. Nil when no key file is readable (injected signers).
     static func derivedKey(apps: [GatewayConfiguration.App], readFile: (String) -> [UInt8]?) -> [UInt8]? {
         var material: [UInt8] = []
-        for app in apps.sorted(by: { $0.bundleId < $1.bundleId }) {
+        for app in apps.sorted(by: { $0.bundleId < $1.bundleId }) where !app.privateKeyFile.isEmpty {
             guard let key = readFile(app.privateKeyFile) else { continue }
             material += Array(app.bundleId.utf8) + [0] + HMACSHA256.authenticationCode(key: key, message: [1]) + [0]
         }

@@ -1,5 +1,6 @@
 import Foundation
 import AppStoreClient
+import Logging
 import Cryptography
 import GatewayCore
 import ProtoCodec
@@ -13,7 +14,12 @@ import SignedData
 ///   each page through the app's getNotificationHistory token bucket. At most one page is fetched ahead of
 ///   what the client has read: `send` waits while the client is behind, so a slow reader holds paging back.
 /// - Every event is verified (chain, app, answering environment) and decoded, with a resume token naming
-///   it (`ResumeTokenCodec`). Cancellation and deadlines cancel the page in flight (its curl transfer).
+///   it (`ResumeTokenCodec`). A notification that fails verification cannot block the stream: it is
+///   delivered with its `signed_payload`, `status` and `message` and no decoded `notification` (counted as a
+///   verification verdict and logged), and the stream goes on; `strict_verification` ends the stream with
+///   DATA_LOSS at it instead. A revocation status that online checks cannot get ends the stream UNAVAILABLE
+///   with the resume token of the event before, so a later call retries it. Cancellation and deadlines
+///   cancel the page in flight (its curl transfer).
 /// - An upstream failure mid-stream ends the call with its mapped status plus `resume_token` in the
 ///   ErrorInfo metadata; so does a server shutdown (UNAVAILABLE), through the gRPC layer's shutdown hook.
 public struct StreamNotificationsHandler: Sendable {
@@ -21,6 +27,7 @@ public struct StreamNotificationsHandler: Sendable {
     let verifier: SignedDataVerifier
     let tokens: ResumeTokenCodec
     let clock: any GatewayClock
+    let logger = Logger(label: "appstore-gateway.notifications")
 
     /// A handler calling Apple through `client`, verifying with `verifier`, authenticating resume tokens
     /// with `resumeTokenKey`.
@@ -39,6 +46,13 @@ public struct StreamNotificationsHandler: Sendable {
         let fingerprint: [UInt8]
         let resume: NotificationResumeToken?
         let resumeText: String?
+        /// `strict_verification`: end at the first notification that fails verification.
+        var strictVerification = false
+        /// The environment the pages are asked of (nil: the app's `auto` policy, production then sandbox on
+        /// 4040010). `environment`, else for an `auto` app production alone when no sandbox fallback can help:
+        /// without a transaction id (Apple answers production's history, never 4040010) or with a start date
+        /// outside sandbox's 30-day window (sandbox would refuse it).
+        var pagingEnvironment: AppleEnvironment?
     }
 
     /// Validates `request` (before any response header is sent).
@@ -83,9 +97,16 @@ public struct StreamNotificationsHandler: Sendable {
             }
             resume = token
         }
+        var pagingEnvironment = environment
+        if environment == nil, app.environment == .auto {
+            let sandboxWindowStart = clock.wallNow().millisecondsSince1970
+                - NotificationHistoryRequestBody.retention(in: .sandbox).wholeMilliseconds
+            if request.transactionId.isEmpty || body.startDate < sandboxWindowStart { pagingEnvironment = .production }
+        }
         return Plan(
             app: app, body: body, environment: environment, fingerprint: fingerprint, resume: resume,
-            resumeText: request.resumeToken.isEmpty ? nil : request.resumeToken)
+            resumeText: request.resumeToken.isEmpty ? nil : request.resumeToken,
+            strictVerification: request.strictVerification, pagingEnvironment: pagingEnvironment)
     }
 
     /// Streams the notifications of `plan` through `send`, whose second argument is the status a server
@@ -110,7 +131,7 @@ public struct StreamNotificationsHandler: Sendable {
             do throws(GatewayError) {
                 let page = try await client.notificationHistory(
                     body: body, paginationToken: request.paginationToken, app: app,
-                    environment: request.environment ?? plan.environment, deadline: deadline)
+                    environment: request.environment ?? plan.pagingEnvironment, deadline: deadline)
                 return (request, .success(page))
             } catch {
                 return (request, .failure(error))
@@ -137,7 +158,7 @@ public struct StreamNotificationsHandler: Sendable {
                 for emission in emissions {
                     let item = page.items[emission.index]
                     do throws(GatewayError) {
-                        var event = try event(for: item, page: page, plan: plan)
+                        var event = try await event(for: item, page: page, plan: plan)
                         let signedDate = event.notification?.signedDate?.unixMilliseconds ?? 0
                         let token = tokens.encode(NotificationResumeToken(
                             pageToken: emission.pageToken, index: emission.index, environment: emission.environment,
@@ -182,7 +203,7 @@ public struct StreamNotificationsHandler: Sendable {
 
     private func event(
         for item: NotificationHistoryPage.Item, page: NotificationHistoryPage, plan: Plan
-    ) throws(GatewayError) -> NotificationEvent {
+    ) async throws(GatewayError) -> NotificationEvent {
         let environment: AppStoreEnvironment = page.environment == .production ? .production : .sandbox
         let requirements: VerificationRequirements
         do {
@@ -191,16 +212,34 @@ public struct StreamNotificationsHandler: Sendable {
         } catch {
             throw .invalidArgument(field: "app", problem: "\(error.description) (set apps[].appAppleId)")
         }
-        let result = verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
-        guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) else {
-            throw .appleDataRejected(
-                app: plan.app.name, environment: page.environment,
-                problem: "a signed notification of the page (apple request id \(page.appleRequestID ?? "none")) is "
-                    + "\(result.status.rawValue): \(result.message)")
-        }
+        // Runs the chain validation in this task, and awaits any OCSP fetch (online checks).
+        let result = await verifier.verifyOnline(item.signedPayload, kind: .notification, requirements: requirements)
+            ?? verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
         var event = NotificationEvent()
         event.signedPayload = item.signedPayload
-        event.notification = notification
+        event.status = result.status.protoStatus
+        if result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) {
+            event.notification = notification
+        } else {
+            let problem = "a signed notification of the page (apple request id \(page.appleRequestID ?? "none")) is "
+                + "\(result.status.rawValue): \(result.message)"
+            if result.status == .retryableFailure {
+                throw .revocationStatusUnavailable(app: plan.app.name, problem: problem)
+            }
+            if plan.strictVerification {
+                throw .appleDataRejected(app: plan.app.name, environment: page.environment, problem: problem)
+            }
+            // Delivered undecoded, so one bad notification never blocks the stream (nor a resumed one).
+            event.status = result.status == .ok ? VerificationStatus.malformed : result.status.protoStatus
+            event.message = result.isVerified ? "the verified payload could not be decoded" : result.message
+            client.events.verification(verdict: "stream_\(result.status)")
+            logger.warning(
+                "delivering a notification that failed verification",
+                metadata: [
+                    "app": "\(plan.app.name)", "environment": "\(page.environment)",
+                    "verdict": "\(result.status)", "apple_request_id": "\(page.appleRequestID ?? "-")",
+                ])
+        }
         event.sendAttempts = item.sendAttempts.map { attempt in
             var typed = SendAttempt()
             typed.attemptDate = attempt.attemptDate == 0 ? nil : ProtoTimestamp(unixMilliseconds: attempt.attemptDate)

@@ -83,6 +83,23 @@ struct CompactJWS: Sendable {
         self.certificateChain = chain
     }
 
+    /// The payload of `text` without looking at its header or signature: for data nobody can verify (Xcode's),
+    /// still bounded by `maximumLength` and required to be three parts with a base64url payload.
+    static func unverifiedPayload(of text: String, maximumLength: Int) throws(Rejection) -> Data {
+        let length = text.utf8.count
+        guard length <= maximumLength else {
+            throw Rejection(.malformed, "the JWS is \(length) bytes, more than the configured limit of \(maximumLength)")
+        }
+        let parts = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw Rejection(.malformed, "a compact JWS has 3 dot-separated parts; this one has \(parts.count)")
+        }
+        guard !parts[1].isEmpty,
+            let payload = Array(parts[1]).withUnsafeBufferPointer({ Base64.decode(ascii: $0, variant: .urlSafeUnpadded) })
+        else { throw Rejection(.malformed, "the JWS payload is not unpadded base64url") }
+        return Data(payload)
+    }
+
     /// The DER bytes of `x5c[index]` (standard base64, RFC 7515 §4.1.6).
     func certificateDER(at index: Int) throws(Rejection) -> [UInt8] {
         guard let der = Base64.decode(certificateChain[index], variant: .standard), !der.isEmpty else {

@@ -7,23 +7,28 @@ public enum DecodedPayload: Sendable, Hashable {
     case renewalInfo(RenewalInfo)
     case notification(AppStoreNotification)
     case appTransaction(AppTransaction)
+    case realtimeRequest(RealtimeRequest)
 }
 
 /// Maps Apple's decoded payload JSON (Apple's App Store Server API documentation) to the proto value types, as a step separate
-/// from verification. Tolerant by design: unknown enum strings become UNSPECIFIED, unknown enum numbers
-/// stay as unrecognized proto numbers, mistyped or unknown fields are skipped, and `raw_json` always keeps
-/// the payload exactly as Apple sent it, so nothing Apple adds is ever out of reach.
+/// from verification. Tolerant by design: unknown enum strings become UNSPECIFIED and reach callers in the
+/// field's `<field>_raw` string, unknown enum numbers stay as unrecognized proto numbers, optional booleans keep
+/// "absent" apart from false, mistyped or unknown fields are skipped, and `raw_json` always keeps the payload
+/// exactly as Apple sent it, so nothing Apple adds is ever out of reach.
 public enum PayloadDecoder {
     /// The typed payload of a verified result (nil unless its status is `.ok`), with a notification's
     /// nested transaction, renewal info and app transaction filled from its verified nested payloads.
     public static func decode(_ result: VerificationResult) -> DecodedPayload? {
-        guard result.isVerified, let kind = result.kind, let raw = result.rawJSON else { return nil }
+        guard result.isVerified || result.status == .unverifiedByDesign, let kind = result.kind,
+            let raw = result.rawJSON
+        else { return nil }
         // The verifier's parse of these exact bytes, when it kept one, instead of parsing them again.
         guard let object = result.payloadObject ?? JSONValue.object(from: raw) else { return nil }
         switch kind {
         case .transaction: return .transaction(transaction(object, json: raw))
         case .renewalInfo: return .renewalInfo(renewalInfo(object, json: raw))
         case .appTransaction: return .appTransaction(appTransaction(object, json: raw))
+        case .realtimeRequest: return .realtimeRequest(realtimeRequest(object, json: raw))
         case .notification:
             var notification = notification(object, json: raw)
             for nested in result.nestedPayloads {
@@ -56,31 +61,34 @@ public enum PayloadDecoder {
         t.originalPurchaseDate = p.timestamp("originalPurchaseDate")
         t.expiresDate = p.timestamp("expiresDate")
         t.quantity = p.int32("quantity")
-        t.type = ProductType(rawValue: p.mapped("type", [
+        (t.type, t.typeRaw) = p.enumeration("type", [
             "Auto-Renewable Subscription": 1, "Non-Renewing Subscription": 2, "Consumable": 3, "Non-Consumable": 4,
-        ]))
+        ])
         t.appAccountToken = p.string("appAccountToken")
-        t.inAppOwnershipType = InAppOwnershipType(rawValue: p.mapped("inAppOwnershipType", ["PURCHASED": 1, "FAMILY_SHARED": 2]))
+        (t.inAppOwnershipType, t.inAppOwnershipTypeRaw) = p.enumeration(
+            "inAppOwnershipType", ["PURCHASED": 1, "FAMILY_SHARED": 2])
         t.signedDate = p.timestamp("signedDate")
         t.revocationReason = RevocationReason(rawValue: p.number("revocationReason", offset: 1))
         t.revocationDate = p.timestamp("revocationDate")
-        t.isUpgraded = p.bool("isUpgraded")
+        t.isUpgradedValue = p.optionalBool("isUpgraded")
+        t.isUpgraded = t.isUpgradedValue?.value ?? false
         t.offerType = OfferType(rawValue: p.number("offerType", offset: 0))
         t.offerIdentifier = p.string("offerIdentifier")
-        t.environment = p.environment("environment")
+        (t.environment, t.environmentRaw) = p.environment("environment")
         t.storefront = p.string("storefront")
         t.storefrontId = p.string("storefrontId")
-        t.transactionReason = TransactionReason(rawValue: p.mapped("transactionReason", ["PURCHASE": 1, "RENEWAL": 2]))
+        (t.transactionReason, t.transactionReasonRaw) = p.enumeration(
+            "transactionReason", ["PURCHASE": 1, "RENEWAL": 2])
         t.currency = p.string("currency")
         t.priceMilliunits = p.int64("price")
-        t.offerDiscountType = OfferDiscountType(rawValue: p.offerDiscountType("offerDiscountType"))
+        (t.offerDiscountType, t.offerDiscountTypeRaw) = p.offerDiscountType("offerDiscountType")
         t.appTransactionId = p.string("appTransactionId")
         t.offerPeriod = p.string("offerPeriod")
-        t.revocationType = RevocationType(rawValue: p.mapped("revocationType", [
+        (t.revocationType, t.revocationTypeRaw) = p.enumeration("revocationType", [
             "REFUND_FULL": 1, "REFUND_PRORATED": 2, "FAMILY_REVOKE": 3,
-        ]))
+        ])
         t.revocationPercentage = p.int32("revocationPercentage")
-        t.billingPlanType = BillingPlanType(rawValue: p.billingPlanType("billingPlanType"))
+        (t.billingPlanType, t.billingPlanTypeRaw) = p.billingPlanType("billingPlanType")
         if let commitment = p.object("commitmentInfo") {
             let c = Fields(commitment)
             t.commitmentInfo = CommitmentInfo(
@@ -90,6 +98,7 @@ public enum PayloadDecoder {
                 totalBillingPeriods: c.int32("totalBillingPeriods"))
         }
         t.advancedCommerceInfoJson = p.jsonText("advancedCommerceInfo")
+        t.advancedCommerceInfo = p.object("advancedCommerceInfo").map(AdvancedCommerceDecoding.transactionInfo)
         t.rawJson = String(decoding: json, as: UTF8.self)
         return t
     }
@@ -107,15 +116,16 @@ public enum PayloadDecoder {
         r.autoRenewProductId = p.string("autoRenewProductId")
         r.autoRenewStatus = AutoRenewStatus(rawValue: p.number("autoRenewStatus", offset: 1))
         r.expirationIntent = ExpirationIntent(rawValue: p.number("expirationIntent", offset: 0))
-        r.isInBillingRetryPeriod = p.bool("isInBillingRetryPeriod")
+        r.isInBillingRetryPeriodValue = p.optionalBool("isInBillingRetryPeriod")
+        r.isInBillingRetryPeriod = r.isInBillingRetryPeriodValue?.value ?? false
         r.gracePeriodExpiresDate = p.timestamp("gracePeriodExpiresDate")
         r.priceIncreaseStatus = PriceIncreaseStatus(rawValue: p.number("priceIncreaseStatus", offset: 1))
         r.offerType = OfferType(rawValue: p.number("offerType", offset: 0))
         r.offerIdentifier = p.string("offerIdentifier")
-        r.offerDiscountType = OfferDiscountType(rawValue: p.offerDiscountType("offerDiscountType"))
+        (r.offerDiscountType, r.offerDiscountTypeRaw) = p.offerDiscountType("offerDiscountType")
         r.offerPeriod = p.string("offerPeriod")
         r.signedDate = p.timestamp("signedDate")
-        r.environment = p.environment("environment")
+        (r.environment, r.environmentRaw) = p.environment("environment")
         r.recentSubscriptionStartDate = p.timestamp("recentSubscriptionStartDate")
         r.renewalDate = p.timestamp("renewalDate")
         r.renewalPriceMilliunits = p.int64("renewalPrice")
@@ -125,15 +135,18 @@ public enum PayloadDecoder {
         r.appTransactionId = p.string("appTransactionId")
         if let commitment = p.object("commitmentInfo") {
             let c = Fields(commitment)
+            let plan: (BillingPlanType, String) = c.billingPlanType("commitmentRenewalBillingPlanType")
             r.commitmentInfo = RenewalCommitmentInfo(
                 commitmentAutoRenewProductId: c.string("commitmentAutoRenewProductId"),
                 commitmentAutoRenewStatus: AutoRenewStatus(rawValue: c.number("commitmentAutoRenewStatus", offset: 1)),
-                commitmentRenewalBillingPlanType: BillingPlanType(rawValue: c.billingPlanType("commitmentRenewalBillingPlanType")),
+                commitmentRenewalBillingPlanType: plan.0,
                 commitmentRenewalDate: c.timestamp("commitmentRenewalDate"),
-                commitmentRenewalPriceMilliunits: c.int64("commitmentRenewalPrice"))
+                commitmentRenewalPriceMilliunits: c.int64("commitmentRenewalPrice"),
+                commitmentRenewalBillingPlanTypeRaw: plan.1)
         }
-        r.renewalBillingPlanType = BillingPlanType(rawValue: p.billingPlanType("renewalBillingPlanType"))
+        (r.renewalBillingPlanType, r.renewalBillingPlanTypeRaw) = p.billingPlanType("renewalBillingPlanType")
         r.advancedCommerceInfoJson = p.jsonText("advancedCommerceInfo")
+        r.advancedCommerceInfo = p.object("advancedCommerceInfo").map(AdvancedCommerceDecoding.renewalInfo)
         r.rawJson = String(decoding: json, as: UTF8.self)
         return r
     }
@@ -146,7 +159,7 @@ public enum PayloadDecoder {
     private static func appTransaction(_ object: [String: JSONValue], json: Data) -> AppTransaction {
         let p = Fields(object)
         var a = AppTransaction()
-        a.receiptType = p.environment("receiptType")
+        (a.receiptType, a.receiptTypeRaw) = p.environment("receiptType")
         a.appAppleId = p.int64("appAppleId")
         a.bundleId = p.string("bundleId")
         a.applicationVersion = p.string("applicationVersion")
@@ -158,11 +171,30 @@ public enum PayloadDecoder {
         a.deviceVerificationNonce = p.string("deviceVerificationNonce")
         a.preorderDate = p.timestamp("preorderDate")
         a.appTransactionId = p.string("appTransactionId")
-        a.originalPlatform = OriginalPlatform(rawValue: p.mapped("originalPlatform", [
+        (a.originalPlatform, a.originalPlatformRaw) = p.enumeration("originalPlatform", [
             "iOS": 1, "macOS": 2, "tvOS": 3, "visionOS": 4,
-        ]))
+        ])
         a.rawJson = String(decoding: json, as: UTF8.self)
         return a
+    }
+
+    /// DecodedRealtimeRequestBody (Retention Messaging) → `RealtimeRequest` (nil when `json` is not a JSON object).
+    public static func realtimeRequest(fromJSON json: Data) -> RealtimeRequest? {
+        JSONValue.object(from: json).map { realtimeRequest($0, json: json) }
+    }
+
+    private static func realtimeRequest(_ object: [String: JSONValue], json: Data) -> RealtimeRequest {
+        let p = Fields(object)
+        var r = RealtimeRequest()
+        r.originalTransactionId = p.string("originalTransactionId")
+        r.appAppleId = p.int64("appAppleId")
+        r.productId = p.string("productId")
+        r.userLocale = p.string("userLocale")
+        r.requestIdentifier = p.string("requestIdentifier")
+        r.signedDate = p.timestamp("signedDate")
+        (r.environment, r.environmentRaw) = p.environment("environment")
+        r.rawJson = String(decoding: json, as: UTF8.self)
+        return r
     }
 
     /// ResponseBodyV2DecodedPayload → `AppStoreNotification` (nil when `json` is not a JSON object). The
@@ -183,38 +215,45 @@ public enum PayloadDecoder {
         n.signedDate = p.timestamp("signedDate")
         if let data = p.object("data") {
             let d = Fields(data)
+            let environment: (Environment, String) = d.environment("environment")
+            let reason: (ConsumptionRequestReason, String) = d.enumeration("consumptionRequestReason", [
+                "UNINTENDED_PURCHASE": 1, "FULFILLMENT_ISSUE": 2, "UNSATISFIED_WITH_PURCHASE": 3, "LEGAL": 4,
+                "OTHER": 5,
+            ])
             n.data = NotificationData(
                 appAppleId: d.int64("appAppleId"), bundleId: d.string("bundleId"),
-                bundleVersion: d.string("bundleVersion"), environment: d.environment("environment"),
+                bundleVersion: d.string("bundleVersion"), environment: environment.0,
                 status: SubscriptionStatus(rawValue: d.number("status", offset: 0)),
-                consumptionRequestReason: ConsumptionRequestReason(rawValue: d.mapped("consumptionRequestReason", [
-                    "UNINTENDED_PURCHASE": 1, "FULFILLMENT_ISSUE": 2, "UNSATISFIED_WITH_PURCHASE": 3, "LEGAL": 4,
-                    "OTHER": 5,
-                ])),
+                consumptionRequestReason: reason.0,
                 signedTransactionInfo: d.string("signedTransactionInfo"),
-                signedRenewalInfo: d.string("signedRenewalInfo"))
+                signedRenewalInfo: d.string("signedRenewalInfo"), environmentRaw: environment.1,
+                consumptionRequestReasonRaw: reason.1)
         }
         if let summary = p.object("summary") {
             let s = Fields(summary)
+            let environment: (Environment, String) = s.environment("environment")
             n.summary = NotificationSummary(
-                environment: s.environment("environment"), appAppleId: s.int64("appAppleId"),
+                environment: environment.0, appAppleId: s.int64("appAppleId"),
                 bundleId: s.string("bundleId"), productId: s.string("productId"),
                 requestIdentifier: s.string("requestIdentifier"),
                 storefrontCountryCodes: s.strings("storefrontCountryCodes"),
-                succeededCount: s.int64("succeededCount"), failedCount: s.int64("failedCount"))
+                succeededCount: s.int64("succeededCount"), failedCount: s.int64("failedCount"),
+                environmentRaw: environment.1)
         }
         if let token = p.object("externalPurchaseToken") {
             let e = Fields(token)
             n.externalPurchaseToken = ExternalPurchaseToken(
                 externalPurchaseId: e.string("externalPurchaseId"), tokenCreationDate: e.timestamp("tokenCreationDate"),
-                appAppleId: e.int64("appAppleId"), bundleId: e.string("bundleId"))
+                appAppleId: e.int64("appAppleId"), bundleId: e.string("bundleId"), tokenType: e.string("tokenType"),
+                tokenExpirationDate: e.timestamp("tokenExpirationDate"))
         }
         if let appData = p.object("appData") {
             let a = Fields(appData)
+            let environment: (Environment, String) = a.environment("environment")
             n.appData = AppData(
                 appAppleId: a.int64("appAppleId"), bundleId: a.string("bundleId"),
-                environment: a.environment("environment"),
-                signedAppTransactionInfo: a.string("signedAppTransactionInfo"))
+                environment: environment.0,
+                signedAppTransactionInfo: a.string("signedAppTransactionInfo"), environmentRaw: environment.1)
         }
         n.rawJson = String(decoding: json, as: UTF8.self)
         return n
@@ -238,7 +277,7 @@ public enum PayloadDecoder {
 }
 
 /// Typed, forgiving reads of one JSON object: a missing or mistyped field reads as the proto default.
-private struct Fields {
+struct Fields {
     let object: [String: JSONValue]
     init(_ object: [String: JSONValue]) { self.object = object }
 
@@ -260,12 +299,19 @@ private struct Fields {
 
     func int32(_ key: String) -> Int32 { object[key]?.int64.flatMap { Int32(exactly: $0) } ?? 0 }
 
-    func bool(_ key: String) -> Bool {
-        if case .bool(let value)? = object[key] { return value }
-        return false
+    /// A boolean Apple sends only sometimes: nil when absent (or not a boolean), else its value.
+    func optionalBool(_ key: String) -> ProtoBoolValue? {
+        if case .bool(let value)? = object[key] { return ProtoBoolValue(value: value) }
+        return nil
     }
 
     func object(_ key: String) -> [String: JSONValue]? { object[key]?.object }
+
+    /// The objects of an array (other elements skipped); the JWS length bounds how many there can be.
+    func objects(_ key: String) -> [[String: JSONValue]] {
+        guard case .array(let values)? = object[key] else { return [] }
+        return values.compactMap(\.object)
+    }
 
     func jsonText(_ key: String) -> String { object[key].map { $0 == .null ? "" : $0.jsonText } ?? "" }
 
@@ -286,20 +332,35 @@ private struct Fields {
         return apple + offset
     }
 
-    /// Apple's string through `table`; absent or unknown → 0 = UNSPECIFIED (the raw value stays in raw_json).
-    /// `table` is a literal list (no dictionary built per call); its keys are distinct.
-    func mapped(_ key: String, _ table: KeyValuePairs<String, Int32>) -> Int32 {
-        guard let value = object[key]?.string else { return 0 }
-        return table.first { $0.key == value }?.value ?? 0
+    /// A string enum: the proto value through `table` (UNSPECIFIED when absent or unknown) and the string
+    /// exactly as Apple sent it (empty when absent or not a string), so an unknown value still reaches callers.
+    func enumeration<Value: OpenProtoEnum>(_ key: String, _ table: KeyValuePairs<String, Int32>) -> (Value, String) {
+        let raw = object[key]?.string ?? ""
+        return (Value(rawValue: table.first { $0.key == raw }?.value ?? 0), raw)
     }
 
-    func environment(_ key: String) -> Environment {
-        Environment(rawValue: mapped(key, ["Production": 1, "Sandbox": 2, "Xcode": 3, "LocalTesting": 4]))
+    func environment(_ key: String) -> (Environment, String) {
+        enumeration(key, ["Production": 1, "Sandbox": 2, "Xcode": 3, "LocalTesting": 4])
     }
 
-    func offerDiscountType(_ key: String) -> Int32 {
-        mapped(key, ["FREE_TRIAL": 1, "PAY_AS_YOU_GO": 2, "PAY_UP_FRONT": 3, "ONE_TIME": 4])
+    func offerDiscountType(_ key: String) -> (OfferDiscountType, String) {
+        enumeration(key, ["FREE_TRIAL": 1, "PAY_AS_YOU_GO": 2, "PAY_UP_FRONT": 3, "ONE_TIME": 4])
     }
 
-    func billingPlanType(_ key: String) -> Int32 { mapped(key, ["BILLED_UPFRONT": 1, "MONTHLY": 2]) }
+    func billingPlanType(_ key: String) -> (BillingPlanType, String) {
+        enumeration(key, ["BILLED_UPFRONT": 1, "MONTHLY": 2])
+    }
 }
+
+/// A generated proto enum: every Int32 is a value (unknown numbers are kept as `.unrecognized`).
+protocol OpenProtoEnum { init(rawValue: Int32) }
+
+extension Environment: OpenProtoEnum {}
+extension ProductType: OpenProtoEnum {}
+extension InAppOwnershipType: OpenProtoEnum {}
+extension TransactionReason: OpenProtoEnum {}
+extension OfferDiscountType: OpenProtoEnum {}
+extension RevocationType: OpenProtoEnum {}
+extension BillingPlanType: OpenProtoEnum {}
+extension OriginalPlatform: OpenProtoEnum {}
+extension ConsumptionRequestReason: OpenProtoEnum {}

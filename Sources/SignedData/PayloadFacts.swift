@@ -25,7 +25,7 @@ struct PayloadFacts: Sendable {
             if let requestedKind {
                 throw Rejection(.wrongKind, "a \(requestedKind.rawValue) was asked for; the payload is none of the App Store kinds")
             }
-            throw Rejection(.malformed, "the payload is not a transaction, renewal info, notification or app transaction")
+            throw Rejection(.malformed, "the payload is not a transaction, renewal info, notification, app transaction or realtime request")
         }
         self.kind = kind
         let dateField = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
@@ -52,6 +52,9 @@ struct PayloadFacts: Sendable {
             identity = AppIdentity(
                 bundleID: payload["bundleId"]?.string, appAppleID: payload["appAppleId"]?.int64,
                 environment: payload["receiptType"]?.string, source: "payload")
+        case .realtimeRequest:
+            identity = AppIdentity(
+                appAppleID: payload["appAppleId"]?.int64, environment: payload["environment"]?.string, source: "payload")
         case .notification:
             identity = Self.notificationIdentity(payload)
             for (container, field) in [("data", NestedPayloadField.signedTransactionInfo),
@@ -69,6 +72,7 @@ struct PayloadFacts: Sendable {
     private static func detectKind(_ payload: [String: JSONValue]) -> SignedDataKind? {
         if payload["notificationType"] != nil { return .notification }
         if payload["receiptType"] != nil { return .appTransaction }
+        if payload["userLocale"] != nil, payload["requestIdentifier"] != nil { return .realtimeRequest }
         if payload["transactionId"] != nil { return .transaction }
         if payload["autoRenewStatus"] != nil || payload["autoRenewProductId"] != nil { return .renewalInfo }
         return nil

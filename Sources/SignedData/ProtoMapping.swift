@@ -14,6 +14,8 @@ extension VerificationVerdict {
         case .invalidAppIdentifier: .invalidAppIdentifier
         case .invalidEnvironment: .invalidEnvironment
         case .wrongKind: .wrongKind
+        case .retryableFailure: .retryableFailure
+        case .unverifiedByDesign: .unverifiedByDesign
         }
     }
 }
@@ -26,6 +28,7 @@ extension SignedDataKind {
         case .renewalInfo: .renewalInfo
         case .notification: .notification
         case .appTransaction: .appTransaction
+        case .realtimeRequest: .realtimeRequest
         }
     }
 

@@ -3,13 +3,21 @@ import GatewayCore
 import Foundation
 
 /// Verifies App Store signed data (compact JWS, ES256, `x5c` chain to Apple) as Apple's libraries do
-/// (Apple's App Store Server API documentation), with online (OCSP) checks off.
+/// (Apple's App Store Server API documentation), with Apple's online (OCSP) checks as an option.
 ///
 /// Steps and the verdict each can give: size and shape (`malformed`), `alg` (`unsupportedAlgorithm`),
 /// `x5c` count (`invalidChainLength`), certificates and Apple's marker OIDs (`invalidCertificate`),
 /// RFC 5280 path to a configured root at the verification time (`untrustedChain`), ES256 with the leaf
 /// key (`invalidSignature`), kind (`wrongKind`), app and environment binding (`invalidAppIdentifier`,
 /// `invalidEnvironment`). `x5c[2]` is never trusted: only configured roots are.
+///
+/// With `onlineChecks`, as Apple's verifier with online checks enabled: the chain is validated at the current
+/// time, and the leaf's and intermediate's revocation status comes from their OCSP responders (their
+/// Authority Information Access), asked only once the chain, signature and binding check out, and cached per
+/// certificate until the answer's nextUpdate. A revoked certificate is `untrustedChain`; a responder that
+/// cannot be reached (or answers unusably) is `retryableFailure`. The verifier does no I/O itself:
+/// `verifyStep` names the statuses it needs, `record` takes the answers, and `verifyOnline` drives both
+/// through an `OCSPTransport`.
 public final class SignedDataVerifier: Sendable {
     /// Which instant the chain must be valid at.
     public enum ValidationTime: Sendable, Hashable {
@@ -37,6 +45,15 @@ public final class SignedDataVerifier: Sendable {
         public var rejectedChainTTL: TimeInterval = 30
         /// Failed chains remembered at most; default 1024.
         public var rejectedChainCapacity: Int = 1024
+        /// Apple's online checks: OCSP revocation status of leaf and intermediate, validation at the current
+        /// time. Default false.
+        public var onlineChecks = false
+        /// OCSP answers kept at most (one per certificate); default 1024.
+        public var revocationCacheCapacity: Int = 1024
+        /// The longest an OCSP answer is kept, whatever its nextUpdate; default 1 day.
+        public var revocationMaximumAge: TimeInterval = 86_400
+        /// How long an OCSP answer without nextUpdate is kept; default 5 minutes.
+        public var revocationAgeWithoutNextUpdate: TimeInterval = 300
 
         public init(trustedRoots: [Certificate]) {
             self.trustedRoots = trustedRoots
@@ -52,12 +69,16 @@ public final class SignedDataVerifier: Sendable {
     private let validator: CertificateChainValidator
     private let cache: ChainCache
     private let rejected: RejectedChainCache
+    private let revocations: RevocationCache
     private let clock: any VerificationClock
+    private let ocspTransport: (any OCSPTransport)?
 
-    /// A verifier trusting `configuration.trustedRoots`, reading time from `clock`.
-    public init(configuration: Configuration, clock: any VerificationClock = SystemVerificationClock())
-        throws(SignedDataConfigurationError)
-    {
+    /// A verifier trusting `configuration.trustedRoots`, reading time from `clock`, asking OCSP responders
+    /// through `ocspTransport` when `configuration.onlineChecks` is on.
+    public init(
+        configuration: Configuration, clock: any VerificationClock = SystemVerificationClock(),
+        ocspTransport: (any OCSPTransport)? = nil
+    ) throws(SignedDataConfigurationError) {
         guard configuration.maximumJWSLength > 0, configuration.chainCacheCapacity >= 0 else {
             throw SignedDataConfigurationError("maximumJWSLength must be positive and chainCacheCapacity not negative")
         }
@@ -70,8 +91,15 @@ public final class SignedDataVerifier: Sendable {
         self.cache = ChainCache(capacity: configuration.chainCacheCapacity)
         self.rejected = RejectedChainCache(
             capacity: configuration.rejectedChainCapacity, ttl: configuration.rejectedChainTTL)
+        self.revocations = RevocationCache(
+            capacity: configuration.revocationCacheCapacity, maximumAge: configuration.revocationMaximumAge,
+            ageWithoutNextUpdate: configuration.revocationAgeWithoutNextUpdate)
         self.clock = clock
+        self.ocspTransport = ocspTransport
     }
+
+    /// OCSP answers currently cached.
+    public var revocationCacheCount: Int { revocations.count }
 
     /// Chain validations answered from the cache so far.
     public var chainCacheHits: Int { cache.hits }
@@ -80,29 +108,123 @@ public final class SignedDataVerifier: Sendable {
     /// Validated chains currently cached.
     public var chainCacheCount: Int { cache.count }
 
-    /// Verifies `jws`. A `kind` other than the payload's gives `wrongKind`; nil accepts any kind.
+    /// Verifies `jws`. A `kind` other than the payload's gives `wrongKind`; nil accepts any kind. Does no I/O:
+    /// with online checks, a revocation status not cached yet gives `retryableFailure` (use
+    /// `verifyOnline`, which fetches it).
     public func verify(_ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none)
         -> VerificationResult
     {
-        // With validation allowed, evaluation always reaches a verdict.
-        evaluate(jws, kind: kind, requirements: requirements, mayValidateChain: true)
-            ?? VerificationResult(status: .untrustedChain, message: "the chain could not be validated")
+        switch verifyStep(jws, kind: kind, requirements: requirements) {
+        case .done(let result): return result
+        case .needsRevocationStatus(let queries):
+            return .retryable(
+                "online checks need the OCSP status of the \(queries.map(\.role).joined(separator: " and ")) "
+                    + "certificate, not fetched yet")
+        }
     }
 
-    /// Verifies `jws` only when that needs no full X.509 chain validation (the chain, or its recent failure,
-    /// is cached): cheap enough for an event loop. nil: a validation is needed; call `verify` off the loop.
+    /// One verification pass, validating the chain when needed (CPU-heavy: off any event loop). With online
+    /// checks it may end needing revocation statuses: fetch them, `record` them, and call again.
+    public func verifyStep(
+        _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
+    ) -> VerificationStep {
+        switch evaluate(jws, kind: kind, requirements: requirements, mayValidateChain: true) {
+        case .result(let result): return .done(result)
+        case .needsRevocation(let queries): return .needsRevocationStatus(queries)
+        // With validation allowed, evaluation never asks for it.
+        case .needsValidation: return .done(VerificationResult(status: .untrustedChain, message: "the chain could not be validated"))
+        }
+    }
+
+    /// Verifies `jws` with every online check done: revocation statuses not cached are fetched through the
+    /// OCSP transport (awaited, no thread blocked) and the pass repeated. `run` executes each pass (e.g. on
+    /// the verification pool); nil from it (a full pool) gives nil.
+    public func verifyOnline(
+        _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none,
+        running run: @Sendable (@escaping @Sendable () -> VerificationStep) async -> VerificationStep? = { $0() }
+    ) async -> VerificationResult? {
+        // A pass needs at most the outer chain's two statuses and its nested payloads' (normally the same chain).
+        for _ in 0..<3 {
+            let queries: [RevocationQuery]
+            switch await run({ self.verifyStep(jws, kind: kind, requirements: requirements) }) {
+            case nil: return nil
+            case .done(let result)?: return result
+            case .needsRevocationStatus(let missing)?: queries = missing
+            }
+            guard let ocspTransport else { return .retryable("online checks are on but no OCSP client is configured") }
+            for query in queries {
+                var outcome = OCSPTransportResult.unreachable("the certificate names no OCSP responder")
+                for url in query.responderURLs {
+                    outcome = await ocspTransport.post(query.request, to: url)
+                    if case .answered = outcome { break }
+                }
+                if let failure = record(outcome, for: query) { return failure }
+            }
+        }
+        return .retryable("the OCSP status is still unknown after asking the responders")
+    }
+
+    /// Takes a responder's `outcome` for `query` into the revocation cache. The answer to give instead of
+    /// verifying on: `retryableFailure` (unreachable, or an unusable response) or `untrustedChain` (revoked, or
+    /// unknown to the responder); nil when the certificate is good.
+    public func record(_ outcome: OCSPTransportResult, for query: RevocationQuery) -> VerificationResult? {
+        let answer: OCSPAnswer
+        switch outcome {
+        case .unreachable(let why):
+            return .retryable("the \(query.role) certificate's OCSP responder cannot be reached (\(why)); try again later")
+        case .answered(let response):
+            do {
+                answer = try OCSP.answer(
+                    fromResponse: response, certificate: query.certificate, issuer: query.issuer,
+                    trustedRoots: configuration.trustedRoots, now: clock.now())
+            } catch {
+                return .retryable("the \(query.role) certificate's OCSP response is unusable: \(error.reason); try again later")
+            }
+        }
+        switch answer.status {
+        case .good:
+            revocations.insert(.good, for: query.key, nextUpdate: answer.nextUpdate, now: clock.now())
+        case .revoked(let date):
+            revocations.insert(.revoked(at: date), for: query.key, nextUpdate: answer.nextUpdate, now: clock.now())
+            return VerificationResult(
+                status: .untrustedChain,
+                message: "the \(query.role) certificate was revoked at \(date.formatted(.iso8601)) (OCSP)")
+        case .unknown:
+            return VerificationResult(
+                status: .untrustedChain, message: "the OCSP responder does not know the \(query.role) certificate")
+        }
+        return nil
+    }
+
+    /// Verifies `jws` only when that needs no full X.509 chain validation and no OCSP fetch (the chain, or its
+    /// recent failure, and any revocation status are cached): cheap enough for an event loop. nil: call
+    /// `verifyOnline` off the loop.
     public func verifyIfChainCached(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) -> VerificationResult? {
-        evaluate(jws, kind: kind, requirements: requirements, mayValidateChain: false)
+        guard case .result(let result) = evaluate(jws, kind: kind, requirements: requirements, mayValidateChain: false)
+        else { return nil }
+        return result
+    }
+
+    /// A pass's end: a verdict, or what is missing to reach one.
+    private enum Outcome {
+        case result(VerificationResult)
+        case needsValidation
+        case needsRevocation([RevocationQuery])
     }
 
     private func evaluate(
         _ jws: String, kind: SignedDataKind?, requirements: VerificationRequirements, mayValidateChain: Bool
-    ) -> VerificationResult? {
+    ) -> Outcome {
         var known: (kind: SignedDataKind?, signedDate: Date?, environment: AppStoreEnvironment?, rawJSON: Data?) =
             (nil, nil, nil, nil)
         do throws(Rejection) {
+            if !requirements.unverifiedEnvironments.isEmpty,
+                let result = try unverifiedEvaluation(jws, kind: kind, requirements: requirements)
+            {
+                return .result(result)
+            }
             let token = try CompactJWS(parsing: jws, maximumLength: configuration.maximumJWSLength)
             guard let payload = JSONValue.object(from: token.payload) else {
                 throw Rejection(.malformed, "the JWS payload is not a JSON object")
@@ -111,7 +233,7 @@ public final class SignedDataVerifier: Sendable {
             let environment = facts.identity.environment.flatMap(AppStoreEnvironment.init(rawValue:))
             known = (facts.kind, facts.signedDate, environment, nil)
             guard let leafKey = try trustedLeafKey(token, at: verificationTime(facts), mayValidate: mayValidateChain)
-            else { return nil }
+            else { return .needsValidation }
             guard leafKey.isValidSignature(token.signature, for: token.signingInput) else {
                 let detail = token.signature.count == 64
                     ? "does not verify under the leaf certificate's key"
@@ -123,35 +245,137 @@ public final class SignedDataVerifier: Sendable {
                 throw Rejection(.wrongKind, "a \(kind.rawValue) was asked for; the payload is a \(facts.kind.rawValue)")
             }
             try Self.checkBinding(facts, requirements)
+            var pending = try missingRevocations(token)
             var nested: [NestedPayload] = []
             if configuration.verifiesNestedPayloads {
                 for item in facts.nested {
-                    guard let result = evaluate(
+                    switch evaluate(
                         item.jws, kind: item.field.kind, requirements: requirements, mayValidateChain: mayValidateChain)
-                    else { return nil }
-                    nested.append(NestedPayload(field: item.field, result: result))
+                    {
+                    case .result(let result): nested.append(NestedPayload(field: item.field, result: result))
+                    case .needsValidation: return .needsValidation
+                    case .needsRevocation(let queries):
+                        pending += queries.filter { query in !pending.contains { $0.key == query.key } }
+                    }
                 }
             }
-            if let failed = nested.first(where: { !$0.result.isVerified }) {
-                return VerificationResult(
+            if !pending.isEmpty { return .needsRevocation(pending) }
+            if let failed = nested.first(where: { !$0.result.isVerified && $0.result.status != .unverifiedByDesign }) {
+                return .result(VerificationResult(
                     status: failed.result.status, message: "\(failed.field.rawValue): \(failed.result.message)",
                     kind: facts.kind, signedDate: facts.signedDate, environment: environment, rawJSON: token.payload,
-                    nestedPayloads: nested)
+                    nestedPayloads: nested))
             }
-            return VerificationResult(
-                status: .ok, message: "verified", kind: facts.kind, signedDate: facts.signedDate,
-                environment: environment, rawJSON: token.payload, payloadObject: payload, nestedPayloads: nested)
+            // A signed notification whose nested data is Xcode's (accepted unverified) is no better than that data.
+            let unverifiedInside = nested.contains { $0.result.status == .unverifiedByDesign }
+            return .result(VerificationResult(
+                status: unverifiedInside ? .unverifiedByDesign : .ok,
+                message: unverifiedInside ? Self.unverifiedMessage : "verified", kind: facts.kind,
+                signedDate: facts.signedDate, environment: environment, rawJSON: token.payload, payloadObject: payload,
+                nestedPayloads: nested))
         } catch {
-            return VerificationResult(
+            return .result(VerificationResult(
                 status: error.status, message: error.message, kind: known.kind, signedDate: known.signedDate,
-                environment: known.environment, rawJSON: known.rawJSON)
+                environment: known.environment, rawJSON: known.rawJSON))
         }
     }
 
+    private static let unverifiedMessage =
+        "not verified, by design: Xcode and LocalTesting data is signed by Xcode, not Apple (app configured for it)"
+
+    /// Xcode and LocalTesting data for an app configured for it: decoded without any signature or chain check
+    /// (Apple's verifier skips them too), the app and environment still bound. nil when the payload claims
+    /// another environment, which then goes through full verification.
+    private func unverifiedEvaluation(
+        _ jws: String, kind: SignedDataKind?, requirements: VerificationRequirements
+    ) throws(Rejection) -> VerificationResult? {
+        let raw = try CompactJWS.unverifiedPayload(of: jws, maximumLength: configuration.maximumJWSLength)
+        guard let payload = JSONValue.object(from: raw) else {
+            throw Rejection(.malformed, "the JWS payload is not a JSON object")
+        }
+        let facts = try PayloadFacts(payload: payload, requestedKind: kind)
+        guard let environment = facts.identity.environment.flatMap(AppStoreEnvironment.init(rawValue:)),
+            requirements.unverifiedEnvironments.contains(environment)
+        else { return nil }
+        if let kind, kind != facts.kind {
+            throw Rejection(.wrongKind, "a \(kind.rawValue) was asked for; the payload is a \(facts.kind.rawValue)")
+        }
+        try Self.checkBinding(facts, requirements)
+        var nested: [NestedPayload] = []
+        for item in facts.nested {
+            let result: VerificationResult?
+            do {
+                result = try unverifiedEvaluation(item.jws, kind: item.field.kind, requirements: requirements)
+            } catch {
+                throw Rejection(error.status, "\(item.field.rawValue): \(error.message)")
+            }
+            guard let result else {
+                throw Rejection(
+                    .invalidEnvironment, "\(item.field.rawValue) is not \(environment.rawValue) data like its notification")
+            }
+            nested.append(NestedPayload(field: item.field, result: result))
+        }
+        return VerificationResult(
+            status: .unverifiedByDesign, message: Self.unverifiedMessage, kind: facts.kind,
+            signedDate: facts.signedDate, environment: environment, rawJSON: raw, payloadObject: payload,
+            nestedPayloads: nested)
+    }
+
+    /// With online checks: the OCSP queries for the leaf and intermediate of `token`'s (validated) chain whose
+    /// status is not cached; a cached revocation throws.
+    private func missingRevocations(_ token: CompactJWS) throws(Rejection) -> [RevocationQuery] {
+        guard configuration.onlineChecks else { return [] }
+        let now = clock.now()
+        var missing: [(index: Int, key: RevocationCache.Key)] = []
+        for (index, role) in ["leaf", "intermediate"].enumerated() {
+            let key = RevocationCache.Key(certificateText: token.certificateChain[index].utf8)
+            switch revocations.status(for: key, now: now) {
+            case .good?: continue
+            case .revoked(let date)?:
+                throw Rejection(.untrustedChain, "the \(role) certificate was revoked at \(date.formatted(.iso8601)) (OCSP)")
+            case nil: missing.append((index, key))
+            }
+        }
+        guard !missing.isEmpty else { return [] }
+        let leaf: Certificate
+        let intermediate: Certificate
+        let leafDER = try token.certificateDER(at: 0)
+        let intermediateDER = try token.certificateDER(at: 1)
+        do {
+            leaf = try Certificate(derEncoded: leafDER)
+            intermediate = try Certificate(derEncoded: intermediateDER)
+        } catch {
+            throw Rejection(.invalidCertificate, "x5c holds a certificate that does not parse: \(error.reason)")
+        }
+        guard let root = configuration.trustedRoots.first(where: { intermediate.isIssued(by: $0) }) else {
+            throw Rejection(.untrustedChain, "no configured root issued the intermediate")
+        }
+        var queries: [RevocationQuery] = []
+        for (index, key) in missing {
+            let (certificate, issuer, role) = index == 0 ? (leaf, intermediate, "leaf") : (intermediate, root, "intermediate")
+            let urls = OCSP.responderURLs(of: certificate)
+            guard !urls.isEmpty else {
+                throw Rejection(
+                    .untrustedChain, "the \(role) certificate names no OCSP responder, so online checks cannot check it")
+            }
+            let request: [UInt8]
+            do throws(CryptographyError) {
+                request = try OCSP.request(for: certificate, issuer: issuer)
+            } catch {
+                throw Rejection(.invalidCertificate, "no OCSP request can be made for the \(role): \(error.reason)")
+            }
+            queries.append(RevocationQuery(
+                role: role, certificate: certificate, issuer: issuer, key: key, responderURLs: urls, request: request))
+        }
+        return queries
+    }
+
     private func verificationTime(_ facts: PayloadFacts) -> Date {
+        // Online checks validate at the current time, as Apple's verifier does with them.
+        if configuration.onlineChecks { return clock.now() }
         switch configuration.validationTime {
-        case .signedDate: facts.signedDate ?? clock.now()
-        case .now: clock.now()
+        case .signedDate: return facts.signedDate ?? clock.now()
+        case .now: return clock.now()
         }
     }
 
@@ -244,12 +468,14 @@ public final class SignedDataVerifier: Sendable {
         throws(Rejection)
     {
         let identity = facts.identity
-        if let expected = requirements.bundleID, facts.kind != .renewalInfo, identity.bundleID != expected {
+        // Renewal info and realtime requests carry no bundle id (a realtime request is bound by its app Apple id).
+        let carriesBundleID = facts.kind != .renewalInfo && facts.kind != .realtimeRequest
+        if let expected = requirements.bundleID, carriesBundleID, identity.bundleID != expected {
             throw Rejection(
                 .invalidAppIdentifier,
                 "bundle id in \(identity.source) is \(identity.bundleID.map { "\"\($0)\"" } ?? "absent"), expected \"\(expected)\"")
         }
-        let bindsAppAppleID = facts.kind == .notification || facts.kind == .appTransaction
+        let bindsAppAppleID = [.notification, .appTransaction, .realtimeRequest].contains(facts.kind)
         let environment = requirements.environment?.rawValue ?? identity.environment
         if bindsAppAppleID, requirements.bundleID != nil || requirements.appAppleID != nil,
             environment == AppStoreEnvironment.production.rawValue

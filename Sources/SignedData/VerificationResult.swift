@@ -45,6 +45,11 @@ public struct VerificationResult: Sendable {
     /// Whether the status is `.ok`.
     public var isVerified: Bool { status == .ok }
 
+    /// A `retryableFailure`: nothing is wrong with the data, a check could not be made now.
+    static func retryable(_ message: String) -> VerificationResult {
+        VerificationResult(status: .retryableFailure, message: message)
+    }
+
     init(status: VerificationVerdict, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
          environment: AppStoreEnvironment? = nil, rawJSON: Data? = nil, payloadObject: [String: JSONValue]? = nil,
          nestedPayloads: [NestedPayload] = []) {
@@ -78,6 +83,10 @@ public struct VerificationRequirements: Sendable, Hashable {
     public let environment: AppStoreEnvironment?
     /// Environments the payload may be in (nil: any); `[environment]` when `environment` is set.
     public let acceptedEnvironments: Set<AppStoreEnvironment>?
+    /// Environments whose data is decoded without any signature or chain check, as Apple's verifier does for
+    /// Xcode and LocalTesting data (signed by Xcode, not Apple): the result is `.unverifiedByDesign`. Empty
+    /// (the default) for every app not explicitly configured for such data.
+    public private(set) var unverifiedEnvironments: Set<AppStoreEnvironment> = []
 
     /// No binding: signature and chain only.
     public static let none = VerificationRequirements(unchecked: nil, nil, nil, accepted: nil)
@@ -92,6 +101,14 @@ public struct VerificationRequirements: Sendable, Hashable {
             return
         }
         self.init(unchecked: bundleID, appAppleID, nil, accepted: acceptedEnvironments)
+    }
+
+    /// These requirements, also accepting data of `environments` unverified (only Xcode and LocalTesting are
+    /// allowed: Apple signs everything else). Bundle id and environment are still checked.
+    public func acceptingUnverified(_ environments: Set<AppStoreEnvironment>) -> VerificationRequirements {
+        var copy = self
+        copy.unverifiedEnvironments = environments.intersection([.xcode, .localTesting])
+        return copy
     }
 
     /// Requirements for one app. Binding Production data to a bundle needs the app Apple id too, as in

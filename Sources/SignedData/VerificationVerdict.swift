@@ -21,6 +21,11 @@ public enum VerificationVerdict: String, Sendable, Hashable, CaseIterable {
     case invalidEnvironment
     /// A kind was asked for and the payload is another.
     case wrongKind
+    /// Online checks could not reach (or get a usable answer from) a certificate's OCSP responder: retry later.
+    case retryableFailure
+    /// Xcode or LocalTesting data, which Apple does not sign: decoded without a signature check, only for an
+    /// app configured for it.
+    case unverifiedByDesign
 }
 
 /// What a signed payload is.
@@ -33,6 +38,8 @@ public enum SignedDataKind: String, Sendable, Hashable, CaseIterable {
     case notification
     /// AppTransaction (`signedAppTransactionInfo`).
     case appTransaction
+    /// DecodedRealtimeRequestBody (Retention Messaging realtime requests).
+    case realtimeRequest
 }
 
 /// An App Store environment, spelled as Apple spells it in payloads.

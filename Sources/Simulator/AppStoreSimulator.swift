@@ -1,6 +1,8 @@
 import Cryptography
+import Foundation
 import GatewayCore
 import HTTP2
+import Synchronization
 
 /// A fake of Apple's App Store Server API, indistinguishable for the gateway except by its trust roots:
 /// same paths, query and body semantics, JSON shapes, error bodies, JWT checks and rate limits, with
@@ -26,6 +28,11 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let purchases: PurchaseEndpoints
     private let extensions = RenewalExtensionEndpoints()
     private let writes = SimulatorWriteLog()
+    private let onlinePKI = Mutex<OnlineSimulatorPKI?>(nil)
+    private let signatures = SignatureMemo()
+
+    /// The path of the OCSP responder (POST, RFC 6960 appendix A), served once `enableOCSP` was called.
+    public static let ocspPath = "/ocsp"
 
     /// Generates every app's histories (both environments) from `configuration` and signs with `pki`.
     public init(configuration: SimulatorConfiguration, pki: SimulatorPKI) {
@@ -66,8 +73,29 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         } ?? false
     }
 
+    /// Makes the PKI online, as Apple's is: from now on payloads are signed by certificates naming
+    /// `responderURL` (this simulator's base URL + `ocspPath`) as their OCSP responder, which answers at
+    /// `ocspPath`; fault `revoked-signer` signs with a leaf it reports revoked.
+    public func enableOCSP(responderURL: String) throws(CryptographyError) {
+        let online = try pki.online(responderURL: responderURL)
+        onlinePKI.withLock { $0 = online }
+    }
+
+    /// The signing PKI now: online once `enableOCSP` was called, with the revoked leaf when asked.
+    private func signingPKI(revoked: Bool) -> SimulatorPKI {
+        guard let online = onlinePKI.withLock({ $0 }) else { return pki }
+        return revoked ? online.revoked : online.signing
+    }
+
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         if request.method == "GET" && request.path == RequestRecorder.path { return recorder.response() }
+        if request.path == Self.ocspPath, let online = onlinePKI.withLock({ $0 }) {
+            guard request.method == "POST" else { return HTTPResponse(status: 405) }
+            let now = Date(timeIntervalSince1970: Double(configuration.clock.wallNow().millisecondsSince1970) / 1000)
+            return HTTPResponse(
+                status: 200, headers: [("content-type", "application/ocsp-response")],
+                body: online.ocspResponse(to: request.body, now: now))
+        }
         recorder.record(request)
         if request.path.hasPrefix("/simulator/") { return control(request) }
         guard let route = SimulatorRoute(request) else { return SimulatorResponse.notFound() }
@@ -111,7 +139,11 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         if route.endpoint.method != .get && route.endpoint != .getNotificationHistory {
             writes.record(request, endpoint: route.endpoint, environment: route.environment)
         }
-        var response = respond(request, route: route, app: app, now: now)
+        var response = respond(
+            request, route: route, app: app, now: now, revokedSigner: injected.contains(.revokedSigner),
+            forgedPosition: injected.lazy.compactMap {
+                if case .forgedNotification(let position) = $0 { position } else { nil }
+            }.first)
         if injected.contains(.truncatedBody) { response.body = Array(response.body.prefix(response.body.count / 2)) }
         for case .slowBody(let chunks, let interval) in injected {
             response.delivery = .slowBody(
@@ -138,13 +170,15 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         }
     }
 
-    private func respond(_ request: HTTPRequest, route: SimulatorRoute, app: SimulatedApp, now: WallTime)
-        -> HTTPResponse
-    {
+    private func respond(
+        _ request: HTTPRequest, route: SimulatorRoute, app: SimulatedApp, now: WallTime, revokedSigner: Bool,
+        forgedPosition: Int?
+    ) -> HTTPResponse {
         guard let dataset = store.dataset(app.bundleId, route.environment) else {
             return SimulatorResponse.error(4_040_003, "App not found.")
         }
-        let signer = SignedPayloads(pki: pki, app: app, environment: route.environment)
+        let signer = SignedPayloads(
+            pki: signingPKI(revoked: revokedSigner), app: app, environment: route.environment, memo: signatures)
         let parameter = route.parameters.first ?? ""
         do throws(AppleRejection) {
             let body: OrderedJSON
@@ -156,7 +190,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             case .getNotificationHistory:
                 let token = request.queryItems.first { $0.name == "paginationToken" }?.value
                 body = try notifications.respond(
-                    body: request.body, paginationToken: token, dataset: dataset, signer: signer, now: now)
+                    body: request.body, paginationToken: token, dataset: dataset, signer: signer, now: now,
+                    forgedPosition: forgedPosition)
             case .getTransactionInfo:
                 body = try subscriptions.transactionInfo(
                     transactionId: parameter, dataset: dataset, signer: signer, now: now)

@@ -16,6 +16,12 @@ public enum SimulatedFault: Sendable, Hashable {
     case truncatedBody
     /// The body sent in `chunks` pieces, `interval` apart.
     case slowBody(chunks: Int, interval: Duration)
+    /// Every JWS of the answer signed by a leaf the simulator's OCSP responder reports revoked (the PKI
+    /// must be online, `AppStoreSimulator.enableOCSP`; otherwise ignored).
+    case revokedSigner
+    /// In every notification history page, the item at this 1-based position has a signature that does not
+    /// verify.
+    case forgedNotification(position: Int)
 }
 
 /// A configured fault: which requests it hits and how often.
@@ -53,6 +59,8 @@ public struct FaultRule: Sendable {
 ///               / "html502"                HTML 502 Bad Gateway page
 ///               / "truncated"              JSON body cut in half
 ///               / "slow=" count "x" duration   body in count chunks, duration apart, e.g. slow=5x100ms
+///               / "revoked-signer"         JWS signed by a leaf the OCSP responder reports revoked
+///               / "forged-notification=" 1*DIGIT   that item of each notification history page badly signed
 ///     duration  = 1*DIGIT ( "ms" / "s" )
 public enum FaultHeader {
     /// The header name.
@@ -70,6 +78,10 @@ public enum FaultHeader {
             case ("reset", nil): faults.append(.resetConnection)
             case ("html502", nil): faults.append(.htmlBadGateway)
             case ("truncated", nil): faults.append(.truncatedBody)
+            case ("revoked-signer", nil): faults.append(.revokedSigner)
+            case ("forged-notification", let value?):
+                guard let position = Int(value), (1...20).contains(position) else { return nil }
+                faults.append(.forgedNotification(position: position))
             case ("error", let value?):
                 guard let code = Int64(value), (1_000_000...9_999_999).contains(code) else { return nil }
                 faults.append(.appleError(code: code))

@@ -53,6 +53,7 @@ struct HistoryGenerator {
         if random.chance(0.15) {
             oneTimePurchase("\(bundleId).season.pass", quantity: 1, random: &random, context: &context)
         }
+        if index == 0 { showcase(random: &random, context: &context) }
         context.transactions.sort { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
         context.notifications.sort { ($0.date, $0.notificationUUID) < ($1.date, $1.notificationUUID) }
         return SimulatedCustomer(

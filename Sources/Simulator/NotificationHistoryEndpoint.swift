@@ -99,8 +99,20 @@ struct NotificationHistoryEndpoint: Sendable {
         }
     }
 
+    /// `forgedPosition`: the page's item at that 1-based position gets a signature that does not verify (fault
+    /// `forged-notification=N`), as a tampered or corrupted record would.
+    /// `jws` with one character in the middle of its signature changed: still well-formed, never valid.
+    static func forged(_ jws: String) -> String {
+        var characters = Array(jws)
+        let index = characters.count - 20
+        guard index > 0 else { return jws }
+        characters[index] = characters[index] == "A" ? "B" : "A"
+        return String(characters)
+    }
+
     func respond(
-        body: [UInt8], paginationToken: String?, dataset: SimulatedDataset, signer: SignedPayloads, now: WallTime
+        body: [UInt8], paginationToken: String?, dataset: SimulatedDataset, signer: SignedPayloads, now: WallTime,
+        forgedPosition: Int? = nil
     ) throws(AppleRejection) -> OrderedJSON {
         let request = try Request(body: body, now: now, environment: dataset.environment)
         var offset = 0
@@ -129,11 +141,12 @@ struct NotificationHistoryEndpoint: Sendable {
         }.sorted { ($0.0.date, $0.0.notificationUUID) < ($1.0.date, $1.0.notificationUUID) }
         let page = matching.dropFirst(offset).prefix(Self.pageSize)
         var items: [OrderedJSON] = []
-        for (notification, customer) in page {
+        for (position, (notification, customer)) in page.enumerated() {
             let attempts = notification.sendAttempts.filter { $0.attemptDate <= now.millisecondsSince1970 }
+            var signed = try signer.notification(notification, customer: customer)
+            if position + 1 == forgedPosition { signed = Self.forged(signed) }
             items.append(.object([
-                ("sendAttempts", .array(attempts.map(\.json))),
-                ("signedPayload", .string(try signer.notification(notification, customer: customer))),
+                ("sendAttempts", .array(attempts.map(\.json))), ("signedPayload", .string(signed)),
             ]))
         }
         let next = PaginationCursor(

@@ -36,6 +36,12 @@ public struct SimulatedTransaction: Sendable, Hashable {
     public var isFinished: Bool
     /// When the record last changed: the history's ordering key.
     public var modifiedDate: Int64
+    /// `billingPlanType` of a 12-month commitment plan.
+    public var billingPlanType: String? = nil
+    /// `commitmentInfo` of a commitment plan.
+    public var commitmentInfo: OrderedJSON? = nil
+    /// `advancedCommerceInfo` of an Advanced Commerce API purchase.
+    public var advancedCommerceInfo: OrderedJSON? = nil
 
     /// Whether the transaction was refunded or revoked.
     public var isRevoked: Bool { revocationDate != nil }
@@ -76,6 +82,9 @@ public struct SimulatedTransaction: Sendable, Hashable {
         json.add("offerPeriod", offerPeriod)
         json.add("revocationType", revocationType)
         json.add("revocationPercentage", revocationPercentage)
+        json.add("billingPlanType", billingPlanType)
+        json.add("commitmentInfo", commitmentInfo)
+        json.add("advancedCommerceInfo", advancedCommerceInfo)
         return json.object
     }
 }
@@ -102,6 +111,17 @@ public struct SimulatedRenewalInfo: Sendable, Hashable {
     public var appAccountToken: String?
     public var appTransactionId: String
     public var status: Int
+    /// `priceIncreaseStatus` while a price increase is pending or accepted.
+    public var priceIncreaseStatus: Int? = nil
+    /// `eligibleWinBackOfferIds` after the subscription expired.
+    public var eligibleWinBackOfferIds: [String]? = nil
+    /// `offerPeriod` of the offer at the next renewal.
+    public var offerPeriod: String? = nil
+    /// `renewalBillingPlanType` and `commitmentInfo` of a commitment plan.
+    public var renewalBillingPlanType: String? = nil
+    public var commitmentInfo: OrderedJSON? = nil
+    /// `advancedCommerceInfo` of an Advanced Commerce API subscription.
+    public var advancedCommerceInfo: OrderedJSON? = nil
 
     /// The decoded JWS payload, signed at `signedDate`.
     public func payload(signedDate: Int64) -> OrderedJSON {
@@ -124,6 +144,12 @@ public struct SimulatedRenewalInfo: Sendable, Hashable {
         json.add("offerDiscountType", offerDiscountType)
         json.add("appAccountToken", appAccountToken)
         json.add("appTransactionId", appTransactionId)
+        json.add("priceIncreaseStatus", priceIncreaseStatus)
+        json.add("eligibleWinBackOfferIds", eligibleWinBackOfferIds.map { .array($0.map(OrderedJSON.string)) })
+        json.add("offerPeriod", offerPeriod)
+        json.add("renewalBillingPlanType", renewalBillingPlanType)
+        json.add("commitmentInfo", commitmentInfo)
+        json.add("advancedCommerceInfo", advancedCommerceInfo)
         return json.object
     }
 }
@@ -146,6 +172,20 @@ public struct SimulatedNotification: Sendable, Hashable {
     public var originalTransactionId: String?
     /// Delivery tries, oldest first, only those not in the future.
     public var sendAttempts: [SimulatedSendAttempt]
+    /// `data.consumptionRequestReason` (CONSUMPTION_REQUEST).
+    public var consumptionRequestReason: String? = nil
+    /// A payload other than `data`: `summary`, `externalPurchaseToken` or `appData` (nil: `data`).
+    public var otherPayload: OtherPayload? = nil
+
+    /// The notification payloads that are not `data`.
+    public enum OtherPayload: Sendable, Hashable {
+        /// `summary` of a mass renewal extension (RENEWAL_EXTENSION / SUMMARY).
+        case summary(OrderedJSON)
+        /// `externalPurchaseToken` (EXTERNAL_PURCHASE_TOKEN).
+        case externalPurchaseToken(OrderedJSON)
+        /// `appData` with this AppTransaction payload signed as `signedAppTransactionInfo` (RESCIND_CONSENT).
+        case appData(appTransaction: OrderedJSON)
+    }
 
     /// Whether no try reached the developer's server.
     public var neverDelivered: Bool { !sendAttempts.contains { $0.result == "SUCCESS" } }

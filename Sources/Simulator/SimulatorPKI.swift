@@ -17,6 +17,12 @@ public struct SimulatorPKI: Sendable {
     public let leafKey: ECPrivateKey
 
     private static let day: TimeInterval = 86_400
+    static let intermediateSubject = DistinguishedName(
+        commonName: "Simulator Worldwide Developer Relations Certification Authority",
+        organizationalUnit: "G6", organization: "appstore-gateway", country: "US")
+    static let leafSubject = DistinguishedName(
+        commonName: "Simulated ECC Mac App Store and iTunes Store Receipt Signing",
+        organizationalUnit: "Apple Worldwide Developer Relations", organization: "appstore-gateway", country: "US")
 
     /// Pairs existing certificates and keys (as loaded from a state directory).
     public init(root: CertificateIssuer, intermediate: CertificateIssuer, leaf: Certificate, leafKey: ECPrivateKey) {
@@ -43,9 +49,7 @@ public struct SimulatorPKI: Sendable {
         intermediate = CertificateIssuer(
             certificate: try root.issue(
                 CertificateTemplate(
-                    subject: DistinguishedName(
-                        commonName: "Simulator Worldwide Developer Relations Certification Authority",
-                        organizationalUnit: "G6", organization: "appstore-gateway", country: "US"),
+                    subject: Self.intermediateSubject,
                     serialNumber: random.next() >> 1, notBefore: referenceTime - 4 * 365 * Self.day,
                     notAfter: referenceTime + 11 * 365 * Self.day, role: .certificateAuthority(pathLength: 0),
                     markerExtensionOIDs: [Self.intermediateMarkerOID]),
@@ -54,10 +58,7 @@ public struct SimulatorPKI: Sendable {
         leafKey = try ECPrivateKey(generatingOn: .p256)
         leaf = try intermediate.issue(
             CertificateTemplate(
-                subject: DistinguishedName(
-                    commonName: "Simulated ECC Mac App Store and iTunes Store Receipt Signing",
-                    organizationalUnit: "Apple Worldwide Developer Relations", organization: "appstore-gateway",
-                    country: "US"),
+                subject: Self.leafSubject,
                 serialNumber: random.next() >> 1, notBefore: referenceTime - 400 * Self.day,
                 notAfter: referenceTime + 400 * Self.day, role: .endEntity,
                 markerExtensionOIDs: [Self.leafMarkerOID]),
@@ -75,5 +76,57 @@ public struct SimulatorPKI: Sendable {
         let input = Base64URL.encode(header.encoded) + "." + Base64URL.encode(payload.encoded)
         let signature = try leafKey.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(signature)
+    }
+}
+
+/// The simulator's PKI as Apple's is online: intermediate and leaf name an OCSP responder (Authority
+/// Information Access), and a second leaf exists that the responder reports revoked.
+public struct OnlineSimulatorPKI: Sendable {
+    /// Signs as the simulator normally does (a good leaf).
+    public let signing: SimulatorPKI
+    /// Signs with the revoked leaf (fault `revoked-signer`).
+    public let revoked: SimulatorPKI
+    /// Serial numbers (big-endian bytes) the responder reports revoked.
+    public let revokedSerials: Set<[UInt8]>
+
+    /// The DER OCSP response to a DER request, as the simulator's responder answers at `now`: good for every
+    /// certificate of this PKI except `revokedSerials`, valid one hour.
+    public func ocspResponse(to request: [UInt8], now: Date) -> [UInt8] {
+        OCSPResponder.response(
+            to: request, issuers: [signing.root, signing.intermediate], revokedSerials: revokedSerials, now: now,
+            validity: 3_600)
+    }
+}
+
+extension SimulatorPKI {
+    /// This PKI with intermediate and leaf re-issued (same keys, subjects, serial numbers and validity) naming
+    /// `responderURL` as their OCSP responder, plus a revoked leaf (a fresh key, the leaf's serial + 1).
+    /// Payloads signed before verify the same way: the root is unchanged.
+    public func online(responderURL: String) throws(CryptographyError) -> OnlineSimulatorPKI {
+        func serial(_ certificate: Certificate) -> UInt64 {
+            certificate.serialNumber.suffix(8).reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        let original = intermediate.certificate
+        let onlineIntermediate = CertificateIssuer(
+            certificate: try root.issue(
+                CertificateTemplate(
+                    subject: Self.intermediateSubject, serialNumber: serial(original), notBefore: original.notBefore,
+                    notAfter: original.notAfter, role: .certificateAuthority(pathLength: 0),
+                    markerExtensionOIDs: [Self.intermediateMarkerOID], ocspResponderURL: responderURL),
+                for: try original.publicKey()),
+            privateKey: intermediate.privateKey)
+        func leafTemplate(serial: UInt64) -> CertificateTemplate {
+            CertificateTemplate(
+                subject: Self.leafSubject, serialNumber: serial, notBefore: leaf.notBefore, notAfter: leaf.notAfter,
+                role: .endEntity, markerExtensionOIDs: [Self.leafMarkerOID], ocspResponderURL: responderURL)
+        }
+        let onlineLeaf = try onlineIntermediate.issue(leafTemplate(serial: serial(leaf)), for: try leafKey.publicKey)
+        let revokedKey = try ECPrivateKey(generatingOn: .p256)
+        let revokedLeaf = try onlineIntermediate.issue(
+            leafTemplate(serial: serial(leaf) &+ 1), for: try revokedKey.publicKey)
+        return OnlineSimulatorPKI(
+            signing: SimulatorPKI(root: root, intermediate: onlineIntermediate, leaf: onlineLeaf, leafKey: leafKey),
+            revoked: SimulatorPKI(root: root, intermediate: onlineIntermediate, leaf: revokedLeaf, leafKey: revokedKey),
+            revokedSerials: [revokedLeaf.serialNumber])
     }
 }

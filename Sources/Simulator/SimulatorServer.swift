@@ -28,6 +28,8 @@ public final class SimulatorServer: Sendable {
         // The certificate names localhost and 127.0.0.1; a wildcard bind is reached through localhost.
         let host = ["0.0.0.0", "::", "127.0.0.1", "localhost"].contains(listen.host) ? "localhost" : listen.host
         productionURL = "https://\(host):\(server.port)"
+        // Certificates that name this server's OCSP responder, so online checks work end to end.
+        try simulator.enableOCSP(responderURL: productionURL + AppStoreSimulator.ocspPath)
         _ = try? state.writeTransactionIndex(from: simulator)
     }
 

@@ -119,7 +119,9 @@ struct TransactionHistoryEndpoint: Sendable {
                 : HistoryRevision(modifiedDate: 0, transactionNumber: 0))
         var signed: [OrderedJSON] = []
         for transaction in page {
-            signed.append(.string(try signer.transaction(transaction, signedDate: now.millisecondsSince1970)))
+            // Signed when the record last changed, once: the same history reads back as the same bytes.
+            signed.append(.string(try signer.transaction(
+                transaction, signedDate: signer.recordSignedDate(transaction.modifiedDate))))
         }
         return .object([
             ("revision", .string(revision.text)), ("hasMore", .bool(matching.count > page.count)),

@@ -168,6 +168,21 @@ import Testing
         #expect(fixture.fake.requests.count == 3)
     }
 
+    @Test func generalInternalIsRetriedLikeItsRetryableSibling() async throws {
+        let fixture = try UpstreamFixture { _, number in
+            number == 1 ? AppleJSON.error(5_000_000, status: 500) : AppleJSON.history([])
+        }
+        _ = try await history(fixture)
+        #expect(fixture.fake.requests.count == 2)
+    }
+
+    @Test func generalInternalEndsUnavailableWhenItPersists() async throws {
+        let fixture = try UpstreamFixture { _, _ in AppleJSON.error(5_000_000, status: 500) }
+        let error = await gatewayError { () throws(GatewayError) in try await history(fixture) }
+        #expect(error?.rpcStatus.code == .unavailable)
+        #expect(fixture.fake.requests.count == 3)
+    }
+
     @Test func connectionResetsAreRetried() async throws {
         let fixture = try UpstreamFixture { _, number in
             number == 1 ? HTTPResponse(status: 200, delivery: .resetConnection) : AppleJSON.history([])
@@ -190,7 +205,7 @@ import Testing
         #expect(fixture.fake.requests.count == 3)
     }
 
-    @Test(arguments: [(Int64(4_000_006), 400, StatusCode.invalidArgument), (5_000_000, 500, .internal), (4_040_001, 404, .notFound)])
+    @Test(arguments: [(Int64(4_000_006), 400, StatusCode.invalidArgument), (4_040_001, 404, .notFound)])
     func finalAnswersAreNotRetried(code: Int64, http: Int, status: StatusCode) async throws {
         let fixture = try UpstreamFixture { _, _ in AppleJSON.error(code, status: http) }
         let error = await gatewayError { () throws(GatewayError) in try await history(fixture) }

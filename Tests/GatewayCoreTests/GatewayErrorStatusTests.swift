@@ -112,8 +112,8 @@ import Testing
         #expect(bug.message.contains("abc"))
     }
 
-    @Test func appleGeneralInternalIsInternal() {
-        #expect(GatewayError.appleAPI(apple(500, 5_000_000)).rpcStatus.code == .internal)
+    @Test func appleGeneralInternalIsUnavailable() {
+        #expect(GatewayError.appleAPI(apple(500, 5_000_000)).rpcStatus.code == .unavailable)
         #expect(GatewayError.appleAPI(apple(418)).rpcStatus.code == .unknown)
     }
 }

@@ -14,7 +14,7 @@ struct FixedRandom: RandomNumberGenerator {
     @Test func classifiesOutcomes() {
         #expect(AttemptOutcome.appleError(httpStatus: 500, code: .generalInternalRetryable).isRetryable)
         #expect(AttemptOutcome.appleError(httpStatus: 404, code: .accountNotFoundRetryable).isRetryable)
-        #expect(!AttemptOutcome.appleError(httpStatus: 500, code: .generalInternal).isRetryable)
+        #expect(AttemptOutcome.appleError(httpStatus: 500, code: .generalInternal).isRetryable)
         #expect(!AttemptOutcome.appleError(httpStatus: 404, code: .transactionIdNotFound).isRetryable)
         #expect(AttemptOutcome.appleError(httpStatus: 503, code: nil).isRetryable)
         #expect(!AttemptOutcome.appleError(httpStatus: 401, code: nil).isRetryable)

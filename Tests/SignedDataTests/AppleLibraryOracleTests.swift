@@ -27,14 +27,15 @@ struct AppleLibraryOracleTests {
                 "productId": nonEmpty(t.productId), "subscriptionGroupIdentifier": nonEmpty(t.subscriptionGroupIdentifier),
                 "purchaseDate": ms(t.purchaseDate), "originalPurchaseDate": ms(t.originalPurchaseDate),
                 "expiresDate": ms(t.expiresDate), "quantity": t.quantity == 0 ? nil : String(t.quantity),
-                "rawType": [1: "Auto-Renewable Subscription", 2: "Non-Renewing Subscription", 3: "Consumable",
-                            4: "Non-Consumable"][t.type.rawValue],
-                "rawInAppOwnershipType": [1: "PURCHASED", 2: "FAMILY_SHARED"][t.inAppOwnershipType.rawValue],
+                // Apple's raw strings against the `_raw` fields: equal whether or not this release knows the value.
+                "rawType": nonEmpty(t.typeRaw), "rawInAppOwnershipType": nonEmpty(t.inAppOwnershipTypeRaw),
                 "signedDate": ms(t.signedDate), "rawRevocationReason": number(t.revocationReason.rawValue, minus: 1),
                 "revocationDate": ms(t.revocationDate), "rawOfferType": number(t.offerType.rawValue, minus: 0),
-                "offerIdentifier": nonEmpty(t.offerIdentifier), "rawEnvironment": environment(t.environment),
+                "offerIdentifier": nonEmpty(t.offerIdentifier), "rawEnvironment": nonEmpty(t.environmentRaw),
                 "storefront": nonEmpty(t.storefront), "storefrontId": nonEmpty(t.storefrontId),
-                "rawTransactionReason": [1: "PURCHASE", 2: "RENEWAL"][t.transactionReason.rawValue],
+                "rawTransactionReason": nonEmpty(t.transactionReasonRaw),
+                "rawOfferDiscountType": nonEmpty(t.offerDiscountTypeRaw),
+                "rawRevocationType": nonEmpty(t.revocationTypeRaw), "rawBillingPlanType": nonEmpty(t.billingPlanTypeRaw),
                 "currency": nonEmpty(t.currency), "price": t.priceMilliunits == 0 ? nil : String(t.priceMilliunits),
                 "appTransactionId": nonEmpty(t.appTransactionId), "offerPeriod": nonEmpty(t.offerPeriod),
                 "appAccountToken": nonEmpty(t.appAccountToken),
@@ -46,7 +47,9 @@ struct AppleLibraryOracleTests {
                 "rawAutoRenewStatus": number(r.autoRenewStatus.rawValue, minus: 1),
                 "rawExpirationIntent": number(r.expirationIntent.rawValue, minus: 0),
                 "rawPriceIncreaseStatus": number(r.priceIncreaseStatus.rawValue, minus: 1),
-                "signedDate": ms(r.signedDate), "rawEnvironment": environment(r.environment),
+                "signedDate": ms(r.signedDate), "rawEnvironment": nonEmpty(r.environmentRaw),
+                "rawOfferDiscountType": nonEmpty(r.offerDiscountTypeRaw),
+                "rawRenewalBillingPlanType": nonEmpty(r.renewalBillingPlanTypeRaw),
                 "recentSubscriptionStartDate": ms(r.recentSubscriptionStartDate), "renewalDate": ms(r.renewalDate),
                 "renewalPrice": r.renewalPriceMilliunits == 0 ? nil : String(r.renewalPriceMilliunits),
                 "currency": nonEmpty(r.currency), "appTransactionId": nonEmpty(r.appTransactionId),
@@ -59,14 +62,11 @@ struct AppleLibraryOracleTests {
                 "signedDate": ms(n.signedDate), "data.bundleId": n.data.flatMap { nonEmpty($0.bundleId) },
                 "data.appAppleId": n.data.flatMap { $0.appAppleId == 0 ? nil : String($0.appAppleId) },
                 "data.bundleVersion": n.data.flatMap { nonEmpty($0.bundleVersion) },
-                "data.rawEnvironment": n.data.flatMap { environment($0.environment) },
+                "data.rawEnvironment": n.data.flatMap { nonEmpty($0.environmentRaw) },
                 "data.rawStatus": n.data.flatMap { number($0.status.rawValue, minus: 0) },
-                "data.rawConsumptionRequestReason": n.data.flatMap {
-                    [1: "UNINTENDED_PURCHASE", 2: "FULFILLMENT_ISSUE", 3: "UNSATISFIED_WITH_PURCHASE", 4: "LEGAL",
-                     5: "OTHER"][$0.consumptionRequestReason.rawValue]
-                },
+                "data.rawConsumptionRequestReason": n.data.flatMap { nonEmpty($0.consumptionRequestReasonRaw) },
             ]
-        case .appTransaction:
+        case .appTransaction, .realtimeRequest:
             view = [:]
         }
         return view.compactMapValues { $0 }

@@ -101,8 +101,13 @@ import Testing
         #expect(SimulatorFixture.object(old)["errorCode"] as? Int == 4_000_012)
         let recent = await Self.all(fixture, Self.body(start: Self.now - 29 * Self.day), environment: "/sandbox")
         #expect(!recent.payloads.isEmpty)
-        #expect(recent.payloads.allSatisfy {
-            (($0["data"] as? [String: Any])?["environment"] as? String) == "Sandbox"
+        // Every payload kind says sandbox: `data`, `summary` and `appData` by field, tokens by their id's prefix.
+        #expect(recent.payloads.allSatisfy { payload in
+            if let token = payload["externalPurchaseToken"] as? [String: Any] {
+                return (token["externalPurchaseId"] as? String)?.hasPrefix("SANDBOX") == true
+            }
+            let container = (payload["data"] ?? payload["summary"] ?? payload["appData"]) as? [String: Any]
+            return container?["environment"] as? String == "Sandbox"
         })
     }
 

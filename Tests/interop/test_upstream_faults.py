@@ -62,7 +62,7 @@ def call_through_gateway(config_overrides=None, deadline=8.0):
 
 @pytest.mark.parametrize("fault,expected", [
     ("error=5000001", grpc.StatusCode.UNAVAILABLE),           # retryable: retried, then UNAVAILABLE
-    ("error=5000000", grpc.StatusCode.INTERNAL),              # Apple's non-retryable internal error
+    ("error=5000000", grpc.StatusCode.UNAVAILABLE),           # GeneralInternal: "try again later", retried
     ("error=4040002", grpc.StatusCode.UNAVAILABLE),           # AccountNotFoundRetryable
     ("error=4290000", grpc.StatusCode.RESOURCE_EXHAUSTED),    # a 429 storm
     ("error=4000006", grpc.StatusCode.INVALID_ARGUMENT),

@@ -129,6 +129,7 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
         }
+        key { () throws(ConfigurationError) in config.verification.onlineChecks = try onlineChecks(reader) }
         key { () throws(ConfigurationError) in
             if let v = try reader.string("notifications.resumeTokenKey") { config.notifications.resumeTokenKeyFile = v }
         }
@@ -319,17 +320,21 @@ extension GatewayConfiguration {
             }
             let bundleId = try required("bundleId")
             let name = try reader.string("\(key).name") ?? bundleId
-            let keyId = try required("keyId")
-            guard keyId.count == 10, keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            let environmentText = try reader.string("\(key).environment") ?? "auto"
+            guard let environment = EnvironmentPolicy(rawValue: environmentText) else {
+                throw ConfigurationError(
+                    key: "\(key).environment", problem: "must be production, sandbox, auto or xcode, got '\(environmentText)'")
+            }
+            // An Xcode app never calls Apple: its key settings are optional (checked when given).
+            let keyId = environment == .xcode ? try reader.string("\(key).keyId") ?? "" : try required("keyId")
+            guard (environment == .xcode && keyId.isEmpty)
+                || (keyId.count == 10 && keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }))
+            else {
                 throw ConfigurationError(key: "\(key).keyId", problem: "must be the 10-character key id from App Store Connect, got '\(keyId)'")
             }
             var appAppleId: Int64?
             if let id = try reader.integer("\(key).appAppleId", in: 1...Int.max) { appAppleId = Int64(id) }
-            let environmentText = try reader.string("\(key).environment") ?? "auto"
-            guard let environment = EnvironmentPolicy(rawValue: environmentText) else {
-                throw ConfigurationError(key: "\(key).environment", problem: "must be production, sandbox or auto, got '\(environmentText)'")
-            }
-            if environment != .sandbox && appAppleId == nil {
+            if (environment == .production || environment == .auto) && appAppleId == nil {
                 throw ConfigurationError(key: "\(key).appAppleId", problem: "is required for production data (environment \(environment.rawValue))")
             }
             for alias in Set([name, bundleId]) where names.contains(alias) {
@@ -340,8 +345,12 @@ extension GatewayConfiguration {
             let fallback = try reader.bool("\(key).sandboxFallbackOnUnauthorized") ?? false
             let limits = try rateLimits(reader, prefix: "\(key).rateLimits", base: defaultLimits)
             apps.append(App(
-                name: name, bundleId: bundleId, appAppleId: appAppleId, issuerId: try required("issuerId"),
-                keyId: keyId, privateKeyFile: try required("privateKeyFile"), environment: environment,
+                name: name, bundleId: bundleId, appAppleId: appAppleId,
+                issuerId: environment == .xcode ? try reader.string("\(key).issuerId") ?? "" : try required("issuerId"),
+                keyId: keyId,
+                privateKeyFile: environment == .xcode
+                    ? try reader.string("\(key).privateKeyFile") ?? "" : try required("privateKeyFile"),
+                environment: environment,
                 sandboxFallbackOnUnauthorized: fallback, rateLimits: limits == defaultLimits ? nil : limits))
         }
         return apps

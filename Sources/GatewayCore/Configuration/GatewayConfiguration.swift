@@ -105,6 +105,9 @@ public struct GatewayConfiguration: Sendable {
         case sandbox
         /// Production, then sandbox when production does not know the transaction (4040010).
         case auto
+        /// Xcode and LocalTesting data only (StoreKit testing): signed by Xcode, not Apple, so VerifyJWS decodes
+        /// it without a signature check and says so; Apple's API is never called for such an app.
+        case xcode
     }
 
     /// One Apple app and its In-App Purchase key.
@@ -194,6 +197,9 @@ public struct GatewayConfiguration: Sendable {
         /// How long a chain that failed validation is refused from memory (for the same verification time)
         /// before it is validated again. `verification.negativeCacheTTL`, 30s; 0 disables.
         public var negativeCacheTTLMilliseconds: UInt64 = 30_000
+        /// Apple's online checks (OCSP revocation of leaf and intermediate, validation at the current time).
+        /// `verification.onlineChecks` and friends, see `GatewayConfiguration+OnlineChecks.swift`.
+        public var onlineChecks = OnlineChecks()
         public init() {}
     }
 

@@ -115,81 +115,137 @@ extension ProtoFileDescriptor {
                 cm90b2J1Zi5XZWxsS25vd25UeXBlc2IGcHJvdG8z
                 """),
         ProtoFileDescriptor(
+            name: "google/protobuf/wrappers.proto",
+            dependencies: [],
+            symbols: ["google.protobuf.DoubleValue", "google.protobuf.FloatValue", "google.protobuf.Int64Value", "google.protobuf.UInt64Value", "google.protobuf.Int32Value", "google.protobuf.UInt32Value", "google.protobuf.BoolValue", "google.protobuf.StringValue", "google.protobuf.BytesValue"],
+            base64: """
+                Ch5nb29nbGUvcHJvdG9idWYvd3JhcHBlcnMucHJvdG8SD2dvb2dsZS5wcm90b2J1ZiIjCgtEb3VibGVWYWx1ZRIUCgV2YWx1ZRgB
+                IAEoAVIFdmFsdWUiIgoKRmxvYXRWYWx1ZRIUCgV2YWx1ZRgBIAEoAlIFdmFsdWUiIgoKSW50NjRWYWx1ZRIUCgV2YWx1ZRgBIAEo
+                A1IFdmFsdWUiIwoLVUludDY0VmFsdWUSFAoFdmFsdWUYASABKARSBXZhbHVlIiIKCkludDMyVmFsdWUSFAoFdmFsdWUYASABKAVS
+                BXZhbHVlIiMKC1VJbnQzMlZhbHVlEhQKBXZhbHVlGAEgASgNUgV2YWx1ZSIhCglCb29sVmFsdWUSFAoFdmFsdWUYASABKAhSBXZh
+                bHVlIiMKC1N0cmluZ1ZhbHVlEhQKBXZhbHVlGAEgASgJUgV2YWx1ZSIiCgpCeXRlc1ZhbHVlEhQKBXZhbHVlGAEgASgMUgV2YWx1
+                ZUKDAQoTY29tLmdvb2dsZS5wcm90b2J1ZkINV3JhcHBlcnNQcm90b1ABWjFnb29nbGUuZ29sYW5nLm9yZy9wcm90b2J1Zi90eXBl
+                cy9rbm93bi93cmFwcGVyc3Bi+AEBogIDR1BCqgIeR29vZ2xlLlByb3RvYnVmLldlbGxLbm93blR5cGVzYgZwcm90bzM=
+                """),
+        ProtoFileDescriptor(
             name: "appstore/gateway/v1/transaction.proto",
-            dependencies: ["appstore/gateway/v1/common.proto", "google/protobuf/timestamp.proto"],
-            symbols: ["appstore.gateway.v1.Transaction", "appstore.gateway.v1.CommitmentInfo", "appstore.gateway.v1.RenewalInfo", "appstore.gateway.v1.RenewalCommitmentInfo", "appstore.gateway.v1.AppTransaction"],
+            dependencies: ["appstore/gateway/v1/common.proto", "google/protobuf/timestamp.proto", "google/protobuf/wrappers.proto"],
+            symbols: ["appstore.gateway.v1.Transaction", "appstore.gateway.v1.CommitmentInfo", "appstore.gateway.v1.RenewalInfo", "appstore.gateway.v1.RenewalCommitmentInfo", "appstore.gateway.v1.AppTransaction", "appstore.gateway.v1.AdvancedCommerceTransactionInfo", "appstore.gateway.v1.AdvancedCommerceDescriptors", "appstore.gateway.v1.AdvancedCommerceTransactionItem", "appstore.gateway.v1.AdvancedCommerceOffer", "appstore.gateway.v1.AdvancedCommerceRefund", "appstore.gateway.v1.AdvancedCommerceRenewalInfo", "appstore.gateway.v1.AdvancedCommerceRenewalItem", "appstore.gateway.v1.AdvancedCommercePriceIncreaseInfo"],
             base64: """
                 CiVhcHBzdG9yZS9nYXRld2F5L3YxL3RyYW5zYWN0aW9uLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxGiBhcHBzdG9yZS9nYXRl
-                d2F5L3YxL2NvbW1vbi5wcm90bxofZ29vZ2xlL3Byb3RvYnVmL3RpbWVzdGFtcC5wcm90byL6DgoLVHJhbnNhY3Rpb24SJQoOdHJh
-                bnNhY3Rpb25faWQYASABKAlSDXRyYW5zYWN0aW9uSWQSNgoXb3JpZ2luYWxfdHJhbnNhY3Rpb25faWQYAiABKAlSFW9yaWdpbmFs
-                VHJhbnNhY3Rpb25JZBIyChZ3ZWJfb3JkZXJfbGluZV9pdGVtX2lkGAMgASgJUhJ3ZWJPcmRlckxpbmVJdGVtSWQSGwoJYnVuZGxl
-                X2lkGAQgASgJUghidW5kbGVJZBIdCgpwcm9kdWN0X2lkGAUgASgJUglwcm9kdWN0SWQSQgodc3Vic2NyaXB0aW9uX2dyb3VwX2lk
-                ZW50aWZpZXIYBiABKAlSG3N1YnNjcmlwdGlvbkdyb3VwSWRlbnRpZmllchI/Cg1wdXJjaGFzZV9kYXRlGAcgASgLMhouZ29vZ2xl
-                LnByb3RvYnVmLlRpbWVzdGFtcFIMcHVyY2hhc2VEYXRlElAKFm9yaWdpbmFsX3B1cmNoYXNlX2RhdGUYCCABKAsyGi5nb29nbGUu
-                cHJvdG9idWYuVGltZXN0YW1wUhRvcmlnaW5hbFB1cmNoYXNlRGF0ZRI9CgxleHBpcmVzX2RhdGUYCSABKAsyGi5nb29nbGUucHJv
-                dG9idWYuVGltZXN0YW1wUgtleHBpcmVzRGF0ZRIaCghxdWFudGl0eRgKIAEoBVIIcXVhbnRpdHkSNAoEdHlwZRgLIAEoDjIgLmFw
-                cHN0b3JlLmdhdGV3YXkudjEuUHJvZHVjdFR5cGVSBHR5cGUSKgoRYXBwX2FjY291bnRfdG9rZW4YDCABKAlSD2FwcEFjY291bnRU
-                b2tlbhJaChVpbl9hcHBfb3duZXJzaGlwX3R5cGUYDSABKA4yJy5hcHBzdG9yZS5nYXRld2F5LnYxLkluQXBwT3duZXJzaGlwVHlw
-                ZVISaW5BcHBPd25lcnNoaXBUeXBlEjsKC3NpZ25lZF9kYXRlGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIKc2ln
-                bmVkRGF0ZRJSChFyZXZvY2F0aW9uX3JlYXNvbhgPIAEoDjIlLmFwcHN0b3JlLmdhdGV3YXkudjEuUmV2b2NhdGlvblJlYXNvblIQ
-                cmV2b2NhdGlvblJlYXNvbhJDCg9yZXZvY2F0aW9uX2RhdGUYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUg5yZXZv
-                Y2F0aW9uRGF0ZRIfCgtpc191cGdyYWRlZBgRIAEoCFIKaXNVcGdyYWRlZBI9CgpvZmZlcl90eXBlGBIgASgOMh4uYXBwc3RvcmUu
-                Z2F0ZXdheS52MS5PZmZlclR5cGVSCW9mZmVyVHlwZRIpChBvZmZlcl9pZGVudGlmaWVyGBMgASgJUg9vZmZlcklkZW50aWZpZXIS
-                QgoLZW52aXJvbm1lbnQYFCABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9ubWVudBIeCgpzdG9y
-                ZWZyb250GBUgASgJUgpzdG9yZWZyb250EiMKDXN0b3JlZnJvbnRfaWQYFiABKAlSDHN0b3JlZnJvbnRJZBJVChJ0cmFuc2FjdGlv
-                bl9yZWFzb24YFyABKA4yJi5hcHBzdG9yZS5nYXRld2F5LnYxLlRyYW5zYWN0aW9uUmVhc29uUhF0cmFuc2FjdGlvblJlYXNvbhIa
-                CghjdXJyZW5jeRgYIAEoCVIIY3VycmVuY3kSKQoQcHJpY2VfbWlsbGl1bml0cxgZIAEoA1IPcHJpY2VNaWxsaXVuaXRzElYKE29m
-                ZmVyX2Rpc2NvdW50X3R5cGUYGiABKA4yJi5hcHBzdG9yZS5nYXRld2F5LnYxLk9mZmVyRGlzY291bnRUeXBlUhFvZmZlckRpc2Nv
-                dW50VHlwZRIsChJhcHBfdHJhbnNhY3Rpb25faWQYGyABKAlSEGFwcFRyYW5zYWN0aW9uSWQSIQoMb2ZmZXJfcGVyaW9kGBwgASgJ
-                UgtvZmZlclBlcmlvZBJMCg9yZXZvY2F0aW9uX3R5cGUYHSABKA4yIy5hcHBzdG9yZS5nYXRld2F5LnYxLlJldm9jYXRpb25UeXBl
-                Ug5yZXZvY2F0aW9uVHlwZRIzChVyZXZvY2F0aW9uX3BlcmNlbnRhZ2UYHiABKAVSFHJldm9jYXRpb25QZXJjZW50YWdlElAKEWJp
-                bGxpbmdfcGxhbl90eXBlGB8gASgOMiQuYXBwc3RvcmUuZ2F0ZXdheS52MS5CaWxsaW5nUGxhblR5cGVSD2JpbGxpbmdQbGFuVHlw
-                ZRJMCg9jb21taXRtZW50X2luZm8YICABKAsyIy5hcHBzdG9yZS5nYXRld2F5LnYxLkNvbW1pdG1lbnRJbmZvUg5jb21taXRtZW50
-                SW5mbxI9ChthZHZhbmNlZF9jb21tZXJjZV9pbmZvX2pzb24YISABKAlSGGFkdmFuY2VkQ29tbWVyY2VJbmZvSnNvbhIZCghyYXdf
-                anNvbhhjIAEoCVIHcmF3SnNvbiKMAgoOQ29tbWl0bWVudEluZm8SMgoVYmlsbGluZ19wZXJpb2RfbnVtYmVyGAEgASgFUhNiaWxs
-                aW5nUGVyaW9kTnVtYmVyElIKF2NvbW1pdG1lbnRfZXhwaXJlc19kYXRlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFt
-                cFIVY29tbWl0bWVudEV4cGlyZXNEYXRlEj4KG2NvbW1pdG1lbnRfcHJpY2VfbWlsbGl1bml0cxgDIAEoA1IZY29tbWl0bWVudFBy
-                aWNlTWlsbGl1bml0cxIyChV0b3RhbF9iaWxsaW5nX3BlcmlvZHMYBCABKAVSE3RvdGFsQmlsbGluZ1BlcmlvZHMisgwKC1JlbmV3
-                YWxJbmZvEjYKF29yaWdpbmFsX3RyYW5zYWN0aW9uX2lkGAEgASgJUhVvcmlnaW5hbFRyYW5zYWN0aW9uSWQSHQoKcHJvZHVjdF9p
-                ZBgCIAEoCVIJcHJvZHVjdElkEjEKFWF1dG9fcmVuZXdfcHJvZHVjdF9pZBgDIAEoCVISYXV0b1JlbmV3UHJvZHVjdElkElAKEWF1
-                dG9fcmVuZXdfc3RhdHVzGAQgASgOMiQuYXBwc3RvcmUuZ2F0ZXdheS52MS5BdXRvUmVuZXdTdGF0dXNSD2F1dG9SZW5ld1N0YXR1
-                cxJSChFleHBpcmF0aW9uX2ludGVudBgFIAEoDjIlLmFwcHN0b3JlLmdhdGV3YXkudjEuRXhwaXJhdGlvbkludGVudFIQZXhwaXJh
-                dGlvbkludGVudBI6Chppc19pbl9iaWxsaW5nX3JldHJ5X3BlcmlvZBgGIAEoCFIWaXNJbkJpbGxpbmdSZXRyeVBlcmlvZBJVChln
-                cmFjZV9wZXJpb2RfZXhwaXJlc19kYXRlGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIWZ3JhY2VQZXJpb2RFeHBp
-                cmVzRGF0ZRJcChVwcmljZV9pbmNyZWFzZV9zdGF0dXMYCCABKA4yKC5hcHBzdG9yZS5nYXRld2F5LnYxLlByaWNlSW5jcmVhc2VT
-                dGF0dXNSE3ByaWNlSW5jcmVhc2VTdGF0dXMSPQoKb2ZmZXJfdHlwZRgJIAEoDjIeLmFwcHN0b3JlLmdhdGV3YXkudjEuT2ZmZXJU
-                eXBlUglvZmZlclR5cGUSKQoQb2ZmZXJfaWRlbnRpZmllchgKIAEoCVIPb2ZmZXJJZGVudGlmaWVyElYKE29mZmVyX2Rpc2NvdW50
-                X3R5cGUYCyABKA4yJi5hcHBzdG9yZS5nYXRld2F5LnYxLk9mZmVyRGlzY291bnRUeXBlUhFvZmZlckRpc2NvdW50VHlwZRIhCgxv
-                ZmZlcl9wZXJpb2QYDCABKAlSC29mZmVyUGVyaW9kEjsKC3NpZ25lZF9kYXRlGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVz
-                dGFtcFIKc2lnbmVkRGF0ZRJCCgtlbnZpcm9ubWVudBgOIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vu
-                dmlyb25tZW50El8KHnJlY2VudF9zdWJzY3JpcHRpb25fc3RhcnRfZGF0ZRgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh
-                bXBSG3JlY2VudFN1YnNjcmlwdGlvblN0YXJ0RGF0ZRI9CgxyZW5ld2FsX2RhdGUYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGlt
-                ZXN0YW1wUgtyZW5ld2FsRGF0ZRI4ChhyZW5ld2FsX3ByaWNlX21pbGxpdW5pdHMYESABKANSFnJlbmV3YWxQcmljZU1pbGxpdW5p
-                dHMSGgoIY3VycmVuY3kYEiABKAlSCGN1cnJlbmN5EjwKG2VsaWdpYmxlX3dpbl9iYWNrX29mZmVyX2lkcxgTIAMoCVIXZWxpZ2li
-                bGVXaW5CYWNrT2ZmZXJJZHMSKgoRYXBwX2FjY291bnRfdG9rZW4YFCABKAlSD2FwcEFjY291bnRUb2tlbhIsChJhcHBfdHJhbnNh
-                Y3Rpb25faWQYFSABKAlSEGFwcFRyYW5zYWN0aW9uSWQSUwoPY29tbWl0bWVudF9pbmZvGBYgASgLMiouYXBwc3RvcmUuZ2F0ZXdh
-                eS52MS5SZW5ld2FsQ29tbWl0bWVudEluZm9SDmNvbW1pdG1lbnRJbmZvEl8KGXJlbmV3YWxfYmlsbGluZ19wbGFuX3R5cGUYFyAB
-                KA4yJC5hcHBzdG9yZS5nYXRld2F5LnYxLkJpbGxpbmdQbGFuVHlwZVIWcmVuZXdhbEJpbGxpbmdQbGFuVHlwZRI9ChthZHZhbmNl
-                ZF9jb21tZXJjZV9pbmZvX2pzb24YGCABKAlSGGFkdmFuY2VkQ29tbWVyY2VJbmZvSnNvbhIZCghyYXdfanNvbhhjIAEoCVIHcmF3
-                SnNvbiLfAwoVUmVuZXdhbENvbW1pdG1lbnRJbmZvEkYKIGNvbW1pdG1lbnRfYXV0b19yZW5ld19wcm9kdWN0X2lkGAEgASgJUhxj
-                b21taXRtZW50QXV0b1JlbmV3UHJvZHVjdElkEmUKHGNvbW1pdG1lbnRfYXV0b19yZW5ld19zdGF0dXMYAiABKA4yJC5hcHBzdG9y
-                ZS5nYXRld2F5LnYxLkF1dG9SZW5ld1N0YXR1c1IZY29tbWl0bWVudEF1dG9SZW5ld1N0YXR1cxJ0CiRjb21taXRtZW50X3JlbmV3
-                YWxfYmlsbGluZ19wbGFuX3R5cGUYAyABKA4yJC5hcHBzdG9yZS5nYXRld2F5LnYxLkJpbGxpbmdQbGFuVHlwZVIgY29tbWl0bWVu
-                dFJlbmV3YWxCaWxsaW5nUGxhblR5cGUSUgoXY29tbWl0bWVudF9yZW5ld2FsX2RhdGUYBCABKAsyGi5nb29nbGUucHJvdG9idWYu
-                VGltZXN0YW1wUhVjb21taXRtZW50UmVuZXdhbERhdGUSTQojY29tbWl0bWVudF9yZW5ld2FsX3ByaWNlX21pbGxpdW5pdHMYBSAB
-                KANSIGNvbW1pdG1lbnRSZW5ld2FsUHJpY2VNaWxsaXVuaXRzIrQGCg5BcHBUcmFuc2FjdGlvbhJDCgxyZWNlaXB0X3R5cGUYASAB
-                KA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25tZW50UgtyZWNlaXB0VHlwZRIgCgxhcHBfYXBwbGVfaWQYAiABKANSCmFw
-                cEFwcGxlSWQSGwoJYnVuZGxlX2lkGAMgASgJUghidW5kbGVJZBIvChNhcHBsaWNhdGlvbl92ZXJzaW9uGAQgASgJUhJhcHBsaWNh
-                dGlvblZlcnNpb24SPgobdmVyc2lvbl9leHRlcm5hbF9pZGVudGlmaWVyGAUgASgDUhl2ZXJzaW9uRXh0ZXJuYWxJZGVudGlmaWVy
-                Ek4KFXJlY2VpcHRfY3JlYXRpb25fZGF0ZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSE3JlY2VpcHRDcmVhdGlv
-                bkRhdGUSUAoWb3JpZ2luYWxfcHVyY2hhc2VfZGF0ZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSFG9yaWdpbmFs
-                UHVyY2hhc2VEYXRlEkAKHG9yaWdpbmFsX2FwcGxpY2F0aW9uX3ZlcnNpb24YCCABKAlSGm9yaWdpbmFsQXBwbGljYXRpb25WZXJz
-                aW9uEi8KE2RldmljZV92ZXJpZmljYXRpb24YCSABKAlSEmRldmljZVZlcmlmaWNhdGlvbhI6ChlkZXZpY2VfdmVyaWZpY2F0aW9u
-                X25vbmNlGAogASgJUhdkZXZpY2VWZXJpZmljYXRpb25Ob25jZRI/Cg1wcmVvcmRlcl9kYXRlGAsgASgLMhouZ29vZ2xlLnByb3Rv
-                YnVmLlRpbWVzdGFtcFIMcHJlb3JkZXJEYXRlEiwKEmFwcF90cmFuc2FjdGlvbl9pZBgMIAEoCVIQYXBwVHJhbnNhY3Rpb25JZBJS
-                ChFvcmlnaW5hbF9wbGF0Zm9ybRgNIAEoDjIlLmFwcHN0b3JlLmdhdGV3YXkudjEuT3JpZ2luYWxQbGF0Zm9ybVIQb3JpZ2luYWxQ
-                bGF0Zm9ybRIZCghyYXdfanNvbhhjIAEoCVIHcmF3SnNvbkJeChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABWkFleGFtcGxlLmNv
-                bS9hcHBzdG9yZS1nYXRld2F5L2dlbi9nby9hcHBzdG9yZS9nYXRld2F5L3YxO2dhdGV3YXl2MWIGcHJvdG8z
+                d2F5L3YxL2NvbW1vbi5wcm90bxofZ29vZ2xlL3Byb3RvYnVmL3RpbWVzdGFtcC5wcm90bxoeZ29vZ2xlL3Byb3RvYnVmL3dyYXBw
+                ZXJzLnByb3RvIvwSCgtUcmFuc2FjdGlvbhIlCg50cmFuc2FjdGlvbl9pZBgBIAEoCVINdHJhbnNhY3Rpb25JZBI2ChdvcmlnaW5h
+                bF90cmFuc2FjdGlvbl9pZBgCIAEoCVIVb3JpZ2luYWxUcmFuc2FjdGlvbklkEjIKFndlYl9vcmRlcl9saW5lX2l0ZW1faWQYAyAB
+                KAlSEndlYk9yZGVyTGluZUl0ZW1JZBIbCglidW5kbGVfaWQYBCABKAlSCGJ1bmRsZUlkEh0KCnByb2R1Y3RfaWQYBSABKAlSCXBy
+                b2R1Y3RJZBJCCh1zdWJzY3JpcHRpb25fZ3JvdXBfaWRlbnRpZmllchgGIAEoCVIbc3Vic2NyaXB0aW9uR3JvdXBJZGVudGlmaWVy
+                Ej8KDXB1cmNoYXNlX2RhdGUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgxwdXJjaGFzZURhdGUSUAoWb3JpZ2lu
+                YWxfcHVyY2hhc2VfZGF0ZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSFG9yaWdpbmFsUHVyY2hhc2VEYXRlEj0K
+                DGV4cGlyZXNfZGF0ZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSC2V4cGlyZXNEYXRlEhoKCHF1YW50aXR5GAog
+                ASgFUghxdWFudGl0eRI0CgR0eXBlGAsgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5Qcm9kdWN0VHlwZVIEdHlwZRIqChFhcHBf
+                YWNjb3VudF90b2tlbhgMIAEoCVIPYXBwQWNjb3VudFRva2VuEloKFWluX2FwcF9vd25lcnNoaXBfdHlwZRgNIAEoDjInLmFwcHN0
+                b3JlLmdhdGV3YXkudjEuSW5BcHBPd25lcnNoaXBUeXBlUhJpbkFwcE93bmVyc2hpcFR5cGUSOwoLc2lnbmVkX2RhdGUYDiABKAsy
+                Gi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgpzaWduZWREYXRlElIKEXJldm9jYXRpb25fcmVhc29uGA8gASgOMiUuYXBwc3Rv
+                cmUuZ2F0ZXdheS52MS5SZXZvY2F0aW9uUmVhc29uUhByZXZvY2F0aW9uUmVhc29uEkMKD3Jldm9jYXRpb25fZGF0ZRgQIAEoCzIa
+                Lmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSDnJldm9jYXRpb25EYXRlEh8KC2lzX3VwZ3JhZGVkGBEgASgIUgppc1VwZ3JhZGVk
+                Ej0KCm9mZmVyX3R5cGUYEiABKA4yHi5hcHBzdG9yZS5nYXRld2F5LnYxLk9mZmVyVHlwZVIJb2ZmZXJUeXBlEikKEG9mZmVyX2lk
+                ZW50aWZpZXIYEyABKAlSD29mZmVySWRlbnRpZmllchJCCgtlbnZpcm9ubWVudBgUIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEu
+                RW52aXJvbm1lbnRSC2Vudmlyb25tZW50Eh4KCnN0b3JlZnJvbnQYFSABKAlSCnN0b3JlZnJvbnQSIwoNc3RvcmVmcm9udF9pZBgW
+                IAEoCVIMc3RvcmVmcm9udElkElUKEnRyYW5zYWN0aW9uX3JlYXNvbhgXIAEoDjImLmFwcHN0b3JlLmdhdGV3YXkudjEuVHJhbnNh
+                Y3Rpb25SZWFzb25SEXRyYW5zYWN0aW9uUmVhc29uEhoKCGN1cnJlbmN5GBggASgJUghjdXJyZW5jeRIpChBwcmljZV9taWxsaXVu
+                aXRzGBkgASgDUg9wcmljZU1pbGxpdW5pdHMSVgoTb2ZmZXJfZGlzY291bnRfdHlwZRgaIAEoDjImLmFwcHN0b3JlLmdhdGV3YXku
+                djEuT2ZmZXJEaXNjb3VudFR5cGVSEW9mZmVyRGlzY291bnRUeXBlEiwKEmFwcF90cmFuc2FjdGlvbl9pZBgbIAEoCVIQYXBwVHJh
+                bnNhY3Rpb25JZBIhCgxvZmZlcl9wZXJpb2QYHCABKAlSC29mZmVyUGVyaW9kEkwKD3Jldm9jYXRpb25fdHlwZRgdIAEoDjIjLmFw
+                cHN0b3JlLmdhdGV3YXkudjEuUmV2b2NhdGlvblR5cGVSDnJldm9jYXRpb25UeXBlEjMKFXJldm9jYXRpb25fcGVyY2VudGFnZRge
+                IAEoBVIUcmV2b2NhdGlvblBlcmNlbnRhZ2USUAoRYmlsbGluZ19wbGFuX3R5cGUYHyABKA4yJC5hcHBzdG9yZS5nYXRld2F5LnYx
+                LkJpbGxpbmdQbGFuVHlwZVIPYmlsbGluZ1BsYW5UeXBlEkwKD2NvbW1pdG1lbnRfaW5mbxggIAEoCzIjLmFwcHN0b3JlLmdhdGV3
+                YXkudjEuQ29tbWl0bWVudEluZm9SDmNvbW1pdG1lbnRJbmZvEj0KG2FkdmFuY2VkX2NvbW1lcmNlX2luZm9fanNvbhghIAEoCVIY
+                YWR2YW5jZWRDb21tZXJjZUluZm9Kc29uEhkKCHR5cGVfcmF3GCIgASgJUgd0eXBlUmF3EjgKGWluX2FwcF9vd25lcnNoaXBfdHlw
+                ZV9yYXcYIyABKAlSFWluQXBwT3duZXJzaGlwVHlwZVJhdxInCg9lbnZpcm9ubWVudF9yYXcYJCABKAlSDmVudmlyb25tZW50UmF3
+                EjQKFnRyYW5zYWN0aW9uX3JlYXNvbl9yYXcYJSABKAlSFHRyYW5zYWN0aW9uUmVhc29uUmF3EjUKF29mZmVyX2Rpc2NvdW50X3R5
+                cGVfcmF3GCYgASgJUhRvZmZlckRpc2NvdW50VHlwZVJhdxIuChNyZXZvY2F0aW9uX3R5cGVfcmF3GCcgASgJUhFyZXZvY2F0aW9u
+                VHlwZVJhdxIxChViaWxsaW5nX3BsYW5fdHlwZV9yYXcYKCABKAlSEmJpbGxpbmdQbGFuVHlwZVJhdxJGChFpc191cGdyYWRlZF92
+                YWx1ZRgpIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5Cb29sVmFsdWVSD2lzVXBncmFkZWRWYWx1ZRJqChZhZHZhbmNlZF9jb21tZXJj
+                ZV9pbmZvGCogASgLMjQuYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlVHJhbnNhY3Rpb25JbmZvUhRhZHZhbmNl
+                ZENvbW1lcmNlSW5mbxIZCghyYXdfanNvbhhjIAEoCVIHcmF3SnNvbiKMAgoOQ29tbWl0bWVudEluZm8SMgoVYmlsbGluZ19wZXJp
+                b2RfbnVtYmVyGAEgASgFUhNiaWxsaW5nUGVyaW9kTnVtYmVyElIKF2NvbW1pdG1lbnRfZXhwaXJlc19kYXRlGAIgASgLMhouZ29v
+                Z2xlLnByb3RvYnVmLlRpbWVzdGFtcFIVY29tbWl0bWVudEV4cGlyZXNEYXRlEj4KG2NvbW1pdG1lbnRfcHJpY2VfbWlsbGl1bml0
+                cxgDIAEoA1IZY29tbWl0bWVudFByaWNlTWlsbGl1bml0cxIyChV0b3RhbF9iaWxsaW5nX3BlcmlvZHMYBCABKAVSE3RvdGFsQmls
+                bGluZ1BlcmlvZHMinw8KC1JlbmV3YWxJbmZvEjYKF29yaWdpbmFsX3RyYW5zYWN0aW9uX2lkGAEgASgJUhVvcmlnaW5hbFRyYW5z
+                YWN0aW9uSWQSHQoKcHJvZHVjdF9pZBgCIAEoCVIJcHJvZHVjdElkEjEKFWF1dG9fcmVuZXdfcHJvZHVjdF9pZBgDIAEoCVISYXV0
+                b1JlbmV3UHJvZHVjdElkElAKEWF1dG9fcmVuZXdfc3RhdHVzGAQgASgOMiQuYXBwc3RvcmUuZ2F0ZXdheS52MS5BdXRvUmVuZXdT
+                dGF0dXNSD2F1dG9SZW5ld1N0YXR1cxJSChFleHBpcmF0aW9uX2ludGVudBgFIAEoDjIlLmFwcHN0b3JlLmdhdGV3YXkudjEuRXhw
+                aXJhdGlvbkludGVudFIQZXhwaXJhdGlvbkludGVudBI6Chppc19pbl9iaWxsaW5nX3JldHJ5X3BlcmlvZBgGIAEoCFIWaXNJbkJp
+                bGxpbmdSZXRyeVBlcmlvZBJVChlncmFjZV9wZXJpb2RfZXhwaXJlc19kYXRlGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVz
+                dGFtcFIWZ3JhY2VQZXJpb2RFeHBpcmVzRGF0ZRJcChVwcmljZV9pbmNyZWFzZV9zdGF0dXMYCCABKA4yKC5hcHBzdG9yZS5nYXRl
+                d2F5LnYxLlByaWNlSW5jcmVhc2VTdGF0dXNSE3ByaWNlSW5jcmVhc2VTdGF0dXMSPQoKb2ZmZXJfdHlwZRgJIAEoDjIeLmFwcHN0
+                b3JlLmdhdGV3YXkudjEuT2ZmZXJUeXBlUglvZmZlclR5cGUSKQoQb2ZmZXJfaWRlbnRpZmllchgKIAEoCVIPb2ZmZXJJZGVudGlm
+                aWVyElYKE29mZmVyX2Rpc2NvdW50X3R5cGUYCyABKA4yJi5hcHBzdG9yZS5nYXRld2F5LnYxLk9mZmVyRGlzY291bnRUeXBlUhFv
+                ZmZlckRpc2NvdW50VHlwZRIhCgxvZmZlcl9wZXJpb2QYDCABKAlSC29mZmVyUGVyaW9kEjsKC3NpZ25lZF9kYXRlGA0gASgLMhou
+                Z29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIKc2lnbmVkRGF0ZRJCCgtlbnZpcm9ubWVudBgOIAEoDjIgLmFwcHN0b3JlLmdhdGV3
+                YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50El8KHnJlY2VudF9zdWJzY3JpcHRpb25fc3RhcnRfZGF0ZRgPIAEoCzIaLmdv
+                b2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSG3JlY2VudFN1YnNjcmlwdGlvblN0YXJ0RGF0ZRI9CgxyZW5ld2FsX2RhdGUYECABKAsy
+                Gi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgtyZW5ld2FsRGF0ZRI4ChhyZW5ld2FsX3ByaWNlX21pbGxpdW5pdHMYESABKANS
+                FnJlbmV3YWxQcmljZU1pbGxpdW5pdHMSGgoIY3VycmVuY3kYEiABKAlSCGN1cnJlbmN5EjwKG2VsaWdpYmxlX3dpbl9iYWNrX29m
+                ZmVyX2lkcxgTIAMoCVIXZWxpZ2libGVXaW5CYWNrT2ZmZXJJZHMSKgoRYXBwX2FjY291bnRfdG9rZW4YFCABKAlSD2FwcEFjY291
+                bnRUb2tlbhIsChJhcHBfdHJhbnNhY3Rpb25faWQYFSABKAlSEGFwcFRyYW5zYWN0aW9uSWQSUwoPY29tbWl0bWVudF9pbmZvGBYg
+                ASgLMiouYXBwc3RvcmUuZ2F0ZXdheS52MS5SZW5ld2FsQ29tbWl0bWVudEluZm9SDmNvbW1pdG1lbnRJbmZvEl8KGXJlbmV3YWxf
+                YmlsbGluZ19wbGFuX3R5cGUYFyABKA4yJC5hcHBzdG9yZS5nYXRld2F5LnYxLkJpbGxpbmdQbGFuVHlwZVIWcmVuZXdhbEJpbGxp
+                bmdQbGFuVHlwZRI9ChthZHZhbmNlZF9jb21tZXJjZV9pbmZvX2pzb24YGCABKAlSGGFkdmFuY2VkQ29tbWVyY2VJbmZvSnNvbhIn
+                Cg9lbnZpcm9ubWVudF9yYXcYGSABKAlSDmVudmlyb25tZW50UmF3EjUKF29mZmVyX2Rpc2NvdW50X3R5cGVfcmF3GBogASgJUhRv
+                ZmZlckRpc2NvdW50VHlwZVJhdxJACh1yZW5ld2FsX2JpbGxpbmdfcGxhbl90eXBlX3JhdxgbIAEoCVIZcmVuZXdhbEJpbGxpbmdQ
+                bGFuVHlwZVJhdxJhCiBpc19pbl9iaWxsaW5nX3JldHJ5X3BlcmlvZF92YWx1ZRgcIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5Cb29s
+                VmFsdWVSG2lzSW5CaWxsaW5nUmV0cnlQZXJpb2RWYWx1ZRJmChZhZHZhbmNlZF9jb21tZXJjZV9pbmZvGB0gASgLMjAuYXBwc3Rv
+                cmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlUmVuZXdhbEluZm9SFGFkdmFuY2VkQ29tbWVyY2VJbmZvEhkKCHJhd19qc29u
+                GGMgASgJUgdyYXdKc29uIrYEChVSZW5ld2FsQ29tbWl0bWVudEluZm8SRgogY29tbWl0bWVudF9hdXRvX3JlbmV3X3Byb2R1Y3Rf
+                aWQYASABKAlSHGNvbW1pdG1lbnRBdXRvUmVuZXdQcm9kdWN0SWQSZQocY29tbWl0bWVudF9hdXRvX3JlbmV3X3N0YXR1cxgCIAEo
+                DjIkLmFwcHN0b3JlLmdhdGV3YXkudjEuQXV0b1JlbmV3U3RhdHVzUhljb21taXRtZW50QXV0b1JlbmV3U3RhdHVzEnQKJGNvbW1p
+                dG1lbnRfcmVuZXdhbF9iaWxsaW5nX3BsYW5fdHlwZRgDIAEoDjIkLmFwcHN0b3JlLmdhdGV3YXkudjEuQmlsbGluZ1BsYW5UeXBl
+                UiBjb21taXRtZW50UmVuZXdhbEJpbGxpbmdQbGFuVHlwZRJSChdjb21taXRtZW50X3JlbmV3YWxfZGF0ZRgEIAEoCzIaLmdvb2ds
+                ZS5wcm90b2J1Zi5UaW1lc3RhbXBSFWNvbW1pdG1lbnRSZW5ld2FsRGF0ZRJNCiNjb21taXRtZW50X3JlbmV3YWxfcHJpY2VfbWls
+                bGl1bml0cxgFIAEoA1IgY29tbWl0bWVudFJlbmV3YWxQcmljZU1pbGxpdW5pdHMSVQooY29tbWl0bWVudF9yZW5ld2FsX2JpbGxp
+                bmdfcGxhbl90eXBlX3JhdxgGIAEoCVIjY29tbWl0bWVudFJlbmV3YWxCaWxsaW5nUGxhblR5cGVSYXcikgcKDkFwcFRyYW5zYWN0
+                aW9uEkMKDHJlY2VpcHRfdHlwZRgBIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC3JlY2VpcHRUeXBlEiAK
+                DGFwcF9hcHBsZV9pZBgCIAEoA1IKYXBwQXBwbGVJZBIbCglidW5kbGVfaWQYAyABKAlSCGJ1bmRsZUlkEi8KE2FwcGxpY2F0aW9u
+                X3ZlcnNpb24YBCABKAlSEmFwcGxpY2F0aW9uVmVyc2lvbhI+Cht2ZXJzaW9uX2V4dGVybmFsX2lkZW50aWZpZXIYBSABKANSGXZl
+                cnNpb25FeHRlcm5hbElkZW50aWZpZXISTgoVcmVjZWlwdF9jcmVhdGlvbl9kYXRlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRp
+                bWVzdGFtcFITcmVjZWlwdENyZWF0aW9uRGF0ZRJQChZvcmlnaW5hbF9wdXJjaGFzZV9kYXRlGAcgASgLMhouZ29vZ2xlLnByb3Rv
+                YnVmLlRpbWVzdGFtcFIUb3JpZ2luYWxQdXJjaGFzZURhdGUSQAocb3JpZ2luYWxfYXBwbGljYXRpb25fdmVyc2lvbhgIIAEoCVIa
+                b3JpZ2luYWxBcHBsaWNhdGlvblZlcnNpb24SLwoTZGV2aWNlX3ZlcmlmaWNhdGlvbhgJIAEoCVISZGV2aWNlVmVyaWZpY2F0aW9u
+                EjoKGWRldmljZV92ZXJpZmljYXRpb25fbm9uY2UYCiABKAlSF2RldmljZVZlcmlmaWNhdGlvbk5vbmNlEj8KDXByZW9yZGVyX2Rh
+                dGUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgxwcmVvcmRlckRhdGUSLAoSYXBwX3RyYW5zYWN0aW9uX2lkGAwg
+                ASgJUhBhcHBUcmFuc2FjdGlvbklkElIKEW9yaWdpbmFsX3BsYXRmb3JtGA0gASgOMiUuYXBwc3RvcmUuZ2F0ZXdheS52MS5Pcmln
+                aW5hbFBsYXRmb3JtUhBvcmlnaW5hbFBsYXRmb3JtEigKEHJlY2VpcHRfdHlwZV9yYXcYDiABKAlSDnJlY2VpcHRUeXBlUmF3EjIK
+                FW9yaWdpbmFsX3BsYXRmb3JtX3JhdxgPIAEoCVITb3JpZ2luYWxQbGF0Zm9ybVJhdxIZCghyYXdfanNvbhhjIAEoCVIHcmF3SnNv
+                biLAAwofQWR2YW5jZWRDb21tZXJjZVRyYW5zYWN0aW9uSW5mbxJSCgtkZXNjcmlwdG9ycxgBIAEoCzIwLmFwcHN0b3JlLmdhdGV3
+                YXkudjEuQWR2YW5jZWRDb21tZXJjZURlc2NyaXB0b3JzUgtkZXNjcmlwdG9ycxI4Chhlc3RpbWF0ZWRfdGF4X21pbGxpdW5pdHMY
+                AiABKANSFmVzdGltYXRlZFRheE1pbGxpdW5pdHMSSgoFaXRlbXMYAyADKAsyNC5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2Vk
+                Q29tbWVyY2VUcmFuc2FjdGlvbkl0ZW1SBWl0ZW1zEhYKBnBlcmlvZBgEIAEoCVIGcGVyaW9kEjAKFHJlcXVlc3RfcmVmZXJlbmNl
+                X2lkGAUgASgJUhJyZXF1ZXN0UmVmZXJlbmNlSWQSGQoIdGF4X2NvZGUYBiABKAlSB3RheENvZGUSQwoedGF4X2V4Y2x1c2l2ZV9w
+                cmljZV9taWxsaXVuaXRzGAcgASgDUht0YXhFeGNsdXNpdmVQcmljZU1pbGxpdW5pdHMSGQoIdGF4X3JhdGUYCCABKAlSB3RheFJh
+                dGUiYgobQWR2YW5jZWRDb21tZXJjZURlc2NyaXB0b3JzEiAKC2Rlc2NyaXB0aW9uGAEgASgJUgtkZXNjcmlwdGlvbhIhCgxkaXNw
+                bGF5X25hbWUYAiABKAlSC2Rpc3BsYXlOYW1lIvECCh9BZHZhbmNlZENvbW1lcmNlVHJhbnNhY3Rpb25JdGVtEhAKA3NrdRgBIAEo
+                CVIDc2t1EiAKC2Rlc2NyaXB0aW9uGAIgASgJUgtkZXNjcmlwdGlvbhIhCgxkaXNwbGF5X25hbWUYAyABKAlSC2Rpc3BsYXlOYW1l
+                EkAKBW9mZmVyGAQgASgLMiouYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlT2ZmZXJSBW9mZmVyEikKEHByaWNl
+                X21pbGxpdW5pdHMYBSABKANSD3ByaWNlTWlsbGl1bml0cxJFCgdyZWZ1bmRzGAYgAygLMisuYXBwc3RvcmUuZ2F0ZXdheS52MS5B
+                ZHZhbmNlZENvbW1lcmNlUmVmdW5kUgdyZWZ1bmRzEkMKD3Jldm9jYXRpb25fZGF0ZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5U
+                aW1lc3RhbXBSDnJldm9jYXRpb25EYXRlIpUBChVBZHZhbmNlZENvbW1lcmNlT2ZmZXISFgoGcGVyaW9kGAEgASgJUgZwZXJpb2QS
+                IQoMcGVyaW9kX2NvdW50GAIgASgFUgtwZXJpb2RDb3VudBIpChBwcmljZV9taWxsaXVuaXRzGAMgASgDUg9wcmljZU1pbGxpdW5p
+                dHMSFgoGcmVhc29uGAQgASgJUgZyZWFzb24i1QEKFkFkdmFuY2VkQ29tbWVyY2VSZWZ1bmQSOAoYcmVmdW5kX2Ftb3VudF9taWxs
+                aXVuaXRzGAEgASgDUhZyZWZ1bmRBbW91bnRNaWxsaXVuaXRzEjsKC3JlZnVuZF9kYXRlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVm
+                LlRpbWVzdGFtcFIKcmVmdW5kRGF0ZRIjCg1yZWZ1bmRfcmVhc29uGAMgASgJUgxyZWZ1bmRSZWFzb24SHwoLcmVmdW5kX3R5cGUY
+                BCABKAlSCnJlZnVuZFR5cGUiywIKG0FkdmFuY2VkQ29tbWVyY2VSZW5ld2FsSW5mbxIrChFjb25zaXN0ZW5jeV90b2tlbhgBIAEo
+                CVIQY29uc2lzdGVuY3lUb2tlbhJSCgtkZXNjcmlwdG9ycxgCIAEoCzIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21t
+                ZXJjZURlc2NyaXB0b3JzUgtkZXNjcmlwdG9ycxJGCgVpdGVtcxgDIAMoCzIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRD
+                b21tZXJjZVJlbmV3YWxJdGVtUgVpdGVtcxIWCgZwZXJpb2QYBCABKAlSBnBlcmlvZBIwChRyZXF1ZXN0X3JlZmVyZW5jZV9pZBgF
+                IAEoCVIScmVxdWVzdFJlZmVyZW5jZUlkEhkKCHRheF9jb2RlGAYgASgJUgd0YXhDb2RlIskCChtBZHZhbmNlZENvbW1lcmNlUmVu
+                ZXdhbEl0ZW0SEAoDc2t1GAEgASgJUgNza3USIAoLZGVzY3JpcHRpb24YAiABKAlSC2Rlc2NyaXB0aW9uEiEKDGRpc3BsYXlfbmFt
+                ZRgDIAEoCVILZGlzcGxheU5hbWUSQAoFb2ZmZXIYBCABKAsyKi5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VP
+                ZmZlclIFb2ZmZXISKQoQcHJpY2VfbWlsbGl1bml0cxgFIAEoA1IPcHJpY2VNaWxsaXVuaXRzEmYKE3ByaWNlX2luY3JlYXNlX2lu
+                Zm8YBiABKAsyNi5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VQcmljZUluY3JlYXNlSW5mb1IRcHJpY2VJbmNy
+                ZWFzZUluZm8ijQEKIUFkdmFuY2VkQ29tbWVyY2VQcmljZUluY3JlYXNlSW5mbxIlCg5kZXBlbmRlbnRfc2t1cxgBIAMoCVINZGVw
+                ZW5kZW50U2t1cxIpChBwcmljZV9taWxsaXVuaXRzGAIgASgDUg9wcmljZU1pbGxpdW5pdHMSFgoGc3RhdHVzGAMgASgJUgZzdGF0
+                dXNCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3Rv
+                cmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/history.proto",
@@ -235,83 +291,107 @@ extension ProtoFileDescriptor {
                 BnByb3RvMw==
                 """),
         ProtoFileDescriptor(
+            name: "appstore/gateway/v1/verification.proto",
+            dependencies: [],
+            symbols: ["appstore.gateway.v1.VerificationStatus"],
+            base64: """
+                CiZhcHBzdG9yZS9nYXRld2F5L3YxL3ZlcmlmaWNhdGlvbi5wcm90bxITYXBwc3RvcmUuZ2F0ZXdheS52MSqwBAoSVmVyaWZpY2F0
+                aW9uU3RhdHVzEiMKH1ZFUklGSUNBVElPTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZWRVJJRklDQVRJT05fU1RBVFVTX09LEAES
+                IQodVkVSSUZJQ0FUSU9OX1NUQVRVU19NQUxGT1JNRUQQAhItCilWRVJJRklDQVRJT05fU1RBVFVTX1VOU1VQUE9SVEVEX0FMR09S
+                SVRITRADEiwKKFZFUklGSUNBVElPTl9TVEFUVVNfSU5WQUxJRF9DSEFJTl9MRU5HVEgQBBIrCidWRVJJRklDQVRJT05fU1RBVFVT
+                X0lOVkFMSURfQ0VSVElGSUNBVEUQBRInCiNWRVJJRklDQVRJT05fU1RBVFVTX1VOVFJVU1RFRF9DSEFJThAGEikKJVZFUklGSUNB
+                VElPTl9TVEFUVVNfSU5WQUxJRF9TSUdOQVRVUkUQBxIuCipWRVJJRklDQVRJT05fU1RBVFVTX0lOVkFMSURfQVBQX0lERU5USUZJ
+                RVIQCBIrCidWRVJJRklDQVRJT05fU1RBVFVTX0lOVkFMSURfRU5WSVJPTk1FTlQQCRIiCh5WRVJJRklDQVRJT05fU1RBVFVTX1dS
+                T05HX0tJTkQQChIpCiVWRVJJRklDQVRJT05fU1RBVFVTX1JFVFJZQUJMRV9GQUlMVVJFEAsSLAooVkVSSUZJQ0FUSU9OX1NUQVRV
+                U19VTlZFUklGSUVEX0JZX0RFU0lHThAMQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3Jl
+                LWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
+                """),
+        ProtoFileDescriptor(
             name: "appstore/gateway/v1/notification.proto",
-            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/transaction.proto", "google/protobuf/timestamp.proto"],
+            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/transaction.proto", "appstore/gateway/v1/verification.proto", "google/protobuf/timestamp.proto"],
             symbols: ["appstore.gateway.v1.Notification", "appstore.gateway.v1.NotificationData", "appstore.gateway.v1.NotificationSummary", "appstore.gateway.v1.ExternalPurchaseToken", "appstore.gateway.v1.AppData", "appstore.gateway.v1.SendAttempt", "appstore.gateway.v1.StreamNotificationsRequest", "appstore.gateway.v1.NotificationEvent"],
             base64: """
                 CiZhcHBzdG9yZS9nYXRld2F5L3YxL25vdGlmaWNhdGlvbi5wcm90bxITYXBwc3RvcmUuZ2F0ZXdheS52MRogYXBwc3RvcmUvZ2F0
-                ZXdheS92MS9jb21tb24ucHJvdG8aJWFwcHN0b3JlL2dhdGV3YXkvdjEvdHJhbnNhY3Rpb24ucHJvdG8aH2dvb2dsZS9wcm90b2J1
-                Zi90aW1lc3RhbXAucHJvdG8itgUKDE5vdGlmaWNhdGlvbhJSChFub3RpZmljYXRpb25fdHlwZRgBIAEoDjIlLmFwcHN0b3JlLmdh
-                dGV3YXkudjEuTm90aWZpY2F0aW9uVHlwZVIQbm90aWZpY2F0aW9uVHlwZRJCCgdzdWJ0eXBlGAIgASgOMiguYXBwc3RvcmUuZ2F0
-                ZXdheS52MS5Ob3RpZmljYXRpb25TdWJ0eXBlUgdzdWJ0eXBlEjIKFW5vdGlmaWNhdGlvbl90eXBlX3JhdxgDIAEoCVITbm90aWZp
-                Y2F0aW9uVHlwZVJhdxIfCgtzdWJ0eXBlX3JhdxgEIAEoCVIKc3VidHlwZVJhdxIrChFub3RpZmljYXRpb25fdXVpZBgFIAEoCVIQ
-                bm90aWZpY2F0aW9uVXVpZBIYCgd2ZXJzaW9uGAYgASgJUgd2ZXJzaW9uEjsKC3NpZ25lZF9kYXRlGAcgASgLMhouZ29vZ2xlLnBy
-                b3RvYnVmLlRpbWVzdGFtcFIKc2lnbmVkRGF0ZRI5CgRkYXRhGAggASgLMiUuYXBwc3RvcmUuZ2F0ZXdheS52MS5Ob3RpZmljYXRp
-                b25EYXRhUgRkYXRhEkIKB3N1bW1hcnkYCSABKAsyKC5hcHBzdG9yZS5nYXRld2F5LnYxLk5vdGlmaWNhdGlvblN1bW1hcnlSB3N1
-                bW1hcnkSYgoXZXh0ZXJuYWxfcHVyY2hhc2VfdG9rZW4YCiABKAsyKi5hcHBzdG9yZS5nYXRld2F5LnYxLkV4dGVybmFsUHVyY2hh
-                c2VUb2tlblIVZXh0ZXJuYWxQdXJjaGFzZVRva2VuEjcKCGFwcF9kYXRhGAsgASgLMhwuYXBwc3RvcmUuZ2F0ZXdheS52MS5BcHBE
-                YXRhUgdhcHBEYXRhEhkKCHJhd19qc29uGGMgASgJUgdyYXdKc29uItsEChBOb3RpZmljYXRpb25EYXRhEiAKDGFwcF9hcHBsZV9p
-                ZBgBIAEoA1IKYXBwQXBwbGVJZBIbCglidW5kbGVfaWQYAiABKAlSCGJ1bmRsZUlkEiUKDmJ1bmRsZV92ZXJzaW9uGAMgASgJUg1i
-                dW5kbGVWZXJzaW9uEkIKC2Vudmlyb25tZW50GAQgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJv
-                bm1lbnQSPwoGc3RhdHVzGAUgASgOMicuYXBwc3RvcmUuZ2F0ZXdheS52MS5TdWJzY3JpcHRpb25TdGF0dXNSBnN0YXR1cxJrChpj
-                b25zdW1wdGlvbl9yZXF1ZXN0X3JlYXNvbhgGIAEoDjItLmFwcHN0b3JlLmdhdGV3YXkudjEuQ29uc3VtcHRpb25SZXF1ZXN0UmVh
-                c29uUhhjb25zdW1wdGlvblJlcXVlc3RSZWFzb24SQgoLdHJhbnNhY3Rpb24YByABKAsyIC5hcHBzdG9yZS5nYXRld2F5LnYxLlRy
-                YW5zYWN0aW9uUgt0cmFuc2FjdGlvbhJDCgxyZW5ld2FsX2luZm8YCCABKAsyIC5hcHBzdG9yZS5nYXRld2F5LnYxLlJlbmV3YWxJ
-                bmZvUgtyZW5ld2FsSW5mbxI2ChdzaWduZWRfdHJhbnNhY3Rpb25faW5mbxgJIAEoCVIVc2lnbmVkVHJhbnNhY3Rpb25JbmZvEi4K
-                E3NpZ25lZF9yZW5ld2FsX2luZm8YCiABKAlSEXNpZ25lZFJlbmV3YWxJbmZvIuwCChNOb3RpZmljYXRpb25TdW1tYXJ5EkIKC2Vu
+                ZXdheS92MS9jb21tb24ucHJvdG8aJWFwcHN0b3JlL2dhdGV3YXkvdjEvdHJhbnNhY3Rpb24ucHJvdG8aJmFwcHN0b3JlL2dhdGV3
+                YXkvdjEvdmVyaWZpY2F0aW9uLnByb3RvGh9nb29nbGUvcHJvdG9idWYvdGltZXN0YW1wLnByb3RvIrYFCgxOb3RpZmljYXRpb24S
+                UgoRbm90aWZpY2F0aW9uX3R5cGUYASABKA4yJS5hcHBzdG9yZS5nYXRld2F5LnYxLk5vdGlmaWNhdGlvblR5cGVSEG5vdGlmaWNh
+                dGlvblR5cGUSQgoHc3VidHlwZRgCIAEoDjIoLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uU3VidHlwZVIHc3VidHlw
+                ZRIyChVub3RpZmljYXRpb25fdHlwZV9yYXcYAyABKAlSE25vdGlmaWNhdGlvblR5cGVSYXcSHwoLc3VidHlwZV9yYXcYBCABKAlS
+                CnN1YnR5cGVSYXcSKwoRbm90aWZpY2F0aW9uX3V1aWQYBSABKAlSEG5vdGlmaWNhdGlvblV1aWQSGAoHdmVyc2lvbhgGIAEoCVIH
+                dmVyc2lvbhI7CgtzaWduZWRfZGF0ZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSCnNpZ25lZERhdGUSOQoEZGF0
+                YRgIIAEoCzIlLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uRGF0YVIEZGF0YRJCCgdzdW1tYXJ5GAkgASgLMiguYXBw
+                c3RvcmUuZ2F0ZXdheS52MS5Ob3RpZmljYXRpb25TdW1tYXJ5UgdzdW1tYXJ5EmIKF2V4dGVybmFsX3B1cmNoYXNlX3Rva2VuGAog
+                ASgLMiouYXBwc3RvcmUuZ2F0ZXdheS52MS5FeHRlcm5hbFB1cmNoYXNlVG9rZW5SFWV4dGVybmFsUHVyY2hhc2VUb2tlbhI3Cghh
+                cHBfZGF0YRgLIAEoCzIcLmFwcHN0b3JlLmdhdGV3YXkudjEuQXBwRGF0YVIHYXBwRGF0YRIZCghyYXdfanNvbhhjIAEoCVIHcmF3
+                SnNvbiLJBQoQTm90aWZpY2F0aW9uRGF0YRIgCgxhcHBfYXBwbGVfaWQYASABKANSCmFwcEFwcGxlSWQSGwoJYnVuZGxlX2lkGAIg
+                ASgJUghidW5kbGVJZBIlCg5idW5kbGVfdmVyc2lvbhgDIAEoCVINYnVuZGxlVmVyc2lvbhJCCgtlbnZpcm9ubWVudBgEIAEoDjIg
+                LmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50Ej8KBnN0YXR1cxgFIAEoDjInLmFwcHN0b3JlLmdh
+                dGV3YXkudjEuU3Vic2NyaXB0aW9uU3RhdHVzUgZzdGF0dXMSawoaY29uc3VtcHRpb25fcmVxdWVzdF9yZWFzb24YBiABKA4yLS5h
+                cHBzdG9yZS5nYXRld2F5LnYxLkNvbnN1bXB0aW9uUmVxdWVzdFJlYXNvblIYY29uc3VtcHRpb25SZXF1ZXN0UmVhc29uEkIKC3Ry
+                YW5zYWN0aW9uGAcgASgLMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5UcmFuc2FjdGlvblILdHJhbnNhY3Rpb24SQwoMcmVuZXdhbF9p
+                bmZvGAggASgLMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5SZW5ld2FsSW5mb1ILcmVuZXdhbEluZm8SNgoXc2lnbmVkX3RyYW5zYWN0
+                aW9uX2luZm8YCSABKAlSFXNpZ25lZFRyYW5zYWN0aW9uSW5mbxIuChNzaWduZWRfcmVuZXdhbF9pbmZvGAogASgJUhFzaWduZWRS
+                ZW5ld2FsSW5mbxInCg9lbnZpcm9ubWVudF9yYXcYCyABKAlSDmVudmlyb25tZW50UmF3EkMKHmNvbnN1bXB0aW9uX3JlcXVlc3Rf
+                cmVhc29uX3JhdxgMIAEoCVIbY29uc3VtcHRpb25SZXF1ZXN0UmVhc29uUmF3IpUDChNOb3RpZmljYXRpb25TdW1tYXJ5EkIKC2Vu
                 dmlyb25tZW50GAEgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSIAoMYXBwX2FwcGxl
                 X2lkGAIgASgDUgphcHBBcHBsZUlkEhsKCWJ1bmRsZV9pZBgDIAEoCVIIYnVuZGxlSWQSHQoKcHJvZHVjdF9pZBgEIAEoCVIJcHJv
                 ZHVjdElkEi0KEnJlcXVlc3RfaWRlbnRpZmllchgFIAEoCVIRcmVxdWVzdElkZW50aWZpZXISOAoYc3RvcmVmcm9udF9jb3VudHJ5
                 X2NvZGVzGAYgAygJUhZzdG9yZWZyb250Q291bnRyeUNvZGVzEicKD3N1Y2NlZWRlZF9jb3VudBgHIAEoA1IOc3VjY2VlZGVkQ291
-                bnQSIQoMZmFpbGVkX2NvdW50GAggASgDUgtmYWlsZWRDb3VudCLUAQoVRXh0ZXJuYWxQdXJjaGFzZVRva2VuEjAKFGV4dGVybmFs
-                X3B1cmNoYXNlX2lkGAEgASgJUhJleHRlcm5hbFB1cmNoYXNlSWQSSgoTdG9rZW5fY3JlYXRpb25fZGF0ZRgCIAEoCzIaLmdvb2ds
-                ZS5wcm90b2J1Zi5UaW1lc3RhbXBSEXRva2VuQ3JlYXRpb25EYXRlEiAKDGFwcF9hcHBsZV9pZBgDIAEoA1IKYXBwQXBwbGVJZBIb
-                CglidW5kbGVfaWQYBCABKAlSCGJ1bmRsZUlkIpkCCgdBcHBEYXRhEiAKDGFwcF9hcHBsZV9pZBgBIAEoA1IKYXBwQXBwbGVJZBIb
-                CglidW5kbGVfaWQYAiABKAlSCGJ1bmRsZUlkEkIKC2Vudmlyb25tZW50GAMgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZp
-                cm9ubWVudFILZW52aXJvbm1lbnQSPQobc2lnbmVkX2FwcF90cmFuc2FjdGlvbl9pbmZvGAQgASgJUhhzaWduZWRBcHBUcmFuc2Fj
-                dGlvbkluZm8STAoPYXBwX3RyYW5zYWN0aW9uGAUgASgLMiMuYXBwc3RvcmUuZ2F0ZXdheS52MS5BcHBUcmFuc2FjdGlvblIOYXBw
-                VHJhbnNhY3Rpb24iqwEKC1NlbmRBdHRlbXB0Ej0KDGF0dGVtcHRfZGF0ZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh
-                bXBSC2F0dGVtcHREYXRlEj4KBnJlc3VsdBgCIAEoDjImLmFwcHN0b3JlLmdhdGV3YXkudjEuU2VuZEF0dGVtcHRSZXN1bHRSBnJl
-                c3VsdBIdCgpyZXN1bHRfcmF3GAMgASgJUglyZXN1bHRSYXciswMKGlN0cmVhbU5vdGlmaWNhdGlvbnNSZXF1ZXN0EhAKA2FwcBgB
-                IAEoCVIDYXBwEjkKCnN0YXJ0X2RhdGUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUglzdGFydERhdGUSNQoIZW5k
-                X2RhdGUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgdlbmREYXRlEisKEW5vdGlmaWNhdGlvbl90eXBlGAQgASgJ
-                UhBub3RpZmljYXRpb25UeXBlEjEKFG5vdGlmaWNhdGlvbl9zdWJ0eXBlGAUgASgJUhNub3RpZmljYXRpb25TdWJ0eXBlEiUKDnRy
-                YW5zYWN0aW9uX2lkGAYgASgJUg10cmFuc2FjdGlvbklkEiMKDW9ubHlfZmFpbHVyZXMYByABKAhSDG9ubHlGYWlsdXJlcxJCCgtl
-                bnZpcm9ubWVudBgIIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50EiEKDHJlc3VtZV90
-                b2tlbhgJIAEoCVILcmVzdW1lVG9rZW4i6wEKEU5vdGlmaWNhdGlvbkV2ZW50EiUKDnNpZ25lZF9wYXlsb2FkGAEgASgJUg1zaWdu
-                ZWRQYXlsb2FkEkUKDG5vdGlmaWNhdGlvbhgCIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uUgxub3RpZmlj
-                YXRpb24SRQoNc2VuZF9hdHRlbXB0cxgDIAMoCzIgLmFwcHN0b3JlLmdhdGV3YXkudjEuU2VuZEF0dGVtcHRSDHNlbmRBdHRlbXB0
-                cxIhCgxyZXN1bWVfdG9rZW4YBCABKAlSC3Jlc3VtZVRva2VuQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUu
-                Y29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
+                bnQSIQoMZmFpbGVkX2NvdW50GAggASgDUgtmYWlsZWRDb3VudBInCg9lbnZpcm9ubWVudF9yYXcYCSABKAlSDmVudmlyb25tZW50
+                UmF3IsMCChVFeHRlcm5hbFB1cmNoYXNlVG9rZW4SMAoUZXh0ZXJuYWxfcHVyY2hhc2VfaWQYASABKAlSEmV4dGVybmFsUHVyY2hh
+                c2VJZBJKChN0b2tlbl9jcmVhdGlvbl9kYXRlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIRdG9rZW5DcmVhdGlv
+                bkRhdGUSIAoMYXBwX2FwcGxlX2lkGAMgASgDUgphcHBBcHBsZUlkEhsKCWJ1bmRsZV9pZBgEIAEoCVIIYnVuZGxlSWQSHQoKdG9r
+                ZW5fdHlwZRgFIAEoCVIJdG9rZW5UeXBlEk4KFXRva2VuX2V4cGlyYXRpb25fZGF0ZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5U
+                aW1lc3RhbXBSE3Rva2VuRXhwaXJhdGlvbkRhdGUiwgIKB0FwcERhdGESIAoMYXBwX2FwcGxlX2lkGAEgASgDUgphcHBBcHBsZUlk
+                EhsKCWJ1bmRsZV9pZBgCIAEoCVIIYnVuZGxlSWQSQgoLZW52aXJvbm1lbnQYAyABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVu
+                dmlyb25tZW50UgtlbnZpcm9ubWVudBI9ChtzaWduZWRfYXBwX3RyYW5zYWN0aW9uX2luZm8YBCABKAlSGHNpZ25lZEFwcFRyYW5z
+                YWN0aW9uSW5mbxJMCg9hcHBfdHJhbnNhY3Rpb24YBSABKAsyIy5hcHBzdG9yZS5nYXRld2F5LnYxLkFwcFRyYW5zYWN0aW9uUg5h
+                cHBUcmFuc2FjdGlvbhInCg9lbnZpcm9ubWVudF9yYXcYBiABKAlSDmVudmlyb25tZW50UmF3IqsBCgtTZW5kQXR0ZW1wdBI9Cgxh
+                dHRlbXB0X2RhdGUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgthdHRlbXB0RGF0ZRI+CgZyZXN1bHQYAiABKA4y
+                Ji5hcHBzdG9yZS5nYXRld2F5LnYxLlNlbmRBdHRlbXB0UmVzdWx0UgZyZXN1bHQSHQoKcmVzdWx0X3JhdxgDIAEoCVIJcmVzdWx0
+                UmF3IuQDChpTdHJlYW1Ob3RpZmljYXRpb25zUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBI5CgpzdGFydF9kYXRlGAIgASgLMhou
+                Z29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIJc3RhcnREYXRlEjUKCGVuZF9kYXRlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRp
+                bWVzdGFtcFIHZW5kRGF0ZRIrChFub3RpZmljYXRpb25fdHlwZRgEIAEoCVIQbm90aWZpY2F0aW9uVHlwZRIxChRub3RpZmljYXRp
+                b25fc3VidHlwZRgFIAEoCVITbm90aWZpY2F0aW9uU3VidHlwZRIlCg50cmFuc2FjdGlvbl9pZBgGIAEoCVINdHJhbnNhY3Rpb25J
+                ZBIjCg1vbmx5X2ZhaWx1cmVzGAcgASgIUgxvbmx5RmFpbHVyZXMSQgoLZW52aXJvbm1lbnQYCCABKA4yIC5hcHBzdG9yZS5nYXRl
+                d2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9ubWVudBIhCgxyZXN1bWVfdG9rZW4YCSABKAlSC3Jlc3VtZVRva2VuEi8KE3N0cmlj
+                dF92ZXJpZmljYXRpb24YCiABKAhSEnN0cmljdFZlcmlmaWNhdGlvbiLGAgoRTm90aWZpY2F0aW9uRXZlbnQSJQoOc2lnbmVkX3Bh
+                eWxvYWQYASABKAlSDXNpZ25lZFBheWxvYWQSRQoMbm90aWZpY2F0aW9uGAIgASgLMiEuYXBwc3RvcmUuZ2F0ZXdheS52MS5Ob3Rp
+                ZmljYXRpb25SDG5vdGlmaWNhdGlvbhJFCg1zZW5kX2F0dGVtcHRzGAMgAygLMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5TZW5kQXR0
+                ZW1wdFIMc2VuZEF0dGVtcHRzEiEKDHJlc3VtZV90b2tlbhgEIAEoCVILcmVzdW1lVG9rZW4SPwoGc3RhdHVzGAUgASgOMicuYXBw
+                c3RvcmUuZ2F0ZXdheS52MS5WZXJpZmljYXRpb25TdGF0dXNSBnN0YXR1cxIYCgdtZXNzYWdlGAYgASgJUgdtZXNzYWdlQl4KF2Nv
+                bS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3
+                YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/verify.proto",
-            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/notification.proto", "appstore/gateway/v1/transaction.proto", "google/protobuf/timestamp.proto"],
-            symbols: ["appstore.gateway.v1.VerifyJWSRequest", "appstore.gateway.v1.VerifyJWSResponse", "appstore.gateway.v1.JWSKind", "appstore.gateway.v1.VerificationStatus"],
+            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/notification.proto", "appstore/gateway/v1/transaction.proto", "appstore/gateway/v1/verification.proto", "google/protobuf/timestamp.proto"],
+            symbols: ["appstore.gateway.v1.VerifyJWSRequest", "appstore.gateway.v1.VerifyJWSResponse", "appstore.gateway.v1.RealtimeRequest", "appstore.gateway.v1.JWSKind"],
             base64: """
                 CiBhcHBzdG9yZS9nYXRld2F5L3YxL3ZlcmlmeS5wcm90bxITYXBwc3RvcmUuZ2F0ZXdheS52MRogYXBwc3RvcmUvZ2F0ZXdheS92
                 MS9jb21tb24ucHJvdG8aJmFwcHN0b3JlL2dhdGV3YXkvdjEvbm90aWZpY2F0aW9uLnByb3RvGiVhcHBzdG9yZS9nYXRld2F5L3Yx
-                L3RyYW5zYWN0aW9uLnByb3RvGh9nb29nbGUvcHJvdG9idWYvdGltZXN0YW1wLnByb3RvIqwBChBWZXJpZnlKV1NSZXF1ZXN0EhAK
-                A2p3cxgBIAEoCVIDandzEjAKBGtpbmQYAiABKA4yHC5hcHBzdG9yZS5nYXRld2F5LnYxLkpXU0tpbmRSBGtpbmQSEAoDYXBwGAMg
-                ASgJUgNhcHASQgoLZW52aXJvbm1lbnQYBCABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9ubWVu
-                dCLSBAoRVmVyaWZ5SldTUmVzcG9uc2USPwoGc3RhdHVzGAEgASgOMicuYXBwc3RvcmUuZ2F0ZXdheS52MS5WZXJpZmljYXRpb25T
-                dGF0dXNSBnN0YXR1cxIYCgdtZXNzYWdlGAIgASgJUgdtZXNzYWdlEjAKBGtpbmQYAyABKA4yHC5hcHBzdG9yZS5nYXRld2F5LnYx
-                LkpXU0tpbmRSBGtpbmQSOwoLc2lnbmVkX2RhdGUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgpzaWduZWREYXRl
-                EkQKC3RyYW5zYWN0aW9uGAUgASgLMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5UcmFuc2FjdGlvbkgAUgt0cmFuc2FjdGlvbhJFCgxy
-                ZW5ld2FsX2luZm8YBiABKAsyIC5hcHBzdG9yZS5nYXRld2F5LnYxLlJlbmV3YWxJbmZvSABSC3JlbmV3YWxJbmZvEkcKDG5vdGlm
-                aWNhdGlvbhgHIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uSABSDG5vdGlmaWNhdGlvbhJOCg9hcHBfdHJh
-                bnNhY3Rpb24YCCABKAsyIy5hcHBzdG9yZS5nYXRld2F5LnYxLkFwcFRyYW5zYWN0aW9uSABSDmFwcFRyYW5zYWN0aW9uEkIKC2Vu
-                dmlyb25tZW50GAkgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnRCCQoHcGF5bG9hZCqR
-                AQoHSldTS2luZBIYChRKV1NfS0lORF9VTlNQRUNJRklFRBAAEhgKFEpXU19LSU5EX1RSQU5TQUNUSU9OEAESGQoVSldTX0tJTkRf
-                UkVORVdBTF9JTkZPEAISGQoVSldTX0tJTkRfTk9USUZJQ0FUSU9OEAMSHAoYSldTX0tJTkRfQVBQX1RSQU5TQUNUSU9OEAQq1wMK
-                ElZlcmlmaWNhdGlvblN0YXR1cxIjCh9WRVJJRklDQVRJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWVkVSSUZJQ0FUSU9OX1NU
-                QVRVU19PSxABEiEKHVZFUklGSUNBVElPTl9TVEFUVVNfTUFMRk9STUVEEAISLQopVkVSSUZJQ0FUSU9OX1NUQVRVU19VTlNVUFBP
-                UlRFRF9BTEdPUklUSE0QAxIsCihWRVJJRklDQVRJT05fU1RBVFVTX0lOVkFMSURfQ0hBSU5fTEVOR1RIEAQSKwonVkVSSUZJQ0FU
-                SU9OX1NUQVRVU19JTlZBTElEX0NFUlRJRklDQVRFEAUSJwojVkVSSUZJQ0FUSU9OX1NUQVRVU19VTlRSVVNURURfQ0hBSU4QBhIp
-                CiVWRVJJRklDQVRJT05fU1RBVFVTX0lOVkFMSURfU0lHTkFUVVJFEAcSLgoqVkVSSUZJQ0FUSU9OX1NUQVRVU19JTlZBTElEX0FQ
-                UF9JREVOVElGSUVSEAgSKwonVkVSSUZJQ0FUSU9OX1NUQVRVU19JTlZBTElEX0VOVklST05NRU5UEAkSIgoeVkVSSUZJQ0FUSU9O
-                X1NUQVRVU19XUk9OR19LSU5EEApCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0
-                ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
+                L3RyYW5zYWN0aW9uLnByb3RvGiZhcHBzdG9yZS9nYXRld2F5L3YxL3ZlcmlmaWNhdGlvbi5wcm90bxofZ29vZ2xlL3Byb3RvYnVm
+                L3RpbWVzdGFtcC5wcm90byKsAQoQVmVyaWZ5SldTUmVxdWVzdBIQCgNqd3MYASABKAlSA2p3cxIwCgRraW5kGAIgASgOMhwuYXBw
+                c3RvcmUuZ2F0ZXdheS52MS5KV1NLaW5kUgRraW5kEhAKA2FwcBgDIAEoCVIDYXBwEkIKC2Vudmlyb25tZW50GAQgASgOMiAuYXBw
+                c3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQipQUKEVZlcmlmeUpXU1Jlc3BvbnNlEj8KBnN0YXR1cxgB
+                IAEoDjInLmFwcHN0b3JlLmdhdGV3YXkudjEuVmVyaWZpY2F0aW9uU3RhdHVzUgZzdGF0dXMSGAoHbWVzc2FnZRgCIAEoCVIHbWVz
+                c2FnZRIwCgRraW5kGAMgASgOMhwuYXBwc3RvcmUuZ2F0ZXdheS52MS5KV1NLaW5kUgRraW5kEjsKC3NpZ25lZF9kYXRlGAQgASgL
+                MhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIKc2lnbmVkRGF0ZRJECgt0cmFuc2FjdGlvbhgFIAEoCzIgLmFwcHN0b3JlLmdh
+                dGV3YXkudjEuVHJhbnNhY3Rpb25IAFILdHJhbnNhY3Rpb24SRQoMcmVuZXdhbF9pbmZvGAYgASgLMiAuYXBwc3RvcmUuZ2F0ZXdh
+                eS52MS5SZW5ld2FsSW5mb0gAUgtyZW5ld2FsSW5mbxJHCgxub3RpZmljYXRpb24YByABKAsyIS5hcHBzdG9yZS5nYXRld2F5LnYx
+                Lk5vdGlmaWNhdGlvbkgAUgxub3RpZmljYXRpb24STgoPYXBwX3RyYW5zYWN0aW9uGAggASgLMiMuYXBwc3RvcmUuZ2F0ZXdheS52
+                MS5BcHBUcmFuc2FjdGlvbkgAUg5hcHBUcmFuc2FjdGlvbhJRChByZWFsdGltZV9yZXF1ZXN0GAogASgLMiQuYXBwc3RvcmUuZ2F0
+                ZXdheS52MS5SZWFsdGltZVJlcXVlc3RIAFIPcmVhbHRpbWVSZXF1ZXN0EkIKC2Vudmlyb25tZW50GAkgASgOMiAuYXBwc3RvcmUu
+                Z2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnRCCQoHcGF5bG9hZCKfAwoPUmVhbHRpbWVSZXF1ZXN0EjYKF29yaWdp
+                bmFsX3RyYW5zYWN0aW9uX2lkGAEgASgJUhVvcmlnaW5hbFRyYW5zYWN0aW9uSWQSIAoMYXBwX2FwcGxlX2lkGAIgASgDUgphcHBB
+                cHBsZUlkEh0KCnByb2R1Y3RfaWQYAyABKAlSCXByb2R1Y3RJZBIfCgt1c2VyX2xvY2FsZRgEIAEoCVIKdXNlckxvY2FsZRItChJy
+                ZXF1ZXN0X2lkZW50aWZpZXIYBSABKAlSEXJlcXVlc3RJZGVudGlmaWVyEjsKC3NpZ25lZF9kYXRlGAYgASgLMhouZ29vZ2xlLnBy
+                b3RvYnVmLlRpbWVzdGFtcFIKc2lnbmVkRGF0ZRJCCgtlbnZpcm9ubWVudBgHIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52
+                aXJvbm1lbnRSC2Vudmlyb25tZW50EicKD2Vudmlyb25tZW50X3JhdxgIIAEoCVIOZW52aXJvbm1lbnRSYXcSGQoIcmF3X2pzb24Y
+                YyABKAlSB3Jhd0pzb24qsAEKB0pXU0tpbmQSGAoUSldTX0tJTkRfVU5TUEVDSUZJRUQQABIYChRKV1NfS0lORF9UUkFOU0FDVElP
+                ThABEhkKFUpXU19LSU5EX1JFTkVXQUxfSU5GTxACEhkKFUpXU19LSU5EX05PVElGSUNBVElPThADEhwKGEpXU19LSU5EX0FQUF9U
+                UkFOU0FDVElPThAEEh0KGUpXU19LSU5EX1JFQUxUSU1FX1JFUVVFU1QQBUJeChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABWkFl
+                eGFtcGxlLmNvbS9hcHBzdG9yZS1nYXRld2F5L2dlbi9nby9hcHBzdG9yZS9nYXRld2F5L3YxO2dhdGV3YXl2MVADYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/receipts.proto",

@@ -29,12 +29,14 @@ public struct GetHistoryRequest: ProtoMessage {
     public var inAppOwnershipType: InAppOwnershipType = InAppOwnershipType(rawValue: 0)
     /// Filter on revocation; UNSPECIFIED = no filter.
     public var revoked: RevokedFilter = RevokedFilter(rawValue: 0)
-    /// The environment to ask; UNSPECIFIED = as the app is configured.
+    /// The environment to ask; UNSPECIFIED = as the app is configured. With a `revision` this replica handed out, an
+    /// `auto` app asks the environment that answered that page directly (no need to echo `environment`).
     public var environment: Environment = Environment(rawValue: 0)
     /// True: follow `revision` until `has_more` is false, bounded by the call deadline, the configured page cap
     /// (`history.maxPages`) and the response size cap (`history.maxResponseBytes`, default 4,000,000 bytes, below the
     /// 4 MiB default receive limit of grpcio, grpc-go and grpc-java). When a bound stops it, `has_more` stays true and
     /// `revision` continues after the last page returned: call again with that `revision` to get the rest.
+    /// Transactions are de-duplicated by transaction id across the pages (see `signed_transactions`).
     public var allPages: Bool = false
     /// True: also fill `GetHistoryResponse.latest_receipt_info` in the legacy verifyReceipt format.
     public var includeLatestReceiptInfo: Bool = false
@@ -141,20 +143,22 @@ extension GetHistoryRequest {
 
 /// One page (or, with `all_pages`, several pages) of a transaction history.
 public struct GetHistoryResponse: ProtoMessage {
-    /// Apple's `appAppleId`: the app's numeric Apple id (0 in sandbox).
+    /// Apple's `appAppleId` from its answer, never from configuration (0 when Apple sent none, as in sandbox).
     public var appAppleId: Int64 = 0
-    /// Apple's `bundleId`.
+    /// Apple's `bundleId` from its answer.
     public var bundleId: String = ""
-    /// The environment that answered.
+    /// Apple's `environment` from its answer; when Apple sent none, the environment that answered.
     public var environment: Environment = Environment(rawValue: 0)
     /// Apple's `hasMore`: true when more transactions follow; call again with `revision`.
     public var hasMore: Bool = false
     /// Apple's `revision` of the last page fetched: the paging token for the next call (with ascending order,
     /// storable for incremental sync once `has_more` is false).
     public var revision: String = ""
-    /// Apple's `signedTransactions`: every transaction JWS exactly as Apple sent it, in Apple's order.
+    /// Apple's `signedTransactions`: every transaction JWS exactly as Apple sent it, in Apple's order. With
+    /// `all_pages`, one per `transactionId` across the pages (a transaction Apple sends again on a later page, because
+    /// it changed, replaces the earlier one: the newest `signedDate` wins), in first-seen order.
     public var signedTransactions: [String] = []
-    /// `signed_transactions`, each verified and decoded, in the same order.
+    /// `signed_transactions`, each verified and decoded, in the same order (de-duplicated the same way).
     public var transactions: [Transaction] = []
     /// The same transactions in the legacy verifyReceipt `latest_receipt_info` format; only when
     /// `include_latest_receipt_info` was set.

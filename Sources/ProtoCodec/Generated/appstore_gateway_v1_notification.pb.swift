@@ -146,6 +146,10 @@ public struct NotificationData: ProtoMessage {
     public var signedTransactionInfo: String = ""
     /// Apple's `signedRenewalInfo` JWS exactly as sent (empty when absent).
     public var signedRenewalInfo: String = ""
+    /// Apple's `environment` string exactly as sent; empty when absent.
+    public var environmentRaw: String = ""
+    /// Apple's `consumptionRequestReason` string exactly as sent; empty when absent.
+    public var consumptionRequestReasonRaw: String = ""
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.NotificationData"
@@ -164,7 +168,9 @@ public struct NotificationData: ProtoMessage {
         transaction: Transaction? = nil,
         renewalInfo: RenewalInfo? = nil,
         signedTransactionInfo: String = "",
-        signedRenewalInfo: String = ""
+        signedRenewalInfo: String = "",
+        environmentRaw: String = "",
+        consumptionRequestReasonRaw: String = ""
     ) {
         self.appAppleId = appAppleId
         self.bundleId = bundleId
@@ -176,6 +182,8 @@ public struct NotificationData: ProtoMessage {
         self.renewalInfo = renewalInfo
         self.signedTransactionInfo = signedTransactionInfo
         self.signedRenewalInfo = signedRenewalInfo
+        self.environmentRaw = environmentRaw
+        self.consumptionRequestReasonRaw = consumptionRequestReasonRaw
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -212,6 +220,8 @@ extension NotificationData {
         if let p = m.renewal_info { self.renewalInfo = RenewalInfo(c: p) }
         self.signedTransactionInfo = cString(m.signed_transaction_info)
         self.signedRenewalInfo = cString(m.signed_renewal_info)
+        self.environmentRaw = cString(m.environment_raw)
+        self.consumptionRequestReasonRaw = cString(m.consumption_request_reason_raw)
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -227,6 +237,8 @@ extension NotificationData {
         if let value = self.renewalInfo { c.pointee.renewal_info = value.cMessage(in: arena) }
         if !self.signedTransactionInfo.isEmpty { c.pointee.signed_transaction_info = arena.string(self.signedTransactionInfo) }
         if !self.signedRenewalInfo.isEmpty { c.pointee.signed_renewal_info = arena.string(self.signedRenewalInfo) }
+        if !self.environmentRaw.isEmpty { c.pointee.environment_raw = arena.string(self.environmentRaw) }
+        if !self.consumptionRequestReasonRaw.isEmpty { c.pointee.consumption_request_reason_raw = arena.string(self.consumptionRequestReasonRaw) }
         return c
     }
 }
@@ -249,6 +261,8 @@ public struct NotificationSummary: ProtoMessage {
     public var succeededCount: Int64 = 0
     /// Apple's `failedCount`: subscriptions not extended.
     public var failedCount: Int64 = 0
+    /// Apple's `environment` string exactly as sent; empty when absent.
+    public var environmentRaw: String = ""
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.NotificationSummary"
@@ -265,7 +279,8 @@ public struct NotificationSummary: ProtoMessage {
         requestIdentifier: String = "",
         storefrontCountryCodes: [String] = [],
         succeededCount: Int64 = 0,
-        failedCount: Int64 = 0
+        failedCount: Int64 = 0,
+        environmentRaw: String = ""
     ) {
         self.environment = environment
         self.appAppleId = appAppleId
@@ -275,6 +290,7 @@ public struct NotificationSummary: ProtoMessage {
         self.storefrontCountryCodes = storefrontCountryCodes
         self.succeededCount = succeededCount
         self.failedCount = failedCount
+        self.environmentRaw = environmentRaw
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -309,6 +325,7 @@ extension NotificationSummary {
         self.storefrontCountryCodes = cArray(m.n_storefront_country_codes, m.storefront_country_codes) { cString($0) }
         self.succeededCount = m.succeeded_count
         self.failedCount = m.failed_count
+        self.environmentRaw = cString(m.environment_raw)
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -322,6 +339,7 @@ extension NotificationSummary {
         (c.pointee.n_storefront_country_codes, c.pointee.storefront_country_codes) = arena.array(self.storefrontCountryCodes) { arena.string($0) }
         c.pointee.succeeded_count = self.succeededCount
         c.pointee.failed_count = self.failedCount
+        if !self.environmentRaw.isEmpty { c.pointee.environment_raw = arena.string(self.environmentRaw) }
         return c
     }
 }
@@ -336,6 +354,10 @@ public struct ExternalPurchaseToken: ProtoMessage {
     public var appAppleId: Int64 = 0
     /// Apple's `bundleId`.
     public var bundleId: String = ""
+    /// Apple's `tokenType` exactly as sent (custom link tokens only), e.g. "ACQUISITION", "SERVICES".
+    public var tokenType: String = ""
+    /// Apple's `tokenExpirationDate`: when the token expires (unset when Apple sent none).
+    public var tokenExpirationDate: ProtoTimestamp? = nil
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.ExternalPurchaseToken"
@@ -348,12 +370,16 @@ public struct ExternalPurchaseToken: ProtoMessage {
         externalPurchaseId: String = "",
         tokenCreationDate: ProtoTimestamp? = nil,
         appAppleId: Int64 = 0,
-        bundleId: String = ""
+        bundleId: String = "",
+        tokenType: String = "",
+        tokenExpirationDate: ProtoTimestamp? = nil
     ) {
         self.externalPurchaseId = externalPurchaseId
         self.tokenCreationDate = tokenCreationDate
         self.appAppleId = appAppleId
         self.bundleId = bundleId
+        self.tokenType = tokenType
+        self.tokenExpirationDate = tokenExpirationDate
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -384,6 +410,8 @@ extension ExternalPurchaseToken {
         if let p = m.token_creation_date { self.tokenCreationDate = ProtoTimestamp(c: p) }
         self.appAppleId = m.app_apple_id
         self.bundleId = cString(m.bundle_id)
+        self.tokenType = cString(m.token_type)
+        if let p = m.token_expiration_date { self.tokenExpirationDate = ProtoTimestamp(c: p) }
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -393,6 +421,8 @@ extension ExternalPurchaseToken {
         if let value = self.tokenCreationDate { c.pointee.token_creation_date = value.cMessage(in: arena) }
         c.pointee.app_apple_id = self.appAppleId
         if !self.bundleId.isEmpty { c.pointee.bundle_id = arena.string(self.bundleId) }
+        if !self.tokenType.isEmpty { c.pointee.token_type = arena.string(self.tokenType) }
+        if let value = self.tokenExpirationDate { c.pointee.token_expiration_date = value.cMessage(in: arena) }
         return c
     }
 }
@@ -409,6 +439,8 @@ public struct AppData: ProtoMessage {
     public var signedAppTransactionInfo: String = ""
     /// `signedAppTransactionInfo`, verified and decoded (unset when absent).
     public var appTransaction: AppTransaction? = nil
+    /// Apple's `environment` string exactly as sent; empty when absent.
+    public var environmentRaw: String = ""
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AppData"
@@ -422,13 +454,15 @@ public struct AppData: ProtoMessage {
         bundleId: String = "",
         environment: Environment = Environment(rawValue: 0),
         signedAppTransactionInfo: String = "",
-        appTransaction: AppTransaction? = nil
+        appTransaction: AppTransaction? = nil,
+        environmentRaw: String = ""
     ) {
         self.appAppleId = appAppleId
         self.bundleId = bundleId
         self.environment = environment
         self.signedAppTransactionInfo = signedAppTransactionInfo
         self.appTransaction = appTransaction
+        self.environmentRaw = environmentRaw
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -460,6 +494,7 @@ extension AppData {
         self.environment = Environment(rawValue: Int32(truncatingIfNeeded: m.environment.rawValue))
         self.signedAppTransactionInfo = cString(m.signed_app_transaction_info)
         if let p = m.app_transaction { self.appTransaction = AppTransaction(c: p) }
+        self.environmentRaw = cString(m.environment_raw)
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -470,6 +505,7 @@ extension AppData {
         c.pointee.environment = .init(rawValue: .init(truncatingIfNeeded: self.environment.rawValue))
         if !self.signedAppTransactionInfo.isEmpty { c.pointee.signed_app_transaction_info = arena.string(self.signedAppTransactionInfo) }
         if let value = self.appTransaction { c.pointee.app_transaction = value.cMessage(in: arena) }
+        if !self.environmentRaw.isEmpty { c.pointee.environment_raw = arena.string(self.environmentRaw) }
         return c
     }
 }
@@ -556,11 +592,18 @@ public struct StreamNotificationsRequest: ProtoMessage {
     public var transactionId: String = ""
     /// True: only notifications that never reached the app's server, including ones still being retried.
     public var onlyFailures: Bool = false
-    /// The environment to read; UNSPECIFIED = as the app is configured.
+    /// The environment to read; UNSPECIFIED = as the app is configured. For an `auto` app that is production, and
+    /// sandbox too only with a `transaction_id` production does not know (Apple's 4040010) and a `start_date` within
+    /// sandbox's 30 days: without a transaction id Apple answers with production's history, never 4040010, so read
+    /// sandbox notifications with ENVIRONMENT_SANDBOX.
     public var environment: Environment = Environment(rawValue: 0)
     /// A `NotificationEvent.resume_token` of an earlier stream with the same filters: continue right after that
     /// event, with no duplicate and no gap. Empty: start at `start_date`.
     public var resumeToken: String = ""
+    /// False (default): a notification that fails verification is delivered as an event with its `signed_payload`,
+    /// `status` and `message` and no `notification`, and the stream goes on. True: the stream ends with DATA_LOSS at
+    /// the first such notification (its `resume_token` metadata points before it).
+    public var strictVerification: Bool = false
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.StreamNotificationsRequest"
@@ -578,7 +621,8 @@ public struct StreamNotificationsRequest: ProtoMessage {
         transactionId: String = "",
         onlyFailures: Bool = false,
         environment: Environment = Environment(rawValue: 0),
-        resumeToken: String = ""
+        resumeToken: String = "",
+        strictVerification: Bool = false
     ) {
         self.app = app
         self.startDate = startDate
@@ -589,6 +633,7 @@ public struct StreamNotificationsRequest: ProtoMessage {
         self.onlyFailures = onlyFailures
         self.environment = environment
         self.resumeToken = resumeToken
+        self.strictVerification = strictVerification
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -624,6 +669,7 @@ extension StreamNotificationsRequest {
         self.onlyFailures = m.only_failures != 0
         self.environment = Environment(rawValue: Int32(truncatingIfNeeded: m.environment.rawValue))
         self.resumeToken = cString(m.resume_token)
+        self.strictVerification = m.strict_verification != 0
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -638,6 +684,7 @@ extension StreamNotificationsRequest {
         c.pointee.only_failures = self.onlyFailures ? 1 : 0
         c.pointee.environment = .init(rawValue: .init(truncatingIfNeeded: self.environment.rawValue))
         if !self.resumeToken.isEmpty { c.pointee.resume_token = arena.string(self.resumeToken) }
+        c.pointee.strict_verification = self.strictVerification ? 1 : 0
         return c
     }
 }
@@ -646,12 +693,16 @@ extension StreamNotificationsRequest {
 public struct NotificationEvent: ProtoMessage {
     /// Apple's `signedPayload`: the notification JWS exactly as Apple sent it to the app's server.
     public var signedPayload: String = ""
-    /// `signed_payload`, verified and decoded.
+    /// `signed_payload`, verified and decoded; unset when `status` is not OK.
     public var notification: AppStoreNotification? = nil
     /// Apple's `sendAttempts`: every delivery attempt so far (up to 6), oldest first.
     public var sendAttempts: [SendAttempt] = []
     /// Opaque token: pass it as `StreamNotificationsRequest.resume_token` to continue right after this event.
     public var resumeToken: String = ""
+    /// The verification outcome of `signed_payload` (and its nested JWS): OK, or why it must not be trusted.
+    public var status: VerificationStatus = VerificationStatus(rawValue: 0)
+    /// Why verification failed, in words; empty when `status` is OK.
+    public var message: String = ""
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.NotificationEvent"
@@ -664,12 +715,16 @@ public struct NotificationEvent: ProtoMessage {
         signedPayload: String = "",
         notification: AppStoreNotification? = nil,
         sendAttempts: [SendAttempt] = [],
-        resumeToken: String = ""
+        resumeToken: String = "",
+        status: VerificationStatus = VerificationStatus(rawValue: 0),
+        message: String = ""
     ) {
         self.signedPayload = signedPayload
         self.notification = notification
         self.sendAttempts = sendAttempts
         self.resumeToken = resumeToken
+        self.status = status
+        self.message = message
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -700,6 +755,8 @@ extension NotificationEvent {
         if let p = m.notification { self.notification = AppStoreNotification(c: p) }
         self.sendAttempts = cMessages(m.n_send_attempts, m.send_attempts) { SendAttempt(c: $0) }
         self.resumeToken = cString(m.resume_token)
+        self.status = VerificationStatus(rawValue: Int32(truncatingIfNeeded: m.status.rawValue))
+        self.message = cString(m.message)
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -709,6 +766,8 @@ extension NotificationEvent {
         if let value = self.notification { c.pointee.notification = value.cMessage(in: arena) }
         (c.pointee.n_send_attempts, c.pointee.send_attempts) = arena.messages(self.sendAttempts) { $0.cMessage(in: arena) }
         if !self.resumeToken.isEmpty { c.pointee.resume_token = arena.string(self.resumeToken) }
+        c.pointee.status = .init(rawValue: .init(truncatingIfNeeded: self.status.rawValue))
+        if !self.message.isEmpty { c.pointee.message = arena.string(self.message) }
         return c
     }
 }

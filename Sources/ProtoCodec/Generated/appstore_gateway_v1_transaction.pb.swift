@@ -75,6 +75,26 @@ public struct Transaction: ProtoMessage {
     public var commitmentInfo: CommitmentInfo? = nil
     /// Apple's `advancedCommerceInfo` object as JSON text (Advanced Commerce API only; empty otherwise).
     public var advancedCommerceInfoJson: String = ""
+    /// Apple's `type` string exactly as sent, e.g. "Consumable"; empty when absent. Set even when `type` is
+    /// UNSPECIFIED because this release does not know the value.
+    public var typeRaw: String = ""
+    /// Apple's `inAppOwnershipType` string exactly as sent; empty when absent.
+    public var inAppOwnershipTypeRaw: String = ""
+    /// Apple's `environment` string exactly as sent; empty when absent.
+    public var environmentRaw: String = ""
+    /// Apple's `transactionReason` string exactly as sent; empty when absent.
+    public var transactionReasonRaw: String = ""
+    /// Apple's `offerDiscountType` string exactly as sent; empty when absent.
+    public var offerDiscountTypeRaw: String = ""
+    /// Apple's `revocationType` string exactly as sent; empty when absent.
+    public var revocationTypeRaw: String = ""
+    /// Apple's `billingPlanType` string exactly as sent; empty when absent.
+    public var billingPlanTypeRaw: String = ""
+    /// Apple's optional `isUpgraded` with its presence: unset when Apple sent none, else Apple's value
+    /// (`is_upgraded` reads an absent value as false).
+    public var isUpgradedValue: ProtoBoolValue? = nil
+    /// Apple's `advancedCommerceInfo`, typed (Advanced Commerce API only; unset otherwise).
+    public var advancedCommerceInfo: AdvancedCommerceTransactionInfo? = nil
     /// The decoded JWS payload JSON exactly as Apple signed it: read fields Apple added after this gateway release.
     public var rawJson: String = ""
 
@@ -119,6 +139,15 @@ public struct Transaction: ProtoMessage {
         billingPlanType: BillingPlanType = BillingPlanType(rawValue: 0),
         commitmentInfo: CommitmentInfo? = nil,
         advancedCommerceInfoJson: String = "",
+        typeRaw: String = "",
+        inAppOwnershipTypeRaw: String = "",
+        environmentRaw: String = "",
+        transactionReasonRaw: String = "",
+        offerDiscountTypeRaw: String = "",
+        revocationTypeRaw: String = "",
+        billingPlanTypeRaw: String = "",
+        isUpgradedValue: ProtoBoolValue? = nil,
+        advancedCommerceInfo: AdvancedCommerceTransactionInfo? = nil,
         rawJson: String = ""
     ) {
         self.transactionId = transactionId
@@ -154,6 +183,15 @@ public struct Transaction: ProtoMessage {
         self.billingPlanType = billingPlanType
         self.commitmentInfo = commitmentInfo
         self.advancedCommerceInfoJson = advancedCommerceInfoJson
+        self.typeRaw = typeRaw
+        self.inAppOwnershipTypeRaw = inAppOwnershipTypeRaw
+        self.environmentRaw = environmentRaw
+        self.transactionReasonRaw = transactionReasonRaw
+        self.offerDiscountTypeRaw = offerDiscountTypeRaw
+        self.revocationTypeRaw = revocationTypeRaw
+        self.billingPlanTypeRaw = billingPlanTypeRaw
+        self.isUpgradedValue = isUpgradedValue
+        self.advancedCommerceInfo = advancedCommerceInfo
         self.rawJson = rawJson
     }
 
@@ -214,6 +252,15 @@ extension Transaction {
         self.billingPlanType = BillingPlanType(rawValue: Int32(truncatingIfNeeded: m.billing_plan_type.rawValue))
         if let p = m.commitment_info { self.commitmentInfo = CommitmentInfo(c: p) }
         self.advancedCommerceInfoJson = cString(m.advanced_commerce_info_json)
+        self.typeRaw = cString(m.type_raw)
+        self.inAppOwnershipTypeRaw = cString(m.in_app_ownership_type_raw)
+        self.environmentRaw = cString(m.environment_raw)
+        self.transactionReasonRaw = cString(m.transaction_reason_raw)
+        self.offerDiscountTypeRaw = cString(m.offer_discount_type_raw)
+        self.revocationTypeRaw = cString(m.revocation_type_raw)
+        self.billingPlanTypeRaw = cString(m.billing_plan_type_raw)
+        if let p = m.is_upgraded_value { self.isUpgradedValue = ProtoBoolValue(c: p) }
+        if let p = m.advanced_commerce_info { self.advancedCommerceInfo = AdvancedCommerceTransactionInfo(c: p) }
         self.rawJson = cString(m.raw_json)
     }
 
@@ -253,6 +300,15 @@ extension Transaction {
         c.pointee.billing_plan_type = .init(rawValue: .init(truncatingIfNeeded: self.billingPlanType.rawValue))
         if let value = self.commitmentInfo { c.pointee.commitment_info = value.cMessage(in: arena) }
         if !self.advancedCommerceInfoJson.isEmpty { c.pointee.advanced_commerce_info_json = arena.string(self.advancedCommerceInfoJson) }
+        if !self.typeRaw.isEmpty { c.pointee.type_raw = arena.string(self.typeRaw) }
+        if !self.inAppOwnershipTypeRaw.isEmpty { c.pointee.in_app_ownership_type_raw = arena.string(self.inAppOwnershipTypeRaw) }
+        if !self.environmentRaw.isEmpty { c.pointee.environment_raw = arena.string(self.environmentRaw) }
+        if !self.transactionReasonRaw.isEmpty { c.pointee.transaction_reason_raw = arena.string(self.transactionReasonRaw) }
+        if !self.offerDiscountTypeRaw.isEmpty { c.pointee.offer_discount_type_raw = arena.string(self.offerDiscountTypeRaw) }
+        if !self.revocationTypeRaw.isEmpty { c.pointee.revocation_type_raw = arena.string(self.revocationTypeRaw) }
+        if !self.billingPlanTypeRaw.isEmpty { c.pointee.billing_plan_type_raw = arena.string(self.billingPlanTypeRaw) }
+        if let value = self.isUpgradedValue { c.pointee.is_upgraded_value = value.cMessage(in: arena) }
+        if let value = self.advancedCommerceInfo { c.pointee.advanced_commerce_info = value.cMessage(in: arena) }
         if !self.rawJson.isEmpty { c.pointee.raw_json = arena.string(self.rawJson) }
         return c
     }
@@ -379,6 +435,17 @@ public struct RenewalInfo: ProtoMessage {
     public var renewalBillingPlanType: BillingPlanType = BillingPlanType(rawValue: 0)
     /// Apple's `advancedCommerceInfo` object as JSON text (Advanced Commerce API only; empty otherwise).
     public var advancedCommerceInfoJson: String = ""
+    /// Apple's `environment` string exactly as sent; empty when absent.
+    public var environmentRaw: String = ""
+    /// Apple's `offerDiscountType` string exactly as sent; empty when absent.
+    public var offerDiscountTypeRaw: String = ""
+    /// Apple's `renewalBillingPlanType` string exactly as sent; empty when absent.
+    public var renewalBillingPlanTypeRaw: String = ""
+    /// Apple's optional `isInBillingRetryPeriod` with its presence: unset when Apple sent none, else Apple's value
+    /// (`is_in_billing_retry_period` reads an absent value as false).
+    public var isInBillingRetryPeriodValue: ProtoBoolValue? = nil
+    /// Apple's `advancedCommerceInfo`, typed (Advanced Commerce API only; unset otherwise).
+    public var advancedCommerceInfo: AdvancedCommerceRenewalInfo? = nil
     /// The decoded JWS payload JSON exactly as Apple signed it.
     public var rawJson: String = ""
 
@@ -414,6 +481,11 @@ public struct RenewalInfo: ProtoMessage {
         commitmentInfo: RenewalCommitmentInfo? = nil,
         renewalBillingPlanType: BillingPlanType = BillingPlanType(rawValue: 0),
         advancedCommerceInfoJson: String = "",
+        environmentRaw: String = "",
+        offerDiscountTypeRaw: String = "",
+        renewalBillingPlanTypeRaw: String = "",
+        isInBillingRetryPeriodValue: ProtoBoolValue? = nil,
+        advancedCommerceInfo: AdvancedCommerceRenewalInfo? = nil,
         rawJson: String = ""
     ) {
         self.originalTransactionId = originalTransactionId
@@ -440,6 +512,11 @@ public struct RenewalInfo: ProtoMessage {
         self.commitmentInfo = commitmentInfo
         self.renewalBillingPlanType = renewalBillingPlanType
         self.advancedCommerceInfoJson = advancedCommerceInfoJson
+        self.environmentRaw = environmentRaw
+        self.offerDiscountTypeRaw = offerDiscountTypeRaw
+        self.renewalBillingPlanTypeRaw = renewalBillingPlanTypeRaw
+        self.isInBillingRetryPeriodValue = isInBillingRetryPeriodValue
+        self.advancedCommerceInfo = advancedCommerceInfo
         self.rawJson = rawJson
     }
 
@@ -491,6 +568,11 @@ extension RenewalInfo {
         if let p = m.commitment_info { self.commitmentInfo = RenewalCommitmentInfo(c: p) }
         self.renewalBillingPlanType = BillingPlanType(rawValue: Int32(truncatingIfNeeded: m.renewal_billing_plan_type.rawValue))
         self.advancedCommerceInfoJson = cString(m.advanced_commerce_info_json)
+        self.environmentRaw = cString(m.environment_raw)
+        self.offerDiscountTypeRaw = cString(m.offer_discount_type_raw)
+        self.renewalBillingPlanTypeRaw = cString(m.renewal_billing_plan_type_raw)
+        if let p = m.is_in_billing_retry_period_value { self.isInBillingRetryPeriodValue = ProtoBoolValue(c: p) }
+        if let p = m.advanced_commerce_info { self.advancedCommerceInfo = AdvancedCommerceRenewalInfo(c: p) }
         self.rawJson = cString(m.raw_json)
     }
 
@@ -521,6 +603,11 @@ extension RenewalInfo {
         if let value = self.commitmentInfo { c.pointee.commitment_info = value.cMessage(in: arena) }
         c.pointee.renewal_billing_plan_type = .init(rawValue: .init(truncatingIfNeeded: self.renewalBillingPlanType.rawValue))
         if !self.advancedCommerceInfoJson.isEmpty { c.pointee.advanced_commerce_info_json = arena.string(self.advancedCommerceInfoJson) }
+        if !self.environmentRaw.isEmpty { c.pointee.environment_raw = arena.string(self.environmentRaw) }
+        if !self.offerDiscountTypeRaw.isEmpty { c.pointee.offer_discount_type_raw = arena.string(self.offerDiscountTypeRaw) }
+        if !self.renewalBillingPlanTypeRaw.isEmpty { c.pointee.renewal_billing_plan_type_raw = arena.string(self.renewalBillingPlanTypeRaw) }
+        if let value = self.isInBillingRetryPeriodValue { c.pointee.is_in_billing_retry_period_value = value.cMessage(in: arena) }
+        if let value = self.advancedCommerceInfo { c.pointee.advanced_commerce_info = value.cMessage(in: arena) }
         if !self.rawJson.isEmpty { c.pointee.raw_json = arena.string(self.rawJson) }
         return c
     }
@@ -538,6 +625,8 @@ public struct RenewalCommitmentInfo: ProtoMessage {
     public var commitmentRenewalDate: ProtoTimestamp? = nil
     /// Apple's `commitmentRenewalPrice` in milliunits of the renewal info's currency.
     public var commitmentRenewalPriceMilliunits: Int64 = 0
+    /// Apple's `commitmentRenewalBillingPlanType` string exactly as sent; empty when absent.
+    public var commitmentRenewalBillingPlanTypeRaw: String = ""
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.RenewalCommitmentInfo"
@@ -551,13 +640,15 @@ public struct RenewalCommitmentInfo: ProtoMessage {
         commitmentAutoRenewStatus: AutoRenewStatus = AutoRenewStatus(rawValue: 0),
         commitmentRenewalBillingPlanType: BillingPlanType = BillingPlanType(rawValue: 0),
         commitmentRenewalDate: ProtoTimestamp? = nil,
-        commitmentRenewalPriceMilliunits: Int64 = 0
+        commitmentRenewalPriceMilliunits: Int64 = 0,
+        commitmentRenewalBillingPlanTypeRaw: String = ""
     ) {
         self.commitmentAutoRenewProductId = commitmentAutoRenewProductId
         self.commitmentAutoRenewStatus = commitmentAutoRenewStatus
         self.commitmentRenewalBillingPlanType = commitmentRenewalBillingPlanType
         self.commitmentRenewalDate = commitmentRenewalDate
         self.commitmentRenewalPriceMilliunits = commitmentRenewalPriceMilliunits
+        self.commitmentRenewalBillingPlanTypeRaw = commitmentRenewalBillingPlanTypeRaw
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -589,6 +680,7 @@ extension RenewalCommitmentInfo {
         self.commitmentRenewalBillingPlanType = BillingPlanType(rawValue: Int32(truncatingIfNeeded: m.commitment_renewal_billing_plan_type.rawValue))
         if let p = m.commitment_renewal_date { self.commitmentRenewalDate = ProtoTimestamp(c: p) }
         self.commitmentRenewalPriceMilliunits = m.commitment_renewal_price_milliunits
+        self.commitmentRenewalBillingPlanTypeRaw = cString(m.commitment_renewal_billing_plan_type_raw)
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -599,6 +691,7 @@ extension RenewalCommitmentInfo {
         c.pointee.commitment_renewal_billing_plan_type = .init(rawValue: .init(truncatingIfNeeded: self.commitmentRenewalBillingPlanType.rawValue))
         if let value = self.commitmentRenewalDate { c.pointee.commitment_renewal_date = value.cMessage(in: arena) }
         c.pointee.commitment_renewal_price_milliunits = self.commitmentRenewalPriceMilliunits
+        if !self.commitmentRenewalBillingPlanTypeRaw.isEmpty { c.pointee.commitment_renewal_billing_plan_type_raw = arena.string(self.commitmentRenewalBillingPlanTypeRaw) }
         return c
     }
 }
@@ -631,6 +724,10 @@ public struct AppTransaction: ProtoMessage {
     public var appTransactionId: String = ""
     /// Apple's `originalPlatform`: where the customer first got the app.
     public var originalPlatform: OriginalPlatform = OriginalPlatform(rawValue: 0)
+    /// Apple's `receiptType` string exactly as sent; empty when absent.
+    public var receiptTypeRaw: String = ""
+    /// Apple's `originalPlatform` string exactly as sent; empty when absent.
+    public var originalPlatformRaw: String = ""
     /// The decoded JWS payload JSON exactly as Apple signed it.
     public var rawJson: String = ""
 
@@ -655,6 +752,8 @@ public struct AppTransaction: ProtoMessage {
         preorderDate: ProtoTimestamp? = nil,
         appTransactionId: String = "",
         originalPlatform: OriginalPlatform = OriginalPlatform(rawValue: 0),
+        receiptTypeRaw: String = "",
+        originalPlatformRaw: String = "",
         rawJson: String = ""
     ) {
         self.receiptType = receiptType
@@ -670,6 +769,8 @@ public struct AppTransaction: ProtoMessage {
         self.preorderDate = preorderDate
         self.appTransactionId = appTransactionId
         self.originalPlatform = originalPlatform
+        self.receiptTypeRaw = receiptTypeRaw
+        self.originalPlatformRaw = originalPlatformRaw
         self.rawJson = rawJson
     }
 
@@ -710,6 +811,8 @@ extension AppTransaction {
         if let p = m.preorder_date { self.preorderDate = ProtoTimestamp(c: p) }
         self.appTransactionId = cString(m.app_transaction_id)
         self.originalPlatform = OriginalPlatform(rawValue: Int32(truncatingIfNeeded: m.original_platform.rawValue))
+        self.receiptTypeRaw = cString(m.receipt_type_raw)
+        self.originalPlatformRaw = cString(m.original_platform_raw)
         self.rawJson = cString(m.raw_json)
     }
 
@@ -729,7 +832,626 @@ extension AppTransaction {
         if let value = self.preorderDate { c.pointee.preorder_date = value.cMessage(in: arena) }
         if !self.appTransactionId.isEmpty { c.pointee.app_transaction_id = arena.string(self.appTransactionId) }
         c.pointee.original_platform = .init(rawValue: .init(truncatingIfNeeded: self.originalPlatform.rawValue))
+        if !self.receiptTypeRaw.isEmpty { c.pointee.receipt_type_raw = arena.string(self.receiptTypeRaw) }
+        if !self.originalPlatformRaw.isEmpty { c.pointee.original_platform_raw = arena.string(self.originalPlatformRaw) }
         if !self.rawJson.isEmpty { c.pointee.raw_json = arena.string(self.rawJson) }
+        return c
+    }
+}
+
+/// Apple's `advancedCommerceInfo` of a transaction (Advanced Commerce API). Apple's string enums here (`period`,
+/// offer `period` and `reason`, refund `refundReason` and `refundType`) are kept as the strings Apple sent.
+public struct AdvancedCommerceTransactionInfo: ProtoMessage {
+    /// Apple's `descriptors`: what the customer saw.
+    public var descriptors: AdvancedCommerceDescriptors? = nil
+    /// Apple's `estimatedTax` in milliunits of the transaction's currency.
+    public var estimatedTaxMilliunits: Int64 = 0
+    /// Apple's `items`: the SKUs of this transaction.
+    public var items: [AdvancedCommerceTransactionItem] = []
+    /// Apple's `period`: ISO 8601 duration of the subscription period, e.g. "P1M" (empty for one-time charges).
+    public var period: String = ""
+    /// Apple's `requestReferenceId`: the developer's UUID of the request that created this transaction.
+    public var requestReferenceId: String = ""
+    /// Apple's `taxCode`.
+    public var taxCode: String = ""
+    /// Apple's `taxExclusivePrice` in milliunits.
+    public var taxExclusivePriceMilliunits: Int64 = 0
+    /// Apple's `taxRate`: a decimal string, e.g. "0.0725".
+    public var taxRate: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceTransactionInfo"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        descriptors: AdvancedCommerceDescriptors? = nil,
+        estimatedTaxMilliunits: Int64 = 0,
+        items: [AdvancedCommerceTransactionItem] = [],
+        period: String = "",
+        requestReferenceId: String = "",
+        taxCode: String = "",
+        taxExclusivePriceMilliunits: Int64 = 0,
+        taxRate: String = ""
+    ) {
+        self.descriptors = descriptors
+        self.estimatedTaxMilliunits = estimatedTaxMilliunits
+        self.items = items
+        self.period = period
+        self.requestReferenceId = requestReferenceId
+        self.taxCode = taxCode
+        self.taxExclusivePriceMilliunits = taxExclusivePriceMilliunits
+        self.taxRate = taxRate
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__advanced_commerce_transaction_info__unpack(nil, $0, $1) }, copy: AdvancedCommerceTransactionInfo.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension AdvancedCommerceTransactionInfo {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__AdvancedCommerceTransactionInfo>) {
+        self.init()
+        let m = c.pointee
+        if let p = m.descriptors { self.descriptors = AdvancedCommerceDescriptors(c: p) }
+        self.estimatedTaxMilliunits = m.estimated_tax_milliunits
+        self.items = cMessages(m.n_items, m.items) { AdvancedCommerceTransactionItem(c: $0) }
+        self.period = cString(m.period)
+        self.requestReferenceId = cString(m.request_reference_id)
+        self.taxCode = cString(m.tax_code)
+        self.taxExclusivePriceMilliunits = m.tax_exclusive_price_milliunits
+        self.taxRate = cString(m.tax_rate)
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__AdvancedCommerceTransactionInfo> {
+        let c = arena.message(of: Appstore__Gateway__V1__AdvancedCommerceTransactionInfo.self) { appstore__gateway__v1__advanced_commerce_transaction_info__init($0) }
+        if let value = self.descriptors { c.pointee.descriptors = value.cMessage(in: arena) }
+        c.pointee.estimated_tax_milliunits = self.estimatedTaxMilliunits
+        (c.pointee.n_items, c.pointee.items) = arena.messages(self.items) { $0.cMessage(in: arena) }
+        if !self.period.isEmpty { c.pointee.period = arena.string(self.period) }
+        if !self.requestReferenceId.isEmpty { c.pointee.request_reference_id = arena.string(self.requestReferenceId) }
+        if !self.taxCode.isEmpty { c.pointee.tax_code = arena.string(self.taxCode) }
+        c.pointee.tax_exclusive_price_milliunits = self.taxExclusivePriceMilliunits
+        if !self.taxRate.isEmpty { c.pointee.tax_rate = arena.string(self.taxRate) }
+        return c
+    }
+}
+
+/// Apple's Advanced Commerce `descriptors`.
+public struct AdvancedCommerceDescriptors: ProtoMessage {
+    /// Apple's `description`.
+    public var description: String = ""
+    /// Apple's `displayName`.
+    public var displayName: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceDescriptors"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        description: String = "",
+        displayName: String = ""
+    ) {
+        self.description = description
+        self.displayName = displayName
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__advanced_commerce_descriptors__unpack(nil, $0, $1) }, copy: AdvancedCommerceDescriptors.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension AdvancedCommerceDescriptors {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__AdvancedCommerceDescriptors>) {
+        self.init()
+        let m = c.pointee
+        self.description = cString(m.description)
+        self.displayName = cString(m.display_name)
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__AdvancedCommerceDescriptors> {
+        let c = arena.message(of: Appstore__Gateway__V1__AdvancedCommerceDescriptors.self) { appstore__gateway__v1__advanced_commerce_descriptors__init($0) }
+        if !self.description.isEmpty { c.pointee.description = arena.string(self.description) }
+        if !self.displayName.isEmpty { c.pointee.display_name = arena.string(self.displayName) }
+        return c
+    }
+}
+
+/// One SKU of an Advanced Commerce transaction (Apple's AdvancedCommerceTransactionItem).
+public struct AdvancedCommerceTransactionItem: ProtoMessage {
+    /// Apple's `SKU`.
+    public var sku: String = ""
+    /// Apple's `description`.
+    public var description: String = ""
+    /// Apple's `displayName`.
+    public var displayName: String = ""
+    /// Apple's `offer` applied to this item (unset when none).
+    public var offer: AdvancedCommerceOffer? = nil
+    /// Apple's `price` in milliunits.
+    public var priceMilliunits: Int64 = 0
+    /// Apple's `refunds` of this item.
+    public var refunds: [AdvancedCommerceRefund] = []
+    /// Apple's `revocationDate` of this item (unset when not revoked).
+    public var revocationDate: ProtoTimestamp? = nil
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceTransactionItem"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        sku: String = "",
+        description: String = "",
+        displayName: String = "",
+        offer: AdvancedCommerceOffer? = nil,
+        priceMilliunits: Int64 = 0,
+        refunds: [AdvancedCommerceRefund] = [],
+        revocationDate: ProtoTimestamp? = nil
+    ) {
+        self.sku = sku
+        self.description = description
+        self.displayName = displayName
+        self.offer = offer
+        self.priceMilliunits = priceMilliunits
+        self.refunds = refunds
+        self.revocationDate = revocationDate
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__advanced_commerce_transaction_item__unpack(nil, $0, $1) }, copy: AdvancedCommerceTransactionItem.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension AdvancedCommerceTransactionItem {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__AdvancedCommerceTransactionItem>) {
+        self.init()
+        let m = c.pointee
+        self.sku = cString(m.sku)
+        self.description = cString(m.description)
+        self.displayName = cString(m.display_name)
+        if let p = m.offer { self.offer = AdvancedCommerceOffer(c: p) }
+        self.priceMilliunits = m.price_milliunits
+        self.refunds = cMessages(m.n_refunds, m.refunds) { AdvancedCommerceRefund(c: $0) }
+        if let p = m.revocation_date { self.revocationDate = ProtoTimestamp(c: p) }
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__AdvancedCommerceTransactionItem> {
+        let c = arena.message(of: Appstore__Gateway__V1__AdvancedCommerceTransactionItem.self) { appstore__gateway__v1__advanced_commerce_transaction_item__init($0) }
+        if !self.sku.isEmpty { c.pointee.sku = arena.string(self.sku) }
+        if !self.description.isEmpty { c.pointee.description = arena.string(self.description) }
+        if !self.displayName.isEmpty { c.pointee.display_name = arena.string(self.displayName) }
+        if let value = self.offer { c.pointee.offer = value.cMessage(in: arena) }
+        c.pointee.price_milliunits = self.priceMilliunits
+        (c.pointee.n_refunds, c.pointee.refunds) = arena.messages(self.refunds) { $0.cMessage(in: arena) }
+        if let value = self.revocationDate { c.pointee.revocation_date = value.cMessage(in: arena) }
+        return c
+    }
+}
+
+/// Apple's Advanced Commerce `offer`.
+public struct AdvancedCommerceOffer: ProtoMessage {
+    /// Apple's `period`: ISO 8601 duration of one offer period, e.g. "P1M".
+    public var period: String = ""
+    /// Apple's `periodCount`: how many periods the offer lasts.
+    public var periodCount: Int32 = 0
+    /// Apple's `price` in milliunits during the offer.
+    public var priceMilliunits: Int64 = 0
+    /// Apple's `reason`, e.g. "ACQUISITION", "WIN_BACK", "RETENTION".
+    public var reason: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceOffer"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        period: String = "",
+        periodCount: Int32 = 0,
+        priceMilliunits: Int64 = 0,
+        reason: String = ""
+    ) {
+        self.period = period
+        self.periodCount = periodCount
+        self.priceMilliunits = priceMilliunits
+        self.reason = reason
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__advanced_commerce_offer__unpack(nil, $0, $1) }, copy: AdvancedCommerceOffer.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension AdvancedCommerceOffer {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__AdvancedCommerceOffer>) {
+        self.init()
+        let m = c.pointee
+        self.period = cString(m.period)
+        self.periodCount = m.period_count
+        self.priceMilliunits = m.price_milliunits
+        self.reason = cString(m.reason)
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__AdvancedCommerceOffer> {
+        let c = arena.message(of: Appstore__Gateway__V1__AdvancedCommerceOffer.self) { appstore__gateway__v1__advanced_commerce_offer__init($0) }
+        if !self.period.isEmpty { c.pointee.period = arena.string(self.period) }
+        c.pointee.period_count = self.periodCount
+        c.pointee.price_milliunits = self.priceMilliunits
+        if !self.reason.isEmpty { c.pointee.reason = arena.string(self.reason) }
+        return c
+    }
+}
+
+/// Apple's Advanced Commerce `refund` of an item.
+public struct AdvancedCommerceRefund: ProtoMessage {
+    /// Apple's `refundAmount` in milliunits.
+    public var refundAmountMilliunits: Int64 = 0
+    /// Apple's `refundDate`.
+    public var refundDate: ProtoTimestamp? = nil
+    /// Apple's `refundReason`, e.g. "UNINTENDED_PURCHASE".
+    public var refundReason: String = ""
+    /// Apple's `refundType`, e.g. "FULL", "PRORATED", "CUSTOM".
+    public var refundType: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceRefund"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        refundAmountMilliunits: Int64 = 0,
+        refundDate: ProtoTimestamp? = nil,
+        refundReason: String = "",
+        refundType: String = ""
+    ) {
+        self.refundAmountMilliunits = refundAmountMilliunits
+        self.refundDate = refundDate
+        self.refundReason = refundReason
+        self.refundType = refundType
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__advanced_commerce_refund__unpack(nil, $0, $1) }, copy: AdvancedCommerceRefund.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension AdvancedCommerceRefund {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__AdvancedCommerceRefund>) {
+        self.init()
+        let m = c.pointee
+        self.refundAmountMilliunits = m.refund_amount_milliunits
+        if let p = m.refund_date { self.refundDate = ProtoTimestamp(c: p) }
+        self.refundReason = cString(m.refund_reason)
+        self.refundType = cString(m.refund_type)
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__AdvancedCommerceRefund> {
+        let c = arena.message(of: Appstore__Gateway__V1__AdvancedCommerceRefund.self) { appstore__gateway__v1__advanced_commerce_refund__init($0) }
+        c.pointee.refund_amount_milliunits = self.refundAmountMilliunits
+        if let value = self.refundDate { c.pointee.refund_date = value.cMessage(in: arena) }
+        if !self.refundReason.isEmpty { c.pointee.refund_reason = arena.string(self.refundReason) }
+        if !self.refundType.isEmpty { c.pointee.refund_type = arena.string(self.refundType) }
+        return c
+    }
+}
+
+/// Apple's `advancedCommerceInfo` of a renewal info (Advanced Commerce API).
+public struct AdvancedCommerceRenewalInfo: ProtoMessage {
+    /// Apple's `consistencyToken`.
+    public var consistencyToken: String = ""
+    /// Apple's `descriptors`.
+    public var descriptors: AdvancedCommerceDescriptors? = nil
+    /// Apple's `items`: the SKUs that renew.
+    public var items: [AdvancedCommerceRenewalItem] = []
+    /// Apple's `period`, e.g. "P1M".
+    public var period: String = ""
+    /// Apple's `requestReferenceId`.
+    public var requestReferenceId: String = ""
+    /// Apple's `taxCode`.
+    public var taxCode: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceRenewalInfo"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        consistencyToken: String = "",
+        descriptors: AdvancedCommerceDescriptors? = nil,
+        items: [AdvancedCommerceRenewalItem] = [],
+        period: String = "",
+        requestReferenceId: String = "",
+        taxCode: String = ""
+    ) {
+        self.consistencyToken = consistencyToken
+        self.descriptors = descriptors
+        self.items = items
+        self.period = period
+        self.requestReferenceId = requestReferenceId
+        self.taxCode = taxCode
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__advanced_commerce_renewal_info__unpack(nil, $0, $1) }, copy: AdvancedCommerceRenewalInfo.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension AdvancedCommerceRenewalInfo {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__AdvancedCommerceRenewalInfo>) {
+        self.init()
+        let m = c.pointee
+        self.consistencyToken = cString(m.consistency_token)
+        if let p = m.descriptors { self.descriptors = AdvancedCommerceDescriptors(c: p) }
+        self.items = cMessages(m.n_items, m.items) { AdvancedCommerceRenewalItem(c: $0) }
+        self.period = cString(m.period)
+        self.requestReferenceId = cString(m.request_reference_id)
+        self.taxCode = cString(m.tax_code)
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__AdvancedCommerceRenewalInfo> {
+        let c = arena.message(of: Appstore__Gateway__V1__AdvancedCommerceRenewalInfo.self) { appstore__gateway__v1__advanced_commerce_renewal_info__init($0) }
+        if !self.consistencyToken.isEmpty { c.pointee.consistency_token = arena.string(self.consistencyToken) }
+        if let value = self.descriptors { c.pointee.descriptors = value.cMessage(in: arena) }
+        (c.pointee.n_items, c.pointee.items) = arena.messages(self.items) { $0.cMessage(in: arena) }
+        if !self.period.isEmpty { c.pointee.period = arena.string(self.period) }
+        if !self.requestReferenceId.isEmpty { c.pointee.request_reference_id = arena.string(self.requestReferenceId) }
+        if !self.taxCode.isEmpty { c.pointee.tax_code = arena.string(self.taxCode) }
+        return c
+    }
+}
+
+/// One SKU of an Advanced Commerce renewal (Apple's AdvancedCommerceRenewalItem).
+public struct AdvancedCommerceRenewalItem: ProtoMessage {
+    /// Apple's `SKU`.
+    public var sku: String = ""
+    /// Apple's `description`.
+    public var description: String = ""
+    /// Apple's `displayName`.
+    public var displayName: String = ""
+    /// Apple's `offer` at the renewal (unset when none).
+    public var offer: AdvancedCommerceOffer? = nil
+    /// Apple's `price` in milliunits.
+    public var priceMilliunits: Int64 = 0
+    /// Apple's `priceIncreaseInfo` (unset when no increase).
+    public var priceIncreaseInfo: AdvancedCommercePriceIncreaseInfo? = nil
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceRenewalItem"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        sku: String = "",
+        description: String = "",
+        displayName: String = "",
+        offer: AdvancedCommerceOffer? = nil,
+        priceMilliunits: Int64 = 0,
+        priceIncreaseInfo: AdvancedCommercePriceIncreaseInfo? = nil
+    ) {
+        self.sku = sku
+        self.description = description
+        self.displayName = displayName
+        self.offer = offer
+        self.priceMilliunits = priceMilliunits
+        self.priceIncreaseInfo = priceIncreaseInfo
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__advanced_commerce_renewal_item__unpack(nil, $0, $1) }, copy: AdvancedCommerceRenewalItem.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension AdvancedCommerceRenewalItem {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__AdvancedCommerceRenewalItem>) {
+        self.init()
+        let m = c.pointee
+        self.sku = cString(m.sku)
+        self.description = cString(m.description)
+        self.displayName = cString(m.display_name)
+        if let p = m.offer { self.offer = AdvancedCommerceOffer(c: p) }
+        self.priceMilliunits = m.price_milliunits
+        if let p = m.price_increase_info { self.priceIncreaseInfo = AdvancedCommercePriceIncreaseInfo(c: p) }
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__AdvancedCommerceRenewalItem> {
+        let c = arena.message(of: Appstore__Gateway__V1__AdvancedCommerceRenewalItem.self) { appstore__gateway__v1__advanced_commerce_renewal_item__init($0) }
+        if !self.sku.isEmpty { c.pointee.sku = arena.string(self.sku) }
+        if !self.description.isEmpty { c.pointee.description = arena.string(self.description) }
+        if !self.displayName.isEmpty { c.pointee.display_name = arena.string(self.displayName) }
+        if let value = self.offer { c.pointee.offer = value.cMessage(in: arena) }
+        c.pointee.price_milliunits = self.priceMilliunits
+        if let value = self.priceIncreaseInfo { c.pointee.price_increase_info = value.cMessage(in: arena) }
+        return c
+    }
+}
+
+/// Apple's Advanced Commerce `priceIncreaseInfo`.
+public struct AdvancedCommercePriceIncreaseInfo: ProtoMessage {
+    /// Apple's `dependentSKUs`.
+    public var dependentSkus: [String] = []
+    /// Apple's `price` in milliunits after the increase.
+    public var priceMilliunits: Int64 = 0
+    /// Apple's `status`, e.g. "SCHEDULED", "PENDING", "ACCEPTED".
+    public var status: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.AdvancedCommercePriceIncreaseInfo"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        dependentSkus: [String] = [],
+        priceMilliunits: Int64 = 0,
+        status: String = ""
+    ) {
+        self.dependentSkus = dependentSkus
+        self.priceMilliunits = priceMilliunits
+        self.status = status
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__advanced_commerce_price_increase_info__unpack(nil, $0, $1) }, copy: AdvancedCommercePriceIncreaseInfo.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension AdvancedCommercePriceIncreaseInfo {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo>) {
+        self.init()
+        let m = c.pointee
+        self.dependentSkus = cArray(m.n_dependent_skus, m.dependent_skus) { cString($0) }
+        self.priceMilliunits = m.price_milliunits
+        self.status = cString(m.status)
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo> {
+        let c = arena.message(of: Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo.self) { appstore__gateway__v1__advanced_commerce_price_increase_info__init($0) }
+        (c.pointee.n_dependent_skus, c.pointee.dependent_skus) = arena.array(self.dependentSkus) { arena.string($0) }
+        c.pointee.price_milliunits = self.priceMilliunits
+        if !self.status.isEmpty { c.pointee.status = arena.string(self.status) }
         return c
     }
 }

@@ -16,11 +16,13 @@ public enum JWSKind: RawRepresentable, CaseIterable, Sendable, Hashable {
     case notification
     /// An AppTransaction (signedAppTransactionInfo).
     case appTransaction
+    /// A Retention Messaging realtime request body (Apple's DecodedRealtimeRequestBody).
+    case realtimeRequest
     /// A value this release does not know (a newer peer, or Apple added one); keeps its number.
     case unrecognized(Int32)
 
     /// Every known case, in proto order.
-    public static let allCases: [JWSKind] = [.unspecified, .transaction, .renewalInfo, .notification, .appTransaction]
+    public static let allCases: [JWSKind] = [.unspecified, .transaction, .renewalInfo, .notification, .appTransaction, .realtimeRequest]
 
     /// The case of a proto number; unknown numbers become `.unrecognized`.
     public init(rawValue: Int32) {
@@ -30,6 +32,7 @@ public enum JWSKind: RawRepresentable, CaseIterable, Sendable, Hashable {
         case 2: self = .renewalInfo
         case 3: self = .notification
         case 4: self = .appTransaction
+        case 5: self = .realtimeRequest
         default: self = .unrecognized(rawValue)
         }
     }
@@ -42,85 +45,13 @@ public enum JWSKind: RawRepresentable, CaseIterable, Sendable, Hashable {
         case .renewalInfo: 2
         case .notification: 3
         case .appTransaction: 4
+        case .realtimeRequest: 5
         case .unrecognized(let value): value
         }
     }
 
     /// Equal when the proto numbers are: `.unrecognized(n)` equals the known case of n.
     public static func == (lhs: JWSKind, rhs: JWSKind) -> Bool { lhs.rawValue == rhs.rawValue }
-
-    /// Hashes the proto number.
-    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
-}
-
-/// The outcome of a verification. Anything but OK means: do not trust the payload.
-public enum VerificationStatus: RawRepresentable, CaseIterable, Sendable, Hashable {
-    /// Not set (never returned by the gateway).
-    case unspecified
-    /// Signature, chain, app and environment check out; `payload` is set.
-    case ok
-    /// Not three base64url parts, bad JSON, or missing header fields.
-    case malformed
-    /// The header's alg is not ES256.
-    case unsupportedAlgorithm
-    /// The header's x5c does not hold exactly 3 certificates.
-    case invalidChainLength
-    /// A certificate is unparseable, or Apple's marker OID is missing on the leaf or intermediate.
-    case invalidCertificate
-    /// The chain does not lead to a configured Apple root, or is not valid at the verification time.
-    case untrustedChain
-    /// The ES256 signature does not match the leaf certificate's key.
-    case invalidSignature
-    /// The payload's bundle id (or, for production data, app Apple id) is not the requested app's.
-    case invalidAppIdentifier
-    /// The payload's environment is not the requested one.
-    case invalidEnvironment
-    /// A `kind` was requested and the payload is another kind.
-    case wrongKind
-    /// A value this release does not know (a newer peer, or Apple added one); keeps its number.
-    case unrecognized(Int32)
-
-    /// Every known case, in proto order.
-    public static let allCases: [VerificationStatus] = [.unspecified, .ok, .malformed, .unsupportedAlgorithm, .invalidChainLength, .invalidCertificate, .untrustedChain, .invalidSignature, .invalidAppIdentifier, .invalidEnvironment, .wrongKind]
-
-    /// The case of a proto number; unknown numbers become `.unrecognized`.
-    public init(rawValue: Int32) {
-        switch rawValue {
-        case 0: self = .unspecified
-        case 1: self = .ok
-        case 2: self = .malformed
-        case 3: self = .unsupportedAlgorithm
-        case 4: self = .invalidChainLength
-        case 5: self = .invalidCertificate
-        case 6: self = .untrustedChain
-        case 7: self = .invalidSignature
-        case 8: self = .invalidAppIdentifier
-        case 9: self = .invalidEnvironment
-        case 10: self = .wrongKind
-        default: self = .unrecognized(rawValue)
-        }
-    }
-
-    /// The proto number.
-    public var rawValue: Int32 {
-        switch self {
-        case .unspecified: 0
-        case .ok: 1
-        case .malformed: 2
-        case .unsupportedAlgorithm: 3
-        case .invalidChainLength: 4
-        case .invalidCertificate: 5
-        case .untrustedChain: 6
-        case .invalidSignature: 7
-        case .invalidAppIdentifier: 8
-        case .invalidEnvironment: 9
-        case .wrongKind: 10
-        case .unrecognized(let value): value
-        }
-    }
-
-    /// Equal when the proto numbers are: `.unrecognized(n)` equals the known case of n.
-    public static func == (lhs: VerificationStatus, rhs: VerificationStatus) -> Bool { lhs.rawValue == rhs.rawValue }
 
     /// Hashes the proto number.
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
@@ -253,6 +184,8 @@ public struct VerifyJWSResponse: ProtoMessage {
         case notification(AppStoreNotification)
         /// The decoded AppTransaction.
         case appTransaction(AppTransaction)
+        /// The decoded Retention Messaging realtime request.
+        case realtimeRequest(RealtimeRequest)
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -289,6 +222,7 @@ extension VerifyJWSResponse {
         case 6: if let p = m.renewal_info { self.payload = .renewalInfo(RenewalInfo(c: p)) }
         case 7: if let p = m.notification { self.payload = .notification(AppStoreNotification(c: p)) }
         case 8: if let p = m.app_transaction { self.payload = .appTransaction(AppTransaction(c: p)) }
+        case 10: if let p = m.realtime_request { self.payload = .realtimeRequest(RealtimeRequest(c: p)) }
         default: break
         }
     }
@@ -314,8 +248,113 @@ extension VerifyJWSResponse {
         case .appTransaction(let value)?:
             c.pointee.payload_case = .init(rawValue: 8)
             c.pointee.app_transaction = value.cMessage(in: arena)
+        case .realtimeRequest(let value)?:
+            c.pointee.payload_case = .init(rawValue: 10)
+            c.pointee.realtime_request = value.cMessage(in: arena)
         case nil: break
         }
+        return c
+    }
+}
+
+/// A Retention Messaging realtime request: Apple's DecodedRealtimeRequestBody, the signed body Apple posts to the
+/// developer's realtime URL.
+public struct RealtimeRequest: ProtoMessage {
+    /// Apple's `originalTransactionId`.
+    public var originalTransactionId: String = ""
+    /// Apple's `appAppleId`.
+    public var appAppleId: Int64 = 0
+    /// Apple's `productId`.
+    public var productId: String = ""
+    /// Apple's `userLocale`, e.g. "en-US".
+    public var userLocale: String = ""
+    /// Apple's `requestIdentifier`: UUID string of this request.
+    public var requestIdentifier: String = ""
+    /// Apple's `signedDate`.
+    public var signedDate: ProtoTimestamp? = nil
+    /// Apple's `environment`.
+    public var environment: Environment = Environment(rawValue: 0)
+    /// Apple's `environment` string exactly as sent; empty when absent.
+    public var environmentRaw: String = ""
+    /// The decoded JWS payload JSON exactly as Apple signed it.
+    public var rawJson: String = ""
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.RealtimeRequest"
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    public init(
+        originalTransactionId: String = "",
+        appAppleId: Int64 = 0,
+        productId: String = "",
+        userLocale: String = "",
+        requestIdentifier: String = "",
+        signedDate: ProtoTimestamp? = nil,
+        environment: Environment = Environment(rawValue: 0),
+        environmentRaw: String = "",
+        rawJson: String = ""
+    ) {
+        self.originalTransactionId = originalTransactionId
+        self.appAppleId = appAppleId
+        self.productId = productId
+        self.userLocale = userLocale
+        self.requestIdentifier = requestIdentifier
+        self.signedDate = signedDate
+        self.environment = environment
+        self.environmentRaw = environmentRaw
+        self.rawJson = rawJson
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__realtime_request__unpack(nil, $0, $1) }, copy: RealtimeRequest.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension RealtimeRequest {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__RealtimeRequest>) {
+        self.init()
+        let m = c.pointee
+        self.originalTransactionId = cString(m.original_transaction_id)
+        self.appAppleId = m.app_apple_id
+        self.productId = cString(m.product_id)
+        self.userLocale = cString(m.user_locale)
+        self.requestIdentifier = cString(m.request_identifier)
+        if let p = m.signed_date { self.signedDate = ProtoTimestamp(c: p) }
+        self.environment = Environment(rawValue: Int32(truncatingIfNeeded: m.environment.rawValue))
+        self.environmentRaw = cString(m.environment_raw)
+        self.rawJson = cString(m.raw_json)
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__RealtimeRequest> {
+        let c = arena.message(of: Appstore__Gateway__V1__RealtimeRequest.self) { appstore__gateway__v1__realtime_request__init($0) }
+        if !self.originalTransactionId.isEmpty { c.pointee.original_transaction_id = arena.string(self.originalTransactionId) }
+        c.pointee.app_apple_id = self.appAppleId
+        if !self.productId.isEmpty { c.pointee.product_id = arena.string(self.productId) }
+        if !self.userLocale.isEmpty { c.pointee.user_locale = arena.string(self.userLocale) }
+        if !self.requestIdentifier.isEmpty { c.pointee.request_identifier = arena.string(self.requestIdentifier) }
+        if let value = self.signedDate { c.pointee.signed_date = value.cMessage(in: arena) }
+        c.pointee.environment = .init(rawValue: .init(truncatingIfNeeded: self.environment.rawValue))
+        if !self.environmentRaw.isEmpty { c.pointee.environment_raw = arena.string(self.environmentRaw) }
+        if !self.rawJson.isEmpty { c.pointee.raw_json = arena.string(self.rawJson) }
         return c
     }
 }

@@ -549,7 +549,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__notification__descriptor
   (ProtobufCMessageInit) appstore__gateway__v1__notification__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__notification_data__field_descriptors[10] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__notification_data__field_descriptors[12] =
 {
   {
     "app_apple_id",
@@ -671,13 +671,39 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__notification_data__
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "environment_raw",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__NotificationData, environment_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "consumption_request_reason_raw",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__NotificationData, consumption_request_reason_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__notification_data__field_indices_by_name[] = {
   0,   /* field[0] = app_apple_id */
   1,   /* field[1] = bundle_id */
   2,   /* field[2] = bundle_version */
   5,   /* field[5] = consumption_request_reason */
+  11,   /* field[11] = consumption_request_reason_raw */
   3,   /* field[3] = environment */
+  10,   /* field[10] = environment_raw */
   7,   /* field[7] = renewal_info */
   9,   /* field[9] = signed_renewal_info */
   8,   /* field[8] = signed_transaction_info */
@@ -687,7 +713,7 @@ static const unsigned appstore__gateway__v1__notification_data__field_indices_by
 static const ProtobufCIntRange appstore__gateway__v1__notification_data__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__notification_data__descriptor =
 {
@@ -697,14 +723,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__notification_data__descr
   "Appstore__Gateway__V1__NotificationData",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__NotificationData),
-  10,
+  12,
   appstore__gateway__v1__notification_data__field_descriptors,
   appstore__gateway__v1__notification_data__field_indices_by_name,
   1,  appstore__gateway__v1__notification_data__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__notification_data__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__notification_summary__field_descriptors[8] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__notification_summary__field_descriptors[9] =
 {
   {
     "environment",
@@ -802,11 +828,24 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__notification_summar
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "environment_raw",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__NotificationSummary, environment_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__notification_summary__field_indices_by_name[] = {
   1,   /* field[1] = app_apple_id */
   2,   /* field[2] = bundle_id */
   0,   /* field[0] = environment */
+  8,   /* field[8] = environment_raw */
   7,   /* field[7] = failed_count */
   3,   /* field[3] = product_id */
   4,   /* field[4] = request_identifier */
@@ -816,7 +855,7 @@ static const unsigned appstore__gateway__v1__notification_summary__field_indices
 static const ProtobufCIntRange appstore__gateway__v1__notification_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__notification_summary__descriptor =
 {
@@ -826,14 +865,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__notification_summary__de
   "Appstore__Gateway__V1__NotificationSummary",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__NotificationSummary),
-  8,
+  9,
   appstore__gateway__v1__notification_summary__field_descriptors,
   appstore__gateway__v1__notification_summary__field_indices_by_name,
   1,  appstore__gateway__v1__notification_summary__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__notification_summary__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__external_purchase_token__field_descriptors[4] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__external_purchase_token__field_descriptors[6] =
 {
   {
     "external_purchase_id",
@@ -883,17 +922,43 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__external_purchase_t
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "token_type",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__ExternalPurchaseToken, token_type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_expiration_date",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__ExternalPurchaseToken, token_expiration_date),
+    &google__protobuf__timestamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__external_purchase_token__field_indices_by_name[] = {
   2,   /* field[2] = app_apple_id */
   3,   /* field[3] = bundle_id */
   0,   /* field[0] = external_purchase_id */
   1,   /* field[1] = token_creation_date */
+  5,   /* field[5] = token_expiration_date */
+  4,   /* field[4] = token_type */
 };
 static const ProtobufCIntRange appstore__gateway__v1__external_purchase_token__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__external_purchase_token__descriptor =
 {
@@ -903,14 +968,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__external_purchase_token_
   "Appstore__Gateway__V1__ExternalPurchaseToken",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__ExternalPurchaseToken),
-  4,
+  6,
   appstore__gateway__v1__external_purchase_token__field_descriptors,
   appstore__gateway__v1__external_purchase_token__field_indices_by_name,
   1,  appstore__gateway__v1__external_purchase_token__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__external_purchase_token__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__app_data__field_descriptors[5] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__app_data__field_descriptors[6] =
 {
   {
     "app_apple_id",
@@ -972,18 +1037,31 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__app_data__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "environment_raw",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AppData, environment_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__app_data__field_indices_by_name[] = {
   0,   /* field[0] = app_apple_id */
   4,   /* field[4] = app_transaction */
   1,   /* field[1] = bundle_id */
   2,   /* field[2] = environment */
+  5,   /* field[5] = environment_raw */
   3,   /* field[3] = signed_app_transaction_info */
 };
 static const ProtobufCIntRange appstore__gateway__v1__app_data__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__app_data__descriptor =
 {
@@ -993,7 +1071,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__app_data__descriptor =
   "Appstore__Gateway__V1__AppData",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__AppData),
-  5,
+  6,
   appstore__gateway__v1__app_data__field_descriptors,
   appstore__gateway__v1__app_data__field_indices_by_name,
   1,  appstore__gateway__v1__app_data__number_ranges,
@@ -1064,7 +1142,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__send_attempt__descriptor
   (ProtobufCMessageInit) appstore__gateway__v1__send_attempt__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__stream_notifications_request__field_descriptors[9] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__stream_notifications_request__field_descriptors[10] =
 {
   {
     "app",
@@ -1174,6 +1252,18 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__stream_notification
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "strict_verification",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__StreamNotificationsRequest, strict_verification),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__stream_notifications_request__field_indices_by_name[] = {
   0,   /* field[0] = app */
@@ -1184,12 +1274,13 @@ static const unsigned appstore__gateway__v1__stream_notifications_request__field
   6,   /* field[6] = only_failures */
   8,   /* field[8] = resume_token */
   1,   /* field[1] = start_date */
+  9,   /* field[9] = strict_verification */
   5,   /* field[5] = transaction_id */
 };
 static const ProtobufCIntRange appstore__gateway__v1__stream_notifications_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__stream_notifications_request__descriptor =
 {
@@ -1199,14 +1290,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__stream_notifications_req
   "Appstore__Gateway__V1__StreamNotificationsRequest",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__StreamNotificationsRequest),
-  9,
+  10,
   appstore__gateway__v1__stream_notifications_request__field_descriptors,
   appstore__gateway__v1__stream_notifications_request__field_indices_by_name,
   1,  appstore__gateway__v1__stream_notifications_request__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__stream_notifications_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__notification_event__field_descriptors[4] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__notification_event__field_descriptors[6] =
 {
   {
     "signed_payload",
@@ -1256,17 +1347,43 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__notification_event_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "status",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__NotificationEvent, status),
+    &appstore__gateway__v1__verification_status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "message",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__NotificationEvent, message),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__notification_event__field_indices_by_name[] = {
+  5,   /* field[5] = message */
   1,   /* field[1] = notification */
   3,   /* field[3] = resume_token */
   2,   /* field[2] = send_attempts */
   0,   /* field[0] = signed_payload */
+  4,   /* field[4] = status */
 };
 static const ProtobufCIntRange appstore__gateway__v1__notification_event__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__notification_event__descriptor =
 {
@@ -1276,7 +1393,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__notification_event__desc
   "Appstore__Gateway__V1__NotificationEvent",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__NotificationEvent),
-  4,
+  6,
   appstore__gateway__v1__notification_event__field_descriptors,
   appstore__gateway__v1__notification_event__field_indices_by_name,
   1,  appstore__gateway__v1__notification_event__number_ranges,

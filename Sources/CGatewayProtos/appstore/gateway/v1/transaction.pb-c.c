@@ -232,7 +232,367 @@ void   appstore__gateway__v1__app_transaction__free_unpacked
   assert(message->base.descriptor == &appstore__gateway__v1__app_transaction__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor appstore__gateway__v1__transaction__field_descriptors[34] =
+void   appstore__gateway__v1__advanced_commerce_transaction_info__init
+                     (Appstore__Gateway__V1__AdvancedCommerceTransactionInfo         *message)
+{
+  static const Appstore__Gateway__V1__AdvancedCommerceTransactionInfo init_value = APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_TRANSACTION_INFO__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__advanced_commerce_transaction_info__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_transaction_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__advanced_commerce_transaction_info__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_transaction_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__advanced_commerce_transaction_info__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_transaction_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *
+       appstore__gateway__v1__advanced_commerce_transaction_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__advanced_commerce_transaction_info__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__advanced_commerce_transaction_info__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_transaction_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   appstore__gateway__v1__advanced_commerce_descriptors__init
+                     (Appstore__Gateway__V1__AdvancedCommerceDescriptors         *message)
+{
+  static const Appstore__Gateway__V1__AdvancedCommerceDescriptors init_value = APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_DESCRIPTORS__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__advanced_commerce_descriptors__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceDescriptors *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_descriptors__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__advanced_commerce_descriptors__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceDescriptors *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_descriptors__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__advanced_commerce_descriptors__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceDescriptors *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_descriptors__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__AdvancedCommerceDescriptors *
+       appstore__gateway__v1__advanced_commerce_descriptors__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__AdvancedCommerceDescriptors *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__advanced_commerce_descriptors__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__advanced_commerce_descriptors__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceDescriptors *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_descriptors__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   appstore__gateway__v1__advanced_commerce_transaction_item__init
+                     (Appstore__Gateway__V1__AdvancedCommerceTransactionItem         *message)
+{
+  static const Appstore__Gateway__V1__AdvancedCommerceTransactionItem init_value = APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_TRANSACTION_ITEM__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__advanced_commerce_transaction_item__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionItem *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_transaction_item__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__advanced_commerce_transaction_item__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionItem *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_transaction_item__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__advanced_commerce_transaction_item__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionItem *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_transaction_item__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__AdvancedCommerceTransactionItem *
+       appstore__gateway__v1__advanced_commerce_transaction_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__AdvancedCommerceTransactionItem *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__advanced_commerce_transaction_item__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__advanced_commerce_transaction_item__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceTransactionItem *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_transaction_item__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   appstore__gateway__v1__advanced_commerce_offer__init
+                     (Appstore__Gateway__V1__AdvancedCommerceOffer         *message)
+{
+  static const Appstore__Gateway__V1__AdvancedCommerceOffer init_value = APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_OFFER__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__advanced_commerce_offer__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceOffer *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_offer__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__advanced_commerce_offer__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceOffer *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_offer__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__advanced_commerce_offer__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceOffer *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_offer__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__AdvancedCommerceOffer *
+       appstore__gateway__v1__advanced_commerce_offer__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__AdvancedCommerceOffer *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__advanced_commerce_offer__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__advanced_commerce_offer__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceOffer *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_offer__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   appstore__gateway__v1__advanced_commerce_refund__init
+                     (Appstore__Gateway__V1__AdvancedCommerceRefund         *message)
+{
+  static const Appstore__Gateway__V1__AdvancedCommerceRefund init_value = APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_REFUND__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__advanced_commerce_refund__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceRefund *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_refund__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__advanced_commerce_refund__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceRefund *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_refund__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__advanced_commerce_refund__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceRefund *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_refund__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__AdvancedCommerceRefund *
+       appstore__gateway__v1__advanced_commerce_refund__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__AdvancedCommerceRefund *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__advanced_commerce_refund__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__advanced_commerce_refund__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceRefund *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_refund__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   appstore__gateway__v1__advanced_commerce_renewal_info__init
+                     (Appstore__Gateway__V1__AdvancedCommerceRenewalInfo         *message)
+{
+  static const Appstore__Gateway__V1__AdvancedCommerceRenewalInfo init_value = APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_RENEWAL_INFO__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__advanced_commerce_renewal_info__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_renewal_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__advanced_commerce_renewal_info__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_renewal_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__advanced_commerce_renewal_info__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_renewal_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *
+       appstore__gateway__v1__advanced_commerce_renewal_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__advanced_commerce_renewal_info__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__advanced_commerce_renewal_info__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_renewal_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   appstore__gateway__v1__advanced_commerce_renewal_item__init
+                     (Appstore__Gateway__V1__AdvancedCommerceRenewalItem         *message)
+{
+  static const Appstore__Gateway__V1__AdvancedCommerceRenewalItem init_value = APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_RENEWAL_ITEM__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__advanced_commerce_renewal_item__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalItem *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_renewal_item__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__advanced_commerce_renewal_item__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalItem *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_renewal_item__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__advanced_commerce_renewal_item__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalItem *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_renewal_item__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__AdvancedCommerceRenewalItem *
+       appstore__gateway__v1__advanced_commerce_renewal_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__AdvancedCommerceRenewalItem *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__advanced_commerce_renewal_item__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__advanced_commerce_renewal_item__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceRenewalItem *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_renewal_item__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   appstore__gateway__v1__advanced_commerce_price_increase_info__init
+                     (Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo         *message)
+{
+  static const Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo init_value = APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_PRICE_INCREASE_INFO__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__advanced_commerce_price_increase_info__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__advanced_commerce_price_increase_info__pack
+                     (const Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__advanced_commerce_price_increase_info__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *
+       appstore__gateway__v1__advanced_commerce_price_increase_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__advanced_commerce_price_increase_info__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor appstore__gateway__v1__transaction__field_descriptors[43] =
 {
   {
     "transaction_id",
@@ -631,6 +991,114 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__transaction__field_
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "type_raw",
+    34,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, type_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "in_app_ownership_type_raw",
+    35,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, in_app_ownership_type_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "environment_raw",
+    36,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, environment_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "transaction_reason_raw",
+    37,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, transaction_reason_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offer_discount_type_raw",
+    38,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, offer_discount_type_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revocation_type_raw",
+    39,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, revocation_type_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "billing_plan_type_raw",
+    40,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, billing_plan_type_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "is_upgraded_value",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, is_upgraded_value),
+    &google__protobuf__bool_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "advanced_commerce_info",
+    42,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, advanced_commerce_info),
+    &appstore__gateway__v1__advanced_commerce_transaction_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "raw_json",
     99,
     PROTOBUF_C_LABEL_NONE,
@@ -644,18 +1112,24 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__transaction__field_
   },
 };
 static const unsigned appstore__gateway__v1__transaction__field_indices_by_name[] = {
+  41,   /* field[41] = advanced_commerce_info */
   32,   /* field[32] = advanced_commerce_info_json */
   11,   /* field[11] = app_account_token */
   26,   /* field[26] = app_transaction_id */
   30,   /* field[30] = billing_plan_type */
+  39,   /* field[39] = billing_plan_type_raw */
   3,   /* field[3] = bundle_id */
   31,   /* field[31] = commitment_info */
   23,   /* field[23] = currency */
   19,   /* field[19] = environment */
+  35,   /* field[35] = environment_raw */
   8,   /* field[8] = expires_date */
   12,   /* field[12] = in_app_ownership_type */
+  34,   /* field[34] = in_app_ownership_type_raw */
   16,   /* field[16] = is_upgraded */
+  40,   /* field[40] = is_upgraded_value */
   25,   /* field[25] = offer_discount_type */
+  37,   /* field[37] = offer_discount_type_raw */
   18,   /* field[18] = offer_identifier */
   27,   /* field[27] = offer_period */
   17,   /* field[17] = offer_type */
@@ -665,25 +1139,28 @@ static const unsigned appstore__gateway__v1__transaction__field_indices_by_name[
   4,   /* field[4] = product_id */
   6,   /* field[6] = purchase_date */
   9,   /* field[9] = quantity */
-  33,   /* field[33] = raw_json */
+  42,   /* field[42] = raw_json */
   15,   /* field[15] = revocation_date */
   29,   /* field[29] = revocation_percentage */
   14,   /* field[14] = revocation_reason */
   28,   /* field[28] = revocation_type */
+  38,   /* field[38] = revocation_type_raw */
   13,   /* field[13] = signed_date */
   20,   /* field[20] = storefront */
   21,   /* field[21] = storefront_id */
   5,   /* field[5] = subscription_group_identifier */
   0,   /* field[0] = transaction_id */
   22,   /* field[22] = transaction_reason */
+  36,   /* field[36] = transaction_reason_raw */
   10,   /* field[10] = type */
+  33,   /* field[33] = type_raw */
   2,   /* field[2] = web_order_line_item_id */
 };
 static const ProtobufCIntRange appstore__gateway__v1__transaction__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 99, 33 },
-  { 0, 34 }
+  { 99, 42 },
+  { 0, 43 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__transaction__descriptor =
 {
@@ -693,7 +1170,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__transaction__descriptor 
   "Appstore__Gateway__V1__Transaction",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__Transaction),
-  34,
+  43,
   appstore__gateway__v1__transaction__field_descriptors,
   appstore__gateway__v1__transaction__field_indices_by_name,
   2,  appstore__gateway__v1__transaction__number_ranges,
@@ -777,7 +1254,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__commitment_info__descrip
   (ProtobufCMessageInit) appstore__gateway__v1__commitment_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_info__field_descriptors[25] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_info__field_descriptors[30] =
 {
   {
     "original_transaction_id",
@@ -1068,6 +1545,66 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_info__field
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "environment_raw",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalInfo, environment_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offer_discount_type_raw",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalInfo, offer_discount_type_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "renewal_billing_plan_type_raw",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalInfo, renewal_billing_plan_type_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "is_in_billing_retry_period_value",
+    28,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalInfo, is_in_billing_retry_period_value),
+    &google__protobuf__bool_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "advanced_commerce_info",
+    29,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalInfo, advanced_commerce_info),
+    &appstore__gateway__v1__advanced_commerce_renewal_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "raw_json",
     99,
     PROTOBUF_C_LABEL_NONE,
@@ -1081,6 +1618,7 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_info__field
   },
 };
 static const unsigned appstore__gateway__v1__renewal_info__field_indices_by_name[] = {
+  28,   /* field[28] = advanced_commerce_info */
   23,   /* field[23] = advanced_commerce_info_json */
   19,   /* field[19] = app_account_token */
   20,   /* field[20] = app_transaction_id */
@@ -1090,19 +1628,23 @@ static const unsigned appstore__gateway__v1__renewal_info__field_indices_by_name
   17,   /* field[17] = currency */
   18,   /* field[18] = eligible_win_back_offer_ids */
   13,   /* field[13] = environment */
+  24,   /* field[24] = environment_raw */
   4,   /* field[4] = expiration_intent */
   6,   /* field[6] = grace_period_expires_date */
   5,   /* field[5] = is_in_billing_retry_period */
+  27,   /* field[27] = is_in_billing_retry_period_value */
   10,   /* field[10] = offer_discount_type */
+  25,   /* field[25] = offer_discount_type_raw */
   9,   /* field[9] = offer_identifier */
   11,   /* field[11] = offer_period */
   8,   /* field[8] = offer_type */
   0,   /* field[0] = original_transaction_id */
   7,   /* field[7] = price_increase_status */
   1,   /* field[1] = product_id */
-  24,   /* field[24] = raw_json */
+  29,   /* field[29] = raw_json */
   14,   /* field[14] = recent_subscription_start_date */
   22,   /* field[22] = renewal_billing_plan_type */
+  26,   /* field[26] = renewal_billing_plan_type_raw */
   15,   /* field[15] = renewal_date */
   16,   /* field[16] = renewal_price_milliunits */
   12,   /* field[12] = signed_date */
@@ -1110,8 +1652,8 @@ static const unsigned appstore__gateway__v1__renewal_info__field_indices_by_name
 static const ProtobufCIntRange appstore__gateway__v1__renewal_info__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 99, 24 },
-  { 0, 25 }
+  { 99, 29 },
+  { 0, 30 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_info__descriptor =
 {
@@ -1121,14 +1663,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_info__descriptor
   "Appstore__Gateway__V1__RenewalInfo",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__RenewalInfo),
-  25,
+  30,
   appstore__gateway__v1__renewal_info__field_descriptors,
   appstore__gateway__v1__renewal_info__field_indices_by_name,
   2,  appstore__gateway__v1__renewal_info__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__renewal_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_commitment_info__field_descriptors[5] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_commitment_info__field_descriptors[6] =
 {
   {
     "commitment_auto_renew_product_id",
@@ -1190,18 +1732,31 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_commitment_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "commitment_renewal_billing_plan_type_raw",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalCommitmentInfo, commitment_renewal_billing_plan_type_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__renewal_commitment_info__field_indices_by_name[] = {
   0,   /* field[0] = commitment_auto_renew_product_id */
   1,   /* field[1] = commitment_auto_renew_status */
   2,   /* field[2] = commitment_renewal_billing_plan_type */
+  5,   /* field[5] = commitment_renewal_billing_plan_type_raw */
   3,   /* field[3] = commitment_renewal_date */
   4,   /* field[4] = commitment_renewal_price_milliunits */
 };
 static const ProtobufCIntRange appstore__gateway__v1__renewal_commitment_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_commitment_info__descriptor =
 {
@@ -1211,14 +1766,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_commitment_info_
   "Appstore__Gateway__V1__RenewalCommitmentInfo",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__RenewalCommitmentInfo),
-  5,
+  6,
   appstore__gateway__v1__renewal_commitment_info__field_descriptors,
   appstore__gateway__v1__renewal_commitment_info__field_indices_by_name,
   1,  appstore__gateway__v1__renewal_commitment_info__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__renewal_commitment_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__app_transaction__field_descriptors[14] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__app_transaction__field_descriptors[16] =
 {
   {
     "receipt_type",
@@ -1377,6 +1932,30 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__app_transaction__fi
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "receipt_type_raw",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AppTransaction, receipt_type_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "original_platform_raw",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AppTransaction, original_platform_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "raw_json",
     99,
     PROTOBUF_C_LABEL_NONE,
@@ -1398,18 +1977,20 @@ static const unsigned appstore__gateway__v1__app_transaction__field_indices_by_n
   9,   /* field[9] = device_verification_nonce */
   7,   /* field[7] = original_application_version */
   12,   /* field[12] = original_platform */
+  14,   /* field[14] = original_platform_raw */
   6,   /* field[6] = original_purchase_date */
   10,   /* field[10] = preorder_date */
-  13,   /* field[13] = raw_json */
+  15,   /* field[15] = raw_json */
   5,   /* field[5] = receipt_creation_date */
   0,   /* field[0] = receipt_type */
+  13,   /* field[13] = receipt_type_raw */
   4,   /* field[4] = version_external_identifier */
 };
 static const ProtobufCIntRange appstore__gateway__v1__app_transaction__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 99, 13 },
-  { 0, 14 }
+  { 99, 15 },
+  { 0, 16 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__app_transaction__descriptor =
 {
@@ -1419,10 +2000,730 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__app_transaction__descrip
   "Appstore__Gateway__V1__AppTransaction",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__AppTransaction),
-  14,
+  16,
   appstore__gateway__v1__app_transaction__field_descriptors,
   appstore__gateway__v1__app_transaction__field_indices_by_name,
   2,  appstore__gateway__v1__app_transaction__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__app_transaction__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_transaction_info__field_descriptors[8] =
+{
+  {
+    "descriptors",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo, descriptors),
+    &appstore__gateway__v1__advanced_commerce_descriptors__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "estimated_tax_milliunits",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo, estimated_tax_milliunits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "items",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo, n_items),
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo, items),
+    &appstore__gateway__v1__advanced_commerce_transaction_item__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "period",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo, period),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "request_reference_id",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo, request_reference_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "tax_code",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo, tax_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "tax_exclusive_price_milliunits",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo, tax_exclusive_price_milliunits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "tax_rate",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo, tax_rate),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__advanced_commerce_transaction_info__field_indices_by_name[] = {
+  0,   /* field[0] = descriptors */
+  1,   /* field[1] = estimated_tax_milliunits */
+  2,   /* field[2] = items */
+  3,   /* field[3] = period */
+  4,   /* field[4] = request_reference_id */
+  5,   /* field[5] = tax_code */
+  6,   /* field[6] = tax_exclusive_price_milliunits */
+  7,   /* field[7] = tax_rate */
+};
+static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_transaction_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_transaction_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.AdvancedCommerceTransactionInfo",
+  "AdvancedCommerceTransactionInfo",
+  "Appstore__Gateway__V1__AdvancedCommerceTransactionInfo",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__AdvancedCommerceTransactionInfo),
+  8,
+  appstore__gateway__v1__advanced_commerce_transaction_info__field_descriptors,
+  appstore__gateway__v1__advanced_commerce_transaction_info__field_indices_by_name,
+  1,  appstore__gateway__v1__advanced_commerce_transaction_info__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_transaction_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_descriptors__field_descriptors[2] =
+{
+  {
+    "description",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceDescriptors, description),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "display_name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceDescriptors, display_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__advanced_commerce_descriptors__field_indices_by_name[] = {
+  0,   /* field[0] = description */
+  1,   /* field[1] = display_name */
+};
+static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_descriptors__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_descriptors__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.AdvancedCommerceDescriptors",
+  "AdvancedCommerceDescriptors",
+  "Appstore__Gateway__V1__AdvancedCommerceDescriptors",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__AdvancedCommerceDescriptors),
+  2,
+  appstore__gateway__v1__advanced_commerce_descriptors__field_descriptors,
+  appstore__gateway__v1__advanced_commerce_descriptors__field_indices_by_name,
+  1,  appstore__gateway__v1__advanced_commerce_descriptors__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_descriptors__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_transaction_item__field_descriptors[7] =
+{
+  {
+    "sku",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem, sku),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "description",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem, description),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "display_name",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem, display_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offer",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem, offer),
+    &appstore__gateway__v1__advanced_commerce_offer__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "price_milliunits",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem, price_milliunits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "refunds",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem, n_refunds),
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem, refunds),
+    &appstore__gateway__v1__advanced_commerce_refund__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revocation_date",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem, revocation_date),
+    &google__protobuf__timestamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__advanced_commerce_transaction_item__field_indices_by_name[] = {
+  1,   /* field[1] = description */
+  2,   /* field[2] = display_name */
+  3,   /* field[3] = offer */
+  4,   /* field[4] = price_milliunits */
+  5,   /* field[5] = refunds */
+  6,   /* field[6] = revocation_date */
+  0,   /* field[0] = sku */
+};
+static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_transaction_item__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_transaction_item__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.AdvancedCommerceTransactionItem",
+  "AdvancedCommerceTransactionItem",
+  "Appstore__Gateway__V1__AdvancedCommerceTransactionItem",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem),
+  7,
+  appstore__gateway__v1__advanced_commerce_transaction_item__field_descriptors,
+  appstore__gateway__v1__advanced_commerce_transaction_item__field_indices_by_name,
+  1,  appstore__gateway__v1__advanced_commerce_transaction_item__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_transaction_item__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_offer__field_descriptors[4] =
+{
+  {
+    "period",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceOffer, period),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "period_count",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceOffer, period_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "price_milliunits",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceOffer, price_milliunits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceOffer, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__advanced_commerce_offer__field_indices_by_name[] = {
+  0,   /* field[0] = period */
+  1,   /* field[1] = period_count */
+  2,   /* field[2] = price_milliunits */
+  3,   /* field[3] = reason */
+};
+static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_offer__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_offer__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.AdvancedCommerceOffer",
+  "AdvancedCommerceOffer",
+  "Appstore__Gateway__V1__AdvancedCommerceOffer",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__AdvancedCommerceOffer),
+  4,
+  appstore__gateway__v1__advanced_commerce_offer__field_descriptors,
+  appstore__gateway__v1__advanced_commerce_offer__field_indices_by_name,
+  1,  appstore__gateway__v1__advanced_commerce_offer__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_offer__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_refund__field_descriptors[4] =
+{
+  {
+    "refund_amount_milliunits",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRefund, refund_amount_milliunits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "refund_date",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRefund, refund_date),
+    &google__protobuf__timestamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "refund_reason",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRefund, refund_reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "refund_type",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRefund, refund_type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__advanced_commerce_refund__field_indices_by_name[] = {
+  0,   /* field[0] = refund_amount_milliunits */
+  1,   /* field[1] = refund_date */
+  2,   /* field[2] = refund_reason */
+  3,   /* field[3] = refund_type */
+};
+static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_refund__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_refund__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.AdvancedCommerceRefund",
+  "AdvancedCommerceRefund",
+  "Appstore__Gateway__V1__AdvancedCommerceRefund",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__AdvancedCommerceRefund),
+  4,
+  appstore__gateway__v1__advanced_commerce_refund__field_descriptors,
+  appstore__gateway__v1__advanced_commerce_refund__field_indices_by_name,
+  1,  appstore__gateway__v1__advanced_commerce_refund__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_refund__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_renewal_info__field_descriptors[6] =
+{
+  {
+    "consistency_token",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalInfo, consistency_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "descriptors",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalInfo, descriptors),
+    &appstore__gateway__v1__advanced_commerce_descriptors__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "items",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalInfo, n_items),
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalInfo, items),
+    &appstore__gateway__v1__advanced_commerce_renewal_item__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "period",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalInfo, period),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "request_reference_id",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalInfo, request_reference_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "tax_code",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalInfo, tax_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__advanced_commerce_renewal_info__field_indices_by_name[] = {
+  0,   /* field[0] = consistency_token */
+  1,   /* field[1] = descriptors */
+  2,   /* field[2] = items */
+  3,   /* field[3] = period */
+  4,   /* field[4] = request_reference_id */
+  5,   /* field[5] = tax_code */
+};
+static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_renewal_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_renewal_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.AdvancedCommerceRenewalInfo",
+  "AdvancedCommerceRenewalInfo",
+  "Appstore__Gateway__V1__AdvancedCommerceRenewalInfo",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__AdvancedCommerceRenewalInfo),
+  6,
+  appstore__gateway__v1__advanced_commerce_renewal_info__field_descriptors,
+  appstore__gateway__v1__advanced_commerce_renewal_info__field_indices_by_name,
+  1,  appstore__gateway__v1__advanced_commerce_renewal_info__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_renewal_info__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_renewal_item__field_descriptors[6] =
+{
+  {
+    "sku",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalItem, sku),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "description",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalItem, description),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "display_name",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalItem, display_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offer",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalItem, offer),
+    &appstore__gateway__v1__advanced_commerce_offer__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "price_milliunits",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalItem, price_milliunits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "price_increase_info",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRenewalItem, price_increase_info),
+    &appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__advanced_commerce_renewal_item__field_indices_by_name[] = {
+  1,   /* field[1] = description */
+  2,   /* field[2] = display_name */
+  3,   /* field[3] = offer */
+  5,   /* field[5] = price_increase_info */
+  4,   /* field[4] = price_milliunits */
+  0,   /* field[0] = sku */
+};
+static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_renewal_item__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_renewal_item__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.AdvancedCommerceRenewalItem",
+  "AdvancedCommerceRenewalItem",
+  "Appstore__Gateway__V1__AdvancedCommerceRenewalItem",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__AdvancedCommerceRenewalItem),
+  6,
+  appstore__gateway__v1__advanced_commerce_renewal_item__field_descriptors,
+  appstore__gateway__v1__advanced_commerce_renewal_item__field_indices_by_name,
+  1,  appstore__gateway__v1__advanced_commerce_renewal_item__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_renewal_item__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_price_increase_info__field_descriptors[3] =
+{
+  {
+    "dependent_skus",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo, n_dependent_skus),
+    offsetof(Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo, dependent_skus),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "price_milliunits",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo, price_milliunits),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "status",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo, status),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__advanced_commerce_price_increase_info__field_indices_by_name[] = {
+  0,   /* field[0] = dependent_skus */
+  1,   /* field[1] = price_milliunits */
+  2,   /* field[2] = status */
+};
+static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_price_increase_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.AdvancedCommercePriceIncreaseInfo",
+  "AdvancedCommercePriceIncreaseInfo",
+  "Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo),
+  3,
+  appstore__gateway__v1__advanced_commerce_price_increase_info__field_descriptors,
+  appstore__gateway__v1__advanced_commerce_price_increase_info__field_indices_by_name,
+  1,  appstore__gateway__v1__advanced_commerce_price_increase_info__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_price_increase_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

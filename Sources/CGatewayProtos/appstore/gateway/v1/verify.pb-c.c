@@ -97,6 +97,51 @@ void   appstore__gateway__v1__verify_jwsresponse__free_unpacked
   assert(message->base.descriptor == &appstore__gateway__v1__verify_jwsresponse__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   appstore__gateway__v1__realtime_request__init
+                     (Appstore__Gateway__V1__RealtimeRequest         *message)
+{
+  static const Appstore__Gateway__V1__RealtimeRequest init_value = APPSTORE__GATEWAY__V1__REALTIME_REQUEST__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__realtime_request__get_packed_size
+                     (const Appstore__Gateway__V1__RealtimeRequest *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__realtime_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__realtime_request__pack
+                     (const Appstore__Gateway__V1__RealtimeRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__realtime_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__realtime_request__pack_to_buffer
+                     (const Appstore__Gateway__V1__RealtimeRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__realtime_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__RealtimeRequest *
+       appstore__gateway__v1__realtime_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__RealtimeRequest *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__realtime_request__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__realtime_request__free_unpacked
+                     (Appstore__Gateway__V1__RealtimeRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__realtime_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor appstore__gateway__v1__verify_jwsrequest__field_descriptors[4] =
 {
   {
@@ -174,7 +219,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__verify_jwsrequest__descr
   (ProtobufCMessageInit) appstore__gateway__v1__verify_jwsrequest__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__verify_jwsresponse__field_descriptors[9] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__verify_jwsresponse__field_descriptors[10] =
 {
   {
     "status",
@@ -284,6 +329,18 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__verify_jwsresponse_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "realtime_request",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Appstore__Gateway__V1__VerifyJWSResponse, payload_case),
+    offsetof(Appstore__Gateway__V1__VerifyJWSResponse, realtime_request),
+    &appstore__gateway__v1__realtime_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__verify_jwsresponse__field_indices_by_name[] = {
   7,   /* field[7] = app_transaction */
@@ -291,6 +348,7 @@ static const unsigned appstore__gateway__v1__verify_jwsresponse__field_indices_b
   2,   /* field[2] = kind */
   1,   /* field[1] = message */
   6,   /* field[6] = notification */
+  9,   /* field[9] = realtime_request */
   5,   /* field[5] = renewal_info */
   3,   /* field[3] = signed_date */
   0,   /* field[0] = status */
@@ -299,7 +357,7 @@ static const unsigned appstore__gateway__v1__verify_jwsresponse__field_indices_b
 static const ProtobufCIntRange appstore__gateway__v1__verify_jwsresponse__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__verify_jwsresponse__descriptor =
 {
@@ -309,28 +367,173 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__verify_jwsresponse__desc
   "Appstore__Gateway__V1__VerifyJWSResponse",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__VerifyJWSResponse),
-  9,
+  10,
   appstore__gateway__v1__verify_jwsresponse__field_descriptors,
   appstore__gateway__v1__verify_jwsresponse__field_indices_by_name,
   1,  appstore__gateway__v1__verify_jwsresponse__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__verify_jwsresponse__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue appstore__gateway__v1__jwskind__enum_values_by_number[5] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__realtime_request__field_descriptors[9] =
+{
+  {
+    "original_transaction_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, original_transaction_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "app_apple_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, app_apple_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "product_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, product_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_locale",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, user_locale),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "request_identifier",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, request_identifier),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "signed_date",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, signed_date),
+    &google__protobuf__timestamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "environment",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, environment),
+    &appstore__gateway__v1__environment__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "environment_raw",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, environment_raw),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "raw_json",
+    99,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, raw_json),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__realtime_request__field_indices_by_name[] = {
+  1,   /* field[1] = app_apple_id */
+  6,   /* field[6] = environment */
+  7,   /* field[7] = environment_raw */
+  0,   /* field[0] = original_transaction_id */
+  2,   /* field[2] = product_id */
+  8,   /* field[8] = raw_json */
+  4,   /* field[4] = request_identifier */
+  5,   /* field[5] = signed_date */
+  3,   /* field[3] = user_locale */
+};
+static const ProtobufCIntRange appstore__gateway__v1__realtime_request__number_ranges[2 + 1] =
+{
+  { 1, 0 },
+  { 99, 8 },
+  { 0, 9 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__realtime_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.RealtimeRequest",
+  "RealtimeRequest",
+  "Appstore__Gateway__V1__RealtimeRequest",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__RealtimeRequest),
+  9,
+  appstore__gateway__v1__realtime_request__field_descriptors,
+  appstore__gateway__v1__realtime_request__field_indices_by_name,
+  2,  appstore__gateway__v1__realtime_request__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__realtime_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue appstore__gateway__v1__jwskind__enum_values_by_number[6] =
 {
   { "JWS_KIND_UNSPECIFIED", "APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_UNSPECIFIED", 0 },
   { "JWS_KIND_TRANSACTION", "APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_TRANSACTION", 1 },
   { "JWS_KIND_RENEWAL_INFO", "APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_RENEWAL_INFO", 2 },
   { "JWS_KIND_NOTIFICATION", "APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_NOTIFICATION", 3 },
   { "JWS_KIND_APP_TRANSACTION", "APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_APP_TRANSACTION", 4 },
+  { "JWS_KIND_REALTIME_REQUEST", "APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_REALTIME_REQUEST", 5 },
 };
 static const ProtobufCIntRange appstore__gateway__v1__jwskind__value_ranges[] = {
-{0, 0},{0, 5}
+{0, 0},{0, 6}
 };
-static const ProtobufCEnumValueIndex appstore__gateway__v1__jwskind__enum_values_by_name[5] =
+static const ProtobufCEnumValueIndex appstore__gateway__v1__jwskind__enum_values_by_name[6] =
 {
   { "JWS_KIND_APP_TRANSACTION", 4 },
   { "JWS_KIND_NOTIFICATION", 3 },
+  { "JWS_KIND_REALTIME_REQUEST", 5 },
   { "JWS_KIND_RENEWAL_INFO", 2 },
   { "JWS_KIND_TRANSACTION", 1 },
   { "JWS_KIND_UNSPECIFIED", 0 },
@@ -342,57 +545,11 @@ const ProtobufCEnumDescriptor appstore__gateway__v1__jwskind__descriptor =
   "JWSKind",
   "Appstore__Gateway__V1__JWSKind",
   "appstore.gateway.v1",
-  5,
+  6,
   appstore__gateway__v1__jwskind__enum_values_by_number,
-  5,
+  6,
   appstore__gateway__v1__jwskind__enum_values_by_name,
   1,
   appstore__gateway__v1__jwskind__value_ranges,
-  NULL,NULL,NULL,NULL   /* reserved[1234] */
-};
-static const ProtobufCEnumValue appstore__gateway__v1__verification_status__enum_values_by_number[11] =
-{
-  { "VERIFICATION_STATUS_UNSPECIFIED", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNSPECIFIED", 0 },
-  { "VERIFICATION_STATUS_OK", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_OK", 1 },
-  { "VERIFICATION_STATUS_MALFORMED", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_MALFORMED", 2 },
-  { "VERIFICATION_STATUS_UNSUPPORTED_ALGORITHM", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNSUPPORTED_ALGORITHM", 3 },
-  { "VERIFICATION_STATUS_INVALID_CHAIN_LENGTH", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_CHAIN_LENGTH", 4 },
-  { "VERIFICATION_STATUS_INVALID_CERTIFICATE", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_CERTIFICATE", 5 },
-  { "VERIFICATION_STATUS_UNTRUSTED_CHAIN", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNTRUSTED_CHAIN", 6 },
-  { "VERIFICATION_STATUS_INVALID_SIGNATURE", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_SIGNATURE", 7 },
-  { "VERIFICATION_STATUS_INVALID_APP_IDENTIFIER", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_APP_IDENTIFIER", 8 },
-  { "VERIFICATION_STATUS_INVALID_ENVIRONMENT", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_ENVIRONMENT", 9 },
-  { "VERIFICATION_STATUS_WRONG_KIND", "APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_WRONG_KIND", 10 },
-};
-static const ProtobufCIntRange appstore__gateway__v1__verification_status__value_ranges[] = {
-{0, 0},{0, 11}
-};
-static const ProtobufCEnumValueIndex appstore__gateway__v1__verification_status__enum_values_by_name[11] =
-{
-  { "VERIFICATION_STATUS_INVALID_APP_IDENTIFIER", 8 },
-  { "VERIFICATION_STATUS_INVALID_CERTIFICATE", 5 },
-  { "VERIFICATION_STATUS_INVALID_CHAIN_LENGTH", 4 },
-  { "VERIFICATION_STATUS_INVALID_ENVIRONMENT", 9 },
-  { "VERIFICATION_STATUS_INVALID_SIGNATURE", 7 },
-  { "VERIFICATION_STATUS_MALFORMED", 2 },
-  { "VERIFICATION_STATUS_OK", 1 },
-  { "VERIFICATION_STATUS_UNSPECIFIED", 0 },
-  { "VERIFICATION_STATUS_UNSUPPORTED_ALGORITHM", 3 },
-  { "VERIFICATION_STATUS_UNTRUSTED_CHAIN", 6 },
-  { "VERIFICATION_STATUS_WRONG_KIND", 10 },
-};
-const ProtobufCEnumDescriptor appstore__gateway__v1__verification_status__descriptor =
-{
-  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
-  "appstore.gateway.v1.VerificationStatus",
-  "VerificationStatus",
-  "Appstore__Gateway__V1__VerificationStatus",
-  "appstore.gateway.v1",
-  11,
-  appstore__gateway__v1__verification_status__enum_values_by_number,
-  11,
-  appstore__gateway__v1__verification_status__enum_values_by_name,
-  1,
-  appstore__gateway__v1__verification_status__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

@@ -83,7 +83,8 @@ struct  Appstore__Gateway__V1__GetHistoryRequest
    */
   Appstore__Gateway__V1__RevokedFilter revoked;
   /*
-   * The environment to ask; UNSPECIFIED = as the app is configured.
+   * The environment to ask; UNSPECIFIED = as the app is configured. With a `revision` this replica handed out, an
+   * `auto` app asks the environment that answered that page directly (no need to echo `environment`).
    */
   Appstore__Gateway__V1__Environment environment;
   /*
@@ -91,6 +92,7 @@ struct  Appstore__Gateway__V1__GetHistoryRequest
    * (`history.maxPages`) and the response size cap (`history.maxResponseBytes`, default 4,000,000 bytes, below the
    * 4 MiB default receive limit of grpcio, grpc-go and grpc-java). When a bound stops it, `has_more` stays true and
    * `revision` continues after the last page returned: call again with that `revision` to get the rest.
+   * Transactions are de-duplicated by transaction id across the pages (see `signed_transactions`).
    */
   protobuf_c_boolean all_pages;
   /*
@@ -110,15 +112,15 @@ struct  Appstore__Gateway__V1__GetHistoryResponse
 {
   ProtobufCMessage base;
   /*
-   * Apple's `appAppleId`: the app's numeric Apple id (0 in sandbox).
+   * Apple's `appAppleId` from its answer, never from configuration (0 when Apple sent none, as in sandbox).
    */
   int64_t app_apple_id;
   /*
-   * Apple's `bundleId`.
+   * Apple's `bundleId` from its answer.
    */
   char *bundle_id;
   /*
-   * The environment that answered.
+   * Apple's `environment` from its answer; when Apple sent none, the environment that answered.
    */
   Appstore__Gateway__V1__Environment environment;
   /*
@@ -131,12 +133,14 @@ struct  Appstore__Gateway__V1__GetHistoryResponse
    */
   char *revision;
   /*
-   * Apple's `signedTransactions`: every transaction JWS exactly as Apple sent it, in Apple's order.
+   * Apple's `signedTransactions`: every transaction JWS exactly as Apple sent it, in Apple's order. With
+   * `all_pages`, one per `transactionId` across the pages (a transaction Apple sends again on a later page, because
+   * it changed, replaces the earlier one: the newest `signedDate` wins), in first-seen order.
    */
   size_t n_signed_transactions;
   char **signed_transactions;
   /*
-   * `signed_transactions`, each verified and decoded, in the same order.
+   * `signed_transactions`, each verified and decoded, in the same order (de-duplicated the same way).
    */
   size_t n_transactions;
   Appstore__Gateway__V1__Transaction **transactions;

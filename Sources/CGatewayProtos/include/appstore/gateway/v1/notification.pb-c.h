@@ -16,6 +16,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 #include "appstore/gateway/v1/common.pb-c.h"
 #include "appstore/gateway/v1/transaction.pb-c.h"
+#include "appstore/gateway/v1/verification.pb-c.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
 typedef struct Appstore__Gateway__V1__Notification Appstore__Gateway__V1__Notification;
@@ -140,10 +141,18 @@ struct  Appstore__Gateway__V1__NotificationData
    * Apple's `signedRenewalInfo` JWS exactly as sent (empty when absent).
    */
   char *signed_renewal_info;
+  /*
+   * Apple's `environment` string exactly as sent; empty when absent.
+   */
+  char *environment_raw;
+  /*
+   * Apple's `consumptionRequestReason` string exactly as sent; empty when absent.
+   */
+  char *consumption_request_reason_raw;
 };
 #define APPSTORE__GATEWAY__V1__NOTIFICATION_DATA__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__notification_data__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, APPSTORE__GATEWAY__V1__SUBSCRIPTION_STATUS__SUBSCRIPTION_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__CONSUMPTION_REQUEST_REASON__CONSUMPTION_REQUEST_REASON_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, APPSTORE__GATEWAY__V1__SUBSCRIPTION_STATUS__SUBSCRIPTION_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__CONSUMPTION_REQUEST_REASON__CONSUMPTION_REQUEST_REASON_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -185,10 +194,14 @@ struct  Appstore__Gateway__V1__NotificationSummary
    * Apple's `failedCount`: subscriptions not extended.
    */
   int64_t failed_count;
+  /*
+   * Apple's `environment` string exactly as sent; empty when absent.
+   */
+  char *environment_raw;
 };
 #define APPSTORE__GATEWAY__V1__NOTIFICATION_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__notification_summary__descriptor) \
-    , APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0, 0 }
+    , APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -213,10 +226,18 @@ struct  Appstore__Gateway__V1__ExternalPurchaseToken
    * Apple's `bundleId`.
    */
   char *bundle_id;
+  /*
+   * Apple's `tokenType` exactly as sent (custom link tokens only), e.g. "ACQUISITION", "SERVICES".
+   */
+  char *token_type;
+  /*
+   * Apple's `tokenExpirationDate`: when the token expires (unset when Apple sent none).
+   */
+  Google__Protobuf__Timestamp *token_expiration_date;
 };
 #define APPSTORE__GATEWAY__V1__EXTERNAL_PURCHASE_TOKEN__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__external_purchase_token__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
 
 
 /*
@@ -245,10 +266,14 @@ struct  Appstore__Gateway__V1__AppData
    * `signedAppTransactionInfo`, verified and decoded (unset when absent).
    */
   Appstore__Gateway__V1__AppTransaction *app_transaction;
+  /*
+   * Apple's `environment` string exactly as sent; empty when absent.
+   */
+  char *environment_raw;
 };
 #define APPSTORE__GATEWAY__V1__APP_DATA__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__app_data__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL }
+    , 0, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -311,7 +336,10 @@ struct  Appstore__Gateway__V1__StreamNotificationsRequest
    */
   protobuf_c_boolean only_failures;
   /*
-   * The environment to read; UNSPECIFIED = as the app is configured.
+   * The environment to read; UNSPECIFIED = as the app is configured. For an `auto` app that is production, and
+   * sandbox too only with a `transaction_id` production does not know (Apple's 4040010) and a `start_date` within
+   * sandbox's 30 days: without a transaction id Apple answers with production's history, never 4040010, so read
+   * sandbox notifications with ENVIRONMENT_SANDBOX.
    */
   Appstore__Gateway__V1__Environment environment;
   /*
@@ -319,10 +347,16 @@ struct  Appstore__Gateway__V1__StreamNotificationsRequest
    * event, with no duplicate and no gap. Empty: start at `start_date`.
    */
   char *resume_token;
+  /*
+   * False (default): a notification that fails verification is delivered as an event with its `signed_payload`,
+   * `status` and `message` and no `notification`, and the stream goes on. True: the stream ends with DATA_LOSS at
+   * the first such notification (its `resume_token` metadata points before it).
+   */
+  protobuf_c_boolean strict_verification;
 };
 #define APPSTORE__GATEWAY__V1__STREAM_NOTIFICATIONS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__stream_notifications_request__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, 0 }
 
 
 /*
@@ -336,7 +370,7 @@ struct  Appstore__Gateway__V1__NotificationEvent
    */
   char *signed_payload;
   /*
-   * `signed_payload`, verified and decoded.
+   * `signed_payload`, verified and decoded; unset when `status` is not OK.
    */
   Appstore__Gateway__V1__Notification *notification;
   /*
@@ -348,10 +382,18 @@ struct  Appstore__Gateway__V1__NotificationEvent
    * Opaque token: pass it as `StreamNotificationsRequest.resume_token` to continue right after this event.
    */
   char *resume_token;
+  /*
+   * The verification outcome of `signed_payload` (and its nested JWS): OK, or why it must not be trusted.
+   */
+  Appstore__Gateway__V1__VerificationStatus status;
+  /*
+   * Why verification failed, in words; empty when `status` is OK.
+   */
+  char *message;
 };
 #define APPSTORE__GATEWAY__V1__NOTIFICATION_EVENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__notification_event__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, 0,NULL, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, NULL, 0,NULL, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string }
 
 
 /* Appstore__Gateway__V1__Notification methods */

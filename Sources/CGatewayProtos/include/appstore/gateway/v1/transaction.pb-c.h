@@ -16,12 +16,21 @@ PROTOBUF_C__BEGIN_DECLS
 
 #include "appstore/gateway/v1/common.pb-c.h"
 #include "google/protobuf/timestamp.pb-c.h"
+#include "google/protobuf/wrappers.pb-c.h"
 
 typedef struct Appstore__Gateway__V1__Transaction Appstore__Gateway__V1__Transaction;
 typedef struct Appstore__Gateway__V1__CommitmentInfo Appstore__Gateway__V1__CommitmentInfo;
 typedef struct Appstore__Gateway__V1__RenewalInfo Appstore__Gateway__V1__RenewalInfo;
 typedef struct Appstore__Gateway__V1__RenewalCommitmentInfo Appstore__Gateway__V1__RenewalCommitmentInfo;
 typedef struct Appstore__Gateway__V1__AppTransaction Appstore__Gateway__V1__AppTransaction;
+typedef struct Appstore__Gateway__V1__AdvancedCommerceTransactionInfo Appstore__Gateway__V1__AdvancedCommerceTransactionInfo;
+typedef struct Appstore__Gateway__V1__AdvancedCommerceDescriptors Appstore__Gateway__V1__AdvancedCommerceDescriptors;
+typedef struct Appstore__Gateway__V1__AdvancedCommerceTransactionItem Appstore__Gateway__V1__AdvancedCommerceTransactionItem;
+typedef struct Appstore__Gateway__V1__AdvancedCommerceOffer Appstore__Gateway__V1__AdvancedCommerceOffer;
+typedef struct Appstore__Gateway__V1__AdvancedCommerceRefund Appstore__Gateway__V1__AdvancedCommerceRefund;
+typedef struct Appstore__Gateway__V1__AdvancedCommerceRenewalInfo Appstore__Gateway__V1__AdvancedCommerceRenewalInfo;
+typedef struct Appstore__Gateway__V1__AdvancedCommerceRenewalItem Appstore__Gateway__V1__AdvancedCommerceRenewalItem;
+typedef struct Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo;
 
 
 /* --- enums --- */
@@ -171,13 +180,51 @@ struct  Appstore__Gateway__V1__Transaction
    */
   char *advanced_commerce_info_json;
   /*
+   * Apple's `type` string exactly as sent, e.g. "Consumable"; empty when absent. Set even when `type` is
+   * UNSPECIFIED because this release does not know the value.
+   */
+  char *type_raw;
+  /*
+   * Apple's `inAppOwnershipType` string exactly as sent; empty when absent.
+   */
+  char *in_app_ownership_type_raw;
+  /*
+   * Apple's `environment` string exactly as sent; empty when absent.
+   */
+  char *environment_raw;
+  /*
+   * Apple's `transactionReason` string exactly as sent; empty when absent.
+   */
+  char *transaction_reason_raw;
+  /*
+   * Apple's `offerDiscountType` string exactly as sent; empty when absent.
+   */
+  char *offer_discount_type_raw;
+  /*
+   * Apple's `revocationType` string exactly as sent; empty when absent.
+   */
+  char *revocation_type_raw;
+  /*
+   * Apple's `billingPlanType` string exactly as sent; empty when absent.
+   */
+  char *billing_plan_type_raw;
+  /*
+   * Apple's optional `isUpgraded` with its presence: unset when Apple sent none, else Apple's value
+   * (`is_upgraded` reads an absent value as false).
+   */
+  Google__Protobuf__BoolValue *is_upgraded_value;
+  /*
+   * Apple's `advancedCommerceInfo`, typed (Advanced Commerce API only; unset otherwise).
+   */
+  Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *advanced_commerce_info;
+  /*
    * The decoded JWS payload JSON exactly as Apple signed it: read fields Apple added after this gateway release.
    */
   char *raw_json;
 };
 #define APPSTORE__GATEWAY__V1__TRANSACTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__transaction__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, NULL, 0, APPSTORE__GATEWAY__V1__PRODUCT_TYPE__PRODUCT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__IN_APP_OWNERSHIP_TYPE__IN_APP_OWNERSHIP_TYPE_UNSPECIFIED, NULL, APPSTORE__GATEWAY__V1__REVOCATION_REASON__REVOCATION_REASON_UNSPECIFIED, NULL, 0, APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__TRANSACTION_REASON__TRANSACTION_REASON_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, APPSTORE__GATEWAY__V1__OFFER_DISCOUNT_TYPE__OFFER_DISCOUNT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__REVOCATION_TYPE__REVOCATION_TYPE_UNSPECIFIED, 0, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, NULL, 0, APPSTORE__GATEWAY__V1__PRODUCT_TYPE__PRODUCT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__IN_APP_OWNERSHIP_TYPE__IN_APP_OWNERSHIP_TYPE_UNSPECIFIED, NULL, APPSTORE__GATEWAY__V1__REVOCATION_REASON__REVOCATION_REASON_UNSPECIFIED, NULL, 0, APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__TRANSACTION_REASON__TRANSACTION_REASON_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, APPSTORE__GATEWAY__V1__OFFER_DISCOUNT_TYPE__OFFER_DISCOUNT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__REVOCATION_TYPE__REVOCATION_TYPE_UNSPECIFIED, 0, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -312,13 +359,34 @@ struct  Appstore__Gateway__V1__RenewalInfo
    */
   char *advanced_commerce_info_json;
   /*
+   * Apple's `environment` string exactly as sent; empty when absent.
+   */
+  char *environment_raw;
+  /*
+   * Apple's `offerDiscountType` string exactly as sent; empty when absent.
+   */
+  char *offer_discount_type_raw;
+  /*
+   * Apple's `renewalBillingPlanType` string exactly as sent; empty when absent.
+   */
+  char *renewal_billing_plan_type_raw;
+  /*
+   * Apple's optional `isInBillingRetryPeriod` with its presence: unset when Apple sent none, else Apple's value
+   * (`is_in_billing_retry_period` reads an absent value as false).
+   */
+  Google__Protobuf__BoolValue *is_in_billing_retry_period_value;
+  /*
+   * Apple's `advancedCommerceInfo`, typed (Advanced Commerce API only; unset otherwise).
+   */
+  Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *advanced_commerce_info;
+  /*
    * The decoded JWS payload JSON exactly as Apple signed it.
    */
   char *raw_json;
 };
 #define APPSTORE__GATEWAY__V1__RENEWAL_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__renewal_info__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__AUTO_RENEW_STATUS__AUTO_RENEW_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__EXPIRATION_INTENT__EXPIRATION_INTENT_UNSPECIFIED, 0, NULL, APPSTORE__GATEWAY__V1__PRICE_INCREASE_STATUS__PRICE_INCREASE_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__OFFER_DISCOUNT_TYPE__OFFER_DISCOUNT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, NULL, NULL, 0, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__AUTO_RENEW_STATUS__AUTO_RENEW_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__EXPIRATION_INTENT__EXPIRATION_INTENT_UNSPECIFIED, 0, NULL, APPSTORE__GATEWAY__V1__PRICE_INCREASE_STATUS__PRICE_INCREASE_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__OFFER_DISCOUNT_TYPE__OFFER_DISCOUNT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, NULL, NULL, 0, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -347,10 +415,14 @@ struct  Appstore__Gateway__V1__RenewalCommitmentInfo
    * Apple's `commitmentRenewalPrice` in milliunits of the renewal info's currency.
    */
   int64_t commitment_renewal_price_milliunits;
+  /*
+   * Apple's `commitmentRenewalBillingPlanType` string exactly as sent; empty when absent.
+   */
+  char *commitment_renewal_billing_plan_type_raw;
 };
 #define APPSTORE__GATEWAY__V1__RENEWAL_COMMITMENT_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__renewal_commitment_info__descriptor) \
-    , (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__AUTO_RENEW_STATUS__AUTO_RENEW_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, NULL, 0 }
+    , (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__AUTO_RENEW_STATUS__AUTO_RENEW_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, NULL, 0, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -412,13 +484,282 @@ struct  Appstore__Gateway__V1__AppTransaction
    */
   Appstore__Gateway__V1__OriginalPlatform original_platform;
   /*
+   * Apple's `receiptType` string exactly as sent; empty when absent.
+   */
+  char *receipt_type_raw;
+  /*
+   * Apple's `originalPlatform` string exactly as sent; empty when absent.
+   */
+  char *original_platform_raw;
+  /*
    * The decoded JWS payload JSON exactly as Apple signed it.
    */
   char *raw_json;
 };
 #define APPSTORE__GATEWAY__V1__APP_TRANSACTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__app_transaction__descriptor) \
-    , APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ORIGINAL_PLATFORM__ORIGINAL_PLATFORM_UNSPECIFIED, (char *)protobuf_c_empty_string }
+    , APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ORIGINAL_PLATFORM__ORIGINAL_PLATFORM_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Apple's `advancedCommerceInfo` of a transaction (Advanced Commerce API). Apple's string enums here (`period`,
+ * offer `period` and `reason`, refund `refundReason` and `refundType`) are kept as the strings Apple sent.
+ */
+struct  Appstore__Gateway__V1__AdvancedCommerceTransactionInfo
+{
+  ProtobufCMessage base;
+  /*
+   * Apple's `descriptors`: what the customer saw.
+   */
+  Appstore__Gateway__V1__AdvancedCommerceDescriptors *descriptors;
+  /*
+   * Apple's `estimatedTax` in milliunits of the transaction's currency.
+   */
+  int64_t estimated_tax_milliunits;
+  /*
+   * Apple's `items`: the SKUs of this transaction.
+   */
+  size_t n_items;
+  Appstore__Gateway__V1__AdvancedCommerceTransactionItem **items;
+  /*
+   * Apple's `period`: ISO 8601 duration of the subscription period, e.g. "P1M" (empty for one-time charges).
+   */
+  char *period;
+  /*
+   * Apple's `requestReferenceId`: the developer's UUID of the request that created this transaction.
+   */
+  char *request_reference_id;
+  /*
+   * Apple's `taxCode`.
+   */
+  char *tax_code;
+  /*
+   * Apple's `taxExclusivePrice` in milliunits.
+   */
+  int64_t tax_exclusive_price_milliunits;
+  /*
+   * Apple's `taxRate`: a decimal string, e.g. "0.0725".
+   */
+  char *tax_rate;
+};
+#define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_TRANSACTION_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_transaction_info__descriptor) \
+    , NULL, 0, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Apple's Advanced Commerce `descriptors`.
+ */
+struct  Appstore__Gateway__V1__AdvancedCommerceDescriptors
+{
+  ProtobufCMessage base;
+  /*
+   * Apple's `description`.
+   */
+  char *description;
+  /*
+   * Apple's `displayName`.
+   */
+  char *display_name;
+};
+#define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_DESCRIPTORS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_descriptors__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * One SKU of an Advanced Commerce transaction (Apple's AdvancedCommerceTransactionItem).
+ */
+struct  Appstore__Gateway__V1__AdvancedCommerceTransactionItem
+{
+  ProtobufCMessage base;
+  /*
+   * Apple's `SKU`.
+   */
+  char *sku;
+  /*
+   * Apple's `description`.
+   */
+  char *description;
+  /*
+   * Apple's `displayName`.
+   */
+  char *display_name;
+  /*
+   * Apple's `offer` applied to this item (unset when none).
+   */
+  Appstore__Gateway__V1__AdvancedCommerceOffer *offer;
+  /*
+   * Apple's `price` in milliunits.
+   */
+  int64_t price_milliunits;
+  /*
+   * Apple's `refunds` of this item.
+   */
+  size_t n_refunds;
+  Appstore__Gateway__V1__AdvancedCommerceRefund **refunds;
+  /*
+   * Apple's `revocationDate` of this item (unset when not revoked).
+   */
+  Google__Protobuf__Timestamp *revocation_date;
+};
+#define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_TRANSACTION_ITEM__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_transaction_item__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0,NULL, NULL }
+
+
+/*
+ * Apple's Advanced Commerce `offer`.
+ */
+struct  Appstore__Gateway__V1__AdvancedCommerceOffer
+{
+  ProtobufCMessage base;
+  /*
+   * Apple's `period`: ISO 8601 duration of one offer period, e.g. "P1M".
+   */
+  char *period;
+  /*
+   * Apple's `periodCount`: how many periods the offer lasts.
+   */
+  int32_t period_count;
+  /*
+   * Apple's `price` in milliunits during the offer.
+   */
+  int64_t price_milliunits;
+  /*
+   * Apple's `reason`, e.g. "ACQUISITION", "WIN_BACK", "RETENTION".
+   */
+  char *reason;
+};
+#define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_OFFER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_offer__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Apple's Advanced Commerce `refund` of an item.
+ */
+struct  Appstore__Gateway__V1__AdvancedCommerceRefund
+{
+  ProtobufCMessage base;
+  /*
+   * Apple's `refundAmount` in milliunits.
+   */
+  int64_t refund_amount_milliunits;
+  /*
+   * Apple's `refundDate`.
+   */
+  Google__Protobuf__Timestamp *refund_date;
+  /*
+   * Apple's `refundReason`, e.g. "UNINTENDED_PURCHASE".
+   */
+  char *refund_reason;
+  /*
+   * Apple's `refundType`, e.g. "FULL", "PRORATED", "CUSTOM".
+   */
+  char *refund_type;
+};
+#define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_REFUND__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_refund__descriptor) \
+    , 0, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Apple's `advancedCommerceInfo` of a renewal info (Advanced Commerce API).
+ */
+struct  Appstore__Gateway__V1__AdvancedCommerceRenewalInfo
+{
+  ProtobufCMessage base;
+  /*
+   * Apple's `consistencyToken`.
+   */
+  char *consistency_token;
+  /*
+   * Apple's `descriptors`.
+   */
+  Appstore__Gateway__V1__AdvancedCommerceDescriptors *descriptors;
+  /*
+   * Apple's `items`: the SKUs that renew.
+   */
+  size_t n_items;
+  Appstore__Gateway__V1__AdvancedCommerceRenewalItem **items;
+  /*
+   * Apple's `period`, e.g. "P1M".
+   */
+  char *period;
+  /*
+   * Apple's `requestReferenceId`.
+   */
+  char *request_reference_id;
+  /*
+   * Apple's `taxCode`.
+   */
+  char *tax_code;
+};
+#define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_RENEWAL_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_renewal_info__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * One SKU of an Advanced Commerce renewal (Apple's AdvancedCommerceRenewalItem).
+ */
+struct  Appstore__Gateway__V1__AdvancedCommerceRenewalItem
+{
+  ProtobufCMessage base;
+  /*
+   * Apple's `SKU`.
+   */
+  char *sku;
+  /*
+   * Apple's `description`.
+   */
+  char *description;
+  /*
+   * Apple's `displayName`.
+   */
+  char *display_name;
+  /*
+   * Apple's `offer` at the renewal (unset when none).
+   */
+  Appstore__Gateway__V1__AdvancedCommerceOffer *offer;
+  /*
+   * Apple's `price` in milliunits.
+   */
+  int64_t price_milliunits;
+  /*
+   * Apple's `priceIncreaseInfo` (unset when no increase).
+   */
+  Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *price_increase_info;
+};
+#define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_RENEWAL_ITEM__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_renewal_item__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, NULL }
+
+
+/*
+ * Apple's Advanced Commerce `priceIncreaseInfo`.
+ */
+struct  Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo
+{
+  ProtobufCMessage base;
+  /*
+   * Apple's `dependentSKUs`.
+   */
+  size_t n_dependent_skus;
+  char **dependent_skus;
+  /*
+   * Apple's `price` in milliunits after the increase.
+   */
+  int64_t price_milliunits;
+  /*
+   * Apple's `status`, e.g. "SCHEDULED", "PENDING", "ACCEPTED".
+   */
+  char *status;
+};
+#define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_PRICE_INCREASE_INFO__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor) \
+    , 0,NULL, 0, (char *)protobuf_c_empty_string }
 
 
 /* Appstore__Gateway__V1__Transaction methods */
@@ -516,6 +857,158 @@ Appstore__Gateway__V1__AppTransaction *
 void   appstore__gateway__v1__app_transaction__free_unpacked
                      (Appstore__Gateway__V1__AppTransaction *message,
                       ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__AdvancedCommerceTransactionInfo methods */
+void   appstore__gateway__v1__advanced_commerce_transaction_info__init
+                     (Appstore__Gateway__V1__AdvancedCommerceTransactionInfo         *message);
+size_t appstore__gateway__v1__advanced_commerce_transaction_info__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionInfo   *message);
+size_t appstore__gateway__v1__advanced_commerce_transaction_info__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionInfo   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__advanced_commerce_transaction_info__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *
+       appstore__gateway__v1__advanced_commerce_transaction_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__advanced_commerce_transaction_info__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *message,
+                      ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__AdvancedCommerceDescriptors methods */
+void   appstore__gateway__v1__advanced_commerce_descriptors__init
+                     (Appstore__Gateway__V1__AdvancedCommerceDescriptors         *message);
+size_t appstore__gateway__v1__advanced_commerce_descriptors__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceDescriptors   *message);
+size_t appstore__gateway__v1__advanced_commerce_descriptors__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceDescriptors   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__advanced_commerce_descriptors__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceDescriptors   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__AdvancedCommerceDescriptors *
+       appstore__gateway__v1__advanced_commerce_descriptors__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__advanced_commerce_descriptors__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceDescriptors *message,
+                      ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__AdvancedCommerceTransactionItem methods */
+void   appstore__gateway__v1__advanced_commerce_transaction_item__init
+                     (Appstore__Gateway__V1__AdvancedCommerceTransactionItem         *message);
+size_t appstore__gateway__v1__advanced_commerce_transaction_item__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionItem   *message);
+size_t appstore__gateway__v1__advanced_commerce_transaction_item__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionItem   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__advanced_commerce_transaction_item__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceTransactionItem   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__AdvancedCommerceTransactionItem *
+       appstore__gateway__v1__advanced_commerce_transaction_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__advanced_commerce_transaction_item__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceTransactionItem *message,
+                      ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__AdvancedCommerceOffer methods */
+void   appstore__gateway__v1__advanced_commerce_offer__init
+                     (Appstore__Gateway__V1__AdvancedCommerceOffer         *message);
+size_t appstore__gateway__v1__advanced_commerce_offer__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceOffer   *message);
+size_t appstore__gateway__v1__advanced_commerce_offer__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceOffer   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__advanced_commerce_offer__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceOffer   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__AdvancedCommerceOffer *
+       appstore__gateway__v1__advanced_commerce_offer__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__advanced_commerce_offer__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceOffer *message,
+                      ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__AdvancedCommerceRefund methods */
+void   appstore__gateway__v1__advanced_commerce_refund__init
+                     (Appstore__Gateway__V1__AdvancedCommerceRefund         *message);
+size_t appstore__gateway__v1__advanced_commerce_refund__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceRefund   *message);
+size_t appstore__gateway__v1__advanced_commerce_refund__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceRefund   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__advanced_commerce_refund__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceRefund   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__AdvancedCommerceRefund *
+       appstore__gateway__v1__advanced_commerce_refund__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__advanced_commerce_refund__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceRefund *message,
+                      ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__AdvancedCommerceRenewalInfo methods */
+void   appstore__gateway__v1__advanced_commerce_renewal_info__init
+                     (Appstore__Gateway__V1__AdvancedCommerceRenewalInfo         *message);
+size_t appstore__gateway__v1__advanced_commerce_renewal_info__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalInfo   *message);
+size_t appstore__gateway__v1__advanced_commerce_renewal_info__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalInfo   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__advanced_commerce_renewal_info__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *
+       appstore__gateway__v1__advanced_commerce_renewal_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__advanced_commerce_renewal_info__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *message,
+                      ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__AdvancedCommerceRenewalItem methods */
+void   appstore__gateway__v1__advanced_commerce_renewal_item__init
+                     (Appstore__Gateway__V1__AdvancedCommerceRenewalItem         *message);
+size_t appstore__gateway__v1__advanced_commerce_renewal_item__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalItem   *message);
+size_t appstore__gateway__v1__advanced_commerce_renewal_item__pack
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalItem   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__advanced_commerce_renewal_item__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommerceRenewalItem   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__AdvancedCommerceRenewalItem *
+       appstore__gateway__v1__advanced_commerce_renewal_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__advanced_commerce_renewal_item__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommerceRenewalItem *message,
+                      ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo methods */
+void   appstore__gateway__v1__advanced_commerce_price_increase_info__init
+                     (Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo         *message);
+size_t appstore__gateway__v1__advanced_commerce_price_increase_info__get_packed_size
+                     (const Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo   *message);
+size_t appstore__gateway__v1__advanced_commerce_price_increase_info__pack
+                     (const Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__advanced_commerce_price_increase_info__pack_to_buffer
+                     (const Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *
+       appstore__gateway__v1__advanced_commerce_price_increase_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__advanced_commerce_price_increase_info__free_unpacked
+                     (Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Appstore__Gateway__V1__Transaction_Closure)
@@ -533,6 +1026,30 @@ typedef void (*Appstore__Gateway__V1__RenewalCommitmentInfo_Closure)
 typedef void (*Appstore__Gateway__V1__AppTransaction_Closure)
                  (const Appstore__Gateway__V1__AppTransaction *message,
                   void *closure_data);
+typedef void (*Appstore__Gateway__V1__AdvancedCommerceTransactionInfo_Closure)
+                 (const Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *message,
+                  void *closure_data);
+typedef void (*Appstore__Gateway__V1__AdvancedCommerceDescriptors_Closure)
+                 (const Appstore__Gateway__V1__AdvancedCommerceDescriptors *message,
+                  void *closure_data);
+typedef void (*Appstore__Gateway__V1__AdvancedCommerceTransactionItem_Closure)
+                 (const Appstore__Gateway__V1__AdvancedCommerceTransactionItem *message,
+                  void *closure_data);
+typedef void (*Appstore__Gateway__V1__AdvancedCommerceOffer_Closure)
+                 (const Appstore__Gateway__V1__AdvancedCommerceOffer *message,
+                  void *closure_data);
+typedef void (*Appstore__Gateway__V1__AdvancedCommerceRefund_Closure)
+                 (const Appstore__Gateway__V1__AdvancedCommerceRefund *message,
+                  void *closure_data);
+typedef void (*Appstore__Gateway__V1__AdvancedCommerceRenewalInfo_Closure)
+                 (const Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *message,
+                  void *closure_data);
+typedef void (*Appstore__Gateway__V1__AdvancedCommerceRenewalItem_Closure)
+                 (const Appstore__Gateway__V1__AdvancedCommerceRenewalItem *message,
+                  void *closure_data);
+typedef void (*Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo_Closure)
+                 (const Appstore__Gateway__V1__AdvancedCommercePriceIncreaseInfo *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -544,6 +1061,14 @@ extern const ProtobufCMessageDescriptor appstore__gateway__v1__commitment_info__
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_info__descriptor;
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_commitment_info__descriptor;
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__app_transaction__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_transaction_info__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_descriptors__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_transaction_item__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_offer__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_refund__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_renewal_info__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_renewal_item__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor;
 
 PROTOBUF_C__END_DECLS
 

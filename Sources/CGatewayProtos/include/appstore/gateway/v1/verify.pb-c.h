@@ -17,10 +17,12 @@ PROTOBUF_C__BEGIN_DECLS
 #include "appstore/gateway/v1/common.pb-c.h"
 #include "appstore/gateway/v1/notification.pb-c.h"
 #include "appstore/gateway/v1/transaction.pb-c.h"
+#include "appstore/gateway/v1/verification.pb-c.h"
 #include "google/protobuf/timestamp.pb-c.h"
 
 typedef struct Appstore__Gateway__V1__VerifyJWSRequest Appstore__Gateway__V1__VerifyJWSRequest;
 typedef struct Appstore__Gateway__V1__VerifyJWSResponse Appstore__Gateway__V1__VerifyJWSResponse;
+typedef struct Appstore__Gateway__V1__RealtimeRequest Appstore__Gateway__V1__RealtimeRequest;
 
 
 /* --- enums --- */
@@ -48,59 +50,13 @@ typedef enum _Appstore__Gateway__V1__JWSKind {
   /*
    * An AppTransaction (signedAppTransactionInfo).
    */
-  APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_APP_TRANSACTION = 4
+  APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_APP_TRANSACTION = 4,
+  /*
+   * A Retention Messaging realtime request body (Apple's DecodedRealtimeRequestBody).
+   */
+  APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_REALTIME_REQUEST = 5
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(APPSTORE__GATEWAY__V1__JWSKIND)
 } Appstore__Gateway__V1__JWSKind;
-/*
- * The outcome of a verification. Anything but OK means: do not trust the payload.
- */
-typedef enum _Appstore__Gateway__V1__VerificationStatus {
-  /*
-   * Not set (never returned by the gateway).
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNSPECIFIED = 0,
-  /*
-   * Signature, chain, app and environment check out; `payload` is set.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_OK = 1,
-  /*
-   * Not three base64url parts, bad JSON, or missing header fields.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_MALFORMED = 2,
-  /*
-   * The header's alg is not ES256.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNSUPPORTED_ALGORITHM = 3,
-  /*
-   * The header's x5c does not hold exactly 3 certificates.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_CHAIN_LENGTH = 4,
-  /*
-   * A certificate is unparseable, or Apple's marker OID is missing on the leaf or intermediate.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_CERTIFICATE = 5,
-  /*
-   * The chain does not lead to a configured Apple root, or is not valid at the verification time.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNTRUSTED_CHAIN = 6,
-  /*
-   * The ES256 signature does not match the leaf certificate's key.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_SIGNATURE = 7,
-  /*
-   * The payload's bundle id (or, for production data, app Apple id) is not the requested app's.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_APP_IDENTIFIER = 8,
-  /*
-   * The payload's environment is not the requested one.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_INVALID_ENVIRONMENT = 9,
-  /*
-   * A `kind` was requested and the payload is another kind.
-   */
-  APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_WRONG_KIND = 10
-    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(APPSTORE__GATEWAY__V1__VERIFICATION_STATUS)
-} Appstore__Gateway__V1__VerificationStatus;
 
 /* --- messages --- */
 
@@ -143,7 +99,8 @@ typedef enum {
   APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD_TRANSACTION = 5,
   APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD_RENEWAL_INFO = 6,
   APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD_NOTIFICATION = 7,
-  APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD_APP_TRANSACTION = 8
+  APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD_APP_TRANSACTION = 8,
+  APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD_REALTIME_REQUEST = 10
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD__CASE)
 } Appstore__Gateway__V1__VerifyJWSResponse__PayloadCase;
 
@@ -193,11 +150,64 @@ struct  Appstore__Gateway__V1__VerifyJWSResponse
      * The decoded AppTransaction.
      */
     Appstore__Gateway__V1__AppTransaction *app_transaction;
+    /*
+     * The decoded Retention Messaging realtime request.
+     */
+    Appstore__Gateway__V1__RealtimeRequest *realtime_request;
   };
 };
 #define APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__verify_jwsresponse__descriptor) \
     , APPSTORE__GATEWAY__V1__VERIFICATION_STATUS__VERIFICATION_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__JWSKIND__JWS_KIND_UNSPECIFIED, NULL, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, APPSTORE__GATEWAY__V1__VERIFY_JWSRESPONSE__PAYLOAD__NOT_SET, {0} }
+
+
+/*
+ * A Retention Messaging realtime request: Apple's DecodedRealtimeRequestBody, the signed body Apple posts to the
+ * developer's realtime URL.
+ */
+struct  Appstore__Gateway__V1__RealtimeRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Apple's `originalTransactionId`.
+   */
+  char *original_transaction_id;
+  /*
+   * Apple's `appAppleId`.
+   */
+  int64_t app_apple_id;
+  /*
+   * Apple's `productId`.
+   */
+  char *product_id;
+  /*
+   * Apple's `userLocale`, e.g. "en-US".
+   */
+  char *user_locale;
+  /*
+   * Apple's `requestIdentifier`: UUID string of this request.
+   */
+  char *request_identifier;
+  /*
+   * Apple's `signedDate`.
+   */
+  Google__Protobuf__Timestamp *signed_date;
+  /*
+   * Apple's `environment`.
+   */
+  Appstore__Gateway__V1__Environment environment;
+  /*
+   * Apple's `environment` string exactly as sent; empty when absent.
+   */
+  char *environment_raw;
+  /*
+   * The decoded JWS payload JSON exactly as Apple signed it.
+   */
+  char *raw_json;
+};
+#define APPSTORE__GATEWAY__V1__REALTIME_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__realtime_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /* Appstore__Gateway__V1__VerifyJWSRequest methods */
@@ -238,6 +248,25 @@ Appstore__Gateway__V1__VerifyJWSResponse *
 void   appstore__gateway__v1__verify_jwsresponse__free_unpacked
                      (Appstore__Gateway__V1__VerifyJWSResponse *message,
                       ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__RealtimeRequest methods */
+void   appstore__gateway__v1__realtime_request__init
+                     (Appstore__Gateway__V1__RealtimeRequest         *message);
+size_t appstore__gateway__v1__realtime_request__get_packed_size
+                     (const Appstore__Gateway__V1__RealtimeRequest   *message);
+size_t appstore__gateway__v1__realtime_request__pack
+                     (const Appstore__Gateway__V1__RealtimeRequest   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__realtime_request__pack_to_buffer
+                     (const Appstore__Gateway__V1__RealtimeRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__RealtimeRequest *
+       appstore__gateway__v1__realtime_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__realtime_request__free_unpacked
+                     (Appstore__Gateway__V1__RealtimeRequest *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Appstore__Gateway__V1__VerifyJWSRequest_Closure)
@@ -246,6 +275,9 @@ typedef void (*Appstore__Gateway__V1__VerifyJWSRequest_Closure)
 typedef void (*Appstore__Gateway__V1__VerifyJWSResponse_Closure)
                  (const Appstore__Gateway__V1__VerifyJWSResponse *message,
                   void *closure_data);
+typedef void (*Appstore__Gateway__V1__RealtimeRequest_Closure)
+                 (const Appstore__Gateway__V1__RealtimeRequest *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -253,9 +285,9 @@ typedef void (*Appstore__Gateway__V1__VerifyJWSResponse_Closure)
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    appstore__gateway__v1__jwskind__descriptor;
-extern const ProtobufCEnumDescriptor    appstore__gateway__v1__verification_status__descriptor;
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__verify_jwsrequest__descriptor;
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__verify_jwsresponse__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__realtime_request__descriptor;
 
 PROTOBUF_C__END_DECLS
 
