@@ -357,7 +357,9 @@ class FileWriter:
             fail(f"{full}: proto3 optional is not supported by protoc-c 1.4.1")
 
         self.doc(path, "", f"The proto message {full[1:]}.")
-        self.emit(f"public struct {swift}: ProtoMessage {{")
+        # A top-level `string app` field: the message names an app, and per-app authorization applies to it.
+        names_app = any(f.name == "app" and f.type == 9 and f.label != 3 for _, f in plain)
+        self.emit(f"public struct {swift}: ProtoMessage{', AppNamingMessage' if names_app else ''} {{")
         for i, f in plain:
             t, default = self.swift_type(f)
             self.doc(path + [2, i], "    ", f"Proto field {f.name} = {f.number}.")

@@ -1,5 +1,6 @@
 import GatewayCore
 import HTTP2
+import ProtoCodec
 
 /// Decides who may call, in one place, before any handler runs: the router asks `admit` for every call
 /// except health and reflection when the request head is complete, and the typed handlers ask `authorize`
@@ -15,8 +16,6 @@ public protocol CallGuard: Sendable {
 }
 
 /// A request message that names an app (the `app` field of the gateway's requests): the typed handlers
-/// check it against the call's guard before the handler runs.
-public protocol AppScopedRequest {
-    /// The app as the caller named it (an app name or bundle id; empty = the only configured app).
-    var app: String { get }
-}
+/// check it against the call's guard before the handler runs. The proto generator gives every message with
+/// a `string app` field this conformance.
+public typealias AppScopedRequest = AppNamingMessage

@@ -22,11 +22,12 @@ extension AppleEndpoint {
 }
 
 extension AttemptOutcome {
-    /// Whether a call that is not idempotent may be repeated after this outcome: only when Apple answered with an
-    /// error code it documents as retryable (so it did not carry the request out).
+    /// Whether a call that is not idempotent may be repeated after this outcome: only when Apple answered with one
+    /// of the codes it names "…Retryable" (so it did not carry the request out). GeneralInternal (5000000) is
+    /// retried for reads but not here: it says nothing about whether the write happened.
     public var isRetryableWithoutIdempotency: Bool {
         switch self {
-        case .appleError(let status, let code?): status != 429 && code.isRetryable
+        case .appleError(let status, let code?): status != 429 && code.isRetryable && code != .generalInternal
         default: false
         }
     }

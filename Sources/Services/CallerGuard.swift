@@ -38,8 +38,3 @@ public struct CallerGuard: CallGuard {
         return GatewayError.permissionDenied(refusal).rpcStatus
     }
 }
-
-// The gateway's requests name their app: the typed handlers authorize it before the handler runs.
-extension GetHistoryRequest: AppScopedRequest {}
-extension StreamNotificationsRequest: AppScopedRequest {}
-extension VerifyJWSRequest: AppScopedRequest {}

@@ -330,6 +330,34 @@ def test_unlisted_identity_and_other_app_are_permission_denied(world, jwt_gatewa
     assert not world["simulator"].calls_since(started)
 
 
+def test_every_rpc_that_names_an_app_checks_it(world, jwt_gateway):
+    """Per-app authorization holds for every method of the service whose request has an `app` field (the
+    generator marks each such message), not only for the RPCs that existed when the check was written."""
+    from google.protobuf import message_factory
+    from appstore.gateway.v1 import gateway_pb2
+
+    _, _, channel = jwt_gateway
+    service = gateway_pb2.DESCRIPTOR.services_by_name["AppStoreGateway"]
+    checked = []
+    started = now_ms()
+    for method in service.methods:
+        if "app" not in method.input_type.fields_by_name:
+            continue
+        request = message_factory.GetMessageClass(method.input_type)(app="example2")
+        path = f"/{service.full_name}/{method.name}"
+        call = (channel.unary_stream if method.server_streaming else channel.unary_unary)(
+            path, request_serializer=lambda m: m.SerializeToString(), response_deserializer=lambda b: b)
+        with pytest.raises(grpc.RpcError) as refused_call:
+            answer = call(request, metadata=bearer(world["ec"].token()), timeout=10)
+            if method.server_streaming:
+                list(answer)
+        assert refused_call.value.code() == grpc.StatusCode.PERMISSION_DENIED, (method.name, refused_call.value)
+        checked.append(method.name)
+    assert len(checked) >= 15 and "GetTransactionInfo" in checked and "CreatePromotionalOfferSignature" in checked
+    time.sleep(0.2)
+    assert not world["simulator"].calls_since(started)
+
+
 def test_resume_tokens_are_bound_to_the_caller_that_received_them(world, jwt_gateway):
     from google.protobuf import timestamp_pb2
 

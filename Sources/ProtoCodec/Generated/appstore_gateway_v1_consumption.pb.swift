@@ -104,7 +104,7 @@ public enum RefundPreference: RawRepresentable, CaseIterable, Sendable, Hashable
 
 /// Consumption data for one transaction (PUT /inApps/v2/transactions/consumption/{transactionId}). Idempotent (the
 /// same data replaces the same data): retried like a read.
-public struct SendConsumptionInformationRequest: ProtoMessage {
+public struct SendConsumptionInformationRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the transaction id of the CONSUMPTION_REQUEST notification: decimal digits, at most 20.

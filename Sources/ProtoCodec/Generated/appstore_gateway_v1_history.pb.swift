@@ -5,7 +5,7 @@ internal import CGatewayProtos
 internal import CProtobufC
 
 /// Which transactions of one customer to fetch. When paging with `revision`, resend exactly the same filters.
-public struct GetHistoryRequest: ProtoMessage {
+public struct GetHistoryRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured.
     public var app: String = ""
     /// Required: any transaction id, original transaction id or app transaction id of the customer: Apple's decimal

@@ -576,7 +576,7 @@ extension SendAttempt {
 }
 
 /// Filters of a notification history stream (Apple's NotificationHistoryRequest plus the gateway's own fields).
-public struct StreamNotificationsRequest: ProtoMessage {
+public struct StreamNotificationsRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured.
     public var app: String = ""
     /// Required: first notification date to include (at most 180 days ago in production, 30 in sandbox).

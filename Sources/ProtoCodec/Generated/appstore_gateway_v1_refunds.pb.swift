@@ -5,7 +5,7 @@ internal import CGatewayProtos
 internal import CProtobufC
 
 /// Which refunds of one customer to fetch (GET /inApps/v2/refund/lookup/{transactionId}).
-public struct GetRefundHistoryRequest: ProtoMessage {
+public struct GetRefundHistoryRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: any transaction id of the customer: decimal digits, at most 20.

@@ -7,7 +7,7 @@ internal import CProtobufC
 /// CreatePromotionalOfferSignature: the StoreKit 1 promotional offer signature (SKPaymentDiscount): ECDSA P-256 with
 /// SHA-256 over bundle id, key id, product id, offer id, lower-cased application username, lower-cased nonce and
 /// timestamp, joined by U+2063 (INVISIBLE SEPARATOR).
-public struct CreatePromotionalOfferSignatureRequest: ProtoMessage {
+public struct CreatePromotionalOfferSignatureRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the subscription's product id, at most 256 bytes.
@@ -168,7 +168,7 @@ extension CreatePromotionalOfferSignatureResponse {
 
 /// CreatePromotionalOfferV2Signature: the JWS StoreKit 2 takes for a promotional offer (audience
 /// "promotional-offer").
-public struct CreatePromotionalOfferV2SignatureRequest: ProtoMessage {
+public struct CreatePromotionalOfferV2SignatureRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the product id, at most 256 bytes.
@@ -241,7 +241,7 @@ extension CreatePromotionalOfferV2SignatureRequest {
 
 /// CreateIntroductoryOfferEligibilitySignature: the JWS StoreKit 2 takes to set a customer's introductory offer
 /// eligibility (audience "introductory-offer-eligibility").
-public struct CreateIntroductoryOfferEligibilitySignatureRequest: ProtoMessage {
+public struct CreateIntroductoryOfferEligibilitySignatureRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the product id, at most 256 bytes.

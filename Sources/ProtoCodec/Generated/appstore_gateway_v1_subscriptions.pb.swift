@@ -54,7 +54,7 @@ public enum ExtendReasonCode: RawRepresentable, CaseIterable, Sendable, Hashable
 }
 
 /// GetAllSubscriptionStatuses: "is this customer entitled?" (GET /inApps/v1/subscriptions/{transactionId}).
-public struct GetAllSubscriptionStatusesRequest: ProtoMessage {
+public struct GetAllSubscriptionStatusesRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: any transaction id of the customer: decimal digits, at most 20.
@@ -347,7 +347,7 @@ extension LastTransaction {
 /// ExtendSubscriptionRenewalDate: extends one subscription's renewal date
 /// (PUT /inApps/v1/subscriptions/extend/{originalTransactionId}). Not idempotent (a repeat extends again): retried
 /// only when Apple's answer says it did nothing (a retryable Apple error code), never after a lost answer.
-public struct ExtendSubscriptionRenewalDateRequest: ProtoMessage {
+public struct ExtendSubscriptionRenewalDateRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the subscription's original transaction id: decimal digits, at most 20.
@@ -520,7 +520,7 @@ extension ExtendSubscriptionRenewalDateResponse {
 
 /// ExtendRenewalDatesForAllActiveSubscribers: extends the renewal date of every active subscriber of a product
 /// (POST /inApps/v1/subscriptions/extend/mass). Not idempotent: retried only on a retryable Apple error code.
-public struct ExtendRenewalDatesForAllActiveSubscribersRequest: ProtoMessage {
+public struct ExtendRenewalDatesForAllActiveSubscribersRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: days to extend, 1 to 90.
@@ -669,7 +669,7 @@ extension ExtendRenewalDatesForAllActiveSubscribersResponse {
 
 /// GetStatusOfSubscriptionRenewalDateExtensions: progress of a mass extension
 /// (GET /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}).
-public struct GetStatusOfSubscriptionRenewalDateExtensionsRequest: ProtoMessage {
+public struct GetStatusOfSubscriptionRenewalDateExtensionsRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the product id of the mass extension, at most 256 bytes.

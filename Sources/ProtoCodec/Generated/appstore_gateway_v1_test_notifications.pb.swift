@@ -7,7 +7,7 @@ internal import CProtobufC
 /// RequestTestNotification: asks Apple to send a TEST notification to the app's server
 /// (POST /inApps/v1/notifications/test). Not idempotent (a repeat sends another): retried only on a retryable
 /// Apple error code.
-public struct RequestTestNotificationRequest: ProtoMessage {
+public struct RequestTestNotificationRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// The environment to ask; UNSPECIFIED = as the app is configured (auto: production).
@@ -126,7 +126,7 @@ extension RequestTestNotificationResponse {
 
 /// GetTestNotificationStatus: the TEST notification and its delivery attempts
 /// (GET /inApps/v1/notifications/test/{testNotificationToken}).
-public struct GetTestNotificationStatusRequest: ProtoMessage {
+public struct GetTestNotificationStatusRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the token from RequestTestNotification: 1 to 128 ASCII letters, digits, '-', '_' and '.'.

@@ -46,7 +46,7 @@ public enum OrderLookupStatus: RawRepresentable, CaseIterable, Sendable, Hashabl
 }
 
 /// GetTransactionInfo: one transaction (Apple's Get Transaction Info, GET /inApps/v1/transactions/{transactionId}).
-public struct GetTransactionInfoRequest: ProtoMessage {
+public struct GetTransactionInfoRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the transaction id: Apple's decimal digits only, at most 20.
@@ -177,7 +177,7 @@ extension GetTransactionInfoResponse {
 
 /// GetAppTransactionInfo: the customer's app download (Apple's Get App Transaction Info,
 /// GET /inApps/v1/transactions/appTransactions/{transactionId}).
-public struct GetAppTransactionInfoRequest: ProtoMessage {
+public struct GetAppTransactionInfoRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: any transaction id, original transaction id or app transaction id of the customer: decimal digits,
@@ -309,7 +309,7 @@ extension GetAppTransactionInfoResponse {
 
 /// LookUpOrderId: the purchases of an order id from the customer's App Store receipt e-mail (Apple's Look Up Order
 /// ID, GET /inApps/v1/lookup/{orderId}).
-public struct LookUpOrderIdRequest: ProtoMessage {
+public struct LookUpOrderIdRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the order id, e.g. "MTXXXXXXXX": 1 to 64 ASCII letters and digits.
@@ -452,7 +452,7 @@ extension LookUpOrderIdResponse {
 
 /// SetAppAccountToken: sets the app account token of a purchase (Apple's Set App Account Token,
 /// PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken). Idempotent: retried like a read.
-public struct SetAppAccountTokenRequest: ProtoMessage {
+public struct SetAppAccountTokenRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the original transaction id of the purchase: decimal digits, at most 20.
@@ -577,7 +577,7 @@ extension SetAppAccountTokenResponse {
 
 /// FinishTransaction: marks a consumable as finished for the customer (Apple's Finish Transaction,
 /// POST /inApps/v1/transactions/{transactionId}/finish). Idempotent: retried like a read.
-public struct FinishTransactionRequest: ProtoMessage {
+public struct FinishTransactionRequest: ProtoMessage, AppNamingMessage {
     /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
     public var app: String = ""
     /// Required: the transaction id: decimal digits, at most 20.

@@ -58,7 +58,7 @@ public enum JWSKind: RawRepresentable, CaseIterable, Sendable, Hashable {
 }
 
 /// A JWS to verify. Verification is bound to an app and an environment by default (fail-closed).
-public struct VerifyJWSRequest: ProtoMessage {
+public struct VerifyJWSRequest: ProtoMessage, AppNamingMessage {
     /// The compact JWS (header.payload.signature), e.g. a signedTransactionInfo.
     public var jws: String = ""
     /// The kind expected; UNSPECIFIED = detect it from the payload.

@@ -46,3 +46,11 @@ extension ProtoMessage {
         return message
     }
 }
+
+/// A message with a top-level `string app` field, as every gateway request about one app has: the generator
+/// adds the conformance to each such message, so the per-app authorization (which asks for it after
+/// decoding) cannot be forgotten for a new RPC.
+public protocol AppNamingMessage {
+    /// The app as the caller named it (an app name or bundle id; empty = the only configured app).
+    var app: String { get }
+}
