@@ -2,6 +2,7 @@ import AppStoreClient
 import GatewayCore
 import ProtoCodec
 import SignedData
+import Synchronization
 
 /// An RPC backed by one App Store Server API endpoint, described by what differs between endpoints: the `app`
 /// field, the checked request to Apple, and how Apple's answer becomes the typed response. Everything else
@@ -35,6 +36,9 @@ struct AppleAnswer {
     /// The app the call was for.
     let app: GatewayConfiguration.App
     let verifier: SignedDataVerifier
+    /// With online checks: the revocation statuses a verification found missing (fetched by the handler,
+    /// which then decodes the answer again).
+    let missingStatuses = MissingRevocationStatuses()
 
     /// The environment that answered, as the proto names it.
     var environment: Environment { response.environment == .production ? .production : .sandbox }
@@ -91,7 +95,17 @@ struct AppleAnswer {
         } catch {
             throw .invalidArgument(field: "environment", problem: "\(error.description) (set apps[].appAppleId)")
         }
-        let result = verifier.verify(jws, kind: kind, requirements: requirements)
+        let result: VerificationResult
+        switch verifier.verifyStep(jws, kind: kind, requirements: requirements) {
+        case .done(let done):
+            result = done
+        case .needsRevocationStatus(let queries):
+            missingStatuses.add(queries)
+            throw .revocationStatusUnavailable(app: app.name, problem: "\(what): its OCSP status is not known yet")
+        }
+        if result.status == .retryableFailure {
+            throw .revocationStatusUnavailable(app: app.name, problem: "\(what): \(result.message)")
+        }
         guard result.isVerified, let payload = PayloadDecoder.decode(result) else {
             throw rejected(what, "\(result.status.rawValue): \(result.message)")
         }
@@ -155,8 +169,7 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
     ) async throws(GatewayError) -> Response {
         var sent = plan
         var answered = try await client.send(sent, app: app, deadline: deadline)
-        var response = try operation.answer(
-            AppleAnswer(response: answered, request: sent, app: app, verifier: verifier))
+        var response = try await decode(answered, request: sent, app: app)
         guard let paging = operation.paging else { return response }
         var pages = 1
         var page = response
@@ -165,12 +178,38 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
             next.environment = answered.environment
             sent = next
             answered = try await client.send(sent, app: app, deadline: deadline)
-            page = try operation.answer(AppleAnswer(response: answered, request: sent, app: app, verifier: verifier))
+            page = try await decode(answered, request: sent, app: app)
             guard response.serializedSize() + page.serializedSize() <= maxResponseBytes else { break }
             paging.merge(&response, page)
             pages += 1
         }
         return response
+    }
+
+    /// Apple's answer decoded and verified. With online checks, revocation statuses not cached yet are fetched
+    /// (awaited in this task, never on an event loop) and the answer decoded again; a responder that cannot be
+    /// reached is UNAVAILABLE with RetryInfo, as for GetHistory.
+    private func decode(
+        _ answered: AppleResponse, request sent: AppleRequest, app: GatewayConfiguration.App
+    ) async throws(GatewayError) -> Response {
+        for _ in 0..<3 {
+            let answer = AppleAnswer(response: answered, request: sent, app: app, verifier: verifier)
+            do throws(GatewayError) {
+                return try operation.answer(answer)
+            } catch {
+                let queries = answer.missingStatuses.taken
+                guard !queries.isEmpty else { throw error }
+                if let failure = await verifier.fetchRevocationStatuses(queries) {
+                    if failure.status == .retryableFailure {
+                        throw .revocationStatusUnavailable(app: app.name, problem: failure.message)
+                    }
+                    throw .appleDataRejected(
+                        app: app.name, environment: answered.environment,
+                        problem: "signed data in Apple's answer is \(failure.status.rawValue): \(failure.message)")
+                }
+            }
+        }
+        throw .revocationStatusUnavailable(app: app.name, problem: "the OCSP statuses are still unknown after asking")
     }
 
     private func hasTimeForAnotherCall(_ deadline: MonotonicInstant?) -> Bool {
@@ -194,4 +233,14 @@ extension Environment {
         case .unrecognized(let value): throw .invalidArgument(field: field, problem: "unknown Environment \(value)")
         }
     }
+}
+
+/// The revocation statuses the verifications of one answer found missing.
+final class MissingRevocationStatuses: Sendable {
+    private let queries = Mutex<[RevocationQuery]>([])
+
+    func add(_ missing: [RevocationQuery]) { queries.withLock { $0 += missing } }
+
+    /// The statuses collected so far, emptied.
+    var taken: [RevocationQuery] { queries.withLock { queries in defer { queries = [] }; return queries } }
 }

@@ -151,17 +151,24 @@ public final class SignedDataVerifier: Sendable {
             case .done(let result)?: return result
             case .needsRevocationStatus(let missing)?: queries = missing
             }
-            guard let ocspTransport else { return .retryable("online checks are on but no OCSP client is configured") }
-            for query in queries {
-                var outcome = OCSPTransportResult.unreachable("the certificate names no OCSP responder")
-                for url in query.responderURLs {
-                    outcome = await ocspTransport.post(query.request, to: url)
-                    if case .answered = outcome { break }
-                }
-                if let failure = record(outcome, for: query) { return failure }
-            }
+            if let failure = await fetchRevocationStatuses(queries) { return failure }
         }
         return .retryable("the OCSP status is still unknown after asking the responders")
+    }
+
+    /// Asks the responders of `queries` (a `verifyStep` that needed them) and caches their answers: nil when
+    /// every certificate is good, else the answer to give (retryable failure, revoked, unknown).
+    public func fetchRevocationStatuses(_ queries: [RevocationQuery]) async -> VerificationResult? {
+        guard let ocspTransport else { return .retryable("online checks are on but no OCSP client is configured") }
+        for query in queries {
+            var outcome = OCSPTransportResult.unreachable("the certificate names no OCSP responder")
+            for url in query.responderURLs {
+                outcome = await ocspTransport.post(query.request, to: url)
+                if case .answered = outcome { break }
+            }
+            if let failure = record(outcome, for: query) { return failure }
+        }
+        return nil
     }
 
     /// Takes a responder's `outcome` for `query` into the revocation cache. The answer to give instead of

@@ -11,7 +11,7 @@ import grpc
 import pytest
 import yaml
 
-from appstore.gateway.v1 import common_pb2, gateway_pb2_grpc, history_pb2, verify_pb2
+from appstore.gateway.v1 import common_pb2, gateway_pb2_grpc, history_pb2, transaction_info_pb2, verify_pb2
 from conftest import GATEWAY_BIN, Gateway
 
 
@@ -106,3 +106,24 @@ def test_revoked_leaf_is_untrusted_online():
         online.stop()
         offline.stop()
         simulator.stop()
+
+
+def test_the_other_api_rpcs_fetch_revocation_statuses_too():
+    """GetTransactionInfo (one of the RPCs over the rest of Apple's API) on a fresh online gateway: the statuses
+    its answer needs are fetched, not reported missing; with a revoked signer the answer is DATA_LOSS."""
+    for fault, expected in ((None, grpc.StatusCode.OK), ("revoked-signer", grpc.StatusCode.DATA_LOSS)):
+        simulator = Simulator(*(["--fault", fault] if fault else []))
+        online = simulator.gateway(online=True)
+        try:
+            request = transaction_info_pb2.GetTransactionInfoRequest(
+                transaction_id=simulator.transaction_id(), environment=common_pb2.ENVIRONMENT_PRODUCTION)
+            if expected == grpc.StatusCode.OK:
+                answer = stub_of(online).GetTransactionInfo(request, timeout=30)
+                assert answer.transaction.transaction_id == simulator.transaction_id()
+            else:
+                with pytest.raises(grpc.RpcError) as error:
+                    stub_of(online).GetTransactionInfo(request, timeout=30)
+                assert error.value.code() == expected and "revoked" in error.value.details()
+        finally:
+            online.stop()
+            simulator.stop()
