@@ -19,6 +19,13 @@ extension GatewayConfiguration {
         func key(_ body: () throws(ConfigurationError) -> Void) {
             do throws(ConfigurationError) { try body() } catch { problems.append(error) }
         }
+        /// One key read by `read` into `path` when present.
+        func set<Value>(
+            _ path: WritableKeyPath<GatewayConfiguration, Value>,
+            _ read: @autoclosure () throws(ConfigurationError) -> Value?
+        ) {
+            key { () throws(ConfigurationError) in if let value = try read() { config[keyPath: path] = value } }
+        }
 
         key { () throws(ConfigurationError) in
             if let text = try reader.string("listen") { config.listen = try address(text, key: "listen") }
@@ -31,67 +38,35 @@ extension GatewayConfiguration {
         }
 
         let limits = "limits"
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("\(limits).maxReceiveMessageBytes", in: 1...(1 << 30)) { config.limits.maxReceiveMessageBytes = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("\(limits).maxConcurrentStreams", in: 1...1_000_000) { config.limits.maxConcurrentStreams = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("\(limits).maxHeaderListBytes", in: 1024...(1 << 20)) { config.limits.maxHeaderListBytes = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("\(limits).initialWindowBytes", in: 65_535...Int(Int32.max)) { config.limits.initialWindowBytes = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("\(limits).streamWriteBufferBytes", in: 1024...(1 << 30)) { config.limits.streamWriteBufferBytes = v }
-        }
+        set(\.limits.maxReceiveMessageBytes, try reader.integer("\(limits).maxReceiveMessageBytes", in: 1...(1 << 30)))
+        set(\.limits.maxConcurrentStreams, try reader.integer("\(limits).maxConcurrentStreams", in: 1...1_000_000))
+        set(\.limits.maxHeaderListBytes, try reader.integer("\(limits).maxHeaderListBytes", in: 1024...(1 << 20)))
+        set(\.limits.initialWindowBytes, try reader.integer("\(limits).initialWindowBytes", in: 65_535...Int(Int32.max)))
+        set(\.limits.streamWriteBufferBytes, try reader.integer("\(limits).streamWriteBufferBytes", in: 1024...(1 << 30)))
         key { () throws(ConfigurationError) in
             try loadBufferAndDeadlineLimits(reader, into: &config.limits)
         }
 
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("connection.maxIdle") { config.connection.maxIdleMilliseconds = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("connection.keepaliveTime") { config.connection.keepaliveTimeMilliseconds = v }
-        }
+        set(\.connection.maxIdleMilliseconds, try reader.milliseconds("connection.maxIdle"))
+        set(\.connection.keepaliveTimeMilliseconds, try reader.milliseconds("connection.keepaliveTime"))
         key { () throws(ConfigurationError) in
             if let v = try reader.milliseconds("connection.keepaliveTimeout") {
                 guard v > 0 else { throw ConfigurationError(key: "connection.keepaliveTimeout", problem: "must be more than 0") }
                 config.connection.keepaliveTimeoutMilliseconds = v
             }
         }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("connection.maxAge") { config.connection.maxAgeMilliseconds = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("connection.maxAgeGrace") { config.connection.maxAgeGraceMilliseconds = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("connection.minClientPingInterval") {
-                config.connection.minClientPingIntervalMilliseconds = v
-            }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.bool("connection.permitClientPingWithoutCalls") { config.connection.permitClientPingWithoutCalls = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("connection.maxPingStrikes", in: 0...1000) { config.connection.maxPingStrikes = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("shutdown.drainDelay") { config.shutdown.drainDelayMilliseconds = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("shutdown.grace") { config.shutdown.graceMilliseconds = v }
-        }
+        set(\.connection.maxAgeMilliseconds, try reader.milliseconds("connection.maxAge"))
+        set(\.connection.maxAgeGraceMilliseconds, try reader.milliseconds("connection.maxAgeGrace"))
+        set(\.connection.minClientPingIntervalMilliseconds, try reader.milliseconds("connection.minClientPingInterval"))
+        set(\.connection.permitClientPingWithoutCalls, try reader.bool("connection.permitClientPingWithoutCalls"))
+        set(\.connection.maxPingStrikes, try reader.integer("connection.maxPingStrikes", in: 0...1000))
+        set(\.shutdown.drainDelayMilliseconds, try reader.milliseconds("shutdown.drainDelay"))
+        set(\.shutdown.graceMilliseconds, try reader.milliseconds("shutdown.grace"))
 
         key { () throws(ConfigurationError) in
             config.rateLimits.defaults = try rateLimits(reader, prefix: "rateLimits", base: .defaults)
         }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("rateLimits.maxWait") { config.rateLimits.maxWaitMilliseconds = v }
-        }
+        set(\.rateLimits.maxWaitMilliseconds, try reader.milliseconds("rateLimits.maxWait"))
         key { () throws(ConfigurationError) in
             config.apps = try apps(reader, defaultLimits: config.rateLimits.defaults)
         }
@@ -102,22 +77,10 @@ extension GatewayConfiguration {
             config.redis = try redis(reader)
         }
         problems += access(reader, into: &config)
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("history.maxResponseBytes", in: 1024...(1 << 30)) {
-                config.history.maxResponseBytes = v
-            }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.bool("verification.allowUnboundVerification") {
-                config.verification.allowUnboundVerification = v
-            }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("verification.poolThreads", in: 1...256) { config.verification.poolThreads = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("verification.poolQueue", in: 0...100_000) { config.verification.poolQueue = v }
-        }
+        set(\.history.maxResponseBytes, try reader.integer("history.maxResponseBytes", in: 1024...(1 << 30)))
+        set(\.verification.allowUnboundVerification, try reader.bool("verification.allowUnboundVerification"))
+        set(\.verification.poolThreads, try reader.integer("verification.poolThreads", in: 1...256))
+        set(\.verification.poolQueue, try reader.integer("verification.poolQueue", in: 0...100_000))
         key { () throws(ConfigurationError) in
             if let v = try reader.milliseconds("verification.negativeCacheTTL") {
                 guard v <= 3_600_000 else {
@@ -126,13 +89,9 @@ extension GatewayConfiguration {
                 config.verification.negativeCacheTTLMilliseconds = v
             }
         }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("history.maxPages", in: 1...10_000) { config.history.maxPages = v }
-        }
+        set(\.history.maxPages, try reader.integer("history.maxPages", in: 1...10_000))
         key { () throws(ConfigurationError) in config.verification.onlineChecks = try onlineChecks(reader) }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.string("notifications.resumeTokenKey") { config.notifications.resumeTokenKeyFile = v }
-        }
+        set(\.notifications.resumeTokenKeyFile, try reader.string("notifications.resumeTokenKey"))
 
         key { () throws(ConfigurationError) in
             if let v = try reader.string("apple.productionURL") { config.apple.productionURL = try url(v, key: "apple.productionURL") }
@@ -140,9 +99,7 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             if let v = try reader.string("apple.sandboxURL") { config.apple.sandboxURL = try url(v, key: "apple.sandboxURL") }
         }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.string("apple.caFile") { config.apple.caFile = v }
-        }
+        set(\.apple.caFile, try reader.string("apple.caFile"))
         key { () throws(ConfigurationError) in
             if let v = try reader.milliseconds("apple.requestTimeout") {
                 guard v > 0 else { throw ConfigurationError(key: "apple.requestTimeout", problem: "must be more than 0") }
@@ -155,25 +112,15 @@ extension GatewayConfiguration {
                 config.apple.connectTimeoutMilliseconds = v
             }
         }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.bool("apple.allowReadableKeyFiles") { config.apple.allowReadableKeyFiles = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.bool("apple.allowInsecureURL") { config.apple.allowInsecureURL = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.bool("apple.trustSystemCAs") { config.apple.trustSystemCAs = v }
-        }
+        set(\.apple.allowReadableKeyFiles, try reader.bool("apple.allowReadableKeyFiles"))
+        set(\.apple.allowInsecureURL, try reader.bool("apple.allowInsecureURL"))
+        set(\.apple.trustSystemCAs, try reader.bool("apple.trustSystemCAs"))
 
         key { () throws(ConfigurationError) in
             if let roots = try reader.strings("verification.rootCertificates") { config.verification.rootCertificates = roots }
         }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.integer("verification.chainCacheSize", in: 1...1_000_000) { config.verification.chainCacheSize = v }
-        }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.bool("verification.useCurrentTime") { config.verification.useCurrentTime = v }
-        }
+        set(\.verification.chainCacheSize, try reader.integer("verification.chainCacheSize", in: 1...1_000_000))
+        set(\.verification.useCurrentTime, try reader.bool("verification.useCurrentTime"))
 
         key { () throws(ConfigurationError) in
             if let level = try reader.string("logging.level") {
@@ -192,9 +139,7 @@ extension GatewayConfiguration {
                 config.logging.format = format
             }
         }
-        key { () throws(ConfigurationError) in
-            if let v = try reader.bool("logging.accessLog") { config.logging.accessLog = v }
-        }
+        set(\.logging.accessLog, try reader.bool("logging.accessLog"))
 
         for unknown in reader.unknownKeys() where !problems.contains(where: { unknown.hasPrefix(Self.section(of: $0.key)) }) {
             problems.append(ConfigurationError(key: unknown, problem: "unknown key (misspelt, or not a setting of this version)"))
