@@ -117,3 +117,14 @@ def channel(gateway):
     ch = grpc.insecure_channel(gateway.address)
     yield ch
     ch.close()
+
+
+def throwaway_key(directory):
+    """A fresh P-256 PKCS#8 key file in `directory`, private to its owner as the gateway requires (VerifyJWS
+    never signs with it; start-up checks every configured key)."""
+    key = os.path.join(str(directory), "key.p8")
+    if not os.path.exists(key):
+        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-out", key], check=True, capture_output=True)
+        os.chmod(key, 0o600)
+    return key

@@ -16,7 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from appstore.gateway.v1 import common_pb2, gateway_pb2_grpc, history_pb2, notification_pb2, verify_pb2
 from google.rpc import error_details_pb2, status_pb2
-from conftest import ROOT, Gateway
+from conftest import Gateway, ROOT, throwaway_key
 from procstat import rss_bytes
 
 FIXTURES = os.path.join(ROOT, "Tests", "SignedDataTests", "Fixtures")
@@ -218,11 +218,7 @@ def test_all_pages_stops_under_the_byte_cap_and_continues(simulated, state_dir, 
 
 
 def start_with(fresh_gateway, tmp_path, apps, verification=""):
-    key = tmp_path / "key.p8"
-    if not key.exists():
-        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-                        "-out", str(key)], check=True, capture_output=True)
-        os.chmod(key, 0o600)
+    key = throwaway_key(tmp_path)
     text = "apps:\n"
     for app in apps:
         text += f"""  - name: {app['name']}

@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from appstore.gateway.v1 import common_pb2, gateway_pb2_grpc, verify_pb2
-from conftest import ROOT, Gateway
+from conftest import Gateway, ROOT, throwaway_key
 
 FIXTURES = os.path.join(ROOT, "Tests", "SignedDataTests", "Fixtures")
 
@@ -25,11 +25,7 @@ def gateway_with_apps(tmp_path_factory):
     into `allowUnboundVerification`, so a call without `app` checks signature and chain only (the samples come
     from several apps); test_hostile_services.py covers the fail-closed default."""
     directory = tmp_path_factory.mktemp("verify")
-    key = directory / "key.p8"
-    # A throwaway P-256 PKCS#8 key, private to its owner as the gateway requires.
-    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-                    "-out", str(key)], check=True, capture_output=True)
-    os.chmod(key, 0o600)
+    key = throwaway_key(directory)
     config = directory / "gateway.yaml"
     config.write_text(f"""
 apps:

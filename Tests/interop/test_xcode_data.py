@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from appstore.gateway.v1 import common_pb2, gateway_pb2_grpc, history_pb2, verify_pb2
-from conftest import Gateway
+from conftest import Gateway, throwaway_key
 
 
 def b64url(data):
@@ -35,10 +35,7 @@ TRANSACTION = {
 @pytest.fixture(scope="module")
 def stub(tmp_path_factory):
     directory = tmp_path_factory.mktemp("xcode")
-    key = directory / "key.p8"
-    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-                    "-out", str(key)], check=True, capture_output=True)
-    os.chmod(key, 0o600)
+    key = throwaway_key(directory)
     config = directory / "gateway.yaml"
     # The Xcode app needs no App Store Connect key: Apple is never called for it.
     config.write_text(f"""
