@@ -2,6 +2,7 @@
 // appstore-gateway: a shared gRPC gateway to Apple's App Store Server API.
 // The C libraries (nghttp2, protobuf-c, OpenSSL, libcurl) are the stack; Swift packages are kept few
 // so a cold CI build stays short.
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -126,7 +127,8 @@ let package = Package(
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(name: "CallerAuthenticationTests", dependencies: ["CallerAuthentication", "Cryptography", "GatewayCore"]),
         .testTarget(
-            name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "ProtoCodec", "TestSupport"], exclude: ["Fixtures", "Oracle"]),
+            name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "GatewayCore", "ProtoCodec", "TestSupport"],
+            exclude: ["Fixtures", "Oracle"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "TestSupport"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec", "TestSupport"], exclude: ["Clients"]),
         .testTarget(
@@ -144,3 +146,10 @@ let package = Package(
             ]),
     ]
 )
+
+// In CI (`CI=true`) every warning of the project's own Swift code is an error: warnings stay at zero.
+if ProcessInfo.processInfo.environment["CI"] == "true" {
+    for target in package.targets where !(target.name.first == "C" && target.name.dropFirst().first?.isUppercase == true) {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+    }
+}
