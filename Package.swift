@@ -39,6 +39,9 @@ let package = Package(
         .systemLibrary(
             name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis",
             providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         // Committed protoc-c output for proto/ (scripts/gen-protos.sh regenerates it).
         .target(name: "CGatewayProtos", dependencies: ["CProtobufC"]),
 
@@ -70,11 +73,14 @@ let package = Package(
                 "CCurl", "CHiredis", "Cryptography", "GatewayCore", "SignedData", "ProtoCodec",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
+        .target(name: "NotificationStore", dependencies: ["CSQLite", "GatewayCore", "AppStoreClient"]),
         // The gateway's RPC implementations, wiring the modules above.
         .target(
             name: "Services",
             dependencies: [
                 "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "HTTP2", "Observability", "AppStoreClient",
+                "NotificationStore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Prometheus metrics registry and the JSON-lines log handler.
@@ -92,6 +98,7 @@ let package = Package(
             name: "AppStoreGatewayCLI",
             dependencies: [
                 "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator", "Observability", "AppStoreClient",
+                "NotificationStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -111,6 +118,7 @@ let package = Package(
             name: "ServicesTests",
             dependencies: ["ServiceHarness", "Services", "GRPC", "GatewayCore", "ProtoCodec", "TestSupport"]),
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
+        .testTarget(name: "NotificationStoreTests", dependencies: ["NotificationStore", "GatewayCore"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(

@@ -101,6 +101,7 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             config.redis = try redis(reader)
         }
+        problems += webhookAndStore(reader, into: &config)
         key { () throws(ConfigurationError) in
             if let v = try reader.integer("history.maxResponseBytes", in: 1024...(1 << 30)) {
                 config.history.maxResponseBytes = v
@@ -266,6 +267,9 @@ extension GatewayConfiguration {
         for index in apps.indices { apps[index].privateKeyFile = resolve(apps[index].privateKeyFile) }
         apple.caFile = resolve(apple.caFile)
         notifications.resumeTokenKeyFile = resolve(notifications.resumeTokenKeyFile)
+        notifications.store.sqlitePath = resolve(notifications.store.sqlitePath)
+        notifications.webhook.tlsCertificateFile = resolve(notifications.webhook.tlsCertificateFile)
+        notifications.webhook.tlsKeyFile = resolve(notifications.webhook.tlsKeyFile)
         verification.rootCertificates = verification.rootCertificates.map(resolve)
     }
 

@@ -249,17 +249,18 @@ extension ProtoFileDescriptor {
                 dGlvbkluZm8STAoPYXBwX3RyYW5zYWN0aW9uGAUgASgLMiMuYXBwc3RvcmUuZ2F0ZXdheS52MS5BcHBUcmFuc2FjdGlvblIOYXBw
                 VHJhbnNhY3Rpb24iqwEKC1NlbmRBdHRlbXB0Ej0KDGF0dGVtcHRfZGF0ZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh
                 bXBSC2F0dGVtcHREYXRlEj4KBnJlc3VsdBgCIAEoDjImLmFwcHN0b3JlLmdhdGV3YXkudjEuU2VuZEF0dGVtcHRSZXN1bHRSBnJl
-                c3VsdBIdCgpyZXN1bHRfcmF3GAMgASgJUglyZXN1bHRSYXciswMKGlN0cmVhbU5vdGlmaWNhdGlvbnNSZXF1ZXN0EhAKA2FwcBgB
+                c3VsdBIdCgpyZXN1bHRfcmF3GAMgASgJUglyZXN1bHRSYXciywMKGlN0cmVhbU5vdGlmaWNhdGlvbnNSZXF1ZXN0EhAKA2FwcBgB
                 IAEoCVIDYXBwEjkKCnN0YXJ0X2RhdGUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUglzdGFydERhdGUSNQoIZW5k
                 X2RhdGUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgdlbmREYXRlEisKEW5vdGlmaWNhdGlvbl90eXBlGAQgASgJ
                 UhBub3RpZmljYXRpb25UeXBlEjEKFG5vdGlmaWNhdGlvbl9zdWJ0eXBlGAUgASgJUhNub3RpZmljYXRpb25TdWJ0eXBlEiUKDnRy
                 YW5zYWN0aW9uX2lkGAYgASgJUg10cmFuc2FjdGlvbklkEiMKDW9ubHlfZmFpbHVyZXMYByABKAhSDG9ubHlGYWlsdXJlcxJCCgtl
                 bnZpcm9ubWVudBgIIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50EiEKDHJlc3VtZV90
-                b2tlbhgJIAEoCVILcmVzdW1lVG9rZW4i6wEKEU5vdGlmaWNhdGlvbkV2ZW50EiUKDnNpZ25lZF9wYXlsb2FkGAEgASgJUg1zaWdu
-                ZWRQYXlsb2FkEkUKDG5vdGlmaWNhdGlvbhgCIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uUgxub3RpZmlj
-                YXRpb24SRQoNc2VuZF9hdHRlbXB0cxgDIAMoCzIgLmFwcHN0b3JlLmdhdGV3YXkudjEuU2VuZEF0dGVtcHRSDHNlbmRBdHRlbXB0
-                cxIhCgxyZXN1bWVfdG9rZW4YBCABKAlSC3Jlc3VtZVRva2VuQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUu
-                Y29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
+                b2tlbhgJIAEoCVILcmVzdW1lVG9rZW4SFgoGZm9sbG93GAogASgIUgZmb2xsb3ci6wEKEU5vdGlmaWNhdGlvbkV2ZW50EiUKDnNp
+                Z25lZF9wYXlsb2FkGAEgASgJUg1zaWduZWRQYXlsb2FkEkUKDG5vdGlmaWNhdGlvbhgCIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXku
+                djEuTm90aWZpY2F0aW9uUgxub3RpZmljYXRpb24SRQoNc2VuZF9hdHRlbXB0cxgDIAMoCzIgLmFwcHN0b3JlLmdhdGV3YXkudjEu
+                U2VuZEF0dGVtcHRSDHNlbmRBdHRlbXB0cxIhCgxyZXN1bWVfdG9rZW4YBCABKAlSC3Jlc3VtZVRva2VuQl4KF2NvbS5hcHBzdG9y
+                ZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0
+                ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/verify.proto",

@@ -561,6 +561,12 @@ public struct StreamNotificationsRequest: ProtoMessage {
     /// A `NotificationEvent.resume_token` of an earlier stream with the same filters: continue right after that
     /// event, with no duplicate and no gap. Empty: start at `start_date`.
     public var resumeToken: String = ""
+    /// True: after the history of the window (Apple's, merged with what the gateway's webhook store holds for
+    /// it, each notification once, in `signed_date` order) the stream stays open and delivers notifications as
+    /// the gateway's webhook receives them, until the caller cancels. `end_date` is optional then (default:
+    /// now). Needs `notifications.webhook` configured; not combinable with `transaction_id` or `only_failures`.
+    /// Resume tokens of a followed stream also cover its live part.
+    public var follow: Bool = false
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.StreamNotificationsRequest"
@@ -578,7 +584,8 @@ public struct StreamNotificationsRequest: ProtoMessage {
         transactionId: String = "",
         onlyFailures: Bool = false,
         environment: Environment = Environment(rawValue: 0),
-        resumeToken: String = ""
+        resumeToken: String = "",
+        follow: Bool = false
     ) {
         self.app = app
         self.startDate = startDate
@@ -589,6 +596,7 @@ public struct StreamNotificationsRequest: ProtoMessage {
         self.onlyFailures = onlyFailures
         self.environment = environment
         self.resumeToken = resumeToken
+        self.follow = follow
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -624,6 +632,7 @@ extension StreamNotificationsRequest {
         self.onlyFailures = m.only_failures != 0
         self.environment = Environment(rawValue: Int32(truncatingIfNeeded: m.environment.rawValue))
         self.resumeToken = cString(m.resume_token)
+        self.follow = m.follow != 0
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -638,6 +647,7 @@ extension StreamNotificationsRequest {
         c.pointee.only_failures = self.onlyFailures ? 1 : 0
         c.pointee.environment = .init(rawValue: .init(truncatingIfNeeded: self.environment.rawValue))
         if !self.resumeToken.isEmpty { c.pointee.resume_token = arena.string(self.resumeToken) }
+        c.pointee.follow = self.follow ? 1 : 0
         return c
     }
 }

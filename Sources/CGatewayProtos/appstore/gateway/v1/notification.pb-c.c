@@ -1064,7 +1064,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__send_attempt__descriptor
   (ProtobufCMessageInit) appstore__gateway__v1__send_attempt__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__stream_notifications_request__field_descriptors[9] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__stream_notifications_request__field_descriptors[10] =
 {
   {
     "app",
@@ -1174,11 +1174,24 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__stream_notification
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "follow",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__StreamNotificationsRequest, follow),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__stream_notifications_request__field_indices_by_name[] = {
   0,   /* field[0] = app */
   2,   /* field[2] = end_date */
   7,   /* field[7] = environment */
+  9,   /* field[9] = follow */
   4,   /* field[4] = notification_subtype */
   3,   /* field[3] = notification_type */
   6,   /* field[6] = only_failures */
@@ -1189,7 +1202,7 @@ static const unsigned appstore__gateway__v1__stream_notifications_request__field
 static const ProtobufCIntRange appstore__gateway__v1__stream_notifications_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__stream_notifications_request__descriptor =
 {
@@ -1199,7 +1212,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__stream_notifications_req
   "Appstore__Gateway__V1__StreamNotificationsRequest",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__StreamNotificationsRequest),
-  9,
+  10,
   appstore__gateway__v1__stream_notifications_request__field_descriptors,
   appstore__gateway__v1__stream_notifications_request__field_indices_by_name,
   1,  appstore__gateway__v1__stream_notifications_request__number_ranges,
