@@ -98,6 +98,10 @@ extension GatewayError {
             return status(
                 .unavailable, "The gateway is shutting down; call again (another replica will serve the call).",
                 reason: "SHUTTING_DOWN", metadata: [:])
+        case .notificationStoreUnavailable(let problem):
+            return Self.status(
+                .unavailable, "The gateway's notification store is unavailable (\(problem)); resume the stream later.",
+                reason: "NOTIFICATION_STORE_UNAVAILABLE", metadata: [:])
         case .internalBug(let what, let requestID):
             var metadata: [String: String] = [:]
             metadata["request_id"] = requestID

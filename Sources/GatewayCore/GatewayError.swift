@@ -38,6 +38,8 @@ public enum GatewayError: Error, Sendable, Hashable {
     case resumeCursorExpired(app: String, environment: AppleEnvironment, restartFrom: Int64?)
     /// The server is shutting down and ends the call; the caller should call again (another replica).
     case serverShuttingDown
+    /// The webhook's notification store (SQLite file or Redis) failed; a followed stream ends, to be resumed.
+    case notificationStoreUnavailable(String)
     /// A bug in the gateway; `requestID` ties the status to the log line.
     case internalBug(String, requestID: String?)
 }

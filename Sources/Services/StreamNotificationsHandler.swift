@@ -21,6 +21,10 @@ public struct StreamNotificationsHandler: Sendable {
     let verifier: SignedDataVerifier
     let tokens: ResumeTokenCodec
     let clock: any GatewayClock
+    /// Followed streams' tokens (same key, their own version).
+    let followTokens: FollowTokenCodec
+    /// The webhook's store, for `follow` (nil: no webhook configured, `follow` is INVALID_ARGUMENT).
+    var live: LiveNotificationFeed?
 
     /// A handler calling Apple through `client`, verifying with `verifier`, authenticating resume tokens
     /// with `resumeTokenKey`.
@@ -28,6 +32,7 @@ public struct StreamNotificationsHandler: Sendable {
         self.client = client
         self.verifier = verifier
         self.tokens = ResumeTokenCodec(key: resumeTokenKey)
+        self.followTokens = FollowTokenCodec(key: resumeTokenKey)
         self.clock = clock
     }
 
@@ -179,7 +184,7 @@ public struct StreamNotificationsHandler: Sendable {
         throw status
     }
 
-    private func event(
+    func event(
         for item: NotificationHistoryPage.Item, page: NotificationHistoryPage, plan: Plan
     ) throws(GatewayError) -> NotificationEvent {
         let environment: AppStoreEnvironment = page.environment == .production ? .production : .sandbox
