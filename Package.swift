@@ -116,7 +116,10 @@ let package = Package(
             path: "Tests/ServiceHarness"),
         .testTarget(
             name: "ServicesTests",
-            dependencies: ["ServiceHarness", "Services", "GRPC", "GatewayCore", "ProtoCodec", "TestSupport"]),
+            dependencies: [
+                "ServiceHarness", "Services", "GRPC", "GatewayCore", "ProtoCodec", "TestSupport", "NotificationStore",
+                "Simulator", "SignedData", "Cryptography", "HTTP2",
+            ]),
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
         .testTarget(name: "NotificationStoreTests", dependencies: ["NotificationStore", "GatewayCore"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
