@@ -20,5 +20,7 @@ let package = Package(
         .executableTarget(name: "fuzz-verify-handler", dependencies: [surface]),
         .executableTarget(name: "fuzz-history-handler", dependencies: [surface]),
         .executableTarget(name: "fuzz-notifications-handler", dependencies: [surface]),
+        // The notification webhook's handler from request bodies.
+        .executableTarget(name: "fuzz-webhook-handler", dependencies: [surface]),
     ]
 )
