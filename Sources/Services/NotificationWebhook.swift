@@ -60,7 +60,8 @@ public struct NotificationWebhook: HTTPRequestHandler {
             logger.info("notification already stored", metadata: ["app": "\(app)", "notification_uuid": "\(uuid)"])
             return text(200, "already stored")
         case .notANotification(let why):
-            logger.warning("webhook request refused", metadata: ["reason": "\(why)"])
+            // Debug only: anyone who can reach the port can send garbage; the metric counts it.
+            logger.debug("webhook request refused", metadata: ["reason": "\(why)"])
             return text(400, "not an App Store Server Notification: \(why)")
         case .unknownApp(let why):
             logger.warning("webhook notification of an unconfigured app", metadata: ["reason": "\(why)"])
