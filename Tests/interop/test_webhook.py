@@ -387,3 +387,46 @@ def test_two_gateways_share_the_redis_store_and_an_unavailable_store_is_503(sim)
         a.stop()
         b.stop()
         redis.stop()
+
+
+def test_request_a_test_notification_delivers_it_to_the_webhook():
+    """The simulator with --webhook-url delivers the TEST notification of Request a Test Notification."""
+    from appstoreserverlibrary.api_client import AppStoreServerAPIClient
+    from appstoreserverlibrary.models.Environment import Environment
+
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="gw-webhook-test-notification-")
+    simulator = subprocess.Popen(
+        [GATEWAY_BIN, "simulator", "--listen", "127.0.0.1:0", "--state-dir", directory, "--seed", "9", "--customers", "2",
+         "--webhook-url", f"http://127.0.0.1:{port}/apple/notifications"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    match = re.search(r"listening on (https://\S+)", simulator.stdout.readline())
+    assert match
+    database = database_path()
+    config = yaml.safe_load(open(os.path.join(directory, "gateway.yaml")))
+    config["notifications"] = {"webhook": {"listen": f"127.0.0.1:{port}"},
+                               "store": {"sqlite": database, "reconcileInterval": "0"}}
+    path = os.path.join(directory, "webhook.yaml")
+    yaml.safe_dump(config, open(path, "w"))
+    gw = Gateway(["--config", path])
+    try:
+        app = config["apps"][0]
+        key = open(app["privateKeyFile"], "rb").read()
+        client = AppStoreServerAPIClient(key, app["keyId"], app["issuerId"], app["bundleId"], Environment.SANDBOX)
+        client._base_url = match.group(1) + "/sandbox"
+        os.environ["REQUESTS_CA_BUNDLE"] = os.path.join(directory, "tls", "ca.pem")
+        try:
+            token = client.request_test_notification().testNotificationToken
+        finally:
+            os.environ.pop("REQUESTS_CA_BUNDLE", None)
+        assert token
+        deadline = time.time() + 15
+        while time.time() < deadline and not stored_uuids(database):
+            time.sleep(0.1)
+        with sqlite3.connect(database) as db:
+            rows = db.execute("SELECT notification_type, environment FROM notifications").fetchall()
+        assert rows == [("TEST", "Sandbox")]
+    finally:
+        gw.stop()
+        simulator.terminate()
+        simulator.wait(timeout=10)
