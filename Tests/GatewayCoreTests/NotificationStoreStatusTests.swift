@@ -7,6 +7,6 @@ import Testing
         let status = GatewayError.notificationStoreUnavailable("disk I/O error").rpcStatus
         #expect(status.code == .unavailable)
         #expect(status.message.contains("disk I/O error"))
-        #expect(status.details?.reason == "NOTIFICATION_STORE_UNAVAILABLE")
+        #expect(status.details?.info?.reason == "NOTIFICATION_STORE_UNAVAILABLE")
     }
 }
