@@ -121,7 +121,7 @@ let package = Package(
                 "Simulator", "SignedData", "Cryptography", "HTTP2",
             ]),
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
-        .testTarget(name: "NotificationStoreTests", dependencies: ["NotificationStore", "GatewayCore"]),
+        .testTarget(name: "NotificationStoreTests", dependencies: ["NotificationStore", "GatewayCore", "AppStoreClient"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(
