@@ -42,11 +42,10 @@ extension StreamNotificationsHandler {
 
     /// Validates a `follow` request (before any response header is sent).
     public func prepareFollow(_ request: StreamNotificationsRequest) throws(GatewayError) -> FollowPlan {
-        guard let live else {
+        guard live != nil else {
             throw .invalidArgument(
                 field: "follow", problem: "needs the gateway's notification webhook (notifications.webhook.listen)")
         }
-        _ = live
         if !request.transactionId.isEmpty {
             throw .invalidArgument(field: "transaction_id", problem: "cannot be combined with follow")
         }
