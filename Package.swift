@@ -39,9 +39,9 @@ let package = Package(
         .systemLibrary(
             name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis",
             providers: [.apt(["libhiredis-dev"])]),
-        .systemLibrary(
-            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"])]),
+        // No pkgConfig: sqlite3.pc's -D_FILE_OFFSET_BITS=64 is a flag SwiftPM refuses (and warns about);
+        // the header is in /usr/include and the modulemap links libsqlite3.
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // Committed protoc-c output for proto/ (scripts/gen-protos.sh regenerates it).
         .target(name: "CGatewayProtos", dependencies: ["CProtobufC"]),
 
