@@ -167,7 +167,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
         configuration.maxConcurrentStreams = 16
         configuration.initialWindowSize = UInt32(clamping: max(65_535, webhook.maxBodyBytes))
         configuration.maxBufferedBytesPerConnection = 4 * webhook.maxBodyBytes
-        configuration.maxBufferedBytes = max(4 * webhook.maxBodyBytes, 64 * webhook.maxBodyBytes)
+        configuration.maxBufferedBytes = 64 * webhook.maxBodyBytes
         return configuration
     }
 
