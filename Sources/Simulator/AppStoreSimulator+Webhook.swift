@@ -12,7 +12,16 @@ extension AppStoreSimulator {
     /// failed unseen), `retries` (default true: Apple's schedule divided by `timeFactor`, default
     /// `webhookTimeFactor`). Answers `{"notifications": [{"notificationUUID", "signedDate", "status"}]}`
     /// with each first attempt's HTTP status (0: no answer), in delivery order.
-    func deliverNotifications(_ body: [UInt8]) async -> HTTPResponse {
+    ///
+    /// `x-simulator-fault` on this request applies to the deliveries: `latency=…` delays each first try,
+    /// `reset` makes each first try fail without reaching the server (retries then follow the schedule).
+    func deliverNotifications(_ request: HTTPRequest) async -> HTTPResponse {
+        let body = request.body
+        var faults: [SimulatedFault] = []
+        if configuration.allowsFaultHeader, let header = request.header(FaultHeader.name) {
+            guard let parsed = FaultHeader.parse(header) else { return SimulatorResponse.badControlHeader(FaultHeader.name) }
+            faults = parsed
+        }
         guard body.count <= 64 * 1024,
             let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
         else { return SimulatorResponse.error(4_000_000, "The body must be a JSON object.") }
@@ -50,9 +59,10 @@ extension AppStoreSimulator {
             recordNotification(notification, bundleId: bundleId, environment: environment)
             var status: Int?
             if deliver {
+                for case .latency(let duration) in faults { await configuration.sleep(duration) }
                 let uuid = notification.notificationUUID
                 status = await delivery.deliver(
-                    jws, to: url, retries: retries,
+                    jws, to: url, retries: retries, failFirst: faults.contains(.resetConnection),
                     record: { [weak self] date, result in
                         self?.recordAttempt(uuid: uuid, attempt: SimulatedSendAttempt(attemptDate: date, result: result),
                                             bundleId: bundleId, environment: environment)

@@ -137,7 +137,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             callLog.armThrottle(milliseconds: number("ms") ?? 1000)
             return SimulatorResponse.json(.object([("armed", .bool(true))]))
         case ("POST", "/simulator/notifications"):
-            return await deliverNotifications(request.body)
+            return await deliverNotifications(request)
         default:
             return SimulatorResponse.notFound()
         }

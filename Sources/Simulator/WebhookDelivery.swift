@@ -35,12 +35,13 @@ struct WebhookDelivery: Sendable {
 
     /// The first attempt now; failed ones retried on Apple's schedule while `retries` allows (in a
     /// detached task, so the caller gets the first result at once). Returns the first attempt's status.
+    /// `failFirst`: the first try fails without reaching the server (an injected `reset`).
     func deliver(
-        _ signedPayload: String, to url: URL, retries: Bool,
+        _ signedPayload: String, to url: URL, retries: Bool, failFirst: Bool = false,
         record: @escaping @Sendable (_ attemptDate: Int64, _ result: String) -> Void,
         now: @escaping @Sendable () -> Int64
     ) async -> Int? {
-        let first = await post(signedPayload, to: url)
+        let first = failFirst ? nil : await post(signedPayload, to: url)
         record(now(), Self.result(first))
         guard first != 200, retries else { return first }
         let delivery = self

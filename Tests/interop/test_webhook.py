@@ -50,11 +50,12 @@ class Simulator:
         self.ca = os.path.join(self.directory, "tls", "ca.pem")
         self.config = yaml.safe_load(open(os.path.join(self.directory, "gateway.yaml")))
 
-    def deliver(self, url=None, **body):
+    def deliver(self, url=None, headers=None, **body):
         """POST /simulator/notifications: new notifications recorded in history and delivered to `url`."""
         if url is not None:
             body["url"] = url
-        answer = requests.post(self.url + "/simulator/notifications", json=body, verify=self.ca, timeout=30)
+        answer = requests.post(self.url + "/simulator/notifications", json=body, verify=self.ca, timeout=30,
+                               headers=headers or {})
         assert answer.status_code == 200, answer.text
         return answer.json()["notifications"]
 
@@ -350,6 +351,28 @@ def test_a_follower_resuming_from_its_last_token_misses_nothing_and_repeats_noth
         with pytest.raises(grpc.RpcError) as refused:
             gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(gw.address)).StreamNotifications(other, timeout=5).next()
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    finally:
+        gw.stop()
+
+
+def test_a_failed_delivery_is_retried_on_apples_schedule_compressed(sim):
+    database = database_path()
+    gw = WebhookGateway(sim, database)
+    try:
+        # The first try is reset (x-simulator-fault applies to deliveries); Apple's retry after "1 hour"
+        # comes 3.6 ms later with a time factor of 10^6 and is stored.
+        (retried,) = sim.deliver(gw.webhook, headers={"x-simulator-fault": "reset"}, notificationType="ONE_TIME_CHARGE",
+                                 timeFactor=1_000_000)
+        assert retried["status"] == 0
+        deadline = time.time() + 10
+        while time.time() < deadline and retried["notificationUUID"] not in stored_uuids(database):
+            time.sleep(0.05)
+        assert retried["notificationUUID"] in stored_uuids(database)
+        # Without retries, a reset delivery never arrives.
+        (lost,) = sim.deliver(gw.webhook, headers={"x-simulator-fault": "reset"}, notificationType="ONE_TIME_CHARGE",
+                              retries=False)
+        time.sleep(0.5)
+        assert lost["status"] == 0 and lost["notificationUUID"] not in stored_uuids(database)
     finally:
         gw.stop()
 
