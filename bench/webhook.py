@@ -81,10 +81,12 @@ def reference_rate(rows):
     return len(rows) / elapsed
 
 
-def latencies(gw, bodies, notification_type):
-    """One POST at a time; each latency is from sending the POST to the follower reading the event."""
+def latencies(gw, sim, count, notification_type):
+    """One POST at a time; each latency is from sending the POST to the follower reading the event. The
+    follower starts first, so its catch-up (Apple's history of a window ending now) is empty."""
     follower = Follower(gw, follow_request(notification_type, start=time.time() - 1), timeout=600)
     time.sleep(1.0)
+    bodies = signed_bodies(sim, count, notification_type)
     host, port = gw.webhook.split("//")[1].split("/")[0].split(":")
     path = "/" + gw.webhook.split("//")[1].split("/", 1)[1]
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
@@ -95,7 +97,10 @@ def latencies(gw, bodies, notification_type):
         answer = connection.getresponse()
         answer.read()
         assert answer.status == 200
+        waited = time.perf_counter()
         while len(follower.events) <= index:
+            assert follower.thread.is_alive(), follower.error
+            assert time.perf_counter() - waited < 10, f"event {index} never reached the follower"
             time.sleep(0.0002)
         measured.append((time.perf_counter() - started) * 1000)
         time.sleep(0.01)
@@ -125,7 +130,7 @@ def main():
                 bodies = signed_bodies(sim, args.count, "PRICE_CHANGE")
                 references.append(reference_rate(bodies))
                 rates.append(len(bodies) / post_all(gw.webhook, bodies, args.posters))
-                measured = latencies(gw, signed_bodies(sim, args.latency_count, "REVOKE"), "REVOKE")
+                measured = latencies(gw, sim, args.latency_count, "REVOKE")
                 measured.sort()
                 p50s.append(measured[len(measured) // 2])
                 p99s.append(measured[min(len(measured) - 1, int(len(measured) * 0.99))])
