@@ -44,6 +44,9 @@ let package = Package(
         .systemLibrary(
             name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis",
             providers: [.apt(["libhiredis-dev"])]),
+        // No pkgConfig: sqlite3.pc's -D_FILE_OFFSET_BITS=64 is a flag SwiftPM refuses (and warns about);
+        // the header is in /usr/include and the modulemap links libsqlite3.
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // Committed protoc-c output for proto/ (scripts/gen-protos.sh regenerates it).
         .target(name: "CGatewayProtos", dependencies: ["CProtobufC"]),
 
@@ -77,12 +80,15 @@ let package = Package(
                 "CCurl", "CHiredis", "Cryptography", "GatewayCore", "SignedData", "ProtoCodec",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
+        .target(name: "NotificationStore", dependencies: ["CSQLite", "GatewayCore", "AppStoreClient"]),
         // The gateway's RPC implementations, wiring the modules above.
         .target(
             name: "Services",
             dependencies: [
                 "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "HTTP2", "Observability", "AppStoreClient",
                 "CallerAuthentication",
+                "NotificationStore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Prometheus metrics registry and the JSON-lines log handler.
@@ -101,6 +107,7 @@ let package = Package(
             dependencies: [
                 "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator", "Observability", "AppStoreClient",
                 "CallerAuthentication",
+                "NotificationStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -121,8 +128,12 @@ let package = Package(
             path: "Tests/ServiceHarness"),
         .testTarget(
             name: "ServicesTests",
-            dependencies: ["ServiceHarness", "Services", "GRPC", "GatewayCore", "ProtoCodec", "TestSupport"]),
+            dependencies: [
+                "ServiceHarness", "Services", "GRPC", "GatewayCore", "ProtoCodec", "TestSupport", "NotificationStore",
+                "Simulator", "SignedData", "Cryptography", "HTTP2",
+            ]),
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
+        .testTarget(name: "NotificationStoreTests", dependencies: ["NotificationStore", "GatewayCore", "AppStoreClient"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(name: "CallerAuthenticationTests", dependencies: ["CallerAuthentication", "Cryptography", "GatewayCore"]),

@@ -26,5 +26,7 @@ let package = Package(
         .executableTarget(name: "fuzz-notifications-handler", dependencies: [surface]),
         // The App Store Server API RPCs and offer signatures (the first byte picks the method).
         .executableTarget(name: "fuzz-api-handlers", dependencies: [surface]),
+        // The notification webhook's handler from request bodies.
+        .executableTarget(name: "fuzz-webhook-handler", dependencies: [surface]),
     ]
 )

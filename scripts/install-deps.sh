@@ -11,7 +11,8 @@ packages=(
   protobuf-c-compiler   # protoc-c, for `make gen` and the drift check
   libssl-dev            # OpenSSL 3: ES256, X.509, TLS (COpenSSL)
   libcurl4-openssl-dev  # upstream HTTP/2 client (CCurl)
-  libhiredis-dev        # Redis client for the shared rate budget (CHiredis)
+  libhiredis-dev        # Redis client for the shared rate budget and notification store (CHiredis)
+  libsqlite3-dev        # the webhook's embedded notification store (CSQLite)
   redis-server          # the shared-budget tests start their own Redis
   nghttp2-client        # h2load and nghttp, for benchmarks and debugging
   nghttp2-server        # nghttpd, the benchmark reference

@@ -2,7 +2,7 @@ import GatewayCore
 internal import CHiredis
 
 /// One Redis reply, copied out of hiredis (bounded: see `RedisConnection.maxElements`).
-enum RedisReply: Sendable, Hashable {
+package enum RedisReply: Sendable, Hashable {
     case integer(Int64)
     case string([UInt8])
     case status(String)
@@ -11,7 +11,7 @@ enum RedisReply: Sendable, Hashable {
     case null
 
     /// The integers of an array reply; nil for anything else.
-    var integers: [Int64]? {
+    package var integers: [Int64]? {
         guard case .array(let items) = self else { return nil }
         var values: [Int64] = []
         values.reserveCapacity(items.count)
@@ -23,33 +23,33 @@ enum RedisReply: Sendable, Hashable {
     }
 
     /// The text of a bulk-string reply.
-    var text: String? {
+    package var text: String? {
         guard case .string(let bytes) = self else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 }
 
 /// Why a pipeline failed; the connection is closed after any of these.
-struct RedisConnectionFailure: Error, Sendable {
-    var kind: RedisFailureKind
-    var message: String
+package struct RedisConnectionFailure: Error, Sendable {
+    package var kind: RedisFailureKind
+    package var message: String
 }
 
 /// The owner of one hiredis `redisContext`: connects with `timeout`, applies it to every command, sends
 /// pipelines (all commands written, then all replies read) and closes on the first error, since a
-/// timed-out pipeline may still deliver late replies. Not thread-safe: confined to the shared budget's
-/// thread, which is its only user.
-final class RedisConnection {
+/// timed-out pipeline may still deliver late replies. Not thread-safe: each user (the shared budget's
+/// thread, the Redis notification store's queue) confines its own connection.
+package final class RedisConnection {
     /// Most elements accepted in one array reply (the script answers at most `SharedBucketScript.maxBatch`).
     static let maxElements = 4096
     /// Longest bulk string copied out.
     static let maxStringBytes = 1 << 16
 
-    let url: RedisURL
-    let timeout: Duration
+    package let url: RedisURL
+    package let timeout: Duration
     private var context: UnsafeMutablePointer<redisContext>?
 
-    init(url: RedisURL, timeout: Duration) {
+    package init(url: RedisURL, timeout: Duration) {
         self.url = url
         self.timeout = timeout
     }
@@ -57,10 +57,10 @@ final class RedisConnection {
     deinit { close() }
 
     /// Whether a connection is open.
-    var isConnected: Bool { context != nil }
+    package var isConnected: Bool { context != nil }
 
     /// Connects (within `timeout`), then AUTH and SELECT when the URL asks for them.
-    func connect() throws(RedisConnectionFailure) {
+    package func connect() throws(RedisConnectionFailure) {
         close()
         let tv = timeval(
             tv_sec: Int(timeout.components.seconds),
@@ -94,7 +94,7 @@ final class RedisConnection {
 
     /// Sends `commands` in one write and reads one reply each. Redis error replies are returned as
     /// `.error`; transport problems throw and close the connection.
-    func pipeline(_ commands: [[String]]) throws(RedisConnectionFailure) -> [RedisReply] {
+    package func pipeline(_ commands: [[String]]) throws(RedisConnectionFailure) -> [RedisReply] {
         guard let context else { throw RedisConnectionFailure(kind: .connect, message: "not connected") }
         for command in commands {
             guard append(command, to: context) else { throw fail(context, reading: false) }
@@ -115,7 +115,7 @@ final class RedisConnection {
     }
 
     /// Frees the context.
-    func close() {
+    package func close() {
         if let context { redisFree(context) }
         context = nil
     }

@@ -80,10 +80,12 @@ struct ServeCommand: ParsableCommand {
             registry: events.registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
         let board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
         let gatewayService: AppStoreGatewayService
+        let feed = try WebhookRuntime.feed(configuration, registry: events.registry)
         do {
             gatewayService = try AppStoreGatewayService(
                 configuration: configuration, events: events,
-                budgetEvents: PrometheusSharedBudgetEvents(registry: events.registry), accessEvents: accessEvents)
+                budgetEvents: PrometheusSharedBudgetEvents(registry: events.registry), accessEvents: accessEvents,
+                live: feed)
         } catch {
             throw ConfigurationLoading.fail("invalid configuration", problems: [error])
         }
@@ -125,6 +127,15 @@ struct ServeCommand: ParsableCommand {
             }
             admin?.start()
         }
+        var webhook: WebhookRuntime?
+        if let feed {
+            do {
+                webhook = try WebhookRuntime.start(configuration, feed: feed, service: gatewayService)
+            } catch {
+                server.shutdown(graceMilliseconds: 0)
+                throw error
+            }
+        }
         logger.info(access.tlsContext == nil ? "serving gRPC (h2c)" : "serving gRPC (TLS)", metadata: [
             "address": "\(configuration.listen.host):\(server.port)",
             "threads": .stringConvertible(server.http2.eventLoops.count),
@@ -135,6 +146,9 @@ struct ServeCommand: ParsableCommand {
         print("appstore-gateway listening on \(configuration.listen.host):\(server.port)")
         if let admin, let address = configuration.admin {
             print("appstore-gateway admin on http://\(address.host):\(admin.port) (/metrics, /healthz, /readyz)")
+        }
+        if let webhook {
+            print("appstore-gateway webhook on \(webhook.url) (\(webhook.storeDescription))")
         }
         if let simulatorServer {
             printSimulatorGuide(simulatorServer, configuration: configuration, port: server.port)
@@ -158,6 +172,7 @@ struct ServeCommand: ParsableCommand {
             admin.closeAllConnections()
             admin.stop()
         }
+        webhook?.stop()
         simulatorServer?.stop()
         logger.info("stopped")
     }

@@ -48,6 +48,12 @@ struct SimulatorCommand: ParsableCommand {
     @Option(name: .long, help: "Multiplies Apple's per-second rate limits (e.g. 100 for load tests; default 1).")
     var rateLimitScale: Double?
 
+    @Option(name: .long, help: "Where Request a Test Notification delivers its TEST notification (and the default url of POST /simulator/notifications).")
+    var webhookURL: String?
+
+    @Option(name: .long, help: "Divides Apple's webhook retry delays (1h, 12h, 24h, 48h, 72h); default 3600.")
+    var webhookTimeFactor: Double?
+
     func run() throws {
         guard let address = ListenAddress(parsing: listen) else {
             throw ValidationError("--listen must be HOST:PORT, got '\(listen)'")
@@ -71,10 +77,14 @@ struct SimulatorCommand: ParsableCommand {
         }
         let lifetime = paginationTokenLifetime
         let scale = rateLimitScale
+        let webhookURL = self.webhookURL
+        let webhookTimeFactor = self.webhookTimeFactor
         let simulator = try SimulatorServer(state: state, listen: address) { configuration in
             configuration.faults = rules
             if let lifetime { configuration.paginationTokenLifetime = .seconds(lifetime) }
             if let scale { configuration.rateLimitScale = scale }
+            configuration.webhookURL = webhookURL
+            if let webhookTimeFactor, webhookTimeFactor > 0 { configuration.webhookTimeFactor = webhookTimeFactor }
         }
         let configPath = try simulator.writeGatewayConfiguration(gatewayListen: gatewayListen)
         print("""

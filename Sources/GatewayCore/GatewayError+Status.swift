@@ -120,6 +120,10 @@ extension GatewayError {
                     .permissionDenied, "Caller \"\(caller)\" may not use app \"\(named)\".",
                     reason: "APP_NOT_ALLOWED", metadata: ["caller": caller, "app": named])
             }
+        case .notificationStoreUnavailable(let problem):
+            return Self.status(
+                .unavailable, "The gateway's notification store is unavailable (\(problem)); resume the stream later.",
+                reason: "NOTIFICATION_STORE_UNAVAILABLE", metadata: [:])
         case .internalBug(let what, let requestID):
             var metadata: [String: String] = [:]
             metadata["request_id"] = requestID

@@ -45,6 +45,8 @@ public enum GatewayError: Error, Sendable, Hashable {
     case unauthenticated(AuthenticationFailure)
     /// The caller is authenticated but not allowed this call: not in `callers`, or not for this app.
     case permissionDenied(AccessRefusal)
+    /// The webhook's notification store (SQLite file or Redis) failed; a followed stream ends, to be resumed.
+    case notificationStoreUnavailable(String)
     /// A bug in the gateway; `requestID` ties the status to the log line.
     case internalBug(String, requestID: String?)
 }

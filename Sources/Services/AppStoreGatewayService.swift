@@ -3,6 +3,7 @@ import Foundation
 import Cryptography
 import GRPC
 import GatewayCore
+import NotificationStore
 import ProtoCodec
 import SignedData
 
@@ -19,15 +20,17 @@ public struct AppStoreGatewayService: GRPCService {
     private let getHistory: GetHistoryHandler
     private let notifications: StreamNotificationsHandler
     private let api: AppStoreAPIMethods
+    private let pool: VerificationPool
+    private let apps: [GatewayConfiguration.App]
 
     /// Builds the service from the configuration: the trusted roots and every app's private key are read
     /// and checked here, so a bad file fails start-up rather than the first call. `signers` (by bundle id)
-    /// replace key files, for tests.
+    /// replace key files, for tests. `live` (the webhook's store) lets StreamNotifications `follow`.
     public init(
         configuration: GatewayConfiguration, clock: any GatewayClock = SystemClock(),
         signers: [String: any ES256Signer]? = nil, events: any GatewayEvents = SilentGatewayEvents(),
         budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
-        accessEvents: any AccessEvents = SilentAccessEvents()
+        accessEvents: any AccessEvents = SilentAccessEvents(), live: LiveNotificationFeed? = nil
     ) throws(ConfigurationError) {
         var roots: [Certificate] = []
         if configuration.verification.rootCertificates.isEmpty || configuration.verification.trustBuiltInAppleRoot {
@@ -73,12 +76,13 @@ public struct AppStoreGatewayService: GRPCService {
             throw ConfigurationError(key: "verification", problem: "\(error)")
         }
         self.verifier = verifier
+        let pool = VerificationPool(
+            threads: configuration.verification.poolThreads, queueLimit: configuration.verification.poolQueue)
+        self.pool = pool
+        apps = configuration.apps
         verifyJWS = VerifyJWSHandler(
             verifier: verifier, apps: AppDirectory(configuration.apps),
-            allowUnboundVerification: configuration.verification.allowUnboundVerification,
-            pool: VerificationPool(
-                threads: configuration.verification.poolThreads, queueLimit: configuration.verification.poolQueue),
-            events: events)
+            allowUnboundVerification: configuration.verification.allowUnboundVerification, pool: pool, events: events)
 
         let client = try AppStoreAPIClient(
             configuration: configuration, http: http, clock: clock, signers: signers, events: events,
@@ -87,11 +91,29 @@ public struct AppStoreGatewayService: GRPCService {
         getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: configuration.history.maxPages,
             maxResponseBytes: configuration.history.maxResponseBytes, clock: clock)
-        notifications = StreamNotificationsHandler(
+        var notifications = StreamNotificationsHandler(
             client: client, verifier: verifier, resumeTokenKey: try Self.resumeTokenKey(configuration), clock: clock)
         api = AppStoreAPIMethods(
             client: client, verifier: verifier, clock: clock, maxPages: configuration.history.maxPages,
             maxResponseBytes: configuration.history.maxResponseBytes)
+        notifications.live = live
+        self.notifications = notifications
+        reconciler = live.map {
+            NotificationReconciler(
+                client: client, verifier: verifier, apps: configuration.apps, feed: $0, clock: clock,
+                window: .milliseconds(Int64(clamping: configuration.notifications.store.reconcileWindowMilliseconds)))
+        }
+    }
+
+    /// The reconciler of the webhook's store (nil without one).
+    public let reconciler: NotificationReconciler?
+
+    /// The webhook receiver for `webhook`, verifying with this service's verifier and pool, storing in `live`.
+    public func webhook(
+        path: String, live: LiveNotificationFeed, clock: any GatewayClock = SystemClock()
+    ) -> NotificationWebhook {
+        NotificationWebhook(
+            path: path, verifier: verifier, pool: pool, apps: apps, store: live.store, clock: clock, metrics: live.metrics)
     }
 
     /// The resume-token key: the `notifications.resumeTokenKey` file (trailing whitespace ignored), else
@@ -137,6 +159,23 @@ public struct AppStoreGatewayService: GRPCService {
             // A Swift task paging Apple as the client reads; validation errors go out before any header.
             "/\(Self.name)/StreamNotifications": .serverStreaming(StreamNotificationsRequest.self, NotificationEvent.self) {
                 request, context, stream throws(RPCStatus) in
+                if request.follow {
+                    let follow: StreamNotificationsHandler.FollowPlan
+                    do throws(GatewayError) {
+                        follow = try notifications.prepareFollow(request)
+                    } catch {
+                        throw error.rpcStatus
+                    }
+                    if !request.resumeToken.isEmpty {
+                        await stream.setShutdownStatus(
+                            GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata("resume_token", request.resumeToken))
+                    }
+                    let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                    try await notifications.runFollow(follow, remaining: remaining) { event, shutdownStatus throws(RPCStatus) in
+                        try await stream.send(event, shutdownStatus: shutdownStatus)
+                    }
+                    return
+                }
                 let plan: StreamNotificationsHandler.Plan
                 do throws(GatewayError) {
                     plan = try notifications.prepare(request)

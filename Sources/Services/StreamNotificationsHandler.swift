@@ -28,6 +28,10 @@ public struct StreamNotificationsHandler: Sendable {
     let tokens: ResumeTokenCodec
     let clock: any GatewayClock
     let logger = Logger(label: "appstore-gateway.notifications")
+    /// Followed streams' tokens (same key, their own version).
+    let followTokens: FollowTokenCodec
+    /// The webhook's store, for `follow` (nil: no webhook configured, `follow` is INVALID_ARGUMENT).
+    var live: LiveNotificationFeed?
 
     /// A handler calling Apple through `client`, verifying with `verifier`, authenticating resume tokens
     /// with `resumeTokenKey`.
@@ -35,6 +39,7 @@ public struct StreamNotificationsHandler: Sendable {
         self.client = client
         self.verifier = verifier
         self.tokens = ResumeTokenCodec(key: resumeTokenKey)
+        self.followTokens = FollowTokenCodec(key: resumeTokenKey)
         self.clock = clock
     }
 
@@ -201,7 +206,7 @@ public struct StreamNotificationsHandler: Sendable {
         throw status
     }
 
-    private func event(
+    func event(
         for item: NotificationHistoryPage.Item, page: NotificationHistoryPage, plan: Plan
     ) async throws(GatewayError) -> NotificationEvent {
         let environment: AppStoreEnvironment = page.environment == .production ? .production : .sandbox

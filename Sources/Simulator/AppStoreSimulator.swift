@@ -87,6 +87,16 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         return revoked ? online.revoked : online.signing
     }
 
+    /// Adds a notification sent now to an app's history.
+    func recordNotification(_ notification: SimulatedNotification, bundleId: String, environment: AppleEnvironment) {
+        _ = store.update(bundleId, environment) { $0.record(notification) }
+    }
+
+    /// Adds a delivery attempt to a recorded notification.
+    func recordAttempt(uuid: String, attempt: SimulatedSendAttempt, bundleId: String, environment: AppleEnvironment) {
+        _ = store.update(bundleId, environment) { $0.recordAttempt(uuid: uuid, attempt: attempt) }
+    }
+
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         if request.method == "GET" && request.path == RequestRecorder.path { return recorder.response() }
         if request.path == Self.ocspPath, let online = onlinePKI.withLock({ $0 }) {
@@ -97,7 +107,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
                 body: online.ocspResponse(to: request.body, now: now))
         }
         recorder.record(request)
-        if request.path.hasPrefix("/simulator/") { return control(request) }
+        if request.path.hasPrefix("/simulator/") { return await control(request) }
         guard let route = SimulatorRoute(request) else { return SimulatorResponse.notFound() }
         var injected = faults.faults(for: route.endpoint, environment: route.environment)
         if configuration.allowsFaultHeader, let header = request.header(FaultHeader.name) {
@@ -152,8 +162,9 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         return response
     }
 
-    /// The test-harness endpoints of `SimulatorCallLog`: `GET /simulator/calls`, `POST /simulator/throttle`.
-    private func control(_ request: HTTPRequest) -> HTTPResponse {
+    /// The test-harness endpoints: `GET /simulator/calls`, `POST /simulator/throttle` (`SimulatorCallLog`) and
+    /// `POST /simulator/notifications` (new notifications delivered to a webhook, `deliverNotifications`).
+    private func control(_ request: HTTPRequest) async -> HTTPResponse {
         func number(_ name: String) -> Int64? {
             request.queryItems.first { $0.name == name }.flatMap { Int64($0.value) }
         }
@@ -165,6 +176,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         case ("POST", "/simulator/throttle"):
             callLog.armThrottle(milliseconds: number("ms") ?? 1000)
             return SimulatorResponse.json(.object([("armed", .bool(true))]))
+        case ("POST", "/simulator/notifications"):
+            return await deliverNotifications(request)
         default:
             return SimulatorResponse.notFound()
         }
@@ -200,6 +213,13 @@ public final class AppStoreSimulator: HTTPRequestHandler {
                     transactionId: parameter, query: request.queryItems, dataset: dataset, signer: signer, now: now)
             case .requestTestNotification:
                 body = testNotifications.request(app: app, environment: route.environment, now: now)
+                if let url = configuration.webhookURL.flatMap(URL.init(string:)),
+                    case .object(let members) = body, case .string(let token)? = members.first?.1,
+                    let jws = testNotifications.signedPayload(token: token, signer: signer)
+                {
+                    let delivery = WebhookDelivery(timeFactor: configuration.webhookTimeFactor)
+                    Task.detached { _ = await delivery.deliver(jws, to: url, retries: true, record: { _, _ in }, now: { 0 }) }
+                }
             case .getTestNotificationStatus:
                 body = try testNotifications.status(token: parameter, signer: signer, now: now)
             case .getAppTransactionInfo:

@@ -107,3 +107,21 @@ final class SimulatedStore: Sendable {
         }
     }
 }
+
+extension SimulatedDataset {
+    /// Records a notification sent now (it appears in Get Notification History), on the first customer.
+    mutating func record(_ notification: SimulatedNotification) {
+        guard !customers.isEmpty else { return }
+        customers[0].notifications.append(notification)
+    }
+
+    /// Appends a send attempt to the notification with `uuid`.
+    mutating func recordAttempt(uuid: String, attempt: SimulatedSendAttempt) {
+        for index in customers.indices {
+            if let found = customers[index].notifications.firstIndex(where: { $0.notificationUUID == uuid }) {
+                customers[index].notifications[found].sendAttempts.append(attempt)
+                return
+            }
+        }
+    }
+}

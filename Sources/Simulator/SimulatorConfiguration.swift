@@ -57,6 +57,10 @@ public struct SimulatorConfiguration: Sendable {
     public var clock: any GatewayClock
     /// Sleeps for latency faults and slow responses (injected so tests need not wait).
     public var sleep: @Sendable (Duration) async -> Void
+    /// Where `Request a Test Notification` delivers its TEST notification (nil: nowhere, as before).
+    public var webhookURL: String?
+    /// Apple's retry delays of webhook deliveries are divided by it. Default 3600 (an hour takes a second).
+    public var webhookTimeFactor: Double = 3600
 
     /// A configuration; unspecified values take the documented defaults.
     public init(

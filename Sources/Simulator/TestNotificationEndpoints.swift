@@ -46,6 +46,19 @@ final class TestNotificationEndpoints: Sendable {
         else {
             throw AppleRejection(4_040_008, "Either the test notification token is expired or the notification and status are not yet available.")
         }
+        return .object([
+            ("signedPayload", .string(try signedPayload(entry, signer: signer))),
+            ("sendAttempts", .array([SimulatedSendAttempt(attemptDate: entry.sentAt, result: entry.result).json])),
+        ])
+    }
+
+    /// The TEST notification's `signedPayload` for `token` (nil for an unknown token), to deliver it.
+    func signedPayload(token: String, signer: SignedPayloads) -> String? {
+        guard let entry = sent.withLock({ $0[token] }) else { return nil }
+        return try? signedPayload(entry, signer: signer)
+    }
+
+    private func signedPayload(_ entry: Sent, signer: SignedPayloads) throws(AppleRejection) -> String {
         let payload = OrderedJSON.object([
             ("notificationType", .string("TEST")), ("notificationUUID", .string(entry.notificationUUID)),
             ("data", .object([
@@ -54,9 +67,6 @@ final class TestNotificationEndpoints: Sendable {
             ])),
             ("version", .string("2.0")), ("signedDate", .integer(entry.sentAt)),
         ])
-        return .object([
-            ("signedPayload", .string(try signer.sign(payload))),
-            ("sendAttempts", .array([SimulatedSendAttempt(attemptDate: entry.sentAt, result: entry.result).json])),
-        ])
+        return try signer.sign(payload)
     }
 }

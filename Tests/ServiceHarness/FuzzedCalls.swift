@@ -7,7 +7,7 @@ import ProtoCodec
 /// the tests that replay their corpus, so both exercise the same thing.
 extension ServiceHarness {
     /// A genuine Apple JWS header (ES256, Apple's real x5c chain), so a payload input reaches chain validation.
-    static let genuineHeader: String = {
+    public static let genuineHeader: String = {
         var root = #filePath
         for _ in 0..<3 { root = String(root[..<(root.lastIndex(of: "/") ?? root.startIndex)]) }
         let path = root + "/Tests/SignedDataTests/Fixtures/notification-Production-1.jws"

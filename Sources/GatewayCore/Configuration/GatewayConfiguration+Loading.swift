@@ -77,6 +77,7 @@ extension GatewayConfiguration {
             config.redis = try redis(reader)
         }
         problems += access(reader, into: &config)
+        problems += webhookAndStore(reader, into: &config)
         set(\.history.maxResponseBytes, try reader.integer("history.maxResponseBytes", in: 1024...(1 << 30)))
         set(\.verification.allowUnboundVerification, try reader.bool("verification.allowUnboundVerification"))
         set(\.verification.poolThreads, try reader.integer("verification.poolThreads", in: 1...256))
@@ -213,6 +214,9 @@ extension GatewayConfiguration {
         for index in apps.indices { apps[index].privateKeyFile = resolve(apps[index].privateKeyFile) }
         apple.caFile = resolve(apple.caFile)
         notifications.resumeTokenKeyFile = resolve(notifications.resumeTokenKeyFile)
+        notifications.store.sqlitePath = resolve(notifications.store.sqlitePath)
+        notifications.webhook.tlsCertificateFile = resolve(notifications.webhook.tlsCertificateFile)
+        notifications.webhook.tlsKeyFile = resolve(notifications.webhook.tlsKeyFile)
         verification.rootCertificates = verification.rootCertificates.map(resolve)
         resolveAccessPaths(resolve)
     }

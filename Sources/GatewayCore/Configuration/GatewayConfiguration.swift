@@ -230,6 +230,10 @@ public struct GatewayConfiguration: Sendable {
         /// recommended). `notifications.resumeTokenKey` (env `APPSTORE_GATEWAY_NOTIFICATIONS_RESUME_TOKEN_KEY`),
         /// default "": the key is derived from the apps' private keys, so replicas with the same secrets agree.
         public var resumeTokenKeyFile = ""
+        /// The webhook receiver. Keys under `notifications.webhook` (`GatewayConfiguration+Webhook.swift`).
+        public var webhook = Webhook()
+        /// Its store. Keys under `notifications.store`.
+        public var store = NotificationStorage()
         public init() {}
     }
 

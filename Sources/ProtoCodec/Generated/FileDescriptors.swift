@@ -349,19 +349,19 @@ extension ProtoFileDescriptor {
                 cHBUcmFuc2FjdGlvbhInCg9lbnZpcm9ubWVudF9yYXcYBiABKAlSDmVudmlyb25tZW50UmF3IqsBCgtTZW5kQXR0ZW1wdBI9Cgxh
                 dHRlbXB0X2RhdGUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgthdHRlbXB0RGF0ZRI+CgZyZXN1bHQYAiABKA4y
                 Ji5hcHBzdG9yZS5nYXRld2F5LnYxLlNlbmRBdHRlbXB0UmVzdWx0UgZyZXN1bHQSHQoKcmVzdWx0X3JhdxgDIAEoCVIJcmVzdWx0
-                UmF3IuQDChpTdHJlYW1Ob3RpZmljYXRpb25zUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBI5CgpzdGFydF9kYXRlGAIgASgLMhou
+                UmF3IvwDChpTdHJlYW1Ob3RpZmljYXRpb25zUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBI5CgpzdGFydF9kYXRlGAIgASgLMhou
                 Z29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIJc3RhcnREYXRlEjUKCGVuZF9kYXRlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRp
                 bWVzdGFtcFIHZW5kRGF0ZRIrChFub3RpZmljYXRpb25fdHlwZRgEIAEoCVIQbm90aWZpY2F0aW9uVHlwZRIxChRub3RpZmljYXRp
                 b25fc3VidHlwZRgFIAEoCVITbm90aWZpY2F0aW9uU3VidHlwZRIlCg50cmFuc2FjdGlvbl9pZBgGIAEoCVINdHJhbnNhY3Rpb25J
                 ZBIjCg1vbmx5X2ZhaWx1cmVzGAcgASgIUgxvbmx5RmFpbHVyZXMSQgoLZW52aXJvbm1lbnQYCCABKA4yIC5hcHBzdG9yZS5nYXRl
                 d2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9ubWVudBIhCgxyZXN1bWVfdG9rZW4YCSABKAlSC3Jlc3VtZVRva2VuEi8KE3N0cmlj
-                dF92ZXJpZmljYXRpb24YCiABKAhSEnN0cmljdFZlcmlmaWNhdGlvbiLGAgoRTm90aWZpY2F0aW9uRXZlbnQSJQoOc2lnbmVkX3Bh
-                eWxvYWQYASABKAlSDXNpZ25lZFBheWxvYWQSRQoMbm90aWZpY2F0aW9uGAIgASgLMiEuYXBwc3RvcmUuZ2F0ZXdheS52MS5Ob3Rp
-                ZmljYXRpb25SDG5vdGlmaWNhdGlvbhJFCg1zZW5kX2F0dGVtcHRzGAMgAygLMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5TZW5kQXR0
-                ZW1wdFIMc2VuZEF0dGVtcHRzEiEKDHJlc3VtZV90b2tlbhgEIAEoCVILcmVzdW1lVG9rZW4SPwoGc3RhdHVzGAUgASgOMicuYXBw
-                c3RvcmUuZ2F0ZXdheS52MS5WZXJpZmljYXRpb25TdGF0dXNSBnN0YXR1cxIYCgdtZXNzYWdlGAYgASgJUgdtZXNzYWdlQl4KF2Nv
-                bS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3
-                YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
+                dF92ZXJpZmljYXRpb24YCiABKAhSEnN0cmljdFZlcmlmaWNhdGlvbhIWCgZmb2xsb3cYCyABKAhSBmZvbGxvdyLGAgoRTm90aWZp
+                Y2F0aW9uRXZlbnQSJQoOc2lnbmVkX3BheWxvYWQYASABKAlSDXNpZ25lZFBheWxvYWQSRQoMbm90aWZpY2F0aW9uGAIgASgLMiEu
+                YXBwc3RvcmUuZ2F0ZXdheS52MS5Ob3RpZmljYXRpb25SDG5vdGlmaWNhdGlvbhJFCg1zZW5kX2F0dGVtcHRzGAMgAygLMiAuYXBw
+                c3RvcmUuZ2F0ZXdheS52MS5TZW5kQXR0ZW1wdFIMc2VuZEF0dGVtcHRzEiEKDHJlc3VtZV90b2tlbhgEIAEoCVILcmVzdW1lVG9r
+                ZW4SPwoGc3RhdHVzGAUgASgOMicuYXBwc3RvcmUuZ2F0ZXdheS52MS5WZXJpZmljYXRpb25TdGF0dXNSBnN0YXR1cxIYCgdtZXNz
+                YWdlGAYgASgJUgdtZXNzYWdlQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdhdGV3
+                YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/verify.proto",

@@ -604,6 +604,12 @@ public struct StreamNotificationsRequest: ProtoMessage, AppNamingMessage {
     /// `status` and `message` and no `notification`, and the stream goes on. True: the stream ends with DATA_LOSS at
     /// the first such notification (its `resume_token` metadata points before it).
     public var strictVerification: Bool = false
+    /// True: after the history of the window (Apple's, merged with what the gateway's webhook store holds for
+    /// it, each notification once, in `signed_date` order) the stream stays open and delivers notifications as
+    /// the gateway's webhook receives them, until the caller cancels. `end_date` is optional then (default:
+    /// now). Needs `notifications.webhook` configured; not combinable with `transaction_id` or `only_failures`.
+    /// Resume tokens of a followed stream also cover its live part.
+    public var follow: Bool = false
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.StreamNotificationsRequest"
@@ -622,7 +628,8 @@ public struct StreamNotificationsRequest: ProtoMessage, AppNamingMessage {
         onlyFailures: Bool = false,
         environment: Environment = Environment(rawValue: 0),
         resumeToken: String = "",
-        strictVerification: Bool = false
+        strictVerification: Bool = false,
+        follow: Bool = false
     ) {
         self.app = app
         self.startDate = startDate
@@ -634,6 +641,7 @@ public struct StreamNotificationsRequest: ProtoMessage, AppNamingMessage {
         self.environment = environment
         self.resumeToken = resumeToken
         self.strictVerification = strictVerification
+        self.follow = follow
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -670,6 +678,7 @@ extension StreamNotificationsRequest {
         self.environment = Environment(rawValue: Int32(truncatingIfNeeded: m.environment.rawValue))
         self.resumeToken = cString(m.resume_token)
         self.strictVerification = m.strict_verification != 0
+        self.follow = m.follow != 0
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -685,6 +694,7 @@ extension StreamNotificationsRequest {
         c.pointee.environment = .init(rawValue: .init(truncatingIfNeeded: self.environment.rawValue))
         if !self.resumeToken.isEmpty { c.pointee.resume_token = arena.string(self.resumeToken) }
         c.pointee.strict_verification = self.strictVerification ? 1 : 0
+        c.pointee.follow = self.follow ? 1 : 0
         return c
     }
 }

@@ -1142,7 +1142,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__send_attempt__descriptor
   (ProtobufCMessageInit) appstore__gateway__v1__send_attempt__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__stream_notifications_request__field_descriptors[10] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__stream_notifications_request__field_descriptors[11] =
 {
   {
     "app",
@@ -1264,11 +1264,24 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__stream_notification
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "follow",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__StreamNotificationsRequest, follow),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__stream_notifications_request__field_indices_by_name[] = {
   0,   /* field[0] = app */
   2,   /* field[2] = end_date */
   7,   /* field[7] = environment */
+  10,   /* field[10] = follow */
   4,   /* field[4] = notification_subtype */
   3,   /* field[3] = notification_type */
   6,   /* field[6] = only_failures */
@@ -1280,7 +1293,7 @@ static const unsigned appstore__gateway__v1__stream_notifications_request__field
 static const ProtobufCIntRange appstore__gateway__v1__stream_notifications_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__stream_notifications_request__descriptor =
 {
@@ -1290,7 +1303,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__stream_notifications_req
   "Appstore__Gateway__V1__StreamNotificationsRequest",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__StreamNotificationsRequest),
-  10,
+  11,
   appstore__gateway__v1__stream_notifications_request__field_descriptors,
   appstore__gateway__v1__stream_notifications_request__field_indices_by_name,
   1,  appstore__gateway__v1__stream_notifications_request__number_ranges,

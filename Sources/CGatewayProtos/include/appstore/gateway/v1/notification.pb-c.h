@@ -353,10 +353,18 @@ struct  Appstore__Gateway__V1__StreamNotificationsRequest
    * the first such notification (its `resume_token` metadata points before it).
    */
   protobuf_c_boolean strict_verification;
+  /*
+   * True: after the history of the window (Apple's, merged with what the gateway's webhook store holds for
+   * it, each notification once, in `signed_date` order) the stream stays open and delivers notifications as
+   * the gateway's webhook receives them, until the caller cancels. `end_date` is optional then (default:
+   * now). Needs `notifications.webhook` configured; not combinable with `transaction_id` or `only_failures`.
+   * Resume tokens of a followed stream also cover its live part.
+   */
+  protobuf_c_boolean follow;
 };
 #define APPSTORE__GATEWAY__V1__STREAM_NOTIFICATIONS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__stream_notifications_request__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 /*

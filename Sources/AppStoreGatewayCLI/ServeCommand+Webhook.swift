@@ -1,0 +1,89 @@
+import Foundation
+import GatewayCore
+import HTTP2
+import NotificationStore
+import Observability
+import Services
+
+/// The notification webhook of `serve`: its store, its HTTP/1.1 port and its reconciler.
+struct WebhookRuntime {
+    let server: HTTP2Server
+    let reconciler: Task<Void, Never>?
+    let address: ListenAddress
+    let path: String
+    let storeDescription: String
+
+    /// The store `configuration` asks for, with its metrics: nil when no webhook is configured.
+    static func feed(_ configuration: GatewayConfiguration, registry: MetricsRegistry) throws -> LiveNotificationFeed? {
+        guard configuration.notifications.webhook.listen != nil else { return nil }
+        let settings = configuration.notifications.store
+        let store: any NotificationStore
+        if settings.redis, let url = configuration.redis.url {
+            store = RedisNotificationStore(
+                url: url, keyPrefix: configuration.redis.keyPrefix,
+                timeout: .milliseconds(Int64(max(1_000, configuration.redis.timeoutMilliseconds))),
+                retention: .milliseconds(Int64(clamping: settings.retentionMilliseconds)))
+        } else {
+            do {
+                store = try SQLiteNotificationStore(path: settings.sqlitePath)
+            } catch {
+                throw ConfigurationLoading.fail(
+                    "invalid configuration",
+                    problems: [ConfigurationError(key: "notifications.store.sqlite", problem: "\(error)")])
+            }
+        }
+        return LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: registry))
+    }
+
+    /// Binds and starts the webhook port and the reconciler.
+    static func start(
+        _ configuration: GatewayConfiguration, feed: LiveNotificationFeed, service: AppStoreGatewayService
+    ) throws -> WebhookRuntime {
+        let webhook = configuration.notifications.webhook
+        guard let address = webhook.listen else { throw ConfigurationLoading.fail("no webhook address") }
+        let handler = service.webhook(path: webhook.path, live: feed)
+        var transport = ServerTransport.cleartextHTTP1
+        if !webhook.tlsCertificateFile.isEmpty {
+            do {
+                transport = .tls(try TLSContext(
+                    certificateChainFile: webhook.tlsCertificateFile, privateKeyFile: webhook.tlsKeyFile))
+            } catch {
+                throw ConfigurationLoading.fail(
+                    "invalid configuration",
+                    problems: [ConfigurationError(key: "notifications.webhook.tlsCertificate", problem: "\(error)")])
+            }
+        }
+        let server: HTTP2Server
+        do {
+            server = try HTTP2Server(
+                address: address, threads: 1, configuration: NotificationWebhook.transportLimits(webhook),
+                transport: transport, responder: HTTPRequestResponder(handler: handler, maxBodyBytes: webhook.maxBodyBytes),
+                requestHandler: handler)
+        } catch {
+            throw ConfigurationLoading.fail("cannot listen on the webhook address \(address): \(error)")
+        }
+        server.start()
+        var reconciler: Task<Void, Never>?
+        let store = configuration.notifications.store
+        if let pass = service.reconciler, store.reconcileIntervalMilliseconds > 0 {
+            let interval = Duration.milliseconds(Int64(clamping: store.reconcileIntervalMilliseconds))
+            let retention = Duration.milliseconds(Int64(clamping: store.retentionMilliseconds))
+            reconciler = Task.detached { await pass.run(interval: interval, retention: retention) }
+        }
+        return WebhookRuntime(
+            server: server, reconciler: reconciler, address: address, path: webhook.path,
+            storeDescription: store.redis ? "redis stream" : "sqlite \(store.sqlitePath)")
+    }
+
+    var url: String {
+        let scheme = "http"
+        return "\(scheme)://\(address.host):\(server.port)\(path)"
+    }
+
+    func stop() {
+        reconciler?.cancel()
+        server.beginGracefulShutdown()
+        server.closeAllConnections()
+        server.stop()
+    }
+}

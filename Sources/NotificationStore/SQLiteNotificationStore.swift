@@ -1,0 +1,179 @@
+import Dispatch
+
+/// The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so a commit is on disk (the
+/// write-ahead log fsynced) before `insert` returns, and a `kill -9` or power cut after the webhook's 200
+/// loses nothing. Every statement runs on one serial queue (its own thread), never on an event loop.
+public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendable {
+    // @unchecked: `database` is touched only on `queue`.
+    private let queue: DispatchQueue
+    private let database: SQLiteDatabase
+    public let signal = LiveSignal()
+    public var isShared: Bool { false }
+
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS notifications(
+          position INTEGER PRIMARY KEY AUTOINCREMENT,
+          uuid TEXT NOT NULL UNIQUE,
+          signed_date INTEGER NOT NULL,
+          received_at INTEGER NOT NULL,
+          bundle_id TEXT NOT NULL,
+          environment TEXT NOT NULL,
+          notification_type TEXT NOT NULL,
+          subtype TEXT NOT NULL,
+          signed_payload TEXT NOT NULL);
+        CREATE INDEX IF NOT EXISTS notifications_window ON notifications(bundle_id, signed_date, position);
+        CREATE INDEX IF NOT EXISTS notifications_received ON notifications(received_at);
+        """
+
+    /// Opens or creates the store at `path` (its directory must exist).
+    public init(path: String) throws(NotificationStoreFailure) {
+        queue = DispatchQueue(label: "appstore-gateway.notification-store")
+        let database = try SQLiteDatabase(path: path)
+        let mode = try database.text("PRAGMA journal_mode=WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw NotificationStoreFailure("the SQLite store '\(path)' cannot use WAL mode (got \(mode ?? "nothing"))")
+        }
+        try database.execute("PRAGMA synchronous=FULL")
+        try database.execute(Self.schema)
+        self.database = database
+    }
+
+    private func run<Value: Sendable>(_ work: @escaping @Sendable (SQLiteDatabase) throws(NotificationStoreFailure) -> Value)
+        async throws(NotificationStoreFailure) -> Value
+    {
+        let database = UncheckedDatabase(database)
+        let result: Result<Value, NotificationStoreFailure> = await withCheckedContinuation { continuation in
+            queue.async {
+                do throws(NotificationStoreFailure) {
+                    continuation.resume(returning: .success(try work(database.value)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    public func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
+        -> InsertOutcome
+    {
+        let outcome = try await run { database throws(NotificationStoreFailure) -> InsertOutcome in
+            try database.query(
+                """
+                INSERT INTO notifications(uuid, signed_date, received_at, bundle_id, environment, notification_type,
+                  subtype, signed_payload) VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(uuid) DO NOTHING
+                """,
+                bind: [
+                    .text(notification.uuid), .integer(notification.signedDate), .integer(receivedAt),
+                    .text(notification.bundleId), .text(notification.environment), .text(notification.notificationType),
+                    .text(notification.subtype), .text(notification.signedPayload),
+                ]) { _ in false }
+            let inserted = database.changes > 0
+            var position: Int64 = 0
+            try database.query("SELECT position FROM notifications WHERE uuid = ?", bind: [.text(notification.uuid)]) {
+                position = $0.integer(0)
+                return false
+            }
+            let at = StorePosition(major: UInt64(clamping: position))
+            return inserted ? .stored(at) : .duplicate(at)
+        }
+        if case .stored = outcome { signal.raise() }
+        return outcome
+    }
+
+    static let columns = "position, received_at, uuid, signed_date, bundle_id, environment, notification_type, subtype, signed_payload"
+
+    static func entry(_ row: SQLiteDatabase.Row) -> StoredNotification {
+        StoredNotification(
+            position: StorePosition(major: UInt64(clamping: row.integer(0))), receivedAt: row.integer(1),
+            notification: NewNotification(
+                uuid: row.text(2), signedDate: row.integer(3), bundleId: row.text(4), environment: row.text(5),
+                notificationType: row.text(6), subtype: row.text(7), signedPayload: row.text(8)))
+    }
+
+    /// The filter's optional columns as SQL (an unset filter matches every value).
+    static let optionalFilters = """
+        AND (?1 = '' OR environment = ?1) AND (?2 = '' OR notification_type = ?2) AND (?3 = '' OR subtype = ?3)
+        """
+
+    static func filterValues(_ filter: StoreFilter) -> [SQLiteDatabase.Value] {
+        [.text(filter.environment ?? ""), .text(filter.notificationType ?? ""), .text(filter.subtype ?? ""),
+         .text(filter.bundleId)]
+    }
+
+    public func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
+        async throws(NotificationStoreFailure) -> StorePage
+    {
+        try await run { database throws(NotificationStoreFailure) in
+            var found: [StoredNotification] = []
+            try database.query(
+                "SELECT \(Self.columns) FROM notifications WHERE bundle_id = ?4 AND position > ?5 \(Self.optionalFilters) "
+                    + "ORDER BY position LIMIT ?6",
+                bind: Self.filterValues(filter) + [.integer(Int64(clamping: position.major)), .integer(Int64(max(1, limit)))]
+            ) {
+                found.append(Self.entry($0))
+                return true
+            }
+            return StorePage(entries: found, through: found.last?.position ?? position)
+        }
+    }
+
+    public func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
+        async throws(NotificationStoreFailure) -> [StoredNotification]
+    {
+        try await run { database throws(NotificationStoreFailure) in
+            var found: [StoredNotification] = []
+            let afterDate = key?.signedDate ?? Int64.min
+            let afterPosition = Int64(clamping: key?.position.major ?? 0)
+            try database.query(
+                "SELECT \(Self.columns) FROM notifications WHERE bundle_id = ?4 AND position <= ?5 "
+                    + "AND signed_date >= ?6 AND signed_date < ?7 AND (signed_date > ?8 OR (signed_date = ?8 AND position > ?9)) "
+                    + "\(Self.optionalFilters) ORDER BY signed_date, position LIMIT ?10",
+                bind: Self.filterValues(filter) + [
+                    .integer(Int64(clamping: through.major)), .integer(filter.start), .integer(filter.end),
+                    .integer(afterDate), .integer(afterPosition), .integer(Int64(max(1, limit))),
+                ]
+            ) {
+                found.append(Self.entry($0))
+                return true
+            }
+            return found
+        }
+    }
+
+    public func position(ofUUID uuid: String) async throws(NotificationStoreFailure) -> StorePosition? {
+        try await run { database throws(NotificationStoreFailure) in
+            var found: StorePosition?
+            try database.query("SELECT position FROM notifications WHERE uuid = ?", bind: [.text(uuid)]) {
+                found = StorePosition(major: UInt64(clamping: $0.integer(0)))
+                return false
+            }
+            return found
+        }
+    }
+
+    public func lastPosition() async throws(NotificationStoreFailure) -> StorePosition {
+        try await run { database throws(NotificationStoreFailure) in
+            // sqlite_sequence keeps the largest position ever used, also after pruning.
+            var last: Int64 = 0
+            try database.query("SELECT seq FROM sqlite_sequence WHERE name = 'notifications'", bind: []) {
+                last = $0.integer(0)
+                return false
+            }
+            return StorePosition(major: UInt64(clamping: last))
+        }
+    }
+
+    public func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int {
+        try await run { database throws(NotificationStoreFailure) in
+            try database.query("DELETE FROM notifications WHERE received_at < ?", bind: [.integer(cutoff)]) { _ in false }
+            return database.changes
+        }
+    }
+}
+
+/// Carries the queue-confined database into the queue's closure.
+private struct UncheckedDatabase: @unchecked Sendable {
+    let value: SQLiteDatabase
+    init(_ value: SQLiteDatabase) { self.value = value }
+}

@@ -1,0 +1,175 @@
+import Cryptography
+import GatewayCore
+import NotificationStore
+
+/// Where a followed stream stands after one event, in its catch-up or its live part: enough to continue
+/// right after it on any replica sharing the store (Redis), or after a restart of the one holding it (SQLite).
+///
+/// The catch-up merges two sorted sources, Apple's history pages and the store's entries of the window
+/// (those stored up to `snapshot`), so it keeps one cursor in each; the live part keeps a store position.
+struct FollowPosition: Sendable, Hashable {
+    var bundleID: String
+    /// SHA-256 of the stream's filters: a token only resumes its own stream.
+    var filterHash: [UInt8]
+    /// The end of the catch-up window (UNIX ms), fixed when the stream first started.
+    var windowEnd: Int64
+    /// Store entries at or before it belong to the catch-up; later ones are live.
+    var snapshot: StorePosition
+    /// Whether the catch-up is over.
+    var live = false
+    /// The last Apple history event consumed: its page's token ("" = first page) and index; nil = none yet.
+    var apple: ApplePosition?
+    /// Apple's history is exhausted.
+    var appleDone = false
+    /// The last store entry of the catch-up consumed; nil = none yet.
+    var storeKey: WindowKey?
+    /// The last live entry consumed (starts at `snapshot`).
+    var liveCursor: StorePosition
+    /// When the token was issued (UNIX ms).
+    var issuedAt: Int64 = 0
+
+    struct ApplePosition: Sendable, Hashable {
+        var pageToken: String
+        var index: Int
+        var environment: AppleEnvironment
+    }
+
+    init(bundleID: String, filterHash: [UInt8], windowEnd: Int64, snapshot: StorePosition) {
+        self.bundleID = bundleID
+        self.filterHash = filterHash
+        self.windowEnd = windowEnd
+        self.snapshot = snapshot
+        self.liveCursor = snapshot
+    }
+}
+
+/// The wire form of `FollowPosition`: base64url of
+/// `version(1)=2 | issuedAt(i64) | flags(u8: live, appleDone, hasApple, hasStoreKey) | windowEnd(i64)
+///  | snapshot(2×u64) | liveCursor(2×u64) | storeKey(i64 + 2×u64) | appleEnvironment(u8) | appleIndex(u32)
+///  | filterHash(32) | bundleID(u16 length + UTF-8) | applePageToken(u32 length + UTF-8) | HMAC-SHA256(32)`,
+/// integers big-endian, authenticated with the same key as history tokens (a different version byte, so
+/// neither kind passes for the other).
+struct FollowTokenCodec: Sendable {
+    static let version: UInt8 = 2
+    private let key: [UInt8]
+
+    init(key: [UInt8]) { self.key = key }
+
+    func encode(_ position: FollowPosition) -> String {
+        var bytes: [UInt8] = [Self.version]
+        put(&bytes, UInt64(bitPattern: position.issuedAt), 8)
+        var flags: UInt8 = 0
+        if position.live { flags |= 1 }
+        if position.appleDone { flags |= 2 }
+        if position.apple != nil { flags |= 4 }
+        if position.storeKey != nil { flags |= 8 }
+        bytes.append(flags)
+        put(&bytes, UInt64(bitPattern: position.windowEnd), 8)
+        for value in [position.snapshot.major, position.snapshot.minor, position.liveCursor.major, position.liveCursor.minor] {
+            put(&bytes, value, 8)
+        }
+        let storeKey = position.storeKey ?? WindowKey(signedDate: 0, position: .zero)
+        put(&bytes, UInt64(bitPattern: storeKey.signedDate), 8)
+        put(&bytes, storeKey.position.major, 8)
+        put(&bytes, storeKey.position.minor, 8)
+        bytes.append(position.apple?.environment == .sandbox ? 1 : 0)
+        put(&bytes, UInt64(UInt32(clamping: position.apple?.index ?? 0)), 4)
+        bytes += position.filterHash.count == 32 ? position.filterHash : [UInt8](repeating: 0, count: 32)
+        let bundle = Array(position.bundleID.utf8.prefix(Int(UInt16.max)))
+        put(&bytes, UInt64(bundle.count), 2)
+        bytes += bundle
+        let page = Array((position.apple?.pageToken ?? "").utf8)
+        put(&bytes, UInt64(page.count), 4)
+        bytes += page
+        bytes += HMACSHA256.authenticationCode(key: key, message: bytes)
+        return Base64URL.encode(bytes)
+    }
+
+    /// The position behind `text`; INVALID_ARGUMENT (field `resume_token`) unless this gateway family
+    /// issued it for a followed stream, unaltered.
+    func decode(_ text: String) throws(GatewayError) -> FollowPosition {
+        let invalid = GatewayError.invalidArgument(
+            field: "resume_token",
+            problem: "is not a resume token of a followed stream issued by this gateway (garbled, altered, from a "
+                + "stream without follow, or signed with another key); pass a NotificationEvent.resume_token unchanged")
+        guard text.utf8.count <= 16_384, let bytes = Base64URL.decode(text), bytes.count >= 32 + 1 + 8 + 1 + 8 + 32 + 24 + 1 + 4 + 32 + 2 + 4
+        else { throw invalid }
+        let body = Array(bytes[..<(bytes.count - 32)])
+        guard HMACSHA256.isValid(Array(bytes[(bytes.count - 32)...]), key: key, message: body) else { throw invalid }
+        var reader = TokenReader(body)
+        guard reader.integer(1) == UInt64(Self.version), let issued = reader.integer(8), let flags = reader.integer(1),
+            let windowEnd = reader.integer(8), let snapshotMajor = reader.integer(8), let snapshotMinor = reader.integer(8),
+            let liveMajor = reader.integer(8), let liveMinor = reader.integer(8), let keyDate = reader.integer(8),
+            let keyMajor = reader.integer(8), let keyMinor = reader.integer(8), let environment = reader.integer(1),
+            environment <= 1, let index = reader.integer(4), let hash = reader.bytes(32), let bundleLength = reader.integer(2),
+            let bundle = reader.bytes(Int(bundleLength)), let pageLength = reader.integer(4),
+            let page = reader.bytes(Int(pageLength)), reader.isAtEnd,
+            let bundleID = String(validating: bundle, as: UTF8.self), let pageToken = String(validating: page, as: UTF8.self)
+        else { throw invalid }
+        var position = FollowPosition(
+            bundleID: bundleID, filterHash: hash, windowEnd: Int64(bitPattern: windowEnd),
+            snapshot: StorePosition(major: snapshotMajor, minor: snapshotMinor))
+        position.issuedAt = Int64(bitPattern: issued)
+        position.live = flags & 1 != 0
+        position.appleDone = flags & 2 != 0
+        if flags & 4 != 0 {
+            position.apple = .init(pageToken: pageToken, index: Int(index), environment: environment == 0 ? .production : .sandbox)
+        }
+        if flags & 8 != 0 {
+            position.storeKey = WindowKey(
+                signedDate: Int64(bitPattern: keyDate), position: StorePosition(major: keyMajor, minor: keyMinor))
+        }
+        position.liveCursor = StorePosition(major: liveMajor, minor: liveMinor)
+        return position
+    }
+
+    private func put(_ bytes: inout [UInt8], _ value: UInt64, _ width: Int) {
+        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+}
+
+/// Reads a token's bytes front to back.
+private struct TokenReader {
+    private let bytes: [UInt8]
+    private var offset = 0
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func bytes(_ count: Int) -> [UInt8]? {
+        guard count >= 0, bytes.count - offset >= count else { return nil }
+        defer { offset += count }
+        return Array(bytes[offset..<(offset + count)])
+    }
+
+    mutating func integer(_ width: Int) -> UInt64? {
+        bytes(width).map { $0.reduce(0) { $0 << 8 | UInt64($1) } }
+    }
+}
+
+/// The catch-up merge as a pure decision: given the head of each source, what to do next. Both sources
+/// are in signedDate order; a store entry goes before an Apple event of the same date, so when both hold
+/// one notification the store's copy is the one emitted (the Apple copy is then skipped by UUID).
+enum FollowMerge {
+    enum Step: Equatable {
+        /// Fetch the next Apple history page.
+        case fetchApple
+        /// Fetch the next store entries of the window.
+        case fetchStore
+        case emitStore
+        case emitApple
+        /// Both sources are exhausted: go live.
+        case catchUpDone
+    }
+
+    static func next(appleHead: Int64?, appleDone: Bool, storeHead: Int64?, storeDone: Bool) -> Step {
+        if storeHead == nil && !storeDone { return .fetchStore }
+        if appleHead == nil && !appleDone { return .fetchApple }
+        switch (appleHead, storeHead) {
+        case (nil, nil): return .catchUpDone
+        case (nil, _?): return .emitStore
+        case (_?, nil): return .emitApple
+        case (let apple?, let store?): return store <= apple ? .emitStore : .emitApple
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Observability
+
+/// The webhook's and the followers' Prometheus series (a registry-less instance counts nothing).
+public final class NotificationMetrics: Sendable {
+    let received: Counter?
+    let verified: Counter?
+    let rejected: CounterFamily?
+    let stored: CounterFamily?
+    let duplicates: CounterFamily?
+    let backfilled: CounterFamily?
+    let followers: Gauge?
+    let lag: Histogram?
+
+    /// Series registered in `registry` (nil: none).
+    public init(registry: MetricsRegistry?) {
+        guard let registry else {
+            received = nil; verified = nil; rejected = nil; stored = nil; duplicates = nil; backfilled = nil
+            followers = nil; lag = nil
+            return
+        }
+        received = registry.counter(
+            "appstore_gateway_webhook_received_total", help: "Requests to the notification webhook's path.").labels()
+        verified = registry.counter(
+            "appstore_gateway_webhook_verified_total", help: "Webhook notifications whose JWS verified and bound to an app.")
+            .labels()
+        rejected = registry.counter(
+            "appstore_gateway_webhook_rejected_total",
+            help: "Webhook requests refused, by reason (not_a_notification, verification, unknown_app, "
+                + "store_unavailable, busy, method, path).",
+            labelNames: ["reason"])
+        stored = registry.counter(
+            "appstore_gateway_notifications_stored_total", help: "Notifications newly stored, by app and source.",
+            labelNames: ["app", "source"])
+        duplicates = registry.counter(
+            "appstore_gateway_notifications_duplicates_total",
+            help: "Deliveries of a notificationUUID already stored (Apple's retries), by app.", labelNames: ["app"])
+        backfilled = registry.counter(
+            "appstore_gateway_notifications_backfilled_total",
+            help: "Notifications the reconciler found in Apple's history but not in the store, by app.",
+            labelNames: ["app"])
+        followers = registry.gauge(
+            "appstore_gateway_notification_followers", help: "StreamNotifications calls following live notifications now.")
+            .labels()
+        lag = registry.histogram(
+            "appstore_gateway_notification_follow_lag_seconds",
+            help: "From a notification's arrival in the store to its delivery to a live follower.",
+            buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]).labels()
+    }
+
+    func reject(_ reason: String) { rejected?.labels(reason).increment() }
+}

@@ -1,0 +1,119 @@
+import AppStoreClient
+import GatewayCore
+import Logging
+import NotificationStore
+import ProtoCodec
+import SignedData
+
+/// Nothing lost: every `interval`, compares Apple's notification history of the last `window` with the
+/// store, and stores (backfills) what Apple sent while the receiver was down or failing; also prunes
+/// entries older than the retention. Followers see backfilled entries as live ones.
+public struct NotificationReconciler: Sendable {
+    let client: AppStoreAPIClient
+    let verifier: SignedDataVerifier
+    let apps: [GatewayConfiguration.App]
+    let feed: LiveNotificationFeed
+    let clock: any GatewayClock
+    let window: Duration
+    let logger = Logger(label: "appstore-gateway.reconciler")
+
+    init(client: AppStoreAPIClient, verifier: SignedDataVerifier, apps: [GatewayConfiguration.App],
+         feed: LiveNotificationFeed, clock: any GatewayClock, window: Duration) {
+        self.client = client
+        self.verifier = verifier
+        self.apps = apps
+        self.feed = feed
+        self.clock = clock
+        self.window = window
+    }
+
+    /// Runs `reconcileOnce` and a retention prune every `interval` until the task is cancelled.
+    public func run(interval: Duration, retention: Duration) async {
+        while !Task.isCancelled {
+            _ = await reconcileOnce()
+            let cutoff = (clock.wallNow() - retention).millisecondsSince1970
+            do throws(NotificationStoreFailure) {
+                let pruned = try await feed.store.prune(receivedBefore: cutoff)
+                if pruned > 0 { logger.info("pruned notifications past retention", metadata: ["count": "\(pruned)"]) }
+            } catch {
+                logger.warning("cannot prune the notification store", metadata: ["error": "\(error.message)"])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// One pass over every app and environment; returns how many notifications were backfilled.
+    @discardableResult
+    public func reconcileOnce() async -> Int {
+        var backfilled = 0
+        for app in apps {
+            for environment in Self.environments(app) {
+                do throws(GatewayError) {
+                    backfilled += try await reconcile(app, environment)
+                } catch {
+                    logger.warning("cannot reconcile with Apple's notification history", metadata: [
+                        "app": "\(app.name)", "environment": "\(environment.rawValue)", "error": "\(error.rpcStatus.message)",
+                    ])
+                }
+            }
+        }
+        return backfilled
+    }
+
+    static func environments(_ app: GatewayConfiguration.App) -> [AppleEnvironment] {
+        switch app.environment {
+        case .production: app.appAppleId == nil ? [] : [.production]
+        case .sandbox: [.sandbox]
+        case .auto: app.appAppleId == nil ? [.sandbox] : [.production, .sandbox]
+        }
+    }
+
+    private func reconcile(_ app: GatewayConfiguration.App, _ environment: AppleEnvironment) async throws(GatewayError) -> Int {
+        let now = clock.wallNow()
+        let oldest = now - NotificationHistoryRequestBody.retention(in: environment) + .seconds(60)
+        let start = max(now - window, oldest)
+        let body = NotificationHistoryRequestBody(
+            startDate: start.millisecondsSince1970, endDate: now.millisecondsSince1970)
+        let requirements: VerificationRequirements
+        do {
+            requirements = try VerificationRequirements(
+                bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment == .production ? .production : .sandbox)
+        } catch {
+            return 0
+        }
+        var token: String?
+        var backfilled = 0
+        var pages = 0
+        repeat {
+            let page = try await client.notificationHistory(
+                body: body, paginationToken: token, app: app, environment: environment, deadline: nil)
+            pages += 1
+            for item in page.items {
+                let result = verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
+                guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result),
+                    !notification.notificationUuid.isEmpty, let signed = notification.signedDate?.unixMilliseconds
+                else { continue }
+                let entry = NewNotification(
+                    uuid: notification.notificationUuid, signedDate: signed, bundleId: app.bundleId,
+                    environment: result.environment?.rawValue ?? environment.appleName,
+                    notificationType: notification.notificationTypeRaw, subtype: notification.subtypeRaw,
+                    signedPayload: item.signedPayload)
+                do throws(NotificationStoreFailure) {
+                    if case .stored = try await feed.store.insert(entry, receivedAt: clock.wallNow().millisecondsSince1970) {
+                        backfilled += 1
+                        feed.metrics.backfilled?.labels(app.name).increment()
+                        feed.metrics.stored?.labels(app.name, "backfill").increment()
+                        logger.notice("backfilled a notification the webhook missed", metadata: [
+                            "app": "\(app.name)", "notification_uuid": "\(entry.uuid)",
+                            "notification_type": "\(entry.notificationType)",
+                        ])
+                    }
+                } catch {
+                    throw GatewayError.notificationStoreUnavailable(error.message)
+                }
+            }
+            token = page.hasMore && !page.paginationToken.isEmpty ? page.paginationToken : nil
+        } while token != nil && pages < 500 && !Task.isCancelled
+        return backfilled
+    }
+}

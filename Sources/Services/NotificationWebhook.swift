@@ -1,0 +1,177 @@
+import GatewayCore
+import HTTP2
+import Logging
+import NotificationStore
+import ProtoCodec
+import SignedData
+
+/// The App Store Server Notifications V2 receiver: Apple POSTs `{"signedPayload": …}` to `path`.
+///
+/// 200 only once the notification is durably stored (or was already: deduplicated by notificationUUID);
+/// 400 for a body that is not a notification Apple signed; 403 for a genuine notification of an app (bundle
+/// id, appAppleId, environment) this gateway is not configured for; 503 when the store (or the
+/// verification pool) cannot take it now, so Apple retries. Chain validation runs on the verification pool
+/// and the store on its own thread: the handler only awaits them.
+public struct NotificationWebhook: HTTPRequestHandler {
+    let path: String
+    let verifier: SignedDataVerifier
+    let pool: VerificationPool
+    let apps: [GatewayConfiguration.App]
+    let store: any NotificationStore
+    let clock: any GatewayClock
+    let metrics: NotificationMetrics
+    let logger = Logger(label: "appstore-gateway.webhook")
+
+    /// The outcome of one delivery, before it becomes an HTTP answer (tests read it directly).
+    enum Outcome: Equatable {
+        case stored(app: String, uuid: String)
+        case duplicate(app: String, uuid: String)
+        case notANotification(String)
+        case unknownApp(String)
+        case unavailable(String)
+    }
+
+    init(path: String, verifier: SignedDataVerifier, pool: VerificationPool, apps: [GatewayConfiguration.App],
+         store: any NotificationStore, clock: any GatewayClock, metrics: NotificationMetrics) {
+        self.path = path
+        self.verifier = verifier
+        self.pool = pool
+        self.apps = apps
+        self.store = store
+        self.clock = clock
+        self.metrics = metrics
+    }
+
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        guard request.path == path else {
+            metrics.reject("path")
+            return text(404, "not found: Apple's notifications go to \(path)")
+        }
+        metrics.received?.increment()
+        guard request.method == "POST" else {
+            metrics.reject("method")
+            return HTTPResponse(status: 405, headers: [("allow", "POST")])
+        }
+        switch await receive(request.body) {
+        case .stored(let app, let uuid):
+            logger.info("notification stored", metadata: ["app": "\(app)", "notification_uuid": "\(uuid)"])
+            return text(200, "stored")
+        case .duplicate(let app, let uuid):
+            logger.info("notification already stored", metadata: ["app": "\(app)", "notification_uuid": "\(uuid)"])
+            return text(200, "already stored")
+        case .notANotification(let why):
+            // Debug only: anyone who can reach the port can send garbage; the metric counts it.
+            logger.debug("webhook request refused", metadata: ["reason": "\(why)"])
+            return text(400, "not an App Store Server Notification: \(why)")
+        case .unknownApp(let why):
+            logger.warning("webhook notification of an unconfigured app", metadata: ["reason": "\(why)"])
+            return text(403, "not a notification of a configured app: \(why)")
+        case .unavailable(let why):
+            logger.error("webhook cannot store now", metadata: ["reason": "\(why)"])
+            return HTTPResponse(
+                status: 503, headers: [("content-type", "text/plain; charset=utf-8"), ("retry-after", "10")],
+                body: Array("cannot store the notification now: \(why)\n".utf8))
+        }
+    }
+
+    /// Verifies, binds and stores one body.
+    func receive(_ body: [UInt8]) async -> Outcome {
+        guard let jws = WebhookBody.signedPayload(body) else {
+            metrics.reject("not_a_notification")
+            return .notANotification("the body must be a JSON object with a signedPayload string")
+        }
+        // Signature and chain first, bound to no app: a forgery is a 400 whatever it claims to be.
+        let verifier = self.verifier
+        let result: VerificationResult
+        if let cached = verifier.verifyIfChainCached(jws, kind: .notification, requirements: .none) {
+            result = cached
+        } else {
+            guard let validated = await pool.run({ verifier.verify(jws, kind: .notification, requirements: .none) }) else {
+                metrics.reject("busy")
+                return .unavailable("every verification worker is busy")
+            }
+            result = validated
+        }
+        guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) else {
+            metrics.reject("verification")
+            return .notANotification("\(result.status.rawValue): \(result.message)")
+        }
+        let uuid = notification.notificationUuid
+        guard (1...128).contains(uuid.utf8.count), let signedDate = notification.signedDate?.unixMilliseconds,
+            let environment = result.environment
+        else {
+            metrics.reject("not_a_notification")
+            return .notANotification("the notification has no notificationUUID, signedDate or environment")
+        }
+        // Then the binding: a configured app with this bundle id, its appAppleId, an environment its policy takes.
+        let bundleID = Self.bundleID(of: notification)
+        guard let app = apps.first(where: { $0.bundleId == bundleID }) else {
+            metrics.reject("unknown_app")
+            return .unknownApp("no configured app has the bundle id '\(bundleID.prefix(256))'")
+        }
+        let bound: VerificationResult
+        do {
+            let requirements = try VerificationRequirements(
+                bundleID: app.bundleId, appAppleID: app.appAppleId,
+                acceptedEnvironments: VerifyJWSHandler.accepted(by: app.environment))
+            // The chain is cached now: this costs one signature check.
+            bound = verifier.verifyIfChainCached(jws, kind: .notification, requirements: requirements)
+                ?? verifier.verify(jws, kind: .notification, requirements: requirements)
+        } catch {
+            metrics.reject("unknown_app")
+            return .unknownApp("app \(app.name): \(error.description)")
+        }
+        guard bound.isVerified else {
+            metrics.reject("unknown_app")
+            return .unknownApp("app \(app.name): \(bound.message)")
+        }
+        metrics.verified?.increment()
+        let entry = NewNotification(
+            uuid: uuid, signedDate: signedDate, bundleId: app.bundleId, environment: environment.rawValue,
+            notificationType: notification.notificationTypeRaw, subtype: notification.subtypeRaw, signedPayload: jws)
+        do throws(NotificationStoreFailure) {
+            switch try await store.insert(entry, receivedAt: clock.wallNow().millisecondsSince1970) {
+            case .stored:
+                metrics.stored?.labels(app.name, "webhook").increment()
+                return .stored(app: app.name, uuid: uuid)
+            case .duplicate:
+                metrics.duplicates?.labels(app.name).increment()
+                return .duplicate(app: app.name, uuid: uuid)
+            }
+        } catch {
+            metrics.reject("store_unavailable")
+            return .unavailable(error.message)
+        }
+    }
+
+    /// The bundle id a notification names, wherever its type puts it.
+    static func bundleID(of notification: AppStoreNotification) -> String {
+        if let data = notification.data, !data.bundleId.isEmpty { return data.bundleId }
+        if let summary = notification.summary, !summary.bundleId.isEmpty { return summary.bundleId }
+        if let token = notification.externalPurchaseToken, !token.bundleId.isEmpty { return token.bundleId }
+        if let appData = notification.appData, !appData.bundleId.isEmpty { return appData.bundleId }
+        return ""
+    }
+
+    /// The transport of the webhook port: POST bodies up to `maxBodyBytes`, a whole request within
+    /// `timeout`, idle keep-alive connections closed after 30 s, at most `maxConnections` connections.
+    public static func transportLimits(_ webhook: GatewayConfiguration.Webhook) -> HTTP2Configuration {
+        var configuration = HTTP2Configuration()
+        configuration.maxConnections = webhook.maxConnections
+        configuration.http1.allowedMethods = ["POST"]
+        configuration.http1.maxBodyBytes = webhook.maxBodyBytes
+        configuration.http1.maxHeadBytes = 16 * 1024
+        configuration.http1.headerTimeoutMilliseconds = webhook.requestTimeoutMilliseconds
+        configuration.http1.idleTimeoutMilliseconds = 30_000
+        configuration.maxHeaderListSize = 16 * 1024
+        configuration.maxConcurrentStreams = 16
+        configuration.initialWindowSize = UInt32(clamping: max(65_535, webhook.maxBodyBytes))
+        configuration.maxBufferedBytesPerConnection = 4 * webhook.maxBodyBytes
+        configuration.maxBufferedBytes = 64 * webhook.maxBodyBytes
+        return configuration
+    }
+
+    private func text(_ status: Int, _ body: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("content-type", "text/plain; charset=utf-8")], body: Array((body + "\n").utf8))
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import NotificationStore
+import XCTest
+
+final class SQLiteNotificationStoreTests: XCTestCase {
+    private var directory = ""
+
+    override func setUp() {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+
+    private func notification(_ uuid: String, signedDate: Int64, bundle: String = "com.example", type: String = "DID_RENEW")
+        -> NewNotification
+    {
+        NewNotification(
+            uuid: uuid, signedDate: signedDate, bundleId: bundle, environment: "Sandbox", notificationType: type,
+            subtype: "", signedPayload: "jws-\(uuid)")
+    }
+
+    func testInsertIsIdempotentByUUIDAndSurvivesReopening() async throws {
+        let path = directory + "/n.db"
+        do {
+            let store = try SQLiteNotificationStore(path: path)
+            guard case .stored(let first) = try await store.insert(notification("a", signedDate: 10), receivedAt: 100) else {
+                return XCTFail("first insert must store")
+            }
+            guard case .duplicate(let again) = try await store.insert(notification("a", signedDate: 10), receivedAt: 200)
+            else { return XCTFail("second insert must be a duplicate") }
+            XCTAssertEqual(first, again)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: path + "-wal"), "WAL mode keeps a -wal file while open")
+        }
+        let reopened = try SQLiteNotificationStore(path: path)
+        let page = try await reopened.entries(after: .zero, matching: StoreFilter(bundleId: "com.example"), limit: 10)
+        XCTAssertEqual(page.entries.map(\.notification.uuid), ["a"])
+        XCTAssertEqual(page.entries.first?.receivedAt, 100)
+        XCTAssertEqual(page.entries.first?.notification.signedPayload, "jws-a")
+    }
+
+    func testEntriesAfterFollowPositionsAndFilters() async throws {
+        let store = try SQLiteNotificationStore(path: directory + "/n.db")
+        _ = try await store.insert(notification("a", signedDate: 30), receivedAt: 1)
+        _ = try await store.insert(notification("b", signedDate: 10, bundle: "com.other"), receivedAt: 2)
+        _ = try await store.insert(notification("c", signedDate: 20, type: "REFUND"), receivedAt: 3)
+        let all = try await store.entries(after: .zero, matching: StoreFilter(bundleId: "com.example"), limit: 10)
+        XCTAssertEqual(all.entries.map(\.notification.uuid), ["a", "c"])
+        let refunds = try await store.entries(
+            after: .zero, matching: StoreFilter(bundleId: "com.example", notificationType: "REFUND"), limit: 10)
+        XCTAssertEqual(refunds.entries.map(\.notification.uuid), ["c"])
+        let later = try await store.entries(after: all.entries[0].position, matching: StoreFilter(bundleId: "com.example"), limit: 10)
+        XCTAssertEqual(later.entries.map(\.notification.uuid), ["c"])
+        let last = try await store.lastPosition()
+        XCTAssertEqual(last, all.entries[1].position)
+    }
+
+    func testWindowOrdersBySignedDateAndContinuesAfterAKey() async throws {
+        let store = try SQLiteNotificationStore(path: directory + "/n.db")
+        for (uuid, date) in [("a", 30), ("b", 10), ("c", 20), ("d", 20), ("e", 99)] {
+            _ = try await store.insert(notification(uuid, signedDate: Int64(date)), receivedAt: 1)
+        }
+        let through = try await store.lastPosition()
+        let filter = StoreFilter(bundleId: "com.example", start: 10, end: 50)
+        let first = try await store.window(matching: filter, through: through, after: nil, limit: 2)
+        XCTAssertEqual(first.map(\.notification.uuid), ["b", "c"])
+        let rest = try await store.window(matching: filter, through: through, after: first.last?.key, limit: 10)
+        XCTAssertEqual(rest.map(\.notification.uuid), ["d", "a"])
+        let snapshot = try await store.window(matching: filter, through: first[0].position, after: nil, limit: 10)
+        XCTAssertEqual(snapshot.map(\.notification.uuid), ["b", "a"], "entries stored after the snapshot are live ones")
+    }
+
+    func testPruneDropsOldEntriesButNeverReusesPositions() async throws {
+        let store = try SQLiteNotificationStore(path: directory + "/n.db")
+        _ = try await store.insert(notification("old", signedDate: 1), receivedAt: 1_000)
+        _ = try await store.insert(notification("new", signedDate: 2), receivedAt: 5_000)
+        let removed = try await store.prune(receivedBefore: 2_000)
+        XCTAssertEqual(removed, 1)
+        let before = try await store.lastPosition()
+        guard case .stored(let next) = try await store.insert(notification("newer", signedDate: 3), receivedAt: 6_000) else {
+            return XCTFail("must store")
+        }
+        XCTAssertGreaterThan(next, before)
+        let old = try await store.position(ofUUID: "old")
+        let kept = try await store.position(ofUUID: "new")
+        XCTAssertNil(old)
+        XCTAssertNotNil(kept)
+    }
+
+    func testAnUnopenableFileIsAFailureNotACrash() {
+        XCTAssertThrowsError(try SQLiteNotificationStore(path: directory + "/missing-dir/n.db"))
+    }
+
+    func testLiveSignalWakesAWaiterAndTimesOut() async {
+        let signal = LiveSignal()
+        let seen = signal.generation
+        let started = ContinuousClock.now
+        await signal.wait(past: seen, timeout: .milliseconds(20))
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .milliseconds(15))
+        let waiter = Task { await signal.wait(past: seen, timeout: .seconds(60)) }
+        try? await Task.sleep(for: .milliseconds(10))
+        signal.raise()
+        await waiter.value
+        XCTAssertNotEqual(signal.generation, seen)
+        await signal.wait(past: seen, timeout: .seconds(60))  // already past: returns at once
+    }
+}

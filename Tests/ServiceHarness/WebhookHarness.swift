@@ -1,0 +1,68 @@
+import Dispatch
+import Foundation
+import GatewayCore
+import HTTP2
+import NotificationStore
+import Services
+import Simulator
+import Synchronization
+
+/// The notification webhook driven from request bodies, as the webhook port hands them over: for the
+/// `fuzz-webhook-handler` libFuzzer target and the tests replaying its corpus.
+public final class WebhookHarness: Sendable {
+    private let webhook: NotificationWebhook
+    private let simulator: SimulatorServer
+
+    /// One per process, with its own simulator state and a fresh SQLite store.
+    public static let shared: WebhookHarness = {
+        do {
+            return try WebhookHarness()
+        } catch {
+            preconditionFailure("the webhook harness cannot start: \(error)")
+        }
+    }()
+
+    init() throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("webhook-harness-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        let state = try SimulatorState.openOrCreate(directory: directory, seed: 12)
+        simulator = try SimulatorServer(state: state, listen: ListenAddress(host: "127.0.0.1", port: 0))
+        let path = try simulator.writeGatewayConfiguration()
+        var configuration = try GatewayConfiguration.load(yaml: try String(contentsOfFile: path, encoding: .utf8))
+        configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
+        let feed = LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: nil))
+        webhook = try AppStoreGatewayService(configuration: configuration, live: feed)
+            .webhook(path: "/apple/notifications", live: feed)
+    }
+
+    /// A body from a fuzz input: an input starting with `{` is the body itself; anything else is a JWS
+    /// payload under a genuine Apple header with a zero signature, wrapped as Apple wraps it.
+    public static func body(fromFuzzInput input: [UInt8]) -> [UInt8] {
+        guard input.first != UInt8(ascii: "{") else { return input }
+        let jws = ServiceHarness.genuineHeader + "." + Base64URL.encode(input) + "." + String(repeating: "A", count: 86)
+        return Array("{\"signedPayload\":\"\(jws)\"}".utf8)
+    }
+
+    /// Posts a fuzz input and checks the answer is one the webhook's contract allows (200, 400, 403, 413,
+    /// 503); returns the status.
+    @discardableResult
+    public func fuzz(_ input: [UInt8]) -> Int {
+        let request = HTTPRequest(
+            method: "POST", target: "/apple/notifications", headers: [("content-type", "application/json")],
+            body: Self.body(fromFuzzInput: input))
+        let result = Mutex<Int?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let webhook = self.webhook
+        Task {
+            let response = await webhook.handle(request)
+            result.withLock { $0 = response.status }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 30) == .success, let status = result.withLock({ $0 }) else {
+            preconditionFailure("the webhook did not answer within 30 s")
+        }
+        precondition([200, 400, 403, 413, 503].contains(status), "the webhook answered \(status) to a \(input.count)-byte input")
+        return status
+    }
+}

@@ -1,0 +1,82 @@
+import GatewayCore
+import NotificationStore
+import Testing
+
+@testable import Services
+
+/// The pure parts of `follow`: the catch-up merge's decisions, the resume token and the webhook body reader.
+@Suite struct FollowTests {
+    @Test func theMergeFetchesWhatItLacksThenEmitsTheEarlierHead() {
+        #expect(FollowMerge.next(appleHead: nil, appleDone: false, storeHead: nil, storeDone: false) == .fetchStore)
+        #expect(FollowMerge.next(appleHead: nil, appleDone: false, storeHead: 5, storeDone: false) == .fetchApple)
+        #expect(FollowMerge.next(appleHead: 4, appleDone: false, storeHead: 5, storeDone: false) == .emitApple)
+        #expect(FollowMerge.next(appleHead: 5, appleDone: false, storeHead: 5, storeDone: false) == .emitStore,
+                "on a tie the store's copy goes first, so Apple's copy of the same UUID is the one skipped")
+        #expect(FollowMerge.next(appleHead: nil, appleDone: true, storeHead: 9, storeDone: true) == .emitStore)
+        #expect(FollowMerge.next(appleHead: 3, appleDone: false, storeHead: nil, storeDone: true) == .emitApple)
+        #expect(FollowMerge.next(appleHead: nil, appleDone: true, storeHead: nil, storeDone: true) == .catchUpDone)
+    }
+
+    /// A merge of two sorted sources driven by the decision alone emits every item once, in date order.
+    @Test func aSimulatedMergeEmitsInSignedDateOrder() {
+        var apple: [Int64] = [1, 4, 4, 9, 12]
+        var store: [Int64] = [2, 4, 10]
+        var appleQueue: [Int64] = []
+        var storeQueue: [Int64] = []
+        var emitted: [Int64] = []
+        loop: while true {
+            switch FollowMerge.next(
+                appleHead: appleQueue.first, appleDone: apple.isEmpty && appleQueue.isEmpty,
+                storeHead: storeQueue.first, storeDone: store.isEmpty)
+            {
+            case .fetchApple: appleQueue += apple.prefix(2); apple.removeFirst(min(2, apple.count))
+            case .fetchStore: storeQueue += store.prefix(1); store.removeFirst(min(1, store.count))
+            case .emitApple: emitted.append(appleQueue.removeFirst())
+            case .emitStore: emitted.append(storeQueue.removeFirst())
+            case .catchUpDone: break loop
+            }
+        }
+        #expect(emitted == [1, 2, 4, 4, 4, 9, 10, 12])
+    }
+
+    @Test func aFollowTokenRoundTripsAndRefusesTamperingAndHistoryTokens() throws {
+        let key = Array("0123456789abcdef0123456789abcdef".utf8)
+        let codec = FollowTokenCodec(key: key)
+        var position = FollowPosition(
+            bundleID: "com.example", filterHash: Array(repeating: 7, count: 32), windowEnd: 1_700_000_000_000,
+            snapshot: StorePosition(major: 42))
+        position.apple = .init(pageToken: "page-3", index: 17, environment: .sandbox)
+        position.storeKey = WindowKey(signedDate: 1_699_999_999_000, position: StorePosition(major: 40, minor: 2))
+        position.liveCursor = StorePosition(major: 1_700_000_000_123, minor: 4)
+        position.live = true
+        position.issuedAt = 99
+        let text = codec.encode(position)
+        #expect(try codec.decode(text) == position)
+        var bytes = Array(text.utf8)
+        bytes[10] = bytes[10] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        #expect(throws: GatewayError.self) { try codec.decode(String(decoding: bytes, as: UTF8.self)) }
+        #expect(throws: GatewayError.self) { try FollowTokenCodec(key: Array(key.reversed())).decode(text) }
+        let history = ResumeTokenCodec(key: key).encode(NotificationResumeToken(
+            pageToken: "", index: 0, environment: .production, bundleID: "com.example",
+            filterHash: Array(repeating: 7, count: 32), eventSignedDate: 1, issuedAt: 1))
+        #expect(throws: GatewayError.self) { try codec.decode(history) }
+        #expect(throws: GatewayError.self) { try ResumeTokenCodec(key: key).decode(text) }
+        #expect(throws: GatewayError.self) { try codec.decode(String(repeating: "A", count: 20_000)) }
+    }
+
+    @Test func theWebhookBodyIsOneFlatObjectWithOneSignedPayload() {
+        func payload(_ text: String) -> String? { WebhookBody.signedPayload(Array(text.utf8)) }
+        #expect(payload(#"{"signedPayload":"a.b.c"}"#) == "a.b.c")
+        #expect(payload(" {\n\"signedPayload\" : \"a.b\\/c\", \"other\": 1.5e3, \"x\": null, \"y\": true } ") == "a.b/c")
+        #expect(payload(#"{"signedPayload":"\u0061"}"#) == "a")
+        for bad in [
+            "", "{}", "[]", #"{"signedPayload":1}"#, #"{"signedPayload":"a","signedPayload":"b"}"#,
+            #"{"signedPayload":"a"} x"#, #"{"signedPayload":"a""#, #"{"x":{"signedPayload":"a"}}"#,
+            #"{"signedPayload":"\u00e9"}"#, #"{"signedPayload":"a\q"}"#, "{\"signedPayload\":\"a\u{01}\"}",
+            String(repeating: "[", count: 100_000),
+        ] {
+            #expect(payload(bad) == nil, "\(bad.prefix(40))")
+        }
+        #expect(WebhookBody.signedPayload([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D]) == nil)
+    }
+}

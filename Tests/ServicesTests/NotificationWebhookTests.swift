@@ -1,0 +1,143 @@
+import Cryptography
+import Foundation
+import GatewayCore
+import HTTP2
+import NotificationStore
+import SignedData
+import Simulator
+import Testing
+
+@testable import Services
+
+/// The webhook handler on bodies the in-process simulator signs: verification, app binding, dedup and
+/// the status of each outcome, with a real SQLite store or a failing one.
+@Suite struct NotificationWebhookTests {
+    /// A simulator with two apps (the gateway knows the first) and a verifier trusting its PKI.
+    final class Fixture: Sendable {
+        let simulator: AppStoreSimulator
+        let verifier: SignedDataVerifier
+        let apps: [GatewayConfiguration.App]
+        let foreignBundle: String
+        let directory: String
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("webhook-tests-\(UUID().uuidString)").path
+            let state = try SimulatorState.openOrCreate(directory: directory, seed: 21, customersPerApp: 2, appCount: 2)
+            simulator = state.makeSimulator()
+            let root = try Certificate(contentsOfFile: state.path("pki/root.pem"))
+            verifier = try SignedDataVerifier(configuration: .init(trustedRoots: [root]))
+            let first = simulator.configuration.apps[0]
+            apps = [GatewayConfiguration.App(
+                name: "example", bundleId: first.bundleId, appAppleId: first.appAppleId, issuerId: "", keyId: "",
+                privateKeyFile: "", environment: .auto)]
+            foreignBundle = simulator.configuration.apps[1].bundleId
+        }
+
+        /// A notification the simulator records and signs (not delivered anywhere).
+        func signed(bundleId: String? = nil, environment: String = "Sandbox") async throws -> (uuid: String, jws: String) {
+            var body: [String: Any] = [
+                "url": "http://127.0.0.1:9/unused", "deliver": false, "notificationType": "TEST", "environment": environment,
+            ]
+            if let bundleId { body["bundleId"] = bundleId }
+            let response = await simulator.handle(HTTPRequest(
+                method: "POST", target: "/simulator/notifications",
+                body: Array(try JSONSerialization.data(withJSONObject: body))))
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+            let first = try #require((object["notifications"] as? [[String: Any]])?.first)
+            return (try #require(first["notificationUUID"] as? String), try #require(first["signedPayload"] as? String))
+        }
+
+        func webhook(store: any NotificationStore) -> NotificationWebhook {
+            NotificationWebhook(
+                path: "/apple/notifications", verifier: verifier, pool: VerificationPool(threads: 1, queueLimit: 4),
+                apps: apps, store: store, clock: SystemClock(), metrics: NotificationMetrics(registry: nil))
+        }
+
+        func store() throws -> SQLiteNotificationStore {
+            try SQLiteNotificationStore(path: directory + "/notifications-\(UUID().uuidString).db")
+        }
+    }
+
+    static func body(_ jws: String) -> [UInt8] { Array("{\"signedPayload\":\"\(jws)\"}".utf8) }
+
+    @Test func aGenuineNotificationIsStoredOnceAndItsRetryIsADuplicate() async throws {
+        let fixture = try Fixture()
+        let store = try fixture.store()
+        let webhook = fixture.webhook(store: store)
+        let (uuid, jws) = try await fixture.signed()
+        #expect(await webhook.receive(Self.body(jws)) == .stored(app: "example", uuid: uuid))
+        #expect(await webhook.receive(Self.body(jws)) == .duplicate(app: "example", uuid: uuid))
+        let page = try await store.entries(after: .zero, matching: StoreFilter(bundleId: fixture.apps[0].bundleId), limit: 10)
+        #expect(page.entries.map(\.notification.uuid) == [uuid])
+        #expect(page.entries.first?.notification.environment == "Sandbox")
+        #expect(page.entries.first?.notification.signedPayload == jws)
+        let answer = await webhook.handle(HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
+        #expect(answer.status == 200)
+    }
+
+    @Test func aNotificationOfAnUnconfiguredAppIs403() async throws {
+        let fixture = try Fixture()
+        let webhook = fixture.webhook(store: try fixture.store())
+        let (_, jws) = try await fixture.signed(bundleId: fixture.foreignBundle)
+        guard case .unknownApp = await webhook.receive(Self.body(jws)) else {
+            Issue.record("a foreign app's notification must be refused as unknown")
+            return
+        }
+        let answer = await webhook.handle(HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
+        #expect(answer.status == 403)
+    }
+
+    @Test func forgedAndMalformedBodiesAre400() async throws {
+        let fixture = try Fixture()
+        let store = try fixture.store()
+        let webhook = fixture.webhook(store: store)
+        let (_, jws) = try await fixture.signed()
+        var parts = jws.split(separator: ".").map(String.init)
+        parts[2] = String(parts[2].reversed())
+        for body in [Self.body(parts.joined(separator: ".")), Array("{}".utf8), Array("nope".utf8), []] {
+            guard case .notANotification = await webhook.receive(body) else {
+                Issue.record("\(String(decoding: body.prefix(40), as: UTF8.self)) must be refused")
+                continue
+            }
+        }
+        let answer = await webhook.handle(HTTPRequest(method: "POST", target: "/apple/notifications", body: Array("{}".utf8)))
+        #expect(answer.status == 400)
+        #expect(try await store.lastPosition() == .zero)
+    }
+
+    @Test func anUnavailableStoreIs503SoAppleRetries() async throws {
+        let fixture = try Fixture()
+        let webhook = fixture.webhook(store: FailingStore())
+        let (_, jws) = try await fixture.signed()
+        let answer = await webhook.handle(HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
+        #expect(answer.status == 503)
+        #expect(answer.headers.contains { $0.name == "retry-after" })
+    }
+
+    @Test func otherMethodsAndPathsAreRefused() async throws {
+        let fixture = try Fixture()
+        let webhook = fixture.webhook(store: FailingStore())
+        #expect(await webhook.handle(HTTPRequest(method: "GET", target: "/apple/notifications")).status == 405)
+        #expect(await webhook.handle(HTTPRequest(method: "POST", target: "/other")).status == 404)
+    }
+}
+
+/// A store whose every call fails, as a full disk or an unreachable Redis.
+struct FailingStore: NotificationStore {
+    let signal = LiveSignal()
+    var isShared: Bool { false }
+    static let failure = NotificationStoreFailure("disk I/O error")
+    func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure) -> InsertOutcome {
+        throw Self.failure
+    }
+    func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int) async throws(NotificationStoreFailure)
+        -> StorePage
+    { throw Self.failure }
+    func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
+        async throws(NotificationStoreFailure) -> [StoredNotification]
+    { throw Self.failure }
+    func position(ofUUID uuid: String) async throws(NotificationStoreFailure) -> StorePosition? { throw Self.failure }
+    func lastPosition() async throws(NotificationStoreFailure) -> StorePosition { throw Self.failure }
+    func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int { throw Self.failure }
+}

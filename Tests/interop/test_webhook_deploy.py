@@ -1,0 +1,72 @@
+"""deploy/: the webhook components render with `kubectl kustomize` on the base and validate, and they point
+the gateway at the store the documentation describes (SQLite on a volume, one replica; or the shared Redis
+with an append-only file)."""
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+import yaml
+
+from test_deploy import KUBE, _validate
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+
+
+def render(*components):
+    overlay = tempfile.mkdtemp(prefix="kustomize-webhook-")
+    with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+        yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": [os.path.relpath(os.path.join(KUBE, "base"), overlay)],
+            "components": [os.path.relpath(os.path.join(KUBE, "components", c), overlay) for c in components],
+        }, f)
+    rendered = subprocess.run(["kubectl", "kustomize", overlay], capture_output=True, text=True, timeout=30)
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    for doc in docs:
+        _validate(doc, f"base + {', '.join(components)}")
+    return docs
+
+
+def find(docs, kind, name):
+    (doc,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    return doc
+
+
+def gateway_env(docs):
+    (container,) = find(docs, "Deployment", "appstore-gateway")["spec"]["template"]["spec"]["containers"]
+    return container, {e["name"]: e.get("value") for e in container["env"]}
+
+
+def test_the_sqlite_webhook_runs_one_replica_with_its_database_on_a_volume():
+    docs = render("webhook")
+    container, env = gateway_env(docs)
+    assert env["APPSTORE_GATEWAY_NOTIFICATIONS_WEBHOOK_LISTEN"] == "0.0.0.0:8080"
+    database = env["APPSTORE_GATEWAY_NOTIFICATIONS_STORE_SQLITE"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "notifications"]
+    assert database.startswith(mount["mountPath"] + "/")
+    deployment = find(docs, "Deployment", "appstore-gateway")
+    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
+    hpa = find(docs, "HorizontalPodAutoscaler", "appstore-gateway")
+    assert hpa["spec"]["maxReplicas"] == 1
+    assert {"name": "webhook", "containerPort": 8080, "protocol": "TCP"} in container["ports"]
+    service = find(docs, "Service", "appstore-gateway-webhook")
+    assert service["spec"]["ports"][0]["targetPort"] == 8080
+    ingress = find(docs, "Ingress", "appstore-gateway-webhook")
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/apple/notifications"
+    find(docs, "PersistentVolumeClaim", "appstore-gateway-notifications")
+
+
+def test_the_redis_webhook_shares_a_durable_stream():
+    docs = render("redis", "webhook-redis")
+    _, env = gateway_env(docs)
+    assert env["APPSTORE_GATEWAY_NOTIFICATIONS_STORE_REDIS"] == "true"
+    assert env["APPSTORE_GATEWAY_REDIS_URL"].startswith("redis://")
+    (redis,) = find(docs, "Deployment", "appstore-gateway-redis")["spec"]["template"]["spec"]["containers"]
+    args = redis["args"]
+    assert args[args.index("--appendonly") + 1] == "yes" and args[args.index("--appendfsync") + 1] == "always"
+    volumes = find(docs, "Deployment", "appstore-gateway-redis")["spec"]["template"]["spec"]["volumes"]
+    assert volumes[0]["persistentVolumeClaim"]["claimName"] == "appstore-gateway-redis-data"
+    assert find(docs, "Deployment", "appstore-gateway")["spec"]["replicas"] > 1
