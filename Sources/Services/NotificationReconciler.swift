@@ -65,6 +65,7 @@ public struct NotificationReconciler: Sendable {
         case .production: app.appAppleId == nil ? [] : [.production]
         case .sandbox: [.sandbox]
         case .auto: app.appAppleId == nil ? [.sandbox] : [.production, .sandbox]
+        case .xcode: []  // Apple keeps no history of Xcode data
         }
     }
 
@@ -89,7 +90,8 @@ public struct NotificationReconciler: Sendable {
                 body: body, paginationToken: token, app: app, environment: environment, deadline: nil)
             pages += 1
             for item in page.items {
-                let result = verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
+                let result = await verifier.verifyOnline(item.signedPayload, kind: .notification, requirements: requirements)
+                    ?? verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
                 guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result),
                     !notification.notificationUuid.isEmpty, let signed = notification.signedDate?.unixMilliseconds
                 else { continue }

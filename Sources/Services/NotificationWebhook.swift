@@ -86,11 +86,20 @@ public struct NotificationWebhook: HTTPRequestHandler {
         if let cached = verifier.verifyIfChainCached(jws, kind: .notification, requirements: .none) {
             result = cached
         } else {
-            guard let validated = await pool.run({ verifier.verify(jws, kind: .notification, requirements: .none) }) else {
+            // Chain validation on the pool; with online checks, OCSP fetches awaited here, on no thread.
+            let pool = self.pool
+            guard let validated = await verifier.verifyOnline(
+                jws, kind: .notification, requirements: .none, running: { await pool.run($0) })
+            else {
                 metrics.reject("busy")
                 return .unavailable("every verification worker is busy")
             }
             result = validated
+        }
+        if result.status == .retryableFailure {
+            // Apple retries a 503: the revocation status may be known by then.
+            metrics.reject("revocation_status_unavailable")
+            return .unavailable(result.message)
         }
         guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) else {
             metrics.reject("verification")

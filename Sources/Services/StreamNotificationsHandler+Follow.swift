@@ -173,7 +173,7 @@ extension StreamNotificationsHandler {
                     for emission in emissions {
                         let event: NotificationEvent
                         do throws(GatewayError) {
-                            event = try self.event(for: page.items[emission.index], page: page, plan: follow.plan)
+                            event = try await self.event(for: page.items[emission.index], page: page, plan: follow.plan)
                         } catch {
                             throw failing(error)
                         }
@@ -191,7 +191,13 @@ extension StreamNotificationsHandler {
                 case .emitStore:
                     let entry = storeQueue.removeFirst()
                     position.storeKey = entry.key
-                    if let event = storedEvent(entry, app: follow.plan.app) { try await emit(event) }
+                    let event: NotificationEvent?
+                    do throws(GatewayError) {
+                        event = try await storedEvent(entry, app: follow.plan.app)
+                    } catch {
+                        throw failing(error)
+                    }
+                    if let event { try await emit(event) }
                 case .emitApple:
                     let item = appleQueue.removeFirst()
                     position.apple = item.at
@@ -237,8 +243,14 @@ extension StreamNotificationsHandler {
             }
             for entry in page.entries {
                 position.liveCursor = entry.position
-                guard !appleEmitted.contains(entry.notification.uuid), let event = storedEvent(entry, app: follow.plan.app)
-                else { continue }
+                guard !appleEmitted.contains(entry.notification.uuid) else { continue }
+                let stored: NotificationEvent?
+                do throws(GatewayError) {
+                    stored = try await storedEvent(entry, app: follow.plan.app)
+                } catch {
+                    throw failing(error)
+                }
+                guard let event = stored else { continue }
                 try await emit(event)
                 let lag = clock.wallNow().millisecondsSince1970 - entry.receivedAt
                 live.metrics.lag?.observe(Double(max(0, lag)) / 1000)
@@ -254,13 +266,22 @@ extension StreamNotificationsHandler {
     }
 
     /// A stored notification as an event, verified again (its chain is normally cached) and decoded; nil
-    /// when it no longer verifies (the trusted roots changed since it was stored).
-    func storedEvent(_ entry: StoredNotification, app: GatewayConfiguration.App) -> NotificationEvent? {
+    /// when it no longer verifies (the trusted roots changed since it was stored). With online checks, a
+    /// revocation status not cached is fetched; a responder that cannot be reached ends the stream UNAVAILABLE
+    /// (to be resumed), so nothing is skipped for want of an OCSP answer.
+    func storedEvent(_ entry: StoredNotification, app: GatewayConfiguration.App) async throws(GatewayError)
+        -> NotificationEvent?
+    {
         let environment: AppStoreEnvironment = entry.notification.environment == "Production" ? .production : .sandbox
         guard let requirements = try? VerificationRequirements(
             bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
         else { return nil }
-        let result = verifier.verify(entry.notification.signedPayload, kind: .notification, requirements: requirements)
+        let payload = entry.notification.signedPayload
+        let result = await verifier.verifyOnline(payload, kind: .notification, requirements: requirements)
+            ?? verifier.verify(payload, kind: .notification, requirements: requirements)
+        if result.status == .retryableFailure {
+            throw .revocationStatusUnavailable(app: app.name, problem: "a stored notification: \(result.message)")
+        }
         guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) else { return nil }
         var event = NotificationEvent()
         event.signedPayload = entry.notification.signedPayload
