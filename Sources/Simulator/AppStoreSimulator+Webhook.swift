@@ -42,7 +42,7 @@ extension AppStoreSimulator {
         let factor = (object["timeFactor"] as? Double) ?? (object["timeFactor"] as? Int).map(Double.init)
             ?? configuration.webhookTimeFactor
         let delivery = WebhookDelivery(timeFactor: factor)
-        let signer = SignedPayloads(pki: pki, app: app, environment: environment)
+        let signer = SignedPayloads(pki: signingPKI(revoked: false), app: app, environment: environment, memo: signatures)
         let clock = configuration.clock
         var answers: [OrderedJSON] = []
         for _ in 0..<count {

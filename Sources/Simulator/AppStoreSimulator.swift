@@ -29,7 +29,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let extensions = RenewalExtensionEndpoints()
     private let writes = SimulatorWriteLog()
     private let onlinePKI = Mutex<OnlineSimulatorPKI?>(nil)
-    private let signatures = SignatureMemo()
+    let signatures = SignatureMemo()
 
     /// The path of the OCSP responder (POST, RFC 6960 appendix A), served once `enableOCSP` was called.
     public static let ocspPath = "/ocsp"
@@ -82,7 +82,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     }
 
     /// The signing PKI now: online once `enableOCSP` was called, with the revoked leaf when asked.
-    private func signingPKI(revoked: Bool) -> SimulatorPKI {
+    func signingPKI(revoked: Bool) -> SimulatorPKI {
         guard let online = onlinePKI.withLock({ $0 }) else { return pki }
         return revoked ? online.revoked : online.signing
     }

@@ -210,6 +210,22 @@ def test_delivered_notifications_reach_two_followers_in_order_once(sim):
         gw.stop()
 
 
+def test_with_online_checks_a_delivery_fetches_its_ocsp_status_and_is_stored_and_streamed(sim):
+    """verification.onlineChecks on a fresh gateway: no revocation status is cached when the first notification
+    arrives, so the webhook fetches it from the simulator's responder rather than refusing the body."""
+    verification = dict(sim.config.get("verification") or {}, onlineChecks=True, ocspTimeout="2s")
+    gw = WebhookGateway(sim, database_path(), extra={"verification": verification})
+    try:
+        follower = Follower(gw, follow_request("REFUND_REVERSED"))
+        time.sleep(0.5)
+        delivered = sim.deliver(gw.webhook, notificationType="REFUND_REVERSED", count=2)
+        assert [d["status"] for d in delivered] == [200] * 2
+        assert follower.wait_for(2) == [d["notificationUUID"] for d in delivered]
+        follower.cancel()
+    finally:
+        gw.stop()
+
+
 def test_catch_up_merges_apples_history_with_the_store_each_notification_once(sim):
     database = database_path()
     gw = WebhookGateway(sim, database)
