@@ -86,7 +86,8 @@ let package = Package(
         .target(
             name: "Services",
             dependencies: [
-                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "HTTP2", "Observability", "AppStoreClient",
+                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "HTTP2", "Observability",
+                "AppStoreClient",
                 "CallerAuthentication",
                 "NotificationStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -120,7 +121,8 @@ let package = Package(
 
         // MARK: Tests mirror Sources.
         // Shared test fixtures (a TLS test server), used by several test targets.
-        .target(name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayCore"], path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayCore"], path: "Tests/TestSupport"),
         // The three RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
         .target(
             name: "ServiceHarness",
@@ -133,12 +135,15 @@ let package = Package(
                 "Simulator", "SignedData", "Cryptography", "HTTP2",
             ]),
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
-        .testTarget(name: "NotificationStoreTests", dependencies: ["NotificationStore", "GatewayCore", "AppStoreClient"]),
+        .testTarget(
+            name: "NotificationStoreTests", dependencies: ["NotificationStore", "GatewayCore", "AppStoreClient"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
-        .testTarget(name: "CallerAuthenticationTests", dependencies: ["CallerAuthentication", "Cryptography", "GatewayCore"]),
         .testTarget(
-            name: "SignedDataTests", dependencies: ["SignedData", "Cryptography", "GatewayCore", "ProtoCodec", "TestSupport"],
+            name: "CallerAuthenticationTests", dependencies: ["CallerAuthentication", "Cryptography", "GatewayCore"]),
+        .testTarget(
+            name: "SignedDataTests",
+            dependencies: ["SignedData", "Cryptography", "GatewayCore", "ProtoCodec", "TestSupport"],
             exclude: ["Fixtures", "Oracle"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "TestSupport"]),
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec", "TestSupport"], exclude: ["Clients"]),
@@ -151,7 +156,8 @@ let package = Package(
         .testTarget(
             name: "AppStoreClientTests",
             dependencies: [
-                "AppStoreClient", "Services", "HTTP2", "GatewayCore", "Cryptography", "SignedData", "ProtoCodec", "GRPC",
+                "AppStoreClient", "Services", "HTTP2", "GatewayCore", "Cryptography", "SignedData", "ProtoCodec",
+                "GRPC",
                 "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -160,7 +166,8 @@ let package = Package(
 
 // In CI (`CI=true`) every warning of the project's own Swift code is an error: warnings stay at zero.
 if ProcessInfo.processInfo.environment["CI"] == "true" {
-    for target in package.targets where !(target.name.first == "C" && target.name.dropFirst().first?.isUppercase == true) {
+    for target in package.targets
+    where !(target.name.first == "C" && target.name.dropFirst().first?.isUppercase == true) {
         target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
     }
 }

@@ -51,7 +51,8 @@ public struct AppKeySigner: ES256Signer, CustomStringConvertible {
             throw ConfigurationError(key: key, problem: "cannot read '\(path)' (unreadable or larger than 64 KiB)")
         }
         let pem = String(decoding: data, as: UTF8.self)
-        let problem = "'\(path)' is not an unencrypted PKCS#8 PEM P-256 private key (an App Store Connect In-App "
+        let problem =
+            "'\(path)' is not an unencrypted PKCS#8 PEM P-256 private key (an App Store Connect In-App "
             + "Purchase .p8 key)"
         let privateKey: ECPrivateKey
         do {

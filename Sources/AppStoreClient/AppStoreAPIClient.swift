@@ -113,7 +113,8 @@ public final class AppStoreAPIClient: Sendable {
                 fallback: RateLimiter(
                     defaults: configuration.rateLimits.defaults.scaled(by: share),
                     perApp: perApp.mapValues { $0.scaled(by: share) }),
-                appNames: Dictionary(configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { a, _ in a }),
+                appNames: Dictionary(
+                    configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { a, _ in a }),
                 reservationHorizon: .milliseconds(Int64(clamping: configuration.rateLimits.maxWaitMilliseconds)),
                 clock: clock, events: budgetEvents)
         } else {
@@ -123,7 +124,8 @@ public final class AppStoreAPIClient: Sendable {
             // Listed callers compete for each app's bucket by weight (docs: README "Callers").
             budget = FairShareBudget(
                 inner: budget, clock: clock,
-                appNames: Dictionary(configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { a, _ in a }),
+                appNames: Dictionary(
+                    configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { a, _ in a }),
                 events: accessEvents, sleep: sleep)
         }
         self.budget = budget

@@ -65,9 +65,12 @@ struct AppleCall {
             var final: AppleFinalAnswer?
             do {
                 let response = try await client.http.send(request)
-                let parsedCode = (200...299).contains(response.status)
+                let parsedCode =
+                    (200...299).contains(response.status)
                     ? nil : AppleErrorBody.parse(response.body, contentType: response.header("content-type"))?.code
-                report(httpStatus: response.status, errorCode: parsedCode, since: attemptStart, requestID: response.appleRequestID)
+                report(
+                    httpStatus: response.status, errorCode: parsedCode, since: attemptStart,
+                    requestID: response.appleRequestID)
                 if (200...299).contains(response.status) {
                     client.logger.debug("Apple answered", metadata: metadata(response.appleRequestID, response.status))
                     return .answered(response)
@@ -98,7 +101,8 @@ struct AppleCall {
                     client.logger.warning(
                         "Apple rate limit reached; endpoint blocked",
                         metadata: metadata(response.appleRequestID, response.status).merging(
-                            ["blocked_until_ms": .stringConvertible(until.millisecondsSince1970)], uniquingKeysWith: { $1 }))
+                            ["blocked_until_ms": .stringConvertible(until.millisecondsSince1970)],
+                            uniquingKeysWith: { $1 }))
                     return .refused(AppleFinalAnswer(failure: failure, retryAfter: until))
                 }
                 outcome = .appleError(httpStatus: response.status, code: parsed?.code)
@@ -109,7 +113,8 @@ struct AppleCall {
                 case .invalidRequest:
                     throw .internalBug("the request to Apple could not be built: \(error.message)", requestID: nil)
                 case .shutDown:
-                    throw .upstreamUnavailable(outage("the upstream client is shut down", schedule.attemptsMade + 1, nil, nil))
+                    throw .upstreamUnavailable(
+                        outage("the upstream client is shut down", schedule.attemptsMade + 1, nil, nil))
                 case .timedOut, .connectionFailed, .responseTooLarge:
                     report(httpStatus: nil, errorCode: nil, since: attemptStart, requestID: nil)
                     lastProblem = error.message
@@ -125,12 +130,15 @@ struct AppleCall {
             case .done:
                 continue  // not reached: success returned above
             case .retry(let delay):
-                client.events.appleRetry(app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
+                client.events.appleRetry(
+                    app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
                 client.logger.info(
                     "retrying Apple call",
                     metadata: metadata(lastRequestID, nil).merging(
-                        ["problem": "\(lastProblem)", "attempt": .stringConvertible(schedule.attemptsMade),
-                         "delay_ms": .stringConvertible(delay.millisecondsRoundedUp)], uniquingKeysWith: { $1 }))
+                        [
+                            "problem": "\(lastProblem)", "attempt": .stringConvertible(schedule.attemptsMade),
+                            "delay_ms": .stringConvertible(delay.millisecondsRoundedUp),
+                        ], uniquingKeysWith: { $1 }))
                 do { try await client.sleep(delay) } catch { throw .cancelled }
             case .giveUp(let reason):
                 if reason == .notRetryable, let final { return .refused(final) }
@@ -140,7 +148,10 @@ struct AppleCall {
                 client.logger.warning(
                     "Apple call failed",
                     metadata: metadata(lastRequestID, nil).merging(
-                        ["problem": "\(lastProblem)", "attempts": .stringConvertible(schedule.attemptsMade), "reason": "\(reason)"],
+                        [
+                            "problem": "\(lastProblem)", "attempts": .stringConvertible(schedule.attemptsMade),
+                            "reason": "\(reason)",
+                        ],
                         uniquingKeysWith: { $1 }))
                 throw .upstreamUnavailable(outage(lastProblem, schedule.attemptsMade, lastCode, lastRequestID))
             }
@@ -148,7 +159,8 @@ struct AppleCall {
     }
 
     /// Reports one attempt to the metrics sink and notes Apple's request id for the RPC's log line.
-    private func report(httpStatus: Int?, errorCode: AppleErrorCode?, since start: MonotonicInstant, requestID: String?) {
+    private func report(httpStatus: Int?, errorCode: AppleErrorCode?, since start: MonotonicInstant, requestID: String?)
+    {
         let elapsed = client.clock.monotonicNow() - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         client.events.appleAttempt(
@@ -175,12 +187,15 @@ struct AppleCall {
                 seconds: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
             do { try await client.sleep(wait) } catch { throw .cancelled }
         case .refused(let retryAfter):
-            client.events.rateLimitRefused(app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
+            client.events.rateLimitRefused(
+                app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
             throw .rateLimited(RateLimitRefusal(key: key, retryAfter: retryAfter, app: app.name))
         }
     }
 
-    private func outage(_ problem: String, _ attempts: Int, _ code: AppleErrorCode?, _ requestID: String?) -> UpstreamOutage {
+    private func outage(_ problem: String, _ attempts: Int, _ code: AppleErrorCode?, _ requestID: String?)
+        -> UpstreamOutage
+    {
         UpstreamOutage(
             lastProblem: problem, attempts: attempts, app: app.name, environment: environment, lastAppleCode: code,
             appleRequestID: requestID)

@@ -1,6 +1,6 @@
+internal import CCurl
 import Foundation
 import GatewayCore
-internal import CCurl
 
 /// One libcurl easy handle with everything it points at. Owned by the client thread: created there,
 /// driven there, freed there. Ownership: the easy handle, the `curl_slist` of headers and the POST body
@@ -103,7 +103,9 @@ final class CurlTransfer {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, body.count), alignment: 1)
             bodyBuffer = buffer
             buffer.copyBytes(from: body)
-            try check(ccurl_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), CURLOPT_POSTFIELDSIZE_LARGE)
+            try check(
+                ccurl_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), CURLOPT_POSTFIELDSIZE_LARGE
+            )
             try check(ccurl_setopt_ptr(easy, CURLOPT_POSTFIELDS, buffer.baseAddress), CURLOPT_POSTFIELDS)
         }
 

@@ -69,7 +69,8 @@ extension AppStoreAPIClient {
         let answer = try await call(
             .getNotificationHistory, path: AppleEndpoint.getNotificationHistory.pathTemplate, query: query,
             body: Array(body.json.utf8), app: app, environment: environment, deadline: deadline)
-        guard let wire = try? JSONDecoder().decode(NotificationHistoryWire.self, from: Data(answer.response.body)) else {
+        guard let wire = try? JSONDecoder().decode(NotificationHistoryWire.self, from: Data(answer.response.body))
+        else {
             throw .appleDataRejected(
                 app: app.name, environment: answer.environment,
                 problem: "the notification history answer (apple request id \(answer.appleRequestID ?? "none")) "
@@ -79,7 +80,8 @@ extension AppStoreAPIClient {
             NotificationHistoryPage.Item(
                 signedPayload: item.signedPayload ?? "",
                 sendAttempts: (item.sendAttempts ?? []).map {
-                    NotificationHistoryPage.SendAttempt(attemptDate: $0.attemptDate ?? 0, result: $0.sendAttemptResult ?? "")
+                    NotificationHistoryPage.SendAttempt(
+                        attemptDate: $0.attemptDate ?? 0, result: $0.sendAttemptResult ?? "")
                 })
         }
         return NotificationHistoryPage(

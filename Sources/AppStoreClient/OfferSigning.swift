@@ -30,12 +30,14 @@ extension AppStoreAPIClient {
     public func storeKitJWS(
         app: GatewayConfiguration.App, audience: String, claims: [(String, String)], nonce: String, issuedAt: Int64
     ) throws(GatewayError) -> String {
-        let all: [(String, String)] = [
-            ("iss", JSONString.quoted(app.issuerId)), ("bid", JSONString.quoted(app.bundleId)),
-            ("aud", JSONString.quoted(audience)), ("iat", String(issuedAt)), ("nonce", JSONString.quoted(nonce)),
-        ] + claims
+        let all: [(String, String)] =
+            [
+                ("iss", JSONString.quoted(app.issuerId)), ("bid", JSONString.quoted(app.bundleId)),
+                ("aud", JSONString.quoted(audience)), ("iat", String(issuedAt)), ("nonce", JSONString.quoted(nonce)),
+            ] + claims
         let payload = "{" + all.map { JSONString.quoted($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
-        let input = Base64URL.encode(Array(AppStoreJWT.header(keyID: app.keyId).utf8)) + "."
+        let input =
+            Base64URL.encode(Array(AppStoreJWT.header(keyID: app.keyId).utf8)) + "."
             + Base64URL.encode(Array(payload.utf8))
         let signature = try sign(Array(input.utf8), app: app)
         guard signature.count == 64 else {

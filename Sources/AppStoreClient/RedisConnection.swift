@@ -1,5 +1,5 @@
-import GatewayCore
 internal import CHiredis
+import GatewayCore
 
 /// One Redis reply, copied out of hiredis (bounded: see `RedisConnection.maxElements`).
 package enum RedisReply: Sendable, Hashable {
@@ -144,7 +144,8 @@ package final class RedisConnection {
         let message = Self.errorText(context)
         close()
         // hiredis reports a socket timeout as an I/O error with EAGAIN ("Resource temporarily unavailable").
-        let timedOut = code == REDIS_ERR_IO && (message.contains("temporarily unavailable") || message.contains("timed out"))
+        let timedOut =
+            code == REDIS_ERR_IO && (message.contains("temporarily unavailable") || message.contains("timed out"))
         return RedisConnectionFailure(
             kind: timedOut ? .timeout : .protocolError,
             message: "Redis \(reading ? "read" : "write") failed: \(message)")

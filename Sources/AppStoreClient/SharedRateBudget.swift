@@ -55,7 +55,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     public init(
         settings: GatewayConfiguration.Redis, limits: RateLimiter, fallback: RateLimiter, appNames: [String: String],
         reservationHorizon: Duration, clock: any GatewayClock = SystemClock(),
-        logger: Logger = Logger(label: "appstore-gateway.redis"), events: any SharedBudgetEvents = SilentSharedBudgetEvents()
+        logger: Logger = Logger(label: "appstore-gateway.redis"),
+        events: any SharedBudgetEvents = SilentSharedBudgetEvents()
     ) {
         self.settings = settings
         self.limits = limits
@@ -241,7 +242,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             var decoded: [[TokenBucket.Reservation]] = []
             for (group, reply) in zip(groups, replies.dropFirst(blocks.count).prefix(groups.count)) {
                 guard let values = reply.integers,
-                    let reservations = SharedBucketScript.reservations(fromTakeReply: values, requested: group.items.count)
+                    let reservations = SharedBucketScript.reservations(
+                        fromTakeReply: values, requested: group.items.count)
                 else {
                     throw RedisConnectionFailure(kind: .protocolError, message: "unexpected script reply: \(reply)")
                 }
@@ -254,11 +256,12 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             for (group, reservations) in zip(groups, decoded) {
                 let app = appNames[group.key.bundleID] ?? group.key.bundleID
                 for ((_, continuation), reservation) in zip(group.items, reservations) {
-                    let outcome: SharedBudgetOutcome = switch reservation {
-                    case .goNow: .taken
-                    case .goAfter: .waited
-                    case .refused: .refused
-                    }
+                    let outcome: SharedBudgetOutcome =
+                        switch reservation {
+                        case .goNow: .taken
+                        case .goAfter: .waited
+                        case .refused: .refused
+                        }
                     events.sharedBudgetReservation(app: app, endpoint: group.key.endpoint.configName, outcome: outcome)
                     continuation.resume(returning: reservation)
                 }
@@ -346,15 +349,18 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     /// replica's share starts from an empty bucket, so no second sees the shared rate and the shares at once.
     private func primeLocalBucket(_ key: RateLimitKey) {
         guard let opensAt = localOpensAt, primedKeys.insert(key).inserted else { return }
-        let interval = TokenBucket(perSecond: fallback.rate(for: key).perSecond, burst: 1, now: opensAt).emissionInterval
+        let interval = TokenBucket(perSecond: fallback.rate(for: key).perSecond, burst: 1, now: opensAt)
+            .emissionInterval
         fallback.blockUntil(opensAt + .nanoseconds(interval), key: key, now: clock.monotonicNow())
     }
 
     private func publish(_ transition: SharedBudgetMode.Transition?) {
         if transition == .restored {
-            logger.notice("Redis answers again; back on the shared rate budget", metadata: [
-                "redis": "\(settings.url.map { "\($0)" } ?? "-")"
-            ])
+            logger.notice(
+                "Redis answers again; back on the shared rate budget",
+                metadata: [
+                    "redis": "\(settings.url.map { "\($0)" } ?? "-")"
+                ])
         }
         condition.lock()
         let changed = modeSnapshot != mode.state

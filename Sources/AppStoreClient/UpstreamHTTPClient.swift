@@ -1,7 +1,7 @@
+internal import CCurl
 import Foundation
 import GatewayCore
 import Synchronization
-internal import CCurl
 
 /// An HTTP client for the App Store Server API: one libcurl multi handle confined to its own thread.
 ///

@@ -90,7 +90,8 @@ enum ConfigurationLoading {
 struct CheckConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
-        abstract: "Check a configuration file: prints one line per bad key; exit status 0 when it is valid, 1 when not.")
+        abstract: "Check a configuration file: prints one line per bad key; exit status 0 when it is valid, 1 when not."
+    )
 
     @Option(name: .long, help: "The YAML configuration file.")
     var config: String
@@ -107,6 +108,8 @@ struct CheckConfigCommand: ParsableCommand {
             yaml: yaml, path: config, environment: ProcessInfo.processInfo.environment)
         for problem in problems { print(problem) }
         guard problems.isEmpty else { throw ExitCode(1) }
-        print("\(config): valid (\(configuration.apps.count) app(s): \(configuration.apps.map(\.name).joined(separator: ", ")))")
+        print(
+            "\(config): valid (\(configuration.apps.count) app(s): \(configuration.apps.map(\.name).joined(separator: ", ")))"
+        )
     }
 }

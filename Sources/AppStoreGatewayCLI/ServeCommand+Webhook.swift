@@ -45,8 +45,9 @@ struct WebhookRuntime {
         var transport = ServerTransport.cleartextHTTP1
         if !webhook.tlsCertificateFile.isEmpty {
             do {
-                transport = .tls(try TLSContext(
-                    certificateChainFile: webhook.tlsCertificateFile, privateKeyFile: webhook.tlsKeyFile))
+                transport = .tls(
+                    try TLSContext(
+                        certificateChainFile: webhook.tlsCertificateFile, privateKeyFile: webhook.tlsKeyFile))
             } catch {
                 throw ConfigurationLoading.fail(
                     "invalid configuration",
@@ -57,7 +58,8 @@ struct WebhookRuntime {
         do {
             server = try HTTP2Server(
                 address: address, threads: 1, configuration: NotificationWebhook.transportLimits(webhook),
-                transport: transport, responder: HTTPRequestResponder(handler: handler, maxBodyBytes: webhook.maxBodyBytes),
+                transport: transport,
+                responder: HTTPRequestResponder(handler: handler, maxBodyBytes: webhook.maxBodyBytes),
                 requestHandler: handler)
         } catch {
             throw ConfigurationLoading.fail("cannot listen on the webhook address \(address): \(error)")

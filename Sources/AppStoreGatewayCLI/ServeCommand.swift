@@ -1,4 +1,5 @@
 import ArgumentParser
+internal import CLinux
 import CallerAuthentication
 import Foundation
 import GRPC
@@ -9,7 +10,6 @@ import Observability
 import ProtoCodec
 import Services
 import Simulator
-internal import CLinux
 
 /// `appstore-gateway serve`: runs the gRPC gateway until SIGTERM or SIGINT.
 struct ServeCommand: ParsableCommand {
@@ -49,7 +49,9 @@ struct ServeCommand: ParsableCommand {
         var simulatorServer: SimulatorServer?
         var configPath = config
         if simulator {
-            let directory = stateDir ?? FileManager.default.temporaryDirectory
+            let directory =
+                stateDir
+                ?? FileManager.default.temporaryDirectory
                 .appendingPathComponent("appstore-simulator-\(getpid())").path
             let state = try SimulatorState.openOrCreate(directory: directory)
             let server = try SimulatorServer(state: state, listen: ListenAddress(host: "127.0.0.1", port: 0))
@@ -116,10 +118,12 @@ struct ServeCommand: ParsableCommand {
                 registry: events.registry, board: board, readinessService: AppStoreGatewayService.name,
                 openConnections: { [http2 = server.http2] in http2.openConnections }, verifier: gatewayService.verifier,
                 rateLimiter: gatewayService.rateLimiter,
-                appNames: Dictionary(configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { first, _ in first }))
+                appNames: Dictionary(
+                    configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { first, _ in first }))
             do {
                 admin = try HTTP2Server(
-                    address: address, threads: 1, configuration: AdminEndpoint.transportLimits, transport: .cleartextHTTP1,
+                    address: address, threads: 1, configuration: AdminEndpoint.transportLimits,
+                    transport: .cleartextHTTP1,
                     responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint)
             } catch {
                 server.shutdown(graceMilliseconds: 0)
@@ -136,12 +140,14 @@ struct ServeCommand: ParsableCommand {
                 throw error
             }
         }
-        logger.info(access.tlsContext == nil ? "serving gRPC (h2c)" : "serving gRPC (TLS)", metadata: [
-            "address": "\(configuration.listen.host):\(server.port)",
-            "threads": .stringConvertible(server.http2.eventLoops.count),
-            "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
-            "rate_budget": "\(configuration.redis.url.map { "shared in \($0)" } ?? "per replica")",
-        ])
+        logger.info(
+            access.tlsContext == nil ? "serving gRPC (h2c)" : "serving gRPC (TLS)",
+            metadata: [
+                "address": "\(configuration.listen.host):\(server.port)",
+                "threads": .stringConvertible(server.http2.eventLoops.count),
+                "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
+                "rate_budget": "\(configuration.redis.url.map { "shared in \($0)" } ?? "per replica")",
+            ])
         // Machine-readable lines for scripts and tests that asked for port 0.
         print("appstore-gateway listening on \(configuration.listen.host):\(server.port)")
         if let admin, let address = configuration.admin {
@@ -157,10 +163,13 @@ struct ServeCommand: ParsableCommand {
 
         let signal = clinux_wait_shutdown_signal()
         let shutdown = configuration.shutdown
-        logger.info("shutting down", metadata: [
-            "signal": .stringConvertible(signal), "drain_delay_ms": .stringConvertible(shutdown.drainDelayMilliseconds),
-            "grace_ms": .stringConvertible(shutdown.graceMilliseconds),
-        ])
+        logger.info(
+            "shutting down",
+            metadata: [
+                "signal": .stringConvertible(signal),
+                "drain_delay_ms": .stringConvertible(shutdown.drainDelayMilliseconds),
+                "grace_ms": .stringConvertible(shutdown.graceMilliseconds),
+            ])
         // Readiness flips at once; liveness ("") stays SERVING so Kubernetes does not restart a draining pod.
         // Calls are still taken during the drain delay, while the endpoint removal propagates.
         board.set(.notServing, service: AppStoreGatewayService.name)
@@ -199,7 +208,8 @@ struct ServeCommand: ParsableCommand {
 
     private func printSimulatorGuide(_ simulator: SimulatorServer, configuration: GatewayConfiguration, port: UInt16) {
         let app = configuration.apps.first?.name ?? "example"
-        print("""
+        print(
+            """
 
             Using the built-in App Store simulator at \(simulator.productionURL) (no Apple credentials needed).
               app name for calls: \(app)

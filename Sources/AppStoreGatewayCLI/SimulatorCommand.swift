@@ -1,14 +1,15 @@
 import ArgumentParser
+internal import CLinux
 import Foundation
 import GatewayCore
 import Simulator
-internal import CLinux
 
 /// `appstore-gateway simulator`: the App Store simulator on its own, for callers' test harnesses.
 struct SimulatorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulator",
-        abstract: "Serve a fake App Store Server API (HTTPS, h2 and HTTP/1.1) and write a gateway configuration for it.",
+        abstract:
+            "Serve a fake App Store Server API (HTTPS, h2 and HTTP/1.1) and write a gateway configuration for it.",
         discussion: """
             The state directory keeps the generated PKI, In-App Purchase keys, TLS CA and data, so a restart \
             serves the same histories. It also receives gateway.yaml: run `appstore-gateway serve --config \
@@ -33,7 +34,8 @@ struct SimulatorCommand: ParsableCommand {
     @Option(name: .long, help: "The `listen` written into gateway.yaml.")
     var gatewayListen: String = "127.0.0.1:50051"
 
-    @Option(name: .long, help: "Faults injected without a header, in the x-simulator-fault syntax (e.g. error=4290000).")
+    @Option(
+        name: .long, help: "Faults injected without a header, in the x-simulator-fault syntax (e.g. error=4290000).")
     var fault: String?
 
     @Option(name: .long, help: "With --fault: inject on every Nth matching request.")
@@ -48,7 +50,11 @@ struct SimulatorCommand: ParsableCommand {
     @Option(name: .long, help: "Multiplies Apple's per-second rate limits (e.g. 100 for load tests; default 1).")
     var rateLimitScale: Double?
 
-    @Option(name: .long, help: "Where Request a Test Notification delivers its TEST notification (and the default url of POST /simulator/notifications).")
+    @Option(
+        name: .long,
+        help:
+            "Where Request a Test Notification delivers its TEST notification (and the default url of POST /simulator/notifications)."
+    )
     var webhookURL: String?
 
     @Option(name: .long, help: "Divides Apple's webhook retry delays (1h, 12h, 24h, 48h, 72h); default 3600.")
@@ -87,7 +93,8 @@ struct SimulatorCommand: ParsableCommand {
             if let webhookTimeFactor, webhookTimeFactor > 0 { configuration.webhookTimeFactor = webhookTimeFactor }
         }
         let configPath = try simulator.writeGatewayConfiguration(gatewayListen: gatewayListen)
-        print("""
+        print(
+            """
             App Store simulator listening on \(simulator.productionURL) (sandbox: \(simulator.productionURL)/sandbox)
               TLS CA:            \(simulator.tls.caCertificatePath)
               JWS root:          \(state.path("pki/root.pem"))

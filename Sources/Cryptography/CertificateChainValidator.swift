@@ -1,5 +1,5 @@
-import Foundation
 internal import COpenSSL
+import Foundation
 
 /// Why a chain failed RFC 5280 path validation, decided from OpenSSL's numeric verify error.
 public enum ChainValidationFailureReason: String, Sendable, Hashable {
@@ -108,9 +108,10 @@ public final class CertificateChainValidator: @unchecked Sendable {
                 _ = CryptographyError.drainErrorQueue()
                 let code = X509_STORE_CTX_get_error(context)
                 let text = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "unknown"
-                return .invalid(ChainValidationFailure(
-                    reason: Self.reason(for: code), openSSLCode: code,
-                    depth: X509_STORE_CTX_get_error_depth(context), message: text))
+                return .invalid(
+                    ChainValidationFailure(
+                        reason: Self.reason(for: code), openSSLCode: code,
+                        depth: X509_STORE_CTX_get_error_depth(context), message: text))
             }
             return .valid(Self.window(of: context))
         }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import Foundation
 internal import COpenSSL
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A distinguished name built from the attributes test and simulator PKIs need.
 public struct DistinguishedName: Sendable, Hashable {
@@ -12,8 +13,10 @@ public struct DistinguishedName: Sendable, Hashable {
     public var country: String?
 
     /// A name with the given attributes (encoded CN, OU, O, C in that order, as Apple's certificates are).
-    public init(commonName: String, organizationalUnit: String? = nil, organization: String? = nil,
-                country: String? = nil) {
+    public init(
+        commonName: String, organizationalUnit: String? = nil, organization: String? = nil,
+        country: String? = nil
+    ) {
         self.commonName = commonName
         self.organizationalUnit = organizationalUnit
         self.organization = organization
@@ -45,9 +48,11 @@ public struct CertificateTemplate: Sendable {
     /// An OCSP responder URL for the Authority Information Access extension (nil: none).
     public var ocspResponderURL: String?
 
-    public init(subject: DistinguishedName, serialNumber: UInt64, notBefore: Date, notAfter: Date, role: Role,
-                markerExtensionOIDs: [String] = [], subjectAlternativeNames: [String] = [],
-                ocspResponderURL: String? = nil) {
+    public init(
+        subject: DistinguishedName, serialNumber: UInt64, notBefore: Date, notAfter: Date, role: Role,
+        markerExtensionOIDs: [String] = [], subjectAlternativeNames: [String] = [],
+        ocspResponderURL: String? = nil
+    ) {
         self.subject = subject
         self.serialNumber = serialNumber
         self.notBefore = notBefore
@@ -94,8 +99,10 @@ public struct CertificateIssuer: Sendable {
 
 /// The X509_* calls behind `CertificateIssuer`.
 enum CertificateBuilder {
-    static func build(_ template: CertificateTemplate, subjectKey: ECPublicKey, issuerCertificate: Certificate?,
-                      issuerKey: ECPrivateKey) throws(CryptographyError) -> Certificate {
+    static func build(
+        _ template: CertificateTemplate, subjectKey: ECPublicKey, issuerCertificate: Certificate?,
+        issuerKey: ECPrivateKey
+    ) throws(CryptographyError) -> Certificate {
         guard let x509 = X509_new() else { throw CryptographyError(.internalFailure, "X509_new failed") }
         // From here `certificate` owns x509 and frees it on every exit path.
         let owner = Certificate(buildingOwnerOf: x509)
@@ -186,8 +193,10 @@ enum CertificateBuilder {
         return x509Name
     }
 
-    private static func addExtension(_ x509: OpaquePointer, _ context: inout X509V3_CTX, _ nid: Int32,
-                                     _ value: String) throws(CryptographyError) {
+    private static func addExtension(
+        _ x509: OpaquePointer, _ context: inout X509V3_CTX, _ nid: Int32,
+        _ value: String
+    ) throws(CryptographyError) {
         guard let ext = X509V3_EXT_conf_nid(nil, &context, nid, value) else {
             throw CryptographyError(.internalFailure, "building extension \(nid) = \(value) failed")
         }

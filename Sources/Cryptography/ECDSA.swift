@@ -18,7 +18,9 @@ enum ECDSA {
         guard sized == 1, length > 0 else { throw CryptographyError(.internalFailure, "EVP_DigestSign (size) failed") }
         var signature = [UInt8](repeating: 0, count: length)
         let signed = message.withUnsafeBufferPointer { input in
-            signature.withUnsafeMutableBufferPointer { EVP_DigestSign(context, $0.baseAddress, &length, input.baseAddress, input.count) }
+            signature.withUnsafeMutableBufferPointer {
+                EVP_DigestSign(context, $0.baseAddress, &length, input.baseAddress, input.count)
+            }
         }
         guard signed == 1 else { throw CryptographyError(.internalFailure, "EVP_DigestSign failed") }
         return Array(signature.prefix(length))
@@ -57,8 +59,10 @@ enum ECDSA {
         guard let r = ECDSA_SIG_get0_r(signature), let s = ECDSA_SIG_get0_s(signature) else { return nil }
         var raw = [UInt8](repeating: 0, count: 2 * coordinateByteCount)
         let written = raw.withUnsafeMutableBufferPointer { buffer in
-            (BN_bn2binpad(r, buffer.baseAddress, Int32(coordinateByteCount)),
-             BN_bn2binpad(s, buffer.baseAddress! + coordinateByteCount, Int32(coordinateByteCount)))
+            (
+                BN_bn2binpad(r, buffer.baseAddress, Int32(coordinateByteCount)),
+                BN_bn2binpad(s, buffer.baseAddress! + coordinateByteCount, Int32(coordinateByteCount))
+            )
         }
         guard written.0 == Int32(coordinateByteCount), written.1 == Int32(coordinateByteCount) else { return nil }
         return raw

@@ -13,7 +13,8 @@ public enum HMACSHA256 {
             message.withUnsafeBytes { input in
                 code.withUnsafeMutableBufferPointer { output in
                     HMAC(
-                        algorithm, keyBuffer.baseAddress, Int32(key.count), input.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                        algorithm, keyBuffer.baseAddress, Int32(key.count),
+                        input.baseAddress?.assumingMemoryBound(to: UInt8.self),
                         input.count, output.baseAddress, &length)
                 }
             }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import Foundation
 internal import COpenSSL
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What an OCSP responder says about one certificate (RFC 6960 §2.2).
 public enum OCSPCertificateStatus: Sendable, Hashable {
@@ -86,9 +87,12 @@ public enum OCSP {
         defer { OCSP_RESPONSE_free(parsed) }
         let responseStatus = OCSP_response_status(parsed)
         guard responseStatus == OCSP_RESPONSE_STATUS_SUCCESSFUL else {
-            throw invalid("the OCSP responder answered \(String(cString: OCSP_response_status_str(Int(responseStatus))))")
+            throw invalid(
+                "the OCSP responder answered \(String(cString: OCSP_response_status_str(Int(responseStatus))))")
         }
-        guard let basic = OCSP_response_get1_basic(parsed) else { throw invalid("the OCSP response has no basic response") }
+        guard let basic = OCSP_response_get1_basic(parsed) else {
+            throw invalid("the OCSP response has no basic response")
+        }
         defer { OCSP_BASICRESP_free(basic) }
 
         guard let store = X509_STORE_new() else { throw CryptographyError(.internalFailure, "X509_STORE_new failed") }
@@ -169,8 +173,12 @@ public enum OCSPResponder {
         guard let parsed else { throw CryptographyError(.invalidArgument, "the OCSP request does not parse") }
         defer { OCSP_REQUEST_free(parsed) }
         let count = OCSP_request_onereq_count(parsed)
-        guard count > 0, count <= 16 else { throw CryptographyError(.invalidArgument, "\(count) certificates asked about") }
-        guard let basic = OCSP_BASICRESP_new() else { throw CryptographyError(.internalFailure, "OCSP_BASICRESP_new failed") }
+        guard count > 0, count <= 16 else {
+            throw CryptographyError(.invalidArgument, "\(count) certificates asked about")
+        }
+        guard let basic = OCSP_BASICRESP_new() else {
+            throw CryptographyError(.internalFailure, "OCSP_BASICRESP_new failed")
+        }
         defer { OCSP_BASICRESP_free(basic) }
         guard let thisUpdate = ASN1_GENERALIZEDTIME_set(nil, time_t(now.timeIntervalSince1970)),
             let nextUpdate = ASN1_GENERALIZEDTIME_set(nil, time_t((now + validity).timeIntervalSince1970))
@@ -199,10 +207,11 @@ public enum OCSPResponder {
             }
             signer = issuer
             let isRevoked = revokedSerials.contains(magnitude(serial))
-            guard OCSP_basic_add1_status(
-                basic, id, isRevoked ? V_OCSP_CERTSTATUS_REVOKED : V_OCSP_CERTSTATUS_GOOD,
-                isRevoked ? OCSP_REVOKED_STATUS_KEYCOMPROMISE : -1, isRevoked ? thisUpdate : nil, thisUpdate,
-                nextUpdate) != nil
+            guard
+                OCSP_basic_add1_status(
+                    basic, id, isRevoked ? V_OCSP_CERTSTATUS_REVOKED : V_OCSP_CERTSTATUS_GOOD,
+                    isRevoked ? OCSP_REVOKED_STATUS_KEYCOMPROMISE : -1, isRevoked ? thisUpdate : nil, thisUpdate,
+                    nextUpdate) != nil
             else { throw CryptographyError(.internalFailure, "OCSP_basic_add1_status failed") }
         }
         guard let signer,

@@ -105,7 +105,8 @@ struct CallState: Sendable {
     mutating func requestEnded(partialMessage: Bool) -> EndDecision {
         if isFinished { return .none }
         if partialMessage {
-            return .fail(RPCStatus(.internal, "the request ended inside a gRPC message (truncated length-prefixed message)"))
+            return .fail(
+                RPCStatus(.internal, "the request ended inside a gRPC message (truncated length-prefixed message)"))
         }
         switch (phase, requests) {
         case (_, .stream):

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import GatewayCore
 import HTTP2
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Settings of the gRPC server; each is a configuration key with this default.
 public struct GRPCServerConfiguration: Sendable {
@@ -141,8 +142,9 @@ struct Router: HTTP2Responder {
             // Started and finished at once, so the in-flight gauge balances; the metrics sink counts every
             // path it was not told about under one fixed label (a caller chooses the path).
             events.rpcStarted(method: head.path)
-            events.rpcFinished(method: head.path, status: status.code, seconds: 0, metadata: head.fields,
-                               annotations: CallAnnotations())
+            events.rpcFinished(
+                method: head.path, status: status.code, seconds: 0, metadata: head.fields,
+                annotations: CallAnnotations())
             return nil
         }
         // Who is calling, before anything else about the call is done (health and reflection are open).
@@ -157,8 +159,9 @@ struct Router: HTTP2Responder {
                 // A verified but unlisted identity is named in the status (clipped); the log line carries it too.
                 annotations.note("caller", status.details?.info?.metadata["caller"] ?? "-")
                 events.rpcStarted(method: head.path)
-                events.rpcFinished(method: head.path, status: status.code, seconds: 0, metadata: head.fields,
-                                   annotations: annotations)
+                events.rpcFinished(
+                    method: head.path, status: status.code, seconds: 0, metadata: head.fields,
+                    annotations: annotations)
                 return nil
             }
         }

@@ -6,7 +6,8 @@ import Synchronization
 public final class HealthStatusBoard: Sendable {
     private struct State {
         var statuses: [String: HealthCheckResponse.ServingStatus] = [:]
-        var watchers: [UInt64: (service: String, continuation: AsyncStream<HealthCheckResponse.ServingStatus>.Continuation)] = [:]
+        var watchers:
+            [UInt64: (service: String, continuation: AsyncStream<HealthCheckResponse.ServingStatus>.Continuation)] = [:]
         var nextWatcher: UInt64 = 0
     }
     private let state = Mutex(State())

@@ -62,7 +62,8 @@ enum MessageFramer {
         buffer.append(UInt8(truncatingIfNeeded: length))
         let before = buffer.count
         payload(&buffer)
-        precondition(buffer.count - before == length, "a message wrote \(buffer.count - before) bytes, announced \(length)")
+        precondition(
+            buffer.count - before == length, "a message wrote \(buffer.count - before) bytes, announced \(length)")
     }
 
     /// Appends one framed message holding `payload`.

@@ -40,19 +40,23 @@ public struct ReflectionService: GRPCService {
             response.messageResponse = files(
                 startingAt: ProtoFileDescriptor.file(containingSymbol: symbol), missing: "symbol \(symbol)")
         case .fileContainingExtension(let extensionRequest)?:
-            response.messageResponse = .errorResponse(ErrorResponse(
-                errorCode: Int32(StatusCode.notFound.rawValue),
-                errorMessage: "no extension \(extensionRequest.extensionNumber) of \(extensionRequest.containingType)"))
+            response.messageResponse = .errorResponse(
+                ErrorResponse(
+                    errorCode: Int32(StatusCode.notFound.rawValue),
+                    errorMessage:
+                        "no extension \(extensionRequest.extensionNumber) of \(extensionRequest.containingType)"))
         case .allExtensionNumbersOfType(let type)?:
             if ProtoFileDescriptor.file(containingSymbol: type) != nil {
                 response.messageResponse = .allExtensionNumbersResponse(ExtensionNumberResponse(baseTypeName: type))
             } else {
-                response.messageResponse = .errorResponse(ErrorResponse(
-                    errorCode: Int32(StatusCode.notFound.rawValue), errorMessage: "unknown type \(type)"))
+                response.messageResponse = .errorResponse(
+                    ErrorResponse(
+                        errorCode: Int32(StatusCode.notFound.rawValue), errorMessage: "unknown type \(type)"))
             }
         case nil:
-            response.messageResponse = .errorResponse(ErrorResponse(
-                errorCode: Int32(StatusCode.invalidArgument.rawValue), errorMessage: "the request asks nothing"))
+            response.messageResponse = .errorResponse(
+                ErrorResponse(
+                    errorCode: Int32(StatusCode.invalidArgument.rawValue), errorMessage: "the request asks nothing"))
         }
         return response
     }
@@ -62,8 +66,9 @@ public struct ReflectionService: GRPCService {
         -> ServerReflectionResponse.MessageResponse
     {
         guard let file else {
-            return .errorResponse(ErrorResponse(
-                errorCode: Int32(StatusCode.notFound.rawValue), errorMessage: "\(missing) not found"))
+            return .errorResponse(
+                ErrorResponse(
+                    errorCode: Int32(StatusCode.notFound.rawValue), errorMessage: "\(missing) not found"))
         }
         var ordered: [ProtoFileDescriptor] = []
         var seen: Set<String> = []

@@ -33,8 +33,10 @@ final class ServerCall: HTTP2StreamDelegate {
 
     /// `requestDeadlineNanoseconds`: when set (a streaming call without `grpc-timeout`), the call ends
     /// DEADLINE_EXCEEDED if its request has not fully arrived by then; once it has, the call has no deadline.
-    init(stream: HTTP2Stream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
-         maxMessageSize: Int, events: any GatewayEvents, requestDeadlineNanoseconds: UInt64? = nil) {
+    init(
+        stream: HTTP2Stream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
+        maxMessageSize: Int, events: any GatewayEvents, requestDeadlineNanoseconds: UInt64? = nil
+    ) {
         self.events = events
         events.rpcStarted(method: context.method)
         self.stream = stream
@@ -83,9 +85,11 @@ final class ServerCall: HTTP2StreamDelegate {
                     // The handler reads at its pace; more than `maxPendingMessages` unread is a client
                     // ignoring the answers, not a stream to buffer without end.
                     if case .dropped = inbound?.yield(message) {
-                        finish(RPCStatus(
-                            .resourceExhausted,
-                            "more than \(Self.maxPendingMessages) request messages are waiting to be read; send fewer at a time"))
+                        finish(
+                            RPCStatus(
+                                .resourceExhausted,
+                                "more than \(Self.maxPendingMessages) request messages are waiting to be read; send fewer at a time"
+                            ))
                         return
                     }
                 case .fail(let status):
@@ -133,7 +137,9 @@ final class ServerCall: HTTP2StreamDelegate {
     // MARK: Running the handler
 
     private func startBidirectional(
-        _ body: @escaping @Sendable (AsyncStream<[UInt8]>, ServerContext, ResponseStreamWriter) async throws(RPCStatus) -> Void
+        _ body:
+            @escaping @Sendable (AsyncStream<[UInt8]>, ServerContext, ResponseStreamWriter) async throws(RPCStatus) ->
+            Void
     ) {
         let (requests, continuation) = AsyncStream.makeStream(
             of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.maxPendingMessages))
@@ -237,8 +243,9 @@ final class ServerCall: HTTP2StreamDelegate {
         guard !finished else { return }
         if !stream.hasResponded {
             state.responseStarted()
-            stream.respond(StatusTrailers.responseHead, adding: ("x-request-id", context.requestID),
-                           endStream: false)
+            stream.respond(
+                StatusTrailers.responseHead, adding: ("x-request-id", context.requestID),
+                endStream: false)
         }
         stream.write { buffer in MessageFramer.appendFrame(to: &buffer, payload: message) }
         events.rpcMessageSent(method: context.method)
@@ -250,7 +257,8 @@ final class ServerCall: HTTP2StreamDelegate {
     /// Writes one message for a streaming handler, then resumes it at once when there is room for more,
     /// or later when the client has read enough (backpressure), or with the status that ended the call.
     func enqueue(
-        _ message: [UInt8], shutdownStatus: RPCStatus? = nil, resuming continuation: CheckedContinuation<RPCStatus?, Never>
+        _ message: [UInt8], shutdownStatus: RPCStatus? = nil,
+        resuming continuation: CheckedContinuation<RPCStatus?, Never>
     ) {
         if let endStatus {
             continuation.resume(returning: endStatus)

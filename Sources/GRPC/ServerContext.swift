@@ -23,9 +23,11 @@ public struct ServerContext: Sendable {
     let callGuard: (any CallGuard)?
 
     /// A context; the trace and request id come from `metadata` (traceparent, tracestate, x-request-id).
-    public init(method: String, metadata: [(name: String, value: String)], deadlineNanoseconds: UInt64?,
-                annotations: CallAnnotations = CallAnnotations(), caller: CallerIdentity? = nil,
-                callGuard: (any CallGuard)? = nil) {
+    public init(
+        method: String, metadata: [(name: String, value: String)], deadlineNanoseconds: UInt64?,
+        annotations: CallAnnotations = CallAnnotations(), caller: CallerIdentity? = nil,
+        callGuard: (any CallGuard)? = nil
+    ) {
         self.method = method
         self.caller = caller
         self.callGuard = callGuard
@@ -105,9 +107,11 @@ public enum MethodHandler: Sendable {
     case unary(@Sendable (_ request: [UInt8], _ context: ServerContext) async throws(RPCStatus) -> [UInt8])
     /// Runs as a Swift task sending any number of messages; returning ends the call with OK.
     case serverStreaming(
-        @Sendable (_ request: [UInt8], _ context: ServerContext, _ writer: ResponseStreamWriter) async throws(RPCStatus) -> Void)
+        @Sendable (_ request: [UInt8], _ context: ServerContext, _ writer: ResponseStreamWriter) async throws(RPCStatus)
+            -> Void)
     /// Runs as a Swift task from the request head on, reading messages as they arrive (the sequence ends
     /// at the client's END_STREAM) and sending any number back.
     case bidiStreaming(
-        @Sendable (_ requests: AsyncStream<[UInt8]>, _ context: ServerContext, _ writer: ResponseStreamWriter) async throws(RPCStatus) -> Void)
+        @Sendable (_ requests: AsyncStream<[UInt8]>, _ context: ServerContext, _ writer: ResponseStreamWriter)
+            async throws(RPCStatus) -> Void)
 }

@@ -26,6 +26,8 @@ enum GRPCTimeout {
     }
 
     private static func malformed(_ text: String) -> RPCStatus {
-        RPCStatus(.invalidArgument, "malformed grpc-timeout header '\(text.prefix(32))': expected 1-8 digits and a unit H, M, S, m, u or n")
+        RPCStatus(
+            .invalidArgument,
+            "malformed grpc-timeout header '\(text.prefix(32))': expected 1-8 digits and a unit H, M, S, m, u or n")
     }
 }

@@ -97,7 +97,9 @@ extension MethodHandler {
     /// A bidirectional-streaming method run as a Swift task.
     public static func bidiStreaming<Request: ProtoMessage, Response: ProtoMessage>(
         _ request: Request.Type, _ response: Response.Type,
-        _ body: @escaping @Sendable (RequestStream<Request>, ServerContext, ResponseStream<Response>) async throws(RPCStatus) -> Void
+        _ body:
+            @escaping @Sendable (RequestStream<Request>, ServerContext, ResponseStream<Response>)
+            async throws(RPCStatus) -> Void
     ) -> MethodHandler {
         .bidiStreaming { messages, context, writer throws(RPCStatus) in
             try await body(RequestStream(messages: messages, context: context), context, ResponseStream(writer: writer))
@@ -113,7 +115,8 @@ extension MethodHandler {
         } catch {
             throw RPCStatus(
                 .invalidArgument,
-                "the request of \(context.method) is not a valid \(Request.self) protobuf message (\(bytes.count) bytes)")
+                "the request of \(context.method) is not a valid \(Request.self) protobuf message (\(bytes.count) bytes)"
+            )
         }
         // The one per-app authorization point: every typed handler decodes here before its body runs.
         if let scoped = message as? any AppScopedRequest, let refusal = context.refusal(forApp: scoped.app) {

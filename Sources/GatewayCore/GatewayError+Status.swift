@@ -86,10 +86,11 @@ extension GatewayError {
         case .resumeCursorExpired(let app, let environment, let restartFrom):
             // FAILED_PRECONDITION, not INVALID_ARGUMENT: the token was valid; repeating it will not help,
             // a new stream from a date will.
-            let hint = restartFrom.map {
-                "start a new stream without resume_token, with start_date at the last event's signed date (\($0) ms) "
-                    + "and skip the notification_uuids already processed"
-            } ?? "start a new stream without resume_token from a start_date"
+            let hint =
+                restartFrom.map {
+                    "start a new stream without resume_token, with start_date at the last event's signed date (\($0) ms) "
+                        + "and skip the notification_uuids already processed"
+                } ?? "start a new stream without resume_token from a start_date"
             var metadata = ["app": app, "environment": environment.rawValue]
             metadata["apple_error_code"] = String(AppleErrorCode.paginationTokenExpired.rawValue)
             metadata["apple_error_name"] = AppleErrorCode.paginationTokenExpired.name

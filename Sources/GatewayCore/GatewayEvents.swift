@@ -5,11 +5,13 @@ public protocol GatewayEvents: Sendable {
     /// An RPC began.
     func rpcStarted(method: String)
     /// An RPC ended with `status` after `seconds`; `annotations` holds what its handler noted (app, ids).
-    func rpcFinished(method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
-                     annotations: CallAnnotations)
+    func rpcFinished(
+        method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+        annotations: CallAnnotations)
     /// One HTTP attempt to Apple ended: `httpStatus` nil for a transport failure.
-    func appleAttempt(app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
-                      seconds: Double)
+    func appleAttempt(
+        app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
+        seconds: Double)
     /// An Apple call is retried after a failed attempt.
     func appleRetry(app: String, endpoint: String, environment: String)
     /// A request JWT was signed (the cache missed or was refreshed).
@@ -28,10 +30,14 @@ public protocol GatewayEvents: Sendable {
 
 extension GatewayEvents {
     public func rpcStarted(method: String) {}
-    public func rpcFinished(method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
-                            annotations: CallAnnotations) {}
-    public func appleAttempt(app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
-                             seconds: Double) {}
+    public func rpcFinished(
+        method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+        annotations: CallAnnotations
+    ) {}
+    public func appleAttempt(
+        app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
+        seconds: Double
+    ) {}
     public func appleRetry(app: String, endpoint: String, environment: String) {}
     public func jwtMinted(app: String) {}
     public func verification(verdict: String) {}

@@ -43,7 +43,9 @@ public enum JSONString {
             case 0x08: output.append(contentsOf: [0x5C, UInt8(ascii: "b")])
             case 0x0C: output.append(contentsOf: [0x5C, UInt8(ascii: "f")])
             case 0..<0x20:
-                output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigit(byte >> 4), hexDigit(byte & 15)])
+                output.append(contentsOf: [
+                    0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigit(byte >> 4), hexDigit(byte & 15),
+                ])
             default:
                 output.append(byte)  // UTF-8 of every other scalar, as the String form writes it
             }

@@ -67,15 +67,19 @@ public enum SharedBucketScript {
     ) -> [String] {
         let interval = Int64(min(max(1, (1e6 / rate.perSecond).rounded(.up)), 1e12))
         let burst = min(max(1, rate.burst), 1_000_000)
-        return ["2", bucketKey(key, prefix: prefix), blockKey(key, prefix: prefix), "take", String(interval), String(burst)]
+        return [
+            "2", bucketKey(key, prefix: prefix), blockKey(key, prefix: prefix), "take", String(interval), String(burst),
+        ]
             + maxWaits.map { String(microseconds(min(max(.zero, $0), RetryAfter.maximumDelay))) }
     }
 
     /// EVALSHA arguments after the sha for a block of `delay` (at least 1 ms, at most `RetryAfter.maximumDelay`).
     public static func blockArguments(key: RateLimitKey, delay: Duration, prefix: String) -> [String] {
         let capped = min(max(.milliseconds(1), delay), RetryAfter.maximumDelay)
-        return ["2", bucketKey(key, prefix: prefix), blockKey(key, prefix: prefix), "block",
-                String(capped.millisecondsRoundedUp)]
+        return [
+            "2", bucketKey(key, prefix: prefix), blockKey(key, prefix: prefix), "block",
+            String(capped.millisecondsRoundedUp),
+        ]
     }
 
     /// The reservations encoded in a `take` reply (one integer per request: the wait in µs when granted,

@@ -63,7 +63,9 @@ public struct TraceContext: Sendable, Hashable {
         let spanID = String(decoding: bytes[36..<52], as: UTF8.self)
         let flags = String(decoding: bytes[53..<55], as: UTF8.self)
         guard [version, traceID, spanID, flags].allSatisfy(isLowerHex), version != "ff" else { return nil }
-        if version == "00" { guard bytes.count == 55 else { return nil } } else if bytes.count > 55, bytes[55] != 0x2D {
+        if version == "00" {
+            guard bytes.count == 55 else { return nil }
+        } else if bytes.count > 55, bytes[55] != 0x2D {
             return nil
         }
         guard traceID.contains(where: { $0 != "0" }), spanID.contains(where: { $0 != "0" }) else { return nil }
@@ -71,7 +73,9 @@ public struct TraceContext: Sendable, Hashable {
     }
 
     private static func plausibleState(_ text: String) -> String? {
-        guard !text.isEmpty, text.utf8.count <= 512, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 512, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+            return nil
+        }
         return text
     }
 

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a listener does when it is readable: accept, or stop polling it for a while. A level-triggered

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CLinux
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The outcome of one read or write on a connection's byte stream.
 enum IOResult {

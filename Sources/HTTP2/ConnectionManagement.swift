@@ -163,7 +163,8 @@ struct ConnectionManagement: Sendable {
             phase = .closing
             actions.append(.sendGoaway(.noError, debug: debug))  // the PING never came back: go on without it
         }
-        if phase == .open, policy.idleTimeout > 0, let since = idleSince, now >= since.addingClamped(policy.idleTimeout) {
+        if phase == .open, policy.idleTimeout > 0, let since = idleSince, now >= since.addingClamped(policy.idleTimeout)
+        {
             return actions + closeNow(.noError, debug: "max_idle")
         }
         if let ping = keepalivePing {

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CLinux
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A timer scheduled on an event loop, for cancelling it.
 public struct TimerHandle: Sendable, Hashable {

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CLinux
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An HTTP/1.1 connection serving whole requests to an `HTTPRequestHandler`, one at a time (keep-alive,
 /// no pipelining in parallel). For the admin endpoint and for TLS clients that do not speak h2 (Apple's
@@ -83,14 +84,18 @@ final class HTTP1Connection: LoopConnection, Flushable {
         case .failure(let status, let reason):
             closeAfterWrite = true
             answeringHead = false
-            send(HTTPResponse(status: status, headers: [("content-type", "text/plain")], body: Array((reason + "\n").utf8)))
-        case .request(let request, _) where !limits.allowedMethods.isEmpty && !limits.allowedMethods.contains(request.method):
+            send(
+                HTTPResponse(
+                    status: status, headers: [("content-type", "text/plain")], body: Array((reason + "\n").utf8)))
+        case .request(let request, _)
+        where !limits.allowedMethods.isEmpty && !limits.allowedMethods.contains(request.method):
             closeAfterWrite = true
             answeringHead = false
             let allow = limits.allowedMethods.sorted().joined(separator: ", ")
-            send(HTTPResponse(
-                status: 405, headers: [("allow", allow), ("content-type", "text/plain")],
-                body: Array("method not allowed: \(allow) only\n".utf8)))
+            send(
+                HTTPResponse(
+                    status: 405, headers: [("allow", allow), ("content-type", "text/plain")],
+                    body: Array("method not allowed: \(allow) only\n".utf8)))
         case .request(let request, let keepAlive):
             busy = true
             answeringHead = request.method == "HEAD"
@@ -233,4 +238,3 @@ final class HTTP1Connection: LoopConnection, Flushable {
         }
     }
 }
-

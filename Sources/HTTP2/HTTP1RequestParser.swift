@@ -41,7 +41,8 @@ enum HTTP1RequestParser {
         }
         if length > maxBodyBytes {
             return .failure(
-                status: 413, reason: maxBodyBytes == 0 ? "this endpoint takes no request body" : "request body too large")
+                status: 413,
+                reason: maxBodyBytes == 0 ? "this endpoint takes no request body" : "request body too large")
         }
         let bodyStart = headEnd + 4
         guard buffer.count >= bodyStart + length else { return .incomplete }
@@ -50,7 +51,8 @@ enum HTTP1RequestParser {
         let version = requestLine[2]
         let connection = headers.first(where: { $0.name == "connection" })?.value.lowercased() ?? ""
         let keepAlive = version == "HTTP/1.1" ? connection != "close" : connection == "keep-alive"
-        let request = HTTPRequest(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body)
+        let request = HTTPRequest(
+            method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body)
         return .request(request, keepAlive: keepAlive)
     }
 

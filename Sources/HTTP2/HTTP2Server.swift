@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CLinux
 import GatewayCore
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Live counts shared by the loops of one server.
 final class ServerCounters: Sendable {
@@ -28,9 +29,11 @@ public final class HTTP2Server: Sendable {
     private let threads = Mutex<[pthread_t]>([])
 
     /// Binds every loop's listener; `start()` begins serving.
-    public init(address: ListenAddress, threads: Int, configuration: HTTP2Configuration,
-                transport: ServerTransport = .cleartextHTTP2, responder: HTTP2Responder,
-                requestHandler: HTTPRequestHandler? = nil) throws(SystemError) {
+    public init(
+        address: ListenAddress, threads: Int, configuration: HTTP2Configuration,
+        transport: ServerTransport = .cleartextHTTP2, responder: HTTP2Responder,
+        requestHandler: HTTPRequestHandler? = nil
+    ) throws(SystemError) {
         let count = max(1, threads)
         let counters = ServerCounters(maxBufferedBytes: configuration.maxBufferedBytes)
         self.counters = counters
@@ -87,7 +90,9 @@ public final class HTTP2Server: Sendable {
 
 /// Starts a joinable thread running `body`.
 func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
+    final class Box {
+        let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
     let box = Unmanaged.passRetained(Box(body)).toOpaque()
     // The thread starts with SIGPIPE blocked: OpenSSL writes with write(2), and a peer that reset the
     // connection must become EPIPE on that connection, not a signal that kills the process.
@@ -98,11 +103,13 @@ func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -> pthrea
     pthread_sigmask(SIG_BLOCK, &pipe, &previous)
     defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
     var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { argument in
-        let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
-        box.body()
-        return nil
-    }, box)
+    let rc = pthread_create(
+        &thread, nil,
+        { argument in
+            let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
     precondition(rc == 0, "pthread_create failed: \(rc)")
     _ = pthread_setname_np(thread, String(name.prefix(15)))
     return thread

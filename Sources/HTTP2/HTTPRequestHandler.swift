@@ -74,7 +74,9 @@ public struct HTTPResponse: Sendable {
     public var body: [UInt8]
     public var delivery: Delivery
 
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], delivery: Delivery = .normal) {
+    public init(
+        status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], delivery: Delivery = .normal
+    ) {
         self.status = status
         self.headers = headers
         self.body = body

@@ -67,7 +67,8 @@ final class WholeRequestCall: HTTP2StreamDelegate {
 
     private func deliver(_ response: HTTPResponse, on stream: HTTP2Stream) {
         guard !done else { return }
-        let fields = response.headers.filter { $0.name != "content-length" && $0.name != "connection" }
+        let fields =
+            response.headers.filter { $0.name != "content-length" && $0.name != "connection" }
             + [("content-length", String(response.body.count))]
         switch response.delivery {
         case .resetConnection:
@@ -82,11 +83,13 @@ final class WholeRequestCall: HTTP2StreamDelegate {
             }
         case .slowBody(let chunks, let interval):
             stream.respond(status: response.status, fields: fields, endStream: false)
-            sendSlowly(response.body[...], pieces: max(1, chunks), intervalNanoseconds: interval * 1_000_000, on: stream)
+            sendSlowly(
+                response.body[...], pieces: max(1, chunks), intervalNanoseconds: interval * 1_000_000, on: stream)
         }
     }
 
-    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, intervalNanoseconds: UInt64, on stream: HTTP2Stream) {
+    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, intervalNanoseconds: UInt64, on stream: HTTP2Stream)
+    {
         guard !stream.isClosed else { return }
         let size = max(1, (rest.count + pieces - 1) / pieces)
         stream.write(Array(rest.prefix(size)))

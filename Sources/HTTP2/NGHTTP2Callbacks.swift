@@ -23,7 +23,8 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
             }
             return 0
         }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) {
+            _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, let userData, let name, let value else { return 0 }
             connection(userData).header(
                 streamID: frame.pointee.hd.stream_id,

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CLinux
 internal import CNGHTTP2
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One accepted HTTP/2 connection: the socket, its nghttp2 server session and its streams.
 ///
@@ -125,7 +126,8 @@ final class ServerConnection: LoopConnection, Flushable {
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let session, bytes.count > 0 else { return session != nil }
         receiving = true
-        let consumed = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
+        let consumed = nghttp2_session_mem_recv(
+            session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
         receiving = false
         if consumed < 0 || closeAfterReceive {
             // A protocol error (nghttp2 queued a GOAWAY when it could) or a close decided in a callback.
@@ -153,7 +155,8 @@ final class ServerConnection: LoopConnection, Flushable {
                 let last = nghttp2_session_get_last_proc_stream_id(session)
                 var debugBytes = Array(debug.utf8)
                 _ = debugBytes.withUnsafeMutableBufferPointer {
-                    nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue, $0.baseAddress, $0.count)
+                    nghttp2_submit_goaway(
+                        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue, $0.baseAddress, $0.count)
                 }
             case .close:
                 if receiving {
@@ -266,7 +269,8 @@ final class ServerConnection: LoopConnection, Flushable {
                 withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: head.count + 1) { pairs in
                     for index in 0..<head.count { pairs[index] = head.pairs[index] }
                     pairs[head.count] = nghttp2_nv(
-                        name: UnsafeMutablePointer(mutating: extra.name.utf8Start), value: UnsafeMutablePointer(
+                        name: UnsafeMutablePointer(mutating: extra.name.utf8Start),
+                        value: UnsafeMutablePointer(
                             mutating: valueBytes.baseAddress ?? extra.name.utf8Start),
                         namelen: extra.name.utf8CodeUnitCount, valuelen: valueBytes.count,
                         flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
@@ -292,8 +296,10 @@ final class ServerConnection: LoopConnection, Flushable {
     }
 
     /// nghttp2's data source: body bytes, then EOF with trailers (NO_END_STREAM) or END_STREAM.
-    func readData(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, capacity: Int,
-                  flags: UnsafeMutablePointer<UInt32>) -> Int {
+    func readData(
+        streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, capacity: Int,
+        flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
         guard let stream = stream(streamID), let session else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
@@ -354,7 +360,8 @@ final class ServerConnection: LoopConnection, Flushable {
             // Compared as bytes; a String is made only for the value kept.
             func named(_ literal: StaticString) -> Bool {
                 name.count == literal.utf8CodeUnitCount
-                    && name.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+                    && name.elementsEqual(
+                        UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
             }
             if named(":path") {
                 stream.head.path = String(decoding: value, as: UTF8.self)
@@ -498,7 +505,8 @@ final class ServerConnection: LoopConnection, Flushable {
         let now = monotonicNanoseconds()
         // unowned, not weak: a weak reference would give the connection a side table and slow every
         // retain/release of it; the timer is cancelled in close(), before the connection can go away.
-        housekeepingTimer = eventLoop.schedule(afterNanoseconds: deadline > now ? deadline - now : 0) { [unowned self] in
+        housekeepingTimer = eventLoop.schedule(afterNanoseconds: deadline > now ? deadline - now : 0) {
+            [unowned self] in
             self.housekeepingTimer = nil
             self.housekeepingAt = nil
             guard !self.closed else { return }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CLinux
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A connection kept in a loop's table: it can be asked to close gracefully or at once.
 protocol LoopConnection: EventSource {
@@ -39,9 +40,11 @@ final class ServerLoop: EventSource {
     /// One read buffer shared by the loop's connections (reads never overlap on one thread); owned here.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
-    init(eventLoop: EventLoop, listener: ListeningSocket, transport: ServerTransport, responder: HTTP2Responder,
-         requestHandler: HTTPRequestHandler?, configuration: HTTP2Configuration,
-         counters: ServerCounters) throws(SystemError) {
+    init(
+        eventLoop: EventLoop, listener: ListeningSocket, transport: ServerTransport, responder: HTTP2Responder,
+        requestHandler: HTTPRequestHandler?, configuration: HTTP2Configuration,
+        counters: ServerCounters
+    ) throws(SystemError) {
         self.eventLoop = eventLoop
         self.listener = listener
         self.transport = transport

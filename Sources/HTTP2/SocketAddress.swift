@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CLinux
 import GatewayCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A listening TCP socket, non-blocking, with SO_REUSEPORT so each loop can own one on the same port.
 final class ListeningSocket {
@@ -23,7 +24,8 @@ final class ListeningSocket {
         defer { freeaddrinfo(info) }
 
         let fd = try systemCall("socket") {
-            socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+            socket(
+                info.pointee.ai_family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         }
         do {
             var one: Int32 = 1
@@ -85,9 +87,13 @@ final class ListeningSocket {
         let family = Int32(storage.ss_family)
         return withUnsafePointer(to: &storage) { pointer in
             if family == AF_INET6 {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    UInt16(bigEndian: $0.pointee.sin6_port)
+                }
             }
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin_port)
+            }
         }
     }
 }

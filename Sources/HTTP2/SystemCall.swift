@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CLinux
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A failed system call: which call, and errno.
 public struct SystemError: Error, Sendable, CustomStringConvertible {

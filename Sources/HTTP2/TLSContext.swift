@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import COpenSSL
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A TLS failure, with OpenSSL's whole error queue drained into the message.
 public struct TLSError: Error, Sendable, CustomStringConvertible {
@@ -33,14 +34,19 @@ public final class TLSContext: @unchecked Sendable {
     /// Loads a PEM certificate chain and its PEM private key, and (when `clientCAFile` is not empty) the PEM
     /// CA certificates client certificates must chain to.
     public init(certificateChainFile: String, privateKeyFile: String, clientCAFile: String = "") throws(TLSError) {
-        current = Mutex(Handle(pointer: try Self.makeContext(
-            certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile, clientCAFile: clientCAFile)))
+        current = Mutex(
+            Handle(
+                pointer: try Self.makeContext(
+                    certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile,
+                    clientCAFile: clientCAFile)))
     }
 
     /// Replaces the files in force for connections accepted from now on; on failure the old ones stay.
-    public func reload(certificateChainFile: String, privateKeyFile: String, clientCAFile: String = "") throws(TLSError) {
-        let fresh = Handle(pointer: try Self.makeContext(
-            certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile, clientCAFile: clientCAFile))
+    public func reload(certificateChainFile: String, privateKeyFile: String, clientCAFile: String = "") throws(TLSError)
+    {
+        let fresh = Handle(
+            pointer: try Self.makeContext(
+                certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile, clientCAFile: clientCAFile))
         let old = current.withLock { context in
             let old = context
             context = fresh
@@ -98,27 +104,31 @@ public final class TLSContext: @unchecked Sendable {
             SSL_CTX_set_verify_depth(context, 8)
         }
         copenssl_SSL_CTX_set_partial_writes(context)
-        SSL_CTX_set_alpn_select_cb(context, { _, out, outLength, offered, offeredLength, _ in
-            guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_NOACK }
-            // RFC 7301: pick our most preferred protocol among the client's.
-            for wanted in ["h2", "http/1.1"] {
-                var index = 0
-                while index < Int(offeredLength) {
-                    let length = Int(offered[index])
-                    let start = index + 1
-                    guard start + length <= Int(offeredLength) else { return SSL_TLSEXT_ERR_NOACK }
-                    if length == wanted.utf8.count,
-                        zip(UnsafeBufferPointer(start: offered + start, count: length), wanted.utf8).allSatisfy({ $0 == $1 })
-                    {
-                        out.pointee = offered + start
-                        outLength.pointee = UInt8(length)
-                        return SSL_TLSEXT_ERR_OK
+        SSL_CTX_set_alpn_select_cb(
+            context,
+            { _, out, outLength, offered, offeredLength, _ in
+                guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_NOACK }
+                // RFC 7301: pick our most preferred protocol among the client's.
+                for wanted in ["h2", "http/1.1"] {
+                    var index = 0
+                    while index < Int(offeredLength) {
+                        let length = Int(offered[index])
+                        let start = index + 1
+                        guard start + length <= Int(offeredLength) else { return SSL_TLSEXT_ERR_NOACK }
+                        if length == wanted.utf8.count,
+                            zip(UnsafeBufferPointer(start: offered + start, count: length), wanted.utf8).allSatisfy({
+                                $0 == $1
+                            })
+                        {
+                            out.pointee = offered + start
+                            outLength.pointee = UInt8(length)
+                            return SSL_TLSEXT_ERR_OK
+                        }
+                        index = start + length
                     }
-                    index = start + length
                 }
-            }
-            return SSL_TLSEXT_ERR_NOACK
-        }, nil)
+                return SSL_TLSEXT_ERR_NOACK
+            }, nil)
     }
 }
 
@@ -191,7 +201,9 @@ final class TLSStream: ByteStream {
     /// The verified client certificate's names (nil without one). Only called after the handshake, when
     /// OpenSSL has verified the chain (a client CA is configured) or no certificate was asked for.
     var peerCertificateIdentity: PeerCertificateIdentity? {
-        guard SSL_get_verify_result(ssl) == X509_V_OK, let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        guard SSL_get_verify_result(ssl) == X509_V_OK, let certificate = SSL_get1_peer_certificate(ssl) else {
+            return nil
+        }
         defer { X509_free(certificate) }
         var identity = PeerCertificateIdentity()
         let limit = 16
@@ -203,7 +215,9 @@ final class TLSStream: ByteStream {
                 var type: Int32 = 0
                 var data: UnsafePointer<UInt8>?
                 var length: Int32 = 0
-                guard copenssl_general_name_text(item.assumingMemoryBound(to: GENERAL_NAME.self), &type, &data, &length) == 1, let data,
+                guard
+                    copenssl_general_name_text(item.assumingMemoryBound(to: GENERAL_NAME.self), &type, &data, &length)
+                        == 1, let data,
                     length > 0, length <= 1024
                 else { continue }
                 let text = String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
@@ -213,11 +227,13 @@ final class TLSStream: ByteStream {
         }
         if let subject = X509_get_subject_name(certificate) {
             let index = X509_NAME_get_index_by_NID(subject, NID_commonName, -1)
-            if index >= 0, let entry = X509_NAME_get_entry(subject, index), let value = X509_NAME_ENTRY_get_data(entry) {
+            if index >= 0, let entry = X509_NAME_get_entry(subject, index), let value = X509_NAME_ENTRY_get_data(entry)
+            {
                 var utf8: UnsafeMutablePointer<UInt8>?
                 let length = ASN1_STRING_to_UTF8(&utf8, value)
                 if length > 0, length <= 1024, let utf8 {
-                    identity.commonName = String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)
+                    identity.commonName = String(
+                        decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)
                 }
                 if let utf8 { copenssl_free(utf8) }
             }

@@ -22,10 +22,12 @@ struct LogBenchmark {
             while read(reader, &buffer, buffer.count) > 0 {}
         }
         let synchronous = Logger(label: "appstore-gateway.rpc") { label in
-            JSONLogHandler(label: label, write: { line in
-                var line = line
-                line.withUTF8 { bytes in _ = write(writerFD, bytes.baseAddress, bytes.count) }
-            })
+            JSONLogHandler(
+                label: label,
+                write: { line in
+                    var line = line
+                    line.withUTF8 { bytes in _ = write(writerFD, bytes.baseAddress, bytes.count) }
+                })
         }
         let queued = LogLineWriter(fd: writerFD)
         let annotations = CallAnnotations()
@@ -52,14 +54,16 @@ struct LogBenchmark {
                 let start = DispatchTime.now().uptimeNanoseconds
                 for _ in 0..<lines {
                     events.rpcStarted(method: method)
-                    events.rpcFinished(method: method, status: .ok, seconds: 0.000_123, metadata: [],
-                                       annotations: annotations)
+                    events.rpcFinished(
+                        method: method, status: .ok, seconds: 0.000_123, metadata: [],
+                        annotations: annotations)
                 }
                 let elapsed = DispatchTime.now().uptimeNanoseconds - start
                 result[name] = Double(elapsed) / Double(lines)
                 queued.flush()
             }
-            let line = "{\"round\":\(round),\"lines\":\(lines),"
+            let line =
+                "{\"round\":\(round),\"lines\":\(lines),"
                 + "\"ns_per_rpc_off\":\(Int(result["off"]!)),"
                 + "\"ns_per_line_swift_log_sync\":\(Int(result["swift_log_sync"]! - result["off"]!)),"
                 + "\"ns_per_line_queued_bytes\":\(Int(result["queued_bytes"]! - result["off"]!))}"

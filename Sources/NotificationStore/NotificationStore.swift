@@ -5,10 +5,12 @@
 /// every failure is `NotificationStoreFailure` (the webhook answers 503 and Apple retries).
 public protocol NotificationStore: Sendable {
     /// Stores `notification` durably unless its UUID is already stored; returns where it is either way.
-    func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure) -> InsertOutcome
+    func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
+        -> InsertOutcome
     /// Entries after `position`, oldest first, at most `limit`, matching `filter` (its window aside), and
     /// how far the log was read: the position to continue after, even when nothing matched.
-    func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int) async throws(NotificationStoreFailure)
+    func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
+        async throws(NotificationStoreFailure)
         -> StorePage
     /// Entries with `signedDate` in `filter`'s window and `position <= through`, ordered by (signedDate,
     /// position), strictly after `key` when given, at most `limit`.
@@ -39,8 +41,10 @@ public struct NewNotification: Sendable, Hashable {
     /// The notification JWS exactly as Apple sent it.
     public var signedPayload: String
 
-    public init(uuid: String, signedDate: Int64, bundleId: String, environment: String, notificationType: String,
-                subtype: String, signedPayload: String) {
+    public init(
+        uuid: String, signedDate: Int64, bundleId: String, environment: String, notificationType: String,
+        subtype: String, signedPayload: String
+    ) {
         self.uuid = uuid
         self.signedDate = signedDate
         self.bundleId = bundleId
@@ -121,8 +125,10 @@ public struct StoreFilter: Sendable, Hashable {
     public var start: Int64
     public var end: Int64
 
-    public init(bundleId: String, environment: String? = nil, notificationType: String? = nil, subtype: String? = nil,
-                start: Int64 = 0, end: Int64 = Int64.max) {
+    public init(
+        bundleId: String, environment: String? = nil, notificationType: String? = nil, subtype: String? = nil,
+        start: Int64 = 0, end: Int64 = Int64.max
+    ) {
         self.bundleId = bundleId
         self.environment = environment
         self.notificationType = notificationType

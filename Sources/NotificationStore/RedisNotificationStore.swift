@@ -50,7 +50,9 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         return try result.get()
     }
 
-    private static func execute<Value>(_ commands: [[String]], on connection: RedisConnection, read: ([RedisReply]) -> Value?)
+    private static func execute<Value>(
+        _ commands: [[String]], on connection: RedisConnection, read: ([RedisReply]) -> Value?
+    )
         -> Result<Value, NotificationStoreFailure>
     {
         do throws(RedisConnectionFailure) {
@@ -75,7 +77,8 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         let command = [
             "EVAL", Self.insertScript, "2", streamKey, uuidPrefix + notification.uuid, notification.uuid,
             String(notification.signedDate), String(receivedAt), notification.bundleId, notification.environment,
-            notification.notificationType, notification.subtype, notification.signedPayload, String(retentionMilliseconds),
+            notification.notificationType, notification.subtype, notification.signedPayload,
+            String(retentionMilliseconds),
         ]
         let outcome = try await run([command]) { replies -> InsertOutcome? in
             guard case .array(let parts)? = replies.first, parts.count == 2, case .integer(let stored) = parts[0],
@@ -106,7 +109,9 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
             let batch = try await range(after: cursor, count: Self.scanBatch)
             for entry in batch {
                 if entry.position > through { break scanning }
-                if filter.acceptsInWindow(entry.notification), key.map({ entry.key > $0 }) ?? true { found.append(entry) }
+                if filter.acceptsInWindow(entry.notification), key.map({ entry.key > $0 }) ?? true {
+                    found.append(entry)
+                }
             }
             guard let last = batch.last, batch.count == Self.scanBatch else { break }
             cursor = last.position

@@ -1,6 +1,7 @@
 import CSQLite
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The owner of one `sqlite3` connection and its prepared statements. Not thread-safe: confined to the
@@ -32,7 +33,9 @@ final class SQLiteDatabase {
     /// Runs SQL without results (schema, pragmas).
     func execute(_ sql: String) throws(NotificationStoreFailure) {
         guard let handle else { throw NotificationStoreFailure("the SQLite store is closed") }
-        guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw failure("executing \(sql.prefix(40))") }
+        guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
+            throw failure("executing \(sql.prefix(40))")
+        }
     }
 
     /// The first column of the first row of a query, as text (pragma answers).

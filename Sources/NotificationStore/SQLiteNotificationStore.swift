@@ -38,7 +38,9 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
         self.database = database
     }
 
-    private func run<Value: Sendable>(_ work: @escaping @Sendable (SQLiteDatabase) throws(NotificationStoreFailure) -> Value)
+    private func run<Value: Sendable>(
+        _ work: @escaping @Sendable (SQLiteDatabase) throws(NotificationStoreFailure) -> Value
+    )
         async throws(NotificationStoreFailure) -> Value
     {
         let database = UncheckedDatabase(database)
@@ -67,7 +69,8 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
                     .text(notification.uuid), .integer(notification.signedDate), .integer(receivedAt),
                     .text(notification.bundleId), .text(notification.environment), .text(notification.notificationType),
                     .text(notification.subtype), .text(notification.signedPayload),
-                ]) { _ in false }
+                ]
+            ) { _ in false }
             let inserted = database.changes > 0
             var position: Int64 = 0
             try database.query("SELECT position FROM notifications WHERE uuid = ?", bind: [.text(notification.uuid)]) {
@@ -81,7 +84,8 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
         return outcome
     }
 
-    static let columns = "position, received_at, uuid, signed_date, bundle_id, environment, notification_type, subtype, signed_payload"
+    static let columns =
+        "position, received_at, uuid, signed_date, bundle_id, environment, notification_type, subtype, signed_payload"
 
     static func entry(_ row: SQLiteDatabase.Row) -> StoredNotification {
         StoredNotification(
@@ -97,8 +101,10 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
         """
 
     static func filterValues(_ filter: StoreFilter) -> [SQLiteDatabase.Value] {
-        [.text(filter.environment ?? ""), .text(filter.notificationType ?? ""), .text(filter.subtype ?? ""),
-         .text(filter.bundleId)]
+        [
+            .text(filter.environment ?? ""), .text(filter.notificationType ?? ""), .text(filter.subtype ?? ""),
+            .text(filter.bundleId),
+        ]
     }
 
     public func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
@@ -109,7 +115,9 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
             try database.query(
                 "SELECT \(Self.columns) FROM notifications WHERE bundle_id = ?4 AND position > ?5 \(Self.optionalFilters) "
                     + "ORDER BY position LIMIT ?6",
-                bind: Self.filterValues(filter) + [.integer(Int64(clamping: position.major)), .integer(Int64(max(1, limit)))]
+                bind: Self.filterValues(filter) + [
+                    .integer(Int64(clamping: position.major)), .integer(Int64(max(1, limit))),
+                ]
             ) {
                 found.append(Self.entry($0))
                 return true
@@ -166,7 +174,8 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
 
     public func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int {
         try await run { database throws(NotificationStoreFailure) in
-            try database.query("DELETE FROM notifications WHERE received_at < ?", bind: [.integer(cutoff)]) { _ in false }
+            try database.query("DELETE FROM notifications WHERE received_at < ?", bind: [.integer(cutoff)]) { _ in false
+            }
             return database.changes
         }
     }

@@ -66,9 +66,11 @@ struct AccessLogLine {
             member("grpc_code")
             Self.appendInteger(Int(fields.status.rawValue), to: &out)
         }
-        for (key, value) in [("grpc_method", fields.grpcMethod), ("grpc_service", fields.service),
-                             ("method", fields.method), ("request_id", fields.requestID),
-                             ("status", fields.status.description)] where !writeAnnotations(through: key) {
+        for (key, value) in [
+            ("grpc_method", fields.grpcMethod), ("grpc_service", fields.service),
+            ("method", fields.method), ("request_id", fields.requestID),
+            ("status", fields.status.description),
+        ] where !writeAnnotations(through: key) {
             member(key)
             JSONString.append(value, to: &out)
         }

@@ -53,7 +53,9 @@ public final class Histogram: Sendable {
 
     /// The current counts.
     public var snapshot: Snapshot {
-        state.withLock { Snapshot(upperBounds: upperBounds, bucketCounts: $0.bucketCounts, sum: $0.sum, count: $0.count) }
+        state.withLock {
+            Snapshot(upperBounds: upperBounds, bucketCounts: $0.bucketCounts, sum: $0.sum, count: $0.count)
+        }
     }
 }
 

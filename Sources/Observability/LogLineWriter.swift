@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Log lines for one file descriptor, written by a thread of their own: a caller (an event loop above
 /// all) only copies its line into a buffer under a lock and never waits for stdout or stderr, however slow
@@ -102,7 +103,8 @@ public final class LogLineWriter: @unchecked Sendable {
             condition.unlock()
 
             if drops != reportedDrops {
-                let line = "{\"level\":\"warning\",\"message\":\"log lines dropped: the log reader is too slow\","
+                let line =
+                    "{\"level\":\"warning\",\"message\":\"log lines dropped: the log reader is too slow\","
                     + "\"dropped_total\":\(drops)}\n"
                 batch.append(contentsOf: line.utf8)
                 reportedDrops = drops

@@ -13,13 +13,15 @@ public struct ProcessMetrics: Sendable {
     /// Registers the families in `registry`; `version` goes into the build-info metric.
     public init(registry: MetricsRegistry, version: String = BuildInfo.version) {
         cpuSeconds = registry.counter(
-            "process_cpu_seconds_total", help: "Total user and system CPU time spent in seconds.").labels()
+            "process_cpu_seconds_total", help: "Total user and system CPU time spent in seconds."
+        ).labels()
         residentBytes = registry.gauge("process_resident_memory_bytes", help: "Resident memory size in bytes.").labels()
         virtualBytes = registry.gauge("process_virtual_memory_bytes", help: "Virtual memory size in bytes.").labels()
         openFDs = registry.gauge("process_open_fds", help: "Number of open file descriptors.").labels()
         maxFDs = registry.gauge("process_max_fds", help: "Maximum number of open file descriptors.").labels()
         startTime = registry.gauge(
-            "process_start_time_seconds", help: "Start time of the process since unix epoch in seconds.").labels()
+            "process_start_time_seconds", help: "Start time of the process since unix epoch in seconds."
+        ).labels()
         registry.gauge(
             "appstore_gateway_build_info", help: "Always 1; the labels say which build is running.",
             labelNames: ["version", "swift_version"]
@@ -68,7 +70,9 @@ struct ProcStat: Equatable {
         guard let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ", omittingEmptySubsequences: true)
         // fields[0] is field 3 (state): field n is fields[n - 3].
-        func field(_ n: Int) -> UInt64? { n - 3 < fields.count ? UInt64(fields[n - 3].trimmingCharacters(in: .whitespacesAndNewlines)) : nil }
+        func field(_ n: Int) -> UInt64? {
+            n - 3 < fields.count ? UInt64(fields[n - 3].trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+        }
         guard let utime = field(14), let stime = field(15), let start = field(22), let vsize = field(23),
             let rss = field(24)
         else { return nil }

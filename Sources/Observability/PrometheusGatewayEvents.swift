@@ -113,8 +113,10 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         started.labels(labels(method).values).increment()
     }
 
-    public func rpcFinished(method path: String, status: StatusCode, seconds: Double,
-                            metadata: [(name: String, value: String)], annotations: CallAnnotations) {
+    public func rpcFinished(
+        method path: String, status: StatusCode, seconds: Double,
+        metadata: [(name: String, value: String)], annotations: CallAnnotations
+    ) {
         rpcsInFlight.decrement()
         let method = labels(path)
         handled.labels(method.values + [RPCMethodLabels.codeName(status)]).increment()
@@ -124,14 +126,16 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         let methodText = method == .unknown ? String(path.prefix(200)) : path
         let noted = annotations.all
         // The server notes the call's request id; only a call it never saw through needs one made here.
-        let requestID = metadata.first(where: { $0.name == "x-request-id" })?.value
+        let requestID =
+            metadata.first(where: { $0.name == "x-request-id" })?.value
             ?? (noted.contains { $0.name == "request_id" } ? "" : requestIDs.next())
         if let accessLogWriter {
             var line: [UInt8] = []
             line.reserveCapacity(512)
             accessLine.append(
-                .init(method: methodText, service: method.service, grpcMethod: method.method, status: status,
-                      durationMilliseconds: seconds * 1000, requestID: requestID, annotations: noted),
+                .init(
+                    method: methodText, service: method.service, grpcMethod: method.method, status: status,
+                    durationMilliseconds: seconds * 1000, requestID: requestID, annotations: noted),
                 at: clock.wallNow(), to: &line)
             line.withUnsafeBytes { accessLogWriter.enqueue($0) }
             return
@@ -150,8 +154,10 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         messagesSent.labels(labels(method).values).increment()
     }
 
-    public func appleAttempt(app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
-                             seconds: Double) {
+    public func appleAttempt(
+        app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
+        seconds: Double
+    ) {
         appleRequests.labels(app, endpoint, environment, String(httpStatus ?? 0), errorCode.map(String.init) ?? "")
             .increment()
         appleSeconds.labels(app, endpoint, environment).observe(seconds)

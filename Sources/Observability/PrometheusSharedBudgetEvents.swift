@@ -20,18 +20,22 @@ public final class PrometheusSharedBudgetEvents: SharedBudgetEvents {
             labelNames: ["app", "endpoint", "outcome"])
         fallbacks = registry.counter(
             "appstore_gateway_shared_budget_fallbacks_total",
-            help: "Times this replica lost Redis and fell back to its local share of the budget.").labels()
+            help: "Times this replica lost Redis and fell back to its local share of the budget."
+        ).labels()
         mode = registry.gauge(
             "appstore_gateway_shared_budget_mode",
             help: "1 for the shared budget's current mode (shared, fallback, probing), 0 for the others.",
             labelNames: ["mode"])
         roundTrips = registry.counter(
-            "appstore_gateway_redis_round_trips_total", help: "Redis round trips (pipelines) sent.").labels()
+            "appstore_gateway_redis_round_trips_total", help: "Redis round trips (pipelines) sent."
+        ).labels()
         redisSeconds = registry.histogram(
             "appstore_gateway_redis_command_duration_seconds", help: "Latency of Redis round trips (pipelines).",
-            buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25]).labels()
+            buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25]
+        ).labels()
         redisErrors = registry.counter(
-            "appstore_gateway_redis_errors_total", help: "Failed Redis round trips, by kind (connect, timeout, protocol, error).",
+            "appstore_gateway_redis_errors_total",
+            help: "Failed Redis round trips, by kind (connect, timeout, protocol, error).",
             labelNames: ["kind"])
         for state in [SharedBudgetMode.State.shared, .fallback, .probing] { mode.labels(state.rawValue).set(0) }
     }

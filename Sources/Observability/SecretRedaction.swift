@@ -23,8 +23,10 @@ public struct SecretRedaction: Sendable, Hashable {
     }
 
     private static func normalise(_ key: String) -> String {
-        String(String.UnicodeScalarView(key.lowercased().unicodeScalars.filter {
-            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))
-        }))
+        String(
+            String.UnicodeScalarView(
+                key.lowercased().unicodeScalars.filter {
+                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))
+                }))
     }
 }

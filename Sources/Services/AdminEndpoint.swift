@@ -13,21 +13,27 @@ public struct AdminEndpoint: HTTPRequestHandler {
 
     /// `openConnections` and `verifier` feed gauges read at each scrape; `appNames` maps bundle ids to the
     /// app names the other metrics' `app` label uses.
-    public init(registry: MetricsRegistry, board: HealthStatusBoard, readinessService: String,
-                openConnections: @escaping @Sendable () -> Int, verifier: SignedDataVerifier,
-                rateLimiter: RateLimiter, appNames: [String: String] = [:], clock: any GatewayClock = SystemClock()) {
+    public init(
+        registry: MetricsRegistry, board: HealthStatusBoard, readinessService: String,
+        openConnections: @escaping @Sendable () -> Int, verifier: SignedDataVerifier,
+        rateLimiter: RateLimiter, appNames: [String: String] = [:], clock: any GatewayClock = SystemClock()
+    ) {
         self.registry = registry
         self.board = board
         self.readinessService = readinessService
         let connections = registry.gauge(
-            "appstore_gateway_open_connections", help: "Client HTTP/2 connections open now.").labels()
+            "appstore_gateway_open_connections", help: "Client HTTP/2 connections open now."
+        ).labels()
         let hits = registry.counter(
-            "appstore_gateway_verification_chain_cache_hits_total", help: "Verified-chain cache hits.").labels()
+            "appstore_gateway_verification_chain_cache_hits_total", help: "Verified-chain cache hits."
+        ).labels()
         let misses = registry.counter(
-            "appstore_gateway_verification_chain_cache_misses_total", help: "Verified-chain cache misses.").labels()
+            "appstore_gateway_verification_chain_cache_misses_total", help: "Verified-chain cache misses."
+        ).labels()
         let process = ProcessMetrics(registry: registry)
         let ratio = registry.gauge(
-            "appstore_gateway_verification_chain_cache_hit_ratio", help: "Hits / (hits + misses) since start.").labels()
+            "appstore_gateway_verification_chain_cache_hit_ratio", help: "Hits / (hits + misses) since start."
+        ).labels()
         let tokens = registry.gauge(
             "appstore_gateway_rate_limit_tokens",
             help: "Tokens left in each local bucket of Apple's rate limits (buckets appear on first use).",
@@ -35,8 +41,10 @@ public struct AdminEndpoint: HTTPRequestHandler {
         scrapeGauges = {
             for level in rateLimiter.levels(now: clock.monotonicNow()) {
                 tokens.labels(
-                    appNames[level.key.bundleID] ?? level.key.bundleID, level.key.endpoint.configName, level.key.environment.rawValue)
-                    .set(Double(level.tokens))
+                    appNames[level.key.bundleID] ?? level.key.bundleID, level.key.endpoint.configName,
+                    level.key.environment.rawValue
+                )
+                .set(Double(level.tokens))
             }
             connections.set(Double(openConnections()))
             let hit = Double(verifier.chainCacheHits)
@@ -71,7 +79,8 @@ public struct AdminEndpoint: HTTPRequestHandler {
         case "/metrics":
             scrapeGauges()
             return HTTPResponse(
-                status: 200, headers: [("content-type", MetricsRegistry.contentType)], body: Array(registry.render().utf8))
+                status: 200, headers: [("content-type", MetricsRegistry.contentType)],
+                body: Array(registry.render().utf8))
         case "/healthz":
             return text(200, "ok")
         case "/readyz":
@@ -83,6 +92,7 @@ public struct AdminEndpoint: HTTPRequestHandler {
     }
 
     private func text(_ status: Int, _ body: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("content-type", "text/plain; charset=utf-8")], body: Array((body + "\n").utf8))
+        HTTPResponse(
+            status: status, headers: [("content-type", "text/plain; charset=utf-8")], body: Array((body + "\n").utf8))
     }
 }

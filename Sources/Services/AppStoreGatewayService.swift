@@ -1,6 +1,6 @@
 import AppStoreClient
-import Foundation
 import Cryptography
+import Foundation
 import GRPC
 import GatewayCore
 import NotificationStore
@@ -37,7 +37,8 @@ public struct AppStoreGatewayService: GRPCService {
             do {
                 roots.append(try Certificate(derEncoded: AppleRootCertificates.rootCAG3))
             } catch {
-                throw ConfigurationError(key: "verification.rootCertificates", problem: "the built-in Apple root: \(error)")
+                throw ConfigurationError(
+                    key: "verification.rootCertificates", problem: "the built-in Apple root: \(error)")
             }
         }
         for (index, path) in configuration.verification.rootCertificates.enumerated() {
@@ -71,7 +72,8 @@ public struct AppStoreGatewayService: GRPCService {
             verifier = try SignedDataVerifier(
                 configuration: verifierConfiguration,
                 ocspTransport: online.enabled
-                    ? UpstreamOCSPTransport(http: http, timeout: .milliseconds(Int64(online.timeoutMilliseconds))) : nil)
+                    ? UpstreamOCSPTransport(http: http, timeout: .milliseconds(Int64(online.timeoutMilliseconds))) : nil
+            )
         } catch {
             throw ConfigurationError(key: "verification", problem: "\(error)")
         }
@@ -113,7 +115,8 @@ public struct AppStoreGatewayService: GRPCService {
         path: String, live: LiveNotificationFeed, clock: any GatewayClock = SystemClock()
     ) -> NotificationWebhook {
         NotificationWebhook(
-            path: path, verifier: verifier, pool: pool, apps: apps, store: live.store, clock: clock, metrics: live.metrics)
+            path: path, verifier: verifier, pool: pool, apps: apps, store: live.store, clock: clock,
+            metrics: live.metrics)
     }
 
     /// The resume-token key: the `notifications.resumeTokenKey` file (trailing whitespace ignored), else
@@ -123,10 +126,13 @@ public struct AppStoreGatewayService: GRPCService {
         let path = configuration.notifications.resumeTokenKeyFile
         if !path.isEmpty {
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError(key: "notifications.resumeTokenKey", problem: "cannot read the key file '\(path)'")
+                throw ConfigurationError(
+                    key: "notifications.resumeTokenKey", problem: "cannot read the key file '\(path)'")
             }
             var bytes = [UInt8](data)
-            while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { bytes.removeLast() }
+            while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 {
+                bytes.removeLast()
+            }
             guard bytes.count >= 16 else {
                 throw ConfigurationError(
                     key: "notifications.resumeTokenKey", problem: "the key file '\(path)' must hold at least 16 bytes")
@@ -157,7 +163,9 @@ public struct AppStoreGatewayService: GRPCService {
                 }
             },
             // A Swift task paging Apple as the client reads; validation errors go out before any header.
-            "/\(Self.name)/StreamNotifications": .serverStreaming(StreamNotificationsRequest.self, NotificationEvent.self) {
+            "/\(Self.name)/StreamNotifications": .serverStreaming(
+                StreamNotificationsRequest.self, NotificationEvent.self
+            ) {
                 request, context, stream throws(RPCStatus) in
                 if request.follow {
                     let follow: StreamNotificationsHandler.FollowPlan
@@ -168,10 +176,12 @@ public struct AppStoreGatewayService: GRPCService {
                     }
                     if !request.resumeToken.isEmpty {
                         await stream.setShutdownStatus(
-                            GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata("resume_token", request.resumeToken))
+                            GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
+                                "resume_token", request.resumeToken))
                     }
                     let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
-                    try await notifications.runFollow(follow, remaining: remaining) { event, shutdownStatus throws(RPCStatus) in
+                    try await notifications.runFollow(follow, remaining: remaining) {
+                        event, shutdownStatus throws(RPCStatus) in
                         try await stream.send(event, shutdownStatus: shutdownStatus)
                     }
                     return
@@ -185,7 +195,8 @@ public struct AppStoreGatewayService: GRPCService {
                 if !request.resumeToken.isEmpty {
                     // Ended by a shutdown before the first event: continue from where the caller came from.
                     await stream.setShutdownStatus(
-                        GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata("resume_token", request.resumeToken))
+                        GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
+                            "resume_token", request.resumeToken))
                 }
                 let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
                 try await notifications.run(plan, remaining: remaining) { event, shutdownStatus throws(RPCStatus) in

@@ -22,7 +22,9 @@ enum AppleJSONBody {
 
     /// `members` as a JSON object, UTF-8.
     static func encode(_ members: [String: Value]) -> [UInt8] {
-        let text = "{" + members.sorted { $0.key < $1.key }.map { JSONString.quoted($0.key) + ":" + $0.value.encoded }
+        let text =
+            "{"
+            + members.sorted { $0.key < $1.key }.map { JSONString.quoted($0.key) + ":" + $0.value.encoded }
             .joined(separator: ",") + "}"
         return Array(text.utf8)
     }

@@ -242,5 +242,9 @@ final class MissingRevocationStatuses: Sendable {
     func add(_ missing: [RevocationQuery]) { queries.withLock { $0 += missing } }
 
     /// The statuses collected so far, emptied.
-    var taken: [RevocationQuery] { queries.withLock { queries in defer { queries = [] }; return queries } }
+    var taken: [RevocationQuery] {
+        queries.withLock { queries in
+            defer { queries = [] }; return queries
+        }
+    }
 }

@@ -65,7 +65,9 @@ struct FollowTokenCodec: Sendable {
         if position.storeKey != nil { flags |= 8 }
         bytes.append(flags)
         put(&bytes, UInt64(bitPattern: position.windowEnd), 8)
-        for value in [position.snapshot.major, position.snapshot.minor, position.liveCursor.major, position.liveCursor.minor] {
+        for value in [
+            position.snapshot.major, position.snapshot.minor, position.liveCursor.major, position.liveCursor.minor,
+        ] {
             put(&bytes, value, 8)
         }
         let storeKey = position.storeKey ?? WindowKey(signedDate: 0, position: .zero)
@@ -92,19 +94,23 @@ struct FollowTokenCodec: Sendable {
             field: "resume_token",
             problem: "is not a resume token of a followed stream issued by this gateway (garbled, altered, from a "
                 + "stream without follow, or signed with another key); pass a NotificationEvent.resume_token unchanged")
-        guard text.utf8.count <= 16_384, let bytes = Base64URL.decode(text), bytes.count >= 32 + 1 + 8 + 1 + 8 + 32 + 24 + 1 + 4 + 32 + 2 + 4
+        guard text.utf8.count <= 16_384, let bytes = Base64URL.decode(text),
+            bytes.count >= 32 + 1 + 8 + 1 + 8 + 32 + 24 + 1 + 4 + 32 + 2 + 4
         else { throw invalid }
         let body = Array(bytes[..<(bytes.count - 32)])
         guard HMACSHA256.isValid(Array(bytes[(bytes.count - 32)...]), key: key, message: body) else { throw invalid }
         var reader = TokenReader(body)
         guard reader.integer(1) == UInt64(Self.version), let issued = reader.integer(8), let flags = reader.integer(1),
-            let windowEnd = reader.integer(8), let snapshotMajor = reader.integer(8), let snapshotMinor = reader.integer(8),
+            let windowEnd = reader.integer(8), let snapshotMajor = reader.integer(8),
+            let snapshotMinor = reader.integer(8),
             let liveMajor = reader.integer(8), let liveMinor = reader.integer(8), let keyDate = reader.integer(8),
             let keyMajor = reader.integer(8), let keyMinor = reader.integer(8), let environment = reader.integer(1),
-            environment <= 1, let index = reader.integer(4), let hash = reader.bytes(32), let bundleLength = reader.integer(2),
+            environment <= 1, let index = reader.integer(4), let hash = reader.bytes(32),
+            let bundleLength = reader.integer(2),
             let bundle = reader.bytes(Int(bundleLength)), let pageLength = reader.integer(4),
             let page = reader.bytes(Int(pageLength)), reader.isAtEnd,
-            let bundleID = String(validating: bundle, as: UTF8.self), let pageToken = String(validating: page, as: UTF8.self)
+            let bundleID = String(validating: bundle, as: UTF8.self),
+            let pageToken = String(validating: page, as: UTF8.self)
         else { throw invalid }
         var position = FollowPosition(
             bundleID: bundleID, filterHash: hash, windowEnd: Int64(bitPattern: windowEnd),
@@ -113,7 +119,8 @@ struct FollowTokenCodec: Sendable {
         position.live = flags & 1 != 0
         position.appleDone = flags & 2 != 0
         if flags & 4 != 0 {
-            position.apple = .init(pageToken: pageToken, index: Int(index), environment: environment == 0 ? .production : .sandbox)
+            position.apple = .init(
+                pageToken: pageToken, index: Int(index), environment: environment == 0 ? .production : .sandbox)
         }
         if flags & 8 != 0 {
             position.storeKey = WindowKey(
@@ -124,7 +131,9 @@ struct FollowTokenCodec: Sendable {
     }
 
     private func put(_ bytes: inout [UInt8], _ value: UInt64, _ width: Int) {
-        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        }
     }
 }
 

@@ -47,7 +47,9 @@ public struct GetHistoryHandler: Sendable {
     public var callsInFlight: Int { flights.inFlight }
 
     /// Answers `request`; `remaining` is the time left before the caller's deadline (nil: none).
-    public func handle(_ request: GetHistoryRequest, remaining: Duration?) async throws(GatewayError) -> GetHistoryResponse {
+    public func handle(_ request: GetHistoryRequest, remaining: Duration?) async throws(GatewayError)
+        -> GetHistoryResponse
+    {
         try request.checkContract()
         let app = try client.apps.app(named: request.app)
         var checked = try request.callPlan()
@@ -152,7 +154,8 @@ public struct GetHistoryHandler: Sendable {
             throw .invalidArgument(field: "environment", problem: "\(error.description) (set apps[].appAppleId)")
         }
         // Runs the chain validation in this task, and awaits any OCSP fetch (online checks).
-        let result = await verifier.verifyOnline(jws, kind: .transaction, requirements: requirements)
+        let result =
+            await verifier.verifyOnline(jws, kind: .transaction, requirements: requirements)
             ?? verifier.verify(jws, kind: .transaction, requirements: requirements)
         if result.status == .retryableFailure {
             throw .revocationStatusUnavailable(app: app.name, problem: "signed transaction \(index): \(result.message)")

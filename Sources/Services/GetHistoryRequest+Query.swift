@@ -49,7 +49,8 @@ extension GetHistoryRequest {
         case .unspecified: sortOrder = nil
         case .ascending: sortOrder = .ascending
         case .descending: sortOrder = .descending
-        case .unrecognized(let value): throw .invalidArgument(field: "sort", problem: "unknown HistorySortOrder \(value)")
+        case .unrecognized(let value):
+            throw .invalidArgument(field: "sort", problem: "unknown HistorySortOrder \(value)")
         }
         let ownership: TransactionHistoryQuery.OwnershipType?
         switch inAppOwnershipType {
@@ -64,7 +65,8 @@ extension GetHistoryRequest {
         case .unspecified: revokedFilter = nil
         case .onlyRevoked: revokedFilter = true
         case .excludeRevoked: revokedFilter = false
-        case .unrecognized(let value): throw .invalidArgument(field: "revoked", problem: "unknown RevokedFilter \(value)")
+        case .unrecognized(let value):
+            throw .invalidArgument(field: "revoked", problem: "unknown RevokedFilter \(value)")
         }
         let appleEnvironment: AppleEnvironment?
         switch environment {
@@ -73,8 +75,10 @@ extension GetHistoryRequest {
         case .sandbox: appleEnvironment = .sandbox
         case .xcode, .localTesting:
             throw .invalidArgument(
-                field: "environment", problem: "Xcode and LocalTesting data are signed locally; Apple has no server for them")
-        case .unrecognized(let value): throw .invalidArgument(field: "environment", problem: "unknown Environment \(value)")
+                field: "environment",
+                problem: "Xcode and LocalTesting data are signed locally; Apple has no server for them")
+        case .unrecognized(let value):
+            throw .invalidArgument(field: "environment", problem: "unknown Environment \(value)")
         }
         let query = TransactionHistoryQuery(
             revision: revision, startDate: start, endDate: end, productIds: productIds, productTypes: types,

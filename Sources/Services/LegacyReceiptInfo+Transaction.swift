@@ -28,7 +28,8 @@ extension LegacyReceiptInfo {
             (purchaseDate, purchaseDateMs, purchaseDatePst) = format.fields(date.unixMilliseconds)
         }
         if let date = t.originalPurchaseDate {
-            (originalPurchaseDate, originalPurchaseDateMs, originalPurchaseDatePst) = format.fields(date.unixMilliseconds)
+            (originalPurchaseDate, originalPurchaseDateMs, originalPurchaseDatePst) = format.fields(
+                date.unixMilliseconds)
         }
         if let date = t.expiresDate {
             (expiresDate, expiresDateMs, expiresDatePst) = format.fields(date.unixMilliseconds)
@@ -55,7 +56,8 @@ extension LegacyReceiptInfo {
         switch t.offerDiscountType {
         case .freeTrial: (trial, intro) = (introductory, false)
         case .payAsYouGo, .payUpFront: (trial, intro) = (false, introductory)
-        case .unspecified: (trial, intro) = (introductory && t.priceMilliunits == 0, introductory && t.priceMilliunits > 0)
+        case .unspecified:
+            (trial, intro) = (introductory && t.priceMilliunits == 0, introductory && t.priceMilliunits > 0)
         default: (trial, intro) = (false, false)
         }
         isTrialPeriod = trial ? "true" : "false"
@@ -84,7 +86,7 @@ private struct LegacyDateFormat {
     }
 
     func fields(_ milliseconds: Int64) -> (String, String, String) {
-        let date = Date(timeIntervalSince1970: TimeInterval(milliseconds.floorDivided1000) )
+        let date = Date(timeIntervalSince1970: TimeInterval(milliseconds.floorDivided1000))
         return (gmt.string(from: date), String(milliseconds), pacific.string(from: date))
     }
 }

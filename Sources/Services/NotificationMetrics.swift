@@ -19,10 +19,13 @@ public final class NotificationMetrics: Sendable {
             return
         }
         received = registry.counter(
-            "appstore_gateway_webhook_received_total", help: "Requests to the notification webhook's path.").labels()
+            "appstore_gateway_webhook_received_total", help: "Requests to the notification webhook's path."
+        ).labels()
         verified = registry.counter(
-            "appstore_gateway_webhook_verified_total", help: "Webhook notifications whose JWS verified and bound to an app.")
-            .labels()
+            "appstore_gateway_webhook_verified_total",
+            help: "Webhook notifications whose JWS verified and bound to an app."
+        )
+        .labels()
         rejected = registry.counter(
             "appstore_gateway_webhook_rejected_total",
             help: "Webhook requests refused, by reason (not_a_notification, verification, unknown_app, "
@@ -39,12 +42,15 @@ public final class NotificationMetrics: Sendable {
             help: "Notifications the reconciler found in Apple's history but not in the store, by app.",
             labelNames: ["app"])
         followers = registry.gauge(
-            "appstore_gateway_notification_followers", help: "StreamNotifications calls following live notifications now.")
-            .labels()
+            "appstore_gateway_notification_followers",
+            help: "StreamNotifications calls following live notifications now."
+        )
+        .labels()
         lag = registry.histogram(
             "appstore_gateway_notification_follow_lag_seconds",
             help: "From a notification's arrival in the store to its delivery to a live follower.",
-            buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]).labels()
+            buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+        ).labels()
     }
 
     func reject(_ reason: String) { rejected?.labels(reason).increment() }

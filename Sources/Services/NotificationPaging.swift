@@ -48,7 +48,8 @@ struct NotificationPaging: Sendable, Hashable {
     init(resumingAt position: (pageToken: String, index: Int, environment: AppleEnvironment)? = nil) {
         if let position {
             next = PageRequest(
-                paginationToken: position.pageToken.isEmpty ? nil : position.pageToken, environment: position.environment)
+                paginationToken: position.pageToken.isEmpty ? nil : position.pageToken,
+                environment: position.environment)
             skip = max(0, position.index + 1)
         } else {
             next = PageRequest(paginationToken: nil, environment: nil)
@@ -63,7 +64,9 @@ struct NotificationPaging: Sendable, Hashable {
         let first = min(skip, page.count)
         skip = 0
         let token = request.paginationToken ?? ""
-        let emissions = (first..<page.count).map { Emission(index: $0, pageToken: token, environment: page.environment) }
+        let emissions = (first..<page.count).map {
+            Emission(index: $0, pageToken: token, environment: page.environment)
+        }
         if !page.hasMore {
             next = nil
             ending = .complete

@@ -17,8 +17,10 @@ public struct NotificationReconciler: Sendable {
     let window: Duration
     let logger = Logger(label: "appstore-gateway.reconciler")
 
-    init(client: AppStoreAPIClient, verifier: SignedDataVerifier, apps: [GatewayConfiguration.App],
-         feed: LiveNotificationFeed, clock: any GatewayClock, window: Duration) {
+    init(
+        client: AppStoreAPIClient, verifier: SignedDataVerifier, apps: [GatewayConfiguration.App],
+        feed: LiveNotificationFeed, clock: any GatewayClock, window: Duration
+    ) {
         self.client = client
         self.verifier = verifier
         self.apps = apps
@@ -51,9 +53,12 @@ public struct NotificationReconciler: Sendable {
                 do throws(GatewayError) {
                     backfilled += try await reconcile(app, environment)
                 } catch {
-                    logger.warning("cannot reconcile with Apple's notification history", metadata: [
-                        "app": "\(app.name)", "environment": "\(environment.rawValue)", "error": "\(error.rpcStatus.message)",
-                    ])
+                    logger.warning(
+                        "cannot reconcile with Apple's notification history",
+                        metadata: [
+                            "app": "\(app.name)", "environment": "\(environment.rawValue)",
+                            "error": "\(error.rpcStatus.message)",
+                        ])
                 }
             }
         }
@@ -69,7 +74,9 @@ public struct NotificationReconciler: Sendable {
         }
     }
 
-    private func reconcile(_ app: GatewayConfiguration.App, _ environment: AppleEnvironment) async throws(GatewayError) -> Int {
+    private func reconcile(_ app: GatewayConfiguration.App, _ environment: AppleEnvironment) async throws(GatewayError)
+        -> Int
+    {
         let now = clock.wallNow()
         let oldest = now - NotificationHistoryRequestBody.retention(in: environment) + .seconds(60)
         let start = max(now - window, oldest)
@@ -78,7 +85,8 @@ public struct NotificationReconciler: Sendable {
         let requirements: VerificationRequirements
         do {
             requirements = try VerificationRequirements(
-                bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment == .production ? .production : .sandbox)
+                bundleID: app.bundleId, appAppleID: app.appAppleId,
+                environment: environment == .production ? .production : .sandbox)
         } catch {
             return 0
         }
@@ -90,7 +98,8 @@ public struct NotificationReconciler: Sendable {
                 body: body, paginationToken: token, app: app, environment: environment, deadline: nil)
             pages += 1
             for item in page.items {
-                let result = await verifier.verifyOnline(item.signedPayload, kind: .notification, requirements: requirements)
+                let result =
+                    await verifier.verifyOnline(item.signedPayload, kind: .notification, requirements: requirements)
                     ?? verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
                 guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result),
                     !notification.notificationUuid.isEmpty, let signed = notification.signedDate?.unixMilliseconds
@@ -101,14 +110,18 @@ public struct NotificationReconciler: Sendable {
                     notificationType: notification.notificationTypeRaw, subtype: notification.subtypeRaw,
                     signedPayload: item.signedPayload)
                 do throws(NotificationStoreFailure) {
-                    if case .stored = try await feed.store.insert(entry, receivedAt: clock.wallNow().millisecondsSince1970) {
+                    if case .stored = try await feed.store.insert(
+                        entry, receivedAt: clock.wallNow().millisecondsSince1970)
+                    {
                         backfilled += 1
                         feed.metrics.backfilled?.labels(app.name).increment()
                         feed.metrics.stored?.labels(app.name, "backfill").increment()
-                        logger.notice("backfilled a notification the webhook missed", metadata: [
-                            "app": "\(app.name)", "notification_uuid": "\(entry.uuid)",
-                            "notification_type": "\(entry.notificationType)",
-                        ])
+                        logger.notice(
+                            "backfilled a notification the webhook missed",
+                            metadata: [
+                                "app": "\(app.name)", "notification_uuid": "\(entry.uuid)",
+                                "notification_type": "\(entry.notificationType)",
+                            ])
                     }
                 } catch {
                     throw GatewayError.notificationStoreUnavailable(error.message)

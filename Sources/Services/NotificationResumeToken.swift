@@ -56,7 +56,8 @@ struct ResumeTokenCodec: Sendable {
             field: "resume_token",
             problem: "is not a resume token issued by this gateway (garbled, altered, or signed with another key); "
                 + "pass a NotificationEvent.resume_token unchanged, or start from a start_date")
-        guard text.utf8.count <= 16_384, let bytes = Base64URL.decode(text), bytes.count > 32 + 1 + 8 + 1 + 4 + 8 + 32 + 2 + 4
+        guard text.utf8.count <= 16_384, let bytes = Base64URL.decode(text),
+            bytes.count > 32 + 1 + 8 + 1 + 4 + 8 + 32 + 2 + 4
         else { throw invalid }
         let body = Array(bytes[..<(bytes.count - 32)])
         guard HMACSHA256.isValid(Array(bytes[(bytes.count - 32)...]), key: key, message: body) else { throw invalid }
@@ -66,7 +67,8 @@ struct ResumeTokenCodec: Sendable {
             let hash = reader.bytes(32), let bundleLength = reader.integer(width: 2),
             let bundle = reader.bytes(Int(bundleLength)), let pageLength = reader.integer(width: 4),
             let page = reader.bytes(Int(pageLength)), reader.isAtEnd,
-            let bundleID = String(validating: bundle, as: UTF8.self), let pageToken = String(validating: page, as: UTF8.self)
+            let bundleID = String(validating: bundle, as: UTF8.self),
+            let pageToken = String(validating: page, as: UTF8.self)
         else { throw invalid }
         return NotificationResumeToken(
             pageToken: pageToken, index: Int(index), environment: environment == 0 ? .production : .sandbox,
@@ -75,7 +77,9 @@ struct ResumeTokenCodec: Sendable {
     }
 
     private func append(_ bytes: inout [UInt8], _ value: UInt64, width: Int) {
-        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        }
     }
 
     /// The key when `notifications.resumeTokenKey` is unset: HMAC-SHA256 over every app's private key file
@@ -88,7 +92,8 @@ struct ResumeTokenCodec: Sendable {
             material += Array(app.bundleId.utf8) + [0] + HMACSHA256.authenticationCode(key: key, message: [1]) + [0]
         }
         guard !material.isEmpty else { return nil }
-        return HMACSHA256.authenticationCode(key: Array("appstore-gateway notification resume token v1".utf8), message: material)
+        return HMACSHA256.authenticationCode(
+            key: Array("appstore-gateway notification resume token v1".utf8), message: material)
     }
 }
 

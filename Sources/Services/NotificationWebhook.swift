@@ -31,8 +31,10 @@ public struct NotificationWebhook: HTTPRequestHandler {
         case unavailable(String)
     }
 
-    init(path: String, verifier: SignedDataVerifier, pool: VerificationPool, apps: [GatewayConfiguration.App],
-         store: any NotificationStore, clock: any GatewayClock, metrics: NotificationMetrics) {
+    init(
+        path: String, verifier: SignedDataVerifier, pool: VerificationPool, apps: [GatewayConfiguration.App],
+        store: any NotificationStore, clock: any GatewayClock, metrics: NotificationMetrics
+    ) {
         self.path = path
         self.verifier = verifier
         self.pool = pool
@@ -88,8 +90,9 @@ public struct NotificationWebhook: HTTPRequestHandler {
         } else {
             // Chain validation on the pool; with online checks, OCSP fetches awaited here, on no thread.
             let pool = self.pool
-            guard let validated = await verifier.verifyOnline(
-                jws, kind: .notification, requirements: .none, running: { await pool.run($0) })
+            guard
+                let validated = await verifier.verifyOnline(
+                    jws, kind: .notification, requirements: .none, running: { await pool.run($0) })
             else {
                 metrics.reject("busy")
                 return .unavailable("every verification worker is busy")
@@ -124,7 +127,8 @@ public struct NotificationWebhook: HTTPRequestHandler {
                 bundleID: app.bundleId, appAppleID: app.appAppleId,
                 acceptedEnvironments: VerifyJWSHandler.accepted(by: app.environment))
             // The chain is cached now: this costs one signature check.
-            bound = verifier.verifyIfChainCached(jws, kind: .notification, requirements: requirements)
+            bound =
+                verifier.verifyIfChainCached(jws, kind: .notification, requirements: requirements)
                 ?? verifier.verify(jws, kind: .notification, requirements: requirements)
         } catch {
             metrics.reject("unknown_app")
@@ -181,6 +185,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
     }
 
     private func text(_ status: Int, _ body: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("content-type", "text/plain; charset=utf-8")], body: Array((body + "\n").utf8))
+        HTTPResponse(
+            status: status, headers: [("content-type", "text/plain; charset=utf-8")], body: Array((body + "\n").utf8))
     }
 }

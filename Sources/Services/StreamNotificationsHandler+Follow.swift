@@ -49,7 +49,9 @@ extension StreamNotificationsHandler {
         if !request.transactionId.isEmpty {
             throw .invalidArgument(field: "transaction_id", problem: "cannot be combined with follow")
         }
-        if request.onlyFailures { throw .invalidArgument(field: "only_failures", problem: "cannot be combined with follow") }
+        if request.onlyFailures {
+            throw .invalidArgument(field: "only_failures", problem: "cannot be combined with follow")
+        }
         let now = clock.wallNow().millisecondsSince1970
         var checked = request
         checked.resumeToken = ""
@@ -65,7 +67,8 @@ extension StreamNotificationsHandler {
             guard position.bundleID == base.app.bundleId, position.filterHash == fingerprint else {
                 throw .invalidArgument(
                     field: "resume_token",
-                    problem: "was issued for a stream with other filters; resend exactly the app, start_date, end_date, "
+                    problem:
+                        "was issued for a stream with other filters; resend exactly the app, start_date, end_date, "
                         + "notification_type, notification_subtype, environment and follow of the stream it came from")
             }
             body.endDate = position.windowEnd
@@ -75,7 +78,8 @@ extension StreamNotificationsHandler {
             app: base.app, body: body, environment: base.environment, fingerprint: fingerprint, resume: nil,
             resumeText: nil)
         let filter = StoreFilter(
-            bundleId: base.app.bundleId, environment: base.environment.map { $0 == .production ? "Production" : "Sandbox" },
+            bundleId: base.app.bundleId,
+            environment: base.environment.map { $0 == .production ? "Production" : "Sandbox" },
             notificationType: body.notificationType, subtype: body.notificationSubtype, start: body.startDate,
             end: body.endDate)
         return FollowPlan(plan: plan, filter: filter, resume: resume, fingerprint: fingerprint)
@@ -106,7 +110,8 @@ extension StreamNotificationsHandler {
         } else {
             do throws(NotificationStoreFailure) {
                 position = FollowPosition(
-                    bundleID: follow.plan.app.bundleId, filterHash: follow.fingerprint, windowEnd: follow.plan.body.endDate,
+                    bundleID: follow.plan.app.bundleId, filterHash: follow.fingerprint,
+                    windowEnd: follow.plan.body.endDate,
                     snapshot: try await live.store.lastPosition())
             } catch {
                 throw GatewayError.notificationStoreUnavailable(error.message).rpcStatus
@@ -131,9 +136,13 @@ extension StreamNotificationsHandler {
         // Apple's UUIDs emitted by this call: a late copy in the store's live part is not sent again.
         var appleEmitted = Set<String>()
         if !position.live {
-            typealias AppleItem = (event: NotificationEvent, uuid: String, signedDate: Int64, at: FollowPosition.ApplePosition)
+            typealias AppleItem = (
+                event: NotificationEvent, uuid: String, signedDate: Int64, at: FollowPosition.ApplePosition
+            )
             var paging = NotificationPaging(
-                resumingAt: position.apple.map { (pageToken: $0.pageToken, index: $0.index, environment: $0.environment) })
+                resumingAt: position.apple.map {
+                    (pageToken: $0.pageToken, index: $0.index, environment: $0.environment)
+                })
             var appleExhausted = position.appleDone
             var appleQueue: [AppleItem] = []
             var storeQueue: [StoredNotification] = []
@@ -167,8 +176,9 @@ extension StreamNotificationsHandler {
                         throw failing(error)
                     }
                     let emissions = paging.receive(
-                        .init(count: page.items.count, paginationToken: page.paginationToken, hasMore: page.hasMore,
-                              environment: page.environment),
+                        .init(
+                            count: page.items.count, paginationToken: page.paginationToken, hasMore: page.hasMore,
+                            environment: page.environment),
                         for: request)
                     for emission in emissions {
                         let event: NotificationEvent
@@ -177,16 +187,21 @@ extension StreamNotificationsHandler {
                         } catch {
                             throw failing(error)
                         }
-                        appleQueue.append((
-                            event, event.notification?.notificationUuid ?? "",
-                            event.notification?.signedDate?.unixMilliseconds ?? 0,
-                            .init(pageToken: emission.pageToken, index: emission.index, environment: emission.environment)))
+                        appleQueue.append(
+                            (
+                                event, event.notification?.notificationUuid ?? "",
+                                event.notification?.signedDate?.unixMilliseconds ?? 0,
+                                .init(
+                                    pageToken: emission.pageToken, index: emission.index,
+                                    environment: emission.environment)
+                            ))
                     }
                     if paging.next == nil { appleExhausted = appleQueue.isEmpty }
                     if paging.ending == .missingToken {
-                        throw failing(.appleDataRejected(
-                            app: follow.plan.app.name, environment: page.environment,
-                            problem: "a notification history page has hasMore true but no paginationToken"))
+                        throw failing(
+                            .appleDataRejected(
+                                app: follow.plan.app.name, environment: page.environment,
+                                problem: "a notification history page has hasMore true but no paginationToken"))
                     }
                 case .emitStore:
                     let entry = storeQueue.removeFirst()
@@ -237,7 +252,8 @@ extension StreamNotificationsHandler {
             let seen = live.store.signal.generation
             let page: StorePage
             do throws(NotificationStoreFailure) {
-                page = try await live.store.entries(after: position.liveCursor, matching: filter, limit: Self.followBatch)
+                page = try await live.store.entries(
+                    after: position.liveCursor, matching: filter, limit: Self.followBatch)
             } catch {
                 throw failing(.notificationStoreUnavailable(error.message))
             }
@@ -273,16 +289,20 @@ extension StreamNotificationsHandler {
         -> NotificationEvent?
     {
         let environment: AppStoreEnvironment = entry.notification.environment == "Production" ? .production : .sandbox
-        guard let requirements = try? VerificationRequirements(
-            bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
+        guard
+            let requirements = try? VerificationRequirements(
+                bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
         else { return nil }
         let payload = entry.notification.signedPayload
-        let result = await verifier.verifyOnline(payload, kind: .notification, requirements: requirements)
+        let result =
+            await verifier.verifyOnline(payload, kind: .notification, requirements: requirements)
             ?? verifier.verify(payload, kind: .notification, requirements: requirements)
         if result.status == .retryableFailure {
             throw .revocationStatusUnavailable(app: app.name, problem: "a stored notification: \(result.message)")
         }
-        guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) else { return nil }
+        guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) else {
+            return nil
+        }
         var event = NotificationEvent()
         event.signedPayload = entry.notification.signedPayload
         event.notification = notification

@@ -1,8 +1,8 @@
-import Foundation
 import AppStoreClient
-import Logging
 import Cryptography
+import Foundation
 import GatewayCore
+import Logging
 import ProtoCodec
 import SignedData
 
@@ -35,7 +35,9 @@ public struct StreamNotificationsHandler: Sendable {
 
     /// A handler calling Apple through `client`, verifying with `verifier`, authenticating resume tokens
     /// with `resumeTokenKey`.
-    public init(client: AppStoreAPIClient, verifier: SignedDataVerifier, resumeTokenKey: [UInt8], clock: any GatewayClock) {
+    public init(
+        client: AppStoreAPIClient, verifier: SignedDataVerifier, resumeTokenKey: [UInt8], clock: any GatewayClock
+    ) {
         self.client = client
         self.verifier = verifier
         self.tokens = ResumeTokenCodec(key: resumeTokenKey)
@@ -86,7 +88,8 @@ public struct StreamNotificationsHandler: Sendable {
         }
         if app.appAppleId == nil, retentionEnvironment == .production {
             throw .invalidArgument(
-                field: "app", problem: "production notifications are bound to the app's Apple id: set apps[].appAppleId")
+                field: "app", problem: "production notifications are bound to the app's Apple id: set apps[].appAppleId"
+            )
         }
         let fingerprint = Self.fingerprint(
             body: body, bundleID: app.bundleId, environment: environment, caller: CallerIdentity.current?.identity)
@@ -96,7 +99,8 @@ public struct StreamNotificationsHandler: Sendable {
             guard token.bundleID == app.bundleId, token.filterHash == fingerprint else {
                 throw .invalidArgument(
                     field: "resume_token",
-                    problem: "was issued for a stream with other filters, or to another caller; resend exactly the app, "
+                    problem:
+                        "was issued for a stream with other filters, or to another caller; resend exactly the app, "
                         + "dates, notification_type, notification_subtype, transaction_id, only_failures and environment "
                         + "of the stream it came from, as the caller that received it")
             }
@@ -104,7 +108,8 @@ public struct StreamNotificationsHandler: Sendable {
         }
         var pagingEnvironment = environment
         if environment == nil, app.environment == .auto {
-            let sandboxWindowStart = clock.wallNow().millisecondsSince1970
+            let sandboxWindowStart =
+                clock.wallNow().millisecondsSince1970
                 - NotificationHistoryRequestBody.retention(in: .sandbox).wholeMilliseconds
             if request.transactionId.isEmpty || body.startDate < sandboxWindowStart { pagingEnvironment = .production }
         }
@@ -131,7 +136,9 @@ public struct StreamNotificationsHandler: Sendable {
         let app = plan.app
         let body = plan.body
 
-        typealias Fetched = (request: NotificationPaging.PageRequest, page: Result<NotificationHistoryPage, GatewayError>)
+        typealias Fetched = (
+            request: NotificationPaging.PageRequest, page: Result<NotificationHistoryPage, GatewayError>
+        )
         @Sendable func fetch(_ request: NotificationPaging.PageRequest) async -> Fetched {
             do throws(GatewayError) {
                 let page = try await client.notificationHistory(
@@ -156,8 +163,9 @@ public struct StreamNotificationsHandler: Sendable {
                     return
                 }
                 let emissions = paging.receive(
-                    .init(count: page.items.count, paginationToken: page.paginationToken, hasMore: page.hasMore,
-                          environment: page.environment),
+                    .init(
+                        count: page.items.count, paginationToken: page.paginationToken, hasMore: page.hasMore,
+                        environment: page.environment),
                     for: fetched.request)
                 if let next = paging.next, !Task.isCancelled { group.addTask { await fetch(next) } }
                 for emission in emissions {
@@ -165,12 +173,14 @@ public struct StreamNotificationsHandler: Sendable {
                     do throws(GatewayError) {
                         var event = try await event(for: item, page: page, plan: plan)
                         let signedDate = event.notification?.signedDate?.unixMilliseconds ?? 0
-                        let token = tokens.encode(NotificationResumeToken(
-                            pageToken: emission.pageToken, index: emission.index, environment: emission.environment,
-                            bundleID: app.bundleId, filterHash: plan.fingerprint, eventSignedDate: signedDate,
-                            issuedAt: clock.wallNow().millisecondsSince1970))
+                        let token = tokens.encode(
+                            NotificationResumeToken(
+                                pageToken: emission.pageToken, index: emission.index, environment: emission.environment,
+                                bundleID: app.bundleId, filterHash: plan.fingerprint, eventSignedDate: signedDate,
+                                issuedAt: clock.wallNow().millisecondsSince1970))
                         event.resumeToken = token
-                        let shutdown = GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata("resume_token", token)
+                        let shutdown = GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
+                            "resume_token", token)
                         do throws(RPCStatus) {
                             try await send(event, shutdown)
                         } catch {
@@ -218,7 +228,8 @@ public struct StreamNotificationsHandler: Sendable {
             throw .invalidArgument(field: "app", problem: "\(error.description) (set apps[].appAppleId)")
         }
         // Runs the chain validation in this task, and awaits any OCSP fetch (online checks).
-        let result = await verifier.verifyOnline(item.signedPayload, kind: .notification, requirements: requirements)
+        let result =
+            await verifier.verifyOnline(item.signedPayload, kind: .notification, requirements: requirements)
             ?? verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
         var event = NotificationEvent()
         event.signedPayload = item.signedPayload
@@ -226,7 +237,8 @@ public struct StreamNotificationsHandler: Sendable {
         if result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) {
             event.notification = notification
         } else {
-            let problem = "a signed notification of the page (apple request id \(page.appleRequestID ?? "none")) is "
+            let problem =
+                "a signed notification of the page (apple request id \(page.appleRequestID ?? "none")) is "
                 + "\(result.status.rawValue): \(result.message)"
             if result.status == .retryableFailure {
                 throw .revocationStatusUnavailable(app: plan.app.name, problem: problem)
@@ -280,7 +292,8 @@ public struct StreamNotificationsHandler: Sendable {
         case .sandbox: return .sandbox
         case .xcode, .localTesting:
             throw .invalidArgument(
-                field: "environment", problem: "Xcode and LocalTesting data are signed locally; Apple has no server for them")
+                field: "environment",
+                problem: "Xcode and LocalTesting data are signed locally; Apple has no server for them")
         case .unrecognized(let raw): throw .invalidArgument(field: "environment", problem: "unknown Environment \(raw)")
         }
     }

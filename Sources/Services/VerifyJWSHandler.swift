@@ -50,11 +50,13 @@ struct VerifyJWSHandler: Sendable {
         guard let pool else {
             // Tests of the verdicts alone: inline, or with online checks in a task that awaits the OCSP fetch.
             guard verifier.configuration.onlineChecks else {
-                return .done(.success(response(to: verifier.verify(jws, kind: plan.kind, requirements: plan.requirements))))
+                return .done(
+                    .success(response(to: verifier.verify(jws, kind: plan.kind, requirements: plan.requirements))))
             }
             return .task {
                 let result = await verifier.verifyOnline(jws, kind: plan.kind, requirements: plan.requirements)
-                return .success(response(to: result ?? verifier.verify(jws, kind: plan.kind, requirements: plan.requirements)))
+                return .success(
+                    response(to: result ?? verifier.verify(jws, kind: plan.kind, requirements: plan.requirements)))
             }
         }
         return .task {

@@ -17,38 +17,44 @@ struct CompactJWS: Sendable {
     init(parsing text: String, maximumLength: Int) throws(Rejection) {
         let length = text.utf8.count
         guard length <= maximumLength else {
-            throw Rejection(.malformed, "the JWS is \(length) bytes, more than the configured limit of \(maximumLength)")
+            throw Rejection(
+                .malformed, "the JWS is \(length) bytes, more than the configured limit of \(maximumLength)")
         }
         var text = text
         typealias Parts = (header: [UInt8], payload: [UInt8], signature: [UInt8], signingInput: [UInt8])
         // withUTF8 rethrows untyped errors, so the closure returns a Result to keep `throws(Rejection)`.
-        let parts = try text.withUTF8 { bytes in Result { () throws(Rejection) -> Parts in
-            // One pass for the dots (libc's vectorised memchr): the first two positions and how many.
-            var dots = (first: -1, second: -1)
-            var dotCount = 0
-            if let base = bytes.baseAddress {
-                var from = 0
-                while from < bytes.count, let found = memchr(base + from, Int32(UInt8(ascii: ".")), bytes.count - from) {
-                    let index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-                    if dotCount == 0 { dots.first = index } else if dotCount == 1 { dots.second = index }
-                    dotCount += 1
-                    from = index + 1
+        let parts = try text.withUTF8 { bytes in
+            Result { () throws(Rejection) -> Parts in
+                // One pass for the dots (libc's vectorised memchr): the first two positions and how many.
+                var dots = (first: -1, second: -1)
+                var dotCount = 0
+                if let base = bytes.baseAddress {
+                    var from = 0
+                    while from < bytes.count,
+                        let found = memchr(base + from, Int32(UInt8(ascii: ".")), bytes.count - from)
+                    {
+                        let index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                        if dotCount == 0 { dots.first = index } else if dotCount == 1 { dots.second = index }
+                        dotCount += 1
+                        from = index + 1
+                    }
                 }
+                guard dotCount == 2 else {
+                    throw Rejection(.malformed, "a compact JWS has 3 dot-separated parts; this one has \(dotCount + 1)")
+                }
+                func decode(_ range: Range<Int>, _ name: String) throws(Rejection) -> [UInt8] {
+                    guard !range.isEmpty,
+                        let decoded = Base64.decode(
+                            ascii: UnsafeBufferPointer(rebasing: bytes[range]), variant: .urlSafeUnpadded)
+                    else { throw Rejection(.malformed, "the JWS \(name) is not unpadded base64url") }
+                    return decoded
+                }
+                let header = try decode(0..<dots.first, "header")
+                let payload = try decode(dots.first + 1..<dots.second, "payload")
+                let signature = try decode(dots.second + 1..<bytes.count, "signature")
+                return (header, payload, signature, Array(UnsafeBufferPointer(rebasing: bytes[..<dots.second])))
             }
-            guard dotCount == 2 else {
-                throw Rejection(.malformed, "a compact JWS has 3 dot-separated parts; this one has \(dotCount + 1)")
-            }
-            func decode(_ range: Range<Int>, _ name: String) throws(Rejection) -> [UInt8] {
-                guard !range.isEmpty,
-                    let decoded = Base64.decode(ascii: UnsafeBufferPointer(rebasing: bytes[range]), variant: .urlSafeUnpadded)
-                else { throw Rejection(.malformed, "the JWS \(name) is not unpadded base64url") }
-                return decoded
-            }
-            let header = try decode(0..<dots.first, "header")
-            let payload = try decode(dots.first + 1..<dots.second, "payload")
-            let signature = try decode(dots.second + 1..<bytes.count, "signature")
-            return (header, payload, signature, Array(UnsafeBufferPointer(rebasing: bytes[..<dots.second])))
-        } }.get()
+        }.get()
         let headerBytes = parts.header
         payload = Data(parts.payload)
         signature = parts.signature
@@ -77,7 +83,8 @@ struct CompactJWS: Sendable {
         }
         guard chain.count == 3 else {
             throw Rejection(
-                .invalidChainLength, "x5c holds \(chain.count) certificates; Apple sends exactly 3 (leaf, intermediate, root)")
+                .invalidChainLength,
+                "x5c holds \(chain.count) certificates; Apple sends exactly 3 (leaf, intermediate, root)")
         }
         self.algorithm = algorithm
         self.certificateChain = chain
@@ -88,14 +95,17 @@ struct CompactJWS: Sendable {
     static func unverifiedPayload(of text: String, maximumLength: Int) throws(Rejection) -> Data {
         let length = text.utf8.count
         guard length <= maximumLength else {
-            throw Rejection(.malformed, "the JWS is \(length) bytes, more than the configured limit of \(maximumLength)")
+            throw Rejection(
+                .malformed, "the JWS is \(length) bytes, more than the configured limit of \(maximumLength)")
         }
         let parts = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3 else {
             throw Rejection(.malformed, "a compact JWS has 3 dot-separated parts; this one has \(parts.count)")
         }
         guard !parts[1].isEmpty,
-            let payload = Array(parts[1]).withUnsafeBufferPointer({ Base64.decode(ascii: $0, variant: .urlSafeUnpadded) })
+            let payload = Array(parts[1]).withUnsafeBufferPointer({
+                Base64.decode(ascii: $0, variant: .urlSafeUnpadded)
+            })
         else { throw Rejection(.malformed, "the JWS payload is not unpadded base64url") }
         return Data(payload)
     }

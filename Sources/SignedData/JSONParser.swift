@@ -40,7 +40,9 @@ private struct Scanner {
     }
 
     private mutating func skipWhitespace() {
-        while index < count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+        while index < count,
+            bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09
+        {
             index += 1
         }
     }
@@ -137,7 +139,8 @@ private struct Scanner {
             let word = UInt64(littleEndian: UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self))
             let quote = word ^ (Self.ones &* UInt64(UInt8(ascii: "\"")))
             let backslash = word ^ (Self.ones &* UInt64(UInt8(ascii: "\\")))
-            let special = Self.hasZeroByte(quote) | Self.hasZeroByte(backslash)
+            let special =
+                Self.hasZeroByte(quote) | Self.hasZeroByte(backslash)
                 | ((word &- Self.ones &* 0x20) & ~word & Self.highBits)
             guard special == 0 else { break }
             wide |= word
@@ -252,7 +255,9 @@ private struct Scanner {
         let digits = index - start - (negative ? 1 : 0)
         if isInteger, digits <= 18 {
             var value: Int64 = 0
-            for position in (negative ? start + 1 : start)..<index { value = value * 10 + Int64(bytes[position] &- 0x30) }
+            for position in (negative ? start + 1 : start)..<index {
+                value = value * 10 + Int64(bytes[position] &- 0x30)
+            }
             return .integer(negative ? -value : value)
         }
         let text = String(decoding: UnsafeBufferPointer(start: bytes + start, count: index - start), as: UTF8.self)

@@ -1,5 +1,5 @@
-import GatewayCore
 import Foundation
+import GatewayCore
 
 /// A parsed JSON value, kept exact enough for App Store payloads (int64 milliseconds and ids).
 enum JSONValue: Sendable, Hashable {
@@ -51,7 +51,8 @@ extension JSONValue {
         case .string(let value): return Self.quoted(value)
         case .array(let values): return "[" + values.map(\.jsonText).joined(separator: ",") + "]"
         case .object(let members):
-            return "{" + members.sorted { $0.key < $1.key }.map { Self.quoted($0.key) + ":" + $0.value.jsonText }
+            return "{"
+                + members.sorted { $0.key < $1.key }.map { Self.quoted($0.key) + ":" + $0.value.jsonText }
                 .joined(separator: ",") + "}"
         }
     }

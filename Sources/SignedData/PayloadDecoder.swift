@@ -61,9 +61,11 @@ public enum PayloadDecoder {
         t.originalPurchaseDate = p.timestamp("originalPurchaseDate")
         t.expiresDate = p.timestamp("expiresDate")
         t.quantity = p.int32("quantity")
-        (t.type, t.typeRaw) = p.enumeration("type", [
-            "Auto-Renewable Subscription": 1, "Non-Renewing Subscription": 2, "Consumable": 3, "Non-Consumable": 4,
-        ])
+        (t.type, t.typeRaw) = p.enumeration(
+            "type",
+            [
+                "Auto-Renewable Subscription": 1, "Non-Renewing Subscription": 2, "Consumable": 3, "Non-Consumable": 4,
+            ])
         t.appAccountToken = p.string("appAccountToken")
         (t.inAppOwnershipType, t.inAppOwnershipTypeRaw) = p.enumeration(
             "inAppOwnershipType", ["PURCHASED": 1, "FAMILY_SHARED": 2])
@@ -84,9 +86,11 @@ public enum PayloadDecoder {
         (t.offerDiscountType, t.offerDiscountTypeRaw) = p.offerDiscountType("offerDiscountType")
         t.appTransactionId = p.string("appTransactionId")
         t.offerPeriod = p.string("offerPeriod")
-        (t.revocationType, t.revocationTypeRaw) = p.enumeration("revocationType", [
-            "REFUND_FULL": 1, "REFUND_PRORATED": 2, "FAMILY_REVOKE": 3,
-        ])
+        (t.revocationType, t.revocationTypeRaw) = p.enumeration(
+            "revocationType",
+            [
+                "REFUND_FULL": 1, "REFUND_PRORATED": 2, "FAMILY_REVOKE": 3,
+            ])
         t.revocationPercentage = p.int32("revocationPercentage")
         (t.billingPlanType, t.billingPlanTypeRaw) = p.billingPlanType("billingPlanType")
         if let commitment = p.object("commitmentInfo") {
@@ -171,9 +175,11 @@ public enum PayloadDecoder {
         a.deviceVerificationNonce = p.string("deviceVerificationNonce")
         a.preorderDate = p.timestamp("preorderDate")
         a.appTransactionId = p.string("appTransactionId")
-        (a.originalPlatform, a.originalPlatformRaw) = p.enumeration("originalPlatform", [
-            "iOS": 1, "macOS": 2, "tvOS": 3, "visionOS": 4,
-        ])
+        (a.originalPlatform, a.originalPlatformRaw) = p.enumeration(
+            "originalPlatform",
+            [
+                "iOS": 1, "macOS": 2, "tvOS": 3, "visionOS": 4,
+            ])
         a.rawJson = String(decoding: json, as: UTF8.self)
         return a
     }
@@ -216,10 +222,12 @@ public enum PayloadDecoder {
         if let data = p.object("data") {
             let d = Fields(data)
             let environment: (Environment, String) = d.environment("environment")
-            let reason: (ConsumptionRequestReason, String) = d.enumeration("consumptionRequestReason", [
-                "UNINTENDED_PURCHASE": 1, "FULFILLMENT_ISSUE": 2, "UNSATISFIED_WITH_PURCHASE": 3, "LEGAL": 4,
-                "OTHER": 5,
-            ])
+            let reason: (ConsumptionRequestReason, String) = d.enumeration(
+                "consumptionRequestReason",
+                [
+                    "UNINTENDED_PURCHASE": 1, "FULFILLMENT_ISSUE": 2, "UNSATISFIED_WITH_PURCHASE": 3, "LEGAL": 4,
+                    "OTHER": 5,
+                ])
             n.data = NotificationData(
                 appAppleId: d.int64("appAppleId"), bundleId: d.string("bundleId"),
                 bundleVersion: d.string("bundleVersion"), environment: environment.0,

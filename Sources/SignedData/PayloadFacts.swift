@@ -1,5 +1,5 @@
-import GatewayCore
 import Foundation
+import GatewayCore
 
 /// What the verifier reads from a decoded payload before and after the signature check: its kind, the
 /// verification time, and the app identity Apple's libraries bind to (Apple's App Store Server API documentation).
@@ -23,9 +23,12 @@ struct PayloadFacts: Sendable {
     init(payload: [String: JSONValue], requestedKind: SignedDataKind?) throws(Rejection) {
         guard let kind = Self.detectKind(payload) else {
             if let requestedKind {
-                throw Rejection(.wrongKind, "a \(requestedKind.rawValue) was asked for; the payload is none of the App Store kinds")
+                throw Rejection(
+                    .wrongKind, "a \(requestedKind.rawValue) was asked for; the payload is none of the App Store kinds")
             }
-            throw Rejection(.malformed, "the payload is not a transaction, renewal info, notification, app transaction or realtime request")
+            throw Rejection(
+                .malformed,
+                "the payload is not a transaction, renewal info, notification, app transaction or realtime request")
         }
         self.kind = kind
         let dateField = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
@@ -54,11 +57,14 @@ struct PayloadFacts: Sendable {
                 environment: payload["receiptType"]?.string, source: "payload")
         case .realtimeRequest:
             identity = AppIdentity(
-                appAppleID: payload["appAppleId"]?.int64, environment: payload["environment"]?.string, source: "payload")
+                appAppleID: payload["appAppleId"]?.int64, environment: payload["environment"]?.string, source: "payload"
+            )
         case .notification:
             identity = Self.notificationIdentity(payload)
-            for (container, field) in [("data", NestedPayloadField.signedTransactionInfo),
-                                       ("data", .signedRenewalInfo), ("appData", .signedAppTransactionInfo)] {
+            for (container, field) in [
+                ("data", NestedPayloadField.signedTransactionInfo),
+                ("data", .signedRenewalInfo), ("appData", .signedAppTransactionInfo),
+            ] {
                 guard let value = payload[container]?.object?[field.rawValue] else { continue }
                 guard let jws = value.string else {
                     throw Rejection(.malformed, "\(container).\(field.rawValue) is not a string")

@@ -25,7 +25,8 @@ public struct SignedDataSigner: Sendable {
 
     /// A compact JWS over arbitrary header JSON: the building block for forged-input tests.
     public static func sign(headerJSON: Data, payload: Data, key: ECPrivateKey) throws(CryptographyError) -> String {
-        let signingInput = Base64.encode(headerJSON, variant: .urlSafeUnpadded) + "."
+        let signingInput =
+            Base64.encode(headerJSON, variant: .urlSafeUnpadded) + "."
             + Base64.encode(payload, variant: .urlSafeUnpadded)
         let signature = try key.signature(for: Array(signingInput.utf8))
         return signingInput + "." + Base64.encode(signature, variant: .urlSafeUnpadded)

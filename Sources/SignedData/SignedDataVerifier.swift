@@ -1,6 +1,6 @@
 import Cryptography
-import GatewayCore
 import Foundation
+import GatewayCore
 
 /// Verifies App Store signed data (compact JWS, ES256, `x5c` chain to Apple) as Apple's libraries do
 /// (Apple's App Store Server API documentation), with Apple's online (OCSP) checks as an option.
@@ -132,7 +132,8 @@ public final class SignedDataVerifier: Sendable {
         case .result(let result): return .done(result)
         case .needsRevocation(let queries): return .needsRevocationStatus(queries)
         // With validation allowed, evaluation never asks for it.
-        case .needsValidation: return .done(VerificationResult(status: .untrustedChain, message: "the chain could not be validated"))
+        case .needsValidation:
+            return .done(VerificationResult(status: .untrustedChain, message: "the chain could not be validated"))
         }
     }
 
@@ -178,14 +179,16 @@ public final class SignedDataVerifier: Sendable {
         let answer: OCSPAnswer
         switch outcome {
         case .unreachable(let why):
-            return .retryable("the \(query.role) certificate's OCSP responder cannot be reached (\(why)); try again later")
+            return .retryable(
+                "the \(query.role) certificate's OCSP responder cannot be reached (\(why)); try again later")
         case .answered(let response):
             do {
                 answer = try OCSP.answer(
                     fromResponse: response, certificate: query.certificate, issuer: query.issuer,
                     trustedRoots: configuration.trustedRoots, now: clock.now())
             } catch {
-                return .retryable("the \(query.role) certificate's OCSP response is unusable: \(error.reason); try again later")
+                return .retryable(
+                    "the \(query.role) certificate's OCSP response is unusable: \(error.reason); try again later")
             }
         }
         switch answer.status {
@@ -242,7 +245,8 @@ public final class SignedDataVerifier: Sendable {
             guard let leafKey = try trustedLeafKey(token, at: verificationTime(facts), mayValidate: mayValidateChain)
             else { return .needsValidation }
             guard leafKey.isValidSignature(token.signature, for: token.signingInput) else {
-                let detail = token.signature.count == 64
+                let detail =
+                    token.signature.count == 64
                     ? "does not verify under the leaf certificate's key"
                     : "is \(token.signature.count) bytes; ES256 needs the 64-byte r‖s form (DER is not JWS)"
                 throw Rejection(.invalidSignature, "the ES256 signature \(detail)")
@@ -268,22 +272,27 @@ public final class SignedDataVerifier: Sendable {
             }
             if !pending.isEmpty { return .needsRevocation(pending) }
             if let failed = nested.first(where: { !$0.result.isVerified && $0.result.status != .unverifiedByDesign }) {
-                return .result(VerificationResult(
-                    status: failed.result.status, message: "\(failed.field.rawValue): \(failed.result.message)",
-                    kind: facts.kind, signedDate: facts.signedDate, environment: environment, rawJSON: token.payload,
-                    nestedPayloads: nested))
+                return .result(
+                    VerificationResult(
+                        status: failed.result.status, message: "\(failed.field.rawValue): \(failed.result.message)",
+                        kind: facts.kind, signedDate: facts.signedDate, environment: environment,
+                        rawJSON: token.payload,
+                        nestedPayloads: nested))
             }
             // A signed notification whose nested data is Xcode's (accepted unverified) is no better than that data.
             let unverifiedInside = nested.contains { $0.result.status == .unverifiedByDesign }
-            return .result(VerificationResult(
-                status: unverifiedInside ? .unverifiedByDesign : .ok,
-                message: unverifiedInside ? Self.unverifiedMessage : "verified", kind: facts.kind,
-                signedDate: facts.signedDate, environment: environment, rawJSON: token.payload, payloadObject: payload,
-                nestedPayloads: nested))
+            return .result(
+                VerificationResult(
+                    status: unverifiedInside ? .unverifiedByDesign : .ok,
+                    message: unverifiedInside ? Self.unverifiedMessage : "verified", kind: facts.kind,
+                    signedDate: facts.signedDate, environment: environment, rawJSON: token.payload,
+                    payloadObject: payload,
+                    nestedPayloads: nested))
         } catch {
-            return .result(VerificationResult(
-                status: error.status, message: error.message, kind: known.kind, signedDate: known.signedDate,
-                environment: known.environment, rawJSON: known.rawJSON))
+            return .result(
+                VerificationResult(
+                    status: error.status, message: error.message, kind: known.kind, signedDate: known.signedDate,
+                    environment: known.environment, rawJSON: known.rawJSON))
         }
     }
 
@@ -318,7 +327,8 @@ public final class SignedDataVerifier: Sendable {
             }
             guard let result else {
                 throw Rejection(
-                    .invalidEnvironment, "\(item.field.rawValue) is not \(environment.rawValue) data like its notification")
+                    .invalidEnvironment,
+                    "\(item.field.rawValue) is not \(environment.rawValue) data like its notification")
             }
             nested.append(NestedPayload(field: item.field, result: result))
         }
@@ -339,7 +349,8 @@ public final class SignedDataVerifier: Sendable {
             switch revocations.status(for: key, now: now) {
             case .good?: continue
             case .revoked(let date)?:
-                throw Rejection(.untrustedChain, "the \(role) certificate was revoked at \(date.formatted(.iso8601)) (OCSP)")
+                throw Rejection(
+                    .untrustedChain, "the \(role) certificate was revoked at \(date.formatted(.iso8601)) (OCSP)")
             case nil: missing.append((index, key))
             }
         }
@@ -359,11 +370,13 @@ public final class SignedDataVerifier: Sendable {
         }
         var queries: [RevocationQuery] = []
         for (index, key) in missing {
-            let (certificate, issuer, role) = index == 0 ? (leaf, intermediate, "leaf") : (intermediate, root, "intermediate")
+            let (certificate, issuer, role) =
+                index == 0 ? (leaf, intermediate, "leaf") : (intermediate, root, "intermediate")
             let urls = OCSP.responderURLs(of: certificate)
             guard !urls.isEmpty else {
                 throw Rejection(
-                    .untrustedChain, "the \(role) certificate names no OCSP responder, so online checks cannot check it")
+                    .untrustedChain, "the \(role) certificate names no OCSP responder, so online checks cannot check it"
+                )
             }
             let request: [UInt8]
             do throws(CryptographyError) {
@@ -371,8 +384,10 @@ public final class SignedDataVerifier: Sendable {
             } catch {
                 throw Rejection(.invalidCertificate, "no OCSP request can be made for the \(role): \(error.reason)")
             }
-            queries.append(RevocationQuery(
-                role: role, certificate: certificate, issuer: issuer, key: key, responderURLs: urls, request: request))
+            queries.append(
+                RevocationQuery(
+                    role: role, certificate: certificate, issuer: issuer, key: key, responderURLs: urls,
+                    request: request))
         }
         return queries
     }
@@ -434,7 +449,8 @@ public final class SignedDataVerifier: Sendable {
         }
         guard leaf.hasExtension(oid: Self.leafMarkerOID) else {
             throw Rejection(
-                .invalidCertificate, "the leaf (\(leaf.subject)) lacks Apple's receipt-signing marker \(Self.leafMarkerOID)")
+                .invalidCertificate,
+                "the leaf (\(leaf.subject)) lacks Apple's receipt-signing marker \(Self.leafMarkerOID)")
         }
         let window: ValidatedChain
         switch validator.validate(leaf: leaf, intermediates: [intermediate], at: time) {
@@ -480,7 +496,8 @@ public final class SignedDataVerifier: Sendable {
         if let expected = requirements.bundleID, carriesBundleID, identity.bundleID != expected {
             throw Rejection(
                 .invalidAppIdentifier,
-                "bundle id in \(identity.source) is \(identity.bundleID.map { "\"\($0)\"" } ?? "absent"), expected \"\(expected)\"")
+                "bundle id in \(identity.source) is \(identity.bundleID.map { "\"\($0)\"" } ?? "absent"), expected \"\(expected)\""
+            )
         }
         let bindsAppAppleID = [.notification, .appTransaction, .realtimeRequest].contains(facts.kind)
         let environment = requirements.environment?.rawValue ?? identity.environment
@@ -493,12 +510,14 @@ public final class SignedDataVerifier: Sendable {
             guard identity.appAppleID == expected else {
                 throw Rejection(
                     .invalidAppIdentifier,
-                    "appAppleId in \(identity.source) is \(identity.appAppleID.map(String.init) ?? "absent"), expected \(expected)")
+                    "appAppleId in \(identity.source) is \(identity.appAppleID.map(String.init) ?? "absent"), expected \(expected)"
+                )
             }
         } else if bindsAppAppleID, let expected = requirements.appAppleID, let actual = identity.appAppleID,
             actual != expected
         {
-            throw Rejection(.invalidAppIdentifier, "appAppleId in \(identity.source) is \(actual), expected \(expected)")
+            throw Rejection(
+                .invalidAppIdentifier, "appAppleId in \(identity.source) is \(actual), expected \(expected)")
         }
         if let accepted = requirements.acceptedEnvironments,
             !accepted.contains(where: { $0.rawValue == identity.environment })

@@ -50,9 +50,11 @@ public struct VerificationResult: Sendable {
         VerificationResult(status: .retryableFailure, message: message)
     }
 
-    init(status: VerificationVerdict, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
-         environment: AppStoreEnvironment? = nil, rawJSON: Data? = nil, payloadObject: [String: JSONValue]? = nil,
-         nestedPayloads: [NestedPayload] = []) {
+    init(
+        status: VerificationVerdict, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
+        environment: AppStoreEnvironment? = nil, rawJSON: Data? = nil, payloadObject: [String: JSONValue]? = nil,
+        nestedPayloads: [NestedPayload] = []
+    ) {
         self.status = status
         self.environment = environment
         self.payloadObject = payloadObject

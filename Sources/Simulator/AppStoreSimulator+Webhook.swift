@@ -19,7 +19,9 @@ extension AppStoreSimulator {
         let body = request.body
         var faults: [SimulatedFault] = []
         if configuration.allowsFaultHeader, let header = request.header(FaultHeader.name) {
-            guard let parsed = FaultHeader.parse(header) else { return SimulatorResponse.badControlHeader(FaultHeader.name) }
+            guard let parsed = FaultHeader.parse(header) else {
+                return SimulatorResponse.badControlHeader(FaultHeader.name)
+            }
             faults = parsed
         }
         guard body.count <= 64 * 1024,
@@ -39,10 +41,12 @@ extension AppStoreSimulator {
         let count = min(500, max(1, (object["count"] as? Int) ?? 1))
         let deliver = object["deliver"] as? Bool ?? true
         let retries = object["retries"] as? Bool ?? true
-        let factor = (object["timeFactor"] as? Double) ?? (object["timeFactor"] as? Int).map(Double.init)
+        let factor =
+            (object["timeFactor"] as? Double) ?? (object["timeFactor"] as? Int).map(Double.init)
             ?? configuration.webhookTimeFactor
         let delivery = WebhookDelivery(timeFactor: factor)
-        let signer = SignedPayloads(pki: signingPKI(revoked: false), app: app, environment: environment, memo: signatures)
+        let signer = SignedPayloads(
+            pki: signingPKI(revoked: false), app: app, environment: environment, memo: signatures)
         let clock = configuration.clock
         var answers: [OrderedJSON] = []
         for _ in 0..<count {
@@ -64,15 +68,17 @@ extension AppStoreSimulator {
                 status = await delivery.deliver(
                     jws, to: url, retries: retries, failFirst: faults.contains(.resetConnection),
                     record: { [weak self] date, result in
-                        self?.recordAttempt(uuid: uuid, attempt: SimulatedSendAttempt(attemptDate: date, result: result),
-                                            bundleId: bundleId, environment: environment)
+                        self?.recordAttempt(
+                            uuid: uuid, attempt: SimulatedSendAttempt(attemptDate: date, result: result),
+                            bundleId: bundleId, environment: environment)
                     },
                     now: { clock.wallNow().millisecondsSince1970 })
             }
-            answers.append(.object([
-                ("notificationUUID", .string(notification.notificationUUID)), ("signedDate", .integer(now)),
-                ("status", .integer(Int64(status ?? 0))), ("signedPayload", .string(jws)),
-            ]))
+            answers.append(
+                .object([
+                    ("notificationUUID", .string(notification.notificationUUID)), ("signedDate", .integer(now)),
+                    ("status", .integer(Int64(status ?? 0))), ("signedPayload", .string(jws)),
+                ]))
         }
         return SimulatorResponse.json(.object([("notifications", .array(answers))]))
     }

@@ -120,8 +120,10 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         if injected.contains(.resetConnection) { return HTTPResponse(status: 500, delivery: .resetConnection) }
         if injected.contains(.htmlBadGateway) { return SimulatorResponse.htmlBadGateway() }
         for case .appleError(let code) in injected {
-            return SimulatorResponse.error(code, AppleErrorCode(rawValue: code).name.map { "Simulated \($0)." }
-                ?? "Simulated error.")
+            return SimulatorResponse.error(
+                code,
+                AppleErrorCode(rawValue: code).name.map { "Simulated \($0)." }
+                    ?? "Simulated error.")
         }
         let now = configuration.clock.wallNow()
         let app: SimulatedApp
@@ -140,7 +142,9 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             callLog.record(entry)
             return SimulatorResponse.rateLimited(retryAt: retryAt)
         }
-        if let retryAt = rateLimits.admit(bundleId: app.bundleId, endpoint: route.endpoint, environment: route.environment) {
+        if let retryAt = rateLimits.admit(
+            bundleId: app.bundleId, endpoint: route.endpoint, environment: route.environment)
+        {
             callLog.record(entry)
             return SimulatorResponse.rateLimited(retryAt: retryAt)
         }
@@ -218,7 +222,9 @@ public final class AppStoreSimulator: HTTPRequestHandler {
                     let jws = testNotifications.signedPayload(token: token, signer: signer)
                 {
                     let delivery = WebhookDelivery(timeFactor: configuration.webhookTimeFactor)
-                    Task.detached { _ = await delivery.deliver(jws, to: url, retries: true, record: { _, _ in }, now: { 0 }) }
+                    Task.detached {
+                        _ = await delivery.deliver(jws, to: url, retries: true, record: { _, _ in }, now: { 0 })
+                    }
                 }
             case .getTestNotificationStatus:
                 body = try testNotifications.status(token: parameter, signer: signer, now: now)

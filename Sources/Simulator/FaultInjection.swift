@@ -41,8 +41,10 @@ public struct FaultRule: Sendable {
     public var trigger: Trigger
     public var faults: [SimulatedFault]
 
-    public init(endpoint: AppleEndpoint? = nil, environment: AppleEnvironment? = nil, trigger: Trigger,
-                faults: [SimulatedFault]) {
+    public init(
+        endpoint: AppleEndpoint? = nil, environment: AppleEnvironment? = nil, trigger: Trigger,
+        faults: [SimulatedFault]
+    ) {
         self.endpoint = endpoint
         self.environment = environment
         self.trigger = trigger

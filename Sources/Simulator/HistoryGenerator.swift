@@ -98,8 +98,9 @@ struct HistoryGenerator {
             transaction.modifiedDate = refundDate
             if product.kind == .consumable {
                 context.notifications.append(
-                    notification("CONSUMPTION_REQUEST", nil, at: max(purchase, refundDate - Self.day), transaction,
-                                 random: &random))
+                    notification(
+                        "CONSUMPTION_REQUEST", nil, at: max(purchase, refundDate - Self.day), transaction,
+                        random: &random))
             }
             context.notifications.append(notification("REFUND", nil, at: refundDate, transaction, random: &random))
         }
@@ -197,7 +198,8 @@ enum SendAttemptSchedule {
         firstAt date: Int64, environment: AppleEnvironment, until now: Int64, random: inout DeterministicRandom
     ) -> [SimulatedSendAttempt] {
         let day = HistoryGenerator.day
-        let outage = environment == .production ? (now - 20 * day)..<(now - 12 * day) : (now - 3 * day)..<(now - 2 * day)
+        let outage =
+            environment == .production ? (now - 20 * day)..<(now - 12 * day) : (now - 3 * day)..<(now - 2 * day)
         func attempt(at time: Int64, successChance: Double) -> SimulatedSendAttempt {
             let succeeds = !outage.contains(time) && random.chance(successChance)
             return SimulatedSendAttempt(attemptDate: time, result: succeeds ? "SUCCESS" : random.pick(failures))

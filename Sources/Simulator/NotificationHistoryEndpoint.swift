@@ -41,7 +41,9 @@ struct NotificationHistoryEndpoint: Sendable {
             guard let start = Self.integer(object["startDate"]) else {
                 throw AppleRejection(4_000_015, "Invalid start date.")
             }
-            guard let end = Self.integer(object["endDate"]) else { throw AppleRejection(4_000_016, "Invalid end date.") }
+            guard let end = Self.integer(object["endDate"]) else {
+                throw AppleRejection(4_000_016, "Invalid end date.")
+            }
             guard start < end else {
                 throw AppleRejection(4_000_013, "Invalid request. The start date is earlier than the end date.")
             }
@@ -55,7 +57,8 @@ struct NotificationHistoryEndpoint: Sendable {
             notificationSubtype = try Self.optionalString(object["notificationSubtype"], code: 4_000_018)
             transactionId = try Self.optionalString(object["transactionId"], code: 4_000_006)
             if notificationType != nil, transactionId != nil {
-                throw AppleRejection(4_000_019, "Invalid request. Supply either a notification type or a transaction id, not both.")
+                throw AppleRejection(
+                    4_000_019, "Invalid request. Supply either a notification type or a transaction id, not both.")
             }
             if let type = notificationType {
                 guard let allowed = NotificationHistoryEndpoint.subtypes[type] else {
@@ -79,8 +82,10 @@ struct NotificationHistoryEndpoint: Sendable {
 
         /// What a pagination token is bound to: the filters as sent.
         var fingerprint: String {
-            [String(startDate), notificationType ?? "", notificationSubtype ?? "", transactionId ?? "",
-             onlyFailures ? "1" : "0"].joined(separator: "|")
+            [
+                String(startDate), notificationType ?? "", notificationSubtype ?? "", transactionId ?? "",
+                onlyFailures ? "1" : "0",
+            ].joined(separator: "|")
         }
 
         private static func integer(_ value: Any?) -> Int64? {
@@ -94,7 +99,8 @@ struct NotificationHistoryEndpoint: Sendable {
             switch value {
             case nil, is NSNull: return nil
             case let text as String: return text.isEmpty ? nil : text
-            default: throw AppleRejection(code, code == 4_000_006 ? "Invalid transaction id." : "Invalid notification type.")
+            default:
+                throw AppleRejection(code, code == 4_000_006 ? "Invalid transaction id." : "Invalid notification type.")
             }
         }
     }
@@ -145,9 +151,10 @@ struct NotificationHistoryEndpoint: Sendable {
             let attempts = notification.sendAttempts.filter { $0.attemptDate <= now.millisecondsSince1970 }
             var signed = try signer.notification(notification, customer: customer)
             if position + 1 == forgedPosition { signed = Self.forged(signed) }
-            items.append(.object([
-                ("sendAttempts", .array(attempts.map(\.json))), ("signedPayload", .string(signed)),
-            ]))
+            items.append(
+                .object([
+                    ("sendAttempts", .array(attempts.map(\.json))), ("signedPayload", .string(signed)),
+                ]))
         }
         let next = PaginationCursor(
             issuedAt: now.millisecondsSince1970, offset: offset + page.count,

@@ -105,11 +105,14 @@ final class RenewalExtensionEndpoints: Sendable {
 extension SimulatedDataset {
     /// Moves the expiry of the active subscription `originalTransactionId` by `days`.
     mutating func extend(originalTransactionId: String, byDays days: Int64) -> Result<OrderedJSON, AppleRejection> {
-        guard let customer = customers.firstIndex(where: { customer in
-            customer.renewals.contains { $0.originalTransactionId == originalTransactionId }
-        }), let renewal = customers[customer].renewals.firstIndex(where: {
-            $0.originalTransactionId == originalTransactionId
-        }) else {
+        guard
+            let customer = customers.firstIndex(where: { customer in
+                customer.renewals.contains { $0.originalTransactionId == originalTransactionId }
+            }),
+            let renewal = customers[customer].renewals.firstIndex(where: {
+                $0.originalTransactionId == originalTransactionId
+            })
+        else {
             return .failure(AppleRejection(4_040_005, "Original transaction id not found."))
         }
         guard customers[customer].renewals[renewal].status == 1,

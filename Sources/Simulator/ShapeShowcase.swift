@@ -26,7 +26,9 @@ extension HistoryGenerator {
     ]
 
     /// Apple's consumptionRequestReason values, one CONSUMPTION_REQUEST each.
-    static let consumptionReasons = ["UNINTENDED_PURCHASE", "FULFILLMENT_ISSUE", "UNSATISFIED_WITH_PURCHASE", "LEGAL", "OTHER"]
+    static let consumptionReasons = [
+        "UNINTENDED_PURCHASE", "FULFILLMENT_ISSUE", "UNSATISFIED_WITH_PURCHASE", "LEGAL", "OTHER",
+    ]
 
     mutating func showcase(random: inout DeterministicRandom, context: inout PurchaseContext) {
         guard let news = catalog.products.first(where: { $0.subscriptionGroupIdentifier == catalog.newsGroup }),
@@ -57,7 +59,8 @@ extension HistoryGenerator {
             isInBillingRetryPeriod: false, gracePeriodExpiresDate: nil, offerType: 4,
             offerIdentifier: "\(bundleId).winback.news", offerDiscountType: "PAY_AS_YOU_GO", environment: environment,
             recentSubscriptionStartDate: start - 60 * Self.day, renewalDate: plan.expiresDate,
-            renewalPrice: plan.price + plan.price / 10, currency: plan.currency, appAccountToken: context.appAccountToken,
+            renewalPrice: plan.price + plan.price / 10, currency: plan.currency,
+            appAccountToken: context.appAccountToken,
             appTransactionId: context.appTransactionId, status: 1)
         renewal.priceIncreaseStatus = 0
         renewal.eligibleWinBackOfferIds = ["\(bundleId).winback.news", "\(bundleId).winback.any"]
@@ -98,13 +101,17 @@ extension HistoryGenerator {
             context.notifications.append(entry)
         }
         var summary = notification("RENEWAL_EXTENSION", "SUMMARY", at: next(), plan, random: &random)
-        summary.otherPayload = .summary(.object([
-            ("productId", .string(news.productId)), ("requestIdentifier", .string(random.uuid())),
-            ("storefrontCountryCodes", .array(["USA", "FRA", "JPN"].map(OrderedJSON.string))),
-            ("succeededCount", .integer(Int64(random.int(100...999)))), ("failedCount", .integer(Int64(random.int(0...9)))),
-        ]))
+        summary.otherPayload = .summary(
+            .object([
+                ("productId", .string(news.productId)), ("requestIdentifier", .string(random.uuid())),
+                ("storefrontCountryCodes", .array(["USA", "FRA", "JPN"].map(OrderedJSON.string))),
+                ("succeededCount", .integer(Int64(random.int(100...999)))),
+                ("failedCount", .integer(Int64(random.int(0...9)))),
+            ]))
         context.notifications.append(summary)
-        for (subtype, tokenType) in [("UNREPORTED", "ACQUISITION"), ("CREATED", "SERVICES"), ("ACTIVE_TOKEN_REMINDER", nil)] {
+        for (subtype, tokenType) in [
+            ("UNREPORTED", "ACQUISITION"), ("CREATED", "SERVICES"), ("ACTIVE_TOKEN_REMINDER", nil),
+        ] {
             var token = notification("EXTERNAL_PURCHASE_TOKEN", subtype, at: next(), plan, random: &random)
             var fields: [(String, OrderedJSON)] = [
                 // Apple marks sandbox tokens by the id's prefix.
@@ -118,13 +125,16 @@ extension HistoryGenerator {
             context.notifications.append(token)
         }
         var rescind = notification("RESCIND_CONSENT", nil, at: next(), plan, random: &random)
-        rescind.otherPayload = .appData(appTransaction: .object([
-            ("applicationVersion", .string("3.2")), ("versionExternalIdentifier", .integer(Int64(random.int(1_000...9_999)))),
-            ("receiptCreationDate", .integer(at)), ("originalPurchaseDate", .integer(start - 400 * Self.day)),
-            ("originalApplicationVersion", .string("1.0")), ("deviceVerification", .string(random.uuid())),
-            ("deviceVerificationNonce", .string(random.uuid())), ("appTransactionId", .string(context.appTransactionId)),
-            ("originalPlatform", .string("iOS")),
-        ]))
+        rescind.otherPayload = .appData(
+            appTransaction: .object([
+                ("applicationVersion", .string("3.2")),
+                ("versionExternalIdentifier", .integer(Int64(random.int(1_000...9_999)))),
+                ("receiptCreationDate", .integer(at)), ("originalPurchaseDate", .integer(start - 400 * Self.day)),
+                ("originalApplicationVersion", .string("1.0")), ("deviceVerification", .string(random.uuid())),
+                ("deviceVerificationNonce", .string(random.uuid())),
+                ("appTransactionId", .string(context.appTransactionId)),
+                ("originalPlatform", .string("iOS")),
+            ]))
         context.notifications.append(rescind)
     }
 
@@ -132,15 +142,34 @@ extension HistoryGenerator {
         .object([
             ("descriptors", .object([("description", .string("News, every day")), ("displayName", .string("News"))])),
             ("estimatedTax", .integer(price / 10)),
-            ("items", .array([.object([
-                ("SKU", .string(sku)), ("description", .string("News, every day")), ("displayName", .string("News")),
-                ("offer", .object([("period", .string("P1M")), ("periodCount", .integer(3)), ("price", .integer(price / 2)),
-                                   ("reason", .string("ACQUISITION"))])),
-                ("price", .integer(price)),
-                ("refunds", .array([.object([("refundAmount", .integer(price / 4)), ("refundDate", .integer(date + 60_000)),
-                                             ("refundReason", .string("UNSATISFIED_WITH_PURCHASE")),
-                                             ("refundType", .string("CUSTOM"))])])),
-            ])])),
+            (
+                "items",
+                .array([
+                    .object([
+                        ("SKU", .string(sku)), ("description", .string("News, every day")),
+                        ("displayName", .string("News")),
+                        (
+                            "offer",
+                            .object([
+                                ("period", .string("P1M")), ("periodCount", .integer(3)),
+                                ("price", .integer(price / 2)),
+                                ("reason", .string("ACQUISITION")),
+                            ])
+                        ),
+                        ("price", .integer(price)),
+                        (
+                            "refunds",
+                            .array([
+                                .object([
+                                    ("refundAmount", .integer(price / 4)), ("refundDate", .integer(date + 60_000)),
+                                    ("refundReason", .string("UNSATISFIED_WITH_PURCHASE")),
+                                    ("refundType", .string("CUSTOM")),
+                                ])
+                            ])
+                        ),
+                    ])
+                ])
+            ),
             ("period", .string("P1M")), ("requestReferenceId", .string("5d3c5f28-8b7b-4c3b-9f1a-0e2d4b6a8c10")),
             ("taxCode", .string("C003-00-2")), ("taxExclusivePrice", .integer(price - price / 10)),
             ("taxRate", .string("0.1")),
@@ -151,12 +180,23 @@ extension HistoryGenerator {
         .object([
             ("consistencyToken", .string("ct-\(sku)")),
             ("descriptors", .object([("description", .string("News, every day")), ("displayName", .string("News"))])),
-            ("items", .array([.object([
-                ("SKU", .string(sku)), ("description", .string("News, every day")), ("displayName", .string("News")),
-                ("price", .integer(price)),
-                ("priceIncreaseInfo", .object([("dependentSKUs", .array([.string(sku)])),
-                                               ("price", .integer(price + price / 10)), ("status", .string("PENDING"))])),
-            ])])),
+            (
+                "items",
+                .array([
+                    .object([
+                        ("SKU", .string(sku)), ("description", .string("News, every day")),
+                        ("displayName", .string("News")),
+                        ("price", .integer(price)),
+                        (
+                            "priceIncreaseInfo",
+                            .object([
+                                ("dependentSKUs", .array([.string(sku)])),
+                                ("price", .integer(price + price / 10)), ("status", .string("PENDING")),
+                            ])
+                        ),
+                    ])
+                ])
+            ),
             ("period", .string("P1M")), ("requestReferenceId", .string("0f6a2b1c-3d4e-4f50-8a9b-0c1d2e3f4a5b")),
             ("taxCode", .string("C003-00-2")),
         ])

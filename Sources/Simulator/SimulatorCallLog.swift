@@ -44,12 +44,16 @@ final class SimulatorCallLog: Sendable {
     func json(since: Int64) -> OrderedJSON {
         let selected = entries.withLock { $0.filter { $0.atMilliseconds >= since } }
         return .object([
-            ("calls", .array(selected.map {
-                .array([
-                    .integer($0.atMilliseconds), .string($0.bundleId), .string($0.endpoint.configName),
-                    .string($0.environment.rawValue), .integer(Int64($0.status)),
-                ])
-            }))
+            (
+                "calls",
+                .array(
+                    selected.map {
+                        .array([
+                            .integer($0.atMilliseconds), .string($0.bundleId), .string($0.endpoint.configName),
+                            .string($0.environment.rawValue), .integer(Int64($0.status)),
+                        ])
+                    })
+            )
         ])
     }
 }

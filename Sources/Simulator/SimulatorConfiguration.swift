@@ -15,8 +15,10 @@ public struct SimulatedApp: Sendable {
     /// The public key that must verify every request JWT for this app.
     public var publicKey: ECPublicKey
 
-    public init(name: String, bundleId: String, appAppleId: Int64, issuerId: String, keyId: String,
-                publicKey: ECPublicKey) {
+    public init(
+        name: String, bundleId: String, appAppleId: Int64, issuerId: String, keyId: String,
+        publicKey: ECPublicKey
+    ) {
         self.name = name
         self.bundleId = bundleId
         self.appAppleId = appAppleId

@@ -40,7 +40,8 @@ public struct SimulatorPKI: Sendable {
         root = try CertificateIssuer.selfSignedRoot(
             CertificateTemplate(
                 subject: DistinguishedName(
-                    commonName: "App Store Simulator Root CA - G3", organizationalUnit: "Simulator Certification Authority",
+                    commonName: "App Store Simulator Root CA - G3",
+                    organizationalUnit: "Simulator Certification Authority",
                     organization: "appstore-gateway", country: "US"),
                 serialNumber: random.next() >> 1, notBefore: referenceTime - 5 * 365 * Self.day,
                 notAfter: referenceTime + 20 * 365 * Self.day, role: .certificateAuthority(pathLength: nil)),

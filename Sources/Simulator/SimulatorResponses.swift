@@ -51,7 +51,8 @@ enum SimulatorResponse {
 
     /// A load balancer's 502 page.
     static func htmlBadGateway() -> HTTPResponse {
-        let page = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+        let page =
+            "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
             + "<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n"
         return HTTPResponse(status: 502, headers: [("content-type", "text/html")], body: Array(page.utf8))
     }

@@ -14,8 +14,10 @@ public final class SimulatorServer: Sendable {
     public let productionURL: String
 
     /// Binds `listen` (port 0 picks one) and starts serving.
-    public init(state: SimulatorState, listen: ListenAddress, threads: Int = 1,
-                customize: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+    public init(
+        state: SimulatorState, listen: ListenAddress, threads: Int = 1,
+        customize: (inout SimulatorConfiguration) -> Void = { _ in }
+    ) throws {
         let tls = try state.issueTLSServerCertificate()
         let context = try TLSContext(certificateChainFile: tls.certificatePath, privateKeyFile: tls.privateKeyPath)
         let simulator = state.makeSimulator(customize: customize)
@@ -36,7 +38,8 @@ public final class SimulatorServer: Sendable {
     /// Writes `gateway.yaml` in the state directory for a gateway listening on `gatewayListen`; returns its path.
     @discardableResult
     public func writeGatewayConfiguration(gatewayListen: String = "127.0.0.1:50051") throws -> String {
-        try state.writeGatewayConfiguration(productionURL: productionURL, caFile: tls.caCertificatePath, listen: gatewayListen)
+        try state.writeGatewayConfiguration(
+            productionURL: productionURL, caFile: tls.caCertificatePath, listen: gatewayListen)
     }
 
     /// Stops serving.

@@ -35,10 +35,12 @@ extension SimulatorState {
         let caKeyPEM = try Self.read(caKeyPath)
         let certificate = try Self.attempt {
             let issuer = CertificateIssuer(
-                certificate: try Certificate(pemEncoded: caCertificatePEM), privateKey: try ECPrivateKey(pkcs8PEM: caKeyPEM))
+                certificate: try Certificate(pemEncoded: caCertificatePEM),
+                privateKey: try ECPrivateKey(pkcs8PEM: caKeyPEM))
             return try issuer.issue(
                 CertificateTemplate(
-                    subject: DistinguishedName(commonName: dnsNames.first ?? "localhost", organization: "appstore-gateway"),
+                    subject: DistinguishedName(
+                        commonName: dnsNames.first ?? "localhost", organization: "appstore-gateway"),
                     serialNumber: UInt64(clock.wallNow().millisecondsSince1970), notBefore: now - 86_400,
                     notAfter: now + TimeInterval(validity.wholeMilliseconds / 1000), role: .endEntity,
                     subjectAlternativeNames: dnsNames + ipAddresses),

@@ -83,21 +83,30 @@ public struct SimulatorState: Sendable {
             var environments: [(String, OrderedJSON)] = []
             for environment in AppleEnvironment.allCases {
                 let customers = simulator.dataset(bundleId: app.bundleId, environment: environment)?.customers ?? []
-                environments.append((environment.appleName, .array(customers.map { customer in
-                    .object([
-                        ("appTransactionId", .string(customer.appTransactionId)),
-                        ("transactionId", .string(customer.transactions.first?.transactionId ?? "")),
-                        ("transactions", .integer(Int64(customer.transactions.count))),
-                        ("orderId", .string(customer.transactions.first.map(SimulatedOrder.id(of:)) ?? "")),
-                        ("refunds", .integer(Int64(customer.transactions.filter(\.isRevoked).count))),
-                        ("activeSubscriptions", .array(customer.renewals.filter { $0.status == 1 }.map {
-                            .object([
-                                ("originalTransactionId", .string($0.originalTransactionId)),
-                                ("productId", .string($0.productId)),
-                            ])
-                        })),
-                    ])
-                })))
+                environments.append(
+                    (
+                        environment.appleName,
+                        .array(
+                            customers.map { customer in
+                                .object([
+                                    ("appTransactionId", .string(customer.appTransactionId)),
+                                    ("transactionId", .string(customer.transactions.first?.transactionId ?? "")),
+                                    ("transactions", .integer(Int64(customer.transactions.count))),
+                                    ("orderId", .string(customer.transactions.first.map(SimulatedOrder.id(of:)) ?? "")),
+                                    ("refunds", .integer(Int64(customer.transactions.filter(\.isRevoked).count))),
+                                    (
+                                        "activeSubscriptions",
+                                        .array(
+                                            customer.renewals.filter { $0.status == 1 }.map {
+                                                .object([
+                                                    ("originalTransactionId", .string($0.originalTransactionId)),
+                                                    ("productId", .string($0.productId)),
+                                                ])
+                                            })
+                                    ),
+                                ])
+                            })
+                    ))
             }
             apps.append((app.bundleId, .object(environments)))
         }
@@ -139,10 +148,13 @@ public struct SimulatorState: Sendable {
         try writeBytes(pki.root.certificate.derBytes, to: pkiDirectory.appendingPathComponent("root.cer"))
         try write(pki.intermediate.certificate.pemEncoded, to: pkiDirectory.appendingPathComponent("intermediate.pem"))
         try write(pki.leaf.pemEncoded, to: pkiDirectory.appendingPathComponent("leaf.pem"))
-        for (name, key) in [("root", pki.root.privateKey), ("intermediate", pki.intermediate.privateKey),
-                            ("leaf", pki.leafKey)] {
-            try write(try attempt { try key.pkcs8PEM() }, to: pkiDirectory.appendingPathComponent("\(name).key.pem"),
-                      secret: true)
+        for (name, key) in [
+            ("root", pki.root.privateKey), ("intermediate", pki.intermediate.privateKey),
+            ("leaf", pki.leafKey),
+        ] {
+            try write(
+                try attempt { try key.pkcs8PEM() }, to: pkiDirectory.appendingPathComponent("\(name).key.pem"),
+                secret: true)
         }
         let seedFile = SeedFile(
             seed: seed, referenceTime: now.millisecondsSince1970, customersPerApp: customersPerApp, apps: records)

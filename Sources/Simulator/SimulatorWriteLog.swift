@@ -35,13 +35,17 @@ final class SimulatorWriteLog: Sendable {
     /// `{"writes":[{method, path, endpoint, environment, contentType, body}, …]}`, oldest first.
     var json: OrderedJSON {
         .object([
-            ("writes", .array(entries.withLock { $0 }.map { entry in
-                .object([
-                    ("method", .string(entry.method)), ("path", .string(entry.path)),
-                    ("endpoint", .string(entry.endpoint)), ("environment", .string(entry.environment)),
-                    ("contentType", .string(entry.contentType)), ("body", .string(entry.body)),
-                ])
-            }))
+            (
+                "writes",
+                .array(
+                    entries.withLock { $0 }.map { entry in
+                        .object([
+                            ("method", .string(entry.method)), ("path", .string(entry.path)),
+                            ("endpoint", .string(entry.endpoint)), ("environment", .string(entry.environment)),
+                            ("contentType", .string(entry.contentType)), ("body", .string(entry.body)),
+                        ])
+                    })
+            )
         ])
     }
 }

@@ -9,7 +9,10 @@ struct SubscriptionEndpoints: Sendable {
         guard TransactionIdentifier.isWellFormed(transactionId) else { throw .invalidTransactionId() }
         guard let transaction = dataset.transaction(transactionId) else { throw .transactionIdNotFound() }
         return .object([
-            ("signedTransactionInfo", .string(try signer.transaction(transaction, signedDate: now.millisecondsSince1970)))
+            (
+                "signedTransactionInfo",
+                .string(try signer.transaction(transaction, signedDate: now.millisecondsSince1970))
+            )
         ])
     }
 
@@ -32,16 +35,21 @@ struct SubscriptionEndpoints: Sendable {
         var entries: [String: [OrderedJSON]] = [:]
         let signedDate = now.millisecondsSince1970
         for renewal in customer.renewals where wanted.isEmpty || wanted.contains(renewal.status) {
-            guard let latest = customer.transactions.filter({
-                $0.originalTransactionId == renewal.originalTransactionId
-            }).max(by: { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }) else { continue }
-            if entries[renewal.subscriptionGroupIdentifier] == nil { groups.append(renewal.subscriptionGroupIdentifier) }
-            entries[renewal.subscriptionGroupIdentifier, default: []].append(.object([
-                ("status", .integer(Int64(renewal.status))),
-                ("originalTransactionId", .string(renewal.originalTransactionId)),
-                ("signedTransactionInfo", .string(try signer.transaction(latest, signedDate: signedDate))),
-                ("signedRenewalInfo", .string(try signer.renewal(renewal, signedDate: signedDate))),
-            ]))
+            guard
+                let latest = customer.transactions.filter({
+                    $0.originalTransactionId == renewal.originalTransactionId
+                }).max(by: { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) })
+            else { continue }
+            if entries[renewal.subscriptionGroupIdentifier] == nil {
+                groups.append(renewal.subscriptionGroupIdentifier)
+            }
+            entries[renewal.subscriptionGroupIdentifier, default: []].append(
+                .object([
+                    ("status", .integer(Int64(renewal.status))),
+                    ("originalTransactionId", .string(renewal.originalTransactionId)),
+                    ("signedTransactionInfo", .string(try signer.transaction(latest, signedDate: signedDate))),
+                    ("signedRenewalInfo", .string(try signer.renewal(renewal, signedDate: signedDate))),
+                ]))
         }
         let data: [OrderedJSON] = groups.map { group in
             .object([

@@ -27,9 +27,12 @@ extension HistoryGenerator {
             let roll = random.int(0...99)
             product = groupProducts[roll < 55 ? 0 : (roll < 85 ? 1 : 2)]
         }
-        var outcome: SubscriptionOutcome = longLived ? .active : random.pick([
-            .active, .active, .active, .voluntaryExpiry, .voluntaryExpiry, .billingRetry, .gracePeriod, .refunded,
-        ])
+        var outcome: SubscriptionOutcome =
+            longLived
+            ? .active
+            : random.pick([
+                .active, .active, .active, .voluntaryExpiry, .voluntaryExpiry, .billingRetry, .gracePeriod, .refunded,
+            ])
         if context.ownership == "FAMILY_SHARED", random.chance(0.3) { outcome = .familyRevoked }
         let start =
             longLived
@@ -81,9 +84,11 @@ extension HistoryGenerator {
             context.notifications.append(
                 notification(type, first ? "INITIAL_BUY" : nil, at: periodStart, transaction, random: &random))
 
-            if renewals == upgradeAt, let higher = catalog.products.first(where: {
-                $0.subscriptionGroupIdentifier == group && $0.level < product.level && $0.periodMonths == 1
-            }), periodStart + length / 3 < referenceTime {
+            if renewals == upgradeAt,
+                let higher = catalog.products.first(where: {
+                    $0.subscriptionGroupIdentifier == group && $0.level < product.level && $0.periodMonths == 1
+                }), periodStart + length / 3 < referenceTime
+            {
                 // An upgrade takes effect at once: this period is cut short and refunded pro rata.
                 let upgradeDate = periodStart + length / 3
                 transaction.isUpgraded = true
@@ -107,8 +112,9 @@ extension HistoryGenerator {
                 // A downgrade waits for the next renewal.
                 autoRenewProduct = lower
                 context.notifications.append(
-                    notification("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", at: periodStart + length / 2, transaction,
-                                 random: &random))
+                    notification(
+                        "DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", at: periodStart + length / 2, transaction,
+                        random: &random))
             }
             let nextWouldStartInFuture = periodEnd > referenceTime
             let billingFails = outcome == .billingRetry || outcome == .gracePeriod
@@ -163,8 +169,9 @@ extension HistoryGenerator {
             renewal.renewalDate = nil
             renewal.status = 2
             let disabledAt = max(last.purchaseDate, expires - (expires - last.purchaseDate) / 3)
-            context.notifications.append(notification(
-                "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", at: disabledAt, last, random: &random))
+            context.notifications.append(
+                notification(
+                    "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", at: disabledAt, last, random: &random))
             context.notifications.append(notification("EXPIRED", "VOLUNTARY", at: expires, last, random: &random))
         case .billingRetry, .gracePeriod:
             renewal.isInBillingRetryPeriod = true
@@ -205,8 +212,9 @@ extension HistoryGenerator {
             renewal.autoRenewStatus = 0
             renewal.renewalDate = nil
             renewal.status = 5
-            context.notifications.append(notification(
-                outcome == .refunded ? "REFUND" : "REVOKE", nil, at: revocation, last, random: &random))
+            context.notifications.append(
+                notification(
+                    outcome == .refunded ? "REFUND" : "REVOKE", nil, at: revocation, last, random: &random))
             if let index = context.transactions.lastIndex(where: { $0.transactionId == last.transactionId }) {
                 context.transactions[index] = last
             }

@@ -44,7 +44,9 @@ final class TestNotificationEndpoints: Sendable {
         guard let entry, entry.bundleId == signer.app.bundleId, entry.environment == signer.environment,
             now.millisecondsSince1970 - entry.sentAt <= lifetime.wholeMilliseconds
         else {
-            throw AppleRejection(4_040_008, "Either the test notification token is expired or the notification and status are not yet available.")
+            throw AppleRejection(
+                4_040_008,
+                "Either the test notification token is expired or the notification and status are not yet available.")
         }
         return .object([
             ("signedPayload", .string(try signedPayload(entry, signer: signer))),
@@ -61,10 +63,13 @@ final class TestNotificationEndpoints: Sendable {
     private func signedPayload(_ entry: Sent, signer: SignedPayloads) throws(AppleRejection) -> String {
         let payload = OrderedJSON.object([
             ("notificationType", .string("TEST")), ("notificationUUID", .string(entry.notificationUUID)),
-            ("data", .object([
-                ("appAppleId", .integer(signer.app.appAppleId)), ("bundleId", .string(signer.app.bundleId)),
-                ("environment", .string(signer.environment.appleName)),
-            ])),
+            (
+                "data",
+                .object([
+                    ("appAppleId", .integer(signer.app.appAppleId)), ("bundleId", .string(signer.app.bundleId)),
+                    ("environment", .string(signer.environment.appleName)),
+                ])
+            ),
             ("version", .string("2.0")), ("signedDate", .integer(entry.sentAt)),
         ])
         return try signer.sign(payload)

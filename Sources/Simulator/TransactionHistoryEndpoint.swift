@@ -39,7 +39,9 @@ struct TransactionHistoryEndpoint: Sendable {
                     }
                     endDate = date
                 case "productId":
-                    guard !value.isEmpty, value.count <= 200 else { throw AppleRejection(4_000_023, "Invalid product id.") }
+                    guard !value.isEmpty, value.count <= 200 else {
+                        throw AppleRejection(4_000_023, "Invalid product id.")
+                    }
                     productIds.insert(value)
                 case "productType":
                     guard let type = TransactionHistoryQuery.ProductType(rawValue: value) else {
@@ -115,13 +117,16 @@ struct TransactionHistoryEndpoint: Sendable {
         let page = Array(matching.prefix(Self.pageSize))
         let revision =
             page.last.map(HistoryRevision.init) ?? filters.revision
-            ?? (ascending ? HistoryRevision(modifiedDate: now.millisecondsSince1970, transactionNumber: 0)
+            ?? (ascending
+                ? HistoryRevision(modifiedDate: now.millisecondsSince1970, transactionNumber: 0)
                 : HistoryRevision(modifiedDate: 0, transactionNumber: 0))
         var signed: [OrderedJSON] = []
         for transaction in page {
             // Signed when the record last changed, once: the same history reads back as the same bytes.
-            signed.append(.string(try signer.transaction(
-                transaction, signedDate: signer.recordSignedDate(transaction.modifiedDate))))
+            signed.append(
+                .string(
+                    try signer.transaction(
+                        transaction, signedDate: signer.recordSignedDate(transaction.modifiedDate))))
         }
         return .object([
             ("revision", .string(revision.text)), ("hasMore", .bool(matching.count > page.count)),

@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GatewayCore
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Delivers notifications to a server's webhook as Apple does (App Store Server Notifications V2): a POST
 /// of `{"signedPayload": "<JWS>"}` with `content-type: application/json`; anything but a 200 answered

@@ -12,7 +12,8 @@ struct VerifyBenchmark {
             FileHandle.standardError.write(Data("usage: verify-benchmark JWS_FILE ROOT_CERT [SECONDS]\n".utf8))
             exit(2)
         }
-        let jws = try String(contentsOfFile: arguments[1], encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let jws = try String(contentsOfFile: arguments[1], encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let root = try Certificate(contentsOfFile: arguments[2])
         let seconds = arguments.count > 3 ? Double(arguments[3]) ?? 3 : 3
         let verifier = try SignedDataVerifier(configuration: .init(trustedRoots: [root]))

@@ -27,11 +27,14 @@ import Testing
         #expect(request.method == "GET")
         #expect(request.path == "/production/inApps/v2/history/2000000123")
         let items = request.queryItems.map { "\($0.name)=\($0.value)" }
-        #expect(items == [
-            "revision=rev/1+x", "startDate=1700000000000", "endDate=1800000000000", "productId=a.b", "productId=c d",
-            "productType=CONSUMABLE", "productType=AUTO_RENEWABLE", "sort=DESCENDING", "subscriptionGroupIdentifier=g1",
-            "subscriptionGroupIdentifier=g2", "inAppOwnershipType=FAMILY_SHARED", "revoked=false",
-        ])
+        #expect(
+            items == [
+                "revision=rev/1+x", "startDate=1700000000000", "endDate=1800000000000", "productId=a.b",
+                "productId=c d",
+                "productType=CONSUMABLE", "productType=AUTO_RENEWABLE", "sort=DESCENDING",
+                "subscriptionGroupIdentifier=g1",
+                "subscriptionGroupIdentifier=g2", "inAppOwnershipType=FAMILY_SHARED", "revoked=false",
+            ])
         #expect(request.header("accept") == "application/json")
     }
 
@@ -92,7 +95,9 @@ import Testing
             maxWait: .zero, events: events)
         let outcomes = await withTaskGroup(of: GatewayError?.self) { group in
             for _ in 0..<200 {
-                group.addTask { await gatewayError { () throws(GatewayError) in try await history(fixture, app: "busy") } }
+                group.addTask {
+                    await gatewayError { () throws(GatewayError) in try await history(fixture, app: "busy") }
+                }
             }
             return await group.reduce(into: [GatewayError?]()) { $0.append($1) }
         }
@@ -142,7 +147,9 @@ import Testing
         #expect(refusal.retryAfter > .seconds(2) && refusal.retryAfter <= .seconds(3))
         #expect(first?.rpcStatus.code == .resourceExhausted)
         let others = await withTaskGroup(of: GatewayError?.self) { group in
-            for _ in 0..<20 { group.addTask { await gatewayError { () throws(GatewayError) in try await history(fixture) } } }
+            for _ in 0..<20 {
+                group.addTask { await gatewayError { () throws(GatewayError) in try await history(fixture) } }
+            }
             return await group.reduce(into: [GatewayError?]()) { $0.append($1) }
         }
         for error in others {
@@ -216,7 +223,9 @@ import Testing
     }
 
     @Test func autoFallsBackToSandboxOn4040010() async throws {
-        let fixture = try UpstreamFixture(apps: [UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)]) {
+        let fixture = try UpstreamFixture(apps: [
+            UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)
+        ]) {
             request, _ in
             request.path.hasPrefix("/production")
                 ? AppleJSON.error(4_040_010, status: 404) : AppleJSON.history([], environment: "Sandbox")
@@ -227,23 +236,31 @@ import Testing
     }
 
     @Test func notFoundEverywhereNamesTheEnvironmentsTried() async throws {
-        let fixture = try UpstreamFixture(apps: [UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)]) {
+        let fixture = try UpstreamFixture(apps: [
+            UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)
+        ]) {
             _, _ in AppleJSON.error(4_040_010, status: 404)
         }
         let error = await gatewayError { () throws(GatewayError) in try await history(fixture) }
         #expect(error?.rpcStatus.code == .notFound)
         #expect(error?.rpcStatus.details?.info?.metadata["environments_tried"] == "production,sandbox")
         // An explicit environment is the only one tried.
-        let sandboxOnly = await gatewayError { () throws(GatewayError) in try await history(fixture, environment: .sandbox) }
+        let sandboxOnly = await gatewayError { () throws(GatewayError) in
+            try await history(fixture, environment: .sandbox)
+        }
         #expect(sandboxOnly?.rpcStatus.details?.info?.metadata["environments_tried"] == "sandbox")
     }
 
     @Test func unauthorizedFallsBackOnlyWhenConfigured() async throws {
         for fallback in [false, true] {
             let fixture = try UpstreamFixture(
-                apps: [UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto, fallbackOn401: fallback)]
+                apps: [
+                    UpstreamFixture.app(
+                        "example", bundleId: "com.example.app", environment: .auto, fallbackOn401: fallback)
+                ]
             ) { request, _ in
-                request.path.hasPrefix("/production") ? HTTPResponse(status: 401) : AppleJSON.history([], environment: "Sandbox")
+                request.path.hasPrefix("/production")
+                    ? HTTPResponse(status: 401) : AppleJSON.history([], environment: "Sandbox")
             }
             let result = await gatewayError { () throws(GatewayError) in try await history(fixture) }
             if fallback {
@@ -257,7 +274,8 @@ import Testing
     }
 
     @Test func a401ReMintsTheJWTOnce() async throws {
-        let fixture = try UpstreamFixture { _, number in number == 1 ? HTTPResponse(status: 401) : AppleJSON.history([]) }
+        let fixture = try UpstreamFixture { _, number in number == 1 ? HTTPResponse(status: 401) : AppleJSON.history([])
+        }
         _ = try await history(fixture)
         let tokens = fixture.fake.requests.compactMap { $0.header("authorization") }
         #expect(tokens.count == 2)

@@ -117,39 +117,73 @@ private typealias MassStatus = GetStatusOfSubscriptionRenewalDateExtensionsReque
     @Test func hostileValuesNameTheirField() {
         #expect(refused(.getTransactionInfo, GetTransactionInfoRequest(transactionId: "..")) == ["transaction_id"])
         #expect(refused(.getTransactionInfo, GetTransactionInfoRequest()) == ["transaction_id"])
-        #expect(refused(.getTransactionInfo, GetTransactionInfoRequest(transactionId: "123456789012345678901"))
-            == ["transaction_id"])
+        #expect(
+            refused(.getTransactionInfo, GetTransactionInfoRequest(transactionId: "123456789012345678901"))
+                == ["transaction_id"])
         #expect(refused(.lookUpOrderId, LookUpOrderIdRequest(orderId: "MT/1")) == ["order_id"])
-        #expect(refused(.getAllSubscriptionStatuses, GetAllSubscriptionStatusesRequest(
-            transactionId: "1", status: [.unspecified])) == ["status[0]"])
-        #expect(refused(.getAllSubscriptionStatuses, GetAllSubscriptionStatusesRequest(
-            transactionId: "1", status: Array(repeating: .active, count: 101))) == ["status"])
-        #expect(refused(.getRefundHistory, GetRefundHistoryRequest(
-            transactionId: "1", revision: String(repeating: "r", count: 1025))) == ["revision"])
-        #expect(refused(.sendConsumptionInformation, SendConsumptionInformationRequest(
-            transactionId: "1", customerConsented: true)) == ["delivery_status"])
-        #expect(refused(.sendConsumptionInformation, SendConsumptionInformationRequest(
-            transactionId: "1", deliveryStatus: .delivered, consumption: .consumptionPercentage(100_001)))
-            == ["consumption_percentage"])
-        #expect(refused(.extendSubscriptionRenewalDate, ExtendSubscriptionRenewalDateRequest(
-            transactionId: "1", extendByDays: 0)) == ["extend_by_days"])
-        #expect(refused(.extendSubscriptionRenewalDate, ExtendSubscriptionRenewalDateRequest(
-            transactionId: "1", extendByDays: 1, requestIdentifier: String(repeating: "x", count: 129)))
-            == ["request_identifier"])
-        #expect(refused(.extendRenewalDatesForAllActiveSubscribers, ExtendRenewalDatesForAllActiveSubscribersRequest(
-            extendByDays: 1)) == ["product_id"])
-        #expect(refused(.extendRenewalDatesForAllActiveSubscribers, ExtendRenewalDatesForAllActiveSubscribersRequest(
-            extendByDays: 1, storefrontCountryCodes: ["UNITED"], productId: "p")) == ["storefront_country_codes[0]"])
-        #expect(refused(
-            .getStatusOfSubscriptionRenewalDateExtensions, MassStatus(productId: "p", requestIdentifier: ".."))
-            == ["request_identifier"])
-        #expect(refused(
-            .getStatusOfSubscriptionRenewalDateExtensions, MassStatus(productId: "a/b", requestIdentifier: "r"))
-            == ["product_id"])
-        #expect(refused(.getTestNotificationStatus, GetTestNotificationStatusRequest(testNotificationToken: "%2e%2e"))
-            == ["test_notification_token"])
-        #expect(refused(.setAppAccountToken, SetAppAccountTokenRequest(transactionId: "1", appAccountToken: "nope"))
-            == ["app_account_token"])
+        #expect(
+            refused(
+                .getAllSubscriptionStatuses,
+                GetAllSubscriptionStatusesRequest(
+                    transactionId: "1", status: [.unspecified])) == ["status[0]"])
+        #expect(
+            refused(
+                .getAllSubscriptionStatuses,
+                GetAllSubscriptionStatusesRequest(
+                    transactionId: "1", status: Array(repeating: .active, count: 101))) == ["status"])
+        #expect(
+            refused(
+                .getRefundHistory,
+                GetRefundHistoryRequest(
+                    transactionId: "1", revision: String(repeating: "r", count: 1025))) == ["revision"])
+        #expect(
+            refused(
+                .sendConsumptionInformation,
+                SendConsumptionInformationRequest(
+                    transactionId: "1", customerConsented: true)) == ["delivery_status"])
+        #expect(
+            refused(
+                .sendConsumptionInformation,
+                SendConsumptionInformationRequest(
+                    transactionId: "1", deliveryStatus: .delivered, consumption: .consumptionPercentage(100_001)))
+                == ["consumption_percentage"])
+        #expect(
+            refused(
+                .extendSubscriptionRenewalDate,
+                ExtendSubscriptionRenewalDateRequest(
+                    transactionId: "1", extendByDays: 0)) == ["extend_by_days"])
+        #expect(
+            refused(
+                .extendSubscriptionRenewalDate,
+                ExtendSubscriptionRenewalDateRequest(
+                    transactionId: "1", extendByDays: 1, requestIdentifier: String(repeating: "x", count: 129)))
+                == ["request_identifier"])
+        #expect(
+            refused(
+                .extendRenewalDatesForAllActiveSubscribers,
+                ExtendRenewalDatesForAllActiveSubscribersRequest(
+                    extendByDays: 1)) == ["product_id"])
+        #expect(
+            refused(
+                .extendRenewalDatesForAllActiveSubscribers,
+                ExtendRenewalDatesForAllActiveSubscribersRequest(
+                    extendByDays: 1, storefrontCountryCodes: ["UNITED"], productId: "p")) == [
+                    "storefront_country_codes[0]"
+                ])
+        #expect(
+            refused(
+                .getStatusOfSubscriptionRenewalDateExtensions, MassStatus(productId: "p", requestIdentifier: ".."))
+                == ["request_identifier"])
+        #expect(
+            refused(
+                .getStatusOfSubscriptionRenewalDateExtensions, MassStatus(productId: "a/b", requestIdentifier: "r"))
+                == ["product_id"])
+        #expect(
+            refused(.getTestNotificationStatus, GetTestNotificationStatusRequest(testNotificationToken: "%2e%2e"))
+                == ["test_notification_token"])
+        #expect(
+            refused(.setAppAccountToken, SetAppAccountTokenRequest(transactionId: "1", appAccountToken: "nope"))
+                == ["app_account_token"])
     }
 
     @Test func xcodeEnvironmentIsRefused() {
@@ -196,14 +230,18 @@ private typealias MassStatus = GetStatusOfSubscriptionRenewalDateExtensionsReque
         let fixture = try UpstreamFixture { _, _ in
             AppleJSON.response([
                 "environment": "Production", "bundleId": "com.example.app", "appAppleId": 1234,
-                "data": [[
-                    "subscriptionGroupIdentifier": "g1",
-                    "lastTransactions": [
-                        ["status": 1, "originalTransactionId": "1000", "signedTransactionInfo": transaction,
-                         "signedRenewalInfo": renewalInfo],
-                        ["status": 9, "originalTransactionId": "1001"],
-                    ],
-                ]],
+                "data": [
+                    [
+                        "subscriptionGroupIdentifier": "g1",
+                        "lastTransactions": [
+                            [
+                                "status": 1, "originalTransactionId": "1000", "signedTransactionInfo": transaction,
+                                "signedRenewalInfo": renewalInfo,
+                            ],
+                            ["status": 9, "originalTransactionId": "1001"],
+                        ],
+                    ]
+                ],
             ])
         }
         let response = try await handler(.getAllSubscriptionStatuses, fixture, mint).handle(
@@ -244,8 +282,9 @@ private typealias MassStatus = GetStatusOfSubscriptionRenewalDateExtensionsReque
             GetRefundHistoryRequest(transactionId: "9", allPages: true), remaining: .seconds(5))
         #expect(response.transactions.map(\.transactionId) == ["r1", "r2", "r3"])
         #expect(response.pagesFetched == 3 && !response.hasMore && response.revision == "rev3")
-        #expect(fixture.fake.requests.map(\.target).map { $0.components(separatedBy: "?").last ?? "" }
-            == ["/production/inApps/v2/refund/lookup/9", "revision=rev1", "revision=rev2"])
+        #expect(
+            fixture.fake.requests.map(\.target).map { $0.components(separatedBy: "?").last ?? "" }
+                == ["/production/inApps/v2/refund/lookup/9", "revision=rev1", "revision=rev2"])
         let one = try await handler(.getRefundHistory, fixture, mint).handle(
             GetRefundHistoryRequest(transactionId: "9"), remaining: .seconds(5))
         #expect(one.pagesFetched == 1)
@@ -352,8 +391,11 @@ private typealias MassStatus = GetStatusOfSubscriptionRenewalDateExtensionsReque
 
     @Test func autoTriesSandboxWhenProductionDoesNotKnowTheOriginalTransaction() async throws {
         let mint = try TransactionMint()
-        let fixture = try UpstreamFixture(apps: [UpstreamFixture.app("example", bundleId: "com.example.app",
-                                                                       environment: .auto)]) { request, _ in
+        let fixture = try UpstreamFixture(apps: [
+            UpstreamFixture.app(
+                "example", bundleId: "com.example.app",
+                environment: .auto)
+        ]) { request, _ in
             request.path.hasPrefix("/production")
                 ? AppleJSON.error(4_040_005, status: 404)
                 : AppleJSON.response(["originalTransactionId": "11", "success": true])

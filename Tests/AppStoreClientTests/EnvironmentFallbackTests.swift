@@ -14,14 +14,18 @@ import Testing
     @Test func laterPagesAskTheEnvironmentThatAnswered() async throws {
         let mint = try TransactionMint()
         let sandbox = try mint.jws("1", environment: "Sandbox")
-        let fixture = try UpstreamFixture(apps: [UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)]) {
+        let fixture = try UpstreamFixture(apps: [
+            UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)
+        ]) {
             request, _ in
             request.path.hasPrefix("/production")
                 ? AppleJSON.error(4_040_010, status: 404)
-                : AppleJSON.history([sandbox], revision: "rev-\(request.path.count)", hasMore: true, environment: "Sandbox",
-                                    appAppleId: 0)
+                : AppleJSON.history(
+                    [sandbox], revision: "rev-\(request.path.count)", hasMore: true, environment: "Sandbox",
+                    appAppleId: 0)
         }
-        let handler = GetHistoryHandler(client: fixture.client, verifier: mint.verifier, maxPages: 5, clock: SystemClock())
+        let handler = GetHistoryHandler(
+            client: fixture.client, verifier: mint.verifier, maxPages: 5, clock: SystemClock())
         var request = GetHistoryRequest()
         request.transactionId = "2000000123"
         let first = try await handler.handle(request, remaining: .seconds(5))
@@ -43,7 +47,9 @@ import Testing
 
     @Test func streamsOfAutoAppsFallBackOnlyWhereSandboxCanAnswer() throws {
         let mint = try TransactionMint()
-        let fixture = try UpstreamFixture(apps: [UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)])
+        let fixture = try UpstreamFixture(apps: [
+            UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)
+        ])
         let handler = StreamNotificationsHandler(
             client: fixture.client, verifier: mint.verifier, resumeTokenKey: Array(repeating: 1, count: 32),
             clock: SystemClock())

@@ -6,8 +6,8 @@ import HTTP2
 import Logging
 import SignedData
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A scripted stand-in for Apple: our HTTP/2 server over real TLS (ALPN h2) with a CA of its own. Every
 /// request is recorded; `script` answers it (it may sleep to play a slow upstream). Production is served
@@ -87,14 +87,16 @@ struct UpstreamFixture {
     ) -> GatewayConfiguration.App {
         GatewayConfiguration.App(
             name: name, bundleId: bundleId ?? "com.example.\(name)", appAppleId: 1234,
-            issuerId: "57246542-96fe-1a63-e053-0824d011072a", keyId: "KEY\(name.uppercased().prefix(7))".padding(toLength: 10, withPad: "X", startingAt: 0),
+            issuerId: "57246542-96fe-1a63-e053-0824d011072a",
+            keyId: "KEY\(name.uppercased().prefix(7))".padding(toLength: 10, withPad: "X", startingAt: 0),
             privateKeyFile: "/nonexistent", environment: environment, sandboxFallbackOnUnauthorized: fallbackOn401,
             rateLimits: rateLimits)
     }
 
     init(
         apps: [GatewayConfiguration.App] = [app("example", bundleId: "com.example.app")],
-        maxWait: Duration = .seconds(1), retries: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(20)),
+        maxWait: Duration = .seconds(1),
+        retries: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(20)),
         clock: any GatewayClock = SystemClock(), events: any GatewayEvents = SilentGatewayEvents(),
         script: @escaping FakeApple.Script = { _, _ in AppleJSON.history([]) }
     ) throws {
@@ -104,7 +106,8 @@ struct UpstreamFixture {
         configuration.apple.productionURL = fake.baseURL + "/production"
         configuration.apple.sandboxURL = fake.baseURL + "/sandbox"
         configuration.apple.caFile = fake.caFile
-        configuration.rateLimits.maxWaitMilliseconds = UInt64(maxWait.components.seconds * 1000)
+        configuration.rateLimits.maxWaitMilliseconds =
+            UInt64(maxWait.components.seconds * 1000)
             + UInt64(maxWait.components.attoseconds / 1_000_000_000_000_000)
         configuration.retries = retries
         self.configuration = configuration

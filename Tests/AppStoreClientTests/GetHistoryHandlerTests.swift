@@ -77,13 +77,20 @@ struct TransactionMint: Sendable {
         _ = try await handler(fixture, mint).handle(filtered, remaining: nil)
         let sent = try #require(fixture.fake.requests.first)
         #expect(sent.path == "/sandbox/inApps/v2/history/2000000123")
-        #expect(sent.queryItems.map { "\($0.name)=\($0.value)" } == [
-            "revision=r0", "startDate=1690000000123", "endDate=1701000000000", "productId=p1", "productId=p2",
-            "productType=NON_CONSUMABLE", "productType=NON_RENEWABLE", "sort=ASCENDING",
-            "subscriptionGroupIdentifier=g", "inAppOwnershipType=PURCHASED", "revoked=true",
-        ])
-        _ = try await handler(fixture, mint).handle(request { $0.revoked = .excludeRevoked; $0.sort = .descending }, remaining: nil)
-        #expect(fixture.fake.requests.last?.queryItems.map { "\($0.name)=\($0.value)" } == ["sort=DESCENDING", "revoked=false"])
+        #expect(
+            sent.queryItems.map { "\($0.name)=\($0.value)" } == [
+                "revision=r0", "startDate=1690000000123", "endDate=1701000000000", "productId=p1", "productId=p2",
+                "productType=NON_CONSUMABLE", "productType=NON_RENEWABLE", "sort=ASCENDING",
+                "subscriptionGroupIdentifier=g", "inAppOwnershipType=PURCHASED", "revoked=true",
+            ])
+        _ = try await handler(fixture, mint).handle(
+            request {
+                $0.revoked = .excludeRevoked; $0.sort = .descending
+            }, remaining: nil)
+        #expect(
+            fixture.fake.requests.last?.queryItems.map { "\($0.name)=\($0.value)" } == [
+                "sort=DESCENDING", "revoked=false",
+            ])
     }
 
     @Test(arguments: [
@@ -159,7 +166,9 @@ struct TransactionMint: Sendable {
         // Data for another app is rejected the same way.
         let otherApp = [try mint.jws("t3", bundleId: "com.other.app")]
         fixture.fake.setScript { _, _ in AppleJSON.history(otherApp) }
-        guard case .failure(let bound) = await answer(handler(fixture, mint), request()) else { return #expect(Bool(false)) }
+        guard case .failure(let bound) = await answer(handler(fixture, mint), request()) else {
+            return #expect(Bool(false))
+        }
         #expect(bound.rpcStatus.code == .dataLoss)
     }
 
@@ -189,7 +198,9 @@ struct TransactionMint: Sendable {
         #expect(t3.isUpgraded)
         #expect(response.signedTransactions.count == 7)
         #expect(response.signedTransactions[2] == pages[4][1])
-        let revisions = fixture.fake.requests.map { $0.queryItems.first(where: { $0.name == "revision" })?.value ?? "-" }
+        let revisions = fixture.fake.requests.map {
+            $0.queryItems.first(where: { $0.name == "revision" })?.value ?? "-"
+        }
         #expect(revisions == ["-", "r1", "r2", "r3", "r4", "r5"])
     }
 
@@ -198,12 +209,16 @@ struct TransactionMint: Sendable {
         let fixture = try UpstreamFixture { request, number in
             AppleJSON.history((try? mint.jws("x\(number)")).map { [$0] } ?? [], revision: "r\(number)", hasMore: true)
         }
-        let capped = try await handler(fixture, mint, maxPages: 3).handle(request { $0.allPages = true }, remaining: nil)
+        let capped = try await handler(fixture, mint, maxPages: 3).handle(
+            request { $0.allPages = true }, remaining: nil)
         #expect(capped.pagesFetched == 3)
         #expect(capped.hasMore)
         #expect(capped.revision == "r3")
         fixture.fake.setScript { _, _ in AppleJSON.history([], revision: "same", hasMore: true) }
-        let stuck = try await handler(fixture, mint).handle(request { $0.allPages = true; $0.revision = "old" }, remaining: nil)
+        let stuck = try await handler(fixture, mint).handle(
+            request {
+                $0.allPages = true; $0.revision = "old"
+            }, remaining: nil)
         #expect(stuck.pagesFetched == 2)
         #expect(stuck.hasMore)
     }
@@ -247,7 +262,9 @@ struct TransactionMint: Sendable {
         try await Task.sleep(for: .milliseconds(150))
         leaving.cancel()
         guard case .failure(.cancelled) = await leaving.value else { return #expect(Bool(false)) }
-        guard case .success = await staying.value else { return #expect(Bool(false), "the other caller still gets the answer") }
+        guard case .success = await staying.value else {
+            return #expect(Bool(false), "the other caller still gets the answer")
+        }
         #expect(fixture.fake.requests.count == 1)
         #expect(fixture.http.metrics.transfersCancelled == 0)
 
@@ -283,13 +300,15 @@ struct TransactionMint: Sendable {
         let mint = try TransactionMint()
         let signed = [
             // A free-trial introductory offer, bought 2023-10-24 12:01:40.123 UTC, refunded for an app issue.
-            try mint.jws("t1", signedDate: 1_700_000_000_000, [
-                "purchaseDate": 1_698_148_900_123, "originalPurchaseDate": 1_690_000_000_000,
-                "expiresDate": 1_700_827_300_000, "revocationDate": 1_701_000_000_000, "revocationReason": 1,
-                "offerType": 1, "offerDiscountType": "FREE_TRIAL", "price": 0, "webOrderLineItemId": "w1",
-                "subscriptionGroupIdentifier": "g1", "appAccountToken": "7e3fb20b-4cdb-47cc-936d-99d65f608138",
-                "inAppOwnershipType": "FAMILY_SHARED",
-            ]),
+            try mint.jws(
+                "t1", signedDate: 1_700_000_000_000,
+                [
+                    "purchaseDate": 1_698_148_900_123, "originalPurchaseDate": 1_690_000_000_000,
+                    "expiresDate": 1_700_827_300_000, "revocationDate": 1_701_000_000_000, "revocationReason": 1,
+                    "offerType": 1, "offerDiscountType": "FREE_TRIAL", "price": 0, "webOrderLineItemId": "w1",
+                    "subscriptionGroupIdentifier": "g1", "appAccountToken": "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+                    "inAppOwnershipType": "FAMILY_SHARED",
+                ]),
             // A paid intro offer from before offerDiscountType existed (price decides).
             try mint.jws("t2", ["offerType": 1, "price": 990]),
             // An offer code with a free trial: not flagged as a trial, the reference name is kept.
@@ -300,7 +319,8 @@ struct TransactionMint: Sendable {
             try mint.jws("t5", ["offerType": 1]),
         ]
         let fixture = try UpstreamFixture { _, _ in AppleJSON.history(signed) }
-        let response = try await handler(fixture, mint).handle(request { $0.includeLatestReceiptInfo = true }, remaining: nil)
+        let response = try await handler(fixture, mint).handle(
+            request { $0.includeLatestReceiptInfo = true }, remaining: nil)
         let info = response.latestReceiptInfo
         try #require(info.count == 5)
         var expected = LegacyReceiptInfo()
@@ -329,7 +349,10 @@ struct TransactionMint: Sendable {
         expected.isInIntroOfferPeriod = "false"
         #expect(info[0] == expected)
         #expect((info[1].isTrialPeriod, info[1].isInIntroOfferPeriod) == ("false", "true"))
-        #expect((info[2].isTrialPeriod, info[2].isInIntroOfferPeriod, info[2].offerCodeRefName) == ("false", "false", "SPRING"))
+        #expect(
+            (info[2].isTrialPeriod, info[2].isInIntroOfferPeriod, info[2].offerCodeRefName) == (
+                "false", "false", "SPRING"
+            ))
         #expect(info[2].promotionalOfferId.isEmpty)
         #expect((info[3].promotionalOfferId, info[3].isUpgraded, info[3].offerCodeRefName) == ("promo-1", "true", ""))
         #expect((info[4].isTrialPeriod, info[4].isInIntroOfferPeriod) == ("true", "false"))

@@ -1,8 +1,9 @@
-@testable import AppStoreClient
 import Cryptography
 import Foundation
 import GatewayCore
 import Testing
+
+@testable import AppStoreClient
 
 /// Key files as the kubelet mounts a Secret: symlinks into a timestamped directory, 0440, the pod's fsGroup.
 @Suite struct KeyFileAccessTests {
@@ -30,7 +31,8 @@ import Testing
             try pem.write(toFile: stamped + "/app.p8", atomically: false, encoding: .utf8)
             #expect(chown(stamped + "/app.p8", getuid(), getegid()) == 0)
             #expect(chmod(stamped + "/app.p8", mode_t(mode)) == 0)
-            try FileManager.default.createSymbolicLink(atPath: root + "/..data", withDestinationPath: "..2026_11_23_14_00_00.123456789")
+            try FileManager.default.createSymbolicLink(
+                atPath: root + "/..data", withDestinationPath: "..2026_11_23_14_00_00.123456789")
             try FileManager.default.createSymbolicLink(atPath: root + "/app.p8", withDestinationPath: "..data/app.p8")
             return root + "/app.p8"
         }
@@ -50,7 +52,11 @@ import Testing
 @Suite struct UpstreamTrustTests {
     @Test func caFileReplacesTheSystemCAs() {
         #expect(UpstreamTrust(caFile: "", trustSystemCAs: false) == UpstreamTrust(caBundle: nil, systemDirectory: true))
-        #expect(UpstreamTrust(caFile: "/ca.pem", trustSystemCAs: false) == UpstreamTrust(caBundle: "/ca.pem", systemDirectory: false))
-        #expect(UpstreamTrust(caFile: "/ca.pem", trustSystemCAs: true) == UpstreamTrust(caBundle: "/ca.pem", systemDirectory: true))
+        #expect(
+            UpstreamTrust(caFile: "/ca.pem", trustSystemCAs: false)
+                == UpstreamTrust(caBundle: "/ca.pem", systemDirectory: false))
+        #expect(
+            UpstreamTrust(caFile: "/ca.pem", trustSystemCAs: true)
+                == UpstreamTrust(caBundle: "/ca.pem", systemDirectory: true))
     }
 }

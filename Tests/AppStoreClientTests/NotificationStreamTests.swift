@@ -86,7 +86,9 @@ import Testing
 @Suite struct NotificationPagingTests {
     typealias Paging = NotificationPaging
 
-    func page(_ count: Int, next: String, more: Bool, _ environment: AppleEnvironment = .production) -> Paging.PageSummary {
+    func page(_ count: Int, next: String, more: Bool, _ environment: AppleEnvironment = .production)
+        -> Paging.PageSummary
+    {
         Paging.PageSummary(count: count, paginationToken: next, hasMore: more, environment: environment)
     }
 

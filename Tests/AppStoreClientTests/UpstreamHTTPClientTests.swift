@@ -9,7 +9,8 @@ import Testing
         let fake = try FakeApple { request, _ in
             HTTPResponse(
                 status: 201, headers: [("x-apple-request-uuid", "abc-123"), ("retry-after", "5")],
-                body: Array("\(request.method) \(request.target) \(String(decoding: request.body, as: UTF8.self))".utf8))
+                body: Array("\(request.method) \(request.target) \(String(decoding: request.body, as: UTF8.self))".utf8)
+            )
         }
         let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
         let get = try await client.send(UpstreamRequest(url: fake.baseURL + "/a?x=1", headers: [("x-test", "1")]))
@@ -19,7 +20,8 @@ import Testing
         #expect(get.appleRequestID == "abc-123")
         #expect(get.header("retry-after") == "5")
         #expect(fake.requests.first?.header("x-test") == "1")
-        let post = try await client.send(UpstreamRequest(method: .post, url: fake.baseURL + "/b", body: Array("hi".utf8)))
+        let post = try await client.send(
+            UpstreamRequest(method: .post, url: fake.baseURL + "/b", body: Array("hi".utf8)))
         #expect(String(decoding: post.body, as: UTF8.self) == "POST /b hi")
         let put = try await client.send(UpstreamRequest(method: .put, url: fake.baseURL + "/c", body: Array("{}".utf8)))
         #expect(String(decoding: put.body, as: UTF8.self) == "PUT /c {}")
@@ -91,7 +93,8 @@ import Testing
 
     @Test func slowBodyArrivesWhole() async throws {
         let fake = try FakeApple { _, _ in
-            HTTPResponse(status: 200, body: Array("abcdefgh".utf8), delivery: .slowBody(chunks: 4, intervalMilliseconds: 30))
+            HTTPResponse(
+                status: 200, body: Array("abcdefgh".utf8), delivery: .slowBody(chunks: 4, intervalMilliseconds: 30))
         }
         let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
         let response = try await client.send(UpstreamRequest(url: fake.baseURL + "/"))
@@ -104,9 +107,11 @@ import Testing
             return HTTPResponse(status: 200)
         }
         let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
-        let task = Task { await result { () throws(UpstreamTransportError) in
-            try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
-        } }
+        let task = Task {
+            await result { () throws(UpstreamTransportError) in
+                try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
+            }
+        }
         try await Task.sleep(for: .milliseconds(200))
         let started = ContinuousClock.now
         task.cancel()
@@ -123,10 +128,12 @@ import Testing
 
     @Test func alreadyCancelledCallNeverStarts() async throws {
         let client = try UpstreamHTTPClient()
-        let task = Task { await result { () throws(UpstreamTransportError) in
-            while !Task.isCancelled { await Task.yield() }
-            return try await client.send(UpstreamRequest(url: "https://127.0.0.1:1/"))
-        } }
+        let task = Task {
+            await result { () throws(UpstreamTransportError) in
+                while !Task.isCancelled { await Task.yield() }
+                return try await client.send(UpstreamRequest(url: "https://127.0.0.1:1/"))
+            }
+        }
         task.cancel()
         guard case .failure(let error) = await task.value else {
             Issue.record("expected cancellation")

@@ -15,7 +15,9 @@ import Testing
         #expect(root.notBefore == Date(timeIntervalSince1970: 1_398_881_946))  // 2014-04-30 18:19:06Z
         #expect(try root.publicKey().curve == .p384)
         #expect(try Certificate(pemEncoded: root.pemEncoded) == root)
-        #expect(try Certificate(contentsOfFile: RepositoryFile.root.appendingPathComponent("certs/AppleRootCA-G3.cer").path) == root)
+        #expect(
+            try Certificate(contentsOfFile: RepositoryFile.root.appendingPathComponent("certs/AppleRootCA-G3.cer").path)
+                == root)
         #expect(throws: CryptographyError.self) { try Certificate(contentsOfFile: "/nonexistent/root.cer") }
     }
 
@@ -46,9 +48,13 @@ import Testing
         #expect(chain.leaf.issuer == "OU=G1,CN=Test Intermediate")
         #expect(chain.leaf.notAfter == referenceTime + 30 * day)
         let validator = try CertificateChainValidator(trustedRoots: [chain.root.certificate])
-        let result = validator.validate(leaf: chain.leaf, intermediates: [chain.intermediate.certificate], at: referenceTime)
-        #expect(result == .valid(ValidatedChain(
-            validFrom: referenceTime - 30 * day, validUntil: referenceTime + 30 * day, length: 3)))
+        let result = validator.validate(
+            leaf: chain.leaf, intermediates: [chain.intermediate.certificate], at: referenceTime)
+        #expect(
+            result
+                == .valid(
+                    ValidatedChain(
+                        validFrom: referenceTime - 30 * day, validUntil: referenceTime + 30 * day, length: 3)))
 
         func reason(at time: Date, intermediates: [Certificate]? = nil, roots: [Certificate]? = nil) throws
             -> ChainValidationFailureReason?

@@ -35,7 +35,9 @@ import Testing
             [0, 0, 0x7F] + [UInt8](repeating: 0x11, count: 29) + [0, 0x80] + [UInt8](repeating: 0, count: 30),
             [UInt8](repeating: 0x80, count: 96), [7, 9],
         ]
-        for _ in 0..<200 { cases.append((0..<64).map { _ in UInt8.random(in: 0...3) == 0 ? 0 : UInt8.random(in: 0...255) }) }
+        for _ in 0..<200 {
+            cases.append((0..<64).map { _ in UInt8.random(in: 0...3) == 0 ? 0 : UInt8.random(in: 0...255) })
+        }
         for raw in cases {
             #expect(ECDSA.derSignatureDirect(fromRaw: raw) == ECDSA.derSignature(fromRaw: raw), "\(raw)")
         }
@@ -104,7 +106,9 @@ import Testing
     }
 
     @Test func invalidKeysThrowTypedErrors() throws {
-        #expect(throws: CryptographyError.self) { try ECPrivateKey(pkcs8PEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
+        #expect(throws: CryptographyError.self) {
+            try ECPrivateKey(pkcs8PEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+        }
         do {
             _ = try ECPublicKey(derEncoded: [0x30, 0x03, 0x02, 0x01, 0x01])
             Issue.record("expected a failure")

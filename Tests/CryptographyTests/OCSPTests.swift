@@ -41,10 +41,13 @@ import Testing
         self.otherLeaf = try issueLeaf(0x1235)
     }
 
-    private func respond(_ request: [UInt8], revoked: Set<[UInt8]> = [], issuers: [CertificateIssuer]? = nil,
-                         validity: TimeInterval = 3_600) -> [UInt8] {
+    private func respond(
+        _ request: [UInt8], revoked: Set<[UInt8]> = [], issuers: [CertificateIssuer]? = nil,
+        validity: TimeInterval = 3_600
+    ) -> [UInt8] {
         OCSPResponder.response(
-            to: request, issuers: issuers ?? [root, intermediate], revokedSerials: revoked, now: now, validity: validity)
+            to: request, issuers: issuers ?? [root, intermediate], revokedSerials: revoked, now: now, validity: validity
+        )
     }
 
     private func answer(_ response: [UInt8], for certificate: Certificate? = nil, at time: Date? = nil)
@@ -123,16 +126,22 @@ import Testing
 
     @Test func hostileBytesNeverTrap() throws {
         let good = respond(try OCSP.request(for: leaf, issuer: intermediate.certificate))
-        var inputs: [[UInt8]] = [[], [0x30], [0x30, 0x80], Array(repeating: 0x30, count: 4096), Array(good.prefix(good.count / 2))]
+        var inputs: [[UInt8]] = [
+            [], [0x30], [0x30, 0x80], Array(repeating: 0x30, count: 4096), Array(good.prefix(good.count / 2)),
+        ]
         for index in stride(from: 0, to: good.count, by: max(1, good.count / 64)) {
             var flipped = good
             flipped[index] ^= 0x5A
             inputs.append(flipped)
         }
         for input in inputs {
-            if let verdict = try? answer(input) { #expect(verdict.status == .good, "only an untouched body may verify") }
+            if let verdict = try? answer(input) {
+                #expect(verdict.status == .good, "only an untouched body may verify")
+            }
             // The responder answers anything with a DER OCSPResponse (malformedRequest for garbage).
-            #expect(!OCSPResponder.response(to: input, issuers: [intermediate], revokedSerials: [], now: now, validity: 60).isEmpty)
+            #expect(
+                !OCSPResponder.response(to: input, issuers: [intermediate], revokedSerials: [], now: now, validity: 60)
+                    .isEmpty)
         }
         #expect(throws: CryptographyError.self) { try answer(respond([0x30, 0x00])) }
     }

@@ -32,11 +32,15 @@ import Testing
         #expect(status.code == .unimplemented)
 
         var none = CallState(method: method, requests: .single, callDeadline: nil)
-        guard case .fail(let empty) = none.requestEnded(partialMessage: false) else { Issue.record("started empty"); return }
+        guard case .fail(let empty) = none.requestEnded(partialMessage: false) else {
+            Issue.record("started empty"); return
+        }
         #expect(empty.code == .unimplemented)
 
         var half = CallState(method: method, requests: .single, callDeadline: nil)
-        guard case .fail(let truncated) = half.requestEnded(partialMessage: true) else { Issue.record("truncated"); return }
+        guard case .fail(let truncated) = half.requestEnded(partialMessage: true) else {
+            Issue.record("truncated"); return
+        }
         #expect(truncated.code == .internal)
     }
 

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GRPC
+
 /// Replays fuzz/regressions (inputs that once crashed a libFuzzer target) and the seed corpus through the
 /// entry points the targets in fuzz/Sources drive, so a fixed crash stays fixed without a fuzzer build.
 @Suite struct FuzzRegressionTests {

@@ -124,7 +124,8 @@ import Testing
     @Test func trailersCarryStatusMessageAndDetails() throws {
         let status = RPCStatus(
             .resourceExhausted, "rate limit",
-            details: ErrorDetails(info: .init(reason: "RATE_LIMIT_EXCEEDED", metadata: ["app": "x"]), retryDelayMilliseconds: 1500))
+            details: ErrorDetails(
+                info: .init(reason: "RATE_LIMIT_EXCEEDED", metadata: ["app": "x"]), retryDelayMilliseconds: 1500))
         let fields = StatusTrailers.fields(for: status)
         #expect(fields[0].name == "grpc-status" && fields[0].value == "8")
         #expect(fields[1].name == "grpc-message" && fields[1].value == "rate limit")
@@ -143,7 +144,8 @@ import Testing
         for length in 0..<20 {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 37 + 11) }
             #expect(Base64.decode(Base64.encode(bytes, variant: .standard), variant: .standard) == bytes)
-            #expect(Base64.decode(Base64.encode(bytes, variant: .standardUnpadded), variant: .standardUnpadded) == bytes)
+            #expect(
+                Base64.decode(Base64.encode(bytes, variant: .standardUnpadded), variant: .standardUnpadded) == bytes)
         }
         #expect(Base64.encode(Array("foobar".utf8), variant: .standard) == "Zm9vYmFy")
         #expect(Base64.encode(Array("fo".utf8), variant: .standard) == "Zm8=")

@@ -53,7 +53,8 @@ private let python: String? = {
 }()
 
 private func runClient(port: UInt16, path: String, mode: String) async throws -> Int {
-    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients/stream_client.py")
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Clients/stream_client.py")
     let process = Process()
     process.executableURL = URL(fileURLWithPath: python!)
     process.arguments = [script.path, String(port), path, mode]

@@ -15,9 +15,10 @@ import Testing
         let decoded = try GoogleRPCStatus(serializedBytes: bytes)
         #expect(decoded.code == 8)
         #expect(decoded.message == "Apple rate limit")
-        #expect(decoded.details.map(\.typeUrl) == [
-            "type.googleapis.com/google.rpc.ErrorInfo", "type.googleapis.com/google.rpc.RetryInfo",
-        ])
+        #expect(
+            decoded.details.map(\.typeUrl) == [
+                "type.googleapis.com/google.rpc.ErrorInfo", "type.googleapis.com/google.rpc.RetryInfo",
+            ])
         let info = try ErrorInfo(serializedBytes: decoded.details[0].value)
         #expect(info.reason == "RATE_LIMIT_EXCEEDED")
         #expect(info.domain == "appstore.gateway")
@@ -33,9 +34,10 @@ import Testing
         ]).rpcStatus
         #expect(status.code == .invalidArgument)
         let decoded = try GoogleRPCStatus(serializedBytes: try #require(StatusDetailsEncoding.encode(status)))
-        #expect(decoded.details.map(\.typeUrl) == [
-            "type.googleapis.com/google.rpc.ErrorInfo", "type.googleapis.com/google.rpc.BadRequest",
-        ])
+        #expect(
+            decoded.details.map(\.typeUrl) == [
+                "type.googleapis.com/google.rpc.ErrorInfo", "type.googleapis.com/google.rpc.BadRequest",
+            ])
         let badRequest = try BadRequest(serializedBytes: decoded.details[1].value)
         #expect(badRequest.fieldViolations.map(\.field) == ["product_types", "transaction_id"])
         #expect(badRequest.fieldViolations[0].description.contains("101"))

@@ -33,7 +33,8 @@ import Testing
         let fields = StatusTrailers.fields(for: status)
         let details = try #require(fields.first { $0.name == "grpc-status-details-bin" }?.value)
         #expect(details.utf8.count <= TrailerBounds.maxDetailsBytes)
-        let decoded = try GoogleRPCStatus(serializedBytes: try #require(Base64.decode(details, variant: .standardUnpadded)))
+        let decoded = try GoogleRPCStatus(
+            serializedBytes: try #require(Base64.decode(details, variant: .standardUnpadded)))
         #expect(decoded.code == 5)
         let info = try ErrorInfo(serializedBytes: decoded.details[0].value)
         #expect(info.reason == "UNKNOWN_APP")

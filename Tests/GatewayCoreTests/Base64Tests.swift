@@ -38,10 +38,12 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<4000 {
             let length = Int.random(in: 0...13, using: &generator)
-            let text = String(decoding: (0..<length).map { _ in
-                Int.random(in: 0..<4, using: &generator) == 0 ? symbols[Int.random(in: 62..<symbols.count, using: &generator)]
-                    : symbols[Int.random(in: 0..<62, using: &generator)]
-            }, as: UTF8.self)
+            let text = String(
+                decoding: (0..<length).map { _ in
+                    Int.random(in: 0..<4, using: &generator) == 0
+                        ? symbols[Int.random(in: 62..<symbols.count, using: &generator)]
+                        : symbols[Int.random(in: 0..<62, using: &generator)]
+                }, as: UTF8.self)
             for variant in [Base64.Variant.standard, .standardUnpadded, .urlSafeUnpadded] {
                 let decoded = Base64.decode(text, variant: variant)
                 #expect(Base64.isValid(text, variant: variant) == (decoded != nil), "\(text)")

@@ -43,8 +43,12 @@ import Testing
     @Test func exampleFileStatesTheUpstreamDefaults() throws {
         let text = try String(contentsOfFile: Self.repoRoot + "/config/example.yaml", encoding: .utf8)
         let config = try GatewayConfiguration.load(yaml: text)
-        #expect(config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .production) == EndpointRate(perSecond: 50, burst: 50))
-        #expect(config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .sandbox) == EndpointRate(perSecond: 5, burst: 5))
+        #expect(
+            config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .production)
+                == EndpointRate(perSecond: 50, burst: 50))
+        #expect(
+            config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .sandbox)
+                == EndpointRate(perSecond: 5, burst: 5))
         #expect(config.retries == .defaults)
         #expect(config.history.maxPages == 50)
         #expect(config.apps[0].sandboxFallbackOnUnauthorized == false)
@@ -108,17 +112,25 @@ import Testing
         let config = try GatewayConfiguration.load(yaml: yaml)
         #expect(config.rateLimits.maxWaitMilliseconds == 250)
         #expect(config.rateLimits.defaults.sandboxFactor == 0.5)
-        #expect(config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .production) == EndpointRate(perSecond: 10, burst: 4))
-        #expect(config.rateLimits.defaults.rate(for: .lookUpOrderId, in: .production) == EndpointRate(perSecond: 2, burst: 2))
-        #expect(config.retries == RetryPolicy(
-            maxAttempts: 5, initialBackoff: .milliseconds(10), maxBackoff: .seconds(1), multiplier: 3,
-            minimumAttemptTime: .milliseconds(20), deadlineMargin: .milliseconds(5)))
+        #expect(
+            config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .production)
+                == EndpointRate(perSecond: 10, burst: 4))
+        #expect(
+            config.rateLimits.defaults.rate(for: .lookUpOrderId, in: .production)
+                == EndpointRate(perSecond: 2, burst: 2))
+        #expect(
+            config.retries
+                == RetryPolicy(
+                    maxAttempts: 5, initialBackoff: .milliseconds(10), maxBackoff: .seconds(1), multiplier: 3,
+                    minimumAttemptTime: .milliseconds(20), deadlineMargin: .milliseconds(5)))
         #expect(config.history.maxPages == 7)
         #expect(config.apple.requestTimeoutMilliseconds == 3_000)
         #expect(config.apple.allowReadableKeyFiles)
         #expect(config.apps[0].sandboxFallbackOnUnauthorized)
         // Per-app overrides sit on top of the global section.
-        #expect(config.apps[0].rateLimits?.rate(for: .getTransactionHistory, in: .production) == EndpointRate(perSecond: 10, burst: 2))
+        #expect(
+            config.apps[0].rateLimits?.rate(for: .getTransactionHistory, in: .production)
+                == EndpointRate(perSecond: 10, burst: 2))
         #expect(config.apps[0].rateLimits?.sandboxFactor == 0.5)
         #expect(config.apps[1].rateLimits == nil)
     }
@@ -138,8 +150,9 @@ import Testing
 
     @Test func environmentNamesFollowTheKeyPath() {
         #expect(ConfigurationReader.environmentName("apps[0].keyId") == "APPSTORE_GATEWAY_APPS_0_KEY_ID")
-        #expect(ConfigurationReader.environmentName("limits.maxReceiveMessageBytes")
-            == "APPSTORE_GATEWAY_LIMITS_MAX_RECEIVE_MESSAGE_BYTES")
+        #expect(
+            ConfigurationReader.environmentName("limits.maxReceiveMessageBytes")
+                == "APPSTORE_GATEWAY_LIMITS_MAX_RECEIVE_MESSAGE_BYTES")
     }
 
     @Test(arguments: [
@@ -162,9 +175,18 @@ import Testing
         ("rateLimits:\n  sandboxFactor: 2", "rateLimits.sandboxFactor"),
         ("retries:\n  maxAttempts: 0", "retries.maxAttempts"),
         ("history:\n  maxPages: 0", "history.maxPages"),
-        ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: prod}", "apps[0].environment"),
-        ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox, color: red}", "apps[0].color"),
-        ("apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox}\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox}", "apps[1].name"),
+        (
+            "apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: prod}",
+            "apps[0].environment"
+        ),
+        (
+            "apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox, color: red}",
+            "apps[0].color"
+        ),
+        (
+            "apps:\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox}\n  - {bundleId: a.b, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox}",
+            "apps[1].name"
+        ),
         ("- just\n- a list", ""),
         ("listen: [a, b]", "listen"),
     ])
@@ -178,7 +200,9 @@ import Testing
         }
     }
 
-    @Test(arguments: [("250ms", UInt64(250)), ("20s", 20_000), ("5m", 300_000), ("2h", 7_200_000), ("3", 3_000), ("1.5s", 1_500)])
+    @Test(arguments: [
+        ("250ms", UInt64(250)), ("20s", 20_000), ("5m", 300_000), ("2h", 7_200_000), ("3", 3_000), ("1.5s", 1_500),
+    ])
     func durations(text: String, milliseconds: UInt64) {
         #expect(DurationText.milliseconds(text) == milliseconds)
     }
@@ -208,7 +232,8 @@ import Testing
               defaultDeadline: 30s
             """
         let limits = try GatewayConfiguration.load(
-            yaml: yaml, environment: ["APPSTORE_GATEWAY_LIMITS_MAX_DEADLINE": "5m"]).limits
+            yaml: yaml, environment: ["APPSTORE_GATEWAY_LIMITS_MAX_DEADLINE": "5m"]
+        ).limits
         #expect(limits.maxBufferedBytesPerConnection == 5_000_000)
         #expect(limits.maxBufferedBytes == 20_000_000)
         #expect(limits.maxConnections == 100)

@@ -9,12 +9,13 @@ import Testing
         let defaults = try GatewayConfiguration.load(yaml: "")
         #expect(defaults.verification.onlineChecks == GatewayConfiguration.OnlineChecks())
         #expect(!defaults.verification.onlineChecks.enabled)
-        let config = try GatewayConfiguration.load(yaml: """
-            verification:
-              onlineChecks: true
-              ocspTimeout: 750ms
-              ocspCacheSize: 10
-            """)
+        let config = try GatewayConfiguration.load(
+            yaml: """
+                verification:
+                  onlineChecks: true
+                  ocspTimeout: 750ms
+                  ocspCacheSize: 10
+                """)
         #expect(config.verification.onlineChecks.enabled)
         #expect(config.verification.onlineChecks.timeoutMilliseconds == 750)
         #expect(config.verification.onlineChecks.cacheSize == 10)
@@ -29,31 +30,34 @@ import Testing
     }
 
     @Test func anXcodeAppNeedsNoKey() throws {
-        let config = try GatewayConfiguration.load(yaml: """
-            apps:
-              - name: local
-                bundleId: com.example.local
-                environment: xcode
-            """)
+        let config = try GatewayConfiguration.load(
+            yaml: """
+                apps:
+                  - name: local
+                    bundleId: com.example.local
+                    environment: xcode
+                """)
         #expect(config.apps[0].environment == .xcode)
         #expect(config.apps[0].privateKeyFile.isEmpty && config.apps[0].keyId.isEmpty)
         // Any other app still needs its key settings.
         #expect(throws: ConfigurationError.self) {
-            try GatewayConfiguration.load(yaml: """
-                apps:
-                  - name: store
-                    bundleId: com.example.store
-                    environment: sandbox
-                """)
+            try GatewayConfiguration.load(
+                yaml: """
+                    apps:
+                      - name: store
+                        bundleId: com.example.store
+                        environment: sandbox
+                    """)
         }
         // A key given to an Xcode app is still checked.
         #expect(throws: ConfigurationError.self) {
-            try GatewayConfiguration.load(yaml: """
-                apps:
-                  - bundleId: com.example.local
-                    environment: xcode
-                    keyId: short
-                """)
+            try GatewayConfiguration.load(
+                yaml: """
+                    apps:
+                      - bundleId: com.example.local
+                        environment: xcode
+                        keyId: short
+                    """)
         }
     }
 

@@ -56,18 +56,23 @@ import Testing
     let key = RateLimitKey(bundleID: "com.example.app", endpoint: .getTransactionHistory, environment: .production)
 
     @Test func keysFollowThePrefixAppEndpointEnvironmentLayout() {
-        #expect(SharedBucketScript.bucketKey(key, prefix: "gw:") == "gw:bucket:com.example.app:getTransactionHistory:production")
-        #expect(SharedBucketScript.blockKey(key, prefix: "gw:") == "gw:block:com.example.app:getTransactionHistory:production")
+        #expect(
+            SharedBucketScript.bucketKey(key, prefix: "gw:")
+                == "gw:bucket:com.example.app:getTransactionHistory:production")
+        #expect(
+            SharedBucketScript.blockKey(key, prefix: "gw:")
+                == "gw:block:com.example.app:getTransactionHistory:production")
     }
 
     @Test func takeArgumentsCarryTheIntervalBurstAndEachWaitInMicroseconds() {
         let arguments = SharedBucketScript.takeArguments(
             key: key, rate: EndpointRate(perSecond: 3, burst: 2), maxWaits: [.zero, .milliseconds(1500), .seconds(-1)],
             prefix: "p:")
-        #expect(arguments == [
-            "2", "p:bucket:com.example.app:getTransactionHistory:production",
-            "p:block:com.example.app:getTransactionHistory:production", "take", "333334", "2", "0", "1500000", "0",
-        ])
+        #expect(
+            arguments == [
+                "2", "p:bucket:com.example.app:getTransactionHistory:production",
+                "p:block:com.example.app:getTransactionHistory:production", "take", "333334", "2", "0", "1500000", "0",
+            ])
     }
 
     @Test func blockArgumentsAreClampedToAMillisecondAndAnHour() {
@@ -78,23 +83,30 @@ import Testing
 
     @Test func repliesDecodeToReservations() {
         let decoded = SharedBucketScript.reservations(fromTakeReply: [0, 250_000, -1, -400_001], requested: 4)
-        #expect(decoded == [.goNow, .goAfter(.milliseconds(250)), .refused(retryAfter: .zero),
-                            .refused(retryAfter: .milliseconds(400))])
+        #expect(
+            decoded == [
+                .goNow, .goAfter(.milliseconds(250)), .refused(retryAfter: .zero),
+                .refused(retryAfter: .milliseconds(400)),
+            ])
     }
 
     @Test func hostileRepliesAreRejectedOrBounded() {
         #expect(SharedBucketScript.reservations(fromTakeReply: [0], requested: 2) == nil)
-        #expect(SharedBucketScript.reservations(fromTakeReply: [.min], requested: 1)
+        #expect(
+            SharedBucketScript.reservations(fromTakeReply: [.min], requested: 1)
                 == [.refused(retryAfter: .seconds(3600))])
     }
 
     @Test func scaledLimitsKeepABurstOfAtLeastOne() {
-        let limits = RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 10, burst: 2)]).scaled(by: 1.0 / 3)
+        let limits = RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 10, burst: 2)]).scaled(
+            by: 1.0 / 3)
         let rate = limits.rate(for: .getTransactionHistory, in: .production)
         #expect(abs(rate.perSecond - 10.0 / 3) < 1e-9)
         #expect(rate.burst == 1)
         // Endpoints left at Apple's defaults are scaled too.
-        #expect(limits.rate(for: .getTransactionInfo, in: .production).perSecond < AppleEndpoint.getTransactionInfo.defaultProductionRate)
+        #expect(
+            limits.rate(for: .getTransactionInfo, in: .production).perSecond
+                < AppleEndpoint.getTransactionInfo.defaultProductionRate)
     }
 }
 
@@ -108,13 +120,14 @@ import Testing
     }
 
     @Test func theRedisBlockIsRead() throws {
-        let config = try GatewayConfiguration.load(yaml: """
-            redis:
-              url: redis://:s3cret@10.0.0.5:6380/2
-              keyPrefix: "team-a:"
-              timeout: 20ms
-              fallbackShare: 1/6
-            """)
+        let config = try GatewayConfiguration.load(
+            yaml: """
+                redis:
+                  url: redis://:s3cret@10.0.0.5:6380/2
+                  keyPrefix: "team-a:"
+                  timeout: 20ms
+                  fallbackShare: 1/6
+                """)
         #expect(config.redis.url == RedisURL(host: "10.0.0.5", port: 6380, database: 2, password: "s3cret"))
         #expect(config.redis.keyPrefix == "team-a:")
         #expect(config.redis.timeoutMilliseconds == 20)

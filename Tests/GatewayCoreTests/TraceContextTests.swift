@@ -20,12 +20,16 @@ import Testing
         #expect(TraceContext(traceparent: "01-\(trace)-\(span)-00-extra", tracestate: nil).traceID == trace)
     }
 
-    @Test(arguments: [
-        nil, "", "garbage", "00-\(String(repeating: "0", count: 32))-00f067aa0ba902b7-01",
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0", "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",
-    ] as [String?])
+    @Test(
+        arguments: [
+            nil, "", "garbage", "00-\(String(repeating: "0", count: 32))-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",
+        ] as [String?])
     func aMalformedParentStartsANewTrace(traceparent: String?) {
         let context = TraceContext(traceparent: traceparent, tracestate: "dropped=1")
         #expect(context.traceID != trace && context.traceID.count == 32 && context.traceID.contains { $0 != "0" })

@@ -35,9 +35,13 @@ import Testing
     }
 
     @Test func connectionCloseAndHTTP10() {
-        if case .request(_, let keepAlive) = parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").0 { #expect(!keepAlive) }
+        if case .request(_, let keepAlive) = parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").0 {
+            #expect(!keepAlive)
+        }
         if case .request(_, let keepAlive) = parse("GET / HTTP/1.0\r\n\r\n").0 { #expect(!keepAlive) }
-        if case .request(_, let keepAlive) = parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").0 { #expect(keepAlive) }
+        if case .request(_, let keepAlive) = parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").0 {
+            #expect(keepAlive)
+        }
     }
 
     @Test(arguments: [
@@ -67,14 +71,16 @@ import Testing
             return
         }
         #expect(got == status)
-        if case .request = parse("GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n", maxBody: 0).0 {} else {
+        if case .request = parse("GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n", maxBody: 0).0 {
+        } else {
             Issue.record("an empty body must stay acceptable")
         }
     }
 
     @Test func anOversizedHeadIsRefusedBeforeItEnds() {
         var buffer = Array(("GET / HTTP/1.1\r\nX: " + String(repeating: "a", count: 5000)).utf8)
-        guard case .failure(let status, _) = HTTP1RequestParser.parse(&buffer, maxHeadBytes: 4096, maxBodyBytes: 10) else {
+        guard case .failure(let status, _) = HTTP1RequestParser.parse(&buffer, maxHeadBytes: 4096, maxBodyBytes: 10)
+        else {
             Issue.record("expected 431")
             return
         }

@@ -1,8 +1,8 @@
 import Cryptography
 import Foundation
 import GatewayCore
-import Testing
 import TestSupport
+import Testing
 
 @testable import HTTP2
 
@@ -13,11 +13,13 @@ private struct EchoHandler: HTTPRequestHandler {
         case "/reset":
             return HTTPResponse(status: 200, delivery: .resetConnection)
         case "/slow":
-            return HTTPResponse(status: 200, body: Array("abcdef".utf8), delivery: .slowBody(chunks: 3, intervalMilliseconds: 50))
+            return HTTPResponse(
+                status: 200, body: Array("abcdef".utf8), delivery: .slowBody(chunks: 3, intervalMilliseconds: 50))
         default:
             let query = request.queryItems.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
             let text = "\(request.method) \(request.path) [\(query)] \(String(decoding: request.body, as: UTF8.self))"
-            return HTTPResponse(status: 201, headers: [("content-type", "text/plain"), ("x-test", "yes")], body: Array(text.utf8))
+            return HTTPResponse(
+                status: 201, headers: [("content-type", "text/plain"), ("x-test", "yes")], body: Array(text.utf8))
         }
     }
 }
@@ -38,7 +40,8 @@ private final class TLSFixture {
     func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-sS", "--cacert", caFile, "--resolve", "localhost:\(server.port):127.0.0.1", "--max-time", "3", "-v"]
+        process.arguments =
+            ["-sS", "--cacert", caFile, "--resolve", "localhost:\(server.port):127.0.0.1", "--max-time", "3", "-v"]
             + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -95,9 +98,12 @@ struct TLSServerTests {
     @Test func multiplexedHTTP2RequestsShareOneConnection() async throws {
         let fixture = try TLSFixture()
         let urls = (0..<20).map { "\(fixture.url)/n\($0)" }
-        let result = try await fixture.curl(["--http2", "--parallel", "--parallel-max", "20", "-w", "%{num_connects}\n"] + urls)
+        let result = try await fixture.curl(
+            ["--http2", "--parallel", "--parallel-max", "20", "-w", "%{num_connects}\n"] + urls)
         #expect(result.status == 0)
-        let connects = result.output.split(separator: "\n").compactMap { line in line.split(separator: " ").last.flatMap { Int($0) } }
+        let connects = result.output.split(separator: "\n").compactMap { line in
+            line.split(separator: " ").last.flatMap { Int($0) }
+        }
         #expect(connects.reduce(0, +) <= 2)
     }
 

@@ -12,7 +12,9 @@ final class SQLiteNotificationStoreTests: XCTestCase {
 
     override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
 
-    private func notification(_ uuid: String, signedDate: Int64, bundle: String = "com.example", type: String = "DID_RENEW")
+    private func notification(
+        _ uuid: String, signedDate: Int64, bundle: String = "com.example", type: String = "DID_RENEW"
+    )
         -> NewNotification
     {
         NewNotification(
@@ -24,13 +26,16 @@ final class SQLiteNotificationStoreTests: XCTestCase {
         let path = directory + "/n.db"
         do {
             let store = try SQLiteNotificationStore(path: path)
-            guard case .stored(let first) = try await store.insert(notification("a", signedDate: 10), receivedAt: 100) else {
+            guard case .stored(let first) = try await store.insert(notification("a", signedDate: 10), receivedAt: 100)
+            else {
                 return XCTFail("first insert must store")
             }
-            guard case .duplicate(let again) = try await store.insert(notification("a", signedDate: 10), receivedAt: 200)
+            guard
+                case .duplicate(let again) = try await store.insert(notification("a", signedDate: 10), receivedAt: 200)
             else { return XCTFail("second insert must be a duplicate") }
             XCTAssertEqual(first, again)
-            XCTAssertTrue(FileManager.default.fileExists(atPath: path + "-wal"), "WAL mode keeps a -wal file while open")
+            XCTAssertTrue(
+                FileManager.default.fileExists(atPath: path + "-wal"), "WAL mode keeps a -wal file while open")
         }
         let reopened = try SQLiteNotificationStore(path: path)
         let page = try await reopened.entries(after: .zero, matching: StoreFilter(bundleId: "com.example"), limit: 10)
@@ -49,7 +54,8 @@ final class SQLiteNotificationStoreTests: XCTestCase {
         let refunds = try await store.entries(
             after: .zero, matching: StoreFilter(bundleId: "com.example", notificationType: "REFUND"), limit: 10)
         XCTAssertEqual(refunds.entries.map(\.notification.uuid), ["c"])
-        let later = try await store.entries(after: all.entries[0].position, matching: StoreFilter(bundleId: "com.example"), limit: 10)
+        let later = try await store.entries(
+            after: all.entries[0].position, matching: StoreFilter(bundleId: "com.example"), limit: 10)
         XCTAssertEqual(later.entries.map(\.notification.uuid), ["c"])
         let last = try await store.lastPosition()
         XCTAssertEqual(last, all.entries[1].position)
@@ -67,7 +73,8 @@ final class SQLiteNotificationStoreTests: XCTestCase {
         let rest = try await store.window(matching: filter, through: through, after: first.last?.key, limit: 10)
         XCTAssertEqual(rest.map(\.notification.uuid), ["d", "a"])
         let snapshot = try await store.window(matching: filter, through: first[0].position, after: nil, limit: 10)
-        XCTAssertEqual(snapshot.map(\.notification.uuid), ["b", "a"], "entries stored after the snapshot are live ones")
+        XCTAssertEqual(
+            snapshot.map(\.notification.uuid), ["b", "a"], "entries stored after the snapshot are live ones")
     }
 
     func testPruneDropsOldEntriesButNeverReusesPositions() async throws {
@@ -77,7 +84,8 @@ final class SQLiteNotificationStoreTests: XCTestCase {
         let removed = try await store.prune(receivedBefore: 2_000)
         XCTAssertEqual(removed, 1)
         let before = try await store.lastPosition()
-        guard case .stored(let next) = try await store.insert(notification("newer", signedDate: 3), receivedAt: 6_000) else {
+        guard case .stored(let next) = try await store.insert(notification("newer", signedDate: 3), receivedAt: 6_000)
+        else {
             return XCTFail("must store")
         }
         XCTAssertGreaterThan(next, before)

@@ -40,13 +40,14 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
     }
 
-    @Test(arguments: [
-        [("app", "example"), ("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"), ("span_id", "00f067aa0ba902b7")],
-        [("request_id", "chosen-by-the-server")],  // an annotation wins over the field of the same name
-        [("message", "a reserved name"), ("authorization", "Bearer secret"), ("zz", "last")],
-        [("quote\"and\\slash", "line\nbreak\u{01}\ttab é 雪 🍎")],
-        [],
-    ] as [[(String, String)]])
+    @Test(
+        arguments: [
+            [("app", "example"), ("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"), ("span_id", "00f067aa0ba902b7")],
+            [("request_id", "chosen-by-the-server")],  // an annotation wins over the field of the same name
+            [("message", "a reserved name"), ("authorization", "Bearer secret"), ("zz", "last")],
+            [("quote\"and\\slash", "line\nbreak\u{01}\ttab é 雪 🍎")],
+            [],
+        ] as [[(String, String)]])
     func saysWhatTheJSONHandlerSays(annotations: [(String, String)]) throws {
         let fields = AccessLogLine.Fields(
             method: "/appstore.gateway.v1.AppStoreGateway/GetHistory", service: "appstore.gateway.v1.AppStoreGateway",
@@ -65,19 +66,24 @@ import Testing
             annotations: [(name: "zeta", value: "1"), (name: "app", value: "a")])
         AccessLogLine(label: "l", redaction: SecretRedaction()).append(fields, at: clock.wallNow(), to: &bytes)
         let line = String(decoding: bytes, as: UTF8.self)
-        let keys = ["\"timestamp\"", "\"level\"", "\"label\"", "\"message\"", "\"source\"", "\"app\"", "\"duration_ms\"",
-                    "\"grpc_code\"", "\"grpc_method\"", "\"grpc_service\"", "\"method\"", "\"request_id\"", "\"status\"",
-                    "\"zeta\""]
+        let keys = [
+            "\"timestamp\"", "\"level\"", "\"label\"", "\"message\"", "\"source\"", "\"app\"", "\"duration_ms\"",
+            "\"grpc_code\"", "\"grpc_method\"", "\"grpc_service\"", "\"method\"", "\"request_id\"", "\"status\"",
+            "\"zeta\"",
+        ]
         let positions = keys.map { line.range(of: $0)?.lowerBound }
         #expect(positions.allSatisfy { $0 != nil })
         #expect(positions.compactMap { $0 } == positions.compactMap { $0 }.sorted())
     }
 
-    @Test(arguments: [0, 1, 999, 1_000, 86_399_999, 951_782_400_000, 1_795_326_867_123, 4_102_444_800_000, -1, -86_400_001])
+    @Test(arguments: [
+        0, 1, 999, 1_000, 86_399_999, 951_782_400_000, 1_795_326_867_123, 4_102_444_800_000, -1, -86_400_001,
+    ])
     func timestampsMatchTheHandlers(milliseconds: Int64) {
         var bytes: [UInt8] = []
         AccessLogLine.appendTimestamp(WallTime(millisecondsSince1970: milliseconds), to: &bytes)
-        #expect(String(decoding: bytes, as: UTF8.self) == JSONText.timestamp(WallTime(millisecondsSince1970: milliseconds)))
+        #expect(
+            String(decoding: bytes, as: UTF8.self) == JSONText.timestamp(WallTime(millisecondsSince1970: milliseconds)))
     }
 }
 

@@ -12,13 +12,18 @@ import Testing
         events.register(methods: ["/appstore.gateway.v1.AppStoreGateway/GetHistory": "unary"])
         for path in ["/appstore.gateway.v1.AppStoreGateway/GetHistory", "/x.Y/Z", "/a.B/C", "garbage"] {
             events.rpcStarted(method: path)
-            events.rpcFinished(method: path, status: .unimplemented, seconds: 0.001, metadata: [], annotations: CallAnnotations())
+            events.rpcFinished(
+                method: path, status: .unimplemented, seconds: 0.001, metadata: [], annotations: CallAnnotations())
         }
         let text = registry.render()
-        #expect(text.contains(
-            #"grpc_server_handled_total{grpc_type="unary",grpc_service="appstore.gateway.v1.AppStoreGateway",grpc_method="GetHistory",grpc_code="Unimplemented"} 1"#))
-        #expect(text.contains(
-            #"grpc_server_handled_total{grpc_type="unknown",grpc_service="unknown",grpc_method="unknown",grpc_code="Unimplemented"} 3"#))
+        #expect(
+            text.contains(
+                #"grpc_server_handled_total{grpc_type="unary",grpc_service="appstore.gateway.v1.AppStoreGateway",grpc_method="GetHistory",grpc_code="Unimplemented"} 1"#
+            ))
+        #expect(
+            text.contains(
+                #"grpc_server_handled_total{grpc_type="unknown",grpc_service="unknown",grpc_method="unknown",grpc_code="Unimplemented"} 3"#
+            ))
         #expect(!text.contains("x.Y") && !text.contains("garbage"))
         #expect(text.contains("appstore_gateway_rpcs_in_flight 0"))
     }
@@ -26,13 +31,16 @@ import Testing
     @Test func codeNamesAreGo() {
         #expect(RPCMethodLabels.codeName(.cancelled) == "Canceled")
         #expect(RPCMethodLabels.codeName(.resourceExhausted) == "ResourceExhausted")
-        #expect(RPCMethodLabels(path: "/pkg.Svc/Do", type: "bidi_stream") == RPCMethodLabels(type: "bidi_stream", service: "pkg.Svc", method: "Do"))
+        #expect(
+            RPCMethodLabels(path: "/pkg.Svc/Do", type: "bidi_stream")
+                == RPCMethodLabels(type: "bidi_stream", service: "pkg.Svc", method: "Do"))
         #expect(RPCMethodLabels(path: "nope", type: "unary") == nil)
     }
 
     @Test func procStatFieldsAfterTheCommandName() {
         // A command name with spaces and a parenthesis must not shift the fields.
-        let line = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 4 0 12345 104857600 2560 "
+        let line =
+            "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 4 0 12345 104857600 2560 "
             + "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
         let stat = ProcStat(parsing: line)
         #expect(stat == ProcStat(parsing: line))
@@ -54,7 +62,8 @@ import Testing
 @Suite struct TraceLogMetadataTests {
     @Test func traceIdsComeFromTheTaskLocal() {
         #expect(Logger.MetadataProvider.traceContext.get().isEmpty)
-        let context = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: nil)
+        let context = TraceContext(
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: nil)
         TraceContext.$current.withValue(context) {
             let metadata = Logger.MetadataProvider.traceContext.get()
             #expect(metadata["trace_id"] == .string("4bf92f3577b34da6a3ce929d0e0e4736"))

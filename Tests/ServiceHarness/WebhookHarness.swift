@@ -62,7 +62,8 @@ public final class WebhookHarness: Sendable {
         guard done.wait(timeout: .now() + 30) == .success, let status = result.withLock({ $0 }) else {
             preconditionFailure("the webhook did not answer within 30 s")
         }
-        precondition([200, 400, 403, 413, 503].contains(status), "the webhook answered \(status) to a \(input.count)-byte input")
+        precondition(
+            [200, 400, 403, 413, 503].contains(status), "the webhook answered \(status) to a \(input.count)-byte input")
         return status
     }
 }

@@ -10,8 +10,9 @@ import Testing
         #expect(FollowMerge.next(appleHead: nil, appleDone: false, storeHead: nil, storeDone: false) == .fetchStore)
         #expect(FollowMerge.next(appleHead: nil, appleDone: false, storeHead: 5, storeDone: false) == .fetchApple)
         #expect(FollowMerge.next(appleHead: 4, appleDone: false, storeHead: 5, storeDone: false) == .emitApple)
-        #expect(FollowMerge.next(appleHead: 5, appleDone: false, storeHead: 5, storeDone: false) == .emitStore,
-                "on a tie the store's copy goes first, so Apple's copy of the same UUID is the one skipped")
+        #expect(
+            FollowMerge.next(appleHead: 5, appleDone: false, storeHead: 5, storeDone: false) == .emitStore,
+            "on a tie the store's copy goes first, so Apple's copy of the same UUID is the one skipped")
         #expect(FollowMerge.next(appleHead: nil, appleDone: true, storeHead: 9, storeDone: true) == .emitStore)
         #expect(FollowMerge.next(appleHead: 3, appleDone: false, storeHead: nil, storeDone: true) == .emitApple)
         #expect(FollowMerge.next(appleHead: nil, appleDone: true, storeHead: nil, storeDone: true) == .catchUpDone)
@@ -56,9 +57,10 @@ import Testing
         bytes[10] = bytes[10] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         #expect(throws: GatewayError.self) { try codec.decode(String(decoding: bytes, as: UTF8.self)) }
         #expect(throws: GatewayError.self) { try FollowTokenCodec(key: Array(key.reversed())).decode(text) }
-        let history = ResumeTokenCodec(key: key).encode(NotificationResumeToken(
-            pageToken: "", index: 0, environment: .production, bundleID: "com.example",
-            filterHash: Array(repeating: 7, count: 32), eventSignedDate: 1, issuedAt: 1))
+        let history = ResumeTokenCodec(key: key).encode(
+            NotificationResumeToken(
+                pageToken: "", index: 0, environment: .production, bundleID: "com.example",
+                filterHash: Array(repeating: 7, count: 32), eventSignedDate: 1, issuedAt: 1))
         #expect(throws: GatewayError.self) { try codec.decode(history) }
         #expect(throws: GatewayError.self) { try ResumeTokenCodec(key: key).decode(text) }
         #expect(throws: GatewayError.self) { try codec.decode(String(repeating: "A", count: 20_000)) }
@@ -67,7 +69,8 @@ import Testing
     @Test func theWebhookBodyIsOneFlatObjectWithOneSignedPayload() {
         func payload(_ text: String) -> String? { WebhookBody.signedPayload(Array(text.utf8)) }
         #expect(payload(#"{"signedPayload":"a.b.c"}"#) == "a.b.c")
-        #expect(payload(" {\n\"signedPayload\" : \"a.b\\/c\", \"other\": 1.5e3, \"x\": null, \"y\": true } ") == "a.b/c")
+        #expect(
+            payload(" {\n\"signedPayload\" : \"a.b\\/c\", \"other\": 1.5e3, \"x\": null, \"y\": true } ") == "a.b/c")
         #expect(payload(#"{"signedPayload":"\u0061"}"#) == "a")
         for bad in [
             "", "{}", "[]", #"{"signedPayload":1}"#, #"{"signedPayload":"a","signedPayload":"b"}"#,

@@ -12,11 +12,12 @@ import Testing
 
     @Test(arguments: ["verify-handler", "history-handler", "notifications-handler"])
     func fuzzInputsReplayWithoutTrap(target: String) {
-        let method = switch target {
-        case "verify-handler": ServiceHarness.verifyJWS
-        case "history-handler": ServiceHarness.getHistory
-        default: ServiceHarness.streamNotifications
-        }
+        let method =
+            switch target {
+            case "verify-handler": ServiceHarness.verifyJWS
+            case "history-handler": ServiceHarness.getHistory
+            default: ServiceHarness.streamNotifications
+            }
         let inputs = FuzzInputs.of(target)
         #expect(inputs.count >= 5)
         for input in inputs { harness.fuzz(method, input: input) }

@@ -21,28 +21,35 @@ import Testing
         let directory: String
 
         init() throws {
-            directory = FileManager.default.temporaryDirectory
+            directory =
+                FileManager.default.temporaryDirectory
                 .appendingPathComponent("webhook-tests-\(UUID().uuidString)").path
             let state = try SimulatorState.openOrCreate(directory: directory, seed: 21, customersPerApp: 2, appCount: 2)
             simulator = state.makeSimulator()
             let root = try Certificate(contentsOfFile: state.path("pki/root.pem"))
             verifier = try SignedDataVerifier(configuration: .init(trustedRoots: [root]))
             let first = simulator.configuration.apps[0]
-            apps = [GatewayConfiguration.App(
-                name: "example", bundleId: first.bundleId, appAppleId: first.appAppleId, issuerId: "", keyId: "",
-                privateKeyFile: "", environment: .auto)]
+            apps = [
+                GatewayConfiguration.App(
+                    name: "example", bundleId: first.bundleId, appAppleId: first.appAppleId, issuerId: "", keyId: "",
+                    privateKeyFile: "", environment: .auto)
+            ]
             foreignBundle = simulator.configuration.apps[1].bundleId
         }
 
         /// A notification the simulator records and signs (not delivered anywhere).
-        func signed(bundleId: String? = nil, environment: String = "Sandbox") async throws -> (uuid: String, jws: String) {
+        func signed(bundleId: String? = nil, environment: String = "Sandbox") async throws -> (
+            uuid: String, jws: String
+        ) {
             var body: [String: Any] = [
-                "url": "http://127.0.0.1:9/unused", "deliver": false, "notificationType": "TEST", "environment": environment,
+                "url": "http://127.0.0.1:9/unused", "deliver": false, "notificationType": "TEST",
+                "environment": environment,
             ]
             if let bundleId { body["bundleId"] = bundleId }
-            let response = await simulator.handle(HTTPRequest(
-                method: "POST", target: "/simulator/notifications",
-                body: Array(try JSONSerialization.data(withJSONObject: body))))
+            let response = await simulator.handle(
+                HTTPRequest(
+                    method: "POST", target: "/simulator/notifications",
+                    body: Array(try JSONSerialization.data(withJSONObject: body))))
             let object = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
             let first = try #require((object["notifications"] as? [[String: Any]])?.first)
             return (try #require(first["notificationUUID"] as? String), try #require(first["signedPayload"] as? String))
@@ -68,11 +75,13 @@ import Testing
         let (uuid, jws) = try await fixture.signed()
         #expect(await webhook.receive(Self.body(jws)) == .stored(app: "example", uuid: uuid))
         #expect(await webhook.receive(Self.body(jws)) == .duplicate(app: "example", uuid: uuid))
-        let page = try await store.entries(after: .zero, matching: StoreFilter(bundleId: fixture.apps[0].bundleId), limit: 10)
+        let page = try await store.entries(
+            after: .zero, matching: StoreFilter(bundleId: fixture.apps[0].bundleId), limit: 10)
         #expect(page.entries.map(\.notification.uuid) == [uuid])
         #expect(page.entries.first?.notification.environment == "Sandbox")
         #expect(page.entries.first?.notification.signedPayload == jws)
-        let answer = await webhook.handle(HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
+        let answer = await webhook.handle(
+            HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
         #expect(answer.status == 200)
     }
 
@@ -84,7 +93,8 @@ import Testing
             Issue.record("a foreign app's notification must be refused as unknown")
             return
         }
-        let answer = await webhook.handle(HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
+        let answer = await webhook.handle(
+            HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
         #expect(answer.status == 403)
     }
 
@@ -101,7 +111,8 @@ import Testing
                 continue
             }
         }
-        let answer = await webhook.handle(HTTPRequest(method: "POST", target: "/apple/notifications", body: Array("{}".utf8)))
+        let answer = await webhook.handle(
+            HTTPRequest(method: "POST", target: "/apple/notifications", body: Array("{}".utf8)))
         #expect(answer.status == 400)
         #expect(try await store.lastPosition() == .zero)
     }
@@ -110,7 +121,8 @@ import Testing
         let fixture = try Fixture()
         let webhook = fixture.webhook(store: FailingStore())
         let (_, jws) = try await fixture.signed()
-        let answer = await webhook.handle(HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
+        let answer = await webhook.handle(
+            HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
         #expect(answer.status == 503)
         #expect(answer.headers.contains { $0.name == "retry-after" })
     }
@@ -128,10 +140,13 @@ struct FailingStore: NotificationStore {
     let signal = LiveSignal()
     var isShared: Bool { false }
     static let failure = NotificationStoreFailure("disk I/O error")
-    func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure) -> InsertOutcome {
+    func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
+        -> InsertOutcome
+    {
         throw Self.failure
     }
-    func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int) async throws(NotificationStoreFailure)
+    func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
+        async throws(NotificationStoreFailure)
         -> StorePage
     { throw Self.failure }
     func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)

@@ -12,7 +12,11 @@ import Testing
         let gate = Gate()
         // Two jobs hold the worker and the queue slot until the gate opens.
         let blocked = (0..<2).map { _ in
-            Task { await pool.run { while !gate.isOpen { usleep(1000) }; return 1 } }
+            Task {
+                await pool.run {
+                    while !gate.isOpen { usleep(1000) }; return 1
+                }
+            }
         }
         while pool.load < 2 { await Task.yield() }
         #expect(await pool.run { 3 } == nil)

@@ -24,7 +24,8 @@ struct AppleLibraryOracleTests {
             view = [
                 "transactionId": nonEmpty(t.transactionId), "originalTransactionId": nonEmpty(t.originalTransactionId),
                 "webOrderLineItemId": nonEmpty(t.webOrderLineItemId), "bundleId": nonEmpty(t.bundleId),
-                "productId": nonEmpty(t.productId), "subscriptionGroupIdentifier": nonEmpty(t.subscriptionGroupIdentifier),
+                "productId": nonEmpty(t.productId),
+                "subscriptionGroupIdentifier": nonEmpty(t.subscriptionGroupIdentifier),
                 "purchaseDate": ms(t.purchaseDate), "originalPurchaseDate": ms(t.originalPurchaseDate),
                 "expiresDate": ms(t.expiresDate), "quantity": t.quantity == 0 ? nil : String(t.quantity),
                 // Apple's raw strings against the `_raw` fields: equal whether or not this release knows the value.
@@ -35,7 +36,8 @@ struct AppleLibraryOracleTests {
                 "storefront": nonEmpty(t.storefront), "storefrontId": nonEmpty(t.storefrontId),
                 "rawTransactionReason": nonEmpty(t.transactionReasonRaw),
                 "rawOfferDiscountType": nonEmpty(t.offerDiscountTypeRaw),
-                "rawRevocationType": nonEmpty(t.revocationTypeRaw), "rawBillingPlanType": nonEmpty(t.billingPlanTypeRaw),
+                "rawRevocationType": nonEmpty(t.revocationTypeRaw),
+                "rawBillingPlanType": nonEmpty(t.billingPlanTypeRaw),
                 "currency": nonEmpty(t.currency), "price": t.priceMilliunits == 0 ? nil : String(t.priceMilliunits),
                 "appTransactionId": nonEmpty(t.appTransactionId), "offerPeriod": nonEmpty(t.offerPeriod),
                 "appAccountToken": nonEmpty(t.appAccountToken),
@@ -90,10 +92,11 @@ struct AppleLibraryOracleTests {
         let names = Fixture.genuineNames
         let process = Process()
         process.executableURL = venvPython
-        process.arguments = [
-            Fixture.repository.appendingPathComponent("Tests/SignedDataTests/Oracle/apple_library_decode.py").path,
-            Fixture.repository.appendingPathComponent("certs/AppleRootCA-G3.cer").path,
-        ] + names.map { Fixture.directory.appendingPathComponent($0 + ".jws").path }
+        process.arguments =
+            [
+                Fixture.repository.appendingPathComponent("Tests/SignedDataTests/Oracle/apple_library_decode.py").path,
+                Fixture.repository.appendingPathComponent("certs/AppleRootCA-G3.cer").path,
+            ] + names.map { Fixture.directory.appendingPathComponent($0 + ".jws").path }
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -119,11 +122,15 @@ struct AppleLibraryOracleTests {
                 appAppleID: identity["appAppleId"]?.int64, environment: environment)
             let result = verifier.verify(jws, requirements: requirements)
             let appleStatus = entry["status"] as? String
-            let expected: VerificationVerdict? = ["OK": VerificationVerdict.ok, "INVALID_ENVIRONMENT": .invalidEnvironment,
-                            "INVALID_APP_IDENTIFIER": .invalidAppIdentifier][appleStatus ?? ""]
+            let expected: VerificationVerdict? = [
+                "OK": VerificationVerdict.ok, "INVALID_ENVIRONMENT": .invalidEnvironment,
+                "INVALID_APP_IDENTIFIER": .invalidAppIdentifier,
+            ][appleStatus ?? ""]
             #expect(result.status == expected, "\(name): Apple says \(appleStatus ?? "?"), we say \(result.status)")
 
-            guard let decoded = entry["decoded"] as? [String: Any], let ours = PayloadDecoder.decode(result) else { continue }
+            guard let decoded = entry["decoded"] as? [String: Any], let ours = PayloadDecoder.decode(result) else {
+                continue
+            }
             let theirs = Self.flatten(decoded)
             for (key, value) in Self.appleView(ours) {
                 #expect(theirs[key] == value, "\(name).\(key): Apple \(theirs[key] ?? "absent"), ours \(value)")

@@ -20,7 +20,8 @@ import Testing
         #expect(verifier.chainCacheCount == 1)
         // A cached chain still needs a valid signature.
         var tampered = Array(second.utf8)
-        tampered[tampered.count - 5] = tampered[tampered.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        tampered[tampered.count - 5] =
+            tampered[tampered.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         #expect(verifier.verify(String(decoding: tampered, as: UTF8.self)).status == .invalidSignature)
         #expect(verifier.chainCacheHits == 2)
     }
@@ -37,7 +38,8 @@ import Testing
             var lookalike = texts
             let original = lookalike[position]
             let index = try #require(original.firstIndex(of: "K"))
-            lookalike[position] = String(original[..<index]) + "\u{212A}" + String(original[original.index(after: index)...])
+            lookalike[position] =
+                String(original[..<index]) + "\u{212A}" + String(original[original.index(after: index)...])
             #expect(lookalike[position] == original)  // Swift String equality: canonical equivalence
             let header = "{\"alg\":\"ES256\",\"x5c\":[" + lookalike.map { "\"\($0)\"" }.joined(separator: ",") + "]}"
             let token = try SignedDataSigner.sign(
@@ -58,7 +60,9 @@ import Testing
         #expect(verifier.chainCacheCount == 1)
         // A verification time before the leaf's notBefore misses, and validation then rejects it.
         let tooEarly = referenceMilliseconds - Int64(400 * day * 1000)
-        #expect(verifier.verify(try pki.signer.sign(payload: transactionPayload(signedDate: tooEarly))).status == .untrustedChain)
+        #expect(
+            verifier.verify(try pki.signer.sign(payload: transactionPayload(signedDate: tooEarly))).status
+                == .untrustedChain)
         #expect(verifier.chainCacheHits == 0)
         // Once the clock passes the leaf's notAfter the entry is dropped and not re-added; data signed
         // while the leaf was valid still verifies, through a full validation.
@@ -75,7 +79,8 @@ import Testing
         let keys = (0..<3).map { ChainCache.Key(leafText: [UInt8($0)], intermediateText: [1]) }
         cache.insert(entry, for: keys[0], now: referenceTime)
         cache.insert(entry, for: keys[1], now: referenceTime)
-        #expect(cache.leafKey(for: keys[0], verificationTime: referenceTime, now: referenceTime) != nil)  // 0 is now newest
+        // 0 is now newest
+        #expect(cache.leafKey(for: keys[0], verificationTime: referenceTime, now: referenceTime) != nil)
         cache.insert(entry, for: keys[2], now: referenceTime)
         #expect(cache.count == 2)
         #expect(cache.leafKey(for: keys[1], verificationTime: referenceTime, now: referenceTime) == nil)

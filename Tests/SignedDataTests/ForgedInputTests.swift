@@ -18,7 +18,9 @@ import Testing
         valid = try pki.signer.sign(payload: transactionPayload())
     }
 
-    private func parts(_ jws: String) -> [String] { jws.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
+    private func parts(_ jws: String) -> [String] {
+        jws.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+    }
 
     private func header(alg: String = "ES256", chain: [Certificate]) -> Data {
         let x5c = chain.map { Base64.encode($0.derBytes, variant: .standard) }
@@ -27,8 +29,10 @@ import Testing
 
     private var defaultChain: [Certificate] { [pki.leaf, pki.intermediate.certificate, pki.root.certificate] }
 
-    private func expect(_ jws: String, _ status: VerificationVerdict, mentioning text: String? = nil,
-                        sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expect(
+        _ jws: String, _ status: VerificationVerdict, mentioning text: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let result = verifier.verify(jws)
         #expect(result.status == status, "\(result.message)", sourceLocation: sourceLocation)
         if let text {
@@ -75,7 +79,8 @@ import Testing
     @Test(arguments: [2, 4, 1, 0])
     func wrongCertificateCount(count: Int) throws {
         let chain = Array((defaultChain + [pki.root.certificate]).prefix(count))
-        let token = try SignedDataSigner.sign(headerJSON: header(chain: chain), payload: transactionPayload(), key: pki.leafKey)
+        let token = try SignedDataSigner.sign(
+            headerJSON: header(chain: chain), payload: transactionPayload(), key: pki.leafKey)
         expect(token, .invalidChainLength, mentioning: "\(count)")
     }
 
@@ -91,7 +96,9 @@ import Testing
         let p = parts(valid)
         let raw = try #require(Base64.decode(p[2], variant: .urlSafeUnpadded))
         let der = try #require(ECDSA_DERForTests.encode(raw))
-        expect(p[0] + "." + p[1] + "." + Base64.encode(der, variant: .urlSafeUnpadded), .invalidSignature, mentioning: "DER")
+        expect(
+            p[0] + "." + p[1] + "." + Base64.encode(der, variant: .urlSafeUnpadded), .invalidSignature,
+            mentioning: "DER")
     }
 
     @Test func chainToAnotherRoot() throws {
@@ -108,7 +115,9 @@ import Testing
 
     @Test func leafExpiredOrNotYetValidAtSignedDate() throws {
         let expired = try pki.issueLeaf(notBefore: referenceTime - 60 * day, notAfter: referenceTime - day)
-        expect(try expired.sign(payload: transactionPayload()), .untrustedChain, mentioning: "leaf certificate had expired")
+        expect(
+            try expired.sign(payload: transactionPayload()), .untrustedChain, mentioning: "leaf certificate had expired"
+        )
         let future = try pki.issueLeaf(notBefore: referenceTime + day, notAfter: referenceTime + 60 * day)
         expect(try future.sign(payload: transactionPayload()), .untrustedChain, mentioning: "not yet valid")
         // Signed while the leaf was valid: still OK later, because validation happens at signedDate.
@@ -118,10 +127,14 @@ import Testing
 
     @Test func missingMarkerOIDs() throws {
         let plainLeaf = try pki.issueLeaf(withMarker: false)
-        expect(try plainLeaf.sign(payload: transactionPayload()), .invalidCertificate, mentioning: "1.2.840.113635.100.6.11.1")
+        expect(
+            try plainLeaf.sign(payload: transactionPayload()), .invalidCertificate,
+            mentioning: "1.2.840.113635.100.6.11.1")
         let plainIntermediate = try pki.issueIntermediate(withMarker: false)
         let underPlain = try pki.issueLeaf(from: plainIntermediate)
-        expect(try underPlain.sign(payload: transactionPayload()), .invalidCertificate, mentioning: "1.2.840.113635.100.6.2.1")
+        expect(
+            try underPlain.sign(payload: transactionPayload()), .invalidCertificate,
+            mentioning: "1.2.840.113635.100.6.2.1")
     }
 
     @Test func p384LeafIsRejected() throws {
@@ -133,10 +146,13 @@ import Testing
         let wrongBundle = verifier.verify(valid, requirements: try .init(bundleID: "com.example.wrong"))
         #expect(wrongBundle.status == .invalidAppIdentifier)
         #expect(wrongBundle.rawJSON == transactionPayload(), "the signature verified, so the payload is reported")
-        let wrongEnvironment = verifier.verify(valid, requirements: try .init(bundleID: "com.example.app", appAppleID: 1, environment: .production))
+        let wrongEnvironment = verifier.verify(
+            valid, requirements: try .init(bundleID: "com.example.app", appAppleID: 1, environment: .production))
         #expect(wrongEnvironment.status == .invalidEnvironment)
         #expect(wrongEnvironment.message.contains("Sandbox"))
-        #expect(verifier.verify(valid, requirements: try .init(bundleID: "com.example.app", environment: .sandbox)).isVerified)
+        #expect(
+            verifier.verify(valid, requirements: try .init(bundleID: "com.example.app", environment: .sandbox))
+                .isVerified)
     }
 
     @Test func garbageInputs() throws {
@@ -155,13 +171,17 @@ import Testing
         let noKind = try SignedDataSigner.sign(
             headerJSON: header(chain: defaultChain), payload: json(["signedDate": 1]), key: pki.leafKey)
         expect(noKind, .malformed)
-        let noX5c = try SignedDataSigner.sign(headerJSON: json(["alg": "ES256"]), payload: transactionPayload(), key: pki.leafKey)
+        let noX5c = try SignedDataSigner.sign(
+            headerJSON: json(["alg": "ES256"]), payload: transactionPayload(), key: pki.leafKey)
         expect(noX5c, .malformed, mentioning: "x5c")
         let badCert = try SignedDataSigner.sign(
-            headerJSON: json(["alg": "ES256", "x5c": ["AAAA", "AAAA", "AAAA"]]), payload: transactionPayload(), key: pki.leafKey)
+            headerJSON: json(["alg": "ES256", "x5c": ["AAAA", "AAAA", "AAAA"]]), payload: transactionPayload(),
+            key: pki.leafKey)
         expect(badCert, .invalidCertificate)
         let urlSafeCert = try SignedDataSigner.sign(
-            headerJSON: json(["alg": "ES256", "x5c": defaultChain.map { Base64.encode($0.derBytes, variant: .urlSafeUnpadded) }]),
+            headerJSON: json([
+                "alg": "ES256", "x5c": defaultChain.map { Base64.encode($0.derBytes, variant: .urlSafeUnpadded) },
+            ]),
             payload: transactionPayload(), key: pki.leafKey)
         expect(urlSafeCert, .invalidCertificate, mentioning: "standard base64")
     }

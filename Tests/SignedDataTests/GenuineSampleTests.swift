@@ -73,12 +73,16 @@ import Testing
         let wrongBundle = verifier.verify(transaction, requirements: try .init(bundleID: "com.example.other"))
         #expect(wrongBundle.status == .invalidAppIdentifier)
         #expect(wrongBundle.message.contains("com.example.other"))
-        #expect(verifier.verify(transaction, requirements: try .init(environment: .production)).status == .invalidEnvironment)
+        #expect(
+            verifier.verify(transaction, requirements: try .init(environment: .production)).status
+                == .invalidEnvironment)
 
         let production = try Fixture.jws("notification-Production-1")
-        let taller = try VerificationRequirements(bundleID: "com.nineton.taller", appAppleID: 6_450_284_872, environment: .production)
+        let taller = try VerificationRequirements(
+            bundleID: "com.nineton.taller", appAppleID: 6_450_284_872, environment: .production)
         #expect(verifier.verify(production, requirements: taller).isVerified)
-        let wrongID = try VerificationRequirements(bundleID: "com.nineton.taller", appAppleID: 1, environment: .production)
+        let wrongID = try VerificationRequirements(
+            bundleID: "com.nineton.taller", appAppleID: 1, environment: .production)
         #expect(verifier.verify(production, requirements: wrongID).status == .invalidAppIdentifier)
         // Production without an app Apple id cannot be bound, as in Apple's libraries.
         #expect(throws: SignedDataConfigurationError.self) {
@@ -88,7 +92,8 @@ import Testing
         #expect(verifier.verify(production, requirements: bundleOnly).status == .invalidAppIdentifier)
         // Renewal info carries no bundle id, so only the environment binds it.
         let renewal = try Fixture.jws("renewal-Sandbox-2")
-        #expect(verifier.verify(renewal, requirements: try .init(bundleID: "any.bundle", environment: .sandbox)).isVerified)
+        #expect(
+            verifier.verify(renewal, requirements: try .init(bundleID: "any.bundle", environment: .sandbox)).isVerified)
     }
 
     @Test func notificationNestedPayloadsAreVerified() throws {

@@ -10,10 +10,14 @@ import Testing
     }
 
     @Test func acceptsStandardJSON() {
-        #expect(parse(#"{"a":1,"b":[true,false,null],"c":"x\"\u00e9\ud83d\ude00","d":-0.5e2,"e":{}}"#)
-            == .object(["a": .integer(1), "b": .array([.bool(true), .bool(false), .null]), "c": .string("x\"é😀"),
-                        "d": .number(-50), "e": .object([:])]))
-        #expect(parse(" [ 9223372036854775807 , 1759302518835 ] ") == .array([.integer(.max), .integer(1_759_302_518_835)]))
+        #expect(
+            parse(#"{"a":1,"b":[true,false,null],"c":"x\"\u00e9\ud83d\ude00","d":-0.5e2,"e":{}}"#)
+                == .object([
+                    "a": .integer(1), "b": .array([.bool(true), .bool(false), .null]), "c": .string("x\"é😀"),
+                    "d": .number(-50), "e": .object([:]),
+                ]))
+        #expect(
+            parse(" [ 9223372036854775807 , 1759302518835 ] ") == .array([.integer(.max), .integer(1_759_302_518_835)]))
         #expect(parse("9223372036854775808") == .number(9_223_372_036_854_775_808))
     }
 
@@ -27,12 +31,16 @@ import Testing
     }
 
     @Test func integersAreExactAtTheDigitCountBoundaries() {
-        #expect(parse("[123456789012345678,-999999999999999999,1234567890123456789,-9223372036854775808,-0,0]")
-            == .array([.integer(123_456_789_012_345_678), .integer(-999_999_999_999_999_999),
-                       .integer(1_234_567_890_123_456_789), .integer(.min), .integer(0), .integer(0)]))
+        #expect(
+            parse("[123456789012345678,-999999999999999999,1234567890123456789,-9223372036854775808,-0,0]")
+                == .array([
+                    .integer(123_456_789_012_345_678), .integer(-999_999_999_999_999_999),
+                    .integer(1_234_567_890_123_456_789), .integer(.min), .integer(0), .integer(0),
+                ]))
         #expect(parse("-9223372036854775809") == .number(-9.223372036854775808e18))
-        #expect(parse(#"{"k":"caf\u00e9","ascii":"plain","utf8":"café"}"#)
-            == .object(["k": .string("café"), "ascii": .string("plain"), "utf8": .string("café")]))
+        #expect(
+            parse(#"{"k":"caf\u00e9","ascii":"plain","utf8":"café"}"#)
+                == .object(["k": .string("café"), "ascii": .string("plain"), "utf8": .string("café")]))
     }
 
     /// Long strings go through the 8-byte scan: a quote, backslash, control or non-ASCII byte at every

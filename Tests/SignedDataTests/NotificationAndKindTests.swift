@@ -25,9 +25,12 @@ import Testing
 
     @Test func nestedTransactionIsVerifiedAndItsFailureReported() throws {
         let inner = try pki.signer.sign(payload: transactionPayload())
-        let good = try notification(["data": [
-            "bundleId": "com.example.app", "environment": "Sandbox", "appAppleId": 42, "signedTransactionInfo": inner,
-        ]])
+        let good = try notification([
+            "data": [
+                "bundleId": "com.example.app", "environment": "Sandbox", "appAppleId": 42,
+                "signedTransactionInfo": inner,
+            ]
+        ])
         let result = verifier.verify(good, requirements: try .init(bundleID: "com.example.app", environment: .sandbox))
         #expect(result.isVerified, "\(result.message)")
         #expect(result.nestedPayloads.count == 1)
@@ -41,33 +44,54 @@ import Testing
         #expect(rejected.message.hasPrefix("signedTransactionInfo:"))
         #expect(rejected.kind == .notification)
 
-        let renewalAsTransaction = try notification(["data": [
-            "bundleId": "com.example.app",
-            "signedTransactionInfo": try pki.signer.sign(payload: json(["originalTransactionId": "1", "autoRenewStatus": 1, "signedDate": referenceMilliseconds])),
-        ]])
+        let renewalAsTransaction = try notification([
+            "data": [
+                "bundleId": "com.example.app",
+                "signedTransactionInfo": try pki.signer.sign(
+                    payload: json([
+                        "originalTransactionId": "1", "autoRenewStatus": 1, "signedDate": referenceMilliseconds,
+                    ])),
+            ]
+        ])
         #expect(verifier.verify(renewalAsTransaction).status == .wrongKind)
     }
 
     @Test func notificationIdentitySources() throws {
-        let summary = try notification(["summary": ["bundleId": "com.example.app", "environment": "Production", "appAppleId": 7]])
-        let production = try VerificationRequirements(bundleID: "com.example.app", appAppleID: 7, environment: .production)
+        let summary = try notification([
+            "summary": ["bundleId": "com.example.app", "environment": "Production", "appAppleId": 7]
+        ])
+        let production = try VerificationRequirements(
+            bundleID: "com.example.app", appAppleID: 7, environment: .production)
         #expect(verifier.verify(summary, requirements: production).isVerified)
         let otherID = try VerificationRequirements(bundleID: "com.example.app", appAppleID: 8, environment: .production)
         #expect(verifier.verify(summary, requirements: otherID).status == .invalidAppIdentifier)
 
-        let sandboxToken = try notification(["externalPurchaseToken": [
-            "externalPurchaseId": "SANDBOX_abc", "bundleId": "com.example.app", "appAppleId": 7, "tokenCreationDate": 1,
-        ]])
-        #expect(verifier.verify(sandboxToken, requirements: try .init(bundleID: "com.example.app", environment: .sandbox)).isVerified)
+        let sandboxToken = try notification([
+            "externalPurchaseToken": [
+                "externalPurchaseId": "SANDBOX_abc", "bundleId": "com.example.app", "appAppleId": 7,
+                "tokenCreationDate": 1,
+            ]
+        ])
+        #expect(
+            verifier.verify(sandboxToken, requirements: try .init(bundleID: "com.example.app", environment: .sandbox))
+                .isVerified)
         #expect(verifier.verify(sandboxToken, requirements: production).status == .invalidEnvironment)
 
-        let appData = try notification(["appData": ["bundleId": "com.example.app", "environment": "Sandbox", "appAppleId": 7]])
-        #expect(verifier.verify(appData, requirements: try .init(bundleID: "com.example.other")).status == .invalidAppIdentifier)
-        #expect(verifier.verify(appData, requirements: try .init(bundleID: "com.example.app", environment: .sandbox)).isVerified)
+        let appData = try notification([
+            "appData": ["bundleId": "com.example.app", "environment": "Sandbox", "appAppleId": 7]
+        ])
+        #expect(
+            verifier.verify(appData, requirements: try .init(bundleID: "com.example.other")).status
+                == .invalidAppIdentifier)
+        #expect(
+            verifier.verify(appData, requirements: try .init(bundleID: "com.example.app", environment: .sandbox))
+                .isVerified)
 
         let empty = try notification([:])
         #expect(verifier.verify(empty).isVerified)
-        #expect(verifier.verify(empty, requirements: try .init(bundleID: "com.example.app")).status == .invalidAppIdentifier)
+        #expect(
+            verifier.verify(empty, requirements: try .init(bundleID: "com.example.app")).status == .invalidAppIdentifier
+        )
     }
 
     @Test func appTransactionUsesReceiptCreationDate() throws {
@@ -81,10 +105,13 @@ import Testing
         #expect(result.isVerified, "\(result.message)")
         #expect(result.kind == .appTransaction)
         #expect(result.signedDate == Date(timeIntervalSince1970: TimeInterval(created) / 1000))
-        let production = try VerificationRequirements(bundleID: "com.example.app", appAppleID: 9, environment: .production)
+        let production = try VerificationRequirements(
+            bundleID: "com.example.app", appAppleID: 9, environment: .production)
         #expect(verifier.verify(try expiredLeaf.sign(payload: payload), requirements: production).isVerified)
         let sandbox = try VerificationRequirements(bundleID: "com.example.app", appAppleID: 9, environment: .sandbox)
-        #expect(verifier.verify(try expiredLeaf.sign(payload: payload), requirements: sandbox).status == .invalidEnvironment)
+        #expect(
+            verifier.verify(try expiredLeaf.sign(payload: payload), requirements: sandbox).status == .invalidEnvironment
+        )
     }
 
     @Test func missingSignedDateFallsBackToTheClock() throws {

@@ -14,7 +14,8 @@ import Testing
         let issuer = try CertificateIssuer.selfSignedRoot(
             CertificateTemplate(
                 subject: DistinguishedName(commonName: "Replay Responder"), serialNumber: 1,
-                notBefore: referenceTime - day, notAfter: referenceTime + day, role: .certificateAuthority(pathLength: nil)),
+                notBefore: referenceTime - day, notAfter: referenceTime + day,
+                role: .certificateAuthority(pathLength: nil)),
             key: key)
         let leaf = try issuer.issue(
             CertificateTemplate(
@@ -38,8 +39,10 @@ import Testing
                         trustedRoots: [issuer.certificate], now: referenceTime)
                 }
             case 1:
-                #expect(!OCSPResponder.response(
-                    to: body, issuers: [issuer], revokedSerials: [], now: referenceTime, validity: 60).isEmpty)
+                #expect(
+                    !OCSPResponder.response(
+                        to: body, issuers: [issuer], revokedSerials: [], now: referenceTime, validity: 60
+                    ).isEmpty)
             default:
                 let result = verifier.verify(String(decoding: body, as: UTF8.self), requirements: xcode)
                 if result.status == .unverifiedByDesign, PayloadDecoder.decode(result) != nil { decodedXcode += 1 }

@@ -47,7 +47,8 @@ import Testing
     }
 
     @Test func genuineRenewalInfo() throws {
-        guard case .renewalInfo(let r)? = PayloadDecoder.decode(verifier.verify(try Fixture.jws("renewal-Sandbox-2"))) else {
+        guard case .renewalInfo(let r)? = PayloadDecoder.decode(verifier.verify(try Fixture.jws("renewal-Sandbox-2")))
+        else {
             Issue.record("expected renewal info")
             return
         }
@@ -57,7 +58,8 @@ import Testing
         #expect(r.renewalDate == timestamp(1_759_302_732_000))
         #expect(r.recentSubscriptionStartDate == timestamp(1_759_301_832_000))
         #expect(r.environment == .sandbox)
-        guard case .renewalInfo(let off)? = PayloadDecoder.decode(verifier.verify(try Fixture.jws("renewal-Sandbox-3"))) else {
+        guard case .renewalInfo(let off)? = PayloadDecoder.decode(verifier.verify(try Fixture.jws("renewal-Sandbox-3")))
+        else {
             Issue.record("expected renewal info")
             return
         }
@@ -103,7 +105,8 @@ import Testing
     }
 
     @Test func unknownValuesNeverFail() throws {
-        let json = Data(#"""
+        let json = Data(
+            #"""
             {"transactionId":"1","type":"Lifetime Pass","inAppOwnershipType":"BORROWED","revocationReason":7,
              "offerType":9,"environment":"Staging","offerDiscountType":"HALF_OFF","revocationType":"NEW",
              "quantity":"two","price":12.5,"purchaseDate":-1,"brandNewField":{"a":[1,2]},
@@ -121,7 +124,8 @@ import Testing
         #expect(t.advancedCommerceInfoJson == #"{"items":[{"sku":"x"}],"requestReferenceId":"r"}"#)
         #expect(t.rawJson.contains("brandNewField"))
 
-        let n = try #require(PayloadDecoder.notification(fromJSON: Data(#"{"notificationType":"SOMETHING_NEW","subtype":"ODD"}"#.utf8)))
+        let n = try #require(
+            PayloadDecoder.notification(fromJSON: Data(#"{"notificationType":"SOMETHING_NEW","subtype":"ODD"}"#.utf8)))
         #expect(n.notificationType == .unspecified)
         #expect(n.notificationTypeRaw == "SOMETHING_NEW")
         #expect(n.subtypeRaw == "ODD")
@@ -129,12 +133,15 @@ import Testing
     }
 
     @Test func appTransactionAndOtherNotificationShapes() throws {
-        let a = try #require(PayloadDecoder.appTransaction(fromJSON: Data(#"""
-            {"receiptType":"Production","appAppleId":531412,"bundleId":"com.example","applicationVersion":"1.2",
-             "versionExternalIdentifier":512,"receiptCreationDate":1698148900000,"originalPurchaseDate":1698148800000,
-             "originalApplicationVersion":"1.1","deviceVerification":"abc=","deviceVerificationNonce":"uuid",
-             "preorderDate":1698148950000,"appTransactionId":"71134","originalPlatform":"visionOS"}
-            """#.utf8)))
+        let a = try #require(
+            PayloadDecoder.appTransaction(
+                fromJSON: Data(
+                    #"""
+                    {"receiptType":"Production","appAppleId":531412,"bundleId":"com.example","applicationVersion":"1.2",
+                     "versionExternalIdentifier":512,"receiptCreationDate":1698148900000,"originalPurchaseDate":1698148800000,
+                     "originalApplicationVersion":"1.1","deviceVerification":"abc=","deviceVerificationNonce":"uuid",
+                     "preorderDate":1698148950000,"appTransactionId":"71134","originalPlatform":"visionOS"}
+                    """#.utf8)))
         #expect(a.receiptType == .production)
         #expect(a.appAppleId == 531_412)
         #expect(a.versionExternalIdentifier == 512)
@@ -142,39 +149,51 @@ import Testing
         #expect(a.originalPlatform == .visionOS)
         #expect(a.appTransactionId == "71134")
 
-        let summary = try #require(PayloadDecoder.notification(fromJSON: Data(#"""
-            {"notificationType":"RENEWAL_EXTENSION","subtype":"SUMMARY","summary":{"environment":"LocalTesting",
-             "appAppleId":41234,"bundleId":"com.example","productId":"p","requestIdentifier":"efb27071",
-             "storefrontCountryCodes":["CAN","USA"],"succeededCount":5,"failedCount":2}}
-            """#.utf8)))
+        let summary = try #require(
+            PayloadDecoder.notification(
+                fromJSON: Data(
+                    #"""
+                    {"notificationType":"RENEWAL_EXTENSION","subtype":"SUMMARY","summary":{"environment":"LocalTesting",
+                     "appAppleId":41234,"bundleId":"com.example","productId":"p","requestIdentifier":"efb27071",
+                     "storefrontCountryCodes":["CAN","USA"],"succeededCount":5,"failedCount":2}}
+                    """#.utf8)))
         #expect(summary.subtype == .summary)
         #expect(summary.summary?.environment == .localTesting)
         #expect(summary.summary?.storefrontCountryCodes == ["CAN", "USA"])
         #expect(summary.summary?.failedCount == 2)
 
-        let token = try #require(PayloadDecoder.notification(fromJSON: Data(#"""
-            {"notificationType":"EXTERNAL_PURCHASE_TOKEN","subtype":"UNREPORTED","externalPurchaseToken":
-             {"externalPurchaseId":"b2158121","tokenCreationDate":1698148900000,"appAppleId":55555,"bundleId":"com.example"}}
-            """#.utf8)))
+        let token = try #require(
+            PayloadDecoder.notification(
+                fromJSON: Data(
+                    #"""
+                    {"notificationType":"EXTERNAL_PURCHASE_TOKEN","subtype":"UNREPORTED","externalPurchaseToken":
+                     {"externalPurchaseId":"b2158121","tokenCreationDate":1698148900000,"appAppleId":55555,"bundleId":"com.example"}}
+                    """#.utf8)))
         #expect(token.notificationType == .externalPurchaseToken)
         #expect(token.externalPurchaseToken?.tokenCreationDate == timestamp(1_698_148_900_000))
 
-        let rescind = try #require(PayloadDecoder.notification(fromJSON: Data(#"""
-            {"notificationType":"RESCIND_CONSENT","appData":{"appAppleId":41234,"bundleId":"com.example",
-             "environment":"Sandbox","signedAppTransactionInfo":"x.y.z"}}
-            """#.utf8)))
+        let rescind = try #require(
+            PayloadDecoder.notification(
+                fromJSON: Data(
+                    #"""
+                    {"notificationType":"RESCIND_CONSENT","appData":{"appAppleId":41234,"bundleId":"com.example",
+                     "environment":"Sandbox","signedAppTransactionInfo":"x.y.z"}}
+                    """#.utf8)))
         #expect(rescind.notificationType == .rescindConsent)
         #expect(rescind.appData?.signedAppTransactionInfo == "x.y.z")
     }
 
     @Test func renewalCommitmentAndWinBack() throws {
-        let r = try #require(PayloadDecoder.renewalInfo(fromJSON: Data(#"""
-            {"autoRenewStatus":1,"expirationIntent":2,"priceIncreaseStatus":0,"isInBillingRetryPeriod":true,
-             "gracePeriodExpiresDate":1698148900000,"offerType":4,"offerDiscountType":"PAY_AS_YOU_GO",
-             "eligibleWinBackOfferIds":["a","b"],"renewalBillingPlanType":"MONTHLY",
-             "commitmentInfo":{"commitmentAutoRenewProductId":"p","commitmentAutoRenewStatus":0,
-              "commitmentRenewalBillingPlanType":"BILLED_UPFRONT","commitmentRenewalDate":1000,"commitmentRenewalPrice":9990}}
-            """#.utf8)))
+        let r = try #require(
+            PayloadDecoder.renewalInfo(
+                fromJSON: Data(
+                    #"""
+                    {"autoRenewStatus":1,"expirationIntent":2,"priceIncreaseStatus":0,"isInBillingRetryPeriod":true,
+                     "gracePeriodExpiresDate":1698148900000,"offerType":4,"offerDiscountType":"PAY_AS_YOU_GO",
+                     "eligibleWinBackOfferIds":["a","b"],"renewalBillingPlanType":"MONTHLY",
+                     "commitmentInfo":{"commitmentAutoRenewProductId":"p","commitmentAutoRenewStatus":0,
+                      "commitmentRenewalBillingPlanType":"BILLED_UPFRONT","commitmentRenewalDate":1000,"commitmentRenewalPrice":9990}}
+                    """#.utf8)))
         #expect(r.expirationIntent == .billingError)
         #expect(r.priceIncreaseStatus == .notResponded)
         #expect(r.isInBillingRetryPeriod)
@@ -196,11 +215,14 @@ import Testing
 
 @Suite struct ProtoMappingTests {
     @Test func everyVerdictKindAndEnvironmentMapsOneToOne() {
-        #expect(Set(VerificationVerdict.allCases.map(\.protoStatus.rawValue)).count == VerificationVerdict.allCases.count)
+        #expect(
+            Set(VerificationVerdict.allCases.map(\.protoStatus.rawValue)).count == VerificationVerdict.allCases.count)
         #expect(!VerificationVerdict.allCases.contains { $0.protoStatus == .unspecified })
         for kind in SignedDataKind.allCases { #expect(SignedDataKind(kind.protoKind) == kind) }
         #expect(SignedDataKind(JWSKind.unspecified) == nil)
-        for environment in AppStoreEnvironment.allCases { #expect(AppStoreEnvironment(environment.protoEnvironment) == environment) }
+        for environment in AppStoreEnvironment.allCases {
+            #expect(AppStoreEnvironment(environment.protoEnvironment) == environment)
+        }
         #expect(AppStoreEnvironment(Environment.unspecified) == nil)
     }
 }

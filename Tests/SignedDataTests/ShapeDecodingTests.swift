@@ -63,9 +63,11 @@ import Testing
         #expect(r.commitmentInfo?.commitmentRenewalBillingPlanType == .billedUpfront)
         #expect(r.commitmentInfo?.commitmentRenewalBillingPlanTypeRaw == "BILLED_UPFRONT")
 
-        let app = try #require(PayloadDecoder.appTransaction(fromJSON: json([
-            "receiptType": "LocalTesting", "originalPlatform": "watchOS",
-        ])))
+        let app = try #require(
+            PayloadDecoder.appTransaction(
+                fromJSON: json([
+                    "receiptType": "LocalTesting", "originalPlatform": "watchOS",
+                ])))
         #expect((app.receiptType, app.receiptTypeRaw) == (.localTesting, "LocalTesting"))
         #expect((app.originalPlatform, app.originalPlatformRaw) == (.unspecified, "watchOS"))
 
@@ -119,14 +121,20 @@ import Testing
                 "descriptors": ["description": "Gold", "displayName": "Gold plan"], "estimatedTax": 120,
                 "period": "P1M", "requestReferenceId": "ref-1", "taxCode": "C003-00-1", "taxExclusivePrice": 9990,
                 "taxRate": "0.0725",
-                "items": [[
-                    "SKU": "gold.monthly", "description": "Gold", "displayName": "Gold", "price": 9990,
-                    "revocationDate": 1_700_000_000_000,
-                    "offer": ["period": "P1W", "periodCount": 2, "price": 0, "reason": "ACQUISITION"],
-                    "refunds": [["refundAmount": 500, "refundDate": 1_700_000_100_000, "refundReason": "LEGAL",
-                                 "refundType": "CUSTOM"]],
-                ], "not an object"],
-            ],
+                "items": [
+                    [
+                        "SKU": "gold.monthly", "description": "Gold", "displayName": "Gold", "price": 9990,
+                        "revocationDate": 1_700_000_000_000,
+                        "offer": ["period": "P1W", "periodCount": 2, "price": 0, "reason": "ACQUISITION"],
+                        "refunds": [
+                            [
+                                "refundAmount": 500, "refundDate": 1_700_000_100_000, "refundReason": "LEGAL",
+                                "refundType": "CUSTOM",
+                            ]
+                        ],
+                    ], "not an object",
+                ],
+            ]
         ])
         let info = try #require(t.advancedCommerceInfo)
         #expect(info.descriptors?.displayName == "Gold plan" && info.estimatedTaxMilliunits == 120)
@@ -142,8 +150,10 @@ import Testing
         let r = try renewal([
             "advancedCommerceInfo": [
                 "consistencyToken": "tok", "period": "P1Y",
-                "items": [["SKU": "a", "priceIncreaseInfo": ["dependentSKUs": ["b"], "price": 12, "status": "SCHEDULED"]]],
-            ],
+                "items": [
+                    ["SKU": "a", "priceIncreaseInfo": ["dependentSKUs": ["b"], "price": 12, "status": "SCHEDULED"]]
+                ],
+            ]
         ])
         #expect(r.advancedCommerceInfo?.consistencyToken == "tok")
         #expect(r.advancedCommerceInfo?.items.first?.priceIncreaseInfo?.status == "SCHEDULED")
@@ -161,7 +171,8 @@ import Testing
             "environment": "Production",
         ])
         let jws = try pki.signer.sign(payload: body)
-        let bound = try VerificationRequirements(bundleID: "com.example.app", appAppleID: 1234, environment: .production)
+        let bound = try VerificationRequirements(
+            bundleID: "com.example.app", appAppleID: 1234, environment: .production)
         let result = verifier.verify(jws, kind: .realtimeRequest, requirements: bound)
         #expect(result.status == .ok, "\(result.message)")
         guard case .realtimeRequest(let request)? = PayloadDecoder.decode(result) else {
@@ -169,7 +180,8 @@ import Testing
             return
         }
         #expect(request.userLocale == "en-US" && request.appAppleId == 1234 && request.environmentRaw == "Production")
-        let otherApp = try VerificationRequirements(bundleID: "com.example.app", appAppleID: 99, environment: .production)
+        let otherApp = try VerificationRequirements(
+            bundleID: "com.example.app", appAppleID: 99, environment: .production)
         #expect(verifier.verify(jws, requirements: otherApp).status == .invalidAppIdentifier)
         #expect(verifier.verify(jws, kind: .transaction).status == .wrongKind)
     }
@@ -180,8 +192,10 @@ import Testing
     static func xcodeJWS(_ payload: Data, signature: [UInt8] = Array(repeating: 7, count: 64)) -> String {
         let header = #"{"alg":"ES256","x5c":["eGNvZGU="],"kid":"Apple_Xcode_Key"}"#
         return [Data(header.utf8), payload, Data(signature)]
-            .map { $0.base64EncodedString().replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "") }
+            .map {
+                $0.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            }
             .joined(separator: ".")
     }
 
@@ -191,8 +205,10 @@ import Testing
     }
 
     private func xcodeApp() throws -> VerificationRequirements {
-        try VerificationRequirements(bundleID: "com.example.app", appAppleID: nil, acceptedEnvironments: [.xcode, .localTesting])
-            .acceptingUnverified([.xcode, .localTesting])
+        try VerificationRequirements(
+            bundleID: "com.example.app", appAppleID: nil, acceptedEnvironments: [.xcode, .localTesting]
+        )
+        .acceptingUnverified([.xcode, .localTesting])
     }
 
     @Test func acceptedOnlyWhereAllowed() throws {
@@ -205,15 +221,18 @@ import Testing
         }
         #expect(t.environmentRaw == "Xcode")
         // Any other requirements: the signature must be Apple's, and it is not.
-        let sandbox = try VerificationRequirements(bundleID: "com.example.app", appAppleID: nil, acceptedEnvironments: [.sandbox, .xcode])
+        let sandbox = try VerificationRequirements(
+            bundleID: "com.example.app", appAppleID: nil, acceptedEnvironments: [.sandbox, .xcode])
         #expect(![.ok, .unverifiedByDesign].contains(verifier.verify(jws, requirements: sandbox).status))
         #expect(![.ok, .unverifiedByDesign].contains(verifier.verify(jws).status))
         #expect(PayloadDecoder.decode(verifier.verify(jws)) == nil)
     }
 
     @Test func onlyXcodeAndLocalTestingCanBeUnverified() throws {
-        let requirements = try VerificationRequirements(bundleID: "com.example.app", appAppleID: nil, acceptedEnvironments: nil)
-            .acceptingUnverified([.sandbox, .production, .xcode])
+        let requirements = try VerificationRequirements(
+            bundleID: "com.example.app", appAppleID: nil, acceptedEnvironments: nil
+        )
+        .acceptingUnverified([.sandbox, .production, .xcode])
         #expect(requirements.unverifiedEnvironments == [.xcode])
         let sandbox = Self.xcodeJWS(transactionPayload(environment: "Sandbox"))
         #expect(verifier.verify(sandbox, requirements: requirements).status != .unverifiedByDesign)
@@ -244,8 +263,10 @@ import Testing
         // A nested payload claiming another environment is refused.
         let mixed = json([
             "notificationType": "ONE_TIME_CHARGE", "signedDate": referenceMilliseconds,
-            "data": ["bundleId": "com.example.app", "environment": "Xcode",
-                     "signedTransactionInfo": Self.xcodeJWS(transactionPayload(environment: "Production"))],
+            "data": [
+                "bundleId": "com.example.app", "environment": "Xcode",
+                "signedTransactionInfo": Self.xcodeJWS(transactionPayload(environment: "Production")),
+            ],
         ])
         #expect(verifier.verify(Self.xcodeJWS(mixed), requirements: try xcodeApp()).status == .invalidEnvironment)
     }

@@ -6,7 +6,8 @@ import Testing
 
 /// Fixture files, found from this source file (no SwiftPM resources).
 enum Fixture {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures")
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -20,7 +21,8 @@ enum Fixture {
     }
 
     static func appleRoot() throws -> Certificate {
-        try Certificate(derEncoded: Array(Data(contentsOf: repository.appendingPathComponent("certs/AppleRootCA-G3.cer"))))
+        try Certificate(
+            derEncoded: Array(Data(contentsOf: repository.appendingPathComponent("certs/AppleRootCA-G3.cer"))))
     }
 }
 

@@ -1,7 +1,6 @@
 import Foundation
-import Testing
-
 import SignedData
+import Testing
 
 /// Per-verification cost, printed; run only when VERIFIER_TIMING=1, ideally in release:
 /// `VERIFIER_TIMING=1 swift test -c release -Xswiftc -enable-testing --filter TimingTests`
@@ -22,6 +21,8 @@ struct TimingTests {
         }
         let warm = try measure(cacheCapacity: 256, iterations: 5000)
         let cold = try measure(cacheCapacity: 0, iterations: 1000)
-        print("TIMING warm \(String(format: "%.1f", warm)) µs/verify (\(Int(1e6 / warm))/s), cold \(String(format: "%.1f", cold)) µs/verify (\(Int(1e6 / cold))/s)")
+        print(
+            "TIMING warm \(String(format: "%.1f", warm)) µs/verify (\(Int(1e6 / warm))/s), cold \(String(format: "%.1f", cold)) µs/verify (\(Int(1e6 / cold))/s)"
+        )
     }
 }

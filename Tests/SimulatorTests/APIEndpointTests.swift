@@ -61,9 +61,11 @@ import Testing
             if page["hasMore"] as? Bool != true { break }
         }
         #expect(!seen.isEmpty, "the generated data has refunds")
-        #expect(seen == customer.transactions.filter(\.isRevoked).sorted {
-            ($0.revocationDate ?? 0, $0.transactionId) < ($1.revocationDate ?? 0, $1.transactionId)
-        }.map(\.transactionId))
+        #expect(
+            seen
+                == customer.transactions.filter(\.isRevoked).sorted {
+                    ($0.revocationDate ?? 0, $0.transactionId) < ($1.revocationDate ?? 0, $1.transactionId)
+                }.map(\.transactionId))
         #expect(errorCode(await fixture.send("GET", "/inApps/v2/refund/lookup/\(id)?revision=forged")) == 4_000_005)
     }
 
@@ -77,8 +79,11 @@ import Testing
         #expect(await fixture.send("PUT", path, body: body).status == 202)
         let extend = "/inApps/v1/subscriptions/extend/\(id)"
         #expect(errorCode(await fixture.send("PUT", extend, body: #"{"extendByDays":91}"#)) == 4_000_009)
-        #expect(errorCode(await fixture.send(
-            "PUT", extend, body: #"{"extendByDays":1,"extendReasonCode":9,"requestIdentifier":"x"}"#)) == 4_000_010)
+        #expect(
+            errorCode(
+                await fixture.send(
+                    "PUT", extend, body: #"{"extendByDays":1,"extendReasonCode":9,"requestIdentifier":"x"}"#))
+                == 4_000_010)
     }
 
     @Test func anAppAccountTokenAndAFinishChangeTheData() async {

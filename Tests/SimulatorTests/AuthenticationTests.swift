@@ -3,6 +3,7 @@ import Foundation
 import GatewayCore
 import HTTP2
 import Testing
+
 @testable import Simulator
 
 @Suite struct AuthenticationTests {
@@ -13,7 +14,8 @@ import Testing
     }
 
     static func claims(
-        _ fixture: SimulatorFixture, iss: String? = nil, iat: Int64? = nil, exp: Int64? = nil, aud: String = "appstoreconnect-v1",
+        _ fixture: SimulatorFixture, iss: String? = nil, iat: Int64? = nil, exp: Int64? = nil,
+        aud: String = "appstoreconnect-v1",
         bid: String? = nil, omitIat: Bool = false
     ) -> String {
         let now = fixture.clock.wallNow().secondsSince1970
@@ -28,15 +30,19 @@ import Testing
         let id = fixture.busiestCustomer.transactions[0].transactionId
         var headers: [(name: String, value: String)] = []
         if let authorization { headers.append(("authorization", authorization)) }
-        return await fixture.simulator.handle(HTTPRequest(method: "GET", target: "/inApps/v1/transactions/\(id)", headers: headers))
+        return await fixture.simulator.handle(
+            HTTPRequest(method: "GET", target: "/inApps/v1/transactions/\(id)", headers: headers))
     }
 
     @Test func validTokensAreAccepted() async {
         let fixture = SimulatorFixture()
         #expect(await Self.status(fixture, "Bearer \(fixture.token())").status == 200)
-        #expect(await Self.status(fixture, Self.forge(header: Self.goodHeader, claims: Self.claims(fixture))).status == 200)
+        #expect(
+            await Self.status(fixture, Self.forge(header: Self.goodHeader, claims: Self.claims(fixture))).status == 200)
         // Apple's Python client omits iat; Apple tolerates it.
-        #expect(await Self.status(fixture, Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, omitIat: true))).status == 200)
+        #expect(
+            await Self.status(fixture, Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, omitIat: true)))
+                .status == 200)
         #expect(await Self.status(fixture, "Bearer \(fixture.token(lifetime: .seconds(3600)))").status == 200)
     }
 
@@ -49,19 +55,54 @@ import Testing
             ("not bearer", "Basic abc"),
             ("garbage", "Bearer a.b"),
             ("bad signature", Self.forge(header: Self.goodHeader, claims: Self.claims(fixture), key: other)),
-            ("unknown kid", Self.forge(header: "{\"alg\":\"ES256\",\"kid\":\"ZZZZZZZZZZ\",\"typ\":\"JWT\"}", claims: Self.claims(fixture))),
-            ("other app's kid", Self.forge(header: "{\"alg\":\"ES256\",\"kid\":\"KLMNOPQRST\",\"typ\":\"JWT\"}", claims: Self.claims(fixture))),
+            (
+                "unknown kid",
+                Self.forge(
+                    header: "{\"alg\":\"ES256\",\"kid\":\"ZZZZZZZZZZ\",\"typ\":\"JWT\"}", claims: Self.claims(fixture))
+            ),
+            (
+                "other app's kid",
+                Self.forge(
+                    header: "{\"alg\":\"ES256\",\"kid\":\"KLMNOPQRST\",\"typ\":\"JWT\"}", claims: Self.claims(fixture))
+            ),
             ("wrong bid", Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, bid: "com.example.other"))),
-            ("wrong iss", Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, iss: "00000000-0000-0000-0000-000000000000"))),
+            (
+                "wrong iss",
+                Self.forge(
+                    header: Self.goodHeader, claims: Self.claims(fixture, iss: "00000000-0000-0000-0000-000000000000"))
+            ),
             ("wrong aud", Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, aud: "appstoreconnect-v2"))),
-            ("expired", Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, iat: now - 600, exp: now - 1))),
-            ("lifetime over 60 min", Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, iat: now, exp: now + 3601))),
-            ("iat in the future", Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, iat: now + 600, exp: now + 900))),
-            ("no iat, exp too far", Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, exp: now + 7200, omitIat: true))),
-            ("alg none", "Bearer " + Base64URL.encode(Array("{\"alg\":\"none\",\"kid\":\"ABCDEFGHIJ\",\"typ\":\"JWT\"}".utf8)) + "."
-                + Base64URL.encode(Array(Self.claims(fixture).utf8)) + "."),
-            ("alg HS256", Self.forge(header: "{\"alg\":\"HS256\",\"kid\":\"ABCDEFGHIJ\",\"typ\":\"JWT\"}", claims: Self.claims(fixture))),
-            ("typ missing", Self.forge(header: "{\"alg\":\"ES256\",\"kid\":\"ABCDEFGHIJ\"}", claims: Self.claims(fixture))),
+            (
+                "expired",
+                Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, iat: now - 600, exp: now - 1))
+            ),
+            (
+                "lifetime over 60 min",
+                Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, iat: now, exp: now + 3601))
+            ),
+            (
+                "iat in the future",
+                Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, iat: now + 600, exp: now + 900))
+            ),
+            (
+                "no iat, exp too far",
+                Self.forge(header: Self.goodHeader, claims: Self.claims(fixture, exp: now + 7200, omitIat: true))
+            ),
+            (
+                "alg none",
+                "Bearer " + Base64URL.encode(Array("{\"alg\":\"none\",\"kid\":\"ABCDEFGHIJ\",\"typ\":\"JWT\"}".utf8))
+                    + "."
+                    + Base64URL.encode(Array(Self.claims(fixture).utf8)) + "."
+            ),
+            (
+                "alg HS256",
+                Self.forge(
+                    header: "{\"alg\":\"HS256\",\"kid\":\"ABCDEFGHIJ\",\"typ\":\"JWT\"}", claims: Self.claims(fixture))
+            ),
+            (
+                "typ missing",
+                Self.forge(header: "{\"alg\":\"ES256\",\"kid\":\"ABCDEFGHIJ\"}", claims: Self.claims(fixture))
+            ),
         ]
         for (name, authorization) in cases {
             let response = await Self.status(fixture, authorization)

@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import Testing
+
 @testable import Simulator
 
 @Suite struct GeneratedDataTests {
@@ -25,10 +26,12 @@ import Testing
         let renewals = fixture.dataset.customers.flatMap(\.renewals)
         let notifications = fixture.dataset.allNotifications
         #expect(Set(all.map(\.kind)) == Set(SimulatedProduct.Kind.allCases))
-        #expect(all.contains { $0.productId.hasSuffix(".monthly") } && all.contains { $0.productId.hasSuffix(".yearly") })
+        #expect(
+            all.contains { $0.productId.hasSuffix(".monthly") } && all.contains { $0.productId.hasSuffix(".yearly") })
         #expect(all.contains { $0.transactionReason == "RENEWAL" })
         #expect(all.contains { $0.isUpgraded })
-        #expect(Set(all.compactMap(\.offerDiscountType)).isSuperset(of: ["FREE_TRIAL", "PAY_AS_YOU_GO", "PAY_UP_FRONT"]))
+        #expect(
+            Set(all.compactMap(\.offerDiscountType)).isSuperset(of: ["FREE_TRIAL", "PAY_AS_YOU_GO", "PAY_UP_FRONT"]))
         #expect(Set(all.compactMap(\.offerType)) == [1, 2, 3])
         #expect(Set(all.compactMap(\.revocationType)) == ["REFUND_FULL", "REFUND_PRORATED", "FAMILY_REVOKE"])
         #expect(all.contains { $0.revocationType == "REFUND_PRORATED" && ($0.revocationPercentage ?? 0) < 100_000 })
@@ -40,10 +43,11 @@ import Testing
         #expect(renewals.contains { $0.autoRenewProductId != $0.productId })
         #expect(renewals.contains { $0.gracePeriodExpiresDate != nil })
         let types = Set(notifications.map(\.notificationType))
-        #expect(types.isSuperset(of: [
-            "SUBSCRIBED", "DID_RENEW", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "EXPIRED",
-            "DID_FAIL_TO_RENEW", "REFUND", "REVOKE", "OFFER_REDEEMED", "CONSUMPTION_REQUEST", "ONE_TIME_CHARGE",
-        ]))
+        #expect(
+            types.isSuperset(of: [
+                "SUBSCRIBED", "DID_RENEW", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "EXPIRED",
+                "DID_FAIL_TO_RENEW", "REFUND", "REVOKE", "OFFER_REDEEMED", "CONSUMPTION_REQUEST", "ONE_TIME_CHARGE",
+            ]))
         let results = Set(notifications.flatMap(\.sendAttempts).map(\.result))
         #expect(results.contains("SUCCESS") && results.count >= 4)
         let now = SimulatorFixture.referenceTime.millisecondsSince1970

@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import Testing
+
 @testable import Simulator
 
 @Suite struct NotificationHistoryTests {
@@ -21,7 +22,8 @@ import Testing
         var pages = 0
         repeat {
             let query = token.map { "?paginationToken=\($0)" } ?? ""
-            let response = await fixture.send("POST", "\(environment)/inApps/v1/notifications/history\(query)", body: body)
+            let response = await fixture.send(
+                "POST", "\(environment)/inApps/v1/notifications/history\(query)", body: body)
             #expect(response.status == 200)
             let object = SimulatorFixture.object(response)
             let page = object["notificationHistory"] as? [[String: Any]] ?? []
@@ -58,14 +60,18 @@ import Testing
 
         let initial = await Self.all(
             fixture, Self.body(extra: ",\"notificationType\":\"SUBSCRIBED\",\"notificationSubtype\":\"INITIAL_BUY\""))
-        #expect(initial.payloads.map { $0["notificationUUID"] as? String ?? "" }
-            == Self.expected(fixture) { $0.notificationType == "SUBSCRIBED" && $0.subtype == "INITIAL_BUY" })
+        #expect(
+            initial.payloads.map { $0["notificationUUID"] as? String ?? "" }
+                == Self.expected(fixture) { $0.notificationType == "SUBSCRIBED" && $0.subtype == "INITIAL_BUY" })
 
         let customer = fixture.busiestCustomer
         let own = await Self.all(
             fixture, Self.body(extra: ",\"transactionId\":\"\(customer.transactions.last?.transactionId ?? "")\""))
-        #expect(own.payloads.map { $0["notificationUUID"] as? String ?? "" }
-            == Self.expected(fixture) { note in customer.notifications.contains { $0.notificationUUID == note.notificationUUID } })
+        #expect(
+            own.payloads.map { $0["notificationUUID"] as? String ?? "" }
+                == Self.expected(fixture) { note in
+                    customer.notifications.contains { $0.notificationUUID == note.notificationUUID }
+                })
 
         let failures = await Self.all(fixture, Self.body(extra: ",\"onlyFailures\":true"))
         #expect(!failures.items.isEmpty)
@@ -93,7 +99,8 @@ import Testing
 
     @Test func futureEndDateIsClampedAndSandboxWindowIs30Days() async {
         let fixture = SimulatorFixture()
-        let clamped = await fixture.send("POST", "/inApps/v1/notifications/history", body: Self.body(end: Self.now + 10 * Self.day))
+        let clamped = await fixture.send(
+            "POST", "/inApps/v1/notifications/history", body: Self.body(end: Self.now + 10 * Self.day))
         #expect(clamped.status == 200)
         let old = await fixture.send(
             "POST", "/inApps/v1/notifications/history", body: Self.body(start: Self.now - 40 * Self.day),
@@ -102,13 +109,14 @@ import Testing
         let recent = await Self.all(fixture, Self.body(start: Self.now - 29 * Self.day), environment: "/sandbox")
         #expect(!recent.payloads.isEmpty)
         // Every payload kind says sandbox: `data`, `summary` and `appData` by field, tokens by their id's prefix.
-        #expect(recent.payloads.allSatisfy { payload in
-            if let token = payload["externalPurchaseToken"] as? [String: Any] {
-                return (token["externalPurchaseId"] as? String)?.hasPrefix("SANDBOX") == true
-            }
-            let container = (payload["data"] ?? payload["summary"] ?? payload["appData"]) as? [String: Any]
-            return container?["environment"] as? String == "Sandbox"
-        })
+        #expect(
+            recent.payloads.allSatisfy { payload in
+                if let token = payload["externalPurchaseToken"] as? [String: Any] {
+                    return (token["externalPurchaseId"] as? String)?.hasPrefix("SANDBOX") == true
+                }
+                let container = (payload["data"] ?? payload["summary"] ?? payload["appData"]) as? [String: Any]
+                return container?["environment"] as? String == "Sandbox"
+            })
     }
 
     @Test(arguments: [
@@ -119,7 +127,8 @@ import Testing
         (body(extra: ",\"notificationType\":\"DID_RENEW\",\"notificationSubtype\":\"VOLUNTARY\""), 4_000_018),
         (body(extra: ",\"notificationSubtype\":\"INITIAL_BUY\""), 4_000_018),
         (body(extra: ",\"notificationType\":\"DID_RENEW\",\"transactionId\":\"2000000000000001\""), 4_000_019),
-        (body(extra: ",\"transactionId\":\"abc\""), 4_000_006), (body(extra: ",\"transactionId\":\"9999999\""), 4_040_010),
+        (body(extra: ",\"transactionId\":\"abc\""), 4_000_006),
+        (body(extra: ",\"transactionId\":\"9999999\""), 4_040_010),
         ("not json", 4_000_000),
     ])
     func badRequestsAnswerApplesCodes(body: String, code: Int) async {
@@ -137,14 +146,17 @@ import Testing
         let next = await fixture.send("POST", "/inApps/v1/notifications/history?paginationToken=\(token)", body: body)
         #expect(next.status == 200)
         for bad in ["garbage", String(token.dropLast(2)) + "AA"] {
-            let response = await fixture.send("POST", "/inApps/v1/notifications/history?paginationToken=\(bad)", body: body)
+            let response = await fixture.send(
+                "POST", "/inApps/v1/notifications/history?paginationToken=\(bad)", body: body)
             #expect(SimulatorFixture.object(response)["errorCode"] as? Int == 4_000_014)
         }
         let otherFilters = await fixture.send(
-            "POST", "/inApps/v1/notifications/history?paginationToken=\(token)", body: Self.body(extra: ",\"onlyFailures\":true"))
+            "POST", "/inApps/v1/notifications/history?paginationToken=\(token)",
+            body: Self.body(extra: ",\"onlyFailures\":true"))
         #expect(SimulatorFixture.object(otherFilters)["errorCode"] as? Int == 4_000_014)
         fixture.clock.advance(by: .seconds(601))
-        let expired = await fixture.send("POST", "/inApps/v1/notifications/history?paginationToken=\(token)", body: body)
+        let expired = await fixture.send(
+            "POST", "/inApps/v1/notifications/history?paginationToken=\(token)", body: body)
         #expect(SimulatorFixture.object(expired)["errorCode"] as? Int == 4_000_017)
     }
 }

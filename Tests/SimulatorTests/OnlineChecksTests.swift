@@ -49,17 +49,20 @@ import Testing
     let clock = Clock()
 
     private func verifier(_ responder: Responder, online: Bool = true) throws -> SignedDataVerifier {
-        var configuration = SignedDataVerifier.Configuration(trustedRoots: [SimulatorFixture.sharedPKI.root.certificate])
+        var configuration = SignedDataVerifier.Configuration(trustedRoots: [SimulatorFixture.sharedPKI.root.certificate]
+        )
         configuration.onlineChecks = online
         return try SignedDataVerifier(configuration: configuration, clock: clock, ocspTransport: responder)
     }
 
     private func transaction(signedBy pki: SimulatorPKI) throws -> String {
-        try pki.sign(.object([
-            ("transactionId", .string("7")), ("originalTransactionId", .string("7")), ("bundleId", .string("com.example")),
-            ("signedDate", .integer(Int64(Self.referenceTime.timeIntervalSince1970 * 1000))),
-            ("environment", .string("Sandbox")),
-        ]))
+        try pki.sign(
+            .object([
+                ("transactionId", .string("7")), ("originalTransactionId", .string("7")),
+                ("bundleId", .string("com.example")),
+                ("signedDate", .integer(Int64(Self.referenceTime.timeIntervalSince1970 * 1000))),
+                ("environment", .string("Sandbox")),
+            ]))
     }
 
     @Test func goodLeafIsCheckedOnceThenCached() async throws {

@@ -2,6 +2,7 @@ import Foundation
 import GatewayCore
 import HTTP2
 import Testing
+
 @testable import Simulator
 
 @Suite struct RateLimitTests {
@@ -50,7 +51,9 @@ import Testing
 
     @Test func errorCodesUseTheirStatus() async {
         let fixture = SimulatorFixture()
-        for (code, status) in [(5_000_001, 500), (4_040_002, 404), (4_290_000, 429), (4_000_006, 400), (5_000_000, 500)] {
+        for (code, status) in [
+            (5_000_001, 500), (4_040_002, 404), (4_290_000, 429), (4_000_006, 400), (5_000_000, 500),
+        ] {
             let response = await Self.fault(fixture, "error=\(code)")
             #expect(response.status == status)
             #expect(SimulatorFixture.object(response)["errorCode"] as? Int == code)
@@ -82,8 +85,10 @@ import Testing
                 seed: 1, customersPerApp: 2, apps: [app], clock: clock, sleep: { await slept.record($0) }),
             pki: SimulatorFixture.sharedPKI)
         _ = await simulator.handle(HTTPRequest(method: "GET", target: "/x", headers: []))
-        _ = await simulator.handle(HTTPRequest(
-            method: "GET", target: "/inApps/v1/transactions/1", headers: [("x-simulator-fault", "latency=250ms,latency=2s")]))
+        _ = await simulator.handle(
+            HTTPRequest(
+                method: "GET", target: "/inApps/v1/transactions/1",
+                headers: [("x-simulator-fault", "latency=250ms,latency=2s")]))
         #expect(await slept.durations == [.milliseconds(250), .seconds(2)])
     }
 

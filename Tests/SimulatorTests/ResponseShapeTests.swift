@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import Testing
+
 @testable import Simulator
 
 /// The simulator's JSON has the same keys as Apple's samples (Fixtures/, from Apple's libraries).
@@ -27,8 +28,10 @@ import Testing
     @Test func notificationHistory() async {
         let fixture = SimulatorFixture()
         let now = SimulatorFixture.referenceTime.millisecondsSince1970
-        let body = SimulatorFixture.object(await fixture.send(
-            "POST", "/inApps/v1/notifications/history", body: "{\"startDate\":\(now - 100 * 86_400_000),\"endDate\":\(now)}"))
+        let body = SimulatorFixture.object(
+            await fixture.send(
+                "POST", "/inApps/v1/notifications/history",
+                body: "{\"startDate\":\(now - 100 * 86_400_000),\"endDate\":\(now)}"))
         let sample = Self.sample("getNotificationHistoryResponse")
         #expect(Self.keys(body) == Self.keys(sample))
         let item = (body["notificationHistory"] as? [[String: Any]])?.first
@@ -48,8 +51,9 @@ import Testing
         let group = (body["data"] as? [[String: Any]])?.first
         let sampleGroup = (sample["data"] as? [[String: Any]])?.first
         #expect(Self.keys(group) == Self.keys(sampleGroup))
-        #expect(Self.keys((group?["lastTransactions"] as? [[String: Any]])?.first)
-            == Self.keys((sampleGroup?["lastTransactions"] as? [[String: Any]])?.first))
+        #expect(
+            Self.keys((group?["lastTransactions"] as? [[String: Any]])?.first)
+                == Self.keys((sampleGroup?["lastTransactions"] as? [[String: Any]])?.first))
     }
 
     @Test func testNotificationPair() async {
@@ -74,14 +78,17 @@ import Testing
         let fixture = SimulatorFixture()
         let notFound = SimulatorFixture.object(await fixture.send("GET", "/inApps/v1/transactions/1999999999999999"))
         #expect(Self.keys(notFound) == Self.keys(Self.sample("transactionIdNotFoundError")))
-        #expect(notFound["errorMessage"] as? String == Self.sample("transactionIdNotFoundError")["errorMessage"] as? String)
+        #expect(
+            notFound["errorMessage"] as? String == Self.sample("transactionIdNotFoundError")["errorMessage"] as? String)
         let invalid = SimulatorFixture.object(await fixture.send("GET", "/inApps/v1/transactions/abc"))
-        #expect(invalid["errorMessage"] as? String == Self.sample("invalidTransactionIdError")["errorMessage"] as? String)
+        #expect(
+            invalid["errorMessage"] as? String == Self.sample("invalidTransactionIdError")["errorMessage"] as? String)
         let limited = SimulatorFixture(rateLimitScale: 0.001)
         _ = await limited.send("POST", "/inApps/v1/notifications/test")
         let tooMany = SimulatorFixture.object(await limited.send("POST", "/inApps/v1/notifications/test"))
         #expect(tooMany["errorCode"] as? Int == 4_290_000)
-        #expect(tooMany["errorMessage"] as? String == Self.sample("apiTooManyRequestsException")["errorMessage"] as? String)
+        #expect(
+            tooMany["errorMessage"] as? String == Self.sample("apiTooManyRequestsException")["errorMessage"] as? String)
     }
 
     @Test func statusFilter() async {
@@ -89,15 +96,20 @@ import Testing
         for customer in fixture.dataset.customers where customer.renewals.count > 0 {
             let id = customer.appTransactionId
             for status in 1...5 {
-                let body = SimulatorFixture.object(await fixture.send("GET", "/inApps/v1/subscriptions/\(id)?status=\(status)"))
+                let body = SimulatorFixture.object(
+                    await fixture.send("GET", "/inApps/v1/subscriptions/\(id)?status=\(status)"))
                 let returned = (body["data"] as? [[String: Any]] ?? []).flatMap {
                     ($0["lastTransactions"] as? [[String: Any]] ?? []).map { $0["status"] as? Int ?? 0 }
                 }
                 #expect(returned.count == customer.renewals.filter { $0.status == status }.count)
                 #expect(returned.allSatisfy { $0 == status })
             }
-            let both = SimulatorFixture.object(await fixture.send("GET", "/inApps/v1/subscriptions/\(id)?status=1&status=2&status=3&status=4&status=5"))
-            #expect((both["data"] as? [[String: Any]] ?? []).count == Set(customer.renewals.map(\.subscriptionGroupIdentifier)).count)
+            let both = SimulatorFixture.object(
+                await fixture.send("GET", "/inApps/v1/subscriptions/\(id)?status=1&status=2&status=3&status=4&status=5")
+            )
+            #expect(
+                (both["data"] as? [[String: Any]] ?? []).count
+                    == Set(customer.renewals.map(\.subscriptionGroupIdentifier)).count)
         }
         let id = fixture.busiestCustomer.transactions[0].transactionId
         for bad in ["0", "6", "active", ""] {

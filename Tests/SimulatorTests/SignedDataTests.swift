@@ -3,6 +3,7 @@ import Foundation
 import GatewayCore
 import SignedData
 import Testing
+
 @testable import Simulator
 
 /// Every JWS the simulator returns verifies against its root like Apple's data against Apple's root.
@@ -31,7 +32,9 @@ import Testing
         #expect(certificates[0].hasExtension(oid: "1.2.840.113635.100.6.11.1"))
         let signedDate = (SimulatorFixture.payload(jws)["signedDate"] as? Int64) ?? 0
         let at = Date(timeIntervalSince1970: TimeInterval(signedDate) / 1000)
-        if case .invalid(let failure) = validator.validate(leaf: certificates[0], intermediates: [certificates[1]], at: at) {
+        if case .invalid(let failure) = validator.validate(
+            leaf: certificates[0], intermediates: [certificates[1]], at: at)
+        {
             Issue.record("chain: \(failure)")
         }
         let key = try? certificates[0].publicKey()
@@ -61,17 +64,21 @@ import Testing
         let validator = try CertificateChainValidator(trustedRoots: [root])
         let customer = fixture.busiestCustomer
         var all: [String] = []
-        let history = SimulatorFixture.object(await fixture.send("GET", "/inApps/v2/history/\(customer.appTransactionId)"))
+        let history = SimulatorFixture.object(
+            await fixture.send("GET", "/inApps/v2/history/\(customer.appTransactionId)"))
         all += history["signedTransactions"] as? [String] ?? []
-        let statuses = SimulatorFixture.object(await fixture.send("GET", "/inApps/v1/subscriptions/\(customer.appTransactionId)"))
+        let statuses = SimulatorFixture.object(
+            await fixture.send("GET", "/inApps/v1/subscriptions/\(customer.appTransactionId)"))
         for group in statuses["data"] as? [[String: Any]] ?? [] {
             for last in group["lastTransactions"] as? [[String: Any]] ?? [] {
                 all += [last["signedTransactionInfo"], last["signedRenewalInfo"]].compactMap { $0 as? String }
             }
         }
         let now = SimulatorFixture.referenceTime.millisecondsSince1970
-        let notifications = SimulatorFixture.object(await fixture.send(
-            "POST", "/inApps/v1/notifications/history", body: "{\"startDate\":\(now - 170 * 86_400_000),\"endDate\":\(now)}"))
+        let notifications = SimulatorFixture.object(
+            await fixture.send(
+                "POST", "/inApps/v1/notifications/history",
+                body: "{\"startDate\":\(now - 170 * 86_400_000),\"endDate\":\(now)}"))
         for item in notifications["notificationHistory"] as? [[String: Any]] ?? [] {
             guard let signed = item["signedPayload"] as? String else { continue }
             all.append(signed)

@@ -3,6 +3,7 @@ import Foundation
 import GatewayCore
 import HTTP2
 import SignedData
+
 @testable import Simulator
 
 /// ES256 with a Cryptography key, for GatewayCore's `AppStoreJWT`.
@@ -39,12 +40,15 @@ struct SimulatorFixture {
     let app: SimulatedApp
     let otherApp: SimulatedApp
 
-    init(seed: UInt64 = 42, customers: Int = 12, rateLimitScale: Double = 100, faults: [FaultRule] = [],
-         paginationTokenLifetime: Duration = .seconds(3600)) {
+    init(
+        seed: UInt64 = 42, customers: Int = 12, rateLimitScale: Double = 100, faults: [FaultRule] = [],
+        paginationTokenLifetime: Duration = .seconds(3600)
+    ) {
         clock = ManualClock(wall: Self.referenceTime)
         app = SimulatedApp(
             name: "example", bundleId: "com.example.app", appAppleId: 1_234_567_890,
-            issuerId: "57246542-96fe-1a63-e053-0824d011072a", keyId: "ABCDEFGHIJ", publicKey: Self.publicKey(Self.appKey))
+            issuerId: "57246542-96fe-1a63-e053-0824d011072a", keyId: "ABCDEFGHIJ",
+            publicKey: Self.publicKey(Self.appKey))
         otherApp = SimulatedApp(
             name: "other", bundleId: "com.example.other", appAppleId: 987_654_321,
             issuerId: "57246542-96fe-1a63-e053-0824d011072a", keyId: "KLMNOPQRST",

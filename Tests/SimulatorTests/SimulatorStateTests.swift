@@ -2,6 +2,7 @@ import Cryptography
 import Foundation
 import GatewayCore
 import Testing
+
 @testable import Simulator
 
 @Suite struct SimulatorStateTests {
@@ -24,8 +25,9 @@ import Testing
         let a = first.makeSimulator { $0.clock = clock }
         let b = second.makeSimulator { $0.clock = clock }
         let bundleId = first.apps[0].bundleId
-        #expect(a.dataset(bundleId: bundleId, environment: .production)?.customers
-            == b.dataset(bundleId: bundleId, environment: .production)?.customers)
+        #expect(
+            a.dataset(bundleId: bundleId, environment: .production)?.customers
+                == b.dataset(bundleId: bundleId, environment: .production)?.customers)
         for keyId in first.apps.map(\.keyId) {
             let attributes = try FileManager.default.attributesOfItem(atPath: first.privateKeyPath(keyId: keyId))
             #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
@@ -45,11 +47,15 @@ import Testing
         let pem = try String(contentsOfFile: state.privateKeyPath(keyId: app.keyId), encoding: .utf8)
         let key = try ECPrivateKey(pkcs8PEM: pem)
         let token = try AppStoreJWT.mint(
-            identity: JWTIdentity(issuerID: app.issuerId, keyID: app.keyId, bundleID: app.bundleId), now: clock.wallNow(),
-            signer: KeySigner(key: key)).token
-        let id = simulator.dataset(bundleId: app.bundleId, environment: .production)?.customers[0].appTransactionId ?? ""
-        let response = await simulator.handle(.init(
-            method: "GET", target: "/inApps/v2/history/\(id)", headers: [("authorization", "Bearer \(token)")]))
+            identity: JWTIdentity(issuerID: app.issuerId, keyID: app.keyId, bundleID: app.bundleId),
+            now: clock.wallNow(),
+            signer: KeySigner(key: key)
+        ).token
+        let id =
+            simulator.dataset(bundleId: app.bundleId, environment: .production)?.customers[0].appTransactionId ?? ""
+        let response = await simulator.handle(
+            .init(
+                method: "GET", target: "/inApps/v2/history/\(id)", headers: [("authorization", "Bearer \(token)")]))
         #expect(response.status == 200)
     }
 
@@ -58,7 +64,8 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let state = try SimulatorState.openOrCreate(directory: directory, seed: 5, customersPerApp: 3, appCount: 2)
         let tls = try state.issueTLSServerCertificate()
-        let path = try state.writeGatewayConfiguration(productionURL: "https://localhost:8443/", caFile: tls.caCertificatePath)
+        let path = try state.writeGatewayConfiguration(
+            productionURL: "https://localhost:8443/", caFile: tls.caCertificatePath)
         #expect(path == state.path("gateway.yaml"))
         let yaml = try String(contentsOfFile: path, encoding: .utf8)
         let configuration = try GatewayConfiguration.load(yaml: yaml)

@@ -1,6 +1,7 @@
 import Foundation
 import GatewayCore
 import Testing
+
 @testable import Simulator
 
 @Suite struct TransactionHistoryFilterTests {
@@ -52,21 +53,27 @@ import Testing
             $0.subscriptionGroupIdentifier == catalog.premiumGroup
         }
         await Self.expect(
-            fixture, "subscriptionGroupIdentifier=\(catalog.premiumGroup)&subscriptionGroupIdentifier=\(catalog.newsGroup)"
+            fixture,
+            "subscriptionGroupIdentifier=\(catalog.premiumGroup)&subscriptionGroupIdentifier=\(catalog.newsGroup)"
         ) { $0.subscriptionGroupIdentifier != nil }
         await Self.expect(fixture, "inAppOwnershipType=PURCHASED") { $0.inAppOwnershipType == "PURCHASED" }
         await Self.expect(fixture, "revoked=false") { !$0.isRevoked }
         await Self.expect(fixture, "excludeRevoked=true") { !$0.isRevoked }
-        let shared = fixture.dataset.customers.first { $0.transactions.contains { $0.inAppOwnershipType == "FAMILY_SHARED" } }
+        let shared = fixture.dataset.customers.first {
+            $0.transactions.contains { $0.inAppOwnershipType == "FAMILY_SHARED" }
+        }
         let revoked = fixture.dataset.customers.first { $0.transactions.contains(where: \.isRevoked) }
         if let shared {
-            #expect(await Self.ids(fixture, shared, "inAppOwnershipType=FAMILY_SHARED")
-                == Set(shared.transactions.filter { $0.inAppOwnershipType == "FAMILY_SHARED" }.map(\.transactionId)))
+            #expect(
+                await Self.ids(fixture, shared, "inAppOwnershipType=FAMILY_SHARED")
+                    == Set(shared.transactions.filter { $0.inAppOwnershipType == "FAMILY_SHARED" }.map(\.transactionId))
+            )
         }
         #expect(revoked != nil)
         if let revoked {
-            #expect(await Self.ids(fixture, revoked, "revoked=true")
-                == Set(revoked.transactions.filter(\.isRevoked).map(\.transactionId)))
+            #expect(
+                await Self.ids(fixture, revoked, "revoked=true")
+                    == Set(revoked.transactions.filter(\.isRevoked).map(\.transactionId)))
         }
     }
 
@@ -74,13 +81,15 @@ import Testing
         ("startDate=yesterday", 4_000_015), ("endDate=-5", 4_000_016), ("startDate=10&endDate=10", 4_000_013),
         ("startDate=20&endDate=10", 4_000_013), ("sort=UP", 4_000_021), ("sort=ASCENDING&sort=DESCENDING", 4_000_021),
         ("productType=SUBSCRIPTION", 4_000_022), ("productType=CONSUMABLE&productType=consumable", 4_000_022),
-        ("productId=", 4_000_023), ("subscriptionGroupIdentifier=", 4_000_024), ("inAppOwnershipType=SHARED", 4_000_026),
+        ("productId=", 4_000_023), ("subscriptionGroupIdentifier=", 4_000_024),
+        ("inAppOwnershipType=SHARED", 4_000_026),
         ("revoked=True", 4_000_030), ("revoked=yes", 4_000_030), ("excludeRevoked=1", 4_000_025),
         ("revision=nope", 4_000_005),
     ])
     func badParametersAnswer400WithApplesCode(query: String, code: Int) async {
         let fixture = SimulatorFixture()
-        let response = await fixture.send("GET", "/inApps/v2/history/\(fixture.busiestCustomer.transactions[0].transactionId)?\(query)")
+        let response = await fixture.send(
+            "GET", "/inApps/v2/history/\(fixture.busiestCustomer.transactions[0].transactionId)?\(query)")
         #expect(response.status == 400)
         #expect(response.headers.contains { $0.name == "content-type" && $0.value == "application/json" })
         #expect(SimulatorFixture.object(response)["errorCode"] as? Int == code)

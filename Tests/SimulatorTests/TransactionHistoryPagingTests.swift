@@ -2,6 +2,7 @@ import Foundation
 import GatewayCore
 import HTTP2
 import Testing
+
 @testable import Simulator
 
 @Suite struct TransactionHistoryPagingTests {
@@ -63,7 +64,8 @@ import Testing
         }
         let changed = firstIds[3]
         fixture.clock.advance(by: .seconds(10))
-        #expect(fixture.simulator.refund(transactionId: changed, bundleId: fixture.app.bundleId, environment: .production))
+        #expect(
+            fixture.simulator.refund(transactionId: changed, bundleId: fixture.app.bundleId, environment: .production))
         var ids = firstIds
         var revision = first["revision"] as? String ?? ""
         var revokedAgain = false
@@ -74,7 +76,8 @@ import Testing
                 let payload = SimulatorFixture.payload(jws)
                 ids.append(payload["transactionId"] as? String ?? "")
                 if payload["transactionId"] as? String == changed {
-                    revokedAgain = payload["revocationDate"] != nil && payload["revocationType"] as? String == "REFUND_FULL"
+                    revokedAgain =
+                        payload["revocationDate"] != nil && payload["revocationType"] as? String == "REFUND_FULL"
                 }
             }
             revision = body["revision"] as? String ?? ""
@@ -104,7 +107,8 @@ import Testing
         let fixture = SimulatorFixture()
         let id = fixture.busiestCustomer.transactions[0].transactionId
         for revision in ["abc", "12_", "x_1", "1_2_3"] {
-            let body = SimulatorFixture.object(await fixture.send("GET", "/inApps/v2/history/\(id)?revision=\(revision)"))
+            let body = SimulatorFixture.object(
+                await fixture.send("GET", "/inApps/v2/history/\(id)?revision=\(revision)"))
             #expect(body["errorCode"] as? Int == 4_000_005)
         }
     }

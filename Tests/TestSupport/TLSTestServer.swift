@@ -32,7 +32,8 @@ public final class TLSTestServer: Sendable {
             for: serverKey.publicKey)
         let certificatePath = directory.appendingPathComponent("cert.pem")
         let keyPath = directory.appendingPathComponent("key.pem")
-        try ca.certificate.pemEncoded.write(to: directory.appendingPathComponent("ca.pem"), atomically: true, encoding: .utf8)
+        try ca.certificate.pemEncoded.write(
+            to: directory.appendingPathComponent("ca.pem"), atomically: true, encoding: .utf8)
         try certificate.pemEncoded.write(to: certificatePath, atomically: true, encoding: .utf8)
         try serverKey.pkcs8PEM().write(to: keyPath, atomically: true, encoding: .utf8)
         let context = try TLSContext(certificateChainFile: certificatePath.path, privateKeyFile: keyPath.path)

@@ -43,7 +43,8 @@ public final class ConfigurationReader {
             throw ConfigurationError(key: path, problem: "must be an integer, got '\(text)'")
         }
         if let range, !range.contains(value) {
-            throw ConfigurationError(key: path, problem: "must be between \(range.lowerBound) and \(range.upperBound), got \(value)")
+            throw ConfigurationError(
+                key: path, problem: "must be between \(range.lowerBound) and \(range.upperBound), got \(value)")
         }
         return value
     }
@@ -54,7 +55,8 @@ public final class ConfigurationReader {
             throw ConfigurationError(key: path, problem: "must be a number, got '\(text)'")
         }
         if let range, !range.contains(value) {
-            throw ConfigurationError(key: path, problem: "must be between \(range.lowerBound) and \(range.upperBound), got \(value)")
+            throw ConfigurationError(
+                key: path, problem: "must be between \(range.lowerBound) and \(range.upperBound), got \(value)")
         }
         return value
     }
@@ -72,7 +74,8 @@ public final class ConfigurationReader {
     public func milliseconds(_ path: String) throws(ConfigurationError) -> UInt64? {
         guard let text = try string(path) else { return nil }
         guard let value = DurationText.milliseconds(text) else {
-            throw ConfigurationError(key: path, problem: "must be a duration such as 500ms, 20s, 5m or 2h, got '\(text)'")
+            throw ConfigurationError(
+                key: path, problem: "must be a duration such as 500ms, 20s, 5m or 2h, got '\(text)'")
         }
         return value
     }
@@ -187,7 +190,9 @@ public final class ConfigurationReader {
                 current = sequence[index]
             }
         }
-        if let scalar = current?.scalar, scalar.style == .plain, ["", "~", "null", "Null", "NULL"].contains(scalar.string) {
+        if let scalar = current?.scalar, scalar.style == .plain,
+            ["", "~", "null", "Null", "NULL"].contains(scalar.string)
+        {
             return nil  // `key:` with no value counts as absent
         }
         return current

@@ -34,15 +34,21 @@ extension GatewayConfiguration {
             if let threads = try reader.integer("threads", in: 0...1024) { config.threads = threads }
         }
         key { () throws(ConfigurationError) in
-            if let text = try reader.string("admin") { config.admin = text.isEmpty ? nil : try address(text, key: "admin") }
+            if let text = try reader.string("admin") {
+                config.admin = text.isEmpty ? nil : try address(text, key: "admin")
+            }
         }
 
         let limits = "limits"
         set(\.limits.maxReceiveMessageBytes, try reader.integer("\(limits).maxReceiveMessageBytes", in: 1...(1 << 30)))
         set(\.limits.maxConcurrentStreams, try reader.integer("\(limits).maxConcurrentStreams", in: 1...1_000_000))
         set(\.limits.maxHeaderListBytes, try reader.integer("\(limits).maxHeaderListBytes", in: 1024...(1 << 20)))
-        set(\.limits.initialWindowBytes, try reader.integer("\(limits).initialWindowBytes", in: 65_535...Int(Int32.max)))
-        set(\.limits.streamWriteBufferBytes, try reader.integer("\(limits).streamWriteBufferBytes", in: 1024...(1 << 30)))
+        set(
+            \.limits.initialWindowBytes, try reader.integer("\(limits).initialWindowBytes", in: 65_535...Int(Int32.max))
+        )
+        set(
+            \.limits.streamWriteBufferBytes,
+            try reader.integer("\(limits).streamWriteBufferBytes", in: 1024...(1 << 30)))
         key { () throws(ConfigurationError) in
             try loadBufferAndDeadlineLimits(reader, into: &config.limits)
         }
@@ -51,7 +57,9 @@ extension GatewayConfiguration {
         set(\.connection.keepaliveTimeMilliseconds, try reader.milliseconds("connection.keepaliveTime"))
         key { () throws(ConfigurationError) in
             if let v = try reader.milliseconds("connection.keepaliveTimeout") {
-                guard v > 0 else { throw ConfigurationError(key: "connection.keepaliveTimeout", problem: "must be more than 0") }
+                guard v > 0 else {
+                    throw ConfigurationError(key: "connection.keepaliveTimeout", problem: "must be more than 0")
+                }
                 config.connection.keepaliveTimeoutMilliseconds = v
             }
         }
@@ -95,21 +103,29 @@ extension GatewayConfiguration {
         set(\.notifications.resumeTokenKeyFile, try reader.string("notifications.resumeTokenKey"))
 
         key { () throws(ConfigurationError) in
-            if let v = try reader.string("apple.productionURL") { config.apple.productionURL = try url(v, key: "apple.productionURL") }
+            if let v = try reader.string("apple.productionURL") {
+                config.apple.productionURL = try url(v, key: "apple.productionURL")
+            }
         }
         key { () throws(ConfigurationError) in
-            if let v = try reader.string("apple.sandboxURL") { config.apple.sandboxURL = try url(v, key: "apple.sandboxURL") }
+            if let v = try reader.string("apple.sandboxURL") {
+                config.apple.sandboxURL = try url(v, key: "apple.sandboxURL")
+            }
         }
         set(\.apple.caFile, try reader.string("apple.caFile"))
         key { () throws(ConfigurationError) in
             if let v = try reader.milliseconds("apple.requestTimeout") {
-                guard v > 0 else { throw ConfigurationError(key: "apple.requestTimeout", problem: "must be more than 0") }
+                guard v > 0 else {
+                    throw ConfigurationError(key: "apple.requestTimeout", problem: "must be more than 0")
+                }
                 config.apple.requestTimeoutMilliseconds = v
             }
         }
         key { () throws(ConfigurationError) in
             if let v = try reader.milliseconds("apple.connectTimeout") {
-                guard v > 0 else { throw ConfigurationError(key: "apple.connectTimeout", problem: "must be more than 0") }
+                guard v > 0 else {
+                    throw ConfigurationError(key: "apple.connectTimeout", problem: "must be more than 0")
+                }
                 config.apple.connectTimeoutMilliseconds = v
             }
         }
@@ -118,7 +134,9 @@ extension GatewayConfiguration {
         set(\.apple.trustSystemCAs, try reader.bool("apple.trustSystemCAs"))
 
         key { () throws(ConfigurationError) in
-            if let roots = try reader.strings("verification.rootCertificates") { config.verification.rootCertificates = roots }
+            if let roots = try reader.strings("verification.rootCertificates") {
+                config.verification.rootCertificates = roots
+            }
         }
         set(\.verification.chainCacheSize, try reader.integer("verification.chainCacheSize", in: 1...1_000_000))
         set(\.verification.useCurrentTime, try reader.bool("verification.useCurrentTime"))
@@ -127,7 +145,9 @@ extension GatewayConfiguration {
             if let level = try reader.string("logging.level") {
                 let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
                 guard levels.contains(level) else {
-                    throw ConfigurationError(key: "logging.level", problem: "must be one of \(levels.joined(separator: ", ")), got '\(level)'")
+                    throw ConfigurationError(
+                        key: "logging.level",
+                        problem: "must be one of \(levels.joined(separator: ", ")), got '\(level)'")
                 }
                 config.logging.level = level
             }
@@ -142,8 +162,10 @@ extension GatewayConfiguration {
         }
         set(\.logging.accessLog, try reader.bool("logging.accessLog"))
 
-        for unknown in reader.unknownKeys() where !problems.contains(where: { unknown.hasPrefix(Self.section(of: $0.key)) }) {
-            problems.append(ConfigurationError(key: unknown, problem: "unknown key (misspelt, or not a setting of this version)"))
+        for unknown in reader.unknownKeys()
+        where !problems.contains(where: { unknown.hasPrefix(Self.section(of: $0.key)) }) {
+            problems.append(
+                ConfigurationError(key: unknown, problem: "unknown key (misspelt, or not a setting of this version)"))
         }
         problems += appleTransportProblems(config.apple)
         return (config, problems)
@@ -164,7 +186,8 @@ extension GatewayConfiguration {
             .filter { !$0.1.lowercased().hasPrefix("https://") }
             .map {
                 ConfigurationError(
-                    key: $0.0, problem: "must be an https URL (got '\($0.1)'); set apple.allowInsecureURL: true "
+                    key: $0.0,
+                    problem: "must be an https URL (got '\($0.1)'); set apple.allowInsecureURL: true "
                         + "only for a local test double")
             }
     }
@@ -246,10 +269,13 @@ extension GatewayConfiguration {
         if let v = try reader.milliseconds("retries.initialBackoff") { policy.initialBackoff = .milliseconds(v) }
         if let v = try reader.milliseconds("retries.maxBackoff") { policy.maxBackoff = .milliseconds(v) }
         if let v = try reader.double("retries.multiplier", in: 1...10) { policy.multiplier = v }
-        if let v = try reader.milliseconds("retries.minimumAttemptTime") { policy.minimumAttemptTime = .milliseconds(v) }
+        if let v = try reader.milliseconds("retries.minimumAttemptTime") {
+            policy.minimumAttemptTime = .milliseconds(v)
+        }
         if let v = try reader.milliseconds("retries.deadlineMargin") { policy.deadlineMargin = .milliseconds(v) }
         guard policy.maxBackoff >= policy.initialBackoff else {
-            throw ConfigurationError(key: "retries.maxBackoff", problem: "must not be shorter than retries.initialBackoff")
+            throw ConfigurationError(
+                key: "retries.maxBackoff", problem: "must not be shorter than retries.initialBackoff")
         }
         return policy
     }
@@ -272,19 +298,25 @@ extension GatewayConfiguration {
             let environmentText = try reader.string("\(key).environment") ?? "auto"
             guard let environment = EnvironmentPolicy(rawValue: environmentText) else {
                 throw ConfigurationError(
-                    key: "\(key).environment", problem: "must be production, sandbox, auto or xcode, got '\(environmentText)'")
+                    key: "\(key).environment",
+                    problem: "must be production, sandbox, auto or xcode, got '\(environmentText)'")
             }
             // An Xcode app never calls Apple: its key settings are optional (checked when given).
             let keyId = environment == .xcode ? try reader.string("\(key).keyId") ?? "" : try required("keyId")
-            guard (environment == .xcode && keyId.isEmpty)
-                || (keyId.count == 10 && keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }))
+            guard
+                (environment == .xcode && keyId.isEmpty)
+                    || (keyId.count == 10 && keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }))
             else {
-                throw ConfigurationError(key: "\(key).keyId", problem: "must be the 10-character key id from App Store Connect, got '\(keyId)'")
+                throw ConfigurationError(
+                    key: "\(key).keyId",
+                    problem: "must be the 10-character key id from App Store Connect, got '\(keyId)'")
             }
             var appAppleId: Int64?
             if let id = try reader.integer("\(key).appAppleId", in: 1...Int.max) { appAppleId = Int64(id) }
             if (environment == .production || environment == .auto) && appAppleId == nil {
-                throw ConfigurationError(key: "\(key).appAppleId", problem: "is required for production data (environment \(environment.rawValue))")
+                throw ConfigurationError(
+                    key: "\(key).appAppleId",
+                    problem: "is required for production data (environment \(environment.rawValue))")
             }
             for alias in Set([name, bundleId]) where names.contains(alias) {
                 throw ConfigurationError(key: "\(key).name", problem: "'\(alias)' names two apps")
@@ -293,21 +325,24 @@ extension GatewayConfiguration {
             if bundleId != name { names.insert(bundleId) }
             let fallback = try reader.bool("\(key).sandboxFallbackOnUnauthorized") ?? false
             let limits = try rateLimits(reader, prefix: "\(key).rateLimits", base: defaultLimits)
-            apps.append(App(
-                name: name, bundleId: bundleId, appAppleId: appAppleId,
-                issuerId: environment == .xcode ? try reader.string("\(key).issuerId") ?? "" : try required("issuerId"),
-                keyId: keyId,
-                privateKeyFile: environment == .xcode
-                    ? try reader.string("\(key).privateKeyFile") ?? "" : try required("privateKeyFile"),
-                environment: environment,
-                sandboxFallbackOnUnauthorized: fallback, rateLimits: limits == defaultLimits ? nil : limits))
+            apps.append(
+                App(
+                    name: name, bundleId: bundleId, appAppleId: appAppleId,
+                    issuerId: environment == .xcode
+                        ? try reader.string("\(key).issuerId") ?? "" : try required("issuerId"),
+                    keyId: keyId,
+                    privateKeyFile: environment == .xcode
+                        ? try reader.string("\(key).privateKeyFile") ?? "" : try required("privateKeyFile"),
+                    environment: environment,
+                    sandboxFallbackOnUnauthorized: fallback, rateLimits: limits == defaultLimits ? nil : limits))
         }
         return apps
     }
 
     private static func address(_ text: String, key: String) throws(ConfigurationError) -> ListenAddress {
         guard let address = ListenAddress(parsing: text) else {
-            throw ConfigurationError(key: key, problem: "must be HOST:PORT (e.g. 0.0.0.0:50051 or [::1]:50051), got '\(text)'")
+            throw ConfigurationError(
+                key: key, problem: "must be HOST:PORT (e.g. 0.0.0.0:50051 or [::1]:50051), got '\(text)'")
         }
         return address
     }

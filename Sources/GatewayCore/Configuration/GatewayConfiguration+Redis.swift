@@ -23,7 +23,8 @@ extension GatewayConfiguration {
         if let text = try reader.string("redis.url"), !text.isEmpty {
             guard let url = RedisURL(parsing: text) else {
                 throw ConfigurationError(
-                    key: "redis.url", problem: "must be redis://[[user]:password@]host[:port][/db], got '\(RedisURL.redacted(text))'")
+                    key: "redis.url",
+                    problem: "must be redis://[[user]:password@]host[:port][/db], got '\(RedisURL.redacted(text))'")
             }
             redis.url = url
         }
@@ -42,7 +43,8 @@ extension GatewayConfiguration {
         if let text = try reader.string("redis.fallbackShare") {
             guard let share = fraction(text), share >= 0.001, share <= 1 else {
                 throw ConfigurationError(
-                    key: "redis.fallbackShare", problem: "must be a number or fraction in [0.001, 1] such as 0.25 or 1/3, got '\(text)'")
+                    key: "redis.fallbackShare",
+                    problem: "must be a number or fraction in [0.001, 1] such as 0.25 or 1/3, got '\(text)'")
             }
             redis.fallbackShare = share
         }

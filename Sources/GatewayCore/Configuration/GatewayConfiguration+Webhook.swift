@@ -47,7 +47,8 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             guard let text = try reader.string("\(webhook).listen"), !text.isEmpty else { return }
             guard let address = ListenAddress(parsing: text) else {
-                throw ConfigurationError(key: "\(webhook).listen", problem: "must be HOST:PORT (e.g. 0.0.0.0:8080), got '\(text)'")
+                throw ConfigurationError(
+                    key: "\(webhook).listen", problem: "must be HOST:PORT (e.g. 0.0.0.0:8080), got '\(text)'")
             }
             config.notifications.webhook.listen = address
         }
@@ -57,7 +58,8 @@ extension GatewayConfiguration {
                 path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
             else {
                 throw ConfigurationError(
-                    key: "\(webhook).path", problem: "must start with '/' and be at most 256 printable ASCII bytes without '?'")
+                    key: "\(webhook).path",
+                    problem: "must start with '/' and be at most 256 printable ASCII bytes without '?'")
             }
             config.notifications.webhook.path = path
         }
@@ -92,15 +94,19 @@ extension GatewayConfiguration {
         let store = "notifications.store"
         key { () throws(ConfigurationError) in
             if let path = try reader.string("\(store).sqlite") {
-                guard !path.isEmpty else { throw ConfigurationError(key: "\(store).sqlite", problem: "must be a file path") }
+                guard !path.isEmpty else {
+                    throw ConfigurationError(key: "\(store).sqlite", problem: "must be a file path")
+                }
                 config.notifications.store.sqlitePath = path
             }
         }
         key { () throws(ConfigurationError) in
             if let text = try reader.string("\(store).retention") {
-                guard let v = days(text) ?? DurationText.milliseconds(text), v >= 3_600_000, v <= 3650 * 86_400_000 else {
+                guard let v = days(text) ?? DurationText.milliseconds(text), v >= 3_600_000, v <= 3650 * 86_400_000
+                else {
                     throw ConfigurationError(
-                        key: "\(store).retention", problem: "must be a duration between 1h and 3650d such as 30d or 72h, got '\(text)'")
+                        key: "\(store).retention",
+                        problem: "must be a duration between 1h and 3650d such as 30d or 72h, got '\(text)'")
                 }
                 config.notifications.store.retentionMilliseconds = v
             }
@@ -115,7 +121,8 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             if let v = try reader.milliseconds("\(store).reconcileInterval") {
                 guard v == 0 || v >= 1_000 else {
-                    throw ConfigurationError(key: "\(store).reconcileInterval", problem: "must be 0 (off) or at least 1s")
+                    throw ConfigurationError(
+                        key: "\(store).reconcileInterval", problem: "must be 0 (off) or at least 1s")
                 }
                 config.notifications.store.reconcileIntervalMilliseconds = v
             }

@@ -133,9 +133,11 @@ public struct GatewayConfiguration: Sendable {
         /// nil when the app has no overrides.
         public var rateLimits: RateLimits?
 
-        public init(name: String, bundleId: String, appAppleId: Int64?, issuerId: String, keyId: String,
-                    privateKeyFile: String, environment: EnvironmentPolicy,
-                    sandboxFallbackOnUnauthorized: Bool = false, rateLimits: RateLimits? = nil) {
+        public init(
+            name: String, bundleId: String, appAppleId: Int64?, issuerId: String, keyId: String,
+            privateKeyFile: String, environment: EnvironmentPolicy,
+            sandboxFallbackOnUnauthorized: Bool = false, rateLimits: RateLimits? = nil
+        ) {
             self.name = name
             self.bundleId = bundleId
             self.appAppleId = appAppleId

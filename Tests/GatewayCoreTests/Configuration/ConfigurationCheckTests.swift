@@ -14,9 +14,11 @@ import Testing
             """
         let (_, problems) = try GatewayConfiguration.check(yaml: yaml)
         // The bad app's other keys and the bad rate's burst are not also called unknown.
-        #expect(problems.map(\.key) == [
-            "threads", "limits.maxConcurrentStreams", "rateLimits.getTransactionInfo.perSecond", "apps[0].keyId", "colour",
-        ])
+        #expect(
+            problems.map(\.key) == [
+                "threads", "limits.maxConcurrentStreams", "rateLimits.getTransactionInfo.perSecond", "apps[0].keyId",
+                "colour",
+            ])
         #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(yaml: yaml) }
     }
 

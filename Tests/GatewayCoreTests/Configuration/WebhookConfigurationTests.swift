@@ -4,15 +4,16 @@ import Testing
 /// The `notifications.webhook` and `notifications.store` keys, exactly as the webhook's contract fixes them.
 @Suite struct WebhookConfigurationTests {
     @Test func theContractsKeysLoad() throws {
-        let config = try GatewayConfiguration.load(yaml: """
-            notifications:
-              webhook:
-                listen: "0.0.0.0:8080"
-                path: "/apple/notifications"
-              store:
-                sqlite: "/var/lib/appstore-gateway/notifications.db"
-                retention: 30d
-            """)
+        let config = try GatewayConfiguration.load(
+            yaml: """
+                notifications:
+                  webhook:
+                    listen: "0.0.0.0:8080"
+                    path: "/apple/notifications"
+                  store:
+                    sqlite: "/var/lib/appstore-gateway/notifications.db"
+                    retention: 30d
+                """)
         #expect(config.notifications.webhook.listen == ListenAddress(host: "0.0.0.0", port: 8080))
         #expect(config.notifications.webhook.path == "/apple/notifications")
         #expect(config.notifications.store.sqlitePath == "/var/lib/appstore-gateway/notifications.db")
@@ -26,7 +27,9 @@ import Testing
         #expect(config.notifications.webhook.path == "/apple/notifications")
         #expect(config.notifications.store.retentionMilliseconds == 30 * 86_400_000)
         #expect(config.notifications.store.reconcileIntervalMilliseconds == 600_000)
-        #expect(try GatewayConfiguration.load(yaml: "notifications: {webhook: {listen: ''}}").notifications.webhook.listen == nil)
+        #expect(
+            try GatewayConfiguration.load(yaml: "notifications: {webhook: {listen: ''}}").notifications.webhook.listen
+                == nil)
     }
 
     @Test func theRedisStoreNeedsRedisURL() throws {
@@ -39,16 +42,18 @@ import Testing
     }
 
     @Test func badValuesAreNamed() throws {
-        let (_, problems) = try GatewayConfiguration.check(yaml: """
-            notifications:
-              webhook: {listen: nowhere, path: "no-slash", maxBodyBytes: 10, tlsCertificate: cert.pem}
-              store: {retention: 1e30d, sqlite: "", reconcileInterval: 10ms}
-            """)
-        #expect(Set(problems.map(\.key)) == [
-            "notifications.webhook.listen", "notifications.webhook.path", "notifications.webhook.maxBodyBytes",
-            "notifications.webhook.tlsKey", "notifications.store.retention", "notifications.store.sqlite",
-            "notifications.store.reconcileInterval",
-        ])
+        let (_, problems) = try GatewayConfiguration.check(
+            yaml: """
+                notifications:
+                  webhook: {listen: nowhere, path: "no-slash", maxBodyBytes: 10, tlsCertificate: cert.pem}
+                  store: {retention: 1e30d, sqlite: "", reconcileInterval: 10ms}
+                """)
+        #expect(
+            Set(problems.map(\.key)) == [
+                "notifications.webhook.listen", "notifications.webhook.path", "notifications.webhook.maxBodyBytes",
+                "notifications.webhook.tlsKey", "notifications.store.retention", "notifications.store.sqlite",
+                "notifications.store.reconcileInterval",
+            ])
     }
 
     @Test func relativePathsFollowTheConfigurationFile() throws {
