@@ -19,8 +19,8 @@ from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier, Verif
 
 from conftest import GATEWAY_BIN, ROOT, Gateway
 
-SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "..", "shared",
-                       "testdata", "apple", "responses")
+# Apple's own JSON samples, copied into the repository (origin in the folder's ORIGIN.md).
+SAMPLES = os.path.join(ROOT, "Tests", "SimulatorTests", "Fixtures")
 
 
 class Simulator:
@@ -159,7 +159,7 @@ def test_json_bodies_have_apples_shape(simulator):
     assert set(history) == set(sample)
     error = requests.get(f"{simulator.url}/inApps/v2/history/999999999999", headers=headers, timeout=10)
     assert error.status_code == 404
-    assert set(error.json()) == set(json.load(open(os.path.join(SAMPLES, "errors", "transactionIdNotFoundError.json"))))
+    assert set(error.json()) == set(json.load(open(os.path.join(SAMPLES, "transactionIdNotFoundError.json"))))
     missing = requests.get(f"{simulator.url}/inApps/v9/nothing", headers=headers, timeout=10)
     assert missing.status_code == 404 and missing.content == b""
 

@@ -65,7 +65,7 @@ public struct GatewayConfiguration: Sendable {
         public init() {}
     }
 
-    /// Connection management (see grpc-conventions C.4).
+    /// Connection management: idle and age limits, keepalive and client PING enforcement (gRPC keepalive rules).
     public struct Connection: Sendable, Hashable {
         /// Close a connection without streams after this long. `connection.maxIdle`, 5m; 0 disables.
         public var maxIdleMilliseconds: UInt64 = 300_000
