@@ -28,8 +28,14 @@ public enum JSONString {
     /// writers that build lines as bytes).
     public static func append(_ text: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-            output.append(contentsOf: text.utf8)  // the usual case: nothing to escape, one copy
+        var text = text
+        let plain = text.withUTF8 { bytes in
+            // The usual case: nothing to escape, one copy of contiguous bytes.
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return false }
+            output.append(contentsOf: bytes)
+            return true
+        }
+        if plain {
             output.append(UInt8(ascii: "\""))
             return
         }

@@ -40,9 +40,10 @@ struct AccessLogLine {
         // (the request id the server chose is an annotation), as it does in a merged metadata dictionary.
         let annotations = fields.annotations.sorted { $0.name < $1.name }
         var next = 0
-        func member(_ key: String) {
+        /// `,"key":` — an annotation named like one of the line's own fields goes under `metadata.`.
+        func member(_ key: String, annotation: Bool = false) {
             out.append(UInt8(ascii: ","))
-            JSONString.append(Self.reservedNames.contains(key) ? "metadata.\(key)" : key, to: &out)
+            JSONString.append(annotation && Self.reservedNames.contains(key) ? "metadata.\(key)" : key, to: &out)
             out.append(UInt8(ascii: ":"))
         }
         /// Writes the annotations ordered before `key`; true when one is named `key` (and was written).
@@ -53,7 +54,7 @@ struct AccessLogLine {
                 next += 1
                 if name == key { replaced = true }
                 if next < annotations.count && annotations[next].name == name { continue }  // the last one wins
-                member(name)
+                member(name, annotation: true)
                 JSONString.append(secretNames.isSecret(name, redaction) ? SecretRedaction.replacement : value, to: &out)
             }
             return replaced
