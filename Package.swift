@@ -157,7 +157,7 @@ let package = Package(
             name: "AppStoreClientTests",
             dependencies: [
                 "AppStoreClient", "Services", "HTTP2", "GatewayCore", "Cryptography", "SignedData", "ProtoCodec",
-                "GRPC",
+                "GRPC", "NotificationStore",
                 "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -74,9 +74,10 @@ extension StreamNotificationsHandler {
             body.endDate = position.windowEnd
             resume = position
         }
+        // The checked plan with the followed window: strict_verification and the paging environment carry over.
         let plan = Plan(
             app: base.app, body: body, environment: base.environment, fingerprint: fingerprint, resume: nil,
-            resumeText: nil)
+            resumeText: nil, strictVerification: base.strictVerification, pagingEnvironment: base.pagingEnvironment)
         let filter = StoreFilter(
             bundleId: base.app.bundleId,
             environment: base.environment.map { $0 == .production ? "Production" : "Sandbox" },
@@ -171,7 +172,7 @@ extension StreamNotificationsHandler {
                     do throws(GatewayError) {
                         page = try await client.notificationHistory(
                             body: follow.plan.body, paginationToken: request.paginationToken, app: follow.plan.app,
-                            environment: request.environment ?? follow.plan.environment, deadline: deadline)
+                            environment: request.environment ?? follow.plan.pagingEnvironment, deadline: deadline)
                     } catch {
                         throw failing(error)
                     }
@@ -296,7 +297,6 @@ extension StreamNotificationsHandler {
         let payload = entry.notification.signedPayload
         let result =
             await verifier.verifyOnline(payload, kind: .notification, requirements: requirements)
-            ?? verifier.verify(payload, kind: .notification, requirements: requirements)
         if result.status == .retryableFailure {
             throw .revocationStatusUnavailable(app: app.name, problem: "a stored notification: \(result.message)")
         }

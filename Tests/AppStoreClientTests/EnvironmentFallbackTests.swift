@@ -2,6 +2,7 @@ import AppStoreClient
 import Foundation
 import GatewayCore
 import HTTP2
+import NotificationStore
 import ProtoCodec
 import SignedData
 import Testing
@@ -72,6 +73,30 @@ import Testing
         #expect(try plan(daysBack: 90, transactionID: "2000000123").pagingEnvironment == .production)
         // An explicit environment is kept.
         #expect(try plan(daysBack: 10, environment: .sandbox).pagingEnvironment == .sandbox)
+    }
+
+    @Test func aFollowedStreamKeepsStrictVerificationAndThePagingEnvironment() throws {
+        let mint = try TransactionMint()
+        let fixture = try UpstreamFixture(apps: [
+            UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)
+        ])
+        let directory = NSTemporaryDirectory() + "follow-plan-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var handler = StreamNotificationsHandler(
+            client: fixture.client, verifier: mint.verifier, resumeTokenKey: Array(repeating: 1, count: 32),
+            clock: SystemClock())
+        handler.live = LiveNotificationFeed(
+            store: try SQLiteNotificationStore(path: directory + "/notifications.db"),
+            metrics: NotificationMetrics(registry: nil))
+        var request = StreamNotificationsRequest()
+        request.startDate = ProtoTimestamp(seconds: Int64(Date().timeIntervalSince1970) - 10 * 86_400, nanos: 0)
+        request.strictVerification = true
+        request.follow = true
+        let follow = try handler.prepareFollow(request)
+        #expect(follow.plan.strictVerification)
+        // No transaction id: production's history only, as for the same stream without follow.
+        #expect(follow.plan.pagingEnvironment == .production)
     }
 
     @Test func theMemoIsBounded() {
