@@ -156,7 +156,6 @@ public struct GetHistoryHandler: Sendable {
         // Runs the chain validation in this task, and awaits any OCSP fetch (online checks).
         let result =
             await verifier.verifyOnline(jws, kind: .transaction, requirements: requirements)
-            ?? verifier.verify(jws, kind: .transaction, requirements: requirements)
         if result.status == .retryableFailure {
             throw .revocationStatusUnavailable(app: app.name, problem: "signed transaction \(index): \(result.message)")
         }

@@ -100,7 +100,6 @@ public struct NotificationReconciler: Sendable {
             for item in page.items {
                 let result =
                     await verifier.verifyOnline(item.signedPayload, kind: .notification, requirements: requirements)
-                    ?? verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
                 guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result),
                     !notification.notificationUuid.isEmpty, let signed = notification.signedDate?.unixMilliseconds
                 else { continue }

@@ -230,7 +230,6 @@ public struct StreamNotificationsHandler: Sendable {
         // Runs the chain validation in this task, and awaits any OCSP fetch (online checks).
         let result =
             await verifier.verifyOnline(item.signedPayload, kind: .notification, requirements: requirements)
-            ?? verifier.verify(item.signedPayload, kind: .notification, requirements: requirements)
         var event = NotificationEvent()
         event.signedPayload = item.signedPayload
         event.status = result.status.protoStatus

@@ -55,8 +55,7 @@ struct VerifyJWSHandler: Sendable {
             }
             return .task {
                 let result = await verifier.verifyOnline(jws, kind: plan.kind, requirements: plan.requirements)
-                return .success(
-                    response(to: result ?? verifier.verify(jws, kind: plan.kind, requirements: plan.requirements)))
+                return .success(response(to: result))
             }
         }
         return .task {

@@ -4,9 +4,12 @@ import Synchronization
 /// Chains that recently failed validation, so a flood of one bad chain costs one full X.509 validation per
 /// `ttl`, not one per call. Keyed like `ChainCache` plus the verification time: a chain is only ever
 /// refused again for the same instant it failed at, so a forged date cannot poison a genuine chain for
-/// other payloads. Bounded: when full, expired entries go first, then the oldest.
+/// other payloads; validations at the current time share one key (`Key.now`). Bounded: when full, expired entries go first, then the oldest.
 final class RejectedChainCache: Sendable {
     struct Key: Hashable, Sendable {
+        /// `verificationMilliseconds` of a validation at the current time, whatever the time.
+        static let now = Int64.min
+
         let chain: ChainCache.Key
         let verificationMilliseconds: Int64
     }

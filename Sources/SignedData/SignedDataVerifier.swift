@@ -137,12 +137,21 @@ public final class SignedDataVerifier: Sendable {
         }
     }
 
+    /// `verifyOnline` with each pass run in the calling task (which must not be an event loop's).
+    public func verifyOnline(
+        _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
+    ) async -> VerificationResult {
+        // A pass run in place always yields a step, so the result is never nil.
+        await verifyOnline(jws, kind: kind, requirements: requirements, running: { $0() })
+            ?? .retryable("the verification could not run")
+    }
+
     /// Verifies `jws` with every online check done: revocation statuses not cached are fetched through the
     /// OCSP transport (awaited, no thread blocked) and the pass repeated. `run` executes each pass (e.g. on
     /// the verification pool); nil from it (a full pool) gives nil.
     public func verifyOnline(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none,
-        running run: @Sendable (@escaping @Sendable () -> VerificationStep) async -> VerificationStep? = { $0() }
+        running run: @Sendable (@escaping @Sendable () -> VerificationStep) async -> VerificationStep?
     ) async -> VerificationResult? {
         // A pass needs at most the outer chain's two statuses and its nested payloads' (normally the same chain).
         for _ in 0..<3 {
@@ -242,7 +251,10 @@ public final class SignedDataVerifier: Sendable {
             let facts = try PayloadFacts(payload: payload, requestedKind: kind)
             let environment = facts.identity.environment.flatMap(AppStoreEnvironment.init(rawValue:))
             known = (facts.kind, facts.signedDate, environment, nil)
-            guard let leafKey = try trustedLeafKey(token, at: verificationTime(facts), mayValidate: mayValidateChain)
+            guard
+                let leafKey = try trustedLeafKey(
+                    token, at: verificationTime(facts), timeIsNow: verificationTimeIsNow(facts),
+                    mayValidate: mayValidateChain)
             else { return .needsValidation }
             guard leafKey.isValidSignature(token.signature, for: token.signingInput) else {
                 let detail =
@@ -392,6 +404,12 @@ public final class SignedDataVerifier: Sendable {
         return queries
     }
 
+    /// Whether `verificationTime` is the current time, which no payload chooses (online checks, `.now`, or a
+    /// payload without `signedDate`).
+    private func verificationTimeIsNow(_ facts: PayloadFacts) -> Bool {
+        configuration.onlineChecks || configuration.validationTime == .now || facts.signedDate == nil
+    }
+
     private func verificationTime(_ facts: PayloadFacts) -> Date {
         // Online checks validate at the current time, as Apple's verifier does with them.
         if configuration.onlineChecks { return clock.now() }
@@ -404,7 +422,7 @@ public final class SignedDataVerifier: Sendable {
     /// The leaf's key once leaf → intermediate → configured root is valid at `time`, from the cache when
     /// this pair was validated before for a time inside its window. nil when `mayValidate` is false and
     /// neither cache answers.
-    private func trustedLeafKey(_ token: CompactJWS, at time: Date, mayValidate: Bool)
+    private func trustedLeafKey(_ token: CompactJWS, at time: Date, timeIsNow: Bool, mayValidate: Bool)
         throws(Rejection) -> ECPublicKey?
     {
         // The same checks, in the same order, as decoding all three; x5c[2] must be well-formed, but is
@@ -414,8 +432,12 @@ public final class SignedDataVerifier: Sendable {
             leafText: token.certificateChain[0].utf8, intermediateText: token.certificateChain[1].utf8)
         let now = clock.now()
         if let cached = cache.leafKey(for: key, verificationTime: time, now: now) { return cached }
+        // A payload's own date keys the refusal to that instant (a forged date cannot poison the chain for
+        // others); the current time, which moves every call, keys it as "now" so the refusal holds for its TTL.
         let rejectedKey = RejectedChainCache.Key(
-            chain: key, verificationMilliseconds: Int64(saturating: time.timeIntervalSince1970 * 1000) ?? 0)
+            chain: key,
+            verificationMilliseconds: timeIsNow
+                ? RejectedChainCache.Key.now : Int64(saturating: time.timeIntervalSince1970 * 1000) ?? 0)
         if let known = rejected.rejection(for: rejectedKey, now: now) { throw known }
         guard mayValidate else { return nil }
         do {

@@ -39,6 +39,23 @@ import Testing
         #expect(verifier.verifyIfChainCached(bad) == nil)
     }
 
+    @Test func aChainFailingAtTheCurrentTimeIsRefusedFromMemoryWhileTheClockMoves() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        // Twenty years on, every certificate of the chain has expired.
+        let clock = ManualClock(referenceTime.addingTimeInterval(20 * 365 * 86_400))
+        var configuration = SignedDataVerifier.Configuration(trustedRoots: [pki.root.certificate])
+        configuration.rejectedChainTTL = 30
+        configuration.validationTime = .now
+        let verifier = try SignedDataVerifier(configuration: configuration, clock: clock)
+        let jws = try pki.signer.sign(payload: transactionPayload())
+        #expect(verifier.verify(jws).status == .untrustedChain)
+        // The current time is another instant on every call, yet the failure is remembered for its TTL.
+        clock.advance(by: 1)
+        #expect(verifier.verifyIfChainCached(jws)?.status == .untrustedChain)
+        clock.advance(by: 30)
+        #expect(verifier.verifyIfChainCached(jws) == nil)
+    }
+
     @Test func signedDatesOutsideApplesRangeAreMalformed() throws {
         let pki = try AppStoreTestPKI(referenceTime: referenceTime)
         let verifier = try SignedDataVerifier(
