@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import GatewayCore
 
 /// Finds a transaction id in a legacy StoreKit 1 receipt, as Apple's server libraries do, so a client that still
 /// has only a receipt can call the App Store Server API. Nothing is verified: the id is only good for asking Apple.
@@ -73,12 +74,13 @@ public enum ReceiptTransactionID {
         let quotedKey = "\"" + key + "\""
         while let start = rest.range(of: quotedKey) {
             rest = rest[start.upperBound...]
+            // Index comparisons, not counts: a receipt packed with the key must cost linear time.
             var cursor = rest.drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
-            guard cursor.count < rest.count, cursor.first == "=" else { continue }
+            guard cursor.startIndex != rest.startIndex, cursor.first == "=" else { continue }
             cursor = cursor.dropFirst()
-            let afterEquals = cursor.count
+            let afterEquals = cursor.startIndex
             cursor = cursor.drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
-            guard cursor.count < afterEquals, cursor.first == "\"" else { continue }
+            guard cursor.startIndex != afterEquals, cursor.first == "\"" else { continue }
             cursor = cursor.dropFirst()
             let value = cursor.prefix {
                 $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/" || $0 == "=")
@@ -93,8 +95,8 @@ public enum ReceiptTransactionID {
         guard text.utf8.count <= maxReceiptCharacters else {
             throw Failure("the receipt is longer than \(maxReceiptCharacters) characters")
         }
-        guard let data = Data(base64Encoded: text) else { throw Failure("the receipt is not base64") }
-        return [UInt8](data)
+        guard let bytes = Base64.decode(text, variant: .standard) else { throw Failure("the receipt is not base64") }
+        return bytes
     }
 
     /// One `SEQUENCE { type INTEGER, version INTEGER, value OCTET STRING }` of a receipt attribute SET.
