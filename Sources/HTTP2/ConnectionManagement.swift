@@ -1,10 +1,6 @@
-/// An HTTP/2 error code (RFC 9113 §7), as sent in RST_STREAM and GOAWAY.
+/// An HTTP/2 error code (RFC 9113 §7) of the GOAWAYs `ConnectionManagement` decides.
 enum HTTP2ErrorCode: UInt32, Sendable, Hashable {
     case noError = 0x0
-    case protocolError = 0x1
-    case internalError = 0x2
-    case refusedStream = 0x7
-    case cancel = 0x8
     case enhanceYourCalm = 0xb
 }
 

@@ -333,7 +333,9 @@ final class ServerConnection: LoopConnection, Flushable {
 
     /// The stream with this id, from nghttp2's stream user data (set while `streams` owns the stream).
     private func stream(_ id: Int32) -> HTTP2Stream? {
-        guard let session, let pointer = nghttp2_session_get_stream_user_data(session, id) else { return nil }
+        // After close() (even one reached from inside a callback, while nghttp2 still walks the buffer) the
+        // streams are released: their user data must never be read again.
+        guard !closed, let session, let pointer = nghttp2_session_get_stream_user_data(session, id) else { return nil }
         return Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
     }
 
@@ -484,11 +486,6 @@ final class ServerConnection: LoopConnection, Flushable {
     func beginGracefulClose() {
         eventLoop.assertInLoop("an HTTP/2 connection")
         perform(management.beginGracefulClose(now: monotonicNanoseconds()))
-    }
-
-    /// Closes now with GOAWAY `code` and `debug` data.
-    func closeWithGoaway(_ code: HTTP2ErrorCode, debug: String) {
-        perform(management.closeNow(code, debug: debug))
     }
 
     /// Arms the connection's one timer for its next real deadline (idle, keepalive, PING answer, max age,
