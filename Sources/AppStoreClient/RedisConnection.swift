@@ -97,13 +97,16 @@ package final class RedisConnection {
     package func pipeline(_ commands: [[String]]) throws(RedisConnectionFailure) -> [RedisReply] {
         guard let context else { throw RedisConnectionFailure(kind: .connect, message: "not connected") }
         for command in commands {
-            guard append(command, to: context) else { throw fail(context, reading: false) }
+            guard append(command, to: context) else { throw fail(context, reading: false, errorNumber: 0) }
         }
         var replies: [RedisReply] = []
         replies.reserveCapacity(commands.count)
         for _ in commands {
             var raw: UnsafeMutablePointer<redisReply>?
-            guard chiredis_get_reply(context, &raw) == REDIS_OK, let raw else { throw fail(context, reading: true) }
+            var errorNumber: Int32 = 0
+            guard chiredis_get_reply(context, &raw, &errorNumber) == REDIS_OK, let raw else {
+                throw fail(context, reading: true, errorNumber: errorNumber)
+            }
             defer { freeReplyObject(raw) }
             guard let reply = Self.copy(raw, depth: 0) else {
                 close()
@@ -139,13 +142,14 @@ package final class RedisConnection {
         return redisAppendCommandArgv(context, Int32(arguments.count), &argv, &lengths) == REDIS_OK
     }
 
-    private func fail(_ context: UnsafeMutablePointer<redisContext>, reading: Bool) -> RedisConnectionFailure {
+    /// `errorNumber`: the errno of the failed socket call (0 when none), which tells a timeout apart.
+    private func fail(
+        _ context: UnsafeMutablePointer<redisContext>, reading: Bool, errorNumber: Int32
+    ) -> RedisConnectionFailure {
         let code = context.pointee.err
         let message = Self.errorText(context)
         close()
-        // hiredis reports a socket timeout as an I/O error with EAGAIN ("Resource temporarily unavailable").
-        let timedOut =
-            code == REDIS_ERR_IO && (message.contains("temporarily unavailable") || message.contains("timed out"))
+        let timedOut = code == REDIS_ERR_IO && chiredis_is_timeout(errorNumber) != 0
         return RedisConnectionFailure(
             kind: timedOut ? .timeout : .protocolError,
             message: "Redis \(reading ? "read" : "write") failed: \(message)")

@@ -349,8 +349,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     /// replica's share starts from an empty bucket, so no second sees the shared rate and the shares at once.
     private func primeLocalBucket(_ key: RateLimitKey) {
         guard let opensAt = localOpensAt, primedKeys.insert(key).inserted else { return }
-        let interval = TokenBucket(perSecond: fallback.rate(for: key).perSecond, burst: 1, now: opensAt)
-            .emissionInterval
+        let interval = TokenBucket.emissionInterval(perSecond: fallback.rate(for: key).perSecond)
         fallback.blockUntil(opensAt + .nanoseconds(interval), key: key, now: clock.monotonicNow())
     }
 

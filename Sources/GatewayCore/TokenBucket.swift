@@ -17,10 +17,15 @@ public struct TokenBucket: Sendable, Hashable {
     public init(perSecond: Double, burst: Int, now: MonotonicInstant) {
         precondition(perSecond > 0 && perSecond.isFinite, "token bucket rate must be positive")
         precondition(burst >= 1, "token bucket burst must be at least 1")
-        // Clamped so absurd configurations (a token per century) cannot overflow the arithmetic.
-        emissionInterval = Int64(min(max(1, (1e9 / perSecond).rounded(.up)), 1e18))
+        emissionInterval = Self.emissionInterval(perSecond: perSecond)
         self.burst = burst
         theoreticalArrival = now
+    }
+
+    /// Nanoseconds between two tokens at `perSecond` (positive), rounded up; clamped so absurd configurations
+    /// (a token per century) cannot overflow the arithmetic.
+    public static func emissionInterval(perSecond: Double) -> Int64 {
+        Int64(min(max(1, (1e9 / perSecond).rounded(.up)), 1e18))
     }
 
     /// The result of `tryTake`.

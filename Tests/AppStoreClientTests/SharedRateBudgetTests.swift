@@ -84,6 +84,20 @@ struct SharedRateBudgetTests {
         }
     }
 
+    @Test func aReplyLaterThanTheCommandTimeoutIsATimeoutNotAProtocolError() throws {
+        let redis = try RedisProcess()
+        defer { redis.stop() }
+        let connection = RedisConnection(url: RedisURL(host: "127.0.0.1", port: redis.port), timeout: .milliseconds(50))
+        try connection.connect()
+        do {
+            _ = try connection.pipeline([["BLPOP", "nothing-ever-arrives", "2"]])  // Redis answers after 2 s
+            Issue.record("a reply 2 s late was not a timeout")
+        } catch {
+            #expect(error.kind == .timeout, "\(error.message)")
+        }
+        #expect(!connection.isConnected)
+    }
+
     @Test func anUnreachableRedisFallsBackToTheLocalShareOnceTheSharedSlotsHavePassed() async throws {
         let port = try RedisProcess.freePort()  // nothing listens there
         let recorder = Recorder()
