@@ -1,6 +1,5 @@
 import GatewayCore
 import HTTP2
-import ProtoCodec
 
 /// Decides who may call, in one place, before any handler runs: the router asks `admit` for every call
 /// except health and reflection when the request head is complete, and the typed handlers ask `authorize`
@@ -14,8 +13,3 @@ public protocol CallGuard: Sendable {
     /// Nil when `caller` may use `app` (as a request names it); else the PERMISSION_DENIED status.
     func authorize(_ caller: CallerIdentity?, app: String, method: String) -> RPCStatus?
 }
-
-/// A request message that names an app (the `app` field of the gateway's requests): the typed handlers
-/// check it against the call's guard before the handler runs. The proto generator gives every message with
-/// a `string app` field this conformance.
-public typealias AppScopedRequest = AppNamingMessage

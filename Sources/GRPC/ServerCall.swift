@@ -147,7 +147,7 @@ final class ServerCall: HTTP2StreamDelegate {
         let outlet = CallOutlet(self)
         let context = self.context
         task = Task {
-            let status: RPCStatus = await CallerIdentity.$current.withValue(context.caller) {
+            let final: RPCStatus = await context.bound {
                 do throws(RPCStatus) {
                     try await body(requests, context, outlet)
                     return .ok
@@ -155,7 +155,6 @@ final class ServerCall: HTTP2StreamDelegate {
                     return error
                 }
             }
-            let final = status
             outlet.execute { call in call.finish(final) }
         }
     }
@@ -184,9 +183,7 @@ final class ServerCall: HTTP2StreamDelegate {
             case .task(let rest):
                 let outlet = CallOutlet(self)
                 task = Task {
-                    let result = await CallerIdentity.$current.withValue(context.caller) {
-                        await CallAnnotations.$current.withValue(context.annotations) { await rest() }
-                    }
+                    let result = await context.bound { await rest() }
                     outlet.execute { call in
                         switch result {
                         case .success(let response): call.complete(with: response)
@@ -198,15 +195,11 @@ final class ServerCall: HTTP2StreamDelegate {
         case .unary(let body):
             let outlet = CallOutlet(self)
             task = Task {
-                let result: Result<[UInt8], RPCStatus> = await TraceContext.$current.withValue(context.trace) {
-                    await CallerIdentity.$current.withValue(context.caller) {
-                        await CallAnnotations.$current.withValue(context.annotations) {
-                            do throws(RPCStatus) {
-                                return .success(try await body(request, context))
-                            } catch {
-                                return .failure(error)
-                            }
-                        }
+                let result: Result<[UInt8], RPCStatus> = await context.bound {
+                    do throws(RPCStatus) {
+                        return .success(try await body(request, context))
+                    } catch {
+                        return .failure(error)
                     }
                 }
                 outlet.execute { call in
@@ -221,16 +214,12 @@ final class ServerCall: HTTP2StreamDelegate {
         case .serverStreaming(let body):
             let outlet = CallOutlet(self)
             task = Task {
-                let final: RPCStatus = await TraceContext.$current.withValue(context.trace) {
-                    await CallerIdentity.$current.withValue(context.caller) {
-                        await CallAnnotations.$current.withValue(context.annotations) {
-                            do throws(RPCStatus) {
-                                try await body(request, context, outlet)
-                                return .ok
-                            } catch {
-                                return error
-                            }
-                        }
+                let final: RPCStatus = await context.bound {
+                    do throws(RPCStatus) {
+                        try await body(request, context, outlet)
+                        return .ok
+                    } catch {
+                        return error
                     }
                 }
                 outlet.execute { call in call.finish(final) }

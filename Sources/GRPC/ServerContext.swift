@@ -43,6 +43,16 @@ public struct ServerContext: Sendable {
         annotations.note("caller", caller?.identity ?? "-")
     }
 
+    /// Runs a handler's `body` with the call's task-locals bound, the same on every path: its trace (the
+    /// outgoing `traceparent` and the log lines' trace ids), its caller and its annotations.
+    func bound<Result: Sendable>(_ body: () async -> Result) async -> Result {
+        await TraceContext.$current.withValue(trace) {
+            await CallerIdentity.$current.withValue(caller) {
+                await CallAnnotations.$current.withValue(annotations) { await body() }
+            }
+        }
+    }
+
     /// Nil when the call may use the app a request names; else the PERMISSION_DENIED status (counted).
     func refusal(forApp app: String) -> RPCStatus? {
         callGuard?.authorize(caller, app: app, method: method)

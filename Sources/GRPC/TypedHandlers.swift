@@ -119,7 +119,7 @@ extension MethodHandler {
             )
         }
         // The one per-app authorization point: every typed handler decodes here before its body runs.
-        if let scoped = message as? any AppScopedRequest, let refusal = context.refusal(forApp: scoped.app) {
+        if let scoped = message as? any AppNamingMessage, let refusal = context.refusal(forApp: scoped.app) {
             throw refusal
         }
         return message
