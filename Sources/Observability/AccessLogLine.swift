@@ -31,7 +31,7 @@ struct AccessLogLine {
     /// The line for `fields` at `time`, newline included, appended to `out`.
     func append(_ fields: Fields, at time: WallTime, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"timestamp":""#.utf8)
-        Self.appendTimestamp(time, to: &out)
+        JSONText.appendTimestamp(time, to: &out)
         out.append(contentsOf: #"","level":"info","label":"#.utf8)
         JSONString.append(label, to: &out)
         out.append(contentsOf: #","message":"rpc","source":"Observability""#.utf8)
@@ -81,39 +81,6 @@ struct AccessLogLine {
 
     /// Keys of the line's own fields: metadata under these names is written as `metadata.<key>`.
     static let reservedNames = JSONLogHandler.fixedFields
-
-    /// RFC 3339 in UTC with milliseconds (`2026-11-22T05:54:27.123Z`), as `JSONText.timestamp`.
-    static func appendTimestamp(_ time: WallTime, to out: inout [UInt8]) {
-        let millis = time.millisecondsSince1970
-        let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondOfDay = Int(seconds - days * 86_400)
-        let (year, month, day) = JSONText.civilDate(daysSince1970: days)
-        func digits(_ value: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            var rest = max(0, value)
-            while divisor > 0 {
-                out.append(0x30 + UInt8(rest / divisor % 10))
-                rest %= divisor
-                divisor /= 10
-            }
-        }
-        digits(Int(min(max(year, 0), 9999)), 4)
-        out.append(UInt8(ascii: "-"))
-        digits(month, 2)
-        out.append(UInt8(ascii: "-"))
-        digits(day, 2)
-        out.append(UInt8(ascii: "T"))
-        digits(secondOfDay / 3600, 2)
-        out.append(UInt8(ascii: ":"))
-        digits(secondOfDay / 60 % 60, 2)
-        out.append(UInt8(ascii: ":"))
-        digits(secondOfDay % 60, 2)
-        out.append(UInt8(ascii: "."))
-        digits(Int(millis - seconds * 1000), 3)
-        out.append(UInt8(ascii: "Z"))
-    }
 
     static func appendInteger(_ value: Int, to out: inout [UInt8]) {
         out.append(contentsOf: String(value).utf8)

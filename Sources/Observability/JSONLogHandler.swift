@@ -28,7 +28,7 @@ public struct JSONLogHandler: LogHandler {
     private let redaction: SecretRedaction
     private let clock: any GatewayClock
     private let write: @Sendable (String) -> Void
-    /// Whether lines go to `LogLineWriter.standardError` (flushed after each error, so it is seen at once).
+    /// Whether lines go to `LogLineWriter.standardError` (flushed after a critical line).
     private let toStandardError: Bool
 
     /// A handler for `label`. `write` receives each line, newline included (default: queued for standard
@@ -62,7 +62,9 @@ public struct JSONLogHandler: LogHandler {
     public func log(event: LogEvent) {
         guard event.level >= logLevel else { return }
         write(line(for: event))
-        if toStandardError && event.level >= .error { LogLineWriter.standardError.flush() }
+        // Only a critical line (the process is about to end) waits for the reader; every other line, on a loop
+        // or not, is only queued (the exit flush writes what is left).
+        if toStandardError && event.level == .critical { LogLineWriter.standardError.flush() }
     }
 
     /// The JSON line (with its trailing newline) for one event.

@@ -19,19 +19,46 @@ enum JSONText {
 
     /// RFC 3339 in UTC with milliseconds: `2026-11-22T05:54:27.123Z`.
     static func timestamp(_ time: WallTime) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        appendTimestamp(time, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the RFC 3339 form of `time` (as `timestamp`) as ASCII bytes, for lines built as bytes.
+    static func appendTimestamp(_ time: WallTime, to out: inout [UInt8]) {
         let millis = time.millisecondsSince1970
         let seconds = floorDiv(millis, 1000)
-        let milliPart = Int(millis - seconds * 1000)
         let days = floorDiv(seconds, 86_400)
         let secondOfDay = Int(seconds - days * 86_400)
         let (year, month, day) = civilDate(daysSince1970: days)
-        func pad(_ value: Int, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        /// `value` (0 or more) in exactly `width` digits.
+        func digits(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                out.append(0x30 + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
         }
-        return "\(pad(Int(year), 4))-\(pad(month, 2))-\(pad(day, 2))T"
-            + "\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
-            + ".\(pad(milliPart, 3))Z"
+        if (0...9999).contains(year) {
+            digits(Int(year), 4)
+        } else {
+            out.append(contentsOf: String(year).utf8)  // outside RFC 3339's range: written as it is
+        }
+        out.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        out.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        out.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3600, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(secondOfDay / 60 % 60, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(secondOfDay % 60, 2)
+        out.append(UInt8(ascii: "."))
+        digits(Int(millis - seconds * 1000), 3)
+        out.append(UInt8(ascii: "Z"))
     }
 
     private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
@@ -40,7 +67,7 @@ enum JSONText {
     }
 
     /// Proleptic Gregorian date of a day count from 1970-01-01 (H. Hinnant's `civil_from_days`).
-    static func civilDate(daysSince1970: Int64) -> (year: Int64, month: Int, day: Int) {
+    private static func civilDate(daysSince1970: Int64) -> (year: Int64, month: Int, day: Int) {
         let z = daysSince1970 + 719_468
         let era = floorDiv(z, 146_097)
         let dayOfEra = z - era * 146_097

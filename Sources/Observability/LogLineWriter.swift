@@ -11,7 +11,7 @@ import Foundation
 ///
 /// Bounded: past `maxBufferedBytes` lines are dropped and counted, and the count is written as its own
 /// line when there is room again. `flush()` waits until everything queued is written; it runs at process
-/// exit, and after every line at level error or above.
+/// exit, and after a critical line.
 public final class LogLineWriter: @unchecked Sendable {
     /// The process's standard error, flushed at exit.
     public static let standardError: LogLineWriter = {

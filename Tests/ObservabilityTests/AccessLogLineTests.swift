@@ -75,16 +75,6 @@ import Testing
         #expect(positions.allSatisfy { $0 != nil })
         #expect(positions.compactMap { $0 } == positions.compactMap { $0 }.sorted())
     }
-
-    @Test(arguments: [
-        0, 1, 999, 1_000, 86_399_999, 951_782_400_000, 1_795_326_867_123, 4_102_444_800_000, -1, -86_400_001,
-    ])
-    func timestampsMatchTheHandlers(milliseconds: Int64) {
-        var bytes: [UInt8] = []
-        AccessLogLine.appendTimestamp(WallTime(millisecondsSince1970: milliseconds), to: &bytes)
-        #expect(
-            String(decoding: bytes, as: UTF8.self) == JSONText.timestamp(WallTime(millisecondsSince1970: milliseconds)))
-    }
 }
 
 /// Lines queued on a `LogLineWriter` reach the descriptor in order; a full buffer drops and says so.

@@ -112,5 +112,8 @@ private final class LineSink: Sendable {
         #expect(JSONText.timestamp(WallTime(millisecondsSince1970: 951_782_400_005)) == "2000-02-29T00:00:00.005Z")
         #expect(JSONText.timestamp(WallTime(millisecondsSince1970: -1)) == "1969-12-31T23:59:59.999Z")
         #expect(JSONText.timestamp(WallTime(millisecondsSince1970: 4_102_444_799_999)) == "2099-12-31T23:59:59.999Z")
+        #expect(JSONText.timestamp(WallTime(millisecondsSince1970: 1_795_326_867_123)) == "2026-11-22T05:54:27.123Z")
+        #expect(JSONText.timestamp(WallTime(millisecondsSince1970: 86_399_999)) == "1970-01-01T23:59:59.999Z")
+        #expect(JSONText.timestamp(WallTime(millisecondsSince1970: -86_400_001)) == "1969-12-30T23:59:59.999Z")
     }
 }
