@@ -11,6 +11,8 @@ struct WebhookRuntime {
     let reconciler: Task<Void, Never>?
     let address: ListenAddress
     let path: String
+    /// Whether the receiver speaks TLS (`notifications.webhook.tlsCertificate`).
+    let tls: Bool
     let storeDescription: String
 
     /// The store `configuration` asks for, with its metrics: nil when no webhook is configured.
@@ -74,11 +76,12 @@ struct WebhookRuntime {
         }
         return WebhookRuntime(
             server: server, reconciler: reconciler, address: address, path: webhook.path,
+            tls: !webhook.tlsCertificateFile.isEmpty,
             storeDescription: store.redis ? "redis stream" : "sqlite \(store.sqlitePath)")
     }
 
     var url: String {
-        let scheme = "http"
+        let scheme = tls ? "https" : "http"
         return "\(scheme)://\(address.host):\(server.port)\(path)"
     }
 
