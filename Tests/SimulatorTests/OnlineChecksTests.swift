@@ -71,38 +71,38 @@ import Testing
         let jws = try transaction(signedBy: Self.online.signing)
         // The event-loop path never fetches: it says a task is needed.
         #expect(verifier.verifyIfChainCached(jws) == nil)
-        let first = try #require(await verifier.verifyOnline(jws))
+        let first = await verifier.verifyOnline(jws)
         #expect(first.status == .ok, "\(first.message)")
         #expect(responder.count == 2)  // leaf and intermediate
         #expect(responder.requests.withLock { $0 }.allSatisfy { $0 == "https://simulator.test/ocsp" })
         #expect(verifier.revocationCacheCount == 2)
         // Cached: no fetch, and cheap enough for the event loop now.
-        #expect(try #require(await verifier.verifyOnline(jws)).status == .ok)
+        #expect(await verifier.verifyOnline(jws).status == .ok)
         #expect(verifier.verifyIfChainCached(jws)?.status == .ok)
         #expect(responder.count == 2)
         // Past nextUpdate (one hour) the status is asked again.
         clock.advance(3_601)
         #expect(verifier.verifyIfChainCached(jws) == nil)
-        #expect(try #require(await verifier.verifyOnline(jws)).status == .ok)
+        #expect(await verifier.verifyOnline(jws).status == .ok)
         #expect(responder.count == 4)
     }
 
     @Test func revokedLeafIsUntrusted() async throws {
         let responder = Responder(.answer, clock: clock)
         let verifier = try verifier(responder)
-        let result = try #require(await verifier.verifyOnline(try transaction(signedBy: Self.online.revoked)))
+        let result = await verifier.verifyOnline(try transaction(signedBy: Self.online.revoked))
         #expect(result.status == .untrustedChain)
         #expect(result.message.contains("revoked"))
         #expect(PayloadDecoder.decode(result) == nil)
         // The good leaf of the same intermediate still verifies.
-        #expect(try #require(await verifier.verifyOnline(try transaction(signedBy: Self.online.signing))).status == .ok)
+        #expect(await verifier.verifyOnline(try transaction(signedBy: Self.online.signing)).status == .ok)
     }
 
     @Test func unreachableOrUnusableRespondersAreRetryable() async throws {
         for mode in [Responder.Mode.unreachable, .garbage] {
             let responder = Responder(mode, clock: clock)
             let verifier = try verifier(responder)
-            let result = try #require(await verifier.verifyOnline(try transaction(signedBy: Self.online.signing)))
+            let result = await verifier.verifyOnline(try transaction(signedBy: Self.online.signing))
             #expect(result.status == .retryableFailure, "\(mode): \(result.message)")
             #expect(result.message.contains("OCSP"))
             #expect(verifier.revocationCacheCount == 0)
@@ -113,7 +113,7 @@ import Testing
         let responder = Responder(.answer, clock: clock)
         let verifier = try verifier(responder)
         // The simulator's stored PKI names no responder: online checks cannot vouch for it.
-        let result = try #require(await verifier.verifyOnline(try transaction(signedBy: SimulatorFixture.sharedPKI)))
+        let result = await verifier.verifyOnline(try transaction(signedBy: SimulatorFixture.sharedPKI))
         #expect(result.status == .untrustedChain)
         #expect(responder.count == 0)
         // Offline the same data verifies.
@@ -138,7 +138,7 @@ import Testing
         let verifier = try verifier(responder)
         let jws = try transaction(signedBy: Self.online.signing)
         clock.advance(3 * 365 * 86_400)  // the leaf (about 400 days left) has expired; its signedDate has not moved
-        let result = try #require(await verifier.verifyOnline(jws))
+        let result = await verifier.verifyOnline(jws)
         #expect(result.status == .untrustedChain)
         #expect(try self.verifier(responder, online: false).verify(jws).status == .ok)
     }
