@@ -28,6 +28,43 @@ import Testing
         #expect(queue.count == 0)
     }
 
+    /// A call's deadline is scheduled far ahead and cancelled at once, 200,000 times: the heap must not
+    /// keep a dead entry per call until its deadline comes (it did: 16 bytes per call for 120 s).
+    @Test func cancelledTimersDoNotAccumulate() {
+        var queue = TimerQueue<Int>()
+        let keep = (0..<10).map { queue.schedule(at: 5_000 + UInt64($0), $0) }
+        for index in 0..<200_000 {
+            let id = queue.schedule(at: 120_000_000 + UInt64(index), index)
+            queue.cancel(id)
+            #expect(queue.storedEntries <= max(64, 2 * queue.count) + 1)
+            if queue.storedEntries > 200 { break }
+        }
+        #expect(queue.count == 10)
+        queue.cancel(keep[3])
+        #expect(queue.popDue(now: .max) == [0, 1, 2, 4, 5, 6, 7, 8, 9])
+    }
+
+    @Test func aStaleIDCancelsNothingInItsReusedSlot() {
+        var queue = TimerQueue<String>()
+        let first = queue.schedule(at: 10, "first")
+        queue.cancel(first)
+        _ = queue.schedule(at: 20, "second")  // reuses the slot
+        queue.cancel(first)
+        #expect(queue.popDue(now: 100) == ["second"])
+    }
+
+    @Test func randomScheduleAndCancelComeOutSorted() {
+        var queue = TimerQueue<UInt64>()
+        var generator = SystemRandomNumberGenerator()
+        var kept: [UInt64] = []
+        for _ in 0..<5_000 {
+            let deadline = UInt64.random(in: 0..<10_000, using: &generator)
+            let id = queue.schedule(at: deadline, deadline)
+            if Bool.random(using: &generator) { queue.cancel(id) } else { kept.append(deadline) }
+        }
+        #expect(queue.popDue(now: .max) == kept.sorted())
+    }
+
     @Test func randomScheduleComesOutSorted() {
         var queue = TimerQueue<UInt64>()
         var generator = SystemRandomNumberGenerator()
