@@ -232,9 +232,9 @@ final class ServerCall: HTTP2StreamDelegate {
         guard !finished else { return }
         if !stream.hasResponded {
             state.responseStarted()
-            stream.respond(
-                StatusTrailers.responseHead, adding: ("x-request-id", context.requestID),
-                endStream: false)
+            context.withRequestIDBytes { id in
+                stream.respond(StatusTrailers.responseHead, adding: ("x-request-id", id), endStream: false)
+            }
         }
         stream.write { buffer in MessageFramer.appendFrame(to: &buffer, payload: message) }
         events.rpcMessageSent(method: context.method)
@@ -284,8 +284,9 @@ final class ServerCall: HTTP2StreamDelegate {
         case .trailers:
             stream.finish(trailers: StatusTrailers.block(for: status))
         case .trailersOnly:
-            stream.respond(
-                StatusTrailers.trailersOnly(for: status), adding: ("x-request-id", context.requestID), endStream: true)
+            context.withRequestIDBytes { id in
+                stream.respond(StatusTrailers.trailersOnly(for: status), adding: ("x-request-id", id), endStream: true)
+            }
         }
         if status.code != .ok { task?.cancel() }
         inbound?.finish()

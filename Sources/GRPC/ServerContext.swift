@@ -14,33 +14,48 @@ public struct ServerContext: Sendable {
     /// The call's W3C trace context (also `TraceContext.current` in its task): the caller's `traceparent`
     /// continued, or a new trace.
     public let trace: TraceContext
-    /// The call's `x-request-id`: the caller's, or one made up; echoed in the response headers.
-    public let requestID: String
+    /// The call's `x-request-id`: the caller's, or one made from the trace; echoed in the response headers.
+    public var requestID: String { callerRequestID ?? RequestID.generated(for: trace) }
+    /// The caller's `x-request-id` when it is acceptable (`RequestID.accepted`).
+    let callerRequestID: String?
     /// Who is calling, as the server's `CallGuard` established before the call started (nil: anonymous, open
     /// mode, or no guard). Also `CallerIdentity.current` in the handler's task.
     public let caller: CallerIdentity?
     /// The guard that admitted the call; the typed handlers ask it about the request's `app`.
     let callGuard: (any CallGuard)?
 
-    /// A context; the trace and request id come from `metadata` (traceparent, tracestate, x-request-id).
+    /// A context; the trace and request id come from `metadata` (traceparent, tracestate, x-request-id),
+    /// and `annotations` carry them (with the caller) into the call's log line.
     public init(
         method: String, metadata: [(name: String, value: String)], deadlineNanoseconds: UInt64?,
-        annotations: CallAnnotations = CallAnnotations(), caller: CallerIdentity? = nil,
-        callGuard: (any CallGuard)? = nil
+        caller: CallerIdentity? = nil, callGuard: (any CallGuard)? = nil
     ) {
         self.method = method
         self.caller = caller
         self.callGuard = callGuard
         self.metadata = metadata
         self.deadlineNanoseconds = deadlineNanoseconds
-        self.annotations = annotations
-        func value(_ name: String) -> String? { metadata.first(where: { $0.name == name })?.value }
-        trace = TraceContext(traceparent: value("traceparent"), tracestate: value("tracestate"))
-        requestID = RequestID.accepted(value("x-request-id")) ?? RequestID.generated(for: trace)
-        annotations.note("request_id", requestID)
-        annotations.note("trace_id", trace.traceID)
-        annotations.note("span_id", trace.spanID)
-        annotations.note("caller", caller?.identity ?? "-")
+        var traceparent: String?
+        var tracestate: String?
+        var requestID: String?
+        for field in metadata {
+            switch field.name {
+            case "traceparent": traceparent = traceparent ?? field.value
+            case "tracestate": tracestate = tracestate ?? field.value
+            case "x-request-id": requestID = requestID ?? field.value
+            default: break
+            }
+        }
+        trace = TraceContext(traceparent: traceparent, tracestate: tracestate)
+        callerRequestID = RequestID.accepted(requestID)
+        annotations = CallAnnotations(
+            identity: .init(requestID: callerRequestID, trace: trace, caller: caller?.identity))
+    }
+
+    /// Runs `body` with the bytes of the call's `x-request-id`, formatted on the stack when generated.
+    func withRequestIDBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        guard var callerRequestID else { return RequestID.withGenerated(for: trace, body) }
+        return callerRequestID.withUTF8(body)
     }
 
     /// Runs a handler's `body` with the call's task-locals bound, the same on every path: its trace (the

@@ -7,69 +7,103 @@ public struct TraceContext: Sendable, Hashable {
     /// The context of the call the current task serves (bound by the gRPC server), if any.
     @TaskLocal public static var current: TraceContext?
 
-    /// 32 lowercase hex digits, not all zero.
-    public let traceID: String
-    /// The gateway's own span: 16 lowercase hex digits, not all zero.
-    public let spanID: String
-    /// The caller's span (our parent), nil when the trace started here.
-    public let parentSpanID: String?
-    /// Trace flags (2 hex digits; 01 = sampled).
-    public let flags: String
+    // Kept as numbers: a call that never logs or calls Apple never formats them.
+    private let traceHigh: UInt64
+    private let traceLow: UInt64
+    private let span: UInt64
+    private let parentSpan: UInt64?
+    private let flagBits: UInt8
     /// The caller's `tracestate`, forwarded unchanged when it is plausible (≤ 512 characters, printable).
     public let traceState: String?
 
+    /// 32 lowercase hex digits, not all zero.
+    public var traceID: String { Self.hexString(traceHigh, traceLow) }
+    /// The gateway's own span: 16 lowercase hex digits, not all zero.
+    public var spanID: String { Self.hexString(span) }
+    /// The caller's span (our parent), nil when the trace started here.
+    public var parentSpanID: String? { parentSpan.map { Self.hexString($0) } }
+    /// Trace flags (2 hex digits; 01 = sampled).
+    public var flags: String { Self.hexString(UInt64(flagBits), digits: 2) }
+
     /// The context for a call that brought `traceparent` and `tracestate` (either may be nil or garbage).
     public init<R: RandomNumberGenerator>(traceparent: String?, tracestate: String?, random: inout R) {
-        spanID = Self.newSpanID(&random)
+        span = Self.nonZero(&random)
         if let parent = traceparent.flatMap(Self.parse) {
-            traceID = parent.traceID
-            parentSpanID = parent.spanID
-            flags = parent.flags
+            (traceHigh, traceLow) = (parent.high, parent.low)
+            parentSpan = parent.span
+            flagBits = parent.flags
             traceState = tracestate.flatMap(Self.plausibleState)
         } else {
-            traceID = Self.hex(random.next(), random.next())
-            parentSpanID = nil
-            flags = "01"
+            traceHigh = random.next()
+            traceLow = Self.nonZero(&random)
+            parentSpan = nil
+            flagBits = 1
             traceState = nil  // tracestate without a valid traceparent is discarded (W3C)
         }
     }
 
-    /// The context for a call, with the system's random generator.
+    /// The context for a call, with ids from `FastRandom` (unique, not secret).
     public init(traceparent: String?, tracestate: String?) {
-        var random = SystemRandomNumberGenerator()
+        var random = FastRandom()
         self.init(traceparent: traceparent, tracestate: tracestate, random: &random)
     }
 
     /// The `traceparent` of an outgoing request: same trace, a new child span of the gateway's span.
     public func childTraceparent<R: RandomNumberGenerator>(random: inout R) -> String {
-        "00-\(traceID)-\(Self.newSpanID(&random))-\(flags)"
+        "00-\(traceID)-\(Self.hexString(Self.nonZero(&random)))-\(flags)"
     }
 
     /// The headers for an outgoing request (traceparent, and tracestate when the caller sent one).
     public func outgoingHeaders() -> [(String, String)] {
-        var random = SystemRandomNumberGenerator()
+        var random = FastRandom()
         var headers = [("traceparent", childTraceparent(random: &random))]
         if let traceState { headers.append(("tracestate", traceState)) }
         return headers
     }
 
+    /// Writes the id `RequestID.generated(for:)` names into `buffer` (`RequestID.generatedLength` bytes):
+    /// "gw-", the low half of the trace id, "-", the span id.
+    func writeRequestID(into buffer: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(buffer.count >= RequestID.generatedLength)
+        buffer[0] = UInt8(ascii: "g")
+        buffer[1] = UInt8(ascii: "w")
+        buffer[2] = UInt8(ascii: "-")
+        Self.writeHex(traceLow, digits: 16, into: buffer.baseAddress! + 3)
+        buffer[19] = UInt8(ascii: "-")
+        Self.writeHex(span, digits: 16, into: buffer.baseAddress! + 20)
+    }
+
     /// version-traceid-parentid-flags. Version 00 is exactly 55 characters; a later version may append
     /// fields after a dash (W3C: parse what is known); version ff is invalid.
-    static func parse(_ text: String) -> (traceID: String, spanID: String, flags: String)? {
-        let bytes = Array(text.utf8)
-        guard bytes.count >= 55, bytes[2] == 0x2D, bytes[35] == 0x2D, bytes[52] == 0x2D else { return nil }
-        let version = String(decoding: bytes[0..<2], as: UTF8.self)
-        let traceID = String(decoding: bytes[3..<35], as: UTF8.self)
-        let spanID = String(decoding: bytes[36..<52], as: UTF8.self)
-        let flags = String(decoding: bytes[53..<55], as: UTF8.self)
-        guard [version, traceID, spanID, flags].allSatisfy(isLowerHex), version != "ff" else { return nil }
-        if version == "00" {
-            guard bytes.count == 55 else { return nil }
-        } else if bytes.count > 55, bytes[55] != 0x2D {
-            return nil
+    static func parse(_ text: String) -> (high: UInt64, low: UInt64, span: UInt64, flags: UInt8)? {
+        var text = text
+        return text.withUTF8 { bytes in
+            guard bytes.count >= 55, bytes[2] == 0x2D, bytes[35] == 0x2D, bytes[52] == 0x2D,
+                let version = hexValue(bytes, 0, 2), let high = hexValue(bytes, 3, 16),
+                let low = hexValue(bytes, 19, 16), let span = hexValue(bytes, 36, 16),
+                let flags = hexValue(bytes, 53, 2), version != 0xff
+            else { return nil }
+            if version == 0 {
+                guard bytes.count == 55 else { return nil }
+            } else if bytes.count > 55, bytes[55] != 0x2D {
+                return nil
+            }
+            guard high | low != 0, span != 0 else { return nil }
+            return (high, low, span, UInt8(flags))
         }
-        guard traceID.contains(where: { $0 != "0" }), spanID.contains(where: { $0 != "0" }) else { return nil }
-        return (traceID, spanID, flags)
+    }
+
+    /// `count` (≤ 16) lowercase hex digits at `offset`, or nil.
+    private static func hexValue(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: Int, _ count: Int) -> UInt64? {
+        var value: UInt64 = 0
+        for byte in bytes[offset..<offset + count] {
+            switch byte {
+            case 0x30...0x39: value = value << 4 | UInt64(byte - 0x30)
+            case 0x61...0x66: value = value << 4 | UInt64(byte - 0x61 + 10)
+            default: return nil
+            }
+        }
+        return value
     }
 
     private static func plausibleState(_ text: String) -> String? {
@@ -79,23 +113,27 @@ public struct TraceContext: Sendable, Hashable {
         return text
     }
 
-    private static func isLowerHex(_ text: String) -> Bool {
-        text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
-    }
-
-    private static func newSpanID<R: RandomNumberGenerator>(_ random: inout R) -> String {
+    private static func nonZero<R: RandomNumberGenerator>(_ random: inout R) -> UInt64 {
         var value: UInt64 = 0
         while value == 0 { value = random.next() }
-        return hex(value)
+        return value
     }
 
-    private static func hex(_ values: UInt64...) -> String {
-        var text = ""
-        for value in values {
-            let digits = String(value, radix: 16)
-            text += String(repeating: "0", count: 16 - digits.count) + digits
+    private static func writeHex(_ value: UInt64, digits: Int, into target: UnsafeMutablePointer<UInt8>) {
+        let alphabet: StaticString = "0123456789abcdef"
+        for index in 0..<digits {
+            let nibble = Int(truncatingIfNeeded: value >> UInt64(4 * (digits - 1 - index))) & 0xF
+            target[index] = alphabet.utf8Start[nibble]
         }
-        return text
+    }
+
+    private static func hexString(_ values: UInt64..., digits: Int = 16) -> String {
+        String(unsafeUninitializedCapacity: values.count * digits) { buffer in
+            for (index, value) in values.enumerated() {
+                writeHex(value, digits: digits, into: buffer.baseAddress! + index * digits)
+            }
+            return values.count * digits
+        }
     }
 }
 
@@ -109,6 +147,25 @@ public enum RequestID {
         return value
     }
 
-    /// A fresh id (the gateway's span id is unique enough and ties the id to the trace).
-    public static func generated(for trace: TraceContext) -> String { "gw-\(trace.traceID.suffix(16))-\(trace.spanID)" }
+    /// The length of a generated id.
+    public static let generatedLength = 36
+
+    /// A fresh id: "gw-", the low half of the trace id, "-", the gateway's span id (unique enough, and it
+    /// ties the id to the trace).
+    public static func generated(for trace: TraceContext) -> String {
+        String(unsafeUninitializedCapacity: generatedLength) { buffer in
+            trace.writeRequestID(into: buffer)
+            return generatedLength
+        }
+    }
+
+    /// Runs `body` with the bytes of `generated(for: trace)`, made on the stack.
+    public static func withGenerated<Result>(
+        for trace: TraceContext, _ body: (UnsafeBufferPointer<UInt8>) -> Result
+    ) -> Result {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: generatedLength) { buffer in
+            trace.writeRequestID(into: buffer)
+            return body(UnsafeBufferPointer(buffer))
+        }
+    }
 }

@@ -89,8 +89,10 @@ public final class HTTP2Stream {
     }
 
     /// Sends a prepared response head and one field of this response only (e.g. `x-request-id`), without
-    /// building a new block for it.
-    public func respond(_ head: HeaderBlock, adding extra: (name: StaticString, value: String)?, endStream: Bool) {
+    /// building a new block for it; the value's bytes are copied before this returns.
+    public func respond(
+        _ head: HeaderBlock, adding extra: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, endStream: Bool
+    ) {
         eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed, !headSent else { return }
         headSent = true

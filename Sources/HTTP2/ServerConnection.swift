@@ -248,10 +248,11 @@ final class ServerConnection: LoopConnection, Flushable {
     // MARK: Responses (called by HTTP2Stream)
 
     /// Submits the response head `head`, plus one per-response field when given (e.g. `x-request-id`):
-    /// the prepared pairs are used as they are and the extra one points into the caller's string for the
-    /// call's duration (nghttp2 copies every field it is given), so nothing is encoded or allocated here.
+    /// the prepared pairs are used as they are and the extra one points at the caller's bytes for the call's
+    /// duration (nghttp2 copies every field it is given), so nothing is encoded or allocated here.
     func submitResponse(
-        _ stream: HTTP2Stream, head: HeaderBlock, extra: (name: StaticString, value: String)? = nil, endStream: Bool
+        _ stream: HTTP2Stream, head: HeaderBlock, extra: (name: StaticString, value: UnsafeBufferPointer<UInt8>)? = nil,
+        endStream: Bool
     ) {
         guard let session else { return }
         management.responseFrameSent()  // sending headers resets the client's ping budget
@@ -264,18 +265,14 @@ final class ServerConnection: LoopConnection, Flushable {
         }
         var rc: Int32
         if let extra {
-            var value = extra.value
-            rc = value.withUTF8 { valueBytes in
-                withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: head.count + 1) { pairs in
-                    for index in 0..<head.count { pairs[index] = head.pairs[index] }
-                    pairs[head.count] = nghttp2_nv(
-                        name: UnsafeMutablePointer(mutating: extra.name.utf8Start),
-                        value: UnsafeMutablePointer(
-                            mutating: valueBytes.baseAddress ?? extra.name.utf8Start),
-                        namelen: extra.name.utf8CodeUnitCount, valuelen: valueBytes.count,
-                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-                    return submit(pairs.baseAddress, head.count + 1)
-                }
+            rc = withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: head.count + 1) { pairs in
+                for index in 0..<head.count { pairs[index] = head.pairs[index] }
+                pairs[head.count] = nghttp2_nv(
+                    name: UnsafeMutablePointer(mutating: extra.name.utf8Start),
+                    value: UnsafeMutablePointer(mutating: extra.value.baseAddress ?? extra.name.utf8Start),
+                    namelen: extra.name.utf8CodeUnitCount, valuelen: extra.value.count,
+                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                return submit(pairs.baseAddress, head.count + 1)
             }
         } else {
             rc = submit(head.pairs.baseAddress, head.count)
