@@ -17,7 +17,10 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     private let accessLogWriter: LogLineWriter?
     private let accessLine: AccessLogLine
     private let clock: any GatewayClock
-    private let methodTypes = Mutex<[String: RPCMethodLabels]>([:])
+    /// Registered methods, each with its series resolved once (one lookup per event, no label hashing).
+    private let methods = Mutex<[String: MethodSeries]>([:])
+    /// The series of every unregistered path.
+    private let unknownMethod: MethodSeries
 
     private let started: CounterFamily
     private let handled: CounterFamily
@@ -59,6 +62,8 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
         messagesSent = registry.counter(
             "grpc_server_msg_sent_total", help: "gRPC stream messages sent by the server.", labelNames: method)
+        unknownMethod = MethodSeries(
+            .unknown, started: started, handled: handled, seconds: handlingSeconds, messagesSent: messagesSent)
         rpcsInFlight = registry.gauge("appstore_gateway_rpcs_in_flight", help: "RPCs (streams) open now.").labels()
         appleRequests = registry.counter(
             "appstore_gateway_apple_requests_total",
@@ -96,21 +101,23 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     }
 
     /// Registers the served methods (path → go-grpc-prometheus `grpc_type`); call before serving.
-    public func register(methods: [String: String]) {
-        methodTypes.withLock { table in
-            for (path, type) in methods {
-                if let labels = RPCMethodLabels(path: path, type: type) { table[path] = labels }
+    public func register(methods served: [String: String]) {
+        methods.withLock { table in
+            for (path, type) in served {
+                guard let labels = RPCMethodLabels(path: path, type: type) else { continue }
+                table[path] = MethodSeries(
+                    labels, started: started, handled: handled, seconds: handlingSeconds, messagesSent: messagesSent)
             }
         }
     }
 
-    private func labels(_ path: String) -> RPCMethodLabels {
-        methodTypes.withLock { $0[path] } ?? .unknown
+    private func series(_ path: String) -> MethodSeries {
+        methods.withLock { $0[path] } ?? unknownMethod
     }
 
     public func rpcStarted(method: String) {
         rpcsInFlight.increment()
-        started.labels(labels(method).values).increment()
+        series(method).started.increment()
     }
 
     public func rpcFinished(
@@ -118,14 +125,15 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         metadata: [(name: String, value: String)], annotations: CallAnnotations
     ) {
         rpcsInFlight.decrement()
-        let method = labels(path)
-        handled.labels(method.values + [RPCMethodLabels.codeName(status)]).increment()
-        handlingSeconds.labels(method.values).observe(seconds)
+        let series = series(path)
+        series.handled(status).increment()
+        series.seconds.observe(seconds)
+        let method = series.labels
         guard accessLog, method.service != "grpc.health.v1.Health" else { return }
         // An unregistered path is the caller's text: logged, but cut short.
         let methodText = method == .unknown ? String(path.prefix(200)) : path
         let noted = annotations.all
-        // The server notes the call's request id; only a call it never saw through needs one made here.
+        // The server's calls carry their request id; only a call it never saw through needs one made here.
         let requestID =
             metadata.first(where: { $0.name == "x-request-id" })?.value
             ?? (noted.contains { $0.name == "request_id" } ? "" : requestIDs.next())
@@ -151,7 +159,7 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     }
 
     public func rpcMessageSent(method: String) {
-        messagesSent.labels(labels(method).values).increment()
+        series(method).messagesSent.increment()
     }
 
     public func appleAttempt(
@@ -187,6 +195,34 @@ public final class PrometheusGatewayEvents: GatewayEvents {
 
     public func callCoalesced(app: String, endpoint: String) {
         coalesced.labels(app, endpoint).increment()
+    }
+}
+
+/// The series of one method, resolved when it is registered: the started, sent and duration series, and
+/// the handled series of OK (the common case); other codes are looked up in their family.
+final class MethodSeries: Sendable {
+    let labels: RPCMethodLabels
+    let started: Counter
+    let seconds: Histogram
+    let messagesSent: Counter
+    private let handledOK: Counter
+    private let handled: CounterFamily
+
+    init(
+        _ labels: RPCMethodLabels, started: CounterFamily, handled: CounterFamily, seconds: HistogramFamily,
+        messagesSent: CounterFamily
+    ) {
+        self.labels = labels
+        self.started = started.labels(labels.values)
+        self.seconds = seconds.labels(labels.values)
+        self.messagesSent = messagesSent.labels(labels.values)
+        self.handled = handled
+        self.handledOK = handled.labels(labels.values + [RPCMethodLabels.codeName(.ok)])
+    }
+
+    /// The handled series of `code`.
+    func handled(_ code: StatusCode) -> Counter {
+        code == .ok ? handledOK : handled.labels(labels.values + [RPCMethodLabels.codeName(code)])
     }
 }
 
