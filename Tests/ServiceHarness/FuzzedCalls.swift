@@ -28,8 +28,14 @@ extension ServiceHarness {
     /// unbounded request the contract should have refused), and an OK answer decodes as the method's response.
     @discardableResult
     public func fuzz(_ method: String, input: [UInt8]) -> Outcome {
+        Self.blocking { await self.fuzz(method, input: input) }
+    }
+
+    /// `fuzz(_:input:)` for tests, awaited rather than blocking a thread.
+    @discardableResult
+    public func fuzz(_ method: String, input: [UInt8]) async -> Outcome {
         let request = method == Self.verifyJWS ? Self.verifyJWSRequest(fromFuzzInput: input) : input
-        let outcome = call(method, request: request)
+        let outcome = await call(method, request: request)
         precondition(
             outcome.status.code != .internal && outcome.status.code != .unknown,
             "\(method) answered \(outcome.status) to a \(input.count)-byte input")

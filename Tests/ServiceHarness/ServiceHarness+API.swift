@@ -43,9 +43,15 @@ extension ServiceHarness {
     /// status, and an OK answer decodes as the method's response.
     @discardableResult
     public func fuzzAPI(input: [UInt8]) -> Outcome {
+        Self.blocking { await self.fuzzAPI(input: input) }
+    }
+
+    /// `fuzzAPI(input:)` for tests, awaited rather than blocking a thread.
+    @discardableResult
+    public func fuzzAPI(input: [UInt8]) async -> Outcome {
         guard let selector = input.first else { return Outcome(status: .ok, responses: []) }
         let method = Self.apiMethods[Int(selector) % Self.apiMethods.count]
-        let outcome = call(method.path, request: Array(input.dropFirst()))
+        let outcome = await call(method.path, request: Array(input.dropFirst()))
         precondition(
             outcome.status.code != .internal && outcome.status.code != .unknown,
             "\(method.path) answered \(outcome.status) to a \(input.count)-byte input")

@@ -58,9 +58,9 @@ public final class ServiceHarness: Sendable {
     }
 
     /// Runs `method` on the serialized `request` as the server would, with a 2 s deadline; streams are
-    /// cancelled after `maxStreamMessages` messages. Waits at most 30 s: a handler still running then is a
-    /// hang, reported as a failure (a fuzz finding).
-    public func call(_ method: String, request: [UInt8]) -> Outcome {
+    /// cancelled after `maxStreamMessages` messages. Tests await this one: blocking a thread of Swift's
+    /// cooperative pool (two on a 2-core machine) while the handler needs one can starve every task.
+    public func call(_ method: String, request: [UInt8]) async -> Outcome {
         guard let handler = methods[method] else {
             return Outcome(status: RPCStatus(.unimplemented, "no such method"), responses: [])
         }
@@ -77,38 +77,39 @@ public final class ServiceHarness: Sendable {
             case .done(.success(let response)): return Outcome(status: .ok, responses: [response])
             case .done(.failure(let status)): return Outcome(status: status, responses: [])
             case .task(let rest):
-                return Self.wait {
-                    switch await rest() {
-                    case .success(let response): return Outcome(status: .ok, responses: [response])
-                    case .failure(let status): return Outcome(status: status, responses: [])
-                    }
+                switch await rest() {
+                case .success(let response): return Outcome(status: .ok, responses: [response])
+                case .failure(let status): return Outcome(status: status, responses: [])
                 }
             }
         case .unary(let body):
-            return Self.wait {
-                do throws(RPCStatus) {
-                    return Outcome(status: .ok, responses: [try await body(request, context)])
-                } catch {
-                    return Outcome(status: error, responses: [])
-                }
+            do throws(RPCStatus) {
+                return Outcome(status: .ok, responses: [try await body(request, context)])
+            } catch {
+                return Outcome(status: error, responses: [])
             }
         case .serverStreaming(let body):
-            return Self.wait {
-                let writer = CollectingWriter()
-                do throws(RPCStatus) {
-                    try await body(request, context, writer)
-                    return Outcome(status: .ok, responses: writer.messages)
-                } catch {
-                    return Outcome(status: error, responses: writer.messages)
-                }
+            let writer = CollectingWriter()
+            do throws(RPCStatus) {
+                try await body(request, context, writer)
+                return Outcome(status: .ok, responses: writer.messages)
+            } catch {
+                return Outcome(status: error, responses: writer.messages)
             }
         case .bidiStreaming:
             return Outcome(status: RPCStatus(.unimplemented, "no bidirectional method here"), responses: [])
         }
     }
 
-    private static func wait(_ body: @escaping @Sendable () async -> Outcome) -> Outcome {
-        let result = Mutex<Outcome?>(nil)
+    /// `call` for a synchronous caller (the libFuzzer targets, on their own thread): waits at most 30 s; a
+    /// handler still running then is a hang, reported as a failure (a fuzz finding).
+    public func call(_ method: String, request: [UInt8]) -> Outcome {
+        Self.blocking { await self.call(method, request: request) }
+    }
+
+    /// Runs `body` as a task and blocks this thread until it ends (at most 30 s). Never from a task.
+    static func blocking<Result: Sendable>(_ body: @escaping @Sendable () async -> Result) -> Result {
+        let result = Mutex<Result?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             let outcome = await body()

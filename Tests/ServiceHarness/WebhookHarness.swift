@@ -48,20 +48,16 @@ public final class WebhookHarness: Sendable {
     /// 503); returns the status.
     @discardableResult
     public func fuzz(_ input: [UInt8]) -> Int {
+        ServiceHarness.blocking { await self.fuzz(input) }
+    }
+
+    /// `fuzz(_:)` for tests, awaited rather than blocking a thread.
+    @discardableResult
+    public func fuzz(_ input: [UInt8]) async -> Int {
         let request = HTTPRequest(
             method: "POST", target: "/apple/notifications", headers: [("content-type", "application/json")],
             body: Self.body(fromFuzzInput: input))
-        let result = Mutex<Int?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let webhook = self.webhook
-        Task {
-            let response = await webhook.handle(request)
-            result.withLock { $0 = response.status }
-            done.signal()
-        }
-        guard done.wait(timeout: .now() + 30) == .success, let status = result.withLock({ $0 }) else {
-            preconditionFailure("the webhook did not answer within 30 s")
-        }
+        let status = await webhook.handle(request).status
         precondition(
             [200, 400, 403, 413, 503].contains(status), "the webhook answered \(status) to a \(input.count)-byte input")
         return status
