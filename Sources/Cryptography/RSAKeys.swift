@@ -23,7 +23,9 @@ public final class RSAPublicKey: Sendable {
             throw CryptographyError(.invalidKey, "an RSA public exponent must be odd, more than 1 and at most 32 bits")
         }
         let made = n.withUnsafeBufferPointer { modulus in
-            e.withUnsafeBufferPointer { copenssl_rsa_public_key(modulus.baseAddress, modulus.count, $0.baseAddress, $0.count) }
+            e.withUnsafeBufferPointer {
+                copenssl_rsa_public_key(modulus.baseAddress, modulus.count, $0.baseAddress, $0.count)
+            }
         }
         guard let made else { throw CryptographyError(.invalidKey, "OpenSSL refused the RSA public key") }
         key = EVPKey(takingOwnershipOf: made)

@@ -271,7 +271,8 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         }
         let arguments = ["1", indexKey, WindowIndex.datePrefix(cutoff), WindowIndex.digits(UInt64(cutoff)), "10000"]
         _ = try await run(
-            [["EVALSHA", Self.pruneIndexScriptSHA] + arguments], noScript: [["EVAL", Self.pruneIndexScript] + arguments]
+            [["EVALSHA", Self.pruneIndexScriptSHA] + arguments],
+            noScript: [["EVAL", Self.pruneIndexScript] + arguments]
         ) { replies -> Int64? in
             guard case .integer(let removed)? = replies.first else { return nil }
             return removed

@@ -26,9 +26,13 @@ import Testing
             try VerificationRequirements(bundleID: "com.a", appAppleID: 2, environment: .sandbox),
             try VerificationRequirements(bundleID: "com.a", appAppleID: 1, environment: .production),
         ] {
-            #expect(cache.notification(for: VerifiedNotificationCache.key(payload: "x.y.z", requirements: other), now: now) == nil)
+            #expect(
+                cache.notification(for: VerifiedNotificationCache.key(payload: "x.y.z", requirements: other), now: now)
+                    == nil)
         }
-        #expect(cache.notification(for: VerifiedNotificationCache.key(payload: "x.y.Z", requirements: sandbox), now: now) == nil)
+        #expect(
+            cache.notification(for: VerifiedNotificationCache.key(payload: "x.y.Z", requirements: sandbox), now: now)
+                == nil)
     }
 
     @Test func anEntryExpiresAfterItsLifetimeAndTheCacheStaysBounded() throws {
@@ -41,7 +45,8 @@ import Testing
         #expect(cache.notification(for: key, now: start + VerifiedNotificationCache.lifetime) == nil)
         for index in 0..<(VerifiedNotificationCache.capacity + 10) {
             cache.remember(
-                notification("\(index)"), for: VerifiedNotificationCache.key(payload: "p\(index)", requirements: requirements), now: start)
+                notification("\(index)"),
+                for: VerifiedNotificationCache.key(payload: "p\(index)", requirements: requirements), now: start)
         }
         #expect(cache.count <= VerifiedNotificationCache.capacity)
     }
