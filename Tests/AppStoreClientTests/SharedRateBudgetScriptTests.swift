@@ -13,10 +13,7 @@ struct SharedRateBudgetScriptTests {
 
     private func calls(_ command: String, _ connection: RedisConnection) throws -> Int {
         let text = try connection.pipeline([["INFO", "commandstats"]]).first?.text ?? ""
-        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("cmdstat_\(command):calls=") {
-            return Int(line.dropFirst("cmdstat_\(command):calls=".count).prefix { $0.isNumber }) ?? 0
-        }
-        return 0
+        return RedisProcess.infoNumber("cmdstat_\(command):calls=", in: text)
     }
 
     @Test func theScriptIsSentOnceAndReloadedAfterAFlushedScriptCache() async throws {

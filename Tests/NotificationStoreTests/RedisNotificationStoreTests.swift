@@ -31,13 +31,8 @@ struct RedisNotificationStoreTests {
 
     /// How many times Redis ran `command` (INFO commandstats).
     private func calls(_ command: String, _ connection: RedisConnection) throws -> Int {
-        let reply = try connection.pipeline([["INFO", "commandstats"]])
-        let text = reply.first?.text ?? ""
-        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("cmdstat_\(command):calls=") {
-            let value = line.dropFirst("cmdstat_\(command):calls=".count).prefix { $0.isNumber }
-            return Int(value) ?? 0
-        }
-        return 0
+        let text = try connection.pipeline([["INFO", "commandstats"]]).first?.text ?? ""
+        return RedisProcess.infoNumber("cmdstat_\(command):calls=", in: text)
     }
 
     /// Every page of a window, as a follower's catch-up reads it.
@@ -95,10 +90,7 @@ struct RedisNotificationStoreTests {
     /// Bytes Redis has sent to all clients so far (INFO stats).
     private func sentBytes(_ connection: RedisConnection) throws -> Int {
         let text = try connection.pipeline([["INFO", "stats"]]).first?.text ?? ""
-        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("total_net_output_bytes:") {
-            return Int(line.dropFirst("total_net_output_bytes:".count).prefix { $0.isNumber }) ?? 0
-        }
-        return 0
+        return RedisProcess.infoNumber("total_net_output_bytes:", in: text)
     }
 
     @Test func aStreamWrittenBeforeTheIndexIsIndexedOnceAndPrunedEntriesLeaveTheIndex() async throws {

@@ -37,6 +37,15 @@ public final class RedisProcess {
         for _ in 0..<200 where Self.accepts(port: port) { usleep(10_000) }
     }
 
+    /// The integer after `field` in an INFO reply's `text` ("cmdstat_eval:calls=3,…" → 3 for
+    /// "cmdstat_eval:calls="; "total_net_output_bytes:123" → 123 for "total_net_output_bytes:"); 0 when absent.
+    public static func infoNumber(_ field: String, in text: String) -> Int {
+        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix(field) {
+            return Int(line.dropFirst(field.count).prefix { $0.isNumber }) ?? 0
+        }
+        return 0
+    }
+
     public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
