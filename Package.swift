@@ -81,7 +81,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
-        .target(name: "NotificationStore", dependencies: ["CSQLite", "GatewayCore", "AppStoreClient"]),
+        .target(
+            name: "NotificationStore", dependencies: ["CSQLite", "GatewayCore", "AppStoreClient", "Cryptography"]),
         // The gateway's RPC implementations, wiring the modules above.
         .target(
             name: "Services",
@@ -136,7 +137,8 @@ let package = Package(
             ]),
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
         .testTarget(
-            name: "NotificationStoreTests", dependencies: ["NotificationStore", "GatewayCore", "AppStoreClient"]),
+            name: "NotificationStoreTests",
+            dependencies: ["NotificationStore", "GatewayCore", "AppStoreClient", "TestSupport"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(

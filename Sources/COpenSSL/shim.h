@@ -3,6 +3,8 @@
 #define COPENSSL_SHIM_H
 #include <openssl/bio.h>
 #include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 #include <openssl/cms.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
@@ -58,4 +60,45 @@ static inline const char *copenssl_sk_OPENSSL_STRING_value(const STACK_OF(OPENSS
     return sk_OPENSSL_STRING_value(sk, i);
 }
 static inline const EVP_MD *copenssl_EVP_get_digestbyobj(const ASN1_OBJECT *o) { return EVP_get_digestbyobj(o); }
+/// A public key of `type` ("RSA", "EC") built by EVP_PKEY_fromdata from `params`; NULL if OpenSSL refuses it.
+static inline EVP_PKEY *copenssl_public_key_fromdata(const char *type, OSSL_PARAM *params) {
+    EVP_PKEY *key = NULL;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
+    if (ctx == NULL) return NULL;
+    if (EVP_PKEY_fromdata_init(ctx) != 1 || EVP_PKEY_fromdata(ctx, &key, EVP_PKEY_PUBLIC_KEY, params) != 1) key = NULL;
+    EVP_PKEY_CTX_free(ctx);
+    return key;
+}
+/// An RSA public key from its big-endian modulus and exponent (OSSL_PARAM keeps pointers to the parameter
+/// names and values until the key is built, so the whole build happens here).
+static inline EVP_PKEY *copenssl_rsa_public_key(const unsigned char *n, size_t n_len, const unsigned char *e,
+                                                 size_t e_len) {
+    BIGNUM *modulus = BN_bin2bn(n, (int)n_len, NULL), *exponent = BN_bin2bn(e, (int)e_len, NULL);
+    OSSL_PARAM params[3] = {OSSL_PARAM_END, OSSL_PARAM_END, OSSL_PARAM_END};
+    unsigned char *n_native = NULL, *e_native = NULL;
+    EVP_PKEY *key = NULL;
+    size_t n_size = n_len + 1, e_size = e_len + 1;
+    if (modulus == NULL || exponent == NULL) goto done;
+    n_native = OPENSSL_zalloc(n_size);
+    e_native = OPENSSL_zalloc(e_size);
+    if (n_native == NULL || e_native == NULL) goto done;
+    if (BN_bn2nativepad(modulus, n_native, (int)n_size) < 0 || BN_bn2nativepad(exponent, e_native, (int)e_size) < 0)
+        goto done;
+    params[0] = OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_RSA_N, n_native, n_size);
+    params[1] = OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_RSA_E, e_native, e_size);
+    key = copenssl_public_key_fromdata("RSA", params);
+done:
+    BN_free(modulus);
+    BN_free(exponent);
+    OPENSSL_free(n_native);
+    OPENSSL_free(e_native);
+    return key;
+}
+/// An EC public key on the named curve from its encoded point.
+static inline EVP_PKEY *copenssl_ec_public_key(const char *group, const unsigned char *point, size_t point_len) {
+    OSSL_PARAM params[3] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)group, 0),
+        OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, point_len), OSSL_PARAM_END};
+    return copenssl_public_key_fromdata("EC", params);
+}
 #endif

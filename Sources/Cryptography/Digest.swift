@@ -26,3 +26,22 @@ public enum SHA256 {
         }.joined(separator: ":")
     }
 }
+
+/// SHA-1, only where a protocol names content by it (Redis scripts' EVALSHA), never for security.
+public enum SHA1 {
+    /// The 20-byte SHA-1 digest of `bytes`, in lower-case hex.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        var digest = [UInt8](repeating: 0, count: 20)
+        var length: UInt32 = 0
+        let status = bytes.withUnsafeBytes { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha1(), nil)
+            }
+        }
+        precondition(status == 1 && length == 20, "EVP_Digest(SHA-1) failed: out of memory")
+        return digest.map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}

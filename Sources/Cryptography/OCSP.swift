@@ -133,6 +133,8 @@ public enum OCSP {
             status: status == V_OCSP_CERTSTATUS_GOOD
                 ? .good : status == V_OCSP_CERTSTATUS_REVOKED ? .revoked(at: Certificate.date(revoked)) : .unknown,
             thisUpdate: Certificate.date(thisUpdate), nextUpdate: nextUpdate.map { Certificate.date($0) })
+        // OCSP_check_validity would compare against the process clock; the caller's `now` is injected (tests,
+        // the simulator's compressed time), so the same check, with the same skew allowance, is made here.
         guard answer.thisUpdate <= now + allowedClockSkew else {
             throw invalid("the OCSP response's thisUpdate \(answer.thisUpdate) is in the future")
         }

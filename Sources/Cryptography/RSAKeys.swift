@@ -22,22 +22,14 @@ public final class RSAPublicKey: Sendable {
         guard let last = e.last, e.count <= 4, last & 1 == 1, e != [1] else {
             throw CryptographyError(.invalidKey, "an RSA public exponent must be odd, more than 1 and at most 32 bits")
         }
-        let der = DER.sequence(
-            DER.sequence(DER.objectIdentifier([0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]) + [0x05, 0x00])
-                + DER.bitString(DER.sequence(DER.unsignedInteger(n) + DER.unsignedInteger(e))))
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PUBKEY(nil, &cursor, buffer.count)
+        let made = n.withUnsafeBufferPointer { modulus in
+            e.withUnsafeBufferPointer {
+                copenssl_rsa_public_key(modulus.baseAddress, modulus.count, $0.baseAddress, $0.count)
+            }
         }
-        guard let parsed else { throw CryptographyError(.invalidKey, "OpenSSL refused the RSA public key") }
-        key = EVPKey(takingOwnershipOf: parsed)
+        guard let made else { throw CryptographyError(.invalidKey, "OpenSSL refused the RSA public key") }
+        key = EVPKey(takingOwnershipOf: made)
         modulusByteCount = n.count
-    }
-
-    /// Wraps a key the caller hands over.
-    init(takingOwnershipOf pointer: OpaquePointer, modulusByteCount: Int) {
-        key = EVPKey(takingOwnershipOf: pointer)
-        self.modulusByteCount = modulusByteCount
     }
 
     /// Whether `signature` is a valid RS256 signature of `message` under this key.
@@ -132,42 +124,24 @@ extension ECPublicKey {
         guard x.count == 32, y.count == 32 else {
             throw CryptographyError(.invalidKey, "P-256 coordinates must be 32 bytes each")
         }
-        // SubjectPublicKeyInfo { id-ecPublicKey, prime256v1 } with the uncompressed point.
-        let prefix: [UInt8] = [
-            0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48,
-            0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04,
-        ]
-        try self.init(derEncoded: prefix + x + y)
+        let point = [0x04] + x + y
+        let made = point.withUnsafeBufferPointer { copenssl_ec_public_key("prime256v1", $0.baseAddress, $0.count) }
+        guard let made else { throw CryptographyError(.invalidKey, "OpenSSL refused the P-256 point") }
+        try self.init(takingOwnershipOf: made)
     }
 
     /// The affine coordinates (x, y) of a P-256 key, 32 bytes each (for publishing it as a JWK).
     public var p256Coordinates: (x: [UInt8], y: [UInt8])? {
-        guard curve == .p256, let der = try? derRepresentation(), der.count >= 65 else { return nil }
-        let point = Array(der.suffix(64))
-        return (Array(point.prefix(32)), Array(point.suffix(32)))
-    }
-}
-
-/// The few DER encodings a SubjectPublicKeyInfo needs.
-enum DER {
-    static func length(_ count: Int) -> [UInt8] {
-        if count < 0x80 { return [UInt8(count)] }
-        var bytes: [UInt8] = []
-        var rest = count
-        while rest > 0 {
-            bytes.insert(UInt8(rest & 0xFF), at: 0)
-            rest >>= 8
+        guard curve == .p256 else { return nil }
+        var point = [UInt8](repeating: 0, count: 65)
+        var length = 0
+        let status = point.withUnsafeMutableBufferPointer {
+            EVP_PKEY_get_octet_string_param(key.pointer, "encoded-pub-key", $0.baseAddress, $0.count, &length)
         }
-        return [0x80 | UInt8(bytes.count)] + bytes
-    }
-
-    static func sequence(_ content: [UInt8]) -> [UInt8] { [0x30] + length(content.count) + content }
-    static func objectIdentifier(_ content: [UInt8]) -> [UInt8] { [0x06] + length(content.count) + content }
-    static func bitString(_ content: [UInt8]) -> [UInt8] { [0x03] + length(content.count + 1) + [0x00] + content }
-
-    /// A non-negative INTEGER from big-endian magnitude bytes without leading zeros.
-    static func unsignedInteger(_ magnitude: [UInt8]) -> [UInt8] {
-        let body = magnitude.isEmpty ? [0] : (magnitude[0] & 0x80 != 0 ? [0] + magnitude : magnitude)
-        return [0x02] + length(body.count) + body
+        guard status == 1, length == 65, point[0] == 0x04 else {
+            _ = CryptographyError.drainErrorQueue()
+            return nil
+        }
+        return (Array(point[1..<33]), Array(point[33..<65]))
     }
 }

@@ -16,8 +16,9 @@ public protocol NotificationStore: Sendable {
     /// position), strictly after `key` when given, at most `limit`.
     func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
         async throws(NotificationStoreFailure) -> [StoredNotification]
-    /// The position of the stored notification with this UUID, if any.
-    func position(ofUUID uuid: String) async throws(NotificationStoreFailure) -> StorePosition?
+    /// The positions of the stored notifications among `uuids` (absent ones are left out), in one round trip
+    /// per `NotificationStoreLimits.lookupBatch` UUIDs.
+    func positions(ofUUIDs uuids: [String]) async throws(NotificationStoreFailure) -> [String: StorePosition]
     /// The newest position (`.zero` when empty): everything stored so far is at or before it.
     func lastPosition() async throws(NotificationStoreFailure) -> StorePosition
     /// Deletes entries received before `cutoff` (UNIX ms); returns how many went.
@@ -161,4 +162,10 @@ public struct NotificationStoreFailure: Error, Sendable, Hashable, CustomStringC
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+}
+
+/// Bounds shared by the stores.
+public enum NotificationStoreLimits {
+    /// Most UUIDs looked up in one query (`positions(ofUUIDs:)` splits longer lists).
+    public static let lookupBatch = 100
 }

@@ -149,15 +149,24 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
         }
     }
 
-    public func position(ofUUID uuid: String) async throws(NotificationStoreFailure) -> StorePosition? {
-        try await run { database throws(NotificationStoreFailure) in
-            var found: StorePosition?
-            try database.query("SELECT position FROM notifications WHERE uuid = ?", bind: [.text(uuid)]) {
-                found = StorePosition(major: UInt64(clamping: $0.integer(0)))
-                return false
+    public func positions(ofUUIDs uuids: [String]) async throws(NotificationStoreFailure) -> [String: StorePosition] {
+        var found: [String: StorePosition] = [:]
+        for start in stride(from: 0, to: uuids.count, by: NotificationStoreLimits.lookupBatch) {
+            let chunk = Array(uuids[start..<min(uuids.count, start + NotificationStoreLimits.lookupBatch)])
+            let part = try await run { database throws(NotificationStoreFailure) in
+                var part: [String: StorePosition] = [:]
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                try database.query(
+                    "SELECT uuid, position FROM notifications WHERE uuid IN (\(marks))", bind: chunk.map { .text($0) }
+                ) {
+                    part[$0.text(0)] = StorePosition(major: UInt64(clamping: $0.integer(1)))
+                    return true
+                }
+                return part
             }
-            return found
+            found.merge(part) { first, _ in first }
         }
+        return found
     }
 
     public func lastPosition() async throws(NotificationStoreFailure) -> StorePosition {

@@ -1,4 +1,3 @@
-import Cryptography
 import GatewayCore
 import NotificationStore
 
@@ -51,40 +50,36 @@ struct FollowPosition: Sendable, Hashable {
 /// neither kind passes for the other).
 struct FollowTokenCodec: Sendable {
     static let version: UInt8 = 2
-    private let key: [UInt8]
+    private let envelope: ResumeTokenEnvelope
 
-    init(key: [UInt8]) { self.key = key }
+    init(key: [UInt8]) { envelope = ResumeTokenEnvelope(key: key) }
 
     func encode(_ position: FollowPosition) -> String {
-        var bytes: [UInt8] = [Self.version]
-        put(&bytes, UInt64(bitPattern: position.issuedAt), 8)
-        var flags: UInt8 = 0
+        var body = TokenWriter()
+        body.integer(UInt64(Self.version), width: 1)
+        body.integer(UInt64(bitPattern: position.issuedAt), width: 8)
+        var flags: UInt64 = 0
         if position.live { flags |= 1 }
         if position.appleDone { flags |= 2 }
         if position.apple != nil { flags |= 4 }
         if position.storeKey != nil { flags |= 8 }
-        bytes.append(flags)
-        put(&bytes, UInt64(bitPattern: position.windowEnd), 8)
+        body.integer(flags, width: 1)
+        body.integer(UInt64(bitPattern: position.windowEnd), width: 8)
         for value in [
             position.snapshot.major, position.snapshot.minor, position.liveCursor.major, position.liveCursor.minor,
         ] {
-            put(&bytes, value, 8)
+            body.integer(value, width: 8)
         }
         let storeKey = position.storeKey ?? WindowKey(signedDate: 0, position: .zero)
-        put(&bytes, UInt64(bitPattern: storeKey.signedDate), 8)
-        put(&bytes, storeKey.position.major, 8)
-        put(&bytes, storeKey.position.minor, 8)
-        bytes.append(position.apple?.environment == .sandbox ? 1 : 0)
-        put(&bytes, UInt64(UInt32(clamping: position.apple?.index ?? 0)), 4)
-        bytes += position.filterHash.count == 32 ? position.filterHash : [UInt8](repeating: 0, count: 32)
-        let bundle = Array(position.bundleID.utf8.prefix(Int(UInt16.max)))
-        put(&bytes, UInt64(bundle.count), 2)
-        bytes += bundle
-        let page = Array((position.apple?.pageToken ?? "").utf8)
-        put(&bytes, UInt64(page.count), 4)
-        bytes += page
-        bytes += HMACSHA256.authenticationCode(key: key, message: bytes)
-        return Base64URL.encode(bytes)
+        body.integer(UInt64(bitPattern: storeKey.signedDate), width: 8)
+        body.integer(storeKey.position.major, width: 8)
+        body.integer(storeKey.position.minor, width: 8)
+        body.integer(position.apple?.environment == .sandbox ? 1 : 0, width: 1)
+        body.integer(UInt64(UInt32(clamping: position.apple?.index ?? 0)), width: 4)
+        body.raw(position.filterHash.count == 32 ? position.filterHash : [UInt8](repeating: 0, count: 32))
+        body.text(position.bundleID, lengthWidth: 2)
+        body.text(position.apple?.pageToken ?? "", lengthWidth: 4)
+        return envelope.seal(body)
     }
 
     /// The position behind `text`; INVALID_ARGUMENT (field `resume_token`) unless this gateway family
@@ -94,23 +89,14 @@ struct FollowTokenCodec: Sendable {
             field: "resume_token",
             problem: "is not a resume token of a followed stream issued by this gateway (garbled, altered, from a "
                 + "stream without follow, or signed with another key); pass a NotificationEvent.resume_token unchanged")
-        guard text.utf8.count <= 16_384, let bytes = Base64URL.decode(text),
-            bytes.count >= 32 + 1 + 8 + 1 + 8 + 32 + 24 + 1 + 4 + 32 + 2 + 4
-        else { throw invalid }
-        let body = Array(bytes[..<(bytes.count - 32)])
-        guard HMACSHA256.isValid(Array(bytes[(bytes.count - 32)...]), key: key, message: body) else { throw invalid }
-        var reader = TokenReader(body)
-        guard reader.integer(1) == UInt64(Self.version), let issued = reader.integer(8), let flags = reader.integer(1),
+        guard var reader = envelope.open(text, minimumBodyBytes: 1 + 8 + 1 + 8 + 32 + 24 + 1 + 4 + 32 + 2 + 4),
+            reader.integer(1) == UInt64(Self.version), let issued = reader.integer(8), let flags = reader.integer(1),
             let windowEnd = reader.integer(8), let snapshotMajor = reader.integer(8),
             let snapshotMinor = reader.integer(8),
             let liveMajor = reader.integer(8), let liveMinor = reader.integer(8), let keyDate = reader.integer(8),
             let keyMajor = reader.integer(8), let keyMinor = reader.integer(8), let environment = reader.integer(1),
             environment <= 1, let index = reader.integer(4), let hash = reader.bytes(32),
-            let bundleLength = reader.integer(2),
-            let bundle = reader.bytes(Int(bundleLength)), let pageLength = reader.integer(4),
-            let page = reader.bytes(Int(pageLength)), reader.isAtEnd,
-            let bundleID = String(validating: bundle, as: UTF8.self),
-            let pageToken = String(validating: page, as: UTF8.self)
+            let bundleID = reader.text(lengthWidth: 2), let pageToken = reader.text(lengthWidth: 4), reader.isAtEnd
         else { throw invalid }
         var position = FollowPosition(
             bundleID: bundleID, filterHash: hash, windowEnd: Int64(bitPattern: windowEnd),
@@ -128,31 +114,6 @@ struct FollowTokenCodec: Sendable {
         }
         position.liveCursor = StorePosition(major: liveMajor, minor: liveMinor)
         return position
-    }
-
-    private func put(_ bytes: inout [UInt8], _ value: UInt64, _ width: Int) {
-        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) {
-            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
-        }
-    }
-}
-
-/// Reads a token's bytes front to back.
-private struct TokenReader {
-    private let bytes: [UInt8]
-    private var offset = 0
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var isAtEnd: Bool { offset == bytes.count }
-
-    mutating func bytes(_ count: Int) -> [UInt8]? {
-        guard count >= 0, bytes.count - offset >= count else { return nil }
-        defer { offset += count }
-        return Array(bytes[offset..<(offset + count)])
-    }
-
-    mutating func integer(_ width: Int) -> UInt64? {
-        bytes(width).map { $0.reduce(0) { $0 << 8 | UInt64($1) } }
     }
 }
 

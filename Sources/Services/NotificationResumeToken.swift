@@ -27,26 +27,22 @@ struct NotificationResumeToken: Sendable, Hashable {
 /// checking it (constant-time), so a forged or garbled token is INVALID_ARGUMENT and never reaches Apple.
 struct ResumeTokenCodec: Sendable {
     static let version: UInt8 = 1
-    private let key: [UInt8]
+    private let envelope: ResumeTokenEnvelope
 
     /// A codec authenticating with `key` (every replica must share it).
-    init(key: [UInt8]) { self.key = key }
+    init(key: [UInt8]) { envelope = ResumeTokenEnvelope(key: key) }
 
     func encode(_ token: NotificationResumeToken) -> String {
-        var bytes: [UInt8] = [Self.version]
-        append(&bytes, UInt64(bitPattern: token.issuedAt), width: 8)
-        bytes.append(token.environment == .production ? 0 : 1)
-        append(&bytes, UInt64(UInt32(clamping: token.index)), width: 4)
-        append(&bytes, UInt64(bitPattern: token.eventSignedDate), width: 8)
-        bytes += token.filterHash
-        let bundle = Array(token.bundleID.utf8.prefix(Int(UInt16.max)))
-        append(&bytes, UInt64(bundle.count), width: 2)
-        bytes += bundle
-        let page = Array(token.pageToken.utf8)
-        append(&bytes, UInt64(page.count), width: 4)
-        bytes += page
-        bytes += HMACSHA256.authenticationCode(key: key, message: bytes)
-        return Base64URL.encode(bytes)
+        var body = TokenWriter()
+        body.integer(UInt64(Self.version), width: 1)
+        body.integer(UInt64(bitPattern: token.issuedAt), width: 8)
+        body.integer(token.environment == .production ? 0 : 1, width: 1)
+        body.integer(UInt64(UInt32(clamping: token.index)), width: 4)
+        body.integer(UInt64(bitPattern: token.eventSignedDate), width: 8)
+        body.raw(token.filterHash)
+        body.text(token.bundleID, lengthWidth: 2)
+        body.text(token.pageToken, lengthWidth: 4)
+        return envelope.seal(body)
     }
 
     /// The token behind `text`; INVALID_ARGUMENT (field `resume_token`) when it is not one this gateway
@@ -56,30 +52,16 @@ struct ResumeTokenCodec: Sendable {
             field: "resume_token",
             problem: "is not a resume token issued by this gateway (garbled, altered, or signed with another key); "
                 + "pass a NotificationEvent.resume_token unchanged, or start from a start_date")
-        guard text.utf8.count <= 16_384, let bytes = Base64URL.decode(text),
-            bytes.count > 32 + 1 + 8 + 1 + 4 + 8 + 32 + 2 + 4
-        else { throw invalid }
-        let body = Array(bytes[..<(bytes.count - 32)])
-        guard HMACSHA256.isValid(Array(bytes[(bytes.count - 32)...]), key: key, message: body) else { throw invalid }
-        var reader = ByteReader(body)
-        guard reader.byte() == Self.version, let issued = reader.integer(width: 8), let environment = reader.byte(),
-            environment <= 1, let index = reader.integer(width: 4), let signed = reader.integer(width: 8),
-            let hash = reader.bytes(32), let bundleLength = reader.integer(width: 2),
-            let bundle = reader.bytes(Int(bundleLength)), let pageLength = reader.integer(width: 4),
-            let page = reader.bytes(Int(pageLength)), reader.isAtEnd,
-            let bundleID = String(validating: bundle, as: UTF8.self),
-            let pageToken = String(validating: page, as: UTF8.self)
+        guard var reader = envelope.open(text, minimumBodyBytes: 1 + 8 + 1 + 4 + 8 + 32 + 2 + 4 + 1),
+            reader.integer(1) == UInt64(Self.version), let issued = reader.integer(8),
+            let environment = reader.integer(1), environment <= 1, let index = reader.integer(4),
+            let signed = reader.integer(8), let hash = reader.bytes(32),
+            let bundleID = reader.text(lengthWidth: 2), let pageToken = reader.text(lengthWidth: 4), reader.isAtEnd
         else { throw invalid }
         return NotificationResumeToken(
             pageToken: pageToken, index: Int(index), environment: environment == 0 ? .production : .sandbox,
             bundleID: bundleID, filterHash: hash, eventSignedDate: Int64(bitPattern: signed),
             issuedAt: Int64(bitPattern: issued))
-    }
-
-    private func append(_ bytes: inout [UInt8], _ value: UInt64, width: Int) {
-        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) {
-            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
-        }
     }
 
     /// The key when `notifications.resumeTokenKey` is unset: HMAC-SHA256 over every app's private key file
@@ -94,27 +76,5 @@ struct ResumeTokenCodec: Sendable {
         guard !material.isEmpty else { return nil }
         return HMACSHA256.authenticationCode(
             key: Array("appstore-gateway notification resume token v1".utf8), message: material)
-    }
-}
-
-/// Reads a byte buffer front to back.
-private struct ByteReader {
-    private let bytes: [UInt8]
-    private var offset = 0
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var isAtEnd: Bool { offset == bytes.count }
-
-    mutating func byte() -> UInt8? { bytes(1)?.first }
-
-    mutating func bytes(_ count: Int) -> [UInt8]? {
-        guard count >= 0, bytes.count - offset >= count else { return nil }
-        defer { offset += count }
-        return Array(bytes[offset..<(offset + count)])
-    }
-
-    mutating func integer(width: Int) -> UInt64? {
-        guard let raw = bytes(width) else { return nil }
-        return raw.reduce(0) { $0 << 8 | UInt64($1) }
     }
 }

@@ -138,7 +138,8 @@ extension StreamNotificationsHandler {
         var appleEmitted = Set<String>()
         if !position.live {
             typealias AppleItem = (
-                event: NotificationEvent, uuid: String, signedDate: Int64, at: FollowPosition.ApplePosition
+                event: NotificationEvent, uuid: String, signedDate: Int64, at: FollowPosition.ApplePosition,
+                storedAt: StorePosition?
             )
             var paging = NotificationPaging(
                 resumingAt: position.apple.map {
@@ -181,6 +182,7 @@ extension StreamNotificationsHandler {
                             count: page.items.count, paginationToken: page.paginationToken, hasMore: page.hasMore,
                             environment: page.environment),
                         for: request)
+                    var arrived: [AppleItem] = []
                     for emission in emissions {
                         let event: NotificationEvent
                         do throws(GatewayError) {
@@ -188,14 +190,26 @@ extension StreamNotificationsHandler {
                         } catch {
                             throw failing(error)
                         }
-                        appleQueue.append(
+                        arrived.append(
                             (
                                 event, event.notification?.notificationUuid ?? "",
                                 event.notification?.signedDate?.unixMilliseconds ?? 0,
                                 .init(
                                     pageToken: emission.pageToken, index: emission.index,
-                                    environment: emission.environment)
+                                    environment: emission.environment),
+                                nil
                             ))
+                    }
+                    // Which of the page's notifications the store holds too: one query for the whole page.
+                    let stored: [String: StorePosition]
+                    do throws(NotificationStoreFailure) {
+                        stored = try await live.store.positions(ofUUIDs: arrived.map(\.uuid).filter { !$0.isEmpty })
+                    } catch {
+                        throw failing(.notificationStoreUnavailable(error.message))
+                    }
+                    for var item in arrived {
+                        item.storedAt = stored[item.uuid]
+                        appleQueue.append(item)
                     }
                     if paging.next == nil { appleExhausted = appleQueue.isEmpty }
                     if paging.ending == .missingToken {
@@ -222,13 +236,7 @@ extension StreamNotificationsHandler {
                         position.appleDone = true
                     }
                     // The store's copy (stored before the snapshot) is, or was, emitted in its place.
-                    let stored: StorePosition?
-                    do throws(NotificationStoreFailure) {
-                        stored = try await live.store.position(ofUUID: item.uuid)
-                    } catch {
-                        throw failing(.notificationStoreUnavailable(error.message))
-                    }
-                    if let stored, stored <= position.snapshot { continue catchUp }
+                    if let stored = item.storedAt, stored <= position.snapshot { continue catchUp }
                     appleEmitted.insert(item.uuid)
                     try await emit(item.event)
                 case .catchUpDone:
@@ -282,10 +290,12 @@ extension StreamNotificationsHandler {
         }
     }
 
-    /// A stored notification as an event, verified again (its chain is normally cached) and decoded; nil
-    /// when it no longer verifies (the trusted roots changed since it was stored). With online checks, a
-    /// revocation status not cached is fetched; a responder that cannot be reached ends the stream UNAVAILABLE
-    /// (to be resumed), so nothing is skipped for want of an OCSP answer.
+    /// A stored notification as an event, verified again and decoded; nil when it no longer verifies (the
+    /// trusted roots changed since it was stored). Every follower reads the same entries, so a payload this
+    /// handler verified under the same requirements within `VerifiedNotificationCache.lifetime` is not
+    /// verified again. With online checks, a revocation status not cached is fetched; a responder that
+    /// cannot be reached ends the stream UNAVAILABLE (to be resumed), so nothing is skipped for want of an
+    /// OCSP answer.
     func storedEvent(_ entry: StoredNotification, app: GatewayConfiguration.App) async throws(GatewayError)
         -> NotificationEvent?
     {
@@ -295,6 +305,13 @@ extension StreamNotificationsHandler {
                 bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
         else { return nil }
         let payload = entry.notification.signedPayload
+        let key = VerifiedNotificationCache.key(payload: payload, requirements: requirements)
+        var event = NotificationEvent()
+        event.signedPayload = payload
+        if let notification = verifiedStored.notification(for: key, now: clock.monotonicNow()) {
+            event.notification = notification
+            return event
+        }
         let result =
             await verifier.verifyOnline(payload, kind: .notification, requirements: requirements)
         if result.status == .retryableFailure {
@@ -303,8 +320,7 @@ extension StreamNotificationsHandler {
         guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) else {
             return nil
         }
-        var event = NotificationEvent()
-        event.signedPayload = entry.notification.signedPayload
+        verifiedStored.remember(notification, for: key, now: clock.monotonicNow())
         event.notification = notification
         return event
     }

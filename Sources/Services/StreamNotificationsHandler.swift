@@ -32,6 +32,8 @@ public struct StreamNotificationsHandler: Sendable {
     let followTokens: FollowTokenCodec
     /// The webhook's store, for `follow` (nil: no webhook configured, `follow` is INVALID_ARGUMENT).
     var live: LiveNotificationFeed?
+    /// Stored notifications `verifier` verified lately, shared by every follower.
+    let verifiedStored = VerifiedNotificationCache()
 
     /// A handler calling Apple through `client`, verifying with `verifier`, authenticating resume tokens
     /// with `resumeTokenKey`.

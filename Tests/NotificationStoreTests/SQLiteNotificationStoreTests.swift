@@ -89,10 +89,10 @@ final class SQLiteNotificationStoreTests: XCTestCase {
             return XCTFail("must store")
         }
         XCTAssertGreaterThan(next, before)
-        let old = try await store.position(ofUUID: "old")
-        let kept = try await store.position(ofUUID: "new")
-        XCTAssertNil(old)
-        XCTAssertNotNil(kept)
+        let found = try await store.positions(ofUUIDs: ["old", "new", "newer"])
+        XCTAssertNil(found["old"])
+        XCTAssertNotNil(found["new"])
+        XCTAssertEqual(found["newer"], next)
     }
 
     func testAnUnopenableFileIsAFailureNotACrash() {

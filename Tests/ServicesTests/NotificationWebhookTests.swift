@@ -152,7 +152,9 @@ struct FailingStore: NotificationStore {
     func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
         async throws(NotificationStoreFailure) -> [StoredNotification]
     { throw Self.failure }
-    func position(ofUUID uuid: String) async throws(NotificationStoreFailure) -> StorePosition? { throw Self.failure }
+    func positions(ofUUIDs uuids: [String]) async throws(NotificationStoreFailure) -> [String: StorePosition] {
+        throw Self.failure
+    }
     func lastPosition() async throws(NotificationStoreFailure) -> StorePosition { throw Self.failure }
     func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int { throw Self.failure }
 }
