@@ -208,9 +208,10 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
         case .failure(let failure) where failure.result.status == .retryableFailure:
             throw .revocationStatusUnavailable(app: app.name, problem: failure.result.message)
         case .failure(let failure):
+            let result = failure.result
             throw .appleDataRejected(
                 app: app.name, environment: answered.environment,
-                problem: "signed data in Apple's answer is \(failure.result.status.rawValue): \(failure.result.message)")
+                problem: "signed data in Apple's answer is \(result.status.rawValue): \(result.message)")
         }
     }
 

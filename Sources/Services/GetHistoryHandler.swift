@@ -178,7 +178,9 @@ public struct GetHistoryHandler: Sendable {
         guard signed.count > 1, verificationWidth > 1 else {
             var transactions: [Transaction] = []
             transactions.reserveCapacity(signed.count)
-            for (index, jws) in signed.enumerated() { transactions.append(try await check.transaction(jws, index).get()) }
+            for (index, jws) in signed.enumerated() {
+                transactions.append(try await check.transaction(jws, index).get())
+            }
             return transactions
         }
         let results = await withTaskGroup(of: (Int, Result<Transaction, GatewayError>).self) { group in

@@ -30,8 +30,9 @@ import Testing
         #expect(again.signedDate == Date(timeIntervalSince1970: Double(referenceMilliseconds) / 1000))
         #expect(verifier.signatureCacheHits == 1)
         // Another payload under the same chain: a miss, then an entry of its own.
-        #expect(verifier.verify(try pki.signer.sign(payload: transactionPayload(signedDate: referenceMilliseconds + 1)))
-            .isVerified)
+        #expect(
+            verifier.verify(try pki.signer.sign(payload: transactionPayload(signedDate: referenceMilliseconds + 1)))
+                .isVerified)
         #expect(verifier.signatureCacheMisses == 2)
         #expect(verifier.signatureCacheCount == 2)
     }

@@ -9,7 +9,8 @@ import Testing
     @Test func aCachedSignatureDoesNotSkipRevocation() async throws {
         let clock = OnlineChecksTests.Clock()
         let responder = OnlineChecksTests.Responder(.answer, clock: clock)
-        var configuration = SignedDataVerifier.Configuration(trustedRoots: [SimulatorFixture.sharedPKI.root.certificate])
+        let root = SimulatorFixture.sharedPKI.root.certificate
+        var configuration = SignedDataVerifier.Configuration(trustedRoots: [root])
         configuration.onlineChecks = true
         let verifier = try SignedDataVerifier(configuration: configuration, clock: clock, ocspTransport: responder)
         let revoked = try OnlineChecksTests.online.revoked.sign(
