@@ -62,6 +62,7 @@ public struct AppStoreGatewayService: GRPCService {
         }
         var verifierConfiguration = SignedDataVerifier.Configuration(trustedRoots: roots)
         verifierConfiguration.chainCacheCapacity = configuration.verification.chainCacheSize
+        verifierConfiguration.signatureCacheCapacity = configuration.verification.signatureCacheSize
         verifierConfiguration.validationTime = configuration.verification.useCurrentTime ? .now : .signedDate
         verifierConfiguration.rejectedChainTTL = Double(configuration.verification.negativeCacheTTLMilliseconds) / 1000
         let online = configuration.verification.onlineChecks
