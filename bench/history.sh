@@ -2,6 +2,9 @@
 # GetHistory benchmark: the gateway (`serve --simulator`, release build) against the same request sent straight
 # to the simulator (h2load over TLS with a pre-minted App Store Server API token), interleaved in one run.
 #   latency     bursts of sequential calls (1 connection, 1 stream) -> p50/p99 of each path, added p50
+#   split       the added p50 split from the gateway's access-log lines of those calls (bench/README.md):
+#               transport (duration - handler_us), upstream hand-offs (handler_us - verify_us - direct p50),
+#               verification (verify_us)
 #   throughput  -c 4 -m 8 identical calls for SECONDS_PER_RUN -> successful answers/s of each path
 #   coalescing  COALESCE identical calls at once -> upstream calls made (the gateway's "Apple answered" lines)
 #   connections FANOUT concurrent distinct calls (grpcio) -> most TCP connections open to the simulator at once
@@ -76,18 +79,23 @@ ok_rate() {  # gw|direct -> successful answers per second under -c 4 -m 8 (same 
 gw_ok_bytes=$(gw -n 10 -c 1 -m 1 | awk '/^traffic:/ {gsub(/[()]/, "", $8); printf "%d", $8 / 10}')
 sleep 1.1
 
-g50=(); g99=(); d50=(); d99=(); added=(); gthr=(); dthr=(); coalesced=()
+g50=(); g99=(); d50=(); d99=(); added=(); gthr=(); dthr=(); coalesced=(); transport=(); handoffs=(); verify=()
 for round in $(seq 1 "$ROUNDS"); do
+  from=$(( $(wc -l < "$work/gw.log") + 1 ))
   latency gw "$work/gw-lat.log"; read -r gp50 gp99 gn < <("$PY" bench/history_tool.py percentiles "$work/gw-lat.log")
+  to=$(wc -l < "$work/gw.log")
   latency direct "$work/d-lat.log"; read -r dp50 dp99 dn < <("$PY" bench/history_tool.py percentiles "$work/d-lat.log")
+  read -r tr_us ho_us ve_us split_n < <("$PY" bench/history_tool.py split "$work/gw.log" "$from" "$to" "$dp50")
+  transport+=("$tr_us"); handoffs+=("$ho_us"); verify+=("$ve_us")
   gt=$(ok_rate gw); sleep 1.1; dt=$(ok_rate direct); sleep 1.1
   before=$(upstream_calls)
   gw -n "$COALESCE" -c 1 -m "$COALESCE" > /dev/null
   sleep 0.2; calls=$(( $(upstream_calls) - before )); sleep 1
   g50+=("$gp50"); g99+=("$gp99"); d50+=("$dp50"); d99+=("$dp99"); added+=($(( gp50 - dp50 )))
   gthr+=("$gt"); dthr+=("$dt"); coalesced+=("$calls")
-  printf 'round %d: gateway p50 %d µs p99 %d µs (%d calls) | direct p50 %d µs p99 %d µs (%d) | added p50 %d µs | ok/s gateway %s direct %s | %d identical calls -> %d upstream\n' \
-    "$round" "$gp50" "$gp99" "$gn" "$dp50" "$dp99" "$dn" $(( gp50 - dp50 )) "$gt" "$dt" "$COALESCE" "$calls"
+  printf 'round %d: gateway p50 %d µs p99 %d µs (%d calls) | direct p50 %d µs p99 %d µs (%d) | added p50 %d µs = transport %d + hand-offs %d + verification %d (+ %d unaccounted; %d logged calls) | ok/s gateway %s direct %s | %d identical calls -> %d upstream\n' \
+    "$round" "$gp50" "$gp99" "$gn" "$dp50" "$dp99" "$dn" $(( gp50 - dp50 )) "$tr_us" "$ho_us" "$ve_us" \
+    $(( gp50 - dp50 - tr_us - ho_us - ve_us )) "$split_n" "$gt" "$dt" "$COALESCE" "$calls"
 done
 
 # Upstream connections under FANOUT concurrent distinct calls: sample `ss` every 50 ms during the load.
@@ -98,10 +106,12 @@ kill "$ss_pid"; wait "$ss_pid" 2>/dev/null || true; ss_pid=
 conns=$(sort -g "$work/conns" | tail -n 1)
 echo "$FANOUT concurrent distinct calls: $fan; upstream connections to the simulator: at most $conns"
 
-emit history "$(printf '{"gateway_p50_us":%s,"gateway_p99_us":%s,"direct_p50_us":%s,"direct_p99_us":%s,"added_p50_us":%s,"p50_ratio":%s,"gateway_ok_per_s":%s,"direct_ok_per_s":%s,"throughput_ratio":%s,"coalesce_calls":%s,"upstream_calls":%s,"fanout":%s,"fanout_status":"%s","upstream_connections_max":%s,"flags":"latency: %sx%s sequential calls per path per round; throughput: h2load -D %s -c 4 -m 8"}' \
+emit history "$(printf '{"gateway_p50_us":%s,"gateway_p99_us":%s,"direct_p50_us":%s,"direct_p99_us":%s,"added_p50_us":%s,"p50_ratio":%s,"gateway_ok_per_s":%s,"direct_ok_per_s":%s,"throughput_ratio":%s,"coalesce_calls":%s,"upstream_calls":%s,"added_transport_us":%s,"added_handoffs_us":%s,"added_verify_us":%s,"fanout":%s,"fanout_status":"%s","upstream_connections_max":%s,"flags":"latency: %sx%s sequential calls per path per round; throughput: h2load -D %s -c 4 -m 8"}' \
   "$(stat_json "${g50[@]}")" "$(stat_json "${g99[@]}")" "$(stat_json "${d50[@]}")" "$(stat_json "${d99[@]}")" \
   "$(stat_json "${added[@]}")" "$(stat_json $(ratios "${g50[*]}" "${d50[*]}"))" \
   "$(stat_json "${gthr[@]}")" "$(stat_json "${dthr[@]}")" "$(stat_json $(ratios "${gthr[*]}" "${dthr[*]}"))" \
-  "$COALESCE" "$(stat_json "${coalesced[@]}")" "$FANOUT" "$fan" "$conns" "$BURSTS" "$BURST" "$SECONDS_PER_RUN")"
-awk -v a="$(median "${added[@]}")" -v c="$conns" -v u="$(median "${coalesced[@]}")" -v n="$COALESCE" 'BEGIN {
-  printf "median: added p50 %d µs (goal <= 150); %d identical calls -> %s upstream; %d upstream connection(s) (goal 1-2)\n", a, n, u, c }'
+  "$COALESCE" "$(stat_json "${coalesced[@]}")" "$(stat_json "${transport[@]}")" "$(stat_json "${handoffs[@]}")" \
+  "$(stat_json "${verify[@]}")" "$FANOUT" "$fan" "$conns" "$BURSTS" "$BURST" "$SECONDS_PER_RUN")"
+awk -v a="$(median "${added[@]}")" -v c="$conns" -v u="$(median "${coalesced[@]}")" -v n="$COALESCE" \
+  -v t="$(median "${transport[@]}")" -v h="$(median "${handoffs[@]}")" -v v="$(median "${verify[@]}")" 'BEGIN {
+  printf "median: added p50 %d µs (goal <= 150 + verification): transport %d, upstream hand-offs %d, verification %d µs; %d identical calls -> %s upstream; %d upstream connection(s) (goal 1-2)\n", a, t, h, v, n, u, c }'

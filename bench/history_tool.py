@@ -7,6 +7,9 @@
   history_tool.py percentiles LOG…              "p50 p99 count" in µs of h2load --log-file rows with status 200
   history_tool.py fanout ADDR STATE_DIR N       N concurrent GetHistory calls with distinct requests (grpcio);
                                                 prints "status:count …"
+  history_tool.py split LOG FROM TO DIRECT_P50  the gateway's added latency split, from the access-log lines
+                                                FROM..TO of LOG (successful GetHistory calls that called Apple):
+                                                "transport handoffs verify count", medians in µs (bench/README.md)
 """
 import base64
 import json
@@ -122,6 +125,31 @@ def fanout(address, state_dir, n):
     print(" ".join(f"{k}:{v}" for k, v in sorted(counts.items())))
 
 
+def split(log, first, last, direct_p50):
+    """Per call: transport = the call's duration (request head to trailers) - handler_us; hand-offs = handler_us -
+    verify_us - the same request's p50 straight to the simulator; verify = verify_us. Medians of each."""
+    transport, handoffs, verify = [], [], []
+    with open(log) as lines:
+        for number, line in enumerate(lines, 1):
+            if not first <= number <= last or not line.startswith("{"):
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("grpc_method") != "GetHistory" or entry.get("grpc_code") != 0 or "verify_us" not in entry:
+                continue
+            handler, checked = int(entry["handler_us"]), int(entry["verify_us"])
+            transport.append(round(float(entry["duration_ms"]) * 1000) - handler)
+            handoffs.append(handler - checked - direct_p50)
+            verify.append(checked)
+    if not verify:
+        print("0 0 0 0")
+        return
+    median = lambda values: sorted(values)[len(values) // 2]
+    print(median(transport), median(handoffs), median(verify), len(verify))
+
+
 def main(argv):
     command = argv[1]
     if command == "jwt":
@@ -133,6 +161,8 @@ def main(argv):
         print("\n".join(production_ids(argv[2])))
     elif command == "percentiles":
         percentiles(argv[2:])
+    elif command == "split":
+        split(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
     elif command == "fanout":
         fanout(argv[2], argv[3], int(argv[4]))
     else:

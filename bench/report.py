@@ -54,6 +54,12 @@ def rows(r):
         out.append(("GetHistory p50 µs vs straight to the simulator", fmt(h["gateway_p50_us"]),
                     fmt(h["direct_p50_us"]), h["p50_ratio"],
                     f"added ≤ 150 µs: {fmt(h['added_p50_us'])} µs", h["added_p50_us"]["median"] <= 150))
+        if "added_verify_us" in h:
+            beyond = h["added_p50_us"]["median"] - h["added_verify_us"]["median"]
+            out.append(("GetHistory added p50 µs: transport / upstream hand-offs / verification",
+                        f"{fmt(h['added_transport_us'])} / {fmt(h['added_handoffs_us'])} / "
+                        f"{fmt(h['added_verify_us'])}", "—", None,
+                        f"added − verification ≤ 150 µs: {beyond:,.0f} µs", beyond <= 150))
         out.append(("GetHistory p99 µs", fmt(h["gateway_p99_us"]), fmt(h["direct_p99_us"]),
                     per_round(h["gateway_p99_us"], h["direct_p99_us"]), "—", None))
         out.append(("GetHistory successful answers/s, -c 4 -m 8 identical calls", fmt(h["gateway_ok_per_s"], 1),

@@ -40,7 +40,9 @@ msg = b"\x0a" + varint + jws
 open(sys.argv[2], "wb").write(b"\0" + struct.pack(">I", len(msg)) + msg)
 PY
 
-"$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > "$work/gw.log" 2>&1 &
+# One JWS sent over and over: without the verified-signature cache, so every call pays its ECDSA.
+APPSTORE_GATEWAY_VERIFICATION_SIGNATURE_CACHE_SIZE=0 \
+  "$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > "$work/gw.log" 2>&1 &
 gw_pid=$!
 wait_port "$PORT" 30
 

@@ -30,6 +30,14 @@ public struct AdminEndpoint: HTTPRequestHandler {
         let misses = registry.counter(
             "appstore_gateway_verification_chain_cache_misses_total", help: "Verified-chain cache misses."
         ).labels()
+        let signatureHits = registry.counter(
+            "appstore_gateway_verification_signature_cache_hits_total",
+            help: "Signature checks answered by the verified-signature cache (no ECDSA)."
+        ).labels()
+        let signatureMisses = registry.counter(
+            "appstore_gateway_verification_signature_cache_misses_total",
+            help: "Signature checks the verified-signature cache could not answer."
+        ).labels()
         let process = ProcessMetrics(registry: registry)
         let ratio = registry.gauge(
             "appstore_gateway_verification_chain_cache_hit_ratio", help: "Hits / (hits + misses) since start."
@@ -52,6 +60,8 @@ public struct AdminEndpoint: HTTPRequestHandler {
             // The verifier keeps running totals; the counters follow them.
             hits.increment(by: max(0, hit - hits.current))
             misses.increment(by: max(0, miss - misses.current))
+            signatureHits.increment(by: max(0, Double(verifier.signatureCacheHits) - signatureHits.current))
+            signatureMisses.increment(by: max(0, Double(verifier.signatureCacheMisses) - signatureMisses.current))
             process.update()
             ratio.set(hit + miss > 0 ? hit / (hit + miss) : 0)
         }

@@ -62,6 +62,7 @@ public struct AppStoreGatewayService: GRPCService {
         }
         var verifierConfiguration = SignedDataVerifier.Configuration(trustedRoots: roots)
         verifierConfiguration.chainCacheCapacity = configuration.verification.chainCacheSize
+        verifierConfiguration.signatureCacheCapacity = configuration.verification.signatureCacheSize
         verifierConfiguration.validationTime = configuration.verification.useCurrentTime ? .now : .signedDate
         verifierConfiguration.rejectedChainTTL = Double(configuration.verification.negativeCacheTTLMilliseconds) / 1000
         let online = configuration.verification.onlineChecks
@@ -153,11 +154,12 @@ public struct AppStoreGatewayService: GRPCService {
         let notifications = self.notifications
         let base: [String: MethodHandler] = [
             // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
-            "/\(Self.name)/GetHistory": .unary(GetHistoryRequest.self) {
-                request, context throws(RPCStatus) -> GetHistoryResponse in
+            // Identical calls share one upstream call, keyed by the request's bytes as received.
+            "/\(Self.name)/GetHistory": .unaryWithReceivedBytes(GetHistoryRequest.self) {
+                request, received, context throws(RPCStatus) -> GetHistoryResponse in
                 do throws(GatewayError) {
                     let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
-                    return try await getHistory.handle(request, remaining: remaining)
+                    return try await getHistory.handle(request, received: received, remaining: remaining)
                 } catch {
                     throw error.rpcStatus
                 }

@@ -192,24 +192,27 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
     private func decode(
         _ answered: AppleResponse, request sent: AppleRequest, app: GatewayConfiguration.App
     ) async throws(GatewayError) -> Response {
-        for _ in 0..<3 {
+        let decoded = await verifier.fetchingRevocationStatuses {
+            () async -> RevocationPass<Result<Response, GatewayError>> in
             let answer = AppleAnswer(response: answered, request: sent, app: app, verifier: verifier)
             do throws(GatewayError) {
-                return try operation.answer(answer)
+                return .done(.success(try operation.answer(answer)))
             } catch {
                 let queries = answer.missingStatuses.taken
-                guard !queries.isEmpty else { throw error }
-                if let failure = await verifier.fetchRevocationStatuses(queries) {
-                    if failure.status == .retryableFailure {
-                        throw .revocationStatusUnavailable(app: app.name, problem: failure.message)
-                    }
-                    throw .appleDataRejected(
-                        app: app.name, environment: answered.environment,
-                        problem: "signed data in Apple's answer is \(failure.status.rawValue): \(failure.message)")
-                }
+                return queries.isEmpty ? .done(.failure(error)) : .needs(queries)
             }
         }
-        throw .revocationStatusUnavailable(app: app.name, problem: "the OCSP statuses are still unknown after asking")
+        switch decoded {
+        case .success(let response):
+            return try response.get()
+        case .failure(let failure) where failure.result.status == .retryableFailure:
+            throw .revocationStatusUnavailable(app: app.name, problem: failure.result.message)
+        case .failure(let failure):
+            let result = failure.result
+            throw .appleDataRejected(
+                app: app.name, environment: answered.environment,
+                problem: "signed data in Apple's answer is \(result.status.rawValue): \(result.message)")
+        }
     }
 
     private func hasTimeForAnotherCall(_ deadline: MonotonicInstant?) -> Bool {

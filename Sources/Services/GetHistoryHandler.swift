@@ -1,4 +1,5 @@
 import AppStoreClient
+import Foundation
 import GatewayCore
 import ProtoCodec
 import SignedData
@@ -18,38 +19,51 @@ import SignedData
 ///   alone may exceed the cap (an Apple page holds at most 20 transactions, far below 4 MiB).
 ///   Entries are deduplicated by `transactionId`, keeping the newest `signedDate` at the position the
 ///   transaction first appeared.
-/// - Identical requests in flight share one upstream call (`SingleFlight`), each caller keeping its own
-///   deadline and cancellation.
+/// - Identical requests in flight share one upstream call (`SingleFlight`, keyed by the request's bytes as
+///   received), each caller keeping its own deadline and cancellation; the first caller's own task calls Apple.
+/// - A page's transactions are verified in parallel, at most `verificationWidth` at a time (the cores), in
+///   page order; the verifier's caches make a page seen again cost no chain validation and no ECDSA.
+/// - The call's log line notes where its time went: `handler_us` (the whole handler), `upstream_us` (awaiting
+///   Apple's pages: rate limit, token, the upstream client, Apple itself) and `verify_us` (verifying them);
+///   a caller that shared another's upstream call notes only `handler_us`.
 public struct GetHistoryHandler: Sendable {
     let client: AppStoreAPIClient
     let verifier: SignedDataVerifier
     let maxPages: Int
     let maxResponseBytes: Int
     let clock: any GatewayClock
+    /// Most transactions of a page verified at once.
+    let verificationWidth: Int
     let flights = SingleFlight<[UInt8], GetHistoryResponse>()
     /// The environment behind each revision handed out, so paging on asks it directly (`auto` apps).
     let revisions = RevisionEnvironments()
 
     /// A handler calling Apple through `client`, verifying with `verifier`, paging at most `maxPages` and
-    /// (with `all_pages`) at most about `maxResponseBytes` of response.
+    /// (with `all_pages`) at most about `maxResponseBytes` of response, verifying at most `verificationWidth`
+    /// transactions of a page at once (default: one per core).
     public init(
         client: AppStoreAPIClient, verifier: SignedDataVerifier, maxPages: Int, maxResponseBytes: Int = 4_000_000,
-        clock: any GatewayClock
+        clock: any GatewayClock, verificationWidth: Int = ProcessInfo.processInfo.activeProcessorCount
     ) {
         self.client = client
         self.verifier = verifier
         self.maxPages = max(1, maxPages)
         self.maxResponseBytes = max(1024, maxResponseBytes)
         self.clock = clock
+        self.verificationWidth = max(1, verificationWidth)
     }
 
     /// Upstream calls currently shared by callers (for tests and metrics).
     public var callsInFlight: Int { flights.inFlight }
 
-    /// Answers `request`; `remaining` is the time left before the caller's deadline (nil: none).
-    public func handle(_ request: GetHistoryRequest, remaining: Duration?) async throws(GatewayError)
-        -> GetHistoryResponse
+    /// Answers `request`; `remaining` is the time left before the caller's deadline (nil: none). `received` is
+    /// the request's bytes as they arrived (nil: serialized again), the key identical calls share a flight by.
+    /// Any per-caller authorization must have passed before: callers with the same bytes share one answer.
+    public func handle(_ request: GetHistoryRequest, received: [UInt8]? = nil, remaining: Duration?)
+        async throws(GatewayError) -> GetHistoryResponse
     {
+        let start = clock.monotonicNow()
+        defer { note("handler_us", since: start) }
         try request.checkContract()
         let app = try client.apps.app(named: request.app)
         var checked = try request.callPlan()
@@ -62,7 +76,7 @@ public struct GetHistoryHandler: Sendable {
         let plan = checked
         let deadline = remaining.map { clock.monotonicNow() + $0 }
         return try await flights.runWithinDeadline(
-            key: request.serializedBytes(),
+            key: received ?? request.serializedBytes(),
             joined: { client.events.callCoalesced(app: app.name, endpoint: "getTransactionHistory") },
             hasTime: { hasTimeForAnotherPage(deadline) }
         ) { [self] () async throws(GatewayError) in
@@ -81,14 +95,25 @@ public struct GetHistoryHandler: Sendable {
         // Estimated response bytes so far, and the largest page seen (the guess for the next one).
         var responseBytes = 0
         var largestPage = 0
+        // Time spent awaiting Apple and verifying, for the call's log line.
+        var upstream = Duration.zero
+        var verification = Duration.zero
+        defer {
+            note("upstream_us", upstream)
+            note("verify_us", verification)
+        }
         while true {
+            let asked = clock.monotonicNow()
             let page = try await client.transactionHistory(
                 transactionID: plan.transactionID, query: query, app: app, environment: environment, deadline: deadline)
+            let answered = clock.monotonicNow()
+            upstream += answered - asked
             environment = page.environment
+            let transactions = try await verify(page, app: app)
+            verification += clock.monotonicNow() - answered
             var withPage = collected
             var pageBytes = 0
-            for (index, jws) in page.signedTransactions.enumerated() {
-                let transaction = try await verify(jws, index: index, page: page, app: app)
+            for (jws, transaction) in zip(page.signedTransactions, transactions) {
                 pageBytes += Self.estimatedBytes(jws: jws, transaction, legacy: request.includeLatestReceiptInfo)
                 withPage.add(jws: jws, transaction: transaction)
             }
@@ -142,30 +167,103 @@ public struct GetHistoryHandler: Sendable {
         return clock.monotonicNow() + policy.minimumAttemptTime + policy.deadlineMargin <= deadline
     }
 
-    private func verify(
-        _ jws: String, index: Int, page: TransactionHistoryPage, app: GatewayConfiguration.App
-    ) async throws(GatewayError) -> Transaction {
-        let environment: AppStoreEnvironment = page.environment == .production ? .production : .sandbox
-        let requirements: VerificationRequirements
+    /// `page`'s transactions verified (chain, app, answering environment) and decoded, in page order, at most
+    /// `verificationWidth` at once, each in a child task of this one. Any that fails fails the page: the first
+    /// failure in page order among those verified is the answer, and no more are started after one fails.
+    func verify(_ page: TransactionHistoryPage, app: GatewayConfiguration.App) async throws(GatewayError)
+        -> [Transaction]
+    {
+        let check = try PageCheck(page: page, app: app, verifier: verifier)
+        let signed = page.signedTransactions
+        guard signed.count > 1, verificationWidth > 1 else {
+            var transactions: [Transaction] = []
+            transactions.reserveCapacity(signed.count)
+            for (index, jws) in signed.enumerated() {
+                transactions.append(try await check.transaction(jws, index).get())
+            }
+            return transactions
+        }
+        let results = await withTaskGroup(of: (Int, Result<Transaction, GatewayError>).self) { group in
+            var results = [Result<Transaction, GatewayError>?](repeating: nil, count: signed.count)
+            var next = 0
+            func start() {
+                let index = next
+                next += 1
+                group.addTask { (index, await check.transaction(signed[index], index)) }
+            }
+            while next < min(verificationWidth, signed.count) { start() }
+            var failed = false
+            while let (index, result) = await group.next() {
+                results[index] = result
+                if case .failure = result { failed = true }
+                if !failed, next < signed.count { start() }
+            }
+            return results
+        }
+        var transactions: [Transaction] = []
+        transactions.reserveCapacity(signed.count)
+        for result in results {
+            // A gap follows a failure: the loop has thrown before it reaches one.
+            guard let result else { break }
+            transactions.append(try result.get())
+        }
+        guard transactions.count == signed.count else {
+            throw .appleDataRejected(
+                app: app.name, environment: page.environment, problem: "the page could not be verified in full")
+        }
+        return transactions
+    }
+
+    /// Notes `duration` in whole microseconds under `name` on the call's log line.
+    private func note(_ name: String, _ duration: Duration) {
+        CallAnnotations.current?.note(name, String(duration.wholeNanoseconds / 1000))
+    }
+
+    private func note(_ name: String, since start: MonotonicInstant) {
+        note(name, clock.monotonicNow() - start)
+    }
+}
+
+/// What verifying one page's transactions needs, shared by the child tasks verifying them.
+private struct PageCheck: Sendable {
+    let verifier: SignedDataVerifier
+    let requirements: VerificationRequirements
+    let app: String
+    let environment: AppleEnvironment
+    let appleRequestID: String?
+
+    init(page: TransactionHistoryPage, app: GatewayConfiguration.App, verifier: SignedDataVerifier)
+        throws(GatewayError)
+    {
         do {
             requirements = try VerificationRequirements(
-                bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
+                bundleID: app.bundleId, appAppleID: app.appAppleId,
+                environment: page.environment == .production ? .production : .sandbox)
         } catch {
             throw .invalidArgument(field: "environment", problem: "\(error.description) (set apps[].appAppleId)")
         }
-        // Runs the chain validation in this task, and awaits any OCSP fetch (online checks).
-        let result =
-            await verifier.verifyOnline(jws, kind: .transaction, requirements: requirements)
+        self.verifier = verifier
+        self.app = app.name
+        environment = page.environment
+        appleRequestID = page.appleRequestID
+    }
+
+    /// Transaction `index` of the page verified and decoded. Runs the chain validation in the calling task,
+    /// and awaits any OCSP fetch (online checks).
+    func transaction(_ jws: String, _ index: Int) async -> Result<Transaction, GatewayError> {
+        let result = await verifier.verifyOnline(jws, kind: .transaction, requirements: requirements)
         if result.status == .retryableFailure {
-            throw .revocationStatusUnavailable(app: app.name, problem: "signed transaction \(index): \(result.message)")
+            return .failure(
+                .revocationStatusUnavailable(app: app, problem: "signed transaction \(index): \(result.message)"))
         }
         guard result.isVerified, case .transaction(let transaction)? = PayloadDecoder.decode(result) else {
-            throw .appleDataRejected(
-                app: app.name, environment: page.environment,
-                problem: "signed transaction \(index) of the page (apple request id "
-                    + "\(page.appleRequestID ?? "none")) is \(result.status.rawValue): \(result.message)")
+            return .failure(
+                .appleDataRejected(
+                    app: app, environment: environment,
+                    problem: "signed transaction \(index) of the page (apple request id "
+                        + "\(appleRequestID ?? "none")) is \(result.status.rawValue): \(result.message)"))
         }
-        return transaction
+        return .success(transaction)
     }
 }
 

@@ -1,12 +1,11 @@
 import GatewayCore
 
 extension SingleFlight {
-    /// `run(key:joined:_:)` for calls bounded by their caller's deadline: a shared call runs with its first
-    /// caller's deadline, so a caller that still `hasTime` after it ended in DEADLINE_EXCEEDED runs it again
-    /// under its own (at most three times, so a stream of short-deadline leaders cannot keep it busy forever).
+    /// `run(key:joined:_:)` for calls bounded by their caller's deadline: a shared call runs with its leader's
+    /// deadline, so a follower that still `hasTime` after it ended in DEADLINE_EXCEEDED runs it again under
+    /// its own (at most three times, so a stream of short-deadline leaders cannot keep it busy forever).
     func runWithinDeadline(
-        key: Key, joined: @escaping () -> Void, hasTime: () -> Bool,
-        _ work: @escaping @Sendable () async throws(GatewayError) -> Value
+        key: Key, joined: () -> Void, hasTime: () -> Bool, _ work: () async throws(GatewayError) -> Value
     ) async throws(GatewayError) -> Value {
         var outcome: Outcome = .failure(.cancelled)
         for _ in 0..<3 {

@@ -1,47 +1,57 @@
 import GatewayCore
 import Synchronization
 
-/// Coalesces identical concurrent calls: the first caller for a key starts the work, later callers with
-/// the same key wait for its result instead of starting their own.
+/// Coalesces identical concurrent calls: the first caller for a key does the work in its own task (no task is
+/// started for it), later callers with the same key wait for its result instead of starting their own.
 ///
 /// Each caller keeps its own cancellation (and so its own deadline, which the gRPC layer enforces by
-/// cancelling the handler's task): a cancelled caller leaves at once with `.cancelled`, the others keep
-/// waiting. The shared work is cancelled only when every caller has left. The work itself runs with
-/// whatever the first caller gave it (its deadline, for GetHistory); a later caller with more time left
-/// that sees the shared work end in DEADLINE_EXCEEDED simply runs again (see `GetHistoryHandler`).
+/// cancelling the handler's task). A cancelled follower leaves at once with `.cancelled`; the others keep
+/// waiting. The work runs with whatever its leader gave it (its deadline, for GetHistory) and in its task, so
+/// a leader that is cancelled takes the work with it: its followers are told the flight was abandoned and go
+/// again, one of them leading a new flight (see `SingleFlight+Deadline` for a shared call that ran out of its
+/// leader's deadline).
 final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     typealias Outcome = Result<Value, GatewayError>
 
-    /// One caller's seat on a flight.
+    /// How a flight ended for its followers.
+    private enum Landing {
+        /// The work's outcome.
+        case settled(Outcome)
+        /// The leader was cancelled before the work ended: the outcome is not an answer to anyone else.
+        case abandoned
+    }
+
+    /// One follower's seat on a flight.
     private final class Member: Sendable {
         private enum State {
             case joined
-            case waiting(CheckedContinuation<Outcome, Never>)
-            case done(Outcome)
+            case waiting(CheckedContinuation<Landing, Never>)
+            case done(Landing)
             case left
         }
         private let state = Mutex(State.joined)
 
-        func wait() async -> Outcome {
+        /// The flight's landing; `.settled(.failure(.cancelled))` once this member left.
+        func wait() async -> Landing {
             await withCheckedContinuation { continuation in
                 state.withLock { state in
                     switch state {
                     case .joined: state = .waiting(continuation)
-                    case .done(let outcome): continuation.resume(returning: outcome)
-                    case .left: continuation.resume(returning: .failure(.cancelled))
+                    case .done(let landing): continuation.resume(returning: landing)
+                    case .left: continuation.resume(returning: .settled(.failure(.cancelled)))
                     case .waiting: preconditionFailure("a flight member waits once")
                     }
                 }
             }
         }
 
-        func deliver(_ outcome: Outcome) {
+        func deliver(_ landing: Landing) {
             state.withLock { state in
                 switch state {
-                case .joined: state = .done(outcome)
+                case .joined: state = .done(landing)
                 case .waiting(let continuation):
-                    state = .done(outcome)
-                    continuation.resume(returning: outcome)
+                    state = .done(landing)
+                    continuation.resume(returning: landing)
                 case .done, .left: break
                 }
             }
@@ -53,7 +63,7 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 case .joined: state = .left
                 case .waiting(let continuation):
                     state = .left
-                    continuation.resume(returning: .failure(.cancelled))
+                    continuation.resume(returning: .settled(.failure(.cancelled)))
                 case .done, .left: break
                 }
             }
@@ -62,8 +72,7 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private struct Flight {
         let generation: Int
-        var members: [ObjectIdentifier: Member]
-        var task: Task<Void, Never>?
+        var followers: [ObjectIdentifier: Member] = [:]
     }
 
     private struct State {
@@ -71,66 +80,79 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var lastGeneration = 0
     }
 
+    /// What a caller is on a flight.
+    private enum Seat {
+        case leader(generation: Int)
+        case follower(generation: Int, Member)
+    }
+
     private let state = Mutex(State())
+
+    /// Flights a caller follows through abandoned ones before doing the work without sharing it.
+    static var maxAbandonedFlights: Int { 3 }
 
     init() {}
 
     /// Shared calls currently running (for tests and metrics).
     var inFlight: Int { state.withLock { $0.flights.count } }
 
-    /// The result of `work` for `key`, shared with identical concurrent callers; `joined` runs when this
-    /// caller shares a flight already under way (for the coalesced-calls metric).
-    func run(
-        key: Key, joined: () -> Void = {}, _ work: @escaping @Sendable () async -> Outcome
-    ) async -> Outcome {
-        let member = Member()
-        let (generation, shared): (Int, Bool) = state.withLock { state in
+    /// The result of `work` for `key`, shared with identical concurrent callers; `joined` runs (once) when this
+    /// caller follows a flight already under way (for the coalesced-calls metric).
+    func run(key: Key, joined: () -> Void = {}, _ work: () async -> Outcome) async -> Outcome {
+        var counted = false
+        for _ in 0..<Self.maxAbandonedFlights {
+            switch seat(for: key) {
+            case .leader(let generation):
+                let outcome = await work()
+                land(key: key, generation: generation, Task.isCancelled ? .abandoned : .settled(outcome))
+                return outcome
+            case .follower(let generation, let member):
+                if !counted {
+                    counted = true
+                    joined()
+                }
+                let landing = await withTaskCancellationHandler {
+                    await member.wait()
+                } onCancel: {
+                    leave(key: key, generation: generation, member: member)
+                }
+                switch landing {
+                case .settled(let outcome): return outcome
+                case .abandoned: if Task.isCancelled { return .failure(.cancelled) }
+                }
+            }
+        }
+        // Leaders kept leaving: this caller does the work itself, unshared.
+        return await work()
+    }
+
+    private func seat(for key: Key) -> Seat {
+        state.withLock { state in
             if var flight = state.flights[key] {
-                flight.members[ObjectIdentifier(member)] = member
+                let member = Member()
+                flight.followers[ObjectIdentifier(member)] = member
                 state.flights[key] = flight
-                return (flight.generation, true)
+                return .follower(generation: flight.generation, member)
             }
             state.lastGeneration += 1
-            let generation = state.lastGeneration
-            var flight = Flight(generation: generation, members: [ObjectIdentifier(member): member])
-            flight.task = Task { [self] in
-                let outcome = await work()
-                finish(key: key, generation: generation, outcome)
-            }
-            state.flights[key] = flight
-            return (generation, false)
-        }
-        if shared { joined() }
-        return await withTaskCancellationHandler {
-            await member.wait()
-        } onCancel: {
-            leave(key: key, generation: generation, member: member)
+            state.flights[key] = Flight(generation: state.lastGeneration)
+            return .leader(generation: state.lastGeneration)
         }
     }
 
-    private func finish(key: Key, generation: Int, _ outcome: Outcome) {
-        let members: [Member] = state.withLock { state in
+    private func land(key: Key, generation: Int, _ landing: Landing) {
+        let followers: [Member] = state.withLock { state in
             guard state.flights[key]?.generation == generation else { return [] }
-            return state.flights.removeValue(forKey: key).map { Array($0.members.values) } ?? []
+            return state.flights.removeValue(forKey: key).map { Array($0.followers.values) } ?? []
         }
-        for member in members { member.deliver(outcome) }
+        for member in followers { member.deliver(landing) }
     }
 
     private func leave(key: Key, generation: Int, member: Member) {
-        let abandoned: Task<Void, Never>? = state.withLock { state in
-            func remove(_ flight: inout Flight) -> Bool {
-                flight.members[ObjectIdentifier(member)] = nil
-                return flight.members.isEmpty
-            }
-            guard var flight = state.flights[key], flight.generation == generation else { return nil }
-            if remove(&flight) {
-                state.flights[key] = nil
-                return flight.task
-            }
-            state.flights[key] = flight
-            return nil
+        state.withLock { state in
+            guard state.flights[key]?.generation == generation else { return }
+            state.flights[key]?.followers[ObjectIdentifier(member)] = nil
         }
         member.leave()
-        abandoned?.cancel()
     }
 }

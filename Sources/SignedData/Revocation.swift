@@ -38,6 +38,20 @@ public enum VerificationStep: Sendable {
     case needsRevocationStatus([RevocationQuery])
 }
 
+/// One pass of a verification that may need revocation statuses (`fetchingRevocationStatuses`): its value, or
+/// the statuses to fetch before the next pass.
+public enum RevocationPass<Value> {
+    case done(Value)
+    case needs([RevocationQuery])
+}
+
+/// Why a verification ended while fetching revocation statuses: `result` is the verdict to give (retryable
+/// when a responder cannot be reached or answers unusably, `untrustedChain` for a revoked or unknown certificate).
+public struct RevocationFailure: Error, Sendable {
+    public let result: VerificationResult
+    init(_ result: VerificationResult) { self.result = result }
+}
+
 /// OCSP answers per certificate (keyed by SHA-256 of the exact `x5c` text), kept until the answer's
 /// nextUpdate, at most `maximumAge`, and at most `capacity` of them (the entry closest to expiry goes first).
 final class RevocationCache: Sendable {

@@ -38,6 +38,9 @@ public final class SignedDataVerifier: Sendable {
         public var validationTime: ValidationTime = .signedDate
         /// Validated chains kept; default 256, 0 disables the cache.
         public var chainCacheCapacity: Int = 256
+        /// JWS whose signature verified, kept by SHA-256 so one seen again costs no ECDSA (every other check
+        /// still runs); default 4,096 (about 256 KiB), 0 disables the cache.
+        public var signatureCacheCapacity: Int = 4096
         /// Whether a notification's nested `signed*Info` JWS are verified too; default true.
         public var verifiesNestedPayloads: Bool = true
         /// How long a chain that failed validation is refused again without a new validation (for the
@@ -68,6 +71,7 @@ public final class SignedDataVerifier: Sendable {
     public let configuration: Configuration
     private let validator: CertificateChainValidator
     private let cache: ChainCache
+    private let signatures: VerifiedSignatureCache
     private let rejected: RejectedChainCache
     private let revocations: RevocationCache
     private let clock: any VerificationClock
@@ -89,6 +93,7 @@ public final class SignedDataVerifier: Sendable {
         }
         self.configuration = configuration
         self.cache = ChainCache(capacity: configuration.chainCacheCapacity)
+        self.signatures = VerifiedSignatureCache(capacity: configuration.signatureCacheCapacity)
         self.rejected = RejectedChainCache(
             capacity: configuration.rejectedChainCapacity, ttl: configuration.rejectedChainTTL)
         self.revocations = RevocationCache(
@@ -107,6 +112,13 @@ public final class SignedDataVerifier: Sendable {
     public var chainCacheMisses: Int { cache.misses }
     /// Validated chains currently cached.
     public var chainCacheCount: Int { cache.count }
+
+    /// Signature checks answered from the verified-signature cache (no ECDSA) so far.
+    public var signatureCacheHits: Int { signatures.hits }
+    /// Signature checks not answered from the verified-signature cache so far.
+    public var signatureCacheMisses: Int { signatures.misses }
+    /// JWS whose verified signature is currently cached.
+    public var signatureCacheCount: Int { signatures.count }
 
     /// Verifies `jws`. A `kind` other than the payload's gives `wrongKind`; nil accepts any kind. Does no I/O:
     /// with online checks, a revocation status not cached yet gives `retryableFailure` (use
@@ -153,17 +165,34 @@ public final class SignedDataVerifier: Sendable {
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none,
         running run: @Sendable (@escaping @Sendable () -> VerificationStep) async -> VerificationStep?
     ) async -> VerificationResult? {
-        // A pass needs at most the outer chain's two statuses and its nested payloads' (normally the same chain).
-        for _ in 0..<3 {
-            let queries: [RevocationQuery]
+        let outcome = await fetchingRevocationStatuses { () async -> RevocationPass<VerificationResult?> in
             switch await run({ self.verifyStep(jws, kind: kind, requirements: requirements) }) {
-            case nil: return nil
-            case .done(let result)?: return result
-            case .needsRevocationStatus(let missing)?: queries = missing
+            case nil: return .done(nil)
+            case .done(let result)?: return .done(result)
+            case .needsRevocationStatus(let missing)?: return .needs(missing)
             }
-            if let failure = await fetchRevocationStatuses(queries) { return failure }
         }
-        return .retryable("the OCSP status is still unknown after asking the responders")
+        switch outcome {
+        case .success(let result): return result
+        case .failure(let failure): return failure.result
+        }
+    }
+
+    /// Runs `pass` until it no longer needs revocation statuses, fetching (and caching) the ones it names
+    /// between passes: the one loop behind every online verification, of one JWS or of a whole answer. At
+    /// most three passes (the outer chain's two statuses, then its nested payloads', normally the same chain);
+    /// a status that cannot be had, or a revoked or unknown certificate, ends it with that verdict.
+    public func fetchingRevocationStatuses<Value>(
+        _ pass: () async -> RevocationPass<Value>
+    ) async -> Result<Value, RevocationFailure> {
+        for _ in 0..<3 {
+            switch await pass() {
+            case .done(let value): return .success(value)
+            case .needs(let queries):
+                if let failure = await fetchRevocationStatuses(queries) { return .failure(RevocationFailure(failure)) }
+            }
+        }
+        return .failure(RevocationFailure(.retryable("the OCSP status is still unknown after asking the responders")))
     }
 
     /// Asks the responders of `queries` (a `verifyStep` that needed them) and caches their answers: nil when
@@ -256,7 +285,7 @@ public final class SignedDataVerifier: Sendable {
                     token, at: verificationTime(facts), timeIsNow: verificationTimeIsNow(facts),
                     mayValidate: mayValidateChain)
             else { return .needsValidation }
-            guard leafKey.isValidSignature(token.signature, for: token.signingInput) else {
+            guard signatureVerifies(jws, token, under: leafKey) else {
                 let detail =
                     token.signature.count == 64
                     ? "does not verify under the leaf certificate's key"
@@ -402,6 +431,17 @@ public final class SignedDataVerifier: Sendable {
                     request: request))
         }
         return queries
+    }
+
+    /// Whether `token`'s ES256 signature verifies under its (trusted) leaf key: a JWS whose signature verified
+    /// before is answered from the cache of verified signatures, which depends on the JWS's bytes alone.
+    private func signatureVerifies(_ jws: String, _ token: CompactJWS, under leafKey: ECPublicKey) -> Bool {
+        guard signatures.isEnabled else { return leafKey.isValidSignature(token.signature, for: token.signingInput) }
+        let key = VerifiedSignatureCache.Key(jws: jws)
+        if signatures.contains(key) { return true }
+        guard leafKey.isValidSignature(token.signature, for: token.signingInput) else { return false }
+        signatures.insert(key)
+        return true
     }
 
     /// Whether `verificationTime` is the current time, which no payload chooses (online checks, `.now`, or a

@@ -250,33 +250,36 @@ struct TransactionMint: Sendable {
         #expect(events.coalesced.withLock { $0 } == ["example/getTransactionHistory": 10])
     }
 
-    @Test func aCallerLeavingDoesNotCancelTheSharedCallUntilTheLastOneLeaves() async throws {
+    @Test func aFollowerLeavingDoesNotCancelTheSharedCallButTheLeaderTakesItAlong() async throws {
         let fixture = try UpstreamFixture { _, _ in
             try? await Task.sleep(for: .milliseconds(600))
             return AppleJSON.history([])
         }
         let handler = handler(fixture, try TransactionMint())
         let request = request()
+        let leader = Task { await answer(handler, request) }
+        try await Task.sleep(for: .milliseconds(100))
         let leaving = Task { await answer(handler, request) }
-        let staying = Task { await answer(handler, request) }
-        try await Task.sleep(for: .milliseconds(150))
+        try await Task.sleep(for: .milliseconds(100))
         leaving.cancel()
         guard case .failure(.cancelled) = await leaving.value else { return #expect(Bool(false)) }
-        guard case .success = await staying.value else {
-            return #expect(Bool(false), "the other caller still gets the answer")
+        guard case .success = await leader.value else {
+            return #expect(Bool(false), "the leader still gets the answer")
         }
         #expect(fixture.fake.requests.count == 1)
         #expect(fixture.http.metrics.transfersCancelled == 0)
 
-        // When every caller leaves, the upstream transfer is cancelled.
+        // The upstream call runs in the leader's task: when the leader leaves, it is cancelled, and the caller
+        // still waiting calls Apple itself.
         let first = Task { await answer(handler, request) }
-        let second = Task { await answer(handler, request) }
-        try await Task.sleep(for: .milliseconds(150))
-        first.cancel()
-        second.cancel()
-        _ = await (first.value, second.value)
         try await Task.sleep(for: .milliseconds(100))
+        let second = Task { await answer(handler, request) }
+        try await Task.sleep(for: .milliseconds(100))
+        first.cancel()
+        guard case .failure(.cancelled) = await first.value else { return #expect(Bool(false)) }
+        guard case .success = await second.value else { return #expect(Bool(false), "the follower calls again") }
         #expect(fixture.http.metrics.transfersCancelled == 1)
+        #expect(fixture.fake.requests.count == 3)
         #expect(handler.callsInFlight == 0)
     }
 

@@ -139,6 +139,7 @@ extension GatewayConfiguration {
             }
         }
         set(\.verification.chainCacheSize, try reader.integer("verification.chainCacheSize", in: 1...1_000_000))
+        set(\.verification.signatureCacheSize, try signatureCacheSize(reader))
         set(\.verification.useCurrentTime, try reader.bool("verification.useCurrentTime"))
 
         key { () throws(ConfigurationError) in

@@ -184,6 +184,9 @@ public struct GatewayConfiguration: Sendable {
         public var trustBuiltInAppleRoot = false
         /// Verified chains remembered (LRU). `verification.chainCacheSize`, 1024.
         public var chainCacheSize = 1024
+        /// JWS whose signature verified, remembered by SHA-256 (see `GatewayConfiguration+SignatureCache.swift`).
+        /// `verification.signatureCacheSize`, 4096; 0 disables.
+        public var signatureCacheSize = 4096
         /// Validate chains at the current time instead of the payload's signedDate. `verification.useCurrentTime`.
         public var useCurrentTime = false
         /// Let a VerifyJWS without `app` verify signature and chain only, bound to no app (the old fail-open
