@@ -31,3 +31,11 @@ wait_port() {
   done
   echo "nothing listens on port $port" >&2; return 1
 }
+
+# Like for like on a 2-core machine: the server measured (gateway, nghttpd, a peer, openssl speed) runs on
+# core 0 (SERVER_CPU), the load generator on core 1 (LOAD_CPU), so neither steals the other's core and one
+# gateway loop meets one nghttpd worker. On a single core nothing is pinned.
+SERVER_CPU=${SERVER_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+on_server_core() { if [ "$(nproc)" -ge 2 ]; then taskset -c "$SERVER_CPU" "$@"; else "$@"; fi; }
+on_load_core() { if [ "$(nproc)" -ge 2 ]; then taskset -c "$LOAD_CPU" "$@"; else "$@"; fi; }

@@ -49,6 +49,11 @@ def rows(r):
                     fmt(v["openssl_verify"]), v["grpc_vs_openssl"], "≥ 0.75", v["grpc_vs_openssl"]["median"] >= 0.75))
         out.append(("VerifyJWS/s in-process vs OpenSSL P-256 verify", fmt(v["in_process"]),
                     fmt(v["openssl_verify"]), v["in_process_vs_openssl"], "—", None))
+    a = r.get("access_log")
+    if a:
+        g, ref = a["gateway_us_per_line"], a["swift_log_us_per_line"]
+        out.append(("µs per access-log line (in-process) vs swift-log + JSON handler written inline",
+                    fmt(g, 2), fmt(ref, 2), per_round(g, ref), f"≤ 2 µs: {g['median']:,.2f} µs", g["median"] <= 2))
     h = r.get("history")
     if h:
         out.append(("GetHistory p50 µs vs straight to the simulator", fmt(h["gateway_p50_us"]),

@@ -10,14 +10,14 @@ export QUICK=${QUICK:-0}
 PY=${PY:-.venv/bin/python}
 [ -x "$PY" ] || make venv
 "$PY" -c 'import matplotlib' 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check -r bench/requirements.txt
-[ -x .build/release/appstore-gateway ] && [ -x .build/release/verify-benchmark ] || swift build -c release
+[ -x .build/release/appstore-gateway ] && [ -x .build/release/verify-benchmark ] && [ -x .build/release/log-benchmark ] || swift build -c release
 [ -x bench/peers/grpc-swift/.build/release/grpc-swift-peer ] ||
   swift build -c release --package-path bench/peers/grpc-swift   # first build: several minutes
 
 export BENCH_OUT; BENCH_OUT=$(mktemp -d)
 trap 'rm -rf "$BENCH_OUT"' EXIT
 failed=()
-for script in transport-peers verify-peers history scale auth; do
+for script in transport-peers verify-peers history access_log scale auth; do
   echo "== bench/$script.sh"
   bench/$script.sh || failed+=("$script")
 done

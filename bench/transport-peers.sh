@@ -3,6 +3,8 @@
 # gRPC health Check, nghttpd serving a static file (the ceiling: HTTP/2 with no gRPC work), a grpc-swift-2 server
 # on grpc-swift-nio-transport (bench/peers/grpc-swift) and a grpcio server (bench/peers/grpcio_server.py), each
 # answering the same health-Check call; rounds interleave the four so machine noise hits them alike.
+# Like for like: one gateway loop against one nghttpd worker, every server on core 0 and h2load on core 1
+# (bench/lib.sh); THREADS=0 gives every server all cores (the scaling figure, bench/scale.sh, keeps it apart).
 #
 #   bench/transport-peers.sh                  # 3 rounds, >= 5 s per measurement
 #   QUICK=1 bench/transport-peers.sh          # 3 rounds of 2 s
@@ -15,7 +17,7 @@ ROUNDS=${ROUNDS:-3}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-$( [ "$QUICK" = 1 ] && echo 2 || echo 5 )}
 CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-32}
-THREADS=${THREADS:-0}       # gateway event loops (0 = one per core); nghttpd gets as many workers
+THREADS=${THREADS:-1}       # gateway event loops (0 = one per core); nghttpd gets as many workers
 WORKERS=$( [ "$THREADS" = 0 ] && nproc || echo "$THREADS" )
 GW_PORT=${GW_PORT:-50155}; NG_PORT=${NG_PORT:-50156}; GS_PORT=${GS_PORT:-50157}; PY_PORT=${PY_PORT:-50158}
 BIN=.build/release/appstore-gateway
@@ -35,15 +37,16 @@ trap cleanup EXIT
 printf '\x00\x00\x00\x00\x00' > "$work/health.bin"     # gRPC frame: empty HealthCheckRequest (service "")
 mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"   # the same answer, as a file
 
-"$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 & pids+=($!)
-nghttpd --no-tls -n "$WORKERS" -d "$work/www" "$NG_PORT" > /dev/null 2>&1 & pids+=($!)
-"$PEER" "$GS_PORT" > "$work/gs.log" 2>&1 & pids+=($!)
-"$PY" bench/peers/grpcio_server.py "$PY_PORT" > "$work/py.log" 2>&1 & pids+=($!)
+pin=on_server_core; [ "$THREADS" = 1 ] || pin=""
+$pin "$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 & pids+=($!)
+$pin nghttpd --no-tls -n "$WORKERS" -d "$work/www" "$NG_PORT" > /dev/null 2>&1 & pids+=($!)
+$pin "$PEER" "$GS_PORT" > "$work/gs.log" 2>&1 & pids+=($!)
+$pin "$PY" bench/peers/grpcio_server.py "$PY_PORT" > "$work/py.log" 2>&1 & pids+=($!)
 for port in "$GW_PORT" "$NG_PORT" "$GS_PORT" "$PY_PORT"; do wait_port "$port" 30; done
 
 rate() {  # url [extra h2load args…] -> req/s; failures go to stderr
   local url=$1; shift
-  h2load -D "$SECONDS_PER_RUN" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/health.bin" "$@" "$url" 2>&1 |
+  on_load_core h2load -D "$SECONDS_PER_RUN" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/health.bin" "$@" "$url" 2>&1 |
     awk '/^finished in/ {gsub(",", "", $4); print $4}
          /^requests:/ { if ($10+0 > 0 || $12+0 > 0) print "h2load saw failures: " $0 > "/dev/stderr" }'
 }
@@ -60,10 +63,10 @@ for round in $(seq 1 "$ROUNDS"); do
   printf 'round %d: gateway %s, nghttpd %s, grpc-swift-2 %s, grpcio %s req/s\n' "$round" "$g" "$n" "$s" "$p"
 done
 
-emit transport_peers "$(printf '{"gateway":%s,"nghttpd":%s,"grpc_swift":%s,"grpcio":%s,"vs_nghttpd":%s,"vs_grpc_swift":%s,"vs_grpcio":%s,"flags":"h2load -D %s -c %s -m %s -t 1; gateway threads=%s, nghttpd workers=%s"}' \
+emit transport_peers "$(printf '{"gateway":%s,"nghttpd":%s,"grpc_swift":%s,"grpcio":%s,"vs_nghttpd":%s,"vs_grpc_swift":%s,"vs_grpcio":%s,"flags":"h2load -D %s -c %s -m %s -t 1; gateway threads=%s, nghttpd workers=%s; servers on core %s, h2load on core %s"}' \
   "$(stat_json "${gw[@]}")" "$(stat_json "${ng[@]}")" "$(stat_json "${gs[@]}")" "$(stat_json "${py[@]}")" \
   "$(stat_json $(ratios "${gw[*]}" "${ng[*]}"))" "$(stat_json $(ratios "${gw[*]}" "${gs[*]}"))" \
-  "$(stat_json $(ratios "${gw[*]}" "${py[*]}"))" "$SECONDS_PER_RUN" "$CLIENTS" "$STREAMS" "$THREADS" "$WORKERS")"
+  "$(stat_json $(ratios "${gw[*]}" "${py[*]}"))" "$SECONDS_PER_RUN" "$CLIENTS" "$STREAMS" "$THREADS" "$WORKERS" "${pin:+$SERVER_CPU}" "$LOAD_CPU")"
 awk -v g="$(median "${gw[@]}")" -v n="$(median "${ng[@]}")" -v s="$(median "${gs[@]}")" -v p="$(median "${py[@]}")" 'BEGIN {
   printf "median req/s: gateway %.0f, nghttpd %.0f (%.2f; goal >= 0.80), grpc-swift-2 %.0f (%.1fx; goal >= 5x), grpcio %.0f (%.1fx)\n",
     g, n, g / n, s, g / s, p, g / p }'

@@ -6,12 +6,13 @@
 #   ROUNDS=5 REQUESTS=2000000 THREADS=1 bench/transport.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 ROUNDS=${ROUNDS:-3}
 REQUESTS=${REQUESTS:-1200000}     # enough for >= 5 s at the rates seen on a 2-core machine
 CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-32}
-THREADS=${THREADS:-0}             # gateway event loops (0 = one per core)
+THREADS=${THREADS:-1}             # gateway event loops (0 = one per core); 1 is pinned like for like (lib.sh)
 NGHTTPD_WORKERS=${NGHTTPD_WORKERS:-$( [ "$THREADS" = 0 ] && nproc || echo "$THREADS" )}
 GW_PORT=${GW_PORT:-50151}
 NG_PORT=${NG_PORT:-50152}
@@ -29,15 +30,16 @@ printf '\x00\x00\x00\x00\x00' > "$work/health.bin"
 # nghttpd serves the same 5 bytes back as a static file (POST with the same body, same flags).
 mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"
 
-"$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 &
+pin=on_server_core; [ "$THREADS" = 1 ] || pin=""
+$pin "$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 &
 gw_pid=$!
-nghttpd --no-tls -n "$NGHTTPD_WORKERS" -d "$work/www" "$NG_PORT" > /dev/null 2>&1 &
+$pin nghttpd --no-tls -n "$NGHTTPD_WORKERS" -d "$work/www" "$NG_PORT" > /dev/null 2>&1 &
 ng_pid=$!
 sleep 1
 
 rate() {  # url [extra h2load args…] -> req/s
   local url=$1; shift
-  h2load -n "$REQUESTS" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/health.bin" "$@" "$url" 2>&1 |
+  on_load_core h2load -n "$REQUESTS" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/health.bin" "$@" "$url" 2>&1 |
     awk '/^finished in/ {gsub(",", "", $4); print $4} /^requests:/ { if ($8+0 != '"$REQUESTS"') print "FAILED" > "/dev/stderr" }'
 }
 

@@ -42,25 +42,25 @@ PY
 
 # One JWS sent over and over: without the verified-signature cache, so every call pays its ECDSA.
 APPSTORE_GATEWAY_VERIFICATION_SIGNATURE_CACHE_SIZE=0 \
-  "$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > "$work/gw.log" 2>&1 &
+  on_server_core "$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > "$work/gw.log" 2>&1 &
 gw_pid=$!
 wait_port "$PORT" 30
 
 grpc_rate() {
-  h2load -D "$SECONDS_PER_RUN" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/request.bin" \
+  on_load_core h2load -D "$SECONDS_PER_RUN" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/request.bin" \
     -H 'content-type: application/grpc' -H 'te: trailers' \
     "http://127.0.0.1:$PORT/appstore.gateway.v1.AppStoreGateway/VerifyJWS" 2>&1 |
     awk '/^finished in/ {gsub(",", "", $4); print $4} /^requests:/ { if ($10+0 > 0 || $12+0 > 0) print "h2load saw failures: " $0 > "/dev/stderr" }'
 }
 openssl_rate() {  # verify/s of one core, wall clock like the others (without -elapsed, speed divides by CPU time,
                   # which overstates the rate ~3x on a busy machine: 15k/s vs 5k/s seen here)
-  openssl speed -elapsed -seconds "$SECONDS_PER_RUN" ecdsap256 2>/dev/null | awk '/256 bits ecdsa \(nistp256\)/ {print $NF}'
+  on_server_core openssl speed -elapsed -seconds "$SECONDS_PER_RUN" ecdsap256 2>/dev/null | awk '/256 bits ecdsa \(nistp256\)/ {print $NF}'
 }
 
 g=(); i=(); a=(); o=()
 for round in $(seq 1 "$ROUNDS"); do
-  gr=$(grpc_rate); ir=$("$INPROC" "$SAMPLE" "$ROOT" "$SECONDS_PER_RUN")
-  ar=$("$PY" bench/peers/apple_python_verify.py "$SAMPLE" "$ROOT" "$SECONDS_PER_RUN"); or=$(openssl_rate)
+  gr=$(grpc_rate); ir=$(on_server_core "$INPROC" "$SAMPLE" "$ROOT" "$SECONDS_PER_RUN")
+  ar=$(on_server_core "$PY" bench/peers/apple_python_verify.py "$SAMPLE" "$ROOT" "$SECONDS_PER_RUN"); or=$(openssl_rate)
   g+=("$gr"); i+=("$ir"); a+=("$ar"); o+=("$or")
   printf 'round %d: gateway over gRPC %s/s, in-process %s/s, Apple Python %s/s, openssl ecdsap256 verify %s/s\n' \
     "$round" "$gr" "$ir" "$ar" "$or"

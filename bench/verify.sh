@@ -6,6 +6,7 @@
 #   ROUNDS=5 SECONDS_PER_RUN=8 bench/verify.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 ROUNDS=${ROUNDS:-3}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-5}
@@ -37,19 +38,19 @@ PY
 
 # One JWS sent over and over: without the verified-signature cache, so every call pays its ECDSA.
 APPSTORE_GATEWAY_VERIFICATION_SIGNATURE_CACHE_SIZE=0 \
-  "$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > "$work/gw.log" 2>&1 &
+  on_server_core "$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > "$work/gw.log" 2>&1 &
 gw_pid=$!
 sleep 1
 
 grpc_rate() {
-  h2load -D "$SECONDS_PER_RUN" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/request.bin" \
+  on_load_core h2load -D "$SECONDS_PER_RUN" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/request.bin" \
     -H 'content-type: application/grpc' -H 'te: trailers' \
     "http://127.0.0.1:$PORT/appstore.gateway.v1.AppStoreGateway/VerifyJWS" 2>&1 |
     awk '/^finished in/ {gsub(",", "", $4); print $4} /^requests:/ { if ($10+0 > 0 || $12+0 > 0) print "h2load saw failures: " $0 > "/dev/stderr" }'
 }
 openssl_rate() {  # verify/s of one core, wall clock like the others (without -elapsed, speed divides by CPU time,
                   # which overstates the rate ~3x on a busy machine: 15k/s vs 5k/s seen here)
-  openssl speed -elapsed -seconds "$SECONDS_PER_RUN" ecdsap256 2>/dev/null | awk '/256 bits ecdsa \(nistp256\)/ {print $NF}'
+  on_server_core openssl speed -elapsed -seconds "$SECONDS_PER_RUN" ecdsap256 2>/dev/null | awk '/256 bits ecdsa \(nistp256\)/ {print $NF}'
 }
 
 g_rates=(); i_rates=(); o_rates=()

@@ -126,6 +126,9 @@ struct Router: HTTP2Responder {
     let callGuard: (any CallGuard)?
     let deadlines: DeadlinePolicy
 
+    /// The method paths and the header names and values gRPC clients send.
+    var internTable: InternTable { InternTable(Array(methods.keys) + InternTable.commonHeaders) }
+
     func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
         guard head.method == "POST" else {
             stream.respond(status: 405, fields: [("allow", "POST")], endStream: true)

@@ -34,6 +34,14 @@ public protocol HTTP2Responder: Sendable {
     /// A request's headers are complete. Return the delegate for the rest of the stream, after responding
     /// already if the answer is known from the head alone.
     func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate?
+
+    /// Strings this responder's requests repeat (its paths, the header names and values it expects): a
+    /// request head takes them from here instead of allocating its own.
+    var internTable: InternTable { get }
+}
+
+extension HTTP2Responder {
+    public var internTable: InternTable { InternTable(InternTable.commonHeaders) }
 }
 
 /// One HTTP/2 stream of a server connection, confined to its event loop.

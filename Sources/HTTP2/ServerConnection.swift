@@ -15,6 +15,8 @@ final class ServerConnection: LoopConnection, Flushable {
     let eventLoop: EventLoop
     let configuration: HTTP2Configuration
     let responder: HTTP2Responder
+    /// The responder's repeated strings (paths, common header names and values), looked up by bytes.
+    private let interned: InternTable
     private unowned let owner: ServerLoop
     private var session: OpaquePointer?
     /// The open streams, owned here; nghttp2 keeps a pointer to each as its stream user data, which is how
@@ -44,6 +46,7 @@ final class ServerConnection: LoopConnection, Flushable {
         self.owner = owner
         self.eventLoop = owner.eventLoop
         self.responder = responder
+        self.interned = owner.internTable
         self.configuration = configuration
         self.ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
         self.budget = owner.receiveBudget
@@ -363,7 +366,7 @@ final class ServerConnection: LoopConnection, Flushable {
                         UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
             }
             if named(":path") {
-                stream.head.path = String(decoding: value, as: UTF8.self)
+                stream.head.path = interned.string(value)
             } else if named(":method") {
                 stream.head.method = String(decoding: value, as: UTF8.self)
             } else if named(":scheme") {
@@ -372,7 +375,8 @@ final class ServerConnection: LoopConnection, Flushable {
                 stream.head.authority = String(decoding: value, as: UTF8.self)
             }
         } else if !Self.isHopHeader(name) {
-            stream.head.fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            if stream.head.fields.isEmpty { stream.head.fields.reserveCapacity(8) }
+            stream.head.fields.append((interned.string(name), interned.string(value)))
         }
     }
 

@@ -28,6 +28,8 @@ final class ServerLoop: EventSource {
     let eventLoop: EventLoop
     private var listener: ListeningSocket?
     let responder: HTTP2Responder
+    /// The responder's repeated strings, built once per loop.
+    let internTable: InternTable
     let requestHandler: HTTPRequestHandler?
     let configuration: HTTP2Configuration
     private let transport: ServerTransport
@@ -49,6 +51,7 @@ final class ServerLoop: EventSource {
         self.listener = listener
         self.transport = transport
         self.responder = responder
+        self.internTable = responder.internTable
         self.requestHandler = requestHandler
         self.configuration = configuration
         self.counters = counters
