@@ -119,15 +119,36 @@ final class LoopLocal<Value>: @unchecked Sendable {
 
 /// Routes each new stream: checks the request head and starts a `ServerCall` for a known method.
 struct Router: HTTP2Responder {
-    let methods: [String: MethodHandler]
+    /// The served paths, and beside each its handler: a request head names a known path by its index in
+    /// the intern table (made from these paths first), so routing hashes nothing.
+    let paths: [String]
+    let handlers: [MethodHandler]
+    /// Each path's metrics and access-log recorder, resolved once.
+    let recorders: [any RPCRecorder]
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
     let events: any GatewayEvents
     let callGuard: (any CallGuard)?
     let deadlines: DeadlinePolicy
 
-    /// The method paths and the header names and values gRPC clients send.
-    var internTable: InternTable { InternTable(Array(methods.keys) + InternTable.commonHeaders) }
+    init(
+        methods: [String: MethodHandler], registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
+        events: any GatewayEvents, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
+    ) {
+        let sorted = methods.sorted { $0.key < $1.key }
+        paths = sorted.map(\.key)
+        handlers = sorted.map(\.value)
+        recorders = paths.map { events.recorder(method: $0) }
+        self.registries = registries
+        self.maxReceiveMessageBytes = maxReceiveMessageBytes
+        self.events = events
+        self.callGuard = callGuard
+        self.deadlines = deadlines
+    }
+
+    /// The method paths (first, so a path's index is its handler's) and the header names and values gRPC
+    /// clients send.
+    var internTable: InternTable { InternTable(paths + InternTable.commonHeaders) }
 
     func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
         guard head.method == "POST" else {
@@ -139,7 +160,7 @@ struct Router: HTTP2Responder {
             stream.respond(status: 415, fields: [], endStream: true)
             return nil
         }
-        guard let handler = methods[head.path] else {
+        guard let index = head.pathIndex, index < handlers.count else {
             let status = RPCStatus(.unimplemented, "unknown method \(EchoedInput.clip(head.path))")
             trailersOnly(stream, status)
             // Started and finished at once, so the in-flight gauge balances; the metrics sink counts every
@@ -150,6 +171,8 @@ struct Router: HTTP2Responder {
                 annotations: CallAnnotations())
             return nil
         }
+        let handler = handlers[index]
+        let recorder = recorders[index]
         // Who is calling, before anything else about the call is done (health and reflection are open).
         var caller: CallerIdentity?
         if let callGuard, !Self.isOpen(head.path) {
@@ -192,7 +215,7 @@ struct Router: HTTP2Responder {
             callGuard: callGuard)
         return ServerCall(
             stream: stream, handler: handler, context: context, registry: registries[stream.eventLoop],
-            maxMessageSize: maxReceiveMessageBytes, events: events, requestDeadlineNanoseconds: deadline.request)
+            maxMessageSize: maxReceiveMessageBytes, recorder: recorder, requestDeadlineNanoseconds: deadline.request)
     }
 
     private static func isOpen(_ path: String) -> Bool {

@@ -28,17 +28,18 @@ final class ServerCall: HTTP2StreamDelegate {
     /// The handler's status for a shutdown that ends the call (nil: the server's own).
     var shutdownStatus: RPCStatus?
 
-    private let events: any GatewayEvents
+    /// The method's metrics and access log.
+    private let recorder: any RPCRecorder
     private let startedNanos = monotonicNanoseconds()
 
     /// `requestDeadlineNanoseconds`: when set (a streaming call without `grpc-timeout`), the call ends
     /// DEADLINE_EXCEEDED if its request has not fully arrived by then; once it has, the call has no deadline.
     init(
         stream: HTTP2Stream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
-        maxMessageSize: Int, events: any GatewayEvents, requestDeadlineNanoseconds: UInt64? = nil
+        maxMessageSize: Int, recorder: any RPCRecorder, requestDeadlineNanoseconds: UInt64? = nil
     ) {
-        self.events = events
-        events.rpcStarted(method: context.method)
+        self.recorder = recorder
+        recorder.started()
         self.stream = stream
         self.handler = handler
         self.context = context
@@ -237,7 +238,7 @@ final class ServerCall: HTTP2StreamDelegate {
             }
         }
         stream.write { buffer in MessageFramer.appendFrame(to: &buffer, payload: message) }
-        events.rpcMessageSent(method: context.method)
+        recorder.messageSent()
     }
 
     /// True when more may be written before waiting for the client.
@@ -308,9 +309,8 @@ final class ServerCall: HTTP2StreamDelegate {
 
     private func report(_ code: StatusCode) {
         let seconds = Double(monotonicNanoseconds() - startedNanos) / 1e9
-        events.rpcFinished(
-            method: context.method, status: code, seconds: seconds, metadata: context.metadata,
-            annotations: context.annotations)
+        recorder.finished(
+            status: code, seconds: seconds, metadata: context.metadata, annotations: context.annotations)
     }
 
     private func cleanUp() {

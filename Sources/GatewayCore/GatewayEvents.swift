@@ -26,6 +26,40 @@ public protocol GatewayEvents: Sendable {
     func rateLimitRefused(app: String, endpoint: String, environment: String)
     /// A call joined an identical one already in flight instead of calling Apple itself.
     func callCoalesced(app: String, endpoint: String)
+    /// What records the calls of `method`: the server asks once per served method when it starts, so a
+    /// call's events cost no lookup by name. By default, the `rpc…` methods above with the name.
+    func recorder(method: String) -> any RPCRecorder
+}
+
+/// Records one method's calls (see `GatewayEvents.recorder(method:)`).
+public protocol RPCRecorder: Sendable {
+    /// A call began.
+    func started()
+    /// A response message was handed to the transport.
+    func messageSent()
+    /// The call ended with `status` after `seconds`; `annotations` holds what its handler noted.
+    func finished(
+        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)], annotations: CallAnnotations)
+}
+
+/// A recorder that reports to `events` by the method's name.
+public struct NamedRPCRecorder: RPCRecorder {
+    let events: any GatewayEvents
+    let method: String
+
+    public init(events: any GatewayEvents, method: String) {
+        self.events = events
+        self.method = method
+    }
+
+    public func started() { events.rpcStarted(method: method) }
+    public func messageSent() { events.rpcMessageSent(method: method) }
+    public func finished(
+        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)], annotations: CallAnnotations
+    ) {
+        events.rpcFinished(
+            method: method, status: status, seconds: seconds, metadata: metadata, annotations: annotations)
+    }
 }
 
 extension GatewayEvents {
@@ -45,6 +79,7 @@ extension GatewayEvents {
     public func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double) {}
     public func rateLimitRefused(app: String, endpoint: String, environment: String) {}
     public func callCoalesced(app: String, endpoint: String) {}
+    public func recorder(method: String) -> any RPCRecorder { NamedRPCRecorder(events: self, method: method) }
 }
 
 /// Records nothing.

@@ -4,6 +4,8 @@ public struct HTTP2RequestHead: Sendable {
     public var scheme = ""
     public var authority = ""
     public var path = ""
+    /// The path's index in the responder's `internTable` list when it is there (a known path), else nil.
+    public var pathIndex: Int?
     /// Regular header fields (lowercase names, as HTTP/2 requires), in arrival order.
     public var fields: [(name: String, value: String)] = []
     /// The names of the connection's verified client certificate (TLS with a client CA), nil otherwise.

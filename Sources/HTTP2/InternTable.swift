@@ -1,10 +1,18 @@
+internal import CLinux
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Strings that arrive on every request — method paths, common header names and values — made once, so
 /// a request head costs no String allocation for them: bytes are matched against the table (by length
-/// first, then their bytes) and the stored String is shared.
+/// first, then their bytes) and the stored String is shared, with its position in the list the table was
+/// made from (a responder can keep what belongs to each string in an array beside it: no hashing).
 public struct InternTable: Sendable {
     private struct Entry: Sendable {
         let bytes: [UInt8]
         let string: String
+        let index: Int
     }
 
     /// Entries by their byte length; longer strings are never interned.
@@ -19,26 +27,28 @@ public struct InternTable: Sendable {
         "tracestate",
     ]
 
-    /// A table of `strings` (those longer than 96 bytes are left out).
+    /// A table of `strings` (those longer than 96 bytes are left out; a repeated one keeps its first index).
     public init(_ strings: [String]) {
         var byLength = [[Entry]](repeating: [], count: Self.maxLength + 1)
-        for string in Set(strings) where string.utf8.count <= Self.maxLength {
-            byLength[string.utf8.count].append(Entry(bytes: Array(string.utf8), string: string))
+        for (index, string) in strings.enumerated() where string.utf8.count <= Self.maxLength {
+            guard !byLength[string.utf8.count].contains(where: { $0.string == string }) else { continue }
+            byLength[string.utf8.count].append(Entry(bytes: Array(string.utf8), string: string, index: index))
         }
         self.byLength = byLength
     }
 
-    /// The table's String for these bytes, or nil.
-    public func lookup(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        guard bytes.count <= Self.maxLength else { return nil }
-        for entry in byLength[bytes.count] where entry.bytes.withUnsafeBufferPointer({ $0.elementsEqual(bytes) }) {
-            return entry.string
+    /// The table's String for these bytes and its index in the list the table was made from, or nil.
+    public func lookup(_ bytes: UnsafeBufferPointer<UInt8>) -> (string: String, index: Int)? {
+        guard bytes.count <= Self.maxLength, let base = bytes.baseAddress else { return nil }
+        for entry in byLength[bytes.count] {
+            let equal = entry.bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, base, bytes.count) == 0 }
+            if equal { return (entry.string, entry.index) }
         }
         return nil
     }
 
     /// The table's String for these bytes, or a new one.
     public func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
-        lookup(bytes) ?? String(decoding: bytes, as: UTF8.self)
+        lookup(bytes)?.string ?? String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -359,19 +359,17 @@ final class ServerConnection: LoopConnection, Flushable {
         }
         if stream.headerListTooLarge { return }
         if name.first == UInt8(ascii: ":") {
-            // Compared as bytes; a String is made only for the value kept.
-            func named(_ literal: StaticString) -> Bool {
-                name.count == literal.utf8CodeUnitCount
-                    && name.elementsEqual(
-                        UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
-            }
-            if named(":path") {
-                stream.head.path = interned.string(value)
-            } else if named(":method") {
+            if Self.equal(name, ":path") {
+                if let known = interned.lookup(value) {
+                    (stream.head.path, stream.head.pathIndex) = known
+                } else {
+                    stream.head.path = String(decoding: value, as: UTF8.self)
+                }
+            } else if Self.equal(name, ":method") {
                 stream.head.method = String(decoding: value, as: UTF8.self)
-            } else if named(":scheme") {
+            } else if Self.equal(name, ":scheme") {
                 stream.head.scheme = String(decoding: value, as: UTF8.self)
-            } else if named(":authority") {
+            } else if Self.equal(name, ":authority") {
                 stream.head.authority = String(decoding: value, as: UTF8.self)
             }
         } else if !Self.isHopHeader(name) {
@@ -380,10 +378,14 @@ final class ServerConnection: LoopConnection, Flushable {
         }
     }
 
+    /// Whether `bytes` spell `literal` (compared as bytes; no String is made).
+    private static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        bytes.count == literal.utf8CodeUnitCount && memcmp(bytes.baseAddress!, literal.utf8Start, bytes.count) == 0
+    }
+
     /// Request fields no responder reads: `te` (always "trailers" for gRPC) and `content-length`.
     private static func isHopHeader(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        (name.count == 2 && name[0] == UInt8(ascii: "t") && name[1] == UInt8(ascii: "e"))
-            || (name.count == 14 && name.elementsEqual("content-length".utf8))
+        equal(name, "te") || equal(name, "content-length")
     }
 
     func headersComplete(streamID: Int32, endStream: Bool) {

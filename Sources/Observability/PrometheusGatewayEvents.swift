@@ -115,17 +115,32 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         methods.withLock { $0[path] } ?? unknownMethod
     }
 
+    public func recorder(method: String) -> any RPCRecorder {
+        MethodRecorder(events: self, path: method, series: series(method))
+    }
+
     public func rpcStarted(method: String) {
+        started(series(method))
+    }
+
+    func started(_ series: MethodSeries) {
         rpcsInFlight.increment()
-        series(method).started.increment()
+        series.started.increment()
     }
 
     public func rpcFinished(
         method path: String, status: StatusCode, seconds: Double,
         metadata: [(name: String, value: String)], annotations: CallAnnotations
     ) {
+        finished(
+            series(path), path: path, status: status, seconds: seconds, metadata: metadata, annotations: annotations)
+    }
+
+    func finished(
+        _ series: MethodSeries, path: String, status: StatusCode, seconds: Double,
+        metadata: [(name: String, value: String)], annotations: CallAnnotations
+    ) {
         rpcsInFlight.decrement()
-        let series = series(path)
         series.handled(status).increment()
         series.seconds.observe(seconds)
         let method = series.labels
@@ -195,6 +210,22 @@ public final class PrometheusGatewayEvents: GatewayEvents {
 
     public func callCoalesced(app: String, endpoint: String) {
         coalesced.labels(app, endpoint).increment()
+    }
+}
+
+/// One method's recorder: its series resolved once, the access log line written by the events.
+struct MethodRecorder: RPCRecorder {
+    let events: PrometheusGatewayEvents
+    let path: String
+    let series: MethodSeries
+
+    func started() { events.started(series) }
+    func messageSent() { series.messagesSent.increment() }
+    func finished(
+        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)], annotations: CallAnnotations
+    ) {
+        events.finished(
+            series, path: path, status: status, seconds: seconds, metadata: metadata, annotations: annotations)
     }
 }
 
