@@ -11,6 +11,8 @@ struct MessageDeframer {
     let compressionAllowed: Bool
 
     private var buffer = ByteQueue()
+    /// A message that arrived whole in one chunk, taken without passing through `buffer`.
+    private var ready: [UInt8]?
 
     init(maxMessageSize: Int, compressionAllowed: Bool = false) {
         self.maxMessageSize = maxMessageSize
@@ -18,15 +20,27 @@ struct MessageDeframer {
     }
 
     /// True when no partial message is buffered.
-    var isEmpty: Bool { buffer.isEmpty }
+    var isEmpty: Bool { buffer.isEmpty && ready == nil }
 
-    /// Appends received bytes.
+    /// Appends received bytes. A chunk that is exactly one valid uncompressed message (a unary request,
+    /// usually) becomes that message at once, with no buffer.
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if buffer.isEmpty && ready == nil && bytes.count >= 5 && bytes[0] == 0 {
+            let length = Int(bytes[1]) << 24 | Int(bytes[2]) << 16 | Int(bytes[3]) << 8 | Int(bytes[4])
+            if length == bytes.count - 5 && length <= maxMessageSize {
+                ready = Array(bytes[5...])
+                return
+            }
+        }
         buffer.append(bytes)
     }
 
     /// The next complete message, nil when more bytes are needed, or the status that ends the call.
     mutating func next() throws(RPCStatus) -> [UInt8]? {
+        if let message = ready {
+            ready = nil
+            return message
+        }
         let available = buffer.count
         guard available >= 5 else { return nil }
         let flag = buffer[0]

@@ -5,7 +5,7 @@ import HTTP2
 ///
 /// It reads exactly one request message, runs the handler, and writes the response: headers are held
 /// until the first message (gRFC A6), so an error known before any message goes out Trailers-Only.
-final class ServerCall: HTTP2StreamDelegate {
+final class ServerCall: HTTP2StreamDelegate, TimerTarget {
     /// Unread request messages a bidirectional call may hold.
     static let maxPendingMessages = 256
 
@@ -61,9 +61,7 @@ final class ServerCall: HTTP2StreamDelegate {
         guard let deadline = state.activeDeadline else { return }
         let now = monotonicNanoseconds()
         let delay = deadline > now ? deadline - now : 0
-        deadlineTimer = stream.eventLoop.scheduleTimer(afterNanoseconds: delay) { [unowned self] in
-            self.deadlineExceeded()  // unowned: cleanUp() cancels the timer before the call can go away
-        }
+        deadlineTimer = stream.eventLoop.scheduleTimer(afterNanoseconds: delay, target: self)
     }
 
     // MARK: HTTP2StreamDelegate
@@ -296,6 +294,10 @@ final class ServerCall: HTTP2StreamDelegate {
         request = nil
         stream.releaseAllReceived()
         cleanUp()
+    }
+
+    func timerFired() {
+        deadlineExceeded()
     }
 
     private func deadlineExceeded() {

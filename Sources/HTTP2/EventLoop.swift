@@ -7,7 +7,7 @@ import Synchronization
 
 /// A timer scheduled on an event loop, for cancelling it.
 public struct TimerHandle: Sendable, Hashable {
-    let id: TimerQueue<() -> Void>.ID
+    let id: TimerQueue<TimerAction>.ID
 }
 
 /// Something registered with an event loop for readiness events on a file descriptor.
@@ -17,6 +17,18 @@ protocol EventSource: AnyObject {
 }
 
 /// Something with buffered output, flushed once at the end of an event-loop iteration.
+/// What a loop timer does: a closure, or a call on an object that is its own timer (no closure context).
+enum TimerAction {
+    case closure(() -> Void)
+    case target(any TimerTarget)
+}
+
+/// An object a loop timer calls back (see `EventLoop.scheduleTimer(afterNanoseconds:target:)`).
+public protocol TimerTarget: AnyObject {
+    /// The timer is due; called on the loop.
+    func timerFired()
+}
+
 protocol Flushable: AnyObject {
     func flush()
 }
@@ -29,7 +41,7 @@ public final class EventLoop: @unchecked Sendable {
     private let wakeFD: Int32
     private let inbox = Mutex<Inbox>(Inbox())
     private var sources: [Int32: EventSource] = [:]
-    private var timers = TimerQueue<() -> Void>()
+    private var timers = TimerQueue<TimerAction>()
     private var toFlush: [ObjectIdentifier: Flushable] = [:]
     private var running = false
     private var thread: pthread_t?
@@ -124,17 +136,23 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Schedules `body` to run on the loop after `nanoseconds`.
     @discardableResult
-    func schedule(afterNanoseconds nanoseconds: UInt64, _ body: @escaping () -> Void) -> TimerQueue<() -> Void>.ID {
-        timers.schedule(at: monotonicNanoseconds() &+ nanoseconds, body)
+    func schedule(afterNanoseconds nanoseconds: UInt64, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
+        timers.schedule(at: monotonicNanoseconds() &+ nanoseconds, .closure(body))
     }
 
-    func cancelTimer(_ id: TimerQueue<() -> Void>.ID) {
+    func cancelTimer(_ id: TimerQueue<TimerAction>.ID) {
         timers.cancel(id)
     }
 
     /// Runs `body` on this loop after `nanoseconds`. Call on the loop thread only.
     public func scheduleTimer(afterNanoseconds nanoseconds: UInt64, _ body: @escaping () -> Void) -> TimerHandle {
         TimerHandle(id: schedule(afterNanoseconds: nanoseconds, body))
+    }
+
+    /// Calls `target.timerFired()` on this loop after `nanoseconds`, holding the target until then (or until
+    /// cancelled); nothing is allocated for it. Call on the loop thread only.
+    public func scheduleTimer(afterNanoseconds nanoseconds: UInt64, target: any TimerTarget) -> TimerHandle {
+        TimerHandle(id: timers.schedule(at: monotonicNanoseconds() &+ nanoseconds, .target(target)))
     }
 
     /// Cancels a timer of this loop; harmless when it fired already. Call on the loop thread only.
@@ -196,7 +214,12 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runDueTimers() {
-        for body in timers.popDue(now: monotonicNanoseconds()) { body() }
+        for action in timers.popDue(now: monotonicNanoseconds()) {
+            switch action {
+            case .closure(let body): body()
+            case .target(let target): target.timerFired()
+            }
+        }
     }
 
     private func flushPending() {

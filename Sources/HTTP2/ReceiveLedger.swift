@@ -15,6 +15,46 @@ struct ReceiveLedger {
         var count: Int
     }
 
+    /// Grants to make: the common case (one, for the chunk that just arrived) is kept inline, so a DATA
+    /// frame costs no array.
+    struct Grants: Equatable, Sequence, ExpressibleByArrayLiteral {
+        private var first: Grant?
+        private var rest: [Grant] = []
+
+        init(arrayLiteral elements: Grant...) { self.init(elements) }
+
+        init(_ elements: some Sequence<Grant>) {
+            for element in elements { append(element) }
+        }
+
+        var isEmpty: Bool { first == nil }
+
+        mutating func append(_ grant: Grant) {
+            if first == nil { first = grant } else { rest.append(grant) }
+        }
+
+        static func + (lhs: Grants, rhs: Grants) -> Grants {
+            var result = lhs
+            for grant in rhs { result.append(grant) }
+            return result
+        }
+
+        struct Iterator: IteratorProtocol {
+            fileprivate var first: Grant?
+            fileprivate var rest: IndexingIterator<[Grant]>
+
+            mutating func next() -> Grant? {
+                if let grant = first {
+                    first = nil
+                    return grant
+                }
+                return rest.next()
+            }
+        }
+
+        func makeIterator() -> Iterator { Iterator(first: first, rest: rest.makeIterator()) }
+    }
+
     /// Bytes held above which no window is granted.
     let limit: Int
     /// Bytes received and not yet released, over all streams.
@@ -34,7 +74,7 @@ struct ReceiveLedger {
     var owedBytes: Int { owed.values.reduce(0, +) }
 
     /// `count` bytes arrived on `stream` and are now held; returns what to grant back now.
-    mutating func received(_ count: Int, stream: Int32, processHasRoom: Bool) -> [Grant] {
+    mutating func received(_ count: Int, stream: Int32, processHasRoom: Bool) -> Grants {
         guard count > 0 else { return [] }
         held += count
         heldByStream[stream, default: 0] += count
@@ -45,7 +85,7 @@ struct ReceiveLedger {
 
     /// The consumer of `stream` let go of up to `count` held bytes; returns the amount released and what to
     /// grant back now.
-    mutating func release(_ count: Int, stream: Int32, processHasRoom: Bool) -> (released: Int, grants: [Grant]) {
+    mutating func release(_ count: Int, stream: Int32, processHasRoom: Bool) -> (released: Int, grants: Grants) {
         let current = heldByStream[stream] ?? 0
         let amount = min(max(0, count), current)
         held -= amount
@@ -55,18 +95,18 @@ struct ReceiveLedger {
 
     /// The stream is gone: everything it held is released, and its owed window is granted back whatever the
     /// budget (those bytes no longer exist).
-    mutating func streamClosed(_ stream: Int32, processHasRoom: Bool) -> (released: Int, grants: [Grant]) {
+    mutating func streamClosed(_ stream: Int32, processHasRoom: Bool) -> (released: Int, grants: Grants) {
         let amount = heldByStream.removeValue(forKey: stream) ?? 0
         held -= amount
-        var grants: [Grant] = []
+        var grants: Grants = []
         if let count = owed.removeValue(forKey: stream) { grants.append(Grant(stream: stream, count: count)) }
         return (amount, grants + grantsIfRoom(processHasRoom: processHasRoom))
     }
 
     /// Everything owed, once the connection is back within its budget and the process has room.
-    mutating func grantsIfRoom(processHasRoom: Bool) -> [Grant] {
+    mutating func grantsIfRoom(processHasRoom: Bool) -> Grants {
         guard held <= limit, processHasRoom, !owed.isEmpty else { return [] }
-        let grants = owed.sorted { $0.key < $1.key }.map { Grant(stream: $0.key, count: $0.value) }
+        let grants = Grants(owed.sorted { $0.key < $1.key }.map { Grant(stream: $0.key, count: $0.value) })
         owed.removeAll()
         return grants
     }

@@ -33,12 +33,12 @@ final class ServerConnection: LoopConnection, Flushable {
     /// Inside `nghttp2_session_mem_recv` nothing may be written: a close decided there waits for it to return.
     private var receiving = false
     private var closeAfterReceive = false
-    private var housekeepingTimer: TimerQueue<() -> Void>.ID?
+    private var housekeepingTimer: TimerQueue<TimerAction>.ID?
     private var housekeepingAt: UInt64?
     /// Request bytes held by this connection's streams and the window owed to the peer.
     private var ledger: ReceiveLedger
     private let budget: SharedReceiveBudget
-    private var grantRetryTimer: TimerQueue<() -> Void>.ID?
+    private var grantRetryTimer: TimerQueue<TimerAction>.ID?
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
     init(io: ByteStream, owner: ServerLoop, responder: HTTP2Responder, configuration: HTTP2Configuration) throws {
@@ -427,7 +427,7 @@ final class ServerConnection: LoopConnection, Flushable {
         grant(grants)
     }
 
-    private func grant(_ grants: [ReceiveLedger.Grant]) {
+    private func grant(_ grants: ReceiveLedger.Grants) {
         guard let session, !closed else { return }
         for grant in grants where grant.count > 0 {
             _ = nghttp2_session_consume(session, grant.stream, grant.count)

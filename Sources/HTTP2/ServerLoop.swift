@@ -38,7 +38,7 @@ final class ServerLoop: EventSource {
     private var draining = false
     /// True while the listener is out of epoll (connection cap or descriptor limit reached).
     private var listenerPaused = false
-    private var resumeTimer: TimerQueue<() -> Void>.ID?
+    private var resumeTimer: TimerQueue<TimerAction>.ID?
     /// One read buffer shared by the loop's connections (reads never overlap on one thread); owned here.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 

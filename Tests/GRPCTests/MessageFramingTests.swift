@@ -29,6 +29,21 @@ import Testing
         }
     }
 
+    /// A chunk holding exactly one message skips the buffer; order and limits hold as for any chunk.
+    @Test func wholeMessagesInOneChunkEachKeepTheirOrderAndLimits() throws {
+        var deframer = MessageDeframer(maxMessageSize: 4)
+        feed(&deframer, frame([1, 2]))
+        #expect(!deframer.isEmpty)
+        feed(&deframer, frame([3]))  // before the first was taken
+        feed(&deframer, frame([]))
+        var messages: [[UInt8]] = []
+        while let message = try deframer.next() { messages.append(message) }
+        #expect(messages == [[1, 2], [3], []])
+        #expect(deframer.isEmpty)
+        feed(&deframer, frame([1, 2, 3, 4, 5]))  // whole, but over the limit
+        #expect(throws: RPCStatus.self) { try deframer.next() }
+    }
+
     @Test func partialMessageIsNotEmpty() throws {
         var deframer = MessageDeframer(maxMessageSize: 1024)
         feed(&deframer, Array(frame([1, 2, 3]).prefix(6)))
