@@ -1,8 +1,9 @@
 import GatewayCore
 import HTTP2
 
-/// What a handler knows about its call besides the request message.
-public struct ServerContext: Sendable {
+/// What a handler knows about its call besides the request message. A class: handed from the loop to the
+/// handler and its task without copying its fields.
+public final class ServerContext: Sendable {
     /// The full method path, e.g. "/appstore.gateway.v1.AppStoreGateway/GetHistory".
     public let method: String
     /// Custom metadata sent by the client (lowercase names; `-bin` values still base64).

@@ -4,9 +4,9 @@ import HTTP2
 /// The trailer fields that carry a call's status (PROTOCOL-HTTP2.md "Trailers").
 enum StatusTrailers {
     /// `:status 200` and the gRPC content type: the head of every gRPC response.
-    static let responseHead = HeaderBlock([(":status", "200"), ("content-type", "application/grpc")])
+    static let responseHead = HeaderBlock([(":status", "200"), ("content-type", "application/grpc")], permanent: true)
     /// `grpc-status: 0` alone, the trailer of nearly every successful call.
-    static let ok = HeaderBlock([("grpc-status", "0")])
+    static let ok = HeaderBlock([("grpc-status", "0")], permanent: true)
 
     /// The trailers for `status`, prepared once when it is a plain OK.
     static func block(for status: RPCStatus) -> HeaderBlock {

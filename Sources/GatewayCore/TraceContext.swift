@@ -119,11 +119,22 @@ public struct TraceContext: Sendable, Hashable {
         return value
     }
 
+    /// The two lowercase hex digits of every byte value, in order.
+    private static let hexPairs: [UInt8] = {
+        let digits = Array("0123456789abcdef".utf8)
+        return (0..<256).flatMap { [digits[$0 >> 4], digits[$0 & 0xF]] }
+    }()
+
+    /// Writes the low `digits` (even, ≤ 16) hex digits of `value`, two per byte.
     private static func writeHex(_ value: UInt64, digits: Int, into target: UnsafeMutablePointer<UInt8>) {
-        let alphabet: StaticString = "0123456789abcdef"
-        for index in 0..<digits {
-            let nibble = Int(truncatingIfNeeded: value >> UInt64(4 * (digits - 1 - index))) & 0xF
-            target[index] = alphabet.utf8Start[nibble]
+        hexPairs.withUnsafeBufferPointer { pairs in
+            var shift = digits * 4 - 8
+            for index in stride(from: 0, to: digits, by: 2) {
+                let byte = Int(truncatingIfNeeded: value >> UInt64(shift)) & 0xFF
+                target[index] = pairs[2 * byte]
+                target[index + 1] = pairs[2 * byte + 1]
+                shift -= 8
+            }
         }
     }
 

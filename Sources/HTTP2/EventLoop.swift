@@ -30,6 +30,8 @@ public protocol TimerTarget: AnyObject {
 }
 
 protocol Flushable: AnyObject {
+    /// Set by the loop while the target waits for its end-of-iteration flush (so it is queued once).
+    var flushQueued: Bool { get set }
     func flush()
 }
 
@@ -42,7 +44,7 @@ public final class EventLoop: @unchecked Sendable {
     private let inbox = Mutex<Inbox>(Inbox())
     private var sources: [Int32: EventSource] = [:]
     private var timers = TimerQueue<TimerAction>()
-    private var toFlush: [ObjectIdentifier: Flushable] = [:]
+    private var toFlush: [Flushable] = []
     private var running = false
     private var thread: pthread_t?
     /// A small number naming this loop in logs.
@@ -162,7 +164,9 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Asks for `target.flush()` once, at the end of this loop iteration.
     func flushAtEndOfIteration(_ target: Flushable) {
-        toFlush[ObjectIdentifier(target)] = target
+        guard !target.flushQueued else { return }
+        target.flushQueued = true
+        toFlush.append(target)
     }
 
     /// Runs the loop on the calling thread until `stop()`.
@@ -226,7 +230,10 @@ public final class EventLoop: @unchecked Sendable {
         while !toFlush.isEmpty {
             let batch = toFlush
             toFlush.removeAll(keepingCapacity: true)
-            for target in batch.values { target.flush() }
+            for target in batch {
+                target.flushQueued = false
+                target.flush()
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ internal import CLinux
 /// no pipelining in parallel). For the admin endpoint and for TLS clients that do not speak h2 (Apple's
 /// Python library, via `requests`).
 final class HTTP1Connection: LoopConnection, Flushable {
+    var flushQueued = false
     let io: ByteStream
     var fd: Int32 { io.fd }
     private unowned let owner: ServerLoop

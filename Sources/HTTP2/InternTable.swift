@@ -52,3 +52,33 @@ public struct InternTable: Sendable {
         lookup(bytes)?.string ?? String(decoding: bytes, as: UTF8.self)
     }
 }
+
+/// The last few strings a connection made from header bytes, reused when the same bytes come again (at
+/// most 8, each at most 1 KiB, replaced in turn).
+struct RecentStrings {
+    private var strings: [String] = []
+    private var next = 0
+    private static let capacity = 8
+    private static let maxLength = 1024
+
+    /// The String for `bytes`: a recent one with the same bytes, or a new one (remembered when short).
+    mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        if bytes.isEmpty { return "" }
+        guard bytes.count <= Self.maxLength, let base = bytes.baseAddress else {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        for index in strings.indices {
+            var candidate = strings[index]
+            let same = candidate.withUTF8 { $0.count == bytes.count && memcmp($0.baseAddress!, base, bytes.count) == 0 }
+            if same { return candidate }
+        }
+        let made = String(decoding: bytes, as: UTF8.self)
+        if strings.count < Self.capacity {
+            strings.append(made)
+        } else {
+            strings[next] = made
+            next = (next + 1) % Self.capacity
+        }
+        return made
+    }
+}

@@ -10,6 +10,7 @@ internal import CNGHTTP2
 /// Owned by the `ServerLoop` of its event loop (which keeps it in a table by file descriptor); every call
 /// happens on that loop. nghttp2 calls back into it through `Unmanaged` user data (see NGHTTP2Callbacks).
 final class ServerConnection: LoopConnection, Flushable {
+    var flushQueued = false
     let io: ByteStream
     var fd: Int32 { io.fd }
     let eventLoop: EventLoop
@@ -17,6 +18,9 @@ final class ServerConnection: LoopConnection, Flushable {
     let responder: HTTP2Responder
     /// The responder's repeated strings (paths, common header names and values), looked up by bytes.
     private let interned: InternTable
+    /// Header strings this connection's last requests carried that the table does not hold (a client's
+    /// user-agent, its bearer token): a client repeats them on every request, so they are made once.
+    private var recentStrings = RecentStrings()
     private unowned let owner: ServerLoop
     private var session: OpaquePointer?
     /// The open streams, owned here; nghttp2 keeps a pointer to each as its stream user data, which is how
@@ -274,7 +278,9 @@ final class ServerConnection: LoopConnection, Flushable {
                     name: UnsafeMutablePointer(mutating: extra.name.utf8Start),
                     value: UnsafeMutablePointer(mutating: extra.value.baseAddress ?? extra.name.utf8Start),
                     namelen: extra.name.utf8CodeUnitCount, valuelen: extra.value.count,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                    // A value of this response only (a request id): kept out of the HPACK table, where it
+                    // would only push out the fields that do repeat.
+                    flags: UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue | NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue))
                 return submit(pairs.baseAddress, head.count + 1)
             }
         } else {
@@ -374,8 +380,14 @@ final class ServerConnection: LoopConnection, Flushable {
             }
         } else if !Self.isHopHeader(name) {
             if stream.head.fields.isEmpty { stream.head.fields.reserveCapacity(8) }
-            stream.head.fields.append((interned.string(name), interned.string(value)))
+            stream.head.fields.append((string(name), string(value)))
         }
+    }
+
+    /// The String of a header name or value: from the intern table, from this connection's recent ones, or new.
+    private func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        if let known = interned.lookup(bytes) { return known.string }
+        return recentStrings.string(bytes)
     }
 
     /// Whether `bytes` spell `literal` (compared as bytes; no String is made).

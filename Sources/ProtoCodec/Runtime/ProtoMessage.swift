@@ -26,6 +26,10 @@ public protocol ProtoMessage: Sendable, Hashable {
 extension ProtoMessage {
     /// Decodes the protobuf wire format held in an array.
     public init(serializedBytes bytes: [UInt8]) throws(ProtoDecodingError) {
+        if bytes.isEmpty {  // the encoding of a message with every field at its default
+            self.init()
+            return
+        }
         let result = bytes.withUnsafeBytes { raw in
             Result { () throws(ProtoDecodingError) -> Self in try Self(serializedBytes: raw) }
         }

@@ -1,0 +1,27 @@
+import Testing
+
+@testable import HTTP2
+
+@Suite struct InternTableTests {
+    @Test func knownStringsComeWithTheirIndexAndOthersAreMade() {
+        let table = InternTable(["/a.B/C", "content-type", "/a.B/C", "application/grpc"])
+        func lookup(_ text: String) -> (string: String, index: Int)? {
+            Array(text.utf8).withUnsafeBufferPointer { table.lookup($0) }
+        }
+        #expect(lookup("/a.B/C")?.index == 0)
+        #expect(lookup("application/grpc")?.index == 3)
+        #expect(lookup("/a.B/D") == nil && lookup("") == nil)
+        #expect(Array("x-other".utf8).withUnsafeBufferPointer { table.string($0) } == "x-other")
+    }
+
+    @Test func recentStringsAreReusedAndBounded() {
+        var recent = RecentStrings()
+        func string(_ text: String) -> String { Array(text.utf8).withUnsafeBufferPointer { recent.string($0) } }
+        let agent = string("grpc-python/1.66 grpc-c/43.0.0 (linux; chttp2)")
+        #expect(string("grpc-python/1.66 grpc-c/43.0.0 (linux; chttp2)") == agent)
+        for index in 0..<20 { #expect(string("value-\(index)") == "value-\(index)") }
+        #expect(string("") == "")
+        // Invalid UTF-8 is decoded with replacement characters, never trusted as is.
+        #expect([UInt8]([0xFF, 0x41]).withUnsafeBufferPointer { recent.string($0) } == "\u{FFFD}A")
+    }
+}
