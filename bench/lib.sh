@@ -37,5 +37,20 @@ wait_port() {
 # gateway loop meets one nghttpd worker. On a single core nothing is pinned.
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
-on_server_core() { if [ "$(nproc)" -ge 2 ]; then taskset -c "$SERVER_CPU" "$@"; else "$@"; fi; }
-on_load_core() { if [ "$(nproc)" -ge 2 ]; then taskset -c "$LOAD_CPU" "$@"; else "$@"; fi; }
+# Prefixes (arrays) for a command started in the background: `"${SERVER_PIN[@]}" server … &` keeps `$!` the
+# server's own pid (taskset execs it), so the script's cleanup really stops it. A shell function would put
+# a subshell in between, and a server left running with SO_REUSEPORT silently takes a share of the next
+# run's connections.
+SERVER_PIN=(); LOAD_PIN=()
+if [ "$(nproc)" -ge 2 ]; then SERVER_PIN=(taskset -c "$SERVER_CPU"); LOAD_PIN=(taskset -c "$LOAD_CPU"); fi
+on_server_core() { "${SERVER_PIN[@]}" "$@"; }
+on_load_core() { "${LOAD_PIN[@]}" "$@"; }
+
+# grpc_ok URL BODY: fails unless one call answers grpc-status 0. h2load counts any HTTP 200 as a success, and
+# a gRPC error is an HTTP 200: a benchmark must first prove it measures answers, not refusals.
+grpc_ok() {
+  local status
+  status=$(nghttp -v -d "$2" -H 'content-type: application/grpc' -H 'te: trailers' "$1" 2>&1 |
+    grep -a -o -E 'grpc-status: [0-9]+' | head -n 1)
+  [ "$status" = "grpc-status: 0" ] || { echo "not an OK answer from $1: ${status:-no grpc-status}" >&2; return 1; }
+}

@@ -37,12 +37,13 @@ trap cleanup EXIT
 printf '\x00\x00\x00\x00\x00' > "$work/health.bin"     # gRPC frame: empty HealthCheckRequest (service "")
 mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"   # the same answer, as a file
 
-pin=on_server_core; [ "$THREADS" = 1 ] || pin=""
-$pin "$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 & pids+=($!)
-$pin nghttpd --no-tls -n "$WORKERS" -d "$work/www" "$NG_PORT" > /dev/null 2>&1 & pids+=($!)
-$pin "$PEER" "$GS_PORT" > "$work/gs.log" 2>&1 & pids+=($!)
-$pin "$PY" bench/peers/grpcio_server.py "$PY_PORT" > "$work/py.log" 2>&1 & pids+=($!)
+pin=("${SERVER_PIN[@]}"); [ "$THREADS" = 1 ] || pin=()
+"${pin[@]}" "$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 & pids+=($!)
+"${pin[@]}" nghttpd --no-tls -n "$WORKERS" -d "$work/www" "$NG_PORT" > /dev/null 2>&1 & pids+=($!)
+"${pin[@]}" "$PEER" "$GS_PORT" > "$work/gs.log" 2>&1 & pids+=($!)
+"${pin[@]}" "$PY" bench/peers/grpcio_server.py "$PY_PORT" > "$work/py.log" 2>&1 & pids+=($!)
 for port in "$GW_PORT" "$NG_PORT" "$GS_PORT" "$PY_PORT"; do wait_port "$port" 30; done
+for port in "$GW_PORT" "$GS_PORT" "$PY_PORT"; do grpc_ok "http://127.0.0.1:$port/grpc.health.v1.Health/Check" "$work/health.bin"; done
 
 rate() {  # url [extra h2load args…] -> req/s; failures go to stderr
   local url=$1; shift
@@ -66,7 +67,7 @@ done
 emit transport_peers "$(printf '{"gateway":%s,"nghttpd":%s,"grpc_swift":%s,"grpcio":%s,"vs_nghttpd":%s,"vs_grpc_swift":%s,"vs_grpcio":%s,"flags":"h2load -D %s -c %s -m %s -t 1; gateway threads=%s, nghttpd workers=%s; servers on core %s, h2load on core %s"}' \
   "$(stat_json "${gw[@]}")" "$(stat_json "${ng[@]}")" "$(stat_json "${gs[@]}")" "$(stat_json "${py[@]}")" \
   "$(stat_json $(ratios "${gw[*]}" "${ng[*]}"))" "$(stat_json $(ratios "${gw[*]}" "${gs[*]}"))" \
-  "$(stat_json $(ratios "${gw[*]}" "${py[*]}"))" "$SECONDS_PER_RUN" "$CLIENTS" "$STREAMS" "$THREADS" "$WORKERS" "${pin:+$SERVER_CPU}" "$LOAD_CPU")"
+  "$(stat_json $(ratios "${gw[*]}" "${py[*]}"))" "$SECONDS_PER_RUN" "$CLIENTS" "$STREAMS" "$THREADS" "$WORKERS" "$( [ ${#pin[@]} -gt 0 ] && echo "$SERVER_CPU" || echo none)" "$LOAD_CPU")"
 awk -v g="$(median "${gw[@]}")" -v n="$(median "${ng[@]}")" -v s="$(median "${gs[@]}")" -v p="$(median "${py[@]}")" 'BEGIN {
   printf "median req/s: gateway %.0f, nghttpd %.0f (%.2f; goal >= 0.80), grpc-swift-2 %.0f (%.1fx; goal >= 5x), grpcio %.0f (%.1fx)\n",
     g, n, g / n, s, g / s, p, g / p }'

@@ -30,12 +30,13 @@ printf '\x00\x00\x00\x00\x00' > "$work/health.bin"
 # nghttpd serves the same 5 bytes back as a static file (POST with the same body, same flags).
 mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"
 
-pin=on_server_core; [ "$THREADS" = 1 ] || pin=""
-$pin "$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 &
+pin=("${SERVER_PIN[@]}"); [ "$THREADS" = 1 ] || pin=()
+"${pin[@]}" "$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 &
 gw_pid=$!
-$pin nghttpd --no-tls -n "$NGHTTPD_WORKERS" -d "$work/www" "$NG_PORT" > /dev/null 2>&1 &
+"${pin[@]}" nghttpd --no-tls -n "$NGHTTPD_WORKERS" -d "$work/www" "$NG_PORT" > /dev/null 2>&1 &
 ng_pid=$!
-sleep 1
+wait_port "$GW_PORT" 30; wait_port "$NG_PORT" 30
+grpc_ok "http://127.0.0.1:$GW_PORT/grpc.health.v1.Health/Check" "$work/health.bin"
 
 rate() {  # url [extra h2load args…] -> req/s
   local url=$1; shift

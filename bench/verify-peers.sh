@@ -40,11 +40,13 @@ msg = b"\x0a" + varint + jws
 open(sys.argv[2], "wb").write(b"\0" + struct.pack(">I", len(msg)) + msg)
 PY
 
-# One JWS sent over and over: without the verified-signature cache, so every call pays its ECDSA.
-APPSTORE_GATEWAY_VERIFICATION_SIGNATURE_CACHE_SIZE=0 \
-  on_server_core "$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > "$work/gw.log" 2>&1 &
+# One JWS sent over and over: without the verified-signature cache, so every call pays its ECDSA; with no
+# app configured, verification not bound to an app must be allowed, or every call is INVALID_ARGUMENT.
+APPSTORE_GATEWAY_VERIFICATION_SIGNATURE_CACHE_SIZE=0 APPSTORE_GATEWAY_VERIFICATION_ALLOW_UNBOUND_VERIFICATION=true \
+  "${SERVER_PIN[@]}" "$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > "$work/gw.log" 2>&1 &
 gw_pid=$!
 wait_port "$PORT" 30
+grpc_ok "http://127.0.0.1:$PORT/appstore.gateway.v1.AppStoreGateway/VerifyJWS" "$work/request.bin"
 
 grpc_rate() {
   on_load_core h2load -D "$SECONDS_PER_RUN" -c "$CLIENTS" -m "$STREAMS" -t 1 -d "$work/request.bin" \
