@@ -21,7 +21,7 @@ final class ServerConnection: LoopConnection, Flushable {
     /// Header strings this connection's last requests carried that the table does not hold (a client's
     /// user-agent, its bearer token): a client repeats them on every request, so they are made once.
     private var recentStrings = RecentStrings()
-    private unowned let owner: ServerLoop
+    private unowned let owner: any ConnectionOwner
     private var session: OpaquePointer?
     /// The open streams, owned here; nghttp2 keeps a pointer to each as its stream user data, which is how
     /// callbacks find them (no lookup by id).
@@ -45,7 +45,7 @@ final class ServerConnection: LoopConnection, Flushable {
     private var grantRetryTimer: TimerQueue<TimerAction>.ID?
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
-    init(io: ByteStream, owner: ServerLoop, responder: HTTP2Responder, configuration: HTTP2Configuration) throws {
+    init(io: ByteStream, owner: any ConnectionOwner, responder: HTTP2Responder, configuration: HTTP2Configuration) throws {
         self.io = io
         self.owner = owner
         self.eventLoop = owner.eventLoop

@@ -23,8 +23,23 @@ public enum ServerTransport: Sendable {
     case tls(TLSContext)
 }
 
+/// What an HTTP/2 connection needs from whoever accepted it: its loop, the loop's read buffer and the
+/// shared budgets, and a word when it closes. The server's `ServerLoop`, or a test driving a connection over
+/// bytes in memory.
+protocol ConnectionOwner: AnyObject {
+    var eventLoop: EventLoop { get }
+    /// One buffer for the loop's reads (reads never overlap on one thread).
+    var readBuffer: UnsafeMutableRawBufferPointer { get }
+    /// Request bytes held by all connections of the server.
+    var receiveBudget: SharedReceiveBudget { get }
+    /// The responder's repeated strings.
+    var internTable: InternTable { get }
+    /// The connection closed (its descriptor is free again).
+    func connectionClosed(_ connection: LoopConnection)
+}
+
 /// The server's share of one event loop: its SO_REUSEPORT listener and the connections accepted there.
-final class ServerLoop: EventSource {
+final class ServerLoop: EventSource, ConnectionOwner {
     let eventLoop: EventLoop
     private var listener: ListeningSocket?
     let responder: HTTP2Responder
