@@ -93,11 +93,11 @@ let package = Package(
                 "NotificationStore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // Prometheus metrics registry and the JSON-lines log handler.
+        // Prometheus metrics registry and the JSON-lines log handler; records the gRPC server's call events.
         .target(
             name: "Observability",
             dependencies: [
-                "GatewayCore",
+                "GRPC", "GatewayCore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
@@ -118,7 +118,7 @@ let package = Package(
         .executableTarget(name: "VerifyBenchmark", dependencies: ["SignedData", "Cryptography"]),
         .executableTarget(
             name: "LogBenchmark",
-            dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["Observability", "GRPC", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
 
         // MARK: Tests mirror Sources.
         // Shared test fixtures (a TLS test server), used by several test targets.
@@ -151,7 +151,7 @@ let package = Package(
         .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec", "TestSupport"], exclude: ["Clients"]),
         .testTarget(
             name: "ObservabilityTests",
-            dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["Observability", "GRPC", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "SimulatorTests", dependencies: ["Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayCore"],
             resources: [.copy("Fixtures")]),

@@ -96,12 +96,8 @@ public final class AppStoreAPIClient: Sendable {
         }
         var perApp: [String: RateLimits] = [:]
         for app in configuration.apps { perApp[app.bundleId] = app.rateLimits }
-        do {
-            try configuration.rateLimits.defaults.validate()
-            for limits in perApp.values { try limits.validate() }
-        } catch {
-            throw ConfigurationError(key: "rateLimits", problem: "\(error.rpcStatus.message)")
-        }
+        try configuration.rateLimits.defaults.validate()
+        for limits in perApp.values { try limits.validate() }
         self.signers = loaded
         apps = AppDirectory(configuration.apps)
         rateLimiter = RateLimiter(defaults: configuration.rateLimits.defaults, perApp: perApp)

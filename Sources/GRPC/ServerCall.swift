@@ -28,14 +28,14 @@ final class ServerCall: HTTP2StreamDelegate {
     /// The handler's status for a shutdown that ends the call (nil: the server's own).
     var shutdownStatus: RPCStatus?
 
-    private let events: any GatewayEvents
+    private let events: any RPCEvents
     private let startedNanos = monotonicNanoseconds()
 
     /// `requestDeadlineNanoseconds`: when set (a streaming call without `grpc-timeout`), the call ends
     /// DEADLINE_EXCEEDED if its request has not fully arrived by then; once it has, the call has no deadline.
     init(
         stream: HTTP2Stream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
-        maxMessageSize: Int, events: any GatewayEvents, requestDeadlineNanoseconds: UInt64? = nil
+        maxMessageSize: Int, events: any RPCEvents, requestDeadlineNanoseconds: UInt64? = nil
     ) {
         self.events = events
         events.rpcStarted(method: context.method)

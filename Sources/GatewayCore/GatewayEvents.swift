@@ -1,13 +1,8 @@
-/// What the gateway reports as it works: one sink for metrics and access logs, so the layers that see an
-/// event (the gRPC server, the Apple client, the verifier) need not know how it is recorded. Every method
-/// is called on hot paths: implementations must be cheap and thread-safe.
+/// What the gateway reports as it works below the gRPC layer: one sink for metrics, so the layers that see
+/// an event (the Apple client, the verifier) need not know how it is recorded. RPC starts and ends are the
+/// gRPC server's `RPCEvents`. Every method is called on hot paths: implementations must be cheap and
+/// thread-safe.
 public protocol GatewayEvents: Sendable {
-    /// An RPC began.
-    func rpcStarted(method: String)
-    /// An RPC ended with `status` after `seconds`; `annotations` holds what its handler noted (app, ids).
-    func rpcFinished(
-        method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
-        annotations: CallAnnotations)
     /// One HTTP attempt to Apple ended: `httpStatus` nil for a transport failure.
     func appleAttempt(
         app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
@@ -18,8 +13,6 @@ public protocol GatewayEvents: Sendable {
     func jwtMinted(app: String)
     /// A JWS was verified with this verdict (e.g. "ok", "invalidSignature").
     func verification(verdict: String)
-    /// A response message of an RPC was handed to the transport.
-    func rpcMessageSent(method: String)
     /// An Apple call waited `seconds` for a token of the local bucket.
     func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double)
     /// An Apple call was refused by the local bucket (RESOURCE_EXHAUSTED, nothing sent to Apple).
@@ -29,11 +22,6 @@ public protocol GatewayEvents: Sendable {
 }
 
 extension GatewayEvents {
-    public func rpcStarted(method: String) {}
-    public func rpcFinished(
-        method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
-        annotations: CallAnnotations
-    ) {}
     public func appleAttempt(
         app: String, endpoint: String, environment: String, httpStatus: Int?, errorCode: Int?,
         seconds: Double
@@ -41,7 +29,6 @@ extension GatewayEvents {
     public func appleRetry(app: String, endpoint: String, environment: String) {}
     public func jwtMinted(app: String) {}
     public func verification(verdict: String) {}
-    public func rpcMessageSent(method: String) {}
     public func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double) {}
     public func rateLimitRefused(app: String, endpoint: String, environment: String) {}
     public func callCoalesced(app: String, endpoint: String) {}

@@ -1,5 +1,6 @@
 import AppStoreClient
 import Cryptography
+import GRPC
 import Foundation
 import GatewayCore
 import Logging
