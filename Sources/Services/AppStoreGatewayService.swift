@@ -156,13 +156,9 @@ public struct AppStoreGatewayService: GRPCService {
             // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
             // Identical calls share one upstream call, keyed by the request's bytes as received.
             "/\(Self.name)/GetHistory": .unaryWithReceivedBytes(GetHistoryRequest.self) {
-                request, received, context throws(RPCStatus) -> GetHistoryResponse in
-                do throws(GatewayError) {
-                    let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
-                    return try await getHistory.handle(request, received: received, remaining: remaining)
-                } catch {
-                    throw error.rpcStatus
-                }
+                request, received, context throws(GatewayError) -> GetHistoryResponse in
+                let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                return try await getHistory.handle(request, received: received, remaining: remaining)
             },
             // A Swift task paging Apple as the client reads; validation errors go out before any header.
             "/\(Self.name)/StreamNotifications": .serverStreaming(
