@@ -127,7 +127,10 @@ let package = Package(
         // The three RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
         .target(
             name: "ServiceHarness",
-            dependencies: ["Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator"],
+            dependencies: [
+                "Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator", "AppStoreClient", "SignedData",
+                "NotificationStore",
+            ],
             path: "Tests/ServiceHarness"),
         .testTarget(
             name: "ServicesTests",
