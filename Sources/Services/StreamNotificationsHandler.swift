@@ -1,7 +1,7 @@
 import AppStoreClient
 import Cryptography
-import GRPC
 import Foundation
+import GRPC
 import GatewayCore
 import Logging
 import ProtoCodec

@@ -59,7 +59,9 @@ import Testing
             (uuid: "apple-\($0)", jws: try notification(pki, uuid: "apple-\($0)", signedDate: start + 1000 * Int64($0)))
         }
         let fixture = try UpstreamFixture { request, _ in
-            guard request.path.contains("/notifications/history") else { return AppleJSON.error(4_040_001, status: 404) }
+            guard request.path.contains("/notifications/history") else {
+                return AppleJSON.error(4_040_001, status: 404)
+            }
             return AppleJSON.response([
                 "hasMore": false, "paginationToken": "",
                 "notificationHistory": apple.map { ["signedPayload": $0.jws, "sendAttempts": []] },

@@ -1,8 +1,7 @@
-import Testing
-
 import GRPC
 import GatewayCore
 import Services
+import Testing
 
 @Suite struct GatewayErrorStatusTests {
     func apple(_ http: Int, _ code: Int64? = nil, env: AppleEnvironment = .production) -> AppleFailure {
