@@ -64,7 +64,7 @@ let package = Package(
         // Who calls: bearer JWTs (RS256/ES256) against a JWKS file, verified-token cache.
         .target(name: "CallerAuthentication", dependencies: ["Cryptography", "GatewayCore"]),
         // epoll event loops and nghttp2 server sessions: a generic HTTP/2 server.
-        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "GatewayCore"]),
+        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "Cryptography", "GatewayCore"]),
         // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health.
         .target(
             name: "GRPC", dependencies: ["HTTP2", "GatewayCore", "ProtoCodec"]),
