@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "CGatewayProtos", dependencies: ["CProtobufC"]),
 
         // MARK: Swift modules, one per layer.
-        // C-free core: configuration, errors and their gRPC status, clocks, rate limiting.
+        // C-free core: configuration, typed errors (no gRPC), clocks, rate limiting.
         .target(
             name: "GatewayCore",
             dependencies: [.product(name: "Yams", package: "Yams")]),
@@ -64,26 +64,22 @@ let package = Package(
         // Who calls: bearer JWTs (RS256/ES256) against a JWKS file, verified-token cache.
         .target(name: "CallerAuthentication", dependencies: ["Cryptography", "GatewayCore"]),
         // epoll event loops and nghttp2 server sessions: a generic HTTP/2 server.
-        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "GatewayCore"]),
-        // gRPC over the HTTP/2 server: framing, routing, deadlines, status, health.
+        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "Cryptography", "GatewayCore"]),
+        // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health.
         .target(
-            name: "GRPC",
-            dependencies: [
-                "HTTP2", "GatewayCore", "ProtoCodec",
-                .product(name: "Logging", package: "swift-log"),
-            ]),
+            name: "GRPC", dependencies: ["HTTP2", "GatewayCore", "ProtoCodec"]),
         // The upstream App Store Server API client: one libcurl multi handle on its own thread (HTTP/2
         // over TLS, multiplexed), request JWTs, rate limits, retries, environment fallback.
         .target(
             name: "AppStoreClient",
             dependencies: [
-                "CCurl", "CHiredis", "Cryptography", "GatewayCore", "SignedData", "ProtoCodec",
+                "CCurl", "CHiredis", "Cryptography", "GatewayCore", "SignedData",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
         .target(
             name: "NotificationStore", dependencies: ["CSQLite", "GatewayCore", "AppStoreClient", "Cryptography"]),
-        // The gateway's RPC implementations, wiring the modules above.
+        // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
             name: "Services",
             dependencies: [
@@ -93,23 +89,23 @@ let package = Package(
                 "NotificationStore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // Prometheus metrics registry and the JSON-lines log handler.
+        // Prometheus metrics registry and the JSON-lines log handler; records the gRPC server's call events.
         .target(
             name: "Observability",
             dependencies: [
-                "GatewayCore",
+                "GRPC", "GatewayCore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
             name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography"], exclude: ["README.md"]),
-        // The `appstore-gateway` executable: arguments, configuration, signals.
+        // The `appstore-gateway` executable: arguments, configuration, signals, and the composition root (files
+        // read, upstream client, verifier and services built).
         .executableTarget(
             name: "AppStoreGatewayCLI",
             dependencies: [
                 "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator", "Observability", "AppStoreClient",
-                "CallerAuthentication",
-                "NotificationStore",
+                "CallerAuthentication", "NotificationStore", "SignedData", "ProtoCodec",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -118,7 +114,7 @@ let package = Package(
         .executableTarget(name: "VerifyBenchmark", dependencies: ["SignedData", "Cryptography"]),
         .executableTarget(
             name: "LogBenchmark",
-            dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["Observability", "GRPC", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
 
         // MARK: Tests mirror Sources.
         // Shared test fixtures (a TLS test server), used by several test targets.
@@ -127,7 +123,10 @@ let package = Package(
         // The three RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
         .target(
             name: "ServiceHarness",
-            dependencies: ["Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator"],
+            dependencies: [
+                "Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator", "AppStoreClient", "SignedData",
+                "NotificationStore",
+            ],
             path: "Tests/ServiceHarness"),
         .testTarget(
             name: "ServicesTests",
@@ -148,10 +147,12 @@ let package = Package(
             dependencies: ["SignedData", "Cryptography", "GatewayCore", "ProtoCodec", "TestSupport"],
             exclude: ["Fixtures", "Oracle"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "TestSupport"]),
-        .testTarget(name: "GRPCTests", dependencies: ["GRPC", "ProtoCodec", "TestSupport"], exclude: ["Clients"]),
+        .testTarget(
+            name: "GRPCTests", dependencies: ["GRPC", "HTTP2", "GatewayCore", "ProtoCodec", "TestSupport"],
+            exclude: ["Clients"]),
         .testTarget(
             name: "ObservabilityTests",
-            dependencies: ["Observability", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["Observability", "GRPC", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "SimulatorTests", dependencies: ["Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayCore"],
             resources: [.copy("Fixtures")]),

@@ -72,13 +72,13 @@ public final class AppStoreAPIClient: Sendable {
     public let events: any GatewayEvents
     private let signers: [String: any ES256Signer]
 
-    /// A client for `configuration`'s apps. Without `signers` (keyed by bundle id), each app's key is
-    /// loaded from its `privateKeyFile` now, so a missing or unusable key fails start-up with a
+    /// A client for `configuration`'s apps, signing with `signers` (by bundle id; `AppKeySigner.loadAll`
+    /// reads them from the apps' key files): an app that calls Apple without one fails start-up with a
     /// `ConfigurationError` naming `apps[i].privateKeyFile`. `sleep` waits for rate-limit slots and
     /// backoffs (tests may shorten it).
     public init(
-        configuration: GatewayConfiguration, http: UpstreamHTTPClient, clock: any GatewayClock = SystemClock(),
-        logger: Logger = Logger(label: "appstore-gateway.upstream"), signers: [String: any ES256Signer]? = nil,
+        configuration: GatewayConfiguration, http: UpstreamHTTPClient, signers: [String: any ES256Signer],
+        clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.upstream"),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         events: any GatewayEvents = SilentGatewayEvents(),
         budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
@@ -87,21 +87,15 @@ public final class AppStoreAPIClient: Sendable {
         self.events = events
         var loaded: [String: any ES256Signer] = [:]
         for (index, app) in configuration.apps.enumerated() where app.environment != .xcode {
-            if let given = signers?[app.bundleId] {
-                loaded[app.bundleId] = given
-            } else {
-                loaded[app.bundleId] = try AppKeySigner.load(
-                    app: app, index: index, allowReadableFile: configuration.apple.allowReadableKeyFiles)
+            guard let given = signers[app.bundleId] else {
+                throw ConfigurationError(key: "apps[\(index)].privateKeyFile", problem: "no signing key was loaded")
             }
+            loaded[app.bundleId] = given
         }
         var perApp: [String: RateLimits] = [:]
         for app in configuration.apps { perApp[app.bundleId] = app.rateLimits }
-        do {
-            try configuration.rateLimits.defaults.validate()
-            for limits in perApp.values { try limits.validate() }
-        } catch {
-            throw ConfigurationError(key: "rateLimits", problem: "\(error.rpcStatus.message)")
-        }
+        try configuration.rateLimits.defaults.validate()
+        for limits in perApp.values { try limits.validate() }
         self.signers = loaded
         apps = AppDirectory(configuration.apps)
         rateLimiter = RateLimiter(defaults: configuration.rateLimits.defaults, perApp: perApp)

@@ -84,8 +84,8 @@ struct ServeCommand: ParsableCommand {
         let gatewayService: AppStoreGatewayService
         let feed = try WebhookRuntime.feed(configuration, registry: events.registry)
         do {
-            gatewayService = try AppStoreGatewayService(
-                configuration: configuration, events: events,
+            gatewayService = try GatewayComposition.service(
+                configuration, events: events,
                 budgetEvents: PrometheusSharedBudgetEvents(registry: events.registry), accessEvents: accessEvents,
                 live: feed)
         } catch {

@@ -47,8 +47,9 @@ public struct CryptographyError: Error, Sendable, Hashable, CustomStringConverti
         return "\(code.rawValue): \(reason) [" + openSSLErrors.map(\.text).joined(separator: "; ") + "]"
     }
 
-    /// Empties OpenSSL's per-thread error queue, so one failure never leaks into the next operation.
-    static func drainErrorQueue() -> [OpenSSLEntry] {
+    /// Empties OpenSSL's per-thread error queue, so one failure never leaks into the next operation: the one
+    /// drain of the queue, for every OpenSSL user (TLS in HTTP2 too).
+    public static func drainErrorQueue() -> [OpenSSLEntry] {
         var entries: [OpenSSLEntry] = []
         while true {
             let packed = ERR_get_error()

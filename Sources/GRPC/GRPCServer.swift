@@ -23,7 +23,7 @@ public struct GRPCServerConfiguration: Sendable {
     /// The longest deadline any call gets; a longer `grpc-timeout` is cut to it (`limits.maxDeadline`).
     public var maxDeadlineMilliseconds: UInt64 = 1_800_000
     /// Where RPC starts and ends are reported (metrics, access log).
-    public var events: any GatewayEvents = SilentGatewayEvents()
+    public var events: any RPCEvents = SilentRPCEvents()
     /// Who may call (nil = anyone): asked before any handler runs, for every call but health and reflection.
     public var callGuard: (any CallGuard)?
     /// TLS on the gRPC port (ALPN h2; client certificates when its context asks for them); nil = h2c.
@@ -127,13 +127,13 @@ struct Router: HTTP2Responder {
     let recorders: [any RPCRecorder]
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
-    let events: any GatewayEvents
+    let events: any RPCEvents
     let callGuard: (any CallGuard)?
     let deadlines: DeadlinePolicy
 
     init(
         methods: [String: MethodHandler], registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
-        events: any GatewayEvents, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
+        events: any RPCEvents, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
     ) {
         let sorted = methods.sorted { $0.key < $1.key }
         paths = sorted.map(\.key)

@@ -74,13 +74,19 @@ extension MethodHandler {
         }
     }
 
-    /// A unary method run as a Swift task.
-    public static func unary<Request: ProtoMessage, Response: ProtoMessage>(
+    /// A unary method run as a Swift task. Its body throws its own typed error; the call ends with that
+    /// error's `rpcStatus`.
+    public static func unary<Request: ProtoMessage, Response: ProtoMessage, Failure: RPCStatusConvertible>(
         _ request: Request.Type,
-        _ body: @escaping @Sendable (Request, ServerContext) async throws(RPCStatus) -> Response
+        _ body: @escaping @Sendable (Request, ServerContext) async throws(Failure) -> Response
     ) -> MethodHandler {
         .unary { bytes, context throws(RPCStatus) in
-            try await body(try decode(Request.self, bytes, context), context).serializedBytes()
+            let message = try decode(Request.self, bytes, context)
+            do throws(Failure) {
+                return try await body(message, context).serializedBytes()
+            } catch {
+                throw error.rpcStatus
+            }
         }
     }
 

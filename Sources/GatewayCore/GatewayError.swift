@@ -1,18 +1,17 @@
-/// Every way a gateway RPC can fail, as typed values. `rpcStatus` (GatewayError+Status.swift) is the
-/// one place that turns them into gRPC status; no layer decides a status code from text.
+/// Every way a gateway RPC can fail, as typed values. This module knows nothing of gRPC: the one mapping
+/// to a gRPC status is `rpcStatus` in Services (GatewayError+RPCStatus.swift); no layer decides a status
+/// code from text.
 public enum GatewayError: Error, Sendable, Hashable {
     /// The caller's request is malformed: `field` names what to fix, `problem` says how.
     case invalidArgument(field: String, problem: String)
     /// The request breaks the contract's limits in one or more fields (sizes, counts, id syntax, dates):
     /// INVALID_ARGUMENT with every violation as google.rpc.BadRequest, found before any work is done.
-    case badRequest([FieldViolation])
+    case badRequest([InvalidField])
     /// Every chain-validation worker is busy and its queue is full (a flood of uncached chains): the
     /// caller should retry after `retryAfter`.
     case verificationBusy(retryAfter: Duration)
     /// The `app` in the request matches no configured app name or bundle id.
     case unknownApp(String)
-    /// The gRPC path names no method this gateway serves.
-    case unknownMethod(String)
     /// Apple answered with an error that has no more specific case below.
     case appleAPI(AppleFailure)
     /// Apple answered 404 in every environment the app allows; `tried` lists them in order.
@@ -27,8 +26,6 @@ public enum GatewayError: Error, Sendable, Hashable {
     case deadlineExceeded(whileDoing: String)
     /// The caller cancelled the RPC.
     case cancelled
-    /// A message is over the configured size limit.
-    case messageTooLarge(size: Int, limit: Int)
     /// Apple's answer carried signed data that failed verification (bad signature or chain, wrong app
     /// or environment): the data cannot be trusted, so none of the answer is returned.
     case appleDataRejected(app: String, environment: AppleEnvironment, problem: String)
@@ -49,6 +46,18 @@ public enum GatewayError: Error, Sendable, Hashable {
     case notificationStoreUnavailable(String)
     /// A bug in the gateway; `requestID` ties the status to the log line.
     case internalBug(String, requestID: String?)
+}
+
+/// One invalid field of a request: its path in the request (e.g. `product_ids[3]`) and why it is refused.
+public struct InvalidField: Sendable, Hashable {
+    /// The field's path, e.g. `product_types` or `product_ids[3]`.
+    public var field: String
+    /// Why the value is refused.
+    public var problem: String
+    public init(field: String, problem: String) {
+        self.field = field
+        self.problem = problem
+    }
 }
 
 /// What is known about one failed Apple call.

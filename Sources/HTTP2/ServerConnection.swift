@@ -45,7 +45,9 @@ final class ServerConnection: LoopConnection, Flushable {
     private var grantRetryTimer: TimerQueue<TimerAction>.ID?
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
-    init(io: ByteStream, owner: any ConnectionOwner, responder: HTTP2Responder, configuration: HTTP2Configuration) throws {
+    init(io: ByteStream, owner: any ConnectionOwner, responder: HTTP2Responder, configuration: HTTP2Configuration)
+        throws
+    {
         self.io = io
         self.owner = owner
         self.eventLoop = owner.eventLoop

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import Cryptography
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,14 +11,7 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
     public var description: String
 
     init(_ what: String) {
-        var reasons: [String] = []
-        while true {
-            let code = ERR_get_error()
-            if code == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            reasons.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
+        let reasons = CryptographyError.drainErrorQueue().map(\.text)
         description = reasons.isEmpty ? what : "\(what): \(reasons.joined(separator: "; "))"
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GRPC
 import GatewayCore
 import Logging
 import Observability

@@ -1,3 +1,4 @@
+import GRPC
 import GatewayCore
 import Logging
 import Synchronization

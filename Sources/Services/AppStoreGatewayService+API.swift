@@ -21,13 +21,9 @@ struct AppStoreAPIMethods: Sendable {
                 operation, client: client, verifier: verifier, clock: clock, maxPages: maxPages,
                 maxResponseBytes: maxResponseBytes)
             // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
-            methods["/\(service)/\(name)"] = .unary(Request.self) { request, context throws(RPCStatus) -> Response in
-                do throws(GatewayError) {
-                    let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
-                    return try await handler.handle(request, remaining: remaining)
-                } catch {
-                    throw error.rpcStatus
-                }
+            methods["/\(service)/\(name)"] = .unary(Request.self) { request, context throws(GatewayError) -> Response in
+                let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                return try await handler.handle(request, remaining: remaining)
             }
         }
         add("GetTransactionInfo", .getTransactionInfo)
@@ -47,27 +43,19 @@ struct AppStoreAPIMethods: Sendable {
         let signing = OfferSigningHandler(client: client)
         // One ECDSA signature: a Swift task keeps it off the event loop.
         methods["/\(service)/CreatePromotionalOfferSignature"] = .unary(CreatePromotionalOfferSignatureRequest.self) {
-            request, _ throws(RPCStatus) in
-            do throws(GatewayError) { return try signing.promotionalOffer(request) } catch { throw error.rpcStatus }
+            request, _ throws(GatewayError) in try signing.promotionalOffer(request)
         }
         methods["/\(service)/CreatePromotionalOfferV2Signature"] = .unary(
             CreatePromotionalOfferV2SignatureRequest.self
-        ) { request, _ throws(RPCStatus) in
-            do throws(GatewayError) { return try signing.promotionalOfferV2(request) } catch { throw error.rpcStatus }
+        ) { request, _ throws(GatewayError) in try signing.promotionalOfferV2(request)
         }
         methods["/\(service)/CreateIntroductoryOfferEligibilitySignature"] = .unary(
             CreateIntroductoryOfferEligibilitySignatureRequest.self
-        ) { request, _ throws(RPCStatus) in
-            do throws(GatewayError) {
-                return try signing.introductoryOfferEligibility(request)
-            } catch {
-                throw error.rpcStatus
-            }
+        ) { request, _ throws(GatewayError) in try signing.introductoryOfferEligibility(request)
         }
         // Parsing at most 4 MB of receipt: a Swift task keeps it off the event loop.
         methods["/\(service)/ExtractTransactionIdFromReceipt"] = .unary(ExtractTransactionIdFromReceiptRequest.self) {
-            request, _ throws(RPCStatus) in
-            do throws(GatewayError) { return try ReceiptHandler.answer(request) } catch { throw error.rpcStatus }
+            request, _ throws(GatewayError) in try ReceiptHandler.answer(request)
         }
         return methods
     }

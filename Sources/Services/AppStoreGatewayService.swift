@@ -23,61 +23,15 @@ public struct AppStoreGatewayService: GRPCService {
     private let pool: VerificationPool
     private let apps: [GatewayConfiguration.App]
 
-    /// Builds the service from the configuration: the trusted roots and every app's private key are read
-    /// and checked here, so a bad file fails start-up rather than the first call. `signers` (by bundle id)
-    /// replace key files, for tests. `live` (the webhook's store) lets StreamNotifications `follow`.
+    /// Builds the service from parts already built by the composition root (the CLI reads the files):
+    /// `verifier` trusts the configured roots, `client` calls Apple with the apps' keys and reports to its
+    /// `events`, `resumeTokenKey` seals StreamNotifications resume tokens (`resumeTokenKey(_:readFile:)`).
+    /// `configuration` gives the apps and limits. `live` (the webhook's store) lets StreamNotifications
+    /// `follow`.
     public init(
-        configuration: GatewayConfiguration, clock: any GatewayClock = SystemClock(),
-        signers: [String: any ES256Signer]? = nil, events: any GatewayEvents = SilentGatewayEvents(),
-        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
-        accessEvents: any AccessEvents = SilentAccessEvents(), live: LiveNotificationFeed? = nil
-    ) throws(ConfigurationError) {
-        var roots: [Certificate] = []
-        if configuration.verification.rootCertificates.isEmpty || configuration.verification.trustBuiltInAppleRoot {
-            do {
-                roots.append(try Certificate(derEncoded: AppleRootCertificates.rootCAG3))
-            } catch {
-                throw ConfigurationError(
-                    key: "verification.rootCertificates", problem: "the built-in Apple root: \(error)")
-            }
-        }
-        for (index, path) in configuration.verification.rootCertificates.enumerated() {
-            do {
-                roots.append(try Certificate(contentsOfFile: path))
-            } catch {
-                throw ConfigurationError(
-                    key: "verification.rootCertificates[\(index)]",
-                    problem: "cannot load a DER or PEM certificate from '\(path)': \(error)")
-            }
-        }
-        let http: UpstreamHTTPClient
-        do {
-            var upstream = UpstreamHTTPClient.Configuration(
-                caFile: configuration.apple.caFile,
-                connectTimeout: .milliseconds(Int64(configuration.apple.connectTimeoutMilliseconds)))
-            upstream.trustSystemCAs = configuration.apple.trustSystemCAs
-            http = try UpstreamHTTPClient(configuration: upstream)
-        } catch {
-            throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
-        }
-        var verifierConfiguration = SignedDataVerifier.Configuration(trustedRoots: roots)
-        verifierConfiguration.chainCacheCapacity = configuration.verification.chainCacheSize
-        verifierConfiguration.signatureCacheCapacity = configuration.verification.signatureCacheSize
-        verifierConfiguration.validationTime = configuration.verification.useCurrentTime ? .now : .signedDate
-        verifierConfiguration.rejectedChainTTL = Double(configuration.verification.negativeCacheTTLMilliseconds) / 1000
-        let online = configuration.verification.onlineChecks
-        verifierConfiguration.onlineChecks = online.enabled
-        verifierConfiguration.revocationCacheCapacity = online.cacheSize
-        let verifier: SignedDataVerifier
-        do {
-            verifier = try SignedDataVerifier(
-                configuration: verifierConfiguration,
-                ocspTransport: online.enabled
-                    ? UpstreamOCSPTransport(http: http, timeout: .milliseconds(Int64(online.timeoutMilliseconds))) : nil
-            )
-        } catch {
-            throw ConfigurationError(key: "verification", problem: "\(error)")
-        }
+        configuration: GatewayConfiguration, verifier: SignedDataVerifier, client: AppStoreAPIClient,
+        resumeTokenKey: [UInt8], clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil
+    ) {
         self.verifier = verifier
         let pool = VerificationPool(
             threads: configuration.verification.poolThreads, queueLimit: configuration.verification.poolQueue)
@@ -85,17 +39,14 @@ public struct AppStoreGatewayService: GRPCService {
         apps = configuration.apps
         verifyJWS = VerifyJWSHandler(
             verifier: verifier, apps: AppDirectory(configuration.apps),
-            allowUnboundVerification: configuration.verification.allowUnboundVerification, pool: pool, events: events)
-
-        let client = try AppStoreAPIClient(
-            configuration: configuration, http: http, clock: clock, signers: signers, events: events,
-            budgetEvents: budgetEvents, accessEvents: accessEvents)
+            allowUnboundVerification: configuration.verification.allowUnboundVerification, pool: pool,
+            events: client.events)
         rateLimiter = client.rateLimiter
         getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: configuration.history.maxPages,
             maxResponseBytes: configuration.history.maxResponseBytes, clock: clock)
         var notifications = StreamNotificationsHandler(
-            client: client, verifier: verifier, resumeTokenKey: try Self.resumeTokenKey(configuration), clock: clock)
+            client: client, verifier: verifier, resumeTokenKey: resumeTokenKey, clock: clock)
         api = AppStoreAPIMethods(
             client: client, verifier: verifier, clock: clock, maxPages: configuration.history.maxPages,
             maxResponseBytes: configuration.history.maxResponseBytes)
@@ -122,15 +73,18 @@ public struct AppStoreGatewayService: GRPCService {
 
     /// The resume-token key: the `notifications.resumeTokenKey` file (trailing whitespace ignored), else
     /// derived from the apps' private key files (replicas with the same secrets agree), else — only when no
-    /// key file is readable, as with injected signers in tests — random for this process.
-    static func resumeTokenKey(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [UInt8] {
+    /// key file is readable, as with injected signers in tests — random for this process. `readFile` reads
+    /// a whole file (nil: unreadable).
+    public static func resumeTokenKey(
+        _ configuration: GatewayConfiguration, readFile: (String) -> [UInt8]?
+    ) throws(ConfigurationError) -> [UInt8] {
         let path = configuration.notifications.resumeTokenKeyFile
         if !path.isEmpty {
-            guard let data = FileManager.default.contents(atPath: path) else {
+            guard let data = readFile(path) else {
                 throw ConfigurationError(
                     key: "notifications.resumeTokenKey", problem: "cannot read the key file '\(path)'")
             }
-            var bytes = [UInt8](data)
+            var bytes = data
             while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 {
                 bytes.removeLast()
             }
@@ -140,9 +94,7 @@ public struct AppStoreGatewayService: GRPCService {
             }
             return bytes
         }
-        let derived = ResumeTokenCodec.derivedKey(apps: configuration.apps) { path in
-            FileManager.default.contents(atPath: path).map { [UInt8]($0) }
-        }
+        let derived = ResumeTokenCodec.derivedKey(apps: configuration.apps, readFile: readFile)
         if let derived { return derived }
         var random = SystemRandomNumberGenerator()
         return (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }
@@ -156,13 +108,9 @@ public struct AppStoreGatewayService: GRPCService {
             // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
             // Identical calls share one upstream call, keyed by the request's bytes as received.
             "/\(Self.name)/GetHistory": .unaryWithReceivedBytes(GetHistoryRequest.self) {
-                request, received, context throws(RPCStatus) -> GetHistoryResponse in
-                do throws(GatewayError) {
-                    let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
-                    return try await getHistory.handle(request, received: received, remaining: remaining)
-                } catch {
-                    throw error.rpcStatus
-                }
+                request, received, context throws(GatewayError) -> GetHistoryResponse in
+                let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                return try await getHistory.handle(request, received: received, remaining: remaining)
             },
             // A Swift task paging Apple as the client reads; validation errors go out before any header.
             "/\(Self.name)/StreamNotifications": .serverStreaming(

@@ -41,7 +41,7 @@ struct AppleAnswer {
     let missingStatuses = MissingRevocationStatuses()
 
     /// The environment that answered, as the proto names it.
-    var environment: Environment { response.environment == .production ? .production : .sandbox }
+    var environment: Environment { response.environment.protoEnvironment }
 
     /// A date Apple sent as UNIX milliseconds, nil when absent or outside 1970–9999 (not a valid Timestamp).
     func date(_ milliseconds: Int64?) -> ProtoTimestamp? {
@@ -91,7 +91,7 @@ struct AppleAnswer {
         do {
             requirements = try VerificationRequirements(
                 bundleID: app.bundleId, appAppleID: app.appAppleId,
-                environment: response.environment == .production ? .production : .sandbox)
+                environment: AppStoreEnvironment(response.environment))
         } catch {
             throw .invalidArgument(field: "environment", problem: "\(error.description) (set apps[].appAppleId)")
         }

@@ -134,7 +134,7 @@ public struct GetHistoryHandler: Sendable {
             switch page.environmentName {
             case "Production": response.environment = .production
             case "Sandbox": response.environment = .sandbox
-            default: response.environment = page.environment == .production ? .production : .sandbox
+            default: response.environment = page.environment.protoEnvironment
             }
             response.hasMore = page.hasMore
             response.revision = page.revision
@@ -238,7 +238,7 @@ private struct PageCheck: Sendable {
         do {
             requirements = try VerificationRequirements(
                 bundleID: app.bundleId, appAppleID: app.appAppleId,
-                environment: page.environment == .production ? .production : .sandbox)
+                environment: AppStoreEnvironment(page.environment))
         } catch {
             throw .invalidArgument(field: "environment", problem: "\(error.description) (set apps[].appAppleId)")
         }

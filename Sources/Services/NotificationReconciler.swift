@@ -86,7 +86,7 @@ public struct NotificationReconciler: Sendable {
         do {
             requirements = try VerificationRequirements(
                 bundleID: app.bundleId, appAppleID: app.appAppleId,
-                environment: environment == .production ? .production : .sandbox)
+                environment: AppStoreEnvironment(environment))
         } catch {
             return 0
         }

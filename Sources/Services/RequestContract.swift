@@ -22,7 +22,7 @@ struct RequestContract {
     /// Violations reported at most (the status must stay small enough for the trailers).
     static let maxViolations = 10
 
-    private(set) var violations: [FieldViolation] = []
+    private(set) var violations: [InvalidField] = []
 
     /// Throws `.badRequest` with every violation found, if any.
     func check() throws(GatewayError) {
@@ -31,7 +31,7 @@ struct RequestContract {
 
     mutating func refuse(_ field: String, _ description: String) {
         guard violations.count < Self.maxViolations else { return }
-        violations.append(FieldViolation(field: field, description: description))
+        violations.append(InvalidField(field: field, problem: description))
     }
 
     mutating func length(_ value: String, field: String, max: Int) {

@@ -1,5 +1,6 @@
 import AppStoreClient
 import Cryptography
+import GRPC
 import GatewayCore
 import NotificationStore
 import ProtoCodec
@@ -80,7 +81,7 @@ extension StreamNotificationsHandler {
             resumeText: nil, strictVerification: base.strictVerification, pagingEnvironment: base.pagingEnvironment)
         let filter = StoreFilter(
             bundleId: base.app.bundleId,
-            environment: base.environment.map { $0 == .production ? "Production" : "Sandbox" },
+            environment: base.environment.map(\.appleName),
             notificationType: body.notificationType, subtype: body.notificationSubtype, start: body.startDate,
             end: body.endDate)
         return FollowPlan(plan: plan, filter: filter, resume: resume, fingerprint: fingerprint)

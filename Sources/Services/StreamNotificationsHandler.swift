@@ -1,6 +1,7 @@
 import AppStoreClient
 import Cryptography
 import Foundation
+import GRPC
 import GatewayCore
 import Logging
 import ProtoCodec
@@ -68,7 +69,7 @@ public struct StreamNotificationsHandler: Sendable {
     public func prepare(_ request: StreamNotificationsRequest) throws(GatewayError) -> Plan {
         try request.checkContract()
         let app = try client.apps.app(named: request.app)
-        let environment = try Self.environment(request.environment)
+        let environment = try request.environment.requested()
         guard let start = request.startDate else {
             throw .invalidArgument(field: "start_date", problem: "is required")
         }
@@ -221,7 +222,7 @@ public struct StreamNotificationsHandler: Sendable {
     func event(
         for item: NotificationHistoryPage.Item, page: NotificationHistoryPage, plan: Plan
     ) async throws(GatewayError) -> NotificationEvent {
-        let environment: AppStoreEnvironment = page.environment == .production ? .production : .sandbox
+        let environment = AppStoreEnvironment(page.environment)
         let requirements: VerificationRequirements
         do {
             requirements = try VerificationRequirements(
@@ -284,19 +285,6 @@ public struct StreamNotificationsHandler: Sendable {
         var parts = ["v1", bundleID, environment?.rawValue ?? "", body.json]
         if let caller { parts.append("caller:" + caller) }
         return SHA256.hash(Array(parts.joined(separator: "\n").utf8))
-    }
-
-    static func environment(_ value: Environment) throws(GatewayError) -> AppleEnvironment? {
-        switch value {
-        case .unspecified: return nil
-        case .production: return .production
-        case .sandbox: return .sandbox
-        case .xcode, .localTesting:
-            throw .invalidArgument(
-                field: "environment",
-                problem: "Xcode and LocalTesting data are signed locally; Apple has no server for them")
-        case .unrecognized(let raw): throw .invalidArgument(field: "environment", problem: "unknown Environment \(raw)")
-        }
     }
 
     /// The body's validation names Apple's JSON fields; callers wrote the proto's.

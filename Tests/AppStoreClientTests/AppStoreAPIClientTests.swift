@@ -1,8 +1,10 @@
 import AppStoreClient
 import Cryptography
 import Foundation
+import GRPC
 import GatewayCore
 import HTTP2
+import Services
 import Synchronization
 import Testing
 

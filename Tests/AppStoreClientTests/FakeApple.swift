@@ -121,7 +121,7 @@ struct UpstreamFixture {
         self.keys = keys
         http = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
         client = try AppStoreAPIClient(
-            configuration: configuration, http: http, clock: clock, signers: signers, events: events)
+            configuration: configuration, http: http, signers: signers, clock: clock, events: events)
     }
 
     func app(_ name: String = "example") throws(GatewayError) -> GatewayConfiguration.App {

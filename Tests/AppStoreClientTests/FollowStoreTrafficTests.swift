@@ -1,5 +1,6 @@
 import AppStoreClient
 import Foundation
+import GRPC
 import GatewayCore
 import HTTP2
 import NotificationStore

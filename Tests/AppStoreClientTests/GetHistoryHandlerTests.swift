@@ -366,13 +366,10 @@ struct TransactionMint: Sendable {
         let mint = try TransactionMint()
         let signed = [try mint.jws("t1")]
         let fixture = try UpstreamFixture { _, _ in AppleJSON.history(signed) }
-        let rootFile = fixture.fake.directory.appendingPathComponent("root.pem").path
-        try mint.pki.root.certificate.pemEncoded.write(toFile: rootFile, atomically: true, encoding: .utf8)
-        var configuration = fixture.configuration
-        configuration.verification.rootCertificates = [rootFile]
-        let key = try #require(fixture.keys["com.example.app"])
-        let signer = try #require(AppKeySigner(key: key))
-        let service = try AppStoreGatewayService(configuration: configuration, signers: ["com.example.app": signer])
+        let verifier = try SignedDataVerifier(configuration: .init(trustedRoots: [mint.pki.root.certificate]))
+        let service = AppStoreGatewayService(
+            configuration: fixture.configuration, verifier: verifier, client: fixture.client,
+            resumeTokenKey: Array(repeating: 7, count: 32))
         guard case .unary(let method)? = service.methods["/\(AppStoreGatewayService.name)/GetHistory"] else {
             Issue.record("GetHistory is not a unary method")
             return

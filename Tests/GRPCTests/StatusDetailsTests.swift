@@ -1,4 +1,3 @@
-import GatewayCore
 import ProtoCodec
 import Testing
 
@@ -28,11 +27,13 @@ import Testing
     }
 
     @Test func badRequestCarriesEveryFieldViolationBesideErrorInfo() throws {
-        let status = GatewayError.badRequest([
+        let violations = [
             FieldViolation(field: "product_types", description: "must hold at most 100 values (got 101)"),
             FieldViolation(field: "transaction_id", description: "must be an App Store transaction id"),
-        ]).rpcStatus
-        #expect(status.code == .invalidArgument)
+        ]
+        let status = RPCStatus(
+            .invalidArgument, "Invalid request",
+            details: ErrorDetails(info: .init(reason: "INVALID_ARGUMENT"), fieldViolations: violations))
         let decoded = try GoogleRPCStatus(serializedBytes: try #require(StatusDetailsEncoding.encode(status)))
         #expect(
             decoded.details.map(\.typeUrl) == [
@@ -41,9 +42,6 @@ import Testing
         let badRequest = try BadRequest(serializedBytes: decoded.details[1].value)
         #expect(badRequest.fieldViolations.map(\.field) == ["product_types", "transaction_id"])
         #expect(badRequest.fieldViolations[0].description.contains("101"))
-        // A single invalid argument is a one-violation BadRequest too.
-        let single = GatewayError.invalidArgument(field: "app", problem: "is required").rpcStatus
-        #expect(single.details?.fieldViolations == [FieldViolation(field: "app", description: "is required")])
     }
 
     @Test func noDetailsNoTrailer() {

@@ -47,18 +47,6 @@ import Testing
         let policy = CallerPolicy(callers: [.init(identity: "b", apps: ["example"])], apps: [apps[0]])
         #expect(policy.authorize(caller("b"), app: "") == nil)
     }
-
-    @Test func refusalsMapToTheirStatusCodes() {
-        let unauthenticated = GatewayError.unauthenticated(.expired).rpcStatus
-        #expect(unauthenticated.code == .unauthenticated)
-        #expect(unauthenticated.details?.info?.reason == "UNAUTHENTICATED")
-        #expect(unauthenticated.details?.info?.metadata["cause"] == "expired")
-        let denied = GatewayError.permissionDenied(.appNotAllowed(identity: "b", app: "x")).rpcStatus
-        #expect(denied.code == .permissionDenied && denied.details?.info?.reason == "APP_NOT_ALLOWED")
-        let unknown = GatewayError.permissionDenied(.unknownCaller(identity: String(repeating: "z", count: 5000)))
-            .rpcStatus
-        #expect(unknown.code == .permissionDenied && unknown.message.utf8.count < 400)
-    }
 }
 
 @Suite struct AccessConfigurationTests {

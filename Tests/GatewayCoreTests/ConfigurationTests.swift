@@ -266,11 +266,4 @@ import Testing
         #expect(clipped.utf8.count <= EchoedInput.maxBytes + 20)
         #expect(clipped.hasPrefix(String(repeating: "é", count: 64)))
     }
-
-    @Test func unknownAppStatusDoesNotRepeatAHugeName() {
-        let status = GatewayError.unknownApp(String(repeating: "a", count: 100_000)).rpcStatus
-        #expect(status.code == .notFound)
-        #expect(status.message.utf8.count < 400)
-        #expect((status.details?.info?.metadata["app"] ?? "").utf8.count < 200)
-    }
 }

@@ -60,11 +60,4 @@ import Testing
                     """)
         }
     }
-
-    @Test func unknownRevocationStatusIsUnavailableWithRetryInfo() {
-        let status = GatewayError.revocationStatusUnavailable(app: "example", problem: "responder down").rpcStatus
-        #expect(status.code == .unavailable)
-        #expect(status.details?.info?.reason == "REVOCATION_STATUS_UNAVAILABLE")
-        #expect(status.details?.retryDelayMilliseconds == 1000)
-    }
 }

@@ -86,10 +86,9 @@ import Testing
         #expect(limiter.rate(for: key("com.b")) == EndpointRate(perSecond: 4, burst: 2))
         #expect(limiter.rate(for: key("com.b", env: .sandbox)) == EndpointRate(perSecond: 2, burst: 1))
         #expect(limiter.rate(for: key("com.a")) == EndpointRate(perSecond: 50, burst: 50))
-        #expect(throws: GatewayError.self) { try RateLimits(sandboxFactor: 0).validate() }
+        #expect(throws: ConfigurationError.self) { try RateLimits(sandboxFactor: 0).validate() }
         #expect(
-            throws: GatewayError.invalidArgument(
-                field: "rateLimits.finishTransaction.burst", problem: "must be at least 1")
+            throws: ConfigurationError(key: "rateLimits.finishTransaction.burst", problem: "must be at least 1")
         ) {
             try RateLimits(overrides: [.finishTransaction: EndpointRate(perSecond: 1, burst: 0)]).validate()
         }
@@ -119,11 +118,9 @@ import Testing
         #expect(limiter.tryTake(key: other, now: clock.monotonicNow()) == .refused(retryAfter: .seconds(3600)))
     }
 
-    @Test func refusalsBecomeResourceExhausted() {
+    @Test func refusalsNameTheirBucket() {
         let refusal = RateLimitRefusal(key: key(env: .sandbox), retryAfter: .milliseconds(250), app: "example")
         #expect(refusal.endpoint == "getTransactionHistory" && refusal.environment == .sandbox)
-        let status = GatewayError.rateLimited(refusal).rpcStatus
-        #expect(status.code == .resourceExhausted && status.details?.retryDelayMilliseconds == 250)
         #expect(RateLimitRefusal(key: key(), retryAfter: .zero).app == "com.a")
     }
 

@@ -54,7 +54,7 @@ public final class ServiceHarness: Sendable {
         configuration.verification.trustBuiltInAppleRoot = true
         configuration.rateLimits.maxWaitMilliseconds = 0
         configuration.retries.maxAttempts = 1
-        methods = try AppStoreGatewayService(configuration: configuration).methods
+        methods = try HarnessComposition.service(configuration).methods
     }
 
     /// Runs `method` on the serialized `request` as the server would, with a 2 s deadline; streams are

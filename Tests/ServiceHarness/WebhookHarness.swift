@@ -32,7 +32,7 @@ public final class WebhookHarness: Sendable {
         configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
         let feed = LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: nil))
-        webhook = try AppStoreGatewayService(configuration: configuration, live: feed)
+        webhook = try HarnessComposition.service(configuration, live: feed)
             .webhook(path: "/apple/notifications", live: feed)
     }
 

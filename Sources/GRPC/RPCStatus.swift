@@ -80,8 +80,15 @@ public struct FieldViolation: Sendable, Hashable {
     }
 }
 
+/// An error that knows its gRPC status: what a handler throws or returns, so each layer's typed errors
+/// reach the caller through one mapping (the gateway's `GatewayError` conforms in Services).
+public protocol RPCStatusConvertible: Error {
+    /// The status the call ends with.
+    var rpcStatus: RPCStatus { get }
+}
+
 /// The outcome of an RPC: a code, a message a person can act on, and optional typed details.
-public struct RPCStatus: Error, Sendable, Hashable, CustomStringConvertible {
+public struct RPCStatus: RPCStatusConvertible, Sendable, Hashable, CustomStringConvertible {
     public var code: StatusCode
     public var message: String
     public var details: ErrorDetails?
@@ -96,6 +103,9 @@ public struct RPCStatus: Error, Sendable, Hashable, CustomStringConvertible {
     public static let ok = RPCStatus(.ok)
 
     public var description: String { message.isEmpty ? "\(code)" : "\(code): \(message)" }
+
+    /// Itself.
+    public var rpcStatus: RPCStatus { self }
 }
 
 extension RPCStatus {

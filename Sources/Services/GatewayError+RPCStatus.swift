@@ -1,7 +1,10 @@
+import GRPC
+import GatewayCore
+
 /// The ErrorInfo domain of every status the gateway produces.
 public let gatewayErrorDomain = "appstore.gateway"
 
-extension GatewayError {
+extension GatewayError: RPCStatusConvertible {
     /// The gRPC status for this error: the single mapping, tabled in README "Status codes".
     ///
     /// Apple's HTTP statuses are mapped by meaning, never with grpc's HTTP-to-gRPC table (that one
@@ -14,7 +17,8 @@ extension GatewayError {
                 .invalidArgument, "Invalid \(field): \(problem).",
                 reason: "INVALID_ARGUMENT", metadata: ["field": field],
                 fieldViolations: [FieldViolation(field: field, description: problem)])
-        case .badRequest(let violations):
+        case .badRequest(let invalid):
+            let violations = invalid.map { FieldViolation(field: $0.field, description: $0.problem) }
             let listed = violations.prefix(3).map { "\($0.field): \($0.description)" }.joined(separator: "; ")
             let more = violations.count > 3 ? " (and \(violations.count - 3) more)" : ""
             let message = violations.count == 1 ? "Invalid \(listed)." : "Invalid request: \(listed)\(more)."
@@ -32,10 +36,6 @@ extension GatewayError {
             return status(
                 .notFound, "No app named \"\(echoed)\" is configured; use an apps[].name or apps[].bundleId.",
                 reason: "UNKNOWN_APP", metadata: ["app": echoed])
-        case .unknownMethod(let method):
-            return status(
-                .unimplemented, "Method \(method) is not served by this gateway.",
-                reason: "UNKNOWN_METHOD", metadata: ["method": method])
         case .appleAPI(let failure):
             return Self.status(forApple: failure)
         case .appleNotFound(let failure, let tried):
@@ -67,10 +67,6 @@ extension GatewayError {
                 reason: "DEADLINE_EXCEEDED", metadata: [:])
         case .cancelled:
             return status(.cancelled, "The call was cancelled by the caller.", reason: "CANCELLED", metadata: [:])
-        case .messageTooLarge(let size, let limit):
-            return status(
-                .resourceExhausted, "Message of \(size) bytes exceeds the limit of \(limit) bytes.",
-                reason: "MESSAGE_TOO_LARGE", metadata: ["size": String(size), "limit": String(limit)])
         case .appleDataRejected(let app, let environment, let problem):
             // DATA_LOSS, not INTERNAL: the gateway worked, the upstream data is corrupt or forged, and
             // repeating the call will not help until Apple (or whatever answered as Apple) is fixed.

@@ -1,4 +1,6 @@
+import GRPC
 import GatewayCore
+import Services
 import Testing
 
 /// A followed stream whose notification store fails ends UNAVAILABLE, so the caller resumes later.

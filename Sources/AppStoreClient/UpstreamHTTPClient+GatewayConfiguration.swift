@@ -1,0 +1,15 @@
+import GatewayCore
+
+extension UpstreamHTTPClient {
+    /// The client for the gateway's `apple` keys (CA file, system CAs, connect timeout), its thread started.
+    public convenience init(_ apple: GatewayConfiguration.Apple) throws(ConfigurationError) {
+        var configuration = Configuration(
+            caFile: apple.caFile, connectTimeout: .milliseconds(Int64(clamping: apple.connectTimeoutMilliseconds)))
+        configuration.trustSystemCAs = apple.trustSystemCAs
+        do {
+            try self.init(configuration: configuration)
+        } catch {
+            throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
+        }
+    }
+}

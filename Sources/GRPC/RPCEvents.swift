@@ -1,0 +1,64 @@
+import GatewayCore
+
+/// What the gRPC server reports about each call: one sink for RPC metrics and the access log, so the server
+/// need not know how they are recorded. Every method is called on hot paths: implementations must be cheap
+/// and thread-safe.
+public protocol RPCEvents: Sendable {
+    /// An RPC began.
+    func rpcStarted(method: String)
+    /// An RPC ended with `status` after `seconds`; `annotations` holds what its handler noted (app, ids).
+    func rpcFinished(
+        method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+        annotations: CallAnnotations)
+    /// A response message of an RPC was handed to the transport.
+    func rpcMessageSent(method: String)
+    /// What records the calls of `method`: the server asks once per served method when it starts, so a
+    /// call's events cost no lookup by name. By default, the `rpc…` methods above with the name.
+    func recorder(method: String) -> any RPCRecorder
+}
+
+extension RPCEvents {
+    public func rpcStarted(method: String) {}
+    public func rpcFinished(
+        method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+        annotations: CallAnnotations
+    ) {}
+    public func rpcMessageSent(method: String) {}
+    public func recorder(method: String) -> any RPCRecorder { NamedRPCRecorder(events: self, method: method) }
+}
+
+/// Records one method's calls (see `RPCEvents.recorder(method:)`).
+public protocol RPCRecorder: Sendable {
+    /// A call began.
+    func started()
+    /// A response message was handed to the transport.
+    func messageSent()
+    /// The call ended with `status` after `seconds`; `annotations` holds what its handler noted.
+    func finished(
+        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)], annotations: CallAnnotations)
+}
+
+/// A recorder that reports to `events` by the method's name.
+public struct NamedRPCRecorder: RPCRecorder {
+    let events: any RPCEvents
+    let method: String
+
+    public init(events: any RPCEvents, method: String) {
+        self.events = events
+        self.method = method
+    }
+
+    public func started() { events.rpcStarted(method: method) }
+    public func messageSent() { events.rpcMessageSent(method: method) }
+    public func finished(
+        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)], annotations: CallAnnotations
+    ) {
+        events.rpcFinished(
+            method: method, status: status, seconds: seconds, metadata: metadata, annotations: annotations)
+    }
+}
+
+/// Records nothing.
+public struct SilentRPCEvents: RPCEvents {
+    public init() {}
+}
