@@ -146,7 +146,8 @@ let package = Package(
             name: "SignedDataTests",
             dependencies: ["SignedData", "Cryptography", "GatewayCore", "ProtoCodec", "TestSupport"],
             exclude: ["Fixtures", "Oracle"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "GatewayCore", "Cryptography", "TestSupport"]),
+        .testTarget(
+            name: "HTTP2Tests", dependencies: ["HTTP2", "CNGHTTP2", "GatewayCore", "Cryptography", "TestSupport"]),
         .testTarget(
             name: "GRPCTests", dependencies: ["GRPC", "HTTP2", "GatewayCore", "ProtoCodec", "TestSupport"],
             exclude: ["Clients"]),
