@@ -64,25 +64,33 @@ import Testing
 private final class Rig: @unchecked Sendable {
     let loop: EventLoop
     let thread: pthread_t
-    let stream = MemoryStream()
+    let stream: MemoryStream
     let owner: MemoryOwner
     let client = Client()
-    var connection: ServerConnection!
+    let connection: ServerConnection
 
     init() async throws {
-        loop = try EventLoop(index: 0)
-        let loop = self.loop
+        let loop = try EventLoop(index: 0)
+        let stream = MemoryStream()
+        let owner = MemoryOwner(eventLoop: loop)
         thread = spawnThread(name: "memory-loop") { loop.run() }
-        owner = MemoryOwner(eventLoop: loop)
-        await onLoop {
-            self.connection = try? ServerConnection(
-                io: self.stream, owner: self.owner, responder: EchoResponder(), configuration: HTTP2Configuration())
+        let made = await Self.run(on: loop) {
+            try? ServerConnection(
+                io: stream, owner: owner, responder: EchoResponder(), configuration: HTTP2Configuration())
         }
+        self.loop = loop
+        self.stream = stream
+        self.owner = owner
+        connection = try #require(made)
     }
 
     /// Runs `body` on the loop and waits for it (the loop flushes what it queued before the next task).
     @discardableResult
     func onLoop<T>(_ body: @escaping () -> T) async -> T {
+        await Self.run(on: loop, body)
+    }
+
+    private static func run<T>(on loop: EventLoop, _ body: @escaping () -> T) async -> T {
         nonisolated(unsafe) let body = body
         return await withCheckedContinuation { (continuation: CheckedContinuation<UncheckedBox<T>, Never>) in
             loop.execute { continuation.resume(returning: UncheckedBox(body())) }
