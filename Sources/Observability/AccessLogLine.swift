@@ -68,14 +68,16 @@ struct AccessLogLine {
             member("grpc_code")
             Self.appendInteger(Int(fields.status.rawValue), to: &out)
         }
-        for (key, value) in [
-            ("grpc_method", fields.grpcMethod), ("grpc_service", fields.service),
-            ("method", fields.method), ("request_id", fields.requestID),
-            ("status", fields.status.description),
-        ] where !writeAnnotations(through: key) {
+        func stringMember(_ key: String, _ value: String) {
+            guard !writeAnnotations(through: key) else { return }
             member(key)
             JSONString.append(value, to: &out)
         }
+        stringMember("grpc_method", fields.grpcMethod)
+        stringMember("grpc_service", fields.service)
+        stringMember("method", fields.method)
+        stringMember("request_id", fields.requestID)
+        stringMember("status", fields.status.description)
         _ = writeAnnotations(through: "\u{10FFFF}")
         out.append(contentsOf: "}\n".utf8)
     }
@@ -83,8 +85,20 @@ struct AccessLogLine {
     /// Keys of the line's own fields: metadata under these names is written as `metadata.<key>`.
     static let reservedNames = JSONLogHandler.fixedFields
 
+    /// A decimal integer, digit by digit (no String).
     static func appendInteger(_ value: Int, to out: inout [UInt8]) {
-        out.append(contentsOf: String(value).utf8)
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for the 20 digits of any Int
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: buffer[index...])
+        }
     }
 
     /// A finite number as JSON (Swift's shortest round-trip form); anything else as 0.
