@@ -122,7 +122,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
         resumeSender()
     }
 
-    func streamClosed(_ stream: HTTP2Stream, errorCode: UInt32) {
+    func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode) {
         if state.cancelled() {
             endStatus = RPCStatus(.cancelled, "the client cancelled the call")
             report(.cancelled)

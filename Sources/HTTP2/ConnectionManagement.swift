@@ -1,7 +1,16 @@
 /// An HTTP/2 error code (RFC 9113 §7) of the GOAWAYs `ConnectionManagement` decides.
-enum HTTP2ErrorCode: UInt32, Sendable, Hashable {
-    case noError = 0x0
-    case enhanceYourCalm = 0xb
+/// An HTTP/2 error code (RFC 9113 §7), in RST_STREAM and GOAWAY frames. A struct, not an enum: a peer may send
+/// any 32-bit value, and it must be carried as received.
+public struct HTTP2ErrorCode: RawRepresentable, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    public static let noError = HTTP2ErrorCode(rawValue: 0x0)
+    public static let protocolError = HTTP2ErrorCode(rawValue: 0x1)
+    public static let internalError = HTTP2ErrorCode(rawValue: 0x2)
+    public static let refusedStream = HTTP2ErrorCode(rawValue: 0x7)
+    public static let cancel = HTTP2ErrorCode(rawValue: 0x8)
+    public static let enhanceYourCalm = HTTP2ErrorCode(rawValue: 0xb)
 }
 
 /// The connection-level rules of one HTTP/2 connection, as a value: idle timeout, keepalive PINGs and

@@ -28,7 +28,7 @@ public protocol HTTP2StreamDelegate: AnyObject {
     /// Buffered response data fell below the low-water mark: more may be written.
     func streamWritable(_ stream: HTTP2Stream)
     /// The stream is gone: finished, reset by the client (`errorCode` from RST_STREAM) or the connection closed.
-    func streamClosed(_ stream: HTTP2Stream, errorCode: UInt32)
+    func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode)
 }
 
 /// Decides what serves each new request; called on the loop thread that owns the stream.
@@ -156,8 +156,8 @@ public final class HTTP2Stream {
         connection.release(streamID: id, count: nil)
     }
 
-    /// Resets the stream (RST_STREAM) with an HTTP/2 error code, e.g. 8 = CANCEL.
-    public func reset(errorCode: UInt32) {
+    /// Resets the stream (RST_STREAM) with an HTTP/2 error code, e.g. `.cancel`.
+    public func reset(errorCode: HTTP2ErrorCode) {
         eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed else { return }
         connection.resetStream(self, errorCode: errorCode)

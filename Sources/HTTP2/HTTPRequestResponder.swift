@@ -60,7 +60,7 @@ final class WholeRequestCall: HTTP2StreamDelegate {
 
     func streamWritable(_ stream: HTTP2Stream) {}
 
-    func streamClosed(_ stream: HTTP2Stream, errorCode: UInt32) {
+    func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode) {
         done = true
         if let timer { stream.eventLoop.cancelTimer(timer) }
     }
@@ -73,7 +73,7 @@ final class WholeRequestCall: HTTP2StreamDelegate {
         switch response.delivery {
         case .resetConnection:
             done = true
-            stream.reset(errorCode: 2)  // INTERNAL_ERROR: the closest HTTP/2 has to a reset connection
+            stream.reset(errorCode: .internalError)  // the closest HTTP/2 has to a reset connection
         case .normal:
             done = true
             stream.respond(status: response.status, fields: fields, endStream: response.body.isEmpty)

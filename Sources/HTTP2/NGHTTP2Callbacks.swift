@@ -67,7 +67,7 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
             guard let userData else { return 0 }
-            connection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
+            connection(userData).streamClosed(streamID: streamID, errorCode: HTTP2ErrorCode(rawValue: errorCode))
             return 0
         }
         self.pointer = callbacks

@@ -248,7 +248,7 @@ final class ServerConnection: LoopConnection, Flushable {
         streams.removeAll()
         for stream in open {
             stream.isClosed = true
-            stream.delegate?.streamClosed(stream, errorCode: NGHTTP2_CANCEL.rawValue)
+            stream.delegate?.streamClosed(stream, errorCode: .cancel)
             stream.delegate = nil
         }
         owner.connectionClosed(self)
@@ -288,7 +288,7 @@ final class ServerConnection: LoopConnection, Flushable {
         } else {
             rc = submit(head.pairs.baseAddress, head.count)
         }
-        if rc != 0 { resetStream(stream, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
+        if rc != 0 { resetStream(stream, errorCode: .internalError) }
         needsFlush()
     }
 
@@ -297,9 +297,9 @@ final class ServerConnection: LoopConnection, Flushable {
         _ = nghttp2_session_resume_data(session, stream.id)
     }
 
-    func resetStream(_ stream: HTTP2Stream, errorCode: UInt32) {
+    func resetStream(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode) {
         guard let session else { return }
-        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, errorCode)
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, errorCode.rawValue)
         needsFlush()
     }
 
@@ -408,7 +408,7 @@ final class ServerConnection: LoopConnection, Flushable {
             if stream.headerListTooLarge {
                 stream.respond(status: 431, fields: [], endStream: true)
             } else if management.refusesNewStreams {
-                stream.reset(errorCode: NGHTTP2_REFUSED_STREAM.rawValue)
+                stream.reset(errorCode: .refusedStream)
             } else {
                 stream.delegate = responder.streamStarted(stream, head: stream.head)
                 if stream.delegate == nil && !stream.headSent {
@@ -462,7 +462,7 @@ final class ServerConnection: LoopConnection, Flushable {
         delegate.streamRequestEnded(stream)
     }
 
-    func streamClosed(streamID: Int32, errorCode: UInt32) {
+    func streamClosed(streamID: Int32, errorCode: HTTP2ErrorCode) {
         let (released, grants) = ledger.streamClosed(streamID, processHasRoom: budget.hasRoom)
         budget.subtract(released)
         grant(grants)

@@ -180,7 +180,7 @@ private struct EchoResponder: HTTP2Responder {
             stream.finish(trailers: [("x-bytes", String(body.count))])
         }
         func streamWritable(_ stream: HTTP2Stream) {}
-        func streamClosed(_ stream: HTTP2Stream, errorCode: UInt32) {}
+        func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode) {}
     }
 }
 
