@@ -40,6 +40,7 @@ struct AccessLogLine {
         // The call's own fields and its annotations, in key order; an annotation of the same name wins
         // (the request id the server chose is an annotation), as it does in a merged metadata dictionary.
         let annotations = fields.annotations.sorted { $0.name < $1.name }
+        let secret = secretNames.secretMask(of: annotations, redaction)
         var next = 0
         /// `,"key":` — an annotation named like one of the line's own fields goes under `metadata.`.
         func member(_ key: String, annotation: Bool = false) {
@@ -56,7 +57,8 @@ struct AccessLogLine {
                 if name == key { replaced = true }
                 if next < annotations.count && annotations[next].name == name { continue }  // the last one wins
                 member(name, annotation: true)
-                JSONString.append(secretNames.isSecret(name, redaction) ? SecretRedaction.replacement : value, to: &out)
+                let isSecret = next - 1 < 64 ? secret & (1 << (next - 1)) != 0 : secretNames.isSecret(name, redaction)
+                JSONString.append(isSecret ? SecretRedaction.replacement : value, to: &out)
             }
             return replaced
         }
@@ -111,6 +113,24 @@ struct AccessLogLine {
 private final class SecretNames: Sendable {
     static let limit = 256
     private let known = Mutex<[String: Bool]>([:])
+
+    /// Bit i set when the name of `fields[i]` is secret-looking (the first 64), with one lock for the
+    /// names seen before.
+    func secretMask(of fields: [(name: String, value: String)], _ redaction: SecretRedaction) -> UInt64 {
+        var mask: UInt64 = 0
+        var unknown: [Int] = []
+        known.withLock { known in
+            for (index, field) in fields.prefix(64).enumerated() {
+                if let answer = known[field.name] {
+                    if answer { mask |= 1 << index }
+                } else {
+                    unknown.append(index)
+                }
+            }
+        }
+        for index in unknown where isSecret(fields[index].name, redaction) { mask |= 1 << index }
+        return mask
+    }
 
     func isSecret(_ name: String, _ redaction: SecretRedaction) -> Bool {
         if let answer = known.withLock({ $0[name] }) { return answer }

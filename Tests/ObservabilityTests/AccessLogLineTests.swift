@@ -59,6 +59,20 @@ import Testing
         #expect(NSDictionary(dictionary: actual).isEqual(to: expected), "\(actual)\n!=\n\(expected)")
     }
 
+    /// The secret-name answers are remembered: a second line (answers from the memo) redacts like the first.
+    @Test func aSecretLookingAnnotationIsRedactedOnEveryLine() {
+        let line = AccessLogLine(label: "l", redaction: SecretRedaction())
+        let fields = AccessLogLine.Fields(
+            method: "/m", service: "s", grpcMethod: "m", status: .ok, durationMilliseconds: 1, requestID: "r",
+            annotations: [(name: "app", value: "a"), (name: "authorization", value: "Bearer hunter2")])
+        for _ in 0..<2 {
+            var bytes: [UInt8] = []
+            line.append(fields, at: clock.wallNow(), to: &bytes)
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(!text.contains("hunter2") && text.contains("\"app\":\"a\""))
+        }
+    }
+
     @Test func keysComeInTheHandlersOrder() throws {
         var bytes: [UInt8] = []
         let fields = AccessLogLine.Fields(
