@@ -125,6 +125,8 @@ struct Router: HTTP2Responder {
     let handlers: [MethodHandler]
     /// Each path's metrics and access-log recorder, resolved once.
     let recorders: [any RPCRecorder]
+    /// Whether each path is open to every caller (health and reflection), decided once.
+    let open: [Bool]
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
     let events: any RPCEvents
@@ -139,6 +141,8 @@ struct Router: HTTP2Responder {
         paths = sorted.map(\.key)
         handlers = sorted.map(\.value)
         recorders = paths.map { events.recorder(method: $0) }
+        open = paths.map(Self.isOpen)
+        internTable = InternTable(paths + InternTable.commonHeaders)
         self.registries = registries
         self.maxReceiveMessageBytes = maxReceiveMessageBytes
         self.events = events
@@ -147,8 +151,8 @@ struct Router: HTTP2Responder {
     }
 
     /// The method paths (first, so a path's index is its handler's) and the header names and values gRPC
-    /// clients send.
-    var internTable: InternTable { InternTable(paths + InternTable.commonHeaders) }
+    /// clients send; made once, shared by every loop.
+    let internTable: InternTable
 
     func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
         guard head.method == "POST" else {
@@ -161,33 +165,26 @@ struct Router: HTTP2Responder {
             return nil
         }
         guard let index = head.pathIndex, index < handlers.count else {
-            let status = RPCStatus(.unimplemented, "unknown method \(EchoedInput.clip(head.path))")
-            trailersOnly(stream, status)
-            // Started and finished at once, so the in-flight gauge balances; the metrics sink counts every
-            // path it was not told about under one fixed label (a caller chooses the path).
-            events.rpcStarted(method: head.path)
-            events.rpcFinished(
-                method: head.path, status: status.code, seconds: 0, metadata: head.fields,
-                annotations: CallAnnotations())
+            // The metrics sink counts every path it was not told about under one fixed label (a caller
+            // chooses the path).
+            refuse(
+                stream, RPCStatus(.unimplemented, "unknown method \(EchoedInput.clip(head.path))"), head: head,
+                recorder: events.recorder(method: head.path))
             return nil
         }
         let handler = handlers[index]
         let recorder = recorders[index]
         // Who is calling, before anything else about the call is done (health and reflection are open).
         var caller: CallerIdentity?
-        if let callGuard, !Self.isOpen(head.path) {
+        if let callGuard, !open[index] {
             switch callGuard.admit(method: head.path, metadata: head.fields, peer: head.peerCertificate) {
             case .success(let admitted):
                 caller = admitted
             case .failure(let status):
-                trailersOnly(stream, status)
                 let annotations = CallAnnotations()
                 // A verified but unlisted identity is named in the status (clipped); the log line carries it too.
                 annotations.note("caller", status.details?.info?.metadata["caller"] ?? "-")
-                events.rpcStarted(method: head.path)
-                events.rpcFinished(
-                    method: head.path, status: status.code, seconds: 0, metadata: head.fields,
-                    annotations: annotations)
+                refuse(stream, status, head: head, recorder: recorder, annotations: annotations)
                 return nil
             }
         }
@@ -221,6 +218,17 @@ struct Router: HTTP2Responder {
     private static func isOpen(_ path: String) -> Bool {
         path.hasPrefix("/grpc.health.v1.Health/") || path.hasPrefix("/grpc.reflection.v1.ServerReflection/")
             || path.hasPrefix("/grpc.reflection.v1alpha.ServerReflection/")
+    }
+
+    /// Answers a call refused before it started, Trailers-Only, and reports it started and finished at once
+    /// (so the in-flight gauge balances).
+    private func refuse(
+        _ stream: HTTP2Stream, _ status: RPCStatus, head: HTTP2RequestHead, recorder: any RPCRecorder,
+        annotations: CallAnnotations = CallAnnotations()
+    ) {
+        trailersOnly(stream, status)
+        recorder.started()
+        recorder.finished(status: status.code, seconds: 0, metadata: head.fields, annotations: annotations)
     }
 
     private func trailersOnly(_ stream: HTTP2Stream, _ status: RPCStatus) {

@@ -43,7 +43,7 @@ public protocol HTTP2Responder: Sendable {
 }
 
 extension HTTP2Responder {
-    public var internTable: InternTable { InternTable(InternTable.commonHeaders) }
+    public var internTable: InternTable { InternTable.common }
 }
 
 /// One HTTP/2 stream of a server connection, confined to its event loop.

@@ -15,9 +15,8 @@ public struct InternTable: Sendable {
         let index: Int
     }
 
-    /// Entries by their byte length; longer strings are never interned.
+    /// Entries by their byte length (index = length).
     private let byLength: [[Entry]]
-    private static let maxLength = 96
 
     /// Header names and values every gRPC client sends (grpcio, grpc-go, grpc-java).
     public static let commonHeaders = [
@@ -27,10 +26,14 @@ public struct InternTable: Sendable {
         "tracestate",
     ]
 
-    /// A table of `strings` (those longer than 96 bytes are left out; a repeated one keeps its first index).
+    /// The common headers alone (a responder without paths of its own).
+    public static let common = InternTable(commonHeaders)
+
+    /// A table of every one of `strings` (a repeated one keeps its first index): a responder routes by these
+    /// indexes, so none may be left out, however long.
     public init(_ strings: [String]) {
-        var byLength = [[Entry]](repeating: [], count: Self.maxLength + 1)
-        for (index, string) in strings.enumerated() where string.utf8.count <= Self.maxLength {
+        var byLength = [[Entry]](repeating: [], count: (strings.map(\.utf8.count).max() ?? 0) + 1)
+        for (index, string) in strings.enumerated() {
             guard !byLength[string.utf8.count].contains(where: { $0.string == string }) else { continue }
             byLength[string.utf8.count].append(Entry(bytes: Array(string.utf8), string: string, index: index))
         }
@@ -39,7 +42,7 @@ public struct InternTable: Sendable {
 
     /// The table's String for these bytes and its index in the list the table was made from, or nil.
     public func lookup(_ bytes: UnsafeBufferPointer<UInt8>) -> (string: String, index: Int)? {
-        guard bytes.count <= Self.maxLength, let base = bytes.baseAddress else { return nil }
+        guard bytes.count < byLength.count, !bytes.isEmpty, let base = bytes.baseAddress else { return nil }
         for entry in byLength[bytes.count] {
             let equal = entry.bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, base, bytes.count) == 0 }
             if equal { return (entry.string, entry.index) }

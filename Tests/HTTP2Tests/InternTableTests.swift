@@ -14,6 +14,15 @@ import Testing
         #expect(Array("x-other".utf8).withUnsafeBufferPointer { table.string($0) } == "x-other")
     }
 
+    /// A responder routes by these indexes: a long method path must be in the table like a short one
+    /// (paths over 96 bytes used to be left out, and their method answered UNIMPLEMENTED).
+    @Test func everyStringIsInTheTableHoweverLong() {
+        let long = "/" + String(repeating: "a.", count: 150) + "Service/Method"
+        let table = InternTable([long, "/a.B/C"])
+        #expect(Array(long.utf8).withUnsafeBufferPointer { table.lookup($0) }?.index == 0)
+        #expect(Array((long + "x").utf8).withUnsafeBufferPointer { table.lookup($0) } == nil)
+    }
+
     @Test func recentStringsAreReusedAndBounded() {
         var recent = RecentStrings()
         func string(_ text: String) -> String { Array(text.utf8).withUnsafeBufferPointer { recent.string($0) } }
