@@ -131,11 +131,9 @@ public struct GetHistoryHandler: Sendable {
             // environment that answered).
             response.appAppleId = page.appAppleId
             response.bundleId = page.bundleId
-            switch page.environmentName {
-            case "Production": response.environment = .production
-            case "Sandbox": response.environment = .sandbox
-            default: response.environment = page.environment.protoEnvironment
-            }
+            response.environment =
+                AppStoreEnvironment(rawValue: page.environmentName)?.protoEnvironment
+                ?? page.environment.protoEnvironment
             response.hasMore = page.hasMore
             response.revision = page.revision
             guard request.allPages, page.hasMore, !page.revision.isEmpty, page.revision != query.revision,

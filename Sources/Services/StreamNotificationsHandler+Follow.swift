@@ -59,7 +59,9 @@ extension StreamNotificationsHandler {
         checked.follow = false
         if checked.endDate == nil { checked.endDate = ProtoTimestamp(unixMilliseconds: now) }
         let base = try prepare(checked)
-        let fingerprint = Self.followFingerprint(request, bundleID: base.app.bundleId, environment: base.environment)
+        let fingerprint = Self.followFingerprint(
+            request, bundleID: base.app.bundleId, environment: base.environment,
+            caller: CallerIdentity.current?.identity)
         var resume: FollowPosition?
         var body = base.body
         body.endDate = min(body.endDate, now)
@@ -88,15 +90,17 @@ extension StreamNotificationsHandler {
     }
 
     /// SHA-256 of a followed stream's filters as the caller sent them (an absent end_date stays absent, so
-    /// the same request resumes the same stream).
+    /// the same request resumes the same stream) and of the caller it was served to, as `fingerprint` binds
+    /// a history stream's token to its caller.
     static func followFingerprint(
-        _ request: StreamNotificationsRequest, bundleID: String, environment: AppleEnvironment?
+        _ request: StreamNotificationsRequest, bundleID: String, environment: AppleEnvironment?, caller: String?
     ) -> [UInt8] {
-        let text = [
+        var parts = [
             "follow-v1", bundleID, environment?.rawValue ?? "", String(request.startDate?.unixMilliseconds ?? -1),
             String(request.endDate?.unixMilliseconds ?? -1), request.notificationType, request.notificationSubtype,
-        ].joined(separator: "\n")
-        return SHA256.hash(Array(text.utf8))
+        ]
+        if let caller { parts.append("caller:" + caller) }
+        return SHA256.hash(Array(parts.joined(separator: "\n").utf8))
     }
 
     /// Streams `follow` until cancelled (or the call's deadline, or a failure).
@@ -300,8 +304,7 @@ extension StreamNotificationsHandler {
     func storedEvent(_ entry: StoredNotification, app: GatewayConfiguration.App) async throws(GatewayError)
         -> NotificationEvent?
     {
-        let environment: AppStoreEnvironment = entry.notification.environment == "Production" ? .production : .sandbox
-        guard
+        guard let environment = AppStoreEnvironment(rawValue: entry.notification.environment),
             let requirements = try? VerificationRequirements(
                 bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
         else { return nil }

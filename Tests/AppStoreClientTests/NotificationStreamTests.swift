@@ -1,5 +1,6 @@
 import Cryptography
 import GatewayCore
+import ProtoCodec
 import Testing
 
 @testable import Services
@@ -66,6 +67,18 @@ import Testing
                 bundleID: "a", environment: nil),
         ]
         for variant in variants { #expect(variant != reference) }
+    }
+
+    /// A followed stream's token, like a history stream's, continues only for the caller it was served to.
+    @Test func aFollowedStreamsFingerprintNamesItsCaller() {
+        var request = StreamNotificationsRequest()
+        request.follow = true
+        func fingerprint(_ caller: String?) -> [UInt8] {
+            StreamNotificationsHandler.followFingerprint(request, bundleID: "a", environment: nil, caller: caller)
+        }
+        #expect(fingerprint("team-a") == fingerprint("team-a"))
+        #expect(fingerprint("team-a") != fingerprint("team-b"))
+        #expect(fingerprint("team-a") != fingerprint(nil))
     }
 
     @Test func derivedKeysAgreeForTheSameSecretsOnly() {
