@@ -100,6 +100,7 @@ public final class AppStoreAPIClient: Sendable {
         apps = AppDirectory(configuration.apps)
         rateLimiter = RateLimiter(defaults: configuration.rateLimits.defaults, perApp: perApp)
         var budget: any RateBudget
+        let appNames = configuration.appNamesByBundleID
         if configuration.redis.url != nil {
             let share = configuration.redis.fallbackShare
             budget = SharedRateBudget(
@@ -107,8 +108,7 @@ public final class AppStoreAPIClient: Sendable {
                 fallback: RateLimiter(
                     defaults: configuration.rateLimits.defaults.scaled(by: share),
                     perApp: perApp.mapValues { $0.scaled(by: share) }),
-                appNames: Dictionary(
-                    configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { a, _ in a }),
+                appNames: appNames,
                 reservationHorizon: .milliseconds(Int64(clamping: configuration.rateLimits.maxWaitMilliseconds)),
                 clock: clock, events: budgetEvents)
         } else {
@@ -118,8 +118,7 @@ public final class AppStoreAPIClient: Sendable {
             // Listed callers compete for each app's bucket by weight (docs: README "Callers").
             budget = FairShareBudget(
                 inner: budget, clock: clock,
-                appNames: Dictionary(
-                    configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { a, _ in a }),
+                appNames: appNames,
                 events: accessEvents, sleep: sleep)
         }
         self.budget = budget

@@ -118,8 +118,7 @@ struct ServeCommand: ParsableCommand {
                 registry: events.registry, board: board, readinessService: AppStoreGatewayService.name,
                 openConnections: { [http2 = server.http2] in http2.openConnections }, verifier: gatewayService.verifier,
                 rateLimiter: gatewayService.rateLimiter,
-                appNames: Dictionary(
-                    configuration.apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { first, _ in first }))
+                appNames: configuration.appNamesByBundleID)
             do {
                 admin = try HTTP2Server(
                     address: address, threads: 1, configuration: AdminEndpoint.transportLimits,

@@ -38,6 +38,6 @@ extension AppleErrorCode {
     /// purchase is unknown to production): TransactionIdNotFound (4040010), OriginalTransactionIdNotFound
     /// (4040005, the extension and app account token endpoints) and AppTransactionDoesNotExist (4040019).
     public var isNotFoundInEnvironment: Bool {
-        rawValue == 4_040_010 || rawValue == 4_040_005 || rawValue == 4_040_019
+        self == .transactionIdNotFound || self == .originalTransactionIdNotFound || self == .appTransactionDoesNotExist
     }
 }

@@ -72,8 +72,12 @@ extension AppleErrorCode {
     public static let accountNotFoundRetryable = AppleErrorCode(rawValue: 4_040_002)
     /// 4040004 AppNotFoundRetryable.
     public static let appNotFoundRetryable = AppleErrorCode(rawValue: 4_040_004)
+    /// 4040005 OriginalTransactionIdNotFound.
+    public static let originalTransactionIdNotFound = AppleErrorCode(rawValue: 4_040_005)
     /// 4040010 TransactionIdNotFound: the transaction is not in this environment.
     public static let transactionIdNotFound = AppleErrorCode(rawValue: 4_040_010)
+    /// 4040019 AppTransactionDoesNotExist.
+    public static let appTransactionDoesNotExist = AppleErrorCode(rawValue: 4_040_019)
     /// 4290000 RateLimitExceeded.
     public static let rateLimitExceeded = AppleErrorCode(rawValue: 4_290_000)
     /// 5000000 GeneralInternal.

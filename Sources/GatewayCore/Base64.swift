@@ -34,11 +34,6 @@ public enum Base64 {
         return text.withUTF8 { decode(symbols: $0, variant: variant) }
     }
 
-    /// Decodes base64 text given as its ASCII bytes, with the same strictness as `decode(_:variant:)`.
-    public static func decode(asciiBytes: ArraySlice<UInt8>, variant: Variant) -> [UInt8]? {
-        asciiBytes.withUnsafeBufferPointer { decode(symbols: $0, variant: variant) }
-    }
-
     /// Whether `text` is exactly in the `variant` form and decodes to at least `minimumCount` bytes,
     /// checked as strictly as `decode(_:variant:)` but without producing the bytes.
     public static func isValid(_ text: String, variant: Variant, minimumCount: Int = 0) -> Bool {

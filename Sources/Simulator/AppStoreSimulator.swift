@@ -150,7 +150,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         }
         entry.status = 200
         callLog.record(entry)
-        if route.endpoint.method != .get && route.endpoint != .getNotificationHistory {
+        if !route.endpoint.isRead {
             writes.record(request, endpoint: route.endpoint, environment: route.environment)
         }
         var response = respond(

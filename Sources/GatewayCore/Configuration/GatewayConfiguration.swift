@@ -14,6 +14,12 @@ public struct GatewayConfiguration: Sendable {
     public var shutdown = Shutdown()
     /// The Apple apps callers may name. Key `apps`.
     public var apps: [App] = []
+
+    /// Each app's name by its bundle id (the first app wins a bundle id listed twice): how metrics and logs
+    /// name an app that the Apple-side code knows by bundle id.
+    public var appNamesByBundleID: [String: String] {
+        Dictionary(apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { first, _ in first })
+    }
     /// Apple's hosts. Keys under `apple`.
     public var apple = Apple()
     /// Signed-data verification. Keys under `verification`.
