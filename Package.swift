@@ -78,7 +78,7 @@ let package = Package(
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
         .target(
-            name: "NotificationStore", dependencies: ["CSQLite", "GatewayCore", "AppStoreClient", "Cryptography"]),
+            name: "NotificationStore", dependencies: ["CSQLite", "GatewayCore", "AppStoreClient"]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
             name: "Services",

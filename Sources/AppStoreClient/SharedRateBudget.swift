@@ -38,7 +38,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     // Owned by the budget thread only.
     private var mode = SharedBudgetMode()
     private var connection: RedisConnection?
-    private var scriptSHA: String?
+    /// The bucket script, run by its SHA-1.
+    private static let script = RedisScript(SharedBucketScript.source)
     /// How far ahead of its request any replica's shared reservation can be scheduled: `rateLimits.maxWait`.
     private let reservationHorizon: Duration
     /// In fallback: the instant after which no slot the shared schedule promised before Redis was lost can
@@ -175,26 +176,17 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
 
     private func ensureReady(forceReconnect: Bool = false) throws(RedisConnectionFailure) {
         guard let connection else { throw RedisConnectionFailure(kind: .connect, message: "no redis.url") }
-        if forceReconnect || !connection.isConnected || scriptSHA == nil {
+        if forceReconnect || !connection.isConnected {
             let start = clock.monotonicNow()
             do {
                 try connection.connect()
-                try loadScript(connection)
+                try connection.load(Self.script)  // once per connection: calls need not meet NOSCRIPT
             } catch {
                 roundTrip(since: start, commands: 1, failure: error.kind)
                 throw error
             }
             roundTrip(since: start, commands: 1, failure: nil)
         }
-    }
-
-    private func loadScript(_ connection: RedisConnection) throws(RedisConnectionFailure) {
-        let replies = try connection.pipeline([["SCRIPT", "LOAD", SharedBucketScript.source]])
-        guard let sha = replies.first?.text, sha.utf8.count == 40 else {
-            connection.close()
-            throw RedisConnectionFailure(kind: .redisError, message: "SCRIPT LOAD failed: \(replies)")
-        }
-        scriptSHA = sha
     }
 
     /// One pipeline: every block, then one `take` per key (each up to `maxBatch` reservations).
@@ -273,39 +265,27 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         }
     }
 
-    /// EVALSHA for each argument list in one pipeline; on NOSCRIPT (Redis restarted or flushed) the
-    /// script is loaded again and the pipeline repeated once.
+    /// The bucket script for each argument list, then `plain`, in one pipeline (the script loaded again if
+    /// Redis lost it).
     private func evaluate(_ arguments: [[String]], plain: [[String]] = []) throws(RedisConnectionFailure)
         -> [RedisReply]
     {
         guard let connection, !arguments.isEmpty || !plain.isEmpty else { return [] }
-        for attempt in 0..<2 {
-            guard let sha = scriptSHA else { break }
-            let start = clock.monotonicNow()
-            let replies: [RedisReply]
-            do {
-                replies = try connection.pipeline(arguments.map { ["EVALSHA", sha] + $0 } + plain)
-            } catch {
-                roundTrip(since: start, commands: arguments.count + plain.count, failure: error.kind)
-                throw error
-            }
-            let errors = replies.compactMap { reply -> String? in
-                if case .error(let message) = reply { return message }
-                return nil
-            }
-            if errors.isEmpty {
-                roundTrip(since: start, commands: arguments.count + plain.count, failure: nil)
-                return replies
-            }
-            if attempt == 0, errors.allSatisfy({ $0.hasPrefix("NOSCRIPT") }) {
-                roundTrip(since: start, commands: arguments.count + plain.count, failure: nil)
-                try loadScript(connection)
-                continue
-            }
-            roundTrip(since: start, commands: arguments.count + plain.count, failure: .redisError)
-            throw RedisConnectionFailure(kind: .redisError, message: errors[0])
+        let start = clock.monotonicNow()
+        let commands = arguments.count + plain.count
+        let replies: [RedisReply]
+        do {
+            replies = try connection.pipeline(arguments.map(Self.script.call) + plain, loading: Self.script)
+        } catch {
+            roundTrip(since: start, commands: commands, failure: error.kind)
+            throw error
         }
-        throw RedisConnectionFailure(kind: .redisError, message: "the script could not be loaded")
+        for case .error(let message) in replies {
+            roundTrip(since: start, commands: commands, failure: .redisError)
+            throw RedisConnectionFailure(kind: .redisError, message: message)
+        }
+        roundTrip(since: start, commands: commands, failure: nil)
+        return replies
     }
 
     /// Answers from the local fallback buckets. `onBudgetThread` is false only for work arriving after

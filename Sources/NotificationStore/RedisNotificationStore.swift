@@ -1,5 +1,4 @@
 import AppStoreClient
-import Cryptography
 import Dispatch
 import GatewayCore
 import Synchronization
@@ -73,15 +72,13 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         retentionMilliseconds = max(1, retention.wholeMilliseconds)
     }
 
-    /// The scripts' SHA-1s, as Redis names them for EVALSHA.
-    static let insertScriptSHA = SHA1.hex(Array(insertScript.utf8))
-    static let pruneIndexScriptSHA = SHA1.hex(Array(pruneIndexScript.utf8))
+    /// The scripts, run by their SHA-1s.
+    static let insert = RedisScript(insertScript)
+    static let pruneIndex = RedisScript(pruneIndexScript)
 
-    /// Runs `commands` in one pipeline on the store's queue; when Redis answers NOSCRIPT (its script cache
-    /// is empty: restarted, flushed, or never sent this script) runs `noScript` instead, which must carry
-    /// the script's source (EVAL caches it, so later EVALSHAs find it).
+    /// Runs `commands` in one pipeline on the store's queue; a script they call is loaded when Redis lacks it.
     private func run<Value: Sendable>(
-        _ commands: [[String]], noScript: [[String]]? = nil, _ read: @escaping @Sendable ([RedisReply]) -> Value?
+        _ commands: [[String]], script: RedisScript? = nil, _ read: @escaping @Sendable ([RedisReply]) -> Value?
     )
         async throws(NotificationStoreFailure) -> Value
     {
@@ -89,23 +86,25 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         let result: Result<Value, NotificationStoreFailure> = await withCheckedContinuation { continuation in
             queue.async {
                 continuation.resume(
-                    returning: Self.execute(commands, noScript: noScript, on: connection.value, read: read))
+                    returning: Self.execute(commands, script: script, on: connection.value, read: read))
             }
         }
         return try result.get()
     }
 
     private static func execute<Value>(
-        _ commands: [[String]], noScript: [[String]]?, on connection: RedisConnection,
+        _ commands: [[String]], script: RedisScript?, on connection: RedisConnection,
         read: ([RedisReply]) -> Value?
     )
         -> Result<Value, NotificationStoreFailure>
     {
         do throws(RedisConnectionFailure) {
             if !connection.isConnected { try connection.connect() }
-            var replies = try connection.pipeline(commands)
-            if let noScript, replies.contains(where: Self.isNoScript) {
-                replies = try connection.pipeline(noScript)
+            let replies: [RedisReply]
+            if let script {
+                replies = try connection.pipeline(commands, loading: script)
+            } else {
+                replies = try connection.pipeline(commands)
             }
             for case .error(let message) in replies {
                 return .failure(NotificationStoreFailure("Redis store: \(message)"))
@@ -120,11 +119,6 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         }
     }
 
-    static func isNoScript(_ reply: RedisReply) -> Bool {
-        if case .error(let message) = reply { return message.hasPrefix("NOSCRIPT") }
-        return false
-    }
-
     public func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
         -> InsertOutcome
     {
@@ -136,7 +130,7 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         ]
         // The script by its SHA-1; its source only when Redis does not have it yet.
         let outcome = try await run(
-            [["EVALSHA", Self.insertScriptSHA] + arguments], noScript: [["EVAL", Self.insertScript] + arguments]
+            [Self.insert.call(arguments)], script: Self.insert
         ) { replies -> InsertOutcome? in
             guard case .array(let parts)? = replies.first, parts.count == 2, case .integer(let stored) = parts[0],
                 let id = parts[1].text, let position = Self.position(id)
@@ -270,10 +264,7 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
             return Int(clamping: removed)
         }
         let arguments = ["1", indexKey, WindowIndex.datePrefix(cutoff), WindowIndex.digits(UInt64(cutoff)), "10000"]
-        _ = try await run(
-            [["EVALSHA", Self.pruneIndexScriptSHA] + arguments],
-            noScript: [["EVAL", Self.pruneIndexScript] + arguments]
-        ) { replies -> Int64? in
+        _ = try await run([Self.pruneIndex.call(arguments)], script: Self.pruneIndex) { replies -> Int64? in
             guard case .integer(let removed)? = replies.first else { return nil }
             return removed
         }
