@@ -17,10 +17,12 @@ enum ConfigurationLoading {
         return .success(text)
     }
 
-    /// Every problem of a configuration: its keys (one problem per bad key) and, when those are fine, its
-    /// apps' private-key files. Paths are resolved against the file's folder.
+    /// Every problem of a configuration: its keys (one problem per bad key) and, when those are fine and
+    /// `loadingFiles` (`check-config`), its apps' private keys, TLS and JWKS files. `serve` passes false: it
+    /// reads each of those files once, where it builds what they hold, and stops there on the first bad one.
+    /// Paths are resolved against the file's folder.
     static func problems(
-        yaml: String, path: String?, environment: [String: String]
+        yaml: String, path: String?, environment: [String: String], loadingFiles: Bool = true
     ) -> (GatewayConfiguration, [ConfigurationError]) {
         var configuration: GatewayConfiguration
         var problems: [ConfigurationError]
@@ -32,7 +34,7 @@ enum ConfigurationLoading {
         if let path {
             configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         }
-        guard problems.isEmpty else { return (configuration, problems) }
+        guard problems.isEmpty, loadingFiles else { return (configuration, problems) }
         // An Xcode app never calls Apple, so it has no key to check.
         for (index, app) in configuration.apps.enumerated() where app.environment != .xcode {
             do {

@@ -196,7 +196,8 @@ struct ServeCommand: ParsableCommand {
             case .failure(let error): throw ConfigurationLoading.fail("invalid configuration", problems: [error])
             }
         }
-        var (configuration, problems) = ConfigurationLoading.problems(yaml: yaml, path: path, environment: environment)
+        var (configuration, problems) = ConfigurationLoading.problems(
+            yaml: yaml, path: path, environment: environment, loadingFiles: false)
         guard problems.isEmpty else { throw ConfigurationLoading.fail("invalid configuration", problems: problems) }
         if trustAppleRootToo {
             // The demo also verifies genuine Apple-signed data, next to the simulator's.
