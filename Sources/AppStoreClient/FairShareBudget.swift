@@ -13,7 +13,6 @@ import Synchronization
 public final class FairShareBudget: RateBudget {
     private struct Waiting {
         var continuation: CheckedContinuation<TokenBucket.Reservation, Never>
-        var caller: String
         var maxWait: Duration
     }
 
@@ -69,7 +68,7 @@ public final class FairShareBudget: RateBudget {
                         ticket, caller: caller.identity, weight: caller.weight, now: start,
                         deadline: start + max(.zero, maxWait))
                 else { return nil }
-                bucket.waiting[ticket] = Waiting(continuation: continuation, caller: caller.identity, maxWait: maxWait)
+                bucket.waiting[ticket] = Waiting(continuation: continuation, maxWait: maxWait)
                 let idle = !bucket.pumping
                 bucket.pumping = true
                 state.buckets[key] = bucket
@@ -77,7 +76,7 @@ public final class FairShareBudget: RateBudget {
             }
             switch startPump {
             case nil:
-                continuation.resume(returning: .refused(retryAfter: max(maxWait, .milliseconds(100))))
+                continuation.resume(returning: Self.refusal(maxWait))
             case true?:
                 Task { await self.pump(key) }
             case false?:
@@ -105,6 +104,11 @@ public final class FairShareBudget: RateBudget {
         await inner.block(key: key, for: delay, now: now)
     }
 
+    /// A call not served within `maxWait`: retry after at least that long (and never sooner than 100 ms).
+    private static func refusal(_ maxWait: Duration) -> TokenBucket.Reservation {
+        .refused(retryAfter: max(maxWait, .milliseconds(100)))
+    }
+
     /// Serves `key`'s waiters one token at a time until none is left.
     private func pump(_ key: RateLimitKey) async {
         while true {
@@ -126,7 +130,7 @@ public final class FairShareBudget: RateBudget {
                 return (expired, chosen)
             }
             for waiting in expired {
-                waiting.continuation.resume(returning: .refused(retryAfter: max(waiting.maxWait, .milliseconds(100))))
+                waiting.continuation.resume(returning: Self.refusal(waiting.maxWait))
             }
             guard let (waiting, remaining) = chosen else {
                 if state.withLock({ $0.buckets[key] == nil }) { return }

@@ -23,6 +23,9 @@ struct ReceiveLedger {
 
         init(arrayLiteral elements: Grant...) { self.init(elements) }
 
+        /// One grant, with no array (the common case: the chunk that just arrived).
+        init(_ grant: Grant) { first = grant }
+
         init(_ elements: some Sequence<Grant>) {
             for element in elements { append(element) }
         }
@@ -78,7 +81,7 @@ struct ReceiveLedger {
         guard count > 0 else { return [] }
         held += count
         heldByStream[stream, default: 0] += count
-        if held <= limit && processHasRoom && owed.isEmpty { return [Grant(stream: stream, count: count)] }
+        if held <= limit && processHasRoom && owed.isEmpty { return Grants(Grant(stream: stream, count: count)) }
         owed[stream, default: 0] += count
         return grantsIfRoom(processHasRoom: processHasRoom)
     }
@@ -106,7 +109,7 @@ struct ReceiveLedger {
     /// Everything owed, once the connection is back within its budget and the process has room.
     mutating func grantsIfRoom(processHasRoom: Bool) -> Grants {
         guard held <= limit, processHasRoom, !owed.isEmpty else { return [] }
-        let grants = Grants(owed.sorted { $0.key < $1.key }.map { Grant(stream: $0.key, count: $0.value) })
+        let grants = Grants(owed.sorted { $0.key < $1.key }.lazy.map { Grant(stream: $0.key, count: $0.value) })
         owed.removeAll()
         return grants
     }

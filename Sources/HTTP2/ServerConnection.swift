@@ -422,7 +422,7 @@ final class ServerConnection: LoopConnection, Flushable {
     func dataChunk(streamID: Int32, _ data: UnsafeRawBufferPointer) {
         guard let stream = stream(streamID), let delegate = stream.delegate else {
             // Nobody keeps these bytes: their window goes back at once.
-            grant([ReceiveLedger.Grant(stream: streamID, count: data.count)])
+            grant(ReceiveLedger.Grants(ReceiveLedger.Grant(stream: streamID, count: data.count)))
             return
         }
         budget.add(data.count)

@@ -177,20 +177,25 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
                 guard let position = WindowIndex.position(member) else { continue }
                 if position <= through { ids.append((member, "\(position.major)-\(position.minor)")) }
             }
-            let entries = try await run(ids.map { ["XRANGE", streamKey, $0.id, $0.id] }) {
-                replies -> [StoredNotification?]? in
-                var entries: [StoredNotification?] = []
-                for reply in replies {
-                    guard case .array(let items) = reply, items.count <= 1 else { return nil }
-                    guard let item = items.first else {
-                        entries.append(nil)  // pruned from the stream
-                        continue
+            // Every member of this page may be past `through` (a later signedDate, a later position).
+            let entries: [StoredNotification?] =
+                ids.isEmpty
+                ? []
+                : try await run(
+                    ids.map { ["XRANGE", streamKey, $0.id, $0.id] }
+                ) { replies -> [StoredNotification?]? in
+                    var entries: [StoredNotification?] = []
+                    for reply in replies {
+                        guard case .array(let items) = reply, items.count <= 1 else { return nil }
+                        guard let item = items.first else {
+                            entries.append(nil)  // pruned from the stream
+                            continue
+                        }
+                        guard let entry = Self.entry(item) else { return nil }
+                        entries.append(entry)
                     }
-                    guard let entry = Self.entry(item) else { return nil }
-                    entries.append(entry)
+                    return entries
                 }
-                return entries
-            }
             let gone = zip(ids, entries).filter { $0.1 == nil }.map(\.0.member)
             if !gone.isEmpty { _ = try await run([["ZREM", indexKey] + gone]) { _ in true } }
             for case let entry? in entries where filter.acceptsInWindow(entry.notification) && found.count < limit {

@@ -7,7 +7,7 @@ import CSQLite
 /// The owner of one `sqlite3` connection and its prepared statements. Not thread-safe: confined to the
 /// SQLite store's queue, its only user.
 final class SQLiteDatabase {
-    private var handle: OpaquePointer?
+    private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
     /// Opens (creating) the database at `path`.
@@ -32,7 +32,6 @@ final class SQLiteDatabase {
 
     /// Runs SQL without results (schema, pragmas).
     func execute(_ sql: String) throws(NotificationStoreFailure) {
-        guard let handle else { throw NotificationStoreFailure("the SQLite store is closed") }
         guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
             throw failure("executing \(sql.prefix(40))")
         }
@@ -87,7 +86,7 @@ final class SQLiteDatabase {
     }
 
     /// Rows changed by the last statement.
-    var changes: Int { handle.map { Int(sqlite3_changes($0)) } ?? 0 }
+    var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// One result row, valid during the `query` callback only.
     struct Row {
@@ -102,7 +101,6 @@ final class SQLiteDatabase {
 
     private func prepared(_ sql: String) throws(NotificationStoreFailure) -> OpaquePointer {
         if let statement = statements[sql] { return statement }
-        guard let handle else { throw NotificationStoreFailure("the SQLite store is closed") }
         var statement: OpaquePointer?
         guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
             throw failure("preparing \(sql.prefix(40))")
@@ -112,7 +110,7 @@ final class SQLiteDatabase {
     }
 
     private func failure(_ doing: String) -> NotificationStoreFailure {
-        let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed"
+        let message = String(cString: sqlite3_errmsg(handle))
         return NotificationStoreFailure("SQLite store: \(doing): \(message)")
     }
 }
