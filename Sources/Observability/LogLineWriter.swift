@@ -20,6 +20,11 @@ public final class LogLineWriter: @unchecked Sendable {
         return writer
     }()
 
+    /// How long the writer lets lines gather after the first of a batch woke it, unless `batchBytes` are
+    /// queued sooner or `flush()` asks for them.
+    static let gatherSeconds: TimeInterval = 0.010
+    static let batchBytes = 256 << 10
+
     private let fd: Int32
     private let maxBufferedBytes: Int
     private let condition = NSCondition()
@@ -29,6 +34,8 @@ public final class LogLineWriter: @unchecked Sendable {
     private var dropped = 0
     private var writing = false
     private var writerWaiting = false
+    private var gathering = false
+    private var flushRequested = false
     private var started = false
 
     /// A writer for `fd` holding at most `maxBufferedBytes` of lines not yet written.
@@ -52,10 +59,11 @@ public final class LogLineWriter: @unchecked Sendable {
             pending.append(contentsOf: line)
         }
         if !started { start() }
-        // Only the first line after the writer went idle wakes it (with any flush() waiting); the lines
-        // that follow join its batch without a system call.
-        if writerWaiting {
+        // Only the first line after the writer went idle wakes it (with any flush() waiting), and a full
+        // batch ends its gathering early; the other lines join the batch without a system call.
+        if writerWaiting || (gathering && pending.count >= Self.batchBytes) {
             writerWaiting = false
+            gathering = false
             condition.broadcast()
         }
         condition.unlock()
@@ -71,6 +79,8 @@ public final class LogLineWriter: @unchecked Sendable {
     /// Waits until every line queued so far has been written.
     public func flush() {
         condition.lock()
+        flushRequested = true
+        condition.broadcast()
         while !pending.isEmpty || writing { condition.wait() }
         condition.unlock()
     }
@@ -92,9 +102,14 @@ public final class LogLineWriter: @unchecked Sendable {
                 condition.wait()
             }
             writerWaiting = false
-            condition.unlock()
-            usleep(500)  // let the lines of the same burst gather: one write for many, fewer wake-ups
-            condition.lock()
+            // Let the lines of the next few milliseconds gather: one write for many, and at most ~100
+            // wake-ups a second, which on a shared core would otherwise cost the event loops a context
+            // switch every few calls.
+            gathering = true
+            let gatherUntil = Date(timeIntervalSinceNow: Self.gatherSeconds)
+            while gathering && !flushRequested && condition.wait(until: gatherUntil) {}
+            gathering = false
+            flushRequested = false
             var batch = pending
             pending = spare
             pending.removeAll(keepingCapacity: true)
