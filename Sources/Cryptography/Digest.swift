@@ -27,6 +27,50 @@ public enum SHA256 {
     }
 }
 
+/// SHA-256 with a prefix already absorbed: the digest of `prefix ‖ suffix` for many suffixes costs only the
+/// suffix. A JWS's signing input is its header (about 4.4 KB for Apple's, the same for every payload of a
+/// signing period) and its payload, so a kept header leaves only the payload to hash.
+///
+/// Owns one `EVP_MD_CTX` (freed in `deinit`) that is never finalized: every digest runs on a copy
+/// (`EVP_MD_CTX_copy_ex` only reads the source), so threads use one prefix concurrently, hence `Sendable`.
+public final class SHA256Prefix: @unchecked Sendable {
+    private let absorbed: OpaquePointer
+
+    /// The state after hashing `prefix`; nil only when OpenSSL cannot allocate or hash.
+    public init?(_ prefix: some Collection<UInt8>) {
+        guard let algorithm = FetchedDigest.sha256?.pointer, let context = EVP_MD_CTX_new() else { return nil }
+        let absorbedAll =
+            EVP_DigestInit_ex(context, algorithm, nil) == 1
+            && (prefix.withContiguousStorageIfAvailable { EVP_DigestUpdate(context, $0.baseAddress, $0.count) == 1 }
+                ?? Array(prefix).withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) == 1 })
+        guard absorbedAll else {
+            EVP_MD_CTX_free(context)
+            _ = CryptographyError.drainErrorQueue()
+            return nil
+        }
+        absorbed = context
+    }
+
+    deinit { EVP_MD_CTX_free(absorbed) }
+
+    /// SHA-256(prefix ‖ `suffix`); nil only when OpenSSL cannot allocate.
+    public func digest(appending suffix: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard let context = EVP_MD_CTX_new() else { return nil }
+        defer { EVP_MD_CTX_free(context) }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let finished =
+            EVP_MD_CTX_copy_ex(context, absorbed) == 1
+            && EVP_DigestUpdate(context, suffix.baseAddress, suffix.count) == 1
+            && digest.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) } == 1
+        guard finished, length == 32 else {
+            _ = CryptographyError.drainErrorQueue()
+            return nil
+        }
+        return digest
+    }
+}
+
 /// SHA-1, only where a protocol names content by it (Redis scripts' EVALSHA), never for security.
 public enum SHA1 {
     /// The 20-byte SHA-1 digest of `bytes`, in lower-case hex.

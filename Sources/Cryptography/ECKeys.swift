@@ -191,6 +191,16 @@ public final class ECPublicKey: Sendable, Equatable {
         return verification.verify(der: der, message: message)
     }
 
+    /// Whether `signature` (raw JOSE r‖s) signs the message whose digest, with the curve's algorithm
+    /// (SHA-256 for P-256), is `digest`: for callers that hashed the message in parts (`SHA256Prefix`).
+    public func isValidSignature(_ signature: [UInt8], forDigest digest: [UInt8]) -> Bool {
+        guard signature.count == 2 * curve.coordinateByteCount,
+            let der = ECDSA.derSignatureDirect(fromRaw: signature),
+            let verification = verification ?? ECVerificationContext(key: key.pointer, curve: curve)
+        else { return false }
+        return digest.withUnsafeBufferPointer { verification.verify(der: der, digest: $0) }
+    }
+
     public static func == (lhs: ECPublicKey, rhs: ECPublicKey) -> Bool {
         EVP_PKEY_eq(lhs.key.pointer, rhs.key.pointer) == 1
     }
