@@ -9,19 +9,37 @@ struct CompactJWS: Sendable {
     let signingInput: [UInt8]
     let payload: Data
     let signature: [UInt8]
-    let algorithm: String
+    let header: JWSHeader
+
     /// The `x5c` entries as sent (standard base64 DER).
-    let certificateChain: [String]
+    var certificateChain: [String] { header.certificateChain }
+
+    /// Whether `signature` signs `signingInput` under `key` (ES256), hashing only the payload's part when
+    /// the header's prefix digest is at hand.
+    func signatureVerifies(under key: ECPublicKey) -> Bool {
+        guard let prefix = header.signingPrefix, signingInput.count > header.text.count else {
+            return key.isValidSignature(signature, for: signingInput)
+        }
+        let digest = signingInput.withUnsafeBytes {
+            prefix.digest(appending: .init(rebasing: $0[(header.text.count + 1)...]))
+        }
+        guard let digest else { return key.isValidSignature(signature, for: signingInput) }
+        return key.isValidSignature(signature, forDigest: digest)
+    }
 
     /// Parses `text`, rejecting anything but three unpadded base64url parts with a JSON object header.
-    init(parsing text: String, maximumLength: Int) throws(Rejection) {
+    /// A header kept in `headers` is neither decoded nor parsed again; one parsed here is kept there.
+    init(parsing text: String, maximumLength: Int, headers: JWSHeaderMemo? = nil) throws(Rejection) {
         let length = text.utf8.count
         guard length <= maximumLength else {
             throw Rejection(
                 .malformed, "the JWS is \(length) bytes, more than the configured limit of \(maximumLength)")
         }
         var text = text
-        typealias Parts = (header: [UInt8], payload: [UInt8], signature: [UInt8], signingInput: [UInt8])
+        typealias Parts = (
+            header: Result<JWSHeader, Rejection>, kept: Bool, payload: [UInt8], signature: [UInt8],
+            signingInput: [UInt8]
+        )
         // withUTF8 rethrows untyped errors, so the closure returns a Result to keep `throws(Rejection)`.
         let parts = try text.withUTF8 { bytes in
             Result { () throws(Rejection) -> Parts in
@@ -49,45 +67,26 @@ struct CompactJWS: Sendable {
                     else { throw Rejection(.malformed, "the JWS \(name) is not unpadded base64url") }
                     return decoded
                 }
-                let header = try decode(0..<dots.first, "header")
+                // The same checks in the same order as without the memo: the three parts' base64url, then
+                // the header's JSON (a kept header passed both).
+                let headerText = UnsafeBufferPointer(rebasing: bytes[0..<dots.first])
+                let kept = headers?.header(for: headerText)
+                let headerBytes = kept == nil ? try decode(0..<dots.first, "header") : []
                 let payload = try decode(dots.first + 1..<dots.second, "payload")
                 let signature = try decode(dots.second + 1..<bytes.count, "signature")
-                return (header, payload, signature, Array(UnsafeBufferPointer(rebasing: bytes[..<dots.second])))
+                let header =
+                    kept.map { Result.success($0) }
+                    ?? Result { () throws(Rejection) in try JWSHeader(text: Array(headerText), decoded: headerBytes) }
+                return (
+                    header, kept != nil, payload, signature, Array(UnsafeBufferPointer(rebasing: bytes[..<dots.second]))
+                )
             }
         }.get()
-        let headerBytes = parts.header
+        header = try parts.header.get()
+        if !parts.kept { headers?.keep(header) }
         payload = Data(parts.payload)
         signature = parts.signature
         signingInput = parts.signingInput
-
-        guard let header = JSONValue.object(from: Data(headerBytes)) else {
-            throw Rejection(.malformed, "the JWS header is not a JSON object")
-        }
-        guard let algorithm = header["alg"]?.string else {
-            throw Rejection(.malformed, "the JWS header has no string \"alg\"")
-        }
-        guard algorithm == "ES256" else {
-            // Echo at most 32 characters of the attacker-chosen value.
-            throw Rejection(
-                .unsupportedAlgorithm, "alg is \"\(algorithm.prefix(32))\"; App Store data is signed with ES256 only")
-        }
-        guard case .array(let entries)? = header["x5c"] else {
-            throw Rejection(.malformed, "the JWS header has no \"x5c\" certificate array")
-        }
-        var chain: [String] = []
-        for entry in entries {
-            guard let certificate = entry.string else {
-                throw Rejection(.malformed, "an \"x5c\" entry is not a string")
-            }
-            chain.append(certificate)
-        }
-        guard chain.count == 3 else {
-            throw Rejection(
-                .invalidChainLength,
-                "x5c holds \(chain.count) certificates; Apple sends exactly 3 (leaf, intermediate, root)")
-        }
-        self.algorithm = algorithm
-        self.certificateChain = chain
     }
 
     /// The payload of `text` without looking at its header or signature: for data nobody can verify (Xcode's),
@@ -118,14 +117,64 @@ struct CompactJWS: Sendable {
         return der
     }
 
-    /// Throws exactly when `certificateDER(at:)` would, without decoding.
-    func checkCertificateText(at index: Int) throws(Rejection) {
-        guard Base64.isValid(certificateChain[index], variant: .standard, minimumCount: 1) else {
-            throw Self.notBase64(index)
-        }
+    /// Throws exactly when `certificateDER(at:)` would for the first of the three that fails, without decoding.
+    func checkCertificateTexts() throws(Rejection) {
+        if let index = header.firstInvalidCertificate { throw Self.notBase64(index) }
     }
 
     private static func notBase64(_ index: Int) -> Rejection {
         Rejection(.invalidCertificate, "x5c[\(index)] is not standard base64")
+    }
+}
+
+/// A JWS header that parsed: `alg` ES256 and three `x5c` strings, with what the verifier derives from them.
+struct JWSHeader: Sendable {
+    /// The header's base64url text, as sent.
+    let text: [UInt8]
+    /// The `x5c` entries as sent (standard base64 DER).
+    let certificateChain: [String]
+    /// The first `x5c` entry that is not strict standard base64, if any.
+    let firstInvalidCertificate: Int?
+    /// The chain cache's key for the leaf and intermediate texts.
+    let chainKey: ChainCache.Key
+    /// SHA-256 of `text` and the dot that follows it: the signing input's digest then costs only its payload.
+    let signingPrefix: SHA256Prefix?
+
+    /// Parses the decoded header JSON `decoded` whose base64url text is `text`.
+    init(text: [UInt8], decoded: [UInt8]) throws(Rejection) {
+        guard let header = JSONValue.object(from: Data(decoded)) else {
+            throw Rejection(.malformed, "the JWS header is not a JSON object")
+        }
+        guard let algorithm = header["alg"]?.string else {
+            throw Rejection(.malformed, "the JWS header has no string \"alg\"")
+        }
+        guard algorithm == "ES256" else {
+            // Echo at most 32 characters of the attacker-chosen value.
+            throw Rejection(
+                .unsupportedAlgorithm, "alg is \"\(algorithm.prefix(32))\"; App Store data is signed with ES256 only")
+        }
+        guard case .array(let entries)? = header["x5c"] else {
+            throw Rejection(.malformed, "the JWS header has no \"x5c\" certificate array")
+        }
+        var chain: [String] = []
+        for entry in entries {
+            guard let certificate = entry.string else {
+                throw Rejection(.malformed, "an \"x5c\" entry is not a string")
+            }
+            chain.append(certificate)
+        }
+        guard chain.count == 3 else {
+            throw Rejection(
+                .invalidChainLength,
+                "x5c holds \(chain.count) certificates; Apple sends exactly 3 (leaf, intermediate, root)")
+        }
+        self.text = text
+        certificateChain = chain
+        // x5c[2] must be well-formed too, but is never trusted.
+        firstInvalidCertificate = chain.indices.first {
+            !Base64.isValid(chain[$0], variant: .standard, minimumCount: 1)
+        }
+        chainKey = ChainCache.Key(leafText: chain[0].utf8, intermediateText: chain[1].utf8)
+        signingPrefix = SHA256Prefix(text + [UInt8(ascii: ".")])
     }
 }

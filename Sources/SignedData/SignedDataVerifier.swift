@@ -73,6 +73,7 @@ public final class SignedDataVerifier: Sendable {
     private let cache: ChainCache
     private let signatures: VerifiedSignatureCache
     private let rejected: RejectedChainCache
+    private let headers = JWSHeaderMemo()
     private let revocations: RevocationCache
     private let clock: any VerificationClock
     private let ocspTransport: (any OCSPTransport)?
@@ -273,7 +274,7 @@ public final class SignedDataVerifier: Sendable {
             {
                 return .result(result)
             }
-            let token = try CompactJWS(parsing: jws, maximumLength: configuration.maximumJWSLength)
+            let token = try CompactJWS(parsing: jws, maximumLength: configuration.maximumJWSLength, headers: headers)
             guard let payload = JSONValue.object(from: token.payload) else {
                 throw Rejection(.malformed, "the JWS payload is not a JSON object")
             }
@@ -436,10 +437,10 @@ public final class SignedDataVerifier: Sendable {
     /// Whether `token`'s ES256 signature verifies under its (trusted) leaf key: a JWS whose signature verified
     /// before is answered from the cache of verified signatures, which depends on the JWS's bytes alone.
     private func signatureVerifies(_ jws: String, _ token: CompactJWS, under leafKey: ECPublicKey) -> Bool {
-        guard signatures.isEnabled else { return leafKey.isValidSignature(token.signature, for: token.signingInput) }
+        guard signatures.isEnabled else { return token.signatureVerifies(under: leafKey) }
         let key = VerifiedSignatureCache.Key(jws: jws)
         if signatures.contains(key) { return true }
-        guard leafKey.isValidSignature(token.signature, for: token.signingInput) else { return false }
+        guard token.signatureVerifies(under: leafKey) else { return false }
         signatures.insert(key)
         return true
     }
@@ -467,9 +468,8 @@ public final class SignedDataVerifier: Sendable {
     {
         // The same checks, in the same order, as decoding all three; x5c[2] must be well-formed, but is
         // never trusted. The cache is keyed by the texts, so a hit decodes and parses nothing.
-        for index in 0..<3 { try token.checkCertificateText(at: index) }
-        let key = ChainCache.Key(
-            leafText: token.certificateChain[0].utf8, intermediateText: token.certificateChain[1].utf8)
+        try token.checkCertificateTexts()
+        let key = token.header.chainKey
         let now = clock.now()
         if let cached = cache.leafKey(for: key, verificationTime: time, now: now) { return cached }
         // A payload's own date keys the refusal to that instant (a forged date cannot poison the chain for
