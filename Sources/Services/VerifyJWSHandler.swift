@@ -134,7 +134,7 @@ struct VerifyJWSHandler: Sendable {
 
     /// The answer for a verification result.
     func response(to result: VerificationResult) -> VerifyJWSResponse {
-        events.verification(verdict: "\(result.status)")
+        events.verification(verdict: result.status.rawValue)
         var response = VerifyJWSResponse()
         response.status = result.status.protoStatus
         response.message = result.message
