@@ -25,7 +25,8 @@ public final class CallAnnotations: Sendable {
         }
     }
 
-    private let identity: Identity?
+    /// The call's identity, when it has one.
+    public let identity: Identity?
     private let values = Mutex<[(String, String)]>([])
 
     public init(identity: Identity? = nil) {
@@ -41,6 +42,11 @@ public final class CallAnnotations: Sendable {
                 values.append((name, value))
             }
         }
+    }
+
+    /// What was noted (not the identity), in the order first noted.
+    public var noted: [(name: String, value: String)] {
+        values.withLock { noted in noted.map { (name: $0.0, value: $0.1) } }
     }
 
     /// Everything noted, in the order first noted, after the call's identity (request_id, trace_id,

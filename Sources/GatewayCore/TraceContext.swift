@@ -61,6 +61,23 @@ public struct TraceContext: Sendable, Hashable {
         return headers
     }
 
+    /// Runs `body` with the 32 hex digits of the trace id, made on the stack.
+    public func withTraceID<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
+            Self.writeHex(traceHigh, digits: 16, into: buffer.baseAddress!)
+            Self.writeHex(traceLow, digits: 16, into: buffer.baseAddress! + 16)
+            return body(UnsafeBufferPointer(buffer))
+        }
+    }
+
+    /// Runs `body` with the 16 hex digits of the span id, made on the stack.
+    public func withSpanID<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { buffer in
+            Self.writeHex(span, digits: 16, into: buffer.baseAddress!)
+            return body(UnsafeBufferPointer(buffer))
+        }
+    }
+
     /// Writes the id `RequestID.generated(for:)` names into `buffer` (`RequestID.generatedLength` bytes):
     /// "gw-", the low half of the trace id, "-", the span id.
     func writeRequestID(into buffer: UnsafeMutableBufferPointer<UInt8>) {

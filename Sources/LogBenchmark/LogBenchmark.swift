@@ -31,10 +31,12 @@ struct LogBenchmark {
                 })
         }
         let queued = LogLineWriter(fd: writerFD)
-        let annotations = CallAnnotations()
-        annotations.note("request_id", "0f1e2d3c4b5a69788796a5b4c3d2e1f0")
-        annotations.note("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736")
-        annotations.note("span_id", "00f067aa0ba902b7")
+        // What the gRPC server gives every call (its identity: a request id generated from the trace, the
+        // caller's trace id, a span of its own, an anonymous caller) and what a handler notes (the app).
+        var random = SystemRandomNumberGenerator()
+        let trace = TraceContext(
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: nil, random: &random)
+        let annotations = CallAnnotations(identity: .init(requestID: nil, trace: trace, caller: nil))
         annotations.note("app", "example")
         let method = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
 

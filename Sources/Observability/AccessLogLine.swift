@@ -13,8 +13,11 @@ struct AccessLogLine {
         var grpcMethod: String
         var status: StatusCode
         var durationMilliseconds: Double
+        /// The request id when the call has no identity (which then carries it).
         var requestID: String
-        /// The call's annotations (app, trace ids, Apple's request id…), any order.
+        /// The call's identity: request id, trace and span ids, caller (written from their bytes).
+        var identity: CallAnnotations.Identity? = nil
+        /// What the handler noted (app, Apple's request id…), any order.
         var annotations: [(name: String, value: String)]
     }
 
@@ -23,10 +26,17 @@ struct AccessLogLine {
     /// Which annotation names are secret-looking: the names are the code's own, so the answers are few
     /// and worth keeping (at most `SecretNames.limit` of them).
     private let secretNames = SecretNames()
+    /// Whether each identity field's name (`caller`, `request_id`, `span_id`, `trace_id`) is secret-looking
+    /// under `redaction` (none is, by default), decided once.
+    private let identitySecret: (caller: Bool, requestID: Bool, spanID: Bool, traceID: Bool)
 
     init(label: String, redaction: SecretRedaction) {
         self.label = label
         self.redaction = redaction
+        identitySecret = (
+            redaction.isSecret(key: "caller"), redaction.isSecret(key: "request_id"),
+            redaction.isSecret(key: "span_id"), redaction.isSecret(key: "trace_id")
+        )
     }
 
     /// The line for `fields` at `time`, newline included, appended to `out`.
@@ -37,15 +47,16 @@ struct AccessLogLine {
         JSONString.append(label, to: &out)
         out.append(contentsOf: #","message":"rpc","source":"Observability""#.utf8)
 
-        // The call's own fields and its annotations, in key order; an annotation of the same name wins
-        // (the request id the server chose is an annotation), as it does in a merged metadata dictionary.
-        let annotations = fields.annotations.sorted { $0.name < $1.name }
-        let secret = secretNames.secretMask(of: annotations, redaction)
+        // The line's own fields and the identity's, in key order, merged with the handler's annotations
+        // (sorted); an annotation of the same name wins, as it does in a merged metadata dictionary.
+        let annotations =
+            fields.annotations.count > 1 ? fields.annotations.sorted { $0.name < $1.name } : fields.annotations
+        let secret = annotations.isEmpty ? 0 : secretNames.secretMask(of: annotations, redaction)
         var next = 0
         /// `,"key":` — an annotation named like one of the line's own fields goes under `metadata.`.
         func member(_ key: String, annotation: Bool = false) {
             out.append(UInt8(ascii: ","))
-            JSONString.append(annotation && Self.reservedNames.contains(key) ? "metadata.\(key)" : key, to: &out)
+            JSONString.append(annotation && JSONLogHandler.isFixedField(key) ? "metadata.\(key)" : key, to: &out)
             out.append(UInt8(ascii: ":"))
         }
         /// Writes the annotations ordered before `key`; true when one is named `key` (and was written).
@@ -62,30 +73,51 @@ struct AccessLogLine {
             }
             return replaced
         }
-        if !writeAnnotations(through: "duration_ms") {
-            member("duration_ms")
-            Self.appendNumber(fields.durationMilliseconds, to: &out)
-        }
-        if !writeAnnotations(through: "grpc_code") {
-            member("grpc_code")
-            Self.appendInteger(Int(fields.status.rawValue), to: &out)
-        }
-        func stringMember(_ key: String, _ value: String) {
+        /// A field of the line unless an annotation of its name was written instead.
+        func field(_ key: String, secret: Bool = false, _ write: (inout [UInt8]) -> Void) {
             guard !writeAnnotations(through: key) else { return }
             member(key)
-            JSONString.append(value, to: &out)
+            if secret { JSONString.append(SecretRedaction.replacement, to: &out) } else { write(&out) }
         }
-        stringMember("grpc_method", fields.grpcMethod)
-        stringMember("grpc_service", fields.service)
-        stringMember("method", fields.method)
-        stringMember("request_id", fields.requestID)
-        stringMember("status", fields.status.description)
+        let identity = fields.identity
+        if let identity {
+            field("caller", secret: identitySecret.caller) { JSONString.append(identity.caller ?? "-", to: &$0) }
+        }
+        field("duration_ms") { Self.appendNumber(fields.durationMilliseconds, to: &$0) }
+        field("grpc_code") { Self.appendInteger(Int(fields.status.rawValue), to: &$0) }
+        field("grpc_method") { JSONString.append(fields.grpcMethod, to: &$0) }
+        field("grpc_service") { JSONString.append(fields.service, to: &$0) }
+        field("method") { JSONString.append(fields.method, to: &$0) }
+        if let identity {
+            field("request_id", secret: identitySecret.requestID) { out in
+                if let requestID = identity.requestID {
+                    JSONString.append(requestID, to: &out)
+                } else {
+                    RequestID.withGenerated(for: identity.trace) { Self.appendQuoted($0, to: &out) }  // hex and dashes
+                }
+            }
+            field("span_id", secret: identitySecret.spanID) { out in
+                identity.trace.withSpanID { Self.appendQuoted($0, to: &out) }
+            }
+        } else {
+            field("request_id") { JSONString.append(fields.requestID, to: &$0) }
+        }
+        field("status") { JSONString.append(fields.status.description, to: &$0) }
+        if let identity {
+            field("trace_id", secret: identitySecret.traceID) { out in
+                identity.trace.withTraceID { Self.appendQuoted($0, to: &out) }
+            }
+        }
         _ = writeAnnotations(through: "\u{10FFFF}")
         out.append(contentsOf: "}\n".utf8)
     }
 
-    /// Keys of the line's own fields: metadata under these names is written as `metadata.<key>`.
-    static let reservedNames = JSONLogHandler.fixedFields
+    /// `bytes` (which need no escaping: hex digits and dashes) as a JSON string.
+    private static func appendQuoted(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: bytes)
+        out.append(UInt8(ascii: "\""))
+    }
 
     /// A decimal integer, digit by digit (no String).
     static func appendInteger(_ value: Int, to out: inout [UInt8]) {

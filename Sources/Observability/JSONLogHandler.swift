@@ -16,6 +16,14 @@ public struct JSONLogHandler: LogHandler {
     /// The fixed fields, always first and in this order.
     static let fixedFields: Set<String> = ["timestamp", "level", "label", "message", "source", "error"]
 
+    /// Whether `key` is one of `fixedFields` (without hashing it).
+    static func isFixedField(_ key: String) -> Bool {
+        switch key {
+        case "timestamp", "level", "label", "message", "source", "error": true
+        default: false
+        }
+    }
+
     /// The logger's label.
     public let label: String
     /// Events below this level are dropped.
@@ -91,7 +99,7 @@ public struct JSONLogHandler: LogHandler {
         flatten(merged, prefix: "", into: &flat)
         for (key, value) in flat.sorted(by: { $0.key < $1.key }) {
             out += ","
-            JSONText.appendString(Self.fixedFields.contains(key) ? "metadata.\(key)" : key, to: &out)
+            JSONText.appendString(Self.isFixedField(key) ? "metadata.\(key)" : key, to: &out)
             out += ":"
             appendValue(value, to: &out)
         }

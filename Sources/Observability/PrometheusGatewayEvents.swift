@@ -148,22 +148,31 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         guard accessLog, method.service != "grpc.health.v1.Health" else { return }
         // An unregistered path is the caller's text: logged, but cut short.
         let methodText = method == .unknown ? String(path.prefix(200)) : path
-        let noted = annotations.all
-        // The server's calls carry their request id; only a call it never saw through needs one made here.
-        let requestID =
-            metadata.first(where: { $0.name == "x-request-id" })?.value
-            ?? (noted.contains { $0.name == "request_id" } ? "" : requestIDs.next())
         if let accessLogWriter {
+            // The server's calls carry their request id in their identity; only a call it never saw through
+            // needs one made here.
+            let noted = annotations.noted
+            let identity = annotations.identity
+            let requestID =
+                identity != nil
+                ? ""
+                : metadata.first(where: { $0.name == "x-request-id" })?.value
+                    ?? (noted.contains { $0.name == "request_id" } ? "" : requestIDs.next())
             var line: [UInt8] = []
             line.reserveCapacity(512)
             accessLine.append(
                 .init(
                     method: methodText, service: method.service, grpcMethod: method.method, status: status,
-                    durationMilliseconds: seconds * 1000, requestID: requestID, annotations: noted),
+                    durationMilliseconds: seconds * 1000, requestID: requestID, identity: identity,
+                    annotations: noted),
                 at: clock.wallNow(), to: &line)
             line.withUnsafeBytes { accessLogWriter.enqueue($0) }
             return
         }
+        let noted = annotations.all
+        let requestID =
+            metadata.first(where: { $0.name == "x-request-id" })?.value
+            ?? (noted.contains { $0.name == "request_id" } ? "" : requestIDs.next())
         var fields: Logger.Metadata = [
             "method": .string(methodText),
             "grpc_service": .string(method.service), "grpc_method": .string(method.method),

@@ -23,7 +23,8 @@ import Testing
             "grpc_code": .stringConvertible(Int(fields.status.rawValue)),
             "duration_ms": .stringConvertible(fields.durationMilliseconds), "request_id": .string(fields.requestID),
         ]
-        for (name, value) in fields.annotations { metadata[name] = .string(value) }
+        let identity = fields.identity.map { CallAnnotations(identity: $0).all } ?? []
+        for (name, value) in identity + fields.annotations { metadata[name] = .string(value) }
         logger.info("rpc", metadata: metadata)
         return try parse(captured.withLock { $0 })
     }
@@ -57,6 +58,47 @@ import Testing
         let actual = try fastLine(fields)
         expected["source"] = "Observability"  // the slow path's source is the module that logs
         #expect(NSDictionary(dictionary: actual).isEqual(to: expected), "\(actual)\n!=\n\(expected)")
+    }
+
+    /// A call's identity (written from its bytes, the request id generated or the caller's) says what the
+    /// handler would say with the identity's fields as metadata, and a noted field of the same name wins.
+    @Test(
+        arguments: [
+            (nil, nil, [("app", "example")]),
+            ("caller-chosen-1", "team-a", []),
+            (nil, "team-b", [("request_id", "noted-wins"), ("trace_id", "noted-trace"), ("zz", "z")]),
+        ] as [(String?, String?, [(String, String)])])
+    func anIdentitySaysWhatTheJSONHandlerSays(requestID: String?, caller: String?, noted: [(String, String)]) throws {
+        var random = SystemRandomNumberGenerator()
+        let trace = TraceContext(
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: nil, random: &random)
+        let annotations = CallAnnotations(identity: .init(requestID: requestID, trace: trace, caller: caller))
+        for (name, value) in noted { annotations.note(name, value) }
+        let fields = AccessLogLine.Fields(
+            method: "/appstore.gateway.v1.AppStoreGateway/VerifyJWS", service: "appstore.gateway.v1.AppStoreGateway",
+            grpcMethod: "VerifyJWS", status: .ok, durationMilliseconds: 0.25, requestID: "",
+            identity: annotations.identity, annotations: annotations.noted)
+        var expected = try handlerLine(fields)
+        let actual = try fastLine(fields)
+        expected["source"] = "Observability"
+        #expect(NSDictionary(dictionary: actual).isEqual(to: expected), "\(actual)\n!=\n\(expected)")
+        let notedTrace = noted.first { $0.0 == "trace_id" }?.1
+        #expect(actual["trace_id"] as? String == notedTrace ?? trace.traceID)
+    }
+
+    /// An identity field whose name the redaction rule covers is redacted like any other.
+    @Test func anIdentityFieldCanBeRedacted() {
+        var random = SystemRandomNumberGenerator()
+        let trace = TraceContext(traceparent: nil, tracestate: nil, random: &random)
+        let fields = AccessLogLine.Fields(
+            method: "/m", service: "s", grpcMethod: "m", status: .ok, durationMilliseconds: 1, requestID: "",
+            identity: .init(requestID: nil, trace: trace, caller: "hunter2"), annotations: [])
+        var bytes: [UInt8] = []
+        AccessLogLine(label: "l", redaction: SecretRedaction(fragments: ["caller"])).append(
+            fields, at: clock.wallNow(), to: &bytes)
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(!text.contains("hunter2") && text.contains(#""caller":"[redacted]""#))
+        #expect(text.contains(trace.traceID) && text.contains(RequestID.generated(for: trace)))
     }
 
     /// The secret-name answers are remembered: a second line (answers from the memo) redacts like the first.
@@ -121,6 +163,22 @@ import Testing
         writer.flush()
         let text = readAvailable(reader) { $0.hasSuffix("line 999\n") }
         #expect(text == (0..<1_000).map { "line \($0)\n" }.joined())
+        #expect(writer.droppedLines == 0)
+    }
+
+    @Test func aLineIsWrittenWithoutFlushAndBatchesLargerThanThePipeAllArrive() {
+        let (reader, writerFD) = pipe()
+        defer { close(reader); close(writerFD) }
+        let writer = LogLineWriter(fd: writerFD)
+        writer.enqueue("first\n")
+        #expect(readAvailable(reader) { $0 == "first\n" } == "first\n")
+        // Several batches' worth (more than `batchBytes`, far more than a pipe holds) while the reader drains.
+        let line = String(repeating: "x", count: 99) + "\n"
+        let count = 3 * LogLineWriter.batchBytes / line.utf8.count
+        for _ in 0..<count { writer.enqueue(line) }
+        let text = readAvailable(reader) { $0.utf8.count >= count * line.utf8.count }
+        writer.flush()
+        #expect(text.utf8.count == count * line.utf8.count)
         #expect(writer.droppedLines == 0)
     }
 
