@@ -1,23 +1,55 @@
 internal import CProtobufC
 
 /// Owns the C memory of one protoc-c message tree while it is packed: every string, array and sub-message is
-/// allocated here and freed together when the arena goes away. Single owner, never shared across threads.
+/// carved from a few chunks (4 KiB first, each next one twice the last, up to 64 KiB) and freed together when
+/// the arena goes away, so packing an answer costs a handful of allocations, not one per field. Single
+/// owner, never shared across threads.
 ///
 /// protoc-c structs keep their `__init` defaults for fields left alone, including the shared
-/// `protobuf_c_empty_string`, which the arena never sees and so never frees.
+/// `protobuf_c_empty_string`, which the arena never sees and so never frees; an empty string the code sets
+/// points at the arena type's own empty C string, never freed either.
 final class Arena {
-    private var allocations: [UnsafeMutableRawPointer] = []
+    private var chunks: [UnsafeMutableRawPointer] = []
+    private var next: UnsafeMutableRawPointer?
+    private var remaining = 0
+    private var nextChunkBytes = 4 << 10
+
+    /// The one empty C string every empty string field points at (protobuf-c only reads it).
+    nonisolated(unsafe) private static let emptyString: UnsafeMutablePointer<CChar> = {
+        let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: 1)
+        pointer.initialize(to: 0)
+        return pointer
+    }()
 
     init() {}
 
     deinit {
-        for allocation in allocations { allocation.deallocate() }
+        for chunk in chunks { chunk.deallocate() }
+    }
+
+    /// `byteCount` uninitialised bytes aligned to `alignment` (a power of two, at most 16).
+    private func allocate(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer {
+        if let next {
+            let padding = Int(bitPattern: UInt(bitPattern: -Int(bitPattern: next))) & (alignment - 1)
+            if padding + byteCount <= remaining {
+                self.next = next + padding + byteCount
+                remaining -= padding + byteCount
+                return next + padding
+            }
+        }
+        let size = max(nextChunkBytes, byteCount)
+        nextChunkBytes = min(nextChunkBytes * 2, 64 << 10)
+        let chunk = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        chunks.append(chunk)
+        next = chunk + byteCount
+        remaining = size - byteCount
+        return chunk
     }
 
     /// A message struct initialised by its protoc-c `__init` (a zeroed struct has no descriptor and aborts).
     func message<T>(of type: T.Type, initialize: (UnsafeMutablePointer<T>) -> Void) -> UnsafeMutablePointer<T> {
-        let pointer = UnsafeMutablePointer<T>.allocate(capacity: 1)
-        allocations.append(UnsafeMutableRawPointer(pointer))
+        let pointer = allocate(byteCount: MemoryLayout<T>.stride, alignment: MemoryLayout<T>.alignment)
+            .bindMemory(to: T.self, capacity: 1)
         initialize(pointer)
         return pointer
     }
@@ -25,8 +57,9 @@ final class Arena {
     /// A NUL-terminated copy of `string` (UTF-8).
     func string(_ string: String) -> UnsafeMutablePointer<CChar> {
         let utf8 = string.utf8
-        let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count + 1)
-        allocations.append(UnsafeMutableRawPointer(pointer))
+        guard !utf8.isEmpty else { return Self.emptyString }
+        let pointer = allocate(byteCount: utf8.count + 1, alignment: 1).bindMemory(
+            to: CChar.self, capacity: utf8.count + 1)
         let buffer = UnsafeMutableRawBufferPointer(start: pointer, count: utf8.count)
         buffer.copyBytes(from: utf8)
         pointer[utf8.count] = 0
@@ -36,8 +69,7 @@ final class Arena {
     /// A `bytes` field value pointing at a copy of `bytes`.
     func bytes(_ bytes: [UInt8]) -> ProtobufCBinaryData {
         guard !bytes.isEmpty else { return ProtobufCBinaryData(len: 0, data: nil) }
-        let pointer = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes.count)
-        allocations.append(UnsafeMutableRawPointer(pointer))
+        let pointer = allocate(byteCount: bytes.count, alignment: 1).bindMemory(to: UInt8.self, capacity: bytes.count)
         pointer.initialize(from: bytes, count: bytes.count)
         return ProtobufCBinaryData(len: bytes.count, data: pointer)
     }
@@ -47,8 +79,9 @@ final class Arena {
         _ elements: some Collection<Element>, _ convert: (Element) -> CElement
     ) -> (Int, UnsafeMutablePointer<CElement>?) {
         guard !elements.isEmpty else { return (0, nil) }
-        let pointer = UnsafeMutablePointer<CElement>.allocate(capacity: elements.count)
-        allocations.append(UnsafeMutableRawPointer(pointer))
+        let pointer = allocate(
+            byteCount: MemoryLayout<CElement>.stride * elements.count, alignment: MemoryLayout<CElement>.alignment
+        ).bindMemory(to: CElement.self, capacity: elements.count)
         for (index, element) in elements.enumerated() {
             (pointer + index).initialize(to: convert(element))
         }
