@@ -48,6 +48,32 @@ private func roundTrip<M: ProtoMessage>(_ message: M) throws -> M {
         #expect(decoded.signedDate == nil)
     }
 
+    /// An answer bigger than every packing chunk together (4 KiB doubling to 64 KiB), with strings that straddle
+    /// chunk ends, empty strings among them, and nested messages: every byte comes back.
+    @Test func anAnswerLargerThanThePackingChunksRoundTrips() throws {
+        let big = String(repeating: "x", count: 70_000)
+        let response = GetHistoryResponse.with {
+            $0.bundleId = "com.example.app"
+            $0.revision = ""
+            $0.hasMore = true
+            $0.signedTransactions =
+                (0..<300).map { index in
+                    index % 7 == 0
+                        ? "" : String(repeating: Character(UnicodeScalar(UInt8(97 + index % 26))), count: index * 13)
+                } + [big]
+            $0.transactions = (0..<40).map { index in
+                var transaction = Self.transaction
+                transaction.transactionId = String(index)
+                transaction.storefront = index % 2 == 0 ? "" : transaction.storefront
+                return transaction
+            }
+        }
+        let decoded = try roundTrip(response)
+        #expect(decoded == response)
+        #expect(decoded.signedTransactions.last?.utf8.count == 70_000)
+        #expect(decoded.signedTransactions.filter(\.isEmpty).count == 43)
+    }
+
     @Test func repeatedStringsEnumsAndMessages() throws {
         let request = GetHistoryRequest.with {
             $0.transactionId = "1"
