@@ -5,6 +5,12 @@ public enum JSONString {
     /// Appends `text` as a JSON string literal, quotes included.
     public static func append(_ text: String, to output: inout String) {
         output += "\""
+        // The usual case: nothing to escape, one append.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            output += text
+            output += "\""
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": output += "\\\""

@@ -69,7 +69,12 @@ public struct JSONLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         guard event.level >= logLevel else { return }
-        write(line(for: event))
+        let bytes = lineBytes(for: event)
+        if toStandardError {
+            bytes.withUnsafeBytes { LogLineWriter.standardError.enqueue($0) }
+        } else {
+            write(String(decoding: bytes, as: UTF8.self))
+        }
         // Only a critical line (the process is about to end) waits for the reader; every other line, on a loop
         // or not, is only queued (the exit flush writes what is left).
         if toStandardError && event.level == .critical { LogLineWriter.standardError.flush() }
@@ -77,18 +82,26 @@ public struct JSONLogHandler: LogHandler {
 
     /// The JSON line (with its trailing newline) for one event.
     func line(for event: LogEvent) -> String {
+        String(decoding: lineBytes(for: event), as: UTF8.self)
+    }
+
+    /// The same line as UTF-8 bytes, built as bytes (no String appends).
+    func lineBytes(for event: LogEvent) -> [UInt8] {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let own = event.metadata { merged.merge(own) { $1 } }
 
-        var out = "{"
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(contentsOf: #"{"timestamp":""#.utf8)
+        JSONText.appendTimestamp(clock.wallNow(), to: &out)
+        out.append(UInt8(ascii: "\""))
         func field(_ key: String, _ value: String) {
-            if out.count > 1 { out += "," }
-            JSONText.appendString(key, to: &out)
-            out += ":"
-            JSONText.appendString(value, to: &out)
+            out.append(UInt8(ascii: ","))
+            JSONString.append(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONString.append(value, to: &out)
         }
-        field("timestamp", JSONText.timestamp(clock.wallNow()))
         field("level", event.level.rawValue)
         field("label", label)
         field("message", event.message.description)
@@ -98,12 +111,12 @@ public struct JSONLogHandler: LogHandler {
         var flat: [(key: String, value: Logger.MetadataValue)] = []
         flatten(merged, prefix: "", into: &flat)
         for (key, value) in flat.sorted(by: { $0.key < $1.key }) {
-            out += ","
-            JSONText.appendString(Self.isFixedField(key) ? "metadata.\(key)" : key, to: &out)
-            out += ":"
+            out.append(UInt8(ascii: ","))
+            JSONString.append(Self.isFixedField(key) ? "metadata.\(key)" : key, to: &out)
+            out.append(UInt8(ascii: ":"))
             appendValue(value, to: &out)
         }
-        out += "}\n"
+        out.append(contentsOf: "}\n".utf8)
         return out
     }
 
@@ -123,38 +136,38 @@ public struct JSONLogHandler: LogHandler {
         }
     }
 
-    private func appendValue(_ value: Logger.MetadataValue, to out: inout String) {
+    private func appendValue(_ value: Logger.MetadataValue, to out: inout [UInt8]) {
         switch value {
         case .string(let text):
-            JSONText.appendString(text, to: &out)
+            JSONString.append(text, to: &out)
         case .stringConvertible(let convertible):
             // Durations and counts stay numbers, so log queries can compare and sum them.
             if let number = JSONText.number(convertible) {
-                out += number
+                out.append(contentsOf: number.utf8)
             } else {
-                JSONText.appendString(convertible.description, to: &out)
+                JSONString.append(convertible.description, to: &out)
             }
         case .array(let elements):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 appendValue(element, to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .dictionary(let nested):
             // Only reached for dictionaries inside arrays (top-level ones are flattened).
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (index, key) in nested.keys.sorted().enumerated() {
-                if index > 0 { out += "," }
-                JSONText.appendString(key, to: &out)
-                out += ":"
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONString.append(key, to: &out)
+                out.append(UInt8(ascii: ":"))
                 if redaction.isSecret(key: key) {
-                    JSONText.appendString(SecretRedaction.replacement, to: &out)
+                    JSONString.append(SecretRedaction.replacement, to: &out)
                 } else if let inner = nested[key] {
                     appendValue(inner, to: &out)
                 }
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 }

@@ -1,12 +1,7 @@
 import GatewayCore
 
-/// JSON text building blocks (RFC 8259) for the log handler: string escaping and timestamps.
+/// JSON text building blocks (RFC 8259) for the log handler: numbers and timestamps (strings: `JSONString`).
 enum JSONText {
-    /// Appends `text` as a JSON string literal, quotes included (GatewayCore's `JSONString`).
-    static func appendString(_ text: String, to output: inout String) {
-        JSONString.append(text, to: &output)
-    }
-
     /// The JSON number for an integer or a finite floating-point value; nil for anything else.
     static func number(_ value: any CustomStringConvertible & Sendable) -> String? {
         switch value {

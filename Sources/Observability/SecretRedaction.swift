@@ -10,23 +10,56 @@ public struct SecretRedaction: Sendable, Hashable {
 
     /// Normalised fragments (lowercase letters and digits).
     public let fragments: [String]
+    /// The same, as bytes, for the search.
+    private let fragmentBytes: [[UInt8]]
 
     /// A rule matching keys that contain any of `fragments` (normalised the same way as keys).
     public init(fragments: [String] = SecretRedaction.defaultFragments) {
         self.fragments = fragments.map(Self.normalise).filter { !$0.isEmpty }
+        fragmentBytes = self.fragments.map { Array($0.utf8) }
     }
 
-    /// Whether a value under `key` must be replaced.
+    /// Whether a value under `key` must be replaced. Byte work only (no Unicode tables, no Foundation
+    /// search): it runs for every metadata key of every log line.
     public func isSecret(key: String) -> Bool {
-        let normalised = Self.normalise(key)
-        return fragments.contains { normalised.contains($0) }
+        let normalised = Self.normaliseBytes(key)
+        return fragmentBytes.contains { fragment in
+            guard fragment.count <= normalised.count else { return false }
+            return (0...(normalised.count - fragment.count)).contains { start in
+                normalised[start..<(start + fragment.count)].elementsEqual(fragment)
+            }
+        }
+    }
+
+    public static func == (lhs: SecretRedaction, rhs: SecretRedaction) -> Bool { lhs.fragments == rhs.fragments }
+    public func hash(into hasher: inout Hasher) { hasher.combine(fragments) }
+
+    /// `key` lowercased, with only its ASCII letters and digits: what fragments are matched against. An ASCII
+    /// key (every key the code logs) is done byte by byte; any other goes through Unicode lowercasing first,
+    /// which can turn a non-ASCII letter into an ASCII one (U+212A KELVIN SIGN into "k").
+    private static func normaliseBytes(_ key: String) -> [UInt8] {
+        guard key.utf8.allSatisfy({ $0 < 0x80 }) else {
+            return Array(
+                String(
+                    String.UnicodeScalarView(
+                        key.lowercased().unicodeScalars.filter {
+                            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))
+                        })
+                ).utf8)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(key.utf8.count)
+        for byte in key.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): bytes.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): bytes.append(byte + 32)
+            default: continue
+            }
+        }
+        return bytes
     }
 
     private static func normalise(_ key: String) -> String {
-        String(
-            String.UnicodeScalarView(
-                key.lowercased().unicodeScalars.filter {
-                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))
-                }))
+        String(decoding: normaliseBytes(key), as: UTF8.self)
     }
 }
