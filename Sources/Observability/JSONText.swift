@@ -5,6 +5,11 @@ enum JSONText {
     /// The JSON number for an integer or a finite floating-point value; nil for anything else.
     static func number(_ value: any CustomStringConvertible & Sendable) -> String? {
         switch value {
+        // The concrete types the code logs first: a cast to one is cheap, to an existential is not.
+        case let integer as Int: return String(integer)
+        case let integer as Int64: return String(integer)
+        case let integer as UInt64: return String(integer)
+        case let integer as Int32: return String(integer)
         case let integer as any BinaryInteger: return "\(integer)"
         case let double as Double: return double.isFinite ? "\(double)" : nil
         case let float as Float: return float.isFinite ? "\(float)" : nil

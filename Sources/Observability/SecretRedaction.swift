@@ -22,11 +22,27 @@ public struct SecretRedaction: Sendable, Hashable {
     /// Whether a value under `key` must be replaced. Byte work only (no Unicode tables, no Foundation
     /// search): it runs for every metadata key of every log line.
     public func isSecret(key: String) -> Bool {
-        let normalised = Self.normaliseBytes(key)
-        return fragmentBytes.contains { fragment in
+        let count = key.utf8.count
+        guard count <= 256, key.utf8.allSatisfy({ $0 < 0x80 }) else { return contains(Self.normaliseBytes(key)) }
+        // An ASCII key normalised on the stack: no allocation.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(count, 1)) { buffer in
+            var length = 0
+            for byte in key.utf8 {
+                guard let kept = Self.normalised(byte) else { continue }
+                buffer[length] = kept
+                length += 1
+            }
+            return contains(UnsafeBufferPointer(rebasing: buffer[..<length]))
+        }
+    }
+
+    /// Whether `normalised` contains one of the fragments.
+    private func contains<Bytes: RandomAccessCollection<UInt8>>(_ normalised: Bytes) -> Bool where Bytes.Index == Int {
+        fragmentBytes.contains { fragment in
             guard fragment.count <= normalised.count else { return false }
-            return (0...(normalised.count - fragment.count)).contains { start in
-                normalised[start..<(start + fragment.count)].elementsEqual(fragment)
+            let first = normalised.startIndex
+            return (0...(normalised.count - fragment.count)).contains { offset in
+                normalised[(first + offset)..<(first + offset + fragment.count)].elementsEqual(fragment)
             }
         }
     }
@@ -47,16 +63,16 @@ public struct SecretRedaction: Sendable, Hashable {
                         })
                 ).utf8)
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(key.utf8.count)
-        for byte in key.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): bytes.append(byte)
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): bytes.append(byte + 32)
-            default: continue
-            }
+        return key.utf8.compactMap(normalised)
+    }
+
+    /// An ASCII letter lowercased or a digit; nil for any other byte.
+    private static func normalised(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): byte
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): byte + 32
+        default: nil
         }
-        return bytes
     }
 
     private static func normalise(_ key: String) -> String {
