@@ -125,7 +125,7 @@ struct ServeCommand: ParsableCommand {
                     transport: .cleartextHTTP1,
                     responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint)
             } catch {
-                server.shutdown(graceMilliseconds: 0)
+                server.shutdown(grace: .zero)
                 throw ConfigurationLoading.fail("cannot listen on admin \(address): \(error)")
             }
             admin?.start()
@@ -135,7 +135,7 @@ struct ServeCommand: ParsableCommand {
             do {
                 webhook = try WebhookRuntime.start(configuration, feed: feed, service: gatewayService)
             } catch {
-                server.shutdown(graceMilliseconds: 0)
+                server.shutdown(grace: .zero)
                 throw error
             }
         }

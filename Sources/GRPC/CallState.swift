@@ -2,7 +2,7 @@ import GatewayCore
 
 /// The life of one gRPC call as a value: awaiting its request → running its handler → streaming its
 /// response → finished, with the deadline rules. `ServerCall` feeds it what happened on the stream and
-/// performs what it answers; it has no I/O and no clock of its own (instants are monotonic nanoseconds).
+/// performs what it answers; it has no I/O and no clock of its own (it is told the time as `MonotonicInstant`s).
 struct CallState: Sendable {
     enum Phase: Sendable, Hashable {
         /// The request message(s) are still arriving; the handler has not started.
@@ -59,14 +59,15 @@ struct CallState: Sendable {
     let requests: Requests
     private(set) var phase: Phase = .awaitingRequest
     /// When the call must be over (absolute); nil = no deadline.
-    private var deadline: UInt64?
+    private var deadline: MonotonicInstant?
     /// True when `deadline` only bounds the arrival of the request (a stream without `grpc-timeout`).
     private var deadlineBoundsRequestOnly: Bool
     private var keptMessage = false
 
     /// A call to `method`. `callDeadline` comes from `grpc-timeout` (or the server's default for unary
     /// calls); `requestDeadline` bounds only the arrival of the request of a stream without one.
-    init(method: String, requests: Requests, callDeadline: UInt64?, requestDeadline: UInt64? = nil) {
+    init(method: String, requests: Requests, callDeadline: MonotonicInstant?, requestDeadline: MonotonicInstant? = nil)
+    {
         self.method = method
         self.requests = requests
         deadline = callDeadline ?? requestDeadline
@@ -75,7 +76,7 @@ struct CallState: Sendable {
     }
 
     /// The deadline that applies now (nil once the request is in, when it only bounded that).
-    var activeDeadline: UInt64? { deadline }
+    var activeDeadline: MonotonicInstant? { deadline }
 
     /// True once the call has ended.
     var isFinished: Bool {
@@ -129,7 +130,7 @@ struct CallState: Sendable {
     }
 
     /// `now` is at or past the active deadline: true when the call must end DEADLINE_EXCEEDED.
-    mutating func deadlinePassed(now: UInt64) -> Bool {
+    mutating func deadlinePassed(now: MonotonicInstant) -> Bool {
         guard !isFinished, let deadline, now >= deadline else { return false }
         return true
     }

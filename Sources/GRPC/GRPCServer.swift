@@ -57,8 +57,8 @@ public final class GRPCServer: Sendable {
             maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: configuration.events,
             callGuard: configuration.callGuard,
             deadlines: DeadlinePolicy(
-                defaultMilliseconds: configuration.defaultDeadlineMilliseconds,
-                maximumMilliseconds: configuration.maxDeadlineMilliseconds))
+                defaultTimeout: .milliseconds(Int64(clamping: configuration.defaultDeadlineMilliseconds)),
+                maximumTimeout: .milliseconds(Int64(clamping: configuration.maxDeadlineMilliseconds))))
         self.router = router
         self.configuration = configuration
         self.http2 = try HTTP2Server(
@@ -74,11 +74,11 @@ public final class GRPCServer: Sendable {
 
     /// Graceful shutdown: GOAWAY (two-step) on every connection, in-flight calls run until they finish or
     /// the grace period ends, then the rest end with UNAVAILABLE and connections close. Blocks until done.
-    public func shutdown(graceMilliseconds: UInt64? = nil) {
-        let grace = graceMilliseconds ?? configuration.shutdownGraceMilliseconds
+    public func shutdown(grace: Duration? = nil) {
+        let grace = grace ?? .milliseconds(Int64(clamping: configuration.shutdownGraceMilliseconds))
         http2.beginGracefulShutdown()
-        let deadline = monotonicNanoseconds() + grace * 1_000_000
-        while http2.openConnections > 0 && monotonicNanoseconds() < deadline {
+        let deadline = MonotonicInstant.now() + grace
+        while http2.openConnections > 0 && MonotonicInstant.now() < deadline {
             usleep(20_000)
         }
         if http2.openConnections > 0 {
@@ -86,8 +86,8 @@ public final class GRPCServer: Sendable {
                 .unavailable, "the server is shutting down; retry the call (another replica will serve it)")
             router.finishAllCalls(unavailable, on: http2.eventLoops)
             // Let the final statuses reach the sockets before closing.
-            let flushDeadline = monotonicNanoseconds() + 500_000_000
-            while http2.openConnections > 0 && monotonicNanoseconds() < flushDeadline { usleep(10_000) }
+            let flushDeadline = MonotonicInstant.now() + .milliseconds(500)
+            while http2.openConnections > 0 && MonotonicInstant.now() < flushDeadline { usleep(10_000) }
             http2.closeAllConnections()
             usleep(50_000)
         }
@@ -188,7 +188,7 @@ struct Router: HTTP2Responder {
                 return nil
             }
         }
-        var requested: UInt64?
+        var requested: Duration?
         if let timeout = head.value(of: "grpc-timeout") {
             do {
                 requested = try GRPCTimeout.parse(timeout)
@@ -202,17 +202,19 @@ struct Router: HTTP2Responder {
         case .unaryInline, .unaryInlineOrTask, .unary: streaming = false
         case .serverStreaming, .bidiStreaming: streaming = true
         }
-        let deadline = deadlines.deadlines(requested: requested, streaming: streaming, now: monotonicNanoseconds())
+        // One clock reading per call: its deadlines and its start (for the duration metric) both come from it.
+        let now = MonotonicInstant.now()
+        let deadline = deadlines.deadlines(requested: requested, streaming: streaming, now: now)
         let metadata = head.fields.filter { field in
             !(field.name.hasPrefix("grpc-") || field.name == "content-type" || field.name == "te"
                 || field.name == "user-agent")
         }
         let context = ServerContext(
-            method: head.path, metadata: metadata, deadlineNanoseconds: deadline.call, caller: caller,
+            method: head.path, metadata: metadata, deadline: deadline.call, caller: caller,
             callGuard: callGuard)
         return ServerCall(
             stream: stream, handler: handler, context: context, registry: registries[stream.eventLoop],
-            maxMessageSize: maxReceiveMessageBytes, recorder: recorder, requestDeadlineNanoseconds: deadline.request)
+            maxMessageSize: maxReceiveMessageBytes, recorder: recorder, started: now, requestDeadline: deadline.request)
     }
 
     private static func isOpen(_ path: String) -> Bool {

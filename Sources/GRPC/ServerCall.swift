@@ -30,15 +30,18 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
 
     /// The method's metrics and access log.
     private let recorder: any RPCRecorder
-    private let startedNanos = monotonicNanoseconds()
+    /// When the call started (its deadline was computed from the same reading).
+    private let started: MonotonicInstant
 
-    /// `requestDeadlineNanoseconds`: when set (a streaming call without `grpc-timeout`), the call ends
-    /// DEADLINE_EXCEEDED if its request has not fully arrived by then; once it has, the call has no deadline.
+    /// `requestDeadline`: when set (a streaming call without `grpc-timeout`), the call ends DEADLINE_EXCEEDED
+    /// if its request has not fully arrived by then; once it has, the call has no deadline.
     init(
         stream: HTTP2Stream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
-        maxMessageSize: Int, recorder: any RPCRecorder, requestDeadlineNanoseconds: UInt64? = nil
+        maxMessageSize: Int, recorder: any RPCRecorder, started: MonotonicInstant,
+        requestDeadline: MonotonicInstant? = nil
     ) {
         self.recorder = recorder
+        self.started = started
         recorder.started()
         self.stream = stream
         self.handler = handler
@@ -48,20 +51,18 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
         var requests = CallState.Requests.single
         if case .bidiStreaming = handler { requests = .stream }
         self.state = CallState(
-            method: context.method, requests: requests, callDeadline: context.deadlineNanoseconds,
-            requestDeadline: requestDeadlineNanoseconds)
+            method: context.method, requests: requests, callDeadline: context.deadline,
+            requestDeadline: requestDeadline)
         // Inline calls complete on the loop as soon as their request is in: shutdown never has to end them.
         if case .unaryInline = handler {} else { registry.add(self) }
         if case .bidiStreaming(let body) = handler { startBidirectional(body) }
         armDeadlineTimer()
     }
 
-    /// Arms the one timer for the state's active deadline (none when there is none).
+    /// Arms the one timer for the state's active deadline (none when there is none); no clock read.
     private func armDeadlineTimer() {
         guard let deadline = state.activeDeadline else { return }
-        let now = monotonicNanoseconds()
-        let delay = deadline > now ? deadline - now : 0
-        deadlineTimer = stream.eventLoop.scheduleTimer(afterNanoseconds: delay, target: self)
+        deadlineTimer = stream.eventLoop.scheduleTimer(at: deadline, target: self)
     }
 
     // MARK: HTTP2StreamDelegate
@@ -302,7 +303,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
 
     private func deadlineExceeded() {
         deadlineTimer = nil
-        guard state.deadlinePassed(now: monotonicNanoseconds()) else {
+        guard state.deadlinePassed(now: .now()) else {
             armDeadlineTimer()  // woken a little early, or the deadline moved: wait for what remains
             return
         }
@@ -310,7 +311,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
     }
 
     private func report(_ code: StatusCode) {
-        let seconds = Double(monotonicNanoseconds() - startedNanos) / 1e9
+        let seconds = MonotonicInstant.now().seconds(since: started)
         recorder.finished(
             status: code, seconds: seconds, metadata: context.metadata, annotations: context.annotations)
     }

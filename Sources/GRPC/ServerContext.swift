@@ -8,8 +8,8 @@ public final class ServerContext: Sendable {
     public let method: String
     /// Custom metadata sent by the client (lowercase names; `-bin` values still base64).
     public let metadata: [(name: String, value: String)]
-    /// The call's deadline on the monotonic clock (`monotonicNanoseconds()`), nil when the client set none.
-    public let deadlineNanoseconds: UInt64?
+    /// The call's deadline on the monotonic clock (`MonotonicInstant.now()`), nil when the call has none.
+    public let deadline: MonotonicInstant?
     /// What the handler notes for the call's log line (also `CallAnnotations.current` in its task).
     public let annotations: CallAnnotations
     /// The call's W3C trace context (also `TraceContext.current` in its task): the caller's `traceparent`
@@ -28,14 +28,14 @@ public final class ServerContext: Sendable {
     /// A context; the trace and request id come from `metadata` (traceparent, tracestate, x-request-id),
     /// and `annotations` carry them (with the caller) into the call's log line.
     public init(
-        method: String, metadata: [(name: String, value: String)], deadlineNanoseconds: UInt64?,
+        method: String, metadata: [(name: String, value: String)], deadline: MonotonicInstant?,
         caller: CallerIdentity? = nil, callGuard: (any CallGuard)? = nil
     ) {
         self.method = method
         self.caller = caller
         self.callGuard = callGuard
         self.metadata = metadata
-        self.deadlineNanoseconds = deadlineNanoseconds
+        self.deadline = deadline
         var traceparent: String?
         var tracestate: String?
         var requestID: String?
@@ -79,11 +79,10 @@ public final class ServerContext: Sendable {
         metadata.first(where: { $0.name == name })?.value
     }
 
-    /// Time left before the deadline, in nanoseconds (nil = no deadline, 0 = passed).
-    public var remainingNanoseconds: UInt64? {
-        guard let deadline = deadlineNanoseconds else { return nil }
-        let now = monotonicNanoseconds()
-        return deadline > now ? deadline - now : 0
+    /// Time left before the deadline (nil = no deadline, zero = passed).
+    public var remaining: Duration? {
+        guard let deadline else { return nil }
+        return max(.zero, deadline - .now())
     }
 }
 

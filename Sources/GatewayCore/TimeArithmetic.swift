@@ -1,13 +1,10 @@
 import Synchronization
 
 extension Duration {
-    /// The duration in whole nanoseconds, saturating at `Int64` bounds.
-    public var wholeNanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return seconds < 0 ? .min : .max }
-        return scaled.addingSaturating(attoseconds / 1_000_000_000)
-    }
+    /// The duration in whole nanoseconds, rounded toward zero, saturating at `Int64` bounds. One 128-bit
+    /// division (about a fifth of the cost of going through `components`): instants add durations per call.
+    @inlinable
+    public var wholeNanoseconds: Int64 { Int64(clamping: attoseconds / 1_000_000_000) }
 
     /// The duration in whole milliseconds, rounded toward zero, saturating.
     public var wholeMilliseconds: Int64 {
@@ -28,10 +25,19 @@ extension Duration {
 
 extension Int64 {
     /// `self + other`, clamped to the representable range.
+    @inlinable
     func addingSaturating(_ other: Int64) -> Int64 {
         let (sum, overflow) = addingReportingOverflow(other)
         if !overflow { return sum }
         return other > 0 ? .max : .min
+    }
+
+    /// `self - other`, clamped to the representable range.
+    @inlinable
+    func subtractingSaturating(_ other: Int64) -> Int64 {
+        let (difference, overflow) = subtractingReportingOverflow(other)
+        if !overflow { return difference }
+        return other < 0 ? .max : .min
     }
 
     /// Division rounding toward negative infinity.

@@ -8,21 +8,21 @@
 enum AcceptBackoff: Equatable {
     /// Accept the next connection.
     case accept
-    /// Stop polling the listener; poll it again after this many nanoseconds or when a connection closes.
-    case pause(nanoseconds: UInt64)
+    /// Stop polling the listener; poll it again after this long or when a connection closes.
+    case pause(Duration)
 
     /// How long a paused listener waits before it is polled again (a closing connection resumes it sooner).
-    static let retryNanoseconds: UInt64 = 100_000_000
+    static let retryDelay: Duration = .milliseconds(100)
 
     /// Before an accept: the cap (`maxConnections`, 0 = none) against the connections open now.
     static func beforeAccept(openConnections: Int, maxConnections: Int) -> AcceptBackoff {
-        maxConnections > 0 && openConnections >= maxConnections ? .pause(nanoseconds: retryNanoseconds) : .accept
+        maxConnections > 0 && openConnections >= maxConnections ? .pause(retryDelay) : .accept
     }
 
     /// After accept failed with `errno` (EAGAIN and aborted handshakes never get here): out of descriptors
     /// or kernel memory pause the listener; anything else also pauses, since retrying at once would spin.
     static func afterAcceptFailure(errno: Int32) -> AcceptBackoff {
-        .pause(nanoseconds: retryNanoseconds)
+        .pause(retryDelay)
     }
 }
 

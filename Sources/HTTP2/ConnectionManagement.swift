@@ -1,3 +1,5 @@
+import GatewayCore
+
 /// An HTTP/2 error code (RFC 9113 §7) of the GOAWAYs `ConnectionManagement` decides.
 /// An HTTP/2 error code (RFC 9113 §7), in RST_STREAM and GOAWAY frames. A struct, not an enum: a peer may send
 /// any 32-bit value, and it must be carried as received.
@@ -18,34 +20,35 @@ public struct HTTP2ErrorCode: RawRepresentable, Sendable, Hashable {
 /// (GOAWAY with the maximum stream id and a PING of its own, then the final GOAWAY when that PING returns
 /// or after a timeout).
 ///
-/// No I/O and no clock: `ServerConnection` reports what happened with the current time (nanoseconds of
-/// the monotonic clock) and performs the returned `Action`s; `nextDeadline` tells it when to call `tick`.
+/// No I/O and no clock: `ServerConnection` reports what happened with the current time (an instant of the
+/// monotonic clock) and performs the returned `Action`s; `nextDeadline` tells it when to call `tick`.
 struct ConnectionManagement: Sendable {
-    /// The timers and limits, from `HTTP2Configuration` (nanoseconds; 0 disables where noted there).
+    /// The timers and limits, from `HTTP2Configuration` (zero disables where noted there).
     struct Policy: Sendable, Hashable {
-        var idleTimeout: UInt64
-        var keepaliveTime: UInt64
-        var keepaliveTimeout: UInt64
-        /// Already jittered per connection; 0 = never.
-        var maxAge: UInt64
-        var maxAgeGrace: UInt64
-        var goawayPingTimeout: UInt64
-        var minClientPingInterval: UInt64
+        var idleTimeout: Duration
+        var keepaliveTime: Duration
+        var keepaliveTimeout: Duration
+        /// Already jittered per connection; zero = never.
+        var maxAge: Duration
+        var maxAgeGrace: Duration
+        var goawayPingTimeout: Duration
+        var minClientPingInterval: Duration
         var permitClientPingWithoutCalls: Bool
         var maxPingStrikes: Int
 
         /// The policy of `configuration`, with the maximum age scaled by `ageJitter` (drawn in 0.9...1.1
         /// per connection so clients do not all reconnect at once).
         init(_ configuration: HTTP2Configuration, ageJitter: Double = 1) {
-            let ms: UInt64 = 1_000_000
-            idleTimeout = configuration.idleTimeoutMilliseconds.multipliedClamped(by: ms)
-            keepaliveTime = configuration.keepaliveTimeMilliseconds.multipliedClamped(by: ms)
-            keepaliveTimeout = configuration.keepaliveTimeoutMilliseconds.multipliedClamped(by: ms)
+            func duration(_ milliseconds: UInt64) -> Duration { .milliseconds(Int64(clamping: milliseconds)) }
+            idleTimeout = duration(configuration.idleTimeoutMilliseconds)
+            keepaliveTime = duration(configuration.keepaliveTimeMilliseconds)
+            keepaliveTimeout = duration(configuration.keepaliveTimeoutMilliseconds)
+            // In whole nanoseconds, capped at half the instants' range: a huge age stays a (far) deadline.
             let age = Double(configuration.maxConnectionAgeMilliseconds) * min(max(ageJitter, 0.5), 2) * 1e6
-            maxAge = age >= 1.8e19 ? .max / 2 : UInt64(age)
-            maxAgeGrace = configuration.maxConnectionAgeGraceMilliseconds.multipliedClamped(by: ms)
-            goawayPingTimeout = configuration.goawayPingTimeoutMilliseconds.multipliedClamped(by: ms)
-            minClientPingInterval = configuration.minClientPingIntervalMilliseconds.multipliedClamped(by: ms)
+            maxAge = .nanoseconds(min(Int64(saturating: age) ?? 0, .max / 2))
+            maxAgeGrace = duration(configuration.maxConnectionAgeGraceMilliseconds)
+            goawayPingTimeout = duration(configuration.goawayPingTimeoutMilliseconds)
+            minClientPingInterval = duration(configuration.minClientPingIntervalMilliseconds)
             permitClientPingWithoutCalls = configuration.permitClientPingWithoutCalls
             maxPingStrikes = configuration.maxPingStrikes
         }
@@ -68,29 +71,29 @@ struct ConnectionManagement: Sendable {
         /// Accepting streams.
         case open
         /// The shutdown notice and its PING (`ping`) went out at `since`; streams still arrive.
-        case announced(ping: UInt64, since: UInt64, debug: String)
+        case announced(ping: UInt64, since: MonotonicInstant, debug: String)
         /// The final GOAWAY went out: no new stream; the connection ends when its streams have.
         case closing
     }
 
     let policy: Policy
     private(set) var phase: Phase = .open
-    private var lastRead: UInt64
-    private var idleSince: UInt64?
-    private var keepalivePing: (payload: UInt64, sentAt: UInt64)?
-    private var ageDeadline: UInt64?
-    private var closeDeadline: UInt64?
-    private var lastClientPing: UInt64?
+    private var lastRead: MonotonicInstant
+    private var idleSince: MonotonicInstant?
+    private var keepalivePing: (payload: UInt64, sentAt: MonotonicInstant)?
+    private var ageDeadline: MonotonicInstant?
+    private var closeDeadline: MonotonicInstant?
+    private var lastClientPing: MonotonicInstant?
     private(set) var pingStrikes = 0
     /// PING payloads are numbered, so an acknowledgement says which PING it answers.
     private var lastPayload: UInt64 = 0
 
     /// A connection opened at `now`, without streams.
-    init(policy: Policy, now: UInt64) {
+    init(policy: Policy, now: MonotonicInstant) {
         self.policy = policy
         lastRead = now
         idleSince = now
-        if policy.maxAge > 0 { ageDeadline = now.addingClamped(policy.maxAge) }
+        if policy.maxAge > .zero { ageDeadline = now + policy.maxAge }
     }
 
     /// Whether a graceful close has begun.
@@ -102,13 +105,13 @@ struct ConnectionManagement: Sendable {
     // MARK: Events
 
     /// Bytes arrived from the peer.
-    mutating func bytesRead(now: UInt64) { lastRead = now }
+    mutating func bytesRead(now: MonotonicInstant) { lastRead = now }
 
     /// A stream opened: the connection is not idle.
     mutating func streamOpened() { idleSince = nil }
 
     /// The last open stream closed at `now`.
-    mutating func allStreamsClosed(now: UInt64) { idleSince = now }
+    mutating func allStreamsClosed(now: MonotonicInstant) { idleSince = now }
 
     /// A response HEADERS or DATA frame went out: the client's PING budget starts again (grpc's rule: a
     /// server that sends is not bothered by a client's BDP or keepalive PINGs).
@@ -116,8 +119,8 @@ struct ConnectionManagement: Sendable {
 
     /// The client sent a PING (nghttp2 answers it). Too often, or without calls when that is not permitted,
     /// is a strike; past `maxPingStrikes` the connection ends with ENHANCE_YOUR_CALM "too_many_pings".
-    mutating func clientPinged(now: UInt64, openStreams: Int) -> [Action] {
-        let tooSoon = lastClientPing.map { now > $0 && now - $0 < policy.minClientPingInterval } ?? false
+    mutating func clientPinged(now: MonotonicInstant, openStreams: Int) -> [Action] {
+        let tooSoon = lastClientPing.map { now > $0 && now < $0 + policy.minClientPingInterval } ?? false
         let withoutCalls = openStreams == 0 && !policy.permitClientPingWithoutCalls
         lastClientPing = now
         guard tooSoon || withoutCalls else { return [] }
@@ -137,7 +140,7 @@ struct ConnectionManagement: Sendable {
 
     /// Starts a graceful close (RFC 9113 §6.8) with `debug` as the final GOAWAY's text; nothing when one
     /// has begun already.
-    mutating func beginGracefulClose(now: UInt64, debug: String = "") -> [Action] {
+    mutating func beginGracefulClose(now: MonotonicInstant, debug: String = "") -> [Action] {
         guard phase == .open else { return [] }
         let payload = nextPayload()
         phase = .announced(ping: payload, since: now, debug: debug)
@@ -151,12 +154,12 @@ struct ConnectionManagement: Sendable {
     }
 
     /// What is due at `now`: call it at `nextDeadline` (earlier calls are harmless).
-    mutating func tick(now: UInt64) -> [Action] {
+    mutating func tick(now: MonotonicInstant) -> [Action] {
         var actions: [Action] = []
         if let deadline = ageDeadline, now >= deadline {
             ageDeadline = nil
             if phase == .open {
-                closeDeadline = now.addingClamped(policy.maxAgeGrace)
+                closeDeadline = now + policy.maxAgeGrace
                 actions += beginGracefulClose(now: now, debug: "max_age")
             }
         }
@@ -164,19 +167,18 @@ struct ConnectionManagement: Sendable {
             phase = .closing
             return actions + [.close]  // the grace after max_age is over: calls still open are cut off
         }
-        if case .announced(_, let since, let debug) = phase, now >= since.addingClamped(policy.goawayPingTimeout) {
+        if case .announced(_, let since, let debug) = phase, now >= since + policy.goawayPingTimeout {
             phase = .closing
             actions.append(.sendGoaway(.noError, debug: debug))  // the PING never came back: go on without it
         }
-        if phase == .open, policy.idleTimeout > 0, let since = idleSince, now >= since.addingClamped(policy.idleTimeout)
-        {
+        if phase == .open, policy.idleTimeout > .zero, let since = idleSince, now >= since + policy.idleTimeout {
             return actions + closeNow(.noError, debug: "max_idle")
         }
         if let ping = keepalivePing {
-            if now >= ping.sentAt.addingClamped(policy.keepaliveTimeout) {
+            if now >= ping.sentAt + policy.keepaliveTimeout {
                 return actions + closeNow(.noError, debug: "keepalive_timeout")
             }
-        } else if policy.keepaliveTime > 0, now >= lastRead.addingClamped(policy.keepaliveTime) {
+        } else if policy.keepaliveTime > .zero, now >= lastRead + policy.keepaliveTime {
             let payload = nextPayload()
             keepalivePing = (payload, now)
             actions.append(.sendPing(payload))
@@ -185,38 +187,30 @@ struct ConnectionManagement: Sendable {
     }
 
     /// The earliest instant `tick` may have something to do; nil when nothing is timed.
-    var nextDeadline: UInt64? {
-        var next = UInt64.max
-        if let deadline = ageDeadline { next = min(next, deadline) }
-        if let deadline = closeDeadline { next = min(next, deadline) }
-        if case .announced(_, let since, _) = phase { next = min(next, since.addingClamped(policy.goawayPingTimeout)) }
-        if phase == .open, policy.idleTimeout > 0, let since = idleSince {
-            next = min(next, since.addingClamped(policy.idleTimeout))
+    var nextDeadline: MonotonicInstant? {
+        var next = ageDeadline
+        if let deadline = closeDeadline { next = Self.earlier(next, deadline) }
+        if case .announced(_, let since, _) = phase { next = Self.earlier(next, since + policy.goawayPingTimeout) }
+        if phase == .open, policy.idleTimeout > .zero, let since = idleSince {
+            next = Self.earlier(next, since + policy.idleTimeout)
         }
         if let ping = keepalivePing {
-            next = min(next, ping.sentAt.addingClamped(policy.keepaliveTimeout))
-        } else if policy.keepaliveTime > 0 {
-            next = min(next, lastRead.addingClamped(policy.keepaliveTime))
+            next = Self.earlier(next, ping.sentAt + policy.keepaliveTimeout)
+        } else if policy.keepaliveTime > .zero {
+            next = Self.earlier(next, lastRead + policy.keepaliveTime)
         }
-        return next == .max ? nil : next
+        // A deadline that saturated (a huge timeout) is never reached: nothing to wait for.
+        guard let next, next.nanoseconds < .max else { return nil }
+        return next
+    }
+
+    private static func earlier(_ current: MonotonicInstant?, _ candidate: MonotonicInstant) -> MonotonicInstant {
+        guard let current else { return candidate }
+        return min(current, candidate)
     }
 
     private mutating func nextPayload() -> UInt64 {
         lastPayload &+= 1
         return lastPayload
-    }
-}
-
-extension UInt64 {
-    /// `self + other`, saturating at `UInt64.max`.
-    func addingClamped(_ other: UInt64) -> UInt64 {
-        let (sum, overflow) = addingReportingOverflow(other)
-        return overflow ? .max : sum
-    }
-
-    /// `self × other`, saturating at `UInt64.max`.
-    func multipliedClamped(by other: UInt64) -> UInt64 {
-        let (product, overflow) = multipliedReportingOverflow(by: other)
-        return overflow ? .max : product
     }
 }

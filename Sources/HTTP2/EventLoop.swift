@@ -1,4 +1,5 @@
 internal import CLinux
+import GatewayCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -23,7 +24,7 @@ enum TimerAction {
     case target(any TimerTarget)
 }
 
-/// An object a loop timer calls back (see `EventLoop.scheduleTimer(afterNanoseconds:target:)`).
+/// An object a loop timer calls back (see `EventLoop.scheduleTimer(at:target:)`).
 public protocol TimerTarget: AnyObject {
     /// The timer is due; called on the loop.
     func timerFired()
@@ -136,25 +137,32 @@ public final class EventLoop: @unchecked Sendable {
         sources[fd] = nil
     }
 
-    /// Schedules `body` to run on the loop after `nanoseconds`.
+    /// Schedules `body` to run on the loop at `deadline`.
     @discardableResult
-    func schedule(afterNanoseconds nanoseconds: UInt64, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
-        timers.schedule(at: monotonicNanoseconds() &+ nanoseconds, .closure(body))
+    func schedule(at deadline: MonotonicInstant, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
+        timers.schedule(at: deadline, .closure(body))
+    }
+
+    /// Schedules `body` to run on the loop after `delay`.
+    @discardableResult
+    func schedule(after delay: Duration, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
+        timers.schedule(at: .now() + delay, .closure(body))
     }
 
     func cancelTimer(_ id: TimerQueue<TimerAction>.ID) {
         timers.cancel(id)
     }
 
-    /// Runs `body` on this loop after `nanoseconds`. Call on the loop thread only.
-    public func scheduleTimer(afterNanoseconds nanoseconds: UInt64, _ body: @escaping () -> Void) -> TimerHandle {
-        TimerHandle(id: schedule(afterNanoseconds: nanoseconds, body))
+    /// Runs `body` on this loop after `delay`. Call on the loop thread only.
+    public func scheduleTimer(after delay: Duration, _ body: @escaping () -> Void) -> TimerHandle {
+        TimerHandle(id: schedule(after: delay, body))
     }
 
-    /// Calls `target.timerFired()` on this loop after `nanoseconds`, holding the target until then (or until
-    /// cancelled); nothing is allocated for it. Call on the loop thread only.
-    public func scheduleTimer(afterNanoseconds nanoseconds: UInt64, target: any TimerTarget) -> TimerHandle {
-        TimerHandle(id: timers.schedule(at: monotonicNanoseconds() &+ nanoseconds, .target(target)))
+    /// Calls `target.timerFired()` on this loop at `deadline` (at once when it has passed), holding the target
+    /// until then (or until cancelled); nothing is allocated for it and the clock is not read. Call on the loop
+    /// thread only.
+    public func scheduleTimer(at deadline: MonotonicInstant, target: any TimerTarget) -> TimerHandle {
+        TimerHandle(id: timers.schedule(at: deadline, .target(target)))
     }
 
     /// Cancels a timer of this loop; harmless when it fired already. Call on the loop thread only.
@@ -201,9 +209,9 @@ public final class EventLoop: @unchecked Sendable {
     private func millisecondsUntilNextTimer() -> Int32 {
         if !inbox.withLock({ $0.tasks.isEmpty }) { return 0 }
         guard let deadline = timers.nextDeadline() else { return -1 }
-        let now = monotonicNanoseconds()
+        let now = MonotonicInstant.now()
         if deadline <= now { return 0 }
-        return Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
+        return Int32(min((deadline - now).millisecondsRoundedUp, 60_000))  // rounded up: never wakes early
     }
 
     private func runTasks() {
@@ -218,7 +226,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runDueTimers() {
-        for action in timers.popDue(now: monotonicNanoseconds()) {
+        for action in timers.popDue(now: .now()) {
             switch action {
             case .closure(let body): body()
             case .target(let target): target.timerFired()

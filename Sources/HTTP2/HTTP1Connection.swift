@@ -43,7 +43,8 @@ final class HTTP1Connection: LoopConnection, Flushable {
         if let deadlineTimer { owner.eventLoop.cancelTimer(deadlineTimer) }
         deadlineTimer = nil
         guard let milliseconds, milliseconds > 0, !closed else { return }
-        deadlineTimer = owner.eventLoop.scheduleTimer(afterNanoseconds: milliseconds * 1_000_000) { [unowned self] in
+        deadlineTimer = owner.eventLoop.scheduleTimer(after: .milliseconds(Int64(clamping: milliseconds))) {
+            [unowned self] in
             self.deadlineTimer = nil  // unowned: close() cancels the timer
             if !self.busy { self.close(abort: false) }
         }
@@ -127,11 +128,11 @@ final class HTTP1Connection: LoopConnection, Flushable {
                 responseDone()
                 return
             }
-            sendSlowly(response.body[...], pieces: max(1, chunks), intervalNanoseconds: interval * 1_000_000)
+            sendSlowly(response.body[...], pieces: max(1, chunks), interval: interval)
         }
     }
 
-    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, intervalNanoseconds: UInt64) {
+    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, interval: Duration) {
         guard !closed else { return }
         let size = max(1, (rest.count + pieces - 1) / pieces)
         output.append(Array(rest.prefix(size)))
@@ -140,8 +141,8 @@ final class HTTP1Connection: LoopConnection, Flushable {
         if remaining.isEmpty {
             responseDone()
         } else {
-            _ = owner.eventLoop.scheduleTimer(afterNanoseconds: intervalNanoseconds) { [self] in
-                self.sendSlowly(remaining, pieces: max(1, pieces - 1), intervalNanoseconds: intervalNanoseconds)
+            _ = owner.eventLoop.scheduleTimer(after: interval) { [self] in
+                self.sendSlowly(remaining, pieces: max(1, pieces - 1), interval: interval)
             }
         }
     }

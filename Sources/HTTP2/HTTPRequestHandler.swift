@@ -62,8 +62,8 @@ public struct HTTPResponse: Sendable {
     public enum Delivery: Sendable, Hashable {
         /// All at once.
         case normal
-        /// The body in `chunks` pieces, `intervalMilliseconds` apart (a slow upstream).
-        case slowBody(chunks: Int, intervalMilliseconds: UInt64)
+        /// The body in `chunks` pieces, `interval` apart (a slow upstream).
+        case slowBody(chunks: Int, interval: Duration)
         /// No response: the connection is reset (HTTP/1.1: closed; HTTP/2: the stream is reset).
         case resetConnection
     }

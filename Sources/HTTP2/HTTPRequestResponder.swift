@@ -83,13 +83,11 @@ final class WholeRequestCall: HTTP2StreamDelegate {
             }
         case .slowBody(let chunks, let interval):
             stream.respond(status: response.status, fields: fields, endStream: false)
-            sendSlowly(
-                response.body[...], pieces: max(1, chunks), intervalNanoseconds: interval * 1_000_000, on: stream)
+            sendSlowly(response.body[...], pieces: max(1, chunks), interval: interval, on: stream)
         }
     }
 
-    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, intervalNanoseconds: UInt64, on stream: HTTP2Stream)
-    {
+    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, interval: Duration, on stream: HTTP2Stream) {
         guard !stream.isClosed else { return }
         let size = max(1, (rest.count + pieces - 1) / pieces)
         stream.write(Array(rest.prefix(size)))
@@ -99,8 +97,8 @@ final class WholeRequestCall: HTTP2StreamDelegate {
             stream.finish(trailers: nil as HeaderBlock?)
             return
         }
-        timer = stream.eventLoop.scheduleTimer(afterNanoseconds: intervalNanoseconds) { [self] in
-            self.sendSlowly(remaining, pieces: max(1, pieces - 1), intervalNanoseconds: intervalNanoseconds, on: stream)
+        timer = stream.eventLoop.scheduleTimer(after: interval) { [self] in
+            self.sendSlowly(remaining, pieces: max(1, pieces - 1), interval: interval, on: stream)
         }
     }
 }

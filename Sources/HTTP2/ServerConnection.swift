@@ -1,5 +1,6 @@
 internal import CLinux
 internal import CNGHTTP2
+import GatewayCore
 
 #if canImport(Glibc)
     import Glibc
@@ -38,7 +39,7 @@ final class ServerConnection: LoopConnection, Flushable {
     private var receiving = false
     private var closeAfterReceive = false
     private var housekeepingTimer: TimerQueue<TimerAction>.ID?
-    private var housekeepingAt: UInt64?
+    private var housekeepingAt: MonotonicInstant?
     /// Request bytes held by this connection's streams and the window owed to the peer.
     private var ledger: ReceiveLedger
     private let budget: SharedReceiveBudget
@@ -57,7 +58,7 @@ final class ServerConnection: LoopConnection, Flushable {
         self.ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
         self.budget = owner.receiveBudget
         self.management = ConnectionManagement(
-            policy: .init(configuration, ageJitter: Double.random(in: 0.9...1.1)), now: monotonicNanoseconds())
+            policy: .init(configuration, ageJitter: Double.random(in: 0.9...1.1)), now: .now())
         var session: OpaquePointer?
         let rc = nghttp2_session_server_new2(
             &session, NGHTTP2Callbacks.shared.pointer, Unmanaged.passUnretained(self).toOpaque(),
@@ -117,7 +118,7 @@ final class ServerConnection: LoopConnection, Flushable {
         reading: while true {
             switch io.read(into: buffer) {
             case .bytes(let count):
-                management.bytesRead(now: monotonicNanoseconds())
+                management.bytesRead(now: .now())
                 if !receive(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { return }
                 rounds += 1
                 if (count < buffer.count || rounds >= 4) && !io.hasBufferedInput { break reading }
@@ -450,7 +451,7 @@ final class ServerConnection: LoopConnection, Flushable {
         // Held back only by the process-wide cap: look again soon, since other connections release bytes
         // without telling this one. (Over its own budget, only its own streams' releases can help.)
         if grantRetryTimer == nil && ledger.owedBytes > 0 && ledger.held <= ledger.limit {
-            grantRetryTimer = eventLoop.schedule(afterNanoseconds: 50_000_000) { [unowned self] in
+            grantRetryTimer = eventLoop.schedule(after: .milliseconds(50)) { [unowned self] in
                 self.grantRetryTimer = nil  // unowned: close() cancels the timer
                 self.grant(self.ledger.grantsIfRoom(processHasRoom: self.budget.hasRoom))
             }
@@ -473,7 +474,7 @@ final class ServerConnection: LoopConnection, Flushable {
         stream.delegate?.streamClosed(stream, errorCode: errorCode)
         stream.delegate = nil
         if streams.isEmpty {
-            management.allStreamsClosed(now: monotonicNanoseconds())
+            management.allStreamsClosed(now: .now())
             housekeepingDue(by: management.nextDeadline)
             if draining { needsFlush() }
         }
@@ -481,7 +482,7 @@ final class ServerConnection: LoopConnection, Flushable {
 
     /// A PING from the client (nghttp2 answers it); too many end the connection (`ConnectionManagement`).
     func clientPinged() {
-        perform(management.clientPinged(now: monotonicNanoseconds(), openStreams: streams.count))
+        perform(management.clientPinged(now: .now(), openStreams: streams.count))
     }
 
     /// The peer acknowledged one of our PINGs (`payload` as sent).
@@ -502,7 +503,7 @@ final class ServerConnection: LoopConnection, Flushable {
     /// Streams in flight finish; the connection closes when none is left.
     func beginGracefulClose() {
         eventLoop.assertInLoop("an HTTP/2 connection")
-        perform(management.beginGracefulClose(now: monotonicNanoseconds()))
+        perform(management.beginGracefulClose(now: .now()))
     }
 
     /// Arms the connection's one timer for its next real deadline (idle, keepalive, PING answer, max age,
@@ -510,27 +511,25 @@ final class ServerConnection: LoopConnection, Flushable {
     /// second. State changes that bring a deadline closer call `housekeepingDue(by:)`.
     private func scheduleHousekeeping() {
         guard !closed, let next = management.nextDeadline else { return }
-        armHousekeeping(at: max(next, monotonicNanoseconds() + 10_000_000))
+        armHousekeeping(at: max(next, .now() + .milliseconds(10)))
     }
 
-    private func armHousekeeping(at deadline: UInt64) {
+    private func armHousekeeping(at deadline: MonotonicInstant) {
         if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
         housekeepingAt = deadline
-        let now = monotonicNanoseconds()
         // unowned, not weak: a weak reference would give the connection a side table and slow every
         // retain/release of it; the timer is cancelled in close(), before the connection can go away.
-        housekeepingTimer = eventLoop.schedule(afterNanoseconds: deadline > now ? deadline - now : 0) {
-            [unowned self] in
+        housekeepingTimer = eventLoop.schedule(at: deadline) { [unowned self] in
             self.housekeepingTimer = nil
             self.housekeepingAt = nil
             guard !self.closed else { return }
-            self.perform(self.management.tick(now: monotonicNanoseconds()))
+            self.perform(self.management.tick(now: .now()))
             self.scheduleHousekeeping()
         }
     }
 
     /// Makes sure housekeeping runs no later than `deadline`.
-    private func housekeepingDue(by deadline: UInt64?) {
+    private func housekeepingDue(by deadline: MonotonicInstant?) {
         guard !closed, let deadline else { return }
         if let at = housekeepingAt, at <= deadline { return }
         armHousekeeping(at: deadline)

@@ -84,10 +84,10 @@ final class ServerLoop: EventSource, ConnectionOwner {
         guard let listener, !listenerPaused else { return }
         // Accept a bounded batch per wake-up; level-triggered epoll brings us back for the rest.
         for _ in 0..<64 {
-            if case .pause(let nanoseconds) = AcceptBackoff.beforeAccept(
+            if case .pause(let delay) = AcceptBackoff.beforeAccept(
                 openConnections: counters.openConnections, maxConnections: configuration.maxConnections)
             {
-                pauseListener(nanoseconds)
+                pauseListener(delay)
                 return
             }
             let fd: Int32
@@ -98,8 +98,8 @@ final class ServerLoop: EventSource, ConnectionOwner {
                 return
             case .failed(let errno):
                 // EMFILE/ENFILE: the connection stays queued and the listener readable; polling it now would spin.
-                if case .pause(let nanoseconds) = AcceptBackoff.afterAcceptFailure(errno: errno) {
-                    pauseListener(nanoseconds)
+                if case .pause(let delay) = AcceptBackoff.afterAcceptFailure(errno: errno) {
+                    pauseListener(delay)
                 }
                 return
             }
@@ -149,12 +149,12 @@ final class ServerLoop: EventSource, ConnectionOwner {
         }
     }
 
-    /// Takes the listener out of epoll until a connection closes or `nanoseconds` pass.
-    private func pauseListener(_ nanoseconds: UInt64) {
+    /// Takes the listener out of epoll until a connection closes or `delay` passes.
+    private func pauseListener(_ delay: Duration) {
         guard let listener, !listenerPaused else { return }
         listenerPaused = true
         eventLoop.modify(fd: listener.fd, events: 0)
-        resumeTimer = eventLoop.schedule(afterNanoseconds: nanoseconds) { [unowned self] in
+        resumeTimer = eventLoop.schedule(after: delay) { [unowned self] in
             self.resumeTimer = nil  // unowned: the server loop lives as long as its event loop runs
             self.resumeListener()
         }

@@ -27,10 +27,3 @@ func systemCall<T: BinaryInteger>(_ name: @autoclosure () -> String, _ body: () 
         throw SystemError(call: name(), errno: code)
     }
 }
-
-/// Monotonic time in nanoseconds (CLOCK_MONOTONIC).
-public func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}

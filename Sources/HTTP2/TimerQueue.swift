@@ -1,3 +1,5 @@
+import GatewayCore
+
 /// A min-heap of deadlines on the monotonic clock, owned by one event loop.
 ///
 /// Payloads live in a slot table (reused through a free list, each slot with a generation so a stale id
@@ -14,7 +16,7 @@ struct TimerQueue<Payload> {
     }
 
     private struct Entry {
-        var deadline: UInt64
+        var deadline: MonotonicInstant
         var sequence: UInt64
         var slot: Int
         var generation: UInt32
@@ -37,9 +39,9 @@ struct TimerQueue<Payload> {
     /// Heap entries, dead ones included (for tests: it stays within twice `count`, plus a small floor).
     var storedEntries: Int { heap.count }
 
-    /// Schedules `payload` to be due at `deadline` (monotonic nanoseconds).
+    /// Schedules `payload` to be due at `deadline`.
     @discardableResult
-    mutating func schedule(at deadline: UInt64, _ payload: Payload) -> ID {
+    mutating func schedule(at deadline: MonotonicInstant, _ payload: Payload) -> ID {
         let slot: Int
         if let free = freeSlots.popLast() {
             slot = free
@@ -65,13 +67,13 @@ struct TimerQueue<Payload> {
     }
 
     /// The earliest deadline of a live timer, if any.
-    mutating func nextDeadline() -> UInt64? {
+    mutating func nextDeadline() -> MonotonicInstant? {
         dropDeadTop()
         return heap.first?.deadline
     }
 
     /// Removes and returns every live timer due at or before `now`, earliest first.
-    mutating func popDue(now: UInt64) -> [Payload] {
+    mutating func popDue(now: MonotonicInstant) -> [Payload] {
         var due: [Payload] = []
         while true {
             dropDeadTop()

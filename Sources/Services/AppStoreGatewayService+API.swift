@@ -22,7 +22,7 @@ struct AppStoreAPIMethods: Sendable {
                 maxResponseBytes: maxResponseBytes)
             // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
             methods["/\(service)/\(name)"] = .unary(Request.self) { request, context throws(GatewayError) -> Response in
-                let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                let remaining = context.remaining
                 return try await handler.handle(request, remaining: remaining)
             }
         }

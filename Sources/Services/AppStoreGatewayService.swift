@@ -109,7 +109,7 @@ public struct AppStoreGatewayService: GRPCService {
             // Identical calls share one upstream call, keyed by the request's bytes as received.
             "/\(Self.name)/GetHistory": .unaryWithReceivedBytes(GetHistoryRequest.self) {
                 request, received, context throws(GatewayError) -> GetHistoryResponse in
-                let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                let remaining = context.remaining
                 return try await getHistory.handle(request, received: received, remaining: remaining)
             },
             // A Swift task paging Apple as the client reads; validation errors go out before any header.
@@ -129,7 +129,7 @@ public struct AppStoreGatewayService: GRPCService {
                             GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
                                 "resume_token", request.resumeToken))
                     }
-                    let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                    let remaining = context.remaining
                     try await notifications.runFollow(follow, remaining: remaining) {
                         event, shutdownStatus throws(RPCStatus) in
                         try await stream.send(event, shutdownStatus: shutdownStatus)
@@ -148,7 +148,7 @@ public struct AppStoreGatewayService: GRPCService {
                         GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
                             "resume_token", request.resumeToken))
                 }
-                let remaining = context.remainingNanoseconds.map { Duration.nanoseconds(Int64(clamping: $0)) }
+                let remaining = context.remaining
                 try await notifications.run(plan, remaining: remaining) { event, shutdownStatus throws(RPCStatus) in
                     try await stream.send(event, shutdownStatus: shutdownStatus)
                 }

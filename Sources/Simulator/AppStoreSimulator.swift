@@ -160,8 +160,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             }.first)
         if injected.contains(.truncatedBody) { response.body = Array(response.body.prefix(response.body.count / 2)) }
         for case .slowBody(let chunks, let interval) in injected {
-            response.delivery = .slowBody(
-                chunks: chunks, intervalMilliseconds: UInt64(max(0, interval.wholeMilliseconds)))
+            response.delivery = .slowBody(chunks: chunks, interval: max(.zero, interval))
         }
         return response
     }

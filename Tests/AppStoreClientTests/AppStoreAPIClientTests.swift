@@ -305,7 +305,7 @@ import Testing
         let fixture = try UpstreamFixture { _, _ in
             HTTPResponse(
                 status: 200, headers: [("content-type", "application/json")], body: body,
-                delivery: .slowBody(chunks: 3, intervalMilliseconds: 50))
+                delivery: .slowBody(chunks: 3, interval: .milliseconds(50)))
         }
         _ = try await history(fixture, deadline: deadline(in: .seconds(2)))
     }

@@ -374,7 +374,7 @@ struct TransactionMint: Sendable {
             Issue.record("GetHistory is not a unary method")
             return
         }
-        let context = ServerContext(method: "GetHistory", metadata: [], deadlineNanoseconds: nil)
+        let context = ServerContext(method: "GetHistory", metadata: [], deadline: nil)
         let bytes = try await method(request().serializedBytes(), context)
         let response = try GetHistoryResponse(serializedBytes: bytes)
         #expect(response.transactions.map(\.transactionId) == ["t1"])

@@ -94,7 +94,7 @@ import Testing
     @Test func slowBodyArrivesWhole() async throws {
         let fake = try FakeApple { _, _ in
             HTTPResponse(
-                status: 200, body: Array("abcdefgh".utf8), delivery: .slowBody(chunks: 4, intervalMilliseconds: 30))
+                status: 200, body: Array("abcdefgh".utf8), delivery: .slowBody(chunks: 4, interval: .milliseconds(30)))
         }
         let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
         let response = try await client.send(UpstreamRequest(url: fake.baseURL + "/"))

@@ -8,14 +8,14 @@ import Testing
     let method = "/appstore.gateway.v1.AppStoreGateway/GetHistory"
 
     @Test func aUnaryCallKeepsOneMessageStartsAtTheEndAndEndsOnce() {
-        var call = CallState(method: method, requests: .single, callDeadline: 1_000)
+        var call = CallState(method: method, requests: .single, callDeadline: .at(1_000))
         #expect(call.phase == .awaitingRequest)
         let r1 = call.messageArrived()
         #expect(r1 == .keep)
         let r2 = call.requestEnded(partialMessage: false)
         #expect(r2 == .start)
         #expect(call.phase == .running)
-        #expect(call.activeDeadline == 1_000)  // grpc-timeout bounds the whole call
+        #expect(call.activeDeadline == .at(1_000))  // grpc-timeout bounds the whole call
         call.responseStarted()
         #expect(call.phase == .streaming)
         let r3 = call.finish(.ok)
@@ -59,22 +59,22 @@ import Testing
     }
 
     @Test func aStreamWithoutTimeoutIsBoundedOnlyUntilItsRequestIsIn() {
-        var call = CallState(method: method, requests: .single, callDeadline: nil, requestDeadline: 500)
-        #expect(call.activeDeadline == 500)
+        var call = CallState(method: method, requests: .single, callDeadline: nil, requestDeadline: .at(500))
+        #expect(call.activeDeadline == .at(500))
         _ = call.messageArrived()
-        let r9 = call.deadlinePassed(now: 499)
+        let r9 = call.deadlinePassed(now: .at(499))
         #expect(r9 == false)
         let r10 = call.requestEnded(partialMessage: false)
         #expect(r10 == .start)
         #expect(call.activeDeadline == nil)  // a follower may stream for hours
-        let r11 = call.deadlinePassed(now: 10_000)
+        let r11 = call.deadlinePassed(now: .at(10_000))
         #expect(r11 == false)
     }
 
     @Test func aBidirectionalCallRunsAtOnceAndDeliversEveryMessage() {
-        var call = CallState(method: method, requests: .stream, callDeadline: nil, requestDeadline: 500)
+        var call = CallState(method: method, requests: .stream, callDeadline: nil, requestDeadline: .at(500))
         #expect(call.phase == .running)
-        let r12 = call.deadlinePassed(now: 500)
+        let r12 = call.deadlinePassed(now: .at(500))
         #expect(r12)  // nothing arrived in time
         let r13 = call.messageArrived()
         #expect(r13 == .deliver)
@@ -86,14 +86,14 @@ import Testing
     }
 
     @Test func theDeadlineEndsTheCallOnlyWhenReachedAndOnlyOnce() {
-        var call = CallState(method: method, requests: .single, callDeadline: 1_000)
-        let r16 = call.deadlinePassed(now: 999)
+        var call = CallState(method: method, requests: .single, callDeadline: .at(1_000))
+        let r16 = call.deadlinePassed(now: .at(999))
         #expect(!r16)
-        let r17 = call.deadlinePassed(now: 1_000)
+        let r17 = call.deadlinePassed(now: .at(1_000))
         #expect(r17)
         let r18 = call.finish(.deadlineExceeded)
         #expect(r18 == .trailersOnly)
-        let r19 = call.deadlinePassed(now: 2_000)
+        let r19 = call.deadlinePassed(now: .at(2_000))
         #expect(!r19)
     }
 
@@ -105,4 +105,9 @@ import Testing
         #expect(r20)
         #expect(call.phase == .finished(.cancelled))
     }
+}
+
+extension MonotonicInstant {
+    /// The instant `nanoseconds` after the clock's origin.
+    fileprivate static func at(_ nanoseconds: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: nanoseconds) }
 }

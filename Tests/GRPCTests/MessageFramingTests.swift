@@ -95,16 +95,18 @@ import Testing
 
 @Suite struct TimeoutTests {
     @Test(arguments: [
-        ("1H", UInt64(3_600_000_000_000)), ("2M", 120_000_000_000), ("3S", 3_000_000_000),
-        ("4m", 4_000_000), ("5u", 5_000), ("6n", 6), ("99999999S", 99_999_999_000_000_000),
-        ("0m", 0), ("00000001n", 1),
+        ("1H", Duration.seconds(3_600)), ("2M", .seconds(120)), ("3S", .seconds(3)), ("4m", .milliseconds(4)),
+        ("5u", .microseconds(5)), ("6n", .nanoseconds(6)), ("99999999S", .seconds(99_999_999)), ("0m", .zero),
+        ("00000001n", .nanoseconds(1)),
     ])
-    func parsesEveryUnit(text: String, nanoseconds: UInt64) throws {
-        #expect(try GRPCTimeout.parse(text) == nanoseconds)
+    func parsesEveryUnit(text: String, timeout: Duration) throws {
+        #expect(try GRPCTimeout.parse(text) == timeout)
     }
 
-    @Test func saturatesInsteadOfOverflowing() throws {
-        #expect(try GRPCTimeout.parse("99999999H") == UInt64.max)
+    @Test func theLargestTimeoutIsExactAndItsDeadlineSaturates() throws {
+        let largest = try GRPCTimeout.parse("99999999H")
+        #expect(largest == .seconds(99_999_999 * 3_600))  // 11,400 years: past what an Int64 of nanoseconds holds
+        #expect(MonotonicInstant(nanoseconds: 1) + largest == MonotonicInstant(nanoseconds: .max))
     }
 
     @Test(arguments: ["", "S", "1", "1s", "123456789S", "-1S", "1.5S", " 1S", "1 S", "1SS", "１S"])

@@ -78,10 +78,10 @@ private func withServer(_ log: HandlerLog, _ body: (UInt16) async throws -> Void
     do {
         try await body(server.port)
     } catch {
-        server.shutdown(graceMilliseconds: 0)
+        server.shutdown(grace: .zero)
         throw error
     }
-    server.shutdown(graceMilliseconds: 0)
+    server.shutdown(grace: .zero)
 }
 
 @Suite(.serialized, .enabled(if: python != nil, "needs the test venv (make venv) for the Python h2 client"))

@@ -11,7 +11,7 @@ import Testing
         #expect(AcceptBackoff.beforeAccept(openConnections: 7, maxConnections: 8) == .accept)
         #expect(
             AcceptBackoff.beforeAccept(openConnections: 8, maxConnections: 8)
-                == .pause(nanoseconds: AcceptBackoff.retryNanoseconds))
+                == .pause(AcceptBackoff.retryDelay))
         #expect(AcceptBackoff.beforeAccept(openConnections: 9, maxConnections: 8) != .accept)
     }
 
@@ -21,11 +21,11 @@ import Testing
 
     @Test func outOfDescriptorsPausesTheListener() {
         for errno in [EMFILE, ENFILE, ENOBUFS, ENOMEM] {
-            guard case .pause(let nanoseconds) = AcceptBackoff.afterAcceptFailure(errno: errno) else {
+            guard case .pause(let delay) = AcceptBackoff.afterAcceptFailure(errno: errno) else {
                 Issue.record("errno \(errno) must pause the listener")
                 continue
             }
-            #expect(nanoseconds > 0)
+            #expect(delay > .zero)
         }
     }
 

@@ -1,11 +1,10 @@
+import GatewayCore
 import Testing
 
 @testable import HTTP2
 
 /// The connection-level rules as a value: every timer and PING decision driven by hand, no socket, no sleep.
 @Suite struct ConnectionManagementTests {
-    static let ms: UInt64 = 1_000_000
-
     /// A policy from configuration values in milliseconds (everything else off).
     func management(
         idle: UInt64 = 0, keepaliveTime: UInt64 = 0, keepaliveTimeout: UInt64 = 20, maxAge: UInt64 = 0,
@@ -22,52 +21,52 @@ import Testing
         configuration.minClientPingIntervalMilliseconds = minPingInterval
         configuration.permitClientPingWithoutCalls = pingWithoutCalls
         configuration.maxPingStrikes = strikes
-        return ConnectionManagement(policy: .init(configuration), now: 0)
+        return ConnectionManagement(policy: .init(configuration), now: .ms(0))
     }
 
     @Test func nothingTimedMeansNoDeadline() {
         var connection = management()
         #expect(connection.nextDeadline == nil)
-        #expect(connection.tick(now: 1_000_000 * Self.ms).isEmpty)
+        #expect(connection.tick(now: .ms(1_000_000)).isEmpty)
     }
 
     @Test func anIdleConnectionEndsWithMaxIdleAndAStreamKeepsItOpen() {
         var connection = management(idle: 10)
-        #expect(connection.nextDeadline == 10 * Self.ms)
+        #expect(connection.nextDeadline == .ms(10))
         connection.streamOpened()
         #expect(connection.nextDeadline == nil)
-        #expect(connection.tick(now: 50 * Self.ms).isEmpty)
-        connection.allStreamsClosed(now: 60 * Self.ms)
-        #expect(connection.tick(now: 69 * Self.ms).isEmpty)
-        #expect(connection.tick(now: 70 * Self.ms) == [.sendGoaway(.noError, debug: "max_idle"), .close])
+        #expect(connection.tick(now: .ms(50)).isEmpty)
+        connection.allStreamsClosed(now: .ms(60))
+        #expect(connection.tick(now: .ms(69)).isEmpty)
+        #expect(connection.tick(now: .ms(70)) == [.sendGoaway(.noError, debug: "max_idle"), .close])
         #expect(connection.refusesNewStreams)
     }
 
     @Test func keepalivePingsASilentPeerAndClosesWhenTheAckNeverComes() {
         var connection = management(keepaliveTime: 100, keepaliveTimeout: 20)
-        connection.bytesRead(now: 50 * Self.ms)
-        #expect(connection.nextDeadline == 150 * Self.ms)
-        guard case .sendPing(let payload)? = connection.tick(now: 150 * Self.ms).first else {
+        connection.bytesRead(now: .ms(50))
+        #expect(connection.nextDeadline == .ms(150))
+        guard case .sendPing(let payload)? = connection.tick(now: .ms(150)).first else {
             Issue.record("no keepalive PING")
             return
         }
-        #expect(connection.nextDeadline == 170 * Self.ms)
-        connection.bytesRead(now: 150 * Self.ms)  // the ACK itself
+        #expect(connection.nextDeadline == .ms(170))
+        connection.bytesRead(now: .ms(150))  // the ACK itself
         #expect(connection.pingAcknowledged(payload: payload).isEmpty)
-        #expect(connection.nextDeadline == 250 * Self.ms)  // answered: the next PING after keepaliveTime of silence
-        #expect(connection.tick(now: 250 * Self.ms).count == 1)
-        #expect(connection.tick(now: 270 * Self.ms) == [.sendGoaway(.noError, debug: "keepalive_timeout"), .close])
+        #expect(connection.nextDeadline == .ms(250))  // answered: the next PING after keepaliveTime of silence
+        #expect(connection.tick(now: .ms(250)).count == 1)
+        #expect(connection.tick(now: .ms(270)) == [.sendGoaway(.noError, debug: "keepalive_timeout"), .close])
     }
 
     @Test func aKeepaliveAckInFlightDoesNotEndTheFirstGoawayStep() {
         // Regression: any PING ACK used to end the graceful close's first step, so a keepalive ACK that
         // crossed the shutdown notice sent the final GOAWAY before the client could have seen the notice.
         var connection = management(keepaliveTime: 100, keepaliveTimeout: 20_000)
-        guard case .sendPing(let keepalive)? = connection.tick(now: 100 * Self.ms).first else {
+        guard case .sendPing(let keepalive)? = connection.tick(now: .ms(100)).first else {
             Issue.record("no keepalive PING")
             return
         }
-        let start = connection.beginGracefulClose(now: 101 * Self.ms)
+        let start = connection.beginGracefulClose(now: .ms(101))
         guard start.count == 2, start[0] == .sendShutdownNotice, case .sendPing(let own) = start[1] else {
             Issue.record("unexpected graceful close: \(start)")
             return
@@ -77,47 +76,47 @@ import Testing
         #expect(connection.draining && !connection.refusesNewStreams)
         #expect(connection.pingAcknowledged(payload: own) == [.sendGoaway(.noError, debug: "")])
         #expect(connection.refusesNewStreams)
-        #expect(connection.beginGracefulClose(now: 102 * Self.ms).isEmpty)  // once only
+        #expect(connection.beginGracefulClose(now: .ms(102)).isEmpty)  // once only
     }
 
     @Test func theFinalGoawayGoesWithoutTheAckAfterItsTimeout() {
         var connection = management(goawayPingTimeout: 1_000)
-        _ = connection.beginGracefulClose(now: 5 * Self.ms, debug: "shutdown")
-        #expect(connection.nextDeadline == 1_005 * Self.ms)
-        #expect(connection.tick(now: 1_004 * Self.ms).isEmpty)
-        #expect(connection.tick(now: 1_005 * Self.ms) == [.sendGoaway(.noError, debug: "shutdown")])
-        #expect(connection.tick(now: 2_000 * Self.ms).isEmpty)
+        _ = connection.beginGracefulClose(now: .ms(5), debug: "shutdown")
+        #expect(connection.nextDeadline == .ms(1_005))
+        #expect(connection.tick(now: .ms(1_004)).isEmpty)
+        #expect(connection.tick(now: .ms(1_005)) == [.sendGoaway(.noError, debug: "shutdown")])
+        #expect(connection.tick(now: .ms(2_000)).isEmpty)
     }
 
     @Test func maxAgeDrainsGracefullyThenCutsOffAfterTheGrace() {
         var connection = management(maxAge: 1_000, grace: 500, goawayPingTimeout: 100)
         connection.streamOpened()
-        #expect(connection.nextDeadline == 1_000 * Self.ms)
-        let first = connection.tick(now: 1_000 * Self.ms)
+        #expect(connection.nextDeadline == .ms(1_000))
+        let first = connection.tick(now: .ms(1_000))
         #expect(first.first == .sendShutdownNotice)
-        #expect(connection.tick(now: 1_100 * Self.ms) == [.sendGoaway(.noError, debug: "max_age")])
-        #expect(connection.nextDeadline == 1_500 * Self.ms)
-        #expect(connection.tick(now: 1_500 * Self.ms) == [.close])
+        #expect(connection.tick(now: .ms(1_100)) == [.sendGoaway(.noError, debug: "max_age")])
+        #expect(connection.nextDeadline == .ms(1_500))
+        #expect(connection.tick(now: .ms(1_500)) == [.close])
     }
 
     @Test func pingsTooOftenOrWithoutCallsAreStrikesAndResponsesForgiveThem() {
         var connection = management(minPingInterval: 1_000, strikes: 2)
-        #expect(connection.clientPinged(now: 0, openStreams: 1).isEmpty)  // first PING with a call: fine
-        #expect(connection.clientPinged(now: 10 * Self.ms, openStreams: 1).isEmpty)  // too soon: strike 1
-        #expect(connection.clientPinged(now: 20 * Self.ms, openStreams: 1).isEmpty)  // strike 2
+        #expect(connection.clientPinged(now: .ms(0), openStreams: 1).isEmpty)  // first PING with a call: fine
+        #expect(connection.clientPinged(now: .ms(10), openStreams: 1).isEmpty)  // too soon: strike 1
+        #expect(connection.clientPinged(now: .ms(20), openStreams: 1).isEmpty)  // strike 2
         connection.responseFrameSent()
         #expect(connection.pingStrikes == 0)
-        #expect(connection.clientPinged(now: 2_000 * Self.ms, openStreams: 0).isEmpty)  // no call: strike 1
-        #expect(connection.clientPinged(now: 4_000 * Self.ms, openStreams: 0).isEmpty)  // strike 2
+        #expect(connection.clientPinged(now: .ms(2_000), openStreams: 0).isEmpty)  // no call: strike 1
+        #expect(connection.clientPinged(now: .ms(4_000), openStreams: 0).isEmpty)  // strike 2
         #expect(
-            connection.clientPinged(now: 6_000 * Self.ms, openStreams: 0)
+            connection.clientPinged(now: .ms(6_000), openStreams: 0)
                 == [.sendGoaway(.enhanceYourCalm, debug: "too_many_pings"), .close])
     }
 
     @Test func pingsWithoutCallsArePermittedWhenConfigured() {
         var connection = management(minPingInterval: 0, pingWithoutCalls: true, strikes: 0)
         for second in 1...10 {
-            #expect(connection.clientPinged(now: UInt64(second) * 1_000 * Self.ms, openStreams: 0).isEmpty)
+            #expect(connection.clientPinged(now: .ms(Int64(second) * 1_000), openStreams: 0).isEmpty)
         }
     }
 
@@ -125,9 +124,17 @@ import Testing
         var connection = management(
             idle: .max, keepaliveTime: .max / 2, keepaliveTimeout: .max, maxAge: .max, grace: .max,
             goawayPingTimeout: .max)
-        #expect(connection.nextDeadline == UInt64.max / 2)  // the age, capped; the others saturate at "never"
-        let actions = connection.tick(now: UInt64.max / 2)
+        let age = MonotonicInstant(nanoseconds: .max / 2)
+        #expect(connection.nextDeadline == age)  // the age, capped; the others saturate at "never"
+        let actions = connection.tick(now: age)
         #expect(actions.count == 2 && actions.first == .sendShutdownNotice)
         #expect(connection.nextDeadline == nil)
+    }
+}
+
+extension MonotonicInstant {
+    /// The instant `milliseconds` after the clock's origin.
+    fileprivate static func ms(_ milliseconds: Int64) -> MonotonicInstant {
+        MonotonicInstant(nanoseconds: milliseconds * 1_000_000)
     }
 }

@@ -14,7 +14,7 @@ private struct EchoHandler: HTTPRequestHandler {
             return HTTPResponse(status: 200, delivery: .resetConnection)
         case "/slow":
             return HTTPResponse(
-                status: 200, body: Array("abcdef".utf8), delivery: .slowBody(chunks: 3, intervalMilliseconds: 50))
+                status: 200, body: Array("abcdef".utf8), delivery: .slowBody(chunks: 3, interval: .milliseconds(50)))
         default:
             let query = request.queryItems.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
             let text = "\(request.method) \(request.path) [\(query)] \(String(decoding: request.body, as: UTF8.self))"

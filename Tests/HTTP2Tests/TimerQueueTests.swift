@@ -6,23 +6,23 @@ import Testing
 @Suite struct TimerQueueTests {
     @Test func firesInDeadlineOrderAndOnlyWhenDue() {
         var queue = TimerQueue<String>()
-        queue.schedule(at: 30, "c")
-        queue.schedule(at: 10, "a")
-        queue.schedule(at: 20, "b")
-        queue.schedule(at: 10, "a2")
-        #expect(queue.nextDeadline() == 10)
-        #expect(queue.popDue(now: 9).isEmpty)
-        #expect(queue.popDue(now: 20) == ["a", "a2", "b"])
+        queue.schedule(at: .at(30), "c")
+        queue.schedule(at: .at(10), "a")
+        queue.schedule(at: .at(20), "b")
+        queue.schedule(at: .at(10), "a2")
+        #expect(queue.nextDeadline() == .at(10))
+        #expect(queue.popDue(now: .at(9)).isEmpty)
+        #expect(queue.popDue(now: .at(20)) == ["a", "a2", "b"])
         #expect(queue.count == 1)
-        #expect(queue.popDue(now: 100) == ["c"])
+        #expect(queue.popDue(now: .at(100)) == ["c"])
         #expect(queue.nextDeadline() == nil)
     }
 
     @Test func cancelledTimersNeverFire() {
         var queue = TimerQueue<Int>()
-        let ids = (0..<100).map { queue.schedule(at: UInt64($0), $0) }
+        let ids = (0..<100).map { queue.schedule(at: .at(Int64($0)), $0) }
         for (index, id) in ids.enumerated() where index % 3 == 0 { queue.cancel(id) }
-        let fired = queue.popDue(now: 1_000)
+        let fired = queue.popDue(now: .at(1_000))
         #expect(fired == (0..<100).filter { $0 % 3 != 0 })
         queue.cancel(ids[1])  // already fired: harmless
         #expect(queue.count == 0)
@@ -32,46 +32,51 @@ import Testing
     /// keep a dead entry per call until its deadline comes (it did: 16 bytes per call for 120 s).
     @Test func cancelledTimersDoNotAccumulate() {
         var queue = TimerQueue<Int>()
-        let keep = (0..<10).map { queue.schedule(at: 5_000 + UInt64($0), $0) }
+        let keep = (0..<10).map { queue.schedule(at: .at(5_000 + Int64($0)), $0) }
         for index in 0..<200_000 {
-            let id = queue.schedule(at: 120_000_000 + UInt64(index), index)
+            let id = queue.schedule(at: .at(120_000_000 + Int64(index)), index)
             queue.cancel(id)
             #expect(queue.storedEntries <= max(64, 2 * queue.count) + 1)
             if queue.storedEntries > 200 { break }
         }
         #expect(queue.count == 10)
         queue.cancel(keep[3])
-        #expect(queue.popDue(now: .max) == [0, 1, 2, 4, 5, 6, 7, 8, 9])
+        #expect(queue.popDue(now: .at(.max)) == [0, 1, 2, 4, 5, 6, 7, 8, 9])
     }
 
     @Test func aStaleIDCancelsNothingInItsReusedSlot() {
         var queue = TimerQueue<String>()
-        let first = queue.schedule(at: 10, "first")
+        let first = queue.schedule(at: .at(10), "first")
         queue.cancel(first)
-        _ = queue.schedule(at: 20, "second")  // reuses the slot
+        _ = queue.schedule(at: .at(20), "second")  // reuses the slot
         queue.cancel(first)
-        #expect(queue.popDue(now: 100) == ["second"])
+        #expect(queue.popDue(now: .at(100)) == ["second"])
     }
 
     @Test func randomScheduleAndCancelComeOutSorted() {
-        var queue = TimerQueue<UInt64>()
+        var queue = TimerQueue<Int64>()
         var generator = SystemRandomNumberGenerator()
-        var kept: [UInt64] = []
+        var kept: [Int64] = []
         for _ in 0..<5_000 {
-            let deadline = UInt64.random(in: 0..<10_000, using: &generator)
-            let id = queue.schedule(at: deadline, deadline)
+            let deadline = Int64.random(in: 0..<10_000, using: &generator)
+            let id = queue.schedule(at: .at(deadline), deadline)
             if Bool.random(using: &generator) { queue.cancel(id) } else { kept.append(deadline) }
         }
-        #expect(queue.popDue(now: .max) == kept.sorted())
+        #expect(queue.popDue(now: .at(.max)) == kept.sorted())
     }
 
     @Test func randomScheduleComesOutSorted() {
-        var queue = TimerQueue<UInt64>()
+        var queue = TimerQueue<Int64>()
         var generator = SystemRandomNumberGenerator()
-        let deadlines = (0..<1_000).map { _ in UInt64.random(in: 0..<10_000, using: &generator) }
-        for deadline in deadlines { queue.schedule(at: deadline, deadline) }
-        #expect(queue.popDue(now: .max) == deadlines.sorted())
+        let deadlines = (0..<1_000).map { _ in Int64.random(in: 0..<10_000, using: &generator) }
+        for deadline in deadlines { queue.schedule(at: .at(deadline), deadline) }
+        #expect(queue.popDue(now: .at(.max)) == deadlines.sorted())
     }
+}
+
+extension MonotonicInstant {
+    /// The instant `nanoseconds` after the clock's origin.
+    fileprivate static func at(_ nanoseconds: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: nanoseconds) }
 }
 
 @Suite struct ListenAddressTests {

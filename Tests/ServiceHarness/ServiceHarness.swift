@@ -65,7 +65,7 @@ public final class ServiceHarness: Sendable {
             return Outcome(status: RPCStatus(.unimplemented, "no such method"), responses: [])
         }
         let context = ServerContext(
-            method: method, metadata: [], deadlineNanoseconds: monotonicNanoseconds() + 2_000_000_000)
+            method: method, metadata: [], deadline: .now() + .seconds(2))
         switch handler {
         case .unaryInline(let body):
             switch body(request, context) {

@@ -73,7 +73,7 @@ import Testing
         #expect(truncated.body.count == whole.body.count / 2)
         #expect((try? JSONSerialization.jsonObject(with: Data(truncated.body))) == nil)
         let slow = await Self.fault(fixture, "slow=5x100ms; truncated")
-        #expect(slow.delivery == .slowBody(chunks: 5, intervalMilliseconds: 100))
+        #expect(slow.delivery == .slowBody(chunks: 5, interval: .milliseconds(100)))
     }
 
     @Test func latencySleepsThroughTheInjectedSleeper() async {
