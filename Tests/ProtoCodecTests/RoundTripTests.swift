@@ -48,7 +48,7 @@ private func roundTrip<M: ProtoMessage>(_ message: M) throws -> M {
         #expect(decoded.signedDate == nil)
     }
 
-    /// An answer bigger than every packing chunk together (4 KiB doubling to 64 KiB), with strings that straddle
+    /// An answer bigger than every packing chunk together (512 bytes doubling to 64 KiB), with strings that straddle
     /// chunk ends, empty strings among them, and nested messages: every byte comes back.
     @Test func anAnswerLargerThanThePackingChunksRoundTrips() throws {
         let big = String(repeating: "x", count: 70_000)

@@ -1,7 +1,7 @@
 internal import CProtobufC
 
 /// Owns the C memory of one protoc-c message tree while it is packed: every string, array and sub-message is
-/// carved from a few chunks (4 KiB first, each next one twice the last, up to 64 KiB) and freed together when
+/// carved from a few chunks (512 bytes first, each next one twice the last, up to 64 KiB) and freed together when
 /// the arena goes away, so packing an answer costs a handful of allocations, not one per field. Single
 /// owner, never shared across threads.
 ///
@@ -12,7 +12,7 @@ final class Arena {
     private var chunks: [UnsafeMutableRawPointer] = []
     private var next: UnsafeMutableRawPointer?
     private var remaining = 0
-    private var nextChunkBytes = 4 << 10
+    private var nextChunkBytes = 512
 
     /// The one empty C string every empty string field points at (protobuf-c only reads it).
     nonisolated(unsafe) private static let emptyString: UnsafeMutablePointer<CChar> = {
@@ -27,8 +27,11 @@ final class Arena {
         for chunk in chunks { chunk.deallocate() }
     }
 
-    /// `byteCount` uninitialised bytes aligned to `alignment` (a power of two, at most 16).
+    /// `byteCount` uninitialised bytes aligned to `alignment` (a power of two, at most 8: protobuf-c's
+    /// structs hold pointers, 64-bit integers and doubles at most). Chunks come from plain `malloc` (8-byte
+    /// alignment asks for no aligned allocation), small ones from its per-thread cache.
     private func allocate(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer {
+        precondition(alignment <= 8, "protobuf-c types are at most 8-byte aligned")
         if let next {
             let padding = Int(bitPattern: UInt(bitPattern: -Int(bitPattern: next))) & (alignment - 1)
             if padding + byteCount <= remaining {
@@ -39,7 +42,7 @@ final class Arena {
         }
         let size = max(nextChunkBytes, byteCount)
         nextChunkBytes = min(nextChunkBytes * 2, 64 << 10)
-        let chunk = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        let chunk = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
         chunks.append(chunk)
         next = chunk + byteCount
         remaining = size - byteCount
