@@ -68,7 +68,8 @@ extension AppStoreAPIClient {
         let answer = try await call(
             .getNotificationHistory, path: AppleEndpoint.getNotificationHistory.pathTemplate, query: query,
             body: Array(body.json.utf8), app: app, environment: environment, deadline: deadline)
-        guard let wire = NotificationHistoryWire(answer.response.body) else {
+        guard let object = JSONObject(parsing: answer.response.body), let wire = try? NotificationHistoryWire(object)
+        else {
             throw .appleDataRejected(
                 app: app.name, environment: answer.environment,
                 problem: "the notification history answer (apple request id \(answer.appleRequestID ?? "none")) "
@@ -90,7 +91,7 @@ extension AppStoreAPIClient {
 
 /// NotificationHistoryResponse on the wire; every field optional so a missing one is not fatal, one of another
 /// type is.
-private struct NotificationHistoryWire {
+private struct NotificationHistoryWire: AppleJSONShape {
     struct Item {
         var signedPayload: String?
         var sendAttempts: [Attempt]?
@@ -103,23 +104,17 @@ private struct NotificationHistoryWire {
     var hasMore: Bool?
     var notificationHistory: [Item]?
 
-    /// `body` read, or nil when it is not a JSON object or a field has another type.
-    init?(_ body: [UInt8]) {
-        guard let object = JSONObject(parsing: body) else { return nil }
-        do {
-            paginationToken = try object.string("paginationToken")
-            hasMore = try object.bool("hasMore")
-            notificationHistory = try object.objects("notificationHistory")?.map { item throws(JSONFieldMismatch) in
-                Item(
-                    signedPayload: try item.string("signedPayload"),
-                    sendAttempts: try item.objects("sendAttempts")?.map { attempt throws(JSONFieldMismatch) in
-                        Attempt(
-                            attemptDate: try attempt.int64("attemptDate"),
-                            sendAttemptResult: try attempt.string("sendAttemptResult"))
-                    })
-            }
-        } catch {
-            return nil
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        paginationToken = try object.string("paginationToken")
+        hasMore = try object.bool("hasMore")
+        notificationHistory = try object.objects("notificationHistory")?.map { item throws(JSONFieldMismatch) in
+            Item(
+                signedPayload: try item.string("signedPayload"),
+                sendAttempts: try item.objects("sendAttempts")?.map { attempt throws(JSONFieldMismatch) in
+                    Attempt(
+                        attemptDate: try attempt.int64("attemptDate"),
+                        sendAttemptResult: try attempt.string("sendAttemptResult"))
+                })
         }
     }
 }

@@ -49,7 +49,7 @@ extension AppStoreAPIClient {
         let answer = try await call(
             .getTransactionHistory, path: path, query: query.queryString, app: app, environment: environment,
             deadline: deadline)
-        guard let wire = HistoryWire(answer.response.body) else {
+        guard let object = JSONObject(parsing: answer.response.body), let wire = try? HistoryWire(object) else {
             throw .appleDataRejected(
                 app: app.name, environment: answer.environment,
                 problem: "the transaction history answer (apple request id \(answer.appleRequestID ?? "none")) "
@@ -64,7 +64,7 @@ extension AppStoreAPIClient {
 }
 
 /// HistoryResponse on the wire; every field optional so a missing one is not fatal, one of another type is.
-private struct HistoryWire {
+private struct HistoryWire: AppleJSONShape {
     var revision: String?
     var hasMore: Bool?
     var bundleId: String?
@@ -72,18 +72,12 @@ private struct HistoryWire {
     var environment: String?
     var signedTransactions: [String]?
 
-    /// `body` read, or nil when it is not a JSON object or a field has another type.
-    init?(_ body: [UInt8]) {
-        guard let object = JSONObject(parsing: body) else { return nil }
-        do {
-            revision = try object.string("revision")
-            hasMore = try object.bool("hasMore")
-            bundleId = try object.string("bundleId")
-            appAppleId = try object.int64("appAppleId")
-            environment = try object.string("environment")
-            signedTransactions = try object.strings("signedTransactions")
-        } catch {
-            return nil
-        }
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        revision = try object.string("revision")
+        hasMore = try object.bool("hasMore")
+        bundleId = try object.string("bundleId")
+        appAppleId = try object.int64("appAppleId")
+        environment = try object.string("environment")
+        signedTransactions = try object.strings("signedTransactions")
     }
 }
