@@ -45,12 +45,21 @@ extension AppStoreAPIClient {
     }
 }
 
+/// One of Apple's JSON answers, read from the parsed object field by field (`JSONObject`): each field optional, so
+/// a missing one is not fatal, and one of another type makes the whole answer unreadable.
+public protocol AppleJSONShape {
+    /// The answer read from `object`; a field of another type throws.
+    init(_ object: JSONObject) throws(JSONFieldMismatch)
+}
+
 extension AppleResponse {
-    /// The body decoded as Apple's JSON `Wire`; a body that is not is `appleDataRejected` (DATA_LOSS), naming
-    /// `what` and Apple's request id. An empty body decodes as `{}`.
-    public func decoded<Wire: Decodable>(_ type: Wire.Type, what: String, app: String) throws(GatewayError) -> Wire {
-        let bytes = response.body.isEmpty ? Array("{}".utf8) : response.body
-        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else {
+    /// The body read as Apple's JSON `Wire`; a body that is not is `appleDataRejected` (DATA_LOSS), naming
+    /// `what` and Apple's request id. An empty body reads as `{}`.
+    public func decoded<Wire: AppleJSONShape>(_ type: Wire.Type, what: String, app: String) throws(GatewayError)
+        -> Wire
+    {
+        let object = response.body.isEmpty ? JSONObject([:]) : JSONObject(parsing: response.body)
+        guard let object, let wire = try? Wire(object) else {
             throw .appleDataRejected(
                 app: app, environment: environment,
                 problem: "the \(what) answer (apple request id \(appleRequestID ?? "none")) is not the JSON Apple "

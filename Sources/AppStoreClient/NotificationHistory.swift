@@ -1,4 +1,3 @@
-import Foundation
 import GatewayCore
 
 /// One page of Get Notification History, as Apple sent it (Apple's App Store Server API documentation).
@@ -69,7 +68,7 @@ extension AppStoreAPIClient {
         let answer = try await call(
             .getNotificationHistory, path: AppleEndpoint.getNotificationHistory.pathTemplate, query: query,
             body: Array(body.json.utf8), app: app, environment: environment, deadline: deadline)
-        guard let wire = try? JSONDecoder().decode(NotificationHistoryWire.self, from: Data(answer.response.body))
+        guard let object = JSONObject(parsing: answer.response.body), let wire = try? NotificationHistoryWire(object)
         else {
             throw .appleDataRejected(
                 app: app.name, environment: answer.environment,
@@ -90,17 +89,32 @@ extension AppStoreAPIClient {
     }
 }
 
-/// NotificationHistoryResponse on the wire; every field optional so a missing one is not fatal.
-private struct NotificationHistoryWire: Decodable {
-    struct Item: Decodable {
+/// NotificationHistoryResponse on the wire; every field optional so a missing one is not fatal, one of another
+/// type is.
+private struct NotificationHistoryWire: AppleJSONShape {
+    struct Item {
         var signedPayload: String?
         var sendAttempts: [Attempt]?
     }
-    struct Attempt: Decodable {
+    struct Attempt {
         var attemptDate: Int64?
         var sendAttemptResult: String?
     }
     var paginationToken: String?
     var hasMore: Bool?
     var notificationHistory: [Item]?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        paginationToken = try object.string("paginationToken")
+        hasMore = try object.bool("hasMore")
+        notificationHistory = try object.objects("notificationHistory")?.map { item throws(JSONFieldMismatch) in
+            Item(
+                signedPayload: try item.string("signedPayload"),
+                sendAttempts: try item.objects("sendAttempts")?.map { attempt throws(JSONFieldMismatch) in
+                    Attempt(
+                        attemptDate: try attempt.int64("attemptDate"),
+                        sendAttemptResult: try attempt.string("sendAttemptResult"))
+                })
+        }
+    }
 }

@@ -1,4 +1,3 @@
-import Foundation
 import GatewayCore
 
 /// One page of Get Transaction History (V2), as Apple sent it (Apple's App Store Server API documentation).
@@ -50,7 +49,7 @@ extension AppStoreAPIClient {
         let answer = try await call(
             .getTransactionHistory, path: path, query: query.queryString, app: app, environment: environment,
             deadline: deadline)
-        guard let wire = try? JSONDecoder().decode(HistoryWire.self, from: Data(answer.response.body)) else {
+        guard let object = JSONObject(parsing: answer.response.body), let wire = try? HistoryWire(object) else {
             throw .appleDataRejected(
                 app: app.name, environment: answer.environment,
                 problem: "the transaction history answer (apple request id \(answer.appleRequestID ?? "none")) "
@@ -64,12 +63,21 @@ extension AppStoreAPIClient {
     }
 }
 
-/// HistoryResponse on the wire; every field optional so a missing one is not fatal.
-private struct HistoryWire: Decodable {
+/// HistoryResponse on the wire; every field optional so a missing one is not fatal, one of another type is.
+private struct HistoryWire: AppleJSONShape {
     var revision: String?
     var hasMore: Bool?
     var bundleId: String?
     var appAppleId: Int64?
     var environment: String?
     var signedTransactions: [String]?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        revision = try object.string("revision")
+        hasMore = try object.bool("hasMore")
+        bundleId = try object.string("bundleId")
+        appAppleId = try object.int64("appAppleId")
+        environment = try object.string("environment")
+        signedTransactions = try object.strings("signedTransactions")
+    }
 }

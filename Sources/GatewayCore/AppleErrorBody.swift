@@ -19,33 +19,16 @@ public struct AppleErrorBody: Sendable, Hashable {
     public static func parse(_ body: [UInt8], contentType: String?) -> AppleErrorBody? {
         if let contentType, !isJSON(contentType) { return nil }
         guard !body.isEmpty, body.count <= 64 * 1024 else { return nil }
-        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(body)), let code = wire.errorCode else {
-            return nil
-        }
-        return AppleErrorBody(code: AppleErrorCode(rawValue: code), message: wire.errorMessage)
+        guard let object = JSONValue.object(from: body) else { return nil }
+        // Tolerate a code sent as a string of digits; ignore a message that is not a string.
+        let code = object["errorCode"]?.int64 ?? object["errorCode"]?.string.flatMap { Int64($0) }
+        guard let code else { return nil }
+        return AppleErrorBody(code: AppleErrorCode(rawValue: code), message: object["errorMessage"]?.string)
     }
 
     /// `application/json` with or without parameters, in any letter case.
     static func isJSON(_ contentType: String) -> Bool {
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
         return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
-    }
-
-    private struct Wire: Decodable {
-        var errorCode: Int64?
-        var errorMessage: String?
-
-        enum CodingKeys: String, CodingKey { case errorCode, errorMessage }
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            // Tolerate a code sent as a string of digits; ignore a message that is not a string.
-            if let number = try? container.decodeIfPresent(Int64.self, forKey: .errorCode) {
-                errorCode = number
-            } else if let text = try? container.decodeIfPresent(String.self, forKey: .errorCode) {
-                errorCode = Int64(text)
-            }
-            errorMessage = try? container.decodeIfPresent(String.self, forKey: .errorMessage)
-        }
     }
 }

@@ -50,7 +50,7 @@ struct AppleAnswer {
     }
 
     /// The body decoded as `Wire` (DATA_LOSS when it is not Apple's JSON).
-    func decoded<Wire: Decodable>(_ type: Wire.Type, what: String) throws(GatewayError) -> Wire {
+    func decoded<Wire: AppleJSONShape>(_ type: Wire.Type, what: String) throws(GatewayError) -> Wire {
         try response.decoded(type, what: what, app: app.name)
     }
 

@@ -114,7 +114,10 @@ public struct GetHistoryHandler: Sendable {
             var withPage = collected
             var pageBytes = 0
             for (jws, transaction) in zip(page.signedTransactions, transactions) {
-                pageBytes += Self.estimatedBytes(jws: jws, transaction, legacy: request.includeLatestReceiptInfo)
+                // Sizes only bound what `all_pages` adds after the first page: one page alone needs none.
+                if request.allPages {
+                    pageBytes += Self.estimatedBytes(jws: jws, transaction, legacy: request.includeLatestReceiptInfo)
+                }
                 withPage.add(jws: jws, transaction: transaction)
             }
             if pages > 0, responseBytes + pageBytes > maxResponseBytes {

@@ -98,8 +98,14 @@ where Request == SendConsumptionInformationRequest, Response == SendConsumptionI
 }
 
 /// RefundHistoryResponse on the wire.
-private struct RefundHistoryWire: Decodable {
+private struct RefundHistoryWire: AppleJSONShape {
     var signedTransactions: [String]?
     var revision: String?
     var hasMore: Bool?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        signedTransactions = try object.strings("signedTransactions")
+        revision = try object.string("revision")
+        hasMore = try object.bool("hasMore")
+    }
 }

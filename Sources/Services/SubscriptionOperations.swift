@@ -151,8 +151,7 @@ private func newRequestIdentifier() -> String { UUID().uuidString.lowercased() }
 extension AppleAnswer {
     /// The `requestIdentifier` the gateway sent in the body (the caller's or the generated one).
     var requestIdentifier: String {
-        guard let body = request.body,
-            let sent = try? JSONDecoder().decode(MassExtendWire.self, from: Data(body))
+        guard let body = request.body, let object = JSONObject(parsing: body), let sent = try? MassExtendWire(object)
         else { return "" }
         return sent.requestIdentifier ?? ""
     }
@@ -173,41 +172,81 @@ extension ExtendReasonCode {
 }
 
 /// StatusResponse on the wire.
-private struct StatusWire: Decodable {
-    struct Group: Decodable {
+private struct StatusWire: AppleJSONShape {
+    struct Group: AppleJSONShape {
         var subscriptionGroupIdentifier: String?
         var lastTransactions: [Item]?
+
+        init(_ object: JSONObject) throws(JSONFieldMismatch) {
+            subscriptionGroupIdentifier = try object.string("subscriptionGroupIdentifier")
+            lastTransactions = try object.objects("lastTransactions")?.map { item throws(JSONFieldMismatch) in
+                try Item(item)
+            }
+        }
     }
-    struct Item: Decodable {
+    struct Item: AppleJSONShape {
         var status: Int64?
         var originalTransactionId: String?
         var signedTransactionInfo: String?
         var signedRenewalInfo: String?
+
+        init(_ object: JSONObject) throws(JSONFieldMismatch) {
+            status = try object.int64("status")
+            originalTransactionId = try object.string("originalTransactionId")
+            signedTransactionInfo = try object.string("signedTransactionInfo")
+            signedRenewalInfo = try object.string("signedRenewalInfo")
+        }
     }
     var environment: String?
     var bundleId: String?
     var appAppleId: Int64?
     var data: [Group]?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        environment = try object.string("environment")
+        bundleId = try object.string("bundleId")
+        appAppleId = try object.int64("appAppleId")
+        data = try object.objects("data")?.map { group throws(JSONFieldMismatch) in try Group(group) }
+    }
 }
 
 /// ExtendRenewalDateResponse on the wire.
-private struct ExtendWire: Decodable {
+private struct ExtendWire: AppleJSONShape {
     var originalTransactionId: String?
     var webOrderLineItemId: String?
     var success: Bool?
     var effectiveDate: Int64?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        originalTransactionId = try object.string("originalTransactionId")
+        webOrderLineItemId = try object.string("webOrderLineItemId")
+        success = try object.bool("success")
+        effectiveDate = try object.int64("effectiveDate")
+    }
 }
 
 /// MassExtendRenewalDateResponse on the wire (and the request identifier of a sent body).
-private struct MassExtendWire: Decodable {
+private struct MassExtendWire: AppleJSONShape {
     var requestIdentifier: String?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        requestIdentifier = try object.string("requestIdentifier")
+    }
 }
 
 /// MassExtendRenewalDateStatusResponse on the wire.
-private struct MassExtendStatusWire: Decodable {
+private struct MassExtendStatusWire: AppleJSONShape {
     var requestIdentifier: String?
     var complete: Bool?
     var completeDate: Int64?
     var succeededCount: Int64?
     var failedCount: Int64?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        requestIdentifier = try object.string("requestIdentifier")
+        complete = try object.bool("complete")
+        completeDate = try object.int64("completeDate")
+        succeededCount = try object.int64("succeededCount")
+        failedCount = try object.int64("failedCount")
+    }
 }

@@ -52,16 +52,29 @@ where Request == GetTestNotificationStatusRequest, Response == GetTestNotificati
 }
 
 /// SendTestNotificationResponse on the wire.
-private struct SendTestWire: Decodable {
+private struct SendTestWire: AppleJSONShape {
     var testNotificationToken: String?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        testNotificationToken = try object.string("testNotificationToken")
+    }
 }
 
 /// CheckTestNotificationResponse on the wire.
-private struct CheckTestWire: Decodable {
-    struct Attempt: Decodable {
+private struct CheckTestWire: AppleJSONShape {
+    struct Attempt {
         var attemptDate: Int64?
         var sendAttemptResult: String?
     }
     var signedPayload: String?
     var sendAttempts: [Attempt]?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        signedPayload = try object.string("signedPayload")
+        sendAttempts = try object.objects("sendAttempts")?.map { attempt throws(JSONFieldMismatch) in
+            Attempt(
+                attemptDate: try attempt.int64("attemptDate"),
+                sendAttemptResult: try attempt.string("sendAttemptResult"))
+        }
+    }
 }

@@ -111,17 +111,30 @@ extension AppleOperation where Request == FinishTransactionRequest, Response == 
 }
 
 /// TransactionInfoResponse on the wire.
-private struct TransactionInfoWire: Decodable {
+private struct TransactionInfoWire: AppleJSONShape {
     var signedTransactionInfo: String?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        signedTransactionInfo = try object.string("signedTransactionInfo")
+    }
 }
 
 /// AppTransactionInfoResponse on the wire.
-private struct AppTransactionInfoWire: Decodable {
+private struct AppTransactionInfoWire: AppleJSONShape {
     var signedAppTransactionInfo: String?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        signedAppTransactionInfo = try object.string("signedAppTransactionInfo")
+    }
 }
 
 /// OrderLookupResponse on the wire.
-private struct OrderLookupWire: Decodable {
+private struct OrderLookupWire: AppleJSONShape {
     var status: Int64?
     var signedTransactions: [String]?
+
+    init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        status = try object.int64("status")
+        signedTransactions = try object.strings("signedTransactions")
+    }
 }

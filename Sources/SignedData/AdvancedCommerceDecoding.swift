@@ -1,3 +1,4 @@
+import GatewayCore
 import ProtoCodec
 
 /// Apple's `advancedCommerceInfo` objects (Advanced Commerce API) → typed protos, as forgiving as the rest of

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayCore
 import ProtoCodec
 
 /// A verified payload decoded into the gateway's proto value types.

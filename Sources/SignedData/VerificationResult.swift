@@ -1,4 +1,5 @@
 import Foundation
+import GatewayCore
 
 /// Where a notification carries a nested JWS.
 public enum NestedPayloadField: String, Sendable, Hashable {

@@ -1,7 +1,6 @@
 import Foundation
+import GatewayCore
 import Testing
-
-@testable import SignedData
 
 @Suite struct JSONParserTests {
     private func parse(_ text: String) -> JSONValue? {

@@ -1,19 +1,22 @@
-/// A strict RFC 8259 JSON parser for payloads and JOSE headers: no trailing commas, comments or
-/// non-standard literals, a nesting limit, exact int64 integers. Far faster than JSONDecoder for the
-/// untyped walk the verifier needs. Duplicate object keys keep the last value, as most parsers do.
-struct JSONParser {
+/// A strict RFC 8259 JSON parser for whatever arrives from outside (Apple's answers, JWS payloads and JOSE
+/// headers): no trailing commas, comments or non-standard literals, a nesting limit, exact int64 integers.
+/// Safe on hostile input: it never traps, its memory is bounded by the input's size, and deep nesting is
+/// refused rather than recursed into. Far faster than Foundation's JSONDecoder (which goes through
+/// `Decodable` and, on Linux, a tree of its own). Duplicate object keys keep the last value, as most parsers do.
+public struct JSONParser {
     private let bytes: [UInt8]
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    /// A parser of `bytes`.
+    public init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// The single value of the document, or nil on any syntax error or trailing garbage.
-    mutating func parseDocument() -> JSONValue? {
+    public mutating func parseDocument() -> JSONValue? {
         bytes.withUnsafeBufferPointer { Self.parseDocument($0) }
     }
 
     /// The single value of the document in `buffer` (read only during the call), or nil on any syntax
     /// error or trailing garbage.
-    static func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+    public static func parseDocument(_ buffer: UnsafeBufferPointer<UInt8>) -> JSONValue? {
         guard let base = buffer.baseAddress else { return nil }
         var scanner = Scanner(bytes: base, count: buffer.count)
         return scanner.parseDocument()

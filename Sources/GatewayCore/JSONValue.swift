@@ -1,8 +1,7 @@
 import Foundation
-import GatewayCore
 
-/// A parsed JSON value, kept exact enough for App Store payloads (int64 milliseconds and ids).
-enum JSONValue: Sendable, Hashable {
+/// A parsed JSON value (`JSONParser`), kept exact enough for App Store data (int64 milliseconds and ids).
+public enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -12,7 +11,7 @@ enum JSONValue: Sendable, Hashable {
     case object([String: JSONValue])
 
     /// Parses `data` as one JSON object (RFC 8259), or nil when it is not valid JSON or not an object.
-    static func object(from data: Data) -> [String: JSONValue]? {
+    public static func object(from data: Data) -> [String: JSONValue]? {
         let value = data.withUnsafeBytes { raw in
             JSONParser.parseDocument(raw.assumingMemoryBound(to: UInt8.self))
         }
@@ -20,13 +19,24 @@ enum JSONValue: Sendable, Hashable {
         return object
     }
 
-    var string: String? {
+    /// Parses `bytes` as one JSON object (RFC 8259), or nil when it is not valid JSON or not an object.
+    public static func object(from bytes: [UInt8]) -> [String: JSONValue]? {
+        guard case .object(let object)? = bytes.withUnsafeBufferPointer(JSONParser.parseDocument) else { return nil }
+        return object
+    }
+
+    public var string: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
+    public var bool: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
     /// Integers, and doubles that hold an exact integer (some encoders write `1.7e12`).
-    var int64: Int64? {
+    public var int64: Int64? {
         switch self {
         case .integer(let value): return value
         case .number(let value) where value.rounded() == value && abs(value) < 9.0e18: return Int64(value)
@@ -34,7 +44,12 @@ enum JSONValue: Sendable, Hashable {
         }
     }
 
-    var object: [String: JSONValue]? {
+    public var array: [JSONValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+
+    public var object: [String: JSONValue]? {
         if case .object(let value) = self { return value }
         return nil
     }
@@ -42,7 +57,7 @@ enum JSONValue: Sendable, Hashable {
 
 extension JSONValue {
     /// Compact JSON text (object keys sorted), for sub-objects the protos carry as JSON strings.
-    var jsonText: String {
+    public var jsonText: String {
         switch self {
         case .null: return "null"
         case .bool(let value): return value ? "true" : "false"
