@@ -31,42 +31,55 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         private let state = Mutex(State.joined)
 
+        // A continuation is never resumed under `state`'s lock: resuming takes the waiting task's status lock,
+        // which a concurrent cancellation of that task holds while its handler calls `leave()` (and so waits
+        // for `state`): resuming under the lock deadlocked the two threads (an event loop among them).
+
         /// The flight's landing; `.settled(.failure(.cancelled))` once this member left.
         func wait() async -> Landing {
             await withCheckedContinuation { continuation in
-                state.withLock { state in
+                let landing: Landing? = state.withLock { state in
                     switch state {
-                    case .joined: state = .waiting(continuation)
-                    case .done(let landing): continuation.resume(returning: landing)
-                    case .left: continuation.resume(returning: .settled(.failure(.cancelled)))
+                    case .joined:
+                        state = .waiting(continuation)
+                        return nil
+                    case .done(let landing): return landing
+                    case .left: return .settled(.failure(.cancelled))
                     case .waiting: preconditionFailure("a flight member waits once")
                     }
                 }
+                if let landing { continuation.resume(returning: landing) }
             }
         }
 
         func deliver(_ landing: Landing) {
-            state.withLock { state in
+            let waiting: CheckedContinuation<Landing, Never>? = state.withLock { state in
                 switch state {
-                case .joined: state = .done(landing)
+                case .joined:
+                    state = .done(landing)
+                    return nil
                 case .waiting(let continuation):
                     state = .done(landing)
-                    continuation.resume(returning: landing)
-                case .done, .left: break
+                    return continuation
+                case .done, .left: return nil
                 }
             }
+            waiting?.resume(returning: landing)
         }
 
         func leave() {
-            state.withLock { state in
+            let waiting: CheckedContinuation<Landing, Never>? = state.withLock { state in
                 switch state {
-                case .joined: state = .left
+                case .joined:
+                    state = .left
+                    return nil
                 case .waiting(let continuation):
                     state = .left
-                    continuation.resume(returning: .settled(.failure(.cancelled)))
-                case .done, .left: break
+                    return continuation
+                case .done, .left: return nil
                 }
             }
+            waiting?.resume(returning: .settled(.failure(.cancelled)))
         }
     }
 

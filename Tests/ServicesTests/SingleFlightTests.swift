@@ -118,4 +118,29 @@ import Testing
         #expect(probe.joins.load(ordering: .relaxed) == 3)
         #expect(flights.inFlight == 0)
     }
+
+    /// Followers cancelled while their flight lands, over and over: every caller gets an answer. Delivering
+    /// used to resume a follower's continuation under the member's lock, while the follower's cancellation
+    /// (holding its task's status lock) waited for that lock in `leave()`: the two threads deadlocked, an
+    /// event loop among them, under a GetHistory load with clients going away.
+    @Test(.timeLimit(.minutes(1)))
+    func followersCancelledAsTheirFlightLandsAlwaysReturn() async {
+        let flight = SingleFlight<Int, Int>()
+        for round in 0..<300 {
+            let leader = Task { await flight.run(key: round) { .success(round) } }
+            let followers = (0..<4).map { _ in Task { await flight.run(key: round) { .success(round) } } }
+            let landed = await withTaskGroup(of: Bool.self) { group in
+                for follower in followers {
+                    group.addTask {
+                        follower.cancel()
+                        _ = await follower.value
+                        return true
+                    }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            _ = await leader.value
+            #expect(landed == 4)
+        }
+    }
 }
