@@ -95,14 +95,16 @@ private final class CallState: Sendable {
     func submit(
         _ request: UpstreamRequest, continuation: CheckedContinuation<TransferResult, Never>, to loop: CurlMultiLoop
     ) {
-        phase.withLock { phase in
-            if phase == .cancelled {
-                continuation.resume(returning: .failure(UpstreamTransportError(.cancelled, "cancelled before sending")))
-                return
-            }
+        // Handed over under the lock (a cancellation cannot slip between the phase and the hand-over), but
+        // the continuation is resumed outside it: resuming takes the task's status lock, which a concurrent
+        // cancellation holds while its handler waits for this lock.
+        let refusal: UpstreamTransportError? = phase.withLock { phase in
+            if phase == .cancelled { return UpstreamTransportError(.cancelled, "cancelled before sending") }
             phase = .submitted
-            loop.submit(Submission(id: id, request: request, continuation: continuation))
+            let accepted = loop.submit(Submission(id: id, request: request, continuation: continuation))
+            return accepted ? nil : UpstreamTransportError(.shutDown, "client shut down")
         }
+        if let refusal { continuation.resume(returning: .failure(refusal)) }
     }
 
     func cancel(on loop: CurlMultiLoop) {
@@ -183,15 +185,14 @@ private final class CurlMultiLoop: @unchecked Sendable {
 
     var metrics: UpstreamMetrics { shared.withLock { $0.metrics } }
 
-    func submit(_ submission: Submission) {
-        let refused: Bool = shared.withLock { state in
-            if state.closed { return true }
+    /// Queues `submission` for the client thread; false (nothing queued, the continuation untouched) once the
+    /// client is shut down.
+    func submit(_ submission: Submission) -> Bool {
+        shared.withLock { state in
+            if state.closed { return false }
             state.submissions.append(submission)
             wake()
-            return false
-        }
-        if refused {
-            submission.continuation.resume(returning: .failure(UpstreamTransportError(.shutDown, "client shut down")))
+            return true
         }
     }
 
