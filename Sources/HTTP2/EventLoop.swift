@@ -226,7 +226,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runDueTimers() {
-        for action in timers.popDue(now: .now()) {
+        let now = MonotonicInstant.now()
+        let mark = timers.mark
+        // One at a time: a timer cancelled by an earlier one of the same pass must not run.
+        while let action = timers.popNextDue(now: now, scheduledBefore: mark) {
             switch action {
             case .closure(let body): body()
             case .target(let target): target.timerFired()

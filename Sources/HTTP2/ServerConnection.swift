@@ -451,8 +451,9 @@ final class ServerConnection: LoopConnection, Flushable {
         // Held back only by the process-wide cap: look again soon, since other connections release bytes
         // without telling this one. (Over its own budget, only its own streams' releases can help.)
         if grantRetryTimer == nil && ledger.owedBytes > 0 && ledger.held <= ledger.limit {
-            grantRetryTimer = eventLoop.schedule(after: .milliseconds(50)) { [unowned self] in
-                self.grantRetryTimer = nil  // unowned: close() cancels the timer
+            grantRetryTimer = eventLoop.schedule(after: .milliseconds(50)) { [self] in
+                self.grantRetryTimer = nil  // held until it fires or close() cancels it
+                guard !self.closed else { return }
                 self.grant(self.ledger.grantsIfRoom(processHasRoom: self.budget.hasRoom))
             }
         }
@@ -517,9 +518,9 @@ final class ServerConnection: LoopConnection, Flushable {
     private func armHousekeeping(at deadline: MonotonicInstant) {
         if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
         housekeepingAt = deadline
-        // unowned, not weak: a weak reference would give the connection a side table and slow every
-        // retain/release of it; the timer is cancelled in close(), before the connection can go away.
-        housekeepingTimer = eventLoop.schedule(at: deadline) { [unowned self] in
+        // The timer holds the connection (strongly: close() cancels it, which lets go), so it can never fire
+        // for a connection that is gone: with `unowned` a busy `serve --simulator` aborted at exit.
+        housekeepingTimer = eventLoop.schedule(at: deadline) { [self] in
             self.housekeepingTimer = nil
             self.housekeepingAt = nil
             guard !self.closed else { return }

@@ -72,15 +72,29 @@ struct TimerQueue<Payload> {
         return heap.first?.deadline
     }
 
-    /// Removes and returns every live timer due at or before `now`, earliest first.
-    mutating func popDue(now: MonotonicInstant) -> [Payload] {
-        var due: [Payload] = []
+    /// Where the timers scheduled so far end: `popNextDue(now:scheduledBefore:)` given this fires none
+    /// scheduled after it was read.
+    var mark: UInt64 { nextSequence }
+
+    /// Removes and returns the earliest live timer due at or before `now` among those scheduled before
+    /// `mark`; nil when the earliest due one is not. One at a time, so that a timer cancelled by what an
+    /// earlier one did (a connection closed by a call's deadline, its own housekeeping due in the same pass)
+    /// never fires, and a timer scheduled while the due ones run waits for the next pass.
+    mutating func popNextDue(now: MonotonicInstant, scheduledBefore mark: UInt64) -> Payload? {
         while true {
             dropDeadTop()
-            guard let top = heap.first, top.deadline <= now else { return due }
+            guard let top = heap.first, top.deadline <= now, top.sequence < mark else { return nil }
             removeTop()
-            if let payload = release(slot: top.slot) { due.append(payload) }
+            if let payload = release(slot: top.slot) { return payload }
         }
+    }
+
+    /// Removes and returns every live timer due at or before `now`, earliest first (for tests).
+    mutating func popDue(now: MonotonicInstant) -> [Payload] {
+        var due: [Payload] = []
+        let mark = self.mark
+        while let payload = popNextDue(now: now, scheduledBefore: mark) { due.append(payload) }
+        return due
     }
 
     /// Frees a live slot: its payload out, its generation on (stale ids and entries no longer match).

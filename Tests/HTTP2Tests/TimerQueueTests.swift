@@ -18,6 +18,22 @@ import Testing
         #expect(queue.nextDeadline() == nil)
     }
 
+    /// A timer cancelled by what an earlier timer of the same pass did never fires (the event loop pops
+    /// one at a time); a timer scheduled during the pass, due or not, waits for the next pass.
+    @Test func aTimerCancelledDuringThePassNeverFires() {
+        var queue = TimerQueue<String>()
+        queue.schedule(at: .at(10), "closes the connection")
+        let housekeeping = queue.schedule(at: .at(10), "the connection's housekeeping")
+        queue.schedule(at: .at(11), "later")
+        let mark = queue.mark
+        #expect(queue.popNextDue(now: .at(20), scheduledBefore: mark) == "closes the connection")
+        queue.cancel(housekeeping)
+        queue.schedule(at: .at(5), "scheduled during the pass")
+        #expect(queue.popNextDue(now: .at(20), scheduledBefore: mark) == nil)  // the new one is first: next pass
+        #expect(queue.popDue(now: .at(20)) == ["scheduled during the pass", "later"])
+        #expect(queue.count == 0)
+    }
+
     @Test func cancelledTimersNeverFire() {
         var queue = TimerQueue<Int>()
         let ids = (0..<100).map { queue.schedule(at: .at(Int64($0)), $0) }
