@@ -1,4 +1,7 @@
 /// A host and port to listen on, parsed from "HOST:PORT" ("0.0.0.0:50051", "[::1]:8080", "localhost:0").
+///
+/// Here rather than in HTTP2, which binds it: the configuration holds listen addresses, and HTTP2 depends on
+/// GatewayCore, not the other way round.
 public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var port: UInt16
