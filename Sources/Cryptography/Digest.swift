@@ -37,12 +37,11 @@ public final class SHA256Prefix: @unchecked Sendable {
     private let absorbed: OpaquePointer
 
     /// The state after hashing `prefix`; nil only when OpenSSL cannot allocate or hash.
-    public init?(_ prefix: some Collection<UInt8>) {
+    public init?(_ prefix: [UInt8]) {
         guard let algorithm = FetchedDigest.sha256?.pointer, let context = EVP_MD_CTX_new() else { return nil }
         let absorbedAll =
             EVP_DigestInit_ex(context, algorithm, nil) == 1
-            && (prefix.withContiguousStorageIfAvailable { EVP_DigestUpdate(context, $0.baseAddress, $0.count) == 1 }
-                ?? Array(prefix).withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) == 1 })
+            && prefix.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) == 1 }
         guard absorbedAll else {
             EVP_MD_CTX_free(context)
             _ = CryptographyError.drainErrorQueue()

@@ -6,7 +6,7 @@ public enum JSONString {
     public static func append(_ text: String, to output: inout String) {
         output += "\""
         // The usual case: nothing to escape, one append.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+        if !text.utf8.contains(where: needsEscaping) {
             output += text
             output += "\""
             return
@@ -30,6 +30,9 @@ public enum JSONString {
         output += "\""
     }
 
+    /// A control character, a quote or a backslash: a byte a JSON string cannot hold as it is.
+    private static func needsEscaping(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x22 || byte == 0x5C }
+
     /// Appends `text` as a JSON string literal, quotes included, as UTF-8 bytes (the same rules, for
     /// writers that build lines as bytes).
     public static func append(_ text: String, to output: inout [UInt8]) {
@@ -37,7 +40,7 @@ public enum JSONString {
         var text = text
         let plain = text.withUTF8 { bytes in
             // The usual case: nothing to escape, one copy of contiguous bytes.
-            guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return false }
+            guard !bytes.contains(where: needsEscaping) else { return false }
             output.append(contentsOf: bytes)
             return true
         }

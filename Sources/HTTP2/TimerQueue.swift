@@ -89,14 +89,6 @@ struct TimerQueue<Payload> {
         }
     }
 
-    /// Removes and returns every live timer due at or before `now`, earliest first (for tests).
-    mutating func popDue(now: MonotonicInstant) -> [Payload] {
-        var due: [Payload] = []
-        let mark = self.mark
-        while let payload = popNextDue(now: now, scheduledBefore: mark) { due.append(payload) }
-        return due
-    }
-
     /// Frees a live slot: its payload out, its generation on (stale ids and entries no longer match).
     private mutating func release(slot: Int) -> Payload? {
         let payload = slots[slot].payload

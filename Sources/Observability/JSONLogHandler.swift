@@ -13,10 +13,8 @@ import Logging
 /// as `metadata.<key>` instead. Values under secret-looking keys (see `SecretRedaction`) are replaced
 /// by "[redacted]", nested values included.
 public struct JSONLogHandler: LogHandler {
-    /// The fixed fields, always first and in this order.
-    static let fixedFields: Set<String> = ["timestamp", "level", "label", "message", "source", "error"]
-
-    /// Whether `key` is one of `fixedFields` (without hashing it).
+    /// Whether `key` is one of the fixed fields, which always come first and in this order (without hashing
+    /// it: this runs for every key of every line).
     static func isFixedField(_ key: String) -> Bool {
         switch key {
         case "timestamp", "level", "label", "message", "source", "error": true

@@ -251,7 +251,7 @@ public struct StreamNotificationsHandler: Sendable {
             // Delivered undecoded, so one bad notification never blocks the stream (nor a resumed one).
             event.status = result.status == .ok ? VerificationStatus.malformed : result.status.protoStatus
             event.message = result.isVerified ? "the verified payload could not be decoded" : result.message
-            client.events.verification(verdict: "stream_\(result.status)")
+            client.events.verification(verdict: "stream_" + result.status.rawValue)
             logger.warning(
                 "delivering a notification that failed verification",
                 metadata: [

@@ -9,7 +9,7 @@ import Testing
     @Test(arguments: [0, 1, 63, 64, 65, 4_412])
     func aPrefixDigestIsTheWholeMessagesDigest(prefixLength: Int) throws {
         let message = (0..<(prefixLength + 900)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
-        let prefix = try #require(SHA256Prefix(message[..<prefixLength]))
+        let prefix = try #require(SHA256Prefix(Array(message[..<prefixLength])))
         for _ in 0..<3 {  // the absorbed state is never consumed
             let digest = message[prefixLength...].withUnsafeBytes { Array($0) }.withUnsafeBytes {
                 prefix.digest(appending: $0)

@@ -108,3 +108,13 @@ extension MonotonicInstant {
         #expect(ListenAddress(parsing: text) == nil)
     }
 }
+
+extension TimerQueue {
+    /// Every live timer due at or before `now`, earliest first: one pass of the event loop.
+    fileprivate mutating func popDue(now: MonotonicInstant) -> [Payload] {
+        var due: [Payload] = []
+        let mark = self.mark
+        while let payload = popNextDue(now: now, scheduledBefore: mark) { due.append(payload) }
+        return due
+    }
+}
