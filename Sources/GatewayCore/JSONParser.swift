@@ -30,6 +30,9 @@ private struct Scanner {
     private var index = 0
     private var depth = 0
     private static let maximumDepth = 64
+    /// Members of the objects being parsed, innermost last: an object's dictionary is built once its size is
+    /// known (one allocation, no rehashing as it grows), and this one array serves every object of the parse.
+    private var pendingMembers: [(key: String, value: JSONValue)] = []
 
     init(bytes: UnsafePointer<UInt8>, count: Int) {
         self.bytes = bytes
@@ -77,12 +80,13 @@ private struct Scanner {
         defer { depth -= 1 }
         guard depth <= Self.maximumDepth else { return nil }
         index += 1
-        var members = [String: JSONValue](minimumCapacity: 8)
         skipWhitespace()
         if index < count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(members)
+            return .object([:])
         }
+        let first = pendingMembers.count
+        defer { pendingMembers.removeSubrange(first...) }
         while true {
             skipWhitespace()
             guard index < count, bytes[index] == UInt8(ascii: "\""), let key = parseString() else { return nil }
@@ -90,13 +94,15 @@ private struct Scanner {
             guard index < count, bytes[index] == UInt8(ascii: ":") else { return nil }
             index += 1
             guard let value = parseValue() else { return nil }
-            members[key] = value
+            pendingMembers.append((key, value))
             skipWhitespace()
             guard index < count else { return nil }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "}") {
                 index += 1
+                var members = [String: JSONValue](minimumCapacity: pendingMembers.count - first)
+                for member in pendingMembers[first...] { members[member.key] = member.value }  // duplicates: the last
                 return .object(members)
             } else {
                 return nil
@@ -131,12 +137,12 @@ private struct Scanner {
         }
     }
 
-    /// A string starting at the opening quote; validates UTF-8 and escapes (surrogate pairs included).
-    private mutating func parseString() -> String? {
-        index += 1
+    /// From inside a string, the run of bytes up to its closing quote or first backslash (where `index` is
+    /// left) and whether the run is all ASCII; nil at the end of the input or at a control character.
+    /// Eight bytes at a time while none is a quote, a backslash or a control character (the word tests are
+    /// exact for "some byte is"); the byte loop finishes the run.
+    private mutating func scanPlainRun() -> (run: UnsafeBufferPointer<UInt8>, ascii: Bool)? {
         let start = index
-        // Fast path: no escapes. Eight bytes at a time while none is a quote, a backslash or a control
-        // character (word tests below are exact for "some byte is"); the byte loop finishes the run.
         var wide: UInt64 = 0
         while index + 8 <= count {
             let word = UInt64(littleEndian: UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self))
@@ -156,11 +162,38 @@ private struct Scanner {
             index += 1
         }
         guard index < count else { return nil }
-        let run = UnsafeBufferPointer(start: bytes + start, count: index - start)
+        return (UnsafeBufferPointer(start: bytes + start, count: index - start), combined < 0x80)
+    }
+
+    /// An object key's UTF-8 bytes: where they lie in the input when the key has no escapes (no String is
+    /// made; valid as long as the input), else unescaped.
+    fileprivate enum Key {
+        case raw(UnsafeBufferPointer<UInt8>)
+        case decoded(String)
+    }
+
+    /// An object key starting at its opening quote; nil when it is not a valid string.
+    fileprivate mutating func parseKey() -> Key? {
+        let opening = index
+        index += 1
+        guard let (run, ascii) = scanPlainRun() else { return nil }
+        if bytes[index] == UInt8(ascii: "\"") {
+            index += 1
+            guard ascii || String(validating: run, as: UTF8.self) != nil else { return nil }
+            return .raw(run)
+        }
+        index = opening
+        return parseString().map(Key.decoded)
+    }
+
+    /// A string starting at the opening quote; validates UTF-8 and escapes (surrogate pairs included).
+    private mutating func parseString() -> String? {
+        index += 1
+        guard let (run, ascii) = scanPlainRun() else { return nil }
         if bytes[index] == UInt8(ascii: "\"") {
             index += 1
             // ASCII is valid UTF-8 as it is; anything else is validated (nil when invalid).
-            return combined < 0x80 ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)
+            return ascii ? String(decoding: run, as: UTF8.self) : String(validating: run, as: UTF8.self)
         }
         var scalars = Array(run)
         while index < count {
@@ -269,4 +302,56 @@ private struct Scanner {
     }
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+}
+
+extension JSONParser {
+    /// The JSON object in `buffer` (read only during the call) with its members found by key bytes
+    /// (`JSONMembers`), or nil on any syntax error, trailing garbage, or a document that is not an object.
+    public static func parseMembers(_ buffer: UnsafeBufferPointer<UInt8>) -> JSONMembers? {
+        guard let base = buffer.baseAddress else { return nil }
+        var scanner = Scanner(bytes: base, count: buffer.count)
+        return scanner.parseMembersDocument()
+    }
+}
+
+extension Scanner {
+    /// A document that is one object, its members in a `JSONMembers` (values parsed as everywhere else).
+    fileprivate mutating func parseMembersDocument() -> JSONMembers? {
+        skipWhitespace()
+        guard index < count, bytes[index] == UInt8(ascii: "{") else { return nil }
+        depth += 1
+        index += 1
+        var members = JSONMembers()
+        skipWhitespace()
+        if index < count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+        } else {
+            while true {
+                skipWhitespace()
+                guard index < count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+                guard let key = parseKey() else { return nil }
+                skipWhitespace()
+                guard index < count, bytes[index] == UInt8(ascii: ":") else { return nil }
+                index += 1
+                guard let value = parseValue() else { return nil }
+                switch key {
+                case .raw(let bytes): members.set(value, forKey: bytes)
+                case .decoded(var text): text.withUTF8 { members.set(value, forKey: $0) }
+                }
+                skipWhitespace()
+                guard index < count else { return nil }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                } else if bytes[index] == UInt8(ascii: "}") {
+                    index += 1
+                    break
+                } else {
+                    return nil
+                }
+            }
+        }
+        depth -= 1
+        skipWhitespace()
+        return index == count ? members : nil
+    }
 }

@@ -24,7 +24,7 @@ public enum PayloadDecoder {
             let raw = result.rawJSON
         else { return nil }
         // The verifier's parse of these exact bytes, when it kept one, instead of parsing them again.
-        guard let object = result.payloadObject ?? JSONValue.object(from: raw) else { return nil }
+        guard let object = result.payloadObject ?? JSONMembers(parsing: raw) else { return nil }
         switch kind {
         case .transaction: return .transaction(transaction(object, json: raw))
         case .renewalInfo: return .renewalInfo(renewalInfo(object, json: raw))
@@ -46,10 +46,10 @@ public enum PayloadDecoder {
 
     /// JWSTransactionDecodedPayload → `Transaction` (nil when `json` is not a JSON object).
     public static func transaction(fromJSON json: Data) -> Transaction? {
-        JSONValue.object(from: json).map { transaction($0, json: json) }
+        JSONMembers(parsing: json).map { transaction($0, json: json) }
     }
 
-    private static func transaction(_ object: [String: JSONValue], json: Data) -> Transaction {
+    private static func transaction(_ object: JSONMembers, json: Data) -> Transaction {
         let p = Fields(object)
         var t = Transaction()
         t.transactionId = p.string("transactionId")
@@ -110,10 +110,10 @@ public enum PayloadDecoder {
 
     /// JWSRenewalInfoDecodedPayload → `RenewalInfo` (nil when `json` is not a JSON object).
     public static func renewalInfo(fromJSON json: Data) -> RenewalInfo? {
-        JSONValue.object(from: json).map { renewalInfo($0, json: json) }
+        JSONMembers(parsing: json).map { renewalInfo($0, json: json) }
     }
 
-    private static func renewalInfo(_ object: [String: JSONValue], json: Data) -> RenewalInfo {
+    private static func renewalInfo(_ object: JSONMembers, json: Data) -> RenewalInfo {
         let p = Fields(object)
         var r = RenewalInfo()
         r.originalTransactionId = p.string("originalTransactionId")
@@ -158,10 +158,10 @@ public enum PayloadDecoder {
 
     /// AppTransaction payload → `AppTransaction` (nil when `json` is not a JSON object).
     public static func appTransaction(fromJSON json: Data) -> AppTransaction? {
-        JSONValue.object(from: json).map { appTransaction($0, json: json) }
+        JSONMembers(parsing: json).map { appTransaction($0, json: json) }
     }
 
-    private static func appTransaction(_ object: [String: JSONValue], json: Data) -> AppTransaction {
+    private static func appTransaction(_ object: JSONMembers, json: Data) -> AppTransaction {
         let p = Fields(object)
         var a = AppTransaction()
         (a.receiptType, a.receiptTypeRaw) = p.environment("receiptType")
@@ -187,10 +187,10 @@ public enum PayloadDecoder {
 
     /// DecodedRealtimeRequestBody (Retention Messaging) → `RealtimeRequest` (nil when `json` is not a JSON object).
     public static func realtimeRequest(fromJSON json: Data) -> RealtimeRequest? {
-        JSONValue.object(from: json).map { realtimeRequest($0, json: json) }
+        JSONMembers(parsing: json).map { realtimeRequest($0, json: json) }
     }
 
-    private static func realtimeRequest(_ object: [String: JSONValue], json: Data) -> RealtimeRequest {
+    private static func realtimeRequest(_ object: JSONMembers, json: Data) -> RealtimeRequest {
         let p = Fields(object)
         var r = RealtimeRequest()
         r.originalTransactionId = p.string("originalTransactionId")
@@ -207,10 +207,10 @@ public enum PayloadDecoder {
     /// ResponseBodyV2DecodedPayload → `AppStoreNotification` (nil when `json` is not a JSON object). The
     /// nested `signed*Info` stay as JWS strings here; `decode(_:)` adds their verified decodings.
     public static func notification(fromJSON json: Data) -> AppStoreNotification? {
-        JSONValue.object(from: json).map { notification($0, json: json) }
+        JSONMembers(parsing: json).map { notification($0, json: json) }
     }
 
-    private static func notification(_ object: [String: JSONValue], json: Data) -> AppStoreNotification {
+    private static func notification(_ object: JSONMembers, json: Data) -> AppStoreNotification {
         let p = Fields(object)
         var n = AppStoreNotification()
         n.notificationTypeRaw = p.string("notificationType")
@@ -285,10 +285,18 @@ public enum PayloadDecoder {
     ]
 }
 
+/// A JSON object read by key: a payload's top level (`JSONMembers`) or a nested object.
+protocol JSONFieldSource {
+    subscript(key: String) -> JSONValue? { get }
+}
+
+extension JSONMembers: JSONFieldSource {}
+extension Dictionary: JSONFieldSource where Key == String, Value == JSONValue {}
+
 /// Typed, forgiving reads of one JSON object: a missing or mistyped field reads as the proto default.
-struct Fields {
-    let object: [String: JSONValue]
-    init(_ object: [String: JSONValue]) { self.object = object }
+struct Fields<Object: JSONFieldSource> {
+    let object: Object
+    init(_ object: Object) { self.object = object }
 
     /// Strings; ids sent as numbers (some older payloads) are kept as their decimal text.
     func string(_ key: String) -> String {

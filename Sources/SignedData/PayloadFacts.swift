@@ -20,7 +20,7 @@ struct PayloadFacts: Sendable {
         var source: String
     }
 
-    init(payload: [String: JSONValue], requestedKind: SignedDataKind?) throws(Rejection) {
+    init(payload: JSONMembers, requestedKind: SignedDataKind?) throws(Rejection) {
         guard let kind = Self.detectKind(payload) else {
             if let requestedKind {
                 throw Rejection(
@@ -75,7 +75,7 @@ struct PayloadFacts: Sendable {
         self.nested = nested
     }
 
-    private static func detectKind(_ payload: [String: JSONValue]) -> SignedDataKind? {
+    private static func detectKind(_ payload: JSONMembers) -> SignedDataKind? {
         if payload["notificationType"] != nil { return .notification }
         if payload["receiptType"] != nil { return .appTransaction }
         if payload["userLocale"] != nil, payload["requestIdentifier"] != nil { return .realtimeRequest }
@@ -85,7 +85,7 @@ struct PayloadFacts: Sendable {
     }
 
     /// Identity from `data`, else `summary`, else `externalPurchaseToken`, else `appData` (Apple's order).
-    private static func notificationIdentity(_ payload: [String: JSONValue]) -> AppIdentity {
+    private static func notificationIdentity(_ payload: JSONMembers) -> AppIdentity {
         func identity(of source: String) -> AppIdentity? {
             guard let object = payload[source]?.object else { return nil }
             return AppIdentity(

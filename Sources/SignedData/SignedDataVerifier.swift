@@ -275,7 +275,7 @@ public final class SignedDataVerifier: Sendable {
                 return .result(result)
             }
             let token = try CompactJWS(parsing: jws, maximumLength: configuration.maximumJWSLength, headers: headers)
-            guard let payload = JSONValue.object(from: token.payload) else {
+            guard let payload = JSONMembers(parsing: token.payload) else {
                 throw Rejection(.malformed, "the JWS payload is not a JSON object")
             }
             let facts = try PayloadFacts(payload: payload, requestedKind: kind)
@@ -348,7 +348,7 @@ public final class SignedDataVerifier: Sendable {
         _ jws: String, kind: SignedDataKind?, requirements: VerificationRequirements
     ) throws(Rejection) -> VerificationResult? {
         let raw = try CompactJWS.unverifiedPayload(of: jws, maximumLength: configuration.maximumJWSLength)
-        guard let payload = JSONValue.object(from: raw) else {
+        guard let payload = JSONMembers(parsing: raw) else {
             throw Rejection(.malformed, "the JWS payload is not a JSON object")
         }
         let facts = try PayloadFacts(payload: payload, requestedKind: kind)

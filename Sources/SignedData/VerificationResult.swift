@@ -41,7 +41,7 @@ public struct VerificationResult: Sendable {
     /// For notifications: each nested JWS, verified the same way (in payload order).
     public let nestedPayloads: [NestedPayload]
     /// `rawJSON` as the verifier parsed it, so `PayloadDecoder` need not parse the same bytes again.
-    let payloadObject: [String: JSONValue]?
+    let payloadObject: JSONMembers?
 
     /// Whether the status is `.ok`.
     public var isVerified: Bool { status == .ok }
@@ -53,7 +53,7 @@ public struct VerificationResult: Sendable {
 
     init(
         status: VerificationVerdict, message: String, kind: SignedDataKind? = nil, signedDate: Date? = nil,
-        environment: AppStoreEnvironment? = nil, rawJSON: Data? = nil, payloadObject: [String: JSONValue]? = nil,
+        environment: AppStoreEnvironment? = nil, rawJSON: Data? = nil, payloadObject: JSONMembers? = nil,
         nestedPayloads: [NestedPayload] = []
     ) {
         self.status = status

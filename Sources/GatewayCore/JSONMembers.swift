@@ -1,0 +1,133 @@
+import Foundation
+
+/// The members of one JSON object, found by their keys' UTF-8 bytes (`JSONParser.parseMembers`).
+///
+/// For the objects read field by field on every call (a JWS payload: ~25 members, ~35 lookups): a
+/// `[String: JSONValue]` makes a String per key and runs SipHash for every insert and lookup, which cost more
+/// than the rest of the decoding. Here keys stay bytes, hashed a word at a time with a seed drawn once per
+/// process (so nobody outside can aim keys at one slot), and compared byte for byte: keys are equal when
+/// their bytes are, never by Unicode equivalence. A duplicate key keeps the last value, as `JSONParser` does.
+/// Memory is proportional to the input.
+public struct JSONMembers: Sendable {
+    private struct Member: Sendable {
+        var hash: UInt64
+        var keyStart: Int
+        var keyCount: Int
+        var value: JSONValue
+    }
+
+    /// Every key's bytes, one after the other.
+    private var keyBytes: [UInt8] = []
+    private var members: [Member] = []
+    /// Open addressing over `members`: a member's index + 1, 0 for an empty slot; a power of two at least
+    /// twice the member count, so probes stay short.
+    private var slots: [Int32] = []
+
+    /// No members.
+    public init() {}
+
+    /// The number of distinct keys.
+    public var count: Int { members.count }
+
+    /// The value at `key`, nil when absent.
+    public subscript(key: String) -> JSONValue? {
+        var key = key
+        return key.withUTF8 { self[bytes: $0] }
+    }
+
+    /// The value at the key spelled by `key`'s bytes, nil when absent.
+    public subscript(bytes key: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        guard !members.isEmpty else { return nil }
+        return position(of: key, hash: Self.hash(key)).found.map { members[$0].value }
+    }
+
+    /// Keeps `value` at `key` (replacing an earlier value of the same key).
+    public mutating func set(_ value: JSONValue, forKey key: UnsafeBufferPointer<UInt8>) {
+        if slots.isEmpty { slots = [Int32](repeating: 0, count: 64) }
+        let hash = Self.hash(key)
+        let (found, slot) = position(of: key, hash: hash)
+        if let found {
+            members[found].value = value
+            return
+        }
+        members.append(Member(hash: hash, keyStart: keyBytes.count, keyCount: key.count, value: value))
+        keyBytes.append(contentsOf: key)
+        slots[slot] = Int32(members.count)
+        if members.count * 2 > slots.count { rebuildSlots(count: slots.count * 2) }
+    }
+
+    /// The members as a dictionary (keys decoded as UTF-8, which `JSONParser` validated).
+    public var dictionary: [String: JSONValue] {
+        var dictionary = [String: JSONValue](minimumCapacity: members.count)
+        keyBytes.withUnsafeBufferPointer { bytes in
+            for member in members {
+                let key = String(decoding: bytes[member.keyStart..<member.keyStart + member.keyCount], as: UTF8.self)
+                dictionary[key] = member.value
+            }
+        }
+        return dictionary
+    }
+
+    /// The member holding `key`, or the empty slot where it would go.
+    private func position(of key: UnsafeBufferPointer<UInt8>, hash: UInt64) -> (found: Int?, slot: Int) {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        return keyBytes.withUnsafeBufferPointer { bytes in
+            while true {
+                let entry = Int(slots[slot])
+                if entry == 0 { return (nil, slot) }
+                let member = members[entry - 1]
+                if member.hash == hash, member.keyCount == key.count,
+                    member.keyCount == 0
+                        || memcmp(bytes.baseAddress! + member.keyStart, key.baseAddress!, key.count) == 0
+                {
+                    return (entry - 1, slot)
+                }
+                slot = (slot + 1) & mask
+            }
+        }
+    }
+
+    private mutating func rebuildSlots(count: Int) {
+        slots = [Int32](repeating: 0, count: count)
+        let mask = count - 1
+        for (index, member) in members.enumerated() {
+            var slot = Int(truncatingIfNeeded: member.hash) & mask
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = Int32(index + 1)
+        }
+    }
+
+    /// Drawn once per process: key hashes cannot be predicted from outside.
+    private static let seed = UInt64.random(in: .min ... .max)
+
+    /// A multiply-xor hash of `key`, eight bytes at a time, seeded and finished with a final mix.
+    static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var hash = seed ^ (UInt64(key.count) &* multiplier)
+        guard let base = key.baseAddress else { return hash }
+        let raw = UnsafeRawPointer(base)
+        var offset = 0
+        while offset + 8 <= key.count {
+            hash = (hash ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* multiplier
+            hash ^= hash >> 29
+            offset += 8
+        }
+        if offset < key.count {
+            var tail: UInt64 = 0
+            for index in offset..<key.count { tail = tail << 8 | UInt64(base[index]) }
+            hash = (hash ^ tail) &* multiplier
+            hash ^= hash >> 29
+        }
+        return (hash ^ (hash >> 32)) &* multiplier
+    }
+}
+
+extension JSONMembers {
+    /// `data` parsed as one JSON object; nil when it is not valid JSON or not an object.
+    public init?(parsing data: Data) {
+        let parsed = data.withUnsafeBytes { JSONParser.parseMembers($0.assumingMemoryBound(to: UInt8.self)) }
+        guard let parsed else { return nil }
+        self = parsed
+    }
+}
