@@ -24,6 +24,11 @@ final class ChainCache: Sendable {
             input.append(contentsOf: intermediateText)
             digest = SHA256.hash(input)
         }
+
+        /// The digest's bytes in one call (the synthesized hash would feed them to the hasher one by one).
+        func hash(into hasher: inout Hasher) {
+            digest.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
 
     struct Entry: Sendable {
@@ -63,14 +68,15 @@ final class ChainCache: Sendable {
     func leafKey(for key: Key, verificationTime time: Date, now: Date) -> ECPublicKey? {
         guard capacityPerShard > 0 else { return nil }
         let found: ECPublicKey? = shards[index(of: key)].state.withLock { shard in
-            guard let cached = shard.entries[key] else { return nil }
+            guard let position = shard.entries.index(forKey: key) else { return nil }
+            let cached = shard.entries.values[position]
             guard now <= cached.entry.validUntil else {
-                shard.entries[key] = nil
+                shard.entries.remove(at: position)
                 return nil
             }
             guard time >= cached.entry.validFrom, time <= cached.entry.validUntil else { return nil }
             shard.tick &+= 1
-            shard.entries[key]?.lastUse = shard.tick
+            shard.entries.values[position].lastUse = shard.tick
             return cached.entry.leafKey
         }
         if found != nil {

@@ -5,8 +5,10 @@ import GatewayCore
 /// A compact-serialized JWS (RFC 7515 §7.1) split and decoded, with the header fields Apple uses.
 /// Nothing here is authenticated yet.
 struct CompactJWS: Sendable {
-    /// `BASE64URL(header) "." BASE64URL(payload)`, the bytes the signature covers.
-    let signingInput: [UInt8]
+    /// The compact text as received (kept, not copied): its first `signingInputCount` bytes,
+    /// `BASE64URL(header) "." BASE64URL(payload)`, are what the signature covers.
+    private let text: String
+    private let signingInputCount: Int
     let payload: Data
     let signature: [UInt8]
     let header: JWSHeader
@@ -17,14 +19,16 @@ struct CompactJWS: Sendable {
     /// Whether `signature` signs `signingInput` under `key` (ES256), hashing only the payload's part when
     /// the header's prefix digest is at hand.
     func signatureVerifies(under key: ECPublicKey) -> Bool {
-        guard let prefix = header.signingPrefix, signingInput.count > header.text.count else {
-            return key.isValidSignature(signature, for: signingInput)
+        var text = text
+        return text.withUTF8 { bytes in
+            let input = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[..<signingInputCount])
+            if let prefix = header.signingPrefix, input.count > header.text.count,
+                let digest = prefix.digest(appending: .init(rebasing: input[(header.text.count + 1)...]))
+            {
+                return key.isValidSignature(signature, forDigest: digest)
+            }
+            return key.isValidSignature(signature, for: Array(input))
         }
-        let digest = signingInput.withUnsafeBytes {
-            prefix.digest(appending: .init(rebasing: $0[(header.text.count + 1)...]))
-        }
-        guard let digest else { return key.isValidSignature(signature, for: signingInput) }
-        return key.isValidSignature(signature, forDigest: digest)
     }
 
     /// Parses `text`, rejecting anything but three unpadded base64url parts with a JSON object header.
@@ -37,8 +41,7 @@ struct CompactJWS: Sendable {
         }
         var text = text
         typealias Parts = (
-            header: Result<JWSHeader, Rejection>, kept: Bool, payload: [UInt8], signature: [UInt8],
-            signingInput: [UInt8]
+            header: Result<JWSHeader, Rejection>, kept: Bool, payload: [UInt8], signature: [UInt8], signedCount: Int
         )
         // withUTF8 rethrows untyped errors, so the closure returns a Result to keep `throws(Rejection)`.
         let parts = try text.withUTF8 { bytes in
@@ -77,16 +80,15 @@ struct CompactJWS: Sendable {
                 let header =
                     kept.map { Result.success($0) }
                     ?? Result { () throws(Rejection) in try JWSHeader(text: Array(headerText), decoded: headerBytes) }
-                return (
-                    header, kept != nil, payload, signature, Array(UnsafeBufferPointer(rebasing: bytes[..<dots.second]))
-                )
+                return (header, kept != nil, payload, signature, dots.second)
             }
         }.get()
         header = try parts.header.get()
         if !parts.kept { headers?.keep(header) }
         payload = Data(parts.payload)
         signature = parts.signature
-        signingInput = parts.signingInput
+        self.text = text
+        signingInputCount = parts.signedCount
     }
 
     /// The payload of `text` without looking at its header or signature: for data nobody can verify (Xcode's),
