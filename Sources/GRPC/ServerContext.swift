@@ -70,6 +70,7 @@ public final class ServerContext: Sendable {
     }
 
     /// Nil when the call may use the app a request names; else the PERMISSION_DENIED status (counted).
+    @usableFromInline
     func refusal(forApp app: String) -> RPCStatus? {
         callGuard?.authorize(caller, app: app, method: method)
     }

@@ -41,7 +41,10 @@ public final class RequestStream<Message: ProtoMessage>: @unchecked Sendable {
 }
 
 extension MethodHandler {
-    /// A unary method run inline on the event loop (cheap, non-blocking work only).
+    /// A unary method run inline on the event loop (cheap, non-blocking work only). Inlinable, like the
+    /// other unary adapters, so each method's decode, answer and encode are specialised for its message types
+    /// (no generic copies of a large response, no dynamic cast for `AppNamingMessage`).
+    @inlinable
     public static func unaryInline<Request: ProtoMessage, Response: ProtoMessage>(
         _ request: Request.Type, _ body: @escaping @Sendable (Request, ServerContext) -> Result<Response, RPCStatus>
     ) -> MethodHandler {
@@ -56,6 +59,7 @@ extension MethodHandler {
     }
 
     /// A unary method that starts on the event loop and either answers there or continues as a Swift task.
+    @inlinable
     public static func unaryInlineOrTask<Request: ProtoMessage, Response: ProtoMessage>(
         _ request: Request.Type,
         _ body: @escaping @Sendable (Request, ServerContext) -> TypedInlineOrTask<Response>
@@ -76,6 +80,7 @@ extension MethodHandler {
 
     /// A unary method run as a Swift task. Its body throws its own typed error; the call ends with that
     /// error's `rpcStatus`.
+    @inlinable
     public static func unary<Request: ProtoMessage, Response: ProtoMessage, Failure: RPCStatusConvertible>(
         _ request: Request.Type,
         _ body: @escaping @Sendable (Request, ServerContext) async throws(Failure) -> Response
@@ -112,7 +117,8 @@ extension MethodHandler {
         }
     }
 
-    fileprivate static func decode<Request: ProtoMessage>(
+    @usableFromInline
+    static func decode<Request: ProtoMessage>(
         _ type: Request.Type, _ bytes: [UInt8], _ context: ServerContext
     ) throws(RPCStatus) -> Request {
         let message: Request
