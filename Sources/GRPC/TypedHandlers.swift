@@ -72,7 +72,8 @@ extension MethodHandler {
                 return .done(.failure(error))
             }
             switch body(message, context) {
-            case .done(let result): return .done(result.map { $0.serializedBytes() })
+            case .done(.success(let response)): return .done(.success(response.serializedBytes()))
+            case .done(.failure(let status)): return .done(.failure(status))
             case .task(let rest): return .task { await rest().map { $0.serializedBytes() } }
             }
         }

@@ -43,7 +43,12 @@ public struct JSONMembers: Sendable {
 
     /// Keeps `value` at `key` (replacing an earlier value of the same key).
     public mutating func set(_ value: JSONValue, forKey key: UnsafeBufferPointer<UInt8>) {
-        if slots.isEmpty { slots = [Int32](repeating: 0, count: 64) }
+        if slots.isEmpty {
+            // Room for a payload's usual ~25 members without growing.
+            slots = [Int32](repeating: 0, count: 64)
+            members.reserveCapacity(32)
+            keyBytes.reserveCapacity(512)
+        }
         let hash = Self.hash(key)
         let (found, slot) = position(of: key, hash: hash)
         if let found {

@@ -135,25 +135,30 @@ struct VerifyJWSHandler: Sendable {
     /// The answer for a verification result.
     func response(to result: VerificationResult) -> VerifyJWSResponse {
         events.verification(verdict: result.status.rawValue)
-        var response = VerifyJWSResponse()
-        response.status = result.status.protoStatus
-        response.message = result.message
-        if let kind = result.kind { response.kind = kind.protoKind }
-        if let environment = result.environment { response.environment = environment.protoEnvironment }
+        var signedDate: ProtoTimestamp?
         if let date = result.signedDate,
             let milliseconds = Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded())
         {
-            response.signedDate = ProtoTimestamp(unixMilliseconds: milliseconds)
+            signedDate = ProtoTimestamp(unixMilliseconds: milliseconds)
         }
-        if result.status == .ok || result.status == .unverifiedByDesign, let payload = PayloadDecoder.decode(result) {
-            switch payload {
-            case .transaction(let transaction): response.payload = .transaction(transaction)
-            case .renewalInfo(let renewal): response.payload = .renewalInfo(renewal)
-            case .notification(let notification): response.payload = .notification(notification)
-            case .appTransaction(let appTransaction): response.payload = .appTransaction(appTransaction)
-            case .realtimeRequest(let request): response.payload = .realtimeRequest(request)
-            }
+        // Built in one initialiser call: the large payload structs move into the answer, never copied.
+        return VerifyJWSResponse(
+            status: result.status.protoStatus, message: result.message, kind: result.kind?.protoKind ?? .unspecified,
+            signedDate: signedDate, environment: result.environment?.protoEnvironment ?? .unspecified,
+            payload: Self.payload(of: result))
+    }
+
+    /// The typed payload of a verified (or unverified-by-design) result.
+    private static func payload(of result: VerificationResult) -> VerifyJWSResponse.Payload? {
+        guard result.status == .ok || result.status == .unverifiedByDesign,
+            let payload = PayloadDecoder.decode(result)
+        else { return nil }
+        switch consume payload {
+        case .transaction(let transaction): return .transaction(transaction)
+        case .renewalInfo(let renewal): return .renewalInfo(renewal)
+        case .notification(let notification): return .notification(notification)
+        case .appTransaction(let appTransaction): return .appTransaction(appTransaction)
+        case .realtimeRequest(let request): return .realtimeRequest(request)
         }
-        return response
     }
 }
