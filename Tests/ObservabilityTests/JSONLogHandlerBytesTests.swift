@@ -5,6 +5,10 @@ import Testing
 
 @testable import Observability
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The exact bytes the JSON handler writes: fixed fields first in a fixed order, then every metadata key
 /// (handler, provider and call metadata merged, the later winning per top-level key) in key order, nested
 /// dictionaries as dotted keys, secrets redacted, fixed names moved under `metadata.`.
@@ -156,5 +160,33 @@ import Testing
                     + #""source":"ObservabilityTests","h\"k":"v\\","q.in\"ner":"\u001f","tab\tkey":"nul\u0000"}"#
                     + "\n"
             ])
+    }
+
+    /// Without `write`, the line's bytes are queued to the writer; a critical line returns only once the
+    /// writer has written everything queued.
+    @Test func linesAreQueuedToTheWriterAndACriticalLineWaitsForIt() {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let writer = LogLineWriter(fd: fds[1])
+        let logger = Logger(label: "test.bytes") { JSONLogHandler(label: $0, clock: Self.clock, writer: writer) }
+        logger.info("queued", metadata: ["k": "v"])
+        logger.critical("stopping")
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)  // both lines are in the pipe already: never wait for them
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(fds[0], &buffer, buffer.count)
+        #expect(
+            String(decoding: buffer[..<max(count, 0)], as: UTF8.self)
+                == Self.prefix + #""level":"info","label":"test.bytes","message":"queued","source":"ObservabilityTests","#
+                + #""k":"v"}"# + "\n" + Self.prefix
+                + #""level":"critical","label":"test.bytes","message":"stopping","source":"ObservabilityTests"}"# + "\n")
+    }
+
+    /// A year outside RFC 3339's four digits is written as it is, the rest as usual.
+    @Test func yearsOutsideFourDigitsAreWrittenAsTheyAre() {
+        #expect(JSONText.timestamp(WallTime(millisecondsSince1970: 253_402_300_800_000)) == "10000-01-01T00:00:00.000Z")
+        #expect(JSONText.timestamp(WallTime(millisecondsSince1970: 253_402_300_799_999)) == "9999-12-31T23:59:59.999Z")
+        #expect(JSONText.timestamp(WallTime(millisecondsSince1970: -62_167_219_200_000)) == "0000-01-01T00:00:00.000Z")
+        #expect(JSONText.timestamp(WallTime(millisecondsSince1970: -62_167_219_200_001)) == "-1-12-31T23:59:59.999Z")
     }
 }
