@@ -15,6 +15,11 @@ public struct SecretRedaction: Sendable, Hashable {
     private let fragmentEnds: [Int]
     /// The bytes fragments start with.
     private let firstBytes: ByteSet
+    /// The `pairHash` of each fragment's first two bytes: a key in which no two adjacent bytes hash to one
+    /// of these contains no fragment, without searching it.
+    private let openings: ByteSet
+    /// Whether a fragment is one byte long (`openings` cannot rule a key out then).
+    private let hasOneByteFragment: Bool
 
     /// A rule matching keys that contain any of `fragments` (normalised the same way as keys).
     public init(fragments: [String] = SecretRedaction.defaultFragments) {
@@ -26,27 +31,33 @@ public struct SecretRedaction: Sendable, Hashable {
             return end
         }
         firstBytes = ByteSet(self.fragments.compactMap(\.utf8.first))
+        openings = ByteSet(self.fragments.map { Array($0.utf8) }.filter { $0.count > 1 }.map { Self.pairHash($0[0], $0[1]) })
+        hasOneByteFragment = self.fragments.contains { $0.utf8.count == 1 }
     }
 
     /// Whether a value under `key` must be replaced. Byte work only (no Unicode tables, no Foundation
     /// search, no allocation for an ASCII key): it runs for every metadata key of every log line.
     public func isSecret(key: String) -> Bool {
-        var key = key
-        let asciiAnswer: Bool? = key.withUTF8 { bytes in
+        let asciiAnswer: Bool?? = key.utf8.withContiguousStorageIfAvailable { bytes -> Bool? in
             guard bytes.count <= 256 else { return nil }
-            // An ASCII key normalised on the stack, in the same pass that checks it is ASCII.
+            // An ASCII key normalised on the stack, in the same pass that checks it is ASCII and looks for
+            // two adjacent bytes a fragment could start with.
             return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(bytes.count, 1)) { buffer in
                 var length = 0
+                var previous: UInt8 = 0
+                var opening = hasOneByteFragment
                 for byte in bytes {
                     guard byte < 0x80 else { return nil }
                     guard let kept = Self.normalised(byte) else { continue }
                     buffer[length] = kept
                     length += 1
+                    if openings.contains(Self.pairHash(previous, kept)) { opening = true }
+                    previous = kept
                 }
-                return contains(UnsafeBufferPointer(rebasing: buffer[..<length]))
+                return opening && contains(UnsafeBufferPointer(rebasing: buffer[..<length]))
             }
         }
-        if let asciiAnswer { return asciiAnswer }
+        if let asciiAnswer, let answer = asciiAnswer { return answer }
         return Self.normaliseBytes(key).withUnsafeBufferPointer { contains($0) }
     }
 
@@ -88,6 +99,9 @@ public struct SecretRedaction: Sendable, Hashable {
         return key.utf8.compactMap(normalised)
     }
 
+    /// Two adjacent bytes hashed to one byte (for `openings`).
+    private static func pairHash(_ first: UInt8, _ second: UInt8) -> UInt8 { (first &* 67) ^ second }
+
     /// An ASCII letter lowercased or a digit; nil for any other byte.
     private static func normalised(_ byte: UInt8) -> UInt8? {
         let lowercased = byte | 0x20  // an ASCII letter in lowercase; for other bytes only the test below
@@ -117,13 +131,8 @@ private struct ByteSet: Sendable {
     }
 
     func contains(_ byte: UInt8) -> Bool {
-        let word: UInt64
-        switch byte >> 6 {
-        case 0: word = bits.0
-        case 1: word = bits.1
-        case 2: word = bits.2
-        default: word = bits.3
-        }
-        return word & (UInt64(1) << (byte & 63)) != 0
+        // A load, not a switch on the word: a branch per byte would be mispredicted.
+        let word = withUnsafeBytes(of: bits) { $0.load(fromByteOffset: Int(byte >> 6) &* 8, as: UInt64.self) }
+        return (word >> (byte & 63)) & 1 != 0
     }
 }

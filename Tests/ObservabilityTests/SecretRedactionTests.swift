@@ -45,4 +45,11 @@ import Testing
         #expect(!redaction.isSecret(key: "sessio") && !redaction.isSecret(key: "secre") && !redaction.isSecret(key: "s"))
         #expect(!SecretRedaction(fragments: []).isSecret(key: "token"))
     }
+
+    /// A one-byte fragment is found anywhere (the two-byte prefilter does not apply to it).
+    @Test func aOneByteFragmentIsFoundAnywhere() {
+        let redaction = SecretRedaction(fragments: ["q", "key"])
+        #expect(redaction.isSecret(key: "q") && redaction.isSecret(key: "aq") && redaction.isSecret(key: "x-Q-y"))
+        #expect(redaction.isSecret(key: "api_KEY") && !redaction.isSecret(key: "abc") && !redaction.isSecret(key: "ke"))
+    }
 }
