@@ -134,7 +134,10 @@ public struct JSONLogHandler: LogHandler {
                 spans.append(MemberSpan(key: member.key, start: out.count, end: out.count + member.bytes.count))
                 out.append(contentsOf: member.bytes)
             }
-            if !spans.isSorted() { Self.reorder(&out, from: membersStart, by: spans.sorted { $0.key < $1.key }) }
+            if !spans.isSorted() {
+                spans.sort { $0.key < $1.key }
+                Self.reorder(&out, from: membersStart, by: spans)
+            }
         }
         out.append(contentsOf: "}\n".utf8)
     }
@@ -192,13 +195,18 @@ public struct JSONLogHandler: LogHandler {
         spans.append(MemberSpan(key: path, start: start, end: out.count))
     }
 
-    /// Rewrites the members from `start` on (as `spans` say where each is) in the order of `spans`.
+    /// Rewrites the members from `start` on (which `spans` cover, saying where each is) in the order of
+    /// `spans`, in place.
     private static func reorder(_ out: inout [UInt8], from start: Int, by spans: [MemberSpan]) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: out.count - start) { members in
-            out.withUnsafeBufferPointer { _ = members.initialize(fromContentsOf: $0[start...]) }
-            out.removeSubrange(start...)
-            for span in spans {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: members[(span.start - start)..<(span.end - start)]))
+            out.withUnsafeMutableBufferPointer { out in
+                _ = members.initialize(fromContentsOf: out[start...])
+                var next = start
+                for span in spans {
+                    let count = span.end - span.start
+                    _ = out[next..<(next + count)].initialize(fromContentsOf: members[(span.start - start)..<(span.end - start)])
+                    next += count
+                }
             }
         }
     }
@@ -211,9 +219,7 @@ public struct JSONLogHandler: LogHandler {
             JSONString.append(text, to: &out)
         case .stringConvertible(let convertible):
             // Durations and counts stay numbers, so log queries can compare and sum them.
-            if let number = JSONText.number(convertible) {
-                out.append(contentsOf: number.utf8)
-            } else {
+            if !JSONText.appendNumber(convertible, to: &out) {
                 JSONString.append(convertible.description, to: &out)
             }
         case .array(let elements):

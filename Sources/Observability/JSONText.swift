@@ -17,6 +17,34 @@ enum JSONText {
         }
     }
 
+    /// Appends the JSON number for an integer or a finite floating-point value and returns true; false
+    /// (nothing appended) for anything else. An `Int`, the usual count or status, is written digit by digit.
+    static func appendNumber(_ value: any CustomStringConvertible & Sendable, to out: inout [UInt8]) -> Bool {
+        if let integer = value as? Int {
+            appendInteger(integer, to: &out)
+            return true
+        }
+        guard let number = number(value) else { return false }
+        out.append(contentsOf: number.utf8)
+        return true
+    }
+
+    /// A decimal integer, digit by digit (no String).
+    static func appendInteger(_ value: Int, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for the 20 digits of any Int
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: buffer[index...])
+        }
+    }
+
     /// RFC 3339 in UTC with milliseconds: `2026-11-22T05:54:27.123Z`.
     static func timestamp(_ time: WallTime) -> String {
         var out: [UInt8] = []

@@ -189,4 +189,23 @@ import Testing
         #expect(JSONText.timestamp(WallTime(millisecondsSince1970: -62_167_219_200_000)) == "0000-01-01T00:00:00.000Z")
         #expect(JSONText.timestamp(WallTime(millisecondsSince1970: -62_167_219_200_001)) == "-1-12-31T23:59:59.999Z")
     }
+
+    /// Integers are JSON numbers at both ends of their range; other numbers too; anything else a string.
+    @Test func numbersAreWrittenAsNumbers() {
+        let written = lines {
+            $0.info(
+                "numbers",
+                metadata: [
+                    "a": .stringConvertible(0), "b": .stringConvertible(-42), "c": .stringConvertible(Int.min),
+                    "d": .stringConvertible(Int.max), "e": .stringConvertible(UInt64.max), "f": .stringConvertible(Int8(-8)),
+                    "g": .stringConvertible(-0.5), "h": .stringConvertible(Float.infinity), "i": .stringConvertible(true),
+                ])
+        }
+        #expect(
+            written == [
+                Self.prefix + #""level":"info","label":"test.bytes","message":"numbers","source":"ObservabilityTests","#
+                    + #""a":0,"b":-42,"c":-9223372036854775808,"d":9223372036854775807,"#
+                    + #""e":18446744073709551615,"f":-8,"g":-0.5,"h":"inf","i":"true"}"# + "\n"
+            ])
+    }
 }
