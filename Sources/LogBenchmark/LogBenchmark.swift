@@ -88,7 +88,9 @@ struct LogBenchmark {
             result["other_line_queued"] = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(lines)
             queued.flush()
             guard !onlyOtherLine else {
-                print("{\"round\":\(round),\"lines\":\(lines),\"ns_per_other_line_queued\":\(Int(result["other_line_queued"]!))}")
+                print(
+                    "{\"round\":\(round),\"lines\":\(lines),\"ns_per_other_line_queued\":\(Int(result["other_line_queued"]!))}"
+                )
                 continue
             }
             let line =

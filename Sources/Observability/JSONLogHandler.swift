@@ -204,7 +204,8 @@ public struct JSONLogHandler: LogHandler {
                 var next = start
                 for span in spans {
                     let count = span.end - span.start
-                    _ = out[next..<(next + count)].initialize(fromContentsOf: members[(span.start - start)..<(span.end - start)])
+                    _ = out[next..<(next + count)].initialize(
+                        fromContentsOf: members[(span.start - start)..<(span.end - start)])
                     next += count
                 }
             }
@@ -279,7 +280,8 @@ private struct RenderedMetadata {
             var spans: [MemberSpan] = []
             JSONLogHandler.appendMembers(topLevelKey, value, redaction: redaction, to: &bytes, spans: &spans)
             for span in spans {
-                members.append(Member(key: span.key, topLevelKey: topLevelKey, bytes: Array(bytes[span.start..<span.end])))
+                members.append(
+                    Member(key: span.key, topLevelKey: topLevelKey, bytes: Array(bytes[span.start..<span.end])))
             }
         }
         members.sort { $0.key < $1.key }

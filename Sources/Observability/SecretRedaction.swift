@@ -31,7 +31,8 @@ public struct SecretRedaction: Sendable, Hashable {
             return end
         }
         firstBytes = ByteSet(self.fragments.compactMap(\.utf8.first))
-        openings = ByteSet(self.fragments.map { Array($0.utf8) }.filter { $0.count > 1 }.map { Self.pairHash($0[0], $0[1]) })
+        openings = ByteSet(
+            self.fragments.map { Array($0.utf8) }.filter { $0.count > 1 }.map { Self.pairHash($0[0], $0[1]) })
         hasOneByteFragment = self.fragments.contains { $0.utf8.count == 1 }
     }
 

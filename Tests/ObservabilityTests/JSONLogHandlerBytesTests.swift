@@ -177,9 +177,11 @@ import Testing
         let count = read(fds[0], &buffer, buffer.count)
         #expect(
             String(decoding: buffer[..<max(count, 0)], as: UTF8.self)
-                == Self.prefix + #""level":"info","label":"test.bytes","message":"queued","source":"ObservabilityTests","#
+                == Self.prefix
+                + #""level":"info","label":"test.bytes","message":"queued","source":"ObservabilityTests","#
                 + #""k":"v"}"# + "\n" + Self.prefix
-                + #""level":"critical","label":"test.bytes","message":"stopping","source":"ObservabilityTests"}"# + "\n")
+                + #""level":"critical","label":"test.bytes","message":"stopping","source":"ObservabilityTests"}"# + "\n"
+        )
     }
 
     /// A year outside RFC 3339's four digits is written as it is, the rest as usual.
@@ -197,8 +199,10 @@ import Testing
                 "numbers",
                 metadata: [
                     "a": .stringConvertible(0), "b": .stringConvertible(-42), "c": .stringConvertible(Int.min),
-                    "d": .stringConvertible(Int.max), "e": .stringConvertible(UInt64.max), "f": .stringConvertible(Int8(-8)),
-                    "g": .stringConvertible(-0.5), "h": .stringConvertible(Float.infinity), "i": .stringConvertible(true),
+                    "d": .stringConvertible(Int.max), "e": .stringConvertible(UInt64.max),
+                    "f": .stringConvertible(Int8(-8)),
+                    "g": .stringConvertible(-0.5), "h": .stringConvertible(Float.infinity),
+                    "i": .stringConvertible(true),
                 ])
         }
         #expect(

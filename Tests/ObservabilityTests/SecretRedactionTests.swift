@@ -42,7 +42,8 @@ import Testing
         let redaction = SecretRedaction(fragments: ["session", "secret", "s3", "cookie"])
         #expect(redaction.isSecret(key: "x-secret") && redaction.isSecret(key: "SESSION_ID"))
         #expect(redaction.isSecret(key: "aws_s3_url") && redaction.isSecret(key: "Set-Cookie"))
-        #expect(!redaction.isSecret(key: "sessio") && !redaction.isSecret(key: "secre") && !redaction.isSecret(key: "s"))
+        #expect(
+            !redaction.isSecret(key: "sessio") && !redaction.isSecret(key: "secre") && !redaction.isSecret(key: "s"))
         #expect(!SecretRedaction(fragments: []).isSecret(key: "token"))
     }
 
