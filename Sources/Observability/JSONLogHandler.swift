@@ -1,4 +1,3 @@
-import Foundation
 import GatewayCore
 import Logging
 
@@ -38,11 +37,18 @@ public struct JSONLogHandler: LogHandler {
 
     private let redaction: SecretRedaction
     private let clock: any GatewayClock
+    private let output: Output
     /// `metadata`, flattened, redacted and rendered.
     private var rendered = RenderedMetadata.empty
-    /// For each level (by `Logger.Level.allCases` index): `","level":"<level>","label":<label>,"message":`,
-    /// the bytes between the timestamp and the message, the same for every line of the level.
+    /// For each level (at `index(of:)`): `","level":"<level>","label":<label>,"message":`, the bytes between
+    /// the timestamp and the message, the same for every line of the level.
     private let levelAndLabel: [[UInt8]]
+
+    /// Where lines go.
+    private enum Output {
+        case writer(LogLineWriter)
+        case strings(@Sendable (String) -> Void)
+    }
 
     /// A handler for `label`. Each line, newline included, goes to `write` if given, else to `writer`
     /// (default: `LogLineWriter.standardError`), which only queues it, so logging never makes a thread wait
@@ -65,7 +71,7 @@ public struct JSONLogHandler: LogHandler {
         output = write.map(Output.strings) ?? .writer(writer)
         var label = Array(#","label":"#.utf8)
         JSONString.append(self.label, to: &label)
-        levelAndLabel = Logger.Level.allCases.map { level in
+        levelAndLabel = Logger.Level.allCases.sorted { Self.index(of: $0) < Self.index(of: $1) }.map { level in
             Array(#"","level":""#.utf8) + Array(level.rawValue.utf8) + [UInt8(ascii: "\"")] + label
                 + Array(#","message":"#.utf8)
         }
@@ -91,13 +97,6 @@ public struct JSONLogHandler: LogHandler {
         case .strings(let write):
             write(String(decoding: bytes, as: UTF8.self))
         }
-    }
-
-    /// The JSON line (with its trailing newline) for one event.
-    func line(for event: LogEvent) -> String {
-        var bytes: [UInt8] = []
-        appendLine(for: event, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Appends the line for `event` as UTF-8 bytes: the fixed fields, then every metadata key in key order
@@ -142,14 +141,7 @@ public struct JSONLogHandler: LogHandler {
         out.append(contentsOf: "}\n".utf8)
     }
 
-    /// Where each line goes.
-    private enum Output {
-        case writer(LogLineWriter)
-        case strings(@Sendable (String) -> Void)
-    }
-    private let output: Output
-
-    /// The index of `level` in `Logger.Level.allCases`, without searching it.
+    /// The index of `level` in `levelAndLabel`, without searching.
     private static func index(of level: Logger.Level) -> Int {
         switch level {
         case .trace: 0
@@ -290,7 +282,7 @@ private struct RenderedMetadata {
 }
 
 /// Where one rendered metadata member (`,"key":value`) is in a line, and its key.
-struct MemberSpan {
+private struct MemberSpan {
     var key: String
     var start: Int
     var end: Int

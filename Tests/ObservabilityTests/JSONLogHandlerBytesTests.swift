@@ -212,4 +212,17 @@ import Testing
                     + #""e":18446744073709551615,"f":-8,"g":-0.5,"h":"inf","i":"true"}"# + "\n"
             ])
     }
+
+    /// Each level writes its own name.
+    @Test func everyLevelWritesItsName() {
+        let written = lines { logger in
+            for level in Logger.Level.allCases { logger.log(level: level, "m") }
+        }
+        #expect(
+            written
+                == Logger.Level.allCases.map { level in
+                    Self.prefix + #""level":""# + level.rawValue + #"","label":"test.bytes","message":"m","#
+                        + #""source":"ObservabilityTests"}"# + "\n"
+                })
+    }
 }
