@@ -2,7 +2,8 @@
 # What one access-log line costs the thread finishing an RPC: the old path (swift-log + JSON handler, one
 # write(2) per line) against the gateway's (line built as bytes, queued for the writer thread), both
 # writing into a pipe that a reader drains; and what any other line a loop logs costs (a warning with five
-# metadata fields through swift-log and the JSON handler, queued). Medians over ROUNDS rounds with their spread.
+# metadata fields through swift-log and the JSON handler with the trace metadata provider, as `serve` logs,
+# its bytes queued). Medians over ROUNDS rounds with their spread.
 #
 #   bench/access_log.sh                 # 5 rounds of 200,000 lines
 #   ROUNDS=9 LINES=500000 bench/access_log.sh

@@ -4,16 +4,19 @@ import GatewayCore
 import Logging
 import Observability
 
-/// `log-benchmark [LINES] [ROUNDS]`: what one access-log line costs the thread that finishes an RPC, in
-/// nanoseconds: `rpcFinished` with the access log off, through swift-log and the JSON handler writing each
-/// line (the old path), and built as bytes and queued for the writer thread (the gateway's path). Lines go
-/// to a pipe that a reader thread drains, as a log shipper would. Prints one JSON object per round.
+/// `log-benchmark [LINES] [ROUNDS] [other]`: what one access-log line costs the thread that finishes an RPC,
+/// in nanoseconds: `rpcFinished` with the access log off, through swift-log and the JSON handler writing each
+/// line (the old path), and built as bytes and queued for the writer thread (the gateway's path); and what
+/// any other line costs, through swift-log and the JSON handler queued for the writer thread as the gateway
+/// does. Lines go to a pipe that a reader thread drains, as a log shipper would. Prints one JSON object per
+/// round; with `other`, only the other line is measured (to profile it alone).
 @main
 struct LogBenchmark {
     static func main() {
         let arguments = CommandLine.arguments
         let lines = arguments.count > 1 ? Int(arguments[1]) ?? 200_000 : 200_000
         let rounds = arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5
+        let onlyOtherLine = arguments.count > 3 && arguments[3] == "other"
 
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { fatalError("pipe failed") }
@@ -31,9 +34,11 @@ struct LogBenchmark {
                 })
         }
         let queued = LogLineWriter(fd: writerFD)
-        // The gateway's path for every other log line: swift-log and the JSON handler, the line queued.
+        // The gateway's path for every other log line: swift-log and the JSON handler with the trace metadata
+        // provider (as `serve` makes it; a loop serves no task, so it provides nothing), the line's bytes
+        // queued (as for `LogLineWriter.standardError`, the handler's default).
         let queuedLogger = Logger(label: "appstore-gateway.rpc") { label in
-            JSONLogHandler(label: label, write: { line in queued.enqueue(line) })
+            JSONLogHandler(label: label, metadataProvider: .traceContext, writer: queued)
         }
         // What the gRPC server gives every call (its identity: a request id generated from the trace, the
         // caller's trace id, a span of its own, an anonymous caller) and what a handler notes (the app).
@@ -50,11 +55,14 @@ struct LogBenchmark {
             events.register(methods: [method: "unary"])
             return events
         }
-        let variants: [(String, PrometheusGatewayEvents)] = [
-            ("off", events(accessLog: false, writer: nil)),
-            ("swift_log_sync", events(accessLog: true, writer: nil)),
-            ("queued_bytes", events(accessLog: true, writer: queued)),
-        ]
+        let variants: [(String, PrometheusGatewayEvents)] =
+            onlyOtherLine
+            ? []
+            : [
+                ("off", events(accessLog: false, writer: nil)),
+                ("swift_log_sync", events(accessLog: true, writer: nil)),
+                ("queued_bytes", events(accessLog: true, writer: queued)),
+            ]
         let lineMetadata: Logger.Metadata = [
             "app": "example", "apple_request_id": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
             "endpoint": "getTransactionHistory",
@@ -79,6 +87,12 @@ struct LogBenchmark {
             for _ in 0..<lines { queuedLogger.warning("Apple answered 429", metadata: lineMetadata) }
             result["other_line_queued"] = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(lines)
             queued.flush()
+            guard !onlyOtherLine else {
+                print(
+                    "{\"round\":\(round),\"lines\":\(lines),\"ns_per_other_line_queued\":\(Int(result["other_line_queued"]!))}"
+                )
+                continue
+            }
             let line =
                 "{\"round\":\(round),\"lines\":\(lines),"
                 + "\"ns_per_rpc_off\":\(Int(result["off"]!)),"

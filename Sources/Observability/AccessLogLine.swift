@@ -84,7 +84,7 @@ struct AccessLogLine {
             field("caller", secret: identitySecret.caller) { JSONString.append(identity.caller ?? "-", to: &$0) }
         }
         field("duration_ms") { Self.appendNumber(fields.durationMilliseconds, to: &$0) }
-        field("grpc_code") { Self.appendInteger(Int(fields.status.rawValue), to: &$0) }
+        field("grpc_code") { JSONText.appendInteger(Int(fields.status.rawValue), to: &$0) }
         field("grpc_method") { JSONString.append(fields.grpcMethod, to: &$0) }
         field("grpc_service") { JSONString.append(fields.service, to: &$0) }
         field("method") { JSONString.append(fields.method, to: &$0) }
@@ -117,22 +117,6 @@ struct AccessLogLine {
         out.append(UInt8(ascii: "\""))
         out.append(contentsOf: bytes)
         out.append(UInt8(ascii: "\""))
-    }
-
-    /// A decimal integer, digit by digit (no String).
-    static func appendInteger(_ value: Int, to out: inout [UInt8]) {
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for the 20 digits of any Int
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var index = buffer.count
-            repeat {
-                index -= 1
-                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            out.append(contentsOf: buffer[index...])
-        }
     }
 
     /// A finite number as JSON (Swift's shortest round-trip form); anything else as 0.

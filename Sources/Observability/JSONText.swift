@@ -17,6 +17,34 @@ enum JSONText {
         }
     }
 
+    /// Appends the JSON number for an integer or a finite floating-point value and returns true; false
+    /// (nothing appended) for anything else. An `Int`, the usual count or status, is written digit by digit.
+    static func appendNumber(_ value: any CustomStringConvertible & Sendable, to out: inout [UInt8]) -> Bool {
+        if let integer = value as? Int {
+            appendInteger(integer, to: &out)
+            return true
+        }
+        guard let number = number(value) else { return false }
+        out.append(contentsOf: number.utf8)
+        return true
+    }
+
+    /// A decimal integer, digit by digit (no String).
+    static func appendInteger(_ value: Int, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for the 20 digits of any Int
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: buffer[index...])
+        }
+    }
+
     /// RFC 3339 in UTC with milliseconds: `2026-11-22T05:54:27.123Z`.
     static func timestamp(_ time: WallTime) -> String {
         var out: [UInt8] = []
@@ -32,33 +60,38 @@ enum JSONText {
         let days = floorDiv(seconds, 86_400)
         let secondOfDay = Int(seconds - days * 86_400)
         let (year, month, day) = civilDate(daysSince1970: days)
-        /// `value` (0 or more) in exactly `width` digits.
-        func digits(_ value: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            while divisor > 0 {
-                out.append(0x30 + UInt8(value / divisor % 10))
-                divisor /= 10
+        let fourDigitYear = (0...9999).contains(year)
+        // `YYYY-MM-DDTHH:MM:SS.mmmZ` written on the stack and appended at once; a year outside RFC 3339's
+        // range is written as it is in front of the rest.
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { buffer in
+            /// `value` (0 or more) in exactly `width` digits ending before `end`.
+            func digits(_ value: Int, _ width: Int, endingAt end: Int) {
+                var value = value
+                var index = end
+                while index > end - width {
+                    index -= 1
+                    buffer[index] = 0x30 + UInt8(value % 10)
+                    value /= 10
+                }
             }
+            if fourDigitYear { digits(Int(year), 4, endingAt: 4) }
+            buffer[4] = UInt8(ascii: "-")
+            digits(month, 2, endingAt: 7)
+            buffer[7] = UInt8(ascii: "-")
+            digits(day, 2, endingAt: 10)
+            buffer[10] = UInt8(ascii: "T")
+            digits(secondOfDay / 3600, 2, endingAt: 13)
+            buffer[13] = UInt8(ascii: ":")
+            digits(secondOfDay / 60 % 60, 2, endingAt: 16)
+            buffer[16] = UInt8(ascii: ":")
+            digits(secondOfDay % 60, 2, endingAt: 19)
+            buffer[19] = UInt8(ascii: ".")
+            digits(Int(millis - seconds * 1000), 3, endingAt: 23)
+            buffer[23] = UInt8(ascii: "Z")
+            if !fourDigitYear { out.append(contentsOf: String(year).utf8) }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(fourDigitYear ? 0 : 4)..<24]))
         }
-        if (0...9999).contains(year) {
-            digits(Int(year), 4)
-        } else {
-            out.append(contentsOf: String(year).utf8)  // outside RFC 3339's range: written as it is
-        }
-        out.append(UInt8(ascii: "-"))
-        digits(month, 2)
-        out.append(UInt8(ascii: "-"))
-        digits(day, 2)
-        out.append(UInt8(ascii: "T"))
-        digits(secondOfDay / 3600, 2)
-        out.append(UInt8(ascii: ":"))
-        digits(secondOfDay / 60 % 60, 2)
-        out.append(UInt8(ascii: ":"))
-        digits(secondOfDay % 60, 2)
-        out.append(UInt8(ascii: "."))
-        digits(Int(millis - seconds * 1000), 3)
-        out.append(UInt8(ascii: "Z"))
     }
 
     private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
