@@ -71,7 +71,8 @@ extension MethodHandler {
             } catch {
                 return .done(.failure(error))
             }
-            switch body(message, context) {
+            let outcome = body(message, context)
+            switch consume outcome {
             case .done(.success(let response)): return .done(.success(response.serializedBytes()))
             case .done(.failure(let status)): return .done(.failure(status))
             case .task(let rest): return .task { await rest().map { $0.serializedBytes() } }

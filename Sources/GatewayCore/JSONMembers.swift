@@ -16,6 +16,8 @@ public struct JSONMembers: Sendable {
         var value: JSONValue
     }
 
+    /// The process's hash seed, read once per object.
+    private var seed = JSONMembers.processSeed
     /// Every key's bytes, one after the other.
     private var keyBytes: [UInt8] = []
     private var members: [Member] = []
@@ -38,7 +40,7 @@ public struct JSONMembers: Sendable {
     /// The value at the key spelled by `key`'s bytes, nil when absent.
     public subscript(bytes key: UnsafeBufferPointer<UInt8>) -> JSONValue? {
         guard !members.isEmpty else { return nil }
-        return position(of: key, hash: Self.hash(key)).found.map { members[$0].value }
+        return position(of: key, hash: Self.hash(key, seed: seed)).found.map { members[$0].value }
     }
 
     /// Keeps `value` at `key` (replacing an earlier value of the same key).
@@ -49,7 +51,7 @@ public struct JSONMembers: Sendable {
             members.reserveCapacity(32)
             keyBytes.reserveCapacity(512)
         }
-        let hash = Self.hash(key)
+        let hash = Self.hash(key, seed: seed)
         let (found, slot) = position(of: key, hash: hash)
         if let found {
             members[found].value = value
@@ -104,26 +106,30 @@ public struct JSONMembers: Sendable {
     }
 
     /// Drawn once per process: key hashes cannot be predicted from outside.
-    private static let seed = UInt64.random(in: .min ... .max)
+    private static let processSeed = UInt64.random(in: .min ... .max)
 
-    /// A multiply-xor hash of `key`, eight bytes at a time, seeded and finished with a final mix.
-    static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt64 {
+    /// A multiply-xor hash of `key` under `seed`, eight bytes at a time (a key of 8 bytes or more ends with
+    /// its last eight, overlapping), finished with a final mix.
+    @inline(__always)
+    static func hash(_ key: UnsafeBufferPointer<UInt8>, seed: UInt64) -> UInt64 {
         let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
         var hash = seed ^ (UInt64(key.count) &* multiplier)
         guard let base = key.baseAddress else { return hash }
         let raw = UnsafeRawPointer(base)
-        var offset = 0
-        while offset + 8 <= key.count {
-            hash = (hash ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* multiplier
-            hash ^= hash >> 29
-            offset += 8
+        var word: UInt64 = 0
+        if key.count < 8 {
+            for index in 0..<key.count { word = word << 8 | UInt64(base[index]) }
+        } else {
+            var offset = 0
+            while offset + 8 < key.count {
+                hash = (hash ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* multiplier
+                hash ^= hash >> 29
+                offset += 8
+            }
+            word = raw.loadUnaligned(fromByteOffset: key.count - 8, as: UInt64.self)
         }
-        if offset < key.count {
-            var tail: UInt64 = 0
-            for index in offset..<key.count { tail = tail << 8 | UInt64(base[index]) }
-            hash = (hash ^ tail) &* multiplier
-            hash ^= hash >> 29
-        }
+        hash = (hash ^ word) &* multiplier
+        hash ^= hash >> 29
         return (hash ^ (hash >> 32)) &* multiplier
     }
 }
