@@ -124,9 +124,24 @@ final class CurlTransfer {
             tooLarge = true
             return 0
         }
+        if responseBody.isEmpty { reserveAnnouncedBody(firstChunk: bytes.count) }
         responseBody.append(contentsOf: bytes)
         return bytes.count
     }
+
+    /// Sizes the body buffer once for the `Content-Length` the peer announced, so a body arriving in many chunks
+    /// is not copied again at every growth. The announcement is the peer's word: at most `maxResponseBytes` and
+    /// `Self.maxReservedBody` are reserved, beyond that the buffer grows as the bytes really arrive.
+    private func reserveAnnouncedBody(firstChunk: Int) {
+        var announced: curl_off_t = -1
+        guard ccurl_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) == CURLE_OK,
+            announced > firstChunk
+        else { return }
+        responseBody.reserveCapacity(min(Int(clamping: announced), maxResponseBytes, Self.maxReservedBody))
+    }
+
+    /// The most reserved on the peer's word alone (a transaction history page is ~100 KB).
+    static let maxReservedBody = 1 << 20
 
     /// One header line (status lines included; HTTP/2 trailers arrive here too).
     func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {

@@ -1,0 +1,49 @@
+import AppStoreClient
+import Foundation
+import HTTP2
+import Testing
+
+/// The response body buffer: sized once for the announced `Content-Length` (capped), never past the cap.
+@Suite(.serialized) struct UpstreamResponseBodyTests {
+    /// A body of `count` bytes that differ along its length, so a chunk copied twice or dropped shows.
+    static func pattern(_ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) } }
+
+    @Test(arguments: [0, 1, 16_384, 114_000, 1_500_000])
+    func bodiesOfEverySizeArriveWhole(size: Int) async throws {
+        // Over HTTP/2 the fake server announces each body's content-length; the largest is past the reservation
+        // cap, so its buffer also grows as the bytes arrive.
+        let body = Self.pattern(size)
+        let fake = try FakeApple { _, _ in HTTPResponse(status: 200, body: body) }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let response = try await client.send(UpstreamRequest(url: fake.baseURL + "/"))
+        #expect(response.httpVersion == 2)
+        #expect(response.body.count == size)
+        #expect(response.body == body)
+    }
+
+    @Test func aSlowBodyInSeveralChunksArrivesWhole() async throws {
+        let body = Self.pattern(50_000)
+        let fake = try FakeApple { _, _ in
+            HTTPResponse(status: 200, body: body, delivery: .slowBody(chunks: 7, interval: .milliseconds(5)))
+        }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        #expect(try await client.send(UpstreamRequest(url: fake.baseURL + "/")).body == body)
+    }
+
+    @Test func anAnnouncedBodyOverTheCapIsRefused() async throws {
+        let fake = try FakeApple { request, _ in
+            HTTPResponse(status: 200, body: Self.pattern(request.target == "/exact" ? 100_000 : 300_000))
+        }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile, maxResponseBytes: 100_000))
+        let outcome = await result { () async throws(UpstreamTransportError) in
+            try await client.send(UpstreamRequest(url: fake.baseURL + "/big"))
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a 300 KB body passed a 100 KB cap")
+            return
+        }
+        #expect(error.kind == .responseTooLarge)
+        // A body just at the cap still passes.
+        #expect(try await client.send(UpstreamRequest(url: fake.baseURL + "/exact")).body == Self.pattern(100_000))
+    }
+}
