@@ -113,6 +113,7 @@ public struct GetHistoryHandler: Sendable {
             verification += clock.monotonicNow() - answered
             var withPage = collected
             var pageBytes = 0
+            withPage.reserve(transactions.count)
             for (jws, transaction) in zip(page.signedTransactions, transactions) {
                 // Sizes only bound what `all_pages` adds after the first page: one page alone needs none.
                 if request.allPages {
@@ -146,8 +147,9 @@ public struct GetHistoryHandler: Sendable {
         }
         response.pagesFetched = pages
         if let environment { revisions.remember(environment, bundleID: app.bundleId, revision: response.revision) }
-        response.signedTransactions = collected.entries.map(\.jws)
-        response.transactions = collected.entries.map(\.transaction)
+        // The collection's arrays become the answer's as they are (shared storage, no copy of each entry).
+        response.signedTransactions = collected.signed
+        response.transactions = collected.transactions
         if request.includeLatestReceiptInfo {
             response.latestReceiptInfo = response.transactions.map(LegacyReceiptInfo.init(transaction:))
         }
@@ -268,25 +270,32 @@ private struct PageCheck: Sendable {
     }
 }
 
-/// Transactions in first-seen order, one per `transactionId`, the newest `signedDate` winning.
+/// Transactions in first-seen order, one per `transactionId`, the newest `signedDate` winning: the JWS and its
+/// decoding side by side, in the two arrays the answer carries.
 private struct TransactionCollection {
-    struct Entry {
-        var jws: String
-        var transaction: Transaction
-    }
-    private(set) var entries: [Entry] = []
+    private(set) var signed: [String] = []
+    private(set) var transactions: [Transaction] = []
     private var positions: [String: Int] = [:]
+
+    /// Room for `count` more entries.
+    mutating func reserve(_ count: Int) {
+        signed.reserveCapacity(signed.count + count)
+        transactions.reserveCapacity(transactions.count + count)
+        positions.reserveCapacity(positions.count + count)
+    }
 
     mutating func add(jws: String, transaction: Transaction) {
         let id = transaction.transactionId
         guard !id.isEmpty, let position = positions[id] else {
-            if !id.isEmpty { positions[id] = entries.count }
-            entries.append(Entry(jws: jws, transaction: transaction))
+            if !id.isEmpty { positions[id] = transactions.count }
+            signed.append(jws)
+            transactions.append(transaction)
             return
         }
-        let known = entries[position].transaction.signedDate?.unixMilliseconds ?? .min
+        let known = transactions[position].signedDate?.unixMilliseconds ?? .min
         if (transaction.signedDate?.unixMilliseconds ?? .min) >= known {
-            entries[position] = Entry(jws: jws, transaction: transaction)
+            signed[position] = jws
+            transactions[position] = transaction
         }
     }
 }
