@@ -14,6 +14,8 @@
 #   bench/history.sh                          # 3 rounds
 #   QUICK=1 bench/history.sh                  # 3 short rounds
 #   BIN=/tmp/before/appstore-gateway bench/history.sh   # another build (before/after comparisons)
+#   GW_LOG=/tmp/gw.log bench/history.sh      # keep the gateway's log, and in /tmp/gw.log.ranges the line
+#                                             # ranges of the latency bursts' calls (`history_tool.py stages`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -34,7 +36,11 @@ command -v h2load >/dev/null || scripts/install-deps.sh
 [ -x "$BIN" ] || swift build -c release --product appstore-gateway >/dev/null
 
 work=$(mktemp -d)
-cleanup() { kill "${gw_pid:-}" "${ss_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() {
+  kill "${gw_pid:-}" "${ss_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true
+  [ -z "${GW_LOG:-}" ] || cp "$work/gw.log" "$GW_LOG"
+  rm -rf "$work"
+}
 trap cleanup EXIT
 
 # The default log level, as in production (a debug line per Apple answer would be measured too); upstream calls
@@ -85,11 +91,13 @@ ok_rate() {  # gw|direct -> successful answers per second under -c 4 -m 8 (same 
 gw_ok_bytes=$(gw -n 10 -c 1 -m 1 | awk '/^traffic:/ {gsub(/[()]/, "", $8); printf "%d", $8 / 10}')
 sleep 1.1
 
+[ -z "${GW_LOG:-}" ] || : > "$GW_LOG.ranges"
 g50=(); g99=(); d50=(); d99=(); added=(); gthr=(); dthr=(); coalesced=(); transport=(); handoffs=(); verify=()
 for round in $(seq 1 "$ROUNDS"); do
   from=$(( $(wc -l < "$work/gw.log") + 1 ))
   latency gw "$work/gw-lat.log"; read -r gp50 gp99 gn < <("$PY" bench/history_tool.py percentiles "$work/gw-lat.log")
   to=$(wc -l < "$work/gw.log")
+  [ -z "${GW_LOG:-}" ] || echo "$from $to" >> "$GW_LOG.ranges"
   latency direct "$work/d-lat.log"; read -r dp50 dp99 dn < <("$PY" bench/history_tool.py percentiles "$work/d-lat.log")
   read -r tr_us ho_us ve_us split_n < <("$PY" bench/history_tool.py split "$work/gw.log" "$from" "$to" "$dp50")
   transport+=("$tr_us"); handoffs+=("$ho_us"); verify+=("$ve_us")

@@ -10,6 +10,10 @@
   history_tool.py split LOG FROM TO DIRECT_P50  the gateway's added latency split, from the access-log lines
                                                 FROM..TO of LOG (successful GetHistory calls that called Apple):
                                                 "transport handoffs verify count", medians in µs (bench/README.md)
+  history_tool.py stages LOG [PREFIX]           median (p25-p75) of every numeric `PREFIX*` field (default "t_")
+                                                of those lines within the latency bursts (LOG.ranges, written by
+                                                GW_LOG=LOG bench/history.sh): temporary stage timestamps a build
+                                                notes while its stages are being timed (bench/README.md)
 """
 import base64
 import json
@@ -150,6 +154,30 @@ def split(log, first, last, direct_p50):
     print(median(transport), median(handoffs), median(verify), len(verify))
 
 
+def stages(log, prefix):
+    ranges = [tuple(map(int, row.split())) for row in open(log + ".ranges") if row.strip()]
+    values = {}
+    for number, line in enumerate(open(log), 1):
+        if not any(first <= number <= last for first, last in ranges) or not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("grpc_method") != "GetHistory" or entry.get("grpc_code") != 0 or "verify_us" not in entry:
+            continue
+        for key, value in entry.items():
+            if key.startswith(prefix) or key in ("handler_us", "upstream_us", "verify_us"):
+                try:
+                    values.setdefault(key, []).append(float(value))
+                except (TypeError, ValueError):
+                    pass
+    for key in sorted(values):
+        v = sorted(values[key])
+        pick = lambda q: v[min(len(v) - 1, int(q * len(v)))]
+        print(f"{key}: {pick(0.5):.0f} ({pick(0.25):.0f}-{pick(0.75):.0f}) n={len(v)}")
+
+
 def main(argv):
     command = argv[1]
     if command == "jwt":
@@ -163,6 +191,8 @@ def main(argv):
         percentiles(argv[2:])
     elif command == "split":
         split(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
+    elif command == "stages":
+        stages(argv[2], argv[3] if len(argv) > 3 else "t_")
     elif command == "fanout":
         fanout(argv[2], argv[3], int(argv[4]))
     else:
