@@ -129,24 +129,30 @@ def fanout(address, state_dir, n):
     print(" ".join(f"{k}:{v}" for k, v in sorted(counts.items())))
 
 
-def split(log, first, last, direct_p50):
-    """Per call: transport = the call's duration (request head to trailers) - handler_us; hand-offs = handler_us -
-    verify_us - the same request's p50 straight to the simulator; verify = verify_us. Medians of each."""
-    transport, handoffs, verify = [], [], []
+def history_entries(log, in_range):
+    """The access-log entries of successful GetHistory calls that called Apple (they carry `verify_us`), from the
+    lines whose numbers `in_range` accepts."""
     with open(log) as lines:
         for number, line in enumerate(lines, 1):
-            if not first <= number <= last or not line.startswith("{"):
+            if not in_range(number) or not line.startswith("{"):
                 continue
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue
-            if entry.get("grpc_method") != "GetHistory" or entry.get("grpc_code") != 0 or "verify_us" not in entry:
-                continue
-            handler, checked = int(entry["handler_us"]), int(entry["verify_us"])
-            transport.append(round(float(entry["duration_ms"]) * 1000) - handler)
-            handoffs.append(handler - checked - direct_p50)
-            verify.append(checked)
+            if entry.get("grpc_method") == "GetHistory" and entry.get("grpc_code") == 0 and "verify_us" in entry:
+                yield entry
+
+
+def split(log, first, last, direct_p50):
+    """Per call: transport = the call's duration (request head to trailers) - handler_us; hand-offs = handler_us -
+    verify_us - the same request's p50 straight to the simulator; verify = verify_us. Medians of each."""
+    transport, handoffs, verify = [], [], []
+    for entry in history_entries(log, lambda number: first <= number <= last):
+        handler, checked = int(entry["handler_us"]), int(entry["verify_us"])
+        transport.append(round(float(entry["duration_ms"]) * 1000) - handler)
+        handoffs.append(handler - checked - direct_p50)
+        verify.append(checked)
     if not verify:
         print("0 0 0 0")
         return
@@ -157,15 +163,7 @@ def split(log, first, last, direct_p50):
 def stages(log, prefix):
     ranges = [tuple(map(int, row.split())) for row in open(log + ".ranges") if row.strip()]
     values = {}
-    for number, line in enumerate(open(log), 1):
-        if not any(first <= number <= last for first, last in ranges) or not line.startswith("{"):
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if entry.get("grpc_method") != "GetHistory" or entry.get("grpc_code") != 0 or "verify_us" not in entry:
-            continue
+    for entry in history_entries(log, lambda number: any(first <= number <= last for first, last in ranges)):
         for key, value in entry.items():
             if key.startswith(prefix) or key in ("handler_us", "upstream_us", "verify_us"):
                 try:

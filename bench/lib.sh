@@ -54,3 +54,17 @@ grpc_ok() {
     grep -a -o -E 'grpc-status: [0-9]+' | head -n 1)
   [ "$status" = "grpc-status: 0" ] || { echo "not an OK answer from $1: ${status:-no grpc-status}" >&2; return 1; }
 }
+
+# verify_request SAMPLE OUT: OUT becomes a gRPC frame holding VerifyJWSRequest{jws: the JWS in SAMPLE}, the
+# message encoded by protoc-c itself.
+verify_request() {
+  printf 'jws: "%s"\n' "$(tr -d '\n' < "$1")" |
+    protoc-c -Iproto -I/usr/include --encode=appstore.gateway.v1.VerifyJWSRequest appstore/gateway/v1/verify.proto \
+    > "$2.message"
+  python3 - "$2.message" "$2" <<'PY'
+import struct, sys
+payload = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(b"\0" + struct.pack(">I", len(payload)) + payload)
+PY
+  rm -f "$2.message"
+}

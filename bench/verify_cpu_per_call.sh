@@ -26,15 +26,8 @@ pids=()
 cleanup() { kill -9 "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-# The request body: a gRPC frame holding VerifyJWSRequest{jws: SAMPLE}, encoded by protoc-c itself.
-printf 'jws: "%s"\n' "$(tr -d '\n' < "$SAMPLE")" |
-  protoc-c -Iproto -I/usr/include --encode=appstore.gateway.v1.VerifyJWSRequest appstore/gateway/v1/verify.proto \
-  > "$work/message.bin"
-python3 - "$work/message.bin" "$work/request.bin" <<'PY'
-import struct, sys
-payload = open(sys.argv[1], "rb").read()
-open(sys.argv[2], "wb").write(b"\0" + struct.pack(">I", len(payload)) + payload)
-PY
+# The request body: a gRPC frame holding VerifyJWSRequest{jws: SAMPLE}.
+verify_request "$SAMPLE" "$work/request.bin"
 
 start() {  # binary port log -> pid
   APPSTORE_GATEWAY_VERIFICATION_SIGNATURE_CACHE_SIZE=$SIGNATURE_CACHE \

@@ -78,35 +78,52 @@ private struct Scanner {
     private mutating func parseObject() -> JSONValue? {
         depth += 1
         defer { depth -= 1 }
-        guard depth <= Self.maximumDepth else { return nil }
-        index += 1
-        skipWhitespace()
-        if index < count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object([:])
-        }
+        guard depth <= Self.maximumDepth, let hasMembers = beginObject() else { return nil }
+        guard hasMembers else { return .object([:]) }
         let first = pendingMembers.count
         defer { pendingMembers.removeSubrange(first...) }
         while true {
-            skipWhitespace()
-            guard index < count, bytes[index] == UInt8(ascii: "\""), let key = parseString() else { return nil }
-            skipWhitespace()
-            guard index < count, bytes[index] == UInt8(ascii: ":") else { return nil }
+            guard let (key, value, more) = nextMember() else { return nil }
+            pendingMembers.append((key.string, value))
+            if !more { break }
+        }
+        var members = [String: JSONValue](minimumCapacity: pendingMembers.count - first)
+        for member in pendingMembers[first...] { members[member.key] = member.value }  // duplicates: the last
+        return .object(members)
+    }
+
+    /// Steps over an object's opening brace: whether members follow (false for `{}`), nil at the end of input.
+    private mutating func beginObject() -> Bool? {
+        index += 1
+        skipWhitespace()
+        guard index < count else { return nil }
+        if bytes[index] == UInt8(ascii: "}") {
             index += 1
-            guard let value = parseValue() else { return nil }
-            pendingMembers.append((key, value))
-            skipWhitespace()
-            guard index < count else { return nil }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                var members = [String: JSONValue](minimumCapacity: pendingMembers.count - first)
-                for member in pendingMembers[first...] { members[member.key] = member.value }  // duplicates: the last
-                return .object(members)
-            } else {
-                return nil
-            }
+            return false
+        }
+        return true
+    }
+
+    /// The object member at `index` (after the brace or a comma) and whether another follows (false once the
+    /// closing brace is passed); nil on a syntax error.
+    private mutating func nextMember() -> (key: Key, value: JSONValue, more: Bool)? {
+        skipWhitespace()
+        guard index < count, bytes[index] == UInt8(ascii: "\""), let key = parseKey() else { return nil }
+        skipWhitespace()
+        guard index < count, bytes[index] == UInt8(ascii: ":") else { return nil }
+        index += 1
+        guard let value = parseValue() else { return nil }
+        skipWhitespace()
+        guard index < count else { return nil }
+        switch bytes[index] {
+        case UInt8(ascii: ","):
+            index += 1
+            return (key, value, true)
+        case UInt8(ascii: "}"):
+            index += 1
+            return (key, value, false)
+        default:
+            return nil
         }
     }
 
@@ -170,6 +187,14 @@ private struct Scanner {
     fileprivate enum Key {
         case raw(UnsafeBufferPointer<UInt8>)
         case decoded(String)
+
+        /// The key as a String (its bytes are valid UTF-8: `parseKey` checked them).
+        var string: String {
+            switch self {
+            case .raw(let bytes): String(decoding: bytes, as: UTF8.self)
+            case .decoded(let text): text
+            }
+        }
     }
 
     /// An object key starting at its opening quote; nil when it is not a valid string.
@@ -320,35 +345,15 @@ extension Scanner {
         skipWhitespace()
         guard index < count, bytes[index] == UInt8(ascii: "{") else { return nil }
         depth += 1
-        index += 1
+        guard let hasMembers = beginObject() else { return nil }
         var members = JSONMembers()
-        skipWhitespace()
-        if index < count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-        } else {
-            while true {
-                skipWhitespace()
-                guard index < count, bytes[index] == UInt8(ascii: "\"") else { return nil }
-                guard let key = parseKey() else { return nil }
-                skipWhitespace()
-                guard index < count, bytes[index] == UInt8(ascii: ":") else { return nil }
-                index += 1
-                guard let value = parseValue() else { return nil }
-                switch key {
-                case .raw(let bytes): members.set(value, forKey: bytes)
-                case .decoded(var text): text.withUTF8 { members.set(value, forKey: $0) }
-                }
-                skipWhitespace()
-                guard index < count else { return nil }
-                if bytes[index] == UInt8(ascii: ",") {
-                    index += 1
-                } else if bytes[index] == UInt8(ascii: "}") {
-                    index += 1
-                    break
-                } else {
-                    return nil
-                }
+        while hasMembers {
+            guard let (key, value, more) = nextMember() else { return nil }
+            switch key {
+            case .raw(let bytes): members.set(value, forKey: bytes)
+            case .decoded(var text): text.withUTF8 { members.set(value, forKey: $0) }
             }
+            if !more { break }
         }
         depth -= 1
         skipWhitespace()
