@@ -133,7 +133,7 @@ extension MethodHandler {
             )
         }
         // The one per-app authorization point: every typed handler decodes here before its body runs.
-        if let scoped = message as? any AppNamingMessage, let refusal = context.refusal(forApp: scoped.app) {
+        if let app = message.namedApp, let refusal = context.refusal(forApp: app) {
             throw refusal
         }
         return message

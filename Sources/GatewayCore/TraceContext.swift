@@ -8,9 +8,9 @@ public struct TraceContext: Sendable, Hashable {
     @TaskLocal public static var current: TraceContext?
 
     // Kept as numbers: a call that never logs or calls Apple never formats them.
-    private let traceHigh: UInt64
-    private let traceLow: UInt64
-    private let span: UInt64
+    @usableFromInline let traceHigh: UInt64
+    @usableFromInline let traceLow: UInt64
+    @usableFromInline let span: UInt64
     private let parentSpan: UInt64?
     private let flagBits: UInt8
     /// The caller's `tracestate`, forwarded unchanged when it is plausible (≤ 512 characters, printable).
@@ -61,7 +61,9 @@ public struct TraceContext: Sendable, Hashable {
         return headers
     }
 
-    /// Runs `body` with the 32 hex digits of the trace id, made on the stack.
+    /// Runs `body` with the 32 hex digits of the trace id, made on the stack (inlinable: specialised for
+    /// each caller's result, as the per-call log and header writers need).
+    @inlinable
     public func withTraceID<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
             Self.writeHex(traceHigh, digits: 16, into: buffer.baseAddress!)
@@ -71,6 +73,7 @@ public struct TraceContext: Sendable, Hashable {
     }
 
     /// Runs `body` with the 16 hex digits of the span id, made on the stack.
+    @inlinable
     public func withSpanID<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { buffer in
             Self.writeHex(span, digits: 16, into: buffer.baseAddress!)
@@ -80,6 +83,7 @@ public struct TraceContext: Sendable, Hashable {
 
     /// Writes the id `RequestID.generated(for:)` names into `buffer` (`RequestID.generatedLength` bytes):
     /// "gw-", the low half of the trace id, "-", the span id.
+    @usableFromInline
     func writeRequestID(into buffer: UnsafeMutableBufferPointer<UInt8>) {
         precondition(buffer.count >= RequestID.generatedLength)
         buffer[0] = UInt8(ascii: "g")
@@ -143,7 +147,8 @@ public struct TraceContext: Sendable, Hashable {
     }()
 
     /// Writes the low `digits` (even, ≤ 16) hex digits of `value`, two per byte.
-    private static func writeHex(_ value: UInt64, digits: Int, into target: UnsafeMutablePointer<UInt8>) {
+    @usableFromInline
+    static func writeHex(_ value: UInt64, digits: Int, into target: UnsafeMutablePointer<UInt8>) {
         hexPairs.withUnsafeBufferPointer { pairs in
             var shift = digits * 4 - 8
             for index in stride(from: 0, to: digits, by: 2) {
@@ -188,6 +193,7 @@ public enum RequestID {
     }
 
     /// Runs `body` with the bytes of `generated(for: trace)`, made on the stack.
+    @inlinable
     public static func withGenerated<Result>(
         for trace: TraceContext, _ body: (UnsafeBufferPointer<UInt8>) -> Result
     ) -> Result {

@@ -1,0 +1,34 @@
+import ProtoCodec
+import Testing
+
+/// `namedApp` is what the per-app authorization reads from every decoded request: it must be the `app`
+/// field of each message that has one, reached through a generic `ProtoMessage` (as the typed handlers do),
+/// and nil for the others.
+@Suite struct NamedAppTests {
+    private func named<Message: ProtoMessage>(_ message: Message) -> String? { message.namedApp }
+
+    @Test func requestsThatNameAnAppAnswerTheirAppField() {
+        var history = GetHistoryRequest()
+        history.app = "history-app"
+        #expect(named(history) == "history-app")
+        var verify = VerifyJWSRequest()
+        verify.app = "verify-app"
+        #expect(named(verify) == "verify-app")
+        var status = GetAllSubscriptionStatusesRequest()
+        status.app = "status-app"
+        #expect(named(status) == "status-app")
+        var follow = StreamNotificationsRequest()
+        follow.app = "stream-app"
+        #expect(named(follow) == "stream-app")
+        // An empty app (the only configured one) is still named: the authorization decides what it means.
+        #expect(named(FinishTransactionRequest()) == "")
+        let existential: any AppNamingMessage = LookUpOrderIdRequest()
+        #expect((existential as? any ProtoMessage)?.namedApp == "")
+    }
+
+    @Test func otherMessagesNameNone() {
+        #expect(named(HealthCheckRequest()) == nil)
+        #expect(named(VerifyJWSResponse()) == nil)
+        #expect(named(Transaction()) == nil)
+    }
+}
