@@ -371,6 +371,14 @@ class FileWriter:
         self.emit(f'    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.')
         self.emit(f'    public static let protoMessageName = "{full[1:]}"')
         self.emit()
+        # Every message answers it itself (no default to inherit by mistake): the authorization reads it.
+        if names_app:
+            self.emit("    /// The app this request names (`app`): per-app authorization applies to it.")
+            self.emit("    public var namedApp: String? { app }")
+        else:
+            self.emit("    /// Nil: this message names no app.")
+            self.emit("    public var namedApp: String? { nil }")
+        self.emit()
         self.emit("    /// A message with every field at its proto3 default.")
         self.emit("    public init() {}")
         params = [(lower_camel(f.name), *self.swift_type(f)) for _, f in plain]

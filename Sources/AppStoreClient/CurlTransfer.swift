@@ -124,20 +124,29 @@ final class CurlTransfer {
             tooLarge = true
             return 0
         }
-        if responseBody.isEmpty { reserveAnnouncedBody(firstChunk: bytes.count) }
+        if responseBody.isEmpty {
+            // A body announced over the cap is refused at its first bytes, not after they all arrived.
+            guard reserveAnnouncedBody(firstChunk: bytes.count) else {
+                tooLarge = true
+                return 0
+            }
+        }
         responseBody.append(contentsOf: bytes)
         return bytes.count
     }
 
     /// Sizes the body buffer once for the `Content-Length` the peer announced, so a body arriving in many chunks
     /// is not copied again at every growth. The announcement is the peer's word: at most `maxResponseBytes` and
-    /// `Self.maxReservedBody` are reserved, beyond that the buffer grows as the bytes really arrive.
-    private func reserveAnnouncedBody(firstChunk: Int) {
+    /// `Self.maxReservedBody` are reserved, beyond that the buffer grows as the bytes really arrive. False when
+    /// the announced length is over `maxResponseBytes`.
+    private func reserveAnnouncedBody(firstChunk: Int) -> Bool {
         var announced: curl_off_t = -1
         guard ccurl_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) == CURLE_OK,
             announced > firstChunk
-        else { return }
-        responseBody.reserveCapacity(min(Int(clamping: announced), maxResponseBytes, Self.maxReservedBody))
+        else { return true }
+        guard Int(clamping: announced) <= maxResponseBytes else { return false }
+        responseBody.reserveCapacity(min(Int(clamping: announced), Self.maxReservedBody))
+        return true
     }
 
     /// The most reserved on the peer's word alone (a transaction history page is ~100 KB).

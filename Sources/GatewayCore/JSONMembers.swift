@@ -63,7 +63,9 @@ public struct JSONMembers: Sendable {
         if members.count * 2 > slots.count { rebuildSlots(count: slots.count * 2) }
     }
 
-    /// The members as a dictionary (keys decoded as UTF-8, which `JSONParser` validated).
+    /// The members as a dictionary (keys decoded as UTF-8, which `JSONParser` validated), for tests and
+    /// diagnostics: there, keys are Swift Strings, so two keys that differ in bytes but are canonically
+    /// equivalent (NFC and NFD spellings) become one, whose value depends on the order the spellings came in.
     public var dictionary: [String: JSONValue] {
         var dictionary = [String: JSONValue](minimumCapacity: members.count)
         keyBytes.withUnsafeBufferPointer { bytes in
@@ -79,18 +81,21 @@ public struct JSONMembers: Sendable {
     private func position(of key: UnsafeBufferPointer<UInt8>, hash: UInt64) -> (found: Int?, slot: Int) {
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
+        // Members are read in place (no copy of a value, no retain) while probing.
         return keyBytes.withUnsafeBufferPointer { bytes in
-            while true {
-                let entry = Int(slots[slot])
-                if entry == 0 { return (nil, slot) }
-                let member = members[entry - 1]
-                if member.hash == hash, member.keyCount == key.count,
-                    member.keyCount == 0
-                        || memcmp(bytes.baseAddress! + member.keyStart, key.baseAddress!, key.count) == 0
-                {
-                    return (entry - 1, slot)
+            members.withUnsafeBufferPointer { members in
+                while true {
+                    let entry = Int(slots[slot])
+                    if entry == 0 { return (nil, slot) }
+                    if members[entry - 1].hash == hash, members[entry - 1].keyCount == key.count,
+                        key.count == 0
+                            || memcmp(bytes.baseAddress! + members[entry - 1].keyStart, key.baseAddress!, key.count)
+                                == 0
+                    {
+                        return (entry - 1, slot)
+                    }
+                    slot = (slot + 1) & mask
                 }
-                slot = (slot + 1) & mask
             }
         }
     }

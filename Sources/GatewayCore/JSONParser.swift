@@ -87,7 +87,8 @@ private struct Scanner {
             pendingMembers.append((key.string, value))
             if !more { break }
         }
-        var members = [String: JSONValue](minimumCapacity: pendingMembers.count - first)
+        // Room for the usual sizes at once; duplicate keys (counted here) must not reserve unused room.
+        var members = [String: JSONValue](minimumCapacity: min(pendingMembers.count - first, 64))
         for member in pendingMembers[first...] { members[member.key] = member.value }  // duplicates: the last
         return .object(members)
     }

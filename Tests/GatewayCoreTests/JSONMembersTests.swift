@@ -61,6 +61,17 @@ import Testing
         #expect(members(text) == nil, "\(text)")
     }
 
+    /// The top-level object counts as one level of the parser's 64, as it does for `parseDocument`.
+    @Test func nestingIsLimitedAsForTheDictionaryParse() {
+        func nested(_ depth: Int) -> String {
+            String(repeating: #"{"a":"#, count: depth - 1) + "{}" + String(repeating: "}", count: depth - 1)
+        }
+        #expect(members(nested(64)) != nil)
+        #expect(object(nested(64)) != nil)
+        #expect(members(nested(65)) == nil)
+        #expect(object(nested(65)) == nil)
+    }
+
     @Test func invalidUTF8InAKeyIsRejected() {
         let bytes: [UInt8] = Array(#"{"a"#.utf8) + [0xC3, 0x28] + Array(#"":1}"#.utf8)
         #expect(bytes.withUnsafeBufferPointer { JSONParser.parseMembers($0) } == nil)
@@ -105,6 +116,8 @@ import Testing
                 if case .object(let object)? = parser.parseDocument() { object } else { nil }
             let parsed = bytes.withUnsafeBufferPointer { JSONParser.parseMembers($0) }
             #expect(parsed?.dictionary == reference, "\(String(decoding: bytes, as: UTF8.self))")
+            // Lookups go through the hash table, which `.dictionary` does not.
+            for (key, value) in reference ?? [:] { #expect(parsed?[key] == value, "\(key)") }
         }
     }
 }

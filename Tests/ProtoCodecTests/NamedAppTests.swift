@@ -26,6 +26,25 @@ import Testing
         #expect((existential as? any ProtoMessage)?.namedApp == "")
     }
 
+    /// Every generated request with an `app` field, through the generic path the typed handlers take.
+    @Test func everyAppNamingRequestAnswersItsApp() {
+        let answers: [String?] = [
+            named(SendConsumptionInformationRequest(app: "a")), named(GetHistoryRequest(app: "a")),
+            named(StreamNotificationsRequest(app: "a")), named(GetRefundHistoryRequest(app: "a")),
+            named(CreatePromotionalOfferSignatureRequest(app: "a")),
+            named(CreateIntroductoryOfferEligibilitySignatureRequest(app: "a")),
+            named(GetAllSubscriptionStatusesRequest(app: "a")), named(ExtendSubscriptionRenewalDateRequest(app: "a")),
+            named(ExtendRenewalDatesForAllActiveSubscribersRequest(app: "a")),
+            named(GetStatusOfSubscriptionRenewalDateExtensionsRequest(app: "a")),
+            named(RequestTestNotificationRequest(app: "a")), named(GetTestNotificationStatusRequest(app: "a")),
+            named(GetTransactionInfoRequest(app: "a")), named(GetAppTransactionInfoRequest(app: "a")),
+            named(LookUpOrderIdRequest(app: "a")), named(SetAppAccountTokenRequest(app: "a")),
+            named(FinishTransactionRequest(app: "a")), named(VerifyJWSRequest(app: "a")),
+        ]
+        #expect(answers.count == 18)
+        #expect(answers.allSatisfy { $0 == "a" })
+    }
+
     @Test func otherMessagesNameNone() {
         #expect(named(HealthCheckRequest()) == nil)
         #expect(named(VerifyJWSResponse()) == nil)

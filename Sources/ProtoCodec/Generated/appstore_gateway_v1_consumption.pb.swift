@@ -125,6 +125,9 @@ public struct SendConsumptionInformationRequest: ProtoMessage, AppNamingMessage 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.SendConsumptionInformationRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -219,6 +222,9 @@ public struct SendConsumptionInformationResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.SendConsumptionInformationResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}

@@ -44,6 +44,9 @@ public struct GetHistoryRequest: ProtoMessage, AppNamingMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetHistoryRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -168,6 +171,9 @@ public struct GetHistoryResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetHistoryResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -307,6 +313,9 @@ public struct LegacyReceiptInfo: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.LegacyReceiptInfo"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}

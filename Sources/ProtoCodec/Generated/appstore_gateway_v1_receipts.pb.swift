@@ -13,6 +13,9 @@ public struct ExtractTransactionIdFromReceiptRequest: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.ExtractTransactionIdFromReceiptRequest"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -88,6 +91,9 @@ public struct ExtractTransactionIdFromReceiptResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.ExtractTransactionIdFromReceiptResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}

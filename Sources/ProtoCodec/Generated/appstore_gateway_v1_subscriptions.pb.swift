@@ -68,6 +68,9 @@ public struct GetAllSubscriptionStatusesRequest: ProtoMessage, AppNamingMessage 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetAllSubscriptionStatusesRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -139,6 +142,9 @@ public struct GetAllSubscriptionStatusesResponse: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetAllSubscriptionStatusesResponse"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -205,6 +211,9 @@ public struct SubscriptionGroupStatus: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.SubscriptionGroupStatus"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -274,6 +283,9 @@ public struct LastTransaction: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.LastTransaction"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -364,6 +376,9 @@ public struct ExtendSubscriptionRenewalDateRequest: ProtoMessage, AppNamingMessa
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.ExtendSubscriptionRenewalDateRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -448,6 +463,9 @@ public struct ExtendSubscriptionRenewalDateResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.ExtendSubscriptionRenewalDateResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -539,6 +557,9 @@ public struct ExtendRenewalDatesForAllActiveSubscribersRequest: ProtoMessage, Ap
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.ExtendRenewalDatesForAllActiveSubscribersRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -618,6 +639,9 @@ public struct ExtendRenewalDatesForAllActiveSubscribersResponse: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.ExtendRenewalDatesForAllActiveSubscribersResponse"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -681,6 +705,9 @@ public struct GetStatusOfSubscriptionRenewalDateExtensionsRequest: ProtoMessage,
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetStatusOfSubscriptionRenewalDateExtensionsRequest"
+
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -758,6 +785,9 @@ public struct GetStatusOfSubscriptionRenewalDateExtensionsResponse: ProtoMessage
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetStatusOfSubscriptionRenewalDateExtensionsResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}

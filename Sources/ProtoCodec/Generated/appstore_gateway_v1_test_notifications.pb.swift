@@ -16,6 +16,9 @@ public struct RequestTestNotificationRequest: ProtoMessage, AppNamingMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.RequestTestNotificationRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -74,6 +77,9 @@ public struct RequestTestNotificationResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.RequestTestNotificationResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -136,6 +142,9 @@ public struct GetTestNotificationStatusRequest: ProtoMessage, AppNamingMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetTestNotificationStatusRequest"
+
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -203,6 +212,9 @@ public struct GetTestNotificationStatusResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetTestNotificationStatusResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}

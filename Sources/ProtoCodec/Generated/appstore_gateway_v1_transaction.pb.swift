@@ -101,6 +101,9 @@ public struct Transaction: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.Transaction"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -328,6 +331,9 @@ public struct CommitmentInfo: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.CommitmentInfo"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -451,6 +457,9 @@ public struct RenewalInfo: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.RenewalInfo"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -631,6 +640,9 @@ public struct RenewalCommitmentInfo: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.RenewalCommitmentInfo"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -733,6 +745,9 @@ public struct AppTransaction: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AppTransaction"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -862,6 +877,9 @@ public struct AdvancedCommerceTransactionInfo: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceTransactionInfo"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -945,6 +963,9 @@ public struct AdvancedCommerceDescriptors: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceDescriptors"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -1013,6 +1034,9 @@ public struct AdvancedCommerceTransactionItem: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceTransactionItem"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -1097,6 +1121,9 @@ public struct AdvancedCommerceOffer: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceOffer"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -1167,6 +1194,9 @@ public struct AdvancedCommerceRefund: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceRefund"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -1242,6 +1272,9 @@ public struct AdvancedCommerceRenewalInfo: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceRenewalInfo"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -1326,6 +1359,9 @@ public struct AdvancedCommerceRenewalItem: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceRenewalItem"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -1402,6 +1438,9 @@ public struct AdvancedCommercePriceIncreaseInfo: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommercePriceIncreaseInfo"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}

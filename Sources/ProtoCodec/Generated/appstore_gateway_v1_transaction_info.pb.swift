@@ -57,6 +57,9 @@ public struct GetTransactionInfoRequest: ProtoMessage, AppNamingMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetTransactionInfoRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -121,6 +124,9 @@ public struct GetTransactionInfoResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetTransactionInfoResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -189,6 +195,9 @@ public struct GetAppTransactionInfoRequest: ProtoMessage, AppNamingMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetAppTransactionInfoRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -253,6 +262,9 @@ public struct GetAppTransactionInfoResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.GetAppTransactionInfoResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -319,6 +331,9 @@ public struct LookUpOrderIdRequest: ProtoMessage, AppNamingMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.LookUpOrderIdRequest"
+
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -388,6 +403,9 @@ public struct LookUpOrderIdResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.LookUpOrderIdResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -465,6 +483,9 @@ public struct SetAppAccountTokenRequest: ProtoMessage, AppNamingMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.SetAppAccountTokenRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -530,6 +551,9 @@ public struct SetAppAccountTokenResponse: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.SetAppAccountTokenResponse"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -587,6 +611,9 @@ public struct FinishTransactionRequest: ProtoMessage, AppNamingMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.FinishTransactionRequest"
+
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -648,6 +675,9 @@ public struct FinishTransactionResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.FinishTransactionResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}

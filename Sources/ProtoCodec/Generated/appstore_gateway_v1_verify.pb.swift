@@ -77,6 +77,9 @@ public struct VerifyJWSRequest: ProtoMessage, AppNamingMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.VerifyJWSRequest"
 
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -153,6 +156,9 @@ public struct VerifyJWSResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.VerifyJWSResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -281,6 +287,9 @@ public struct RealtimeRequest: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.RealtimeRequest"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}

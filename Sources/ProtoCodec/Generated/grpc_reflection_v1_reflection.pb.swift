@@ -14,6 +14,9 @@ public struct ServerReflectionRequest: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "grpc.reflection.v1.ServerReflectionRequest"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -111,6 +114,9 @@ public struct ExtensionRequest: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "grpc.reflection.v1.ExtensionRequest"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -171,6 +177,9 @@ public struct ServerReflectionResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "grpc.reflection.v1.ServerReflectionResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -265,6 +274,9 @@ public struct FileDescriptorResponse: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "grpc.reflection.v1.FileDescriptorResponse"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -319,6 +331,9 @@ public struct ExtensionNumberResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "grpc.reflection.v1.ExtensionNumberResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -377,6 +392,9 @@ public struct ListServiceResponse: ProtoMessage {
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "grpc.reflection.v1.ListServiceResponse"
 
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
     /// A message with every field at its proto3 default.
     public init() {}
 
@@ -429,6 +447,9 @@ public struct ServiceResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "grpc.reflection.v1.ServiceResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}
@@ -484,6 +505,9 @@ public struct ErrorResponse: ProtoMessage {
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "grpc.reflection.v1.ErrorResponse"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
 
     /// A message with every field at its proto3 default.
     public init() {}

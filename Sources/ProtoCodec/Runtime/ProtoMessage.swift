@@ -21,8 +21,8 @@ public protocol ProtoMessage: Sendable, Hashable {
     func serialize(into buffer: UnsafeMutableRawBufferPointer)
     /// Appends the wire format to `buffer`, packing straight into the array's storage.
     func appendSerialized(to buffer: inout [UInt8])
-    /// The app the message names, for the per-app authorization: `app` for an `AppNamingMessage`, else nil
-    /// (both given by the extensions below).
+    /// The app the message names, for the per-app authorization: `app` for an `AppNamingMessage`, else nil.
+    /// Each generated message implements it itself (no default: a message cannot inherit the wrong answer).
     var namedApp: String? { get }
 }
 
@@ -60,14 +60,4 @@ extension ProtoMessage {
 public protocol AppNamingMessage {
     /// The app as the caller named it (an app name or bundle id; empty = the only configured app).
     var app: String { get }
-}
-
-extension ProtoMessage {
-    /// Nil: the message names no app.
-    public var namedApp: String? { nil }
-}
-
-extension ProtoMessage where Self: AppNamingMessage {
-    /// `app`, answered through the message's own conformance (the authorization needs no dynamic cast).
-    public var namedApp: String? { app }
 }
