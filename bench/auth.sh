@@ -31,11 +31,9 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 # The request: a gRPC frame holding VerifyJWSRequest{jws: SAMPLE, app: "bench"}.
-printf 'jws: "%s"\napp: "bench"\n' "$(tr -d '\n' < "$SAMPLE")" |
-  protoc-c -Iproto -I/usr/include --encode=appstore.gateway.v1.VerifyJWSRequest appstore/gateway/v1/verify.proto \
-  > "$work/message.bin"
+verify_request "$SAMPLE" "$work/request.bin" bench
 "$PY" - "$work" <<'PY'
-import base64, json, struct, sys, time, datetime
+import base64, json, sys, time, datetime
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -43,8 +41,6 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.x509.oid import NameOID
 
 work = sys.argv[1]
-payload = open(f"{work}/message.bin", "rb").read()
-open(f"{work}/request.bin", "wb").write(b"\0" + struct.pack(">I", len(payload)) + payload)
 b64 = lambda data: base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 pem = lambda key: key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                     serialization.NoEncryption())

@@ -55,10 +55,10 @@ grpc_ok() {
   [ "$status" = "grpc-status: 0" ] || { echo "not an OK answer from $1: ${status:-no grpc-status}" >&2; return 1; }
 }
 
-# verify_request SAMPLE OUT: OUT becomes a gRPC frame holding VerifyJWSRequest{jws: the JWS in SAMPLE}, the
-# message encoded by protoc-c itself.
+# verify_request SAMPLE OUT [APP]: OUT becomes a gRPC frame holding VerifyJWSRequest{jws: the JWS in SAMPLE,
+# app: APP when given}, the message encoded by protoc-c itself.
 verify_request() {
-  printf 'jws: "%s"\n' "$(tr -d '\n' < "$1")" |
+  { printf 'jws: "%s"\n' "$(tr -d '\n' < "$1")"; [ -z "${3:-}" ] || printf 'app: "%s"\n' "$3"; } |
     protoc-c -Iproto -I/usr/include --encode=appstore.gateway.v1.VerifyJWSRequest appstore/gateway/v1/verify.proto \
     > "$2.message"
   python3 - "$2.message" "$2" <<'PY'

@@ -28,17 +28,8 @@ work=$(mktemp -d)
 cleanup() { kill "${gw_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-# The request body: a gRPC frame holding VerifyJWSRequest{jws: SAMPLE} (field 1, string).
-"$PY" - "$SAMPLE" "$work/request.bin" <<'PY'
-import struct, sys
-jws = open(sys.argv[1]).read().strip().encode()
-n, varint = len(jws), b""
-while True:
-    varint += bytes([(n & 0x7F) | (0x80 if n >> 7 else 0)]); n >>= 7
-    if not n: break
-msg = b"\x0a" + varint + jws
-open(sys.argv[2], "wb").write(b"\0" + struct.pack(">I", len(msg)) + msg)
-PY
+# The request body: a gRPC frame holding VerifyJWSRequest{jws: SAMPLE}.
+verify_request "$SAMPLE" "$work/request.bin"
 
 # One JWS sent over and over: without the verified-signature cache, so every call pays its ECDSA; with no
 # app configured, verification not bound to an app must be allowed, or every call is INVALID_ARGUMENT.
