@@ -113,29 +113,26 @@ public struct JSONMembers: Sendable {
     /// Drawn once per process: key hashes cannot be predicted from outside.
     private static let processSeed = UInt64.random(in: .min ... .max)
 
-    /// A multiply-xor hash of `key` under `seed`, eight bytes at a time (a key of 8 bytes or more ends with
-    /// its last eight, overlapping), finished with a final mix.
+    /// `WordHash` of `key` under `seed`, eight bytes at a time (a key of 8 bytes or more ends with its last
+    /// eight, overlapping; a shorter one is one word).
     @inline(__always)
     static func hash(_ key: UnsafeBufferPointer<UInt8>, seed: UInt64) -> UInt64 {
-        let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
-        var hash = seed ^ (UInt64(key.count) &* multiplier)
-        guard let base = key.baseAddress else { return hash }
+        var hash = WordHash(seed: seed, length: key.count)
+        guard let base = key.baseAddress else { return hash.value }
         let raw = UnsafeRawPointer(base)
-        var word: UInt64 = 0
         if key.count < 8 {
+            var word: UInt64 = 0
             for index in 0..<key.count { word = word << 8 | UInt64(base[index]) }
+            hash.mix(word)
         } else {
             var offset = 0
             while offset + 8 < key.count {
-                hash = (hash ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* multiplier
-                hash ^= hash >> 29
+                hash.mix(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
                 offset += 8
             }
-            word = raw.loadUnaligned(fromByteOffset: key.count - 8, as: UInt64.self)
+            hash.mix(raw.loadUnaligned(fromByteOffset: key.count - 8, as: UInt64.self))
         }
-        hash = (hash ^ word) &* multiplier
-        hash ^= hash >> 29
-        return (hash ^ (hash >> 32)) &* multiplier
+        return hash.value
     }
 }
 

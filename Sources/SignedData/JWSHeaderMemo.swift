@@ -1,3 +1,4 @@
+import GatewayCore
 import Synchronization
 
 /// The parsed headers of recent JWS, keyed by the header's exact base64url text, so a warm verification
@@ -40,26 +41,22 @@ final class JWSHeaderMemo: Sendable {
         slots[index].header.withLock { $0 = header }
     }
 
-    /// A cheap multiply–xor fingerprint of the length and of at most 65 words of `text`, evenly spaced, the
-    /// last one included (not a hash anyone may rely on: a hit is confirmed by comparing the whole texts).
+    /// A `WordHash` fingerprint of the length and of at most 65 words of `text`, evenly spaced, the last one
+    /// included (a hit is confirmed by comparing the whole texts).
     private func slotIndex(_ text: UnsafeBufferPointer<UInt8>) -> Int {
         let raw = UnsafeRawBufferPointer(text)
-        var hash = UInt64(truncatingIfNeeded: raw.count) &* 0x9E37_79B9_7F4A_7C15
-        func mix(_ word: UInt64) {
-            hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
-            hash ^= hash >> 29
-        }
+        var hash = WordHash(length: raw.count)
         let words = raw.count / 8
         if words == 0 {
-            for byte in raw { mix(UInt64(byte)) }
+            for byte in raw { hash.mix(UInt64(byte)) }
         } else {
             let step = max(1, words / 64)
             for word in stride(from: 0, to: words, by: step) {
-                mix(raw.loadUnaligned(fromByteOffset: word * 8, as: UInt64.self))
+                hash.mix(raw.loadUnaligned(fromByteOffset: word * 8, as: UInt64.self))
             }
-            mix(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
+            hash.mix(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
         }
-        return Int(truncatingIfNeeded: (hash ^ (hash >> 32)) % UInt64(slots.count))
+        return Int(truncatingIfNeeded: hash.value % UInt64(slots.count))
     }
 }
 
