@@ -92,29 +92,36 @@ extension AppStoreAPIClient {
 /// NotificationHistoryResponse on the wire; every field optional so a missing one is not fatal, one of another
 /// type is.
 private struct NotificationHistoryWire: AppleJSONShape {
-    struct Item {
-        var signedPayload: String?
-        var sendAttempts: [Attempt]?
-    }
-    struct Attempt {
-        var attemptDate: Int64?
-        var sendAttemptResult: String?
-    }
     var paginationToken: String?
     var hasMore: Bool?
-    var notificationHistory: [Item]?
+    var notificationHistory: [AppleNotificationDeliveries]?
 
     init(_ object: JSONObject) throws(JSONFieldMismatch) {
         paginationToken = try object.string("paginationToken")
         hasMore = try object.bool("hasMore")
         notificationHistory = try object.objects("notificationHistory")?.map { item throws(JSONFieldMismatch) in
-            Item(
-                signedPayload: try item.string("signedPayload"),
-                sendAttempts: try item.objects("sendAttempts")?.map { attempt throws(JSONFieldMismatch) in
-                    Attempt(
-                        attemptDate: try attempt.int64("attemptDate"),
-                        sendAttemptResult: try attempt.string("sendAttemptResult"))
-                })
+            try AppleNotificationDeliveries(item)
+        }
+    }
+}
+
+/// A notification with its delivery attempts on the wire, as Apple sends it both in the notification history
+/// (notificationHistoryResponseItem) and as a test notification's status (CheckTestNotificationResponse).
+public struct AppleNotificationDeliveries: AppleJSONShape, Sendable {
+    /// One delivery attempt (sendAttemptItem).
+    public struct Attempt: Sendable {
+        public var attemptDate: Int64?
+        public var sendAttemptResult: String?
+    }
+    public var signedPayload: String?
+    public var sendAttempts: [Attempt]?
+
+    public init(_ object: JSONObject) throws(JSONFieldMismatch) {
+        signedPayload = try object.string("signedPayload")
+        sendAttempts = try object.objects("sendAttempts")?.map { attempt throws(JSONFieldMismatch) in
+            Attempt(
+                attemptDate: try attempt.int64("attemptDate"),
+                sendAttemptResult: try attempt.string("sendAttemptResult"))
         }
     }
 }

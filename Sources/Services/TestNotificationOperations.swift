@@ -31,7 +31,7 @@ where Request == GetTestNotificationStatusRequest, Response == GetTestNotificati
                 .getTestNotificationStatus, pathValues: [request.testNotificationToken],
                 environment: try request.environment.requested())
         } answer: { answer throws(GatewayError) in
-            let wire = try answer.decoded(CheckTestWire.self, what: "test notification status")
+            let wire = try answer.decoded(AppleNotificationDeliveries.self, what: "test notification status")
             guard let jws = wire.signedPayload else {
                 throw .appleDataRejected(
                     app: answer.app.name, environment: answer.response.environment,
@@ -57,24 +57,5 @@ private struct SendTestWire: AppleJSONShape {
 
     init(_ object: JSONObject) throws(JSONFieldMismatch) {
         testNotificationToken = try object.string("testNotificationToken")
-    }
-}
-
-/// CheckTestNotificationResponse on the wire.
-private struct CheckTestWire: AppleJSONShape {
-    struct Attempt {
-        var attemptDate: Int64?
-        var sendAttemptResult: String?
-    }
-    var signedPayload: String?
-    var sendAttempts: [Attempt]?
-
-    init(_ object: JSONObject) throws(JSONFieldMismatch) {
-        signedPayload = try object.string("signedPayload")
-        sendAttempts = try object.objects("sendAttempts")?.map { attempt throws(JSONFieldMismatch) in
-            Attempt(
-                attemptDate: try attempt.int64("attemptDate"),
-                sendAttemptResult: try attempt.string("sendAttemptResult"))
-        }
     }
 }
