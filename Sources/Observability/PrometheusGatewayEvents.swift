@@ -153,11 +153,7 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             // needs one made here.
             let noted = annotations.noted
             let identity = annotations.identity
-            let requestID =
-                identity != nil
-                ? ""
-                : metadata.first(where: { $0.name == "x-request-id" })?.value
-                    ?? (noted.contains { $0.name == "request_id" } ? "" : requestIDs.next())
+            let requestID = identity != nil ? "" : madeRequestID(metadata: metadata, noted: noted)
             var line: [UInt8] = []
             line.reserveCapacity(512)
             accessLine.append(
@@ -170,9 +166,7 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             return
         }
         let noted = annotations.all
-        let requestID =
-            metadata.first(where: { $0.name == "x-request-id" })?.value
-            ?? (noted.contains { $0.name == "request_id" } ? "" : requestIDs.next())
+        let requestID = madeRequestID(metadata: metadata, noted: noted)
         var fields: Logger.Metadata = [
             "method": .string(methodText),
             "grpc_service": .string(method.service), "grpc_method": .string(method.method),
@@ -181,6 +175,15 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         ]
         for (name, value) in noted { fields[name] = .string(value) }
         logger.info("rpc", metadata: fields)
+    }
+
+    /// The request id of a call without an identity: the caller's `x-request-id`, else none when the handler
+    /// noted one, else a new one.
+    private func madeRequestID(metadata: [(name: String, value: String)], noted: [(name: String, value: String)])
+        -> String
+    {
+        metadata.first(where: { $0.name == "x-request-id" })?.value
+            ?? (noted.contains { $0.name == "request_id" } ? "" : requestIDs.next())
     }
 
     public func rpcMessageSent(method: String) {
