@@ -386,6 +386,9 @@ class FileWriter:
         if params:
             self.emit()
             self.emit("    /// A message with the given fields; the others keep their proto3 defaults.")
+            # Inlinable: the caller builds the message in place, so a large field (a decoded payload) moves
+            # in instead of being copied with every reference it holds retained and released again.
+            self.emit("    @inlinable")
             self.emit("    public init(")
             for k, (n, t, d) in enumerate(params):
                 self.emit(f"        {n}: {t} = {d}{',' if k < len(params) - 1 else ''}")
@@ -396,7 +399,10 @@ class FileWriter:
         for o, name in enumerate(oneofs):
             self.emit()
             self.emit(f"    /// The cases of the oneof `{name}`.")
-            self.emit(f"    public enum {upper_camel(name)}: Sendable, Hashable {{")
+            # A oneof holding messages keeps them boxed: the enclosing message stays small, so handing a large
+            # decoded payload around costs a reference count, not a copy of every field it holds.
+            boxed = any(self.field_info(f)[2] == "message" for _, f in members.get(o, []))
+            self.emit(f"    public {'indirect ' if boxed else ''}enum {upper_camel(name)}: Sendable, Hashable {{")
             for i, f in members.get(o, []):
                 self.doc(path + [2, i], "        ", f"Proto field {f.name} = {f.number}.")
                 self.emit(f"        case {escape(lower_camel(f.name))}({self.field_info(f)[0]})")

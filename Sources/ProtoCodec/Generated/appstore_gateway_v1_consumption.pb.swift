@@ -132,6 +132,7 @@ public struct SendConsumptionInformationRequest: ProtoMessage, AppNamingMessage 
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         transactionId: String = "",
@@ -230,6 +231,7 @@ public struct SendConsumptionInformationResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0)
     ) {

@@ -51,6 +51,7 @@ public struct GetHistoryRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         transactionId: String = "",
@@ -179,6 +180,7 @@ public struct GetHistoryResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         appAppleId: Int64 = 0,
         bundleId: String = "",
@@ -321,6 +323,7 @@ public struct LegacyReceiptInfo: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         appAccountToken: String = "",
         cancellationDate: String = "",

@@ -42,6 +42,7 @@ public struct AppStoreNotification: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         notificationType: NotificationType = NotificationType(rawValue: 0),
         subtype: NotificationSubtype = NotificationSubtype(rawValue: 0),
@@ -164,6 +165,7 @@ public struct NotificationData: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         appAppleId: Int64 = 0,
         bundleId: String = "",
@@ -280,6 +282,7 @@ public struct NotificationSummary: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         appAppleId: Int64 = 0,
@@ -378,6 +381,7 @@ public struct ExternalPurchaseToken: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         externalPurchaseId: String = "",
         tokenCreationDate: ProtoTimestamp? = nil,
@@ -464,6 +468,7 @@ public struct AppData: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         appAppleId: Int64 = 0,
         bundleId: String = "",
@@ -544,6 +549,7 @@ public struct SendAttempt: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         attemptDate: ProtoTimestamp? = nil,
         result: SendAttemptResult = SendAttemptResult(rawValue: 0),
@@ -639,6 +645,7 @@ public struct StreamNotificationsRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         startDate: ProtoTimestamp? = nil,
@@ -745,6 +752,7 @@ public struct NotificationEvent: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         signedPayload: String = "",
         notification: AppStoreNotification? = nil,

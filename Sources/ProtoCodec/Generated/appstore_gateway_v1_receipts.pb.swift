@@ -20,6 +20,7 @@ public struct ExtractTransactionIdFromReceiptRequest: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         receipt: Receipt? = nil
     ) {
@@ -99,6 +100,7 @@ public struct ExtractTransactionIdFromReceiptResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         found: Bool = false,
         transactionId: String = ""

@@ -29,6 +29,7 @@ public struct GetRefundHistoryRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         transactionId: String = "",
@@ -111,6 +112,7 @@ public struct GetRefundHistoryResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         hasMore: Bool = false,

@@ -31,6 +31,7 @@ public struct CreatePromotionalOfferSignatureRequest: ProtoMessage, AppNamingMes
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         productId: String = "",
@@ -115,6 +116,7 @@ public struct CreatePromotionalOfferSignatureResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         keyId: String = "",
         nonce: String = "",
@@ -195,6 +197,7 @@ public struct CreatePromotionalOfferV2SignatureRequest: ProtoMessage, AppNamingM
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         productId: String = "",
@@ -270,6 +273,7 @@ public struct CreateIntroductoryOfferEligibilitySignatureRequest: ProtoMessage, 
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         productId: String = "",
@@ -343,6 +347,7 @@ public struct SignedJWSResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         jws: String = "",
         nonce: String = "",

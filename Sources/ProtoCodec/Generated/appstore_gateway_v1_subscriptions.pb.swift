@@ -75,6 +75,7 @@ public struct GetAllSubscriptionStatusesRequest: ProtoMessage, AppNamingMessage 
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         transactionId: String = "",
@@ -149,6 +150,7 @@ public struct GetAllSubscriptionStatusesResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         bundleId: String = "",
@@ -219,6 +221,7 @@ public struct SubscriptionGroupStatus: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         subscriptionGroupIdentifier: String = "",
         lastTransactions: [LastTransaction] = []
@@ -291,6 +294,7 @@ public struct LastTransaction: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         status: SubscriptionStatus = SubscriptionStatus(rawValue: 0),
         statusRaw: Int32 = 0,
@@ -383,6 +387,7 @@ public struct ExtendSubscriptionRenewalDateRequest: ProtoMessage, AppNamingMessa
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         transactionId: String = "",
@@ -471,6 +476,7 @@ public struct ExtendSubscriptionRenewalDateResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         originalTransactionId: String = "",
@@ -564,6 +570,7 @@ public struct ExtendRenewalDatesForAllActiveSubscribersRequest: ProtoMessage, Ap
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         extendByDays: Int32 = 0,
@@ -646,6 +653,7 @@ public struct ExtendRenewalDatesForAllActiveSubscribersResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         requestIdentifier: String = ""
@@ -713,6 +721,7 @@ public struct GetStatusOfSubscriptionRenewalDateExtensionsRequest: ProtoMessage,
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         productId: String = "",
@@ -793,6 +802,7 @@ public struct GetStatusOfSubscriptionRenewalDateExtensionsResponse: ProtoMessage
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         requestIdentifier: String = "",

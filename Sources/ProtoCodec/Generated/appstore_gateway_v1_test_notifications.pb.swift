@@ -23,6 +23,7 @@ public struct RequestTestNotificationRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         environment: Environment = Environment(rawValue: 0)
@@ -85,6 +86,7 @@ public struct RequestTestNotificationResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         testNotificationToken: String = ""
@@ -150,6 +152,7 @@ public struct GetTestNotificationStatusRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         testNotificationToken: String = "",
@@ -220,6 +223,7 @@ public struct GetTestNotificationStatusResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         signedPayload: String = "",

@@ -108,6 +108,7 @@ public struct Transaction: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         transactionId: String = "",
         originalTransactionId: String = "",
@@ -338,6 +339,7 @@ public struct CommitmentInfo: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         billingPeriodNumber: Int32 = 0,
         commitmentExpiresDate: ProtoTimestamp? = nil,
@@ -465,6 +467,7 @@ public struct RenewalInfo: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         originalTransactionId: String = "",
         productId: String = "",
@@ -647,6 +650,7 @@ public struct RenewalCommitmentInfo: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         commitmentAutoRenewProductId: String = "",
         commitmentAutoRenewStatus: AutoRenewStatus = AutoRenewStatus(rawValue: 0),
@@ -753,6 +757,7 @@ public struct AppTransaction: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         receiptType: Environment = Environment(rawValue: 0),
         appAppleId: Int64 = 0,
@@ -884,6 +889,7 @@ public struct AdvancedCommerceTransactionInfo: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         descriptors: AdvancedCommerceDescriptors? = nil,
         estimatedTaxMilliunits: Int64 = 0,
@@ -970,6 +976,7 @@ public struct AdvancedCommerceDescriptors: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         description: String = "",
         displayName: String = ""
@@ -1042,6 +1049,7 @@ public struct AdvancedCommerceTransactionItem: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         sku: String = "",
         description: String = "",
@@ -1128,6 +1136,7 @@ public struct AdvancedCommerceOffer: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         period: String = "",
         periodCount: Int32 = 0,
@@ -1202,6 +1211,7 @@ public struct AdvancedCommerceRefund: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         refundAmountMilliunits: Int64 = 0,
         refundDate: ProtoTimestamp? = nil,
@@ -1280,6 +1290,7 @@ public struct AdvancedCommerceRenewalInfo: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         consistencyToken: String = "",
         descriptors: AdvancedCommerceDescriptors? = nil,
@@ -1366,6 +1377,7 @@ public struct AdvancedCommerceRenewalItem: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         sku: String = "",
         description: String = "",
@@ -1446,6 +1458,7 @@ public struct AdvancedCommercePriceIncreaseInfo: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         dependentSkus: [String] = [],
         priceMilliunits: Int64 = 0,

@@ -64,6 +64,7 @@ public struct GetTransactionInfoRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         transactionId: String = "",
@@ -132,6 +133,7 @@ public struct GetTransactionInfoResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         signedTransactionInfo: String = "",
@@ -202,6 +204,7 @@ public struct GetAppTransactionInfoRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         transactionId: String = "",
@@ -270,6 +273,7 @@ public struct GetAppTransactionInfoResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         signedAppTransactionInfo: String = "",
@@ -339,6 +343,7 @@ public struct LookUpOrderIdRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         orderId: String = "",
@@ -411,6 +416,7 @@ public struct LookUpOrderIdResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0),
         status: OrderLookupStatus = OrderLookupStatus(rawValue: 0),
@@ -490,6 +496,7 @@ public struct SetAppAccountTokenRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         transactionId: String = "",
@@ -558,6 +565,7 @@ public struct SetAppAccountTokenResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0)
     ) {
@@ -619,6 +627,7 @@ public struct FinishTransactionRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         app: String = "",
         transactionId: String = "",
@@ -683,6 +692,7 @@ public struct FinishTransactionResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         environment: Environment = Environment(rawValue: 0)
     ) {

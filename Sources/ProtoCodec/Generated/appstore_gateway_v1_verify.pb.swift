@@ -84,6 +84,7 @@ public struct VerifyJWSRequest: ProtoMessage, AppNamingMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         jws: String = "",
         kind: JWSKind = JWSKind(rawValue: 0),
@@ -164,6 +165,7 @@ public struct VerifyJWSResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         status: VerificationStatus = VerificationStatus(rawValue: 0),
         message: String = "",
@@ -181,7 +183,7 @@ public struct VerifyJWSResponse: ProtoMessage {
     }
 
     /// The cases of the oneof `payload`.
-    public enum Payload: Sendable, Hashable {
+    public indirect enum Payload: Sendable, Hashable {
         /// The decoded JWSTransaction.
         case transaction(Transaction)
         /// The decoded JWSRenewalInfo.
@@ -295,6 +297,7 @@ public struct RealtimeRequest: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         originalTransactionId: String = "",
         appAppleId: Int64 = 0,

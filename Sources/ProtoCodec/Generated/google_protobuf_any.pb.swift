@@ -128,6 +128,7 @@ public struct ProtoAny: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         typeUrl: String = "",
         value: [UInt8] = []

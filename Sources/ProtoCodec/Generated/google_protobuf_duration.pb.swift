@@ -85,6 +85,7 @@ public struct ProtoDuration: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         seconds: Int64 = 0,
         nanos: Int32 = 0

@@ -116,6 +116,7 @@ public struct ProtoTimestamp: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         seconds: Int64 = 0,
         nanos: Int32 = 0

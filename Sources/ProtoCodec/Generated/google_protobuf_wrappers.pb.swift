@@ -21,6 +21,7 @@ public struct ProtoDoubleValue: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         value: Double = 0
     ) {
@@ -79,6 +80,7 @@ public struct ProtoFloatValue: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         value: Float = 0
     ) {
@@ -137,6 +139,7 @@ public struct ProtoInt64Value: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         value: Int64 = 0
     ) {
@@ -195,6 +198,7 @@ public struct ProtoUInt64Value: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         value: UInt64 = 0
     ) {
@@ -253,6 +257,7 @@ public struct ProtoInt32Value: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         value: Int32 = 0
     ) {
@@ -311,6 +316,7 @@ public struct ProtoUInt32Value: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         value: UInt32 = 0
     ) {
@@ -369,6 +375,7 @@ public struct ProtoBoolValue: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         value: Bool = false
     ) {
@@ -427,6 +434,7 @@ public struct ProtoStringValue: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         value: String = ""
     ) {
@@ -485,6 +493,7 @@ public struct ProtoBytesValue: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         value: [UInt8] = []
     ) {

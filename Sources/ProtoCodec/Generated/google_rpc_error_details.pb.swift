@@ -23,6 +23,7 @@ public struct ErrorInfo: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         reason: String = "",
         domain: String = "",
@@ -92,6 +93,7 @@ public struct RetryInfo: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         retryDelay: ProtoDuration? = nil
     ) {
@@ -151,6 +153,7 @@ public struct BadRequestFieldViolation: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         field: String = "",
         description: String = ""
@@ -211,6 +214,7 @@ public struct BadRequest: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         fieldViolations: [BadRequestFieldViolation] = []
     ) {

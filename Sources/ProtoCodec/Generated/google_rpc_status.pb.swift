@@ -23,6 +23,7 @@ public struct GoogleRPCStatus: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         code: Int32 = 0,
         message: String = "",

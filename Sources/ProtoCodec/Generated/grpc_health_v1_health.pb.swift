@@ -19,6 +19,7 @@ public struct HealthCheckRequest: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         service: String = ""
     ) {
@@ -75,6 +76,7 @@ public struct HealthCheckResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         status: HealthCheckResponse.ServingStatus = HealthCheckResponse.ServingStatus(rawValue: 0)
     ) {

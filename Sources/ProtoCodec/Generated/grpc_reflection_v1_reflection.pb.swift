@@ -21,6 +21,7 @@ public struct ServerReflectionRequest: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         host: String = "",
         messageRequest: MessageRequest? = nil
@@ -30,7 +31,7 @@ public struct ServerReflectionRequest: ProtoMessage {
     }
 
     /// The cases of the oneof `message_request`.
-    public enum MessageRequest: Sendable, Hashable {
+    public indirect enum MessageRequest: Sendable, Hashable {
         /// A file by its import path, e.g. "appstore/gateway/v1/gateway.proto".
         case fileByFilename(String)
         /// The file defining a fully qualified symbol, e.g. "appstore.gateway.v1.AppStoreGateway".
@@ -121,6 +122,7 @@ public struct ExtensionRequest: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         containingType: String = "",
         extensionNumber: Int32 = 0
@@ -185,6 +187,7 @@ public struct ServerReflectionResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         validHost: String = "",
         originalRequest: ServerReflectionRequest? = nil,
@@ -196,7 +199,7 @@ public struct ServerReflectionResponse: ProtoMessage {
     }
 
     /// The cases of the oneof `message_response`.
-    public enum MessageResponse: Sendable, Hashable {
+    public indirect enum MessageResponse: Sendable, Hashable {
         /// Serialized FileDescriptorProtos: the file asked for and its dependencies.
         case fileDescriptorResponse(FileDescriptorResponse)
         /// Extension numbers (none here).
@@ -281,6 +284,7 @@ public struct FileDescriptorResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         fileDescriptorProto: [[UInt8]] = []
     ) {
@@ -339,6 +343,7 @@ public struct ExtensionNumberResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         baseTypeName: String = "",
         extensionNumber: [Int32] = []
@@ -399,6 +404,7 @@ public struct ListServiceResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         service: [ServiceResponse] = []
     ) {
@@ -455,6 +461,7 @@ public struct ServiceResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         name: String = ""
     ) {
@@ -513,6 +520,7 @@ public struct ErrorResponse: ProtoMessage {
     public init() {}
 
     /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
     public init(
         errorCode: Int32 = 0,
         errorMessage: String = ""
