@@ -150,15 +150,7 @@ struct VerifyJWSHandler: Sendable {
 
     /// The typed payload of a verified (or unverified-by-design) result.
     private static func payload(of result: VerificationResult) -> VerifyJWSResponse.Payload? {
-        guard result.status == .ok || result.status == .unverifiedByDesign,
-            let payload = PayloadDecoder.decode(result)
-        else { return nil }
-        switch consume payload {
-        case .transaction(let transaction): return .transaction(transaction)
-        case .renewalInfo(let renewal): return .renewalInfo(renewal)
-        case .notification(let notification): return .notification(notification)
-        case .appTransaction(let appTransaction): return .appTransaction(appTransaction)
-        case .realtimeRequest(let request): return .realtimeRequest(request)
-        }
+        guard result.status == .ok || result.status == .unverifiedByDesign else { return nil }
+        return PayloadDecoder.decode(result)
     }
 }

@@ -2,14 +2,9 @@ import Foundation
 import GatewayCore
 import ProtoCodec
 
-/// A verified payload decoded into the gateway's proto value types.
-public enum DecodedPayload: Sendable, Hashable {
-    case transaction(Transaction)
-    case renewalInfo(RenewalInfo)
-    case notification(AppStoreNotification)
-    case appTransaction(AppTransaction)
-    case realtimeRequest(RealtimeRequest)
-}
+/// A verified payload decoded into the gateway's proto value types: the VerifyJWS answer's own oneof, so the
+/// decoded value (boxed) goes into the answer as it is.
+public typealias DecodedPayload = VerifyJWSResponse.Payload
 
 /// Maps Apple's decoded payload JSON (Apple's App Store Server API documentation) to the proto value types, as a step separate
 /// from verification. Tolerant by design: unknown enum strings become UNSPECIFIED and reach callers in the
