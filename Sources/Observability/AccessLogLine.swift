@@ -29,6 +29,9 @@ struct AccessLogLine {
     /// Whether each identity field's name (`caller`, `request_id`, `span_id`, `trace_id`) is secret-looking
     /// under `redaction` (none is, by default), decided once.
     private let identitySecret: (caller: Bool, requestID: Bool, spanID: Bool, traceID: Bool)
+    /// Everything between the timestamp's digits and the first field, the label escaped: the same on
+    /// every line, so written once here.
+    private let afterTimestamp: [UInt8]
 
     init(label: String, redaction: SecretRedaction) {
         self.label = label
@@ -37,15 +40,38 @@ struct AccessLogLine {
             redaction.isSecret(key: "caller"), redaction.isSecret(key: "request_id"),
             redaction.isSecret(key: "span_id"), redaction.isSecret(key: "trace_id")
         )
+        var after = Array(#"","level":"info","label":"#.utf8)
+        JSONString.append(label, to: &after)
+        after.append(contentsOf: #","message":"rpc","source":"Observability""#.utf8)
+        afterTimestamp = after
     }
 
-    /// The line for `fields` at `time`, newline included, appended to `out`.
-    func append(_ fields: Fields, at time: WallTime, to out: inout [UInt8]) {
+    /// The `grpc_method`, `grpc_service` and `method` members of one method's lines, escaped once (a
+    /// method's series keeps its own): `,"grpc_method":"…","grpc_service":"…","method":"…"`.
+    struct MethodMembers: Sendable {
+        let method: String
+        let bytes: [UInt8]
+
+        init(method: String, service: String, grpcMethod: String) {
+            self.method = method
+            var bytes: [UInt8] = []
+            for (key, value) in [("grpc_method", grpcMethod), ("grpc_service", service), ("method", method)] {
+                bytes.append(UInt8(ascii: ","))
+                JSONString.append(key, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                JSONString.append(value, to: &bytes)
+            }
+            self.bytes = bytes
+        }
+    }
+
+    /// The line for `fields` at `time`, newline included, appended to `out`. `methodMembers`, when given,
+    /// are the members `fields` would make for its method, path and service (written at once when no
+    /// annotation falls between them).
+    func append(_ fields: Fields, at time: WallTime, methodMembers: MethodMembers? = nil, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"timestamp":""#.utf8)
         JSONText.appendTimestamp(time, to: &out)
-        out.append(contentsOf: #"","level":"info","label":"#.utf8)
-        JSONString.append(label, to: &out)
-        out.append(contentsOf: #","message":"rpc","source":"Observability""#.utf8)
+        out.append(contentsOf: afterTimestamp)
 
         // The line's own fields and the identity's, in key order, merged with the handler's annotations
         // (sorted); an annotation of the same name wins, as it does in a merged metadata dictionary.
@@ -53,10 +79,10 @@ struct AccessLogLine {
             fields.annotations.count > 1 ? fields.annotations.sorted { $0.name < $1.name } : fields.annotations
         let secret = annotations.isEmpty ? 0 : secretNames.secretMask(of: annotations, redaction)
         var next = 0
-        /// `,"key":` — an annotation named like one of the line's own fields goes under `metadata.`.
-        func member(_ key: String, annotation: Bool = false) {
+        /// `,"name":` for an annotation: one named like one of the line's own fields goes under `metadata.`.
+        func annotationMember(_ name: String) {
             out.append(UInt8(ascii: ","))
-            JSONString.append(annotation && JSONLogHandler.isFixedField(key) ? "metadata.\(key)" : key, to: &out)
+            JSONString.append(JSONLogHandler.isFixedField(name) ? "metadata.\(name)" : name, to: &out)
             out.append(UInt8(ascii: ":"))
         }
         /// Writes the annotations ordered before `key`; true when one is named `key` (and was written).
@@ -67,44 +93,54 @@ struct AccessLogLine {
                 next += 1
                 if name == key { replaced = true }
                 if next < annotations.count && annotations[next].name == name { continue }  // the last one wins
-                member(name, annotation: true)
+                annotationMember(name)
                 let isSecret = next - 1 < 64 ? secret & (1 << (next - 1)) != 0 : secretNames.isSecret(name, redaction)
                 JSONString.append(isSecret ? SecretRedaction.replacement : value, to: &out)
             }
             return replaced
         }
-        /// A field of the line unless an annotation of its name was written instead.
-        func field(_ key: String, secret: Bool = false, _ write: (inout [UInt8]) -> Void) {
-            guard !writeAnnotations(through: key) else { return }
-            member(key)
+        /// A field of the line (`member` is its `,"key":`, a name needing no escaping) unless an annotation
+        /// of its name was written instead.
+        func field(_ key: String, _ member: StaticString, secret: Bool = false, _ write: (inout [UInt8]) -> Void) {
+            guard next == annotations.count || !writeAnnotations(through: key) else { return }
+            out.append(contentsOf: UnsafeBufferPointer(start: member.utf8Start, count: member.utf8CodeUnitCount))
             if secret { JSONString.append(SecretRedaction.replacement, to: &out) } else { write(&out) }
         }
         let identity = fields.identity
         if let identity {
-            field("caller", secret: identitySecret.caller) { JSONString.append(identity.caller ?? "-", to: &$0) }
+            field("caller", #","caller":"#, secret: identitySecret.caller) {
+                JSONString.append(identity.caller ?? "-", to: &$0)
+            }
         }
-        field("duration_ms") { Self.appendNumber(fields.durationMilliseconds, to: &$0) }
-        field("grpc_code") { JSONText.appendInteger(Int(fields.status.rawValue), to: &$0) }
-        field("grpc_method") { JSONString.append(fields.grpcMethod, to: &$0) }
-        field("grpc_service") { JSONString.append(fields.service, to: &$0) }
-        field("method") { JSONString.append(fields.method, to: &$0) }
+        field("duration_ms", #","duration_ms":"#) { Self.appendNumber(fields.durationMilliseconds, to: &$0) }
+        field("grpc_code", #","grpc_code":"#) { JSONText.appendInteger(Int(fields.status.rawValue), to: &$0) }
+        // The method's three members at once, unless an annotation sorts among (or replaces) them.
+        if let methodMembers, methodMembers.method == fields.method,
+            next == annotations.count || annotations[next].name > "method"
+        {
+            out.append(contentsOf: methodMembers.bytes)
+        } else {
+            field("grpc_method", #","grpc_method":"#) { JSONString.append(fields.grpcMethod, to: &$0) }
+            field("grpc_service", #","grpc_service":"#) { JSONString.append(fields.service, to: &$0) }
+            field("method", #","method":"#) { JSONString.append(fields.method, to: &$0) }
+        }
         if let identity {
-            field("request_id", secret: identitySecret.requestID) { out in
+            field("request_id", #","request_id":"#, secret: identitySecret.requestID) { out in
                 if let requestID = identity.requestID {
                     JSONString.append(requestID, to: &out)
                 } else {
                     RequestID.withGenerated(for: identity.trace) { Self.appendQuoted($0, to: &out) }  // hex and dashes
                 }
             }
-            field("span_id", secret: identitySecret.spanID) { out in
+            field("span_id", #","span_id":"#, secret: identitySecret.spanID) { out in
                 identity.trace.withSpanID { Self.appendQuoted($0, to: &out) }
             }
         } else {
-            field("request_id") { JSONString.append(fields.requestID, to: &$0) }
+            field("request_id", #","request_id":"#) { JSONString.append(fields.requestID, to: &$0) }
         }
-        field("status") { JSONString.append(fields.status.description, to: &$0) }
+        field("status", #","status":"#) { JSONString.append(fields.status.description, to: &$0) }
         if let identity {
-            field("trace_id", secret: identitySecret.traceID) { out in
+            field("trace_id", #","trace_id":"#, secret: identitySecret.traceID) { out in
                 identity.trace.withTraceID { Self.appendQuoted($0, to: &out) }
             }
         }

@@ -107,7 +107,8 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             for (path, type) in served {
                 guard let labels = RPCMethodLabels(path: path, type: type) else { continue }
                 table[path] = MethodSeries(
-                    labels, started: started, handled: handled, seconds: handlingSeconds, messagesSent: messagesSent)
+                    labels, path: path, started: started, handled: handled, seconds: handlingSeconds,
+                    messagesSent: messagesSent)
             }
         }
     }
@@ -161,7 +162,7 @@ public final class PrometheusGatewayEvents: GatewayEvents {
                     method: methodText, service: method.service, grpcMethod: method.method, status: status,
                     durationMilliseconds: seconds * 1000, requestID: requestID, identity: identity,
                     annotations: noted),
-                at: clock.wallNow(), to: &line)
+                at: clock.wallNow(), methodMembers: series.accessLogMembers, to: &line)
             line.withUnsafeBytes { accessLogWriter.enqueue($0) }
             return
         }
@@ -246,6 +247,8 @@ struct MethodRecorder: RPCRecorder {
 /// the handled series of OK (the common case); other codes are looked up in their family.
 final class MethodSeries: Sendable {
     let labels: RPCMethodLabels
+    /// The access log's members naming the method, escaped once (nil for unregistered paths).
+    let accessLogMembers: AccessLogLine.MethodMembers?
     let started: Counter
     let seconds: Histogram
     let messagesSent: Counter
@@ -253,10 +256,13 @@ final class MethodSeries: Sendable {
     private let handled: CounterFamily
 
     init(
-        _ labels: RPCMethodLabels, started: CounterFamily, handled: CounterFamily, seconds: HistogramFamily,
-        messagesSent: CounterFamily
+        _ labels: RPCMethodLabels, path: String? = nil, started: CounterFamily, handled: CounterFamily,
+        seconds: HistogramFamily, messagesSent: CounterFamily
     ) {
         self.labels = labels
+        accessLogMembers = path.map {
+            AccessLogLine.MethodMembers(method: $0, service: labels.service, grpcMethod: labels.method)
+        }
         self.started = started.labels(labels.values)
         self.seconds = seconds.labels(labels.values)
         self.messagesSent = messagesSent.labels(labels.values)

@@ -60,6 +60,47 @@ import Testing
         #expect(NSDictionary(dictionary: actual).isEqual(to: expected), "\(actual)\n!=\n\(expected)")
     }
 
+    /// The method's members written at once (as a registered method's series passes them) make exactly the
+    /// bytes written one by one, whatever annotations sort among, replace or follow them.
+    @Test(
+        arguments: [
+            [], [("app", "a")], [("grpc_method", "noted")], [("grpc_service", "x"), ("zz", "z")], [("method", "m")],
+            [("h", "between grpc_code and grpc_method")], [("metadata", "between grpc_service and method")],
+            [("n", "after method")], [("grpc_code", "7")],
+        ] as [[(String, String)]])
+    func methodMembersWrittenAtOnceAreTheSameBytes(annotations: [(String, String)]) {
+        let method = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
+        let line = AccessLogLine(label: "appstore-gateway.rpc", redaction: SecretRedaction())
+        let members = AccessLogLine.MethodMembers(
+            method: method, service: "appstore.gateway.v1.AppStoreGateway", grpcMethod: "VerifyJWS")
+        for identity in [
+            nil,
+            CallAnnotations.Identity(
+                requestID: "r-1", trace: TraceContext(traceparent: nil, tracestate: nil), caller: "team-a"),
+        ] {
+            let fields = AccessLogLine.Fields(
+                method: method, service: "appstore.gateway.v1.AppStoreGateway", grpcMethod: "VerifyJWS",
+                status: .ok, durationMilliseconds: 0.5, requestID: "generated-1", identity: identity,
+                annotations: annotations.map { (name: $0.0, value: $0.1) })
+            var oneByOne: [UInt8] = []
+            line.append(fields, at: clock.wallNow(), to: &oneByOne)
+            var atOnce: [UInt8] = []
+            line.append(fields, at: clock.wallNow(), methodMembers: members, to: &atOnce)
+            #expect(
+                atOnce == oneByOne,
+                "\(String(decoding: atOnce, as: UTF8.self))\n!=\n\(String(decoding: oneByOne, as: UTF8.self))")
+        }
+        // Members made for another path are not used for this one.
+        let other = AccessLogLine.MethodMembers(
+            method: "/other.Service/Other", service: "other.Service", grpcMethod: "Other")
+        let fields = AccessLogLine.Fields(
+            method: method, service: "appstore.gateway.v1.AppStoreGateway", grpcMethod: "VerifyJWS", status: .ok,
+            durationMilliseconds: 0.5, requestID: "generated-1", annotations: [])
+        var withOther: [UInt8] = []
+        line.append(fields, at: clock.wallNow(), methodMembers: other, to: &withOther)
+        #expect(String(decoding: withOther, as: UTF8.self).contains(#""method":"\#(method)""#))
+    }
+
     /// A call's identity (written from its bytes, the request id generated or the caller's) says what the
     /// handler would say with the identity's fields as metadata, and a noted field of the same name wins.
     @Test(
