@@ -48,8 +48,8 @@ private func roundTrip<M: ProtoMessage>(_ message: M) throws -> M {
         #expect(decoded.signedDate == nil)
     }
 
-    /// An answer bigger than every packing chunk together (512 bytes doubling to 64 KiB), with strings that straddle
-    /// chunk ends, empty strings among them, and nested messages: every byte comes back.
+    /// An answer bigger than every packing chunk together (the 4 KiB stack region, then 8 KiB doubling to 64 KiB),
+    /// with strings that straddle chunk ends, empty strings among them, and nested messages: every byte comes back.
     @Test func anAnswerLargerThanThePackingChunksRoundTrips() throws {
         let big = String(repeating: "x", count: 70_000)
         let response = GetHistoryResponse.with {
@@ -72,6 +72,16 @@ private func roundTrip<M: ProtoMessage>(_ message: M) throws -> M {
         #expect(decoded == response)
         #expect(decoded.signedTransactions.last?.utf8.count == 70_000)
         #expect(decoded.signedTransactions.filter(\.isEmpty).count == 43)
+    }
+
+    /// Strings whose C copies end just before, at and just after the end of the arena's stack region (and one
+    /// that cannot fit in it at all) come back whole.
+    @Test(arguments: [4000, 4030, 4040, 4050, 4095, 4096, 4097, 9000])
+    func stringsAroundTheStackRegionsEnd(length: Int) throws {
+        let message = VerifyJWSResponse(
+            message: String(repeating: "m", count: length), payload: .transaction(Self.transaction))
+        let decoded = try roundTrip(message)
+        #expect(decoded == message)
     }
 
     @Test func repeatedStringsEnumsAndMessages() throws {

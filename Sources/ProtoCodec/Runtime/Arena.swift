@@ -1,9 +1,10 @@
 internal import CProtobufC
 
 /// Owns the C memory of one protoc-c message tree while it is packed: every string, array and sub-message is
-/// carved from a few chunks (512 bytes first, each next one twice the last, up to 64 KiB) and freed together when
-/// the arena goes away, so packing an answer costs a handful of allocations, not one per field. Single
-/// owner, never shared across threads.
+/// carved from a few chunks and freed together when the arena goes away, so packing an answer costs a handful
+/// of allocations, not one per field. A scoped arena (`Arena.scoped`) carves from a stack region first, so a
+/// usual answer (a transaction, a status) costs none; past it, chunks come from the heap (512 bytes first,
+/// each next one twice the last, up to 64 KiB). Single owner, never shared across threads.
 ///
 /// protoc-c structs keep their `__init` defaults for fields left alone, including the shared
 /// `protobuf_c_empty_string`, which the arena never sees and so never frees; an empty string the code sets
@@ -21,10 +22,29 @@ final class Arena {
         return pointer
     }()
 
+    /// How many bytes a scoped arena finds on the stack before it allocates.
+    static let stackBytes = 4096
+
     init() {}
+
+    /// An arena that carves from `region` (not owned: it must outlive the arena's use) before allocating.
+    private init(region: UnsafeMutableRawBufferPointer) {
+        next = region.baseAddress
+        remaining = region.count
+        nextChunkBytes = 2 * region.count
+    }
 
     deinit {
         for chunk in chunks { chunk.deallocate() }
+    }
+
+    /// Runs `body` with an arena whose first `stackBytes` are on the stack; every C value it made is gone
+    /// when `body` returns, so nothing `body` returns may point into it.
+    static func scoped<Result>(_ body: (Arena) -> Result) -> Result {
+        withUnsafeTemporaryAllocation(byteCount: stackBytes, alignment: 16) { region in
+            let arena = Arena(region: region)
+            return withExtendedLifetime(arena) { body(arena) }
+        }
     }
 
     /// `byteCount` uninitialised bytes aligned to `alignment` (a power of two, at most 8: protobuf-c's

@@ -22,10 +22,7 @@ func decodeMessage<CMessage, Message: ProtoMessage>(
 func packedSize<Message, CMessage>(
     of message: Message, build: (Message, Arena) -> UnsafeMutablePointer<CMessage>
 ) -> Int {
-    let arena = Arena()
-    return withExtendedLifetime(arena) {
-        Int(protobuf_c_message_get_packed_size(cBase(build(message, arena))))
-    }
+    Arena.scoped { arena in Int(protobuf_c_message_get_packed_size(cBase(build(message, arena)))) }
 }
 
 /// Packs `message` at the start of `buffer`.
@@ -33,8 +30,7 @@ func pack<Message, CMessage>(
     _ message: Message, into buffer: UnsafeMutableRawBufferPointer,
     build: (Message, Arena) -> UnsafeMutablePointer<CMessage>
 ) {
-    let arena = Arena()
-    withExtendedLifetime(arena) {
+    Arena.scoped { arena in
         let c = cBase(build(message, arena))
         let size = Int(protobuf_c_message_get_packed_size(c))
         precondition(buffer.count >= size, "serialize(into:) needs \(size) bytes, got \(buffer.count)")
@@ -49,8 +45,7 @@ func packAppending<Message, CMessage>(
     _ message: Message, to buffer: inout [UInt8],
     build: (Message, Arena) -> UnsafeMutablePointer<CMessage>
 ) {
-    let arena = Arena()
-    withExtendedLifetime(arena) {
+    Arena.scoped { arena in
         let c = cBase(build(message, arena))
         let size = Int(protobuf_c_message_get_packed_size(c))
         guard size > 0 else { return }
