@@ -46,6 +46,9 @@ public final class EventLoop: @unchecked Sendable {
     private var sources: [Int32: EventSource] = [:]
     private var timers = TimerQueue<TimerAction>()
     private var toFlush: [Flushable] = []
+    /// Empty arrays (with their capacity) that `toFlush` and the inbox's tasks trade places with.
+    private var spareFlush: [Flushable] = []
+    private var spareTasks: [@Sendable () -> Void] = []
     private var running = false
     private var thread: pthread_t?
     /// A small number naming this loop in logs.
@@ -215,13 +218,18 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runTasks() {
-        let (tasks, stop) = inbox.withLock { inbox -> ([@Sendable () -> Void], Bool) in
-            let tasks = inbox.tasks
-            inbox.tasks.removeAll(keepingCapacity: true)
+        // The inbox's array and this loop's spare one trade places: both stay uniquely referenced, so neither
+        // is reallocated on a pass (a copy would share storage, and clearing it would allocate anew).
+        var tasks = spareTasks
+        spareTasks = []
+        let stop = inbox.withLock { inbox -> Bool in
+            if !inbox.tasks.isEmpty { swap(&tasks, &inbox.tasks) }
             inbox.wakePending = false
-            return (tasks, inbox.stopRequested)
+            return inbox.stopRequested
         }
         for task in tasks { task() }
+        tasks.removeAll(keepingCapacity: true)
+        spareTasks = tasks
         if stop { running = false }
     }
 
@@ -239,12 +247,16 @@ public final class EventLoop: @unchecked Sendable {
 
     private func flushPending() {
         while !toFlush.isEmpty {
-            let batch = toFlush
-            toFlush.removeAll(keepingCapacity: true)
+            // Traded with the spare array, as the tasks are: no allocation per pass.
+            var batch = spareFlush
+            spareFlush = []
+            swap(&batch, &toFlush)
             for target in batch {
                 target.flushQueued = false
                 target.flush()
             }
+            batch.removeAll(keepingCapacity: true)
+            spareFlush = batch
         }
     }
 }

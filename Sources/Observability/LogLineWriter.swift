@@ -110,9 +110,11 @@ public final class LogLineWriter: @unchecked Sendable {
             while gathering && !flushRequested && condition.wait(until: gatherUntil) {}
             gathering = false
             flushRequested = false
-            var batch = pending
-            pending = spare
-            pending.removeAll(keepingCapacity: true)
+            // Swapped, not assigned: each buffer stays uniquely referenced, so neither is reallocated (an
+            // assigned copy would share storage, and clearing it would allocate a new one every batch).
+            var batch: [UInt8] = []
+            swap(&batch, &pending)
+            swap(&pending, &spare)
             let drops = dropped
             writing = true
             condition.unlock()
