@@ -51,7 +51,12 @@ class Gateway:
         full_env.setdefault("APPSTORE_GATEWAY_SHUTDOWN_DRAIN_DELAY", "0s")
         # Many gateways run side by side: the admin endpoint on a free port too.
         full_env.setdefault("APPSTORE_GATEWAY_ADMIN", "127.0.0.1:0")
-        full_env.update(env or {})
+        # A value of None removes the variable (a test of what the gateway does without it).
+        for name, value in (env or {}).items():
+            if value is None:
+                full_env.pop(name, None)
+            else:
+                full_env[name] = value
         self.proc = subprocess.Popen(
             [GATEWAY_BIN, "serve", "--listen", "127.0.0.1:0"] + list(args),
             stdout=subprocess.PIPE, stderr=self.log, env=full_env, text=True, preexec_fn=preexec_fn)

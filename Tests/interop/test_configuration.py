@@ -81,3 +81,27 @@ def test_ca_pinning_keys_are_accepted(tmp_path):
     config["apple"]["trustSystemCAs"] = "perhaps"
     result = _run("check-config", "--config", _write(tmp_path, config))
     assert result.returncode == 1 and result.stdout.startswith("apple.trustSystemCAs:")
+
+
+def _environment(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+
+
+def test_the_gateway_restarts_itself_once_with_a_larger_allocator_cache(fresh_gateway):
+    """Started without GLIBC_TUNABLES, the same process (same pid) runs with glibc's per-thread cache raised,
+    and serves."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    gw = fresh_gateway(env={"GLIBC_TUNABLES": None})
+    assert _environment(gw.proc.pid).get(b"GLIBC_TUNABLES") == b"glibc.malloc.tcache_count=64"
+    with grpc.insecure_channel(gw.address) as channel:
+        answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+    assert answer.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_an_operators_glibc_tunables_are_left_as_they_are(fresh_gateway):
+    for chosen in ("", "glibc.malloc.arena_max=2"):
+        gw = fresh_gateway(env={"GLIBC_TUNABLES": chosen})
+        assert _environment(gw.proc.pid).get(b"GLIBC_TUNABLES") == chosen.encode()
