@@ -4,14 +4,17 @@ internal import COpenSSL
 public enum SHA256 {
     /// The 32-byte SHA-256 digest of `bytes`.
     public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.withUnsafeBytes { hash($0) }
+    }
+
+    /// The 32-byte SHA-256 digest of the bytes `input` points at.
+    public static func hash(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         // The digest fetched once (FetchedDigest), so no implicit per-call fetch; EVP_sha256() otherwise.
         let algorithm = FetchedDigest.sha256?.pointer ?? EVP_sha256()
-        let status = bytes.withUnsafeBytes { input in
-            digest.withUnsafeMutableBufferPointer { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, algorithm, nil)
-            }
+        let status = digest.withUnsafeMutableBufferPointer { output in
+            EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, algorithm, nil)
         }
         // EVP_Digest with a built-in digest fails only when allocation fails.
         precondition(status == 1 && length == 32, "EVP_Digest(SHA-256) failed: out of memory")

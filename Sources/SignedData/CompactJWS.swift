@@ -16,19 +16,25 @@ struct CompactJWS: Sendable {
     /// The `x5c` entries as sent (standard base64 DER).
     var certificateChain: [String] { header.certificateChain }
 
-    /// Whether `signature` signs `signingInput` under `key` (ES256), hashing only the payload's part when
-    /// the header's prefix digest is at hand.
-    func signatureVerifies(under key: ECPublicKey) -> Bool {
+    /// SHA-256 of the signing input, the digest an ES256 signature signs: only the payload's part is hashed
+    /// when the header's prefix state is at hand.
+    func signingInputDigest() -> [UInt8] {
         var text = text
         return text.withUTF8 { bytes in
             let input = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[..<signingInputCount])
             if let prefix = header.signingPrefix, input.count > header.text.count,
                 let digest = prefix.digest(appending: .init(rebasing: input[(header.text.count + 1)...]))
             {
-                return key.isValidSignature(signature, forDigest: digest)
+                return digest
             }
-            return key.isValidSignature(signature, for: Array(input))
+            return SHA256.hash(input)
         }
+    }
+
+    /// Whether `signature` signs the signing input whose SHA-256 is `digest` under `key` (ES256; a key of
+    /// another curve never verifies a 64-byte signature over a 32-byte digest).
+    func signatureVerifies(under key: ECPublicKey, digest: [UInt8]) -> Bool {
+        key.isValidSignature(signature, forDigest: digest)
     }
 
     /// Parses `text`, rejecting anything but three unpadded base64url parts with a JSON object header.

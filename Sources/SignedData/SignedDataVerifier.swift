@@ -286,7 +286,7 @@ public final class SignedDataVerifier: Sendable {
                     token, at: verificationTime(facts), timeIsNow: verificationTimeIsNow(facts),
                     mayValidate: mayValidateChain)
             else { return .needsValidation }
-            guard signatureVerifies(jws, token, under: leafKey) else {
+            guard signatureVerifies(token, under: leafKey) else {
                 let detail =
                     token.signature.count == 64
                     ? "does not verify under the leaf certificate's key"
@@ -436,11 +436,14 @@ public final class SignedDataVerifier: Sendable {
 
     /// Whether `token`'s ES256 signature verifies under its (trusted) leaf key: a JWS whose signature verified
     /// before is answered from the cache of verified signatures, which depends on the JWS's bytes alone.
-    private func signatureVerifies(_ jws: String, _ token: CompactJWS, under leafKey: ECPublicKey) -> Bool {
-        guard signatures.isEnabled else { return token.signatureVerifies(under: leafKey) }
-        let key = VerifiedSignatureCache.Key(jws: jws)
+    private func signatureVerifies(_ token: CompactJWS, under leafKey: ECPublicKey) -> Bool {
+        // The digest the signature signs is the cache's key too (with the signature): a hit costs the
+        // payload's part of it, not a hash of the whole 5 KB JWS, and a miss hashes nothing twice.
+        let digest = token.signingInputDigest()
+        guard signatures.isEnabled else { return token.signatureVerifies(under: leafKey, digest: digest) }
+        let key = VerifiedSignatureCache.Key(signingInputDigest: digest, signature: token.signature)
         if signatures.contains(key) { return true }
-        guard token.signatureVerifies(under: leafKey) else { return false }
+        guard token.signatureVerifies(under: leafKey, digest: digest) else { return false }
         signatures.insert(key)
         return true
     }

@@ -3,9 +3,12 @@ import Synchronization
 
 /// JWS whose ES256 signature verified, so a JWS seen again costs no ECDSA.
 ///
-/// Keyed by SHA-256 of the JWS's exact UTF-8 bytes, which hold the signing input, the signature and the
-/// `x5c` chain whose leaf key verified it: an entry states a fact about those bytes alone ("this signature
-/// verifies under this JWS's own leaf key"), true whatever the settings, clock, app or environment. Everything
+/// Keyed by SHA-256(SHA-256(signing input) ‖ signature bytes). The signing input holds the header, with the
+/// `x5c` chain whose leaf key verified the signature, and the payload; so an entry states a fact about those
+/// bytes alone ("this signature verifies over this signing input under its own leaf key"), true whatever the
+/// settings, clock, app or environment. The inner digest is the one ES256 verifies anyway (its header part
+/// kept from earlier JWS of the same header), so a key costs the payload's hashing and one more block, not a
+/// hash of the whole 5 KB JWS. Everything
 /// that can change between two verifications of the same JWS (the chain's trust at the verification time, OCSP
 /// status, kind, bundle id, app Apple id, environment) is checked again on every call, from the chain and
 /// revocation caches. Only verified signatures are kept; a failed one is verified again (and costs again).
@@ -19,9 +22,9 @@ final class VerifiedSignatureCache: Sendable {
     struct Key: Hashable, Sendable {
         let words: (UInt64, UInt64, UInt64, UInt64)
 
-        /// SHA-256 of `jws`'s UTF-8 bytes.
-        init(jws: String) {
-            self.init(digest: SHA256.hash(Array(jws.utf8)))
+        /// The key of a signature over the signing input whose SHA-256 is `signingInputDigest`.
+        init(signingInputDigest: [UInt8], signature: [UInt8]) {
+            self.init(digest: SHA256.hash(signingInputDigest + signature))
         }
 
         init(digest: [UInt8]) {

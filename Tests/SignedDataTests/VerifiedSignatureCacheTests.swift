@@ -50,6 +50,31 @@ import Testing
         #expect(verifier.signatureCacheCount == 0)
     }
 
+    /// The key holds the signature as well as the signing input's digest: once one signature over a header and
+    /// payload is cached, another one over the same bytes is checked on its own (a second valid signature
+    /// misses and then counts; a forged one is refused, before and after).
+    @Test func anotherSignatureOverTheSameSigningInputIsCheckedOnItsOwn() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        let verifier = try verifier(pki)
+        let first = try pki.signer.sign(payload: transactionPayload())
+        let second = try pki.signer.sign(payload: transactionPayload())  // ECDSA draws a new nonce
+        let signingInput = { (jws: String) in jws[..<jws.lastIndex(of: ".")!] }
+        #expect(signingInput(first) == signingInput(second) && first != second)
+        var forgedBytes = Array(first.utf8)
+        forgedBytes[forgedBytes.count - 5] =
+            forgedBytes[forgedBytes.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let forged = String(decoding: forgedBytes, as: UTF8.self)
+
+        #expect(verifier.verify(first).isVerified)
+        #expect(verifier.verify(forged).status == .invalidSignature)
+        #expect(verifier.verify(second).isVerified)
+        #expect(verifier.signatureCacheHits == 0)
+        #expect(verifier.signatureCacheCount == 2)
+        #expect(verifier.verify(second).isVerified && verifier.verify(first).isVerified)
+        #expect(verifier.signatureCacheHits == 2)
+        #expect(verifier.verify(forged).status == .invalidSignature)
+    }
+
     /// A hit answers only "the signature verifies": what the caller asks for is checked every time.
     @Test func aHitStillChecksKindAppAndEnvironment() throws {
         let pki = try AppStoreTestPKI(referenceTime: referenceTime)
