@@ -27,16 +27,26 @@ public protocol ProtoMessage: Sendable, Hashable {
 }
 
 extension ProtoMessage {
-    /// Decodes the protobuf wire format held in an array.
+    /// Decodes the protobuf wire format held in an array. Inlinable, so a caller decoding one message type
+    /// gets it specialised: no run-time lookup of a generic type's metadata on every request.
+    @inlinable
     public init(serializedBytes bytes: [UInt8]) throws(ProtoDecodingError) {
         if bytes.isEmpty {  // the encoding of a message with every field at its default
             self.init()
             return
         }
-        let result = bytes.withUnsafeBytes { raw in
-            Result { () throws(ProtoDecodingError) -> Self in try Self(serializedBytes: raw) }
+        // withUnsafeBytes rethrows untyped errors: the outcome leaves the closure as values instead.
+        var decoded: Self?
+        var failure = ProtoDecodingError.malformed
+        bytes.withUnsafeBytes { raw in
+            do throws(ProtoDecodingError) {
+                decoded = try Self(serializedBytes: raw)
+            } catch {
+                failure = error
+            }
         }
-        self = try result.get()
+        guard let decoded else { throw failure }
+        self = decoded
     }
 
     /// The wire format as a new array.
