@@ -112,7 +112,7 @@ struct AccessLogLine {
                 JSONString.append(identity.caller ?? "-", to: &$0)
             }
         }
-        field("duration_ms", #","duration_ms":"#) { Self.appendNumber(fields.durationMilliseconds, to: &$0) }
+        field("duration_ms", #","duration_ms":"#) { Self.appendMilliseconds(fields.durationMilliseconds, to: &$0) }
         field("grpc_code", #","grpc_code":"#) { JSONText.appendInteger(Int(fields.status.rawValue), to: &$0) }
         // The method's three members at once, unless an annotation sorts among (or replaces) them.
         if let methodMembers, methodMembers.method == fields.method,
@@ -155,9 +155,36 @@ struct AccessLogLine {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// A finite number as JSON (Swift's shortest round-trip form); anything else as 0.
-    static func appendNumber(_ value: Double, to out: inout [UInt8]) {
-        out.append(contentsOf: (value.isFinite ? "\(value)" : "0").utf8)
+    /// `milliseconds` to the microsecond (`AccessLogLine.milliseconds(seconds:)`), the text Swift prints for that
+    /// value (`3.591`, `12.5`, `3.0`: the shortest that reads back the same), written digit by digit without a
+    /// String; anything not finite as 0.
+    static func appendMilliseconds(_ milliseconds: Double, to out: inout [UInt8]) {
+        let microseconds = (milliseconds * 1000).rounded()
+        guard microseconds.isFinite, microseconds.magnitude < 1e15 else {
+            out.append(contentsOf: (microseconds.isFinite ? "\(microseconds / 1000)" : "0").utf8)
+            return
+        }
+        if microseconds < 0 { out.append(UInt8(ascii: "-")) }
+        let magnitude = Int(microseconds.magnitude)
+        JSONText.appendInteger(magnitude / 1000, to: &out)
+        out.append(UInt8(ascii: "."))
+        // The three decimals, trailing zeros dropped, at least one kept.
+        var fraction = magnitude % 1000
+        var digits = 3
+        while digits > 1 && fraction % 10 == 0 {
+            fraction /= 10
+            digits -= 1
+        }
+        var divisor = digits == 3 ? 100 : digits == 2 ? 10 : 1
+        while divisor > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(fraction / divisor % 10))
+            divisor /= 10
+        }
+    }
+
+    /// A duration in milliseconds rounded to the microsecond, as both access log paths write it.
+    static func milliseconds(seconds: Double) -> Double {
+        (seconds * 1_000_000).rounded() / 1000
     }
 }
 

@@ -172,7 +172,8 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             "method": .string(methodText),
             "grpc_service": .string(method.service), "grpc_method": .string(method.method),
             "status": .string(status.description), "grpc_code": .stringConvertible(Int(status.rawValue)),
-            "duration_ms": .stringConvertible(seconds * 1000), "request_id": .string(requestID),
+            "duration_ms": .stringConvertible(AccessLogLine.milliseconds(seconds: seconds)),
+            "request_id": .string(requestID),
         ]
         for (name, value) in noted { fields[name] = .string(value) }
         logger.info("rpc", metadata: fields)

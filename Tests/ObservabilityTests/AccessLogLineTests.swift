@@ -101,6 +101,26 @@ import Testing
         #expect(String(decoding: withOther, as: UTF8.self).contains(#""method":"\#(method)""#))
     }
 
+    /// The duration written digit by digit is the text Swift prints for the same duration rounded to the
+    /// microsecond (what the swift-log path logs), over durations from nanoseconds to days.
+    @Test func aDurationIsWrittenAsSwiftPrintsIt() {
+        var random = SystemRandomNumberGenerator()
+        var seconds: [Double] = [0, 0.000_000_4, 0.000_000_5, 0.000_001, 0.0005, 0.001, 0.0125, 0.25, 3, 86_400 * 3]
+        for _ in 0..<5000 {
+            let scale = [1e-6, 1e-4, 1e-2, 1, 1e2, 1e5][Int.random(in: 0..<6, using: &random)]
+            seconds.append(Double.random(in: 0..<scale, using: &random))
+        }
+        for value in seconds {
+            var bytes: [UInt8] = []
+            AccessLogLine.appendMilliseconds(value * 1000, to: &bytes)
+            let expected = "\(AccessLogLine.milliseconds(seconds: value))"
+            #expect(String(decoding: bytes, as: UTF8.self) == expected, "\(value) s")
+        }
+        var notFinite: [UInt8] = []
+        AccessLogLine.appendMilliseconds(.infinity, to: &notFinite)
+        #expect(notFinite == Array("0".utf8))
+    }
+
     /// A call's identity (written from its bytes, the request id generated or the caller's) says what the
     /// handler would say with the identity's fields as metadata, and a noted field of the same name wins.
     @Test(
