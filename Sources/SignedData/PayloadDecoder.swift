@@ -21,7 +21,11 @@ public enum PayloadDecoder {
         // The verifier's parse of these exact bytes, when it kept one, instead of parsing them again.
         guard let object = result.payloadObject ?? JSONMembers(parsing: raw) else { return nil }
         switch kind {
-        case .transaction: return .transaction(transaction(object, json: raw))
+        case .transaction:
+            // Filled in place and moved into the answer's box (a returned local was copied field by field).
+            var transaction = Transaction()
+            fill(&transaction, from: object, json: raw)
+            return .transaction(transaction)
         case .renewalInfo: return .renewalInfo(renewalInfo(object, json: raw))
         case .appTransaction: return .appTransaction(appTransaction(object, json: raw))
         case .realtimeRequest: return .realtimeRequest(realtimeRequest(object, json: raw))
@@ -41,12 +45,14 @@ public enum PayloadDecoder {
 
     /// JWSTransactionDecodedPayload → `Transaction` (nil when `json` is not a JSON object).
     public static func transaction(fromJSON json: Data) -> Transaction? {
-        JSONMembers(parsing: json).map { transaction($0, json: json) }
+        guard let object = JSONMembers(parsing: json) else { return nil }
+        var transaction = Transaction()
+        fill(&transaction, from: object, json: json)
+        return transaction
     }
 
-    private static func transaction(_ object: JSONMembers, json: Data) -> Transaction {
+    private static func fill(_ t: inout Transaction, from object: JSONMembers, json: Data) {
         let p = Fields(object)
-        var t = Transaction()
         t.transactionId = p.string("transactionId")
         t.originalTransactionId = p.string("originalTransactionId")
         t.webOrderLineItemId = p.string("webOrderLineItemId")
@@ -100,7 +106,6 @@ public enum PayloadDecoder {
         t.advancedCommerceInfoJson = p.jsonText("advancedCommerceInfo")
         t.advancedCommerceInfo = p.object("advancedCommerceInfo").map(AdvancedCommerceDecoding.transactionInfo)
         t.rawJson = String(decoding: json, as: UTF8.self)
-        return t
     }
 
     /// JWSRenewalInfoDecodedPayload → `RenewalInfo` (nil when `json` is not a JSON object).
