@@ -19,55 +19,62 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
             if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)
                 && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
             {
-                connection(userData).beginHeaders(streamID: frame.pointee.hd.stream_id)
+                withConnection(userData) { $0.beginHeaders(streamID: frame.pointee.hd.stream_id) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) {
             _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, let userData, let name, let value else { return 0 }
-            connection(userData).header(
-                streamID: frame.pointee.hd.stream_id,
-                name: UnsafeBufferPointer(start: name, count: nameLength),
-                value: UnsafeBufferPointer(start: value, count: valueLength))
+            withConnection(userData) {
+                $0.header(
+                    streamID: frame.pointee.hd.stream_id,
+                    name: UnsafeBufferPointer(start: name, count: nameLength),
+                    value: UnsafeBufferPointer(start: value, count: valueLength))
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
             guard let frame, let userData else { return 0 }
-            let connection = connection(userData)
-            let header = frame.pointee.hd
-            let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-            switch UInt32(header.type) {
-            case NGHTTP2_HEADERS.rawValue:
-                if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                    connection.headersComplete(streamID: header.stream_id, endStream: endStream)
-                } else if endStream {
-                    connection.dataEnded(streamID: header.stream_id)  // request trailers end the request
-                }
-            case NGHTTP2_DATA.rawValue:
-                if endStream { connection.dataEnded(streamID: header.stream_id) }
-            case NGHTTP2_PING.rawValue:
-                if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
-                    let payload = withUnsafeBytes(of: frame.pointee.ping.opaque_data) {
-                        $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            withConnection(userData) { connection in
+                let header = frame.pointee.hd
+                let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+                switch UInt32(header.type) {
+                case NGHTTP2_HEADERS.rawValue:
+                    if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                        connection.headersComplete(streamID: header.stream_id, endStream: endStream)
+                    } else if endStream {
+                        connection.dataEnded(streamID: header.stream_id)  // request trailers end the request
                     }
-                    connection.pingAcknowledged(payload: payload)
-                } else {
-                    connection.clientPinged()
+                case NGHTTP2_DATA.rawValue:
+                    if endStream { connection.dataEnded(streamID: header.stream_id) }
+                case NGHTTP2_PING.rawValue:
+                    if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+                        let payload = withUnsafeBytes(of: frame.pointee.ping.opaque_data) {
+                            $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                        }
+                        connection.pingAcknowledged(payload: payload)
+                    } else {
+                        connection.clientPinged()
+                    }
+                default:
+                    break
                 }
-            default:
-                break
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
             guard let userData, let data else { return 0 }
-            connection(userData).dataChunk(streamID: streamID, UnsafeRawBufferPointer(start: data, count: length))
+            withConnection(userData) {
+                $0.dataChunk(streamID: streamID, UnsafeRawBufferPointer(start: data, count: length))
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
             guard let userData else { return 0 }
-            connection(userData).streamClosed(streamID: streamID, errorCode: HTTP2ErrorCode(rawValue: errorCode))
+            withConnection(userData) {
+                $0.streamClosed(streamID: streamID, errorCode: HTTP2ErrorCode(rawValue: errorCode))
+            }
             return 0
         }
         self.pointer = callbacks
@@ -92,11 +99,18 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
     /// The data source of every response body (see `ServerConnection.readData`).
     static let readData: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
         guard let userData, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-        return connection(userData).readData(streamID: streamID, into: buffer, capacity: length, flags: flags)
+        return withConnection(userData) {
+            $0.readData(streamID: streamID, into: buffer, capacity: length, flags: flags)
+        }
     }
 }
 
+/// Runs `body` with the session's connection without retaining and releasing it: nghttp2 calls back only
+/// from inside `nghttp2_session_mem_recv`/`mem_send`, which the connection itself is running, so it is alive
+/// for the whole callback. (The callbacks run ~12 times a call; each retain/release pair is two atomics.)
 @inline(__always)
-private func connection(_ userData: UnsafeMutableRawPointer) -> ServerConnection {
-    Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue()
+private func withConnection<Result>(
+    _ userData: UnsafeMutableRawPointer, _ body: (ServerConnection) -> Result
+) -> Result {
+    Unmanaged<ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef(body)
 }
