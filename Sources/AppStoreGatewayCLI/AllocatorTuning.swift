@@ -1,3 +1,5 @@
+internal import CLinux
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -7,23 +9,44 @@
 /// at once: a batch of calls' streams and contexts, the big numbers of an ECDSA verification. The blocks past
 /// the 7th go to glibc's shared bins, which every large allocation (a 5 KB JWS) then merges, so the next
 /// pass takes them back the slow way. A cache of 64 per size holds a pass's blocks: measured on the 2-core
-/// bench machine, a health Check costs ~5 % less CPU and a VerifyJWS ~1 µs less (bench/README.md).
+/// bench machine, a health Check costs ~5 % less CPU and a VerifyJWS ~1 µs less (bench/README.md). The most
+/// it can hold is 64 blocks of each of glibc's 64 cached sizes (up to ~1 KiB): ~2 MiB per thread at worst.
 ///
 /// glibc reads its tunables once, from `GLIBC_TUNABLES`, before `main`. So a gateway started without that
-/// variable sets it and starts itself again, once (`execv` keeps the process id, arguments, descriptors and
-/// the rest of the environment). An operator's own `GLIBC_TUNABLES`, even empty, is left exactly as it is.
+/// variable sets it and executes itself again, once: `execv` keeps the process id, arguments, descriptors and
+/// the rest of the environment, and the process name (which executing `/proc/self/exe` would turn into
+/// `exe`) is set back. It is skipped, and the gateway runs with glibc's defaults, when the operator set
+/// `GLIBC_TUNABLES` (even empty: left exactly as chosen), in glibc's secure mode (setuid or file capabilities,
+/// where the loader restricts the variable), when the loader itself was run as the program, and when the
+/// restart fails.
 enum AllocatorTuning {
     static let variable = "GLIBC_TUNABLES"
     static let tunables = "glibc.malloc.tcache_count=64"
+    /// Set for the restarted process only, holding the process name to restore; its presence also means
+    /// "restarted already", so the gateway never restarts twice whatever the loader does with the tunables.
+    static let restartedMarker = "APPSTORE_GATEWAY_RESTARTED_AS"
 
-    /// Restarts the process with `tunables` when `GLIBC_TUNABLES` is unset; returns only when it was set
-    /// already, or when the restart could not happen (no `/proc`, a sandbox refusing `execv`), in which
-    /// case the gateway runs with glibc's defaults, as it would have.
+    /// Restarts the process with `tunables` when `GLIBC_TUNABLES` is unset; returns when no restart is due,
+    /// when this process is the restarted one (after setting its name back), or when the restart failed.
     static func restartTunedIfUnset() {
         #if canImport(Glibc)
-            guard getenv(variable) == nil, setenv(variable, tunables, 1) == 0 else { return }
+            if let name = getenv(restartedMarker) {
+                _ = clinux_set_process_name(name)
+                unsetenv(restartedMarker)
+                return
+            }
+            guard getenv(variable) == nil, clinux_secure_mode() == 0, clinux_loaded_through_interpreter() != 0
+            else { return }
+            var name = [CChar](repeating: 0, count: 16)
+            guard clinux_get_process_name(&name) == 0, setenv(restartedMarker, name, 1) == 0 else { return }
+            guard setenv(variable, tunables, 1) == 0 else {
+                unsetenv(restartedMarker)
+                return
+            }
             execv("/proc/self/exe", CommandLine.unsafeArgv)
-            unsetenv(variable)  // execv failed: nothing changed, and the variable must not claim otherwise
+            // execv failed: nothing changed, and neither variable may claim otherwise.
+            unsetenv(variable)
+            unsetenv(restartedMarker)
         #endif
     }
 }

@@ -42,7 +42,7 @@ STUBS_DIR = _generate_stubs()
 class Gateway:
     """A running gateway process."""
 
-    def __init__(self, args, env=None, preexec_fn=None):
+    def __init__(self, args, env=None, preexec_fn=None, launcher=()):
         if not os.path.exists(GATEWAY_BIN):
             raise RuntimeError(f"gateway binary not found at {GATEWAY_BIN}: run `swift build` first")
         self.log = tempfile.NamedTemporaryFile(prefix="gateway-", suffix=".log", delete=False)
@@ -58,7 +58,7 @@ class Gateway:
             else:
                 full_env[name] = value
         self.proc = subprocess.Popen(
-            [GATEWAY_BIN, "serve", "--listen", "127.0.0.1:0"] + list(args),
+            list(launcher) + [GATEWAY_BIN, "serve", "--listen", "127.0.0.1:0"] + list(args),
             stdout=subprocess.PIPE, stderr=self.log, env=full_env, text=True, preexec_fn=preexec_fn)
         line = self.proc.stdout.readline()
         match = re.search(r"listening on ([\d.]+):(\d+)", line or "")
@@ -105,8 +105,8 @@ def fresh_gateway():
     """A gateway of the test's own, for tests that stop it."""
     started = []
 
-    def start(*args, env=None):
-        gw = Gateway(args, env=env)
+    def start(*args, env=None, launcher=()):
+        gw = Gateway(args, env=env, launcher=launcher)
         started.append(gw)
         return gw
 

@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 
+import pytest
 import yaml
 
 from conftest import GATEWAY_BIN, ROOT
@@ -88,20 +89,43 @@ def _environment(pid):
         return dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
 
 
-def test_the_gateway_restarts_itself_once_with_a_larger_allocator_cache(fresh_gateway):
-    """Started without GLIBC_TUNABLES, the same process (same pid) runs with glibc's per-thread cache raised,
-    and serves."""
+def _comm(pid):
+    with open(f"/proc/{pid}/comm") as f:
+        return f.read().strip()
+
+
+def _serves(gw):
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    gw = fresh_gateway(env={"GLIBC_TUNABLES": None})
-    assert _environment(gw.proc.pid).get(b"GLIBC_TUNABLES") == b"glibc.malloc.tcache_count=64"
     with grpc.insecure_channel(gw.address) as channel:
         answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
-    assert answer.status == health_pb2.HealthCheckResponse.SERVING
+    return answer.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_the_gateway_restarts_itself_once_with_a_larger_allocator_cache(fresh_gateway):
+    """Started without GLIBC_TUNABLES, the same process (same pid, same process name) runs with glibc's
+    per-thread cache raised, and serves."""
+    gw = fresh_gateway(env={"GLIBC_TUNABLES": None})
+    assert _environment(gw.proc.pid).get(b"GLIBC_TUNABLES") == b"glibc.malloc.tcache_count=64"
+    # Executing /proc/self/exe would name the process "exe": the name is set back.
+    untouched = fresh_gateway(env={"GLIBC_TUNABLES": ""})
+    assert _comm(gw.proc.pid) == _comm(untouched.proc.pid) == os.path.basename(GATEWAY_BIN)[:15]
+    assert _serves(gw)
 
 
 def test_an_operators_glibc_tunables_are_left_as_they_are(fresh_gateway):
     for chosen in ("", "glibc.malloc.arena_max=2"):
         gw = fresh_gateway(env={"GLIBC_TUNABLES": chosen})
         assert _environment(gw.proc.pid).get(b"GLIBC_TUNABLES") == chosen.encode()
+
+
+def test_run_through_the_loader_the_gateway_does_not_restart(fresh_gateway):
+    """`ld-linux ./appstore-gateway` makes /proc/self/exe the loader: no restart (it would run the loader
+    with the gateway's arguments), the gateway serves with glibc's defaults."""
+    loaders = [path for path in ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1") if os.path.exists(path)]
+    if not loaders:
+        pytest.skip("no known ELF loader path on this machine")
+    gw = fresh_gateway(env={"GLIBC_TUNABLES": None}, launcher=loaders[:1])
+    assert b"GLIBC_TUNABLES" not in _environment(gw.proc.pid)
+    assert _serves(gw)
