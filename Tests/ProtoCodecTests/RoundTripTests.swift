@@ -48,7 +48,7 @@ private func roundTrip<M: ProtoMessage>(_ message: M) throws -> M {
         #expect(decoded.signedDate == nil)
     }
 
-    /// An answer bigger than every packing chunk together (the 4 KiB stack region, then 8 KiB doubling to 64 KiB),
+    /// An answer bigger than every packing chunk together (the 1 KiB stack region, then 2 KiB doubling to 64 KiB),
     /// with strings that straddle chunk ends, empty strings among them, and nested messages: every byte comes back.
     @Test func anAnswerLargerThanThePackingChunksRoundTrips() throws {
         let big = String(repeating: "x", count: 70_000)
@@ -74,10 +74,10 @@ private func roundTrip<M: ProtoMessage>(_ message: M) throws -> M {
         #expect(decoded.signedTransactions.filter(\.isEmpty).count == 43)
     }
 
-    /// Strings whose C copies end just before, at and just after the end of the arena's stack region (and one
-    /// that cannot fit in it at all) come back whole.
-    @Test(arguments: [4000, 4030, 4040, 4050, 4095, 4096, 4097, 9000])
-    func stringsAroundTheStackRegionsEnd(length: Int) throws {
+    /// Strings of lengths around the arena's stack region and its first heap chunk (where each ends depends on
+    /// the C structs laid out before them, so the lengths step across both ends) come back whole.
+    @Test(arguments: Array(stride(from: 300, through: 1_100, by: 37)) + [1_500, 2_000, 2_100, 4_000, 9_000])
+    func stringsAroundTheArenasRegionEnds(length: Int) throws {
         let message = VerifyJWSResponse(
             message: String(repeating: "m", count: length), payload: .transaction(Self.transaction))
         let decoded = try roundTrip(message)

@@ -2,9 +2,9 @@ internal import CProtobufC
 
 /// Owns the C memory of one protoc-c message tree while it is packed: every string, array and sub-message is
 /// carved from a few chunks and freed together when the arena goes away, so packing an answer costs a handful
-/// of allocations, not one per field. A scoped arena (`Arena.scoped`) carves from a stack region first, so a
-/// usual answer (a transaction, a status) costs none; past it, chunks come from the heap (512 bytes first,
-/// each next one twice the last, up to 64 KiB). Single owner, never shared across threads.
+/// of allocations, not one per field. An arena (`Arena.scoped`) carves from a 1 KiB stack region first, so a
+/// small answer (a status, a health answer) costs no allocation; past it, chunks come from the heap (2 KiB
+/// first, each next one twice the last, up to 64 KiB). Single owner, never shared across threads.
 ///
 /// protoc-c structs keep their `__init` defaults for fields left alone, including the shared
 /// `protobuf_c_empty_string`, which the arena never sees and so never frees; an empty string the code sets
@@ -13,7 +13,7 @@ final class Arena {
     private var chunks: [UnsafeMutableRawPointer] = []
     private var next: UnsafeMutableRawPointer?
     private var remaining = 0
-    private var nextChunkBytes = 512
+    private var nextChunkBytes: Int
 
     /// The one empty C string every empty string field points at (protobuf-c only reads it).
     nonisolated(unsafe) private static let emptyString: UnsafeMutablePointer<CChar> = {
@@ -22,10 +22,9 @@ final class Arena {
         return pointer
     }()
 
-    /// How many bytes a scoped arena finds on the stack before it allocates.
-    static let stackBytes = 4096
-
-    init() {}
+    /// How many bytes a scoped arena finds on the stack before it allocates: the most
+    /// `withUnsafeTemporaryAllocation` places on the stack (a larger request is a heap allocation).
+    static let stackBytes = 1024
 
     /// An arena that carves from `region` (not owned: it must outlive the arena's use) before allocating.
     private init(region: UnsafeMutableRawBufferPointer) {
