@@ -399,13 +399,13 @@ class FileWriter:
         for o, name in enumerate(oneofs):
             self.emit()
             self.emit(f"    /// The cases of the oneof `{name}`.")
-            # A oneof holding messages keeps them boxed: the enclosing message stays small, so handing a large
-            # decoded payload around costs a reference count, not a copy of every field it holds.
-            boxed = any(self.field_info(f)[2] == "message" for _, f in members.get(o, []))
-            self.emit(f"    public {'indirect ' if boxed else ''}enum {upper_camel(name)}: Sendable, Hashable {{")
+            self.emit(f"    public enum {upper_camel(name)}: Sendable, Hashable {{")
             for i, f in members.get(o, []):
                 self.doc(path + [2, i], "        ", f"Proto field {f.name} = {f.number}.")
-                self.emit(f"        case {escape(lower_camel(f.name))}({self.field_info(f)[0]})")
+                # A message case is boxed: the enclosing message stays small, so handing a large decoded
+                # payload around costs a reference count, not a copy of every field it holds.
+                boxed = "indirect " if self.field_info(f)[2] == "message" else ""
+                self.emit(f"        {boxed}case {escape(lower_camel(f.name))}({self.field_info(f)[0]})")
             self.emit("    }")
         self.emit()
         # The ProtoMessage entry points: thin wrappers over Runtime/MessageCoding.swift.

@@ -49,6 +49,8 @@ public final class EventLoop: @unchecked Sendable {
     /// Empty arrays (with their capacity) that `toFlush` and the inbox's tasks trade places with.
     private var spareFlush: [Flushable] = []
     private var spareTasks: [@Sendable () -> Void] = []
+    /// A burst's larger arrays are let go rather than kept as spares.
+    private static let keptSpareCapacity = 1024
     private var running = false
     private var thread: pthread_t?
     /// A small number naming this loop in logs.
@@ -228,7 +230,7 @@ public final class EventLoop: @unchecked Sendable {
             return inbox.stopRequested
         }
         for task in tasks { task() }
-        tasks.removeAll(keepingCapacity: true)
+        tasks.removeAll(keepingCapacity: tasks.capacity <= Self.keptSpareCapacity)
         spareTasks = tasks
         if stop { running = false }
     }
@@ -255,7 +257,7 @@ public final class EventLoop: @unchecked Sendable {
                 target.flushQueued = false
                 target.flush()
             }
-            batch.removeAll(keepingCapacity: true)
+            batch.removeAll(keepingCapacity: batch.capacity <= Self.keptSpareCapacity)
             spareFlush = batch
         }
     }

@@ -160,7 +160,8 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             accessLine.append(
                 .init(
                     method: methodText, service: method.service, grpcMethod: method.method, status: status,
-                    durationMilliseconds: seconds * 1000, requestID: requestID, identity: identity,
+                    durationMilliseconds: AccessLogLine.milliseconds(seconds: seconds), requestID: requestID,
+                    identity: identity,
                     annotations: noted),
                 at: clock.wallNow(), methodMembers: series.accessLogMembers, to: &line)
             line.withUnsafeBytes { accessLogWriter.enqueue($0) }

@@ -31,8 +31,8 @@ struct CompactJWS: Sendable {
         }
     }
 
-    /// Whether `signature` signs the signing input whose SHA-256 is `digest` under `key` (ES256; a key of
-    /// another curve never verifies a 64-byte signature over a 32-byte digest).
+    /// Whether `signature` signs the signing input whose SHA-256 is `digest` under `key` (ES256: the verifier
+    /// accepts only a P-256 leaf key before it gets here).
     func signatureVerifies(under key: ECPublicKey, digest: [UInt8]) -> Bool {
         key.isValidSignature(signature, forDigest: digest)
     }

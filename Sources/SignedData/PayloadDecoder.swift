@@ -3,7 +3,8 @@ import GatewayCore
 import ProtoCodec
 
 /// A verified payload decoded into the gateway's proto value types: the VerifyJWS answer's own oneof, so the
-/// decoded value (boxed) goes into the answer as it is.
+/// decoded value (boxed) goes into the answer as it is. Being the proto's oneof, a case added to
+/// `VerifyJWSResponse.payload` in the proto is a case here too (and every exhaustive switch must handle it).
 public typealias DecodedPayload = VerifyJWSResponse.Payload
 
 /// Maps Apple's decoded payload JSON (Apple's App Store Server API documentation) to the proto value types, as a step separate

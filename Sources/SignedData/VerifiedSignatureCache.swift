@@ -24,7 +24,14 @@ final class VerifiedSignatureCache: Sendable {
 
         /// The key of a signature over the signing input whose SHA-256 is `signingInputDigest`.
         init(signingInputDigest: [UInt8], signature: [UInt8]) {
-            self.init(digest: SHA256.hash(signingInputDigest + signature))
+            let count = signingInputDigest.count + signature.count
+            // The two parts side by side in a temporary buffer (on the stack for an ES256 signature).
+            let digest = withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buffer in
+                buffer.copyBytes(from: signingInputDigest)
+                UnsafeMutableRawBufferPointer(rebasing: buffer[signingInputDigest.count...]).copyBytes(from: signature)
+                return SHA256.hash(UnsafeRawBufferPointer(buffer))
+            }
+            self.init(digest: digest)
         }
 
         init(digest: [UInt8]) {

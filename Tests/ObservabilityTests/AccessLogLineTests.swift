@@ -65,8 +65,8 @@ import Testing
     @Test(
         arguments: [
             [], [("app", "a")], [("grpc_method", "noted")], [("grpc_service", "x"), ("zz", "z")], [("method", "m")],
-            [("h", "between grpc_code and grpc_method")], [("metadata", "between grpc_service and method")],
-            [("n", "after method")], [("grpc_code", "7")],
+            [("grpc_d", "between grpc_code and grpc_method")], [("grpc_p", "between grpc_method and grpc_service")],
+            [("h", "between grpc_service and method")], [("n", "after method")], [("grpc_code", "7")],
         ] as [[(String, String)]])
     func methodMembersWrittenAtOnceAreTheSameBytes(annotations: [(String, String)]) {
         let method = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"

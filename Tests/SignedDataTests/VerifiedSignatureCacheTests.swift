@@ -73,6 +73,17 @@ import Testing
         #expect(verifier.verify(second).isVerified && verifier.verify(first).isVerified)
         #expect(verifier.signatureCacheHits == 2)
         #expect(verifier.verify(forged).status == .invalidSignature)
+
+        // The same payload and signature under another header (the same fields and chain, one more space in
+        // its JSON): a different signing input, so a miss, and refused.
+        let parts = first.split(separator: ".").map(String.init)
+        let headerJSON = try #require(Base64.decode(parts[0], variant: .urlSafeUnpadded))
+        let respaced = Base64.encode(
+            [headerJSON[0], UInt8(ascii: " ")] + headerJSON.dropFirst(), variant: .urlSafeUnpadded)
+        let reheadered = [respaced, parts[1], parts[2]].joined(separator: ".")
+        #expect(verifier.verify(reheadered).status == .invalidSignature)
+        #expect(verifier.signatureCacheHits == 2)
+        #expect(verifier.signatureCacheCount == 2)
     }
 
     /// A hit answers only "the signature verifies": what the caller asks for is checked every time.

@@ -183,17 +183,17 @@ public struct VerifyJWSResponse: ProtoMessage {
     }
 
     /// The cases of the oneof `payload`.
-    public indirect enum Payload: Sendable, Hashable {
+    public enum Payload: Sendable, Hashable {
         /// The decoded JWSTransaction.
-        case transaction(Transaction)
+        indirect case transaction(Transaction)
         /// The decoded JWSRenewalInfo.
-        case renewalInfo(RenewalInfo)
+        indirect case renewalInfo(RenewalInfo)
         /// The decoded notification.
-        case notification(AppStoreNotification)
+        indirect case notification(AppStoreNotification)
         /// The decoded AppTransaction.
-        case appTransaction(AppTransaction)
+        indirect case appTransaction(AppTransaction)
         /// The decoded Retention Messaging realtime request.
-        case realtimeRequest(RealtimeRequest)
+        indirect case realtimeRequest(RealtimeRequest)
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.

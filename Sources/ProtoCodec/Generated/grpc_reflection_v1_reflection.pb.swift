@@ -31,13 +31,13 @@ public struct ServerReflectionRequest: ProtoMessage {
     }
 
     /// The cases of the oneof `message_request`.
-    public indirect enum MessageRequest: Sendable, Hashable {
+    public enum MessageRequest: Sendable, Hashable {
         /// A file by its import path, e.g. "appstore/gateway/v1/gateway.proto".
         case fileByFilename(String)
         /// The file defining a fully qualified symbol, e.g. "appstore.gateway.v1.AppStoreGateway".
         case fileContainingSymbol(String)
         /// The file defining an extension (the gateway defines none).
-        case fileContainingExtension(ExtensionRequest)
+        indirect case fileContainingExtension(ExtensionRequest)
         /// Extension numbers of a type (the gateway defines none).
         case allExtensionNumbersOfType(String)
         /// The services served; the value is ignored.
@@ -199,15 +199,15 @@ public struct ServerReflectionResponse: ProtoMessage {
     }
 
     /// The cases of the oneof `message_response`.
-    public indirect enum MessageResponse: Sendable, Hashable {
+    public enum MessageResponse: Sendable, Hashable {
         /// Serialized FileDescriptorProtos: the file asked for and its dependencies.
-        case fileDescriptorResponse(FileDescriptorResponse)
+        indirect case fileDescriptorResponse(FileDescriptorResponse)
         /// Extension numbers (none here).
-        case allExtensionNumbersResponse(ExtensionNumberResponse)
+        indirect case allExtensionNumbersResponse(ExtensionNumberResponse)
         /// The services served.
-        case listServicesResponse(ListServiceResponse)
+        indirect case listServicesResponse(ListServiceResponse)
         /// What went wrong.
-        case errorResponse(ErrorResponse)
+        indirect case errorResponse(ErrorResponse)
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
