@@ -99,48 +99,52 @@ struct AccessLogLine {
             }
             return replaced
         }
-        /// A field of the line (`member` is its `,"key":`, a name needing no escaping) unless an annotation
-        /// of its name was written instead.
-        func field(_ key: String, _ member: StaticString, secret: Bool = false, _ write: (inout [UInt8]) -> Void) {
-            guard next == annotations.count || !writeAnnotations(through: key) else { return }
-            out.append(contentsOf: UnsafeBufferPointer(start: member.utf8Start, count: member.utf8CodeUnitCount))
+        /// A field of the line, `member` being its `,"key":` (a key needing no escaping), unless an annotation
+        /// named `key` was written instead.
+        func field(_ member: StaticString, secret: Bool = false, _ write: (inout [UInt8]) -> Void) {
+            let bytes = UnsafeBufferPointer(start: member.utf8Start, count: member.utf8CodeUnitCount)
+            if next < annotations.count {
+                let key = String(decoding: bytes[2..<(bytes.count - 2)], as: UTF8.self)
+                if writeAnnotations(through: key) { return }
+            }
+            out.append(contentsOf: bytes)
             if secret { JSONString.append(SecretRedaction.replacement, to: &out) } else { write(&out) }
         }
         let identity = fields.identity
         if let identity {
-            field("caller", #","caller":"#, secret: identitySecret.caller) {
+            field(#","caller":"#, secret: identitySecret.caller) {
                 JSONString.append(identity.caller ?? "-", to: &$0)
             }
         }
-        field("duration_ms", #","duration_ms":"#) { Self.appendMilliseconds(fields.durationMilliseconds, to: &$0) }
-        field("grpc_code", #","grpc_code":"#) { JSONText.appendInteger(Int(fields.status.rawValue), to: &$0) }
+        field(#","duration_ms":"#) { Self.appendMilliseconds(fields.durationMilliseconds, to: &$0) }
+        field(#","grpc_code":"#) { JSONText.appendInteger(Int(fields.status.rawValue), to: &$0) }
         // The method's three members at once, unless an annotation sorts among (or replaces) them.
         if let methodMembers, methodMembers.method == fields.method,
             next == annotations.count || annotations[next].name > "method"
         {
             out.append(contentsOf: methodMembers.bytes)
         } else {
-            field("grpc_method", #","grpc_method":"#) { JSONString.append(fields.grpcMethod, to: &$0) }
-            field("grpc_service", #","grpc_service":"#) { JSONString.append(fields.service, to: &$0) }
-            field("method", #","method":"#) { JSONString.append(fields.method, to: &$0) }
+            field(#","grpc_method":"#) { JSONString.append(fields.grpcMethod, to: &$0) }
+            field(#","grpc_service":"#) { JSONString.append(fields.service, to: &$0) }
+            field(#","method":"#) { JSONString.append(fields.method, to: &$0) }
         }
         if let identity {
-            field("request_id", #","request_id":"#, secret: identitySecret.requestID) { out in
+            field(#","request_id":"#, secret: identitySecret.requestID) { out in
                 if let requestID = identity.requestID {
                     JSONString.append(requestID, to: &out)
                 } else {
                     RequestID.withGenerated(for: identity.trace) { Self.appendQuoted($0, to: &out) }  // hex and dashes
                 }
             }
-            field("span_id", #","span_id":"#, secret: identitySecret.spanID) { out in
+            field(#","span_id":"#, secret: identitySecret.spanID) { out in
                 identity.trace.withSpanID { Self.appendQuoted($0, to: &out) }
             }
         } else {
-            field("request_id", #","request_id":"#) { JSONString.append(fields.requestID, to: &$0) }
+            field(#","request_id":"#) { JSONString.append(fields.requestID, to: &$0) }
         }
-        field("status", #","status":"#) { JSONString.append(fields.status.description, to: &$0) }
+        field(#","status":"#) { JSONString.append(fields.status.description, to: &$0) }
         if let identity {
-            field("trace_id", #","trace_id":"#, secret: identitySecret.traceID) { out in
+            field(#","trace_id":"#, secret: identitySecret.traceID) { out in
                 identity.trace.withTraceID { Self.appendQuoted($0, to: &out) }
             }
         }
