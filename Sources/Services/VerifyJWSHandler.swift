@@ -141,16 +141,10 @@ struct VerifyJWSHandler: Sendable {
         {
             signedDate = ProtoTimestamp(unixMilliseconds: milliseconds)
         }
-        // Built in one initialiser call: the large payload structs move into the answer, never copied.
+        // The decoded payload (nil unless verified or unverified by design) goes into the answer as it is.
         return VerifyJWSResponse(
             status: result.status.protoStatus, message: result.message, kind: result.kind?.protoKind ?? .unspecified,
             signedDate: signedDate, environment: result.environment?.protoEnvironment ?? .unspecified,
-            payload: Self.payload(of: result))
-    }
-
-    /// The typed payload of a verified (or unverified-by-design) result.
-    private static func payload(of result: VerificationResult) -> VerifyJWSResponse.Payload? {
-        guard result.status == .ok || result.status == .unverifiedByDesign else { return nil }
-        return PayloadDecoder.decode(result)
+            payload: PayloadDecoder.decode(result))
     }
 }

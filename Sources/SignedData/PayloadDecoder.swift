@@ -13,8 +13,9 @@ public typealias DecodedPayload = VerifyJWSResponse.Payload
 /// "absent" apart from false, mistyped or unknown fields are skipped, and `raw_json` always keeps the payload
 /// exactly as Apple sent it, so nothing Apple adds is ever out of reach.
 public enum PayloadDecoder {
-    /// The typed payload of a verified result (nil unless its status is `.ok`), with a notification's
-    /// nested transaction, renewal info and app transaction filled from its verified nested payloads.
+    /// The typed payload of a verified result (nil unless its status is `.ok` or `.unverifiedByDesign`), with a
+    /// notification's nested transaction, renewal info and app transaction filled from its verified nested
+    /// payloads.
     public static func decode(_ result: VerificationResult) -> DecodedPayload? {
         guard result.isVerified || result.status == .unverifiedByDesign, let kind = result.kind,
             let raw = result.rawJSON
