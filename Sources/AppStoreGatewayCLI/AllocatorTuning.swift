@@ -12,6 +12,14 @@ internal import CLinux
 /// bench machine, a health Check costs ~5 % less CPU and a VerifyJWS ~1 µs less (bench/README.md). The most
 /// it can hold is 64 blocks of each of glibc's 64 cached sizes (up to ~1 KiB): ~2 MiB per thread at worst.
 ///
+/// The same variable fixes where glibc maps large blocks and when it gives free memory back. By default a
+/// block of 128 KiB or more is mapped on its own, and a heap whose free top passes 128 KiB is cut back: a
+/// GetHistory answer (Apple's ~100 KB page, the ~115 KB answer and its bytes on their way out) freed that way
+/// made every next call fault its pages in again, 20–40 page faults a call (`madvise` on the loop thread).
+/// glibc raises both limits by itself after the first large mapped block is freed, up to twice that block;
+/// the gateway starts where a full 4 MiB answer (`history.maxResponseBytes`) would take it: blocks below
+/// 4 MiB come from the heap and a heap keeps up to 8 MiB of free top before it is cut back.
+///
 /// glibc reads its tunables once, from `GLIBC_TUNABLES`, before `main`. So a gateway started without that
 /// variable sets it and executes itself again, once: `execv` keeps the process id, arguments, descriptors and
 /// the rest of the environment, and the process name (which executing `/proc/self/exe` would turn into
@@ -21,7 +29,8 @@ internal import CLinux
 /// restart fails.
 enum AllocatorTuning {
     static let variable = "GLIBC_TUNABLES"
-    static let tunables = "glibc.malloc.tcache_count=64"
+    static let tunables =
+        "glibc.malloc.tcache_count=64:glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=8388608"
     /// Set for the restarted process only, holding the process name to restore; its presence also means
     /// "restarted already", so the gateway never restarts twice whatever the loader does with the tunables.
     static let restartedMarker = "APPSTORE_GATEWAY_RESTARTED_AS"

@@ -105,9 +105,16 @@ def _serves(gw):
 
 def test_the_gateway_restarts_itself_once_with_a_larger_allocator_cache(fresh_gateway):
     """Started without GLIBC_TUNABLES, the same process (same pid, same process name) runs with glibc's
-    per-thread cache raised, and serves."""
+    per-thread cache raised and its large-block limits where a full answer would put them, and serves."""
     gw = fresh_gateway(env={"GLIBC_TUNABLES": None})
-    assert _environment(gw.proc.pid).get(b"GLIBC_TUNABLES") == b"glibc.malloc.tcache_count=64"
+    with open(f"/proc/{gw.proc.pid}/environ", "rb") as f:
+        # glibc parses the variable in place at start-up, turning each ':' of the process's original copy
+        # (the one /proc shows) into a NUL; the process itself reads a full copy.
+        environ = f.read().replace(b"\0glibc.malloc.", b":glibc.malloc.")
+    assert (
+        b"\0GLIBC_TUNABLES=glibc.malloc.tcache_count=64:glibc.malloc.mmap_threshold=4194304"
+        b":glibc.malloc.trim_threshold=8388608\0" in b"\0" + environ
+    )
     # Executing /proc/self/exe would name the process "exe": the name is set back.
     untouched = fresh_gateway(env={"GLIBC_TUNABLES": ""})
     assert _comm(gw.proc.pid) == _comm(untouched.proc.pid) == os.path.basename(GATEWAY_BIN)[:15]
