@@ -63,6 +63,18 @@ public struct ByteQueue: Sendable {
         return taken
     }
 
+    /// Moves `count` bytes (at most `self.count`) from the front to the back of `other`, with one copy;
+    /// returns the count moved.
+    @discardableResult
+    public mutating func move(_ count: Int, to other: inout ByteQueue) -> Int {
+        let moved = min(max(0, count), self.count)
+        if moved > 0 {
+            withBytes { other.append(UnsafeRawBufferPointer(rebasing: $0[..<moved])) }
+            consume(moved)
+        }
+        return moved
+    }
+
     /// Drops `n` bytes (at most `count`) from the front.
     public mutating func consume(_ n: Int) {
         start += min(max(0, n), count)

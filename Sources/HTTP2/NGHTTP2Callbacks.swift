@@ -77,6 +77,16 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
             }
             return 0
         }
+        // DATA frames the data source marked NO_COPY (`ServerConnection.readData`): their header and body go
+        // from the stream's queue straight to the connection's outbound bytes, not through nghttp2's buffer.
+        nghttp2_session_callbacks_set_send_data_callback(callbacks) { _, frame, frameHeader, length, _, userData in
+            guard let frame, let frameHeader, let userData else { return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+            return withConnection(userData) {
+                $0.sendData(
+                    streamID: frame.pointee.hd.stream_id, frameHeader: frameHeader, length: length,
+                    padding: Int(frame.pointee.data.padlen))
+            }
+        }
         self.pointer = callbacks
 
         var options: OpaquePointer?

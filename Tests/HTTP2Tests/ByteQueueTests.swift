@@ -18,6 +18,18 @@ import Testing
         #expect(queue.isEmpty && queue.storedBytes == 0)
     }
 
+    @Test func movingBytesAppendsThemToTheOtherQueueAndConsumesThemHere() {
+        var source = ByteQueue()
+        var target = ByteQueue()
+        source.append([1, 2, 3, 4])
+        target.append([9])
+        #expect(source.move(3, to: &target) == 3)
+        #expect(source.withBytes { Array($0) } == [4])
+        #expect(target.withBytes { Array($0) } == [9, 1, 2, 3])
+        #expect(source.move(10, to: &target) == 1 && source.isEmpty)  // more than queued: what there is
+        #expect(source.move(-1, to: &target) == 0 && target.count == 5)
+    }
+
     @Test func aPeerThatAlwaysLeavesALittleBehindCannotGrowTheStorage() {
         var queue = ByteQueue()
         let chunk = [UInt8](repeating: 7, count: 10_000)

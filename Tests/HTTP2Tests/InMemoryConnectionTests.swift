@@ -30,6 +30,27 @@ import Testing
         #expect(await rig.onLoop { rig.owner.closed } == 0)
     }
 
+    /// Bodies large enough for NO_COPY frames (`ServerConnection.noCopyThreshold`) arrive whole and in order
+    /// beside small ones, across the client's 64 KiB stream window (several round trips of WINDOW_UPDATE), and
+    /// the trailers follow the last frame.
+    @Test func largeAnswersCrossTheClientsWindowIntactBesideSmallOnes() async throws {
+        let rig = try await Rig()
+        defer { rig.stop() }
+        let large = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
+        let sizes = [large.count, ServerConnection.noCopyThreshold, ServerConnection.noCopyThreshold - 1, 5]
+        let ids = sizes.map { rig.client.request(path: "/echo", body: Array(large.prefix($0))) }
+        for _ in 0..<64 where !ids.allSatisfy({ rig.client.responses[$0]?.ended == true }) {
+            await rig.exchange()
+        }
+        for (id, size) in zip(ids, sizes) {
+            let answer = try #require(rig.client.responses[id])
+            #expect(answer.ended)
+            #expect(answer.body == Array(large.prefix(size)))
+            #expect(answer.trailers.contains { $0 == ("x-bytes", String(size)) })
+        }
+        #expect(await rig.onLoop { rig.owner.closed } == 0)
+    }
+
     @Test func aFrameOnTheWrongStreamEndsTheConnectionWithGoaway() async throws {
         let rig = try await Rig()
         defer { rig.stop() }
