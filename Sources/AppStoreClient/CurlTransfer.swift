@@ -154,13 +154,13 @@ final class CurlTransfer {
 
     /// One header line (status lines included; HTTP/2 trailers arrive here too).
     func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let line = String(decoding: bytes, as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        switch UpstreamHeaderLine(bytes) {
+        case .status:
             responseHeaders = []  // a new response (after 1xx): keep only the final one's fields
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: [" ", "\t", "\r", "\n"])
+        case .field(let name, let value):
             if responseHeaders.count < 200 { responseHeaders.append((name, value)) }
+        case .other:
+            break
         }
         return bytes.count
     }
@@ -228,5 +228,42 @@ extension Duration {
         let (seconds, attoseconds) = components
         let (perMs, remainder) = attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000_000_000)
         return seconds &* 1000 &+ perMs &+ (remainder > 0 ? 1 : 0)
+    }
+}
+
+/// One header line as libcurl hands it over, read byte by byte (no Foundation, no intermediate String): a
+/// status line (`HTTP/…`), a field with its name in ASCII lowercase and its value without the surrounding
+/// spaces, tabs and line ends, or anything else (the blank line ending the head). Bytes that are not UTF-8 are
+/// replaced, as in any String made from the peer's bytes.
+enum UpstreamHeaderLine: Equatable {
+    case status
+    case field(name: String, value: String)
+    case other
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        if bytes.starts(with: "HTTP/".utf8) {
+            self = .status
+            return
+        }
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else {
+            self = .other
+            return
+        }
+        func isBlank(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+                || byte == UInt8(ascii: "\n")
+        }
+        var start = colon + 1
+        var end = bytes.count
+        while start < end, isBlank(bytes[start]) { start += 1 }
+        while end > start, isBlank(bytes[end - 1]) { end -= 1 }
+        let name = String(unsafeUninitializedCapacity: colon) { buffer in
+            for index in 0..<colon {
+                let byte = bytes[index]
+                buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            }
+            return colon
+        }
+        self = .field(name: name, value: String(decoding: bytes[start..<end], as: UTF8.self))
     }
 }
