@@ -1,5 +1,6 @@
 import GatewayCore
 import HTTP2
+import ProtoCodec
 
 /// Splits a request body into gRPC messages: each is a 1-byte compressed flag, a 4-byte big-endian length
 /// and the payload (PROTOCOL-HTTP2.md "Length-Prefixed-Message"). DATA frames and messages do not align,
@@ -65,23 +66,38 @@ struct MessageDeframer {
     }
 }
 
-/// Writes gRPC length-prefixed messages.
-enum MessageFramer {
-    /// Appends the 5-byte prefix (uncompressed) and then lets `payload` append exactly `length` bytes.
-    static func appendFrame(to buffer: inout [UInt8], length: Int, payload: (inout [UInt8]) -> Void) {
-        buffer.append(0)
-        buffer.append(UInt8(truncatingIfNeeded: length >> 24))
-        buffer.append(UInt8(truncatingIfNeeded: length >> 16))
-        buffer.append(UInt8(truncatingIfNeeded: length >> 8))
-        buffer.append(UInt8(truncatingIfNeeded: length))
-        let before = buffer.count
-        payload(&buffer)
-        precondition(
-            buffer.count - before == length, "a message wrote \(buffer.count - before) bytes, announced \(length)")
+/// A response message as it goes on the wire: the gRPC prefix (a 0 byte for "uncompressed" and the 4-byte
+/// big-endian length) and the message's bytes, in one array. It is made where the message is encoded, packed
+/// straight behind the prefix, so the loop queues the array on the stream as it is: framing copies nothing.
+public struct FramedMessage: Sendable, Hashable {
+    /// The prefix and the message.
+    public let bytes: [UInt8]
+
+    /// `message` encoded behind its prefix.
+    @inlinable
+    public init(_ message: some ProtoMessage) {
+        var bytes: [UInt8] = [0, 0, 0, 0, 0]
+        message.appendSerialized(to: &bytes)
+        self.init(prefixing: bytes)
     }
 
-    /// Appends one framed message holding `payload`.
-    static func appendFrame(to buffer: inout [UInt8], payload: [UInt8]) {
-        appendFrame(to: &buffer, length: payload.count) { $0.append(contentsOf: payload) }
+    /// Bytes already serialized, framed (one copy).
+    public init(serialized payload: [UInt8]) {
+        self.init(prefixing: [0, 0, 0, 0, 0] + payload)
     }
+
+    /// `bytes` holds 5 placeholder bytes, then the message: the placeholders become the prefix.
+    @usableFromInline
+    init(prefixing bytes: [UInt8]) {
+        var bytes = bytes
+        let length = bytes.count - 5
+        bytes[1] = UInt8(truncatingIfNeeded: length >> 24)
+        bytes[2] = UInt8(truncatingIfNeeded: length >> 16)
+        bytes[3] = UInt8(truncatingIfNeeded: length >> 8)
+        bytes[4] = UInt8(truncatingIfNeeded: length)
+        self.bytes = bytes
+    }
+
+    /// The message's own bytes, without the prefix.
+    public var payload: ArraySlice<UInt8> { bytes[5...] }
 }

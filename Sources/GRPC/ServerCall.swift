@@ -195,7 +195,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
         case .unary(let body):
             let outlet = CallOutlet(self)
             task = Task {
-                let result: Result<[UInt8], RPCStatus> = await context.bound {
+                let result: Result<FramedMessage, RPCStatus> = await context.bound {
                     do throws(RPCStatus) {
                         return .success(try await body(request, context))
                     } catch {
@@ -227,8 +227,9 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
         }
     }
 
-    /// Writes one framed message (sending the response head first if needed).
-    func writeMessage(_ message: [UInt8]) {
+    /// Writes one message (sending the response head first if needed): its array, prefix included, becomes
+    /// the stream's queued bytes when nothing else is queued.
+    func writeMessage(_ message: FramedMessage) {
         guard !finished else { return }
         if !stream.hasResponded {
             state.responseStarted()
@@ -236,7 +237,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
                 stream.respond(StatusTrailers.responseHead, adding: ("x-request-id", id), endStream: false)
             }
         }
-        stream.write { buffer in MessageFramer.appendFrame(to: &buffer, payload: message) }
+        stream.write(message.bytes)
         recorder.messageSent()
     }
 
@@ -246,7 +247,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
     /// Writes one message for a streaming handler, then resumes it at once when there is room for more,
     /// or later when the client has read enough (backpressure), or with the status that ended the call.
     func enqueue(
-        _ message: [UInt8], shutdownStatus: RPCStatus? = nil,
+        _ message: FramedMessage, shutdownStatus: RPCStatus? = nil,
         resuming continuation: CheckedContinuation<RPCStatus?, Never>
     ) {
         if let endStatus {
@@ -270,7 +271,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
         }
     }
 
-    private func complete(with response: [UInt8]) {
+    private func complete(with response: FramedMessage) {
         writeMessage(response)
         finish(.ok)
     }
@@ -338,12 +339,12 @@ final class CallOutlet: ResponseStreamWriter, Sendable {
         call.execute(body)
     }
 
-    func send(serialized message: [UInt8]) async throws(RPCStatus) {
+    func send(_ message: FramedMessage) async throws(RPCStatus) {
         try await send(message, shutdownStatus: nil)
     }
 
-    func send(serialized message: [UInt8], shutdownStatus: RPCStatus) async throws(RPCStatus) {
-        try await send(message, shutdownStatus: shutdownStatus)
+    func send(_ message: FramedMessage, shutdownStatus: RPCStatus) async throws(RPCStatus) {
+        try await send(message, shutdownStatus: Optional(shutdownStatus))
     }
 
     func setShutdownStatus(_ status: RPCStatus) async {
@@ -355,7 +356,7 @@ final class CallOutlet: ResponseStreamWriter, Sendable {
         }
     }
 
-    private func send(_ message: [UInt8], shutdownStatus: RPCStatus?) async throws(RPCStatus) {
+    private func send(_ message: FramedMessage, shutdownStatus: RPCStatus?) async throws(RPCStatus) {
         // One hop to the loop: write, then come back when there is room for the next message.
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<RPCStatus?, Never>) in
             execute { call in call.enqueue(message, shutdownStatus: shutdownStatus, resuming: continuation) }

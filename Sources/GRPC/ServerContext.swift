@@ -89,15 +89,15 @@ public final class ServerContext: Sendable {
 
 /// Sends the messages of a server-streaming call; `send` waits while the client reads slowly.
 public protocol ResponseStreamWriter: Sendable {
-    /// Queues one serialized message; suspends while too much is buffered for the client, and throws
-    /// CANCELLED (or the status that ended the call) once the call is over.
-    func send(serialized message: [UInt8]) async throws(RPCStatus)
+    /// Queues one message; suspends while too much is buffered for the client, and throws CANCELLED (or the
+    /// status that ended the call) once the call is over.
+    func send(_ message: FramedMessage) async throws(RPCStatus)
 
-    /// Like `send(serialized:)`, and from the moment the message is queued, `shutdownStatus` is the status the
+    /// Like `send(_:)`, and from the moment the message is queued, `shutdownStatus` is the status the
     /// call ends with if a server shutdown's grace period ends it (instead of the server's generic
     /// UNAVAILABLE): e.g. UNAVAILABLE with a resume cursor naming this message. Both happen together on the
     /// call's loop, so the status never names a message that was not queued, nor lags one that was.
-    func send(serialized message: [UInt8], shutdownStatus: RPCStatus) async throws(RPCStatus)
+    func send(_ message: FramedMessage, shutdownStatus: RPCStatus) async throws(RPCStatus)
 
     /// Sets the status a shutdown ends the call with, before any message (e.g. the cursor the call resumed from).
     func setShutdownStatus(_ status: RPCStatus) async
@@ -105,8 +105,8 @@ public protocol ResponseStreamWriter: Sendable {
 
 extension ResponseStreamWriter {
     /// Writers without a shutdown hook send the message and keep the server's status.
-    public func send(serialized message: [UInt8], shutdownStatus: RPCStatus) async throws(RPCStatus) {
-        try await send(serialized: message)
+    public func send(_ message: FramedMessage, shutdownStatus: RPCStatus) async throws(RPCStatus) {
+        try await send(message)
     }
 
     /// Writers without a shutdown hook ignore it.
@@ -116,21 +116,21 @@ extension ResponseStreamWriter {
 /// What a `unaryInlineOrTask` handler decided on the event loop.
 public enum InlineOrTask: Sendable {
     /// The answer, computed inline.
-    case done(Result<[UInt8], RPCStatus>)
+    case done(Result<FramedMessage, RPCStatus>)
     /// The work that remains, to run as a Swift task (never on the loop).
-    case task(@Sendable () async -> Result<[UInt8], RPCStatus>)
+    case task(@Sendable () async -> Result<FramedMessage, RPCStatus>)
 }
 
 /// How a method is served.
 public enum MethodHandler: Sendable {
     /// Runs on the event loop thread: only for cheap, non-blocking work (health Check, JWS verification).
-    /// Returns the serialized response message.
-    case unaryInline(@Sendable (_ request: [UInt8], _ context: ServerContext) -> Result<[UInt8], RPCStatus>)
+    /// Returns the response message, framed.
+    case unaryInline(@Sendable (_ request: [UInt8], _ context: ServerContext) -> Result<FramedMessage, RPCStatus>)
     /// Starts on the event loop thread, which either answers at once (cheap work) or hands back the rest of
     /// the work to run as a Swift task (e.g. a VerifyJWS whose chain is not cached).
     case unaryInlineOrTask(@Sendable (_ request: [UInt8], _ context: ServerContext) -> InlineOrTask)
-    /// Runs as a Swift task; returns the serialized response message.
-    case unary(@Sendable (_ request: [UInt8], _ context: ServerContext) async throws(RPCStatus) -> [UInt8])
+    /// Runs as a Swift task; returns the response message, framed.
+    case unary(@Sendable (_ request: [UInt8], _ context: ServerContext) async throws(RPCStatus) -> FramedMessage)
     /// Runs as a Swift task sending any number of messages; returning ends the call with OK.
     case serverStreaming(
         @Sendable (_ request: [UInt8], _ context: ServerContext, _ writer: ResponseStreamWriter) async throws(RPCStatus)

@@ -7,13 +7,13 @@ public struct ResponseStream<Message: ProtoMessage>: Sendable {
 
     /// Sends one message; waits while the client is behind, throws once the call is over.
     public func send(_ message: Message) async throws(RPCStatus) {
-        try await writer.send(serialized: message.serializedBytes())
+        try await writer.send(FramedMessage(message))
     }
 
     /// Sends one message and makes `shutdownStatus` the status a server shutdown ends the call with from
-    /// the moment the message is queued (see `ResponseStreamWriter.send(serialized:shutdownStatus:)`).
+    /// the moment the message is queued (see `ResponseStreamWriter.send(_:shutdownStatus:)`).
     public func send(_ message: Message, shutdownStatus: RPCStatus) async throws(RPCStatus) {
-        try await writer.send(serialized: message.serializedBytes(), shutdownStatus: shutdownStatus)
+        try await writer.send(FramedMessage(message), shutdownStatus: shutdownStatus)
     }
 
     /// The status a server shutdown ends the call with, until the next `send(_:shutdownStatus:)`.
@@ -51,7 +51,7 @@ extension MethodHandler {
         .unaryInline { bytes, context in
             do throws(RPCStatus) {
                 let message = try decode(Request.self, bytes, context)
-                return body(message, context).map { $0.serializedBytes() }
+                return body(message, context).map { FramedMessage($0) }
             } catch {
                 return .failure(error)
             }
@@ -73,9 +73,9 @@ extension MethodHandler {
             }
             let outcome = body(message, context)
             switch consume outcome {
-            case .done(.success(let response)): return .done(.success(response.serializedBytes()))
+            case .done(.success(let response)): return .done(.success(FramedMessage(response)))
             case .done(.failure(let status)): return .done(.failure(status))
-            case .task(let rest): return .task { await rest().map { $0.serializedBytes() } }
+            case .task(let rest): return .task { await rest().map { FramedMessage($0) } }
             }
         }
     }
@@ -90,7 +90,7 @@ extension MethodHandler {
         .unary { bytes, context throws(RPCStatus) in
             let message = try decode(Request.self, bytes, context)
             do throws(Failure) {
-                return try await body(message, context).serializedBytes()
+                return FramedMessage(try await body(message, context))
             } catch {
                 throw error.rpcStatus
             }

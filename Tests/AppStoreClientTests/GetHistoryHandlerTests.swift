@@ -375,8 +375,8 @@ struct TransactionMint: Sendable {
             return
         }
         let context = ServerContext(method: "GetHistory", metadata: [], deadline: nil)
-        let bytes = try await method(request().serializedBytes(), context)
-        let response = try GetHistoryResponse(serializedBytes: bytes)
+        let framed = try await method(request().serializedBytes(), context)
+        let response = try GetHistoryResponse(serializedBytes: Array(framed.payload))
         #expect(response.transactions.map(\.transactionId) == ["t1"])
         do {
             _ = try await method(request { $0.transactionId = "" }.serializedBytes(), context)

@@ -1,4 +1,5 @@
 import GatewayCore
+import ProtoCodec
 import Testing
 
 @testable import GRPC
@@ -85,11 +86,22 @@ import Testing
         }
     }
 
-    @Test func framerWritesPrefixAndPayload() {
-        var buffer: [UInt8] = [9]
-        MessageFramer.appendFrame(to: &buffer, payload: Array(repeating: 1, count: 258))
-        #expect(Array(buffer.prefix(6)) == [9, 0, 0, 0, 1, 2])
-        #expect(buffer.count == 1 + 5 + 258)
+    @Test func aFramedMessageIsItsPrefixThenItsBytesAndTheDeframerReadsItBack() throws {
+        let message = HealthCheckResponse.with { $0.status = .serving }
+        let framed = FramedMessage(message)
+        #expect(Array(framed.bytes.prefix(5)) == [0, 0, 0, 0, UInt8(message.serializedSize())])
+        #expect(Array(framed.payload) == message.serializedBytes())
+        var deframer = MessageDeframer(maxMessageSize: 100)
+        feed(&deframer, framed.bytes)
+        #expect(try deframer.next() == message.serializedBytes())
+        // An empty message (every field at its default) is the prefix alone.
+        #expect(FramedMessage(HealthCheckResponse()).bytes == [0, 0, 0, 0, 0])
+    }
+
+    @Test func bytesAlreadySerializedAreFramedWithTheirLengthBigEndian() {
+        let framed = FramedMessage(serialized: Array(repeating: 1, count: 0x01_02_03))
+        #expect(Array(framed.bytes.prefix(6)) == [0, 0, 1, 2, 3, 1])
+        #expect(framed.payload.count == 0x01_02_03)
     }
 }
 

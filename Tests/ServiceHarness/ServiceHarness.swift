@@ -69,22 +69,22 @@ public final class ServiceHarness: Sendable {
         switch handler {
         case .unaryInline(let body):
             switch body(request, context) {
-            case .success(let response): return Outcome(status: .ok, responses: [response])
+            case .success(let response): return Outcome(status: .ok, responses: [unframed(response)])
             case .failure(let status): return Outcome(status: status, responses: [])
             }
         case .unaryInlineOrTask(let body):
             switch body(request, context) {
-            case .done(.success(let response)): return Outcome(status: .ok, responses: [response])
+            case .done(.success(let response)): return Outcome(status: .ok, responses: [unframed(response)])
             case .done(.failure(let status)): return Outcome(status: status, responses: [])
             case .task(let rest):
                 switch await rest() {
-                case .success(let response): return Outcome(status: .ok, responses: [response])
+                case .success(let response): return Outcome(status: .ok, responses: [unframed(response)])
                 case .failure(let status): return Outcome(status: status, responses: [])
                 }
             }
         case .unary(let body):
             do throws(RPCStatus) {
-                return Outcome(status: .ok, responses: [try await body(request, context)])
+                return Outcome(status: .ok, responses: [unframed(try await body(request, context))])
             } catch {
                 return Outcome(status: error, responses: [])
             }
@@ -123,21 +123,31 @@ public final class ServiceHarness: Sendable {
     }
 }
 
+/// The message a handler answered, after checking its gRPC prefix (uncompressed, its length): every test
+/// through the harness checks the framing the handler did.
+func unframed(_ message: FramedMessage) -> [UInt8] {
+    let bytes = message.bytes
+    precondition(bytes.count >= 5 && bytes[0] == 0, "a message without its gRPC prefix")
+    let length = bytes[1..<5].reduce(0) { $0 << 8 | Int($1) }
+    precondition(length == bytes.count - 5, "the prefix announces \(length) bytes, the message has \(bytes.count - 5)")
+    return Array(message.payload)
+}
+
 /// A stream writer that keeps what is sent and cancels like a caller that stops reading.
 private final class CollectingWriter: ResponseStreamWriter {
     private let sent = Mutex<[[UInt8]]>([])
     var messages: [[UInt8]] { sent.withLock { $0 } }
 
-    func send(serialized message: [UInt8]) async throws(RPCStatus) {
+    func send(_ message: FramedMessage) async throws(RPCStatus) {
         let count = sent.withLock { sent in
-            sent.append(message)
+            sent.append(unframed(message))
             return sent.count
         }
         if count >= ServiceHarness.maxStreamMessages { throw RPCStatus(.cancelled, "the harness stopped reading") }
     }
 
-    func send(serialized message: [UInt8], shutdownStatus: RPCStatus) async throws(RPCStatus) {
-        try await send(serialized: message)
+    func send(_ message: FramedMessage, shutdownStatus: RPCStatus) async throws(RPCStatus) {
+        try await send(message)
     }
 
     func setShutdownStatus(_ status: RPCStatus) async {}
