@@ -4,8 +4,19 @@ import Synchronization
 
 /// The serving status of each service name, shared by the health service and whoever decides readiness.
 public final class HealthStatusBoard: Sendable {
+    /// A service's status and the Check answer saying it, framed once when the status is set.
+    private struct Entry {
+        var status: HealthCheckResponse.ServingStatus
+        var answer: FramedMessage
+
+        init(_ status: HealthCheckResponse.ServingStatus) {
+            self.status = status
+            answer = FramedMessage(HealthCheckResponse(status: status))
+        }
+    }
+
     private struct State {
-        var statuses: [String: HealthCheckResponse.ServingStatus] = [:]
+        var statuses: [String: Entry] = [:]
         var watchers:
             [UInt64: (service: String, continuation: AsyncStream<HealthCheckResponse.ServingStatus>.Continuation)] = [:]
         var nextWatcher: UInt64 = 0
@@ -15,13 +26,18 @@ public final class HealthStatusBoard: Sendable {
     /// Starts with `services` (and "" for the whole server) at `initial`.
     public init(services: [String], initial: HealthCheckResponse.ServingStatus = .serving) {
         state.withLock { state in
-            for service in services + [""] { state.statuses[service] = initial }
+            for service in services + [""] { state.statuses[service] = Entry(initial) }
         }
     }
 
     /// The status of a service, nil when the name is unknown.
     public func status(of service: String) -> HealthCheckResponse.ServingStatus? {
-        state.withLock { $0.statuses[service] }
+        state.withLock { $0.statuses[service]?.status }
+    }
+
+    /// The Check answer for a service, framed, nil when the name is unknown.
+    func answer(for service: String) -> FramedMessage? {
+        state.withLock { $0.statuses[service]?.answer }
     }
 
     /// Sets one service's status, or every service's when `service` is nil; watchers see changes.
@@ -29,9 +45,9 @@ public final class HealthStatusBoard: Sendable {
         state.withLock { state in
             let names = service.map { [$0] } ?? Array(state.statuses.keys)
             for name in names {
-                let old = state.statuses[name]
-                state.statuses[name] = status
+                let old = state.statuses[name]?.status
                 guard old != status else { continue }
+                state.statuses[name] = Entry(status)
                 for watcher in state.watchers.values where watcher.service == name {
                     watcher.continuation.yield(status)
                 }
@@ -44,7 +60,7 @@ public final class HealthStatusBoard: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(
             of: HealthCheckResponse.ServingStatus.self, bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64 in
-            continuation.yield(state.statuses[service] ?? .serviceUnknown)
+            continuation.yield(state.statuses[service]?.status ?? .serviceUnknown)
             let id = state.nextWatcher
             state.nextWatcher += 1
             state.watchers[id] = (service, continuation)
@@ -68,12 +84,18 @@ public struct HealthService: GRPCService {
     public var methods: [String: MethodHandler] {
         let board = self.board
         return [
-            "/grpc.health.v1.Health/Check": .unaryInline(HealthCheckRequest.self) {
-                request, _ -> Result<HealthCheckResponse, RPCStatus> in
-                guard let status = board.status(of: request.service) else {
-                    return .failure(RPCStatus(.notFound, "unknown service '\(request.service)'"))
+            // Answered with the status's answer as the board framed it (health checks arrive all the time).
+            "/grpc.health.v1.Health/Check": .unaryInline { bytes, context in
+                let request: HealthCheckRequest
+                do throws(RPCStatus) {
+                    request = try MethodHandler.decode(HealthCheckRequest.self, bytes, context)
+                } catch {
+                    return .failure(error)
                 }
-                return .success(HealthCheckResponse(status: status))
+                guard let answer = board.answer(for: request.service) else {
+                    return .failure(RPCStatus(.notFound, "unknown service '\(EchoedInput.clip(request.service))'"))
+                }
+                return .success(answer)
             },
             "/grpc.health.v1.Health/Watch": .serverStreaming(HealthCheckRequest.self, HealthCheckResponse.self) {
                 request, _, stream throws(RPCStatus) in

@@ -1,0 +1,45 @@
+import GatewayCore
+import ProtoCodec
+import Testing
+
+@testable import GRPC
+
+@Suite struct HealthServiceTests {
+    private func check(_ service: HealthService, _ name: String) throws -> Result<HealthCheckResponse, RPCStatus> {
+        guard case .unaryInline(let body)? = service.methods["/grpc.health.v1.Health/Check"] else {
+            throw RPCStatus(.internal, "Check is not an inline unary method")
+        }
+        let context = ServerContext(method: "/grpc.health.v1.Health/Check", metadata: [], deadline: nil)
+        switch body(HealthCheckRequest(service: name).serializedBytes(), context) {
+        case .success(let framed):
+            #expect(framed == FramedMessage(serialized: Array(framed.payload)), "a well-formed prefix")
+            return .success(try HealthCheckResponse(serializedBytes: Array(framed.payload)))
+        case .failure(let status):
+            return .failure(status)
+        }
+    }
+
+    @Test func checkAnswersEachServicesStatusAsTheBoardChangesIt() throws {
+        let board = HealthStatusBoard(services: ["a"])
+        let service = HealthService(board: board)
+        #expect(try check(service, "").get().status == .serving)
+        board.set(.notServing, service: "a")
+        #expect(try check(service, "a").get().status == .notServing)
+        #expect(try check(service, "").get().status == .serving)
+        board.set(.notServing)
+        #expect(try check(service, "").get().status == .notServing)
+        board.set(.serving)
+        #expect(try check(service, "a").get().status == .serving)
+    }
+
+    @Test func anUnknownServiceIsNotFoundWithItsNameClipped() throws {
+        let service = HealthService(board: HealthStatusBoard(services: []))
+        let long = String(repeating: "x", count: 10_000)
+        guard case .failure(let status) = try check(service, long) else {
+            Issue.record("an unknown service was answered")
+            return
+        }
+        #expect(status.code == .notFound)
+        #expect(status.message.utf8.count < 1_000)
+    }
+}
