@@ -3,6 +3,7 @@ import Foundation
 import GatewayCore
 import ProtoCodec
 import SignedData
+import Synchronization
 
 /// GetHistory: Apple's Get Transaction History (V2) behind gRPC, with every JWS verified and decoded.
 ///
@@ -170,45 +171,35 @@ public struct GetHistoryHandler: Sendable {
         return clock.monotonicNow() + policy.minimumAttemptTime + policy.deadlineMargin <= deadline
     }
 
-    /// `page`'s transactions verified (chain, app, answering environment) and decoded, in page order, at most
-    /// `verificationWidth` at once, each in a child task of this one. Any that fails fails the page: the first
-    /// failure in page order among those verified is the answer, and no more are started after one fails.
+    /// `page`'s transactions verified (chain, app, answering environment) and decoded, in page order, on at
+    /// most `verificationWidth` threads at once. The page is cut into that many runs of consecutive transactions:
+    /// this task verifies the first run and one child task each of the others. (A child task per transaction
+    /// gained nothing: starting one, and waking a thread for it, costs about what verifying a transaction the
+    /// caches already know does.) Any failure fails the page: the first in page order among those verified is
+    /// the answer, and every run stops at its next transaction once one has failed.
     func verify(_ page: TransactionHistoryPage, app: GatewayConfiguration.App) async throws(GatewayError)
         -> [Transaction]
     {
         let check = try PageCheck(page: page, app: app, verifier: verifier)
         let signed = page.signedTransactions
-        guard signed.count > 1, verificationWidth > 1 else {
-            var transactions: [Transaction] = []
-            transactions.reserveCapacity(signed.count)
-            for (index, jws) in signed.enumerated() {
-                transactions.append(try await check.transaction(jws, index).get())
+        let width = min(verificationWidth, signed.count)
+        let bounds = (0...max(1, width)).map { $0 * signed.count / max(1, width) }
+        let failed = FailureFlag()
+        let runs = await withTaskGroup(of: (Int, [Result<Transaction, GatewayError>]).self) { group in
+            for run in 1..<max(1, width) {
+                group.addTask { (run, await check.transactions(signed, bounds[run]..<bounds[run + 1], failed)) }
             }
-            return transactions
-        }
-        let results = await withTaskGroup(of: (Int, Result<Transaction, GatewayError>).self) { group in
-            var results = [Result<Transaction, GatewayError>?](repeating: nil, count: signed.count)
-            var next = 0
-            func start() {
-                let index = next
-                next += 1
-                group.addTask { (index, await check.transaction(signed[index], index)) }
-            }
-            while next < min(verificationWidth, signed.count) { start() }
-            var failed = false
-            while let (index, result) = await group.next() {
-                results[index] = result
-                if case .failure = result { failed = true }
-                if !failed, next < signed.count { start() }
-            }
-            return results
+            var runs = [[Result<Transaction, GatewayError>]](repeating: [], count: max(1, width))
+            runs[0] = await check.transactions(signed, bounds[0]..<bounds[1], failed)
+            for await (run, results) in group { runs[run] = results }
+            return runs
         }
         var transactions: [Transaction] = []
         transactions.reserveCapacity(signed.count)
-        for result in results {
-            // A gap follows a failure: the loop has thrown before it reaches one.
-            guard let result else { break }
-            transactions.append(try result.get())
+        // A run cut short by another's failure leaves a gap: the loop throws at that failure before the count
+        // below could be wrong.
+        for results in runs {
+            for result in results { transactions.append(try result.get()) }
         }
         guard transactions.count == signed.count else {
             throw .appleDataRejected(
@@ -251,6 +242,24 @@ private struct PageCheck: Sendable {
         appleRequestID = page.appleRequestID
     }
 
+    /// Transactions `range` of the page verified in order, up to and including the first that fails, or until
+    /// `failed` is raised by another run.
+    func transactions(_ signed: [String], _ range: Range<Int>, _ failed: FailureFlag) async
+        -> [Result<Transaction, GatewayError>]
+    {
+        var results: [Result<Transaction, GatewayError>] = []
+        results.reserveCapacity(range.count)
+        for index in range where !failed.isRaised {
+            let result = await transaction(signed[index], index)
+            results.append(result)
+            if case .failure = result {
+                failed.raise()
+                break
+            }
+        }
+        return results
+    }
+
     /// Transaction `index` of the page verified and decoded. Runs the chain validation in the calling task,
     /// and awaits any OCSP fetch (online checks).
     func transaction(_ jws: String, _ index: Int) async -> Result<Transaction, GatewayError> {
@@ -268,6 +277,14 @@ private struct PageCheck: Sendable {
         }
         return .success(transaction)
     }
+}
+
+/// Raised by the first run of a page that meets a failure; the other runs stop at their next transaction.
+private final class FailureFlag: Sendable {
+    private let raised = Atomic<Bool>(false)
+
+    var isRaised: Bool { raised.load(ordering: .relaxed) }
+    func raise() { raised.store(true, ordering: .relaxed) }
 }
 
 /// Transactions in first-seen order, one per `transactionId`, the newest `signedDate` winning: the JWS and its
