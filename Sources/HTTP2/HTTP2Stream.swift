@@ -65,6 +65,11 @@ public final class HTTP2Stream {
     var head = HTTP2RequestHead()
     var headerBytes = 0
     var headerListTooLarge = false
+    /// Request bytes received and not yet released by the delegate (the connection's `ReceiveLedger` counts
+    /// them in its total).
+    var heldBytes = 0
+    /// Where the connection keeps this stream in its list of open streams.
+    var slot = -1
 
     // Outbound state.
     var pending = ByteQueue()
@@ -146,14 +151,14 @@ public final class HTTP2Stream {
     public func releaseReceived(_ count: Int) {
         eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed else { return }
-        connection.release(streamID: id, count: count)
+        connection.release(self, count: count)
     }
 
     /// Releases every received byte the stream still holds (see `releaseReceived`).
     public func releaseAllReceived() {
         eventLoop.assertInLoop("an HTTP/2 stream")
         guard !isClosed else { return }
-        connection.release(streamID: id, count: nil)
+        connection.release(self, count: nil)
     }
 
     /// Resets the stream (RST_STREAM) with an HTTP/2 error code, e.g. `.cancel`.

@@ -60,49 +60,52 @@ struct ReceiveLedger {
 
     /// Bytes held above which no window is granted.
     let limit: Int
-    /// Bytes received and not yet released, over all streams.
+    /// Bytes received and not yet released, over all streams. What each stream holds is kept by the caller
+    /// (beside the stream, no lookup by id) and passed in.
     private(set) var held = 0
-    private var heldByStream: [Int32: Int] = [:]
-    /// Bytes received whose window was not granted back yet, by stream.
+    /// Bytes received whose window was not granted back yet, by stream (empty unless over a budget).
     private var owed: [Int32: Int] = [:]
 
     init(limit: Int) {
         self.limit = limit
     }
 
-    /// Bytes held for `stream`.
-    func held(by stream: Int32) -> Int { heldByStream[stream] ?? 0 }
-
     /// Window bytes not granted back yet.
     var owedBytes: Int { owed.values.reduce(0, +) }
 
-    /// `count` bytes arrived on `stream` and are now held; returns what to grant back now.
-    mutating func received(_ count: Int, stream: Int32, processHasRoom: Bool) -> Grants {
+    /// `count` bytes arrived on `stream`, which now holds them too (`streamHeld`); returns what to grant back
+    /// now.
+    mutating func received(_ count: Int, stream: Int32, streamHeld: inout Int, processHasRoom: Bool) -> Grants {
         guard count > 0 else { return [] }
         held += count
-        heldByStream[stream, default: 0] += count
+        streamHeld += count
         if held <= limit && processHasRoom && owed.isEmpty { return Grants(Grant(stream: stream, count: count)) }
         owed[stream, default: 0] += count
         return grantsIfRoom(processHasRoom: processHasRoom)
     }
 
-    /// The consumer of `stream` let go of up to `count` held bytes; returns the amount released and what to
-    /// grant back now.
-    mutating func release(_ count: Int, stream: Int32, processHasRoom: Bool) -> (released: Int, grants: Grants) {
-        let current = heldByStream[stream] ?? 0
-        let amount = min(max(0, count), current)
+    /// The consumer of `stream` let go of up to `count` of the bytes it holds (`streamHeld`, updated);
+    /// returns the amount released and what to grant back now.
+    mutating func release(_ count: Int, stream: Int32, streamHeld: inout Int, processHasRoom: Bool)
+        -> (released: Int, grants: Grants)
+    {
+        let amount = min(max(0, count), streamHeld)
         held -= amount
-        heldByStream[stream] = current - amount == 0 ? nil : current - amount
+        streamHeld -= amount
         return (amount, grantsIfRoom(processHasRoom: processHasRoom))
     }
 
-    /// The stream is gone: everything it held is released, and its owed window is granted back whatever the
-    /// budget (those bytes no longer exist).
-    mutating func streamClosed(_ stream: Int32, processHasRoom: Bool) -> (released: Int, grants: Grants) {
-        let amount = heldByStream.removeValue(forKey: stream) ?? 0
+    /// The stream is gone with the `streamHeld` bytes it held: they are released, and its owed window is
+    /// granted back whatever the budget (those bytes no longer exist).
+    mutating func streamClosed(_ stream: Int32, streamHeld: Int, processHasRoom: Bool)
+        -> (released: Int, grants: Grants)
+    {
+        let amount = min(max(0, streamHeld), held)
         held -= amount
         var grants: Grants = []
-        if let count = owed.removeValue(forKey: stream) { grants.append(Grant(stream: stream, count: count)) }
+        if !owed.isEmpty, let count = owed.removeValue(forKey: stream) {
+            grants.append(Grant(stream: stream, count: count))
+        }
         return (amount, grants + grantsIfRoom(processHasRoom: processHasRoom))
     }
 

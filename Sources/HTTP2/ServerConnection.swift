@@ -24,9 +24,10 @@ final class ServerConnection: LoopConnection, Flushable {
     private var recentStrings = RecentStrings()
     private unowned let owner: any ConnectionOwner
     private var session: OpaquePointer?
-    /// The open streams, owned here; nghttp2 keeps a pointer to each as its stream user data, which is how
+    /// The open streams, owned here, each knowing its `slot` (added at the end, removed by moving the last one
+    /// into its place: no hashing); nghttp2 keeps a pointer to each as its stream user data, which is how
     /// callbacks find them (no lookup by id).
-    var streams: [Int32: HTTP2Stream] = [:]
+    private var streams: [HTTP2Stream] = []
     /// The verified client certificate's names, set once after the TLS handshake (nil for h2c).
     var peerCertificate: PeerCertificateIdentity?
 
@@ -245,7 +246,7 @@ final class ServerConnection: LoopConnection, Flushable {
         ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
         eventLoop.deregister(fd: fd)
         io.close(abort: false)
-        let open = streams.values
+        let open = streams
         streams.removeAll()
         for stream in open {
             stream.isClosed = true
@@ -384,7 +385,8 @@ final class ServerConnection: LoopConnection, Flushable {
 
     func beginHeaders(streamID: Int32) {
         let stream = HTTP2Stream(id: streamID, connection: self, eventLoop: eventLoop)
-        streams[streamID] = stream
+        stream.slot = streams.count
+        streams.append(stream)
         if let session {
             _ = nghttp2_session_set_stream_user_data(session, streamID, Unmanaged.passUnretained(stream).toOpaque())
         }
@@ -461,17 +463,19 @@ final class ServerConnection: LoopConnection, Flushable {
             return
         }
         budget.add(data.count)
-        grant(ledger.received(data.count, stream: streamID, processHasRoom: budget.hasRoom))
+        grant(
+            ledger.received(data.count, stream: streamID, streamHeld: &stream.heldBytes, processHasRoom: budget.hasRoom)
+        )
         delegate.stream(stream, received: data)
     }
 
     // MARK: Flow control (the window is granted by hand, see ReceiveLedger)
 
     /// The stream's consumer let go of `count` request bytes (or all it holds, when nil).
-    func release(streamID: Int32, count: Int?) {
-        guard !closed else { return }
+    func release(_ stream: HTTP2Stream, count: Int?) {
+        guard !closed, !stream.isClosed else { return }
         let (released, grants) = ledger.release(
-            count ?? ledger.held(by: streamID), stream: streamID, processHasRoom: budget.hasRoom)
+            count ?? stream.heldBytes, stream: stream.id, streamHeld: &stream.heldBytes, processHasRoom: budget.hasRoom)
         budget.subtract(released)
         grant(grants)
     }
@@ -499,10 +503,14 @@ final class ServerConnection: LoopConnection, Flushable {
     }
 
     func streamClosed(streamID: Int32, errorCode: HTTP2ErrorCode) {
-        let (released, grants) = ledger.streamClosed(streamID, processHasRoom: budget.hasRoom)
+        let stream = stream(streamID)
+        let (released, grants) = ledger.streamClosed(
+            streamID, streamHeld: stream?.heldBytes ?? 0, processHasRoom: budget.hasRoom)
         budget.subtract(released)
         grant(grants)
-        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        guard let stream else { return }
+        stream.heldBytes = 0
+        removeFromOpenStreams(stream)
         // nghttp2 may keep a closed stream a while: its user data must not outlive the Swift object.
         if let session { _ = nghttp2_session_set_stream_user_data(session, streamID, nil) }
         stream.isClosed = true
@@ -513,6 +521,18 @@ final class ServerConnection: LoopConnection, Flushable {
             housekeepingDue(by: management.nextDeadline)
             if draining { needsFlush() }
         }
+    }
+
+    /// Takes `stream` out of the open streams: the last one moves into its slot.
+    private func removeFromOpenStreams(_ stream: HTTP2Stream) {
+        let slot = stream.slot
+        guard slot >= 0, slot < streams.count, streams[slot] === stream else { return }
+        let last = streams.removeLast()
+        if last !== stream {
+            streams[slot] = last
+            last.slot = slot
+        }
+        stream.slot = -1
     }
 
     /// A PING from the client (nghttp2 answers it); too many end the connection (`ConnectionManagement`).

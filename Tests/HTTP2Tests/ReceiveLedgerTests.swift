@@ -5,55 +5,82 @@ import Testing
 @Suite struct ReceiveLedgerTests {
     typealias Grant = ReceiveLedger.Grant
 
+    /// A ledger and what each stream holds, kept beside it as the connection keeps it on each stream.
+    struct Books {
+        var ledger: ReceiveLedger
+        var streams: [Int32: Int] = [:]
+
+        init(limit: Int) { ledger = ReceiveLedger(limit: limit) }
+
+        mutating func received(_ count: Int, _ stream: Int32, room: Bool = true) -> ReceiveLedger.Grants {
+            ledger.received(count, stream: stream, streamHeld: &streams[stream, default: 0], processHasRoom: room)
+        }
+
+        mutating func release(_ count: Int, _ stream: Int32, room: Bool = true) -> (
+            released: Int, grants: ReceiveLedger.Grants
+        ) {
+            ledger.release(count, stream: stream, streamHeld: &streams[stream, default: 0], processHasRoom: room)
+        }
+
+        mutating func closed(_ stream: Int32, room: Bool = true) -> (released: Int, grants: ReceiveLedger.Grants) {
+            ledger.streamClosed(stream, streamHeld: streams.removeValue(forKey: stream) ?? 0, processHasRoom: room)
+        }
+    }
+
     @Test func grantsAtOnceWhileWithinTheBudget() {
-        var ledger = ReceiveLedger(limit: 100)
-        #expect(ledger.received(60, stream: 1, processHasRoom: true) == [Grant(stream: 1, count: 60)])
-        #expect(ledger.received(40, stream: 3, processHasRoom: true) == [Grant(stream: 3, count: 40)])
-        #expect(ledger.held == 100)
-        #expect(ledger.owedBytes == 0)
+        var books = Books(limit: 100)
+        #expect(books.received(60, 1) == [Grant(stream: 1, count: 60)])
+        #expect(books.received(40, 3) == [Grant(stream: 3, count: 40)])
+        #expect(books.ledger.held == 100)
+        #expect(books.ledger.owedBytes == 0)
+        #expect(books.streams == [1: 60, 3: 40])
     }
 
     @Test func overTheBudgetTheWindowIsOwedUntilBytesAreReleased() {
-        var ledger = ReceiveLedger(limit: 100)
-        _ = ledger.received(90, stream: 1, processHasRoom: true)
-        #expect(ledger.received(20, stream: 3, processHasRoom: true).isEmpty)
-        #expect(ledger.received(5, stream: 1, processHasRoom: true).isEmpty)
-        #expect(ledger.owedBytes == 25)
+        var books = Books(limit: 100)
+        _ = books.received(90, 1)
+        #expect(books.received(20, 3).isEmpty)
+        #expect(books.received(5, 1).isEmpty)
+        #expect(books.ledger.owedBytes == 25)
         // Releasing a little, still over: nothing granted.
-        let partial = ledger.release(10, stream: 1, processHasRoom: true)
+        let partial = books.release(10, 1)
         #expect(partial.released == 10 && partial.grants.isEmpty)
         // Back within the budget: everything owed goes back.
-        let rest = ledger.release(85, stream: 1, processHasRoom: true)
+        let rest = books.release(85, 1)
         #expect(rest.released == 85)
         #expect(rest.grants == [Grant(stream: 1, count: 5), Grant(stream: 3, count: 20)])
-        #expect(ledger.held == 20 && ledger.owedBytes == 0)
+        #expect(books.ledger.held == 20 && books.ledger.owedBytes == 0)
+        #expect(books.streams == [1: 0, 3: 20])
     }
 
     @Test func theProcessCapHoldsTheWindowToo() {
-        var ledger = ReceiveLedger(limit: 100)
-        #expect(ledger.received(10, stream: 1, processHasRoom: false).isEmpty)
-        #expect(ledger.grantsIfRoom(processHasRoom: false).isEmpty)
-        #expect(ledger.grantsIfRoom(processHasRoom: true) == [Grant(stream: 1, count: 10)])
+        var books = Books(limit: 100)
+        #expect(books.received(10, 1, room: false).isEmpty)
+        #expect(books.ledger.grantsIfRoom(processHasRoom: false).isEmpty)
+        #expect(books.ledger.grantsIfRoom(processHasRoom: true) == [Grant(stream: 1, count: 10)])
     }
 
     @Test func aClosedStreamReleasesEverythingAndReturnsItsWindow() {
-        var ledger = ReceiveLedger(limit: 10)
-        _ = ledger.received(8, stream: 1, processHasRoom: true)
-        _ = ledger.received(8, stream: 3, processHasRoom: true)  // over: owed
+        var books = Books(limit: 10)
+        _ = books.received(8, 1)
+        _ = books.received(8, 3)  // over: owed
         // Even with the process over its cap, a closed stream's owed window goes back: its bytes are gone.
-        let closed = ledger.streamClosed(3, processHasRoom: false)
+        let closed = books.closed(3, room: false)
         #expect(closed.released == 8)
         #expect(closed.grants == [Grant(stream: 3, count: 8)])
-        #expect(ledger.held == 8 && ledger.held(by: 3) == 0)
+        #expect(books.ledger.held == 8)
+        // A stream closed holding nothing, or never seen, changes nothing.
+        #expect(books.closed(5).released == 0 && books.ledger.held == 8)
     }
 
     @Test func releasingMoreThanHeldReleasesOnlyWhatIsHeld() {
-        var ledger = ReceiveLedger(limit: 10)
-        _ = ledger.received(4, stream: 1, processHasRoom: true)
-        #expect(ledger.release(100, stream: 1, processHasRoom: true).released == 4)
-        #expect(ledger.release(-5, stream: 1, processHasRoom: true).released == 0)
-        #expect(ledger.release(3, stream: 9, processHasRoom: true).released == 0)
-        #expect(ledger.held == 0)
+        var books = Books(limit: 10)
+        _ = books.received(4, 1)
+        #expect(books.release(100, 1).released == 4)
+        #expect(books.release(-5, 1).released == 0)
+        #expect(books.release(3, 9).released == 0)
+        #expect(books.ledger.held == 0)
+        #expect(books.streams[1] == 0)
     }
 
     @Test func sharedBudgetCountsAcrossConnections() {
