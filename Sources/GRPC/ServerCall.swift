@@ -27,6 +27,8 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
     private(set) var endStatus: RPCStatus?
     /// The handler's status for a shutdown that ends the call (nil: the server's own).
     var shutdownStatus: RPCStatus?
+    /// Where the loop's `CallRegistry` keeps this call (-1: not there).
+    var registrySlot = -1
 
     /// The method's metrics and access log.
     private let recorder: any RPCRecorder
@@ -290,9 +292,12 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
             }
         }
         if status.code != .ok { task?.cancel() }
-        inbound?.finish()
-        inbound = nil
-        deframer = MessageDeframer(maxMessageSize: deframer.maxMessageSize)
+        // Most calls have no request sequence and nothing left to deframe: nothing to copy or rebuild then.
+        if inbound != nil {
+            inbound?.finish()
+            inbound = nil
+        }
+        if !deframer.isEmpty { deframer = MessageDeframer(maxMessageSize: deframer.maxMessageSize) }
         request = nil
         stream.releaseAllReceived()
         cleanUp()
