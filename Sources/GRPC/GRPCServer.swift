@@ -202,8 +202,9 @@ struct Router: HTTP2Responder {
         case .unaryInline, .unaryInlineOrTask, .unary: streaming = false
         case .serverStreaming, .bidiStreaming: streaming = true
         }
-        // One clock reading per call: its deadlines and its start (for the duration metric) both come from it.
-        let now = MonotonicInstant.now()
+        // The call starts when its head was read (one clock reading per socket read, shared by the calls it
+        // carried): its deadlines and its start (for the duration metric) both count from there.
+        let now = head.receivedAt ?? MonotonicInstant.now()
         let deadline = deadlines.deadlines(requested: requested, streaming: streaming, now: now)
         let metadata = head.fields.filter { field in
             !(field.name.hasPrefix("grpc-") || field.name == "content-type" || field.name == "te"

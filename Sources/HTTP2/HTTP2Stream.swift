@@ -1,3 +1,5 @@
+import GatewayCore
+
 /// The request head of an HTTP/2 stream: pseudo-headers apart, then the regular header fields in order.
 public struct HTTP2RequestHead: Sendable {
     public var method = ""
@@ -10,6 +12,9 @@ public struct HTTP2RequestHead: Sendable {
     public var fields: [(name: String, value: String)] = []
     /// The names of the connection's verified client certificate (TLS with a client CA), nil otherwise.
     public var peerCertificate: PeerCertificateIdentity?
+    /// When the bytes that opened the stream were read from the socket (one clock reading per read, shared by
+    /// the requests it carried); nil when not known.
+    public var receivedAt: MonotonicInstant?
 
     public init() {}
 

@@ -36,6 +36,11 @@ final class ServerConnection: LoopConnection, Flushable {
     private var closed = false
     /// Idle, keepalive, max age, PING strikes and the graceful close: decided there, performed here.
     private var management: ConnectionManagement
+    /// When the socket was last read: the `receivedAt` of the requests those bytes opened.
+    private var readAt: MonotonicInstant?
+    /// The stream the last callback was about: nghttp2 calls back several times in a row for one stream (each
+    /// header field, then the frame), and this spares the lookup of its user data each time.
+    private var lastStream: HTTP2Stream?
     /// Inside `nghttp2_session_mem_recv` nothing may be written: a close decided there waits for it to return.
     private var receiving = false
     private var closeAfterReceive = false
@@ -119,7 +124,9 @@ final class ServerConnection: LoopConnection, Flushable {
         reading: while true {
             switch io.read(into: buffer) {
             case .bytes(let count):
-                management.bytesRead(now: .now())
+                let now = MonotonicInstant.now()
+                readAt = now
+                management.bytesRead(now: now)
                 if !receive(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { return }
                 rounds += 1
                 if (count < buffer.count || rounds >= 4) && !io.hasBufferedInput { break reading }
@@ -248,6 +255,7 @@ final class ServerConnection: LoopConnection, Flushable {
         io.close(abort: false)
         let open = streams
         streams.removeAll()
+        lastStream = nil
         for stream in open {
             stream.isClosed = true
             stream.delegate?.streamClosed(stream, errorCode: .cancel)
@@ -379,12 +387,17 @@ final class ServerConnection: LoopConnection, Flushable {
     private func stream(_ id: Int32) -> HTTP2Stream? {
         // After close() (even one reached from inside a callback, while nghttp2 still walks the buffer) the
         // streams are released: their user data must never be read again.
-        guard !closed, let session, let pointer = nghttp2_session_get_stream_user_data(session, id) else { return nil }
-        return Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
+        guard !closed, let session else { return nil }
+        if let lastStream, lastStream.id == id { return lastStream }
+        guard let pointer = nghttp2_session_get_stream_user_data(session, id) else { return nil }
+        let stream = Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
+        lastStream = stream
+        return stream
     }
 
     func beginHeaders(streamID: Int32) {
         let stream = HTTP2Stream(id: streamID, connection: self, eventLoop: eventLoop)
+        stream.head.receivedAt = readAt
         stream.slot = streams.count
         streams.append(stream)
         if let session {
@@ -525,6 +538,7 @@ final class ServerConnection: LoopConnection, Flushable {
 
     /// Takes `stream` out of the open streams: the last one moves into its slot.
     private func removeFromOpenStreams(_ stream: HTTP2Stream) {
+        if lastStream === stream { lastStream = nil }
         let slot = stream.slot
         guard slot >= 0, slot < streams.count, streams[slot] === stream else { return }
         let last = streams.removeLast()
