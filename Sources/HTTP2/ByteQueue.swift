@@ -4,6 +4,10 @@
 public struct ByteQueue: Sendable {
     private var storage: [UInt8] = []
     private var start = 0
+    /// True while `storage` is an array handed in whole (`append(_: [UInt8])` into an empty queue), which its
+    /// giver may still share: drained, it is let go rather than emptied in place, which for a shared array
+    /// would allocate a fresh buffer of the same capacity.
+    private var adopted = false
     /// Storage larger than this is released, not kept, once the queue drains.
     private let keptCapacity: Int
 
@@ -23,6 +27,7 @@ public struct ByteQueue: Sendable {
 
     /// Queues `bytes`.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        adopted = false
         storage.append(contentsOf: bytes)
     }
 
@@ -30,13 +35,16 @@ public struct ByteQueue: Sendable {
     public mutating func append(_ bytes: [UInt8]) {
         if isEmpty {
             storage = bytes  // consume() left start at 0
+            adopted = true
         } else {
+            adopted = false
             storage.append(contentsOf: bytes)
         }
     }
 
     /// Lets `body` append bytes in place at the back (e.g. a frame encoded straight into the queue).
     public mutating func append(_ body: (inout [UInt8]) throws -> Void) rethrows {
+        adopted = false
         try body(&storage)
     }
 
@@ -79,10 +87,16 @@ public struct ByteQueue: Sendable {
     public mutating func consume(_ n: Int) {
         start += min(max(0, n), count)
         if start == storage.count {
-            storage.removeAll(keepingCapacity: storage.capacity <= keptCapacity)
+            if adopted {
+                storage = []
+                adopted = false
+            } else {
+                storage.removeAll(keepingCapacity: storage.capacity <= keptCapacity)
+            }
             start = 0
         } else if start > 64 * 1024 && start * 2 > storage.count {
             storage.removeFirst(start)
+            adopted = false  // a copy of its own now, if it was shared
             start = 0
         }
     }

@@ -18,6 +18,22 @@ import Testing
         #expect(queue.isEmpty && queue.storedBytes == 0)
     }
 
+    /// An array handed in whole is the queue's storage (no copy) and stays its giver's: draining or growing
+    /// the queue never changes the giver's bytes, and the queue works on afterwards.
+    @Test func anArrayHandedInWholeStaysItsGiversWhateverTheQueueDoes() {
+        let answer: [UInt8] = [0, 0, 0, 0, 2, 8, 1]
+        var queue = ByteQueue()
+        queue.append(answer)
+        var out = [UInt8](repeating: 0, count: 7)
+        #expect(out.withUnsafeMutableBytes { queue.take(into: $0.baseAddress!, capacity: 7) } == 7)
+        #expect(out == answer && queue.isEmpty && queue.storedBytes == 0)
+        queue.append(answer)
+        queue.append([9])
+        queue.consume(3)
+        #expect(queue.withBytes { Array($0) } == [0, 2, 8, 1, 9])
+        #expect(answer == [0, 0, 0, 0, 2, 8, 1])
+    }
+
     @Test func movingBytesAppendsThemToTheOtherQueueAndConsumesThemHere() {
         var source = ByteQueue()
         var target = ByteQueue()
