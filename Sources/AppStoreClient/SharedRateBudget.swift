@@ -72,7 +72,6 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         }
         events.sharedBudgetMode(mode.state, transition: nil)
         let thread = Thread { [self] in run() }
-        thread.name = "redis-budget"
         self.thread = thread
         thread.start()
     }
@@ -131,6 +130,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     // MARK: The budget thread
 
     private func run() {
+        // Named from the thread itself: only then does Foundation pass the name on to the kernel (top -H, ps -L).
+        Thread.current.name = "redis-budget"
         while true {
             condition.lock()
             while queue.isEmpty && !stopping && !mode.probeDue(now: clock.monotonicNow()) {

@@ -166,7 +166,6 @@ private final class CurlMultiLoop: @unchecked Sendable {
                 multi, CURLMOPT_MAX_CONCURRENT_STREAMS, min(max(1, configuration.maxStreamsPerConnection), 1000)),
             "MAX_CONCURRENT_STREAMS")
         let thread = Thread { [self] in run() }
-        thread.name = "upstream-curl"
         thread.start()
     }
 
@@ -236,6 +235,8 @@ private final class CurlMultiLoop: @unchecked Sendable {
     // MARK: The client thread
 
     private func run() {
+        // Named from the thread itself: only then does Foundation pass the name on to the kernel (top -H, ps -L).
+        Thread.current.name = "upstream-curl"
         while true {
             let (submissions, cancellations, closed) = shared.withLock { state in
                 defer {

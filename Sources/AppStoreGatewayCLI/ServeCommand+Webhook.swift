@@ -62,7 +62,7 @@ struct WebhookRuntime {
                 address: address, threads: 1, configuration: NotificationWebhook.transportLimits(webhook),
                 transport: transport,
                 responder: HTTPRequestResponder(handler: handler, maxBodyBytes: webhook.maxBodyBytes),
-                requestHandler: handler)
+                requestHandler: handler, threadName: "hook-loop")
         } catch {
             throw ConfigurationLoading.fail("cannot listen on the webhook address \(address): \(error)")
         }

@@ -123,7 +123,8 @@ struct ServeCommand: ParsableCommand {
                 admin = try HTTP2Server(
                     address: address, threads: 1, configuration: AdminEndpoint.transportLimits,
                     transport: .cleartextHTTP1,
-                    responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint)
+                    responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint,
+                    threadName: "admin-loop")
             } catch {
                 server.shutdown(grace: .zero)
                 throw ConfigurationLoading.fail("cannot listen on admin \(address): \(error)")

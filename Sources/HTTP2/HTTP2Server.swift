@@ -27,13 +27,16 @@ public final class HTTP2Server: Sendable {
     private let loops: [LoopBound<ServerLoop>]
     private let counters: ServerCounters
     private let threads = Mutex<[pthread_t]>([])
+    /// The loop threads' names, `<threadName>-<index>` (what `top -H`, `ps -L` and profilers show).
+    private let threadName: String
 
-    /// Binds every loop's listener; `start()` begins serving.
+    /// Binds every loop's listener; `start()` begins serving, on threads named `threadName-0`, `-1`, ….
     public init(
         address: ListenAddress, threads: Int, configuration: HTTP2Configuration,
         transport: ServerTransport = .cleartextHTTP2, responder: HTTP2Responder,
-        requestHandler: HTTPRequestHandler? = nil
+        requestHandler: HTTPRequestHandler? = nil, threadName: String = "h2-loop"
     ) throws(SystemError) {
+        self.threadName = threadName
         let count = max(1, threads)
         let counters = ServerCounters(maxBufferedBytes: configuration.maxBufferedBytes)
         self.counters = counters
@@ -65,7 +68,7 @@ public final class HTTP2Server: Sendable {
         var started: [pthread_t] = []
         for (index, loop) in loops.enumerated() {
             let eventLoop = loop.eventLoop
-            started.append(spawnThread(name: "h2-loop-\(index)") { eventLoop.run() })
+            started.append(spawnThread(name: "\(threadName)-\(index)") { eventLoop.run() })
         }
         threads.withLock { $0 = started }
     }

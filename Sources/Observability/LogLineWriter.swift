@@ -89,11 +89,12 @@ public final class LogLineWriter: @unchecked Sendable {
     private func start() {
         started = true
         let thread = Thread { [self] in run() }
-        thread.name = "log-writer"
         thread.start()
     }
 
     private func run() {
+        // Named from the thread itself: only then does Foundation pass the name on to the kernel (top -H, ps -L).
+        Thread.current.name = "log-writer"
         var reportedDrops = 0
         while true {
             condition.lock()

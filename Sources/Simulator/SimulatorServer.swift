@@ -23,7 +23,7 @@ public final class SimulatorServer: Sendable {
         let simulator = state.makeSimulator(customize: customize)
         server = try HTTP2Server(
             address: listen, threads: threads, configuration: HTTP2Configuration(), transport: .tls(context),
-            responder: HTTPRequestResponder(handler: simulator), requestHandler: simulator)
+            responder: HTTPRequestResponder(handler: simulator), requestHandler: simulator, threadName: "sim-loop")
         server.start()
         self.state = state
         self.tls = tls

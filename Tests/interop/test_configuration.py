@@ -2,6 +2,7 @@
 import json
 import os
 import subprocess
+import time
 
 import pytest
 import yaml
@@ -136,3 +137,22 @@ def test_run_through_the_loader_the_gateway_does_not_restart(fresh_gateway):
     gw = fresh_gateway(env={"GLIBC_TUNABLES": None}, launcher=loaders[:1])
     assert b"GLIBC_TUNABLES" not in _environment(gw.proc.pid)
     assert _serves(gw)
+
+
+def test_threads_carry_their_role_as_their_name(fresh_gateway, tmp_path):
+    """`top -H`, `ps -L` and profilers show what each thread is (README, Architecture)."""
+    gw = fresh_gateway("--simulator", "--state-dir", str(tmp_path / "state"), "--threads", "2")
+    wanted = {"h2-loop-0", "h2-loop-1", "sim-loop-0", "admin-loop-0", "upstream-curl", "log-writer"}
+    deadline = time.monotonic() + 10
+    while True:
+        names = set()
+        for task in os.listdir(f"/proc/{gw.proc.pid}/task"):
+            try:
+                with open(f"/proc/{gw.proc.pid}/task/{task}/comm") as f:
+                    names.add(f.read().strip())
+            except FileNotFoundError:
+                pass  # a thread that ended meanwhile
+        if wanted <= names or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert wanted <= names, f"missing {wanted - names}; threads: {sorted(names)}"
