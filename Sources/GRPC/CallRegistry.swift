@@ -1,11 +1,11 @@
 import GatewayCore
 import HTTP2
 
-/// The live calls of one event loop, so shutdown can end the ones still open. Loop-confined. Each call knows
-/// its slot here: added at the end, removed by moving the last call into its place (no hashing).
+/// The live calls of one event loop, so shutdown can end the ones still open. Loop-confined; adding and
+/// removing a call hashes nothing (`SlotArray`).
 final class CallRegistry {
     let streamWriteHighWatermark: Int
-    private var calls: [ServerCall] = []
+    private var calls = SlotArray<ServerCall>()
 
     init(streamWriteHighWatermark: Int) {
         self.streamWriteHighWatermark = streamWriteHighWatermark
@@ -13,27 +13,14 @@ final class CallRegistry {
 
     var count: Int { calls.count }
 
-    func add(_ call: ServerCall) {
-        guard call.registrySlot < 0 else { return }
-        call.registrySlot = calls.count
-        calls.append(call)
-    }
+    func add(_ call: ServerCall) { calls.add(call) }
 
     /// Removes `call` if it is here (a call answered inline was never added).
-    func remove(_ call: ServerCall) {
-        let slot = call.registrySlot
-        guard slot >= 0, slot < calls.count, calls[slot] === call else { return }
-        let last = calls.removeLast()
-        if last !== call {
-            calls[slot] = last
-            last.registrySlot = slot
-        }
-        call.registrySlot = -1
-    }
+    func remove(_ call: ServerCall) { calls.remove(call) }
 
     /// Ends every open call with `status` (e.g. UNAVAILABLE at the end of a shutdown's grace period), or
     /// with the status its handler supplied for this case (`ResponseStream.send(_:shutdownStatus:)`).
     func finishAll(_ status: RPCStatus) {
-        for call in calls { call.finish(call.shutdownStatus ?? status) }
+        for call in calls.elements { call.finish(call.shutdownStatus ?? status) }
     }
 }

@@ -5,7 +5,7 @@ import HTTP2
 ///
 /// It reads exactly one request message, runs the handler, and writes the response: headers are held
 /// until the first message (gRFC A6), so an error known before any message goes out Trailers-Only.
-final class ServerCall: HTTP2StreamDelegate, TimerTarget {
+final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
     /// Unread request messages a bidirectional call may hold.
     static let maxPendingMessages = 256
 
@@ -28,7 +28,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget {
     /// The handler's status for a shutdown that ends the call (nil: the server's own).
     var shutdownStatus: RPCStatus?
     /// Where the loop's `CallRegistry` keeps this call (-1: not there).
-    var registrySlot = -1
+    var slot = -1
 
     /// The method's metrics and access log.
     private let recorder: any RPCRecorder

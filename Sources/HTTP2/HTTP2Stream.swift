@@ -56,7 +56,7 @@ extension HTTP2Responder {
 /// The response is a head (`respond`), body bytes (`write`) and an end (`finish`, optionally with trailers);
 /// body bytes wait here until the peer's flow-control window lets nghttp2 take them, so `bufferedBytes`
 /// is how a producer learns to slow down.
-public final class HTTP2Stream {
+public final class HTTP2Stream: Slotted {
     /// The HTTP/2 stream id.
     public let id: Int32
     /// The loop that owns this stream; touch the stream only there.
@@ -73,8 +73,8 @@ public final class HTTP2Stream {
     /// Request bytes received and not yet released by the delegate (the connection's `ReceiveLedger` counts
     /// them in its total).
     var heldBytes = 0
-    /// Where the connection keeps this stream in its list of open streams.
-    var slot = -1
+    /// Where the connection keeps this stream among its open streams (`SlotArray`).
+    package var slot = -1
 
     // Outbound state.
     var pending = ByteQueue()

@@ -24,10 +24,9 @@ final class ServerConnection: LoopConnection, Flushable {
     private var recentStrings = RecentStrings()
     private unowned let owner: any ConnectionOwner
     private var session: OpaquePointer?
-    /// The open streams, owned here, each knowing its `slot` (added at the end, removed by moving the last one
-    /// into its place: no hashing); nghttp2 keeps a pointer to each as its stream user data, which is how
-    /// callbacks find them (no lookup by id).
-    private var streams: [HTTP2Stream] = []
+    /// The open streams, owned here (no hashing to add or remove one); nghttp2 keeps a pointer to each as its
+    /// stream user data, which is how callbacks find them (no lookup by id).
+    private var streams = SlotArray<HTTP2Stream>()
     /// The verified client certificate's names, set once after the TLS handshake (nil for h2c).
     var peerCertificate: PeerCertificateIdentity?
 
@@ -253,8 +252,7 @@ final class ServerConnection: LoopConnection, Flushable {
         ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
         eventLoop.deregister(fd: fd)
         io.close(abort: false)
-        let open = streams
-        streams.removeAll()
+        let open = streams.removeAll()
         lastStream = nil
         for stream in open {
             stream.isClosed = true
@@ -398,8 +396,7 @@ final class ServerConnection: LoopConnection, Flushable {
     func beginHeaders(streamID: Int32) {
         let stream = HTTP2Stream(id: streamID, connection: self, eventLoop: eventLoop)
         stream.head.receivedAt = readAt
-        stream.slot = streams.count
-        streams.append(stream)
+        streams.add(stream)
         if let session {
             _ = nghttp2_session_set_stream_user_data(session, streamID, Unmanaged.passUnretained(stream).toOpaque())
         }
@@ -523,7 +520,8 @@ final class ServerConnection: LoopConnection, Flushable {
         grant(grants)
         guard let stream else { return }
         stream.heldBytes = 0
-        removeFromOpenStreams(stream)
+        if lastStream === stream { lastStream = nil }
+        streams.remove(stream)
         // nghttp2 may keep a closed stream a while: its user data must not outlive the Swift object.
         if let session { _ = nghttp2_session_set_stream_user_data(session, streamID, nil) }
         stream.isClosed = true
@@ -534,19 +532,6 @@ final class ServerConnection: LoopConnection, Flushable {
             housekeepingDue(by: management.nextDeadline)
             if draining { needsFlush() }
         }
-    }
-
-    /// Takes `stream` out of the open streams: the last one moves into its slot.
-    private func removeFromOpenStreams(_ stream: HTTP2Stream) {
-        if lastStream === stream { lastStream = nil }
-        let slot = stream.slot
-        guard slot >= 0, slot < streams.count, streams[slot] === stream else { return }
-        let last = streams.removeLast()
-        if last !== stream {
-            streams[slot] = last
-            last.slot = slot
-        }
-        stream.slot = -1
     }
 
     /// A PING from the client (nghttp2 answers it); too many end the connection (`ConnectionManagement`).
