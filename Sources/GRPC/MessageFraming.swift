@@ -78,24 +78,26 @@ public struct FramedMessage: Sendable, Hashable {
     public init(_ message: some ProtoMessage) {
         var bytes: [UInt8] = [0, 0, 0, 0, 0]
         message.appendSerialized(to: &bytes)
-        self.init(prefixing: bytes)
+        Self.writePrefix(&bytes)
+        self.bytes = bytes
     }
 
     /// Bytes already serialized, framed (one copy).
     public init(serialized payload: [UInt8]) {
-        self.init(prefixing: [0, 0, 0, 0, 0] + payload)
+        var bytes: [UInt8] = [0, 0, 0, 0, 0]
+        bytes.append(contentsOf: payload)
+        Self.writePrefix(&bytes)
+        self.bytes = bytes
     }
 
-    /// `bytes` holds 5 placeholder bytes, then the message: the placeholders become the prefix.
+    /// `bytes` holds 5 placeholder bytes, then the message: the placeholders become the prefix, in place.
     @usableFromInline
-    init(prefixing bytes: [UInt8]) {
-        var bytes = bytes
+    static func writePrefix(_ bytes: inout [UInt8]) {
         let length = bytes.count - 5
         bytes[1] = UInt8(truncatingIfNeeded: length >> 24)
         bytes[2] = UInt8(truncatingIfNeeded: length >> 16)
         bytes[3] = UInt8(truncatingIfNeeded: length >> 8)
         bytes[4] = UInt8(truncatingIfNeeded: length)
-        self.bytes = bytes
     }
 
     /// The message's own bytes, without the prefix.
