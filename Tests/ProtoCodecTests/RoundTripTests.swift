@@ -158,6 +158,9 @@ private func roundTrip<M: ProtoMessage>(_ message: M) throws -> M {
         let message = HealthCheckResponse(status: .serving)
         message.appendSerialized(to: &buffer)
         #expect(buffer == [0, 0, 0, 0, 0, 0x08, 0x01])
+        var long = [UInt8](repeating: 7, count: 300)
+        message.appendSerialized(to: &long)
+        #expect(long == [UInt8](repeating: 7, count: 300) + [0x08, 0x01])
 
         let size = message.serializedSize()
         let raw = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 1)

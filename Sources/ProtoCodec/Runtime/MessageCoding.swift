@@ -40,9 +40,9 @@ func pack<Message, CMessage>(
     }
 }
 
-/// Packs `message` at the end of `buffer`, growing it once and writing into its storage. A buffer holding at
-/// most `freshArrayPrefix` bytes (empty, or a gRPC prefix) is replaced by a new array of the final size that
-/// protobuf-c packs into directly; a longer one is grown with zeros first (Swift gives no uninitialized tail).
+/// Packs `message` at the end of `buffer`: a new array of the final size takes `buffer`'s bytes and then
+/// protobuf-c packs straight into its storage (no zero fill first; Swift gives an existing array no
+/// uninitialised tail). Callers append to a short buffer (nothing, or a gRPC prefix), so the copy is small.
 func packAppending<Message, CMessage>(
     _ message: Message, to buffer: inout [UInt8],
     build: (Message, Arena) -> UnsafeMutablePointer<CMessage>
@@ -52,27 +52,16 @@ func packAppending<Message, CMessage>(
         let size = Int(protobuf_c_message_get_packed_size(c))
         guard size > 0 else { return }
         let start = buffer.count
-        if start <= freshArrayPrefix {
-            buffer = buffer.withUnsafeBufferPointer { prefix in
-                [UInt8](unsafeUninitializedCapacity: start + size) { storage, count in
-                    if start > 0 { _ = storage.initialize(from: prefix) }
-                    let written = protobuf_c_message_pack(c, storage.baseAddress! + start)
-                    precondition(written == size, "protobuf-c packed \(written) bytes, announced \(size)")
-                    count = start + size
-                }
+        buffer = buffer.withUnsafeBufferPointer { prefix in
+            [UInt8](unsafeUninitializedCapacity: start + size) { storage, count in
+                _ = storage.initialize(from: prefix)
+                let written = protobuf_c_message_pack(c, storage.baseAddress! + start)
+                precondition(written == size, "protobuf-c packed \(written) bytes, announced \(size)")
+                count = start + size
             }
-            return
-        }
-        buffer.append(contentsOf: repeatElement(0, count: size))
-        buffer.withUnsafeMutableBufferPointer { storage in
-            let written = protobuf_c_message_pack(c, storage.baseAddress! + start)
-            precondition(written == size, "protobuf-c packed \(written) bytes, announced \(size)")
         }
     }
 }
-
-/// The longest buffer `packAppending` copies into a new array instead of growing it with zeros.
-let freshArrayPrefix = 64
 
 /// The `ProtobufCMessage base` every protoc-c message struct starts with.
 func cBase<CMessage>(_ message: UnsafeMutablePointer<CMessage>) -> UnsafeMutablePointer<ProtobufCMessage> {
