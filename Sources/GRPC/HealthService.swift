@@ -85,18 +85,14 @@ public struct HealthService: GRPCService {
         let board = self.board
         return [
             // Answered with the status's answer as the board framed it (health checks arrive all the time).
-            "/grpc.health.v1.Health/Check": .unaryInline { bytes, context in
-                let request: HealthCheckRequest
-                do throws(RPCStatus) {
-                    request = try MethodHandler.decode(HealthCheckRequest.self, bytes, context)
-                } catch {
-                    return .failure(error)
-                }
-                guard let answer = board.answer(for: request.service) else {
-                    return .failure(RPCStatus(.notFound, "unknown service '\(EchoedInput.clip(request.service))'"))
-                }
-                return .success(answer)
-            },
+            "/grpc.health.v1.Health/Check": .unaryInline(
+                HealthCheckRequest.self,
+                framed: { request, _ in
+                    guard let answer = board.answer(for: request.service) else {
+                        return .failure(RPCStatus(.notFound, "unknown service '\(EchoedInput.clip(request.service))'"))
+                    }
+                    return .success(answer)
+                }),
             "/grpc.health.v1.Health/Watch": .serverStreaming(HealthCheckRequest.self, HealthCheckResponse.self) {
                 request, _, stream throws(RPCStatus) in
                 for await status in board.updates(of: request.service) {

@@ -82,14 +82,6 @@ public struct FramedMessage: Sendable, Hashable {
         self.bytes = bytes
     }
 
-    /// Bytes already serialized, framed (one copy).
-    public init(serialized payload: [UInt8]) {
-        var bytes: [UInt8] = [0, 0, 0, 0, 0]
-        bytes.append(contentsOf: payload)
-        Self.writePrefix(&bytes)
-        self.bytes = bytes
-    }
-
     /// `bytes` holds 5 placeholder bytes, then the message: the placeholders become the prefix, in place.
     @usableFromInline
     static func writePrefix(_ bytes: inout [UInt8]) {

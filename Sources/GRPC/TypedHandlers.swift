@@ -48,10 +48,19 @@ extension MethodHandler {
     public static func unaryInline<Request: ProtoMessage, Response: ProtoMessage>(
         _ request: Request.Type, _ body: @escaping @Sendable (Request, ServerContext) -> Result<Response, RPCStatus>
     ) -> MethodHandler {
+        unaryInline(Request.self, framed: { request, context in body(request, context).map { FramedMessage($0) } })
+    }
+
+    /// A unary method run inline whose answer is already framed (e.g. made once and handed out again, as the
+    /// health board does).
+    @inlinable
+    public static func unaryInline<Request: ProtoMessage>(
+        _ request: Request.Type,
+        framed body: @escaping @Sendable (Request, ServerContext) -> Result<FramedMessage, RPCStatus>
+    ) -> MethodHandler {
         .unaryInline { bytes, context in
             do throws(RPCStatus) {
-                let message = try decode(Request.self, bytes, context)
-                return body(message, context).map { FramedMessage($0) }
+                return body(try decode(Request.self, bytes, context), context)
             } catch {
                 return .failure(error)
             }

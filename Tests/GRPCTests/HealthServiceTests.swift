@@ -12,8 +12,12 @@ import Testing
         let context = ServerContext(method: "/grpc.health.v1.Health/Check", metadata: [], deadline: nil)
         switch body(HealthCheckRequest(service: name).serializedBytes(), context) {
         case .success(let framed):
-            #expect(framed == FramedMessage(serialized: Array(framed.payload)), "a well-formed prefix")
-            return .success(try HealthCheckResponse(serializedBytes: Array(framed.payload)))
+            // Read back as a client's bytes would be: the prefix must announce exactly the message.
+            var deframer = MessageDeframer(maxMessageSize: 100)
+            framed.bytes.withUnsafeBytes { deframer.append($0) }
+            let message = try #require(try deframer.next(), "a well-formed prefix")
+            #expect(deframer.isEmpty && message == Array(framed.payload))
+            return .success(try HealthCheckResponse(serializedBytes: message))
         case .failure(let status):
             return .failure(status)
         }

@@ -98,10 +98,15 @@ import Testing
         #expect(FramedMessage(HealthCheckResponse()).bytes == [0, 0, 0, 0, 0])
     }
 
-    @Test func bytesAlreadySerializedAreFramedWithTheirLengthBigEndian() {
-        let framed = FramedMessage(serialized: Array(repeating: 1, count: 0x01_02_03))
-        #expect(Array(framed.bytes.prefix(6)) == [0, 0, 1, 2, 3, 1])
-        #expect(framed.payload.count == 0x01_02_03)
+    @Test func aLongMessagesLengthIsWrittenBigEndian() throws {
+        // A tag byte, a 3-byte varint length and 66,044 bytes of string: 0x010200 bytes of message.
+        let message = HealthCheckRequest(service: String(repeating: "s", count: 66_044))
+        let framed = FramedMessage(message)
+        #expect(Array(framed.bytes.prefix(6)) == [0, 0, 1, 2, 0, 0x0A])
+        #expect(framed.payload.count == 0x01_02_00)
+        var deframer = MessageDeframer(maxMessageSize: 0x01_02_00)
+        feed(&deframer, framed.bytes)
+        #expect(try deframer.next() == message.serializedBytes())
     }
 }
 
