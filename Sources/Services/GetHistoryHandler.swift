@@ -182,14 +182,15 @@ public struct GetHistoryHandler: Sendable {
     {
         let check = try PageCheck(page: page, app: app, verifier: verifier)
         let signed = page.signedTransactions
-        let width = min(verificationWidth, signed.count)
-        let bounds = (0...max(1, width)).map { $0 * signed.count / max(1, width) }
+        // One run at least (an empty page is one empty run).
+        let width = max(1, min(verificationWidth, signed.count))
+        let bounds = (0...width).map { $0 * signed.count / width }
         let failed = FailureFlag()
         let runs = await withTaskGroup(of: (Int, [Result<Transaction, GatewayError>]).self) { group in
-            for run in 1..<max(1, width) {
+            for run in 1..<width {
                 group.addTask { (run, await check.transactions(signed, bounds[run]..<bounds[run + 1], failed)) }
             }
-            var runs = [[Result<Transaction, GatewayError>]](repeating: [], count: max(1, width))
+            var runs = [[Result<Transaction, GatewayError>]](repeating: [], count: width)
             runs[0] = await check.transactions(signed, bounds[0]..<bounds[1], failed)
             for await (run, results) in group { runs[run] = results }
             return runs
