@@ -481,9 +481,10 @@ final class ServerConnection: LoopConnection, Flushable {
 
     // MARK: Flow control (the window is granted by hand, see ReceiveLedger)
 
-    /// The stream's consumer let go of `count` request bytes (or all it holds, when nil).
+    /// The stream's consumer let go of `count` request bytes (or all it holds, when nil); the stream checked
+    /// that it is still open.
     func release(_ stream: HTTP2Stream, count: Int?) {
-        guard !closed, !stream.isClosed else { return }
+        guard !closed else { return }
         let (released, grants) = ledger.release(
             count ?? stream.heldBytes, stream: stream.id, streamHeld: &stream.heldBytes, processHasRoom: budget.hasRoom)
         budget.subtract(released)
