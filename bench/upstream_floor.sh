@@ -3,7 +3,8 @@
 # page GetHistory fetches (a full page of 20 signed transactions from `serve --simulator`, over one reused
 # HTTP/2 TLS connection, 40 requests/s: under the 50/s budget the simulator enforces), measured three ways,
 # interleaved per round:
-#   curl_page   libcurl driven as the gateway drives it (bench/peers/curl_page.c, built here with cc): the
+#   curl_page   libcurl driven as the gateway drives it (bench/peers/curl_page.c, built here with cc; its whole
+#               loop measured, each wake-up from the pause between requests included, like the gateway's thread): the
 #               floor of the gateway's libcurl thread, whatever the gateway does around it
 #   gateway     the gateway's own libcurl thread per GetHistory call (/proc/<pid>/task/*/schedstat)
 #   h2load      the same request from h2load (nghttp2 + OpenSSL, no libcurl), what the direct path of

@@ -82,21 +82,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "the warm-up request failed\n");
         return 1;
     }
-    double cpu = 0;
     size_t bytes = 0;
     struct timespec pause = {0, 25 * 1000 * 1000}; /* 40 requests/s: under Apple's 50/s the simulator enforces */
+    /* The whole loop is measured, each wake-up from the pause included, as the gateway's thread is measured
+     * from the scheduler's count: it too sleeps between calls and is woken for each. */
+    double before = thread_cpu_seconds();
     for (int i = 0; i < requests; i++) {
         nanosleep(&pause, NULL);
-        double before = thread_cpu_seconds();
         long status = get(multi, url, headers, ca, &body);
-        cpu += thread_cpu_seconds() - before;
         if (status != 200) {
             fprintf(stderr, "request %d: HTTP %ld\n", i, status);
             return 1;
         }
         bytes += body.count;
     }
-    printf("%.1f %zu\n", cpu / requests * 1e6, bytes / requests);
+    printf("%.1f %zu\n", (thread_cpu_seconds() - before) / requests * 1e6, bytes / requests);
     curl_slist_free_all(headers);
     curl_multi_cleanup(multi);
     free(body.bytes);
