@@ -20,9 +20,9 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
     /// Where the call is in its life, and its deadline rules: decided there, performed here.
     private var state: CallState
     var finished: Bool { state.isFinished }
-    private var sendWaiter: CheckedContinuation<RPCStatus?, Never>?
-    /// Bidirectional calls: where arriving messages go.
-    private var inbound: AsyncStream<[UInt8]>.Continuation?
+    /// What only streaming calls use (nil until one does): a unary call carries, checks and tears down one
+    /// nil reference instead of two optional continuations.
+    private var streaming: StreamingParts?
     /// Set when the call ended; later sends throw it.
     private(set) var endStatus: RPCStatus?
     /// The handler's status for a shutdown that ends the call (nil: the server's own).
@@ -70,7 +70,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
     // MARK: HTTP2StreamDelegate
 
     func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer) {
-        guard !finished, task == nil || inbound != nil else {
+        guard !finished, task == nil || streaming?.inbound != nil else {
             stream.releaseReceived(data.count)  // dropped, so it holds no budget
             return
         }
@@ -86,7 +86,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
                     stream.releaseReceived(5 + message.count)
                     // The handler reads at its pace; more than `maxPendingMessages` unread is a client
                     // ignoring the answers, not a stream to buffer without end.
-                    if case .dropped = inbound?.yield(message) {
+                    if case .dropped = streaming?.inbound?.yield(message) {
                         finish(
                             RPCStatus(
                                 .resourceExhausted,
@@ -112,8 +112,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
             deadlineMayHaveLapsed()
             if let request { start(request) }
         case .closeRequests:
-            inbound?.finish()
-            inbound = nil
+            endRequests()
         case .fail(let status):
             finish(status)
         case .none:
@@ -131,12 +130,26 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
             report(.cancelled)
         }
         task?.cancel()
-        inbound?.finish()
-        inbound = nil
+        endRequests()
         cleanUp()
     }
 
+    /// Ends a bidirectional call's request sequence (its handler sees the end), once.
+    private func endRequests() {
+        guard let streaming, let inbound = streaming.inbound else { return }
+        inbound.finish()
+        streaming.inbound = nil
+    }
+
     // MARK: Running the handler
+
+    /// The call's streaming parts, made on first need.
+    private var streamingParts: StreamingParts {
+        if let streaming { return streaming }
+        let parts = StreamingParts()
+        streaming = parts
+        return parts
+    }
 
     private func startBidirectional(
         _ body:
@@ -145,7 +158,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
     ) {
         let (requests, continuation) = AsyncStream.makeStream(
             of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.maxPendingMessages))
-        inbound = continuation
+        streamingParts.inbound = continuation
         let outlet = CallOutlet(self)
         let context = self.context
         task = Task {
@@ -261,14 +274,15 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
         if canWrite {
             continuation.resume(returning: nil)
         } else {
-            precondition(sendWaiter == nil, "two concurrent sends on one call")
-            sendWaiter = continuation
+            let parts = streamingParts
+            precondition(parts.sendWaiter == nil, "two concurrent sends on one call")
+            parts.sendWaiter = continuation
         }
     }
 
     private func resumeSender() {
-        if let waiter = sendWaiter, finished || canWrite {
-            sendWaiter = nil
+        if let streaming, let waiter = streaming.sendWaiter, finished || canWrite {
+            streaming.sendWaiter = nil
             waiter.resume(returning: finished ? endStatus : nil)
         }
     }
@@ -293,10 +307,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
         }
         if status.code != .ok { task?.cancel() }
         // Most calls have no request sequence and nothing left to deframe: nothing to copy or rebuild then.
-        if inbound != nil {
-            inbound?.finish()
-            inbound = nil
-        }
+        endRequests()
         if !deframer.isEmpty { deframer = MessageDeframer(maxMessageSize: deframer.maxMessageSize) }
         request = nil
         stream.releaseAllReceived()
@@ -330,6 +341,14 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
         resumeSender()
         registry.remove(self)
     }
+}
+
+/// The parts of a call only streaming calls use, confined to the call's loop like the call.
+private final class StreamingParts {
+    /// Bidirectional calls: where arriving messages go.
+    var inbound: AsyncStream<[UInt8]>.Continuation?
+    /// A streaming handler's send waiting for the client to read (backpressure).
+    var sendWaiter: CheckedContinuation<RPCStatus?, Never>?
 }
 
 /// The thread-safe face of a `ServerCall` for its handler task: every touch of the call hops to its loop.
