@@ -16,38 +16,53 @@ public final class HealthStatusBoard: Sendable {
     }
 
     private struct State {
-        var statuses: [String: Entry] = [:]
+        /// The whole server's entry (service ""), the one most checks ask about: apart, so they hash nothing.
+        var server: Entry
+        /// Every named service's entry.
+        var services: [String: Entry] = [:]
         var watchers:
             [UInt64: (service: String, continuation: AsyncStream<HealthCheckResponse.ServingStatus>.Continuation)] = [:]
         var nextWatcher: UInt64 = 0
+
+        /// The entry of `service` ("" for the whole server), nil when the name is unknown.
+        subscript(service: String) -> Entry? {
+            get { service.isEmpty ? server : services[service] }
+            set {
+                guard let newValue else { return }
+                if service.isEmpty { server = newValue } else { services[service] = newValue }
+            }
+        }
+
+        /// Every known name, "" included.
+        var names: [String] { [""] + services.keys }
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     /// Starts with `services` (and "" for the whole server) at `initial`.
     public init(services: [String], initial: HealthCheckResponse.ServingStatus = .serving) {
-        state.withLock { state in
-            for service in services + [""] { state.statuses[service] = Entry(initial) }
-        }
+        var state = State(server: Entry(initial))
+        for service in services where !service.isEmpty { state.services[service] = Entry(initial) }
+        self.state = Mutex(state)
     }
 
     /// The status of a service, nil when the name is unknown.
     public func status(of service: String) -> HealthCheckResponse.ServingStatus? {
-        state.withLock { $0.statuses[service]?.status }
+        state.withLock { $0[service]?.status }
     }
 
     /// The Check answer for a service, framed, nil when the name is unknown.
     func answer(for service: String) -> FramedMessage? {
-        state.withLock { $0.statuses[service]?.answer }
+        state.withLock { $0[service]?.answer }
     }
 
     /// Sets one service's status, or every service's when `service` is nil; watchers see changes.
     public func set(_ status: HealthCheckResponse.ServingStatus, service: String? = nil) {
         state.withLock { state in
-            let names = service.map { [$0] } ?? Array(state.statuses.keys)
+            let names = service.map { [$0] } ?? state.names
             for name in names {
-                let old = state.statuses[name]?.status
+                let old = state[name]?.status
                 guard old != status else { continue }
-                state.statuses[name] = Entry(status)
+                state[name] = Entry(status)
                 for watcher in state.watchers.values where watcher.service == name {
                     watcher.continuation.yield(status)
                 }
@@ -60,7 +75,7 @@ public final class HealthStatusBoard: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(
             of: HealthCheckResponse.ServingStatus.self, bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64 in
-            continuation.yield(state.statuses[service]?.status ?? .serviceUnknown)
+            continuation.yield(state[service]?.status ?? .serviceUnknown)
             let id = state.nextWatcher
             state.nextWatcher += 1
             state.watchers[id] = (service, continuation)

@@ -34,6 +34,11 @@ import Testing
         #expect(try check(service, "").get().status == .notServing)
         board.set(.serving)
         #expect(try check(service, "a").get().status == .serving)
+        // The whole server's status ("") is its own: setting it leaves named services alone, and back.
+        board.set(.notServing, service: "")
+        #expect(try check(service, "").get().status == .notServing)
+        #expect(try check(service, "a").get().status == .serving)
+        #expect(board.status(of: "") == .notServing && board.status(of: "b") == nil)
     }
 
     @Test func anUnknownServiceIsNotFoundWithItsNameClipped() throws {
