@@ -18,9 +18,11 @@ public struct InternTable: Sendable {
     /// Entries by their byte length (index = length).
     private let byLength: [[Entry]]
 
-    /// Header names and values every gRPC client sends (grpcio, grpc-go, grpc-java).
+    /// Header names and values every gRPC client sends (grpcio, grpc-go, grpc-java), the `:method` and
+    /// `:scheme` values among them.
     public static let commonHeaders = [
-        "content-type", "application/grpc", "application/grpc+proto", "te", "trailers", "user-agent",
+        "POST", "http", "https", "content-type", "application/grpc", "application/grpc+proto", "te", "trailers",
+        "user-agent",
         "grpc-accept-encoding", "accept-encoding", "identity,deflate,gzip", "identity,gzip", "identity",
         "gzip", "deflate", "grpc-timeout", "grpc-encoding", "authorization", "x-request-id", "traceparent",
         "tracestate",

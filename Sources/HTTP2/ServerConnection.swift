@@ -421,11 +421,11 @@ final class ServerConnection: LoopConnection, Flushable {
                     stream.head.path = String(decoding: value, as: UTF8.self)
                 }
             } else if Self.equal(name, ":method") {
-                stream.head.method = String(decoding: value, as: UTF8.self)
+                stream.head.method = string(value)
             } else if Self.equal(name, ":scheme") {
-                stream.head.scheme = String(decoding: value, as: UTF8.self)
+                stream.head.scheme = string(value)
             } else if Self.equal(name, ":authority") {
-                stream.head.authority = String(decoding: value, as: UTF8.self)
+                stream.head.authority = string(value)
             }
         } else if !Self.isHopHeader(name) {
             if stream.head.fields.isEmpty { stream.head.fields.reserveCapacity(8) }
