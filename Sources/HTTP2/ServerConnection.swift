@@ -457,7 +457,11 @@ final class ServerConnection: LoopConnection, Flushable {
             } else if management.refusesNewStreams {
                 stream.reset(errorCode: .refusedStream)
             } else {
-                stream.delegate = responder.streamStarted(stream, head: stream.head)
+                // The head moves out of the stream (nothing reads it there after this): handed over without
+                // a copy of its strings and fields.
+                var head = HTTP2RequestHead()
+                swap(&head, &stream.head)
+                stream.delegate = responder.streamStarted(stream, head: head)
                 if stream.delegate == nil && !stream.headSent {
                     stream.respond(status: 404, fields: [], endStream: true)
                 }
