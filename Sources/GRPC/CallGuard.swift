@@ -4,8 +4,9 @@ import HTTP2
 /// Decides who may call, in one place, before any handler runs: the router asks `admit` for every call
 /// except health and reflection when the request head is complete, and the typed handlers ask `authorize`
 /// with the request's `app` once the message is decoded, before the handler's body. Both run on the event
-/// loop, so they must be cheap (a cache lookup on the warm path) and never block.
-public protocol CallGuard: Sendable {
+/// loop, so they must be cheap (a cache lookup on the warm path) and never block. A class: the router and each
+/// call's context hold it as one reference, not a boxed value copied per call.
+public protocol CallGuard: AnyObject, Sendable {
     /// The caller of a new call to `method`: its identity (nil = anonymous, allowed in open mode), or the
     /// UNAUTHENTICATED / PERMISSION_DENIED status to end it with.
     func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)

@@ -6,7 +6,7 @@ import ProtoCodec
 
 /// The gateway's `CallGuard`: authentication and the `callers` policy, with refusals as `GatewayError`s (so
 /// their status comes from the one mapping) and counted by reason.
-public struct CallerGuard: CallGuard {
+public final class CallerGuard: CallGuard {
     public let authenticator: CallerAuthenticator
     private let events: any AccessEvents
 
