@@ -159,7 +159,7 @@ struct Router: HTTP2Responder {
             stream.respond(status: 405, fields: [("allow", "POST")], endStream: true)
             return nil
         }
-        guard let contentType = head.value(of: "content-type"), contentType.hasPrefix("application/grpc") else {
+        guard let contentType = head.value(of: "content-type"), Self.isGRPC(contentType: contentType) else {
             // PROTOCOL-HTTP2.md: a content type that is not gRPC gets HTTP 415, no gRPC status.
             stream.respond(status: 415, fields: [], endStream: true)
             return nil
@@ -206,16 +206,24 @@ struct Router: HTTP2Responder {
         // carried): its deadlines and its start (for the duration metric) both count from there.
         let now = head.receivedAt ?? MonotonicInstant.now()
         let deadline = deadlines.deadlines(requested: requested, streaming: streaming, now: now)
-        let metadata = head.fields.filter { field in
-            !(field.name.hasPrefix("grpc-") || field.name == "content-type" || field.name == "te"
-                || field.name == "user-agent")
-        }
+        let metadata = head.fields.filter { !Self.isTransportField($0.name) }
         let context = ServerContext(
             method: head.path, metadata: metadata, deadline: deadline.call, caller: caller,
             callGuard: callGuard)
         return ServerCall(
             stream: stream, handler: handler, context: context, registry: registries[stream.eventLoop],
             maxMessageSize: maxReceiveMessageBytes, recorder: recorder, started: now, requestDeadline: deadline.request)
+    }
+
+    /// `application/grpc` or one of its `+format`/`;parameter` forms: the interned String compares equal at
+    /// once, others by their bytes (no Unicode-aware prefix match per call).
+    static func isGRPC(contentType: String) -> Bool {
+        contentType == "application/grpc" || contentType.utf8.starts(with: "application/grpc".utf8)
+    }
+
+    /// Fields of the transport rather than the caller's metadata: `grpc-*`, `content-type`, `te`, `user-agent`.
+    static func isTransportField(_ name: String) -> Bool {
+        name.utf8.starts(with: "grpc-".utf8) || name == "content-type" || name == "te" || name == "user-agent"
     }
 
     private static func isOpen(_ path: String) -> Bool {
