@@ -27,8 +27,9 @@ extension RPCEvents {
     public func recorder(method: String) -> any RPCRecorder { NamedRPCRecorder(events: self, method: method) }
 }
 
-/// Records one method's calls (see `RPCEvents.recorder(method:)`).
-public protocol RPCRecorder: Sendable {
+/// Records one method's calls (see `RPCEvents.recorder(method:)`). A class: every call holds its method's
+/// recorder as one reference, not a boxed value copied per call.
+public protocol RPCRecorder: AnyObject, Sendable {
     /// A call began.
     func started()
     /// A response message was handed to the transport.
@@ -39,7 +40,7 @@ public protocol RPCRecorder: Sendable {
 }
 
 /// A recorder that reports to `events` by the method's name.
-public struct NamedRPCRecorder: RPCRecorder {
+public final class NamedRPCRecorder: RPCRecorder {
     let events: any RPCEvents
     let method: String
 

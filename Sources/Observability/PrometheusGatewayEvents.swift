@@ -230,10 +230,16 @@ public final class PrometheusGatewayEvents: GatewayEvents {
 }
 
 /// One method's recorder: its series resolved once, the access log line written by the events.
-struct MethodRecorder: RPCRecorder {
+final class MethodRecorder: RPCRecorder {
     let events: PrometheusGatewayEvents
     let path: String
     let series: MethodSeries
+
+    init(events: PrometheusGatewayEvents, path: String, series: MethodSeries) {
+        self.events = events
+        self.path = path
+        self.series = series
+    }
 
     func started() { events.started(series) }
     func messageSent() { series.messagesSent.increment() }
