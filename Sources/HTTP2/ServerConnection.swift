@@ -22,6 +22,9 @@ final class ServerConnection: LoopConnection, Flushable {
     /// Header strings this connection's last requests carried that the table does not hold (a client's
     /// user-agent, its bearer token): a client repeats them on every request, so they are made once.
     private var recentStrings = RecentStrings()
+    /// The field array of the last request head, emptied with its capacity kept: the next head fills it
+    /// instead of allocating its own.
+    private var spareFields: [(name: String, value: String)] = []
     private unowned let owner: any ConnectionOwner
     private var session: OpaquePointer?
     /// The open streams, owned here (no hashing to add or remove one); nghttp2 keeps a pointer to each as its
@@ -428,7 +431,10 @@ final class ServerConnection: LoopConnection, Flushable {
                 stream.head.authority = string(value)
             }
         } else if !Self.isHopHeader(name) {
-            if stream.head.fields.isEmpty { stream.head.fields.reserveCapacity(8) }
+            if stream.head.fields.capacity == 0 {
+                swap(&stream.head.fields, &spareFields)
+                if stream.head.fields.capacity == 0 { stream.head.fields.reserveCapacity(8) }
+            }
             stream.head.fields.append((string(name), string(value)))
         }
     }
@@ -462,6 +468,11 @@ final class ServerConnection: LoopConnection, Flushable {
                 var head = HTTP2RequestHead()
                 swap(&head, &stream.head)
                 stream.delegate = responder.streamStarted(stream, head: head)
+                // Its fields array serves the next head (a responder that kept the array keeps its own copy).
+                if spareFields.capacity == 0 && head.fields.capacity <= 64 {
+                    head.fields.removeAll(keepingCapacity: true)
+                    swap(&spareFields, &head.fields)
+                }
                 if stream.delegate == nil && !stream.headSent {
                     stream.respond(status: 404, fields: [], endStream: true)
                 }

@@ -30,6 +30,24 @@ import Testing
         #expect(await rig.onLoop { rig.owner.closed } == 0)
     }
 
+    /// A connection hands the next request head the field array of the one before, emptied: each head
+    /// carries exactly its own fields, however many the previous one had.
+    @Test func eachRequestHeadCarriesOnlyItsOwnFields() async throws {
+        let rig = try await Rig()
+        defer { rig.stop() }
+        let first = rig.client.request(path: "/fields", body: [], fields: [("x-a", "1"), ("x-b", "2"), ("x-c", "3")])
+        await rig.exchange()
+        let second = rig.client.request(path: "/fields", body: [], fields: [("x-d", "4")])
+        let third = rig.client.request(path: "/fields", body: [], fields: [])
+        await rig.exchange()
+        func fields(_ id: Int32) throws -> String? {
+            try #require(rig.client.responses[id]).headers.first { $0.0 == "x-fields" }?.1
+        }
+        #expect(try fields(first) == "x-a=1,x-b=2,x-c=3")
+        #expect(try fields(second) == "x-d=4")
+        #expect(try fields(third) == "")
+    }
+
     /// Bodies large enough for NO_COPY frames (`ServerConnection.noCopyThreshold`) arrive whole and in order
     /// beside small ones, across the client's 64 KiB stream window (several round trips of WINDOW_UPDATE), and
     /// the trailers follow the last frame.
@@ -183,10 +201,16 @@ private final class MemoryOwner: ConnectionOwner {
     func connectionClosed(_ connection: LoopConnection) { closed += 1 }
 }
 
-/// Answers /echo with the request body and an `x-bytes` trailer; anything else is nobody's (404).
+/// Answers /echo with the request body and an `x-bytes` trailer, /fields with the request's regular fields in
+/// an `x-fields` header; anything else is nobody's (404).
 private struct EchoResponder: HTTP2Responder {
     func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
-        head.path == "/echo" && head.method == "POST" ? Echo() : nil
+        if head.path == "/fields" {
+            let listed = head.fields.map { "\($0.name)=\($0.value)" }.joined(separator: ",")
+            stream.respond(status: 200, fields: [("x-fields", listed)], endStream: true)
+            return nil
+        }
+        return head.path == "/echo" && head.method == "POST" ? Echo() : nil
     }
 
     final class Echo: HTTP2StreamDelegate {
@@ -258,8 +282,8 @@ private final class Client: @unchecked Sendable {
     deinit { nghttp2_session_del(session) }
 
     /// Queues a POST of `body` to `path`; returns its stream id.
-    func request(path: String, body: [UInt8]) -> Int32 {
-        let fields = [(":method", "POST"), (":scheme", "http"), (":authority", "memory"), (":path", path)]
+    func request(path: String, body: [UInt8], fields extra: [(String, String)] = []) -> Int32 {
+        let fields = [(":method", "POST"), (":scheme", "http"), (":authority", "memory"), (":path", path)] + extra
         var bytes: [UInt8] = []
         var spans: [(name: Range<Int>, value: Range<Int>)] = []
         for (name, value) in fields {
