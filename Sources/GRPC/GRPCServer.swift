@@ -223,7 +223,9 @@ struct Router: HTTP2Responder {
 
     /// Fields of the transport rather than the caller's metadata: `grpc-*`, `content-type`, `te`, `user-agent`.
     static func isTransportField(_ name: String) -> Bool {
-        name.utf8.starts(with: "grpc-".utf8) || name == "content-type" || name == "te" || name == "user-agent"
+        // Equal Strings of the intern table compare at once; the prefix is looked at only for names starting with g.
+        name == "content-type" || name == "user-agent" || name == "te"
+            || (name.utf8.first == UInt8(ascii: "g") && name.utf8.starts(with: "grpc-".utf8))
     }
 
     private static func isOpen(_ path: String) -> Bool {
