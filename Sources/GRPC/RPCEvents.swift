@@ -34,9 +34,11 @@ public protocol RPCRecorder: AnyObject, Sendable {
     func started()
     /// A response message was handed to the transport.
     func messageSent()
-    /// The call ended with `status` after `seconds`; `annotations` holds what its handler noted.
+    /// The call ended with `status` after `seconds`; `annotations` holds what its handler noted (read only by a
+    /// recorder that logs the call, so a call nobody logs never makes them).
     func finished(
-        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)], annotations: CallAnnotations)
+        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+        annotations: @autoclosure () -> CallAnnotations)
 }
 
 /// A recorder that reports to `events` by the method's name.
@@ -52,10 +54,11 @@ public final class NamedRPCRecorder: RPCRecorder {
     public func started() { events.rpcStarted(method: method) }
     public func messageSent() { events.rpcMessageSent(method: method) }
     public func finished(
-        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)], annotations: CallAnnotations
+        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+        annotations: @autoclosure () -> CallAnnotations
     ) {
         events.rpcFinished(
-            method: method, status: status, seconds: seconds, metadata: metadata, annotations: annotations)
+            method: method, status: status, seconds: seconds, metadata: metadata, annotations: annotations())
     }
 }
 

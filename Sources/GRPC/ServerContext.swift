@@ -1,5 +1,6 @@
 import GatewayCore
 import HTTP2
+import Synchronization
 
 /// What a handler knows about its call besides the request message. A class: handed from the loop to the
 /// handler and its task without copying its fields.
@@ -10,8 +11,18 @@ public final class ServerContext: Sendable {
     public let metadata: [(name: String, value: String)]
     /// The call's deadline on the monotonic clock (`MonotonicInstant.now()`), nil when the call has none.
     public let deadline: MonotonicInstant?
-    /// What the handler notes for the call's log line (also `CallAnnotations.current` in its task).
-    public let annotations: CallAnnotations
+    /// What the handler notes for the call's log line (also `CallAnnotations.current` in its task): made on
+    /// first use, so a call that nobody logs and whose handler notes nothing (a health check) makes none.
+    public var annotations: CallAnnotations {
+        madeAnnotations.withLock { made in
+            if let made { return made }
+            let annotations = CallAnnotations(
+                identity: .init(requestID: callerRequestID, trace: trace, caller: caller?.identity))
+            made = annotations
+            return annotations
+        }
+    }
+    private let madeAnnotations = Mutex<CallAnnotations?>(nil)
     /// The call's W3C trace context (also `TraceContext.current` in its task): the caller's `traceparent`
     /// continued, or a new trace.
     public let trace: TraceContext
@@ -49,8 +60,6 @@ public final class ServerContext: Sendable {
         }
         trace = TraceContext(traceparent: traceparent, tracestate: tracestate)
         callerRequestID = RequestID.accepted(requestID)
-        annotations = CallAnnotations(
-            identity: .init(requestID: callerRequestID, trace: trace, caller: caller?.identity))
     }
 
     /// Runs `body` with the bytes of the call's `x-request-id`, formatted on the stack when generated.

@@ -138,15 +138,17 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             series(path), path: path, status: status, seconds: seconds, metadata: metadata, annotations: annotations)
     }
 
+    /// Counts the call, and logs it unless it is a health check (`annotations` is read only then).
     func finished(
         _ series: MethodSeries, path: String, status: StatusCode, seconds: Double,
-        metadata: [(name: String, value: String)], annotations: CallAnnotations
+        metadata: [(name: String, value: String)], annotations readAnnotations: @autoclosure () -> CallAnnotations
     ) {
         rpcsInFlight.decrement()
         series.handled(status).increment()
         series.seconds.observe(seconds)
         let method = series.labels
         guard accessLog, method.service != "grpc.health.v1.Health" else { return }
+        let annotations = readAnnotations()
         // An unregistered path is the caller's text: logged, but cut short.
         let methodText = method == .unknown ? String(path.prefix(200)) : path
         if let accessLogWriter {
@@ -244,10 +246,11 @@ final class MethodRecorder: RPCRecorder {
     func started() { events.started(series) }
     func messageSent() { series.messagesSent.increment() }
     func finished(
-        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)], annotations: CallAnnotations
+        status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+        annotations: @autoclosure () -> CallAnnotations
     ) {
         events.finished(
-            series, path: path, status: status, seconds: seconds, metadata: metadata, annotations: annotations)
+            series, path: path, status: status, seconds: seconds, metadata: metadata, annotations: annotations())
     }
 }
 
