@@ -5,7 +5,7 @@ import HTTP2
 ///
 /// It reads exactly one request message, runs the handler, and writes the response: headers are held
 /// until the first message (gRFC A6), so an error known before any message goes out Trailers-Only.
-final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
+final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Slotted {
     /// Unread request messages a bidirectional call may hold.
     static let maxPendingMessages = 256
 
@@ -29,6 +29,8 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
     var shutdownStatus: RPCStatus?
     /// Where the loop's `CallRegistry` keeps this call (-1: not there).
     var slot = -1
+    /// Waiting for the end of the loop iteration that started it, to arm its deadline timer then.
+    var iterationEndQueued = false
 
     /// The method's metrics and access log.
     private let recorder: any RPCRecorder
@@ -58,6 +60,13 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, Slotted {
         // Inline calls complete on the loop as soon as their request is in: shutdown never has to end them.
         if case .unaryInline = handler {} else { registry.add(self) }
         if case .bidiStreaming(let body) = handler { startBidirectional(body) }
+        // Armed once the loop has handled the rest of what it read: a unary call whose request came in the same
+        // read is over by then, and never schedules and cancels a timer. Nothing can fire in between anyway.
+        if state.activeDeadline != nil { stream.eventLoop.atIterationEnd(self) }
+    }
+
+    func iterationEnded() {
+        guard !finished, deadlineTimer == nil else { return }
         armDeadlineTimer()
     }
 

@@ -30,10 +30,12 @@ public protocol TimerTarget: AnyObject {
     func timerFired()
 }
 
-protocol Flushable: AnyObject {
-    /// Set by the loop while the target waits for its end-of-iteration flush (so it is queued once).
-    var flushQueued: Bool { get set }
-    func flush()
+/// Something that asks its loop for one `iterationEnded()` after the current iteration's events, tasks and
+/// timers (a connection's flush, a call's deadline timer), queued at most once at a time.
+public protocol IterationEndTarget: AnyObject {
+    /// Set by the loop while the target waits (so it is queued once).
+    var iterationEndQueued: Bool { get set }
+    func iterationEnded()
 }
 
 /// One epoll event loop on one thread. It owns its epoll descriptor, every source registered with it and
@@ -45,9 +47,9 @@ public final class EventLoop: @unchecked Sendable {
     private let inbox = Mutex<Inbox>(Inbox())
     private var sources: [Int32: EventSource] = [:]
     private var timers = TimerQueue<TimerAction>()
-    private var toFlush: [Flushable] = []
-    /// Empty arrays (with their capacity) that `toFlush` and the inbox's tasks trade places with.
-    private var spareFlush: [Flushable] = []
+    private var atIterationEndTargets: [IterationEndTarget] = []
+    /// Empty arrays (with their capacity) that `atIterationEndTargets` and the inbox's tasks trade places with.
+    private var spareIterationEndTargets: [IterationEndTarget] = []
     private var spareTasks: [@Sendable () -> Void] = []
     /// A burst's larger arrays are let go rather than kept as spares.
     private static let keptSpareCapacity = 1024
@@ -175,11 +177,11 @@ public final class EventLoop: @unchecked Sendable {
         timers.cancel(handle.id)
     }
 
-    /// Asks for `target.flush()` once, at the end of this loop iteration.
-    func flushAtEndOfIteration(_ target: Flushable) {
-        guard !target.flushQueued else { return }
-        target.flushQueued = true
-        toFlush.append(target)
+    /// Asks for `target.iterationEnded()` once, at the end of this loop iteration. Call on the loop thread only.
+    public func atIterationEnd(_ target: IterationEndTarget) {
+        guard !target.iterationEndQueued else { return }
+        target.iterationEndQueued = true
+        atIterationEndTargets.append(target)
     }
 
     /// Runs the loop on the calling thread until `stop()`.
@@ -206,7 +208,7 @@ public final class EventLoop: @unchecked Sendable {
             }
             runTasks()
             runDueTimers()
-            flushPending()
+            runIterationEnds()
         }
         thread = nil
     }
@@ -247,18 +249,18 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func flushPending() {
-        while !toFlush.isEmpty {
+    private func runIterationEnds() {
+        while !atIterationEndTargets.isEmpty {
             // Traded with the spare array, as the tasks are: no allocation per pass.
-            var batch = spareFlush
-            spareFlush = []
-            swap(&batch, &toFlush)
+            var batch = spareIterationEndTargets
+            spareIterationEndTargets = []
+            swap(&batch, &atIterationEndTargets)
             for target in batch {
-                target.flushQueued = false
-                target.flush()
+                target.iterationEndQueued = false
+                target.iterationEnded()
             }
             batch.removeAll(keepingCapacity: batch.capacity <= Self.keptSpareCapacity)
-            spareFlush = batch
+            spareIterationEndTargets = batch
         }
     }
 }

@@ -7,8 +7,8 @@ internal import CLinux
 /// An HTTP/1.1 connection serving whole requests to an `HTTPRequestHandler`, one at a time (keep-alive,
 /// no pipelining in parallel). For the admin endpoint and for TLS clients that do not speak h2 (Apple's
 /// Python library, via `requests`).
-final class HTTP1Connection: LoopConnection, Flushable {
-    var flushQueued = false
+final class HTTP1Connection: LoopConnection, IterationEndTarget {
+    var iterationEndQueued = false
     let io: ByteStream
     var fd: Int32 { io.fd }
     private unowned let owner: ServerLoop
@@ -175,6 +175,8 @@ final class HTTP1Connection: LoopConnection, Flushable {
         head += "\r\n"
         return Array(head.utf8)
     }
+
+    func iterationEnded() { flush() }
 
     func flush() {
         guard !closed else { return }

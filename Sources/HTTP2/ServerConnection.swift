@@ -10,8 +10,8 @@ import GatewayCore
 ///
 /// Owned by the `ServerLoop` of its event loop (which keeps it in a table by file descriptor); every call
 /// happens on that loop. nghttp2 calls back into it through `Unmanaged` user data (see NGHTTP2Callbacks).
-final class ServerConnection: LoopConnection, Flushable {
-    var flushQueued = false
+final class ServerConnection: LoopConnection, IterationEndTarget {
+    var iterationEndQueued = false
     let io: ByteStream
     var fd: Int32 { io.fd }
     let eventLoop: EventLoop
@@ -193,8 +193,10 @@ final class ServerConnection: LoopConnection, Flushable {
     }
 
     func needsFlush() {
-        if !closed { eventLoop.flushAtEndOfIteration(self) }
+        if !closed { eventLoop.atIterationEnd(self) }
     }
+
+    func iterationEnded() { flush() }
 
     /// Serialises what nghttp2 has to send and writes it to the socket.
     func flush() {
