@@ -33,7 +33,6 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [Work] = []
     private var stopping = false
-    private var thread: Thread?
 
     // Owned by the budget thread only.
     private var mode = SharedBudgetMode()
@@ -71,9 +70,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             connection = RedisConnection(url: url, timeout: .milliseconds(Int64(settings.timeoutMilliseconds)))
         }
         events.sharedBudgetMode(mode.state, transition: nil)
-        let thread = Thread { [self] in run() }
-        self.thread = thread
-        thread.start()
+        Thread.start(named: "redis-budget") { [self] in run() }
     }
 
     /// Stops the thread after the queued work (for tests; the gateway's budget lives as long as the process).
@@ -130,8 +127,6 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     // MARK: The budget thread
 
     private func run() {
-        // Named from the thread itself: only then does Foundation pass the name on to the kernel (top -H, ps -L).
-        Thread.current.name = "redis-budget"
         while true {
             condition.lock()
             while queue.isEmpty && !stopping && !mode.probeDue(now: clock.monotonicNow()) {

@@ -165,8 +165,7 @@ private final class CurlMultiLoop: @unchecked Sendable {
             ccurl_multi_setopt_long(
                 multi, CURLMOPT_MAX_CONCURRENT_STREAMS, min(max(1, configuration.maxStreamsPerConnection), 1000)),
             "MAX_CONCURRENT_STREAMS")
-        let thread = Thread { [self] in run() }
-        thread.start()
+        Thread.start(named: "upstream-curl") { [self] in run() }
     }
 
     private static func check(_ code: CURLMcode, _ what: String) throws(UpstreamTransportError) {
@@ -235,8 +234,6 @@ private final class CurlMultiLoop: @unchecked Sendable {
     // MARK: The client thread
 
     private func run() {
-        // Named from the thread itself: only then does Foundation pass the name on to the kernel (top -H, ps -L).
-        Thread.current.name = "upstream-curl"
         while true {
             let (submissions, cancellations, closed) = shared.withLock { state in
                 defer {

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayCore
 
 #if canImport(Glibc)
     import Glibc
@@ -88,13 +89,10 @@ public final class LogLineWriter: @unchecked Sendable {
     /// Called with `condition` held.
     private func start() {
         started = true
-        let thread = Thread { [self] in run() }
-        thread.start()
+        Thread.start(named: "log-writer") { [self] in run() }
     }
 
     private func run() {
-        // Named from the thread itself: only then does Foundation pass the name on to the kernel (top -H, ps -L).
-        Thread.current.name = "log-writer"
         var reportedDrops = 0
         while true {
             condition.lock()

@@ -85,7 +85,7 @@ public final class AccessFileWatcher: Sendable {
     public func start() {
         guard !watched.isEmpty, !running.exchange(true, ordering: .relaxed) else { return }
         let stamps = watched.map { $0.paths.map(Self.stamp) }
-        Thread.detachNewThread { [self] in
+        Thread.start(named: "access-watch") { [self] in
             var last = stamps
             while !stopped.withLock({ $0 }) {
                 Thread.sleep(
