@@ -362,7 +362,8 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// to the outbound bytes. nghttp2 calls this right after `readData` sized the frame, in the same
     /// `mem_send`, so the queue still holds them.
     func sendData(streamID: Int32, frameHeader: UnsafePointer<UInt8>, length: Int, padding: Int) -> Int32 {
-        guard let stream = stream(streamID), stream.bufferedBytes >= length, padding >= 0 else {
+        // A Pad Length is one byte: more than 256 padding bytes (the length byte included) cannot be framed.
+        guard let stream = stream(streamID), stream.bufferedBytes >= length, (0...256).contains(padding) else {
             return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         let before = stream.bufferedBytes
@@ -470,7 +471,8 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
                 var head = HTTP2RequestHead()
                 swap(&head, &stream.head)
                 stream.delegate = responder.streamStarted(stream, head: head)
-                // Its fields array serves the next head (a responder that kept the array keeps its own copy).
+                // Its fields array serves the next head (a responder that kept the array keeps its own copy); an
+                // array grown past 64 fields is let go, so a connection keeps no more than that between heads.
                 if spareFields.capacity == 0 && head.fields.capacity <= 64 {
                     head.fields.removeAll(keepingCapacity: true)
                     swap(&spareFields, &head.fields)
