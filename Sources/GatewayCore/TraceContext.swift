@@ -140,24 +140,35 @@ public struct TraceContext: Sendable, Hashable {
         return value
     }
 
-    /// The two lowercase hex digits of every byte value, in order.
-    private static let hexPairs: [UInt8] = {
-        let digits = Array("0123456789abcdef".utf8)
-        return (0..<256).flatMap { [digits[$0 >> 4], digits[$0 & 0xF]] }
-    }()
-
-    /// Writes the low `digits` (even, ≤ 16) hex digits of `value`, two per byte.
+    /// Writes the low `digits` (even, ≤ 16) lowercase hex digits of `value`, eight at a time without a table.
     @usableFromInline
     static func writeHex(_ value: UInt64, digits: Int, into target: UnsafeMutablePointer<UInt8>) {
-        hexPairs.withUnsafeBufferPointer { pairs in
-            var shift = digits * 4 - 8
-            for index in stride(from: 0, to: digits, by: 2) {
-                let byte = Int(truncatingIfNeeded: value >> UInt64(shift)) & 0xFF
-                target[index] = pairs[2 * byte]
-                target[index + 1] = pairs[2 * byte + 1]
-                shift -= 8
+        var remaining = digits
+        var offset = 0
+        while remaining > 0 {
+            let count = min(remaining, 8)
+            let chunk = UInt32(truncatingIfNeeded: value >> UInt64(4 * (remaining - count)))
+            // The chunk's digits, most significant first, in the order memory holds a big-endian number.
+            let ascii = hexDigits(chunk).bigEndian
+            withUnsafeBytes(of: ascii) { bytes in
+                for index in 0..<count { target[offset + index] = bytes[8 - count + index] }
             }
+            offset += count
+            remaining -= count
         }
+    }
+
+    /// The 8 hex digits of `value` as ASCII, one per byte: the lowest byte holds the lowest digit.
+    @usableFromInline
+    static func hexDigits(_ value: UInt32) -> UInt64 {
+        // Spread the 8 nibbles over 8 bytes: 16-bit halves, then bytes, then nibbles.
+        var spread = UInt64(value)
+        spread = (spread | spread << 16) & 0x0000_FFFF_0000_FFFF
+        spread = (spread | spread << 8) & 0x00FF_00FF_00FF_00FF
+        spread = (spread | spread << 4) & 0x0F0F_0F0F_0F0F_0F0F
+        // A byte of 10 or more carries into bit 4 when 6 is added: those get 'a' − '0' − 10 = 39 more.
+        let letters = ((spread &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        return spread &+ 0x3030_3030_3030_3030 &+ letters &* 39
     }
 
     private static func hexString(_ values: UInt64..., digits: Int = 16) -> String {

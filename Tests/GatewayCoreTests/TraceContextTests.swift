@@ -36,6 +36,27 @@ import Testing
         #expect(context.parentSpanID == nil && context.traceState == nil)
     }
 
+    /// Ids and flags are formatted back digit for digit, whatever the digits (the formatter works eight at a
+    /// time: every nibble value in every position, and random ones).
+    @Test func idsAndFlagsAreFormattedBackExactly() {
+        var random = SystemRandomNumberGenerator()
+        func hex(_ value: UInt64, _ digits: Int) -> String {
+            let text = String(value, radix: 16)
+            return String(repeating: "0", count: digits - text.count) + text
+        }
+        var values: [UInt64] = [1, 0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210, .max, 0xa0a0_a0a0_0909_0909]
+        for _ in 0..<200 { values.append(random.next() | 1) }
+        for (index, value) in values.enumerated() {
+            let high = values[(index + 1) % values.count]
+            let flags = UInt8(truncatingIfNeeded: value >> 7)
+            let parent = "00-\(hex(high, 16))\(hex(value, 16))-\(hex(value, 16))-\(hex(UInt64(flags), 2))"
+            let context = TraceContext(traceparent: parent, tracestate: nil)
+            #expect(context.traceID == hex(high, 16) + hex(value, 16))
+            #expect(context.parentSpanID == hex(value, 16))
+            #expect(context.flags == hex(UInt64(flags), 2))
+        }
+    }
+
     @Test func requestIDsAreBoundedTokens() {
         #expect(RequestID.accepted("abc-123") == "abc-123")
         #expect(RequestID.accepted("") == nil)
