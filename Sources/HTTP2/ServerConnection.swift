@@ -41,8 +41,10 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// When the socket was last read: the `receivedAt` of the requests those bytes opened.
     private var readAt: MonotonicInstant?
     /// The stream the last callback was about: nghttp2 calls back several times in a row for one stream (each
-    /// header field, then the frame), and this spares the lookup of its user data each time.
-    private var lastStream: HTTP2Stream?
+    /// header field, then the frame), and this spares the lookup of its user data each time. Unretained, like
+    /// nghttp2's user data: `streams` owns the stream, and `streamClosed`/`close()` forget it before letting go.
+    private var lastStream: Unmanaged<HTTP2Stream>?
+    private var lastStreamID: Int32 = 0
     /// Inside `nghttp2_session_mem_recv` nothing may be written: a close decided there waits for it to return.
     private var receiving = false
     private var closeAfterReceive = false
@@ -259,6 +261,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         io.close(abort: false)
         let open = streams.removeAll()
         lastStream = nil
+        lastStreamID = 0
         for stream in open {
             stream.isClosed = true
             stream.delegate?.streamClosed(stream, errorCode: .cancel)
@@ -389,13 +392,21 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
 
     /// The stream with this id, from nghttp2's stream user data (set while `streams` owns the stream).
     private func stream(_ id: Int32) -> HTTP2Stream? {
+        streamReference(id)?.takeUnretainedValue()
+    }
+
+    /// The stream with this id, unretained: for a callback that cannot let go of it (nothing it calls reaches
+    /// `streamClosed` or `close()`), which then uses it without a retain and release of its own.
+    @inline(__always)
+    private func streamReference(_ id: Int32) -> Unmanaged<HTTP2Stream>? {
         // After close() (even one reached from inside a callback, while nghttp2 still walks the buffer) the
         // streams are released: their user data must never be read again.
         guard !closed, let session else { return nil }
-        if let lastStream, lastStream.id == id { return lastStream }
+        if id == lastStreamID, let lastStream { return lastStream }
         guard let pointer = nghttp2_session_get_stream_user_data(session, id) else { return nil }
-        let stream = Unmanaged<HTTP2Stream>.fromOpaque(pointer).takeUnretainedValue()
+        let stream = Unmanaged<HTTP2Stream>.fromOpaque(pointer)
         lastStream = stream
+        lastStreamID = id
         return stream
     }
 
@@ -412,7 +423,13 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// Collects one request header field; a list over the size limit is remembered and answered with 431.
     /// The value's String is made only for fields that are kept.
     func header(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard let stream = stream(streamID), stream.delegate == nil, !stream.headSent else { return }
+        // Called for every field of every request: the stream is borrowed, not retained (nothing here lets go
+        // of it).
+        streamReference(streamID)?._withUnsafeGuaranteedRef { header($0, name: name, value: value) }
+    }
+
+    private func header(_ stream: HTTP2Stream, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        guard stream.delegate == nil, !stream.headSent else { return }
         stream.headerBytes += name.count + value.count + 32
         if stream.headerBytes > Int(configuration.maxHeaderListSize) {
             stream.headerListTooLarge = true
@@ -540,7 +557,10 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         grant(grants)
         guard let stream else { return }
         stream.heldBytes = 0
-        if lastStream === stream { lastStream = nil }
+        if lastStreamID == streamID {
+            lastStream = nil
+            lastStreamID = 0
+        }
         streams.remove(stream)
         // nghttp2 may keep a closed stream a while: its user data must not outlive the Swift object.
         if let session { _ = nghttp2_session_set_stream_user_data(session, streamID, nil) }
