@@ -143,18 +143,17 @@ public struct TraceContext: Sendable, Hashable {
     /// Writes the low `digits` (even, ≤ 16) lowercase hex digits of `value`, eight at a time without a table.
     @usableFromInline
     static func writeHex(_ value: UInt64, digits: Int, into target: UnsafeMutablePointer<UInt8>) {
-        var remaining = digits
-        var offset = 0
-        while remaining > 0 {
-            let count = min(remaining, 8)
-            let chunk = UInt32(truncatingIfNeeded: value >> UInt64(4 * (remaining - count)))
-            // The chunk's digits, most significant first, in the order memory holds a big-endian number.
-            let ascii = hexDigits(chunk).bigEndian
-            withUnsafeBytes(of: ascii) { bytes in
-                for index in 0..<count { target[offset + index] = bytes[8 - count + index] }
-            }
-            offset += count
-            remaining -= count
+        let raw = UnsafeMutableRawPointer(target)
+        if digits == 16 {  // every id: two unaligned 8-byte stores, most significant digit first
+            raw.storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value >> 32)).bigEndian, as: UInt64.self)
+            raw.storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value)).bigEndian, toByteOffset: 8, as: UInt64.self)
+            return
+        }
+        var remaining = value
+        for index in stride(from: digits - 1, through: 0, by: -1) {
+            let digit = UInt8(truncatingIfNeeded: remaining & 0xF)
+            target[index] = digit < 10 ? 0x30 + digit : 0x57 + digit
+            remaining >>= 4
         }
     }
 
