@@ -23,8 +23,13 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
     /// What only streaming calls use (nil until one does): a unary call carries, checks and tears down one
     /// nil reference instead of two optional continuations.
     private var streaming: StreamingParts?
-    /// Set when the call ended; later sends throw it.
-    private(set) var endStatus: RPCStatus?
+    /// What later sends throw once the call ended: the status it failed with, or "already ended" after OK.
+    var endStatus: RPCStatus? {
+        guard finished else { return nil }
+        return failure ?? RPCStatus(.cancelled, "the call has already ended")
+    }
+    /// The status a call that did not end OK ended with (kept only then: most calls end OK).
+    private var failure: RPCStatus?
     /// The handler's status for a shutdown that ends the call (nil: the server's own).
     var shutdownStatus: RPCStatus?
     /// Where the loop's `CallRegistry` keeps this call (-1: not there).
@@ -135,7 +140,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
 
     func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode) {
         if state.cancelled() {
-            endStatus = RPCStatus(.cancelled, "the client cancelled the call")
+            failure = RPCStatus(.cancelled, "the client cancelled the call")
             report(.cancelled)
         }
         task?.cancel()
@@ -305,7 +310,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
     func finish(_ status: RPCStatus) {
         guard let ending = state.finish(status.code) else { return }
         report(status.code)
-        endStatus = status.code == .ok ? RPCStatus(.cancelled, "the call has already ended") : status
+        if status.code != .ok { failure = status }
         switch ending {
         case .trailers:
             stream.finish(trailers: StatusTrailers.block(for: status))
