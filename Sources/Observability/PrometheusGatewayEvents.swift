@@ -147,7 +147,7 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         series.handled(status).increment()
         series.seconds.observe(seconds)
         let method = series.labels
-        guard accessLog, method.service != "grpc.health.v1.Health" else { return }
+        guard accessLog, !series.isHealthCheck else { return }
         let annotations = readAnnotations()
         // An unregistered path is the caller's text: logged, but cut short.
         let methodText = method == .unknown ? String(path.prefix(200)) : path
@@ -258,6 +258,8 @@ final class MethodRecorder: RPCRecorder {
 /// the handled series of OK (the common case); other codes are looked up in their family.
 final class MethodSeries: Sendable {
     let labels: RPCMethodLabels
+    /// A method of the health service, whose calls the access log leaves out (decided once, not per call).
+    let isHealthCheck: Bool
     /// The access log's members naming the method, escaped once (nil for unregistered paths).
     let accessLogMembers: AccessLogLine.MethodMembers?
     let started: Counter
@@ -271,6 +273,7 @@ final class MethodSeries: Sendable {
         seconds: HistogramFamily, messagesSent: CounterFamily
     ) {
         self.labels = labels
+        isHealthCheck = labels.service == "grpc.health.v1.Health"
         accessLogMembers = path.map {
             AccessLogLine.MethodMembers(method: $0, service: labels.service, grpcMethod: labels.method)
         }
