@@ -1,19 +1,28 @@
 import Synchronization
 
 /// One counter time series: a value that only goes up (or resets with the process).
+///
+/// Counting one (what every call does to several series) is a single atomic add; other amounts (seconds,
+/// deltas of a total read elsewhere) go to a locked sum beside it.
 public final class Counter: Sendable {
-    private let value = Mutex<Double>(0)
+    private let ones = Atomic<UInt64>(0)
+    private let amounts = Mutex<Double>(0)
 
     init() {}
 
-    /// Adds `amount` (default 1), which must not be negative.
-    public func increment(by amount: Double = 1) {
+    /// Adds 1.
+    public func increment() {
+        ones.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// Adds `amount`, which must not be negative.
+    public func increment(by amount: Double) {
         precondition(amount >= 0, "a counter only goes up; use a gauge")
-        value.withLock { $0 += amount }
+        amounts.withLock { $0 += amount }
     }
 
     /// The current value.
-    public var current: Double { value.withLock { $0 } }
+    public var current: Double { Double(ones.load(ordering: .relaxed)) + amounts.withLock { $0 } }
 }
 
 /// A counter metric with a fixed set of label names; `labels(...)` picks one time series.

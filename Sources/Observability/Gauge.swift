@@ -1,22 +1,35 @@
 import Synchronization
 
 /// One gauge time series: a value that goes up and down.
+///
+/// Its value is a base plus a count of steps. Stepping by one (the calls and streams in flight, on every call)
+/// is a single atomic add to the count; setting it or adding other amounts changes the base under a lock.
+/// `set` makes the base whatever cancels the steps counted so far, so a step counts as before or after it.
 public final class Gauge: Sendable {
-    private let value = Mutex<Double>(0)
+    private let steps = Atomic<Int64>(0)
+    private let base = Mutex<Double>(0)
 
     init() {}
 
     /// Sets the value.
-    public func set(_ newValue: Double) { value.withLock { $0 = newValue } }
+    public func set(_ newValue: Double) {
+        base.withLock { $0 = newValue - Double(steps.load(ordering: .relaxed)) }
+    }
 
-    /// Adds `amount` (default 1).
-    public func increment(by amount: Double = 1) { value.withLock { $0 += amount } }
+    /// Adds 1.
+    public func increment() { steps.wrappingAdd(1, ordering: .relaxed) }
 
-    /// Subtracts `amount` (default 1).
-    public func decrement(by amount: Double = 1) { value.withLock { $0 -= amount } }
+    /// Subtracts 1.
+    public func decrement() { steps.wrappingSubtract(1, ordering: .relaxed) }
+
+    /// Adds `amount`.
+    public func increment(by amount: Double) { base.withLock { $0 += amount } }
+
+    /// Subtracts `amount`.
+    public func decrement(by amount: Double) { base.withLock { $0 -= amount } }
 
     /// The current value.
-    public var current: Double { value.withLock { $0 } }
+    public var current: Double { base.withLock { $0 + Double(steps.load(ordering: .relaxed)) } }
 }
 
 /// A gauge metric with a fixed set of label names; `labels(...)` picks one time series.
