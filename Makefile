@@ -58,7 +58,8 @@ fuzz: deps
 	@failed=""; for t in $(FUZZ_TARGETS); do \
 	  name=$${t#fuzz-}; mkdir -p .build-fuzz/corpus/$$name; \
 	  echo "== $$t ($(FUZZ_SECONDS) s)"; \
-	  .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
+	    .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=.build-fuzz/crash-$$name- .build-fuzz/corpus/$$name fuzz/corpus/$$name \
 	    || failed="$$failed $$t"; \
 	done; test -z "$$failed" || { echo "fuzz targets that crashed:$$failed (inputs in .build-fuzz/)"; exit 1; }
