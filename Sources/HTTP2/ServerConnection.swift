@@ -43,8 +43,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// The stream the last callback was about: nghttp2 calls back several times in a row for one stream (each
     /// header field, then the frame), and this spares the lookup of its user data each time. Unretained, like
     /// nghttp2's user data: `streams` owns the stream, and `streamClosed`/`close()` forget it before letting go.
-    private var lastStream: Unmanaged<HTTP2Stream>?
-    private var lastStreamID: Int32 = 0
+    private var lastStream: (id: Int32, stream: Unmanaged<HTTP2Stream>)?
     /// Inside `nghttp2_session_mem_recv` nothing may be written: a close decided there waits for it to return.
     private var receiving = false
     private var closeAfterReceive = false
@@ -261,7 +260,6 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         io.close(abort: false)
         let open = streams.removeAll()
         lastStream = nil
-        lastStreamID = 0
         for stream in open {
             stream.isClosed = true
             stream.delegate?.streamClosed(stream, errorCode: .cancel)
@@ -402,11 +400,10 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         // After close() (even one reached from inside a callback, while nghttp2 still walks the buffer) the
         // streams are released: their user data must never be read again.
         guard !closed, let session else { return nil }
-        if id == lastStreamID, let lastStream { return lastStream }
+        if let lastStream, lastStream.id == id { return lastStream.stream }
         guard let pointer = nghttp2_session_get_stream_user_data(session, id) else { return nil }
         let stream = Unmanaged<HTTP2Stream>.fromOpaque(pointer)
-        lastStream = stream
-        lastStreamID = id
+        lastStream = (id, stream)
         return stream
     }
 
@@ -557,10 +554,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         grant(grants)
         guard let stream else { return }
         stream.heldBytes = 0
-        if lastStreamID == streamID {
-            lastStream = nil
-            lastStreamID = 0
-        }
+        if lastStream?.id == streamID { lastStream = nil }
         streams.remove(stream)
         // nghttp2 may keep a closed stream a while: its user data must not outlive the Swift object.
         if let session { _ = nghttp2_session_set_stream_user_data(session, streamID, nil) }
