@@ -99,7 +99,7 @@ struct ServeCommand: ParsableCommand {
         let services: [GRPCService] = [
             HealthService(board: board), gatewayService,
             ReflectionService(serviceNames: [
-                AppStoreGatewayService.name, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+                AppStoreGatewayService.name, HealthService.name, "grpc.reflection.v1.ServerReflection",
                 "grpc.reflection.v1alpha.ServerReflection",
             ]),
         ]

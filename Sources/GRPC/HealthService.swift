@@ -88,8 +88,11 @@ public final class HealthStatusBoard: Sendable {
     }
 }
 
-/// grpc.health.v1.Health (grpc/grpc doc/health-checking.md): Check and Watch.
+/// grpc.health.v1.Health, gRPC's standard health-checking service: Check and Watch.
 public struct HealthService: GRPCService {
+    /// The service's full name.
+    public static let name = "grpc.health.v1.Health"
+
     let board: HealthStatusBoard
 
     public init(board: HealthStatusBoard) {
@@ -100,7 +103,7 @@ public struct HealthService: GRPCService {
         let board = self.board
         return [
             // Answered with the status's answer as the board framed it (health checks arrive all the time).
-            "/grpc.health.v1.Health/Check": .unaryInline(
+            "/\(Self.name)/Check": .unaryInline(
                 HealthCheckRequest.self,
                 framed: { request, _ in
                     guard let answer = board.answer(for: request.service) else {
@@ -108,7 +111,7 @@ public struct HealthService: GRPCService {
                     }
                     return .success(answer)
                 }),
-            "/grpc.health.v1.Health/Watch": .serverStreaming(HealthCheckRequest.self, HealthCheckResponse.self) {
+            "/\(Self.name)/Watch": .serverStreaming(HealthCheckRequest.self, HealthCheckResponse.self) {
                 request, _, stream throws(RPCStatus) in
                 for await status in board.updates(of: request.service) {
                     try await stream.send(HealthCheckResponse(status: status))

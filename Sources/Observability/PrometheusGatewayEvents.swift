@@ -273,7 +273,7 @@ final class MethodSeries: Sendable {
         seconds: HistogramFamily, messagesSent: CounterFamily
     ) {
         self.labels = labels
-        isHealthCheck = labels.service == "grpc.health.v1.Health"
+        isHealthCheck = labels.service == HealthService.name
         accessLogMembers = path.map {
             AccessLogLine.MethodMembers(method: $0, service: labels.service, grpcMethod: labels.method)
         }
