@@ -5,6 +5,8 @@ PY    := $(VENV)/bin/python
 SWIFT_BUILD_FLAGS ?=
 BIN_DEBUG   := .build/debug/appstore-gateway
 BIN_RELEASE := .build/release/appstore-gateway
+# LeakSanitizer's suppressions (make test-asan, make fuzz): see scripts/lsan.supp.
+LSAN  := LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp
 
 .PHONY: soak all deps venv build release run test test-swift test-interop test-asan test-tsan fuzz gen check-gen bench format lint clean image
 
@@ -40,7 +42,7 @@ test: deps venv check-gen build
 
 # The Swift suites under AddressSanitizer / ThreadSanitizer, each in its own build directory.
 test-asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp swift test --no-parallel --sanitize=address \
+	$(LSAN) swift test --no-parallel --sanitize=address \
 	  --scratch-path .build-asan $(SWIFT_BUILD_FLAGS)
 
 test-tsan: deps
@@ -58,8 +60,7 @@ fuzz: deps
 	@failed=""; for t in $(FUZZ_TARGETS); do \
 	  name=$${t#fuzz-}; mkdir -p .build-fuzz/corpus/$$name; \
 	  echo "== $$t ($(FUZZ_SECONDS) s)"; \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
-	    .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  $(LSAN) .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=.build-fuzz/crash-$$name- .build-fuzz/corpus/$$name fuzz/corpus/$$name \
 	    || failed="$$failed $$t"; \
 	done; test -z "$$failed" || { echo "fuzz targets that crashed:$$failed (inputs in .build-fuzz/)"; exit 1; }

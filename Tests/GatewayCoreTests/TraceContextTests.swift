@@ -44,7 +44,10 @@ import Testing
             let text = String(value, radix: 16)
             return String(repeating: "0", count: digits - text.count) + text
         }
-        var values: [UInt64] = [1, 0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210, .max, 0xa0a0_a0a0_0909_0909]
+        // 0x0123456789abcdef rotated by every nibble: each digit value lands in each of the 16 positions.
+        let digits: UInt64 = 0x0123_4567_89ab_cdef
+        var values: [UInt64] = (0..<16).map { digits << (4 * $0) | digits >> (64 - 4 * $0) }
+        values += [1, .max, 0xa0a0_a0a0_0909_0909]
         for _ in 0..<200 { values.append(random.next() | 1) }
         for (index, value) in values.enumerated() {
             let high = values[(index + 1) % values.count]

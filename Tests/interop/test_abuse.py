@@ -25,8 +25,9 @@ from h2raw import RawClient, grpc_frame
 from procstat import open_fds, rss_bytes
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
-END_STREAM, END_HEADERS, ACK = 0x1, 0x4, 0x1
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+END_STREAM, END_HEADERS, PADDED, PRIORITY_FLAG, ACK = 0x1, 0x4, 0x8, 0x20, 0x1
 NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, FLOW_CONTROL_ERROR = 0x0, 0x1, 0x2, 0x3
 STREAM_CLOSED, FRAME_SIZE_ERROR, CANCEL, COMPRESSION_ERROR, ENHANCE_YOUR_CALM = 0x5, 0x6, 0x8, 0x9, 0xB
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"
@@ -480,8 +481,6 @@ def test_thousands_of_connections_opened_and_dropped(guard):
 
 # MARK: random frame sequences
 
-PADDED, PRIORITY_FLAG = 0x8, 0x20
-PRIORITY, PUSH_PROMISE = 2, 5
 FUZZ_PATHS = [HEALTH_CHECK, "/grpc.health.v1.Health/Watch", "/appstore.gateway.v1.AppStoreGateway/VerifyJWS",
               "/appstore.gateway.v1.AppStoreGateway/GetHistory", "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
               "/nope/Nope", "", "/", "*"]
