@@ -56,10 +56,14 @@ struct WebhookRuntime {
                     problems: [ConfigurationError(key: "notifications.webhook.tlsCertificate", problem: "\(error)")])
             }
         }
+        var limits = NotificationWebhook.transportLimits(webhook)
+        // The handshake deadline and its cap are the gateway's, on every port that takes TLS or HTTP/2.
+        limits.handshakeTimeoutMilliseconds = configuration.connection.handshakeTimeoutMilliseconds
+        limits.maxPendingHandshakes = configuration.limits.maxPendingHandshakes
         let server: HTTP2Server
         do {
             server = try HTTP2Server(
-                address: address, threads: 1, configuration: NotificationWebhook.transportLimits(webhook),
+                address: address, threads: 1, configuration: limits,
                 transport: transport,
                 responder: HTTPRequestResponder(handler: handler, maxBodyBytes: webhook.maxBodyBytes),
                 requestHandler: handler, threadName: "hook-loop")

@@ -112,11 +112,24 @@ struct ServeCommand: ParsableCommand {
         }
         server.start()
         access.watcher.start()
+        var webhook: WebhookRuntime?
+        if let feed {
+            do {
+                webhook = try WebhookRuntime.start(configuration, feed: feed, service: gatewayService)
+            } catch {
+                server.shutdown(grace: .zero)
+                throw error
+            }
+        }
         var admin: HTTP2Server?
         if let address = configuration.admin {
             let endpoint = AdminEndpoint(
                 registry: events.registry, board: board, readinessService: AppStoreGatewayService.name,
-                openConnections: { [http2 = server.http2] in http2.openConnections }, verifier: gatewayService.verifier,
+                connections: { [http2 = server.http2, hook = webhook?.server] in
+                    var ports = ["grpc": http2.connectionStatistics]
+                    if let hook { ports["webhook"] = hook.connectionStatistics }
+                    return ports
+                }, verifier: gatewayService.verifier,
                 rateLimiter: gatewayService.rateLimiter,
                 appNames: configuration.appNamesByBundleID)
             do {
@@ -126,19 +139,11 @@ struct ServeCommand: ParsableCommand {
                     responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint,
                     threadName: "admin-loop")
             } catch {
+                webhook?.stop()
                 server.shutdown(grace: .zero)
                 throw ConfigurationLoading.fail("cannot listen on admin \(address): \(error)")
             }
             admin?.start()
-        }
-        var webhook: WebhookRuntime?
-        if let feed {
-            do {
-                webhook = try WebhookRuntime.start(configuration, feed: feed, service: gatewayService)
-            } catch {
-                server.shutdown(grace: .zero)
-                throw error
-            }
         }
         logger.info(
             access.tlsContext == nil ? "serving gRPC (h2c)" : "serving gRPC (TLS)",
@@ -245,6 +250,8 @@ extension GRPCServerConfiguration {
         http2.maxBufferedBytesPerConnection = configuration.limits.maxBufferedBytesPerConnection
         http2.maxBufferedBytes = configuration.limits.maxBufferedBytes
         http2.maxConnections = configuration.limits.maxConnections
+        http2.maxPendingHandshakes = configuration.limits.maxPendingHandshakes
+        http2.handshakeTimeoutMilliseconds = configuration.connection.handshakeTimeoutMilliseconds
         defaultDeadlineMilliseconds = configuration.limits.defaultDeadlineMilliseconds
         maxDeadlineMilliseconds = configuration.limits.maxDeadlineMilliseconds
     }

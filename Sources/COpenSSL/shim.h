@@ -101,4 +101,23 @@ static inline EVP_PKEY *copenssl_ec_public_key(const char *group, const unsigned
         OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, point_len), OSSL_PARAM_END};
     return copenssl_public_key_fromdata("EC", params);
 }
+/// TLS session tickets (RFC 5077, RFC 8446 §4.6.1) with the server's own rotating keys: the callback type of
+/// SSL_CTX_set_tlsext_ticket_key_evp_cb, a macro over SSL_CTX_callback_ctrl.
+typedef int (*copenssl_ticket_key_cb)(SSL *ssl, unsigned char *key_name, unsigned char *iv, EVP_CIPHER_CTX *cipher,
+                                      EVP_MAC_CTX *mac, int encrypt);
+static inline long copenssl_SSL_CTX_set_ticket_key_cb(SSL_CTX *ctx, copenssl_ticket_key_cb cb) {
+    return SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, cb);
+}
+/// Keys a ticket's HMAC-SHA256 (the OSSL_PARAM array naming the digest is a macro-built C array).
+static inline int copenssl_ticket_mac_init(EVP_MAC_CTX *mac, const unsigned char *key, size_t length) {
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+                           OSSL_PARAM_construct_end()};
+    return EVP_MAC_init(mac, key, length, params);
+}
+static inline long copenssl_SSL_CTX_sess_set_cache_size(SSL_CTX *ctx, long size) {
+    return SSL_CTX_sess_set_cache_size(ctx, size);
+}
+static inline int copenssl_SSL_CTX_get_ex_new_index(CRYPTO_EX_free *free_function) {
+    return SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, free_function);
+}
 #endif

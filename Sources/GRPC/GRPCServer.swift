@@ -78,16 +78,16 @@ public final class GRPCServer: Sendable {
         let grace = grace ?? .milliseconds(Int64(clamping: configuration.shutdownGraceMilliseconds))
         http2.beginGracefulShutdown()
         let deadline = MonotonicInstant.now() + grace
-        while http2.openConnections > 0 && MonotonicInstant.now() < deadline {
+        while http2.heldConnections > 0 && MonotonicInstant.now() < deadline {
             usleep(20_000)
         }
-        if http2.openConnections > 0 {
+        if http2.heldConnections > 0 {
             let unavailable = RPCStatus(
                 .unavailable, "the server is shutting down; retry the call (another replica will serve it)")
             router.finishAllCalls(unavailable, on: http2.eventLoops)
             // Let the final statuses reach the sockets before closing.
             let flushDeadline = MonotonicInstant.now() + .milliseconds(500)
-            while http2.openConnections > 0 && MonotonicInstant.now() < flushDeadline { usleep(10_000) }
+            while http2.heldConnections > 0 && MonotonicInstant.now() < flushDeadline { usleep(10_000) }
             http2.closeAllConnections()
             usleep(50_000)
         }

@@ -14,9 +14,16 @@ enum AcceptBackoff: Equatable {
     /// How long a paused listener waits before it is polled again (a closing connection resumes it sooner).
     static let retryDelay: Duration = .milliseconds(100)
 
-    /// Before an accept: the cap (`maxConnections`, 0 = none) against the connections open now.
-    static func beforeAccept(openConnections: Int, maxConnections: Int) -> AcceptBackoff {
-        maxConnections > 0 && openConnections >= maxConnections ? .pause(retryDelay) : .accept
+    /// Before an accept: the caps against the connections open now. `maxConnections` (0 = none) bounds the
+    /// established connections; `maxPendingHandshakes` (0 = none) bounds those still in their TLS handshake or
+    /// before their HTTP/2 preface, which never count against `maxConnections`: sockets that stay silent fill
+    /// their own cap until their handshake deadline closes them, never the callers' one.
+    static func beforeAccept(
+        openConnections: Int, maxConnections: Int, pendingHandshakes: Int = 0, maxPendingHandshakes: Int = 0
+    ) -> AcceptBackoff {
+        if maxConnections > 0 && openConnections >= maxConnections { return .pause(retryDelay) }
+        if maxPendingHandshakes > 0 && pendingHandshakes >= maxPendingHandshakes { return .pause(retryDelay) }
+        return .accept
     }
 
     /// After accept failed with `errno` (EAGAIN and aborted handshakes never get here): out of descriptors

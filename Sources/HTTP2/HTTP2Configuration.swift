@@ -34,7 +34,15 @@ public struct HTTP2Configuration: Sendable, Hashable {
     /// Request bytes all connections of the server may hold together before they stop granting window.
     public var maxBufferedBytes: Int = 64 << 20
     /// Open connections across the server's loops; at the cap the listeners stop accepting. 0 = no cap.
+    /// Connections still in their handshake (`handshakeTimeoutMilliseconds`) do not count here.
     public var maxConnections: Int = 10_000
+    /// A connection must finish its TLS handshake and, for HTTP/2, send the client preface (RFC 9113 §3.4)
+    /// within this long of being accepted, or it is closed. HTTP/1.1 connections are established once TLS is
+    /// done (their request-head deadline, `http1.headerTimeoutMilliseconds`, bounds the rest).
+    public var handshakeTimeoutMilliseconds: UInt64 = 10_000
+    /// Connections in their handshake across the server's loops; at the cap the listeners stop accepting
+    /// until one finishes or its deadline closes it. 0 = no cap.
+    public var maxPendingHandshakes: Int = 1_024
     /// Limits of HTTP/1.1 connections (the admin endpoint, the simulator's HTTP/1.1 clients).
     public var http1 = HTTP1Limits()
 

@@ -6,15 +6,65 @@ import Synchronization
     import Glibc
 #endif
 
+/// Which deadline closed a connection before it did any work.
+public enum HandshakeDeadline: String, Sendable, CaseIterable {
+    /// The TLS handshake did not finish in time.
+    case tlsHandshake = "tls_handshake"
+    /// TLS (if any) was done, but the HTTP/2 client preface and SETTINGS did not arrive in time.
+    case http2Preface = "http2_preface"
+}
+
+/// A server's connections now, and what its handshake deadlines closed since it started.
+public struct ConnectionStatistics: Sendable, Hashable {
+    /// Established connections (these count against `maxConnections`).
+    public var open: Int
+    /// Connections still in their TLS handshake or before their HTTP/2 preface.
+    public var pendingHandshakes: Int
+    /// Connections each handshake deadline closed, since start.
+    public var closedByDeadline: [HandshakeDeadline: Int]
+    /// TLS handshakes completed since start, resumed ones included.
+    public var tlsHandshakes: Int
+    /// Of those, the handshakes that resumed an earlier session (by ticket or session id).
+    public var resumedTLSHandshakes: Int
+}
+
 /// Live counts shared by the loops of one server.
 final class ServerCounters: Sendable {
     private let open = Atomic<Int>(0)
+    private let pending = Atomic<Int>(0)
+    private let tlsDeadlineClosed = Atomic<Int>(0)
+    private let prefaceDeadlineClosed = Atomic<Int>(0)
+    private let tlsHandshakes = Atomic<Int>(0)
+    private let resumedHandshakes = Atomic<Int>(0)
     /// Request bytes held by every connection of the server.
     let receiveBudget: SharedReceiveBudget
     init(maxBufferedBytes: Int) { receiveBudget = SharedReceiveBudget(limit: maxBufferedBytes) }
     func connectionOpened() { open.add(1, ordering: .relaxed) }
     func connectionClosed() { open.subtract(1, ordering: .relaxed) }
+    func handshakeStarted() { pending.add(1, ordering: .relaxed) }
+    func handshakeEnded() { pending.subtract(1, ordering: .relaxed) }
+    func closed(by deadline: HandshakeDeadline) {
+        switch deadline {
+        case .tlsHandshake: tlsDeadlineClosed.add(1, ordering: .relaxed)
+        case .http2Preface: prefaceDeadlineClosed.add(1, ordering: .relaxed)
+        }
+    }
+    func tlsHandshakeDone(resumed: Bool) {
+        tlsHandshakes.add(1, ordering: .relaxed)
+        if resumed { resumedHandshakes.add(1, ordering: .relaxed) }
+    }
     var openConnections: Int { open.load(ordering: .relaxed) }
+    var pendingHandshakes: Int { pending.load(ordering: .relaxed) }
+    var statistics: ConnectionStatistics {
+        ConnectionStatistics(
+            open: openConnections, pendingHandshakes: pendingHandshakes,
+            closedByDeadline: [
+                .tlsHandshake: tlsDeadlineClosed.load(ordering: .relaxed),
+                .http2Preface: prefaceDeadlineClosed.load(ordering: .relaxed),
+            ],
+            tlsHandshakes: tlsHandshakes.load(ordering: .relaxed),
+            resumedTLSHandshakes: resumedHandshakes.load(ordering: .relaxed))
+    }
 }
 
 /// An HTTP/2 server (cleartext, prior knowledge) on `threads` epoll loops, each with its own SO_REUSEPORT
@@ -57,8 +107,14 @@ public final class HTTP2Server: Sendable {
         self.eventLoops = eventLoops
     }
 
-    /// The number of open client connections across all loops.
+    /// The number of established client connections across all loops.
     public var openConnections: Int { counters.openConnections }
+
+    /// Established and pending connections, and what the handshake deadlines closed.
+    public var connectionStatistics: ConnectionStatistics { counters.statistics }
+
+    /// Every descriptor the server's connections hold: established ones and those in their handshake.
+    public var heldConnections: Int { counters.openConnections + counters.pendingHandshakes }
 
     /// Request bytes held by the server's connections now (received, not yet taken by handlers).
     public var bufferedRequestBytes: Int { counters.receiveBudget.held }

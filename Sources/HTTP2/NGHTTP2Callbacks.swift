@@ -48,6 +48,8 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
                     }
                 case NGHTTP2_DATA.rawValue:
                     if endStream { connection.dataEnded(streamID: header.stream_id) }
+                case NGHTTP2_SETTINGS.rawValue:
+                    if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { connection.settingsReceived() }
                 case NGHTTP2_PING.rawValue:
                     if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
                         let payload = withUnsafeBytes(of: frame.pointee.ping.opaque_data) {

@@ -47,6 +47,8 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// Inside `nghttp2_session_mem_recv` nothing may be written: a close decided there waits for it to return.
     private var receiving = false
     private var closeAfterReceive = false
+    /// The client's preface and first SETTINGS arrived (RFC 9113 §3.4): the owner has been told.
+    private var established = false
     private var housekeepingTimer: TimerQueue<TimerAction>.ID?
     private var housekeepingAt: MonotonicInstant?
     /// Request bytes held by this connection's streams and the window owed to the peer.
@@ -566,6 +568,14 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
             housekeepingDue(by: management.nextDeadline)
             if draining { needsFlush() }
         }
+    }
+
+    /// A SETTINGS frame from the client. The first one completes the client's connection preface (nghttp2
+    /// refuses anything else first), which ends the connection's handshake deadline.
+    func settingsReceived() {
+        guard !established else { return }
+        established = true
+        owner.connectionEstablished(self)
     }
 
     /// A PING from the client (nghttp2 answers it); too many end the connection (`ConnectionManagement`).

@@ -36,6 +36,14 @@ protocol ConnectionOwner: AnyObject {
     var internTable: InternTable { get }
     /// The connection closed (its descriptor is free again).
     func connectionClosed(_ connection: LoopConnection)
+    /// The connection finished its handshake (TLS, and for HTTP/2 the client preface): from now on it counts as
+    /// an open connection, and its handshake deadline no longer applies.
+    func connectionEstablished(_ connection: LoopConnection)
+}
+
+extension ConnectionOwner {
+    /// Owners without handshake deadlines (a test driving a connection over bytes) have nothing to do.
+    func connectionEstablished(_ connection: LoopConnection) {}
 }
 
 /// The server's share of one event loop: its SO_REUSEPORT listener and the connections accepted there.
@@ -50,6 +58,9 @@ final class ServerLoop: EventSource, ConnectionOwner {
     private let transport: ServerTransport
     private let counters: ServerCounters
     private var connections: [Int32: LoopConnection] = [:]
+    /// The connections of `connections` still in their handshake, with the timer of their deadline (nil when
+    /// `handshakeTimeoutMilliseconds` is 0, or once it fired).
+    private var handshakes: [Int32: TimerQueue<TimerAction>.ID?] = [:]
     private var draining = false
     /// True while the listener is out of epoll (connection cap or descriptor limit reached).
     private var listenerPaused = false
@@ -85,7 +96,9 @@ final class ServerLoop: EventSource, ConnectionOwner {
         // Accept a bounded batch per wake-up; level-triggered epoll brings us back for the rest.
         for _ in 0..<64 {
             if case .pause(let delay) = AcceptBackoff.beforeAccept(
-                openConnections: counters.openConnections, maxConnections: configuration.maxConnections)
+                openConnections: counters.openConnections, maxConnections: configuration.maxConnections,
+                pendingHandshakes: counters.pendingHandshakes,
+                maxPendingHandshakes: configuration.maxPendingHandshakes)
             {
                 pauseListener(delay)
                 return
@@ -131,9 +144,53 @@ final class ServerLoop: EventSource, ConnectionOwner {
             }
             guard let connection else { continue }
             connections[fd] = connection
-            counters.connectionOpened()
+            if case .cleartextHTTP1 = transport {
+                counters.connectionOpened()  // no handshake: its request-head deadline bounds a silent socket
+            } else {
+                startHandshakeDeadline(fd: fd)
+            }
         }
     }
+
+    /// Counts the connection on `fd` as pending and arms its handshake deadline.
+    private func startHandshakeDeadline(fd: Int32) {
+        counters.handshakeStarted()
+        let timeout = configuration.handshakeTimeoutMilliseconds
+        guard timeout > 0 else {
+            handshakes[fd] = .some(nil)
+            return
+        }
+        // unowned: the server loop lives as long as its event loop runs; `connectionClosed` cancels the timer.
+        handshakes[fd] = eventLoop.schedule(after: .milliseconds(Int64(clamping: timeout))) { [unowned self] in
+            self.handshakeDeadlinePassed(fd: fd)
+        }
+    }
+
+    /// The connection on `fd` is still in its handshake at its deadline: it is closed and counted.
+    private func handshakeDeadlinePassed(fd: Int32) {
+        guard handshakes[fd] != nil, let connection = connections[fd] else { return }
+        handshakes[fd] = .some(nil)  // fired: nothing left to cancel
+        counters.closed(by: connection is TLSHandshake ? .tlsHandshake : .http2Preface)
+        connection.closeNow()
+    }
+
+    func connectionEstablished(_ connection: LoopConnection) {
+        guard let current = connections[connection.fd], current === connection,
+            let timer = handshakes.removeValue(forKey: connection.fd)
+        else { return }
+        if let timer { eventLoop.cancelTimer(timer) }
+        counters.handshakeEnded()
+        counters.connectionOpened()
+        // Accepted below the cap while in its handshake, established above it (others got there first): the
+        // cap holds, and the client is told to go elsewhere before it starts a call.
+        if configuration.maxConnections > 0 && counters.openConnections > configuration.maxConnections {
+            connection.beginGracefulClose()
+        }
+        if listenerPaused { resumeListener() }  // a handshake slot is free again
+    }
+
+    /// A TLS handshake completed (counted for `ConnectionStatistics`).
+    func tlsHandshakeDone(resumed: Bool) { counters.tlsHandshakeDone(resumed: resumed) }
 
     /// A connection object took over from another one on the same descriptor (TLS handshake done).
     func connectionReplaced(_ connection: LoopConnection) {
@@ -142,11 +199,15 @@ final class ServerLoop: EventSource, ConnectionOwner {
     }
 
     func connectionClosed(_ connection: LoopConnection) {
-        if let current = connections[connection.fd], current === connection {
-            connections[connection.fd] = nil
+        guard let current = connections[connection.fd], current === connection else { return }
+        connections[connection.fd] = nil
+        if let timer = handshakes.removeValue(forKey: connection.fd) {
+            if let timer { eventLoop.cancelTimer(timer) }
+            counters.handshakeEnded()
+        } else {
             counters.connectionClosed()
-            if listenerPaused { resumeListener() }  // a descriptor and a slot are free again
         }
+        if listenerPaused { resumeListener() }  // a descriptor and a slot are free again
     }
 
     /// Takes the listener out of epoll until a connection closes or `delay` passes.
@@ -210,6 +271,7 @@ final class TLSHandshake: LoopConnection {
         switch stream.continueHandshake() {
         case .bytes:
             done = true
+            owner.tlsHandshakeDone(resumed: stream.sessionReused)
             let next: LoopConnection?
             if stream.negotiatedProtocol == "h2" {
                 let connection = try? ServerConnection(
@@ -221,6 +283,8 @@ final class TLSHandshake: LoopConnection {
             }
             if let next {
                 owner.connectionReplaced(next)
+                // HTTP/1.1 is established with TLS; HTTP/2 once its preface arrives (`ServerConnection`).
+                if next is HTTP1Connection { owner.connectionEstablished(next) }
                 // Application data may have arrived with the handshake's last flight.
                 if stream.hasBufferedInput { next.handle(events: EPOLLIN.rawValue) }
             } else {

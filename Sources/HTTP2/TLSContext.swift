@@ -20,19 +20,37 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
 /// prefers "h2" and falls back to "http/1.1"; with a client CA file, every client must present a certificate
 /// that verifies against it (mutual TLS). Shared by every loop: `reload` swaps in new files atomically while
 /// connections already made keep the context they started with (OpenSSL counts its references).
+///
+/// Sessions resume (TLS 1.2 session ids and tickets, TLS 1.3 tickets) for `sessionLifetime`: a resumed
+/// session carries the client certificate verified when it was made. Its session id context is a digest of
+/// the client CA file, so a session made under other client CAs (before a reload that changed them) is never
+/// resumed; ticket keys rotate (`SessionTicketKeys`).
 public final class TLSContext: @unchecked Sendable {
     /// An `SSL_CTX` pointer, moved between threads only under the mutex.
     private struct Handle: @unchecked Sendable { var pointer: OpaquePointer }
     private let current: Mutex<Handle>
+    private let ticketKeys: SessionTicketKeys
+    private let sessionLifetime: Duration
+
+    /// Sessions the server remembers for TLS 1.2 clients that resume by session id rather than ticket; each
+    /// holds its client certificate, so the cache is bounded well below OpenSSL's 20,480.
+    static let sessionCacheSize = 1_024
 
     /// Loads a PEM certificate chain and its PEM private key, and (when `clientCAFile` is not empty) the PEM
-    /// CA certificates client certificates must chain to.
-    public init(certificateChainFile: String, privateKeyFile: String, clientCAFile: String = "") throws(TLSError) {
+    /// CA certificates client certificates must chain to. Sessions may be resumed for `sessionLifetime`.
+    public init(
+        certificateChainFile: String, privateKeyFile: String, clientCAFile: String = "",
+        sessionLifetime: Duration = .seconds(7_200)
+    ) throws(TLSError) {
+        let lifetime = max(sessionLifetime, .seconds(1))
+        let ticketKeys = SessionTicketKeys(lifetime: lifetime)
+        self.ticketKeys = ticketKeys
+        self.sessionLifetime = lifetime
         current = Mutex(
             Handle(
                 pointer: try Self.makeContext(
                     certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile,
-                    clientCAFile: clientCAFile)))
+                    clientCAFile: clientCAFile, ticketKeys: ticketKeys, sessionLifetime: lifetime)))
     }
 
     /// Replaces the files in force for connections accepted from now on; on failure the old ones stay.
@@ -40,7 +58,8 @@ public final class TLSContext: @unchecked Sendable {
     {
         let fresh = Handle(
             pointer: try Self.makeContext(
-                certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile, clientCAFile: clientCAFile))
+                certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile, clientCAFile: clientCAFile,
+                ticketKeys: ticketKeys, sessionLifetime: sessionLifetime))
         let old = current.withLock { context in
             let old = context
             context = fresh
@@ -59,18 +78,59 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     private static func makeContext(
-        certificateChainFile: String, privateKeyFile: String, clientCAFile: String
+        certificateChainFile: String, privateKeyFile: String, clientCAFile: String, ticketKeys: SessionTicketKeys,
+        sessionLifetime: Duration
     ) throws(TLSError) -> OpaquePointer {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new failed") }
         do throws(TLSError) {
             try configure(
                 context, certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile,
                 clientCAFile: clientCAFile)
+            try configureResumption(
+                context, clientCAFile: clientCAFile, ticketKeys: ticketKeys, sessionLifetime: sessionLifetime)
         } catch {
             SSL_CTX_free(context)
             throw error
         }
         return context
+    }
+
+    /// Session resumption: the session id context (OpenSSL refuses to resume a session whose client
+    /// certificate was verified without one, with a fatal "internal error" alert), the lifetime, a bounded
+    /// session cache, and the rotating ticket keys.
+    private static func configureResumption(
+        _ context: OpaquePointer, clientCAFile: String, ticketKeys: SessionTicketKeys, sessionLifetime: Duration
+    ) throws(TLSError) {
+        // What a session was verified against: the client CA file's bytes (none: no client certificates).
+        // SHA-256 is 32 bytes, SSL_MAX_SID_CTX_LENGTH exactly.
+        var material = Array("appstore-gateway session context v1\n".utf8)
+        if !clientCAFile.isEmpty {
+            guard let bytes = readFile(clientCAFile, limit: 16 << 20) else {
+                throw TLSError("cannot read the client CA certificates \(clientCAFile)")
+            }
+            material += bytes
+        }
+        let sessionContext = SHA256.hash(material)
+        guard SSL_CTX_set_session_id_context(context, sessionContext, UInt32(sessionContext.count)) == 1 else {
+            throw TLSError("cannot set the TLS session id context")
+        }
+        _ = SSL_CTX_set_timeout(context, Int(sessionLifetime.components.seconds))
+        _ = copenssl_SSL_CTX_sess_set_cache_size(context, sessionCacheSize)
+        try ticketKeys.install(on: context)
+    }
+
+    /// The bytes of the file at `path`, or nil when it cannot be read or is larger than `limit`.
+    private static func readFile(_ path: String, limit: Int) -> [UInt8]? {
+        guard let file = fopen(path, "rb") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+            if count == 0 { return ferror(file) == 0 ? bytes : nil }
+            bytes += chunk[..<count]
+            if bytes.count > limit { return nil }
+        }
     }
 
     private static func configure(
@@ -252,6 +312,9 @@ final class TLSStream: ByteStream {
     }
 
     var hasBufferedInput: Bool { SSL_pending(ssl) > 0 }
+
+    /// Whether the handshake resumed an earlier session (by ticket or session id) instead of a full one.
+    var sessionReused: Bool { SSL_session_reused(ssl) == 1 }
 
     func close(abort: Bool) {
         guard !closed else { return }

@@ -11,19 +11,32 @@ public struct AdminEndpoint: HTTPRequestHandler {
     let readinessService: String
     let scrapeGauges: @Sendable () -> Void
 
-    /// `openConnections` and `verifier` feed gauges read at each scrape; `appNames` maps bundle ids to the
-    /// app names the other metrics' `app` label uses.
+    /// `connections` (each port's connection statistics, by port name; "grpc" is the gRPC port) and
+    /// `verifier` feed gauges read at each scrape; `appNames` maps bundle ids to the app names the other
+    /// metrics' `app` label uses.
     public init(
         registry: MetricsRegistry, board: HealthStatusBoard, readinessService: String,
-        openConnections: @escaping @Sendable () -> Int, verifier: SignedDataVerifier,
+        connections: @escaping @Sendable () -> [String: ConnectionStatistics], verifier: SignedDataVerifier,
         rateLimiter: RateLimiter, appNames: [String: String] = [:], clock: any GatewayClock = SystemClock()
     ) {
         self.registry = registry
         self.board = board
         self.readinessService = readinessService
-        let connections = registry.gauge(
-            "appstore_gateway_open_connections", help: "Client HTTP/2 connections open now."
+        let openConnections = registry.gauge(
+            "appstore_gateway_open_connections", help: "Client HTTP/2 connections of the gRPC port established now."
         ).labels()
+        let pendingHandshakes = registry.gauge(
+            "appstore_gateway_pending_handshakes",
+            help: "Connections still in their TLS handshake or before their HTTP/2 preface, per port.",
+            labelNames: ["port"])
+        let deadlineCloses = registry.counter(
+            "appstore_gateway_handshake_deadline_closes_total",
+            help: "Connections closed by connection.handshakeTimeout, per port and deadline (TLS or HTTP/2 preface).",
+            labelNames: ["port", "deadline"])
+        let tlsHandshakes = registry.counter(
+            "appstore_gateway_tls_handshakes_total",
+            help: "TLS handshakes completed, per port; resumed=\"true\" for those that resumed a session.",
+            labelNames: ["port", "resumed"])
         let hits = registry.counter(
             "appstore_gateway_verification_chain_cache_hits_total", help: "Verified-chain cache hits."
         ).labels()
@@ -54,7 +67,20 @@ public struct AdminEndpoint: HTTPRequestHandler {
                 )
                 .set(Double(level.tokens))
             }
-            connections.set(Double(openConnections()))
+            let ports = connections()
+            openConnections.set(Double(ports["grpc"]?.open ?? 0))
+            for (port, statistics) in ports {
+                pendingHandshakes.labels(port).set(Double(statistics.pendingHandshakes))
+                let resumed = statistics.resumedTLSHandshakes
+                for (label, count) in [("false", statistics.tlsHandshakes - resumed), ("true", resumed)] {
+                    let counter = tlsHandshakes.labels(port, label)
+                    counter.increment(by: max(0, Double(count) - counter.current))
+                }
+                for (deadline, count) in statistics.closedByDeadline {
+                    let counter = deadlineCloses.labels(port, deadline.rawValue)
+                    counter.increment(by: max(0, Double(count) - counter.current))  // the server keeps totals
+                }
+            }
             let hit = Double(verifier.chainCacheHits)
             let miss = Double(verifier.chainCacheMisses)
             // The verifier keeps running totals; the counters follow them.

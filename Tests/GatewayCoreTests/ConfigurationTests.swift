@@ -15,6 +15,8 @@ import Testing
         #expect(config.limits.maxReceiveMessageBytes == 4 * 1024 * 1024)
         #expect(config.shutdown.graceMilliseconds == 10_000)
         #expect(config.apps.isEmpty)
+        #expect(config.connection.handshakeTimeoutMilliseconds == 10_000)
+        #expect(config.limits.maxPendingHandshakes == 1_024)
     }
 
     @Test func exampleFileLoadsWithItsDocumentedValues() throws {
@@ -162,6 +164,9 @@ import Testing
         ("limits:\n  maxReceiveMessageBytes: 0", "limits.maxReceiveMessageBytes"),
         ("connection:\n  keepaliveTime: soon", "connection.keepaliveTime"),
         ("connection:\n  keepaliveTimeout: 0s", "connection.keepaliveTimeout"),
+        ("connection:\n  handshakeTimeout: 0s", "connection.handshakeTimeout"),
+        ("connection:\n  handshakeTimeout: 10m", "connection.handshakeTimeout"),
+        ("limits:\n  maxPendingHandshakes: 0", "limits.maxPendingHandshakes"),
         ("lisen: 0.0.0.0:1", "lisen"),
         ("limits:\n  maxRecieveMessageBytes: 5", "limits.maxRecieveMessageBytes"),
         ("logging:\n  level: loud", "logging.level"),

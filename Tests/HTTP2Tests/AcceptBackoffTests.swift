@@ -15,6 +15,26 @@ import Testing
         #expect(AcceptBackoff.beforeAccept(openConnections: 9, maxConnections: 8) != .accept)
     }
 
+    @Test func pendingHandshakesHaveTheirOwnCapAndNeverFillTheConnectionCap() {
+        // Silent sockets in their handshake do not count against maxConnections, at any number below their cap.
+        #expect(
+            AcceptBackoff.beforeAccept(
+                openConnections: 2, maxConnections: 3, pendingHandshakes: 1_023, maxPendingHandshakes: 1_024)
+                == .accept)
+        #expect(
+            AcceptBackoff.beforeAccept(
+                openConnections: 0, maxConnections: 3, pendingHandshakes: 1_024, maxPendingHandshakes: 1_024)
+                == .pause(AcceptBackoff.retryDelay))
+        #expect(
+            AcceptBackoff.beforeAccept(
+                openConnections: 3, maxConnections: 3, pendingHandshakes: 0, maxPendingHandshakes: 1_024)
+                == .pause(AcceptBackoff.retryDelay))
+        #expect(
+            AcceptBackoff.beforeAccept(
+                openConnections: 0, maxConnections: 3, pendingHandshakes: 1_000_000, maxPendingHandshakes: 0)
+                == .accept)
+    }
+
     @Test func noCapMeansAlwaysAccept() {
         #expect(AcceptBackoff.beforeAccept(openConnections: 1_000_000, maxConnections: 0) == .accept)
     }

@@ -53,6 +53,15 @@ extension GatewayConfiguration {
             try loadBufferAndDeadlineLimits(reader, into: &config.limits)
         }
 
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("connection.handshakeTimeout") {
+                guard v > 0, v <= 300_000 else {
+                    throw ConfigurationError(
+                        key: "connection.handshakeTimeout", problem: "must be more than 0 and at most 5m")
+                }
+                config.connection.handshakeTimeoutMilliseconds = v
+            }
+        }
         set(\.connection.maxIdleMilliseconds, try reader.milliseconds("connection.maxIdle"))
         set(\.connection.keepaliveTimeMilliseconds, try reader.milliseconds("connection.keepaliveTime"))
         key { () throws(ConfigurationError) in
@@ -204,6 +213,9 @@ extension GatewayConfiguration {
         }
         if let v = try reader.integer("\(key).maxBufferedBytes", in: 65_536...(1 << 40)) { limits.maxBufferedBytes = v }
         if let v = try reader.integer("\(key).maxConnections", in: 0...10_000_000) { limits.maxConnections = v }
+        if let v = try reader.integer("\(key).maxPendingHandshakes", in: 1...1_000_000) {
+            limits.maxPendingHandshakes = v
+        }
         let day: UInt64 = 86_400_000
         if let v = try reader.milliseconds("\(key).defaultDeadline") {
             guard v > 0, v <= day else {

@@ -64,6 +64,9 @@ public struct GatewayConfiguration: Sendable {
         public var maxBufferedBytes = 64 * 1024 * 1024
         /// Open gRPC connections; at the cap new ones wait in the kernel's backlog. `limits.maxConnections`, 10000.
         public var maxConnections = 10_000
+        /// Connections still in their TLS handshake or before their HTTP/2 preface, on the gRPC port and on the
+        /// webhook port each; they never count against `maxConnections`. `limits.maxPendingHandshakes`, 1024.
+        public var maxPendingHandshakes = 1_024
         /// Deadline of a call that sent no grpc-timeout. `limits.defaultDeadline`, 2m.
         public var defaultDeadlineMilliseconds: UInt64 = 120_000
         /// Longest deadline of any call; a longer grpc-timeout is cut to it. `limits.maxDeadline`, 30m.
@@ -73,6 +76,9 @@ public struct GatewayConfiguration: Sendable {
 
     /// Connection management: idle and age limits, keepalive and client PING enforcement (gRPC keepalive rules).
     public struct Connection: Sendable, Hashable {
+        /// A connection that has not finished its TLS handshake, or not sent the HTTP/2 client preface, this
+        /// long after it was accepted is closed (gRPC and webhook ports). `connection.handshakeTimeout`, 10s.
+        public var handshakeTimeoutMilliseconds: UInt64 = 10_000
         /// Close a connection without streams after this long. `connection.maxIdle`, 5m; 0 disables.
         public var maxIdleMilliseconds: UInt64 = 300_000
         /// PING a silent connection after this long. `connection.keepaliveTime`, 2m; 0 disables.
