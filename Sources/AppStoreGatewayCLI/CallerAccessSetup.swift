@@ -27,7 +27,9 @@ struct CallerAccessSetup {
         var verifier: BearerTokenVerifier?
         var keys: JSONWebKeySet?
         if let jwt = configuration.authentication.jwt {
-            verifier = BearerTokenVerifier(issuer: jwt.issuer, audiences: jwt.audiences)
+            verifier = BearerTokenVerifier(
+                issuer: jwt.issuer, audiences: jwt.audiences,
+                maxLifetime: .milliseconds(Int64(clamping: jwt.maxLifetimeMilliseconds)))
             do {
                 keys = try AccessFileWatcher.loadKeys(jwt.jwksFile)
             } catch let error as ConfigurationError {
@@ -41,7 +43,9 @@ struct CallerAccessSetup {
         let authenticator = CallerAuthenticator(
             verifier: verifier, policy: CallerPolicy(callers: configuration.callers, apps: configuration.apps))
         if let keys { authenticator.replaceKeys(keys) }
-        callGuard = CallerGuard(authenticator: authenticator, events: events)
+        callGuard = CallerGuard(
+            authenticator: authenticator, identityFromCommonName: configuration.tls?.identityFromCommonName ?? false,
+            events: events)
         self.tlsContext = tlsContext
         watcher = AccessFileWatcher(
             jwt: configuration.authentication.jwt, authenticator: authenticator, tls: configuration.tls,

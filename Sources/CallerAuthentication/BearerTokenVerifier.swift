@@ -3,7 +3,7 @@ import Foundation
 import GatewayCore
 
 /// Verifies a caller's bearer JWT (RFC 7519) against a JWKS: compact JWS form, `alg` RS256 or ES256 only,
-/// the key named by `kid`, the signature, then `exp`, `nbf`, `iss`, `aud` and `sub`. Pure: keys and time are
+/// the key named by `kid`, the signature, then `exp`, `nbf`, `iat`, the lifetime, `iss`, `aud` and `sub`. Pure: keys and time are
 /// passed in. Every field is hostile: sizes are bounded before anything is decoded, numbers are checked for
 /// range before use, and any shape other than the expected one is a `malformedToken`.
 public struct BearerTokenVerifier: Sendable {
@@ -11,18 +11,24 @@ public struct BearerTokenVerifier: Sendable {
     public let issuer: String
     /// A token's `aud` must name one of these.
     public let audiences: Set<String>
-    /// Clock skew tolerated on `exp` and `nbf`.
+    /// Clock skew tolerated on `exp`, `nbf` and `iat` (and on `exp - now` for a token without `iat`).
     public let leeway: Duration
+    /// The longest lifetime accepted: `exp - iat`, or `exp - now` when the token has no `iat`.
+    public let maxLifetime: Duration
 
     /// Largest token accepted, in bytes (Kubernetes service-account tokens are about 1 KiB).
     public static let maxTokenBytes = 8 * 1024
     /// Largest `sub` accepted, in bytes.
     public static let maxSubjectBytes = 1024
 
-    public init(issuer: String, audiences: [String], leeway: Duration = .seconds(30)) {
+    /// A verifier for tokens of `issuer` naming one of `audiences`, living at most `maxLifetime` (24 h).
+    public init(
+        issuer: String, audiences: [String], leeway: Duration = .seconds(30), maxLifetime: Duration = .seconds(86_400)
+    ) {
         self.issuer = issuer
         self.audiences = Set(audiences)
         self.leeway = leeway
+        self.maxLifetime = maxLifetime
     }
 
     /// What a verified token says.
@@ -61,6 +67,15 @@ public struct BearerTokenVerifier: Sendable {
             guard let nbf = Self.instant(nbfValue) else { return .failure(.malformedToken) }
             guard nbf <= now + skew else { return .failure(.notYetValid) }
         }
+        // A long-lived token is worth stealing: bound the lifetime the issuer claims, or, without `iat`, what is
+        // left of it (the only part of that reading on this clock, so the skew applies there alone).
+        if let iatValue = claims.iat {
+            guard let iat = Self.instant(iatValue) else { return .failure(.malformedToken) }
+            guard iat <= now + skew else { return .failure(.issuedInFuture) }
+            guard exp - iat <= maxLifetime else { return .failure(.lifetimeTooLong) }
+        } else {
+            guard exp - now <= maxLifetime + skew else { return .failure(.lifetimeTooLong) }
+        }
         guard claims.iss == issuer else { return .failure(.wrongIssuer) }
         guard let audience = claims.aud, audience.values.contains(where: audiences.contains) else {
             return .failure(.wrongAudience)
@@ -89,6 +104,7 @@ public struct BearerTokenVerifier: Sendable {
         var aud: Audience?
         var exp: Double?
         var nbf: Double?
+        var iat: Double?
     }
 
     /// `aud`: one string or a list of strings.

@@ -11,8 +11,8 @@ public final class CallerAuthenticator: Sendable {
     public let verifier: BearerTokenVerifier?
     /// The `callers` policy.
     public let policy: CallerPolicy
-    private let keys = Mutex<JSONWebKeySet?>(nil)
-    private let cache: VerifiedTokenCache
+    /// The JWKS in force and the verdicts reached under it.
+    let cache: VerifiedTokenCache
     private let clock: any GatewayClock
 
     public init(
@@ -25,10 +25,10 @@ public final class CallerAuthenticator: Sendable {
         self.cache = VerifiedTokenCache(capacity: cacheCapacity)
     }
 
-    /// Makes `keys` the JWKS in force; tokens verified under the old one are verified again.
+    /// Makes `keys` the JWKS in force; tokens verified under the old one are verified again, including those
+    /// whose verification under the old keys is still running (their verdicts are not kept).
     public func replaceKeys(_ keys: JSONWebKeySet) {
-        self.keys.withLock { $0 = keys }
-        cache.removeAll()
+        cache.replaceKeys(keys)
     }
 
     /// The outcome of `authenticate`.
@@ -37,24 +37,28 @@ public final class CallerAuthenticator: Sendable {
         case permissionDenied(AccessRefusal)
     }
 
-    /// The caller of a call: from a bearer token when the call carries `authorization`, else from the client
-    /// certificate's `certificateIdentity`; then admitted by the policy. Nil = anonymous (open mode only).
+    /// The caller of a call: from a bearer token (its `sub`) when the call carries `authorization`, else from
+    /// the names of its verified client certificate (`CallerName.certificateNames`; nil = no certificate);
+    /// then admitted by the policy. Nil = anonymous (open mode only).
     public func authenticate(
-        authorization: String?, certificateIdentity: String?
+        authorization: String?, certificateNames: [CallerName]? = nil
     ) -> Result<CallerIdentity?, Refusal> {
-        var identity: CallerIdentity?
+        var names: [CallerName] = []
         if let authorization {
             switch bearerIdentity(authorization) {
-            case .success(let subject): identity = CallerIdentity(identity: subject, source: .jwt)
+            case .success(let subject): names = [.subject(subject)]
             case .failure(let failure):
                 // Open mode keeps today's behaviour: nothing is refused, the call is just anonymous.
                 if !policy.isOpen { return .failure(.unauthenticated(failure)) }
             }
-        } else if let certificateIdentity, !certificateIdentity.isEmpty {
-            identity = CallerIdentity(identity: certificateIdentity, source: .certificate)
+        } else if let certificateNames {
+            guard !certificateNames.isEmpty || policy.isOpen else {
+                return .failure(.unauthenticated(.certificateWithoutIdentity))
+            }
+            names = certificateNames
         }
-        if identity == nil && !policy.isOpen { return .failure(.unauthenticated(.missingCredentials)) }
-        return policy.admit(identity).mapError { .permissionDenied($0) }
+        if names.isEmpty && !policy.isOpen { return .failure(.unauthenticated(.missingCredentials)) }
+        return policy.admit(names).mapError { .permissionDenied($0) }
     }
 
     private func bearerIdentity(_ authorization: String) -> Result<String, AuthenticationFailure> {
@@ -68,14 +72,19 @@ public final class CallerAuthenticator: Sendable {
         let now = clock.wallNow()
         let digest = SHA256.hash(Array(token.utf8))
         if let cached = cache.lookup(digest, now: now) { return cached }
-        guard let keys = keys.withLock({ $0 }), !keys.keys.isEmpty else { return .failure(.keysUnavailable) }
+        // The keys with their generation: a verdict reached under them is kept only while they are in force.
+        let (keys, generation) = cache.keys()
+        guard let keys, !keys.keys.isEmpty else { return .failure(.keysUnavailable) }
         let result = verifier.verify(token, keys: keys, now: now)
         switch result {
         case .success(let verified):
-            cache.store(digest, .success(verified.subject), until: verified.expires + verifier.leeway, now: now)
-        case .failure(let failure) where failure != .notYetValid && failure != .keysUnavailable:
+            cache.store(
+                digest, .success(verified.subject), until: verified.expires + verifier.leeway, now: now,
+                generation: generation)
+        case .failure(let failure)
+        where failure != .notYetValid && failure != .issuedInFuture && failure != .keysUnavailable:
             // The same bad token again is refused from memory for a minute (a flood costs no signatures).
-            cache.store(digest, .failure(failure), until: now + .seconds(60), now: now)
+            cache.store(digest, .failure(failure), until: now + .seconds(60), now: now, generation: generation)
         case .failure:
             break
         }
@@ -83,43 +92,72 @@ public final class CallerAuthenticator: Sendable {
     }
 }
 
-/// Verification outcomes by SHA-256 of the token, each until an expiry; bounded: when full, expired entries
-/// go, and if it is still full everything goes (a flood of distinct tokens only costs their verification).
+/// The JWKS in force and the verification outcomes reached under it, by SHA-256 of the token, each until an
+/// expiry. One lock holds all three (keys, their generation, outcomes), so a reload and a verdict cannot cross:
+/// `replaceKeys` bumps the generation and drops every outcome, and `store` keeps an outcome only when the keys
+/// it was reached under (`keys()`'s generation) are still in force. A check that read the old keys and
+/// finishes after a reload is answered, but never remembered. Bounded: when full, expired entries go, and if it
+/// is still full everything goes (a flood of distinct tokens only costs their verification).
 final class VerifiedTokenCache: Sendable {
     private struct Entry: Sendable {
         var result: Result<String, AuthenticationFailure>
         var until: WallTime
     }
 
-    private let entries = Mutex<[[UInt8]: Entry]>([:])
+    private struct State: Sendable {
+        var entries: [[UInt8]: Entry] = [:]
+        var keys: JSONWebKeySet?
+        var generation: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
     private let capacity: Int
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
+    /// The keys in force (nil before the first load) and their generation, read together.
+    func keys() -> (keys: JSONWebKeySet?, generation: UInt64) {
+        state.withLock { ($0.keys, $0.generation) }
+    }
+
+    /// Puts `keys` in force as a new generation, forgetting every outcome reached under earlier ones.
+    func replaceKeys(_ keys: JSONWebKeySet) {
+        state.withLock { state in
+            state.keys = keys
+            state.generation &+= 1
+            state.entries.removeAll()
+        }
+    }
+
     func lookup(_ digest: [UInt8], now: WallTime) -> Result<String, AuthenticationFailure>? {
-        entries.withLock { entries in
-            guard let entry = entries[digest] else { return nil }
+        state.withLock { state in
+            guard let entry = state.entries[digest] else { return nil }
             guard now < entry.until else {
-                entries[digest] = nil
+                state.entries[digest] = nil
                 return nil
             }
             return entry.result
         }
     }
 
-    func store(_ digest: [UInt8], _ result: Result<String, AuthenticationFailure>, until: WallTime, now: WallTime) {
-        entries.withLock { entries in
-            if entries.count >= capacity {
-                entries = entries.filter { $0.value.until > now }
-                if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+    /// Remembers `result` until `until`, if the keys of `generation` are still in force; false when not.
+    @discardableResult
+    func store(
+        _ digest: [UInt8], _ result: Result<String, AuthenticationFailure>, until: WallTime, now: WallTime,
+        generation: UInt64
+    ) -> Bool {
+        state.withLock { state in
+            guard state.generation == generation else { return false }
+            if state.entries.count >= capacity {
+                state.entries = state.entries.filter { $0.value.until > now }
+                if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
             }
-            entries[digest] = Entry(result: result, until: until)
+            state.entries[digest] = Entry(result: result, until: until)
+            return true
         }
     }
 
-    func removeAll() { entries.withLock { $0.removeAll() } }
-
-    var count: Int { entries.withLock { $0.count } }
+    var count: Int { state.withLock { $0.entries.count } }
 }
 
 extension String {

@@ -26,6 +26,13 @@ public enum AuthenticationFailure: String, Error, Sendable, Hashable, CaseIterab
     case tokensNotAccepted = "tokens_not_accepted"
     /// The JWKS file could not be read or holds no usable key.
     case keysUnavailable = "keys_unavailable"
+    /// `exp` is further from `iat` (or, without `iat`, from now) than `authentication.jwt.maxLifetime`.
+    case lifetimeTooLong = "lifetime_too_long"
+    /// `iat` is in the future (beyond the clock skew allowed).
+    case issuedInFuture = "issued_in_future"
+    /// A verified client certificate, but with no name the gateway takes as an identity: no URI or DNS SAN
+    /// (and its CN does not count without `tls.identityFromCommonName`).
+    case certificateWithoutIdentity = "certificate_without_identity"
 
     /// What the caller is told (no secret, nothing the caller did not send).
     public var explanation: String {
@@ -43,6 +50,10 @@ public enum AuthenticationFailure: String, Error, Sendable, Hashable, CaseIterab
         case .missingSubject: "the token has no sub"
         case .tokensNotAccepted: "this gateway accepts no bearer tokens (authentication.jwt is not configured)"
         case .keysUnavailable: "the gateway has no usable verification keys"
+        case .lifetimeTooLong: "the token's lifetime (exp - iat) is longer than this gateway accepts"
+        case .issuedInFuture: "the token's iat is in the future"
+        case .certificateWithoutIdentity:
+            "the client certificate names no identity: it needs a URI SAN (e.g. a SPIFFE id) or a DNS SAN"
         }
     }
 }
@@ -66,10 +77,12 @@ public enum AccessRefusal: Error, Sendable, Hashable {
 /// Who is calling, as established before any handler runs. Bound for the call's task as
 /// `CallerIdentity.current`, so the rate budget can give each caller its share.
 public struct CallerIdentity: Sendable, Hashable {
-    /// The identity string: a JWT `sub`, or the client certificate's URI SAN / DNS SAN / CN.
+    /// The identity as people read it (logs, metric labels, refusals, the resume-token binding): for a listed
+    /// caller its `callers[].identity` exactly as configured, else `name`'s `callers` notation. Unique per
+    /// caller either way (`callers` refuses two entries for one name).
     public var identity: String
-    /// How it was proven.
-    public var source: Source
+    /// The typed name that was proven (a JWT `sub`, or a certificate URI SAN / DNS SAN / CN).
+    public var name: CallerName
     /// The caller's `weight` from `callers` (1 in open mode).
     public var weight: Int
     /// True when the identity is listed in `callers` (metrics label only listed callers).
@@ -83,11 +96,29 @@ public struct CallerIdentity: Sendable, Hashable {
         case certificate
     }
 
-    public init(identity: String, source: Source, weight: Int = 1, listed: Bool = false) {
-        self.identity = identity
-        self.source = source
+    /// How `name` was proven.
+    public var source: Source {
+        if case .subject = name { return .jwt }
+        return .certificate
+    }
+
+    /// A caller known by `name`, shown as `identity` (default: `name` in the `callers` notation).
+    public init(name: CallerName, identity: String? = nil, weight: Int = 1, listed: Bool = false) {
+        self.name = name
+        self.identity = identity ?? name.description
         self.weight = weight
         self.listed = listed
+    }
+
+    /// A caller from an identity string: for `.jwt` the `sub` itself, for `.certificate` a name in the
+    /// `callers` notation (`spiffe://…`, `uri:…`, `dns:…`, `cn:…`; any other string is taken as a URI SAN).
+    public init(identity: String, source: Source, weight: Int = 1, listed: Bool = false) {
+        var name = CallerName.subject(identity)
+        if source == .certificate {
+            name = CallerName(listed: identity)
+            if case .subject(let value) = name { name = .uri(value) }
+        }
+        self.init(name: name, identity: identity, weight: weight, listed: listed)
     }
 
     /// The caller of the call the current task serves, if known.
@@ -98,27 +129,36 @@ public struct CallerIdentity: Sendable, Hashable {
 public struct CallerPolicy: Sendable {
     /// True when `callers` is absent: every caller (identified or not) may use every app.
     public let isOpen: Bool
-    private let callers: [String: GatewayConfiguration.Caller]
+    private let callers: [CallerName: GatewayConfiguration.Caller]
     private let apps: AppDirectory
 
     /// The policy of `callers` (nil = open) over the configured `apps`.
     public init(callers: [GatewayConfiguration.Caller]?, apps: [GatewayConfiguration.App]) {
         isOpen = callers == nil
-        self.callers = Dictionary((callers ?? []).map { ($0.identity, $0) }, uniquingKeysWith: { first, _ in first })
+        self.callers = Dictionary(
+            (callers ?? []).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.apps = AppDirectory(apps)
     }
 
-    /// Admits an authenticated (or, in open mode, anonymous) caller to the service: the identity with its
-    /// weight, or PERMISSION_DENIED for an identity not listed. Anonymous callers never reach here unless open.
-    public func admit(_ identity: CallerIdentity?) -> Result<CallerIdentity?, AccessRefusal> {
-        guard !isOpen else { return .success(identity) }
-        guard let identity, let caller = callers[identity.identity] else {
-            return .failure(.unknownCaller(identity: identity?.identity ?? ""))
+    /// Admits a caller proven to hold `names` (a JWT's `sub`, or a certificate's names in the order of
+    /// `CallerName.certificateNames`; empty = anonymous): the first name listed in `callers` is the caller, with
+    /// that entry's identity and weight; none listed is PERMISSION_DENIED, naming the first. Only names of one
+    /// kind meet (`CallerName`). Open mode admits anyone, as the first name (unlisted) or anonymous.
+    public func admit(_ names: [CallerName]) -> Result<CallerIdentity?, AccessRefusal> {
+        guard !isOpen else { return .success(names.first.map { CallerIdentity(name: $0) }) }
+        for name in names {
+            if let caller = callers[name] {
+                return .success(
+                    CallerIdentity(name: name, identity: caller.identity, weight: caller.weight, listed: true))
+            }
         }
-        var admitted = identity
-        admitted.weight = caller.weight
-        admitted.listed = true
-        return .success(admitted)
+        return .failure(.unknownCaller(identity: names.first?.description ?? ""))
+    }
+
+    /// Admits an authenticated (or, in open mode, anonymous) caller by its one name (see `admit(_:)` above).
+    public func admit(_ identity: CallerIdentity?) -> Result<CallerIdentity?, AccessRefusal> {
+        if isOpen { return .success(identity) }
+        return admit(identity.map { [$0.name] } ?? [])
     }
 
     /// Whether `caller` may name `app` (a name or bundle id; empty = the only configured app). An unknown app
@@ -126,7 +166,7 @@ public struct CallerPolicy: Sendable {
     /// An empty name with several apps configured is allowed only with "*" (the handler then decides).
     public func authorize(_ caller: CallerIdentity?, app name: String) -> AccessRefusal? {
         guard !isOpen else { return nil }
-        guard let caller, let entry = callers[caller.identity] else {
+        guard let caller, let entry = callers[caller.name] else {
             return .unknownCaller(identity: caller?.identity ?? "")
         }
         if entry.apps.contains("*") { return nil }
@@ -135,6 +175,6 @@ public struct CallerPolicy: Sendable {
         return .appNotAllowed(identity: caller.identity, app: resolved?.name ?? name)
     }
 
-    /// The identities listed, for bounded metric labels.
-    public var listedIdentities: [String] { callers.keys.sorted() }
+    /// The identities listed (as configured), for bounded metric labels.
+    public var listedIdentities: [String] { callers.values.map(\.identity).sorted() }
 }

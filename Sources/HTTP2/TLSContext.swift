@@ -187,21 +187,21 @@ public final class TLSContext: @unchecked Sendable {
 }
 
 /// What a verified client certificate says about its holder: its URI and DNS subject alternative names
-/// (at most 16 each, each at most 1 KiB) and its subject common name.
+/// (at most 16 each, each at most 1 KiB) and its subject common name. A plain carrier of the names, in
+/// certificate order; which of them identify a caller is `CallerName.certificateNames`'s decision.
 public struct PeerCertificateIdentity: Sendable, Hashable {
+    /// The URI SANs (e.g. a SPIFFE id).
     public var uriNames: [String]
+    /// The DNS SANs.
     public var dnsNames: [String]
+    /// The subject CN, if any.
     public var commonName: String?
 
+    /// The names of one certificate.
     public init(uriNames: [String] = [], dnsNames: [String] = [], commonName: String? = nil) {
         self.uriNames = uriNames
         self.dnsNames = dnsNames
         self.commonName = commonName
-    }
-
-    /// The caller identity: the URI SAN (a SPIFFE id), else the first DNS SAN, else the subject CN.
-    public var identity: String? {
-        uriNames.first ?? dnsNames.first ?? commonName.flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 

@@ -8,10 +8,16 @@ import ProtoCodec
 /// their status comes from the one mapping) and counted by reason.
 public final class CallerGuard: CallGuard {
     public let authenticator: CallerAuthenticator
+    /// `tls.identityFromCommonName`: a client certificate's subject CN counts as a name (`cn:<name>`).
+    public let identityFromCommonName: Bool
     private let events: any AccessEvents
 
-    public init(authenticator: CallerAuthenticator, events: any AccessEvents = SilentAccessEvents()) {
+    public init(
+        authenticator: CallerAuthenticator, identityFromCommonName: Bool = false,
+        events: any AccessEvents = SilentAccessEvents()
+    ) {
         self.authenticator = authenticator
+        self.identityFromCommonName = identityFromCommonName
         self.events = events
     }
 
@@ -19,7 +25,12 @@ public final class CallerGuard: CallGuard {
         -> Result<CallerIdentity?, RPCStatus>
     {
         let authorization = metadata.first(where: { $0.name == "authorization" })?.value
-        switch authenticator.authenticate(authorization: authorization, certificateIdentity: peer?.identity) {
+        let names = peer.map {
+            CallerName.certificateNames(
+                uris: $0.uriNames, dnsNames: $0.dnsNames, commonName: $0.commonName,
+                includeCommonName: identityFromCommonName)
+        }
+        switch authenticator.authenticate(authorization: authorization, certificateNames: names) {
         case .success(let caller):
             if let caller, caller.listed { events.callerAdmitted(caller: caller.identity) }
             return .success(caller)

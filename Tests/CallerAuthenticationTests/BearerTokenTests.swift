@@ -231,11 +231,12 @@ final class TokenFactory: @unchecked Sendable {
         let clock = ManualClock(wall: f.now)
         let auth = authenticator(
             callers: [.init(identity: "system:serviceaccount:billing:api", apps: ["example"], weight: 3)], clock: clock)
-        let caller = try auth.authenticate(authorization: "Bearer " + f.token(), certificateIdentity: nil).get()
+        let caller = try auth.authenticate(authorization: "Bearer " + f.token()).get()
         #expect(caller?.identity == "system:serviceaccount:billing:api")
         #expect(caller?.weight == 3 && caller?.listed == true && caller?.source == .jwt)
         // The scheme is case-insensitive; the token beats a certificate identity.
-        let again = try auth.authenticate(authorization: "bearer " + f.token(), certificateIdentity: "spiffe://x").get()
+        let again = try auth.authenticate(authorization: "bearer " + f.token(), certificateNames: [.uri("spiffe://x")])
+            .get()
         #expect(again?.source == .jwt)
     }
 
@@ -243,33 +244,33 @@ final class TokenFactory: @unchecked Sendable {
         let clock = ManualClock(wall: f.now)
         let auth = authenticator(callers: [.init(identity: "spiffe://ok", apps: ["*"])], clock: clock)
         #expect(
-            auth.authenticate(authorization: nil, certificateIdentity: nil)
+            auth.authenticate(authorization: nil)
                 == .failure(.unauthenticated(.missingCredentials)))
         #expect(
-            auth.authenticate(authorization: "Basic abc", certificateIdentity: nil)
+            auth.authenticate(authorization: "Basic abc")
                 == .failure(.unauthenticated(.malformedToken)))
         #expect(
-            auth.authenticate(authorization: "Bearer ", certificateIdentity: nil)
+            auth.authenticate(authorization: "Bearer ")
                 == .failure(.unauthenticated(.malformedToken)))
         #expect(
-            auth.authenticate(authorization: "Bearer " + f.token(), certificateIdentity: nil)
+            auth.authenticate(authorization: "Bearer " + f.token())
                 == .failure(.permissionDenied(.unknownCaller(identity: "system:serviceaccount:billing:api"))))
         #expect(
-            (try? auth.authenticate(authorization: nil, certificateIdentity: "spiffe://ok").get())?.source
+            (try? auth.authenticate(authorization: nil, certificateNames: [.uri("spiffe://ok")]).get())?.source
                 == .certificate)
         let noJWT = CallerAuthenticator(
             verifier: nil, policy: CallerPolicy(callers: [.init(identity: "a", apps: ["*"])], apps: apps), clock: clock)
         #expect(
-            noJWT.authenticate(authorization: "Bearer x.y.z", certificateIdentity: nil)
+            noJWT.authenticate(authorization: "Bearer x.y.z")
                 == .failure(.unauthenticated(.tokensNotAccepted)))
     }
 
     @Test func openModeAdmitsAnyoneAndKeepsVerifiedIdentities() throws {
         let clock = ManualClock(wall: f.now)
         let auth = authenticator(callers: nil, clock: clock)
-        #expect(try auth.authenticate(authorization: nil, certificateIdentity: nil).get() == nil)
-        #expect(try auth.authenticate(authorization: "Bearer junk", certificateIdentity: nil).get() == nil)
-        let caller = try auth.authenticate(authorization: "Bearer " + f.token(), certificateIdentity: nil).get()
+        #expect(try auth.authenticate(authorization: nil).get() == nil)
+        #expect(try auth.authenticate(authorization: "Bearer junk").get() == nil)
+        let caller = try auth.authenticate(authorization: "Bearer " + f.token()).get()
         #expect(caller?.identity == "system:serviceaccount:billing:api" && caller?.listed == false)
     }
 
@@ -278,21 +279,21 @@ final class TokenFactory: @unchecked Sendable {
         let auth = authenticator(
             callers: [.init(identity: "system:serviceaccount:billing:api", apps: ["*"])], clock: clock)
         let token = f.token(claims: f.claims(["exp": f.seconds + 5]))
-        #expect((try? auth.authenticate(authorization: "Bearer " + token, certificateIdentity: nil).get()) != nil)
+        #expect((try? auth.authenticate(authorization: "Bearer " + token).get()) != nil)
         // Past exp + leeway the cached success no longer counts.
         clock.advance(by: .seconds(40))
         #expect(
-            auth.authenticate(authorization: "Bearer " + token, certificateIdentity: nil)
+            auth.authenticate(authorization: "Bearer " + token)
                 == .failure(.unauthenticated(.expired)))
         // A fresh token verifies; after a rotation that drops its key it is refused at once.
         let fresh = f.token(claims: [
             "iss": f.issuer, "sub": "system:serviceaccount:billing:api", "aud": f.audience,
             "exp": f.seconds + 3600,
         ])
-        #expect((try? auth.authenticate(authorization: "Bearer " + fresh, certificateIdentity: nil).get()) != nil)
+        #expect((try? auth.authenticate(authorization: "Bearer " + fresh).get()) != nil)
         auth.replaceKeys(try f.keySet([f.ecJWK]))
         #expect(
-            auth.authenticate(authorization: "Bearer " + fresh, certificateIdentity: nil)
+            auth.authenticate(authorization: "Bearer " + fresh)
                 == .failure(.unauthenticated(.unknownKey)))
     }
 
@@ -300,7 +301,7 @@ final class TokenFactory: @unchecked Sendable {
         let cache = VerifiedTokenCache(capacity: 4)
         let now = f.now
         for index in 0..<50 {
-            cache.store([UInt8(index)], .success("s"), until: now + .seconds(60), now: now)
+            cache.store([UInt8(index)], .success("s"), until: now + .seconds(60), now: now, generation: 0)
             #expect(cache.count <= 4)
         }
         #expect(cache.lookup([49], now: now) == .success("s"))
@@ -330,9 +331,9 @@ final class TokenFactory: @unchecked Sendable {
                     _ = try? JSONWebKeySet(json: bytes)
                 } else {
                     let text = String(decoding: bytes, as: UTF8.self)
-                    #expect((try? auth.authenticate(authorization: text, certificateIdentity: nil).get()) == nil)
+                    #expect((try? auth.authenticate(authorization: text).get()) == nil)
                     #expect(
-                        (try? auth.authenticate(authorization: "Bearer " + text, certificateIdentity: nil).get()) == nil
+                        (try? auth.authenticate(authorization: "Bearer " + text).get()) == nil
                     )
                 }
             }

@@ -31,6 +31,8 @@ AUDIENCE = "appstore-gateway"
 BILLING = "system:serviceaccount:billing:api"
 REPORTS = "system:serviceaccount:reports:batch"
 SPIFFE = "spiffe://cluster.local/ns/billing/sa/api"
+# A JWT-SVID's `sub` is a SPIFFE id: listed as `jwt:<sub>`, since a bare URI names a certificate URI SAN.
+SVID_SUB = "spiffe://cluster.local/ns/reports/sa/svid"
 
 
 # --- keys, certificates, tokens ---------------------------------------------------------------------------
@@ -177,6 +179,8 @@ def world():
                                     ExtendedKeyUsageOID.CLIENT_AUTH)
     dns_key, dns_cert = issue(ca, "reports", [x509.DNSName("reports.internal")], ExtendedKeyUsageOID.CLIENT_AUTH)
     cn_key, cn_cert = issue(ca, "legacy-batch", [], ExtendedKeyUsageOID.CLIENT_AUTH)
+    # The reported case: the CA's certificate whose CN (no SAN) is a listed JWT subject.
+    billing_cn_key, billing_cn_cert = issue(ca, BILLING, [], ExtendedKeyUsageOID.CLIENT_AUTH)
     stranger_key, stranger_cert = issue(other_ca, "billing-api", [x509.UniformResourceIdentifier(SPIFFE)],
                                         ExtendedKeyUsageOID.CLIENT_AUTH)
     rsa_signer, ec_signer = Signer("RS256", "rsa-1"), Signer("ES256", "ec-1")
@@ -186,12 +190,12 @@ def world():
         "dir": directory, "simulator": simulator, "files": files, "jwks": jwks, "ca": ca,
         "rsa": rsa_signer, "ec": ec_signer,
         "clients": {"spiffe": (spiffe_key, spiffe_cert), "dns": (dns_key, dns_cert), "cn": (cn_key, cn_cert),
-                    "stranger": (stranger_key, stranger_cert)},
+                    "billing-cn": (billing_cn_key, billing_cn_cert), "stranger": (stranger_key, stranger_cert)},
     }
     simulator.stop()
 
 
-def gateway_config(world, name, *, client_ca=False, jwt=True, callers=True, rate=None, jwks=None):
+def gateway_config(world, name, *, client_ca=False, jwt=True, callers=True, rate=None, jwks=None, common_names=False):
     config = dict(world["simulator"].config)
     config["apps"] = [dict(a, environment="production") for a in config["apps"]]
     config.pop("listen", None)
@@ -199,6 +203,8 @@ def gateway_config(world, name, *, client_ca=False, jwt=True, callers=True, rate
     config["tls"] = {"certificateFile": world["files"]["server.pem"], "privateKeyFile": world["files"]["server.key"]}
     if client_ca:
         config["tls"]["clientCAFile"] = world["files"]["ca.pem"]
+    if common_names:
+        config["tls"]["identityFromCommonName"] = True
     if jwt:
         config["authentication"] = {"jwt": {"jwksFile": jwks or world["jwks"], "issuer": ISSUER,
                                             "audiences": ["other-audience", AUDIENCE]}}
@@ -207,9 +213,11 @@ def gateway_config(world, name, *, client_ca=False, jwt=True, callers=True, rate
             {"identity": BILLING, "apps": ["example"], "weight": 1},
             {"identity": REPORTS, "apps": ["com.example.app", "example2"], "weight": 1},
             {"identity": SPIFFE, "apps": ["example"]},
-            {"identity": "reports.internal", "apps": ["*"]},
-            {"identity": "legacy-batch", "apps": ["example2"]},
+            {"identity": "dns:reports.internal", "apps": ["*"]},
+            {"identity": "jwt:" + SVID_SUB, "apps": ["example2"]},
         ]
+        if common_names:
+            config["callers"].append({"identity": "cn:legacy-batch", "apps": ["example2"]})
     if rate:
         config["rateLimits"] = rate
     path = os.path.join(world["dir"], name + ".yaml")
@@ -280,7 +288,8 @@ def refused(call):
 
 @pytest.mark.parametrize("case", [
     "no credentials", "not bearer", "garbage", "bad signature", "expired", "nbf in the future", "wrong iss",
-    "wrong aud", "unknown kid", "alg HS256", "alg none", "no sub", "huge token",
+    "wrong aud", "unknown kid", "alg HS256", "alg none", "no sub", "huge token", "lifetime over a day",
+    "iat in the future",
 ])
 def test_each_bad_credential_is_unauthenticated_and_reaches_nobody(world, jwt_gateway, case):
     _, stub, _ = jwt_gateway
@@ -298,6 +307,9 @@ def test_each_bad_credential_is_unauthenticated_and_reaches_nobody(world, jwt_ga
         "no sub": rsa_signer.token(sub=""),
         "garbage": "not.a.jwt",
         "huge token": "a" * 9000 + "." + "b" * 10 + "." + "c" * 10,
+        # authentication.jwt.maxLifetime (24 h): exp - iat of 25 h, though most of it is still ahead.
+        "lifetime over a day": rsa_signer.token(exp_in=3600, iat=int(time.time()) - 24 * 3600),
+        "iat in the future": ec_signer.token(iat=int(time.time()) + 600, exp_in=1200),
     }
     transaction = world["simulator"].transactions["com.example.app"][1]
     if case == "no credentials":
@@ -310,6 +322,9 @@ def test_each_bad_credential_is_unauthenticated_and_reaches_nobody(world, jwt_ga
     error = refused(lambda: stub.GetHistory(history_pb2.GetHistoryRequest(app="example", transaction_id=transaction),
                                             metadata=metadata, timeout=10))
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED, (case, error.details())
+    expected = {"lifetime over a day": "lifetime_too_long", "iat in the future": "issued_in_future"}
+    if case in expected:
+        assert cause(error) == expected[case]
     time.sleep(0.2)
     assert not [c for c in world["simulator"].calls_since(started) if transaction in c[2]], case
 
@@ -530,25 +545,118 @@ def mtls_gateway(world):
     gw.stop()
 
 
-def test_mutual_tls_identities_spiffe_dns_and_cn(world, mtls_gateway):
-    channels = {name: tls_channel(world, mtls_gateway, name) for name in ("spiffe", "dns", "cn")}
+def test_mutual_tls_identities_spiffe_and_dns(world, mtls_gateway):
+    channels = {name: tls_channel(world, mtls_gateway, name) for name in ("spiffe", "dns")}
     try:
         stubs = {name: gateway_pb2_grpc.AppStoreGatewayStub(ch) for name, ch in channels.items()}
         # The URI SAN (SPIFFE id) wins over the DNS SAN; that identity may use "example" only.
         assert history(stubs["spiffe"], world).transactions
         assert refused(lambda: history(stubs["spiffe"], world, app="example2", bundle="com.example.app2")).code() \
             == grpc.StatusCode.PERMISSION_DENIED
-        # First DNS SAN, with "*".
+        # The DNS SAN, listed as dns:reports.internal, with "*".
         assert history(stubs["dns"], world, app="example2", bundle="com.example.app2").transactions
-        # Subject CN when there is no SAN.
-        assert history(stubs["cn"], world, app="example2", bundle="com.example.app2").transactions
-        assert refused(lambda: history(stubs["cn"], world)).code() == grpc.StatusCode.PERMISSION_DENIED
         # A bearer token outranks the certificate: REPORTS may use example2 with the SPIFFE certificate.
         assert history(stubs["spiffe"], world, world["rsa"].token(sub=REPORTS), app="example2",
                        bundle="com.example.app2").transactions
     finally:
         for ch in channels.values():
             ch.close()
+
+
+def cause(error):
+    """The `cause` of a refusal's google.rpc.ErrorInfo (UNAUTHENTICATED) or its `caller` (PERMISSION_DENIED)."""
+    from google.rpc import error_details_pb2, status_pb2
+
+    status = status_pb2.Status.FromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
+    info = error_details_pb2.ErrorInfo()
+    for detail in status.details:
+        if detail.Unpack(info):
+            return info.metadata.get("cause") or info.metadata.get("caller")
+    raise AssertionError("no ErrorInfo in the status details")
+
+
+def test_a_certificate_common_name_identifies_nobody_by_default(world, mtls_gateway):
+    """The reported case: a certificate of the trusted CA with CN = a listed JWT subject and no SAN is not that
+    caller; without tls.identityFromCommonName a CN is no identity at all, so no CN-only certificate is one."""
+    channels = {name: tls_channel(world, mtls_gateway, name) for name in ("billing-cn", "cn")}
+    try:
+        started = now_ms()
+        for name, channel in channels.items():
+            error = refused(lambda: history(gateway_pb2_grpc.AppStoreGatewayStub(channel), world, app="example2",
+                                            bundle="com.example.app2"))
+            assert error.code() == grpc.StatusCode.UNAUTHENTICATED, (name, error.details())
+            assert cause(error) == "certificate_without_identity", name
+        time.sleep(0.2)
+        assert not world["simulator"].calls_since(started)
+        # The same channel with BILLING's token is BILLING: the certificate only carried the connection.
+        assert history(gateway_pb2_grpc.AppStoreGatewayStub(channels["billing-cn"]), world,
+                       world["rsa"].token()).transactions
+    finally:
+        for channel in channels.values():
+            channel.close()
+
+
+def test_a_common_name_counts_only_with_identity_from_common_name_and_a_cn_entry(world):
+    gw = Gateway(["--config", gateway_config(world, "mtls-cn", client_ca=True, common_names=True)])
+    channels = {name: tls_channel(world, gw, name) for name in ("billing-cn", "cn", "spiffe")}
+    try:
+        stubs = {name: gateway_pb2_grpc.AppStoreGatewayStub(ch) for name, ch in channels.items()}
+        # Listed as cn:legacy-batch, for example2 only.
+        assert history(stubs["cn"], world, app="example2", bundle="com.example.app2").transactions
+        error = refused(lambda: history(stubs["cn"], world))
+        assert error.code() == grpc.StatusCode.PERMISSION_DENIED and cause(error) == "cn:legacy-batch"
+        # A CN equal to a listed JWT subject is still not that subject: unknown caller, named as a CN.
+        error = refused(lambda: history(stubs["billing-cn"], world))
+        assert error.code() == grpc.StatusCode.PERMISSION_DENIED, error.details()
+        assert cause(error) == "cn:" + BILLING
+        # SANs still come first: the SPIFFE certificate (CN billing-api) is its URI SAN.
+        assert history(stubs["spiffe"], world).transactions
+        log = gw.read_log()
+        assert any('"caller":"cn:legacy-batch"' in line and '"rpc"' in line for line in log.splitlines())
+        metrics = urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
+        assert re.search(r'appstore_gateway_caller_calls_total\{caller="cn:legacy-batch"\} [1-9]', metrics)
+    finally:
+        for channel in channels.values():
+            channel.close()
+        gw.stop()
+
+
+def test_a_uri_san_matches_a_uri_entry_and_a_jwt_sub_of_that_uri_does_not(world, mtls_gateway):
+    channel = tls_channel(world, mtls_gateway, "dns")  # reports.internal: "*", so any refusal is the token's
+    try:
+        stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
+        started = now_ms()
+        # sub = the SPIFFE id the spiffe entry lists: a token is never a certificate's URI SAN.
+        error = refused(lambda: history(stub, world, world["rsa"].token(sub=SPIFFE)))
+        assert error.code() == grpc.StatusCode.PERMISSION_DENIED and cause(error) == "jwt:" + SPIFFE
+        # Nor is a sub of "dns:reports.internal" the DNS SAN of that entry.
+        error = refused(lambda: history(stub, world, world["ec"].token(sub="dns:reports.internal")))
+        assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+        time.sleep(0.2)
+        assert not world["simulator"].calls_since(started)
+        # A JWT-SVID listed as jwt:<its sub> is that caller (example2 only).
+        assert history(stub, world, world["ec"].token(sub=SVID_SUB), app="example2",
+                       bundle="com.example.app2").transactions
+        assert refused(lambda: history(stub, world, world["ec"].token(sub=SVID_SUB))).code() \
+            == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        channel.close()
+    # And the certificate that carries that URI SAN is the spiffe entry.
+    channel = tls_channel(world, mtls_gateway, "spiffe")
+    try:
+        assert history(gateway_pb2_grpc.AppStoreGatewayStub(channel), world).transactions
+    finally:
+        channel.close()
+
+
+def test_a_cn_entry_without_identity_from_common_name_is_a_configuration_error(world):
+    config = yaml.safe_load(open(gateway_config(world, "cn-without-opt-in", client_ca=True)))
+    config["callers"].append({"identity": "cn:legacy-batch", "apps": ["example2"]})
+    path = os.path.join(world["dir"], "cn-without-opt-in.yaml")
+    yaml.safe_dump(config, open(path, "w"))
+    result = subprocess.run([GATEWAY_BIN, "check-config", "--config", path], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert "identityFromCommonName" in result.stdout + result.stderr and "callers[" in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("client", [None, "stranger"])

@@ -8,6 +8,9 @@ extension GatewayConfiguration {
         /// `tls.clientCAFile`: PEM CA certificates that sign client certificates. Set: every client must present
         /// a certificate that verifies against them (mutual TLS). Empty: no client certificate is asked for.
         public var clientCAFile = ""
+        /// `tls.identityFromCommonName`: whether a client certificate also proves its subject CN, listed as
+        /// `cn:<name>` (default false: only its URI and DNS SANs, which a CA issues as names, identify it).
+        public var identityFromCommonName = false
 
         public init() {}
     }
@@ -28,6 +31,9 @@ extension GatewayConfiguration {
             public var issuer = ""
             /// `authentication.jwt.audiences`: a token's `aud` must name at least one of these.
             public var audiences: [String] = []
+            /// `authentication.jwt.maxLifetime`: the longest lifetime accepted, `exp - iat` (`exp - now` without
+            /// `iat`); 24h by default, at most 366 days. Bounds how long a leaked token is worth anything.
+            public var maxLifetimeMilliseconds: UInt64 = 86_400_000
 
             public init() {}
         }
@@ -35,8 +41,8 @@ extension GatewayConfiguration {
 
     /// One entry of `callers`: an identity, the apps it may name and its share of an app's budget.
     public struct Caller: Sendable, Hashable {
-        /// `callers[i].identity`: a verified JWT's `sub`, or a client certificate's URI SAN, first DNS SAN or
-        /// subject CN.
+        /// `callers[i].identity`, as configured: a JWT `sub` (bare or `jwt:<sub>`), a client certificate's URI
+        /// SAN (`scheme://…` bare, or `uri:<uri>`), DNS SAN (`dns:<name>`) or CN (`cn:<name>`); see `CallerName`.
         public var identity: String
         /// `callers[i].apps`: configured app names (bundle ids are resolved to names at load); "*" = every app.
         public var apps: [String]
@@ -48,6 +54,9 @@ extension GatewayConfiguration {
             self.apps = apps
             self.weight = weight
         }
+
+        /// The typed name `identity` stands for.
+        public var name: CallerName { CallerName(listed: identity) }
     }
 
     /// Reads `tls`, `authentication` and `callers` into `config` (after `apps`, which callers name), returning
@@ -59,7 +68,10 @@ extension GatewayConfiguration {
         }
         key { () throws(ConfigurationError) in config.tls = try tls(reader) }
         key { () throws(ConfigurationError) in config.authentication.jwt = try jwt(reader) }
-        key { () throws(ConfigurationError) in config.callers = try callers(reader, apps: config.apps) }
+        key { () throws(ConfigurationError) in
+            config.callers = try callers(
+                reader, apps: config.apps, commonNames: config.tls?.identityFromCommonName ?? false)
+        }
         if config.callers != nil && config.authentication.jwt == nil && (config.tls?.clientCAFile ?? "").isEmpty {
             problems.append(
                 ConfigurationError(
@@ -87,7 +99,8 @@ extension GatewayConfiguration {
         let certificate = try reader.string("tls.certificateFile") ?? ""
         let key = try reader.string("tls.privateKeyFile") ?? ""
         let clientCA = try reader.string("tls.clientCAFile") ?? ""
-        guard !(certificate.isEmpty && key.isEmpty && clientCA.isEmpty) else { return nil }
+        let commonName = try reader.bool("tls.identityFromCommonName") ?? false
+        guard !(certificate.isEmpty && key.isEmpty && clientCA.isEmpty && !commonName) else { return nil }
         guard !certificate.isEmpty else {
             throw ConfigurationError(key: "tls.certificateFile", problem: "is required when tls is set")
         }
@@ -98,6 +111,12 @@ extension GatewayConfiguration {
         tls.certificateFile = certificate
         tls.privateKeyFile = key
         tls.clientCAFile = clientCA
+        guard !commonName || !clientCA.isEmpty else {
+            throw ConfigurationError(
+                key: "tls.identityFromCommonName", problem: "needs tls.clientCAFile (no client certificates without it)"
+            )
+        }
+        tls.identityFromCommonName = commonName
         return tls
     }
 
@@ -106,7 +125,8 @@ extension GatewayConfiguration {
         let file = try reader.string("\(prefix).jwksFile") ?? ""
         let issuer = try reader.string("\(prefix).issuer") ?? ""
         let audiences = try reader.strings("\(prefix).audiences") ?? []
-        guard !(file.isEmpty && issuer.isEmpty && audiences.isEmpty) else { return nil }
+        let maxLifetime = try reader.milliseconds("\(prefix).maxLifetime")
+        guard !(file.isEmpty && issuer.isEmpty && audiences.isEmpty && maxLifetime == nil) else { return nil }
         guard !file.isEmpty else { throw ConfigurationError(key: "\(prefix).jwksFile", problem: "is required") }
         guard !issuer.isEmpty else { throw ConfigurationError(key: "\(prefix).issuer", problem: "is required") }
         guard !audiences.isEmpty, audiences.allSatisfy({ !$0.isEmpty }) else {
@@ -116,16 +136,23 @@ extension GatewayConfiguration {
         jwt.jwksFile = file
         jwt.issuer = issuer
         jwt.audiences = audiences
+        if let maxLifetime {
+            guard (1_000...366 * 86_400_000).contains(maxLifetime) else {
+                throw ConfigurationError(
+                    key: "\(prefix).maxLifetime", problem: "must be between 1s and 8784h (366 days)")
+            }
+            jwt.maxLifetimeMilliseconds = maxLifetime
+        }
         return jwt
     }
 
     private static func callers(
-        _ reader: ConfigurationReader, apps: [App]
+        _ reader: ConfigurationReader, apps: [App], commonNames: Bool
     ) throws(ConfigurationError) -> [Caller]? {
         guard reader.isPresent("callers") else { return nil }
         let directory = AppDirectory(apps)
         var callers: [Caller] = []
-        var seen: Set<String> = []
+        var seen: [CallerName: String] = [:]
         for index in 0..<(try reader.count("callers")) {
             let key = "callers[\(index)]"
             guard let identity = try reader.string("\(key).identity"), !identity.isEmpty else {
@@ -134,8 +161,20 @@ extension GatewayConfiguration {
             guard identity.utf8.count <= 1024 else {
                 throw ConfigurationError(key: "\(key).identity", problem: "must be at most 1024 bytes")
             }
-            guard seen.insert(identity).inserted else {
-                throw ConfigurationError(key: "\(key).identity", problem: "'\(identity)' is listed twice")
+            let name = CallerName(listed: identity)
+            guard !name.value.isEmpty else {
+                throw ConfigurationError(
+                    key: "\(key).identity", problem: "'\(identity)' names nothing after its prefix")
+            }
+            if case .commonName = name, !commonNames {
+                throw ConfigurationError(
+                    key: "\(key).identity",
+                    problem: "'\(identity)' is a certificate CN, which identifies nobody unless "
+                        + "tls.identityFromCommonName is true (prefer a URI or DNS SAN)")
+            }
+            if let first = seen.updateValue(identity, forKey: name) {
+                let same = first == identity ? "" : " (as '\(first)')"
+                throw ConfigurationError(key: "\(key).identity", problem: "'\(identity)' is listed twice\(same)")
             }
             guard let named = try reader.strings("\(key).apps"), !named.isEmpty else {
                 throw ConfigurationError(key: "\(key).apps", problem: "must list app names or bundle ids, or \"*\"")

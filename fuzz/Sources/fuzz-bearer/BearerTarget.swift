@@ -29,8 +29,8 @@ public func fuzzBearer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         _ = try? JSONWebKeySet(json: bytes)
     } else {
         let text = String(decoding: bytes, as: UTF8.self)
-        _ = setup.0.authenticate(authorization: text, certificateIdentity: nil)
-        _ = setup.0.authenticate(authorization: "Bearer " + text, certificateIdentity: nil)
+        _ = setup.0.authenticate(authorization: text)
+        _ = setup.0.authenticate(authorization: "Bearer " + text)
     }
     return 0
 }
