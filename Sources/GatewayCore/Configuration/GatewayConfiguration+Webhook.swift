@@ -139,7 +139,7 @@ extension GatewayConfiguration {
     }
 
     /// "30d" → milliseconds; nil for any other form.
-    private static func days(_ text: String) -> UInt64? {
+    static func days(_ text: String) -> UInt64? {
         let trimmed = text.trimmingSpaces()
         guard trimmed.hasSuffix("d"), let number = Double(trimmed.dropLast()), number.isFinite, number >= 0,
             number <= 36_600
