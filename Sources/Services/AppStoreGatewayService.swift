@@ -22,6 +22,7 @@ public struct AppStoreGatewayService: GRPCService {
     private let api: AppStoreAPIMethods
     private let pool: VerificationPool
     private let apps: [GatewayConfiguration.App]
+    private let retention: NotificationRetention
 
     /// Builds the service from parts already built by the composition root (the CLI reads the files):
     /// `verifier` trusts the configured roots, `client` calls Apple with the apps' keys and reports to its
@@ -38,6 +39,9 @@ public struct AppStoreGatewayService: GRPCService {
             threads: configuration.verification.poolThreads, queueLimit: configuration.verification.poolQueue)
         self.pool = pool
         apps = configuration.apps
+        let retention = NotificationRetention(
+            milliseconds: Int64(clamping: configuration.notifications.store.retentionMilliseconds))
+        self.retention = retention
         verifyJWS = VerifyJWSHandler(
             verifier: verifier, apps: AppDirectory(configuration.apps),
             allowUnboundVerification: configuration.verification.allowUnboundVerification, pool: pool,
@@ -59,7 +63,8 @@ public struct AppStoreGatewayService: GRPCService {
         reconciler = live.map {
             NotificationReconciler(
                 client: client, verifier: verifier, apps: configuration.apps, feed: $0, clock: clock,
-                window: .milliseconds(Int64(clamping: configuration.notifications.store.reconcileWindowMilliseconds)))
+                window: .milliseconds(Int64(clamping: configuration.notifications.store.reconcileWindowMilliseconds)),
+                retention: retention)
         }
     }
 
@@ -75,7 +80,7 @@ public struct AppStoreGatewayService: GRPCService {
     ) -> NotificationWebhook {
         NotificationWebhook(
             path: path, verifier: verifier, pool: pool, apps: apps, store: live.store, clock: clock,
-            metrics: live.metrics)
+            metrics: live.metrics, retention: retention)
     }
 
     public var methods: [String: MethodHandler] {
