@@ -480,3 +480,61 @@ def test_a_resume_token_past_its_max_age_is_invalid_argument_with_its_reason(set
     assert info.reason == "RESUME_TOKEN_EXPIRED"
     assert info.metadata["field"] == "resume_token" and info.metadata["max_age_ms"] == "1000"
     assert info.metadata["restart_from_ms"] == str(event.notification.signed_date.ToMilliseconds())
+
+
+def test_a_rewritten_key_ring_is_reloaded_by_the_running_gateway(setup, everything, fresh_gateway, tmp_path):
+    """A Secret update (here an atomic rename, as the kubelet swaps `..data`) reaches the running process."""
+    simulator, _, _, _ = setup
+    events, _ = everything
+    old, new = os.urandom(32), os.urandom(32)
+    ring = tmp_path / "ring"
+    gw = fresh_gateway("--config", config_with(simulator, tmp_path / "gw.yaml", resumeTokenKeyFile=key_ring(ring, old)))
+    stub = gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(gw.address))
+    call = stub.StreamNotifications(request(), timeout=60)
+    before = [next(call) for _ in range(5)][-1]
+    call.cancel()
+    key_ring(tmp_path / "next", new)
+    os.rename(tmp_path / "next", ring)
+    deadline = time.time() + 20
+    while "reloaded the resume-token key ring" not in gw.read_log() and time.time() < deadline:
+        time.sleep(0.1)
+    assert "reloaded the resume-token key ring" in gw.read_log()
+    assert base64.b64encode(new).decode() not in gw.read_log(), "a key is never logged"
+    with pytest.raises(grpc.RpcError) as refused:
+        list(stub.StreamNotifications(request(resume_token=before.resume_token), timeout=10))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    call = stub.StreamNotifications(request(), timeout=60)
+    after = [next(call) for _ in range(5)][-1]
+    call.cancel()
+    assert uuids(stub.StreamNotifications(request(resume_token=after.resume_token), timeout=60)) == uuids(events[5:])
+    # A ring that no longer loads leaves the one in force.
+    (tmp_path / "broken").write_text("not a key\n")
+    (tmp_path / "broken").chmod(0o600)
+    os.rename(tmp_path / "broken", ring)
+    deadline = time.time() + 20
+    while "kept the previous resume-token key ring" not in gw.read_log() and time.time() < deadline:
+        time.sleep(0.1)
+    assert "kept the previous resume-token key ring" in gw.read_log()
+    assert uuids(stub.StreamNotifications(request(resume_token=after.resume_token), timeout=60)) == uuids(events[5:])
+
+
+def test_a_bad_key_ring_stops_start_up_naming_the_line_never_the_key(setup, tmp_path):
+    simulator, _, _, _ = setup
+    short = base64.b64encode(os.urandom(16)).decode()
+    ring = tmp_path / "ring"
+    ring.write_text(f"# rotated 2026-11-27\n{base64.b64encode(os.urandom(32)).decode()}\n{short}\n")
+    ring.chmod(0o600)
+    config = config_with(simulator, tmp_path / "bad.yaml", resumeTokenKeyFile=str(ring))
+    checked = subprocess.run([GATEWAY_BIN, "check-config", "--config", config], capture_output=True, text=True,
+                             timeout=30)
+    assert checked.returncode == 1
+    assert "notifications.resumeTokenKeyFile: line 3 of" in checked.stdout and "16-byte key" in checked.stdout
+    assert short not in checked.stdout
+    served = subprocess.run([GATEWAY_BIN, "serve", "--config", config, "--listen", "127.0.0.1:0"],
+                            capture_output=True, text=True, timeout=30)
+    assert served.returncode == 1
+    assert "line 3 of" in served.stderr and short not in served.stderr + served.stdout
+    ring.chmod(0o644)
+    checked = subprocess.run([GATEWAY_BIN, "check-config", "--config", config], capture_output=True, text=True,
+                             timeout=30)
+    assert checked.returncode == 1 and "readable or writable by others" in checked.stdout
