@@ -12,7 +12,11 @@ struct CallerAccessSetup {
     let tlsContext: TLSContext?
     let watcher: AccessFileWatcher
 
-    init(configuration: GatewayConfiguration, events: any AccessEvents, logger: Logger) throws {
+    /// `others`: more files for the watcher (the resume-token key ring).
+    init(
+        configuration: GatewayConfiguration, events: any AccessEvents, logger: Logger,
+        others: [AccessFileWatcher.Watched] = []
+    ) throws {
         var tlsContext: TLSContext?
         if let tls = configuration.tls {
             do {
@@ -49,7 +53,7 @@ struct CallerAccessSetup {
         self.tlsContext = tlsContext
         watcher = AccessFileWatcher(
             jwt: configuration.authentication.jwt, authenticator: authenticator, tls: configuration.tls,
-            context: tlsContext, logger: logger)
+            context: tlsContext, logger: logger, others: others)
         if configuration.callers == nil {
             logger.warning(
                 "no callers are configured: anyone who reaches the gRPC port may use every app and its whole Apple budget",

@@ -6,7 +6,7 @@ import Services
 import SignedData
 
 /// The composition root: reads the files the configuration names (trusted roots, the apps' private keys, the
-/// resume-token key), starts the upstream HTTP client and builds the verifier, the Apple client and the
+/// resume-token key ring), starts the upstream HTTP client and builds the verifier, the Apple client and the
 /// gateway's service from them. A bad file fails start-up with a `ConfigurationError` naming its key.
 enum GatewayComposition {
     static func service(
@@ -15,9 +15,9 @@ enum GatewayComposition {
     ) throws(ConfigurationError) -> AppStoreGatewayService {
         let roots = try SignedDataVerifier.trustedRoots(configuration.verification)
         let signers = try AppKeySigner.loadAll(configuration)
-        let resumeTokenKey = try AppStoreGatewayService.resumeTokenKey(configuration) { path in
-            FileManager.default.contents(atPath: path).map { [UInt8]($0) }
-        }
+        // No ring file: a random key, good for this process only (`serve` logs a warning).
+        let resumeTokenKeys =
+            try ResumeTokenKeyRing.keys(configuration).map { ResumeTokenKeyRing(keys: $0) } ?? .random()
         let http = try UpstreamHTTPClient(configuration.apple)
         let online = configuration.verification.onlineChecks
         let verifier: SignedDataVerifier
@@ -34,7 +34,7 @@ enum GatewayComposition {
             configuration: configuration, http: http, signers: signers, events: events, budgetEvents: budgetEvents,
             accessEvents: accessEvents)
         return AppStoreGatewayService(
-            configuration: configuration, verifier: verifier, client: client, resumeTokenKey: resumeTokenKey,
+            configuration: configuration, verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys,
             live: live)
     }
 }

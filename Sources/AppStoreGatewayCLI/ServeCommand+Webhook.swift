@@ -73,10 +73,11 @@ struct WebhookRuntime {
         server.start()
         var reconciler: Task<Void, Never>?
         let store = configuration.notifications.store
-        if let pass = service.reconciler, store.reconcileIntervalMilliseconds > 0 {
-            let interval = Duration.milliseconds(Int64(clamping: store.reconcileIntervalMilliseconds))
-            let retention = Duration.milliseconds(Int64(clamping: store.retentionMilliseconds))
-            reconciler = Task.detached { await pass.run(interval: interval, retention: retention) }
+        // Always started: with reconcileInterval 0 it still prunes what is past the retention.
+        if let pass = service.reconciler {
+            let schedule = NotificationReconciler.Schedule(
+                reconcileIntervalMilliseconds: store.reconcileIntervalMilliseconds)
+            reconciler = Task.detached { await pass.run(schedule) }
         }
         return WebhookRuntime(
             server: server, reconciler: reconciler, address: address, path: webhook.path,

@@ -93,7 +93,9 @@ struct ServeCommand: ParsableCommand {
         }
         var serverConfiguration = GRPCServerConfiguration(configuration)
         serverConfiguration.events = events
-        let access = try CallerAccessSetup(configuration: configuration, events: accessEvents, logger: logger)
+        let access = try CallerAccessSetup(
+            configuration: configuration, events: accessEvents, logger: logger,
+            others: resumeTokenKeyRing(configuration, service: gatewayService, logger: logger))
         serverConfiguration.callGuard = access.callGuard
         serverConfiguration.tls = access.tlsContext
         let services: [GRPCService] = [
@@ -189,6 +191,27 @@ struct ServeCommand: ParsableCommand {
         webhook?.stop()
         simulatorServer?.stop()
         logger.info("stopped")
+    }
+
+    /// The resume-token key ring's file, to be re-read when it changes; without one, a warning: the random
+    /// key in use makes tokens good for this process only.
+    private func resumeTokenKeyRing(
+        _ configuration: GatewayConfiguration, service: AppStoreGatewayService, logger: Logger
+    ) -> [AccessFileWatcher.Watched] {
+        let path = configuration.notifications.resumeTokenKeyFile
+        guard !path.isEmpty else {
+            logger.warning(
+                """
+                StreamNotifications resume tokens are signed with a random key of this process: they will not \
+                resume a stream after a restart or on another replica
+                """,
+                metadata: ["hint": "set notifications.resumeTokenKeyFile to a key ring shared by every replica"])
+            return []
+        }
+        return [
+            service.resumeTokenKeys.watching(
+                path: path, allowReadableFile: configuration.apple.allowReadableKeyFiles, logger: logger)
+        ]
     }
 
     private func loadConfiguration(path: String?, trustAppleRootToo: Bool) throws -> GatewayConfiguration {

@@ -36,6 +36,10 @@ public enum GatewayError: Error, Sendable, Hashable {
     /// the caller must start a new stream from a date. `restartFrom` is the signed date (UNIX ms) of the last
     /// event the caller received, when known.
     case resumeCursorExpired(app: String, environment: AppleEnvironment, restartFrom: Int64?)
+    /// The resume token is genuine but was issued longer ago than `notifications.resumeTokenMaxAge`
+    /// (`maxAgeMilliseconds`): the caller starts a new stream from a date. `restartFrom` is the signed date
+    /// (UNIX ms) of the event the token follows, when the token names it.
+    case resumeTokenExpired(issuedAt: Int64, maxAgeMilliseconds: Int64, restartFrom: Int64?)
     /// The server is shutting down and ends the call; the caller should call again (another replica).
     case serverShuttingDown
     /// The caller sent no credentials, or credentials that do not verify (bearer JWT or client certificate).

@@ -9,14 +9,22 @@ import Synchronization
     import Glibc
 #endif
 
-/// Re-reads the JWKS file and the TLS files when they change, on a thread of its own (never on an event
-/// loop): every `interval` it `stat`s each file through any symlinks, so an in-place write, a rename over the
-/// file and a Kubernetes projected-volume swap of the `..data` symlink are all seen. A file that fails to load
-/// keeps the previous version in force and is logged; it is tried again at its next change.
+/// Re-reads the JWKS file, the TLS files and any other `Watched` files (the resume-token key ring) when they
+/// change, on a thread of its own (never on an event loop): every `interval` it `stat`s each file through any
+/// symlinks, so an in-place write, a rename over the file and a Kubernetes projected-volume swap of the
+/// `..data` symlink are all seen. A file that fails to load keeps the previous version in force and is
+/// logged; it is tried again at its next change.
 public final class AccessFileWatcher: Sendable {
-    private struct Watched: Sendable {
+    /// Files read together, and what re-reads them.
+    public struct Watched: Sendable {
         var paths: [String]
         var reload: @Sendable () -> Void
+
+        /// Runs `reload` after any of `paths` changes.
+        public init(paths: [String], reload: @escaping @Sendable () -> Void) {
+            self.paths = paths
+            self.reload = reload
+        }
     }
 
     private let watched: [Watched]
@@ -24,12 +32,13 @@ public final class AccessFileWatcher: Sendable {
     private let running = Atomic<Bool>(false)
     private let stopped = Mutex<Bool>(false)
 
-    /// Watches `jwt.jwksFile` for `authenticator` and the `tls` files for `context`.
+    /// Watches `jwt.jwksFile` for `authenticator`, the `tls` files for `context`, and `others`.
     public init(
         jwt: GatewayConfiguration.Authentication.JWT?, authenticator: CallerAuthenticator?,
-        tls: GatewayConfiguration.TLS?, context: TLSContext?, logger: Logger, interval: Duration = .seconds(1)
+        tls: GatewayConfiguration.TLS?, context: TLSContext?, logger: Logger, interval: Duration = .seconds(1),
+        others: [Watched] = []
     ) {
-        var watched: [Watched] = []
+        var watched = others
         if let jwt, let authenticator {
             watched.append(
                 Watched(paths: [jwt.jwksFile]) {

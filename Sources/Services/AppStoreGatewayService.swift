@@ -22,21 +22,26 @@ public struct AppStoreGatewayService: GRPCService {
     private let api: AppStoreAPIMethods
     private let pool: VerificationPool
     private let apps: [GatewayConfiguration.App]
+    private let retention: NotificationRetention
 
     /// Builds the service from parts already built by the composition root (the CLI reads the files):
     /// `verifier` trusts the configured roots, `client` calls Apple with the apps' keys and reports to its
-    /// `events`, `resumeTokenKey` seals StreamNotifications resume tokens (`resumeTokenKey(_:readFile:)`).
-    /// `configuration` gives the apps and limits. `live` (the webhook's store) lets StreamNotifications
-    /// `follow`.
+    /// `events`, `resumeTokenKeys` seals and opens StreamNotifications resume tokens (`ResumeTokenKeyRing`).
+    /// `configuration` gives the apps, limits and the tokens' maximum age. `live` (the webhook's store) lets
+    /// StreamNotifications `follow`.
     public init(
         configuration: GatewayConfiguration, verifier: SignedDataVerifier, client: AppStoreAPIClient,
-        resumeTokenKey: [UInt8], clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil
+        resumeTokenKeys: ResumeTokenKeyRing, clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil
     ) {
         self.verifier = verifier
+        self.resumeTokenKeys = resumeTokenKeys
         let pool = VerificationPool(
             threads: configuration.verification.poolThreads, queueLimit: configuration.verification.poolQueue)
         self.pool = pool
         apps = configuration.apps
+        let retention = NotificationRetention(
+            milliseconds: Int64(clamping: configuration.notifications.store.retentionMilliseconds))
+        self.retention = retention
         verifyJWS = VerifyJWSHandler(
             verifier: verifier, apps: AppDirectory(configuration.apps),
             allowUnboundVerification: configuration.verification.allowUnboundVerification, pool: pool,
@@ -46,7 +51,10 @@ public struct AppStoreGatewayService: GRPCService {
             client: client, verifier: verifier, maxPages: configuration.history.maxPages,
             maxResponseBytes: configuration.history.maxResponseBytes, clock: clock)
         var notifications = StreamNotificationsHandler(
-            client: client, verifier: verifier, resumeTokenKey: resumeTokenKey, clock: clock)
+            client: client, verifier: verifier, resumeTokenKeys: resumeTokenKeys,
+            resumeTokenMaxAge: .milliseconds(
+                Int64(clamping: configuration.notifications.resumeTokenMaxAgeMilliseconds)),
+            clock: clock)
         api = AppStoreAPIMethods(
             client: client, verifier: verifier, clock: clock, maxPages: configuration.history.maxPages,
             maxResponseBytes: configuration.history.maxResponseBytes)
@@ -55,9 +63,13 @@ public struct AppStoreGatewayService: GRPCService {
         reconciler = live.map {
             NotificationReconciler(
                 client: client, verifier: verifier, apps: configuration.apps, feed: $0, clock: clock,
-                window: .milliseconds(Int64(clamping: configuration.notifications.store.reconcileWindowMilliseconds)))
+                window: .milliseconds(Int64(clamping: configuration.notifications.store.reconcileWindowMilliseconds)),
+                retention: retention)
         }
     }
+
+    /// The keys of StreamNotifications resume tokens (a reloaded key file replaces them here).
+    public let resumeTokenKeys: ResumeTokenKeyRing
 
     /// The reconciler of the webhook's store (nil without one).
     public let reconciler: NotificationReconciler?
@@ -68,36 +80,7 @@ public struct AppStoreGatewayService: GRPCService {
     ) -> NotificationWebhook {
         NotificationWebhook(
             path: path, verifier: verifier, pool: pool, apps: apps, store: live.store, clock: clock,
-            metrics: live.metrics)
-    }
-
-    /// The resume-token key: the `notifications.resumeTokenKey` file (trailing whitespace ignored), else
-    /// derived from the apps' private key files (replicas with the same secrets agree), else — only when no
-    /// key file is readable, as with injected signers in tests — random for this process. `readFile` reads
-    /// a whole file (nil: unreadable).
-    public static func resumeTokenKey(
-        _ configuration: GatewayConfiguration, readFile: (String) -> [UInt8]?
-    ) throws(ConfigurationError) -> [UInt8] {
-        let path = configuration.notifications.resumeTokenKeyFile
-        if !path.isEmpty {
-            guard let data = readFile(path) else {
-                throw ConfigurationError(
-                    key: "notifications.resumeTokenKey", problem: "cannot read the key file '\(path)'")
-            }
-            var bytes = data
-            while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 {
-                bytes.removeLast()
-            }
-            guard bytes.count >= 16 else {
-                throw ConfigurationError(
-                    key: "notifications.resumeTokenKey", problem: "the key file '\(path)' must hold at least 16 bytes")
-            }
-            return bytes
-        }
-        let derived = ResumeTokenCodec.derivedKey(apps: configuration.apps, readFile: readFile)
-        if let derived { return derived }
-        var random = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }
+            metrics: live.metrics, retention: retention)
     }
 
     public var methods: [String: MethodHandler] {

@@ -46,13 +46,13 @@ struct FollowPosition: Sendable, Hashable {
 /// `version(1)=2 | issuedAt(i64) | flags(u8: live, appleDone, hasApple, hasStoreKey) | windowEnd(i64)
 ///  | snapshot(2×u64) | liveCursor(2×u64) | storeKey(i64 + 2×u64) | appleEnvironment(u8) | appleIndex(u32)
 ///  | filterHash(32) | bundleID(u16 length + UTF-8) | applePageToken(u32 length + UTF-8) | HMAC-SHA256(32)`,
-/// integers big-endian, authenticated with the same key as history tokens (a different version byte, so
-/// neither kind passes for the other).
+/// integers big-endian, authenticated with the same key ring as history tokens (a different version byte,
+/// so neither kind passes for the other).
 struct FollowTokenCodec: Sendable {
     static let version: UInt8 = 2
     private let envelope: ResumeTokenEnvelope
 
-    init(key: [UInt8]) { envelope = ResumeTokenEnvelope(key: key) }
+    init(ring: ResumeTokenKeyRing, maxAge: Duration) { envelope = ResumeTokenEnvelope(ring: ring, maxAge: maxAge) }
 
     func encode(_ position: FollowPosition) -> String {
         var body = TokenWriter()
@@ -83,12 +83,14 @@ struct FollowTokenCodec: Sendable {
     }
 
     /// The position behind `text`; INVALID_ARGUMENT (field `resume_token`) unless this gateway family
-    /// issued it for a followed stream, unaltered.
-    func decode(_ text: String) throws(GatewayError) -> FollowPosition {
+    /// issued it for a followed stream, unaltered, and RESUME_TOKEN_EXPIRED when it is older than the
+    /// envelope's `maxAge` at `now`.
+    func decode(_ text: String, now: WallTime) throws(GatewayError) -> FollowPosition {
         let invalid = GatewayError.invalidArgument(
             field: "resume_token",
             problem: "is not a resume token of a followed stream issued by this gateway (garbled, altered, from a "
-                + "stream without follow, or signed with another key); pass a NotificationEvent.resume_token unchanged")
+                + "stream without follow, or signed with a key not in its notifications.resumeTokenKeyFile ring); "
+                + "pass a NotificationEvent.resume_token unchanged")
         guard var reader = envelope.open(text, minimumBodyBytes: 1 + 8 + 1 + 8 + 32 + 24 + 1 + 4 + 32 + 2 + 4),
             reader.integer(1) == UInt64(Self.version), let issued = reader.integer(8), let flags = reader.integer(1),
             let windowEnd = reader.integer(8), let snapshotMajor = reader.integer(8),
@@ -98,6 +100,7 @@ struct FollowTokenCodec: Sendable {
             environment <= 1, let index = reader.integer(4), let hash = reader.bytes(32),
             let bundleID = reader.text(lengthWidth: 2), let pageToken = reader.text(lengthWidth: 4), reader.isAtEnd
         else { throw invalid }
+        try envelope.checkAge(issuedAt: Int64(bitPattern: issued), now: now, restartFrom: nil)
         var position = FollowPosition(
             bundleID: bundleID, filterHash: hash, windowEnd: Int64(bitPattern: windowEnd),
             snapshot: StorePosition(major: snapshotMajor, minor: snapshotMinor))

@@ -82,11 +82,7 @@ extension GatewayError: RPCStatusConvertible {
         case .resumeCursorExpired(let app, let environment, let restartFrom):
             // FAILED_PRECONDITION, not INVALID_ARGUMENT: the token was valid; repeating it will not help,
             // a new stream from a date will.
-            let hint =
-                restartFrom.map {
-                    "start a new stream without resume_token, with start_date at the last event's signed date (\($0) ms) "
-                        + "and skip the notification_uuids already processed"
-                } ?? "start a new stream without resume_token from a start_date"
+            let hint = Self.restartHint(restartFrom)
             var metadata = ["app": app, "environment": environment.rawValue]
             metadata["apple_error_code"] = String(AppleErrorCode.paginationTokenExpired.rawValue)
             metadata["apple_error_name"] = AppleErrorCode.paginationTokenExpired.name
@@ -95,6 +91,20 @@ extension GatewayError: RPCStatusConvertible {
                 .failedPrecondition,
                 "Apple's pagination token behind this resume token has expired (4000017); \(hint).",
                 reason: "PAGINATION_TOKEN_EXPIRED", metadata: metadata)
+        case .resumeTokenExpired(let issuedAt, let maxAge, let restartFrom):
+            // INVALID_ARGUMENT with its own reason: the token is refused for its age, not for being garbled.
+            let hint = Self.restartHint(restartFrom)
+            var metadata = [
+                "field": "resume_token", "issued_at_ms": String(issuedAt), "max_age_ms": String(maxAge),
+            ]
+            metadata["restart_from_ms"] = restartFrom.map { String($0) }
+            let problem =
+                "has expired (issued at \(issuedAt) ms; this gateway accepts resume tokens for "
+                + "\(Self.spoken(milliseconds: maxAge)), notifications.resumeTokenMaxAge)"
+            return Self.status(
+                .invalidArgument, "Invalid resume_token: \(problem); \(hint).",
+                reason: "RESUME_TOKEN_EXPIRED", metadata: metadata,
+                fieldViolations: [FieldViolation(field: "resume_token", description: problem)])
         case .serverShuttingDown:
             return status(
                 .unavailable, "The gateway is shutting down; call again (another replica will serve the call).",
@@ -135,6 +145,23 @@ extension GatewayError: RPCStatusConvertible {
         -> RPCStatus
     {
         Self.status(code, message, reason: reason, metadata: metadata)
+    }
+
+    /// What a caller whose resume token cannot continue does instead.
+    static func restartHint(_ restartFrom: Int64?) -> String {
+        restartFrom.map {
+            "start a new stream without resume_token, with start_date at the last event's signed date (\($0) ms) "
+                + "and skip the notification_uuids already processed"
+        } ?? "start a new stream without resume_token from a start_date"
+    }
+
+    /// `milliseconds` as an operator wrote it: whole days, hours, minutes or seconds ("30d", "90m").
+    static func spoken(milliseconds: Int64) -> String {
+        for (unit, size) in [("d", Int64(86_400_000)), ("h", 3_600_000), ("m", 60_000), ("s", 1_000)]
+        where milliseconds >= size && milliseconds % size == 0 {
+            return "\(milliseconds / size)\(unit)"
+        }
+        return "\(milliseconds)ms"
     }
 
     private static func status(

@@ -8,6 +8,7 @@ public final class NotificationMetrics: Sendable {
     let stored: CounterFamily?
     let duplicates: CounterFamily?
     let backfilled: CounterFamily?
+    let stale: CounterFamily?
     let followers: Gauge?
     let lag: Histogram?
 
@@ -15,7 +16,7 @@ public final class NotificationMetrics: Sendable {
     public init(registry: MetricsRegistry?) {
         guard let registry else {
             received = nil; verified = nil; rejected = nil; stored = nil; duplicates = nil; backfilled = nil
-            followers = nil; lag = nil
+            stale = nil; followers = nil; lag = nil
             return
         }
         received = registry.counter(
@@ -41,6 +42,12 @@ public final class NotificationMetrics: Sendable {
             "appstore_gateway_notifications_backfilled_total",
             help: "Notifications the reconciler found in Apple's history but not in the store, by app.",
             labelNames: ["app"])
+        stale = registry.counter(
+            "appstore_gateway_notifications_stale_total",
+            help: "Genuine notifications signed longer ago than notifications.store.retention (a replay, or a "
+                + "delivery too late to keep), neither stored nor streamed (the webhook answers 200), by app and "
+                + "source.",
+            labelNames: ["app", "source"])
         followers = registry.gauge(
             "appstore_gateway_notification_followers",
             help: "StreamNotifications calls following live notifications now."

@@ -7,7 +7,9 @@ import SignedData
 
 /// Nothing lost: every `interval`, compares Apple's notification history of the last `window` with the
 /// store, and stores (backfills) what Apple sent while the receiver was down or failing; also prunes
-/// entries older than the retention. Followers see backfilled entries as live ones.
+/// entries older than the retention, even when comparisons are off (`Schedule`). Followers see backfilled
+/// entries as live ones; a notification signed before the retention is never backfilled (it could be one
+/// already pruned, which followers would see again).
 public struct NotificationReconciler: Sendable {
     let client: AppStoreAPIClient
     let verifier: SignedDataVerifier
@@ -15,11 +17,28 @@ public struct NotificationReconciler: Sendable {
     let feed: LiveNotificationFeed
     let clock: any GatewayClock
     let window: Duration
+    let retention: NotificationRetention
     let logger = Logger(label: "appstore-gateway.reconciler")
+
+    /// When the reconciler works: a pass every `interval`, each pruning the store and, when `reconciles`,
+    /// comparing with Apple first.
+    public struct Schedule: Sendable, Hashable {
+        public var interval: Duration
+        public var reconciles: Bool
+        /// How often the store is pruned when comparisons are off.
+        public static let pruneOnlyInterval = Duration.seconds(600)
+
+        /// The schedule of `notifications.store.reconcileInterval`: 0 turns comparisons off, never pruning.
+        public init(reconcileIntervalMilliseconds: UInt64) {
+            reconciles = reconcileIntervalMilliseconds > 0
+            interval =
+                reconciles ? .milliseconds(Int64(clamping: reconcileIntervalMilliseconds)) : Self.pruneOnlyInterval
+        }
+    }
 
     init(
         client: AppStoreAPIClient, verifier: SignedDataVerifier, apps: [GatewayConfiguration.App],
-        feed: LiveNotificationFeed, clock: any GatewayClock, window: Duration
+        feed: LiveNotificationFeed, clock: any GatewayClock, window: Duration, retention: NotificationRetention
     ) {
         self.client = client
         self.verifier = verifier
@@ -27,20 +46,35 @@ public struct NotificationReconciler: Sendable {
         self.feed = feed
         self.clock = clock
         self.window = window
+        self.retention = retention
     }
 
-    /// Runs `reconcileOnce` and a retention prune every `interval` until the task is cancelled.
-    public func run(interval: Duration, retention: Duration) async {
+    /// Runs a `pass` at once and then every `schedule.interval` until the task is cancelled.
+    public func run(_ schedule: Schedule) async {
         while !Task.isCancelled {
-            _ = await reconcileOnce()
-            let cutoff = (clock.wallNow() - retention).millisecondsSince1970
-            do throws(NotificationStoreFailure) {
-                let pruned = try await feed.store.prune(receivedBefore: cutoff)
-                if pruned > 0 { logger.info("pruned notifications past retention", metadata: ["count": "\(pruned)"]) }
-            } catch {
-                logger.warning("cannot prune the notification store", metadata: ["error": "\(error.message)"])
-            }
-            try? await Task.sleep(for: interval)
+            await pass(reconciling: schedule.reconciles)
+            try? await Task.sleep(for: schedule.interval)
+        }
+    }
+
+    /// One pass: `reconcileOnce` when `reconciling`, then `prune`.
+    public func pass(reconciling: Bool) async {
+        if reconciling { _ = await reconcileOnce() }
+        _ = await prune()
+    }
+
+    /// Deletes the entries that arrived longer ago than the retention; returns how many went (0 when the
+    /// store fails: logged, tried again at the next pass).
+    @discardableResult
+    public func prune() async -> Int {
+        let cutoff = retention.pruneCutoff(now: clock.wallNow().millisecondsSince1970)
+        do throws(NotificationStoreFailure) {
+            let pruned = try await feed.store.prune(receivedBefore: cutoff)
+            if pruned > 0 { logger.info("pruned notifications past retention", metadata: ["count": "\(pruned)"]) }
+            return pruned
+        } catch {
+            logger.warning("cannot prune the notification store", metadata: ["error": "\(error.message)"])
+            return 0
         }
     }
 
@@ -79,7 +113,9 @@ public struct NotificationReconciler: Sendable {
     {
         let now = clock.wallNow()
         let oldest = now - NotificationHistoryRequestBody.retention(in: environment) + .seconds(60)
-        let start = max(now - window, oldest)
+        // Nothing signed before the store's retention: it could be a notification already pruned.
+        let kept = WallTime(millisecondsSince1970: retention.pruneCutoff(now: now.millisecondsSince1970))
+        let start = max(now - window, oldest, kept)
         let body = NotificationHistoryRequestBody(
             startDate: start.millisecondsSince1970, endDate: now.millisecondsSince1970)
         let requirements: VerificationRequirements
@@ -103,6 +139,10 @@ public struct NotificationReconciler: Sendable {
                 guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result),
                     !notification.notificationUuid.isEmpty, let signed = notification.signedDate?.unixMilliseconds
                 else { continue }
+                if retention.isStale(signedDate: signed, now: clock.wallNow().millisecondsSince1970) {
+                    feed.metrics.stale?.labels(app.name, "backfill").increment()
+                    continue
+                }
                 let entry = NewNotification(
                     uuid: notification.notificationUuid, signedDate: signed, bundleId: app.bundleId,
                     environment: result.environment?.rawValue ?? environment.appleName,

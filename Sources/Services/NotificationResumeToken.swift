@@ -1,4 +1,3 @@
-import Cryptography
 import GatewayCore
 
 /// Where a notification stream stands after one event: enough to continue right after it on any replica,
@@ -29,8 +28,9 @@ struct ResumeTokenCodec: Sendable {
     static let version: UInt8 = 1
     private let envelope: ResumeTokenEnvelope
 
-    /// A codec authenticating with `key` (every replica must share it).
-    init(key: [UInt8]) { envelope = ResumeTokenEnvelope(key: key) }
+    /// A codec sealing with `ring`'s first key, opening with any of its keys (replicas share the ring), and
+    /// refusing tokens issued longer than `maxAge` ago.
+    init(ring: ResumeTokenKeyRing, maxAge: Duration) { envelope = ResumeTokenEnvelope(ring: ring, maxAge: maxAge) }
 
     func encode(_ token: NotificationResumeToken) -> String {
         var body = TokenWriter()
@@ -46,11 +46,13 @@ struct ResumeTokenCodec: Sendable {
     }
 
     /// The token behind `text`; INVALID_ARGUMENT (field `resume_token`) when it is not one this gateway
-    /// family issued, was altered, or is truncated.
-    func decode(_ text: String) throws(GatewayError) -> NotificationResumeToken {
+    /// family issued, was altered, or is truncated, and RESUME_TOKEN_EXPIRED when it is older than the
+    /// envelope's `maxAge` at `now`.
+    func decode(_ text: String, now: WallTime) throws(GatewayError) -> NotificationResumeToken {
         let invalid = GatewayError.invalidArgument(
             field: "resume_token",
-            problem: "is not a resume token issued by this gateway (garbled, altered, or signed with another key); "
+            problem: "is not a resume token issued by this gateway (garbled, altered, or signed with a key not in "
+                + "its notifications.resumeTokenKeyFile ring); "
                 + "pass a NotificationEvent.resume_token unchanged, or start from a start_date")
         guard var reader = envelope.open(text, minimumBodyBytes: 1 + 8 + 1 + 4 + 8 + 32 + 2 + 4 + 1),
             reader.integer(1) == UInt64(Self.version), let issued = reader.integer(8),
@@ -58,23 +60,11 @@ struct ResumeTokenCodec: Sendable {
             let signed = reader.integer(8), let hash = reader.bytes(32),
             let bundleID = reader.text(lengthWidth: 2), let pageToken = reader.text(lengthWidth: 4), reader.isAtEnd
         else { throw invalid }
+        try envelope.checkAge(
+            issuedAt: Int64(bitPattern: issued), now: now, restartFrom: Int64(bitPattern: signed))
         return NotificationResumeToken(
             pageToken: pageToken, index: Int(index), environment: environment == 0 ? .production : .sandbox,
             bundleID: bundleID, filterHash: hash, eventSignedDate: Int64(bitPattern: signed),
             issuedAt: Int64(bitPattern: issued))
-    }
-
-    /// The key when `notifications.resumeTokenKey` is unset: HMAC-SHA256 over every app's private key file
-    /// (by bundle id order) under a fixed label. Replicas configured with the same apps and keys derive the
-    /// same key; anyone without the private keys cannot. Nil when no key file is readable (injected signers).
-    static func derivedKey(apps: [GatewayConfiguration.App], readFile: (String) -> [UInt8]?) -> [UInt8]? {
-        var material: [UInt8] = []
-        for app in apps.sorted(by: { $0.bundleId < $1.bundleId }) where !app.privateKeyFile.isEmpty {
-            guard let key = readFile(app.privateKeyFile) else { continue }
-            material += Array(app.bundleId.utf8) + [0] + HMACSHA256.authenticationCode(key: key, message: [1]) + [0]
-        }
-        guard !material.isEmpty else { return nil }
-        return HMACSHA256.authenticationCode(
-            key: Array("appstore-gateway notification resume token v1".utf8), message: material)
     }
 }

@@ -7,7 +7,8 @@ import SignedData
 
 /// The App Store Server Notifications V2 receiver: Apple POSTs `{"signedPayload": …}` to `path`.
 ///
-/// 200 only once the notification is durably stored (or was already: deduplicated by notificationUUID);
+/// 200 only once the notification is durably stored (or was already: deduplicated by notificationUUID), or
+/// when it was signed longer ago than the store's retention (`NotificationRetention`: not stored, counted);
 /// 400 for a body that is not a notification Apple signed; 403 for a genuine notification of an app (bundle
 /// id, appAppleId, environment) this gateway is not configured for; 503 when the store (or the
 /// verification pool) cannot take it now, so Apple retries. Chain validation runs on the verification pool
@@ -20,12 +21,16 @@ public struct NotificationWebhook: HTTPRequestHandler {
     let store: any NotificationStore
     let clock: any GatewayClock
     let metrics: NotificationMetrics
+    /// The store's retention: a notification signed before it is not stored.
+    let retention: NotificationRetention
     let logger = Logger(label: "appstore-gateway.webhook")
 
     /// The outcome of one delivery, before it becomes an HTTP answer (tests read it directly).
     enum Outcome: Equatable {
         case stored(app: String, uuid: String)
         case duplicate(app: String, uuid: String)
+        /// Genuine, but signed before the retention: not stored, answered 200 (Apple must not retry it).
+        case stale(app: String, uuid: String)
         case notANotification(String)
         case unknownApp(String)
         case unavailable(String)
@@ -33,7 +38,9 @@ public struct NotificationWebhook: HTTPRequestHandler {
 
     init(
         path: String, verifier: SignedDataVerifier, pool: VerificationPool, apps: [GatewayConfiguration.App],
-        store: any NotificationStore, clock: any GatewayClock, metrics: NotificationMetrics
+        store: any NotificationStore, clock: any GatewayClock, metrics: NotificationMetrics,
+        retention: NotificationRetention = NotificationRetention(
+            milliseconds: Int64(clamping: GatewayConfiguration.NotificationStorage().retentionMilliseconds))
     ) {
         self.path = path
         self.verifier = verifier
@@ -42,6 +49,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
         self.store = store
         self.clock = clock
         self.metrics = metrics
+        self.retention = retention
     }
 
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
@@ -61,6 +69,11 @@ public struct NotificationWebhook: HTTPRequestHandler {
         case .duplicate(let app, let uuid):
             logger.info("notification already stored", metadata: ["app": "\(app)", "notification_uuid": "\(uuid)"])
             return text(200, "already stored")
+        case .stale(let app, let uuid):
+            logger.notice(
+                "notification signed before the store's retention: not stored",
+                metadata: ["app": "\(app)", "notification_uuid": "\(uuid)"])
+            return text(200, "not stored: signed longer ago than the store's retention")
         case .notANotification(let why):
             // Debug only: anyone who can reach the port can send garbage; the metric counts it.
             logger.debug("webhook request refused", metadata: ["reason": "\(why)"])
@@ -139,11 +152,16 @@ public struct NotificationWebhook: HTTPRequestHandler {
             return .unknownApp("app \(app.name): \(bound.message)")
         }
         metrics.verified?.increment()
+        let now = clock.wallNow().millisecondsSince1970
+        if retention.isStale(signedDate: signedDate, now: now) {
+            metrics.stale?.labels(app.name, "webhook").increment()
+            return .stale(app: app.name, uuid: uuid)
+        }
         let entry = NewNotification(
             uuid: uuid, signedDate: signedDate, bundleId: app.bundleId, environment: environment.rawValue,
             notificationType: notification.notificationTypeRaw, subtype: notification.subtypeRaw, signedPayload: jws)
         do throws(NotificationStoreFailure) {
-            switch try await store.insert(entry, receivedAt: clock.wallNow().millisecondsSince1970) {
+            switch try await store.insert(entry, receivedAt: now) {
             case .stored:
                 metrics.stored?.labels(app.name, "webhook").increment()
                 return .stored(app: app.name, uuid: uuid)

@@ -3,28 +3,46 @@ import GatewayCore
 
 /// The envelope every resume token shares (history and followed streams): a body of big-endian fields,
 /// then HMAC-SHA256(key, body), all base64url. The body's first byte is its kind's version, so one kind
-/// never passes for the other.
+/// never passes for the other; its next eight are when the token was issued (UNIX ms), so a token older than
+/// `maxAge` is refused. The ring's first key seals, any of its keys opens.
 struct ResumeTokenEnvelope: Sendable {
     /// The longest token text accepted.
     static let maximumTextBytes = 16_384
-    private let key: [UInt8]
+    private let ring: ResumeTokenKeyRing
+    /// How long after it was issued a token is accepted.
+    let maxAge: Duration
 
-    init(key: [UInt8]) { self.key = key }
-
-    /// `body` with its MAC, as token text.
-    func seal(_ body: TokenWriter) -> String {
-        Base64URL.encode(body.bytes + HMACSHA256.authenticationCode(key: key, message: body.bytes))
+    init(ring: ResumeTokenKeyRing, maxAge: Duration) {
+        self.ring = ring
+        self.maxAge = maxAge
     }
 
-    /// The body of `text` when its MAC checks (constant-time) and it holds at least `minimumBodyBytes`;
-    /// nil for anything else (too long, not base64url, truncated, altered, another key).
+    /// `body` with its MAC under the ring's signing key, as token text.
+    func seal(_ body: TokenWriter) -> String {
+        let key = ring.keys[0]
+        return Base64URL.encode(body.bytes + HMACSHA256.authenticationCode(key: key, message: body.bytes))
+    }
+
+    /// The body of `text` when its MAC checks (constant-time) under one of the ring's keys and it holds at
+    /// least `minimumBodyBytes`; nil for anything else (too long, not base64url, truncated, altered, a key
+    /// not in the ring).
     func open(_ text: String, minimumBodyBytes: Int) -> TokenReader? {
         guard text.utf8.count <= Self.maximumTextBytes, let bytes = Base64URL.decode(text),
             bytes.count >= 32 + minimumBodyBytes
         else { return nil }
         let body = Array(bytes[..<(bytes.count - 32)])
-        guard HMACSHA256.isValid(Array(bytes[(bytes.count - 32)...]), key: key, message: body) else { return nil }
+        let code = Array(bytes[(bytes.count - 32)...])
+        guard ring.keys.contains(where: { HMACSHA256.isValid(code, key: $0, message: body) }) else { return nil }
         return TokenReader(body)
+    }
+
+    /// Throws RESUME_TOKEN_EXPIRED when a genuine token issued at `issuedAt` (UNIX ms) is older than `maxAge`
+    /// at `now`. `restartFrom`: the signed date of the event it follows, for the caller's new stream.
+    func checkAge(issuedAt: Int64, now: WallTime, restartFrom: Int64?) throws(GatewayError) {
+        guard now - WallTime(millisecondsSince1970: issuedAt) <= maxAge else {
+            throw .resumeTokenExpired(
+                issuedAt: issuedAt, maxAgeMilliseconds: maxAge.wholeMilliseconds, restartFrom: restartFrom)
+        }
     }
 }
 

@@ -66,7 +66,7 @@ extension StreamNotificationsHandler {
         var body = base.body
         body.endDate = min(body.endDate, now)
         if !request.resumeToken.isEmpty {
-            let position = try followTokens.decode(request.resumeToken)
+            let position = try followTokens.decode(request.resumeToken, now: clock.wallNow())
             guard position.bundleID == base.app.bundleId, position.filterHash == fingerprint else {
                 throw .invalidArgument(
                     field: "resume_token",

@@ -29,7 +29,7 @@ public struct StreamNotificationsHandler: Sendable {
     let tokens: ResumeTokenCodec
     let clock: any GatewayClock
     let logger = Logger(label: "appstore-gateway.notifications")
-    /// Followed streams' tokens (same key, their own version).
+    /// Followed streams' tokens (same key ring, their own version).
     let followTokens: FollowTokenCodec
     /// The webhook's store, for `follow` (nil: no webhook configured, `follow` is INVALID_ARGUMENT).
     var live: LiveNotificationFeed?
@@ -37,14 +37,15 @@ public struct StreamNotificationsHandler: Sendable {
     let verifiedStored = VerifiedNotificationCache()
 
     /// A handler calling Apple through `client`, verifying with `verifier`, authenticating resume tokens
-    /// with `resumeTokenKey`.
+    /// with `resumeTokenKeys` and refusing those issued longer than `resumeTokenMaxAge` ago.
     public init(
-        client: AppStoreAPIClient, verifier: SignedDataVerifier, resumeTokenKey: [UInt8], clock: any GatewayClock
+        client: AppStoreAPIClient, verifier: SignedDataVerifier, resumeTokenKeys: ResumeTokenKeyRing,
+        resumeTokenMaxAge: Duration, clock: any GatewayClock
     ) {
         self.client = client
         self.verifier = verifier
-        self.tokens = ResumeTokenCodec(key: resumeTokenKey)
-        self.followTokens = FollowTokenCodec(key: resumeTokenKey)
+        self.tokens = ResumeTokenCodec(ring: resumeTokenKeys, maxAge: resumeTokenMaxAge)
+        self.followTokens = FollowTokenCodec(ring: resumeTokenKeys, maxAge: resumeTokenMaxAge)
         self.clock = clock
     }
 
@@ -98,7 +99,7 @@ public struct StreamNotificationsHandler: Sendable {
             body: body, bundleID: app.bundleId, environment: environment, caller: CallerIdentity.current?.identity)
         var resume: NotificationResumeToken?
         if !request.resumeToken.isEmpty {
-            let token = try tokens.decode(request.resumeToken)
+            let token = try tokens.decode(request.resumeToken, now: clock.wallNow())
             guard token.bundleID == app.bundleId, token.filterHash == fingerprint else {
                 throw .invalidArgument(
                     field: "resume_token",

@@ -57,8 +57,9 @@ extension SimulatorState {
 
     /// Writes `gateway.yaml`: a complete gateway configuration for this simulator (every app with its
     /// `.p8` beside the file, Apple URLs pointing at the simulator, `caFile`, the JWS root as the only
-    /// verification root). `sandboxURL` defaults to `productionURL` + `/sandbox`, a prefix the simulator
-    /// strips. Returns the file's path.
+    /// verification root, a resume-token key ring made once, so gateways started from this directory
+    /// accept each other's resume tokens). `sandboxURL` defaults to `productionURL` + `/sandbox`, a prefix
+    /// the simulator strips. Returns the file's path.
     @discardableResult
     public func writeGatewayConfiguration(
         productionURL: String, sandboxURL: String? = nil, caFile: String? = nil, listen: String = "127.0.0.1:50051",
@@ -89,11 +90,27 @@ extension SimulatorState {
             "  caFile: \(Self.quoted(caFile ?? path("tls/ca.pem")))",
             "verification:",
             "  rootCertificates: [\(Self.quoted(path("pki/root.pem")))]",
+            "notifications:",
+            "  resumeTokenKeyFile: \(Self.quoted(try resumeTokenKeyRing()))",
             "",
         ]
         let target = directory.appendingPathComponent("gateway.yaml")
         try Self.write(lines.joined(separator: "\n"), to: target)
         return target.path
+    }
+
+    /// `resume-token-keys` (0600): one random key, made on first use and kept, as
+    /// `notifications.resumeTokenKeyFile` expects it. Returns its path.
+    func resumeTokenKeyRing() throws(Failure) -> String {
+        let file = directory.appendingPathComponent("resume-token-keys")
+        if !FileManager.default.fileExists(atPath: file.path) {
+            var generator = SystemRandomNumberGenerator()
+            let key = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            try Self.write(
+                "# StreamNotifications resume-token keys: the first signs, every one verifies.\n"
+                    + Base64.encode(key, variant: .standard) + "\n", to: file, secret: true)
+        }
+        return file.path
     }
 
     /// A YAML double-quoted scalar.

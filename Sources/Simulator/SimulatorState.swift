@@ -13,6 +13,7 @@ import GatewayCore
 ///     tls/ca.pem, tls/ca.key.pem     TLS CA (`apple.caFile`)
 ///     tls/server.pem, server.key.pem TLS server certificate (SAN localhost, 127.0.0.1), from `issueTLSServerCertificate`
 ///     gateway.yaml                   a complete gateway configuration, from `writeGatewayConfiguration`
+///     resume-token-keys              its resume-token key ring (0600), made once
 ///     transactions.json              sample ids per app and environment, from `writeTransactionIndex`
 public struct SimulatorState: Sendable {
     /// What the state directory is written or read from.

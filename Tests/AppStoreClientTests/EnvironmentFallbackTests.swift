@@ -52,7 +52,9 @@ import Testing
             UpstreamFixture.app("example", bundleId: "com.example.app", environment: .auto)
         ])
         let handler = StreamNotificationsHandler(
-            client: fixture.client, verifier: mint.verifier, resumeTokenKey: Array(repeating: 1, count: 32),
+            client: fixture.client, verifier: mint.verifier,
+            resumeTokenKeys: ResumeTokenKeyRing(keys: [Array(repeating: 1, count: 32)]),
+            resumeTokenMaxAge: .seconds(60),
             clock: SystemClock())
         let now = Int64(Date().timeIntervalSince1970)
         func plan(daysBack: Int64, transactionID: String = "", environment: Environment = .unspecified) throws
@@ -84,7 +86,9 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var handler = StreamNotificationsHandler(
-            client: fixture.client, verifier: mint.verifier, resumeTokenKey: Array(repeating: 1, count: 32),
+            client: fixture.client, verifier: mint.verifier,
+            resumeTokenKeys: ResumeTokenKeyRing(keys: [Array(repeating: 1, count: 32)]),
+            resumeTokenMaxAge: .seconds(60),
             clock: SystemClock())
         handler.live = LiveNotificationFeed(
             store: try SQLiteNotificationStore(path: directory + "/notifications.db"),

@@ -85,7 +85,9 @@ import Testing
                 receivedAt: now)
         }
         var handler = StreamNotificationsHandler(
-            client: fixture.client, verifier: verifier, resumeTokenKey: Array(repeating: 7, count: 32),
+            client: fixture.client, verifier: verifier,
+            resumeTokenKeys: ResumeTokenKeyRing(keys: [Array(repeating: 7, count: 32)]),
+            resumeTokenMaxAge: .seconds(60),
             clock: SystemClock())
         handler.live = LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: nil))
 

@@ -369,7 +369,7 @@ struct TransactionMint: Sendable {
         let verifier = try SignedDataVerifier(configuration: .init(trustedRoots: [mint.pki.root.certificate]))
         let service = AppStoreGatewayService(
             configuration: fixture.configuration, verifier: verifier, client: fixture.client,
-            resumeTokenKey: Array(repeating: 7, count: 32))
+            resumeTokenKeys: ResumeTokenKeyRing(keys: [Array(repeating: 7, count: 32)]))
         guard case .unary(let method)? = service.methods["/\(AppStoreGatewayService.name)/GetHistory"] else {
             Issue.record("GetHistory is not a unary method")
             return

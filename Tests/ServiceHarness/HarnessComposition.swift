@@ -16,11 +16,10 @@ enum HarnessComposition {
         let client = try AppStoreAPIClient(
             configuration: configuration, http: try UpstreamHTTPClient(configuration.apple),
             signers: try AppKeySigner.loadAll(configuration))
-        let resumeTokenKey = try AppStoreGatewayService.resumeTokenKey(configuration) { path in
-            FileManager.default.contents(atPath: path).map { [UInt8]($0) }
-        }
+        let resumeTokenKeys =
+            try ResumeTokenKeyRing.keys(configuration).map { ResumeTokenKeyRing(keys: $0) } ?? .random()
         return AppStoreGatewayService(
-            configuration: configuration, verifier: verifier, client: client, resumeTokenKey: resumeTokenKey,
+            configuration: configuration, verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys,
             live: live)
     }
 }

@@ -42,7 +42,10 @@ import Testing
 
     @Test func aFollowTokenRoundTripsAndRefusesTamperingAndHistoryTokens() throws {
         let key = Array("0123456789abcdef0123456789abcdef".utf8)
-        let codec = FollowTokenCodec(key: key)
+        let ring = ResumeTokenKeyRing(keys: [key])
+        let maxAge = Duration.seconds(86_400)
+        let now = WallTime(millisecondsSince1970: 99)
+        let codec = FollowTokenCodec(ring: ring, maxAge: maxAge)
         var position = FollowPosition(
             bundleID: "com.example", filterHash: Array(repeating: 7, count: 32), windowEnd: 1_700_000_000_000,
             snapshot: StorePosition(major: 42))
@@ -52,18 +55,25 @@ import Testing
         position.live = true
         position.issuedAt = 99
         let text = codec.encode(position)
-        #expect(try codec.decode(text) == position)
+        #expect(try codec.decode(text, now: now) == position)
         var bytes = Array(text.utf8)
         bytes[10] = bytes[10] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
-        #expect(throws: GatewayError.self) { try codec.decode(String(decoding: bytes, as: UTF8.self)) }
-        #expect(throws: GatewayError.self) { try FollowTokenCodec(key: Array(key.reversed())).decode(text) }
-        let history = ResumeTokenCodec(key: key).encode(
+        #expect(throws: GatewayError.self) { try codec.decode(String(decoding: bytes, as: UTF8.self), now: now) }
+        #expect(throws: GatewayError.self) {
+            try FollowTokenCodec(ring: ResumeTokenKeyRing(keys: [Array(key.reversed())]), maxAge: maxAge)
+                .decode(text, now: now)
+        }
+        // Past its max age: RESUME_TOKEN_EXPIRED, with no event date to restart from (a follow starts from its own).
+        #expect(
+            throws: GatewayError.resumeTokenExpired(issuedAt: 99, maxAgeMilliseconds: 86_400_000, restartFrom: nil)
+        ) { try codec.decode(text, now: now + maxAge + .milliseconds(1)) }
+        let history = ResumeTokenCodec(ring: ring, maxAge: maxAge).encode(
             NotificationResumeToken(
                 pageToken: "", index: 0, environment: .production, bundleID: "com.example",
                 filterHash: Array(repeating: 7, count: 32), eventSignedDate: 1, issuedAt: 1))
-        #expect(throws: GatewayError.self) { try codec.decode(history) }
-        #expect(throws: GatewayError.self) { try ResumeTokenCodec(key: key).decode(text) }
-        #expect(throws: GatewayError.self) { try codec.decode(String(repeating: "A", count: 20_000)) }
+        #expect(throws: GatewayError.self) { try codec.decode(history, now: now) }
+        #expect(throws: GatewayError.self) { try ResumeTokenCodec(ring: ring, maxAge: maxAge).decode(text, now: now) }
+        #expect(throws: GatewayError.self) { try codec.decode(String(repeating: "A", count: 20_000), now: now) }
     }
 
     @Test func theWebhookBodyIsOneFlatObjectWithOneSignedPayload() {

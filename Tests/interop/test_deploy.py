@@ -92,7 +92,8 @@ def test_kustomization_lists_every_base_manifest_but_the_examples():
     with open(os.path.join(BASE, "kustomization.yaml")) as f:
         listed = set(yaml.safe_load(f)["resources"])
     present = {os.path.basename(p) for p in glob.glob(os.path.join(BASE, "*.yaml"))} - {"kustomization.yaml"}
-    assert listed == present - {"secret.example.yaml", "jwks-configmap.example.yaml"}
+    assert listed == present - {"secret.example.yaml", "jwks-configmap.example.yaml",
+                                "resume-token-keys-secret.example.yaml"}
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (for `kubectl kustomize`) is not installed")
@@ -163,7 +164,7 @@ def test_private_key_secret_is_mounted_where_the_config_points():
     key_file = _gateway_config()["apps"][0]["privateKeyFile"]
     mounts = {m["name"]: m for m in _container()["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
-    (name,) = [n for n, v in volumes.items() if "secret" in v]
+    (name,) = [n for n, v in volumes.items() if v.get("secret", {}).get("secretName") == "appstore-gateway-keys"]
     assert mounts[name]["mountPath"] == os.path.dirname(key_file)
     assert mounts[name]["readOnly"] is True
     assert volumes[name]["secret"]["defaultMode"] == 0o400
@@ -225,6 +226,42 @@ def _serve_and_stop(config, extra_env=None):
             gateway.stop()
 
 
+def _throwaway_key_ring(directory):
+    """A resume-token key ring with one fresh key, private to its owner, standing in for the Secret's."""
+    import base64
+
+    path = directory / "resume-token-keys"
+    path.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
+    path.chmod(0o400)
+    return str(path)
+
+
+def test_resume_token_key_ring_secret_is_mounted_as_a_directory_where_the_config_points():
+    ring = _gateway_config()["notifications"]["resumeTokenKeyFile"]
+    pod = _base("Deployment")["spec"]["template"]["spec"]
+    (mount,) = [m for m in _container()["volumeMounts"] if m["mountPath"] == os.path.dirname(ring)]
+    assert "subPath" not in mount, "a subPath mount never sees Secret updates (key rotation)"
+    assert mount["readOnly"] is True
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert volume["secret"]["defaultMode"] == 0o400
+    assert [item["path"] for item in volume["secret"]["items"]] == [os.path.basename(ring)]
+    (secret,) = _documents(os.path.join(BASE, "resume-token-keys-secret.example.yaml"))
+    assert secret["metadata"]["name"] == volume["secret"]["secretName"]
+    assert list(secret["stringData"]) == [item["key"] for item in volume["secret"]["items"]]
+
+
+def test_the_example_key_ring_is_refused_so_no_pod_runs_with_a_published_key(tmp_path):
+    (secret,) = _documents(os.path.join(BASE, "resume-token-keys-secret.example.yaml"))
+    ring = tmp_path / "keys"
+    ring.write_text(secret["stringData"]["keys"])
+    ring.chmod(0o400)
+    config = _configmap_config_with_key(_kubelet_secret_mount(tmp_path / "secrets", "key.p8", 0o400))
+    config["notifications"]["resumeTokenKeyFile"] = str(ring)
+    checked = _check_config(config, tmp_path)
+    assert checked.returncode == 1
+    assert "notifications.resumeTokenKeyFile" in checked.stdout and "line 2" in checked.stdout, checked.stdout
+
+
 def test_configmap_config_is_accepted_by_the_gateway(tmp_path):
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -241,6 +278,7 @@ def test_configmap_config_is_accepted_by_the_gateway(tmp_path):
     config["admin"] = "127.0.0.1:0"  # the admin port may be taken on a test machine
     # The JWKS ConfigMap is the cluster's: a JWKS with a key generated here stands in for it.
     config["authentication"]["jwt"]["jwksFile"] = str(_throwaway_jwks(tmp_path))
+    config["notifications"]["resumeTokenKeyFile"] = _throwaway_key_ring(tmp_path)
     # The Deployment sets APPSTORE_GATEWAY_THREADS from the CPU limit.
     limit = _container()["resources"]["limits"]["cpu"]
     log = _serve_and_stop(config, extra_env={"APPSTORE_GATEWAY_THREADS": str(int(limit))})
@@ -354,6 +392,7 @@ def _configmap_config_with_key(key_path):
     config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
     config["admin"] = "127.0.0.1:0"
     config["authentication"]["jwt"]["jwksFile"] = str(_throwaway_jwks(key_path.parent.parent))
+    config["notifications"]["resumeTokenKeyFile"] = _throwaway_key_ring(key_path.parent.parent)
     return config
 
 

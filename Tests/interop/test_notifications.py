@@ -18,7 +18,7 @@ from google.protobuf import timestamp_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from appstore.gateway.v1 import common_pb2, gateway_pb2_grpc, notification_pb2
-from conftest import GATEWAY_BIN, Gateway
+from conftest import GATEWAY_BIN, Gateway, throwaway_key
 from test_simulator import Simulator
 
 CUSTOMERS = "50"
@@ -385,3 +385,156 @@ def test_expired_apple_pagination_token_is_failed_precondition(setup, everything
         assert info.metadata["restart_from_ms"] == str(got[-1].notification.signed_date.ToMilliseconds())
     finally:
         short.stop()
+
+
+def key_ring(path, *keys):
+    """A resume-token key ring file (0600): one base64 key per line, the first signing."""
+    path.write_text("# resume-token keys, newest first\n" + "".join(base64.b64encode(k).decode() + "\n" for k in keys))
+    path.chmod(0o600)
+    return str(path)
+
+
+def config_with(simulator, path, **notifications):
+    """The simulator's gateway configuration with `notifications` keys set, written to `path`."""
+    config = yaml.safe_load(open(simulator.config_path))
+    config.setdefault("notifications", {}).update(notifications)
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_adding_an_app_and_its_key_leaves_resume_tokens_valid(setup, everything, fresh_gateway, tmp_path):
+    """The token key is not derived from the apps' keys: a configuration with one more app (and key)
+    resumes the first one's stream, as two processes side by side."""
+    simulator, _, _, config = setup
+    events, _ = everything
+    first = fresh_gateway("--config", config)
+    token = list(gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(first.address)).StreamNotifications(
+        request(), timeout=60))[30].resume_token
+    more = yaml.safe_load(open(config))
+    more["apps"].append({"name": "another", "bundleId": "com.example.another", "issuerId": "issuer",
+                         "keyId": "ANOTHERKEY", "privateKeyFile": throwaway_key(tmp_path), "environment": "sandbox"})
+    (tmp_path / "more.yaml").write_text(yaml.safe_dump(more))
+    second = fresh_gateway("--config", str(tmp_path / "more.yaml"))
+    stub = gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(second.address))
+    rest = list(stub.StreamNotifications(request(app=simulator.app["name"], resume_token=token), timeout=60))
+    assert uuids(rest) == uuids(events[31:])
+
+
+def test_a_key_ring_shared_by_two_processes_resumes_across_them_and_rotates(setup, everything, fresh_gateway, tmp_path):
+    simulator, _, _, _ = setup
+    events, _ = everything
+    old, new = os.urandom(32), os.urandom(48)
+    ring = key_ring(tmp_path / "ring", old)
+    one = fresh_gateway("--config", config_with(simulator, tmp_path / "one.yaml", resumeTokenKeyFile=ring))
+    two = fresh_gateway("--config", config_with(simulator, tmp_path / "two.yaml", resumeTokenKeyFile=ring))
+    got = list(gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(one.address)).StreamNotifications(
+        request(), timeout=60))
+    assert uuids(got) == uuids(events)
+    # Minted by one process, resumed by the other (a rolling update's old and new pods), and back.
+    stub_two = gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(two.address))
+    call = stub_two.StreamNotifications(request(resume_token=got[20].resume_token), timeout=60)
+    middle = [next(call) for _ in range(10)]
+    call.cancel()
+    assert uuids(middle) == uuids(events[21:31])
+    stub_one = gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(one.address))
+    assert uuids(stub_one.StreamNotifications(request(resume_token=middle[-1].resume_token), timeout=60)) \
+        == uuids(events[31:])
+    # Rotation: a ring with a new signing key still verifies the old key's tokens ...
+    rotated = fresh_gateway("--config", config_with(
+        simulator, tmp_path / "rotated.yaml", resumeTokenKeyFile=key_ring(tmp_path / "rotated", new, old)))
+    stub_rotated = gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(rotated.address))
+    call = stub_rotated.StreamNotifications(request(resume_token=got[40].resume_token), timeout=60)
+    signed_with_new = next(call)
+    call.cancel()
+    assert signed_with_new.notification.notification_uuid == uuids(events)[41]
+    # ... whose own tokens the old ring refuses: why a new key goes last until every replica has it.
+    with pytest.raises(grpc.RpcError) as refused:
+        list(stub_one.StreamNotifications(request(resume_token=signed_with_new.resume_token), timeout=10))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # Once the old key is dropped from the ring, its tokens are refused.
+    dropped = fresh_gateway("--config", config_with(
+        simulator, tmp_path / "dropped.yaml", resumeTokenKeyFile=key_ring(tmp_path / "dropped", new)))
+    stub_dropped = gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(dropped.address))
+    with pytest.raises(grpc.RpcError) as refused:
+        list(stub_dropped.StreamNotifications(request(resume_token=got[40].resume_token), timeout=10))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(refused.value).reason == "INVALID_ARGUMENT" and "resume_token" in refused.value.details()
+    assert uuids(stub_dropped.StreamNotifications(request(resume_token=signed_with_new.resume_token), timeout=60)) \
+        == uuids(events[42:])
+
+
+def test_a_resume_token_past_its_max_age_is_invalid_argument_with_its_reason(setup, everything, fresh_gateway, tmp_path):
+    simulator, _, _, _ = setup
+    events, _ = everything
+    gw = fresh_gateway("--config", config_with(simulator, tmp_path / "short.yaml", resumeTokenMaxAge="1s"))
+    stub = gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(gw.address))
+    call = stub.StreamNotifications(request(), timeout=60)
+    event = [next(call) for _ in range(5)][-1]
+    call.cancel()
+    time.sleep(1.2)  # lets the token outlive its 1 s
+    with pytest.raises(grpc.RpcError) as expired:
+        list(stub.StreamNotifications(request(resume_token=event.resume_token), timeout=10))
+    assert expired.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "expired" in expired.value.details() and "1s" in expired.value.details()
+    info = error_info(expired.value)
+    assert info.reason == "RESUME_TOKEN_EXPIRED"
+    assert info.metadata["field"] == "resume_token" and info.metadata["max_age_ms"] == "1000"
+    assert info.metadata["restart_from_ms"] == str(event.notification.signed_date.ToMilliseconds())
+
+
+def test_a_rewritten_key_ring_is_reloaded_by_the_running_gateway(setup, everything, fresh_gateway, tmp_path):
+    """A Secret update (here an atomic rename, as the kubelet swaps `..data`) reaches the running process."""
+    simulator, _, _, _ = setup
+    events, _ = everything
+    old, new = os.urandom(32), os.urandom(32)
+    ring = tmp_path / "ring"
+    gw = fresh_gateway("--config", config_with(simulator, tmp_path / "gw.yaml", resumeTokenKeyFile=key_ring(ring, old)))
+    stub = gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(gw.address))
+    call = stub.StreamNotifications(request(), timeout=60)
+    before = [next(call) for _ in range(5)][-1]
+    call.cancel()
+    key_ring(tmp_path / "next", new)
+    os.rename(tmp_path / "next", ring)
+    deadline = time.time() + 20
+    while "reloaded the resume-token key ring" not in gw.read_log() and time.time() < deadline:
+        time.sleep(0.1)
+    assert "reloaded the resume-token key ring" in gw.read_log()
+    assert base64.b64encode(new).decode() not in gw.read_log(), "a key is never logged"
+    with pytest.raises(grpc.RpcError) as refused:
+        list(stub.StreamNotifications(request(resume_token=before.resume_token), timeout=10))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    call = stub.StreamNotifications(request(), timeout=60)
+    after = [next(call) for _ in range(5)][-1]
+    call.cancel()
+    assert uuids(stub.StreamNotifications(request(resume_token=after.resume_token), timeout=60)) == uuids(events[5:])
+    # A ring that no longer loads leaves the one in force.
+    (tmp_path / "broken").write_text("not a key\n")
+    (tmp_path / "broken").chmod(0o600)
+    os.rename(tmp_path / "broken", ring)
+    deadline = time.time() + 20
+    while "kept the previous resume-token key ring" not in gw.read_log() and time.time() < deadline:
+        time.sleep(0.1)
+    assert "kept the previous resume-token key ring" in gw.read_log()
+    assert uuids(stub.StreamNotifications(request(resume_token=after.resume_token), timeout=60)) == uuids(events[5:])
+
+
+def test_a_bad_key_ring_stops_start_up_naming_the_line_never_the_key(setup, tmp_path):
+    simulator, _, _, _ = setup
+    short = base64.b64encode(os.urandom(16)).decode()
+    ring = tmp_path / "ring"
+    ring.write_text(f"# rotated 2026-11-27\n{base64.b64encode(os.urandom(32)).decode()}\n{short}\n")
+    ring.chmod(0o600)
+    config = config_with(simulator, tmp_path / "bad.yaml", resumeTokenKeyFile=str(ring))
+    checked = subprocess.run([GATEWAY_BIN, "check-config", "--config", config], capture_output=True, text=True,
+                             timeout=30)
+    assert checked.returncode == 1
+    assert "notifications.resumeTokenKeyFile: line 3 of" in checked.stdout and "16-byte key" in checked.stdout
+    assert short not in checked.stdout
+    served = subprocess.run([GATEWAY_BIN, "serve", "--config", config, "--listen", "127.0.0.1:0"],
+                            capture_output=True, text=True, timeout=30)
+    assert served.returncode == 1
+    assert "line 3 of" in served.stderr and short not in served.stderr + served.stdout
+    ring.chmod(0o644)
+    checked = subprocess.run([GATEWAY_BIN, "check-config", "--config", config], capture_output=True, text=True,
+                             timeout=30)
+    assert checked.returncode == 1 and "readable or writable by others" in checked.stdout

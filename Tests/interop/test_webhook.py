@@ -105,7 +105,8 @@ class WebhookGateway(Gateway):
             store["redis"] = True
         else:
             store["sqlite"] = database
-        config["notifications"] = {"webhook": {"listen": "127.0.0.1:0", "path": "/apple/notifications"}, "store": store}
+        config.setdefault("notifications", {}).update(
+            {"webhook": {"listen": "127.0.0.1:0", "path": "/apple/notifications"}, "store": store})
         for key, value in (extra or {}).items():
             config[key] = value
         path = os.path.join(tempfile.mkdtemp(prefix="gw-webhook-cfg-"), "gateway.yaml")
@@ -340,6 +341,67 @@ def test_notifications_sent_while_the_receiver_was_down_are_backfilled(sim):
         assert re.search(r'appstore_gateway_notifications_backfilled_total\{app="example"\} [1-9]', gw.metrics())
     finally:
         gw.stop()
+
+
+def old_notification(gw, older_than_days=31):
+    """A genuine notification signed long ago: the oldest of the simulator's production history, through `gw`."""
+    stub = gateway_pb2_grpc.AppStoreGatewayStub(grpc.insecure_channel(gw.address))
+    request = notification_pb2.StreamNotificationsRequest(
+        start_date=timestamp(time.time() - 179 * 86_400), end_date=timestamp(time.time()),
+        environment=common_pb2.ENVIRONMENT_PRODUCTION)
+    cutoff = (time.time() - older_than_days * 86_400) * 1000
+    for event in stub.StreamNotifications(request, timeout=60):
+        if event.notification.signed_date.ToMilliseconds() < cutoff:
+            return event
+    raise AssertionError("the simulator's history holds no notification that old")
+
+
+def test_a_genuine_notification_replayed_after_the_retention_is_answered_200_and_neither_stored_nor_streamed(sim):
+    database = database_path()
+    gw = WebhookGateway(sim, database)  # retention: the default 30d
+    try:
+        old = old_notification(gw)
+        kind = old.notification.notification_type_raw
+        follower = Follower(gw, notification_pb2.StreamNotificationsRequest(
+            start_date=timestamp(time.time() - 1), follow=True, environment=common_pb2.ENVIRONMENT_PRODUCTION,
+            notification_type=kind))
+        time.sleep(1.0)
+        status, text = gw.post(json.dumps({"signedPayload": old.signed_payload}).encode())
+        assert status == 200, text
+        assert "not stored" in text
+        assert old.notification.notification_uuid not in stored_uuids(database)
+        # A fresh one delivered after it is the first (and only) thing the follower sees.
+        (fresh,) = sim.deliver(gw.webhook, notificationType=kind, environment="Production")
+        assert fresh["status"] == 200
+        assert follower.wait_for(1) == [fresh["notificationUUID"]]
+        follower.cancel()
+        assert stored_uuids(database) == [fresh["notificationUUID"]]
+        assert 'appstore_gateway_notifications_stale_total{app="example",source="webhook"} 1' in gw.metrics()
+    finally:
+        gw.stop()
+
+
+def test_with_reconcile_interval_0_entries_past_the_retention_are_still_pruned(sim):
+    database = database_path()
+    gw = WebhookGateway(sim, database, reconcile="0")
+    try:
+        (kept,) = sim.deliver(gw.webhook, notificationType="RENEWAL_EXTENDED")
+        (expired,) = sim.deliver(gw.webhook, notificationType="RENEWAL_EXTENDED")
+        assert [kept["status"], expired["status"]] == [200, 200]
+    finally:
+        gw.stop()
+    # As if it had arrived 31 days ago (the retention is the default 30d).
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE notifications SET received_at = received_at - ? WHERE uuid = ?",
+                   (31 * 86_400_000, expired["notificationUUID"]))
+    again = WebhookGateway(sim, database, reconcile="0")
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and expired["notificationUUID"] in stored_uuids(database):
+            time.sleep(0.1)
+        assert stored_uuids(database) == [kept["notificationUUID"]]
+    finally:
+        again.stop()
 
 
 def test_a_follower_resuming_from_its_last_token_misses_nothing_and_repeats_nothing(sim):

@@ -109,7 +109,7 @@ extension GatewayConfiguration {
         }
         set(\.history.maxPages, try reader.integer("history.maxPages", in: 1...10_000))
         key { () throws(ConfigurationError) in config.verification.onlineChecks = try onlineChecks(reader) }
-        set(\.notifications.resumeTokenKeyFile, try reader.string("notifications.resumeTokenKey"))
+        problems += resumeTokens(reader, into: &config)
 
         key { () throws(ConfigurationError) in
             if let v = try reader.string("apple.productionURL") {

@@ -25,10 +25,12 @@ extension GatewayConfiguration {
         public var sqlitePath = "/var/lib/appstore-gateway/notifications.db"
         /// `notifications.store.redis`: keep them in a Redis stream at `redis.url` instead, shared by replicas.
         public var redis = false
-        /// `notifications.store.retention`: how long a notification is kept after it arrived. Default 30d.
+        /// `notifications.store.retention`: how long a notification is kept after it arrived; one signed longer
+        /// ago than this is not stored at all. Default 30d.
         public var retentionMilliseconds: UInt64 = 30 * 86_400_000
         /// `notifications.store.reconcileInterval`: how often Apple's recent history is compared with the
-        /// store and what the store misses is backfilled. Default 10m; 0 disables.
+        /// store and what the store misses is backfilled, and the store pruned. Default 10m; 0 turns the
+        /// comparison off (pruning then runs every 10m).
         public var reconcileIntervalMilliseconds: UInt64 = 600_000
         /// `notifications.store.reconcileWindow`: how far back each comparison looks. Default 6h.
         public var reconcileWindowMilliseconds: UInt64 = 6 * 3_600_000
@@ -139,7 +141,7 @@ extension GatewayConfiguration {
     }
 
     /// "30d" → milliseconds; nil for any other form.
-    private static func days(_ text: String) -> UInt64? {
+    static func days(_ text: String) -> UInt64? {
         let trimmed = text.trimmingSpaces()
         guard trimmed.hasSuffix("d"), let number = Double(trimmed.dropLast()), number.isFinite, number >= 0,
             number <= 36_600

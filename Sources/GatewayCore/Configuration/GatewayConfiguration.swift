@@ -243,10 +243,13 @@ public struct GatewayConfiguration: Sendable {
 
     /// Notification history streams (StreamNotifications).
     public struct Notifications: Sendable, Hashable {
-        /// A file holding the secret that authenticates resume tokens (HMAC-SHA256; any bytes, 32 or more
-        /// recommended). `notifications.resumeTokenKey` (env `APPSTORE_GATEWAY_NOTIFICATIONS_RESUME_TOKEN_KEY`),
-        /// default "": the key is derived from the apps' private keys, so replicas with the same secrets agree.
+        /// `notifications.resumeTokenKeyFile`: the key ring that authenticates resume tokens (HMAC-SHA256), one
+        /// base64 key of 32 to 256 bytes per line, `#` comments allowed; the first key signs, every key
+        /// verifies. Default "": a random key per process (tokens survive neither a restart nor another replica).
         public var resumeTokenKeyFile = ""
+        /// `notifications.resumeTokenMaxAge`: a resume token issued longer ago than this is refused
+        /// (INVALID_ARGUMENT, RESUME_TOKEN_EXPIRED). Default 30d.
+        public var resumeTokenMaxAgeMilliseconds: UInt64 = 30 * 86_400_000
         /// The webhook receiver. Keys under `notifications.webhook` (`GatewayConfiguration+Webhook.swift`).
         public var webhook = Webhook()
         /// Its store. Keys under `notifications.store`.

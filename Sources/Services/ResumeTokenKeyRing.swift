@@ -1,0 +1,138 @@
+import AppStoreClient
+import Foundation
+import GatewayCore
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The keys that authenticate StreamNotifications resume tokens (`notifications.resumeTokenKeyFile`): the
+/// first key signs new tokens, every key verifies. Nothing is derived from the apps' keys, so adding or
+/// rotating an app key leaves tokens valid, and replicas given the same ring accept each other's tokens.
+///
+/// Rotation without refusing a valid token: add the new key after the current one (every replica then
+/// verifies it), move it to the front once every replica has that ring (it signs from then on), and remove
+/// the old key once `notifications.resumeTokenMaxAge` has passed (no unexpired token is signed with it).
+/// `replace` swaps in a reloaded ring while calls read it.
+public final class ResumeTokenKeyRing: Sendable {
+    /// Keys in one ring at most.
+    public static let maximumKeys = 16
+    /// The size of one key, in bytes: at least HMAC-SHA256's output (RFC 2104 §3), at most 256.
+    public static let keyBytes = 32...256
+    /// The largest ring file read.
+    public static let maximumFileBytes = 64 * 1024
+    static let configurationKey = "notifications.resumeTokenKeyFile"
+
+    private let ring: Mutex<[[UInt8]]>
+
+    /// A ring of `keys`, the first signing; a ring is never empty (an empty list is a ring of one random key).
+    public init(keys: [[UInt8]]) {
+        ring = Mutex(keys.isEmpty ? [Self.randomKey()] : keys)
+    }
+
+    /// A ring of one random key, for this process alone: its tokens survive neither a restart nor a trip to
+    /// another replica.
+    public static func random() -> ResumeTokenKeyRing { ResumeTokenKeyRing(keys: [randomKey()]) }
+
+    /// The keys in force, the signing key first.
+    public var keys: [[UInt8]] { ring.withLock { $0 } }
+
+    /// Puts `keys` in force (a reloaded file); an empty list is ignored.
+    public func replace(with keys: [[UInt8]]) {
+        guard !keys.isEmpty else { return }
+        ring.withLock { $0 = keys }
+    }
+
+    /// What re-reads the ring file at `path` when it changes (a Kubernetes Secret update): the new keys are
+    /// put in force at once; a file that fails to load leaves the keys in force and is logged. Never logs a key.
+    public func watching(path: String, allowReadableFile: Bool, logger: Logger) -> AccessFileWatcher.Watched {
+        AccessFileWatcher.Watched(paths: [path]) { [self] in
+            do throws(ConfigurationError) {
+                let keys = try Self.load(path: path, allowReadableFile: allowReadableFile)
+                replace(with: keys)
+                logger.info(
+                    "reloaded the resume-token key ring", metadata: ["file": "\(path)", "keys": "\(keys.count)"])
+            } catch {
+                logger.warning(
+                    "kept the previous resume-token key ring",
+                    metadata: ["file": "\(path)", "problem": "\(error.problem)"])
+            }
+        }
+    }
+
+    /// The ring the configuration names, read and checked; nil when `notifications.resumeTokenKeyFile` is unset.
+    public static func keys(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [[UInt8]]? {
+        let path = configuration.notifications.resumeTokenKeyFile
+        guard !path.isEmpty else { return nil }
+        return try load(path: path, allowReadableFile: configuration.apple.allowReadableKeyFiles)
+    }
+
+    /// Reads and parses the ring file at `path`. It holds secrets, so it is judged like the apps' `.p8`
+    /// keys: through symlinks (a Kubernetes Secret volume), refused when others may read it or a group other
+    /// than the process's own (`KeyFileAccess`), unless `allowReadableFile` (`apple.allowReadableKeyFiles`).
+    public static func load(path: String, allowReadableFile: Bool) throws(ConfigurationError) -> [[UInt8]] {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ConfigurationError(
+                key: configurationKey, problem: "cannot read '\(path)' (missing, not accessible or not a file)")
+        }
+        if !allowReadableFile,
+            let problem = KeyFileAccess.problem(
+                mode: Int(info.st_mode & 0o777), fileGroup: info.st_gid, processGroups: KeyFileAccess.processGroups())
+        {
+            throw ConfigurationError(
+                key: configurationKey,
+                problem: "'\(path)' \(problem); chmod 600 it, or set apple.allowReadableKeyFiles: true")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ConfigurationError(key: configurationKey, problem: "cannot read '\(path)'")
+        }
+        defer { try? handle.close() }
+        return try parse([UInt8](handle.readData(ofLength: maximumFileBytes + 1)), path: path)
+    }
+
+    /// The keys of a ring file: one key per line in standard base64 (RFC 4648 §4, padded or not, as
+    /// `openssl rand -base64 32` writes it), spaces around it ignored; blank lines and lines starting with
+    /// `#` are skipped. Each key is 32 to 256 bytes; 1 to 16 keys, none repeated. A problem names the line,
+    /// never its content: the content is a secret.
+    public static func parse(_ bytes: [UInt8], path: String) throws(ConfigurationError) -> [[UInt8]] {
+        func refuse(_ problem: String) -> ConfigurationError {
+            ConfigurationError(key: configurationKey, problem: problem)
+        }
+        guard bytes.count <= maximumFileBytes else { throw refuse("'\(path)' is larger than 64 KiB") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw refuse("'\(path)' is not UTF-8 text")
+        }
+        var keys: [[UInt8]] = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()
+            let text = String(line)
+            guard !text.isEmpty, !text.hasPrefix("#") else { continue }
+            let at = "line \(index + 1) of '\(path)'"
+            guard
+                let key = Base64.decode(text, variant: .standard) ?? Base64.decode(text, variant: .standardUnpadded)
+            else {
+                throw refuse("\(at) is not a base64 key (one key per line, # starts a comment)")
+            }
+            guard keyBytes.contains(key.count) else {
+                throw refuse(
+                    "\(at) holds a \(key.count)-byte key; a key is 32 to 256 random bytes "
+                        + "(e.g. `openssl rand -base64 32`)")
+            }
+            guard !keys.contains(key) else { throw refuse("\(at) repeats an earlier key") }
+            guard keys.count < maximumKeys else { throw refuse("'\(path)' holds more than \(maximumKeys) keys") }
+            keys.append(key)
+        }
+        guard !keys.isEmpty else {
+            throw refuse("'\(path)' holds no key (one base64 key of 32 or more random bytes per line)")
+        }
+        return keys
+    }
+
+    private static func randomKey() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+}
