@@ -14,6 +14,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
     private unowned let owner: ServerLoop
     private let handler: HTTPRequestHandler
     private var input: [UInt8] = []
+    private var parser: HTTP1RequestParser
     private var output = ByteQueue()
     private var busy = false
     private var closeAfterWrite = false
@@ -32,6 +33,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         self.owner = owner
         self.handler = handler
         self.limits = owner.configuration.http1
+        self.parser = HTTP1RequestParser(maxHeadBytes: limits.maxHeadBytes, maxBodyBytes: limits.maxBodyBytes)
         owner.eventLoop.replaceSource(fd: io.fd, with: self)
         owner.eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         // A new connection must send its request head in time, as a slow one must finish it.
@@ -63,7 +65,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
                 input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
                 // While a request is being handled, pipelined bytes wait here, but never more than one
                 // largest request: a client that keeps sending is cut off.
-                if input.count > limits.maxHeadBytes + limits.maxBodyBytes {
+                if input.count > limits.maxHeadBytes + limits.maxBodyBytes + 4 {
                     close(abort: true)
                     return
                 }
@@ -80,7 +82,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
 
     private func processInput() {
         guard !busy, !closed else { return }
-        switch HTTP1RequestParser.parse(&input, maxHeadBytes: limits.maxHeadBytes, maxBodyBytes: limits.maxBodyBytes) {
+        switch parser.parse(&input) {
         case .incomplete:
             return
         case .failure(let status, let reason):
@@ -230,12 +232,14 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
         case 411: "Length Required"
         case 413: "Content Too Large"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
+        case 505: "HTTP Version Not Supported"
         case 502: "Bad Gateway"
         case 503: "Service Unavailable"
         default: "Status"
