@@ -65,7 +65,10 @@ struct WebhookRuntime {
             server = try HTTP2Server(
                 address: address, threads: 1, configuration: limits,
                 transport: transport,
-                responder: HTTPRequestResponder(handler: handler, maxBodyBytes: webhook.maxBodyBytes),
+                // HTTP/2 requests (TLS with ALPN h2) under the bounds of the HTTP/1.1 ones: body size and deadline.
+                responder: HTTPRequestResponder(
+                    handler: handler, maxBodyBytes: webhook.maxBodyBytes,
+                    requestTimeout: .milliseconds(Int64(clamping: webhook.requestTimeoutMilliseconds))),
                 requestHandler: handler, threadName: "hook-loop")
         } catch {
             throw ConfigurationLoading.fail("cannot listen on the webhook address \(address): \(error)")

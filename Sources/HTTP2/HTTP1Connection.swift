@@ -7,13 +7,18 @@ internal import CLinux
 /// An HTTP/1.1 connection serving whole requests to an `HTTPRequestHandler`, one at a time (keep-alive,
 /// no pipelining in parallel). For the admin endpoint and for TLS clients that do not speak h2 (Apple's
 /// Python library, via `requests`).
+///
+/// After an answer that closes the connection (any refusal, `Connection: close`, HTTP/1.0, a graceful
+/// close) nothing more is parsed: bytes that follow are read and dropped until the answer is written, so
+/// none of them can become a second request.
 final class HTTP1Connection: LoopConnection, IterationEndTarget {
     var iterationEndQueued = false
     let io: ByteStream
     var fd: Int32 { io.fd }
-    private unowned let owner: ServerLoop
+    private unowned let owner: any ConnectionOwner
     private let handler: HTTPRequestHandler
     private var input: [UInt8] = []
+    private var parser: HTTP1RequestParser
     private var output = ByteQueue()
     private var busy = false
     private var closeAfterWrite = false
@@ -27,11 +32,17 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
     /// The one timer of the connection: the head deadline while a request is read, the idle deadline between.
     private var deadlineTimer: TimerHandle?
 
-    init(io: ByteStream, owner: ServerLoop, handler: HTTPRequestHandler) {
+    /// A connection of `owner`'s server, with the server's limits.
+    convenience init(io: ByteStream, owner: ServerLoop, handler: HTTPRequestHandler) {
+        self.init(io: io, owner: owner as any ConnectionOwner, handler: handler, limits: owner.configuration.http1)
+    }
+
+    init(io: ByteStream, owner: any ConnectionOwner, handler: HTTPRequestHandler, limits: HTTP1Limits) {
         self.io = io
         self.owner = owner
         self.handler = handler
-        self.limits = owner.configuration.http1
+        self.limits = limits
+        self.parser = HTTP1RequestParser(maxHeadBytes: limits.maxHeadBytes, maxBodyBytes: limits.maxBodyBytes)
         owner.eventLoop.replaceSource(fd: io.fd, with: self)
         owner.eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         // A new connection must send its request head in time, as a slow one must finish it.
@@ -58,14 +69,19 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         reading: while true {
             switch io.read(into: buffer) {
             case .bytes(let count):
-                // The first byte of a request after an idle spell: the head must now arrive in time.
-                if input.isEmpty && !busy && count > 0 { armDeadline(milliseconds: limits.headerTimeoutMilliseconds) }
-                input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-                // While a request is being handled, pipelined bytes wait here, but never more than one
-                // largest request: a client that keeps sending is cut off.
-                if input.count > limits.maxHeadBytes + limits.maxBodyBytes {
-                    close(abort: true)
-                    return
+                // Once the connection's last answer is decided, what follows is no request: it is dropped.
+                if !closeAfterWrite {
+                    // The first byte of a request after an idle spell: the head must now arrive in time.
+                    if input.isEmpty && !busy && count > 0 {
+                        armDeadline(milliseconds: limits.headerTimeoutMilliseconds)
+                    }
+                    input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                    // While a request is being handled, pipelined bytes wait here, but never more than one
+                    // largest request: a client that keeps sending is cut off.
+                    if input.count > limits.maxHeadBytes + limits.maxBodyBytes + 4 {
+                        close(abort: true)
+                        return
+                    }
                 }
                 if count < buffer.count && !io.hasBufferedInput { break reading }
             case .wouldBlock:
@@ -79,13 +95,16 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
     }
 
     private func processInput() {
-        guard !busy, !closed else { return }
-        switch HTTP1RequestParser.parse(&input, maxHeadBytes: limits.maxHeadBytes, maxBodyBytes: limits.maxBodyBytes) {
+        // After an answer that closes the connection nothing is parsed, even while that answer is still
+        // being written (a client that does not read must not get its next bytes taken as a request).
+        guard !busy, !closed, !closeAfterWrite else { return }
+        switch parser.parse(&input) {
         case .incomplete:
             return
         case .failure(let status, let reason):
             closeAfterWrite = true
             answeringHead = false
+            input = []
             send(
                 HTTPResponse(
                     status: status, headers: [("content-type", "text/plain")], body: Array((reason + "\n").utf8)))
@@ -93,6 +112,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         where !limits.allowedMethods.isEmpty && !limits.allowedMethods.contains(request.method):
             closeAfterWrite = true
             answeringHead = false
+            input = []
             let allow = limits.allowedMethods.sorted().joined(separator: ", ")
             send(
                 HTTPResponse(
@@ -103,6 +123,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
             answeringHead = request.method == "HEAD"
             armDeadline(milliseconds: nil)  // the handler's time is not the client's
             closeAfterWrite = !keepAlive || draining
+            if closeAfterWrite { input = [] }
             let handler = self.handler
             let outlet = LoopBound(self, on: owner.eventLoop)
             Task {
@@ -157,7 +178,8 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
     private func responseDone() {
         busy = false
         if closeAfterWrite {
-            if output.isEmpty { close(abort: false) }
+            // A client that does not read its last answer is let go after the idle deadline.
+            if output.isEmpty { close(abort: false) } else { armDeadline(milliseconds: limits.idleTimeoutMilliseconds) }
             return
         }
         // Between requests the idle deadline runs; a request already (partly) buffered is on the head deadline.
@@ -230,12 +252,14 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
         case 411: "Length Required"
         case 413: "Content Too Large"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
+        case 505: "HTTP Version Not Supported"
         case 502: "Bad Gateway"
         case 503: "Service Unavailable"
         default: "Status"

@@ -1,16 +1,26 @@
 /// Serves HTTP/2 streams with an `HTTPRequestHandler`: collects the request body, runs the handler as a
 /// task, and writes its response back on the stream's loop.
+///
+/// The bounds of an HTTP/1.1 connection of the same server hold here too: a body over `maxBodyBytes` is
+/// refused with 413 as soon as it grows past it, and a request that has not ended `requestTimeout` after its
+/// head is answered 408. Either answer is followed by RST_STREAM NO_ERROR (RFC 9113 §8.1: the client may
+/// stop sending), so the stream frees its slot at once.
 public struct HTTPRequestResponder: HTTP2Responder {
     let handler: HTTPRequestHandler
     let maxBodyBytes: Int
+    let requestTimeout: Duration?
 
-    public init(handler: HTTPRequestHandler, maxBodyBytes: Int = 8 * 1024 * 1024) {
+    /// `requestTimeout`: how long after its head a request may take to end; nil = no deadline.
+    public init(handler: HTTPRequestHandler, maxBodyBytes: Int = 8 * 1024 * 1024, requestTimeout: Duration? = nil) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
+        self.requestTimeout = requestTimeout
     }
 
     public func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
-        WholeRequestCall(head: head, handler: handler, maxBodyBytes: maxBodyBytes)
+        let call = WholeRequestCall(head: head, handler: handler, maxBodyBytes: maxBodyBytes)
+        if let requestTimeout { call.startDeadline(requestTimeout, on: stream) }
+        return call
     }
 }
 
@@ -21,6 +31,8 @@ final class WholeRequestCall: HTTP2StreamDelegate {
     private let maxBodyBytes: Int
     private var done = false
     private var timer: TimerHandle?
+    /// Runs from the head until the request ends.
+    private var deadline: TimerHandle?
 
     init(head: HTTP2RequestHead, handler: HTTPRequestHandler, maxBodyBytes: Int) {
         var headers = head.fields
@@ -36,10 +48,7 @@ final class WholeRequestCall: HTTP2StreamDelegate {
             return
         }
         if request.body.count + data.count > maxBodyBytes {
-            done = true
-            request.body = []
-            stream.releaseAllReceived()
-            stream.respond(status: 413, fields: [("content-length", "0")], endStream: true)
+            end(refusing: 413, on: stream)
             return
         }
         request.body.append(contentsOf: data)
@@ -47,6 +56,7 @@ final class WholeRequestCall: HTTP2StreamDelegate {
 
     func streamRequestEnded(_ stream: HTTP2Stream) {
         guard !done else { return }
+        cancelDeadline(on: stream)  // the handler's time is not the client's
         stream.releaseAllReceived()  // the body goes to the handler now
         let handler = self.handler
         let request = self.request
@@ -63,6 +73,32 @@ final class WholeRequestCall: HTTP2StreamDelegate {
     func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode) {
         done = true
         if let timer { stream.eventLoop.cancelTimer(timer) }
+        cancelDeadline(on: stream)
+    }
+
+    /// Answers 408 unless the request has ended within `timeout` (the stream's close or end cancels it).
+    func startDeadline(_ timeout: Duration, on stream: HTTP2Stream) {
+        deadline = stream.eventLoop.scheduleTimer(after: timeout) { [self] in
+            self.deadline = nil
+            self.end(refusing: 408, on: stream)
+        }
+    }
+
+    private func cancelDeadline(on stream: HTTP2Stream) {
+        if let deadline { stream.eventLoop.cancelTimer(deadline) }
+        deadline = nil
+    }
+
+    /// Refuses the request (its body so far is dropped) with a bodiless answer, then RST_STREAM NO_ERROR: the
+    /// answer is complete, the rest of the request unwanted.
+    private func end(refusing status: Int, on stream: HTTP2Stream) {
+        guard !done else { return }
+        done = true
+        cancelDeadline(on: stream)
+        request.body = []
+        stream.releaseAllReceived()
+        stream.respond(status: status, fields: [("content-length", "0")], endStream: true)
+        ResetAfterAnswer.schedule(stream)
     }
 
     private func deliver(_ response: HTTPResponse, on stream: HTTP2Stream) {

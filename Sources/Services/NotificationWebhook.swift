@@ -52,10 +52,12 @@ public struct NotificationWebhook: HTTPRequestHandler {
         self.retention = retention
     }
 
+    /// Error answers are fixed texts: they never echo the configured path (which would tell a scanner where
+    /// the receiver is) nor request bytes; the detail goes to the log.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         guard request.path == path else {
             metrics.reject("path")
-            return text(404, "not found: Apple's notifications go to \(path)")
+            return text(404, "not found")
         }
         metrics.received?.increment()
         guard request.method == "POST" else {
@@ -77,15 +79,15 @@ public struct NotificationWebhook: HTTPRequestHandler {
         case .notANotification(let why):
             // Debug only: anyone who can reach the port can send garbage; the metric counts it.
             logger.debug("webhook request refused", metadata: ["reason": "\(why)"])
-            return text(400, "not an App Store Server Notification: \(why)")
+            return text(400, "not an App Store Server Notification")
         case .unknownApp(let why):
             logger.warning("webhook notification of an unconfigured app", metadata: ["reason": "\(why)"])
-            return text(403, "not a notification of a configured app: \(why)")
+            return text(403, "not a notification of a configured app")
         case .unavailable(let why):
             logger.error("webhook cannot store now", metadata: ["reason": "\(why)"])
             return HTTPResponse(
                 status: 503, headers: [("content-type", "text/plain; charset=utf-8"), ("retry-after", "10")],
-                body: Array("cannot store the notification now: \(why)\n".utf8))
+                body: Array("cannot store the notification now\n".utf8))
         }
     }
 

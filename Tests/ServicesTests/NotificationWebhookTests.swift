@@ -131,7 +131,11 @@ import Testing
         let fixture = try Fixture()
         let webhook = fixture.webhook(store: FailingStore())
         #expect(await webhook.handle(HTTPRequest(method: "GET", target: "/apple/notifications")).status == 405)
-        #expect(await webhook.handle(HTTPRequest(method: "POST", target: "/other")).status == 404)
+        let missing = await webhook.handle(HTTPRequest(method: "POST", target: "/other-path"))
+        #expect(missing.status == 404)
+        // The answer tells a scanner neither where the receiver is nor anything it sent.
+        let text = String(decoding: missing.body, as: UTF8.self)
+        #expect(!text.contains("/apple/notifications") && !text.contains("other-path"))
     }
 }
 

@@ -8,8 +8,15 @@ import h2.events
 
 
 class RawClient:
-    def __init__(self, port, host="127.0.0.1", timeout=5.0):
+    def __init__(self, port, host="127.0.0.1", timeout=5.0, tls=None):
+        """`tls`: an ssl.SSLContext to speak h2 over TLS (ALPN h2) instead of h2c."""
         self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.scheme = "http"
+        if tls is not None:
+            tls.set_alpn_protocols(["h2"])
+            self.sock = tls.wrap_socket(self.sock, server_hostname="localhost")
+            assert self.sock.selected_alpn_protocol() == "h2", self.sock.selected_alpn_protocol()
+            self.scheme = "https"
         self.conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
         self.conn.initiate_connection()
         self.flush()
@@ -22,7 +29,7 @@ class RawClient:
 
     def request(self, path, headers=None, body=b"", end_stream=True, content_type="application/grpc"):
         stream_id = self.conn.get_next_available_stream_id()
-        base = [(":method", "POST"), (":scheme", "http"), (":authority", "localhost"), (":path", path), ("te", "trailers")]
+        base = [(":method", "POST"), (":scheme", self.scheme), (":authority", "localhost"), (":path", path), ("te", "trailers")]
         if content_type is not None:
             base.append(("content-type", content_type))
         self.conn.send_headers(stream_id, base + list(headers or []), end_stream=(end_stream and not body))

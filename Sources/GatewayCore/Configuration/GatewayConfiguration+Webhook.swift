@@ -1,7 +1,8 @@
 extension GatewayConfiguration {
     /// The App Store Server Notifications receiver (keys under `notifications.webhook`).
     public struct Webhook: Sendable, Hashable {
-        /// `notifications.webhook.listen`: HOST:PORT of the HTTP/1.1 receiver; nil (absent or "") = no receiver.
+        /// `notifications.webhook.listen`: HOST:PORT of the receiver (HTTP/1.1; with TLS, also HTTP/2 by ALPN);
+        /// nil (absent or "") = no receiver.
         public var listen: ListenAddress?
         /// `notifications.webhook.path`: where Apple posts. Default "/apple/notifications".
         public var path = "/apple/notifications"
@@ -15,6 +16,7 @@ extension GatewayConfiguration {
         /// `notifications.webhook.maxConnections`: open connections at most. Default 256.
         public var maxConnections = 256
         /// `notifications.webhook.requestTimeout`: a request (head and body) must arrive within this. Default 10s.
+        /// HTTP/1.1: counted from its first byte, the connection closes past it; HTTP/2: from its head, 408.
         public var requestTimeoutMilliseconds: UInt64 = 10_000
         public init() {}
     }
