@@ -54,7 +54,7 @@ let package = Package(
         // C-free core: configuration, typed errors (no gRPC), clocks, rate limiting.
         .target(
             name: "GatewayCore",
-            dependencies: [.product(name: "Yams", package: "Yams")]),
+            dependencies: ["CLinux", .product(name: "Yams", package: "Yams")]),
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.
