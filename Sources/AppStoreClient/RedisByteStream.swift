@@ -1,4 +1,4 @@
-/// Bytes to and from Redis (a TCP socket).
+/// Bytes to and from Redis: a TCP socket, or a TLS session over one.
 package protocol RedisByteStream: AnyObject {
     /// Sends all of `bytes`.
     func send(_ bytes: [UInt8]) throws(RedisConnectionFailure)

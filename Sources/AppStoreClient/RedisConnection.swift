@@ -1,6 +1,6 @@
 import GatewayCore
 
-/// One connection to Redis: a `RedisSocket`, hiredis's
+/// One connection to Redis: a `RedisSocket` (with a `RedisTLSSession` over it for `rediss://`), hiredis's
 /// command formatter and its reply parser behind `limits`. Connects with `timeout`, applies it to every wait
 /// of every command, sends pipelines (all commands written, then all replies read) and closes on the first
 /// error, since a timed-out pipeline may still deliver late replies. Not thread-safe: each user (the shared
@@ -10,15 +10,18 @@ package final class RedisConnection {
     package let timeout: Duration
     /// What one reply may hold.
     package let limits: RedisReplyLimits
+    /// The PEM files of a `rediss://` URL (unused for `redis://`).
+    package let tlsFiles: RedisTLSFiles
     private var stream: (any RedisByteStream)?
     private var reader: RedisReplyReader?
     /// Where received bytes land before the reader copies them.
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
 
-    package init(url: RedisURL, timeout: Duration, limits: RedisReplyLimits) {
+    package init(url: RedisURL, timeout: Duration, limits: RedisReplyLimits, tls: RedisTLSFiles = RedisTLSFiles()) {
         self.url = url
         self.timeout = timeout
         self.limits = limits
+        self.tlsFiles = tls
     }
 
     deinit { buffer.deallocate() }
@@ -26,12 +29,18 @@ package final class RedisConnection {
     /// Whether a connection is open.
     package var isConnected: Bool { stream != nil }
 
-    /// Connects (within `timeout`), then AUTH and SELECT when the URL asks for them. Every failure is of kind
-    /// `.connect`.
+    /// Connects (each step within `timeout`), shakes hands for `rediss://`, then AUTH and SELECT when the
+    /// URL asks for them. Every failure is of kind `.connect`.
     package func connect() throws(RedisConnectionFailure) {
         close()
         do {
-            stream = try RedisSocket(host: url.host, port: url.port, timeout: timeout)
+            let socket = try RedisSocket(host: url.host, port: url.port, timeout: timeout)
+            if url.tls {
+                let context = try RedisTLSContext(files: tlsFiles)
+                stream = try RedisTLSSession(socket: socket, context: context, host: url.host)
+            } else {
+                stream = socket
+            }
             reader = try RedisReplyReader(limits: limits)
         } catch {
             close()
@@ -94,7 +103,7 @@ package final class RedisConnection {
         }
     }
 
-    /// Closes the connection (its socket and reader).
+    /// Closes the connection (its socket, TLS session and reader).
     package func close() {
         stream = nil
         reader = nil

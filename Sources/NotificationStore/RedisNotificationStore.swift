@@ -76,16 +76,16 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         return removed
         """
 
-    /// A store in the Redis at `url`, keys prefixed with `keyPrefix`,
+    /// A store in the Redis at `url` (over TLS with `tls` for `rediss://`), keys prefixed with `keyPrefix`,
     /// entries kept `retention`. `largestPayload` is the longest signedPayload it stores
     /// (`notifications.webhook.maxBodyBytes`): the replies it reads are bounded by it (`replyLimits`).
     public init(
-        url: RedisURL, keyPrefix: String, timeout: Duration,
+        url: RedisURL, tls: RedisTLSFiles = RedisTLSFiles(), keyPrefix: String, timeout: Duration,
         retention: Duration, largestPayload: Int
     ) {
         self.largestPayload = max(1, largestPayload)
         connection = RedisConnection(
-            url: url, timeout: timeout, limits: Self.replyLimits(largestPayload: self.largestPayload))
+            url: url, timeout: timeout, limits: Self.replyLimits(largestPayload: self.largestPayload), tls: tls)
         streamKey = keyPrefix + "notifications"
         uuidPrefix = keyPrefix + "notification:"
         indexKey = keyPrefix + "notifications:by-date"

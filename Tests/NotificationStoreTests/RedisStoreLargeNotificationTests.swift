@@ -6,17 +6,19 @@ import Testing
 @testable import AppStoreClient
 @testable import NotificationStore
 
-/// The Redis notification store against a real redis-server: notifications larger than 64 KiB (up to
-/// `notifications.webhook.maxBodyBytes`) are stored and read back by every read path; a larger one is refused
-/// before it is written, so nothing stored is ever unreadable; and the store's largest honest page fits the
-/// bounds its replies are read with.
+/// The Redis notification store over `rediss://` with an ACL user, against a real TLS-only redis-server:
+/// notifications larger than 64 KiB (up to `notifications.webhook.maxBodyBytes`) are stored and read back by
+/// every read path; a larger one is refused before it is written, so nothing stored is ever unreadable; and
+/// the store's largest honest page fits the bounds its replies are read with.
 @Suite(.serialized, .enabled(if: RedisProcess.executable != nil, "redis-server is not installed"))
 struct RedisStoreLargeNotificationTests {
+    static let acl = ["--user", "default", "off", "--user", "webhook", "on", ">s3cret:@", "~*", "&*", "+@all"]
     static let largestPayload = 256 * 1024
 
-    private func store(_ redis: RedisProcess) -> RedisNotificationStore {
+    private func store(_ redis: RedisProcess, _ tls: RedisTLSFixture) throws -> RedisNotificationStore {
         RedisNotificationStore(
-            url: RedisURL(host: "127.0.0.1", port: redis.port, database: 1), keyPrefix: "t:", timeout: .seconds(2),
+            url: try #require(RedisURL(parsing: "rediss://webhook:s3cret%3A%40@localhost:\(redis.port)/1")),
+            tls: RedisTLSFiles(caFile: tls.caFile), keyPrefix: "t:", timeout: .seconds(2),
             retention: .seconds(3600), largestPayload: Self.largestPayload)
     }
 
@@ -29,10 +31,11 @@ struct RedisStoreLargeNotificationTests {
             notificationType: "TEST", subtype: "", signedPayload: payload)
     }
 
-    @Test func aNotificationLargerThan64KiBRoundTrips() async throws {
-        let redis = try RedisProcess()
+    @Test func aNotificationLargerThan64KiBRoundTripsOverTLSWithAnACLUser() async throws {
+        let tls = try RedisTLSFixture()
+        let redis = try RedisProcess(tls: tls, arguments: Self.acl)
         defer { redis.stop() }
-        let store = store(redis)
+        let store = try store(redis, tls)
         let large = notification("large", payloadBytes: Self.largestPayload)
         let small = notification("small", payloadBytes: 100, signedDate: 2_000)
         guard case .stored(let position) = try await store.insert(large, receivedAt: 5) else {
@@ -57,9 +60,10 @@ struct RedisStoreLargeNotificationTests {
     }
 
     @Test func aNotificationLargerThanTheStoreReadsIsRefusedBeforeItIsWritten() async throws {
-        let redis = try RedisProcess()
+        let tls = try RedisTLSFixture()
+        let redis = try RedisProcess(tls: tls, arguments: Self.acl)
         defer { redis.stop() }
-        let store = store(redis)
+        let store = try store(redis, tls)
         do {
             _ = try await store.insert(notification("huge", payloadBytes: Self.largestPayload + 1), receivedAt: 1)
             Issue.record("a notification larger than the store reads back was stored")
