@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "AppStoreClient",
             dependencies: [
-                "CCurl", "CHiredis", "Cryptography", "GatewayCore", "SignedData",
+                "CCurl", "CHiredis", "CLinux", "COpenSSL", "Cryptography", "GatewayCore", "SignedData",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.

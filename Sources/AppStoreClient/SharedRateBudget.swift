@@ -39,6 +39,11 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private var connection: RedisConnection?
     /// The bucket script, run by its SHA-1.
     private static let script = RedisScript(SharedBucketScript.source)
+    /// The budget's replies: a `take`'s integers (at most `SharedBucketScript.maxBatch`), a PTTL, the script's
+    /// SHA-1 or an error. Its longest value written is the script's source; no reply string is longer.
+    static let replyLimits = RedisReplyLimits(
+        largestValue: script.source.utf8.count, valueBytes: script.source.utf8.count,
+        elements: SharedBucketScript.maxBatch, depth: 1)
     /// How far ahead of its request any replica's shared reservation can be scheduled: `rateLimits.maxWait`.
     private let reservationHorizon: Duration
     /// In fallback: the instant after which no slot the shared schedule promised before Redis was lost can
@@ -67,7 +72,9 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         self.logger = logger
         self.events = events
         if let url = settings.url {
-            connection = RedisConnection(url: url, timeout: .milliseconds(Int64(settings.timeoutMilliseconds)))
+            connection = RedisConnection(
+                url: url, timeout: .milliseconds(Int64(settings.timeoutMilliseconds)), limits: Self.replyLimits,
+                tls: RedisTLSFiles(settings))
         }
         events.sharedBudgetMode(mode.state, transition: nil)
         Thread.start(named: "redis-budget") { [self] in run() }

@@ -65,6 +65,7 @@ enum ConfigurationLoading {
                 problems.append(ConfigurationError(key: "tls", problem: "\(error)"))
             }
         }
+        if let problem = RedisTLSContext.problem(configuration.redis) { problems.append(problem) }
         if let jwt = configuration.authentication.jwt {
             do {
                 _ = try AccessFileWatcher.loadKeys(jwt.jwksFile)

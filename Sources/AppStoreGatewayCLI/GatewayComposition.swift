@@ -30,6 +30,7 @@ enum GatewayComposition {
         } catch {
             throw ConfigurationError(key: "verification", problem: "\(error)")
         }
+        if let problem = RedisTLSContext.problem(configuration.redis) { throw problem }
         let client = try AppStoreAPIClient(
             configuration: configuration, http: http, signers: signers, events: events, budgetEvents: budgetEvents,
             accessEvents: accessEvents)

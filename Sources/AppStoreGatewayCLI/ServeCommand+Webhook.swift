@@ -1,3 +1,4 @@
+import AppStoreClient
 import Foundation
 import GatewayCore
 import HTTP2
@@ -22,9 +23,10 @@ struct WebhookRuntime {
         let store: any NotificationStore
         if settings.redis, let url = configuration.redis.url {
             store = RedisNotificationStore(
-                url: url, keyPrefix: configuration.redis.keyPrefix,
+                url: url, tls: RedisTLSFiles(configuration.redis), keyPrefix: configuration.redis.keyPrefix,
                 timeout: .milliseconds(Int64(max(1_000, configuration.redis.timeoutMilliseconds))),
-                retention: .milliseconds(Int64(clamping: settings.retentionMilliseconds)))
+                retention: .milliseconds(Int64(clamping: settings.retentionMilliseconds)),
+                largestPayload: configuration.notifications.webhook.maxBodyBytes)
         } else {
             do {
                 store = try SQLiteNotificationStore(path: settings.sqlitePath)

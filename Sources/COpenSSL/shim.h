@@ -19,6 +19,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <arpa/inet.h>
 
 static inline int copenssl_BN_num_bytes(const BIGNUM *bn) { return BN_num_bytes(bn); }
 static inline void copenssl_free(void *p) { OPENSSL_free(p); }
@@ -119,5 +120,17 @@ static inline long copenssl_SSL_CTX_sess_set_cache_size(SSL_CTX *ctx, long size)
 }
 static inline int copenssl_SSL_CTX_get_ex_new_index(CRYPTO_EX_free *free_function) {
     return SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, free_function);
+}
+/// A TLS client's expected server: the certificate must name `host`, a DNS name (SNI sent, wildcards only
+/// as a whole left-most label) or an IP address literal (matched against IP SANs; no SNI, RFC 6066 forbids
+/// literals). 1 on success.
+static inline int copenssl_SSL_expect_host(SSL *ssl, const char *host) {
+    unsigned char address[16];
+    X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+    if (inet_pton(AF_INET, host, address) == 1 || inet_pton(AF_INET6, host, address) == 1) {
+        return X509_VERIFY_PARAM_set1_ip_asc(param, host);
+    }
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    return X509_VERIFY_PARAM_set1_host(param, host, 0) == 1 && SSL_set_tlsext_host_name(ssl, host) == 1;
 }
 #endif

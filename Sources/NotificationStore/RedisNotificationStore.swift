@@ -34,6 +34,20 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
     public var isShared: Bool { true }
     /// Stream entries read per XRANGE while scanning.
     static let scanBatch = 200
+    /// The longest signedPayload stored; every other field of an entry is decoded from it, so an entry's
+    /// values together are at most twice as long.
+    let largestPayload: Int
+
+    /// The largest reply is an XRANGE page: `scanBatch` entries of [id, [field, value] × 8], nested 3 deep,
+    /// each entry's values at most 2 × `largestPayload` (an MGET of `NotificationStoreLimits.lookupBatch`
+    /// positions and a ZRANGEBYLEX page of `scanBatch` members are smaller). The same bound holds the entries
+    /// in memory once read, so a Redis cannot make a read cost more than the largest honest page.
+    static func replyLimits(largestPayload: Int) -> RedisReplyLimits {
+        let entryElements = 1 + 2 + 2 * 8
+        return RedisReplyLimits(
+            largestValue: largestPayload, valueBytes: scanBatch * 2 * largestPayload,
+            elements: max(scanBatch * entryElements, NotificationStoreLimits.lookupBatch), depth: 3)
+    }
 
     static let insertScript = """
         local existing = redis.call('GET', KEYS[2])
@@ -62,9 +76,16 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         return removed
         """
 
-    /// A store in the Redis at `url`, keys prefixed with `keyPrefix`, entries kept `retention`.
-    public init(url: RedisURL, keyPrefix: String, timeout: Duration, retention: Duration) {
-        connection = RedisConnection(url: url, timeout: timeout)
+    /// A store in the Redis at `url` (over TLS with `tls` for `rediss://`), keys prefixed with `keyPrefix`,
+    /// entries kept `retention`. `largestPayload` is the longest signedPayload it stores
+    /// (`notifications.webhook.maxBodyBytes`): the replies it reads are bounded by it (`replyLimits`).
+    public init(
+        url: RedisURL, tls: RedisTLSFiles = RedisTLSFiles(), keyPrefix: String, timeout: Duration,
+        retention: Duration, largestPayload: Int
+    ) {
+        self.largestPayload = max(1, largestPayload)
+        connection = RedisConnection(
+            url: url, timeout: timeout, limits: Self.replyLimits(largestPayload: self.largestPayload), tls: tls)
         streamKey = keyPrefix + "notifications"
         uuidPrefix = keyPrefix + "notification:"
         indexKey = keyPrefix + "notifications:by-date"
@@ -122,6 +143,17 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
     public func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
         -> InsertOutcome
     {
+        // What is stored must be readable within `replyLimits`.
+        let fields = [
+            notification.uuid, notification.bundleId, notification.environment, notification.notificationType,
+            notification.subtype,
+        ]
+        let fieldBytes = fields.reduce(0) { $0 + $1.utf8.count }
+        guard notification.signedPayload.utf8.count <= largestPayload, fieldBytes <= largestPayload else {
+            throw NotificationStoreFailure(
+                "Redis store: a notification of \(notification.signedPayload.utf8.count + fieldBytes) bytes is "
+                    + "larger than the store reads back (notifications.webhook.maxBodyBytes, \(largestPayload))")
+        }
         let arguments = [
             "3", streamKey, uuidPrefix + notification.uuid, indexKey, notification.uuid,
             String(notification.signedDate), String(receivedAt), notification.bundleId, notification.environment,

@@ -29,7 +29,8 @@ struct SharedRateBudgetScriptTests {
             fallback: RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: rate])),
             appNames: [:], reservationHorizon: .milliseconds(300), events: recorder)
         defer { budget.shutdown() }
-        let admin = RedisConnection(url: RedisURL(host: "127.0.0.1", port: redis.port), timeout: .seconds(2))
+        let admin = RedisConnection(
+            url: RedisURL(host: "127.0.0.1", port: redis.port), timeout: .seconds(2), limits: .administration)
         try admin.connect()
         let now = MonotonicInstant(nanoseconds: 0)
         for _ in 0..<5 { #expect(await budget.reserve(key: key, now: now, maxWait: .zero) == .goNow) }

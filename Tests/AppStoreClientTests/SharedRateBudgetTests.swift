@@ -91,7 +91,9 @@ struct SharedRateBudgetTests {
     @Test func aReplyLaterThanTheCommandTimeoutIsATimeoutNotAProtocolError() throws {
         let redis = try RedisProcess()
         defer { redis.stop() }
-        let connection = RedisConnection(url: RedisURL(host: "127.0.0.1", port: redis.port), timeout: .milliseconds(50))
+        let connection = RedisConnection(
+            url: RedisURL(host: "127.0.0.1", port: redis.port), timeout: .milliseconds(50),
+            limits: SharedRateBudget.replyLimits)
         try connection.connect()
         do {
             _ = try connection.pipeline([["BLPOP", "nothing-ever-arrives", "2"]])  // Redis answers after 2 s

@@ -14,11 +14,14 @@ struct RedisNotificationStoreTests {
     private func store(_ redis: RedisProcess) -> RedisNotificationStore {
         RedisNotificationStore(
             url: RedisURL(host: "127.0.0.1", port: redis.port), keyPrefix: "t:", timeout: .seconds(2),
-            retention: .seconds(3600))
+            retention: .seconds(3600), largestPayload: 64 * 1024)
     }
 
+    /// The test's own connection, which reads whole streams at once.
     private func admin(_ redis: RedisProcess) throws -> RedisConnection {
-        let connection = RedisConnection(url: RedisURL(host: "127.0.0.1", port: redis.port), timeout: .seconds(2))
+        let connection = RedisConnection(
+            url: RedisURL(host: "127.0.0.1", port: redis.port), timeout: .seconds(2),
+            limits: RedisReplyLimits(largestValue: 1 << 20, valueBytes: 1 << 26, elements: 1 << 20, depth: 3))
         try connection.connect()
         return connection
     }

@@ -4,7 +4,8 @@ import Foundation
     import Glibc
 #endif
 
-/// A redis-server child process on a loopback port, without persistence.
+/// A redis-server child process on a loopback port, without persistence: plain, or TLS only (`tls`, no
+/// plain port), with any further configuration lines in `arguments` (e.g. ACL users).
 public final class RedisProcess {
     public static let executable: String? = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first {
         FileManager.default.isExecutableFile(atPath: $0)
@@ -12,10 +13,23 @@ public final class RedisProcess {
     public let port: Int
     private let process = Process()
 
-    public init(port: Int? = nil) throws {
+    /// Starts redis-server on `port` (a free one when nil); with `tls`, TLS only on that port, clients
+    /// verified against the fixture's CA when `clientCertificates`.
+    public init(
+        port: Int? = nil, tls: RedisTLSFixture? = nil, clientCertificates: Bool = false, arguments: [String] = []
+    ) throws {
         self.port = try port ?? Self.freePort()
         process.executableURL = URL(fileURLWithPath: Self.executable ?? "/usr/bin/redis-server")
-        process.arguments = ["--port", String(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        var listen = ["--port", String(self.port)]
+        if let tls {
+            listen = [
+                "--port", "0", "--tls-port", String(self.port), "--tls-cert-file", tls.serverCertificateFile,
+                "--tls-key-file", tls.serverKeyFile, "--tls-ca-cert-file", tls.caFile,
+                "--tls-auth-clients", clientCertificates ? "yes" : "no",
+            ]
+        }
+        process.arguments =
+            listen + ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

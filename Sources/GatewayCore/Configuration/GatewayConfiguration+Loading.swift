@@ -253,6 +253,9 @@ extension GatewayConfiguration {
         notifications.store.sqlitePath = resolve(notifications.store.sqlitePath)
         notifications.webhook.tlsCertificateFile = resolve(notifications.webhook.tlsCertificateFile)
         notifications.webhook.tlsKeyFile = resolve(notifications.webhook.tlsKeyFile)
+        redis.caFile = resolve(redis.caFile)
+        redis.certFile = resolve(redis.certFile)
+        redis.keyFile = resolve(redis.keyFile)
         verification.rootCertificates = verification.rootCertificates.map(resolve)
         resolveAccessPaths(resolve)
     }

@@ -2,8 +2,16 @@ extension GatewayConfiguration {
     /// The Redis that holds the rate budget shared by every replica (keys under `redis`). Without
     /// `redis.url` each replica spends `rateLimits` on its own, as before.
     public struct Redis: Sendable, Hashable {
-        /// `redis.url`: `redis://[[user]:password@]host[:port][/db]`; nil (absent or empty) = per-replica buckets.
+        /// `redis.url`: `redis://[[user]:password@]host[:port][/db]`, or `rediss://…` for TLS; nil (absent or
+        /// empty) = per-replica buckets.
         public var url: RedisURL?
+        /// `redis.caFile`: PEM CA certificates that verify a `rediss://` server (whose certificate must also
+        /// name the URL's host). Default "" = the system's CAs.
+        public var caFile = ""
+        /// `redis.certFile` / `redis.keyFile`: a PEM client certificate chain and its key for a `rediss://`
+        /// server that asks for one (`tls-auth-clients yes`). Default "" = none.
+        public var certFile = ""
+        public var keyFile = ""
         /// `redis.keyPrefix`: prepended to every key, so several gateways can share one Redis. Default
         /// "appstore-gateway:".
         public var keyPrefix = "appstore-gateway:"
@@ -24,10 +32,13 @@ extension GatewayConfiguration {
             guard let url = RedisURL(parsing: text) else {
                 throw ConfigurationError(
                     key: "redis.url",
-                    problem: "must be redis://[[user]:password@]host[:port][/db], got '\(RedisURL.redacted(text))'")
+                    problem:
+                        "must be redis[s]://[[user]:password@]host[:port][/db] (user and password percent-encoded), "
+                        + "got '\(RedisURL.redacted(text))'")
             }
             redis.url = url
         }
+        try tlsFiles(reader, into: &redis)
         if let prefix = try reader.string("redis.keyPrefix") {
             guard prefix.utf8.count <= 256, !prefix.contains(where: { $0 == " " || $0 == "\n" || $0 == "\r" }) else {
                 throw ConfigurationError(key: "redis.keyPrefix", problem: "must be at most 256 bytes without spaces")
@@ -49,6 +60,23 @@ extension GatewayConfiguration {
             redis.fallbackShare = share
         }
         return redis
+    }
+}
+
+/// `redis.caFile`, `certFile` and `keyFile`: only for a `rediss://` URL; the certificate and key together.
+private func tlsFiles(_ reader: ConfigurationReader, into redis: inout GatewayConfiguration.Redis)
+    throws(ConfigurationError)
+{
+    redis.caFile = try reader.string("redis.caFile") ?? ""
+    redis.certFile = try reader.string("redis.certFile") ?? ""
+    redis.keyFile = try reader.string("redis.keyFile") ?? ""
+    for (key, value) in [("redis.caFile", redis.caFile), ("redis.certFile", redis.certFile)] where !value.isEmpty {
+        guard redis.url?.tls == true else {
+            throw ConfigurationError(key: key, problem: "needs a rediss:// redis.url (TLS)")
+        }
+    }
+    guard redis.certFile.isEmpty == redis.keyFile.isEmpty else {
+        throw ConfigurationError(key: "redis.keyFile", problem: "redis.certFile and redis.keyFile go together")
     }
 }
 
