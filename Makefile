@@ -36,7 +36,7 @@ run: release
 # Every test: generated-code drift, Swift unit tests, then the black-box interop suite against the binary.
 # Swift tests run one at a time: the in-process server tests need the cooperative pool's threads for their
 # handlers, and CPU-bound suites (key generation, signing) running beside them on 2 cores starve it.
-test: deps venv check-gen build
+test: deps venv check-gen check-contract build
 	swift test --no-parallel $(SWIFT_BUILD_FLAGS) 2>&1 | tee .build/swift-test.log; test $${PIPESTATUS[0]} -eq 0
 	GATEWAY_BIN=$(BIN_DEBUG) $(PY) -m pytest -q Tests/interop
 
@@ -71,6 +71,15 @@ gen: deps venv
 # Fails when the committed generated code differs from a fresh generation.
 check-gen: deps venv
 	@scripts/check-gen.sh
+
+# Fails when proto/ breaks the released gRPC contract (proto/contract/v1.descriptor.binpb): README "Compatibility".
+.PHONY: check-contract freeze-contract
+check-contract: venv
+	@$(PY) scripts/contract.py check
+
+# At a release only: the released proto/ becomes the baseline check-contract compares against.
+freeze-contract: venv
+	$(PY) scripts/contract.py freeze
 
 bench: deps venv release
 	bench/run-all.sh
