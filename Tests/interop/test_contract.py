@@ -157,7 +157,8 @@ def test_reserved_numbers_and_names_stay_reserved(tmp_path, capsys):
     """A field removed in an earlier major version leaves its number and name reserved: neither may come back."""
     reserve = ("receipts.proto", "  bool found = 1;\n", "  bool found = 1;\n  reserved 7 to 9;\n  reserved \"gone\";\n")
     baseline = str(tmp_path / "released.binpb")
-    assert contract.main(["freeze", "--proto-dir", mutated(tmp_path, [reserve], "released"), "--baseline", baseline]) == 0
+    released_dir = mutated(tmp_path, [reserve], "released")
+    assert contract.main(["freeze", "--proto-dir", released_dir, "--baseline", baseline]) == 0
     capsys.readouterr()
 
     status, printed = check(capsys, mutated(tmp_path, [reserve], "same"), baseline)
