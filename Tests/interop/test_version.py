@@ -51,3 +51,12 @@ def test_the_image_and_the_manifests_carry_the_same_version():
         with open(os.path.join(ROOT, "deploy", "kubernetes", kustomization, "kustomization.yaml")) as f:
             (image,) = yaml.safe_load(f)["images"]
         assert image["newTag"] == printed, kustomization
+
+
+def test_the_changelogs_newest_release_is_this_version():
+    with open(os.path.join(ROOT, "CHANGELOG.md")) as f:
+        headings = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", f.read(), re.M)
+    assert headings[0] == ("Unreleased", "")
+    releases = headings[1:]
+    assert releases and all(SEMVER.fullmatch(name) and date for name, date in releases), releases
+    assert releases[0][0] == version()
