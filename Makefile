@@ -12,20 +12,26 @@ LSAN  := LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp
 
 all: build
 
-# System packages (apt, only the missing ones) and the Python venv for the interop tests.
+# System packages (apt, only the missing ones): deps-run what building and running need (make build, release,
+# run), deps everything (make test, the test-* targets, gen, fuzz, bench). scripts/install-deps.sh lists both.
+.PHONY: deps-run
+deps-run:
+	@scripts/install-deps.sh run
+
 deps:
 	@scripts/install-deps.sh
 
+# The Python venv for the interop tests.
 venv: $(VENV)/.installed
 $(VENV)/.installed: Tests/interop/requirements.txt
 	@python3 -m venv $(VENV)
 	@$(VENV)/bin/pip install -q --disable-pip-version-check -r Tests/interop/requirements.txt
 	@touch $@
 
-build: deps
+build: deps-run
 	swift build $(SWIFT_BUILD_FLAGS)
 
-release: deps
+release: deps-run
 	swift build -c release $(SWIFT_BUILD_FLAGS)
 
 # Starts the gateway on its embedded default: the built-in App Store simulator, no Apple credentials.
@@ -36,7 +42,7 @@ run: release
 # Every test: generated-code drift, Swift unit tests, then the black-box interop suite against the binary.
 # Swift tests run one at a time: the in-process server tests need the cooperative pool's threads for their
 # handlers, and CPU-bound suites (key generation, signing) running beside them on 2 cores starve it.
-test: deps venv check-gen build
+test: deps venv check-gen check-contract build
 	swift test --no-parallel $(SWIFT_BUILD_FLAGS) 2>&1 | tee .build/swift-test.log; test $${PIPESTATUS[0]} -eq 0
 	GATEWAY_BIN=$(BIN_DEBUG) $(PY) -m pytest -q Tests/interop
 
@@ -71,6 +77,15 @@ gen: deps venv
 # Fails when the committed generated code differs from a fresh generation.
 check-gen: deps venv
 	@scripts/check-gen.sh
+
+# Fails when proto/ breaks the released gRPC contract (proto/contract/v1.descriptor.binpb): README "Compatibility".
+.PHONY: check-contract freeze-contract
+check-contract: deps venv
+	@$(PY) scripts/contract.py check
+
+# At a release only: the released proto/ becomes the baseline check-contract compares against.
+freeze-contract: deps venv
+	$(PY) scripts/contract.py freeze
 
 bench: deps venv release
 	bench/run-all.sh

@@ -91,19 +91,3 @@ struct ProcStat: Equatable {
         return nil
     }
 }
-
-/// What this build is.
-public enum BuildInfo {
-    /// The gateway's version (the image tag of the release).
-    public static let version = "0.1.0"
-    /// The Swift language mode the compiler was, coarsely.
-    public static var swiftVersion: String {
-        #if compiler(>=6.2)
-            "6.2"
-        #elseif compiler(>=6.1)
-            "6.1"
-        #else
-            "6.0"
-        #endif
-    }
-}

@@ -205,6 +205,30 @@ def test_dockerfile_matches_the_manifests():
     assert os.path.exists(os.path.join(ROOT, "certs", "AppleRootCA-G3.cer"))
 
 
+def _install_deps_packages(name):
+    """The packages of one array (`run_packages`, `test_packages`) of scripts/install-deps.sh."""
+    with open(os.path.join(ROOT, "scripts", "install-deps.sh")) as f:
+        body = re.search(rf"^{name}=\((.*?)^\)", f.read(), re.M | re.S).group(1)
+    return [line.split("#")[0].strip() for line in body.splitlines() if line.split("#")[0].strip()]
+
+
+def test_the_image_builds_with_what_make_run_installs_and_runs_with_their_libraries():
+    """`make run` installs only `install-deps.sh run`; the image's builder stage needs exactly those packages,
+    and its runtime stage the shared library of each -dev package (a missing one fails the image's ldd check)."""
+    run, test = _install_deps_packages("run_packages"), _install_deps_packages("test_packages")
+    assert run and test and not set(run) & set(test)
+    with open(os.path.join(DEPLOY, "Dockerfile")) as f:
+        dockerfile = f.read()
+    builder, runtime = re.findall(r"apt-get install -y --no-install-recommends((?:\s*\\\n[^\n]*)+?)\s*\\\n\s*&&",
+                                  dockerfile)
+    assert set(builder.replace("\\", " ").split()) == set(run)
+    libraries = {"libnghttp2-dev": "libnghttp2-14", "libprotobuf-c-dev": "libprotobuf-c1", "libssl-dev": "libssl3",
+                 "libcurl4-openssl-dev": "libcurl4", "libhiredis-dev": "libhiredis0.14",
+                 "libsqlite3-dev": "libsqlite3-0"}
+    assert set(libraries) == set(run) - {"pkg-config"}
+    assert set(runtime.replace("\\", " ").split()) == set(libraries.values()) | {"ca-certificates"}
+
+
 def _serve_and_stop(config, extra_env=None):
     """Starts the real binary on `config` (a dict), checks health, SIGTERMs it and returns its log."""
     from grpc_health.v1 import health_pb2, health_pb2_grpc
