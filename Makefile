@@ -58,7 +58,8 @@ test-tsan: deps
 # libFuzzer targets of fuzz/ (see fuzz/README.md): each runs FUZZ_SECONDS over its committed seed corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= fuzz-deframer fuzz-proto fuzz-jws fuzz-config fuzz-apple-error fuzz-bearer fuzz-ocsp \
-  fuzz-verify-handler fuzz-history-handler fuzz-notifications-handler fuzz-api-handlers fuzz-webhook-handler
+  fuzz-verify-handler fuzz-history-handler fuzz-notifications-handler fuzz-api-handlers fuzz-webhook-handler \
+  fuzz-http1 fuzz-redis-reply
 fuzz: deps
 	cd fuzz && swift build --scratch-path ../.build-fuzz --sanitize=fuzzer --sanitize=address \
 	  -Xswiftc -sanitize=fuzzer,address \

@@ -17,7 +17,7 @@ let package = Package(
             name: "GatewayFuzzSurface",
             targets: [
                 "GatewayCore", "ProtoCodec", "SignedData", "GRPC", "Services", "ServiceHarness", "CallerAuthentication",
-                "Cryptography",
+                "Cryptography", "HTTP2", "AppStoreClient",
             ]),
     ],
     dependencies: [

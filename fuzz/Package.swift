@@ -28,5 +28,9 @@ let package = Package(
         .executableTarget(name: "fuzz-api-handlers", dependencies: [surface]),
         // The notification webhook's handler from request bodies.
         .executableTarget(name: "fuzz-webhook-handler", dependencies: [surface]),
+        // The HTTP/1.1 request parser (webhook and admin ports) over bytes in arbitrary pieces.
+        .executableTarget(name: "fuzz-http1", dependencies: [surface]),
+        // Redis replies (the shared budget's and the notification store's server) within their bounds.
+        .executableTarget(name: "fuzz-redis-reply", dependencies: [surface]),
     ]
 )
