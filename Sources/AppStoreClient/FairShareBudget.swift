@@ -11,14 +11,11 @@ import Synchronization
 /// is refused (RESOURCE_EXHAUSTED with RetryInfo), as without callers. Calls with no listed caller (open
 /// mode) go straight to the inner budget, as before.
 public final class FairShareBudget: RateBudget {
-    private struct Waiting {
-        var continuation: CheckedContinuation<TokenBucket.Reservation, Never>
-        var maxWait: Duration
-    }
+    private typealias Continuation = CheckedContinuation<TokenBucket.Reservation, Never>
 
     private struct Bucket {
-        var queue = FairShareQueue<UInt64>()
-        var waiting: [UInt64: Waiting] = [:]
+        var gate = FairShareGate<UInt64>()
+        var waiting: [UInt64: Continuation] = [:]
         var pumping = false
     }
 
@@ -59,28 +56,26 @@ public final class FairShareBudget: RateBudget {
         let app = appNames[key.bundleID] ?? key.bundleID
         let start = clock.monotonicNow()
         let answer: TokenBucket.Reservation = await withCheckedContinuation { continuation in
-            let startPump = state.withLock { state -> Bool? in
+            let arrival = state.withLock { state -> (refusal: TokenBucket.Reservation?, startPump: Bool) in
                 let ticket = state.nextTicket
                 state.nextTicket &+= 1
                 var bucket = state.buckets[key] ?? Bucket()
-                guard
-                    bucket.queue.enqueue(
-                        ticket, caller: caller.identity, weight: caller.weight, now: start,
-                        deadline: start + max(.zero, maxWait))
-                else { return nil }
-                bucket.waiting[ticket] = Waiting(continuation: continuation, maxWait: maxWait)
+                if let refusal = bucket.gate.arrive(
+                    ticket, caller: caller.identity, weight: caller.weight, now: start,
+                    deadline: start + max(.zero, maxWait))
+                {
+                    return (refusal, false)
+                }
+                bucket.waiting[ticket] = continuation
                 let idle = !bucket.pumping
                 bucket.pumping = true
                 state.buckets[key] = bucket
-                return idle
+                return (nil, idle)
             }
-            switch startPump {
-            case nil:
-                continuation.resume(returning: Self.refusal(maxWait))
-            case true?:
+            if let refusal = arrival.refusal {
+                continuation.resume(returning: refusal)
+            } else if arrival.startPump {
                 Task { await self.pump(key) }
-            case false?:
-                break
             }
         }
         switch answer {
@@ -95,51 +90,53 @@ public final class FairShareBudget: RateBudget {
         return answer
     }
 
-    /// Calls waiting here for `key`'s next token (not counting the one the pump is reserving for).
+    /// Calls waiting here for `key`'s next token (not counting one the pump is asking the bucket for).
     public func waiting(_ key: RateLimitKey) -> Int {
-        state.withLock { $0.buckets[key]?.queue.count ?? 0 }
+        state.withLock { $0.buckets[key]?.gate.queue.count ?? 0 }
     }
 
     public func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {
         await inner.block(key: key, for: delay, now: now)
     }
 
-    /// A call not served within `maxWait`: retry after at least that long (and never sooner than 100 ms).
-    private static func refusal(_ maxWait: Duration) -> TokenBucket.Reservation {
-        .refused(retryAfter: max(maxWait, .milliseconds(100)))
-    }
-
-    /// Serves `key`'s waiters one token at a time until none is left.
+    /// Serves `key`'s waiters, in the order `FairShareGate` decides, until none is left.
     private func pump(_ key: RateLimitKey) async {
         while true {
             let now = clock.monotonicNow()
-            let (expired, chosen) = state.withLock { state -> ([Waiting], (Waiting, Duration)?) in
+            let (answers, ask) = state.withLock { state -> ([(Continuation, TokenBucket.Reservation)], Duration?) in
                 guard var bucket = state.buckets[key] else { return ([], nil) }
-                let expired = bucket.queue.removeExpired(now: now).compactMap {
-                    bucket.waiting.removeValue(forKey: $0.ticket)
-                }
-                var chosen: (Waiting, Duration)?
-                if let next = bucket.queue.next(), let waiting = bucket.waiting.removeValue(forKey: next.ticket) {
-                    chosen = (waiting, next.deadline > now ? next.deadline - now : .zero)
-                }
-                if chosen == nil && bucket.queue.isEmpty {
-                    state.buckets[key] = nil  // the pump ends; the next waiter starts a new one
-                } else {
-                    state.buckets[key] = bucket
-                }
-                return (expired, chosen)
+                let turn = bucket.gate.turn(now: now)
+                let answers = Self.take(turn.answers, from: &bucket)
+                // The pump ends when nobody waits; the next waiter starts a new one.
+                state.buckets[key] = turn.ask == nil ? nil : bucket
+                return (answers, turn.ask)
             }
-            for waiting in expired {
-                waiting.continuation.resume(returning: Self.refusal(waiting.maxWait))
+            for (continuation, reservation) in answers { continuation.resume(returning: reservation) }
+            guard let ask else { return }
+            let reservation = await inner.reserve(key: key, now: now, maxWait: ask)
+            let answeredAt = clock.monotonicNow()
+            let (served, wakeAt) = state.withLock {
+                state -> ([(Continuation, TokenBucket.Reservation)], MonotonicInstant?) in
+                guard var bucket = state.buckets[key] else { return ([], nil) }
+                let outcome = bucket.gate.answered(reservation, askedAt: now, now: answeredAt)
+                let answers = Self.take(outcome.answers, from: &bucket)
+                state.buckets[key] = bucket
+                return (answers, outcome.wakeAt)
             }
-            guard let (waiting, remaining) = chosen else {
-                if state.withLock({ $0.buckets[key] == nil }) { return }
-                continue
+            for (continuation, reservation) in served { continuation.resume(returning: reservation) }
+            if let wakeAt {
+                let wait = wakeAt - clock.monotonicNow()
+                if wait > .zero { try? await sleep(wait) }
             }
-            let reservation = await inner.reserve(key: key, now: clock.monotonicNow(), maxWait: remaining)
-            waiting.continuation.resume(returning: reservation)
-            // Hold the next token back until this one is due, so later arrivals are ordered fairly too.
-            if case .goAfter(let wait) = reservation { try? await sleep(wait) }
+        }
+    }
+
+    /// The continuations of `answers`, removed from `bucket`.
+    private static func take(
+        _ answers: [FairShareGate<UInt64>.Answer], from bucket: inout Bucket
+    ) -> [(Continuation, TokenBucket.Reservation)] {
+        answers.compactMap { answer in
+            bucket.waiting.removeValue(forKey: answer.ticket).map { ($0, answer.reservation) }
         }
     }
 }
