@@ -4,18 +4,20 @@ import Synchronization
 /// Gives each listed caller at least its weight's share of an app's bucket when callers compete, in front of
 /// any `RateBudget` (this replica's buckets or the budget shared in Redis).
 ///
-/// While a bucket has tokens to spare a call takes one at once. When it has none, calls wait here, per caller,
-/// and one pump per bucket hands out the bucket's tokens one at a time in `FairShareQueue` order: it reserves
-/// the next token only after the previous reservation's wait is over, so the bucket never holds a backlog
-/// that a flooding caller queued ahead of everyone else. A call that cannot be served within its `maxWait`
-/// is refused (RESOURCE_EXHAUSTED with RetryInfo), as without callers. Calls with no listed caller (open
-/// mode) go straight to the inner budget, as before.
+/// While nobody waits for a bucket a call takes a token at once if one is free. Otherwise calls wait here, per
+/// caller, and one pump per bucket takes the bucket's tokens one at a time as they come, each handed at that
+/// moment to the waiting caller with the lowest virtual time (`FairShareGate`, `FairShareQueue`): no token is
+/// reserved ahead for any call, so a flood of queued calls holds no backlog of future tokens, and a caller
+/// below its share gets the next token after it arrives. A call that cannot be served within its `maxWait` is
+/// refused (RESOURCE_EXHAUSTED with RetryInfo), as without callers, as soon as the bucket's next token is known
+/// to come after it. Calls with no listed caller (open mode) go straight to the inner budget, as before.
 public final class FairShareBudget: RateBudget {
     private typealias Continuation = CheckedContinuation<TokenBucket.Reservation, Never>
 
     private struct Bucket {
         var gate = FairShareGate<UInt64>()
         var waiting: [UInt64: Continuation] = [:]
+        /// A pump runs: calls wait for this bucket.
         var pumping = false
     }
 
@@ -48,30 +50,39 @@ public final class FairShareBudget: RateBudget {
         guard let caller = CallerIdentity.current, caller.listed else {
             return await inner.reserve(key: key, now: now, maxWait: maxWait)
         }
-        // Nobody waits for this bucket: a token that is free now goes to whoever asks.
-        if state.withLock({ $0.buckets[key] == nil }) {
+        // Nobody waits for this bucket (no pump runs): a token that is free now goes to whoever asks, and counts
+        // for its share.
+        if state.withLock({ $0.buckets[key]?.pumping != true }) {
             let immediate = await inner.reserve(key: key, now: now, maxWait: .zero)
-            if case .goNow = immediate { return .goNow }
+            if case .goNow = immediate {
+                state.withLock {
+                    $0.buckets[key, default: Bucket()].gate.tookAtOnce(caller: caller.identity, weight: caller.weight)
+                }
+                return .goNow
+            }
         }
         let app = appNames[key.bundleID] ?? key.bundleID
-        let start = clock.monotonicNow()
+        var start = now
         let answer: TokenBucket.Reservation = await withCheckedContinuation { continuation in
-            let arrival = state.withLock { state -> (refusal: TokenBucket.Reservation?, startPump: Bool) in
+            let arrival = state.withLock {
+                state -> (refusal: TokenBucket.Reservation?, startPump: Bool, start: MonotonicInstant) in
+                // Read under the lock: a token the pump handed out before this call queued was taken before
+                // `start`, so the bucket's next one comes within one token interval of `start`.
+                let start = clock.monotonicNow()
                 let ticket = state.nextTicket
                 state.nextTicket &+= 1
-                var bucket = state.buckets[key] ?? Bucket()
-                if let refusal = bucket.gate.arrive(
+                if let refusal = state.buckets[key, default: Bucket()].gate.arrive(
                     ticket, caller: caller.identity, weight: caller.weight, now: start,
                     deadline: start + max(.zero, maxWait))
                 {
-                    return (refusal, false)
+                    return (refusal, false, start)
                 }
-                bucket.waiting[ticket] = continuation
-                let idle = !bucket.pumping
-                bucket.pumping = true
-                state.buckets[key] = bucket
-                return (nil, idle)
+                state.buckets[key]!.waiting[ticket] = continuation
+                let idle = !state.buckets[key]!.pumping
+                state.buckets[key]!.pumping = true
+                return (nil, idle, start)
             }
+            start = arrival.start
             if let refusal = arrival.refusal {
                 continuation.resume(returning: refusal)
             } else if arrival.startPump {
@@ -90,7 +101,7 @@ public final class FairShareBudget: RateBudget {
         return answer
     }
 
-    /// Calls waiting here for `key`'s next token (not counting one the pump is asking the bucket for).
+    /// Calls waiting here for `key`'s next token.
     public func waiting(_ key: RateLimitKey) -> Int {
         state.withLock { $0.buckets[key]?.gate.queue.count ?? 0 }
     }
@@ -99,16 +110,18 @@ public final class FairShareBudget: RateBudget {
         await inner.block(key: key, for: delay, now: now)
     }
 
-    /// Serves `key`'s waiters, in the order `FairShareGate` decides, until none is left.
+    /// Serves `key`'s waiters, in the order `FairShareGate` decides, until none is left. The bucket's state is
+    /// changed in place in the dictionary (never copied out and back, which would copy its queues).
     private func pump(_ key: RateLimitKey) async {
         while true {
             let now = clock.monotonicNow()
             let (answers, ask) = state.withLock { state -> ([(Continuation, TokenBucket.Reservation)], Duration?) in
-                guard var bucket = state.buckets[key] else { return ([], nil) }
-                let turn = bucket.gate.turn(now: now)
-                let answers = Self.take(turn.answers, from: &bucket)
-                // The pump ends when nobody waits; the next waiter starts a new one.
-                state.buckets[key] = turn.ask == nil ? nil : bucket
+                guard state.buckets[key] != nil else { return ([], nil) }
+                let turn = state.buckets[key]!.gate.turn(now: now)
+                let answers = Self.take(turn.answers, from: &state.buckets[key]!)
+                // The pump ends when nobody waits; the next waiter starts a new one. The bucket's state stays (one
+                // per configured app, endpoint and environment): who was served lately counts at the next contention.
+                if turn.ask == nil { state.buckets[key]!.pumping = false }
                 return (answers, turn.ask)
             }
             for (continuation, reservation) in answers { continuation.resume(returning: reservation) }
@@ -117,11 +130,9 @@ public final class FairShareBudget: RateBudget {
             let answeredAt = clock.monotonicNow()
             let (served, wakeAt) = state.withLock {
                 state -> ([(Continuation, TokenBucket.Reservation)], MonotonicInstant?) in
-                guard var bucket = state.buckets[key] else { return ([], nil) }
-                let outcome = bucket.gate.answered(reservation, askedAt: now, now: answeredAt)
-                let answers = Self.take(outcome.answers, from: &bucket)
-                state.buckets[key] = bucket
-                return (answers, outcome.wakeAt)
+                guard state.buckets[key] != nil else { return ([], nil) }
+                let outcome = state.buckets[key]!.gate.answered(reservation, askedAt: now, now: answeredAt)
+                return (Self.take(outcome.answers, from: &state.buckets[key]!), outcome.wakeAt)
             }
             for (continuation, reservation) in served { continuation.resume(returning: reservation) }
             if let wakeAt {
