@@ -4,21 +4,20 @@ import Synchronization
 /// Gives each listed caller at least its weight's share of an app's bucket when callers compete, in front of
 /// any `RateBudget` (this replica's buckets or the budget shared in Redis).
 ///
-/// While a bucket has tokens to spare a call takes one at once. When it has none, calls wait here, per caller,
-/// and one pump per bucket hands out the bucket's tokens one at a time in `FairShareQueue` order: it reserves
-/// the next token only after the previous reservation's wait is over, so the bucket never holds a backlog
-/// that a flooding caller queued ahead of everyone else. A call that cannot be served within its `maxWait`
-/// is refused (RESOURCE_EXHAUSTED with RetryInfo), as without callers. Calls with no listed caller (open
-/// mode) go straight to the inner budget, as before.
+/// While nobody waits for a bucket a call takes a token at once if one is free. Otherwise calls wait here, per
+/// caller, and one pump per bucket takes the bucket's tokens one at a time as they come, each handed at that
+/// moment to the waiting caller with the lowest virtual time (`FairShareGate`, `FairShareQueue`): no token is
+/// reserved ahead for any call, so a flood of queued calls holds no backlog of future tokens, and a caller
+/// below its share gets the next token after it arrives. A call that cannot be served within its `maxWait` is
+/// refused (RESOURCE_EXHAUSTED with RetryInfo), as without callers, as soon as the bucket's next token is known
+/// to come after it. Calls with no listed caller (open mode) go straight to the inner budget, as before.
 public final class FairShareBudget: RateBudget {
-    private struct Waiting {
-        var continuation: CheckedContinuation<TokenBucket.Reservation, Never>
-        var maxWait: Duration
-    }
+    private typealias Continuation = CheckedContinuation<TokenBucket.Reservation, Never>
 
     private struct Bucket {
-        var queue = FairShareQueue<UInt64>()
-        var waiting: [UInt64: Waiting] = [:]
+        var gate = FairShareGate<UInt64>()
+        var waiting: [UInt64: Continuation] = [:]
+        /// A pump runs: calls wait for this bucket.
         var pumping = false
     }
 
@@ -51,36 +50,43 @@ public final class FairShareBudget: RateBudget {
         guard let caller = CallerIdentity.current, caller.listed else {
             return await inner.reserve(key: key, now: now, maxWait: maxWait)
         }
-        // Nobody waits for this bucket: a token that is free now goes to whoever asks.
-        if state.withLock({ $0.buckets[key] == nil }) {
+        // Nobody waits for this bucket (no pump runs): a token that is free now goes to whoever asks, and counts
+        // for its share.
+        if state.withLock({ $0.buckets[key]?.pumping != true }) {
             let immediate = await inner.reserve(key: key, now: now, maxWait: .zero)
-            if case .goNow = immediate { return .goNow }
+            if case .goNow = immediate {
+                state.withLock {
+                    $0.buckets[key, default: Bucket()].gate.tookAtOnce(caller: caller.identity, weight: caller.weight)
+                }
+                return .goNow
+            }
         }
         let app = appNames[key.bundleID] ?? key.bundleID
-        let start = clock.monotonicNow()
+        var start = now
         let answer: TokenBucket.Reservation = await withCheckedContinuation { continuation in
-            let startPump = state.withLock { state -> Bool? in
+            let arrival = state.withLock {
+                state -> (refusal: TokenBucket.Reservation?, startPump: Bool, start: MonotonicInstant) in
+                // Read under the lock: a token the pump handed out before this call queued was taken before
+                // `start`, so the bucket's next one comes within one token interval of `start`.
+                let start = clock.monotonicNow()
                 let ticket = state.nextTicket
                 state.nextTicket &+= 1
-                var bucket = state.buckets[key] ?? Bucket()
-                guard
-                    bucket.queue.enqueue(
-                        ticket, caller: caller.identity, weight: caller.weight, now: start,
-                        deadline: start + max(.zero, maxWait))
-                else { return nil }
-                bucket.waiting[ticket] = Waiting(continuation: continuation, maxWait: maxWait)
-                let idle = !bucket.pumping
-                bucket.pumping = true
-                state.buckets[key] = bucket
-                return idle
+                if let refusal = state.buckets[key, default: Bucket()].gate.arrive(
+                    ticket, caller: caller.identity, weight: caller.weight, now: start,
+                    deadline: start + max(.zero, maxWait))
+                {
+                    return (refusal, false, start)
+                }
+                state.buckets[key]!.waiting[ticket] = continuation
+                let idle = !state.buckets[key]!.pumping
+                state.buckets[key]!.pumping = true
+                return (nil, idle, start)
             }
-            switch startPump {
-            case nil:
-                continuation.resume(returning: Self.refusal(maxWait))
-            case true?:
+            start = arrival.start
+            if let refusal = arrival.refusal {
+                continuation.resume(returning: refusal)
+            } else if arrival.startPump {
                 Task { await self.pump(key) }
-            case false?:
-                break
             }
         }
         switch answer {
@@ -95,51 +101,53 @@ public final class FairShareBudget: RateBudget {
         return answer
     }
 
-    /// Calls waiting here for `key`'s next token (not counting the one the pump is reserving for).
+    /// Calls waiting here for `key`'s next token.
     public func waiting(_ key: RateLimitKey) -> Int {
-        state.withLock { $0.buckets[key]?.queue.count ?? 0 }
+        state.withLock { $0.buckets[key]?.gate.queue.count ?? 0 }
     }
 
     public func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {
         await inner.block(key: key, for: delay, now: now)
     }
 
-    /// A call not served within `maxWait`: retry after at least that long (and never sooner than 100 ms).
-    private static func refusal(_ maxWait: Duration) -> TokenBucket.Reservation {
-        .refused(retryAfter: max(maxWait, .milliseconds(100)))
-    }
-
-    /// Serves `key`'s waiters one token at a time until none is left.
+    /// Serves `key`'s waiters, in the order `FairShareGate` decides, until none is left. The bucket's state is
+    /// changed in place in the dictionary (never copied out and back, which would copy its queues).
     private func pump(_ key: RateLimitKey) async {
         while true {
             let now = clock.monotonicNow()
-            let (expired, chosen) = state.withLock { state -> ([Waiting], (Waiting, Duration)?) in
-                guard var bucket = state.buckets[key] else { return ([], nil) }
-                let expired = bucket.queue.removeExpired(now: now).compactMap {
-                    bucket.waiting.removeValue(forKey: $0.ticket)
-                }
-                var chosen: (Waiting, Duration)?
-                if let next = bucket.queue.next(), let waiting = bucket.waiting.removeValue(forKey: next.ticket) {
-                    chosen = (waiting, next.deadline > now ? next.deadline - now : .zero)
-                }
-                if chosen == nil && bucket.queue.isEmpty {
-                    state.buckets[key] = nil  // the pump ends; the next waiter starts a new one
-                } else {
-                    state.buckets[key] = bucket
-                }
-                return (expired, chosen)
+            let (answers, ask) = state.withLock { state -> ([(Continuation, TokenBucket.Reservation)], Duration?) in
+                guard state.buckets[key] != nil else { return ([], nil) }
+                let turn = state.buckets[key]!.gate.turn(now: now)
+                let answers = Self.take(turn.answers, from: &state.buckets[key]!)
+                // The pump ends when nobody waits; the next waiter starts a new one. The bucket's state stays (one
+                // per configured app, endpoint and environment): who was served lately counts at the next contention.
+                if turn.ask == nil { state.buckets[key]!.pumping = false }
+                return (answers, turn.ask)
             }
-            for waiting in expired {
-                waiting.continuation.resume(returning: Self.refusal(waiting.maxWait))
+            for (continuation, reservation) in answers { continuation.resume(returning: reservation) }
+            guard let ask else { return }
+            let reservation = await inner.reserve(key: key, now: now, maxWait: ask)
+            let answeredAt = clock.monotonicNow()
+            let (served, wakeAt) = state.withLock {
+                state -> ([(Continuation, TokenBucket.Reservation)], MonotonicInstant?) in
+                guard state.buckets[key] != nil else { return ([], nil) }
+                let outcome = state.buckets[key]!.gate.answered(reservation, askedAt: now, now: answeredAt)
+                return (Self.take(outcome.answers, from: &state.buckets[key]!), outcome.wakeAt)
             }
-            guard let (waiting, remaining) = chosen else {
-                if state.withLock({ $0.buckets[key] == nil }) { return }
-                continue
+            for (continuation, reservation) in served { continuation.resume(returning: reservation) }
+            if let wakeAt {
+                let wait = wakeAt - clock.monotonicNow()
+                if wait > .zero { try? await sleep(wait) }
             }
-            let reservation = await inner.reserve(key: key, now: clock.monotonicNow(), maxWait: remaining)
-            waiting.continuation.resume(returning: reservation)
-            // Hold the next token back until this one is due, so later arrivals are ordered fairly too.
-            if case .goAfter(let wait) = reservation { try? await sleep(wait) }
+        }
+    }
+
+    /// The continuations of `answers`, removed from `bucket`.
+    private static func take(
+        _ answers: [FairShareGate<UInt64>.Answer], from bucket: inout Bucket
+    ) -> [(Continuation, TokenBucket.Reservation)] {
+        answers.compactMap { answer in
+            bucket.waiting.removeValue(forKey: answer.ticket).map { ($0, answer.reservation) }
         }
     }
 }

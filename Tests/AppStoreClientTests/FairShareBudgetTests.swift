@@ -4,23 +4,39 @@ import Testing
 
 @testable import AppStoreClient
 
-/// A budget with no token to spare: every reservation that may wait blocks until the test grants a token.
+/// A bucket with no token until the test grants one; it says its next token is a second away.
 private final class GatedBudget: RateBudget {
-    private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private let tokens = Mutex(0)
 
     func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) async -> TokenBucket.Reservation {
-        guard maxWait > .zero else { return .refused(retryAfter: .milliseconds(250)) }
-        await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }
-        return .goNow
+        tokens.withLock { tokens in
+            guard tokens > 0 else { return .refused(retryAfter: .seconds(1)) }
+            tokens -= 1
+            return .goNow
+        }
     }
 
     func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {}
 
-    var pending: Int { waiting.withLock { $0.count } }
+    func grant() { tokens.withLock { $0 += 1 } }
+}
 
-    func grant() {
-        let next = waiting.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-        next?.resume()
+/// The pump's sleep: suspended until the test wakes it.
+private final class Sleeper: Sendable {
+    private let sleepers = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    func sleep(_ duration: Duration) async {
+        await withCheckedContinuation { continuation in sleepers.withLock { $0.append(continuation) } }
+    }
+
+    var sleeping: Int { sleepers.withLock { $0.count } }
+
+    func wake() {
+        for sleeper in sleepers.withLock({ sleepers in
+            defer { sleepers.removeAll() }; return sleepers
+        }) {
+            sleeper.resume()
+        }
     }
 }
 
@@ -39,30 +55,64 @@ private final class Order: Sendable {
         #expect(condition())
     }
 
+    func call(
+        _ budget: FairShareBudget, _ caller: String, clock: any GatewayClock = SystemClock(),
+        maxWait: Duration = .seconds(60)
+    ) async -> TokenBucket.Reservation {
+        let identity = CallerIdentity(identity: caller, source: .jwt, weight: 1, listed: true)
+        return await CallerIdentity.$current.withValue(identity) {
+            await budget.reserve(key: key, now: clock.monotonicNow(), maxWait: maxWait)
+        }
+    }
+
     @Test func tokensAlternateBetweenTwoCallersOfEqualWeightHoweverManyTheFirstQueued() async throws {
         let inner = GatedBudget()
-        let budget = FairShareBudget(inner: inner, clock: SystemClock(), sleep: { _ in })
+        let sleeper = Sleeper()
+        let budget = FairShareBudget(inner: inner, clock: SystemClock(), sleep: { await sleeper.sleep($0) })
         let order = Order()
-        func call(_ caller: String, weight: Int = 1) -> Task<Void, Never> {
-            Task {
-                let identity = CallerIdentity(identity: caller, source: .jwt, weight: weight, listed: true)
-                let answer = await CallerIdentity.$current.withValue(identity) {
-                    await budget.reserve(key: key, now: SystemClock().monotonicNow(), maxWait: .seconds(60))
-                }
-                if answer == .goNow { order.add(caller) }
-            }
+        func call(_ caller: String) -> Task<Void, Never> {
+            Task { if await self.call(budget, caller) == .goNow { order.add(caller) } }
         }
-        // The flood queues first: one call holds the pump's reservation, five wait.
+        // The flood queues first: all six wait, the pump sleeps until the bucket has a token.
         let flood = (0..<6).map { _ in call("flood") }
-        try await eventually { inner.pending == 1 && budget.waiting(key) == 5 }
+        try await eventually { budget.waiting(key) == 6 && sleeper.sleeping == 1 }
         let quiet = (0..<6).map { _ in call("quiet") }
-        try await eventually { budget.waiting(key) == 11 }
+        try await eventually { budget.waiting(key) == 12 }
         for served in 1...12 {
             inner.grant()
-            try await eventually { order.all.count == served && (served == 12 || inner.pending == 1) }
+            sleeper.wake()
+            try await eventually { order.all.count == served && (served == 12 || sleeper.sleeping == 1) }
         }
         for task in flood + quiet { await task.value }
         #expect(order.all == Array(repeating: ["flood", "quiet"], count: 6).flatMap { $0 })
+    }
+
+    @Test func aTokenGoesToTheFairestCallerWaitingWhenItComesNotToTheOneWaitingWhenThePumpAsked() async throws {
+        let inner = GatedBudget()
+        let sleeper = Sleeper()
+        let budget = FairShareBudget(inner: inner, clock: SystemClock(), sleep: { await sleeper.sleep($0) })
+        let order = Order()
+        func call(_ caller: String) -> Task<Void, Never> {
+            Task { if await self.call(budget, caller) == .goNow { order.add(caller) } }
+        }
+        let flood = (0..<3).map { _ in call("flood") }
+        try await eventually { budget.waiting(key) == 3 && sleeper.sleeping == 1 }
+        inner.grant()
+        sleeper.wake()
+        try await eventually { order.all == ["flood"] && sleeper.sleeping == 1 }
+        // The pump asked and sleeps with only the flood waiting; the quiet caller arrives during the sleep.
+        let quiet = call("quiet")
+        try await eventually { budget.waiting(key) == 3 }
+        inner.grant()
+        sleeper.wake()
+        try await eventually { order.all == ["flood", "quiet"] && sleeper.sleeping == 1 }
+        for _ in 0..<2 {
+            inner.grant()
+            sleeper.wake()
+            try await eventually { sleeper.sleeping == 1 || order.all.count == 4 }
+        }
+        for task in flood + [quiet] { await task.value }
+        #expect(order.all == ["flood", "quiet", "flood", "flood"])
     }
 
     @Test func callersWithoutAListedIdentityGoStraightToTheInnerBudget() async {
@@ -76,31 +126,40 @@ private final class Order: Sendable {
         #expect(budget.waiting(key) == 0)
     }
 
-    @Test func aWaiterPastItsMaxWaitIsRefused() async throws {
-        let inner = GatedBudget()
+    @Test func aCallWhoseDeadlineIsBeforeTheNextTokenIsRefusedAtOnceWithThatDelay() async throws {
         let clock = ManualClock()
-        let budget = FairShareBudget(inner: inner, clock: clock, sleep: { _ in })
-        let identity = CallerIdentity(identity: "a", source: .jwt, weight: 1, listed: true)
-        let first = Task {
-            await CallerIdentity.$current.withValue(identity) {
-                await budget.reserve(key: key, now: clock.monotonicNow(), maxWait: .seconds(60))
-            }
-        }
-        try await eventually { inner.pending == 1 }
-        // Queued behind the held reservation, willing to wait 20 ms; the clock then moves a second on.
-        let second = Task {
-            await CallerIdentity.$current.withValue(identity) {
-                await budget.reserve(key: key, now: clock.monotonicNow(), maxWait: .milliseconds(20))
-            }
-        }
-        try await eventually { budget.waiting(key) == 1 }
+        let limiter = RateLimiter(
+            defaults: RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 1, burst: 1)]))
+        let sleeper = Sleeper()
+        let budget = FairShareBudget(inner: limiter, clock: clock, sleep: { await sleeper.sleep($0) })
+        #expect(await call(budget, "a", clock: clock) == .goNow)  // the free token, at once
+        // The next token is a second away: "a" waits for it, "b" (20 ms) cannot get it and is told so at once.
+        let waiting = Task { await call(budget, "a", clock: clock) }
+        try await eventually { budget.waiting(key) == 1 && sleeper.sleeping == 1 }
+        #expect(await call(budget, "b", clock: clock, maxWait: .milliseconds(20)) == .refused(retryAfter: .seconds(1)))
+        #expect(budget.waiting(key) == 1)
         clock.advance(by: .seconds(1))
-        inner.grant()
+        sleeper.wake()
+        #expect(await waiting.value == .goNow)
+        #expect(budget.waiting(key) == 0)
+    }
+
+    @Test func waitersTheNextTokenCannotReachInTimeAreRefusedWhenItsTimeIsKnown() async throws {
+        let clock = ManualClock()
+        let limiter = RateLimiter(
+            defaults: RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 1, burst: 1)]))
+        let sleeper = Sleeper()
+        let budget = FairShareBudget(inner: limiter, clock: clock, sleep: { await sleeper.sleep($0) })
+        #expect(await call(budget, "a", clock: clock) == .goNow)
+        let first = Task { await call(budget, "a", clock: clock, maxWait: .seconds(1)) }
+        try await eventually { sleeper.sleeping == 1 }
+        // Waits 1.5 s; the token at 1 s goes to "a" (its earlier call), the next one is due at 2 s.
+        let second = Task { await call(budget, "a", clock: clock, maxWait: .milliseconds(1_500)) }
+        try await eventually { budget.waiting(key) == 2 }
+        clock.advance(by: .seconds(1))
+        sleeper.wake()
         #expect(await first.value == .goNow)
-        guard case .refused = await second.value else {
-            Issue.record("a call past its maxWait was served")
-            return
-        }
-        #expect(inner.pending == 0)
+        #expect(await second.value == .refused(retryAfter: .milliseconds(1_500)))
+        #expect(budget.waiting(key) == 0)
     }
 }

@@ -44,6 +44,35 @@ import Testing
         #expect(queue.next()?.caller == "flood")
     }
 
+    @Test func aCallerThatJoinsBelowItsShareGoesBeforeCallersWaitingAtTheSamePass() {
+        var queue = FairShareQueue<Int>()
+        for ticket in 0..<30 {
+            for (index, caller) in ["a", "b", "c"].enumerated() {
+                _ = queue.enqueue(ticket * 3 + index, caller: caller, weight: 1, now: t0, deadline: far)
+            }
+        }
+        // A round, then mid-round: "a" was served at the current virtual time, "b" and "c" are still at it.
+        #expect((0..<4).compactMap { _ in queue.next()?.caller } == ["a", "b", "c", "a"])
+        _ = queue.enqueue(1000, caller: "quiet", weight: 1, now: t0, deadline: far)
+        #expect(queue.next()?.caller == "quiet")
+        #expect((0..<4).compactMap { _ in queue.next()?.caller } == ["b", "c", "a", "b"])
+        // Several join at once: among themselves in the order they came.
+        _ = queue.enqueue(1001, caller: "x", weight: 1, now: t0, deadline: far)
+        _ = queue.enqueue(1002, caller: "y", weight: 1, now: t0, deadline: far)
+        #expect((0..<3).compactMap { _ in queue.next()?.caller } == ["x", "y", "c"])
+    }
+
+    @Test func aCallerServedAboveItsShareDoesNotJumpTheQueueByLeavingAndComingBack() {
+        var queue = FairShareQueue<Int>()
+        for ticket in 0..<20 { _ = queue.enqueue(ticket, caller: "flood", weight: 1, now: t0, deadline: far) }
+        _ = queue.enqueue(100, caller: "hop", weight: 1, now: t0, deadline: far)
+        #expect(queue.next()?.caller == "flood")
+        #expect(queue.next()?.caller == "hop")
+        // "hop" had its token for this round; coming back at once it waits its turn behind "flood".
+        _ = queue.enqueue(101, caller: "hop", weight: 1, now: t0, deadline: far)
+        #expect((0..<3).compactMap { _ in queue.next()?.caller } == ["flood", "hop", "flood"])
+    }
+
     @Test func anIdleCallerBanksNoCredit() {
         var queue = FairShareQueue<Int>()
         // "quiet" was served once long ago, then stayed idle while "flood" took 100 tokens.
@@ -67,8 +96,9 @@ import Testing
         _ = queue.enqueue(1, caller: "a", weight: 1, now: t0, deadline: t0 + .milliseconds(100))
         _ = queue.enqueue(2, caller: "a", weight: 1, now: t0, deadline: t0 + .seconds(2))
         _ = queue.enqueue(3, caller: "b", weight: 1, now: t0, deadline: t0 + .milliseconds(50))
-        let first = queue.removeExpired(now: t0 + .milliseconds(99)).map(\.ticket)
-        let second = queue.removeExpired(now: t0 + .milliseconds(100)).map(\.ticket)
+        // A deadline at the instant a token comes is still served by it: only earlier deadlines leave.
+        let first = queue.removeWaiters(deadlineBefore: t0 + .milliseconds(100)).map(\.ticket)
+        let second = queue.removeWaiters(deadlineBefore: t0 + .milliseconds(101)).map(\.ticket)
         #expect(first == [3] && second == [1])
         let removed = queue.remove(2)
         let removedAgain = queue.remove(2)

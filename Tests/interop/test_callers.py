@@ -674,8 +674,8 @@ def test_clients_without_a_trusted_certificate_are_refused(world, mtls_gateway, 
 
 # --- fair share -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("budget", ["local", "redis"])
-def test_a_flooding_caller_leaves_another_caller_of_the_app_its_share(world, budget):
+def fair_gateway(world, budget, rate):
+    """A gateway with callers at `rate` on the local or the Redis budget (its own redis-server), or a skip."""
     import shutil
 
     redis = None
@@ -684,64 +684,113 @@ def test_a_flooding_caller_leaves_another_caller_of_the_app_its_share(world, bud
             pytest.skip("redis-server not installed")
         from test_shared_budget import Redis
         redis = Redis()
-    # 4 calls/s for getTransactionHistory, waits up to 1 s: a flood of 16 workers wants far more.
-    path = gateway_config(world, "fair-" + budget, rate={
-        "getTransactionHistory": {"perSecond": 4, "burst": 1}, "maxWait": "1s"})
+    path = gateway_config(world, "fair-" + budget, rate=rate)
     if redis:
         config = yaml.safe_load(open(path))
         config["redis"] = {"url": f"redis://127.0.0.1:{redis.port}/0", "keyPrefix": f"fair-{uuid.uuid4().hex[:8]}:"}
         yaml.safe_dump(config, open(path, "w"))
-    gw = Gateway(["--config", path])
-    channels = [tls_channel(world, gw) for _ in range(2)]
-    flood_stub, quiet_stub = (gateway_pb2_grpc.AppStoreGatewayStub(ch) for ch in channels)
-    transactions = world["simulator"].transactions["com.example.app"]
-    flood_token, quiet_token = world["rsa"].token(sub=BILLING), world["ec"].token(sub=REPORTS)
-    stop = threading.Event()
-    flood_codes = []
+    return Gateway(["--config", path]), redis
 
-    def flood(number):
+
+class Flood:
+    """`workers` threads calling GetHistory for BILLING back to back, each call needing its own token."""
+
+    def __init__(self, world, gw, workers):
+        self.channel = tls_channel(world, gw)
+        self.stub = gateway_pb2_grpc.AppStoreGatewayStub(self.channel)
+        self.transactions = world["simulator"].transactions["com.example.app"]
+        self.token = world["rsa"].token(sub=BILLING)
+        self.stop = threading.Event()
+        self.codes = []
+        self.workers = [threading.Thread(target=self.run, args=(n,)) for n in range(workers)]
+        for worker in self.workers:
+            worker.start()
+
+    def run(self, number):
         calls = 0
-        while not stop.is_set():
+        while not self.stop.is_set():
             # Distinct filters defeat coalescing: every flood call needs its own token.
-            request = history_pb2.GetHistoryRequest(app="example", transaction_id=transactions[number % len(transactions)],
-                                                    product_ids=[f"p{number}-{calls}-{uuid.uuid4().hex[:6]}"])
+            request = history_pb2.GetHistoryRequest(
+                app="example", transaction_id=self.transactions[number % len(self.transactions)],
+                product_ids=[f"p{number}-{calls}-{uuid.uuid4().hex[:6]}"])
             calls += 1
             try:
-                flood_stub.GetHistory(request, metadata=bearer(flood_token), timeout=5)
-                flood_codes.append("OK")
+                self.stub.GetHistory(request, metadata=bearer(self.token), timeout=5)
+                self.codes.append("OK")
             except grpc.RpcError as error:
-                flood_codes.append(error.code().name)
+                self.codes.append(error.code().name)
 
-    workers = [threading.Thread(target=flood, args=(n,)) for n in range(16)]
+    def end(self):
+        self.stop.set()
+        for worker in self.workers:
+            worker.join()
+        self.channel.close()
+
+
+def steady_calls(world, gw, count, interval):
+    """REPORTS calling GetHistory `count` times, one call every `interval` seconds; the status of each."""
+    channel = tls_channel(world, gw)
+    stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
+    transactions = world["simulator"].transactions["com.example.app"]
+    token = world["ec"].token(sub=REPORTS)
+    codes = []
     try:
-        for w in workers:
-            w.start()
-        time.sleep(1.5)  # the flood owns the bucket
-        quiet = []
-        for n in range(12):
+        for n in range(count):
+            started = time.monotonic()
             request = history_pb2.GetHistoryRequest(app="example", transaction_id=transactions[n % len(transactions)],
                                                     product_ids=[f"quiet-{n}-{uuid.uuid4().hex[:6]}"])
             try:
-                quiet_stub.GetHistory(request, metadata=bearer(quiet_token), timeout=5)
-                quiet.append("OK")
+                stub.GetHistory(request, metadata=bearer(token), timeout=5)
+                codes.append("OK")
             except grpc.RpcError as error:
-                quiet.append(error.code().name)
-            time.sleep(0.5)
+                codes.append(error.code().name)
+            time.sleep(max(0.0, interval - (time.monotonic() - started)))
     finally:
-        stop.set()
-        for w in workers:
-            w.join()
-        for ch in channels:
-            ch.close()
+        channel.close()
+    return codes
+
+
+@pytest.mark.parametrize("budget", ["local", "redis"])
+def test_a_flooding_caller_leaves_another_caller_of_the_app_its_share(world, budget):
+    # 4 calls/s for getTransactionHistory, waits up to 1 s: a flood of 16 workers wants far more.
+    gw, redis = fair_gateway(world, budget, {"getTransactionHistory": {"perSecond": 4, "burst": 1}, "maxWait": "1s"})
+    flood = Flood(world, gw, 16)
+    try:
+        time.sleep(1.5)  # the flood owns the bucket
+        quiet = steady_calls(world, gw, 12, 0.5)
+    finally:
+        flood.end()
     metrics = urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
     gw.stop()
     if redis:
         redis.stop()
         assert re.search(r'appstore_gateway_shared_budget_reservations_total\{[^}]*outcome="taken"\} [1-9]', metrics)
-    assert "RESOURCE_EXHAUSTED" in flood_codes, "the flood never exceeded the budget: the test shows nothing"
+    assert "RESOURCE_EXHAUSTED" in flood.codes, "the flood never exceeded the budget: the test shows nothing"
     assert quiet.count("OK") >= 0.8 * len(quiet), quiet
     assert re.search(r'appstore_gateway_fair_share_refusals_total\{caller="%s",app="example"\} [1-9]'
                      % re.escape(BILLING), metrics)
+
+
+@pytest.mark.parametrize("budget", ["local", "redis"])
+def test_a_steady_caller_below_its_share_is_served_at_a_max_wait_of_one_token_interval(world, budget):
+    # 10 calls/s, a call waits at most 100 ms (one token interval): a flood of 8 workers keeps calls waiting
+    # all the time, while the steady caller sends 2 calls/s. Each token goes, when it comes, to the caller
+    # furthest below its share, so the steady caller's call gets the first token after it arrives.
+    gw, redis = fair_gateway(world, budget, {"getTransactionHistory": {"perSecond": 10, "burst": 1},
+                                             "maxWait": "100ms"})
+    flood = Flood(world, gw, 8)
+    try:
+        time.sleep(0.5)  # the flood owns the bucket
+        steady = steady_calls(world, gw, 6, 0.5)
+    finally:
+        flood.end()
+    metrics = urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
+    gw.stop()
+    if redis:
+        redis.stop()
+        assert re.search(r'appstore_gateway_shared_budget_reservations_total\{[^}]*outcome="taken"\} [1-9]', metrics)
+    assert "OK" in flood.codes and "RESOURCE_EXHAUSTED" in flood.codes, "no contention: the test shows nothing"
+    assert steady == ["OK"] * len(steady)
 
 
 # --- the examples send the token --------------------------------------------------------------------------
