@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -21,6 +20,7 @@ import yaml
 
 from appstore.gateway.v1 import gateway_pb2_grpc, history_pb2
 from conftest import GATEWAY_BIN
+from test_shared_budget import Redis, free_port
 from test_webhook import Follower, WebhookGateway, follow_request
 
 pytestmark = pytest.mark.skipif(
@@ -46,12 +46,6 @@ ACL = documented_acl()
 URL_CREDENTIALS = f"{urllib.parse.quote(USER, safe='')}:{urllib.parse.quote(PASSWORD, safe='')}"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def openssl(*args, cwd):
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
@@ -64,7 +58,7 @@ def make_ca(directory, name):
     return os.path.join(directory, f"{name}.pem")
 
 
-class TLSRedis:
+class TLSRedis(Redis):
     """A TLS-only redis-server on a loopback port, with certificates from a CA made
     here (`ca`), and a second CA (`other_ca`) that issued nothing. The default user is off: the gateway's user has
 the ACL docs/deploying.md gives, the test's own (INSPECTOR) everything."""
@@ -79,22 +73,14 @@ the ACL docs/deploying.md gives, the test's own (INSPECTOR) everything."""
                 "-out", "server.csr", "-subj", "/CN=localhost", cwd=self.directory)
         openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                 "-days", "1", "-out", "server.pem", "-extfile", "server.ext", cwd=self.directory)
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", "0", "--tls-port", str(self.port), "--bind", "127.0.0.1",
-             "--tls-cert-file", os.path.join(self.directory, "server.pem"),
-             "--tls-key-file", os.path.join(self.directory, "server.key"),
-             "--tls-ca-cert-file", self.ca, "--tls-auth-clients", "no", "--save", "", "--appendonly", "no",
-             "--user", "default", "off", "--user", USER, "on", f">{PASSWORD}", *ACL,
-             "--user", INSPECTOR, "on", f">{INSPECTOR_PASSWORD}", "~*", "+@all"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
+        port = free_port()
+        super().__init__(port, [
+            "--port", "0", "--tls-port", str(port),
+            "--tls-cert-file", os.path.join(self.directory, "server.pem"),
+            "--tls-key-file", os.path.join(self.directory, "server.key"),
+            "--tls-ca-cert-file", self.ca, "--tls-auth-clients", "no",
+            "--user", "default", "off", "--user", USER, "on", f">{PASSWORD}", *ACL,
+            "--user", INSPECTOR, "on", f">{INSPECTOR_PASSWORD}", "~*", "+@all"])
 
     def url(self):
         return f"rediss://{URL_CREDENTIALS}@localhost:{self.port}/0"
@@ -107,11 +93,6 @@ the ACL docs/deploying.md gives, the test's own (INSPECTOR) everything."""
             timeout=10)
         assert answer.returncode == 0, answer.stderr
         return answer.stdout.splitlines()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture(scope="module")

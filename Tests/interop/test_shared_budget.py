@@ -37,10 +37,13 @@ def free_port():
 class Redis:
     """A throw-away redis-server on a loopback port, without persistence."""
 
-    def __init__(self, port=None):
+    def __init__(self, port=None, arguments=None):
+        """Listens on `port` (a free one by default) in plain text, or as `arguments` say (which then name the
+        port themselves)."""
         self.port = port or free_port()
+        listen = arguments if arguments is not None else ["--port", str(self.port)]
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            ["redis-server", *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
             try:
