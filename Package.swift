@@ -29,6 +29,8 @@ let package = Package(
     targets: [
         // MARK: C libraries: a modulemap and a shim.h of static inline wrappers each.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        // ThreadSanitizer's acquire/release hooks (weak: no-ops unless its runtime is linked in), for `Lock`.
+        .systemLibrary(name: "CThreadSanitizer", path: "Sources/CThreadSanitizer"),
         .systemLibrary(
             name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
@@ -51,10 +53,10 @@ let package = Package(
         .target(name: "CGatewayProtos", dependencies: ["CProtobufC"]),
 
         // MARK: Swift modules, one per layer.
-        // C-free core: configuration, typed errors (no gRPC), clocks, rate limiting.
+        // The core: configuration, typed errors (no gRPC), clocks, rate limiting, `Lock` (ThreadSanitizer's hooks).
         .target(
             name: "GatewayCore",
-            dependencies: ["CLinux", .product(name: "Yams", package: "Yams")]),
+            dependencies: ["CLinux", "CThreadSanitizer", .product(name: "Yams", package: "Yams")]),
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.

@@ -1,5 +1,4 @@
 import GatewayCore
-import Synchronization
 
 /// Gives each listed caller at least its weight's share of an app's bucket when callers compete, in front of
 /// any `RateBudget` (this replica's buckets or the budget shared in Redis).
@@ -31,7 +30,7 @@ public final class FairShareBudget: RateBudget {
     private let sleep: @Sendable (Duration) async throws -> Void
     private let events: any AccessEvents
     private let appNames: [String: String]
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Fair shares in front of `inner`; `appNames` maps bundle ids to app names for metric labels.
     public init(

@@ -1,7 +1,6 @@
 internal import CCurl
 import Foundation
 import GatewayCore
-import Synchronization
 
 /// An HTTP client for the App Store Server API: one libcurl multi handle confined to its own thread.
 ///
@@ -89,7 +88,7 @@ typealias TransferResult = Result<UpstreamResponse, UpstreamTransportError>
 private final class CallState: Sendable {
     private enum Phase { case created, submitted, cancelled }
     let id: Int
-    private let phase = Mutex(Phase.created)
+    private let phase = Lock(Phase.created)
 
     init(id: Int) { self.id = id }
 
@@ -141,7 +140,7 @@ private final class CurlMultiLoop: @unchecked Sendable {
     private let configuration: UpstreamHTTPClient.Configuration
     /// The CURLM*; freed with this object, after the thread has exited.
     private let multi: UnsafeMutableRawPointer
-    private let shared = Mutex(Shared())
+    private let shared = Lock(Shared())
     private let exited = DispatchSemaphore(value: 0)
 
     // Thread-confined.

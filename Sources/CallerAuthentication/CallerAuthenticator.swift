@@ -1,6 +1,5 @@
 import Cryptography
 import GatewayCore
-import Synchronization
 
 /// Establishes who is calling from a call's `authorization` metadata and its client certificate, and admits
 /// or refuses the caller by the `callers` policy. Runs on the event loops: a token seen before costs one
@@ -110,7 +109,7 @@ final class VerifiedTokenCache: Sendable {
         var generation: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let capacity: Int
 
     init(capacity: Int) { self.capacity = max(1, capacity) }

@@ -1,5 +1,5 @@
 internal import COpenSSL
-import Synchronization
+import GatewayCore
 
 /// An `EVP_MD` fetched once from the default provider, so hashing skips OpenSSL 3's per-call implicit
 /// fetch (a method-store lookup under a global lock) that `EVP_sha256()` triggers.
@@ -45,7 +45,7 @@ final class FetchedDigest: @unchecked Sendable {
 final class ECVerificationContext: @unchecked Sendable {
     private let template: OpaquePointer
     private let digest: FetchedDigest
-    private let idle = Mutex(IdleContexts())
+    private let idle = Lock(IdleContexts())
     static let maximumIdleContexts = 8
 
     /// Nil when OpenSSL cannot prepare the context; callers then fall back to `EVP_DigestVerify`.

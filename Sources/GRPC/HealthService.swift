@@ -1,6 +1,5 @@
 import GatewayCore
 import ProtoCodec
-import Synchronization
 
 /// The serving status of each service name, shared by the health service and whoever decides readiness.
 public final class HealthStatusBoard: Sendable {
@@ -36,13 +35,13 @@ public final class HealthStatusBoard: Sendable {
         /// Every known name, "" included.
         var names: [String] { [""] + services.keys }
     }
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// Starts with `services` (and "" for the whole server) at `initial`.
     public init(services: [String], initial: HealthCheckResponse.ServingStatus = .serving) {
         var state = State(server: Entry(initial))
         for service in services where !service.isEmpty { state.services[service] = Entry(initial) }
-        self.state = Mutex(state)
+        self.state = Lock(state)
     }
 
     /// The status of a service, nil when the name is unknown.

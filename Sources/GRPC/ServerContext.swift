@@ -1,6 +1,5 @@
 import GatewayCore
 import HTTP2
-import Synchronization
 
 /// What a handler knows about its call besides the request message. A class: handed from the loop to the
 /// handler and its task without copying its fields.
@@ -22,7 +21,7 @@ public final class ServerContext: Sendable {
             return annotations
         }
     }
-    private let madeAnnotations = Mutex<CallAnnotations?>(nil)
+    private let madeAnnotations = Lock<CallAnnotations?>(nil)
     /// The call's W3C trace context (also `TraceContext.current` in its task): the caller's `traceparent`
     /// continued, or a new trace.
     public let trace: TraceContext

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Facts a handler learns about its call that belong in the call's log line: the app, Apple's request
 /// id, the environment that answered. Reachable from anywhere in the handler's task as
 /// `CallAnnotations.current` (a task-local the gRPC server binds), so deep layers need no extra parameter.
@@ -27,7 +25,7 @@ public final class CallAnnotations: Sendable {
 
     /// The call's identity, when it has one.
     public let identity: Identity?
-    private let values = Mutex<[(String, String)]>([])
+    private let values = Lock<[(String, String)]>([])
 
     public init(identity: Identity? = nil) {
         self.identity = identity

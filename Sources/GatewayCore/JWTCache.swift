@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The cache state for one identity, as a value: which token to reuse, and when not to.
 public struct JWTCacheEntry: Sendable, Hashable {
     /// The current token, nil before the first mint or after `invalidate`.
@@ -32,11 +30,11 @@ public struct JWTCacheEntry: Sendable, Hashable {
 /// If the mint throws, nothing is cached and the next caller tries again.
 public final class JWTCache: Sendable {
     private final class Slot: Sendable {
-        let entry = Mutex(JWTCacheEntry())
+        let entry = Lock(JWTCacheEntry())
     }
 
     private let settings: JWTSettings
-    private let slots = Mutex<[JWTIdentity: Slot]>([:])
+    private let slots = Lock<[JWTIdentity: Slot]>([:])
 
     /// A cache minting with `settings`.
     public init(settings: JWTSettings = .defaults) {

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Which budget a request spends: Apple limits per app and per endpoint, separately per environment.
 public struct RateLimitKey: Sendable, Hashable, CustomStringConvertible {
     /// The app's bundle id.
@@ -24,7 +22,7 @@ public struct RateLimitKey: Sendable, Hashable, CustomStringConvertible {
 /// Keys come from configured apps, so the number of buckets is bounded by the configuration.
 public final class RateLimiter: Sendable {
     private let limits: @Sendable (String) -> RateLimits
-    private let buckets = Mutex<[RateLimitKey: TokenBucket]>([:])
+    private let buckets = Lock<[RateLimitKey: TokenBucket]>([:])
 
     /// A limiter using `defaults` for every app, except apps with their own entry in `perApp`
     /// (keyed by bundle id; `apps[].rateLimits` in the config).

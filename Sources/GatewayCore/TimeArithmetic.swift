@@ -1,5 +1,3 @@
-import Synchronization
-
 extension Duration {
     /// The duration in whole nanoseconds, rounded toward zero, saturating at `Int64` bounds. One 128-bit
     /// division (about a fifth of the cost of going through `components`): instants add durations per call.
@@ -47,10 +45,10 @@ extension Int64 {
     }
 }
 
-/// A value behind a `Mutex`, in a class so it can be shared by reference.
+/// A value behind a `Lock`, in a class so it can be shared by reference.
 final class LockedValue<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
+    private let mutex: Lock<Value>
+    init(_ value: Value) { mutex = Lock(value) }
     func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try mutex.withLock { try body(&$0) }
     }

@@ -1,6 +1,5 @@
 internal import CLinux
 import GatewayCore
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -44,7 +43,7 @@ public protocol IterationEndTarget: AnyObject {
 public final class EventLoop: @unchecked Sendable {
     private let epollFD: Int32
     private let wakeFD: Int32
-    private let inbox = Mutex<Inbox>(Inbox())
+    private let inbox = Lock<Inbox>(Inbox())
     private var sources: [Int32: EventSource] = [:]
     private var timers = TimerQueue<TimerAction>()
     private var atIterationEndTargets: [IterationEndTarget] = []

@@ -76,7 +76,7 @@ public final class HTTP2Server: Sendable {
     public let eventLoops: [EventLoop]
     private let loops: [LoopBound<ServerLoop>]
     private let counters: ServerCounters
-    private let threads = Mutex<[pthread_t]>([])
+    private let threads = Lock<[pthread_t]>([])
     /// The loop threads' names, `<threadName>-<index>` (what `top -H`, `ps -L` and profilers show).
     private let threadName: String
 

@@ -1,6 +1,5 @@
 internal import COpenSSL
 import GatewayCore
-import Synchronization
 
 /// The rotating keys of one `TLSContext`'s session tickets, shared by every `SSL_CTX` it makes (a reload keeps
 /// them: a client whose session was made under the same client CAs still resumes). OpenSSL would otherwise
@@ -9,11 +8,11 @@ import Synchronization
 /// Each `SSL_CTX` holds a reference in its ex-data (released by OpenSSL's free callback with the `SSL_CTX`),
 /// which is how the C callback, called on the loop threads during handshakes, finds its keys.
 final class SessionTicketKeys: Sendable {
-    private let schedule: Mutex<TicketKeySchedule>
+    private let schedule: Lock<TicketKeySchedule>
 
     /// Keys rotate every `lifetime`; each opens tickets for `2 × lifetime` (see `TicketKeySchedule`).
     init(lifetime: Duration) {
-        schedule = Mutex(TicketKeySchedule(rotation: lifetime, lifetime: lifetime))
+        schedule = Lock(TicketKeySchedule(rotation: lifetime, lifetime: lifetime))
     }
 
     /// The ex-data slot of `SSL_CTX` that holds the keys; OpenSSL releases them with the `SSL_CTX`.

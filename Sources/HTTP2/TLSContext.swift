@@ -1,6 +1,6 @@
 internal import COpenSSL
 import Cryptography
-import Synchronization
+import GatewayCore
 
 #if canImport(Glibc)
     import Glibc
@@ -28,7 +28,7 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
 public final class TLSContext: @unchecked Sendable {
     /// An `SSL_CTX` pointer, moved between threads only under the mutex.
     private struct Handle: @unchecked Sendable { var pointer: OpaquePointer }
-    private let current: Mutex<Handle>
+    private let current: Lock<Handle>
     private let ticketKeys: SessionTicketKeys
     private let sessionLifetime: Duration
 
@@ -46,7 +46,7 @@ public final class TLSContext: @unchecked Sendable {
         let ticketKeys = SessionTicketKeys(lifetime: lifetime)
         self.ticketKeys = ticketKeys
         self.sessionLifetime = lifetime
-        current = Mutex(
+        current = Lock(
             Handle(
                 pointer: try Self.makeContext(
                     certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile,

@@ -1,4 +1,4 @@
-import Synchronization
+import GatewayCore
 
 /// Wakes followers waiting for new entries: a generation number raised by every insert, and the
 /// continuations of those waiting for it to pass a value they saw. Waiters also give up after a timeout,
@@ -11,7 +11,7 @@ public final class LiveSignal: Sendable {
         /// Waiters woken (timeout, cancellation) before they registered.
         var released: Set<UInt64> = []
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init() {}
 

@@ -1,6 +1,5 @@
 import GRPC
 import GatewayCore
-import Synchronization
 
 /// The access log's line for one RPC, in the same JSON shape as every other log line (fixed fields, then
 /// the rest by key), built straight into bytes: no `Logger.Metadata` dictionary, no sorting of a merged
@@ -195,7 +194,7 @@ struct AccessLogLine {
 /// A bounded memo of `SecretRedaction.isSecret` by key.
 private final class SecretNames: Sendable {
     static let limit = 256
-    private let known = Mutex<[String: Bool]>([:])
+    private let known = Lock<[String: Bool]>([:])
 
     /// Bit i set when the name of `fields[i]` is secret-looking (the first 64), with one lock for the
     /// names seen before.

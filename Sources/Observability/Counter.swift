@@ -1,3 +1,4 @@
+import GatewayCore
 import Synchronization
 
 /// One counter time series: a value that only goes up (or resets with the process).
@@ -6,7 +7,7 @@ import Synchronization
 /// deltas of a total read elsewhere) go to a locked sum beside it.
 public final class Counter: Sendable {
     private let ones = Atomic<UInt64>(0)
-    private let amounts = Mutex<Double>(0)
+    private let amounts = Lock<Double>(0)
 
     init() {}
 

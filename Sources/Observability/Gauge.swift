@@ -1,3 +1,4 @@
+import GatewayCore
 import Synchronization
 
 /// One gauge time series: a value that goes up and down.
@@ -7,7 +8,7 @@ import Synchronization
 /// `set` makes the base whatever cancels the steps counted so far, so a step counts as before or after it.
 public final class Gauge: Sendable {
     private let steps = Atomic<Int64>(0)
-    private let base = Mutex<Double>(0)
+    private let base = Lock<Double>(0)
 
     init() {}
 

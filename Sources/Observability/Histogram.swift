@@ -1,4 +1,4 @@
-import Synchronization
+import GatewayCore
 
 /// One histogram time series: observations counted into fixed buckets, plus their sum and count.
 public final class Histogram: Sendable {
@@ -21,11 +21,11 @@ public final class Histogram: Sendable {
     }
 
     private let upperBounds: [Double]
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     init(upperBounds: [Double]) {
         self.upperBounds = upperBounds
-        state = Mutex(State(bucketCounts: Array(repeating: 0, count: upperBounds.count + 1)))
+        state = Lock(State(bucketCounts: Array(repeating: 0, count: upperBounds.count + 1)))
     }
 
     /// Records one observation (for durations, in seconds).

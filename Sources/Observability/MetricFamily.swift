@@ -1,4 +1,4 @@
-import Synchronization
+import GatewayCore
 
 /// What the registry needs from each family: its name and its rendering.
 protocol RenderableMetricFamily: AnyObject, Sendable {
@@ -13,7 +13,7 @@ protocol RenderableMetricFamily: AnyObject, Sendable {
 /// The children of one family, one per label-value combination, created on first use.
 /// The lookup takes the family lock; callers on a hot path keep the child and skip it.
 final class MetricChildren<Child: Sendable>: Sendable {
-    private let children = Mutex<[[String]: Child]>([:])
+    private let children = Lock<[[String]: Child]>([:])
 
     func child(for values: [String], make: () -> Child) -> Child {
         children.withLock { table in

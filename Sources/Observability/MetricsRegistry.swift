@@ -1,4 +1,4 @@
-import Synchronization
+import GatewayCore
 
 /// The process's metrics, rendered for Prometheus by the admin server's `/metrics`.
 ///
@@ -8,7 +8,7 @@ public final class MetricsRegistry: Sendable {
     /// The `Content-Type` of `render()`'s output.
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    private let families = Mutex<[any RenderableMetricFamily]>([])
+    private let families = Lock<[any RenderableMetricFamily]>([])
 
     /// An empty registry.
     public init() {}

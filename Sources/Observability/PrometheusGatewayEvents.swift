@@ -19,7 +19,7 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     private let accessLine: AccessLogLine
     private let clock: any GatewayClock
     /// Registered methods, each with its series resolved once (one lookup per event, no label hashing).
-    private let methods = Mutex<[String: MethodSeries]>([:])
+    private let methods = Lock<[String: MethodSeries]>([:])
     /// The series of every unregistered path.
     private let unknownMethod: MethodSeries
 

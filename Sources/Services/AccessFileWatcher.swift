@@ -30,7 +30,7 @@ public final class AccessFileWatcher: Sendable {
     private let watched: [Watched]
     private let interval: Duration
     private let running = Atomic<Bool>(false)
-    private let stopped = Mutex<Bool>(false)
+    private let stopped = Lock<Bool>(false)
 
     /// Watches `jwt.jwksFile` for `authenticator`, the `tls` files for `context`, and `others`.
     public init(

@@ -2,7 +2,6 @@ import AppStoreClient
 import GatewayCore
 import ProtoCodec
 import SignedData
-import Synchronization
 
 /// An RPC backed by one App Store Server API endpoint, described by what differs between endpoints: the `app`
 /// field, the checked request to Apple, and how Apple's answer becomes the typed response. Everything else
@@ -240,7 +239,7 @@ extension Environment {
 
 /// The revocation statuses the verifications of one answer found missing.
 final class MissingRevocationStatuses: Sendable {
-    private let queries = Mutex<[RevocationQuery]>([])
+    private let queries = Lock<[RevocationQuery]>([])
 
     func add(_ missing: [RevocationQuery]) { queries.withLock { $0 += missing } }
 

@@ -2,7 +2,6 @@ import AppStoreClient
 import Foundation
 import GatewayCore
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -25,11 +24,11 @@ public final class ResumeTokenKeyRing: Sendable {
     public static let maximumFileBytes = 64 * 1024
     static let configurationKey = "notifications.resumeTokenKeyFile"
 
-    private let ring: Mutex<[[UInt8]]>
+    private let ring: Lock<[[UInt8]]>
 
     /// A ring of `keys`, the first signing; a ring is never empty (an empty list is a ring of one random key).
     public init(keys: [[UInt8]]) {
-        ring = Mutex(keys.isEmpty ? [Self.randomKey()] : keys)
+        ring = Lock(keys.isEmpty ? [Self.randomKey()] : keys)
     }
 
     /// A ring of one random key, for this process alone: its tokens survive neither a restart nor a trip to

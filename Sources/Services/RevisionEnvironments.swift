@@ -1,6 +1,5 @@
 import Cryptography
 import GatewayCore
-import Synchronization
 
 /// Which environment answered the page that handed out a `revision`, so a later GetHistory with that revision
 /// (and no environment) asks that environment first instead of production then sandbox. Apple's revision stays
@@ -10,7 +9,7 @@ final class RevisionEnvironments: Sendable {
         var entries: [[UInt8]: (environment: AppleEnvironment, use: UInt64)] = [:]
         var tick: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
     let capacity: Int
 
     init(capacity: Int = 4096) { self.capacity = max(1, capacity) }

@@ -1,5 +1,4 @@
 import GatewayCore
-import Synchronization
 
 /// Coalesces identical concurrent calls: the first caller for a key does the work in its own task (no task is
 /// started for it), later callers with the same key wait for its result instead of starting their own.
@@ -29,7 +28,7 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             case done(Landing)
             case left
         }
-        private let state = Mutex(State.joined)
+        private let state = Lock(State.joined)
 
         // A continuation is never resumed under `state`'s lock: resuming takes the waiting task's status lock,
         // which a concurrent cancellation of that task holds while its handler calls `leave()` (and so waits
@@ -99,7 +98,7 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case follower(generation: Int, Member)
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Flights a caller follows through abandoned ones before doing the work without sharing it.
     static var maxAbandonedFlights: Int { 3 }

@@ -2,7 +2,6 @@ import Cryptography
 import GatewayCore
 import ProtoCodec
 import SignedData
-import Synchronization
 
 /// Stored notifications already verified and decoded, shared by every follower of one handler (and so of
 /// one verifier and its settings): N followers reading the same stored entry cost one verification, not N.
@@ -24,7 +23,7 @@ final class VerifiedNotificationCache: Sendable {
 
     static let capacity = 1024
     static let lifetime: Duration = .seconds(60)
-    private let entries = Mutex<[Key: Entry]>([:])
+    private let entries = Lock<[Key: Entry]>([:])
 
     /// The key of `payload` verified under `requirements`.
     static func key(payload: String, requirements: VerificationRequirements) -> Key {

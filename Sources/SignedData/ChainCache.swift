@@ -1,5 +1,6 @@
 import Cryptography
 import Foundation
+import GatewayCore
 import Synchronization
 
 /// Successful chain validations, so a warm verification costs one ECDSA verify plus parsing.
@@ -10,7 +11,7 @@ import Synchronization
 /// the chain whose full validation created it. Bytes are hashed, not `String`s, whose equality is
 /// Unicode canonical equivalence (U+212A KELVIN SIGN == "K"). An entry records the validated path's common
 /// validity window and is used only while the clock is inside it and only for verification times inside
-/// it. Sharded: each shard is a small LRU behind its own `Mutex`, held for a dictionary lookup or insert.
+/// it. Sharded: each shard is a small LRU behind its own `Lock`, held for a dictionary lookup or insert.
 final class ChainCache: Sendable {
     struct Key: Hashable, Sendable {
         let digest: [UInt8]
@@ -42,9 +43,9 @@ final class ChainCache: Sendable {
         var tick: UInt64 = 0
     }
 
-    /// One lock and its LRU (a class, because `Mutex` is non-copyable and cannot be an array element).
+    /// One lock and its LRU (a class, because `Lock` is non-copyable and cannot be an array element).
     private final class Shard: Sendable {
-        let state = Mutex(ShardState())
+        let state = Lock(ShardState())
     }
 
     private let shards: [Shard]

@@ -1,11 +1,10 @@
 import GatewayCore
-import Synchronization
 
 /// The parsed headers of recent JWS, keyed by the header's exact base64url text, so a warm verification
 /// neither decodes nor parses the ~4 KB `x5c` header again, nor hashes its chain for the chain cache.
 ///
 /// Apple signs every payload of a period with the same leaf, so nearly every JWS a gateway sees carries one
-/// of a handful of headers. Direct-mapped: a slot per fingerprint of the text, each behind its own `Mutex`;
+/// of a handful of headers. Direct-mapped: a slot per fingerprint of the text, each behind its own `Lock`;
 /// a hit compares the whole text byte for byte, so the fingerprint only picks the slot (a collision, chosen
 /// or not, costs a miss, never a wrong header). Only headers that parsed are kept (an `alg` of ES256 and
 /// three `x5c` strings); what is wrong with their certificate texts is part of what is kept.
@@ -14,7 +13,7 @@ final class JWSHeaderMemo: Sendable {
     static let maximumTextLength = 16 << 10
 
     private final class Slot: Sendable {
-        let header = Mutex<JWSHeader?>(nil)
+        let header = Lock<JWSHeader?>(nil)
     }
     private let slots: [Slot]
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import GatewayCore
 
 /// Chains that recently failed validation, so a flood of one bad chain costs one full X.509 validation per
 /// `ttl`, not one per call. Keyed like `ChainCache` plus the verification time: a chain is only ever
@@ -19,7 +19,7 @@ final class RejectedChainCache: Sendable {
         var tick: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let capacity: Int
     private let ttl: TimeInterval
 

@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import Synchronization
+import GatewayCore
 
 /// Where OCSP requests go for online checks: the gateway's libcurl client. Awaited, so no thread blocks
 /// while a responder answers.
@@ -65,7 +65,7 @@ final class RevocationCache: Sendable {
         case revoked(at: Date)
     }
 
-    private let entries = Mutex<[Key: (status: Status, until: Date)]>([:])
+    private let entries = Lock<[Key: (status: Status, until: Date)]>([:])
     private let capacity: Int
     /// The longest an answer is kept, whatever its nextUpdate says.
     let maximumAge: TimeInterval

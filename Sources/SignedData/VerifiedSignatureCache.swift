@@ -1,4 +1,5 @@
 import Cryptography
+import GatewayCore
 import Synchronization
 
 /// JWS whose ES256 signature verified, so a JWS seen again costs no ECDSA.
@@ -57,9 +58,9 @@ final class VerifiedSignatureCache: Sendable {
         var older: Set<Key> = []
     }
 
-    /// One lock and its two generations (a class, because `Mutex` is non-copyable).
+    /// One lock and its two generations (a class, because `Lock` is non-copyable).
     private final class Shard: Sendable {
-        let state = Mutex(Generations())
+        let state = Lock(Generations())
     }
 
     private let shards: [Shard]

@@ -2,7 +2,6 @@ import Cryptography
 import Foundation
 import GatewayCore
 import HTTP2
-import Synchronization
 
 /// A fake of Apple's App Store Server API, indistinguishable for the gateway except by its trust roots:
 /// same paths, query and body semantics, JSON shapes, error bodies, JWT checks and rate limits, with
@@ -28,7 +27,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let purchases: PurchaseEndpoints
     private let extensions = RenewalExtensionEndpoints()
     private let writes = SimulatorWriteLog()
-    private let onlinePKI = Mutex<OnlineSimulatorPKI?>(nil)
+    private let onlinePKI = Lock<OnlineSimulatorPKI?>(nil)
     let signatures = SignatureMemo()
 
     /// The path of the OCSP responder (POST, RFC 6960 appendix A), served once `enableOCSP` was called.

@@ -1,6 +1,5 @@
 import Foundation
 import GatewayCore
-import Synchronization
 
 /// A failure the simulator can inject, as a real upstream fails.
 public enum SimulatedFault: Sendable, Hashable {
@@ -117,11 +116,11 @@ final class FaultInjector: Sendable {
         var matches: [Int]
     }
     private let rules: [FaultRule]
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     init(rules: [FaultRule], seed: UInt64) {
         self.rules = rules
-        state = Mutex(State(random: DeterministicRandom(seed: seed, stream: "faults"), matches: rules.map { _ in 0 }))
+        state = Lock(State(random: DeterministicRandom(seed: seed, stream: "faults"), matches: rules.map { _ in 0 }))
     }
 
     /// The configured faults for one request to `endpoint` in `environment`.

@@ -1,6 +1,5 @@
 import Foundation
 import GatewayCore
-import Synchronization
 
 /// Extend a Subscription Renewal Date, Extend Subscription Renewal Dates for All Active Subscribers and Get Status
 /// of Subscription Renewal Date Extensions (Apple's App Store Server API documentation). A single extension moves the
@@ -23,7 +22,7 @@ final class RenewalExtensionEndpoints: Sendable {
         var storefrontCountryCodes: [String]?
     }
 
-    private let mass = Mutex<[String: MassExtension]>([:])
+    private let mass = Lock<[String: MassExtension]>([:])
     /// Mass extensions kept (oldest dropped first).
     private let capacity = 1024
 

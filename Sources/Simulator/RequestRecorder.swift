@@ -1,6 +1,5 @@
 import GatewayCore
 import HTTP2
-import Synchronization
 
 /// The last requests the simulator received, with their trace headers, so a test can see what reached
 /// "Apple" (`GET /simulator/requests`). Bounded: only the newest `capacity` requests are kept, and never
@@ -18,7 +17,7 @@ final class RequestRecorder: Sendable {
     }
 
     private let capacity: Int
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Lock<[Entry]>([])
 
     init(capacity: Int = 256) {
         self.capacity = capacity

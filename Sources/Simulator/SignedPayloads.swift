@@ -1,6 +1,5 @@
 import Cryptography
 import GatewayCore
-import Synchronization
 
 /// Signs what the endpoints return: transactions, renewal infos and notifications, each a JWS from
 /// the simulator's PKI. A signing failure becomes Apple's 5000000.
@@ -97,7 +96,7 @@ struct SignedPayloads: Sendable {
 /// history twice returns the same bytes, as Apple's does. Bounded: past `capacity` entries it starts over
 /// (a record read after that is signed anew, still valid).
 final class SignatureMemo: Sendable {
-    private let entries = Mutex<[[UInt8]: String]>([:])
+    private let entries = Lock<[[UInt8]: String]>([:])
     let capacity: Int
 
     init(capacity: Int = 200_000) { self.capacity = capacity }

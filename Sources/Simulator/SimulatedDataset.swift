@@ -1,5 +1,4 @@
 import GatewayCore
-import Synchronization
 
 /// The histories of one app in one environment with the indexes the endpoints need. Changes (a refund
 /// while a client pages) go through `SimulatedStore`, which owns the lock.
@@ -73,7 +72,7 @@ public struct SimulatedDataset: Sendable {
 
 /// All datasets, one per app and environment, behind one lock.
 final class SimulatedStore: Sendable {
-    private let datasets: Mutex<[String: SimulatedDataset]>
+    private let datasets: Lock<[String: SimulatedDataset]>
 
     init(apps: [SimulatedApp], seed: UInt64, customersPerApp: Int, referenceTime: Int64) {
         var all: [String: SimulatedDataset] = [:]
@@ -84,7 +83,7 @@ final class SimulatedStore: Sendable {
                     referenceTime: referenceTime)
             }
         }
-        datasets = Mutex(all)
+        datasets = Lock(all)
     }
 
     static func key(_ bundleId: String, _ environment: AppleEnvironment) -> String { "\(bundleId)|\(environment)" }

@@ -1,5 +1,4 @@
 import GatewayCore
-import Synchronization
 
 /// What Apple saw: every authenticated request that reached the rate limit, with its arrival time,
 /// whoever sent it (one simulator serves every gateway replica, so this is the per-app view Apple has).
@@ -17,8 +16,8 @@ final class SimulatorCallLog: Sendable {
     }
 
     static let capacity = 100_000
-    private let entries = Mutex<[Entry]>([])
-    private let throttle = Mutex<Int64?>(nil)
+    private let entries = Lock<[Entry]>([])
+    private let throttle = Lock<Int64?>(nil)
 
     func record(_ entry: Entry) {
         entries.withLock { entries in

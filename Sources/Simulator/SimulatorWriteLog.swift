@@ -1,6 +1,5 @@
 import GatewayCore
 import HTTP2
-import Synchronization
 
 /// The write requests (PUT, POST other than notification history) that reached an endpoint, with their bodies,
 /// so a test can check the exact request "Apple" got (`GET /simulator/writes`). The newest `capacity` kept;
@@ -19,7 +18,7 @@ final class SimulatorWriteLog: Sendable {
     }
 
     private let capacity = 256
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Lock<[Entry]>([])
 
     func record(_ request: HTTPRequest, endpoint: AppleEndpoint, environment: AppleEnvironment) {
         let entry = Entry(

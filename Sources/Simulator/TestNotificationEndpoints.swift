@@ -1,6 +1,5 @@
 import Foundation
 import GatewayCore
-import Synchronization
 
 /// Request a Test Notification and Get Test Notification Status (Apple's App Store Server API documentation): the request
 /// returns a `testNotificationToken`; the status returns the TEST notification's `signedPayload` and
@@ -14,12 +13,12 @@ final class TestNotificationEndpoints: Sendable {
         var result: String
     }
 
-    private let sent = Mutex<[String: Sent]>([:])
-    private let random: Mutex<DeterministicRandom>
+    private let sent = Lock<[String: Sent]>([:])
+    private let random: Lock<DeterministicRandom>
     private let lifetime: Duration
 
     init(seed: UInt64, lifetime: Duration) {
-        random = Mutex(DeterministicRandom(seed: seed, stream: "test-notifications"))
+        random = Lock(DeterministicRandom(seed: seed, stream: "test-notifications"))
         self.lifetime = lifetime
     }
 

@@ -5,7 +5,6 @@ import GRPC
 import GatewayCore
 import HTTP2
 import Services
-import Synchronization
 import Testing
 
 @Suite(.serialized) struct AppStoreAPIClientTests {
@@ -365,9 +364,9 @@ import Testing
 
 /// Records the local bucket's events (waits and refusals) per app/endpoint/environment.
 final class BucketEvents: GatewayEvents {
-    let waits = Mutex(0)
-    let waitedSeconds = Mutex(0.0)
-    let refusals = Mutex<[String: Int]>([:])
+    let waits = Lock(0)
+    let waitedSeconds = Lock(0.0)
+    let refusals = Lock<[String: Int]>([:])
 
     func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double) {
         waits.withLock { $0 += 1 }

@@ -1,12 +1,11 @@
 import GatewayCore
-import Synchronization
 import Testing
 
 @testable import AppStoreClient
 
 /// A bucket with no token until the test grants one; it says its next token is a second away.
 private final class GatedBudget: RateBudget {
-    private let tokens = Mutex(0)
+    private let tokens = Lock(0)
 
     func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) async -> TokenBucket.Reservation {
         tokens.withLock { tokens in
@@ -23,7 +22,7 @@ private final class GatedBudget: RateBudget {
 
 /// The pump's sleep: suspended until the test wakes it.
 private final class Sleeper: Sendable {
-    private let sleepers = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private let sleepers = Lock<[CheckedContinuation<Void, Never>]>([])
 
     func sleep(_ duration: Duration) async {
         await withCheckedContinuation { continuation in sleepers.withLock { $0.append(continuation) } }
@@ -41,7 +40,7 @@ private final class Sleeper: Sendable {
 }
 
 private final class Order: Sendable {
-    private let served = Mutex<[String]>([])
+    private let served = Lock<[String]>([])
     func add(_ caller: String) { served.withLock { $0.append(caller) } }
     var all: [String] { served.withLock { $0 } }
 }

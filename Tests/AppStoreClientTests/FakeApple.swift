@@ -5,7 +5,6 @@ import GatewayCore
 import HTTP2
 import Logging
 import SignedData
-import Synchronization
 import TestSupport
 import Testing
 
@@ -16,9 +15,9 @@ final class FakeApple: Sendable {
     typealias Script = @Sendable (_ request: HTTPRequest, _ number: Int) async -> HTTPResponse
 
     private final class Recorder: HTTPRequestHandler {
-        let requests = Mutex<[HTTPRequest]>([])
-        let script: Mutex<Script>
-        init(_ script: @escaping Script) { self.script = Mutex(script) }
+        let requests = Lock<[HTTPRequest]>([])
+        let script: Lock<Script>
+        init(_ script: @escaping Script) { self.script = Lock(script) }
         func handle(_ request: HTTPRequest) async -> HTTPResponse {
             let (number, script) = requests.withLock { requests in
                 requests.append(request)

@@ -32,7 +32,7 @@ import Testing
         request.startDate = ProtoTimestamp(unixMilliseconds: start)
         request.follow = true
         let plan = try handler.prepareFollow(request)
-        let received = Mutex<[String]>([])
+        let received = Lock<[String]>([])
         let enough = RPCStatus(.cancelled, "enough")
         do throws(RPCStatus) {
             try await handler.runFollow(plan, remaining: .seconds(10)) { event, _ throws(RPCStatus) in

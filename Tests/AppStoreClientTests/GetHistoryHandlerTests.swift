@@ -6,7 +6,6 @@ import GatewayCore
 import HTTP2
 import ProtoCodec
 import SignedData
-import Synchronization
 import Testing
 
 @testable import Services
@@ -390,7 +389,7 @@ struct TransactionMint: Sendable {
 
 /// Records coalesced calls per app/endpoint.
 final class CoalescingEvents: GatewayEvents {
-    let coalesced = Mutex<[String: Int]>([:])
+    let coalesced = Lock<[String: Int]>([:])
 
     func callCoalesced(app: String, endpoint: String) {
         coalesced.withLock { $0["\(app)/\(endpoint)", default: 0] += 1 }

@@ -1,12 +1,11 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import GatewayCore
 
 /// Returns 64 bytes derived from the input length and counts its calls; optionally slow or failing.
 final class FakeSigner: ES256Signer {
-    let calls = Mutex(0)
+    let calls = Lock(0)
     let delayMicroseconds: UInt32
     let signatureLength: Int
     let failing: Bool

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import GatewayCore
 import Testing
 
 @testable import HTTP2
@@ -184,7 +184,7 @@ private struct Exchange {
 
 /// Answers with its path (and body, after a space); "/big" with 4 MiB. Records what it handled.
 private final class RecordingHandler: HTTPRequestHandler {
-    let paths = Mutex<[String]>([])
+    let paths = Lock<[String]>([])
 
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         paths.withLock { $0.append(request.path) }

@@ -1,7 +1,6 @@
 import Foundation
 import GatewayCore
 import Logging
-import Synchronization
 import Testing
 
 @testable import Observability
@@ -12,7 +11,7 @@ import Testing
 
     /// The line the JSON handler writes for the same facts, through a `Logger` as the slow path logs it.
     func handlerLine(_ fields: AccessLogLine.Fields) throws -> [String: Any] {
-        let captured = Mutex<String>("")
+        let captured = Lock<String>("")
         let clock = self.clock
         let logger = Logger(label: "appstore-gateway.rpc") { label in
             JSONLogHandler(label: label, clock: clock, write: { line in captured.withLock { $0 = line } })

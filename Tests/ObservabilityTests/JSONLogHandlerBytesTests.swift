@@ -1,6 +1,5 @@
 import GatewayCore
 import Logging
-import Synchronization
 import Testing
 
 @testable import Observability
@@ -26,7 +25,7 @@ import Testing
         handlerMetadata: Logger.Metadata = [:], provided: Logger.Metadata? = nil,
         _ log: (inout Logger) -> Void
     ) -> [String] {
-        let sink = Mutex<[String]>([])
+        let sink = Lock<[String]>([])
         let provider = provided.map { metadata in Logger.MetadataProvider { metadata } }
         var logger = Logger(label: "test.bytes") { label in
             JSONLogHandler(

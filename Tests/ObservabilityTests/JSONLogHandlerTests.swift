@@ -1,14 +1,13 @@
 import Foundation
 import GatewayCore
 import Logging
-import Synchronization
 import Testing
 
 @testable import Observability
 
 /// Collects the lines a handler writes.
 private final class LineSink: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Lock<[String]>([])
     var all: [String] { lines.withLock { $0 } }
     func append(_ line: String) { lines.withLock { $0.append(line) } }
 }

@@ -6,7 +6,6 @@ import HTTP2
 import ProtoCodec
 import Services
 import Simulator
-import Synchronization
 
 /// The gateway's three RPCs driven the way the server drives them — request bytes → decode → handler →
 /// response bytes — with the built-in App Store simulator as Apple on a loopback port. Used by the
@@ -109,7 +108,7 @@ public final class ServiceHarness: Sendable {
 
     /// Runs `body` as a task and blocks this thread until it ends (at most 30 s). Never from a task.
     static func blocking<Result: Sendable>(_ body: @escaping @Sendable () async -> Result) -> Result {
-        let result = Mutex<Result?>(nil)
+        let result = Lock<Result?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             let outcome = await body()
@@ -135,7 +134,7 @@ func unframed(_ message: FramedMessage) -> [UInt8] {
 
 /// A stream writer that keeps what is sent and cancels like a caller that stops reading.
 private final class CollectingWriter: ResponseStreamWriter {
-    private let sent = Mutex<[[UInt8]]>([])
+    private let sent = Lock<[[UInt8]]>([])
     var messages: [[UInt8]] { sent.withLock { $0 } }
 
     func send(_ message: FramedMessage) async throws(RPCStatus) {

@@ -13,7 +13,7 @@ import Testing
         let joins = Atomic<Int>(0)
         let released = Atomic<Bool>(false)
         /// Identities (hash values) of the tasks the work ran in.
-        let runningTasks = Mutex<[Int]>([])
+        let runningTasks = Lock<[Int]>([])
 
         func joined() { joins.add(1, ordering: .relaxed) }
 
@@ -41,7 +41,7 @@ import Testing
     @Test func identicalConcurrentCallsRunTheWorkOnceInTheFirstCallersTask() async {
         let flights = SingleFlight<[UInt8], Int>()
         let probe = Probe()
-        let leaderTask = Mutex<Int?>(nil)
+        let leaderTask = Lock<Int?>(nil)
         let leader = Task {
             let task = withUnsafeCurrentTask { $0?.hashValue }
             leaderTask.withLock { $0 = task }

@@ -1,7 +1,7 @@
 import Cryptography
 import Foundation
+import GatewayCore
 import SignedData
-import Synchronization
 import Testing
 
 @testable import Simulator
@@ -20,7 +20,7 @@ import Testing
     }()
 
     final class Clock: VerificationClock, Sendable {
-        let current = Mutex(OnlineChecksTests.referenceTime)
+        let current = Lock(OnlineChecksTests.referenceTime)
         func now() -> Date { current.withLock { $0 } }
         func advance(_ seconds: TimeInterval) { current.withLock { $0 += seconds } }
     }
@@ -30,7 +30,7 @@ import Testing
         enum Mode { case answer, unreachable, garbage }
         let mode: Mode
         let clock: Clock
-        let requests = Mutex<[String]>([])
+        let requests = Lock<[String]>([])
         init(_ mode: Mode, clock: Clock) {
             self.mode = mode
             self.clock = clock
