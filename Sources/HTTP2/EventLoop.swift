@@ -61,6 +61,8 @@ public final class EventLoop: @unchecked Sendable {
         var tasks: [@Sendable () -> Void] = []
         var wakePending = false
         var stopRequested = false
+        /// `run()` has returned: a task handed over now would never run, so it is let go at once.
+        var stopped = false
     }
 
     init(index: Int) throws(SystemError) {
@@ -91,9 +93,11 @@ public final class EventLoop: @unchecked Sendable {
         return pthread_equal(thread, pthread_self()) != 0
     }
 
-    /// Runs `task` on the loop thread soon. Safe from any thread.
+    /// Runs `task` on the loop thread soon. Safe from any thread. Once the loop has stopped, `task` is released
+    /// without running (what it holds must not stay behind in a loop nobody runs).
     public func execute(_ task: @escaping @Sendable () -> Void) {
         let mustWake = inbox.withLock { inbox -> Bool in
+            if inbox.stopped { return false }
             inbox.tasks.append(task)
             if inbox.wakePending { return false }
             inbox.wakePending = true
@@ -209,7 +213,30 @@ public final class EventLoop: @unchecked Sendable {
             runDueTimers()
             runIterationEnds()
         }
+        releaseEverything()
         thread = nil
+    }
+
+    /// After the last iteration the loop lets go of what it still holds: its sources, timers and queued tasks
+    /// (and, through `Inbox.stopped`, any task handed over later). Each of those holds the loop, so keeping them
+    /// would keep both alive for good; their owners close what must be closed before the loop stops
+    /// (`HTTP2Server.stop()`). Released outside the lock and after the fields are emptied: a deinit that runs
+    /// here may still call into the loop.
+    private func releaseEverything() {
+        var queued: [@Sendable () -> Void] = []
+        inbox.withLock { inbox in
+            inbox.stopped = true
+            swap(&queued, &inbox.tasks)
+        }
+        var held: [Int32: EventSource] = [:]
+        swap(&held, &sources)
+        var scheduled = TimerQueue<TimerAction>()
+        swap(&scheduled, &timers)
+        var targets: [IterationEndTarget] = []
+        swap(&targets, &atIterationEndTargets)
+        spareIterationEndTargets = []
+        spareTasks = []
+        withExtendedLifetime((queued, held, scheduled, targets)) {}
     }
 
     private func millisecondsUntilNextTimer() -> Int32 {

@@ -139,8 +139,9 @@ public final class HTTP2Server: Sendable {
         for loop in loops { loop.execute { $0.closeAll() } }
     }
 
-    /// Stops the loops and waits for their threads.
+    /// Closes the listeners and every connection still open, stops the loops and waits for their threads.
     public func stop() {
+        for loop in loops { loop.execute { $0.shutDown() } }
         for loop in eventLoops { loop.stop() }
         for thread in threads.withLock({ $0 }) { pthread_join(thread, nil) }
         threads.withLock { $0 = [] }

@@ -231,6 +231,23 @@ final class ServerLoop: EventSource, ConnectionOwner {
 
     /// Stops accepting and starts a graceful close of every connection.
     func beginDrain() {
+        stopAccepting()
+        for connection in connections.values { connection.beginGracefulClose() }
+    }
+
+    /// Closes every connection now.
+    func closeAll() {
+        for connection in Array(connections.values) { connection.closeNow() }
+    }
+
+    /// The loop is about to stop: the listener closes and so does every connection, so that nothing of this
+    /// server stays registered with (and held by) the loop.
+    func shutDown() {
+        stopAccepting()
+        closeAll()
+    }
+
+    private func stopAccepting() {
         draining = true
         if let resumeTimer { eventLoop.cancelTimer(resumeTimer) }
         resumeTimer = nil
@@ -238,12 +255,6 @@ final class ServerLoop: EventSource, ConnectionOwner {
             eventLoop.deregister(fd: listener.fd)
             self.listener = nil
         }
-        for connection in connections.values { connection.beginGracefulClose() }
-    }
-
-    /// Closes every connection now.
-    func closeAll() {
-        for connection in Array(connections.values) { connection.closeNow() }
     }
 }
 

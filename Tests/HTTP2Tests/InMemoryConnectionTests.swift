@@ -147,7 +147,9 @@ private final class Rig: @unchecked Sendable {
         client.input(answer)
     }
 
+    /// Closes the connection (its streams and nghttp2 session go with it), then stops the loop and its thread.
     func stop() {
+        loop.execute { self.connection.closeNow() }
         loop.stop()
         pthread_join(thread, nil)
     }
