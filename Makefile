@@ -46,12 +46,14 @@ test: deps venv check-gen check-contract build
 	swift test --no-parallel $(SWIFT_BUILD_FLAGS) 2>&1 | tee .build/swift-test.log; test $${PIPESTATUS[0]} -eq 0
 	GATEWAY_BIN=$(BIN_DEBUG) $(PY) -m pytest -q Tests/interop
 
-# The Swift suites under AddressSanitizer / ThreadSanitizer, each in its own build directory.
-test-asan: deps
+# The Swift suites under AddressSanitizer / ThreadSanitizer, each in its own build directory; any leak or race
+# report fails the target (the suppression files name third-party code only). The venv is for the suites that
+# run Python clients.
+test-asan: deps venv
 	$(LSAN) swift test --no-parallel --sanitize=address \
 	  --scratch-path .build-asan $(SWIFT_BUILD_FLAGS)
 
-test-tsan: deps
+test-tsan: deps venv
 	TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/tsan.supp swift test --no-parallel --sanitize=thread \
 	  --scratch-path .build-tsan $(SWIFT_BUILD_FLAGS)
 
@@ -101,6 +103,7 @@ format:
 
 lint:
 	swift format lint --strict --recursive Sources Tests Package.swift
+	@scripts/check-locks.sh
 
 # The container image (deploy/Dockerfile; the build context is the repository root).
 image:
