@@ -95,8 +95,11 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         }
         eventLoop.replaceSource(fd: io.fd, with: self)
         eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+        // The server's preface (its SETTINGS, queued above) goes out with the answer to the client's own, once
+        // that arrived (RFC 9113 §3.4 lets either side speak first): a socket that stays silent is never written
+        // to, and a client that sees the server's SETTINGS knows its connection is established, counted against
+        // `maxConnections`, so a connection cap holds exactly for callers that wait for them.
         scheduleHousekeeping()
-        needsFlush()
     }
 
     deinit {
