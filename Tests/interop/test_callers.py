@@ -750,14 +750,15 @@ def steady_calls(world, gw, count, interval):
     return codes
 
 
-@pytest.mark.parametrize("budget", ["local", "redis"])
-def test_a_flooding_caller_leaves_another_caller_of_the_app_its_share(world, budget):
-    # 4 calls/s for getTransactionHistory, waits up to 1 s: a flood of 16 workers wants far more.
-    gw, redis = fair_gateway(world, budget, {"getTransactionHistory": {"perSecond": 4, "burst": 1}, "maxWait": "1s"})
-    flood = Flood(world, gw, 16)
+def contend(world, budget, rate, workers, warm_up, calls):
+    """A flood of `workers` against one app's getTransactionHistory bucket (`rate`), then `calls` steady calls
+    of another caller, two a second: (the flood's codes, the steady caller's codes, /metrics). With the Redis
+    budget the tokens must have come from Redis."""
+    gw, redis = fair_gateway(world, budget, rate)
+    flood = Flood(world, gw, workers)
     try:
-        time.sleep(1.5)  # the flood owns the bucket
-        quiet = steady_calls(world, gw, 12, 0.5)
+        time.sleep(warm_up)  # the flood owns the bucket
+        steady = steady_calls(world, gw, calls, 0.5)
     finally:
         flood.end()
     metrics = urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
@@ -765,7 +766,15 @@ def test_a_flooding_caller_leaves_another_caller_of_the_app_its_share(world, bud
     if redis:
         redis.stop()
         assert re.search(r'appstore_gateway_shared_budget_reservations_total\{[^}]*outcome="taken"\} [1-9]', metrics)
-    assert "RESOURCE_EXHAUSTED" in flood.codes, "the flood never exceeded the budget: the test shows nothing"
+    return flood.codes, steady, metrics
+
+
+@pytest.mark.parametrize("budget", ["local", "redis"])
+def test_a_flooding_caller_leaves_another_caller_of_the_app_its_share(world, budget):
+    # 4 calls/s for getTransactionHistory, waits up to 1 s: a flood of 16 workers wants far more.
+    flood, quiet, metrics = contend(
+        world, budget, {"getTransactionHistory": {"perSecond": 4, "burst": 1}, "maxWait": "1s"}, 16, 1.5, 12)
+    assert "RESOURCE_EXHAUSTED" in flood, "the flood never exceeded the budget: the test shows nothing"
     assert quiet.count("OK") >= 0.8 * len(quiet), quiet
     assert re.search(r'appstore_gateway_fair_share_refusals_total\{caller="%s",app="example"\} [1-9]'
                      % re.escape(BILLING), metrics)
@@ -776,20 +785,9 @@ def test_a_steady_caller_below_its_share_is_served_at_a_max_wait_of_one_token_in
     # 10 calls/s, a call waits at most 100 ms (one token interval): a flood of 8 workers keeps calls waiting
     # all the time, while the steady caller sends 2 calls/s. Each token goes, when it comes, to the caller
     # furthest below its share, so the steady caller's call gets the first token after it arrives.
-    gw, redis = fair_gateway(world, budget, {"getTransactionHistory": {"perSecond": 10, "burst": 1},
-                                             "maxWait": "100ms"})
-    flood = Flood(world, gw, 8)
-    try:
-        time.sleep(0.5)  # the flood owns the bucket
-        steady = steady_calls(world, gw, 6, 0.5)
-    finally:
-        flood.end()
-    metrics = urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
-    gw.stop()
-    if redis:
-        redis.stop()
-        assert re.search(r'appstore_gateway_shared_budget_reservations_total\{[^}]*outcome="taken"\} [1-9]', metrics)
-    assert "OK" in flood.codes and "RESOURCE_EXHAUSTED" in flood.codes, "no contention: the test shows nothing"
+    flood, steady, _ = contend(
+        world, budget, {"getTransactionHistory": {"perSecond": 10, "burst": 1}, "maxWait": "100ms"}, 8, 0.5, 6)
+    assert "OK" in flood and "RESOURCE_EXHAUSTED" in flood, "no contention: the test shows nothing"
     assert steady == ["OK"] * len(steady)
 
 
