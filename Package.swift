@@ -16,7 +16,8 @@ let package = Package(
         .library(
             name: "GatewayFuzzSurface",
             targets: [
-                "GatewayCore", "ProtoCodec", "SignedData", "GRPC", "Services", "ServiceHarness", "CallerAuthentication",
+                "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec", "SignedData", "GRPC", "Services",
+                "ServiceHarness", "CallerAuthentication",
                 "Cryptography", "HTTP2", "AppStoreClient",
             ]),
     ],
@@ -53,39 +54,52 @@ let package = Package(
         .target(name: "CGatewayProtos", dependencies: ["CProtobufC"]),
 
         // MARK: Swift modules, one per layer.
-        // The core: configuration, typed errors (no gRPC), clocks, rate limiting, `Lock` (ThreadSanitizer's hooks).
+        // The domain-free foundation: clocks and time arithmetic, Base64, the JSON reader, checked numbers,
+        // threads, `Lock` (ThreadSanitizer's hooks), the byte queue, W3C trace context. Imports no project module.
+        .target(name: "GatewayFoundation", dependencies: ["CLinux", "CThreadSanitizer"]),
+        // The App Store domain: Apple's endpoints, environments and error codes, `GatewayError`, rate budgets and
+        // fair shares, request JWTs, retry policy, callers. No transport, no YAML.
+        .target(name: "AppStoreDomain", dependencies: ["GatewayFoundation"]),
+        // The YAML configuration (Yams): every key parsed, defaulted and validated once.
         .target(
-            name: "GatewayCore",
-            dependencies: ["CLinux", "CThreadSanitizer", .product(name: "Yams", package: "Yams")]),
+            name: "Configuration",
+            dependencies: ["GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams")]),
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.
-        .target(name: "Cryptography", dependencies: ["COpenSSL", "GatewayCore"]),
+        .target(name: "Cryptography", dependencies: ["COpenSSL", "GatewayFoundation"]),
         // Apple's signed-data (JWS) verification: chain of trust, ES256, app and environment binding.
-        .target(name: "SignedData", dependencies: ["Cryptography", "GatewayCore", "ProtoCodec"]),
+        .target(
+            name: "SignedData",
+            dependencies: ["Cryptography", "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec"]),
         // Who calls: bearer JWTs (RS256/ES256) against a JWKS file, verified-token cache.
-        .target(name: "CallerAuthentication", dependencies: ["Cryptography", "GatewayCore"]),
+        .target(
+            name: "CallerAuthentication",
+            dependencies: ["Cryptography", "GatewayFoundation", "AppStoreDomain", "Configuration"]),
         // epoll event loops and nghttp2 server sessions: a generic HTTP/2 server.
-        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "Cryptography", "GatewayCore"]),
+        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "Cryptography", "GatewayFoundation"]),
         // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health.
         .target(
-            name: "GRPC", dependencies: ["HTTP2", "GatewayCore", "ProtoCodec"]),
+            name: "GRPC", dependencies: ["HTTP2", "GatewayFoundation", "AppStoreDomain", "ProtoCodec"]),
         // The upstream App Store Server API client: one libcurl multi handle on its own thread (HTTP/2
         // over TLS, multiplexed), request JWTs, rate limits, retries, environment fallback.
         .target(
             name: "AppStoreClient",
             dependencies: [
-                "CCurl", "CHiredis", "CLinux", "COpenSSL", "Cryptography", "GatewayCore", "SignedData",
+                "CCurl", "CHiredis", "CLinux", "COpenSSL", "Cryptography", "GatewayFoundation", "AppStoreDomain",
+                "Configuration", "SignedData",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
         .target(
-            name: "NotificationStore", dependencies: ["CSQLite", "GatewayCore", "AppStoreClient"]),
+            name: "NotificationStore",
+            dependencies: ["CSQLite", "GatewayFoundation", "Configuration", "AppStoreClient"]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
             name: "Services",
             dependencies: [
-                "GRPC", "GatewayCore", "ProtoCodec", "SignedData", "Cryptography", "HTTP2", "Observability",
+                "GRPC", "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec", "SignedData",
+                "Cryptography", "HTTP2", "Observability",
                 "AppStoreClient",
                 "CallerAuthentication",
                 "NotificationStore",
@@ -95,18 +109,20 @@ let package = Package(
         .target(
             name: "Observability",
             dependencies: [
-                "GRPC", "GatewayCore",
+                "GRPC", "GatewayFoundation", "AppStoreDomain",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
-            name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography"], exclude: ["README.md"]),
+            name: "Simulator", dependencies: ["HTTP2", "GatewayFoundation", "AppStoreDomain", "Cryptography"],
+            exclude: ["README.md"]),
         // The `appstore-gateway` executable: arguments, configuration, signals, and the composition root (files
         // read, upstream client, verifier and services built).
         .executableTarget(
             name: "AppStoreGatewayCLI",
             dependencies: [
-                "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator", "Observability", "AppStoreClient",
+                "Services", "GRPC", "HTTP2", "GatewayFoundation", "AppStoreDomain", "Configuration", "CLinux",
+                "Simulator", "Observability", "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "ProtoCodec",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -116,56 +132,79 @@ let package = Package(
         .executableTarget(name: "VerifyBenchmark", dependencies: ["SignedData", "Cryptography"]),
         .executableTarget(
             name: "LogBenchmark",
-            dependencies: ["Observability", "GRPC", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "Observability", "GRPC", "GatewayFoundation", .product(name: "Logging", package: "swift-log"),
+            ]),
 
         // MARK: Tests mirror Sources.
         // Shared test fixtures (a TLS test server), used by several test targets.
         .target(
-            name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayCore"], path: "Tests/TestSupport"),
+            name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayFoundation"], path: "Tests/TestSupport"
+        ),
         // The three RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
         .target(
             name: "ServiceHarness",
             dependencies: [
-                "Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator", "AppStoreClient", "SignedData",
+                "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTP2", "ProtoCodec", "Simulator",
+                "AppStoreClient", "SignedData",
                 "NotificationStore",
             ],
             path: "Tests/ServiceHarness"),
         .testTarget(
             name: "ServicesTests",
             dependencies: [
-                "ServiceHarness", "Services", "GRPC", "GatewayCore", "ProtoCodec", "TestSupport", "NotificationStore",
-                "Simulator", "SignedData", "Cryptography", "HTTP2",
+                "ServiceHarness", "Services", "GRPC", "GatewayFoundation", "AppStoreDomain", "Configuration",
+                "ProtoCodec", "TestSupport", "NotificationStore",
+                "Simulator", "SignedData", "Cryptography", "HTTP2", .product(name: "Logging", package: "swift-log"),
+                "Observability",
             ]),
-        .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
+        .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
+        .testTarget(
+            name: "AppStoreDomainTests",
+            dependencies: ["AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport"]),
+        .testTarget(
+            name: "ConfigurationTests",
+            dependencies: ["Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport"]),
         .testTarget(
             name: "NotificationStoreTests",
-            dependencies: ["NotificationStore", "GatewayCore", "AppStoreClient", "TestSupport"]),
+            dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(
-            name: "CallerAuthenticationTests", dependencies: ["CallerAuthentication", "Cryptography", "GatewayCore"]),
+            name: "CallerAuthenticationTests",
+            dependencies: [
+                "CallerAuthentication", "Cryptography", "GatewayFoundation", "AppStoreDomain", "Configuration",
+            ]),
         .testTarget(
             name: "SignedDataTests",
-            dependencies: ["SignedData", "Cryptography", "GatewayCore", "ProtoCodec", "TestSupport"],
+            dependencies: ["SignedData", "Cryptography", "GatewayFoundation", "ProtoCodec", "TestSupport"],
             exclude: ["Fixtures", "Oracle"]),
         .testTarget(
-            name: "HTTP2Tests", dependencies: ["HTTP2", "CNGHTTP2", "GatewayCore", "Cryptography", "TestSupport"]),
+            name: "HTTP2Tests",
+            dependencies: ["HTTP2", "CNGHTTP2", "GatewayFoundation", "Configuration", "Cryptography", "TestSupport"]),
         .testTarget(
-            name: "GRPCTests", dependencies: ["GRPC", "HTTP2", "GatewayCore", "ProtoCodec", "TestSupport"],
+            name: "GRPCTests", dependencies: ["GRPC", "HTTP2", "GatewayFoundation", "ProtoCodec", "TestSupport"],
             exclude: ["Clients"]),
         .testTarget(
             name: "ObservabilityTests",
-            dependencies: ["Observability", "GRPC", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "Observability", "GRPC", "GatewayFoundation", .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
-            name: "SimulatorTests", dependencies: ["Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayCore"],
+            name: "SimulatorTests",
+            dependencies: [
+                "Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayFoundation", "AppStoreDomain",
+                "Configuration",
+            ],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "AppStoreClientTests",
             dependencies: [
-                "AppStoreClient", "Services", "HTTP2", "GatewayCore", "Cryptography", "SignedData", "ProtoCodec",
+                "AppStoreClient", "Services", "HTTP2", "GatewayFoundation", "AppStoreDomain", "Configuration",
+                "Cryptography", "SignedData", "ProtoCodec",
                 "GRPC", "NotificationStore",
                 "TestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), "Observability",
             ]),
     ]
 )

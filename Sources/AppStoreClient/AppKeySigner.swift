@@ -1,6 +1,7 @@
+import AppStoreDomain
+import Configuration
 import Cryptography
 import Foundation
-import GatewayCore
 
 /// Signs request JWTs with an app's In-App Purchase key (ES256 over OpenSSL, raw R‖S).
 ///

@@ -1,5 +1,7 @@
+import AppStoreDomain
+import Configuration
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import Logging
 
 /// Apple's answer to one App Store Server API call, after retries and environment fallback.

@@ -1,4 +1,6 @@
-import GatewayCore
+import AppStoreDomain
+import Configuration
+import GatewayFoundation
 import Logging
 
 /// The attempts of one Apple call in one environment: rate-limit reservation, JWT, HTTP, retry decision.

@@ -1,5 +1,7 @@
+import AppStoreDomain
+import Configuration
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// One App Store Server API request as the table of endpoints describes it: which endpoint, the values of its
 /// path placeholders in order, the query, the JSON body, and the environment asked for (nil: the app's policy).

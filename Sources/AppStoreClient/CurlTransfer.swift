@@ -1,6 +1,5 @@
 internal import CCurl
 import Foundation
-import GatewayCore
 
 /// One libcurl easy handle with everything it points at. Owned by the client thread: created there,
 /// driven there, freed there. Ownership: the easy handle, the `curl_slist` of headers and the POST body

@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 
 /// Gives each listed caller at least its weight's share of an app's bucket when callers compete, in front of
 /// any `RateBudget` (this replica's buckets or the budget shared in Redis).

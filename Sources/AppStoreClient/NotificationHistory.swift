@@ -1,4 +1,6 @@
-import GatewayCore
+import AppStoreDomain
+import Configuration
+import GatewayFoundation
 
 /// One page of Get Notification History, as Apple sent it (Apple's App Store Server API documentation).
 public struct NotificationHistoryPage: Sendable, Hashable {

@@ -1,6 +1,8 @@
+import AppStoreDomain
+import Configuration
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Signatures StoreKit asks an app's server for, made with the app's In-App Purchase key: the key stays in
 /// the client's signers and only signatures leave.

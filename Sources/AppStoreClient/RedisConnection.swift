@@ -1,4 +1,4 @@
-import GatewayCore
+import Configuration
 
 /// One connection to Redis: a `RedisSocket` (with a `RedisTLSSession` over it for `rediss://`), hiredis's
 /// command formatter and its reply parser behind `limits`. Connects with `timeout`, applies it to every wait

@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 
 /// Why a connection or a pipeline failed; the connection is closed after any of these.
 package struct RedisConnectionFailure: Error, Sendable {

@@ -1,6 +1,7 @@
+import AppStoreDomain
 internal import COpenSSL
+import Configuration
 import Cryptography
-import GatewayCore
 
 /// A TLS client configuration for Redis, the owner of one `SSL_CTX`: TLS 1.2 or later, the server's
 /// certificate verified against `caFile` (or the system's CAs) and its name against the URL's host, and a

@@ -1,4 +1,4 @@
-import GatewayCore
+import Configuration
 
 /// The PEM files of a `rediss://` connection: `redis.caFile` (the CAs that verify the server; "" = the
 /// system's), and `redis.certFile` / `redis.keyFile` (a client certificate, for a Redis with

@@ -1,5 +1,7 @@
+import AppStoreDomain
+import Configuration
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import Logging
 
 /// The rate budget shared by every replica, in Redis (`redis.url`): each Apple call's token is taken

@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 
 /// One HTTP request to an upstream (Apple, the simulator, a test fake).
 public struct UpstreamRequest: Sendable {

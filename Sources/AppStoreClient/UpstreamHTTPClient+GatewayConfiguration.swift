@@ -1,4 +1,4 @@
-import GatewayCore
+import Configuration
 
 extension UpstreamHTTPClient {
     /// The client for the gateway's `apple` keys (CA file, system CAs, connect timeout), its thread started.

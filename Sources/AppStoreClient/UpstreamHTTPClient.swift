@@ -1,6 +1,6 @@
 internal import CCurl
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// An HTTP client for the App Store Server API: one libcurl multi handle confined to its own thread.
 ///

@@ -1,4 +1,3 @@
-import GatewayCore
 import SignedData
 
 /// Online checks' OCSP requests over the gateway's libcurl client (RFC 6960 appendix A: POST, DER body).

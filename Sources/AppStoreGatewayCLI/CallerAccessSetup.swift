@@ -1,6 +1,7 @@
+import AppStoreDomain
 import CallerAuthentication
+import Configuration
 import GRPC
-import GatewayCore
 import HTTP2
 import Logging
 import Services

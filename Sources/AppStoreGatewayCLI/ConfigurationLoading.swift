@@ -1,7 +1,7 @@
 import AppStoreClient
 import ArgumentParser
+import Configuration
 import Foundation
-import GatewayCore
 import HTTP2
 import Logging
 import Observability

@@ -1,6 +1,7 @@
 import AppStoreClient
+import AppStoreDomain
+import Configuration
 import Foundation
-import GatewayCore
 import NotificationStore
 import Services
 import SignedData

@@ -1,9 +1,10 @@
 import ArgumentParser
 internal import CLinux
 import CallerAuthentication
+import Configuration
 import Foundation
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import Logging
 import Observability

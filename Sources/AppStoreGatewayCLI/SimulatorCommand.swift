@@ -1,7 +1,9 @@
+import AppStoreDomain
 import ArgumentParser
 internal import CLinux
+import Configuration
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import Simulator
 
 /// `appstore-gateway simulator`: the App Store simulator on its own, for callers' test harnesses.

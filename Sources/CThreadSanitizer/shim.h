@@ -1,4 +1,4 @@
-// ThreadSanitizer's happens-before hooks, for `Lock` (GatewayCore) in debug builds.
+// ThreadSanitizer's happens-before hooks, for `Lock` (GatewayFoundation) in debug builds.
 //
 // The hooks are weak: they are defined only when the ThreadSanitizer runtime is linked in
 // (`swift build --sanitize=thread`, `make test-tsan`), and every other build calls nothing. No flag is needed

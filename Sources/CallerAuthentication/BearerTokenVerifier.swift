@@ -1,6 +1,7 @@
+import AppStoreDomain
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Verifies a caller's bearer JWT (RFC 7519) against a JWKS: compact JWS form, `alg` RS256 or ES256 only,
 /// the key named by `kid`, the signature, then `exp`, `nbf`, `iat`, the lifetime, `iss`, `aud` and `sub`. Pure: keys and time are

@@ -1,5 +1,7 @@
+import AppStoreDomain
+import Configuration
 import Cryptography
-import GatewayCore
+import GatewayFoundation
 
 /// Establishes who is calling from a call's `authorization` metadata and its client certificate, and admits
 /// or refuses the caller by the `callers` policy. Runs on the event loops: a token seen before costs one

@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// The verification keys of a JWKS document (RFC 7517), as the issuer of caller tokens publishes them (a
 /// Kubernetes API server's `/openid/v1/jwks`): RSA keys for RS256, P-256 keys for ES256. Keys of other types,

@@ -1,6 +1,6 @@
 internal import COpenSSL
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// An X.509 certificate (RFC 5280), parsed once and read-only afterwards.
 ///

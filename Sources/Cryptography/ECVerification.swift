@@ -1,5 +1,5 @@
 internal import COpenSSL
-import GatewayCore
+import GatewayFoundation
 
 /// An `EVP_MD` fetched once from the default provider, so hashing skips OpenSSL 3's per-call implicit
 /// fetch (a method-store lookup under a global lock) that `EVP_sha256()` triggers.

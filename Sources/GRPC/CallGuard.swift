@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 import HTTP2
 
 /// Decides who may call, in one place, before any handler runs: the router asks `admit` for every call

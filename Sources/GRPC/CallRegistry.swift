@@ -1,4 +1,3 @@
-import GatewayCore
 import HTTP2
 
 /// The live calls of one event loop, so shutdown can end the ones still open. Loop-confined; adding and

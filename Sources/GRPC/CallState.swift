@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// The life of one gRPC call as a value: awaiting its request → running its handler → streaming its
 /// response → finished, with the deadline rules. `ServerCall` feeds it what happened on the stream and

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// The deadline every call runs under: the caller's `grpc-timeout` capped at `maximum`, or `default` when
 /// the caller sent none, so no call (a request half-sent and never finished, say) lives on until the

@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 import HTTP2
 import Synchronization
 

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 
 /// The serving status of each service name, shared by the health service and whoever decides readiness.

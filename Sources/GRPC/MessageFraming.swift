@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import ProtoCodec
 

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// What the gRPC server reports about each call: one sink for RPC metrics and the access log, so the server
 /// need not know how they are recorded. Every method is called on hot paths: implementations must be cheap

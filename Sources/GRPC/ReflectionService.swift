@@ -1,4 +1,3 @@
-import GatewayCore
 import ProtoCodec
 
 /// gRPC server reflection (grpc/grpc doc/server-reflection.md) under both names clients use:

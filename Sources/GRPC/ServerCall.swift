@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 
 /// One gRPC call on one HTTP/2 stream, confined to the stream's event loop.

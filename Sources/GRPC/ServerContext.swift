@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 import HTTP2
 
 /// What a handler knows about its call besides the request message. A class: handed from the loop to the

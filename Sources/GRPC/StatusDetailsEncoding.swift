@@ -1,4 +1,3 @@
-import GatewayCore
 import ProtoCodec
 
 /// Encodes `RPCStatus.details` as a serialized google.rpc.Status for `grpc-status-details-bin`

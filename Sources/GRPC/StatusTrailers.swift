@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 
 /// The trailer fields that carry a call's status (PROTOCOL-HTTP2.md "Trailers").

@@ -1,5 +1,3 @@
-import GatewayCore
-
 /// The `grpc-timeout` header: 1 to 8 ASCII digits and a unit, H, M, S, m, u or n (PROTOCOL-HTTP2.md).
 enum GRPCTimeout {
     /// The timeout, exactly (8 digits of hours, the most there is, fit a `Duration`); throws INVALID_ARGUMENT

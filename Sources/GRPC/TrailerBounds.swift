@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// Keeps a status small enough to reach every caller. nghttp2 refuses a header block larger than its
 /// deflate limit and stock clients drop responses whose metadata exceeds 8-16 KiB (grpcio 8 KiB, grpc-go

@@ -1,4 +1,3 @@
-import GatewayCore
 import ProtoCodec
 
 /// The messages of a server-streaming call, typed.

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// An HTTP/2 error code (RFC 9113 §7) of the GOAWAYs `ConnectionManagement` decides.
 /// An HTTP/2 error code (RFC 9113 §7), in RST_STREAM and GOAWAY frames. A struct, not an enum: a peer may send

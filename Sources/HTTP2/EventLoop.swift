@@ -1,5 +1,5 @@
 internal import CLinux
-import GatewayCore
+import GatewayFoundation
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 internal import CLinux
+import GatewayFoundation
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,5 @@
 internal import CLinux
-import GatewayCore
+import GatewayFoundation
 import Synchronization
 
 #if canImport(Glibc)

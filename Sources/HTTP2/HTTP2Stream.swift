@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// The request head of an HTTP/2 stream: pseudo-headers apart, then the regular header fields in order.
 public struct HTTP2RequestHead: Sendable {

@@ -1,6 +1,6 @@
 internal import CLinux
 internal import CNGHTTP2
-import GatewayCore
+import GatewayFoundation
 
 #if canImport(Glibc)
     import Glibc

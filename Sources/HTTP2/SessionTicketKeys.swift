@@ -1,5 +1,5 @@
 internal import COpenSSL
-import GatewayCore
+import GatewayFoundation
 
 /// The rotating keys of one `TLSContext`'s session tickets, shared by every `SSL_CTX` it makes (a reload keeps
 /// them: a client whose session was made under the same client CAs still resumes). OpenSSL would otherwise

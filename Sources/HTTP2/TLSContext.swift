@@ -1,6 +1,6 @@
 internal import COpenSSL
 import Cryptography
-import GatewayCore
+import GatewayFoundation
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// The keys that seal TLS session tickets, as a value: the newest key seals; a key opens tickets until it is
 /// `rotation + lifetime` old, so a ticket sealed just before a rotation stays good for its whole lifetime, and

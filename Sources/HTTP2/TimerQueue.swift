@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// A min-heap of deadlines on the monotonic clock, owned by one event loop.
 ///

@@ -1,6 +1,6 @@
 import Foundation
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import Logging
 import Observability
 

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// Wakes followers waiting for new entries: a generation number raised by every insert, and the
 /// continuations of those waiting for it to pass a value they saw. Waiters also give up after a timeout,

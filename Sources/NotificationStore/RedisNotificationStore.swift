@@ -1,6 +1,6 @@
 import AppStoreClient
+import Configuration
 import Dispatch
-import GatewayCore
 import Synchronization
 
 /// The store shared by every replica: one Redis stream (`<prefix>notifications`) of entries, and one key

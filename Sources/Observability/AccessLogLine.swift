@@ -1,5 +1,5 @@
 import GRPC
-import GatewayCore
+import GatewayFoundation
 
 /// The access log's line for one RPC, in the same JSON shape as every other log line (fixed fields, then
 /// the rest by key), built straight into bytes: no `Logger.Metadata` dictionary, no sorting of a merged

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import Synchronization
 
 /// One counter time series: a value that only goes up (or resets with the process).

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import Synchronization
 
 /// One gauge time series: a value that goes up and down.

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// One histogram time series: observations counted into fixed buckets, plus their sum and count.
 public final class Histogram: Sendable {

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import Logging
 
 /// A swift-log handler writing one JSON object per line:

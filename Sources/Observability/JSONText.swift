@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// JSON text building blocks (RFC 8259) for the log handler: numbers and timestamps (strings: `JSONString`).
 enum JSONText {

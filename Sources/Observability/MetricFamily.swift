@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// What the registry needs from each family: its name and its rendering.
 protocol RenderableMetricFamily: AnyObject, Sendable {

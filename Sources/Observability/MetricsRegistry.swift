@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// The process's metrics, rendered for Prometheus by the admin server's `/metrics`.
 ///

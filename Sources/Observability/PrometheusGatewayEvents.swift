@@ -1,5 +1,6 @@
+import AppStoreDomain
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import Logging
 import Synchronization
 

@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 
 /// The shared (Redis) rate budget's events as Prometheus metrics, in the gateway's registry.
 ///

@@ -1,5 +1,4 @@
 import GRPC
-import GatewayCore
 
 /// The method labels of an RPC, named as go-grpc-prometheus names them (`grpc_type`, `grpc_service`,
 /// `grpc_method`, `grpc_code`), so the community's gRPC dashboards and alerts work unchanged.

@@ -1,6 +1,7 @@
 import CallerAuthentication
+import Configuration
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import Logging
 import Synchronization

@@ -1,5 +1,6 @@
+import AppStoreDomain
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import Observability
 import SignedData

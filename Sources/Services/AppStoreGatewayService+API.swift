@@ -1,6 +1,7 @@
 import AppStoreClient
+import AppStoreDomain
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 import SignedData
 

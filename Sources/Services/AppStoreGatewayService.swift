@@ -1,8 +1,10 @@
 import AppStoreClient
+import AppStoreDomain
+import Configuration
 import Cryptography
 import Foundation
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import NotificationStore
 import ProtoCodec
 import SignedData

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// The JSON bodies the gateway sends Apple: a flat object with keys in sorted order (so the same request is the
 /// same bytes), every string escaped by `JSONString`.

@@ -1,6 +1,6 @@
+import AppStoreDomain
 import CallerAuthentication
 import GRPC
-import GatewayCore
 import HTTP2
 import ProtoCodec
 

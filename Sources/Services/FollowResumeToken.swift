@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 import NotificationStore
 
 /// Where a followed stream stands after one event, in its catch-up or its live part: enough to continue

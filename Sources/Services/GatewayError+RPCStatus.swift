@@ -1,5 +1,6 @@
+import AppStoreDomain
 import GRPC
-import GatewayCore
+import GatewayFoundation
 
 /// The ErrorInfo domain of every status the gateway produces.
 public let gatewayErrorDomain = "appstore.gateway"

@@ -1,6 +1,8 @@
 import AppStoreClient
+import AppStoreDomain
+import Configuration
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 import SignedData
 import Synchronization

@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 import ProtoCodec
 
 /// What a GetHistoryRequest asks of Apple, checked: the query, the environment, the id.

@@ -1,5 +1,4 @@
 import GRPC
-import GatewayCore
 import ProtoCodec
 
 extension MethodHandler {

@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 
 /// The paging of one notification stream as a pure state machine (no I/O, no clock): which page to fetch
 /// next, which records of an arrived page to emit, and the resume position of each.

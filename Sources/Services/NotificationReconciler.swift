@@ -1,5 +1,7 @@
 import AppStoreClient
-import GatewayCore
+import AppStoreDomain
+import Configuration
+import GatewayFoundation
 import Logging
 import NotificationStore
 import ProtoCodec

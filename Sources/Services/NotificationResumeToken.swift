@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 
 /// Where a notification stream stands after one event: enough to continue right after it on any replica,
 /// after any restart (Apple's paging state is in the token, none is kept by the gateway).

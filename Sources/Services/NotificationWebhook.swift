@@ -1,4 +1,5 @@
-import GatewayCore
+import Configuration
+import GatewayFoundation
 import HTTP2
 import Logging
 import NotificationStore

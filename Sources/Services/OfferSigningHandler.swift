@@ -1,6 +1,7 @@
 import AppStoreClient
+import AppStoreDomain
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 
 /// CreatePromotionalOfferSignature, CreatePromotionalOfferV2Signature and

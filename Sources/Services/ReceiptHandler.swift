@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 import ProtoCodec
 import SignedData
 

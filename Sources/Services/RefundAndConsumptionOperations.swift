@@ -1,5 +1,6 @@
 import AppStoreClient
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 import ProtoCodec
 
 /// Get Refund History (V2, paged by `revision`) and Send Consumption Information (V2 body).

@@ -1,5 +1,4 @@
 import Foundation
-import GatewayCore
 
 extension RequestContract {
     /// Bytes of a `requestIdentifier` (Apple's documented maximum).

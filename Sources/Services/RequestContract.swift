@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 import ProtoCodec
 
 /// The contract's limits on every request field, checked before any work, token or Apple call: a value

@@ -1,5 +1,6 @@
+import AppStoreDomain
 import Cryptography
-import GatewayCore
+import GatewayFoundation
 
 /// The envelope every resume token shares (history and followed streams): a body of big-endian fields,
 /// then HMAC-SHA256(key, body), all base64url. The body's first byte is its kind's version, so one kind

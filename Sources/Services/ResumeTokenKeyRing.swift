@@ -1,6 +1,7 @@
 import AppStoreClient
+import Configuration
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import Logging
 
 #if canImport(Glibc)

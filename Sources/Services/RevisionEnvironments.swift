@@ -1,5 +1,6 @@
+import AppStoreDomain
 import Cryptography
-import GatewayCore
+import GatewayFoundation
 
 /// Which environment answered the page that handed out a `revision`, so a later GetHistory with that revision
 /// (and no environment) asks that environment first instead of production then sandbox. Apple's revision stays

@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 
 extension SingleFlight {
     /// `run(key:joined:_:)` for calls bounded by their caller's deadline: a shared call runs with its leader's

@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 
 /// Coalesces identical concurrent calls: the first caller for a key does the work in its own task (no task is
 /// started for it), later callers with the same key wait for its result instead of starting their own.

@@ -1,7 +1,9 @@
 import AppStoreClient
+import AppStoreDomain
+import Configuration
 import Cryptography
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import NotificationStore
 import ProtoCodec
 import SignedData

@@ -1,5 +1,6 @@
 import AppStoreClient
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 import ProtoCodec
 
 /// Request a Test Notification and Get Test Notification Status.

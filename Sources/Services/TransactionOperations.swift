@@ -1,5 +1,6 @@
 import AppStoreClient
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 import ProtoCodec
 
 /// Get Transaction Info, Get App Transaction Info, Look Up Order ID, Set App Account Token and Finish Transaction.

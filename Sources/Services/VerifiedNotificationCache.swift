@@ -1,5 +1,5 @@
 import Cryptography
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 import SignedData
 

@@ -1,5 +1,6 @@
+import AppStoreDomain
+import Configuration
 import GRPC
-import GatewayCore
 import ProtoCodec
 import SignedData
 

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 
 /// Apple's `advancedCommerceInfo` objects (Advanced Commerce API) → typed protos, as forgiving as the rest of

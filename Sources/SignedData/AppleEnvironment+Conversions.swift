@@ -1,7 +1,7 @@
-import GatewayCore
+import AppStoreDomain
 import ProtoCodec
 
-// The one conversion between the environment types: `AppleEnvironment` (Apple's two servers, GatewayCore),
+// The one conversion between the environment types: `AppleEnvironment` (Apple's two servers, AppStoreDomain),
 // `AppStoreEnvironment` (the four a payload may name, as Apple spells them) and the contract's wire enum
 // `Environment`. The way back from the wire enum is `Environment.requested(field:)` in Services (it refuses
 // Xcode and LocalTesting, which have no server).

@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import Synchronization
 
 /// Successful chain validations, so a warm verification costs one ECDSA verify plus parsing.

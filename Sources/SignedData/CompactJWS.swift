@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// A compact-serialized JWS (RFC 7515 §7.1) split and decoded, with the header fields Apple uses.
 /// Nothing here is authenticated yet.

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// The parsed headers of recent JWS, keyed by the header's exact base64url text, so a warm verification
 /// neither decodes nor parses the ~4 KB `x5c` header again, nor hashes its chain for the chain cache.

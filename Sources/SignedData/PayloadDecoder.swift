@@ -1,5 +1,5 @@
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 
 /// A verified payload decoded into the gateway's proto value types: the VerifyJWS answer's own oneof, so the

@@ -1,5 +1,5 @@
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// What the verifier reads from a decoded payload before and after the signature check: its kind, the
 /// verification time, and the app identity Apple's libraries bind to (Apple's App Store Server API documentation).

@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Finds a transaction id in a legacy StoreKit 1 receipt, as Apple's server libraries do, so a client that still
 /// has only a receipt can call the App Store Server API. Nothing is verified: the id is only good for asking Apple.

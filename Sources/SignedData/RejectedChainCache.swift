@@ -1,5 +1,5 @@
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Chains that recently failed validation, so a flood of one bad chain costs one full X.509 validation per
 /// `ttl`, not one per call. Keyed like `ChainCache` plus the verification time: a chain is only ever

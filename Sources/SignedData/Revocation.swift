@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Where OCSP requests go for online checks: the gateway's libcurl client. Awaited, so no thread blocks
 /// while a responder answers.

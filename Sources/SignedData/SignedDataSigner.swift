@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Signs payloads the way the App Store does: compact JWS, `alg` ES256, `x5c` = [leaf, intermediate, root]
 /// in standard base64. For the App Store simulator and tests; pair it with `AppStoreTestPKI`.

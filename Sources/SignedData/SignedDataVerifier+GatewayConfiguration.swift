@@ -1,5 +1,5 @@
+import Configuration
 import Cryptography
-import GatewayCore
 
 extension SignedDataVerifier.Configuration {
     /// The verifier's settings from the gateway's `verification` keys, trusting `roots`.

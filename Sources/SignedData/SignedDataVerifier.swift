@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Verifies App Store signed data (compact JWS, ES256, `x5c` chain to Apple) as Apple's libraries do
 /// (Apple's App Store Server API documentation), with Apple's online (OCSP) checks as an option.

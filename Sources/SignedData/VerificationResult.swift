@@ -1,5 +1,5 @@
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Where a notification carries a nested JWS.
 public enum NestedPayloadField: String, Sendable, Hashable {

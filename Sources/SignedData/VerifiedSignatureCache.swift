@@ -1,5 +1,5 @@
 import Cryptography
-import GatewayCore
+import GatewayFoundation
 import Synchronization
 
 /// JWS whose ES256 signature verified, so a JWS seen again costs no ECDSA.

@@ -1,5 +1,5 @@
+import AppStoreDomain
 import Foundation
-import GatewayCore
 import HTTP2
 
 extension AppStoreSimulator {

@@ -1,6 +1,7 @@
+import AppStoreDomain
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 
 /// A fake of Apple's App Store Server API, indistinguishable for the gateway except by its trust roots:

@@ -1,5 +1,6 @@
+import AppStoreDomain
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// A failure the simulator can inject, as a real upstream fails.
 public enum SimulatedFault: Sendable, Hashable {

@@ -1,5 +1,5 @@
+import AppStoreDomain
 import Foundation
-import GatewayCore
 
 /// Generates the purchase histories of one app in one environment, deterministically from the seed:
 /// the same seed, customer count and reference time always give the same ids, dates and events.

@@ -1,5 +1,6 @@
+import AppStoreDomain
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Get Notification History (Apple's App Store Server API documentation): POST body filters, the 180-day (production) or
 /// 30-day (sandbox) window, `notificationType`/`transactionId` exclusivity, `onlyFailures`, 20 per page

@@ -1,5 +1,5 @@
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// A JSON value whose objects keep their key order, so the simulator's bodies and JWS payloads are
 /// byte-for-byte reproducible for one seed.

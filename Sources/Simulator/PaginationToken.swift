@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Where the next notification-history page starts, and for which request.
 struct PaginationCursor: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 
 /// One product an app sells, with what the history filters and payloads need to know about it.
 public struct SimulatedProduct: Sendable, Hashable {

@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Look Up Order ID, Get Refund History (V2), Get App Transaction Info, Send Consumption Information (V2), Set App
 /// Account Token and Finish Transaction (Apple's App Store Server API documentation), over the generated datasets.

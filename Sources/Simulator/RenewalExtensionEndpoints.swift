@@ -1,5 +1,6 @@
+import AppStoreDomain
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Extend a Subscription Renewal Date, Extend Subscription Renewal Dates for All Active Subscribers and Get Status
 /// of Subscription Renewal Date Extensions (Apple's App Store Server API documentation). A single extension moves the

@@ -1,6 +1,7 @@
+import AppStoreDomain
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Checks request JWTs as Apple does (Apple's App Store Server API documentation): `Authorization: Bearer <jwt>`, header
 /// `alg` ES256, `kid` a known key, `typ` JWT; claims `iss` (the key's issuer), `aud` appstoreconnect-v1,

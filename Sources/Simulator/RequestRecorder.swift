@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 
 /// The last requests the simulator received, with their trace headers, so a test can see what reached

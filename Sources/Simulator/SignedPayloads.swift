@@ -1,5 +1,6 @@
+import AppStoreDomain
 import Cryptography
-import GatewayCore
+import GatewayFoundation
 
 /// Signs what the endpoints return: transactions, renewal infos and notifications, each a JWS from
 /// the simulator's PKI. A signing failure becomes Apple's 5000000.

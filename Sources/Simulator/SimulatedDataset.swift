@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 
 /// The histories of one app in one environment with the indexes the endpoints need. Changes (a refund
 /// while a client pages) go through `SimulatedStore`, which owns the lock.

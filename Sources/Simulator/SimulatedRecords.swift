@@ -1,4 +1,4 @@
-import GatewayCore
+import AppStoreDomain
 
 /// One transaction as the App Store keeps it: the decoded `JWSTransactionDecodedPayload` fields
 /// (Apple's App Store Server API documentation) plus what the simulator needs to page and filter it.

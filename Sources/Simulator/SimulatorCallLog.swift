@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 
 /// What Apple saw: every authenticated request that reached the rate limit, with its arrival time,
 /// whoever sent it (one simulator serves every gateway replica, so this is the per-app view Apple has).

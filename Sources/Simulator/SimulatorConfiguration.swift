@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// One app the simulator serves, with the In-App Purchase key whose public half checks its JWTs.
 public struct SimulatedApp: Sendable {

@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// The simulator's signing PKI, shaped like Apple's (Apple's App Store Server API documentation): a P-384 root, a P-384
 /// intermediate CA (path length 0) carrying 1.2.840.113635.100.6.2.1, and a P-256 leaf carrying

@@ -1,6 +1,7 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 
-/// Apple's rate limits, per app, endpoint and environment (Apple's App Store Server API documentation), on GatewayCore's
+/// Apple's rate limits, per app, endpoint and environment (Apple's App Store Server API documentation), on AppStoreDomain's
 /// `RateLimiter`: Apple's per-second rates × `scale`, a budget of rate × window, sandbox at its factor.
 struct SimulatorRateLimits: Sendable {
     let limiter: RateLimiter

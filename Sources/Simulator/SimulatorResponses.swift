@@ -1,5 +1,5 @@
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 
 /// A request the simulator refuses with one of Apple's error codes.

@@ -1,5 +1,5 @@
+import AppStoreDomain
 import Foundation
-import GatewayCore
 import HTTP2
 
 /// A request matched to an endpoint: which one, in which environment, with its path parameters.

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 
 /// The simulator on the wire: HTTPS with ALPN h2 (libcurl, the gateway) and HTTP/1.1 (Apple's Python

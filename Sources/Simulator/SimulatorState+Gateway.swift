@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 extension SimulatorState {
     /// Issues (or re-issues) a TLS server certificate for the wire layer: P-256, serverAuth, SAN

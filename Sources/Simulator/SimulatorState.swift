@@ -1,6 +1,7 @@
+import AppStoreDomain
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// The simulator's state directory: what makes a restart serve the same histories, and what a gateway
 /// needs to talk to it. Layout (all paths relative to the directory):

@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 import HTTP2
 
 /// The write requests (PUT, POST other than notification history) that reached an endpoint, with their bodies,

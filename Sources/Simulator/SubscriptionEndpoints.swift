@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 
 /// Get Transaction Info and Get All Subscription Statuses (Apple's App Store Server API documentation).
 struct SubscriptionEndpoints: Sendable {

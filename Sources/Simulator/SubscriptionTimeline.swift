@@ -1,5 +1,3 @@
-import GatewayCore
-
 /// How a generated auto-renewable subscription ends up at the reference time.
 enum SubscriptionOutcome: CaseIterable {
     case active, voluntaryExpiry, billingRetry, gracePeriod, refunded, familyRevoked

@@ -1,5 +1,6 @@
+import AppStoreDomain
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Request a Test Notification and Get Test Notification Status (Apple's App Store Server API documentation): the request
 /// returns a `testNotificationToken`; the status returns the TEST notification's `signedPayload` and

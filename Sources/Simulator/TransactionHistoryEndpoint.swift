@@ -1,4 +1,5 @@
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 
 /// Get Transaction History V2 and V1 (Apple's App Store Server API documentation): the customer's transactions ordered by last
 /// modification, 20 per page, every filter of §2.1 with repeated keys, Apple's 400 codes.

@@ -1,5 +1,4 @@
 import Foundation
-import GatewayCore
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,5 +1,6 @@
 import AppStoreClient
-import GatewayCore
+import AppStoreDomain
+import GatewayFoundation
 import HTTP2
 import ProtoCodec
 import Testing

@@ -1,7 +1,8 @@
 import AppStoreClient
+import AppStoreDomain
 import Foundation
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import ProtoCodec
 import SignedData

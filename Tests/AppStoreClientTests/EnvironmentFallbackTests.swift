@@ -1,6 +1,6 @@
 import AppStoreClient
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import NotificationStore
 import ProtoCodec

@@ -1,7 +1,9 @@
 import AppStoreClient
+import AppStoreDomain
+import Configuration
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import Logging
 import SignedData

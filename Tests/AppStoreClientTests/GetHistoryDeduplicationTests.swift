@@ -1,5 +1,5 @@
 import AppStoreClient
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 import Testing
 

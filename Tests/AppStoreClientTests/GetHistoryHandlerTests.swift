@@ -1,8 +1,9 @@
 import AppStoreClient
+import AppStoreDomain
 import Cryptography
 import Foundation
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import ProtoCodec
 import SignedData

@@ -1,7 +1,7 @@
 import AppStoreClient
 import Foundation
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 import SignedData
 import Testing

@@ -1,5 +1,5 @@
 import AppStoreClient
-import GatewayCore
+import AppStoreDomain
 import HTTP2
 import Testing
 

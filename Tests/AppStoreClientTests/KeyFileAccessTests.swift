@@ -1,6 +1,6 @@
+import Configuration
 import Cryptography
 import Foundation
-import GatewayCore
 import Testing
 
 @testable import AppStoreClient

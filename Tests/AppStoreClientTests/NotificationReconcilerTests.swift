@@ -1,6 +1,6 @@
 import AppStoreClient
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import NotificationStore
 import Observability
 import SignedData

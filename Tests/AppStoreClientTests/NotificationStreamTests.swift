@@ -1,5 +1,6 @@
+import AppStoreDomain
 import Cryptography
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 import Testing
 

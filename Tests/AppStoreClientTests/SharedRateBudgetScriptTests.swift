@@ -1,5 +1,7 @@
+import AppStoreDomain
+import Configuration
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import TestSupport
 import Testing
 

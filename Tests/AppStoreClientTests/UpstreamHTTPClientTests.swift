@@ -1,6 +1,5 @@
 import AppStoreClient
 import Foundation
-import GatewayCore
 import HTTP2
 import Testing
 

@@ -1,5 +1,7 @@
+import AppStoreDomain
+import Configuration
 import Cryptography
-import GatewayCore
+import GatewayFoundation
 import Testing
 
 @testable import CallerAuthentication

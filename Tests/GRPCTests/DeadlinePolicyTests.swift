@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import Testing
 
 @testable import GRPC

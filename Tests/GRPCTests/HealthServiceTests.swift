@@ -1,4 +1,3 @@
-import GatewayCore
 import ProtoCodec
 import Testing
 

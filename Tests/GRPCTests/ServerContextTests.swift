@@ -1,4 +1,3 @@
-import GatewayCore
 import Testing
 
 @testable import GRPC

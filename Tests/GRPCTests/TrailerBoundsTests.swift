@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 import Testing
 

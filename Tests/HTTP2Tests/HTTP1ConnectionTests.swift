@@ -1,5 +1,5 @@
 import Dispatch
-import GatewayCore
+import GatewayFoundation
 import Testing
 
 @testable import HTTP2

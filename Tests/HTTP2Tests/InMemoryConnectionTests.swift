@@ -1,5 +1,4 @@
 import CNGHTTP2
-import GatewayCore
 import Testing
 
 @testable import HTTP2

@@ -1,4 +1,5 @@
-import GatewayCore
+import Configuration
+import GatewayFoundation
 import Testing
 
 @testable import HTTP2

@@ -1,6 +1,5 @@
 import Cryptography
 import Foundation
-import GatewayCore
 import TestSupport
 import Testing
 

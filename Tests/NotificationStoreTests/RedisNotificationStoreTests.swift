@@ -1,5 +1,5 @@
+import Configuration
 import Foundation
-import GatewayCore
 import TestSupport
 import Testing
 

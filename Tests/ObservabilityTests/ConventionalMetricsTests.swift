@@ -1,5 +1,5 @@
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import Logging
 import Testing
 

@@ -1,4 +1,4 @@
-import GatewayCore
+import GatewayFoundation
 import Logging
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import ProtoCodec
 
 /// How fuzz inputs become calls, and what every answer must satisfy: shared by the libFuzzer targets and

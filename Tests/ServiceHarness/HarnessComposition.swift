@@ -1,6 +1,6 @@
 import AppStoreClient
+import Configuration
 import Foundation
-import GatewayCore
 import NotificationStore
 import Services
 import SignedData

@@ -1,7 +1,8 @@
+import Configuration
 import Dispatch
 import Foundation
 import GRPC
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import ProtoCodec
 import Services

@@ -1,6 +1,7 @@
+import Configuration
 import Dispatch
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import NotificationStore
 import Services

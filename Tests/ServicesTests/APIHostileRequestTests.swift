@@ -1,5 +1,4 @@
 import GRPC
-import GatewayCore
 import ProtoCodec
 import ServiceHarness
 import TestSupport

@@ -1,5 +1,5 @@
+import AppStoreDomain
 import GRPC
-import GatewayCore
 import Services
 import Testing
 

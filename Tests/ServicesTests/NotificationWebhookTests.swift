@@ -1,6 +1,7 @@
+import Configuration
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import NotificationStore
 import SignedData

@@ -1,5 +1,6 @@
+import Configuration
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import Logging
 import Testing
 

@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import Testing
 
@@ -109,7 +109,7 @@ import Testing
             #expect(response.status == 401, "\(name)")
             #expect(SimulatorFixture.object(response)["errorCode"] == nil, "\(name)")
         }
-        // A token minted by GatewayCore is refused once the clock passes exp.
+        // A token minted by AppStoreDomain's AppStoreJWT is refused once the clock passes exp.
         let token = fixture.token(lifetime: .seconds(60))
         fixture.clock.advance(by: .seconds(61))
         #expect(await Self.status(fixture, "Bearer \(token)").status == 401)

@@ -1,5 +1,5 @@
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import Testing
 

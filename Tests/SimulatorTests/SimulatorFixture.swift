@@ -1,12 +1,13 @@
+import AppStoreDomain
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 import SignedData
 
 @testable import Simulator
 
-/// ES256 with a Cryptography key, for GatewayCore's `AppStoreJWT`.
+/// ES256 with a Cryptography key, for AppStoreDomain's `AppStoreJWT`.
 struct KeySigner: ES256Signer {
     let key: ECPrivateKey
     func sign(_ signingInput: [UInt8]) throws -> [UInt8] { try key.signature(for: signingInput) }

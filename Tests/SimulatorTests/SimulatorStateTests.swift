@@ -1,6 +1,8 @@
+import AppStoreDomain
+import Configuration
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import Testing
 
 @testable import Simulator

@@ -1,6 +1,6 @@
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 import HTTP2
 
 /// An HTTPS server for tests: the project's HTTP server with TLS (ALPN h2 and HTTP/1.1), a certificate

@@ -1,7 +1,8 @@
+import AppStoreDomain
 import CallerAuthentication
 import Cryptography
 import Foundation
-import GatewayCore
+import GatewayFoundation
 
 /// Caller authentication from hostile bytes: an input starting with `{` is a JWKS document; anything else an
 /// `authorization` value checked against keys generated at start (RS256 and ES256), at a fixed time.

@@ -1,0 +1,34 @@
+import AppStoreDomain
+
+/// The configured apps, found by the name callers put in `app` (an app's name or its bundle id).
+public struct AppDirectory: Sendable {
+    /// Every configured app, in configuration order.
+    public let apps: [GatewayConfiguration.App]
+    private let byAlias: [String: Int]
+
+    public init(_ apps: [GatewayConfiguration.App]) {
+        self.apps = apps
+        var byAlias: [String: Int] = [:]
+        for (index, app) in apps.enumerated() {
+            byAlias[app.name] = index
+            byAlias[app.bundleId] = index
+        }
+        self.byAlias = byAlias
+    }
+
+    /// The app a request names. An empty name is allowed when exactly one app is configured.
+    public func app(named name: String) throws(GatewayError) -> GatewayConfiguration.App {
+        if name.isEmpty {
+            guard apps.count == 1 else {
+                throw GatewayError.invalidArgument(
+                    field: "app",
+                    problem: apps.isEmpty
+                        ? "no app is configured on this gateway"
+                        : "is required when several apps are configured (\(apps.map(\.name).joined(separator: ", ")))")
+            }
+            return apps[0]
+        }
+        guard let index = byAlias[name] else { throw GatewayError.unknownApp(name) }
+        return apps[index]
+    }
+}

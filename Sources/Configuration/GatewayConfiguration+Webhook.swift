@@ -1,0 +1,156 @@
+import AppStoreDomain
+import GatewayFoundation
+
+extension GatewayConfiguration {
+    /// The App Store Server Notifications receiver (keys under `notifications.webhook`).
+    public struct Webhook: Sendable, Hashable {
+        /// `notifications.webhook.listen`: HOST:PORT of the receiver (HTTP/1.1; with TLS, also HTTP/2 by ALPN);
+        /// nil (absent or "") = no receiver.
+        public var listen: ListenAddress?
+        /// `notifications.webhook.path`: where Apple posts. Default "/apple/notifications".
+        public var path = "/apple/notifications"
+        /// `notifications.webhook.tlsCertificate` / `tlsKey`: PEM files to serve HTTPS; empty = cleartext
+        /// (an ingress usually terminates TLS).
+        public var tlsCertificateFile = ""
+        public var tlsKeyFile = ""
+        /// `notifications.webhook.maxBodyBytes`: the largest body accepted (413 beyond). Default 64 KiB; Apple's
+        /// notifications are a few KiB.
+        public var maxBodyBytes = 64 * 1024
+        /// `notifications.webhook.maxConnections`: open connections at most. Default 256.
+        public var maxConnections = 256
+        /// `notifications.webhook.requestTimeout`: a request (head and body) must arrive within this. Default 10s.
+        /// HTTP/1.1: counted from its first byte, the connection closes past it; HTTP/2: from its head, 408.
+        public var requestTimeoutMilliseconds: UInt64 = 10_000
+        public init() {}
+    }
+
+    /// Where received notifications are kept (keys under `notifications.store`).
+    public struct NotificationStorage: Sendable, Hashable {
+        /// `notifications.store.sqlite`: the SQLite file. Default "/var/lib/appstore-gateway/notifications.db".
+        public var sqlitePath = "/var/lib/appstore-gateway/notifications.db"
+        /// `notifications.store.redis`: keep them in a Redis stream at `redis.url` instead, shared by replicas.
+        public var redis = false
+        /// `notifications.store.retention`: how long a notification is kept after it arrived; one signed longer
+        /// ago than this is not stored at all. Default 30d.
+        public var retentionMilliseconds: UInt64 = 30 * 86_400_000
+        /// `notifications.store.reconcileInterval`: how often Apple's recent history is compared with the
+        /// store and what the store misses is backfilled, and the store pruned. Default 10m; 0 turns the
+        /// comparison off (pruning then runs every 10m).
+        public var reconcileIntervalMilliseconds: UInt64 = 600_000
+        /// `notifications.store.reconcileWindow`: how far back each comparison looks. Default 6h.
+        public var reconcileWindowMilliseconds: UInt64 = 6 * 3_600_000
+        public init() {}
+    }
+
+    /// Reads the `notifications.webhook` and `notifications.store` keys (after `redis`, which they check).
+    static func webhookAndStore(_ reader: ConfigurationReader, into config: inout GatewayConfiguration)
+        -> [ConfigurationError]
+    {
+        var problems: [ConfigurationError] = []
+        func key(_ body: () throws(ConfigurationError) -> Void) {
+            do throws(ConfigurationError) { try body() } catch { problems.append(error) }
+        }
+        let webhook = "notifications.webhook"
+        key { () throws(ConfigurationError) in
+            guard let text = try reader.string("\(webhook).listen"), !text.isEmpty else { return }
+            guard let address = ListenAddress(parsing: text) else {
+                throw ConfigurationError(
+                    key: "\(webhook).listen", problem: "must be HOST:PORT (e.g. 0.0.0.0:8080), got '\(text)'")
+            }
+            config.notifications.webhook.listen = address
+        }
+        key { () throws(ConfigurationError) in
+            guard let path = try reader.string("\(webhook).path") else { return }
+            guard path.hasPrefix("/"), path.utf8.count <= 256, !path.contains("?"),
+                path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+            else {
+                throw ConfigurationError(
+                    key: "\(webhook).path",
+                    problem: "must start with '/' and be at most 256 printable ASCII bytes without '?'")
+            }
+            config.notifications.webhook.path = path
+        }
+        key { () throws(ConfigurationError) in
+            let certificate = try reader.string("\(webhook).tlsCertificate") ?? ""
+            let privateKey = try reader.string("\(webhook).tlsKey") ?? ""
+            guard certificate.isEmpty == privateKey.isEmpty else {
+                throw ConfigurationError(key: "\(webhook).tlsKey", problem: "tlsCertificate and tlsKey go together")
+            }
+            config.notifications.webhook.tlsCertificateFile = certificate
+            config.notifications.webhook.tlsKeyFile = privateKey
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("\(webhook).maxBodyBytes", in: 1024...(1 << 20)) {
+                config.notifications.webhook.maxBodyBytes = v
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.integer("\(webhook).maxConnections", in: 1...100_000) {
+                config.notifications.webhook.maxConnections = v
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("\(webhook).requestTimeout") {
+                guard (100...600_000).contains(v) else {
+                    throw ConfigurationError(key: "\(webhook).requestTimeout", problem: "must be between 100ms and 10m")
+                }
+                config.notifications.webhook.requestTimeoutMilliseconds = v
+            }
+        }
+
+        let store = "notifications.store"
+        key { () throws(ConfigurationError) in
+            if let path = try reader.string("\(store).sqlite") {
+                guard !path.isEmpty else {
+                    throw ConfigurationError(key: "\(store).sqlite", problem: "must be a file path")
+                }
+                config.notifications.store.sqlitePath = path
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let text = try reader.string("\(store).retention") {
+                guard let v = days(text) ?? DurationText.milliseconds(text), v >= 3_600_000, v <= 3650 * 86_400_000
+                else {
+                    throw ConfigurationError(
+                        key: "\(store).retention",
+                        problem: "must be a duration between 1h and 3650d such as 30d or 72h, got '\(text)'")
+                }
+                config.notifications.store.retentionMilliseconds = v
+            }
+        }
+        key { () throws(ConfigurationError) in
+            guard let redis = try reader.bool("\(store).redis") else { return }
+            guard !redis || config.redis.url != nil else {
+                throw ConfigurationError(key: "\(store).redis", problem: "needs redis.url")
+            }
+            config.notifications.store.redis = redis
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("\(store).reconcileInterval") {
+                guard v == 0 || v >= 1_000 else {
+                    throw ConfigurationError(
+                        key: "\(store).reconcileInterval", problem: "must be 0 (off) or at least 1s")
+                }
+                config.notifications.store.reconcileIntervalMilliseconds = v
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let text = try reader.string("\(store).reconcileWindow") {
+                guard let v = days(text) ?? DurationText.milliseconds(text), v >= 60_000, v <= 30 * 86_400_000 else {
+                    throw ConfigurationError(key: "\(store).reconcileWindow", problem: "must be between 1m and 30d")
+                }
+                config.notifications.store.reconcileWindowMilliseconds = v
+            }
+        }
+        return problems
+    }
+
+    /// "30d" → milliseconds; nil for any other form.
+    static func days(_ text: String) -> UInt64? {
+        let trimmed = text.trimmingSpaces()
+        guard trimmed.hasSuffix("d"), let number = Double(trimmed.dropLast()), number.isFinite, number >= 0,
+            number <= 36_600
+        else { return nil }
+        return UInt64(number * 86_400_000)
+    }
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Checks Package.swift against the code: every target imports exactly the project modules (and package
+products) it declares, and the layering rules of docs/ARCHITECTURE.md hold for direct and indirect
+dependencies. Exits 1 with one line per problem."""
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+# What a module may not depend on, directly or not (docs/ARCHITECTURE.md, "what each module may not know").
+FORBIDDEN = {
+    "GatewayFoundation": "every project module",
+    "EventLoops": {"AppStoreDomain", "Configuration", "Yams", "HTTPServer", "GRPC"},
+    "HTTPServer": {"AppStoreDomain", "Configuration", "Yams", "GRPC"},
+    "GRPC": {"AppStoreDomain", "Configuration", "Yams"},
+    "Cryptography": {"AppStoreDomain", "Configuration", "Yams"},
+    "AppStoreDomain": {"Configuration", "Yams", "EventLoops", "HTTPServer", "GRPC"},
+    "Redis": {"AppStoreDomain", "Configuration", "Yams", "EventLoops", "HTTPServer", "GRPC"},
+}
+IMPORT = re.compile(
+    r"^\s*(?:@\w+(?:\(\w+\))?\s+)*(?:(?:public|package|internal|private|fileprivate)\s+)?import\s+(?:(?:struct|class|enum|func|protocol|var|let|typealias)\s+)?(\w+)",
+    re.M)
+
+
+def main() -> int:
+    root = pathlib.Path(__file__).resolve().parent.parent
+    package = json.loads(subprocess.check_output(["swift", "package", "dump-package"], cwd=root))
+    products = {}
+    for dependency in package["dependencies"]:
+        identity = next(iter(dependency.values()))[0]["identity"]
+        products[identity] = identity
+    targets = {t["name"]: t for t in package["targets"]}
+    declared = {}
+    for name, target in targets.items():
+        names = set()
+        for dependency in target["dependencies"]:
+            kind, value = next(iter(dependency.items()))
+            names.add(value[0])
+        declared[name] = names
+    problems = []
+    module_names = set(targets) | {"Yams", "Logging", "ArgumentParser"}
+    for name, target in targets.items():
+        if target["type"] == "system" or name.startswith("CGateway"):
+            continue
+        folder = root / (target.get("path") or ("Tests/" + name if target["type"] == "test" else "Sources/" + name))
+        excluded = [folder / e for e in target.get("exclude", [])]
+        imported = set()
+        for source in folder.rglob("*.swift"):
+            if any(source.is_relative_to(e) for e in excluded):
+                continue
+            imported |= {m for m in IMPORT.findall(source.read_text()) if m in module_names}
+        imported.discard(name)
+        if imported - declared[name]:
+            problems.append(f"{name}: imports {sorted(imported - declared[name])} without declaring them")
+        unused = {d for d in declared[name] - imported if d in module_names}
+        if unused:
+            problems.append(f"{name}: declares {sorted(unused)} but no file imports them")
+
+    def closure(name, seen=None):
+        seen = set() if seen is None else seen
+        for dependency in declared.get(name, ()):
+            if dependency not in seen:
+                seen.add(dependency)
+                closure(dependency, seen)
+        return seen
+
+    for name, forbidden in FORBIDDEN.items():
+        reached = closure(name)
+        if forbidden == "every project module":
+            bad = {d for d in reached if d in targets and targets[d]["type"] != "system"}
+        else:
+            bad = reached & forbidden
+        if bad:
+            problems.append(f"{name}: depends on {sorted(bad)}, which it may not know")
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
