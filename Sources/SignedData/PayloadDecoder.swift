@@ -26,13 +26,13 @@ public enum PayloadDecoder {
         case .transaction:
             // Filled in place and moved into the answer's box (a returned local was copied field by field).
             var transaction = Transaction()
-            fill(&transaction, from: object, json: raw)
+            fill(&transaction, PayloadSchema.transaction, from: object, json: raw)
             return .transaction(transaction)
-        case .renewalInfo: return .renewalInfo(renewalInfo(object, json: raw))
-        case .appTransaction: return .appTransaction(appTransaction(object, json: raw))
-        case .realtimeRequest: return .realtimeRequest(realtimeRequest(object, json: raw))
+        case .renewalInfo: return .renewalInfo(map(object, PayloadSchema.renewalInfo, json: raw))
+        case .appTransaction: return .appTransaction(map(object, PayloadSchema.appTransaction, json: raw))
+        case .realtimeRequest: return .realtimeRequest(map(object, PayloadSchema.realtimeRequest, json: raw))
         case .notification:
-            var notification = notification(object, json: raw)
+            var notification = map(object, PayloadSchema.notification, json: raw)
             for nested in result.nestedPayloads {
                 switch decode(nested.result) {
                 case .transaction(let value)?: notification.data?.transaction = value
@@ -46,60 +46,56 @@ public enum PayloadDecoder {
     }
 
     /// JWSTransactionDecodedPayload → `Transaction` (nil when `json` is not a JSON object).
-    public static func transaction(fromJSON json: Data) -> Transaction? {
-        guard let object = JSONMembers(parsing: json) else { return nil }
-        var transaction = Transaction()
-        fill(&transaction, from: object, json: json)
-        return transaction
-    }
-
-    private static func fill(_ transaction: inout Transaction, from object: JSONMembers, json: Data) {
-        PayloadSchema.apply(PayloadSchema.transaction, from: object, to: &transaction)
-        transaction.rawJson = String(decoding: json, as: UTF8.self)
-    }
+    public static func transaction(fromJSON json: Data) -> Transaction? { map(json, PayloadSchema.transaction) }
 
     /// JWSRenewalInfoDecodedPayload → `RenewalInfo` (nil when `json` is not a JSON object).
-    public static func renewalInfo(fromJSON json: Data) -> RenewalInfo? {
-        JSONMembers(parsing: json).map { renewalInfo($0, json: json) }
-    }
-
-    private static func renewalInfo(_ object: JSONMembers, json: Data) -> RenewalInfo {
-        var renewal = PayloadSchema.map(object, PayloadSchema.renewalInfo)
-        renewal.rawJson = String(decoding: json, as: UTF8.self)
-        return renewal
-    }
+    public static func renewalInfo(fromJSON json: Data) -> RenewalInfo? { map(json, PayloadSchema.renewalInfo) }
 
     /// AppTransaction payload → `AppTransaction` (nil when `json` is not a JSON object).
     public static func appTransaction(fromJSON json: Data) -> AppTransaction? {
-        JSONMembers(parsing: json).map { appTransaction($0, json: json) }
-    }
-
-    private static func appTransaction(_ object: JSONMembers, json: Data) -> AppTransaction {
-        var appTransaction = PayloadSchema.map(object, PayloadSchema.appTransaction)
-        appTransaction.rawJson = String(decoding: json, as: UTF8.self)
-        return appTransaction
+        map(json, PayloadSchema.appTransaction)
     }
 
     /// DecodedRealtimeRequestBody (Retention Messaging) → `RealtimeRequest` (nil when `json` is not a JSON object).
     public static func realtimeRequest(fromJSON json: Data) -> RealtimeRequest? {
-        JSONMembers(parsing: json).map { realtimeRequest($0, json: json) }
-    }
-
-    private static func realtimeRequest(_ object: JSONMembers, json: Data) -> RealtimeRequest {
-        var request = PayloadSchema.map(object, PayloadSchema.realtimeRequest)
-        request.rawJson = String(decoding: json, as: UTF8.self)
-        return request
+        map(json, PayloadSchema.realtimeRequest)
     }
 
     /// ResponseBodyV2DecodedPayload → `AppStoreNotification` (nil when `json` is not a JSON object). The
     /// nested `signed*Info` stay as JWS strings here; `decode(_:)` adds their verified decodings.
     public static func notification(fromJSON json: Data) -> AppStoreNotification? {
-        JSONMembers(parsing: json).map { notification($0, json: json) }
+        map(json, PayloadSchema.notification)
     }
 
-    private static func notification(_ object: JSONMembers, json: Data) -> AppStoreNotification {
-        var notification = PayloadSchema.map(object, PayloadSchema.notification)
-        notification.rawJson = String(decoding: json, as: UTF8.self)
-        return notification
+    /// `json` parsed and mapped by `schema` (nil when it is not a JSON object).
+    private static func map<Payload: DecodedApplePayload>(_ json: Data, _ schema: [PayloadField<Payload>]) -> Payload? {
+        JSONMembers(parsing: json).map { map($0, schema, json: json) }
+    }
+
+    private static func map<Payload: DecodedApplePayload>(
+        _ object: JSONMembers, _ schema: [PayloadField<Payload>], json: Data
+    ) -> Payload {
+        var payload = Payload()
+        fill(&payload, schema, from: object, json: json)
+        return payload
+    }
+
+    /// `schema` applied to `object`, with `raw_json` the payload exactly as Apple sent it.
+    private static func fill<Payload: DecodedApplePayload>(
+        _ payload: inout Payload, _ schema: [PayloadField<Payload>], from object: JSONMembers, json: Data
+    ) {
+        PayloadSchema.apply(schema, from: object, to: &payload)
+        payload.rawJson = String(decoding: json, as: UTF8.self)
     }
 }
+
+/// A top-level payload message: it keeps Apple's JSON in `raw_json`.
+protocol DecodedApplePayload: ProtoMessage {
+    var rawJson: String { get set }
+}
+
+extension Transaction: DecodedApplePayload {}
+extension RenewalInfo: DecodedApplePayload {}
+extension AppTransaction: DecodedApplePayload {}
+extension RealtimeRequest: DecodedApplePayload {}
+extension AppStoreNotification: DecodedApplePayload {}
