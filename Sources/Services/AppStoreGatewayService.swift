@@ -9,7 +9,8 @@ import NotificationStore
 import ProtoCodec
 import SignedData
 
-/// appstore.gateway.v1.AppStoreGateway: the three RPCs of the public contract.
+/// appstore.gateway.v1.AppStoreGateway: every RPC of the public contract (GetHistory, StreamNotifications and
+/// VerifyJWS here, the rest of Apple's API through `AppStoreAPIMethods`).
 public struct AppStoreGatewayService: GRPCService {
     /// The service's full name, as health checks and reflection name it.
     public static let name = "appstore.gateway.v1.AppStoreGateway"
@@ -97,33 +98,15 @@ public struct AppStoreGatewayService: GRPCService {
                 let remaining = context.remaining
                 return try await getHistory.handle(request, received: received, remaining: remaining)
             },
-            // A Swift task paging Apple as the client reads; validation errors go out before any header.
+            // A Swift task paging Apple (and, with `follow`, the webhook's store) as the client reads; validation
+            // errors go out before any header.
             "/\(Self.name)/StreamNotifications": .serverStreaming(
                 StreamNotificationsRequest.self, NotificationEvent.self
             ) {
                 request, context, stream throws(RPCStatus) in
-                if request.follow {
-                    let follow: StreamNotificationsHandler.FollowPlan
-                    do throws(GatewayError) {
-                        follow = try notifications.prepareFollow(request)
-                    } catch {
-                        throw error.rpcStatus
-                    }
-                    if !request.resumeToken.isEmpty {
-                        await stream.setShutdownStatus(
-                            GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
-                                "resume_token", request.resumeToken))
-                    }
-                    let remaining = context.remaining
-                    try await notifications.runFollow(follow, remaining: remaining) {
-                        event, shutdownStatus throws(RPCStatus) in
-                        try await stream.send(event, shutdownStatus: shutdownStatus)
-                    }
-                    return
-                }
-                let plan: StreamNotificationsHandler.Plan
+                let call: StreamNotificationsHandler.Call
                 do throws(GatewayError) {
-                    plan = try notifications.prepare(request)
+                    call = try notifications.prepare(call: request)
                 } catch {
                     throw error.rpcStatus
                 }
@@ -134,7 +117,7 @@ public struct AppStoreGatewayService: GRPCService {
                             "resume_token", request.resumeToken))
                 }
                 let remaining = context.remaining
-                try await notifications.run(plan, remaining: remaining) { event, shutdownStatus throws(RPCStatus) in
+                try await notifications.run(call, remaining: remaining) { event, shutdownStatus throws(RPCStatus) in
                     try await stream.send(event, shutdownStatus: shutdownStatus)
                 }
             },

@@ -178,17 +178,11 @@ extension StreamNotificationsHandler {
                     }
                     let page: NotificationHistoryPage
                     do throws(GatewayError) {
-                        page = try await client.notificationHistory(
-                            body: follow.plan.body, paginationToken: request.paginationToken, app: follow.plan.app,
-                            environment: request.environment ?? follow.plan.pagingEnvironment, deadline: deadline)
+                        page = try await self.page(request, of: follow.plan, deadline: deadline)
                     } catch {
                         throw failing(error)
                     }
-                    let emissions = paging.receive(
-                        .init(
-                            count: page.items.count, paginationToken: page.paginationToken, hasMore: page.hasMore,
-                            environment: page.environment),
-                        for: request)
+                    let emissions = paging.receive(page.pagingSummary, for: request)
                     var arrived: [AppleItem] = []
                     for emission in emissions {
                         let event: NotificationEvent

@@ -68,6 +68,29 @@ public struct StreamNotificationsHandler: Sendable {
         var pagingEnvironment: AppleEnvironment?
     }
 
+    /// A checked StreamNotifications call: a window of Apple's history, or a followed stream (`follow`).
+    public enum Call: Sendable {
+        case history(Plan)
+        case follow(FollowPlan)
+    }
+
+    /// Validates `request` as the call it asks for (before any response header is sent).
+    public func prepare(call request: StreamNotificationsRequest) throws(GatewayError) -> Call {
+        request.follow ? .follow(try prepareFollow(request)) : .history(try prepare(request))
+    }
+
+    /// Streams `call` through `send` (see `run(_:remaining:send:)` and `runFollow`). Throws the call's final
+    /// status.
+    public func run(
+        _ call: Call, remaining: Duration?,
+        send: @escaping @Sendable (NotificationEvent, _ shutdownStatus: RPCStatus) async throws(RPCStatus) -> Void
+    ) async throws(RPCStatus) {
+        switch call {
+        case .history(let plan): try await run(plan, remaining: remaining, send: send)
+        case .follow(let follow): try await runFollow(follow, remaining: remaining, send: send)
+        }
+    }
+
     /// Validates `request` (before any response header is sent).
     public func prepare(_ request: StreamNotificationsRequest) throws(GatewayError) -> Plan {
         try request.checkContract()
@@ -138,18 +161,14 @@ public struct StreamNotificationsHandler: Sendable {
         var lastSignedDate = plan.resume?.eventSignedDate
         var failure: GatewayError?
         var ended: RPCStatus?
-        let client = self.client
         let app = plan.app
-        let body = plan.body
 
         typealias Fetched = (
             request: NotificationPaging.PageRequest, page: Result<NotificationHistoryPage, GatewayError>
         )
         @Sendable func fetch(_ request: NotificationPaging.PageRequest) async -> Fetched {
             do throws(GatewayError) {
-                let page = try await client.notificationHistory(
-                    body: body, paginationToken: request.paginationToken, app: app,
-                    environment: request.environment ?? plan.pagingEnvironment, deadline: deadline)
+                let page = try await self.page(request, of: plan, deadline: deadline)
                 return (request, .success(page))
             } catch {
                 return (request, .failure(error))
@@ -168,11 +187,7 @@ public struct StreamNotificationsHandler: Sendable {
                     failure = error
                     return
                 }
-                let emissions = paging.receive(
-                    .init(
-                        count: page.items.count, paginationToken: page.paginationToken, hasMore: page.hasMore,
-                        environment: page.environment),
-                    for: fetched.request)
+                let emissions = paging.receive(page.pagingSummary, for: fetched.request)
                 if let next = paging.next, !Task.isCancelled { group.addTask { await fetch(next) } }
                 for emission in emissions {
                     let item = page.items[emission.index]
@@ -220,6 +235,15 @@ public struct StreamNotificationsHandler: Sendable {
         var status = failure.rpcStatus
         if let lastToken { status = status.addingInfoMetadata("resume_token", lastToken) }
         throw status
+    }
+
+    /// The page of `plan`'s history that `request` asks for, in the environment it names or else the plan's.
+    func page(
+        _ request: NotificationPaging.PageRequest, of plan: Plan, deadline: MonotonicInstant?
+    ) async throws(GatewayError) -> NotificationHistoryPage {
+        try await client.notificationHistory(
+            body: plan.body, paginationToken: request.paginationToken, app: plan.app,
+            environment: request.environment ?? plan.pagingEnvironment, deadline: deadline)
     }
 
     func event(
@@ -300,5 +324,12 @@ public struct StreamNotificationsHandler: Sendable {
         var text = problem
         for (apple, proto) in names { text = text.replacingOccurrences(of: apple, with: proto) }
         return .invalidArgument(field: names[field] ?? field, problem: text)
+    }
+}
+
+extension NotificationHistoryPage {
+    /// What paging needs of this page.
+    var pagingSummary: NotificationPaging.PageSummary {
+        .init(count: items.count, paginationToken: paginationToken, hasMore: hasMore, environment: environment)
     }
 }

@@ -89,7 +89,7 @@ public struct SimulatedTransaction: Sendable, Hashable {
     }
 }
 
-/// The renewal state of one auto-renewable subscription (`JWSRenewalInfoDecodedPayload`, §8.2) and
+/// The renewal state of one auto-renewable subscription (`JWSRenewalInfoDecodedPayload`, Apple's documentation) and
 /// its Get All Subscription Statuses `status` (1 active, 2 expired, 3 billing retry, 4 grace, 5 revoked).
 public struct SimulatedRenewalInfo: Sendable, Hashable {
     public var originalTransactionId: String

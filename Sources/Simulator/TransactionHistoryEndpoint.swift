@@ -1,8 +1,8 @@
 import AppStoreDomain
 import GatewayFoundation
 
-/// Get Transaction History V2 and V1 (Apple's App Store Server API documentation): the customer's transactions ordered by last
-/// modification, 20 per page, every filter of §2.1 with repeated keys, Apple's 400 codes.
+/// Get Transaction History V2 and V1 (Apple's App Store Server API documentation): the customer's transactions
+/// ordered by last modification, 20 per page, every filter of the endpoint with repeated keys, Apple's 400 codes.
 struct TransactionHistoryEndpoint: Sendable {
     static let pageSize = 20
 
