@@ -18,7 +18,7 @@ let package = Package(
             targets: [
                 "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec", "SignedData", "GRPC", "Services",
                 "ServiceHarness", "CallerAuthentication",
-                "Cryptography", "HTTP2", "AppStoreClient",
+                "Cryptography", "HTTPServer", "AppStoreClient",
             ]),
     ],
     dependencies: [
@@ -76,11 +76,16 @@ let package = Package(
         .target(
             name: "CallerAuthentication",
             dependencies: ["Cryptography", "GatewayFoundation", "AppStoreDomain", "Configuration"]),
-        // epoll event loops and nghttp2 server sessions: a generic HTTP/2 server.
-        .target(name: "HTTP2", dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "Cryptography", "GatewayFoundation"]),
+        // epoll event loops: timers, sockets, `LoopBound` confinement. Knows no protocol.
+        .target(name: "EventLoops", dependencies: ["CLinux", "GatewayFoundation"]),
+        // A generic HTTP server on the event loops: nghttp2 sessions, TLS (OpenSSL), strict HTTP/1.1.
+        .target(
+            name: "HTTPServer",
+            dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "Cryptography", "GatewayFoundation", "EventLoops"]),
         // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health.
         .target(
-            name: "GRPC", dependencies: ["HTTP2", "GatewayFoundation", "AppStoreDomain", "ProtoCodec"]),
+            name: "GRPC",
+            dependencies: ["HTTPServer", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "EventLoops"]),
         // The upstream App Store Server API client: one libcurl multi handle on its own thread (HTTP/2
         // over TLS, multiplexed), request JWTs, rate limits, retries, environment fallback.
         .target(
@@ -99,7 +104,7 @@ let package = Package(
             name: "Services",
             dependencies: [
                 "GRPC", "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec", "SignedData",
-                "Cryptography", "HTTP2", "Observability",
+                "Cryptography", "HTTPServer", "Observability",
                 "AppStoreClient",
                 "CallerAuthentication",
                 "NotificationStore",
@@ -114,14 +119,14 @@ let package = Package(
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
-            name: "Simulator", dependencies: ["HTTP2", "GatewayFoundation", "AppStoreDomain", "Cryptography"],
+            name: "Simulator", dependencies: ["HTTPServer", "GatewayFoundation", "AppStoreDomain", "Cryptography"],
             exclude: ["README.md"]),
         // The `appstore-gateway` executable: arguments, configuration, signals, and the composition root (files
         // read, upstream client, verifier and services built).
         .executableTarget(
             name: "AppStoreGatewayCLI",
             dependencies: [
-                "Services", "GRPC", "HTTP2", "GatewayFoundation", "AppStoreDomain", "Configuration", "CLinux",
+                "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration", "CLinux",
                 "Simulator", "Observability", "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "ProtoCodec",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -139,13 +144,14 @@ let package = Package(
         // MARK: Tests mirror Sources.
         // Shared test fixtures (a TLS test server), used by several test targets.
         .target(
-            name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayFoundation"], path: "Tests/TestSupport"
+            name: "TestSupport", dependencies: ["HTTPServer", "Cryptography", "GatewayFoundation"],
+            path: "Tests/TestSupport"
         ),
         // The three RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
         .target(
             name: "ServiceHarness",
             dependencies: [
-                "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTP2", "ProtoCodec", "Simulator",
+                "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec", "Simulator",
                 "AppStoreClient", "SignedData",
                 "NotificationStore",
             ],
@@ -155,7 +161,8 @@ let package = Package(
             dependencies: [
                 "ServiceHarness", "Services", "GRPC", "GatewayFoundation", "AppStoreDomain", "Configuration",
                 "ProtoCodec", "TestSupport", "NotificationStore",
-                "Simulator", "SignedData", "Cryptography", "HTTP2", .product(name: "Logging", package: "swift-log"),
+                "Simulator", "SignedData", "Cryptography", "HTTPServer",
+                .product(name: "Logging", package: "swift-log"),
                 "Observability",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
@@ -169,6 +176,7 @@ let package = Package(
             name: "NotificationStoreTests",
             dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
+        .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(
             name: "CallerAuthenticationTests",
@@ -180,10 +188,13 @@ let package = Package(
             dependencies: ["SignedData", "Cryptography", "GatewayFoundation", "ProtoCodec", "TestSupport"],
             exclude: ["Fixtures", "Oracle"]),
         .testTarget(
-            name: "HTTP2Tests",
-            dependencies: ["HTTP2", "CNGHTTP2", "GatewayFoundation", "Configuration", "Cryptography", "TestSupport"]),
+            name: "HTTPServerTests",
+            dependencies: [
+                "HTTPServer", "CNGHTTP2", "GatewayFoundation", "Configuration", "Cryptography", "TestSupport",
+                "EventLoops",
+            ]),
         .testTarget(
-            name: "GRPCTests", dependencies: ["GRPC", "HTTP2", "GatewayFoundation", "ProtoCodec", "TestSupport"],
+            name: "GRPCTests", dependencies: ["GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport"],
             exclude: ["Clients"]),
         .testTarget(
             name: "ObservabilityTests",
@@ -193,14 +204,14 @@ let package = Package(
         .testTarget(
             name: "SimulatorTests",
             dependencies: [
-                "Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayFoundation", "AppStoreDomain",
+                "Simulator", "SignedData", "Cryptography", "HTTPServer", "GatewayFoundation", "AppStoreDomain",
                 "Configuration",
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "AppStoreClientTests",
             dependencies: [
-                "AppStoreClient", "Services", "HTTP2", "GatewayFoundation", "AppStoreDomain", "Configuration",
+                "AppStoreClient", "Services", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration",
                 "Cryptography", "SignedData", "ProtoCodec",
                 "GRPC", "NotificationStore",
                 "TestSupport",
@@ -220,7 +231,7 @@ if ProcessInfo.processInfo.environment["CI"] == "true" {
 // The event-loop modules check exclusive access at run time in debug builds (every test run), not in
 // release: their objects are confined to one loop thread (checked by `LoopBound` and the loops'
 // `assertInLoop`), and the per-access bookkeeping was 7% of a health check's CPU on the loop.
-for target in package.targets where ["HTTP2", "GRPC"].contains(target.name) {
+for target in package.targets where ["EventLoops", "HTTPServer", "GRPC"].contains(target.name) {
     target.swiftSettings =
         (target.swiftSettings ?? []) + [
             .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))

@@ -2,7 +2,7 @@ import AppStoreDomain
 import CallerAuthentication
 import Configuration
 import GRPC
-import HTTP2
+import HTTPServer
 import Logging
 import Services
 

@@ -2,7 +2,7 @@ import AppStoreClient
 import ArgumentParser
 import Configuration
 import Foundation
-import HTTP2
+import HTTPServer
 import Logging
 import Observability
 import Services

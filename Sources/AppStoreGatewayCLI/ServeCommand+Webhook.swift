@@ -2,7 +2,7 @@ import AppStoreClient
 import Configuration
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import NotificationStore
 import Observability
 import Services

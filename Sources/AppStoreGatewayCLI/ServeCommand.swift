@@ -5,7 +5,7 @@ import Configuration
 import Foundation
 import GRPC
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import Logging
 import Observability
 import ProtoCodec

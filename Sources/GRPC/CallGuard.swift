@@ -1,5 +1,5 @@
 import AppStoreDomain
-import HTTP2
+import HTTPServer
 
 /// Decides who may call, in one place, before any handler runs: the router asks `admit` for every call
 /// except health and reflection when the request head is complete, and the typed handlers ask `authorize`

@@ -1,4 +1,5 @@
-import HTTP2
+import EventLoops
+import HTTPServer
 
 /// The live calls of one event loop, so shutdown can end the ones still open. Loop-confined; adding and
 /// removing a call hashes nothing (`SlotArray`).

@@ -1,6 +1,7 @@
 import AppStoreDomain
+import EventLoops
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import Synchronization
 
 #if canImport(Glibc)

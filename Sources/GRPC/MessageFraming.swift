@@ -1,5 +1,5 @@
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import ProtoCodec
 
 /// Splits a request body into gRPC messages: each is a 1-byte compressed flag, a 4-byte big-endian length

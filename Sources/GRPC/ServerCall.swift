@@ -1,5 +1,6 @@
+import EventLoops
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 
 /// One gRPC call on one HTTP/2 stream, confined to the stream's event loop.
 ///

@@ -1,6 +1,6 @@
 import AppStoreDomain
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 
 /// What a handler knows about its call besides the request message. A class: handed from the loop to the
 /// handler and its task without copying its fields.

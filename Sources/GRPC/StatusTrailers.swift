@@ -1,5 +1,5 @@
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 
 /// The trailer fields that carry a call's status (PROTOCOL-HTTP2.md "Trailers").
 enum StatusTrailers {

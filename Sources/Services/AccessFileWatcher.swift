@@ -2,7 +2,7 @@ import CallerAuthentication
 import Configuration
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import Logging
 import Synchronization
 

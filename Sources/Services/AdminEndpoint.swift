@@ -1,7 +1,7 @@
 import AppStoreDomain
 import GRPC
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import Observability
 import SignedData
 

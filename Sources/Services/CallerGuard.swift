@@ -1,7 +1,7 @@
 import AppStoreDomain
 import CallerAuthentication
 import GRPC
-import HTTP2
+import HTTPServer
 import ProtoCodec
 
 /// The gateway's `CallGuard`: authentication and the `callers` policy, with refusals as `GatewayError`s (so

@@ -1,6 +1,6 @@
 import Configuration
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import Logging
 import NotificationStore
 import ProtoCodec

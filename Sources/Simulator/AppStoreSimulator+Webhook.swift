@@ -1,6 +1,6 @@
 import AppStoreDomain
 import Foundation
-import HTTP2
+import HTTPServer
 
 extension AppStoreSimulator {
     /// `POST /simulator/notifications`: new notifications, recorded in the app's history (Get Notification

@@ -2,7 +2,7 @@ import AppStoreDomain
 import Cryptography
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 
 /// A fake of Apple's App Store Server API, indistinguishable for the gateway except by its trust roots:
 /// same paths, query and body semantics, JSON shapes, error bodies, JWT checks and rate limits, with

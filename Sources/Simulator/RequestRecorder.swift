@@ -1,5 +1,5 @@
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 
 /// The last requests the simulator received, with their trace headers, so a test can see what reached
 /// "Apple" (`GET /simulator/requests`). Bounded: only the newest `capacity` requests are kept, and never

@@ -1,6 +1,6 @@
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 
 /// A request the simulator refuses with one of Apple's error codes.
 struct AppleRejection: Error, Sendable {

@@ -1,6 +1,6 @@
 import AppStoreDomain
 import Foundation
-import HTTP2
+import HTTPServer
 
 /// A request matched to an endpoint: which one, in which environment, with its path parameters.
 struct SimulatorRoute: Sendable {

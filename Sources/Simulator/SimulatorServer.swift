@@ -1,5 +1,5 @@
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 
 /// The simulator on the wire: HTTPS with ALPN h2 (libcurl, the gateway) and HTTP/1.1 (Apple's Python
 /// library), on the project's HTTP server, with a TLS certificate from the state directory's CA.

@@ -1,6 +1,6 @@
 import AppStoreDomain
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 
 /// The write requests (PUT, POST other than notification history) that reached an endpoint, with their bodies,
 /// so a test can check the exact request "Apple" got (`GET /simulator/writes`). The newest `capacity` kept;

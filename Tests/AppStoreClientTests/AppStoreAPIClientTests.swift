@@ -5,7 +5,7 @@ import Cryptography
 import Foundation
 import GRPC
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import Services
 import Testing
 

@@ -1,7 +1,7 @@
 import AppStoreClient
 import AppStoreDomain
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import ProtoCodec
 import Testing
 

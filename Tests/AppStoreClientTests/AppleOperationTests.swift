@@ -3,7 +3,7 @@ import AppStoreDomain
 import Foundation
 import GRPC
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import ProtoCodec
 import SignedData
 import Synchronization

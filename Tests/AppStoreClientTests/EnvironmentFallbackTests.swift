@@ -1,7 +1,7 @@
 import AppStoreClient
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import NotificationStore
 import ProtoCodec
 import SignedData

@@ -4,7 +4,7 @@ import Configuration
 import Cryptography
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import Logging
 import SignedData
 import TestSupport

@@ -2,7 +2,7 @@ import AppStoreClient
 import Foundation
 import GRPC
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import NotificationStore
 import ProtoCodec
 import SignedData

@@ -4,7 +4,7 @@ import Cryptography
 import Foundation
 import GRPC
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import ProtoCodec
 import SignedData
 import Testing

@@ -1,6 +1,6 @@
 import AppStoreClient
 import AppStoreDomain
-import HTTP2
+import HTTPServer
 import Testing
 
 /// Apple's history answers read by the client: every field as sent, absent or null ones as defaults, and a body

@@ -1,6 +1,6 @@
 import AppStoreClient
 import Foundation
-import HTTP2
+import HTTPServer
 import Testing
 
 /// The client thread is woken after the submission lock is released, and the multi handle lives as long as the

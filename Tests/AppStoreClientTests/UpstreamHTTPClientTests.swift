@@ -1,6 +1,6 @@
 import AppStoreClient
 import Foundation
-import HTTP2
+import HTTPServer
 import Testing
 
 @Suite(.serialized) struct UpstreamHTTPClientTests {

@@ -1,6 +1,6 @@
 import AppStoreClient
 import Foundation
-import HTTP2
+import HTTPServer
 import Testing
 
 /// The response body buffer: sized once for the announced `Content-Length` (capped), never past the cap.

@@ -1,6 +1,6 @@
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import ProtoCodec
 import Synchronization
 import Testing

@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import GRPC
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import ProtoCodec
 import Services
 import Simulator

@@ -2,7 +2,7 @@ import Configuration
 import Dispatch
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import NotificationStore
 import Services
 import Simulator

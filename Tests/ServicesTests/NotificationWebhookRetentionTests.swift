@@ -1,5 +1,5 @@
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import NotificationStore
 import Observability
 import Testing

@@ -2,7 +2,7 @@ import Configuration
 import Cryptography
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import NotificationStore
 import SignedData
 import Simulator

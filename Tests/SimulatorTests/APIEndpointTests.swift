@@ -1,5 +1,5 @@
 import Foundation
-import HTTP2
+import HTTPServer
 import Testing
 
 @testable import Simulator

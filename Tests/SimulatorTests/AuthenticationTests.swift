@@ -1,7 +1,7 @@
 import Cryptography
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import Testing
 
 @testable import Simulator

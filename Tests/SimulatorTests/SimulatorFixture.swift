@@ -2,7 +2,7 @@ import AppStoreDomain
 import Cryptography
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 import SignedData
 
 @testable import Simulator

@@ -1,7 +1,7 @@
 import Cryptography
 import Foundation
 import GatewayFoundation
-import HTTP2
+import HTTPServer
 
 /// An HTTPS server for tests: the project's HTTP server with TLS (ALPN h2 and HTTP/1.1), a certificate
 /// for `localhost` and `127.0.0.1` issued by a throwaway CA (trust `caFile`), serving `handler`.

@@ -1,4 +1,4 @@
-@testable import HTTP2
+@testable import HTTPServer
 
 /// The HTTP/1.1 request parser over arbitrary bytes arriving in arbitrary pieces, as a webhook or admin
 /// connection would read them. The first byte picks the piece size, so the fuzzer explores splits as well as

@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@testable import HTTP2
+@testable import HTTPServer
 
 /// Echoes the request line and body, and injects faults on request.
 private struct EchoHandler: HTTPRequestHandler {

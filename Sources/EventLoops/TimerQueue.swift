@@ -8,9 +8,9 @@ import GatewayFoundation
 /// rebuilt without them. So scheduling is O(log n), cancelling O(1) amortized, no hashing, and a call
 /// that cancels its 120 s deadline a microsecond later leaves nothing behind for long: the heap stays
 /// within twice the live timers (at 100,000 calls a second it used to keep 12 million dead entries).
-struct TimerQueue<Payload> {
+package struct TimerQueue<Payload> {
     /// Identifies a scheduled timer so it can be cancelled.
-    struct ID: Hashable, Sendable {
+    package struct ID: Hashable, Sendable {
         fileprivate let slot: Int
         fileprivate let generation: UInt32
     }

@@ -1,7 +1,8 @@
 import CNGHTTP2
+import EventLoops
 import Testing
 
-@testable import HTTP2
+@testable import HTTPServer
 
 #if canImport(Glibc)
     import Glibc

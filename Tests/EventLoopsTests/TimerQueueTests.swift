@@ -1,8 +1,7 @@
-import Configuration
 import GatewayFoundation
 import Testing
 
-@testable import HTTP2
+@testable import EventLoops
 
 @Suite struct TimerQueueTests {
     @Test func firesInDeadlineOrderAndOnlyWhenDue() {

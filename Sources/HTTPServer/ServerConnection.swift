@@ -1,5 +1,6 @@
 internal import CLinux
 internal import CNGHTTP2
+import EventLoops
 import GatewayFoundation
 
 #if canImport(Glibc)

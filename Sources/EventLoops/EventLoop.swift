@@ -11,14 +11,14 @@ public struct TimerHandle: Sendable, Hashable {
 }
 
 /// Something registered with an event loop for readiness events on a file descriptor.
-protocol EventSource: AnyObject {
+package protocol EventSource: AnyObject {
     /// Called on the loop thread with the epoll event mask.
     func handle(events: UInt32)
 }
 
 /// Something with buffered output, flushed once at the end of an event-loop iteration.
 /// What a loop timer does: a closure, or a call on an object that is its own timer (no closure context).
-enum TimerAction {
+package enum TimerAction {
     case closure(() -> Void)
     case target(any TimerTarget)
 }
@@ -65,7 +65,7 @@ public final class EventLoop: @unchecked Sendable {
         var stopped = false
     }
 
-    init(index: Int) throws(SystemError) {
+    package init(index: Int) throws(SystemError) {
         self.index = index
         epollFD = try systemCall("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         do {
@@ -119,7 +119,7 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Loop-thread API
 
-    func register(fd: Int32, events: UInt32, source: EventSource) throws(SystemError) {
+    package func register(fd: Int32, events: UInt32, source: EventSource) throws(SystemError) {
         var event = epoll_event()
         event.events = events
         event.data.fd = fd
@@ -130,7 +130,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Changes the events watched for `fd`; false when the kernel refused (the caller closes the connection,
     /// which could otherwise stall forever waiting for an EPOLLOUT that was never armed).
     @discardableResult
-    func modify(fd: Int32, events: UInt32) -> Bool {
+    package func modify(fd: Int32, events: UInt32) -> Bool {
         var event = epoll_event()
         event.events = events
         event.data.fd = fd
@@ -138,28 +138,28 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Points an already registered descriptor at another source (a TLS handshake handing over to HTTP/2).
-    func replaceSource(fd: Int32, with source: EventSource) {
+    package func replaceSource(fd: Int32, with source: EventSource) {
         sources[fd] = source
     }
 
-    func deregister(fd: Int32) {
+    package func deregister(fd: Int32) {
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
         sources[fd] = nil
     }
 
     /// Schedules `body` to run on the loop at `deadline`.
     @discardableResult
-    func schedule(at deadline: MonotonicInstant, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
+    package func schedule(at deadline: MonotonicInstant, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
         timers.schedule(at: deadline, .closure(body))
     }
 
     /// Schedules `body` to run on the loop after `delay`.
     @discardableResult
-    func schedule(after delay: Duration, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
+    package func schedule(after delay: Duration, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
         timers.schedule(at: .now() + delay, .closure(body))
     }
 
-    func cancelTimer(_ id: TimerQueue<TimerAction>.ID) {
+    package func cancelTimer(_ id: TimerQueue<TimerAction>.ID) {
         timers.cancel(id)
     }
 
@@ -188,7 +188,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs the loop on the calling thread until `stop()`.
-    func run() {
+    package func run() {
         thread = pthread_self()
         running = true
         var events = [epoll_event](repeating: epoll_event(), count: 256)

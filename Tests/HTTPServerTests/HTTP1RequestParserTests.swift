@@ -1,6 +1,6 @@
 import Testing
 
-@testable import HTTP2
+@testable import HTTPServer
 
 @Suite struct HTTP1RequestParserTests {
     private func parse(_ text: String, maxBody: Int = 1024) -> (HTTP1RequestParser.Outcome, [UInt8]) {

@@ -1,3 +1,4 @@
+import EventLoops
 import GatewayFoundation
 
 /// The request head of an HTTP/2 stream: pseudo-headers apart, then the regular header fields in order.

@@ -1,3 +1,5 @@
+import EventLoops
+
 /// Resets a stream with NO_ERROR once its complete answer has been handed to the connection (RFC 9113 §8.1:
 /// the server needs no more of the request, and the client may stop sending it).
 ///

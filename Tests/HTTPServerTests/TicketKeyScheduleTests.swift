@@ -1,7 +1,7 @@
 import GatewayFoundation
 import Testing
 
-@testable import HTTP2
+@testable import HTTPServer
 
 @Suite struct TicketKeyScheduleTests {
     private let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)

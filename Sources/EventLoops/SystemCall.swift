@@ -11,6 +11,12 @@ public struct SystemError: Error, Sendable, CustomStringConvertible {
     /// The errno value.
     public var errno: Int32
 
+    /// The failure of `call` with `errno`.
+    public init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+
     public var description: String {
         "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
     }
@@ -18,7 +24,7 @@ public struct SystemError: Error, Sendable, CustomStringConvertible {
 
 /// Runs a system call, retrying on EINTR; a negative result becomes a `SystemError`.
 @inline(__always)
-func systemCall<T: BinaryInteger>(_ name: @autoclosure () -> String, _ body: () -> T) throws(SystemError) -> T {
+package func systemCall<T: BinaryInteger>(_ name: @autoclosure () -> String, _ body: () -> T) throws(SystemError) -> T {
     while true {
         let result = body()
         if result >= 0 { return result }

@@ -27,7 +27,7 @@ public struct LoopBound<Value>: @unchecked Sendable {
 extension EventLoop {
     /// Stops the process when not called on this loop's thread (debug builds and tests; free in release).
     @inline(__always)
-    func assertInLoop(_ what: StaticString = "loop-confined state") {
+    package func assertInLoop(_ what: StaticString = "loop-confined state") {
         assert(inEventLoop, "\(what) was touched off its event loop")
     }
 }

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import HTTP2
+@testable import EventLoops
 
 @Suite struct SlotArrayTests {
     final class Item: Slotted {

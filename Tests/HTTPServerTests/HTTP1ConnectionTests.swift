@@ -1,8 +1,9 @@
 import Dispatch
+import EventLoops
 import GatewayFoundation
 import Testing
 
-@testable import HTTP2
+@testable import HTTPServer
 
 #if canImport(Glibc)
     import Glibc

@@ -6,12 +6,12 @@ import GatewayFoundation
 #endif
 
 /// A listening TCP socket, non-blocking, with SO_REUSEPORT so each loop can own one on the same port.
-final class ListeningSocket {
-    let fd: Int32
+package final class ListeningSocket {
+    package let fd: Int32
     /// The bound port (the kernel's pick when 0 was asked).
-    let port: UInt16
+    package let port: UInt16
 
-    init(address: ListenAddress, backlog: Int32 = 1024) throws(SystemError) {
+    package init(address: ListenAddress, backlog: Int32 = 1024) throws(SystemError) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -43,14 +43,14 @@ final class ListeningSocket {
     }
 
     /// Opens a socket on the same address and port as `other` (SO_REUSEPORT), for another loop.
-    convenience init(sameAs address: ListenAddress, port: UInt16) throws(SystemError) {
+    package convenience init(sameAs address: ListenAddress, port: UInt16) throws(SystemError) {
         try self.init(address: ListenAddress(host: address.host, port: port))
     }
 
     deinit { close(fd) }
 
     /// What one accept brought.
-    enum Accepted {
+    package enum Accepted {
         case accepted(Int32)
         /// Nothing is waiting.
         case wouldBlock
@@ -59,7 +59,7 @@ final class ListeningSocket {
     }
 
     /// Accepts one pending connection as a non-blocking socket with TCP_NODELAY.
-    func accept() -> Accepted {
+    package func accept() -> Accepted {
         while true {
             let client = accept4(fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
             if client >= 0 {

@@ -1,4 +1,5 @@
 internal import CLinux
+import EventLoops
 
 #if canImport(Glibc)
     import Glibc

@@ -1,7 +1,7 @@
 import GatewayFoundation
 import Testing
 
-@testable import HTTP2
+@testable import HTTPServer
 
 /// The connection-level rules as a value: every timer and PING decision driven by hand, no socket, no sleep.
 @Suite struct ConnectionManagementTests {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import HTTP2
+@testable import HTTPServer
 
 @Suite struct InternTableTests {
     @Test func knownStringsComeWithTheirIndexAndOthersAreMade() {

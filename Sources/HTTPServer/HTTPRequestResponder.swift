@@ -1,3 +1,5 @@
+import EventLoops
+
 /// Serves HTTP/2 streams with an `HTTPRequestHandler`: collects the request body, runs the handler as a
 /// task, and writes its response back on the stream's loop.
 ///

@@ -1,4 +1,5 @@
 internal import CLinux
+import EventLoops
 import GatewayFoundation
 import Synchronization
 
