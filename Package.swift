@@ -17,7 +17,7 @@ let package = Package(
             name: "GatewayFuzzSurface",
             targets: [
                 "GatewayCore", "ProtoCodec", "SignedData", "GRPC", "Services", "ServiceHarness", "CallerAuthentication",
-                "Cryptography", "HTTP2", "AppStoreClient",
+                "Cryptography", "HTTP2", "AppStoreClient", "GatewayApp",
             ]),
     ],
     dependencies: [
@@ -101,13 +101,21 @@ let package = Package(
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
             name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography"], exclude: ["README.md"]),
-        // The `appstore-gateway` executable: arguments, configuration, signals, and the composition root (files
-        // read, upstream client, verifier and services built).
+        // The composition root: the gateway built, started and stopped from its configuration (gRPC server and
+        // services, caller checks, webhook and notification store, admin endpoint), for the CLI and the tests.
+        .target(
+            name: "GatewayApp",
+            dependencies: [
+                "Services", "GRPC", "HTTP2", "GatewayCore", "Observability", "AppStoreClient", "CallerAuthentication",
+                "NotificationStore", "SignedData",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The `appstore-gateway` executable: arguments, configuration loading, logging, signals, the simulator.
         .executableTarget(
             name: "AppStoreGatewayCLI",
             dependencies: [
-                "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator", "Observability", "AppStoreClient",
-                "CallerAuthentication", "NotificationStore", "SignedData", "ProtoCodec",
+                "GatewayApp", "Services", "HTTP2", "GatewayCore", "CLinux", "Simulator", "Observability",
+                "AppStoreClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -126,15 +134,15 @@ let package = Package(
         .target(
             name: "ServiceHarness",
             dependencies: [
-                "Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator", "AppStoreClient", "SignedData",
-                "NotificationStore",
+                "Services", "GRPC", "GatewayCore", "HTTP2", "ProtoCodec", "Simulator", "NotificationStore",
+                "GatewayApp",
             ],
             path: "Tests/ServiceHarness"),
         .testTarget(
             name: "ServicesTests",
             dependencies: [
                 "ServiceHarness", "Services", "GRPC", "GatewayCore", "ProtoCodec", "TestSupport", "NotificationStore",
-                "Simulator", "SignedData", "Cryptography", "HTTP2",
+                "Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayApp",
             ]),
         .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "TestSupport"]),
         .testTarget(

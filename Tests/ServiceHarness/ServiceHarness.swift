@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GRPC
+import GatewayApp
 import GatewayCore
 import HTTP2
 import ProtoCodec
@@ -53,7 +54,7 @@ public final class ServiceHarness: Sendable {
         configuration.verification.trustBuiltInAppleRoot = true
         configuration.rateLimits.maxWaitMilliseconds = 0
         configuration.retries.maxAttempts = 1
-        methods = try HarnessComposition.service(configuration).methods
+        methods = try GatewayComposition.service(configuration).methods
     }
 
     /// Runs `method` on the serialized `request` as the server would, with a 2 s deadline; streams are

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GatewayApp
 import GatewayCore
 import HTTP2
 import NotificationStore
@@ -32,7 +33,7 @@ public final class WebhookHarness: Sendable {
         configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
         let feed = LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: nil))
-        webhook = try HarnessComposition.service(configuration, live: feed)
+        webhook = try GatewayComposition.service(configuration, live: feed)
             .webhook(path: "/apple/notifications", live: feed)
     }
 
