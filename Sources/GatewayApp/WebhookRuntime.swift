@@ -59,7 +59,7 @@ struct WebhookRuntime {
         }
         var limits = NotificationWebhook.transportLimits(webhook)
         // The handshake deadline and its cap are the gateway's, on every port that takes TLS or HTTP/2.
-        limits.handshakeTimeoutMilliseconds = configuration.connection.handshakeTimeoutMilliseconds
+        limits.handshakeTimeout = .milliseconds(Int64(clamping: configuration.connection.handshakeTimeoutMilliseconds))
         limits.maxPendingHandshakes = configuration.limits.maxPendingHandshakes
         let server: HTTP2Server
         do {
