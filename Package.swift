@@ -130,7 +130,7 @@ let package = Package(
         // Shared test fixtures (a TLS test server), used by several test targets.
         .target(
             name: "TestSupport", dependencies: ["HTTP2", "Cryptography", "GatewayCore"], path: "Tests/TestSupport"),
-        // The three RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
+        // The RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
         .target(
             name: "ServiceHarness",
             dependencies: [

@@ -8,11 +8,12 @@ import ProtoCodec
 import Services
 import Simulator
 
-/// The gateway's three RPCs driven the way the server drives them — request bytes → decode → handler →
-/// response bytes — with the built-in App Store simulator as Apple on a loopback port. Used by the
-/// handler-level libFuzzer targets (fuzz/) and by ServicesTests, which replay the same inputs.
+/// The gateway's RPCs driven the way the server drives them — request bytes → decode → handler → response
+/// bytes — with the built-in App Store simulator as Apple on a loopback port and the service built as
+/// `GatewayApp` builds it. Used by the handler-level libFuzzer targets (fuzz/) and by ServicesTests, which
+/// replay the same inputs.
 public final class ServiceHarness: Sendable {
-    /// The three method paths.
+    /// The paths of the three RPCs with their own fuzz targets (`ServiceHarness+API.swift` has the rest).
     public static let getHistory = "/appstore.gateway.v1.AppStoreGateway/GetHistory"
     public static let streamNotifications = "/appstore.gateway.v1.AppStoreGateway/StreamNotifications"
     public static let verifyJWS = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
