@@ -18,7 +18,7 @@ let package = Package(
             targets: [
                 "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec", "SignedData", "GRPC", "Services",
                 "ServiceHarness", "CallerAuthentication",
-                "Cryptography", "HTTPServer", "AppStoreClient",
+                "Cryptography", "HTTPServer", "AppStoreClient", "GatewayApp",
             ]),
     ],
     dependencies: [
@@ -121,14 +121,23 @@ let package = Package(
         .target(
             name: "Simulator", dependencies: ["HTTPServer", "GatewayFoundation", "AppStoreDomain", "Cryptography"],
             exclude: ["README.md"]),
-        // The `appstore-gateway` executable: arguments, configuration, signals, and the composition root (files
-        // read, upstream client, verifier and services built).
+        // The composition root: the gateway built, started and stopped from its configuration (gRPC server and
+        // services, caller checks, webhook and notification store, admin endpoint), for the CLI and the tests.
+        .target(
+            name: "GatewayApp",
+            dependencies: [
+                "Services", "GRPC", "HTTPServer", "GatewayFoundation", "Observability", "AppStoreClient",
+                "CallerAuthentication", "NotificationStore", "SignedData",
+                .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration",
+            ]),
+        // The `appstore-gateway` executable: arguments, configuration loading, logging, signals, the simulator.
         .executableTarget(
             name: "AppStoreGatewayCLI",
             dependencies: [
-                "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration", "CLinux",
+                "GatewayApp", "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration",
+                "CLinux",
                 "Simulator", "Observability", "AppStoreClient",
-                "CallerAuthentication", "NotificationStore", "SignedData", "ProtoCodec",
+                "CallerAuthentication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -147,13 +156,12 @@ let package = Package(
             name: "TestSupport", dependencies: ["HTTPServer", "Cryptography", "GatewayFoundation"],
             path: "Tests/TestSupport"
         ),
-        // The three RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
+        // The RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
         .target(
             name: "ServiceHarness",
             dependencies: [
                 "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec", "Simulator",
-                "AppStoreClient", "SignedData",
-                "NotificationStore",
+                "NotificationStore", "GatewayApp",
             ],
             path: "Tests/ServiceHarness"),
         .testTarget(
@@ -163,7 +171,7 @@ let package = Package(
                 "ProtoCodec", "TestSupport", "NotificationStore",
                 "Simulator", "SignedData", "Cryptography", "HTTPServer",
                 .product(name: "Logging", package: "swift-log"),
-                "Observability",
+                "Observability", "GatewayApp",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
         .testTarget(

@@ -19,8 +19,8 @@ enum ConfigurationLoading {
 
     /// Every problem of a configuration: its keys (one problem per bad key) and, when those are fine and
     /// `loadingFiles` (`check-config`), its apps' private keys, TLS and JWKS files and resume-token key ring.
-    /// `serve` passes false: it reads each of those files once, where it builds what they hold, and stops
-    /// there on the first bad one. Paths are resolved against the file's folder.
+    /// `serve` passes false: `GatewayApp` reads each of those files once, where it builds what they hold, and
+    /// stops there on the first bad one. Paths are resolved against the file's folder.
     static func problems(
         yaml: String, path: String?, environment: [String: String], loadingFiles: Bool = true
     ) -> (GatewayConfiguration, [ConfigurationError]) {

@@ -19,11 +19,11 @@ public struct GRPCServerConfiguration: Sendable {
     /// The largest request message accepted (RESOURCE_EXHAUSTED above it).
     public var maxReceiveMessageBytes = 4 * 1024 * 1024
     /// How long in-flight calls may run after a shutdown begins before they end with UNAVAILABLE.
-    public var shutdownGraceMilliseconds: UInt64 = 10_000
+    public var shutdownGrace: Duration = .seconds(10)
     /// The deadline of a call that sent no `grpc-timeout` (`limits.defaultDeadline`).
-    public var defaultDeadlineMilliseconds: UInt64 = 120_000
+    public var defaultDeadline: Duration = .seconds(120)
     /// The longest deadline any call gets; a longer `grpc-timeout` is cut to it (`limits.maxDeadline`).
-    public var maxDeadlineMilliseconds: UInt64 = 1_800_000
+    public var maxDeadline: Duration = .seconds(1_800)
     /// Where RPC starts and ends are reported (metrics, access log).
     public var events: any RPCEvents = SilentRPCEvents()
     /// Who may call (nil = anyone): asked before any handler runs, for every call but health and reflection.
@@ -59,8 +59,7 @@ public final class GRPCServer: Sendable {
             maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: configuration.events,
             callGuard: configuration.callGuard,
             deadlines: DeadlinePolicy(
-                defaultTimeout: .milliseconds(Int64(clamping: configuration.defaultDeadlineMilliseconds)),
-                maximumTimeout: .milliseconds(Int64(clamping: configuration.maxDeadlineMilliseconds))))
+                defaultTimeout: configuration.defaultDeadline, maximumTimeout: configuration.maxDeadline))
         self.router = router
         self.configuration = configuration
         self.http2 = try HTTP2Server(
@@ -77,7 +76,7 @@ public final class GRPCServer: Sendable {
     /// Graceful shutdown: GOAWAY (two-step) on every connection, in-flight calls run until they finish or
     /// the grace period ends, then the rest end with UNAVAILABLE and connections close. Blocks until done.
     public func shutdown(grace: Duration? = nil) {
-        let grace = grace ?? .milliseconds(Int64(clamping: configuration.shutdownGraceMilliseconds))
+        let grace = grace ?? configuration.shutdownGrace
         http2.beginGracefulShutdown()
         let deadline = MonotonicInstant.now() + grace
         while http2.heldConnections > 0 && MonotonicInstant.now() < deadline {

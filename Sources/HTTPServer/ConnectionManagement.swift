@@ -23,7 +23,7 @@ public struct HTTP2ErrorCode: RawRepresentable, Sendable, Hashable {
 /// No I/O and no clock: `ServerConnection` reports what happened with the current time (an instant of the
 /// monotonic clock) and performs the returned `Action`s; `nextDeadline` tells it when to call `tick`.
 struct ConnectionManagement: Sendable {
-    /// The timers and limits, from `HTTP2Configuration` (zero disables where noted there).
+    /// The timers and limits, from `HTTP2Configuration` (zero here where it says nil: never).
     struct Policy: Sendable, Hashable {
         var idleTimeout: Duration
         var keepaliveTime: Duration
@@ -39,16 +39,15 @@ struct ConnectionManagement: Sendable {
         /// The policy of `configuration`, with the maximum age scaled by `ageJitter` (drawn in 0.9...1.1
         /// per connection so clients do not all reconnect at once).
         init(_ configuration: HTTP2Configuration, ageJitter: Double = 1) {
-            func duration(_ milliseconds: UInt64) -> Duration { .milliseconds(Int64(clamping: milliseconds)) }
-            idleTimeout = duration(configuration.idleTimeoutMilliseconds)
-            keepaliveTime = duration(configuration.keepaliveTimeMilliseconds)
-            keepaliveTimeout = duration(configuration.keepaliveTimeoutMilliseconds)
+            idleTimeout = configuration.idleTimeout ?? .zero
+            keepaliveTime = configuration.keepaliveTime ?? .zero
+            keepaliveTimeout = configuration.keepaliveTimeout
             // In whole nanoseconds, capped at half the instants' range: a huge age stays a (far) deadline.
-            let age = Double(configuration.maxConnectionAgeMilliseconds) * min(max(ageJitter, 0.5), 2) * 1e6
+            let age = Double((configuration.maxConnectionAge ?? .zero).wholeNanoseconds) * min(max(ageJitter, 0.5), 2)
             maxAge = .nanoseconds(min(Int64(saturating: age) ?? 0, .max / 2))
-            maxAgeGrace = duration(configuration.maxConnectionAgeGraceMilliseconds)
-            goawayPingTimeout = duration(configuration.goawayPingTimeoutMilliseconds)
-            minClientPingInterval = duration(configuration.minClientPingIntervalMilliseconds)
+            maxAgeGrace = configuration.maxConnectionAgeGrace
+            goawayPingTimeout = configuration.goawayPingTimeout
+            minClientPingInterval = configuration.minClientPingInterval
             permitClientPingWithoutCalls = configuration.permitClientPingWithoutCalls
             maxPingStrikes = configuration.maxPingStrikes
         }

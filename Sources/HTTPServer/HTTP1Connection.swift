@@ -48,15 +48,15 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         owner.eventLoop.replaceSource(fd: io.fd, with: self)
         owner.eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         // A new connection must send its request head in time, as a slow one must finish it.
-        armDeadline(milliseconds: limits.headerTimeoutMilliseconds)
+        armDeadline(limits.headerTimeout)
     }
 
-    /// Closes the connection when `milliseconds` pass with no progress that re-arms it. 0 = no deadline.
-    private func armDeadline(milliseconds: UInt64?) {
+    /// Closes the connection when `timeout` passes with no progress that re-arms it. nil = no deadline.
+    private func armDeadline(_ timeout: Duration?) {
         if let deadlineTimer { owner.eventLoop.cancelTimer(deadlineTimer) }
         deadlineTimer = nil
-        guard let milliseconds, milliseconds > 0, !closed else { return }
-        deadlineTimer = owner.eventLoop.scheduleTimer(after: .milliseconds(Int64(clamping: milliseconds))) {
+        guard let timeout, timeout > .zero, !closed else { return }
+        deadlineTimer = owner.eventLoop.scheduleTimer(after: timeout) {
             [unowned self] in
             self.deadlineTimer = nil  // unowned: close() cancels the timer
             if !self.busy { self.close(abort: false) }
@@ -75,7 +75,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
                 if !closeAfterWrite {
                     // The first byte of a request after an idle spell: the head must now arrive in time.
                     if input.isEmpty && !busy && count > 0 {
-                        armDeadline(milliseconds: limits.headerTimeoutMilliseconds)
+                        armDeadline(limits.headerTimeout)
                     }
                     input.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
                     // While a request is being handled, pipelined bytes wait here, but never more than one
@@ -123,7 +123,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         case .request(let request, let keepAlive):
             busy = true
             answeringHead = request.method == "HEAD"
-            armDeadline(milliseconds: nil)  // the handler's time is not the client's
+            armDeadline(nil)  // the handler's time is not the client's
             closeAfterWrite = !keepAlive || draining
             if closeAfterWrite { input = [] }
             let handler = self.handler
@@ -181,11 +181,11 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         busy = false
         if closeAfterWrite {
             // A client that does not read its last answer is let go after the idle deadline.
-            if output.isEmpty { close(abort: false) } else { armDeadline(milliseconds: limits.idleTimeoutMilliseconds) }
+            if output.isEmpty { close(abort: false) } else { armDeadline(limits.idleTimeout) }
             return
         }
         // Between requests the idle deadline runs; a request already (partly) buffered is on the head deadline.
-        armDeadline(milliseconds: input.isEmpty ? limits.idleTimeoutMilliseconds : limits.headerTimeoutMilliseconds)
+        armDeadline(input.isEmpty ? limits.idleTimeout : limits.headerTimeout)
         processInput()  // a pipelined request may already be buffered
     }
 

@@ -6,25 +6,25 @@ public struct HTTP2Configuration: Sendable, Hashable {
     public var initialWindowSize: UInt32 = 1 << 20
     /// SETTINGS_MAX_HEADER_LIST_SIZE; a request with larger headers is refused (HTTP 431).
     public var maxHeaderListSize: UInt32 = 16 * 1024
-    /// A connection with no open stream for this long is closed with GOAWAY "max_idle". 0 disables.
-    public var idleTimeoutMilliseconds: UInt64 = 300_000
-    /// A connection that has received nothing for this long gets a PING. 0 disables.
-    public var keepaliveTimeMilliseconds: UInt64 = 120_000
+    /// A connection with no open stream for this long is closed with GOAWAY "max_idle"; nil: never.
+    public var idleTimeout: Duration? = .seconds(300)
+    /// A connection that has received nothing for this long gets a PING; nil: never.
+    public var keepaliveTime: Duration? = .seconds(120)
     /// A PING not acknowledged within this long closes the connection.
-    public var keepaliveTimeoutMilliseconds: UInt64 = 20_000
+    public var keepaliveTimeout: Duration = .seconds(20)
     /// A connection is closed gracefully (GOAWAY "max_age") after this long, each connection's age drawn
-    /// within ±10 % so clients do not reconnect all at once (gRFC A9). 0 disables.
-    public var maxConnectionAgeMilliseconds: UInt64 = 0
+    /// within ±10 % so clients do not reconnect all at once (gRFC A9); nil: never.
+    public var maxConnectionAge: Duration?
     /// After "max_age", calls in flight may run this long before the connection is closed.
-    public var maxConnectionAgeGraceMilliseconds: UInt64 = 30_000
+    public var maxConnectionAgeGrace: Duration = .seconds(30)
     /// Client PINGs closer together than this count as strikes (grpc keepalive.md "enforcement").
-    public var minClientPingIntervalMilliseconds: UInt64 = 300_000
+    public var minClientPingInterval: Duration = .seconds(300)
     /// Whether client PINGs on a connection without calls are allowed at all.
     public var permitClientPingWithoutCalls = false
     /// Strikes tolerated before GOAWAY ENHANCE_YOUR_CALM "too_many_pings".
     public var maxPingStrikes = 2
     /// How long the first GOAWAY of a graceful close waits for the PING that confirms it (RFC 9113 §6.8).
-    public var goawayPingTimeoutMilliseconds: UInt64 = 1_000
+    public var goawayPingTimeout: Duration = .seconds(1)
     /// Response bytes buffered per stream above which producers wait (`HTTP2Stream.bufferedBytes`).
     public var streamWriteHighWatermark: Int = 256 * 1024
     /// Bytes of encoded frames a connection buffers for the socket before it stops asking nghttp2 for more.
@@ -34,12 +34,12 @@ public struct HTTP2Configuration: Sendable, Hashable {
     /// Request bytes all connections of the server may hold together before they stop granting window.
     public var maxBufferedBytes: Int = 64 << 20
     /// Open connections across the server's loops; at the cap the listeners stop accepting. 0 = no cap.
-    /// Connections still in their handshake (`handshakeTimeoutMilliseconds`) do not count here.
+    /// Connections still in their handshake (`handshakeTimeout`) do not count here.
     public var maxConnections: Int = 10_000
     /// A connection must finish its TLS handshake and, for HTTP/2, send the client preface (RFC 9113 §3.4)
     /// within this long of being accepted, or it is closed. HTTP/1.1 connections are established once TLS is
-    /// done (their request-head deadline, `http1.headerTimeoutMilliseconds`, bounds the rest).
-    public var handshakeTimeoutMilliseconds: UInt64 = 10_000
+    /// done (their request-head deadline, `http1.headerTimeout`, bounds the rest). nil: no deadline.
+    public var handshakeTimeout: Duration? = .seconds(10)
     /// Connections in their handshake across the server's loops; at the cap the listeners stop accepting
     /// until one finishes or its deadline closes it. 0 = no cap.
     public var maxPendingHandshakes: Int = 1_024
@@ -57,10 +57,11 @@ public struct HTTP1Limits: Sendable, Hashable {
     public var maxBodyBytes = 1 << 20
     /// Methods served; others get 405 and the connection closes. Empty = any.
     public var allowedMethods: Set<String> = []
-    /// A request head must be complete this long after its first byte (or after the connection opened).
-    public var headerTimeoutMilliseconds: UInt64 = 30_000
-    /// A keep-alive connection without a request in progress is closed after this long.
-    public var idleTimeoutMilliseconds: UInt64 = 120_000
+    /// A request head must be complete this long after its first byte (or after the connection opened);
+    /// nil: no deadline.
+    public var headerTimeout: Duration? = .seconds(30)
+    /// A keep-alive connection without a request in progress is closed after this long; nil: never.
+    public var idleTimeout: Duration? = .seconds(120)
 
     public init() {}
 }

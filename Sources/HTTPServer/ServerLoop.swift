@@ -60,7 +60,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
     private let counters: ServerCounters
     private var connections: [Int32: LoopConnection] = [:]
     /// The connections of `connections` still in their handshake, with the timer of their deadline (nil when
-    /// `handshakeTimeoutMilliseconds` is 0, or once it fired).
+    /// `handshakeTimeout` is nil, or once it fired).
     private var handshakes: [Int32: TimerQueue<TimerAction>.ID?] = [:]
     private var draining = false
     /// True while the listener is out of epoll (connection cap or descriptor limit reached).
@@ -156,13 +156,12 @@ final class ServerLoop: EventSource, ConnectionOwner {
     /// Counts the connection on `fd` as pending and arms its handshake deadline.
     private func startHandshakeDeadline(fd: Int32) {
         counters.handshakeStarted()
-        let timeout = configuration.handshakeTimeoutMilliseconds
-        guard timeout > 0 else {
+        guard let timeout = configuration.handshakeTimeout, timeout > .zero else {
             handshakes[fd] = .some(nil)
             return
         }
         // unowned: the server loop lives as long as its event loop runs; `connectionClosed` cancels the timer.
-        handshakes[fd] = eventLoop.schedule(after: .milliseconds(Int64(clamping: timeout))) { [unowned self] in
+        handshakes[fd] = eventLoop.schedule(after: timeout) { [unowned self] in
             self.handshakeDeadlinePassed(fd: fd)
         }
     }

@@ -103,8 +103,8 @@ public struct AdminEndpoint: HTTPRequestHandler {
         configuration.http1.allowedMethods = ["GET", "HEAD"]
         configuration.http1.maxBodyBytes = 0
         configuration.http1.maxHeadBytes = 8 * 1024
-        configuration.http1.headerTimeoutMilliseconds = 10_000
-        configuration.http1.idleTimeoutMilliseconds = 60_000
+        configuration.http1.headerTimeout = .seconds(10)
+        configuration.http1.idleTimeout = .seconds(60)
         return configuration
     }
 

@@ -195,8 +195,8 @@ public struct NotificationWebhook: HTTPRequestHandler {
         configuration.http1.allowedMethods = ["POST"]
         configuration.http1.maxBodyBytes = webhook.maxBodyBytes
         configuration.http1.maxHeadBytes = 16 * 1024
-        configuration.http1.headerTimeoutMilliseconds = webhook.requestTimeoutMilliseconds
-        configuration.http1.idleTimeoutMilliseconds = 30_000
+        configuration.http1.headerTimeout = .milliseconds(Int64(clamping: webhook.requestTimeoutMilliseconds))
+        configuration.http1.idleTimeout = .seconds(30)
         configuration.maxHeaderListSize = 16 * 1024
         configuration.maxConcurrentStreams = 16
         configuration.initialWindowSize = UInt32(clamping: max(65_535, webhook.maxBodyBytes))

@@ -5,20 +5,22 @@ import Testing
 
 /// The connection-level rules as a value: every timer and PING decision driven by hand, no socket, no sleep.
 @Suite struct ConnectionManagementTests {
-    /// A policy from configuration values in milliseconds (everything else off).
+    /// A policy from values in milliseconds (everything else off).
     func management(
         idle: UInt64 = 0, keepaliveTime: UInt64 = 0, keepaliveTimeout: UInt64 = 20, maxAge: UInt64 = 0,
         grace: UInt64 = 500, goawayPingTimeout: UInt64 = 1_000, minPingInterval: UInt64 = 300_000,
         pingWithoutCalls: Bool = false, strikes: Int = 2
     ) -> ConnectionManagement {
         var configuration = HTTP2Configuration()
-        configuration.idleTimeoutMilliseconds = idle
-        configuration.keepaliveTimeMilliseconds = keepaliveTime
-        configuration.keepaliveTimeoutMilliseconds = keepaliveTimeout
-        configuration.maxConnectionAgeMilliseconds = maxAge
-        configuration.maxConnectionAgeGraceMilliseconds = grace
-        configuration.goawayPingTimeoutMilliseconds = goawayPingTimeout
-        configuration.minClientPingIntervalMilliseconds = minPingInterval
+        // 0 here, as in the configuration keys, is "never" where the policy allows it.
+        func optional(_ milliseconds: UInt64) -> Duration? { milliseconds == 0 ? nil : .milliseconds(milliseconds) }
+        configuration.idleTimeout = optional(idle)
+        configuration.keepaliveTime = optional(keepaliveTime)
+        configuration.keepaliveTimeout = .milliseconds(keepaliveTimeout)
+        configuration.maxConnectionAge = optional(maxAge)
+        configuration.maxConnectionAgeGrace = .milliseconds(grace)
+        configuration.goawayPingTimeout = .milliseconds(goawayPingTimeout)
+        configuration.minClientPingInterval = .milliseconds(minPingInterval)
         configuration.permitClientPingWithoutCalls = pingWithoutCalls
         configuration.maxPingStrikes = strikes
         return ConnectionManagement(policy: .init(configuration), now: .ms(0))

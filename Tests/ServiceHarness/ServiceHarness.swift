@@ -2,17 +2,19 @@ import Configuration
 import Dispatch
 import Foundation
 import GRPC
+import GatewayApp
 import GatewayFoundation
 import HTTPServer
 import ProtoCodec
 import Services
 import Simulator
 
-/// The gateway's three RPCs driven the way the server drives them — request bytes → decode → handler →
-/// response bytes — with the built-in App Store simulator as Apple on a loopback port. Used by the
-/// handler-level libFuzzer targets (fuzz/) and by ServicesTests, which replay the same inputs.
+/// The gateway's RPCs driven the way the server drives them — request bytes → decode → handler → response
+/// bytes — with the built-in App Store simulator as Apple on a loopback port and the service built as
+/// `GatewayApp` builds it. Used by the handler-level libFuzzer targets (fuzz/) and by ServicesTests, which
+/// replay the same inputs.
 public final class ServiceHarness: Sendable {
-    /// The three method paths.
+    /// The paths of the three RPCs with their own fuzz targets (`ServiceHarness+API.swift` has the rest).
     public static let getHistory = "/appstore.gateway.v1.AppStoreGateway/GetHistory"
     public static let streamNotifications = "/appstore.gateway.v1.AppStoreGateway/StreamNotifications"
     public static let verifyJWS = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
@@ -54,7 +56,7 @@ public final class ServiceHarness: Sendable {
         configuration.verification.trustBuiltInAppleRoot = true
         configuration.rateLimits.maxWaitMilliseconds = 0
         configuration.retries.maxAttempts = 1
-        methods = try HarnessComposition.service(configuration).methods
+        methods = try GatewayComposition.service(configuration).methods
     }
 
     /// Runs `method` on the serialized `request` as the server would, with a 2 s deadline; streams are

@@ -1,6 +1,7 @@
 import Configuration
 import Dispatch
 import Foundation
+import GatewayApp
 import GatewayFoundation
 import HTTPServer
 import NotificationStore
@@ -33,7 +34,7 @@ public final class WebhookHarness: Sendable {
         configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
         let feed = LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: nil))
-        webhook = try HarnessComposition.service(configuration, live: feed)
+        webhook = try GatewayComposition.service(configuration, live: feed)
             .webhook(path: "/apple/notifications", live: feed)
     }
 

@@ -7,7 +7,7 @@ import NotificationStore
 import Observability
 import Services
 
-/// The notification webhook of `serve`: its store, its HTTP/1.1 port and its reconciler.
+/// The notification webhook: its store, its HTTP/1.1 port and its reconciler.
 struct WebhookRuntime {
     let server: HTTP2Server
     let reconciler: Task<Void, Never>?
@@ -18,7 +18,9 @@ struct WebhookRuntime {
     let storeDescription: String
 
     /// The store `configuration` asks for, with its metrics: nil when no webhook is configured.
-    static func feed(_ configuration: GatewayConfiguration, registry: MetricsRegistry) throws -> LiveNotificationFeed? {
+    static func feed(
+        _ configuration: GatewayConfiguration, registry: MetricsRegistry
+    ) throws(GatewayStartError) -> LiveNotificationFeed? {
         guard configuration.notifications.webhook.listen != nil else { return nil }
         let settings = configuration.notifications.store
         let store: any NotificationStore
@@ -32,9 +34,7 @@ struct WebhookRuntime {
             do {
                 store = try SQLiteNotificationStore(path: settings.sqlitePath)
             } catch {
-                throw ConfigurationLoading.fail(
-                    "invalid configuration",
-                    problems: [ConfigurationError(key: "notifications.store.sqlite", problem: "\(error)")])
+                throw .invalidConfiguration(ConfigurationError(key: "notifications.store.sqlite", problem: "\(error)"))
             }
         }
         return LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: registry))
@@ -43,9 +43,9 @@ struct WebhookRuntime {
     /// Binds and starts the webhook port and the reconciler.
     static func start(
         _ configuration: GatewayConfiguration, feed: LiveNotificationFeed, service: AppStoreGatewayService
-    ) throws -> WebhookRuntime {
+    ) throws(GatewayStartError) -> WebhookRuntime {
         let webhook = configuration.notifications.webhook
-        guard let address = webhook.listen else { throw ConfigurationLoading.fail("no webhook address") }
+        guard let address = webhook.listen else { throw GatewayStartError("no webhook address") }
         let handler = service.webhook(path: webhook.path, live: feed)
         var transport = ServerTransport.cleartextHTTP1
         if !webhook.tlsCertificateFile.isEmpty {
@@ -54,14 +54,13 @@ struct WebhookRuntime {
                     try TLSContext(
                         certificateChainFile: webhook.tlsCertificateFile, privateKeyFile: webhook.tlsKeyFile))
             } catch {
-                throw ConfigurationLoading.fail(
-                    "invalid configuration",
-                    problems: [ConfigurationError(key: "notifications.webhook.tlsCertificate", problem: "\(error)")])
+                throw .invalidConfiguration(
+                    ConfigurationError(key: "notifications.webhook.tlsCertificate", problem: "\(error)"))
             }
         }
         var limits = NotificationWebhook.transportLimits(webhook)
         // The handshake deadline and its cap are the gateway's, on every port that takes TLS or HTTP/2.
-        limits.handshakeTimeoutMilliseconds = configuration.connection.handshakeTimeoutMilliseconds
+        limits.handshakeTimeout = .milliseconds(Int64(clamping: configuration.connection.handshakeTimeoutMilliseconds))
         limits.maxPendingHandshakes = configuration.limits.maxPendingHandshakes
         let server: HTTP2Server
         do {
@@ -74,7 +73,7 @@ struct WebhookRuntime {
                     requestTimeout: .milliseconds(Int64(clamping: webhook.requestTimeoutMilliseconds))),
                 requestHandler: handler, threadName: "hook-loop")
         } catch {
-            throw ConfigurationLoading.fail("cannot listen on the webhook address \(address): \(error)")
+            throw GatewayStartError("cannot listen on the webhook address \(address): \(error)")
         }
         server.start()
         var reconciler: Task<Void, Never>?

@@ -6,7 +6,7 @@ import HTTPServer
 import Logging
 import Services
 
-/// TLS, authentication and the `callers` policy of `serve`, built from the configuration: a bad certificate,
+/// TLS, authentication and the `callers` policy of the gRPC port, built from the configuration: a bad certificate,
 /// key or JWKS stops start-up with the key that names it.
 struct CallerAccessSetup {
     let callGuard: CallerGuard
@@ -17,7 +17,7 @@ struct CallerAccessSetup {
     init(
         configuration: GatewayConfiguration, events: any AccessEvents, logger: Logger,
         others: [AccessFileWatcher.Watched] = []
-    ) throws {
+    ) throws(GatewayStartError) {
         var tlsContext: TLSContext?
         if let tls = configuration.tls {
             do {
@@ -25,8 +25,7 @@ struct CallerAccessSetup {
                     certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
                     clientCAFile: tls.clientCAFile)
             } catch {
-                throw ConfigurationLoading.fail(
-                    "invalid configuration", problems: [ConfigurationError(key: "tls", problem: "\(error)")])
+                throw .invalidConfiguration(ConfigurationError(key: "tls", problem: "\(error)"))
             }
         }
         var verifier: BearerTokenVerifier?
@@ -38,11 +37,9 @@ struct CallerAccessSetup {
             do {
                 keys = try AccessFileWatcher.loadKeys(jwt.jwksFile)
             } catch let error as ConfigurationError {
-                throw ConfigurationLoading.fail("invalid configuration", problems: [error])
+                throw .invalidConfiguration(error)
             } catch {
-                throw ConfigurationLoading.fail(
-                    "invalid configuration",
-                    problems: [ConfigurationError(key: "authentication.jwt.jwksFile", problem: "\(error)")])
+                throw .invalidConfiguration(ConfigurationError(key: "authentication.jwt.jwksFile", problem: "\(error)"))
             }
         }
         let authenticator = CallerAuthenticator(

@@ -6,17 +6,21 @@ import NotificationStore
 import Services
 import SignedData
 
-/// The composition root: reads the files the configuration names (trusted roots, the apps' private keys, the
-/// resume-token key ring), starts the upstream HTTP client and builds the verifier, the Apple client and the
-/// gateway's service from them. A bad file fails start-up with a `ConfigurationError` naming its key.
-enum GatewayComposition {
-    static func service(
-        _ configuration: GatewayConfiguration, events: any GatewayEvents, budgetEvents: any SharedBudgetEvents,
-        accessEvents: any AccessEvents, live: LiveNotificationFeed?
+/// How the gateway's service is built, for `GatewayApp` and the tests' harnesses alike: reads the files the
+/// configuration names (trusted roots, the apps' private keys, the resume-token key ring), starts the upstream
+/// HTTP client and builds the verifier (with its online checks when configured), the Apple client and the
+/// gateway's service from them. A bad file fails with a `ConfigurationError` naming its key.
+public enum GatewayComposition {
+    /// The gateway's service for `configuration`, reporting to the given events (silent by default) and
+    /// feeding `live` (the webhook's notifications) to its streams.
+    public static func service(
+        _ configuration: GatewayConfiguration, events: any GatewayEvents = SilentGatewayEvents(),
+        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
+        accessEvents: any AccessEvents = SilentAccessEvents(), live: LiveNotificationFeed? = nil
     ) throws(ConfigurationError) -> AppStoreGatewayService {
         let roots = try SignedDataVerifier.trustedRoots(configuration.verification)
         let signers = try AppKeySigner.loadAll(configuration)
-        // No ring file: a random key, good for this process only (`serve` logs a warning).
+        // No ring file: a random key, good for this process only (`GatewayApp` logs a warning).
         let resumeTokenKeys =
             try ResumeTokenKeyRing.keys(configuration).map { ResumeTokenKeyRing(keys: $0) } ?? .random()
         let http = try UpstreamHTTPClient(configuration.apple)

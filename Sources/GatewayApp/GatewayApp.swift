@@ -1,0 +1,195 @@
+import CallerAuthentication
+import Configuration
+import Foundation
+import GRPC
+import GatewayFoundation
+import HTTPServer
+import Logging
+import Observability
+import Services
+
+/// The gateway, composed from its configuration: the gRPC server with the health, gateway and reflection
+/// services, the caller checks and the watcher of their files, the notification store and webhook port, and
+/// the admin endpoint. `init` builds what needs no socket (a bad file or key stops it there); `start` binds and
+/// starts the ports; `stop` drains and stops them. The `serve` command and the tests start the gateway here.
+public final class GatewayApp {
+    /// What it was built from.
+    public let configuration: GatewayConfiguration
+    /// The gateway's service (its verifier, rate limiter and handlers).
+    public let service: AppStoreGatewayService
+    /// Health statuses: the gateway's service is SERVING from `start` until `stop` begins.
+    public let board: HealthStatusBoard
+    /// The metrics every part reports to (the admin endpoint's `/metrics`).
+    public let registry: MetricsRegistry
+    private let events: PrometheusGatewayEvents
+    private let feed: LiveNotificationFeed?
+    private let access: CallerAccessSetup
+    private let logger: Logger
+    private var grpc: GRPCServer?
+    private var webhook: WebhookRuntime?
+    private var admin: HTTP2Server?
+    private var stops = StopActions()
+
+    /// Builds the service, the notification store and the caller checks from `configuration`, reading every
+    /// file it names; binds nothing.
+    public init(
+        _ configuration: GatewayConfiguration, logger: Logger = Logger(label: "appstore-gateway")
+    ) throws(GatewayStartError) {
+        self.configuration = configuration
+        self.logger = logger
+        events = PrometheusGatewayEvents(
+            registry: MetricsRegistry(), logger: Logger(label: "appstore-gateway.rpc"),
+            accessLog: configuration.logging.accessLog,
+            accessLogWriter: configuration.logging.format == "json" ? .standardError : nil)
+        registry = events.registry
+        let accessEvents = PrometheusAccessEvents(
+            registry: registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
+        board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
+        feed = try WebhookRuntime.feed(configuration, registry: registry)
+        do {
+            service = try GatewayComposition.service(
+                configuration, events: events, budgetEvents: PrometheusSharedBudgetEvents(registry: registry),
+                accessEvents: accessEvents, live: feed)
+        } catch {
+            throw .invalidConfiguration(error)
+        }
+        access = try CallerAccessSetup(
+            configuration: configuration, events: accessEvents, logger: logger,
+            others: Self.resumeTokenKeyRing(configuration, service: service, logger: logger))
+    }
+
+    /// The gRPC port bound (nil unless started).
+    public var grpcPort: UInt16? { grpc?.port }
+    /// The admin port bound (nil unless started, or with `admin` off).
+    public var adminPort: UInt16? { admin?.port }
+    /// The webhook's URL as bound (nil unless started, or without a webhook).
+    public var webhookURL: String? { webhook?.url }
+    /// Where the webhook keeps notifications ("sqlite PATH" or "redis stream"; nil without a webhook).
+    public var webhookStoreDescription: String? { webhook?.storeDescription }
+
+    /// Binds and starts the gRPC port, the file watcher, the webhook port and the admin port, in that order;
+    /// when one fails, what had started is stopped again before the error is thrown.
+    public func start() throws(GatewayStartError) {
+        do {
+            try startParts()
+        } catch {
+            stops.unwind()
+            throw error
+        }
+        logger.info(
+            access.tlsContext == nil ? "serving gRPC (h2c)" : "serving gRPC (TLS)",
+            metadata: [
+                "address": "\(configuration.listen.host):\(grpcPort ?? 0)",
+                "threads": .stringConvertible(grpc?.http2.eventLoops.count ?? 0),
+                "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
+                "rate_budget": "\(configuration.redis.url.map { "shared in \($0)" } ?? "per replica")",
+            ])
+    }
+
+    private func startParts() throws(GatewayStartError) {
+        var serverConfiguration = GRPCServerConfiguration(configuration)
+        serverConfiguration.events = events
+        serverConfiguration.callGuard = access.callGuard
+        serverConfiguration.tls = access.tlsContext
+        let services: [GRPCService] = [
+            HealthService(board: board), service,
+            ReflectionService(serviceNames: [
+                AppStoreGatewayService.name, HealthService.name, "grpc.reflection.v1.ServerReflection",
+                "grpc.reflection.v1alpha.ServerReflection",
+            ]),
+        ]
+        for service in services { events.register(methods: service.methodTypes) }
+        let server: GRPCServer
+        do {
+            server = try GRPCServer(configuration: serverConfiguration, services: services)
+        } catch {
+            throw GatewayStartError("cannot listen on \(configuration.listen): \(error)")
+        }
+        server.start()
+        grpc = server
+        // A failed start drops the calls at once; `stop` shuts this server down gracefully before unwinding.
+        stops.push { [unowned self] in
+            grpc?.shutdown(grace: .zero)
+            grpc = nil
+        }
+        access.watcher.start()
+        stops.push { [access] in access.watcher.stop() }
+        if let feed {
+            let webhook = try WebhookRuntime.start(configuration, feed: feed, service: service)
+            self.webhook = webhook
+            stops.push { [unowned self] in
+                webhook.stop()
+                self.webhook = nil
+            }
+        }
+        if let address = configuration.admin {
+            let admin = try startAdmin(address, grpc: server)
+            self.admin = admin
+            stops.push { [unowned self] in
+                admin.beginGracefulShutdown()
+                admin.closeAllConnections()
+                admin.stop()
+                self.admin = nil
+            }
+        }
+    }
+
+    private func startAdmin(_ address: ListenAddress, grpc server: GRPCServer) throws(GatewayStartError) -> HTTP2Server
+    {
+        let endpoint = AdminEndpoint(
+            registry: registry, board: board, readinessService: AppStoreGatewayService.name,
+            connections: { [http2 = server.http2, hook = webhook?.server] in
+                var ports = ["grpc": http2.connectionStatistics]
+                if let hook { ports["webhook"] = hook.connectionStatistics }
+                return ports
+            }, verifier: service.verifier,
+            rateLimiter: service.rateLimiter,
+            appNames: configuration.appNamesByBundleID)
+        let admin: HTTP2Server
+        do {
+            admin = try HTTP2Server(
+                address: address, threads: 1, configuration: AdminEndpoint.transportLimits,
+                transport: .cleartextHTTP1,
+                responder: HTTPRequestResponder(handler: endpoint), requestHandler: endpoint,
+                threadName: "admin-loop")
+        } catch {
+            throw GatewayStartError("cannot listen on admin \(address): \(error)")
+        }
+        admin.start()
+        return admin
+    }
+
+    /// Readiness goes NOT_SERVING at once (liveness, service "", stays SERVING so Kubernetes does not restart
+    /// a draining pod); calls are still taken for `shutdown.drainDelay` while the endpoint removal propagates;
+    /// then the gRPC port shuts down within `shutdown.grace`, and only then the other ports and the watcher (the
+    /// admin port answers probes and scrapes throughout). Blocks until everything has stopped.
+    public func stop() {
+        board.set(.notServing, service: AppStoreGatewayService.name)
+        let drainDelay = configuration.shutdown.drainDelayMilliseconds
+        if drainDelay > 0 { usleep(UInt32(min(drainDelay, 600_000) * 1_000)) }
+        grpc?.shutdown()
+        grpc = nil
+        stops.unwind()
+    }
+
+    /// The resume-token key ring's file, to be re-read when it changes; without one, a warning: the random
+    /// key in use makes tokens good for this process only.
+    private static func resumeTokenKeyRing(
+        _ configuration: GatewayConfiguration, service: AppStoreGatewayService, logger: Logger
+    ) -> [AccessFileWatcher.Watched] {
+        let path = configuration.notifications.resumeTokenKeyFile
+        guard !path.isEmpty else {
+            logger.warning(
+                """
+                StreamNotifications resume tokens are signed with a random key of this process: they will not \
+                resume a stream after a restart or on another replica
+                """,
+                metadata: ["hint": "set notifications.resumeTokenKeyFile to a key ring shared by every replica"])
+            return []
+        }
+        return [
+            service.resumeTokenKeys.watching(
+                path: path, allowReadableFile: configuration.apple.allowReadableKeyFiles, logger: logger)
+        ]
+    }
+}
