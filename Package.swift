@@ -98,6 +98,13 @@ let package = Package(
                 "GRPC", "GatewayCore",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread, the server
+        // span of every RPC.
+        .target(
+            name: "Tracing",
+            dependencies: [
+                "CCurl", "GRPC", "GatewayCore", "Observability", .product(name: "Logging", package: "swift-log"),
+            ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
             name: "Simulator", dependencies: ["HTTP2", "GatewayCore", "Cryptography"], exclude: ["README.md"]),
@@ -107,7 +114,7 @@ let package = Package(
             name: "AppStoreGatewayCLI",
             dependencies: [
                 "Services", "GRPC", "HTTP2", "GatewayCore", "CLinux", "Simulator", "Observability", "AppStoreClient",
-                "CallerAuthentication", "NotificationStore", "SignedData", "ProtoCodec",
+                "CallerAuthentication", "NotificationStore", "SignedData", "ProtoCodec", "Tracing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -156,6 +163,7 @@ let package = Package(
         .testTarget(
             name: "ObservabilityTests",
             dependencies: ["Observability", "GRPC", "GatewayCore", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "TracingTests", dependencies: ["Tracing", "GRPC", "GatewayCore", "Observability"]),
         .testTarget(
             name: "SimulatorTests", dependencies: ["Simulator", "SignedData", "Cryptography", "HTTP2", "GatewayCore"],
             resources: [.copy("Fixtures")]),
