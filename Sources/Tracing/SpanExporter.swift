@@ -42,8 +42,9 @@ public final class SpanExporter: @unchecked Sendable {
     public func record(_ span: SpanRecord) {
         condition.lock()
         let accepted = !stopping && queue.offer(span, now: .now())
-        // The thread sleeps until the oldest span's delay: it is woken early only when a batch fills.
-        if accepted && queue.count == queue.batchSize { condition.signal() }
+        // The thread sleeps without a deadline while the queue is empty, then until the oldest span's delay:
+        // it is woken when the first span arrives (to set that deadline) and when a batch fills.
+        if accepted && (queue.count == 1 || queue.count == queue.batchSize) { condition.signal() }
         condition.unlock()
         if !accepted { metrics.droppedQueueFull?.increment() }
     }

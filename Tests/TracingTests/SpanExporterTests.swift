@@ -10,9 +10,11 @@ import Tracing
     final class RecordingSender: SpanBatchSender, @unchecked Sendable {
         let outcome: SpanBatchSendOutcome
         let sent = Lock<[[UInt8]]>([])
+        let arrived = DispatchSemaphore(value: 0)
         init(outcome: SpanBatchSendOutcome) { self.outcome = outcome }
         func send(_ body: [UInt8], timeout: Duration) -> SpanBatchSendOutcome {
             sent.withLock { $0.append(body) }
+            arrived.signal()
             return outcome
         }
     }
@@ -47,6 +49,18 @@ import Tracing
         #expect(bodies.count == 3)  // 4 + 4 + 2
         #expect(value(registry, "appstore_gateway_trace_spans_exported_total") == "10")
         #expect(value(registry, "appstore_gateway_trace_spans_dropped_total{reason=\"queue_full\"}") == "0")
+    }
+
+    @Test func aLoneSpanIsSentOnceItsDelayPassesWithoutAShutdown() {
+        let sender = RecordingSender(outcome: .accepted)
+        let exporter = SpanExporter(
+            queue: SpanQueue(capacity: 100, batchSize: 50, delay: .milliseconds(1)),
+            request: OTLPTraceRequest(resource: [], scopeName: "test", scopeVersion: "0"), timeout: .seconds(5),
+            metrics: TracingMetrics(registry: nil), makeSender: { sender })
+        // The exporter sleeps without a deadline while the queue is empty: the first span must wake it.
+        exporter.record(span(1))
+        #expect(sender.arrived.wait(timeout: .now() + 60) == .success)
+        exporter.shutdown(timeout: .seconds(30))
     }
 
     @Test func aRefusedExportIsCountedAsDropped() {
