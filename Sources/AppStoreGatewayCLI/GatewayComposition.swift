@@ -11,7 +11,7 @@ import SignedData
 enum GatewayComposition {
     static func service(
         _ configuration: GatewayConfiguration, events: any GatewayEvents, budgetEvents: any SharedBudgetEvents,
-        accessEvents: any AccessEvents, live: LiveNotificationFeed?
+        accessEvents: any AccessEvents, live: LiveNotificationFeed?, tracer: any Tracer = SilentTracer()
     ) throws(ConfigurationError) -> AppStoreGatewayService {
         let roots = try SignedDataVerifier.trustedRoots(configuration.verification)
         let signers = try AppKeySigner.loadAll(configuration)
@@ -33,7 +33,7 @@ enum GatewayComposition {
         if let problem = RedisTLSContext.problem(configuration.redis) { throw problem }
         let client = try AppStoreAPIClient(
             configuration: configuration, http: http, signers: signers, events: events, budgetEvents: budgetEvents,
-            accessEvents: accessEvents)
+            accessEvents: accessEvents, tracer: tracer)
         return AppStoreGatewayService(
             configuration: configuration, verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys,
             live: live)

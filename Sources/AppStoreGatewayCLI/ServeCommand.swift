@@ -10,6 +10,7 @@ import Observability
 import ProtoCodec
 import Services
 import Simulator
+import Tracing
 
 /// `appstore-gateway serve`: runs the gRPC gateway until SIGTERM or SIGINT.
 struct ServeCommand: ParsableCommand {
@@ -78,6 +79,9 @@ struct ServeCommand: ParsableCommand {
             accessLog: configuration.logging.accessLog,
             accessLogWriter: configuration.logging.format == "json" ? .standardError : nil)
 
+        // OpenTelemetry spans (README "Tracing"): nil, and nothing recorded, without an OTLP endpoint.
+        let tracer = OTLPTracer.make(configuration.tracing, metrics: TracingMetrics(registry: events.registry))
+
         let accessEvents = PrometheusAccessEvents(
             registry: events.registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
         let board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
@@ -87,12 +91,12 @@ struct ServeCommand: ParsableCommand {
             gatewayService = try GatewayComposition.service(
                 configuration, events: events,
                 budgetEvents: PrometheusSharedBudgetEvents(registry: events.registry), accessEvents: accessEvents,
-                live: feed)
+                live: feed, tracer: tracer ?? SilentTracer())
         } catch {
             throw ConfigurationLoading.fail("invalid configuration", problems: [error])
         }
         var serverConfiguration = GRPCServerConfiguration(configuration)
-        serverConfiguration.events = events
+        serverConfiguration.events = tracer.map { TracingRPCEvents(inner: events, tracer: $0) } ?? events
         let access = try CallerAccessSetup(
             configuration: configuration, events: accessEvents, logger: logger,
             others: resumeTokenKeyRing(configuration, service: gatewayService, logger: logger))
@@ -117,7 +121,8 @@ struct ServeCommand: ParsableCommand {
         var webhook: WebhookRuntime?
         if let feed {
             do {
-                webhook = try WebhookRuntime.start(configuration, feed: feed, service: gatewayService)
+                webhook = try WebhookRuntime.start(
+                    configuration, feed: feed, service: gatewayService, tracer: tracer ?? SilentTracer())
             } catch {
                 server.shutdown(grace: .zero)
                 throw error
@@ -163,6 +168,14 @@ struct ServeCommand: ParsableCommand {
         if let webhook {
             print("appstore-gateway webhook on \(webhook.url) (\(webhook.storeDescription))")
         }
+        if let url = configuration.tracing.tracesURL {
+            logger.info(
+                "exporting traces",
+                metadata: [
+                    "url": "\(url)", "service_name": "\(configuration.tracing.effectiveServiceName)",
+                    "sampler": "\(configuration.tracing.sampler.rawValue)",
+                ])
+        }
         if let simulatorServer {
             printSimulatorGuide(simulatorServer, configuration: configuration, port: server.port)
         }
@@ -189,6 +202,8 @@ struct ServeCommand: ParsableCommand {
             admin.stop()
         }
         webhook?.stop()
+        // The spans of the last calls, within tracing.timeout.
+        tracer?.shutdown(timeout: .milliseconds(Int64(clamping: configuration.tracing.timeoutMilliseconds)))
         simulatorServer?.stop()
         logger.info("stopped")
     }
