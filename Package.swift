@@ -117,6 +117,14 @@ let package = Package(
                 "GRPC", "GatewayFoundation", "AppStoreDomain",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread, the server
+        // span of every RPC.
+        .target(
+            name: "Tracing",
+            dependencies: [
+                "CCurl", "GRPC", "GatewayFoundation", "Observability", .product(name: "Logging", package: "swift-log"),
+                "Configuration",
+            ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
             name: "Simulator", dependencies: ["HTTPServer", "GatewayFoundation", "AppStoreDomain", "Cryptography"],
@@ -127,7 +135,7 @@ let package = Package(
             name: "GatewayApp",
             dependencies: [
                 "Services", "GRPC", "HTTPServer", "GatewayFoundation", "Observability", "AppStoreClient",
-                "CallerAuthentication", "NotificationStore", "SignedData",
+                "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
                 .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration",
             ]),
         // The `appstore-gateway` executable: arguments, configuration loading, logging, signals, the simulator.
@@ -139,7 +147,7 @@ let package = Package(
                 "Simulator", "Observability", "AppStoreClient",
                 "CallerAuthentication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), "Tracing",
             ]),
 
         // In-process VerifyJWS throughput for bench/verify.sh (not part of the gateway binary).
@@ -204,6 +212,7 @@ let package = Package(
         .testTarget(
             name: "GRPCTests", dependencies: ["GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport"],
             exclude: ["Clients"]),
+        .testTarget(name: "TracingTests", dependencies: ["Tracing", "GRPC", "GatewayFoundation", "Observability"]),
         .testTarget(
             name: "ObservabilityTests",
             dependencies: [

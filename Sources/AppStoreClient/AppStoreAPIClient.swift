@@ -72,6 +72,8 @@ public final class AppStoreAPIClient: Sendable {
     let sleep: @Sendable (Duration) async throws -> Void
     /// Where attempts, retries and JWT mints are reported.
     public let events: any GatewayEvents
+    /// Where the CLIENT span of each Apple call (and each Redis budget call) goes.
+    public let tracer: any Tracer
     private let signers: [String: any ES256Signer]
 
     /// A client for `configuration`'s apps, signing with `signers` (by bundle id; `AppKeySigner.loadAll`
@@ -84,9 +86,10 @@ public final class AppStoreAPIClient: Sendable {
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         events: any GatewayEvents = SilentGatewayEvents(),
         budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
-        accessEvents: any AccessEvents = SilentAccessEvents()
+        accessEvents: any AccessEvents = SilentAccessEvents(), tracer: any Tracer = SilentTracer()
     ) throws(ConfigurationError) {
         self.events = events
+        self.tracer = tracer
         var loaded: [String: any ES256Signer] = [:]
         for (index, app) in configuration.apps.enumerated() where app.environment != .xcode {
             guard let given = signers[app.bundleId] else {
@@ -112,7 +115,7 @@ public final class AppStoreAPIClient: Sendable {
                     perApp: perApp.mapValues { $0.scaled(by: share) }),
                 appNames: appNames,
                 reservationHorizon: .milliseconds(Int64(clamping: configuration.rateLimits.maxWaitMilliseconds)),
-                clock: clock, events: budgetEvents)
+                clock: clock, events: budgetEvents, tracer: tracer)
         } else {
             budget = rateLimiter
         }

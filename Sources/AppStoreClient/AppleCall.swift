@@ -25,7 +25,31 @@ struct AppleCall {
         client.settings.baseURL(environment) + path + (query.isEmpty ? "" : "?" + query)
     }
 
+    /// The attempts, recorded as one CLIENT span (a child of the call's trace; retries are its events) when
+    /// the call's trace is sampled.
     func run() async throws(GatewayError) -> AppleCallOutcome {
+        var span = client.tracer.childSpan(
+            of: TraceContext.current, name: "\(endpoint.method.rawValue) \(endpoint.configName)", kind: .client)
+        span?.set("http.request.method", endpoint.method.rawValue)
+        span?.set("server.address", AppleSpan.host(of: client.settings.baseURL(environment)))
+        span?.set("appstore.endpoint", endpoint.configName)
+        span?.set("appstore.environment", environment.rawValue)
+        span?.set("appstore.app", app.name)
+        do {
+            let outcome = try await attempts(&span)
+            if case .refused(let final) = outcome {
+                span?.status = .error("Apple answered HTTP \(final.failure.httpStatus)")
+            }
+            client.tracer.end(span)
+            return outcome
+        } catch {
+            span?.status = .error(AppleSpan.problem(error))
+            client.tracer.end(span)
+            throw error
+        }
+    }
+
+    private func attempts(_ span: inout SpanRecord?) async throws(GatewayError) -> AppleCallOutcome {
         let clock = client.clock
         var schedule = RetrySchedule(policy: client.settings.retryPolicy, deadline: deadline)
         var random = SystemRandomNumberGenerator()
@@ -58,8 +82,11 @@ struct AppleCall {
             if let budget = schedule.attemptTimeout(now: attemptStart) { timeout = min(timeout, budget) }
             var headers = [("authorization", "Bearer \(token.token)"), ("accept", "application/json")]
             if body != nil { headers.append(("content-type", "application/json")) }
-            // The caller's trace continues to Apple: same trace id, a child span per attempt.
-            if let trace = TraceContext.current { headers += trace.outgoingHeaders() }
+            // The caller's trace continues to Apple: same trace id, a child span per attempt (the recorded
+            // span's own id when the call is traced).
+            if let trace = TraceContext.current {
+                headers += span.map { trace.outgoingHeaders(childSpan: $0.spanID) } ?? trace.outgoingHeaders()
+            }
             let request = UpstreamRequest(
                 method: endpoint.method, url: url, headers: headers, body: body, timeout: timeout)
 
@@ -73,6 +100,8 @@ struct AppleCall {
                 report(
                     httpStatus: response.status, errorCode: parsedCode, since: attemptStart,
                     requestID: response.appleRequestID)
+                span?.set("http.response.status_code", response.status)
+                if let parsedCode { span?.set("appstore.error_code", Int(parsedCode.rawValue)) }
                 if (200...299).contains(response.status) {
                     client.logger.debug("Apple answered", metadata: metadata(response.appleRequestID, response.status))
                     return .answered(response)
@@ -123,6 +152,7 @@ struct AppleCall {
                     lastCode = nil
                     lastRequestID = nil
                     lastWasTimeout = error.kind == .timedOut
+                    span?.set("error.type", "\(error.kind)")
                     outcome = .connectionFailure(error.message)
                 }
             }
@@ -134,6 +164,14 @@ struct AppleCall {
             case .retry(let delay):
                 client.events.appleRetry(
                     app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
+                client.tracer.addEvent(
+                    "retry", to: &span,
+                    attributes: [
+                        .init("appstore.problem", .string(lastProblem)),
+                        .init("appstore.attempt", .int(Int64(schedule.attemptsMade))),
+                        .init("appstore.delay_ms", .int(delay.millisecondsRoundedUp)),
+                    ])
+                span?.set("http.request.resend_count", schedule.attemptsMade)
                 client.logger.info(
                     "retrying Apple call",
                     metadata: metadata(lastRequestID, nil).merging(

@@ -31,6 +31,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private let clock: any GatewayClock
     private let logger: Logger
     private let events: any SharedBudgetEvents
+    /// Where the CLIENT span of each reservation's round trip goes.
+    private let tracer: any Tracer
     /// Guards `queue` and `stopping`; signalled when work arrives.
     private let condition = NSCondition()
     private var queue: [Work] = []
@@ -63,8 +65,9 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         settings: GatewayConfiguration.Redis, limits: RateLimiter, fallback: RateLimiter, appNames: [String: String],
         reservationHorizon: Duration, clock: any GatewayClock = SystemClock(),
         logger: Logger = Logger(label: "appstore-gateway.redis"),
-        events: any SharedBudgetEvents = SilentSharedBudgetEvents()
+        events: any SharedBudgetEvents = SilentSharedBudgetEvents(), tracer: any Tracer = SilentTracer()
     ) {
+        self.tracer = tracer
         self.settings = settings
         self.limits = limits
         self.fallback = fallback
@@ -94,8 +97,18 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     /// by any replica during the wait holds this call too (the token is given up). The caller gets
     /// `.goNow`, or `.refused` with the block's remaining time.
     public func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) async -> TokenBucket.Reservation {
+        var span = tracer.childSpan(of: TraceContext.current, name: "redis budget reserve", kind: .client)
         let reservation = await withCheckedContinuation { continuation in
             enqueue(.reserve(key, maxWait: max(.zero, maxWait), continuation))
+        }
+        if span != nil {
+            span?.set("db.system.name", "redis")
+            span?.set("db.operation.name", "EVALSHA")
+            if let url = settings.url { span?.set("server.address", url.host) }
+            span?.set("appstore.app", appNames[key.bundleID] ?? key.bundleID)
+            span?.set("appstore.endpoint", key.endpoint.configName)
+            span?.set("appstore.budget.reservation", SharedRateBudget.describe(reservation))
+            tracer.end(span)
         }
         guard case .goAfter(let wait) = reservation else { return reservation }
         do {
@@ -105,6 +118,15 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         }
         let blocked = await withCheckedContinuation { continuation in enqueue(.checkBlock(key, continuation)) }
         return blocked > .zero ? .refused(retryAfter: blocked) : .goNow
+    }
+
+    /// A reservation as a span attribute: go_now, go_after or refused.
+    static func describe(_ reservation: TokenBucket.Reservation) -> String {
+        switch reservation {
+        case .goNow: "go_now"
+        case .goAfter: "go_after"
+        case .refused: "refused"
+        }
     }
 
     public func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {

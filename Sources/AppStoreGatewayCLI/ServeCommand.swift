@@ -10,6 +10,7 @@ import HTTPServer
 import Logging
 import Observability
 import Simulator
+import Tracing
 
 /// `appstore-gateway serve`: runs the gRPC gateway until SIGTERM or SIGINT.
 struct ServeCommand: ParsableCommand {
@@ -77,6 +78,14 @@ struct ServeCommand: ParsableCommand {
         }
         if let url = app.webhookURL, let store = app.webhookStoreDescription {
             print("appstore-gateway webhook on \(url) (\(store))")
+        }
+        if let url = configuration.tracing.tracesURL {
+            logger.info(
+                "exporting traces",
+                metadata: [
+                    "url": "\(url)", "service_name": "\(configuration.tracing.effectiveServiceName)",
+                    "sampler": "\(configuration.tracing.sampler.rawValue)",
+                ])
         }
         if let simulatorServer {
             printSimulatorGuide(simulatorServer, configuration: configuration, port: port)

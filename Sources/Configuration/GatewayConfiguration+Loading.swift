@@ -113,6 +113,9 @@ extension GatewayConfiguration {
         set(\.history.maxPages, try reader.integer("history.maxPages", in: 1...10_000))
         key { () throws(ConfigurationError) in config.verification.onlineChecks = try onlineChecks(reader) }
         problems += resumeTokens(reader, into: &config)
+        let (tracing, tracingProblems) = Self.tracing(reader, environment: environment)
+        config.tracing = tracing
+        problems += tracingProblems
 
         key { () throws(ConfigurationError) in
             if let v = try reader.string("apple.productionURL") {

@@ -45,6 +45,8 @@ public struct GatewayConfiguration: Sendable {
     public var authentication = Authentication()
     /// Who may call, for which apps, with what share; nil = open (anyone, every app). Key `callers`.
     public var callers: [Caller]?
+    /// OpenTelemetry trace export; off without an endpoint. Keys under `tracing` (and `OTEL_*` variables).
+    public var tracing = Tracing()
 
     public init() {}
 

@@ -7,6 +7,7 @@ import HTTPServer
 import Logging
 import Observability
 import Services
+import Tracing
 
 /// The gateway, composed from its configuration: the gRPC server with the health, gateway and reflection
 /// services, the caller checks and the watcher of their files, the notification store and webhook port, and
@@ -22,6 +23,8 @@ public final class GatewayApp {
     /// The metrics every part reports to (the admin endpoint's `/metrics`).
     public let registry: MetricsRegistry
     private let events: PrometheusGatewayEvents
+    /// OpenTelemetry spans (README "Tracing"): nil, and nothing recorded, without an OTLP endpoint.
+    private let tracer: OTLPTracer?
     private let feed: LiveNotificationFeed?
     private let access: CallerAccessSetup
     private let logger: Logger
@@ -42,6 +45,7 @@ public final class GatewayApp {
             accessLog: configuration.logging.accessLog,
             accessLogWriter: configuration.logging.format == "json" ? .standardError : nil)
         registry = events.registry
+        tracer = OTLPTracer.make(configuration.tracing, metrics: TracingMetrics(registry: registry))
         let accessEvents = PrometheusAccessEvents(
             registry: registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
         board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
@@ -49,7 +53,7 @@ public final class GatewayApp {
         do {
             service = try GatewayComposition.service(
                 configuration, events: events, budgetEvents: PrometheusSharedBudgetEvents(registry: registry),
-                accessEvents: accessEvents, live: feed)
+                accessEvents: accessEvents, live: feed, tracer: tracer ?? SilentTracer())
         } catch {
             throw .invalidConfiguration(error)
         }
@@ -88,7 +92,7 @@ public final class GatewayApp {
 
     private func startParts() throws(GatewayStartError) {
         var serverConfiguration = GRPCServerConfiguration(configuration)
-        serverConfiguration.events = events
+        serverConfiguration.events = tracer.map { TracingRPCEvents(inner: events, tracer: $0) } ?? events
         serverConfiguration.callGuard = access.callGuard
         serverConfiguration.tls = access.tlsContext
         let services: [GRPCService] = [
@@ -115,7 +119,8 @@ public final class GatewayApp {
         access.watcher.start()
         stops.push { [access] in access.watcher.stop() }
         if let feed {
-            let webhook = try WebhookRuntime.start(configuration, feed: feed, service: service)
+            let webhook = try WebhookRuntime.start(
+                configuration, feed: feed, service: service, tracer: tracer ?? SilentTracer())
             self.webhook = webhook
             stops.push { [unowned self] in
                 webhook.stop()
@@ -170,6 +175,8 @@ public final class GatewayApp {
         grpc?.shutdown()
         grpc = nil
         stops.unwind()
+        // The spans of the last calls, within tracing.timeout.
+        tracer?.shutdown(timeout: .milliseconds(Int64(clamping: configuration.tracing.timeoutMilliseconds)))
     }
 
     /// The resume-token key ring's file, to be re-read when it changes; without one, a warning: the random

@@ -2,6 +2,7 @@ import AppStoreClient
 import AppStoreDomain
 import Configuration
 import Foundation
+import GatewayFoundation
 import NotificationStore
 import Services
 import SignedData
@@ -16,7 +17,8 @@ public enum GatewayComposition {
     public static func service(
         _ configuration: GatewayConfiguration, events: any GatewayEvents = SilentGatewayEvents(),
         budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
-        accessEvents: any AccessEvents = SilentAccessEvents(), live: LiveNotificationFeed? = nil
+        accessEvents: any AccessEvents = SilentAccessEvents(), live: LiveNotificationFeed? = nil,
+        tracer: any Tracer = SilentTracer()
     ) throws(ConfigurationError) -> AppStoreGatewayService {
         let roots = try SignedDataVerifier.trustedRoots(configuration.verification)
         let signers = try AppKeySigner.loadAll(configuration)
@@ -38,7 +40,7 @@ public enum GatewayComposition {
         if let problem = RedisTLSContext.problem(configuration.redis) { throw problem }
         let client = try AppStoreAPIClient(
             configuration: configuration, http: http, signers: signers, events: events, budgetEvents: budgetEvents,
-            accessEvents: accessEvents)
+            accessEvents: accessEvents, tracer: tracer)
         return AppStoreGatewayService(
             configuration: configuration, verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys,
             live: live)

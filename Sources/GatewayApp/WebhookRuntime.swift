@@ -42,11 +42,13 @@ struct WebhookRuntime {
 
     /// Binds and starts the webhook port and the reconciler.
     static func start(
-        _ configuration: GatewayConfiguration, feed: LiveNotificationFeed, service: AppStoreGatewayService
+        _ configuration: GatewayConfiguration, feed: LiveNotificationFeed, service: AppStoreGatewayService,
+        tracer: any Tracer = SilentTracer()
     ) throws(GatewayStartError) -> WebhookRuntime {
         let webhook = configuration.notifications.webhook
         guard let address = webhook.listen else { throw GatewayStartError("no webhook address") }
-        let handler = service.webhook(path: webhook.path, live: feed)
+        var handler = service.webhook(path: webhook.path, live: feed)
+        handler.tracer = tracer
         var transport = ServerTransport.cleartextHTTP1
         if !webhook.tlsCertificateFile.isEmpty {
             do {

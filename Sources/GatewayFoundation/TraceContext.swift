@@ -25,6 +25,17 @@ public struct TraceContext: Sendable, Hashable {
     /// Trace flags (2 hex digits; 01 = sampled).
     public var flags: String { Self.hexString(UInt64(flagBits), digits: 2) }
 
+    /// The trace id as two numbers, most significant half first (span exporters write its 16 bytes).
+    public var traceIDValue: (high: UInt64, low: UInt64) { (traceHigh, traceLow) }
+    /// The gateway's own span id as a number.
+    public var spanIDValue: UInt64 { span }
+    /// The caller's span id as a number, nil when the trace started here.
+    public var parentSpanIDValue: UInt64? { parentSpan }
+    /// Whether the caller's flags say it samples this trace (a trace started here says so too).
+    public var callerSampled: Bool { flagBits & 1 == 1 }
+    /// The trace flags as a number (8 bits; bit 0 = sampled).
+    public var flagsValue: UInt8 { flagBits }
+
     /// The context for a call that brought `traceparent` and `tracestate` (either may be nil or garbage).
     public init<R: RandomNumberGenerator>(traceparent: String?, tracestate: String?, random: inout R) {
         span = Self.nonZero(&random)
@@ -56,10 +67,19 @@ public struct TraceContext: Sendable, Hashable {
     /// The headers for an outgoing request (traceparent, and tracestate when the caller sent one).
     public func outgoingHeaders() -> [(String, String)] {
         var random = FastRandom()
-        var headers = [("traceparent", childTraceparent(random: &random))]
+        return outgoingHeaders(childSpan: Self.newSpanID(&random))
+    }
+
+    /// The headers for an outgoing request whose span (the `traceparent`'s parent id) is `childSpan`, a
+    /// span the gateway records itself (nonzero, from `newSpanID`).
+    public func outgoingHeaders(childSpan: UInt64) -> [(String, String)] {
+        var headers = [("traceparent", "00-\(traceID)-\(Self.hexString(childSpan))-\(flags)")]
         if let traceState { headers.append(("tracestate", traceState)) }
         return headers
     }
+
+    /// A fresh span id: random, never zero.
+    public static func newSpanID<R: RandomNumberGenerator>(_ random: inout R) -> UInt64 { nonZero(&random) }
 
     /// Runs `body` with the 32 hex digits of the trace id, made on the stack (inlinable: specialised for
     /// each caller's result, as the per-call log and header writers need).

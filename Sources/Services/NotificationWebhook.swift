@@ -25,6 +25,8 @@ public struct NotificationWebhook: HTTPRequestHandler {
     /// The store's retention: a notification signed before it is not stored.
     let retention: NotificationRetention
     let logger = Logger(label: "appstore-gateway.webhook")
+    /// Where the SERVER span of each delivery and the CLIENT span of its store commit go.
+    public var tracer: any Tracer = SilentTracer()
 
     /// The outcome of one delivery, before it becomes an HTTP answer (tests read it directly).
     enum Outcome: Equatable {
@@ -65,7 +67,22 @@ public struct NotificationWebhook: HTTPRequestHandler {
             metrics.reject("method")
             return HTTPResponse(status: 405, headers: [("allow", "POST")])
         }
-        switch await receive(request.body) {
+        // A delivery is a span of its own trace, or of the sender's when a traceparent came.
+        let trace = TraceContext(traceparent: request.header("traceparent"), tracestate: request.header("tracestate"))
+        var span = tracer.span(of: trace, name: "POST webhook", kind: .server)
+        let response = respond(to: await receive(request.body, trace: span == nil ? nil : trace))
+        if span != nil {
+            span?.set("http.request.method", "POST")
+            span?.set("http.response.status_code", response.status)
+            if response.status >= 500 { span?.status = .error("HTTP \(response.status)") }
+            tracer.end(span)
+        }
+        return response
+    }
+
+    /// The HTTP answer to a delivery's outcome, logged.
+    private func respond(to outcome: Outcome) -> HTTPResponse {
+        switch outcome {
         case .stored(let app, let uuid):
             logger.info("notification stored", metadata: ["app": "\(app)", "notification_uuid": "\(uuid)"])
             return text(200, "stored")
@@ -92,8 +109,8 @@ public struct NotificationWebhook: HTTPRequestHandler {
         }
     }
 
-    /// Verifies, binds and stores one body.
-    func receive(_ body: [UInt8]) async -> Outcome {
+    /// Verifies, binds and stores one body; the store's commit is a span of `trace` when one is given.
+    func receive(_ body: [UInt8], trace: TraceContext? = nil) async -> Outcome {
         guard let jws = WebhookBody.signedPayload(body) else {
             metrics.reject("not_a_notification")
             return .notANotification("the body must be a JSON object with a signedPayload string")
@@ -163,6 +180,9 @@ public struct NotificationWebhook: HTTPRequestHandler {
         let entry = NewNotification(
             uuid: uuid, signedDate: signedDate, bundleId: app.bundleId, environment: environment.rawValue,
             notificationType: notification.notificationTypeRaw, subtype: notification.subtypeRaw, signedPayload: jws)
+        var span = tracer.childSpan(of: trace, name: "notification store insert", kind: .client)
+        span?.set("appstore.app", app.name)
+        defer { tracer.end(span) }
         do throws(NotificationStoreFailure) {
             switch try await store.insert(entry, receivedAt: now) {
             case .stored:
@@ -173,6 +193,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
                 return .duplicate(app: app.name, uuid: uuid)
             }
         } catch {
+            span?.status = .error("the store is unavailable")
             metrics.reject("store_unavailable")
             return .unavailable(error.message)
         }

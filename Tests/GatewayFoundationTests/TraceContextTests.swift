@@ -69,3 +69,29 @@ import Testing
         #expect(RequestID.generated(for: context).contains(context.spanID))
     }
 }
+
+/// The numbers behind a trace context, for span exporters, and outgoing headers naming a given child span.
+@Suite struct TraceContextValueTests {
+    @Test func theIdsAsNumbers() {
+        let context = TraceContext(
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", tracestate: "k=v")
+        #expect(context.traceIDValue == (0x4BF9_2F35_77B3_4DA6, 0xA3CE_929D_0E0E_4736))
+        #expect(context.parentSpanIDValue == 0x00F0_67AA_0BA9_02B7 && !context.callerSampled)
+        #expect(
+            context.flagsValue == 0
+                && String(context.spanIDValue, radix: 16) == String(context.spanID.drop { $0 == "0" }))
+        let root = TraceContext(traceparent: nil, tracestate: nil)
+        #expect(root.parentSpanIDValue == nil && root.callerSampled)
+    }
+
+    @Test func outgoingHeadersWithAGivenChildSpan() {
+        let context = TraceContext(
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "k=v")
+        let headers = context.outgoingHeaders(childSpan: 0xAB)
+        #expect(headers.count == 2)
+        #expect(headers[0] == ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00000000000000ab-01"))
+        #expect(headers[1] == ("tracestate", "k=v"))
+        var random = SystemRandomNumberGenerator()
+        #expect(TraceContext.newSpanID(&random) != 0)
+    }
+}

@@ -135,3 +135,194 @@ def test_handler_log_lines_carry_the_trace_and_numbers(tmp_path):
     for line in retries + [access]:
         assert line["trace_id"] == TRACE_ID and line["span_id"] == access["span_id"], line
     assert all(isinstance(l["attempt"], int) and isinstance(l["delay_ms"], int) for l in retries)
+
+
+# MARK: OpenTelemetry spans at a real OTLP/HTTP receiver
+
+import http.server
+import socket
+import threading
+
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.trace.v1 import trace_pb2
+
+
+class OTLPReceiver:
+    """An OTLP/HTTP trace receiver: decodes every POST to /v1/traces with opentelemetry-proto."""
+
+    def __init__(self):
+        self.requests = []  # (headers, ExportTraceServiceRequest)
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["content-length"]))
+                request = trace_service_pb2.ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                with receiver.lock:
+                    receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, self.path, request))
+                answer = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def spans(self):
+        """Every span received: (resource attributes, span)."""
+        with self.lock:
+            found = []
+            for _, _, request in self.requests:
+                for resource_spans in request.resource_spans:
+                    resource = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+                    for scope_spans in resource_spans.scope_spans:
+                        found += [(resource, span) for span in scope_spans.spans]
+            return found
+
+    def wait_for(self, predicate, timeout=15):
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [s for s in self.spans() if predicate(s[1])]
+            if found or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def attributes(span):
+    out = {}
+    for a in span.attributes:
+        kind = a.value.WhichOneof("value")
+        out[a.key] = getattr(a.value, kind) if kind else None
+    return out
+
+
+def simulator_gateway(env):
+    state = tempfile.mkdtemp(prefix="gw-otel-")
+    gw = Gateway(["--simulator", "--state-dir", state], env=env)
+    simulator_url = None
+    while simulator_url is None:
+        line = gw.proc.stdout.readline()
+        assert line, "the simulator guide was not printed"
+        match = re.search(r"simulator at (https://\S+?) ", line)
+        simulator_url = match.group(1) if match else None
+    index = json.load(open(os.path.join(state, "transactions.json")))
+    customer = next(c for c in next(iter(index.values()))["Production"] if c["transactionId"])
+    return gw, state, simulator_url, customer["transactionId"]
+
+
+def metric(gw, series):
+    with urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(series + " "):
+                return float(line.split(" ")[1])
+    return None
+
+
+def test_get_history_exports_a_server_span_under_the_caller_and_an_apple_span_under_it():
+    receiver = OTLPReceiver()
+    unsampled_trace = "5bf92f3577b34da6a3ce929d0e0e4737"
+    try:
+        gw, state, simulator_url, transaction_id = simulator_gateway({
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_SERVICE_NAME": "billing-gateway",
+            "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=interop,team=pay%20ments",
+            "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=s%3Dcret", "OTEL_BSP_SCHEDULE_DELAY": "50"})
+        try:
+            get_history(gw, transaction_id, [("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01")])
+            trace_id = bytes.fromhex(TRACE_ID)
+            (server,) = [s for _, s in receiver.wait_for(
+                lambda s: s.trace_id == trace_id and s.kind == trace_pb2.Span.SPAN_KIND_SERVER)]
+            clients = [s for _, s in receiver.wait_for(
+                lambda s: s.trace_id == trace_id and s.kind == trace_pb2.Span.SPAN_KIND_CLIENT
+                and s.name.startswith("GET "))]
+            # The caller's parentbased flag 00: nothing recorded for that trace.
+            get_history(gw, transaction_id, [("traceparent", f"00-{unsampled_trace}-{CALLER_SPAN}-00"), ("x", "y")])
+            to_apple = [r for r in recorded_requests(state, simulator_url)
+                        if TRACE_ID in r["headers"].get("traceparent", "")]
+        finally:
+            gw.stop()  # flushes what is queued
+
+        assert server.name == "appstore.gateway.v1.AppStoreGateway/GetHistory"
+        assert server.parent_span_id == bytes.fromhex(CALLER_SPAN)
+        assert attributes(server).items() >= {
+            "rpc.system": "grpc", "rpc.service": "appstore.gateway.v1.AppStoreGateway", "rpc.method": "GetHistory",
+            "rpc.grpc.status_code": 0}.items()
+        assert server.end_time_unix_nano >= server.start_time_unix_nano > 0
+
+        assert clients, [s.name for _, s in receiver.spans()]
+        for client in clients:
+            assert client.parent_span_id == server.span_id
+            assert client.start_time_unix_nano >= server.start_time_unix_nano
+            found = attributes(client)
+            assert found["http.request.method"] == "GET" and found["server.address"] == "localhost"
+            assert found["http.response.status_code"] == 200 and found["appstore.endpoint"] == "getTransactionHistory"
+        # What Apple saw as its parent is the client span the gateway exported.
+        sent_parents = {r["headers"]["traceparent"].split("-")[2] for r in to_apple}
+        assert sent_parents == {c.span_id.hex() for c in clients}
+
+        resource, _ = receiver.spans()[0]
+        assert resource["service.name"] == "billing-gateway"
+        assert resource["deployment.environment"] == "interop" and resource["team"] == "pay ments"
+        assert {r[1] for r in receiver.requests} == {"/v1/traces"}
+        assert all(h["content-type"] == "application/x-protobuf" and h["x-api-key"] == "s=cret"
+                   for h, _, _ in receiver.requests)
+        assert not [s for _, s in receiver.spans() if s.trace_id == bytes.fromhex(unsampled_trace)]
+        assert len({s.trace_id for _, s in receiver.spans() if s.trace_id == trace_id}) == 1
+    finally:
+        receiver.close()
+
+
+def test_sampler_off_exports_nothing():
+    receiver = OTLPReceiver()
+    try:
+        gw, _, _, transaction_id = simulator_gateway({
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_TRACES_SAMPLER": "always_off",
+            "OTEL_BSP_SCHEDULE_DELAY": "10"})
+        try:
+            get_history(gw, transaction_id, [("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01")])
+            get_history(gw, transaction_id, [])
+        finally:
+            gw.stop()
+        assert gw.proc.returncode == 0
+        assert receiver.requests == []
+    finally:
+        receiver.close()
+
+
+def test_a_dead_receiver_never_blocks_calls_and_drops_are_counted():
+    # A collector that accepts connections and never answers: every export waits its whole timeout.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    try:
+        gw = Gateway([], env={
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}/v1/traces",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "2000", "OTEL_BSP_MAX_QUEUE_SIZE": "4",
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "2", "OTEL_BSP_SCHEDULE_DELAY": "10"})
+        try:
+            with grpc.insecure_channel(gw.address) as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+                # Far more calls than the queue holds while the exporter waits: each still answers.
+                for _ in range(50):
+                    assert stub.Check(health_pb2.HealthCheckRequest(), timeout=5).status == \
+                        health_pb2.HealthCheckResponse.SERVING
+            dropped = metric(gw, 'appstore_gateway_trace_spans_dropped_total{reason="queue_full"}')
+            assert dropped is not None and dropped > 0
+            assert metric(gw, "appstore_gateway_trace_spans_exported_total") == 0
+        finally:
+            # The flush at shutdown is bounded by the export timeout: the process still exits cleanly.
+            assert gw.terminate(timeout=30) == 0
+    finally:
+        silent.close()
