@@ -154,7 +154,7 @@ struct Router: HTTP2Responder {
     /// clients send; made once, shared by every loop.
     let internTable: InternTable
 
-    func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
         guard head.method == "POST" else {
             stream.respond(status: 405, fields: [("allow", "POST")], endStream: true)
             return nil
@@ -236,7 +236,7 @@ struct Router: HTTP2Responder {
     /// Answers a call refused before it started, Trailers-Only, and reports it started and finished at once
     /// (so the in-flight gauge balances).
     private func refuse(
-        _ stream: HTTP2Stream, _ status: RPCStatus, head: HTTP2RequestHead, recorder: any RPCRecorder,
+        _ stream: any HTTPServerStream, _ status: RPCStatus, head: HTTP2RequestHead, recorder: any RPCRecorder,
         annotations: CallAnnotations = CallAnnotations()
     ) {
         trailersOnly(stream, status)
@@ -244,7 +244,7 @@ struct Router: HTTP2Responder {
         recorder.finished(status: status.code, seconds: 0, metadata: head.fields, annotations: annotations)
     }
 
-    private func trailersOnly(_ stream: HTTP2Stream, _ status: RPCStatus) {
+    private func trailersOnly(_ stream: any HTTPServerStream, _ status: RPCStatus) {
         stream.respond(StatusTrailers.trailersOnly(for: status), endStream: true)
     }
 

@@ -7,7 +7,7 @@ import NotificationStore
 import ProtoCodec
 import SignedData
 
-/// appstore.gateway.v1.AppStoreGateway: the three RPCs of the public contract.
+/// appstore.gateway.v1.AppStoreGateway: the RPCs of the public contract (proto/appstore/gateway/v1/gateway.proto).
 public struct AppStoreGatewayService: GRPCService {
     /// The service's full name, as health checks and reflection name it.
     public static let name = "appstore.gateway.v1.AppStoreGateway"
