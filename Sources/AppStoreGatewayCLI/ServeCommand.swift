@@ -98,13 +98,8 @@ struct ServeCommand: ParsableCommand {
             others: resumeTokenKeyRing(configuration, service: gatewayService, logger: logger))
         serverConfiguration.callGuard = access.callGuard
         serverConfiguration.tls = access.tlsContext
-        let services: [GRPCService] = [
-            HealthService(board: board), gatewayService,
-            ReflectionService(serviceNames: [
-                AppStoreGatewayService.name, HealthService.name, "grpc.reflection.v1.ServerReflection",
-                "grpc.reflection.v1alpha.ServerReflection",
-            ]),
-        ]
+        let served: [GRPCService] = [HealthService(board: board), gatewayService]
+        let services = served + [ReflectionService(listing: served)]
         for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer
         do {

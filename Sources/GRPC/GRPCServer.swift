@@ -24,7 +24,8 @@ public struct GRPCServerConfiguration: Sendable {
     public var maxDeadlineMilliseconds: UInt64 = 1_800_000
     /// Where RPC starts and ends are reported (metrics, access log).
     public var events: any RPCEvents = SilentRPCEvents()
-    /// Who may call (nil = anyone): asked before any handler runs, for every call but health and reflection.
+    /// Who may call (nil = anyone): asked before any handler runs, for every call of a service that is not open
+    /// (`GRPCService.isOpen`: health and reflection are).
     public var callGuard: (any CallGuard)?
     /// TLS on the gRPC port (ALPN h2; client certificates when its context asks for them); nil = h2c.
     public var tls: TLSContext?
@@ -32,10 +33,32 @@ public struct GRPCServerConfiguration: Sendable {
     public init() {}
 }
 
-/// A service: a set of methods by full path ("/package.Service/Method").
+/// A service: a set of methods by full path ("/package.Service/Method"), and whether its calls need the
+/// server's `CallGuard`.
 public protocol GRPCService: Sendable {
     /// The methods this service serves.
     var methods: [String: MethodHandler] { get }
+    /// True for a service every caller may use (health, reflection): its calls skip the server's `CallGuard`.
+    /// False by default, so a service is guarded unless it says otherwise.
+    var isOpen: Bool { get }
+}
+
+extension GRPCService {
+    /// Guarded.
+    public var isOpen: Bool { false }
+
+    /// The fully qualified names of the services whose methods this value serves (what reflection lists), read
+    /// from the method paths, sorted.
+    public var serviceNames: [String] {
+        Set(methods.keys.compactMap(Self.serviceName(ofPath:))).sorted()
+    }
+
+    /// "package.Service" of "/package.Service/Method"; nil for a path not of that form.
+    static func serviceName(ofPath path: String) -> String? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else { return nil }
+        return String(parts[1])
+    }
 }
 
 /// The gRPC server: routes HTTP/2 streams to method handlers on its event loops.
@@ -47,8 +70,12 @@ public final class GRPCServer: Sendable {
 
     public init(configuration: GRPCServerConfiguration, services: [GRPCService]) throws(SystemError) {
         let threads = configuration.threads > 0 ? configuration.threads : Self.coreCount()
-        var methods: [String: MethodHandler] = [:]
-        for service in services { methods.merge(service.methods) { _, new in new } }
+        var methods: [String: Router.Method] = [:]
+        for service in services {
+            for (path, handler) in service.methods {
+                methods[path] = Router.Method(handler: handler, open: service.isOpen)
+            }
+        }
         let registries = (0..<threads).map { _ in
             CallRegistry(streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark)
         }
@@ -125,7 +152,7 @@ struct Router: HTTP2Responder {
     let handlers: [MethodHandler]
     /// Each path's metrics and access-log recorder, resolved once.
     let recorders: [any RPCRecorder]
-    /// Whether each path is open to every caller (health and reflection), decided once.
+    /// Whether each path's service is open to every caller (`GRPCService.isOpen`), decided once.
     let open: [Bool]
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
@@ -133,15 +160,21 @@ struct Router: HTTP2Responder {
     let callGuard: (any CallGuard)?
     let deadlines: DeadlinePolicy
 
+    /// A served method: its handler, and whether its service is open to every caller.
+    struct Method {
+        var handler: MethodHandler
+        var open: Bool
+    }
+
     init(
-        methods: [String: MethodHandler], registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
+        methods: [String: Method], registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
         events: any RPCEvents, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
     ) {
         let sorted = methods.sorted { $0.key < $1.key }
         paths = sorted.map(\.key)
-        handlers = sorted.map(\.value)
+        handlers = sorted.map(\.value.handler)
         recorders = paths.map { events.recorder(method: $0) }
-        open = paths.map(Self.isOpen)
+        open = sorted.map(\.value.open)
         internTable = InternTable(paths + InternTable.commonHeaders)
         self.registries = registries
         self.maxReceiveMessageBytes = maxReceiveMessageBytes
@@ -174,7 +207,7 @@ struct Router: HTTP2Responder {
         }
         let handler = handlers[index]
         let recorder = recorders[index]
-        // Who is calling, before anything else about the call is done (health and reflection are open).
+        // Who is calling, before anything else about the call is done (open services skip the guard).
         var caller: CallerIdentity?
         if let callGuard, !open[index] {
             switch callGuard.admit(method: head.path, metadata: head.fields, peer: head.peerCertificate) {
@@ -226,11 +259,6 @@ struct Router: HTTP2Responder {
         // Equal Strings of the intern table compare at once; the prefix is looked at only for names starting with g.
         name == "content-type" || name == "user-agent" || name == "te"
             || (name.utf8.first == UInt8(ascii: "g") && name.utf8.starts(with: "grpc-".utf8))
-    }
-
-    private static func isOpen(_ path: String) -> Bool {
-        path.hasPrefix("/grpc.health.v1.Health/") || path.hasPrefix("/grpc.reflection.v1.ServerReflection/")
-            || path.hasPrefix("/grpc.reflection.v1alpha.ServerReflection/")
     }
 
     /// Answers a call refused before it started, Trailers-Only, and reports it started and finished at once
