@@ -70,17 +70,11 @@ public final class GRPCServer: Sendable {
 
     public init(configuration: GRPCServerConfiguration, services: [GRPCService]) throws(SystemError) {
         let threads = configuration.threads > 0 ? configuration.threads : Self.coreCount()
-        var methods: [String: Router.Method] = [:]
-        for service in services {
-            for (path, handler) in service.methods {
-                methods[path] = Router.Method(handler: handler, open: service.isOpen)
-            }
-        }
         let registries = (0..<threads).map { _ in
             CallRegistry(streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark)
         }
         let router = Router(
-            methods: methods, registries: LoopLocal(registries),
+            methods: Router.methods(of: services), registries: LoopLocal(registries),
             maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: configuration.events,
             callGuard: configuration.callGuard,
             deadlines: DeadlinePolicy(
@@ -164,6 +158,16 @@ struct Router: HTTP2Responder {
     struct Method {
         var handler: MethodHandler
         var open: Bool
+    }
+
+    /// Every method of `services` by path, each open when its service is (a later service's method replaces an
+    /// earlier one's of the same path).
+    static func methods(of services: [any GRPCService]) -> [String: Method] {
+        var methods: [String: Method] = [:]
+        for service in services {
+            for (path, handler) in service.methods { methods[path] = Method(handler: handler, open: service.isOpen) }
+        }
+        return methods
     }
 
     init(
