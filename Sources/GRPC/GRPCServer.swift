@@ -134,7 +134,7 @@ final class LoopLocal<Value>: @unchecked Sendable {
 
     /// Runs `body` with each loop's value on that loop.
     func forEach(on loops: [EventLoop], _ body: @escaping @Sendable (Value) -> Void) {
-        for loop in loops { LoopBound(values[loop.index], on: loop).execute(body) }
+        for loop in loops { loop.execute { body(self[loop]) } }
     }
 }
 

@@ -99,7 +99,7 @@ public final class HTTP2Server: Sendable {
             let serverLoop = try ServerLoop(
                 eventLoop: eventLoop, listener: listener, transport: transport, responder: responder,
                 requestHandler: requestHandler, configuration: configuration, counters: counters)
-            loops.append(LoopBound(serverLoop, on: eventLoop))
+            loops.append(LoopBound(serverLoop, beforeStartOf: eventLoop))
             eventLoops.append(eventLoop)
         }
         self.port = first.port
