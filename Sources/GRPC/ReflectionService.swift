@@ -23,6 +23,7 @@ public struct ReflectionService: GRPCService {
     public var methods: [String: MethodHandler] {
         let handler = MethodHandler.bidiStreaming(ServerReflectionRequest.self, ServerReflectionResponse.self) {
             [listed] requests, _, responses throws(RPCStatus) in
+            var requests = requests  // the handler's own, to read from
             while let request = try await requests.next() {
                 try await responses.send(Self.answer(request, serviceNames: listed))
             }
