@@ -82,7 +82,7 @@ public struct FieldViolation: Sendable, Hashable {
 }
 
 /// An error that knows its gRPC status: what a handler throws or returns, so each layer's typed errors
-/// reach the caller through one mapping (the gateway's `GatewayError` conforms in Services).
+/// reach the caller through one mapping (a server's own error types conform where they are defined).
 public protocol RPCStatusConvertible: Error {
     /// The status the call ends with.
     var rpcStatus: RPCStatus { get }
