@@ -210,7 +210,10 @@ let package = Package(
                 "EventLoops",
             ]),
         .testTarget(
-            name: "GRPCTests", dependencies: ["GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport"],
+            name: "GRPCTests",
+            dependencies: [
+                "GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport", "AppStoreDomain", "EventLoops",
+            ],
             exclude: ["Clients"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing", "GRPC", "GatewayFoundation", "Observability"]),
         .testTarget(

@@ -1,5 +1,6 @@
 internal import CLinux
 import GatewayFoundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -53,7 +54,9 @@ public final class EventLoop: @unchecked Sendable {
     /// A burst's larger arrays are let go rather than kept as spares.
     private static let keptSpareCapacity = 1024
     private var running = false
-    private var thread: pthread_t?
+    /// The running loop's thread (`pthread_self()` as a number), 0 before `run()` and after it returns: one
+    /// relaxed load, compared with the caller's, is the whole confinement check (`inEventLoop`).
+    private let threadID = Atomic<UInt>(0)
     /// A small number naming this loop in logs.
     public let index: Int
 
@@ -87,11 +90,17 @@ public final class EventLoop: @unchecked Sendable {
         close(epollFD)
     }
 
-    /// True when called on this loop's thread.
+    /// True when called on this loop's thread. Cheap enough for release builds: a thread only ever sees its
+    /// own id stored here (it stored it), so a relaxed load suffices.
+    @inline(__always)
     public var inEventLoop: Bool {
-        guard let thread else { return false }
-        return pthread_equal(thread, pthread_self()) != 0
+        threadID.load(ordering: .relaxed) == UInt(pthread_self())
     }
+
+    /// True once `run()` has begun (and stays so after it returns): from then on only the loop's thread may
+    /// take over values bound to it.
+    var hasStarted: Bool { started.load(ordering: .acquiring) }
+    private let started = Atomic<Bool>(false)
 
     /// Runs `task` on the loop thread soon. Safe from any thread. Once the loop has stopped, `task` is released
     /// without running (what it holds must not stay behind in a loop nobody runs).
@@ -189,7 +198,8 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the loop on the calling thread until `stop()`.
     package func run() {
-        thread = pthread_self()
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
+        started.store(true, ordering: .releasing)
         running = true
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         while running {
@@ -214,7 +224,7 @@ public final class EventLoop: @unchecked Sendable {
             runIterationEnds()
         }
         releaseEverything()
-        thread = nil
+        threadID.store(0, ordering: .relaxed)
     }
 
     /// After the last iteration the loop lets go of what it still holds: its sources, timers and queued tasks

@@ -1,18 +1,30 @@
 /// A value confined to one event loop that may travel between threads (into a task, to the loop's
-/// thread): it is only ever opened on its own loop, and opening it anywhere else stops the process, so
-/// a data race on loop state is caught where it starts instead of being assumed away.
+/// thread): it is made on its loop and only ever opened there. Both are checked in every build (one
+/// thread-id compare, `EventLoop.inEventLoop`), and a violation stops the process, so a data race on loop
+/// state is caught where it starts instead of being assumed away.
 public struct LoopBound<Value>: @unchecked Sendable {
     /// The loop the value belongs to.
     public let eventLoop: EventLoop
     private let wrapped: Value
 
-    /// Binds `value` to `eventLoop`. Binding may happen off the loop (before it runs); using may not.
+    /// Binds `value`, made on `eventLoop`'s thread, to that loop. Only on that thread.
     public init(_ value: Value, on eventLoop: EventLoop) {
+        precondition(eventLoop.inEventLoop, "a loop-bound value was made off its event loop")
+        self.eventLoop = eventLoop
+        self.wrapped = value
+    }
+
+    /// Binds `value` to a loop that has not started: no thread has run it yet, so the loop's thread, once
+    /// started, is the first to touch the value (its start hands it over). For what a server builds before its
+    /// loops run.
+    package init(_ value: Value, beforeStartOf eventLoop: EventLoop) {
+        precondition(!eventLoop.hasStarted, "a value was bound before the start of a loop already running")
         self.eventLoop = eventLoop
         self.wrapped = value
     }
 
     /// The value. Only on `eventLoop`'s thread.
+    @inline(__always)
     public var value: Value {
         precondition(eventLoop.inEventLoop, "a loop-bound value was used off its event loop")
         return wrapped

@@ -26,7 +26,8 @@ public struct GRPCServerConfiguration: Sendable {
     public var maxDeadline: Duration = .seconds(1_800)
     /// Where RPC starts and ends are reported (metrics, access log).
     public var events: any RPCEvents = SilentRPCEvents()
-    /// Who may call (nil = anyone): asked before any handler runs, for every call but health and reflection.
+    /// Who may call (nil = anyone): asked before any handler runs, for every call of a service that is not open
+    /// (`GRPCService.isOpen`: health and reflection are).
     public var callGuard: (any CallGuard)?
     /// TLS on the gRPC port (ALPN h2; client certificates when its context asks for them); nil = h2c.
     public var tls: TLSContext?
@@ -34,10 +35,32 @@ public struct GRPCServerConfiguration: Sendable {
     public init() {}
 }
 
-/// A service: a set of methods by full path ("/package.Service/Method").
+/// A service: a set of methods by full path ("/package.Service/Method"), and whether its calls need the
+/// server's `CallGuard`.
 public protocol GRPCService: Sendable {
     /// The methods this service serves.
     var methods: [String: MethodHandler] { get }
+    /// True for a service every caller may use (health, reflection): its calls skip the server's `CallGuard`.
+    /// False by default, so a service is guarded unless it says otherwise.
+    var isOpen: Bool { get }
+}
+
+extension GRPCService {
+    /// Guarded.
+    public var isOpen: Bool { false }
+
+    /// The fully qualified names of the services whose methods this value serves (what reflection lists), read
+    /// from the method paths, sorted.
+    public var serviceNames: [String] {
+        Set(methods.keys.compactMap(Self.serviceName(ofPath:))).sorted()
+    }
+
+    /// "package.Service" of "/package.Service/Method"; nil for a path not of that form.
+    static func serviceName(ofPath path: String) -> String? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else { return nil }
+        return String(parts[1])
+    }
 }
 
 /// The gRPC server: routes HTTP/2 streams to method handlers on its event loops.
@@ -49,13 +72,11 @@ public final class GRPCServer: Sendable {
 
     public init(configuration: GRPCServerConfiguration, services: [GRPCService]) throws(SystemError) {
         let threads = configuration.threads > 0 ? configuration.threads : Self.coreCount()
-        var methods: [String: MethodHandler] = [:]
-        for service in services { methods.merge(service.methods) { _, new in new } }
         let registries = (0..<threads).map { _ in
             CallRegistry(streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark)
         }
         let router = Router(
-            methods: methods, registries: LoopLocal(registries),
+            methods: Router.methods(of: services), registries: LoopLocal(registries),
             maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: configuration.events,
             callGuard: configuration.callGuard,
             deadlines: DeadlinePolicy(
@@ -114,7 +135,7 @@ final class LoopLocal<Value>: @unchecked Sendable {
 
     /// Runs `body` with each loop's value on that loop.
     func forEach(on loops: [EventLoop], _ body: @escaping @Sendable (Value) -> Void) {
-        for loop in loops { LoopBound(values[loop.index], on: loop).execute(body) }
+        for loop in loops { loop.execute { body(self[loop]) } }
     }
 }
 
@@ -126,7 +147,7 @@ struct Router: HTTP2Responder {
     let handlers: [MethodHandler]
     /// Each path's metrics and access-log recorder, resolved once.
     let recorders: [any RPCRecorder]
-    /// Whether each path is open to every caller (health and reflection), decided once.
+    /// Whether each path's service is open to every caller (`GRPCService.isOpen`), decided once.
     let open: [Bool]
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
@@ -134,15 +155,31 @@ struct Router: HTTP2Responder {
     let callGuard: (any CallGuard)?
     let deadlines: DeadlinePolicy
 
+    /// A served method: its handler, and whether its service is open to every caller.
+    struct Method {
+        var handler: MethodHandler
+        var open: Bool
+    }
+
+    /// Every method of `services` by path, each open when its service is (a later service's method replaces an
+    /// earlier one's of the same path).
+    static func methods(of services: [any GRPCService]) -> [String: Method] {
+        var methods: [String: Method] = [:]
+        for service in services {
+            for (path, handler) in service.methods { methods[path] = Method(handler: handler, open: service.isOpen) }
+        }
+        return methods
+    }
+
     init(
-        methods: [String: MethodHandler], registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
+        methods: [String: Method], registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
         events: any RPCEvents, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
     ) {
         let sorted = methods.sorted { $0.key < $1.key }
         paths = sorted.map(\.key)
-        handlers = sorted.map(\.value)
+        handlers = sorted.map(\.value.handler)
         recorders = paths.map { events.recorder(method: $0) }
-        open = paths.map(Self.isOpen)
+        open = sorted.map(\.value.open)
         internTable = InternTable(paths + InternTable.commonHeaders)
         self.registries = registries
         self.maxReceiveMessageBytes = maxReceiveMessageBytes
@@ -155,7 +192,7 @@ struct Router: HTTP2Responder {
     /// clients send; made once, shared by every loop.
     let internTable: InternTable
 
-    func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
         guard head.method == "POST" else {
             stream.respond(status: 405, fields: [("allow", "POST")], endStream: true)
             return nil
@@ -175,7 +212,7 @@ struct Router: HTTP2Responder {
         }
         let handler = handlers[index]
         let recorder = recorders[index]
-        // Who is calling, before anything else about the call is done (health and reflection are open).
+        // Who is calling, before anything else about the call is done (open services skip the guard).
         var caller: CallerIdentity?
         if let callGuard, !open[index] {
             switch callGuard.admit(method: head.path, metadata: head.fields, peer: head.peerCertificate) {
@@ -229,15 +266,10 @@ struct Router: HTTP2Responder {
             || (name.utf8.first == UInt8(ascii: "g") && name.utf8.starts(with: "grpc-".utf8))
     }
 
-    private static func isOpen(_ path: String) -> Bool {
-        path.hasPrefix("/grpc.health.v1.Health/") || path.hasPrefix("/grpc.reflection.v1.ServerReflection/")
-            || path.hasPrefix("/grpc.reflection.v1alpha.ServerReflection/")
-    }
-
     /// Answers a call refused before it started, Trailers-Only, and reports it started and finished at once
     /// (so the in-flight gauge balances).
     private func refuse(
-        _ stream: HTTP2Stream, _ status: RPCStatus, head: HTTP2RequestHead, recorder: any RPCRecorder,
+        _ stream: any HTTPServerStream, _ status: RPCStatus, head: HTTP2RequestHead, recorder: any RPCRecorder,
         annotations: CallAnnotations = CallAnnotations()
     ) {
         trailersOnly(stream, status)
@@ -245,7 +277,7 @@ struct Router: HTTP2Responder {
         recorder.finished(status: status.code, seconds: 0, metadata: head.fields, annotations: annotations)
     }
 
-    private func trailersOnly(_ stream: HTTP2Stream, _ status: RPCStatus) {
+    private func trailersOnly(_ stream: any HTTPServerStream, _ status: RPCStatus) {
         stream.respond(StatusTrailers.trailersOnly(for: status), endStream: true)
     }
 

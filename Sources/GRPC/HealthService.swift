@@ -98,6 +98,9 @@ public struct HealthService: GRPCService {
         self.board = board
     }
 
+    /// Open: load balancers and orchestrators probe it without credentials.
+    public var isOpen: Bool { true }
+
     public var methods: [String: MethodHandler] {
         let board = self.board
         return [

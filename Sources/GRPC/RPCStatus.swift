@@ -47,9 +47,10 @@ public struct ErrorDetails: Sendable, Hashable {
     /// google.rpc.ErrorInfo: a stable UPPER_SNAKE `reason`, its `domain`, and context metadata.
     public struct Info: Sendable, Hashable {
         public var reason: String
+        /// Who defines `reason` (the server's user names it, e.g. its service's error domain).
         public var domain: String
         public var metadata: [String: String]
-        public init(reason: String, domain: String = "appstore.gateway", metadata: [String: String] = [:]) {
+        public init(reason: String, domain: String, metadata: [String: String] = [:]) {
             self.reason = reason
             self.domain = domain
             self.metadata = metadata
@@ -81,7 +82,7 @@ public struct FieldViolation: Sendable, Hashable {
 }
 
 /// An error that knows its gRPC status: what a handler throws or returns, so each layer's typed errors
-/// reach the caller through one mapping (the gateway's `GatewayError` conforms in Services).
+/// reach the caller through one mapping (a server's own error types conform where they are defined).
 public protocol RPCStatusConvertible: Error {
     /// The status the call ends with.
     var rpcStatus: RPCStatus { get }
@@ -109,12 +110,12 @@ public struct RPCStatus: RPCStatusConvertible, Sendable, Hashable, CustomStringC
 }
 
 extension RPCStatus {
-    /// The status with `value` under `key` in its ErrorInfo metadata (an ErrorInfo in the gateway's domain
-    /// is added when there is none), e.g. the resume cursor of a stream that ended early.
-    public func addingInfoMetadata(_ key: String, _ value: String) -> RPCStatus {
+    /// The status with `value` under `key` in its ErrorInfo metadata (an ErrorInfo in `domain`, with the code's
+    /// name as its reason, is added when there is none), e.g. the resume cursor of a stream that ended early.
+    public func addingInfoMetadata(_ key: String, _ value: String, domain: String) -> RPCStatus {
         var copy = self
         var details = copy.details ?? ErrorDetails()
-        var info = details.info ?? ErrorDetails.Info(reason: code.description, domain: "appstore.gateway")
+        var info = details.info ?? ErrorDetails.Info(reason: code.description, domain: domain)
         info.metadata[key] = value
         details.info = info
         copy.details = details

@@ -4,24 +4,30 @@ import ProtoCodec
 /// `grpc.reflection.v1.ServerReflection` and `grpc.reflection.v1alpha.ServerReflection` (same messages).
 /// grpcurl and evans try v1 first and some tools speak only one, so both are served (gRFC A15).
 public struct ReflectionService: GRPCService {
-    /// The services to list (fully qualified names).
-    let serviceNames: [String]
+    /// The names this service is served under.
+    static let names = ["grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]
 
-    public init(serviceNames: [String]) {
-        self.serviceNames = serviceNames
+    /// The services listed (fully qualified names): those given, and this one.
+    let listed: [String]
+
+    /// Reflection over `services` (the server's other services) and itself: each is listed under the names
+    /// its method paths give.
+    public init(listing services: [any GRPCService]) {
+        listed = Array(Set(services.flatMap(\.serviceNames) + Self.names))
     }
+
+    /// Open: tools such as grpcurl discover the API before they hold credentials.
+    public var isOpen: Bool { true }
 
     public var methods: [String: MethodHandler] {
         let handler = MethodHandler.bidiStreaming(ServerReflectionRequest.self, ServerReflectionResponse.self) {
-            [serviceNames] requests, _, responses throws(RPCStatus) in
+            [listed] requests, _, responses throws(RPCStatus) in
+            var requests = requests  // the handler's own, to read from
             while let request = try await requests.next() {
-                try await responses.send(Self.answer(request, serviceNames: serviceNames))
+                try await responses.send(Self.answer(request, serviceNames: listed))
             }
         }
-        return [
-            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": handler,
-            "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": handler,
-        ]
+        return Dictionary(uniqueKeysWithValues: Self.names.map { ("/\($0)/ServerReflectionInfo", handler) })
     }
 
     /// Answers one request; unknown files and symbols get an ErrorResponse (NOT_FOUND), not a call error.

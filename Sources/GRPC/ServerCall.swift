@@ -4,13 +4,15 @@ import HTTPServer
 
 /// One gRPC call on one HTTP/2 stream, confined to the stream's event loop.
 ///
-/// It reads exactly one request message, runs the handler, and writes the response: headers are held
-/// until the first message (gRFC A6), so an error known before any message goes out Trailers-Only.
+/// A unary or server-streaming call reads exactly one request message, then runs its handler; a bidirectional
+/// call runs its handler from the request head on and hands it each message as it arrives. Either way response
+/// headers are held until the first message (gRFC A6), so an error known before any message goes out
+/// Trailers-Only.
 final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Slotted {
     /// Unread request messages a bidirectional call may hold.
     static let maxPendingMessages = 256
 
-    let stream: HTTP2Stream
+    let stream: any HTTPServerStream
     let handler: MethodHandler
     let context: ServerContext
     private let registry: CallRegistry
@@ -46,7 +48,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
     /// `requestDeadline`: when set (a streaming call without `grpc-timeout`), the call ends DEADLINE_EXCEEDED
     /// if its request has not fully arrived by then; once it has, the call has no deadline.
     init(
-        stream: HTTP2Stream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
+        stream: any HTTPServerStream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
         maxMessageSize: Int, recorder: any RPCRecorder, started: MonotonicInstant,
         requestDeadline: MonotonicInstant? = nil
     ) {
@@ -84,7 +86,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
 
     // MARK: HTTP2StreamDelegate
 
-    func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer) {
+    func stream(_ stream: any HTTPServerStream, received data: UnsafeRawBufferPointer) {
         guard !finished, task == nil || streaming?.inbound != nil else {
             stream.releaseReceived(data.count)  // dropped, so it holds no budget
             return
@@ -121,7 +123,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
         }
     }
 
-    func streamRequestEnded(_ stream: HTTP2Stream) {
+    func streamRequestEnded(_ stream: any HTTPServerStream) {
         switch state.requestEnded(partialMessage: !deframer.isEmpty) {
         case .start:
             deadlineMayHaveLapsed()
@@ -135,11 +137,11 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
         }
     }
 
-    func streamWritable(_ stream: HTTP2Stream) {
+    func streamWritable(_ stream: any HTTPServerStream) {
         resumeSender()
     }
 
-    func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode) {
+    func streamClosed(_ stream: any HTTPServerStream, errorCode: HTTP2ErrorCode) {
         if state.cancelled() {
             failure = RPCStatus(.cancelled, "the client cancelled the call")
             report(.cancelled)

@@ -21,9 +21,11 @@ public struct ResponseStream<Message: ProtoMessage>: Sendable {
     }
 }
 
-/// The messages of a client stream, typed; `next()` is nil after the client's END_STREAM. One reader only:
-/// the handler it is given to.
-public final class RequestStream<Message: ProtoMessage>: @unchecked Sendable {
+/// The messages of a client stream, typed; `next()` is nil after the client's END_STREAM.
+///
+/// One reader by construction: the value cannot be copied (`~Copyable`) and the handler it is given to owns
+/// it (a `consuming` parameter), and it is not `Sendable`, so no other task can hold it either.
+public struct RequestStream<Message: ProtoMessage>: ~Copyable {
     private var iterator: AsyncStream<[UInt8]>.Iterator
     private let context: ServerContext
 
@@ -33,7 +35,7 @@ public final class RequestStream<Message: ProtoMessage>: @unchecked Sendable {
     }
 
     /// The next message; throws INVALID_ARGUMENT for bytes that are not a `Message`.
-    public func next() async throws(RPCStatus) -> Message? {
+    public mutating func next() async throws(RPCStatus) -> Message? {
         guard let bytes = await iterator.next() else { return nil }
         return try MethodHandler.decode(Message.self, bytes, context)
     }
@@ -119,7 +121,7 @@ extension MethodHandler {
     public static func bidiStreaming<Request: ProtoMessage, Response: ProtoMessage>(
         _ request: Request.Type, _ response: Response.Type,
         _ body:
-            @escaping @Sendable (RequestStream<Request>, ServerContext, ResponseStream<Response>)
+            @escaping @Sendable (consuming RequestStream<Request>, ServerContext, ResponseStream<Response>)
             async throws(RPCStatus) -> Void
     ) -> MethodHandler {
         .bidiStreaming { messages, context, writer throws(RPCStatus) in

@@ -95,13 +95,8 @@ public final class GatewayApp {
         serverConfiguration.events = tracer.map { TracingRPCEvents(inner: events, tracer: $0) } ?? events
         serverConfiguration.callGuard = access.callGuard
         serverConfiguration.tls = access.tlsContext
-        let services: [GRPCService] = [
-            HealthService(board: board), service,
-            ReflectionService(serviceNames: [
-                AppStoreGatewayService.name, HealthService.name, "grpc.reflection.v1.ServerReflection",
-                "grpc.reflection.v1alpha.ServerReflection",
-            ]),
-        ]
+        let served: [GRPCService] = [HealthService(board: board), service]
+        let services = served + [ReflectionService(listing: served)]
         for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer
         do {

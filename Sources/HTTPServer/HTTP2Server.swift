@@ -100,7 +100,7 @@ public final class HTTP2Server: Sendable {
             let serverLoop = try ServerLoop(
                 eventLoop: eventLoop, listener: listener, transport: transport, responder: responder,
                 requestHandler: requestHandler, configuration: configuration, counters: counters)
-            loops.append(LoopBound(serverLoop, on: eventLoop))
+            loops.append(LoopBound(serverLoop, beforeStartOf: eventLoop))
             eventLoops.append(eventLoop)
         }
         self.port = first.port
@@ -147,31 +147,4 @@ public final class HTTP2Server: Sendable {
         for thread in threads.withLock({ $0 }) { pthread_join(thread, nil) }
         threads.withLock { $0 = [] }
     }
-}
-
-/// Starts a joinable thread running `body`.
-func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Box {
-        let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    // The thread starts with SIGPIPE blocked: OpenSSL writes with write(2), and a peer that reset the
-    // connection must become EPIPE on that connection, not a signal that kills the process.
-    var pipe = sigset_t()
-    var previous = sigset_t()
-    sigemptyset(&pipe)
-    sigaddset(&pipe, SIGPIPE)
-    pthread_sigmask(SIG_BLOCK, &pipe, &previous)
-    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-    var thread = pthread_t()
-    let rc = pthread_create(
-        &thread, nil,
-        { argument in
-            let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
-    precondition(rc == 0, "pthread_create failed: \(rc)")
-    _ = pthread_setname_np(thread, String(name.prefix(15)))
-    return thread
 }

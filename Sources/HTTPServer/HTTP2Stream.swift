@@ -25,23 +25,23 @@ public struct HTTP2RequestHead: Sendable {
     }
 }
 
-/// Receives the events of one HTTP/2 stream, on the stream's event loop.
+/// Receives the events of one stream, on the stream's event loop.
 public protocol HTTP2StreamDelegate: AnyObject {
     /// A chunk of the request body. The bytes are valid only during the call.
-    func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer)
+    func stream(_ stream: any HTTPServerStream, received data: UnsafeRawBufferPointer)
     /// The client finished its request (END_STREAM).
-    func streamRequestEnded(_ stream: HTTP2Stream)
+    func streamRequestEnded(_ stream: any HTTPServerStream)
     /// Buffered response data fell below the low-water mark: more may be written.
-    func streamWritable(_ stream: HTTP2Stream)
+    func streamWritable(_ stream: any HTTPServerStream)
     /// The stream is gone: finished, reset by the client (`errorCode` from RST_STREAM) or the connection closed.
-    func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode)
+    func streamClosed(_ stream: any HTTPServerStream, errorCode: HTTP2ErrorCode)
 }
 
 /// Decides what serves each new request; called on the loop thread that owns the stream.
 public protocol HTTP2Responder: Sendable {
     /// A request's headers are complete. Return the delegate for the rest of the stream, after responding
     /// already if the answer is known from the head alone.
-    func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate?
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate?
 
     /// Strings this responder's requests repeat (its paths, the header names and values it expects): a
     /// request head takes them from here instead of allocating its own.
@@ -57,7 +57,7 @@ extension HTTP2Responder {
 /// The response is a head (`respond`), body bytes (`write`) and an end (`finish`, optionally with trailers);
 /// body bytes wait here until the peer's flow-control window lets nghttp2 take them, so `bufferedBytes`
 /// is how a producer learns to slow down.
-public final class HTTP2Stream: Slotted {
+public final class HTTP2Stream: HTTPServerStream, Slotted {
     /// The HTTP/2 stream id.
     public let id: Int32
     /// The loop that owns this stream; touch the stream only there.
@@ -99,16 +99,6 @@ public final class HTTP2Stream: Slotted {
     /// True once `respond` was called.
     public var hasResponded: Bool { headSent }
 
-    /// Sends the response head. With `endStream` the head is the whole response (e.g. gRPC Trailers-Only).
-    public func respond(status: Int, fields: [(name: String, value: String)], endStream: Bool) {
-        respond(HeaderBlock([(":status", String(status))] + fields), endStream: endStream)
-    }
-
-    /// Sends a prepared response head, which must start with ":status".
-    public func respond(_ head: HeaderBlock, endStream: Bool) {
-        respond(head, adding: nil, endStream: endStream)
-    }
-
     /// Sends a prepared response head and one field of this response only (e.g. `x-request-id`), without
     /// building a new block for it; the value's bytes are copied before this returns.
     public func respond(
@@ -135,11 +125,6 @@ public final class HTTP2Stream: Slotted {
         guard !isClosed, headSent, !ended else { return }
         pending.append(body)
         resumeIfDeferred()
-    }
-
-    /// Ends the response after the queued body, with trailers when given.
-    public func finish(trailers: [(name: String, value: String)]?) {
-        finish(trailers: trailers.flatMap { $0.isEmpty ? nil : HeaderBlock($0) })
     }
 
     /// Ends the response after the queued body, with prepared trailers when given.

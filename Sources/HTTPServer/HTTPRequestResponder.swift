@@ -19,7 +19,7 @@ public struct HTTPRequestResponder: HTTP2Responder {
         self.requestTimeout = requestTimeout
     }
 
-    public func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+    public func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
         let call = WholeRequestCall(head: head, handler: handler, maxBodyBytes: maxBodyBytes)
         if let requestTimeout { call.startDeadline(requestTimeout, on: stream) }
         return call
@@ -44,7 +44,7 @@ final class WholeRequestCall: HTTP2StreamDelegate {
         self.maxBodyBytes = maxBodyBytes
     }
 
-    func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer) {
+    func stream(_ stream: any HTTPServerStream, received data: UnsafeRawBufferPointer) {
         guard !done else {
             stream.releaseAllReceived()  // ignored bytes hold no budget
             return
@@ -56,7 +56,7 @@ final class WholeRequestCall: HTTP2StreamDelegate {
         request.body.append(contentsOf: data)
     }
 
-    func streamRequestEnded(_ stream: HTTP2Stream) {
+    func streamRequestEnded(_ stream: any HTTPServerStream) {
         guard !done else { return }
         cancelDeadline(on: stream)  // the handler's time is not the client's
         stream.releaseAllReceived()  // the body goes to the handler now
@@ -70,30 +70,30 @@ final class WholeRequestCall: HTTP2StreamDelegate {
         }
     }
 
-    func streamWritable(_ stream: HTTP2Stream) {}
+    func streamWritable(_ stream: any HTTPServerStream) {}
 
-    func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode) {
+    func streamClosed(_ stream: any HTTPServerStream, errorCode: HTTP2ErrorCode) {
         done = true
         if let timer { stream.eventLoop.cancelTimer(timer) }
         cancelDeadline(on: stream)
     }
 
     /// Answers 408 unless the request has ended within `timeout` (the stream's close or end cancels it).
-    func startDeadline(_ timeout: Duration, on stream: HTTP2Stream) {
+    func startDeadline(_ timeout: Duration, on stream: any HTTPServerStream) {
         deadline = stream.eventLoop.scheduleTimer(after: timeout) { [self] in
             self.deadline = nil
             self.end(refusing: 408, on: stream)
         }
     }
 
-    private func cancelDeadline(on stream: HTTP2Stream) {
+    private func cancelDeadline(on stream: any HTTPServerStream) {
         if let deadline { stream.eventLoop.cancelTimer(deadline) }
         deadline = nil
     }
 
     /// Refuses the request (its body so far is dropped) with a bodiless answer, then RST_STREAM NO_ERROR: the
     /// answer is complete, the rest of the request unwanted.
-    private func end(refusing status: Int, on stream: HTTP2Stream) {
+    private func end(refusing status: Int, on stream: any HTTPServerStream) {
         guard !done else { return }
         done = true
         cancelDeadline(on: stream)
@@ -103,7 +103,7 @@ final class WholeRequestCall: HTTP2StreamDelegate {
         ResetAfterAnswer.schedule(stream)
     }
 
-    private func deliver(_ response: HTTPResponse, on stream: HTTP2Stream) {
+    private func deliver(_ response: HTTPResponse, on stream: any HTTPServerStream) {
         guard !done else { return }
         let fields =
             response.headers.filter { $0.name != "content-length" && $0.name != "connection" }
@@ -125,7 +125,8 @@ final class WholeRequestCall: HTTP2StreamDelegate {
         }
     }
 
-    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, interval: Duration, on stream: HTTP2Stream) {
+    private func sendSlowly(_ rest: ArraySlice<UInt8>, pieces: Int, interval: Duration, on stream: any HTTPServerStream)
+    {
         guard !stream.isClosed else { return }
         let size = max(1, (rest.count + pieces - 1) / pieces)
         stream.write(Array(rest.prefix(size)))

@@ -10,14 +10,14 @@ import EventLoops
 /// reset alone, which still ends the stream.)
 final class ResetAfterAnswer: IterationEndTarget {
     var iterationEndQueued = false
-    private let stream: HTTP2Stream
+    private let stream: any HTTPServerStream
 
     /// Queues the reset of `stream`, which has just been answered with END_STREAM.
-    static func schedule(_ stream: HTTP2Stream) {
+    static func schedule(_ stream: any HTTPServerStream) {
         stream.eventLoop.atIterationEnd(ResetAfterAnswer(stream))
     }
 
-    private init(_ stream: HTTP2Stream) { self.stream = stream }
+    private init(_ stream: any HTTPServerStream) { self.stream = stream }
 
     func iterationEnded() { stream.reset(errorCode: .noError) }
 }

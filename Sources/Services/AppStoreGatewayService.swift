@@ -114,7 +114,7 @@ public struct AppStoreGatewayService: GRPCService {
                     // Ended by a shutdown before the first event: continue from where the caller came from.
                     await stream.setShutdownStatus(
                         GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
-                            "resume_token", request.resumeToken))
+                            "resume_token", request.resumeToken, domain: gatewayErrorDomain))
                 }
                 let remaining = context.remaining
                 try await notifications.run(call, remaining: remaining) { event, shutdownStatus throws(RPCStatus) in

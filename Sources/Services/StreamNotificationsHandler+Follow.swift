@@ -132,12 +132,17 @@ extension StreamNotificationsHandler {
             position.issuedAt = clock.wallNow().millisecondsSince1970
             let token = followTokens.encode(position)
             event.resumeToken = token
-            try await send(event, GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata("resume_token", token))
+            try await send(
+                event,
+                GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
+                    "resume_token", token, domain: gatewayErrorDomain))
             lastToken = token
         }
         func failing(_ error: GatewayError) -> RPCStatus {
             var status = error.rpcStatus
-            if let lastToken { status = status.addingInfoMetadata("resume_token", lastToken) }
+            if let lastToken {
+                status = status.addingInfoMetadata("resume_token", lastToken, domain: gatewayErrorDomain)
+            }
             return status
         }
 

@@ -201,7 +201,7 @@ public struct StreamNotificationsHandler: Sendable {
                                 issuedAt: clock.wallNow().millisecondsSince1970))
                         event.resumeToken = token
                         let shutdown = GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
-                            "resume_token", token)
+                            "resume_token", token, domain: gatewayErrorDomain)
                         do throws(RPCStatus) {
                             try await send(event, shutdown)
                         } catch {
@@ -233,7 +233,7 @@ public struct StreamNotificationsHandler: Sendable {
         }
         if Task.isCancelled, case .cancelled = failure { throw failure.rpcStatus }
         var status = failure.rpcStatus
-        if let lastToken { status = status.addingInfoMetadata("resume_token", lastToken) }
+        if let lastToken { status = status.addingInfoMetadata("resume_token", lastToken, domain: gatewayErrorDomain) }
         throw status
     }
 

@@ -159,7 +159,8 @@ import Testing
         let status = RPCStatus(
             .resourceExhausted, "rate limit",
             details: ErrorDetails(
-                info: .init(reason: "RATE_LIMIT_EXCEEDED", metadata: ["app": "x"]), retryDelayMilliseconds: 1500))
+                info: .init(reason: "RATE_LIMIT_EXCEEDED", domain: "example.test", metadata: ["app": "x"]),
+                retryDelayMilliseconds: 1500))
         let fields = StatusTrailers.fields(for: status)
         #expect(fields[0].name == "grpc-status" && fields[0].value == "8")
         #expect(fields[1].name == "grpc-message" && fields[1].value == "rate limit")

@@ -8,7 +8,8 @@ import Testing
         let status = RPCStatus(
             .resourceExhausted, "Apple rate limit",
             details: ErrorDetails(
-                info: .init(reason: "RATE_LIMIT_EXCEEDED", metadata: ["apple_error_code": "4290000"]),
+                info: .init(
+                    reason: "RATE_LIMIT_EXCEEDED", domain: "example.test", metadata: ["apple_error_code": "4290000"]),
                 retryDelayMilliseconds: 2500))
         let bytes = try #require(StatusDetailsEncoding.encode(status))
         let decoded = try GoogleRPCStatus(serializedBytes: bytes)
@@ -20,7 +21,7 @@ import Testing
             ])
         let info = try ErrorInfo(serializedBytes: decoded.details[0].value)
         #expect(info.reason == "RATE_LIMIT_EXCEEDED")
-        #expect(info.domain == "appstore.gateway")
+        #expect(info.domain == "example.test")
         #expect(info.metadata == ["apple_error_code": "4290000"])
         let retry = try RetryInfo(serializedBytes: decoded.details[1].value)
         #expect(retry.retryDelay?.milliseconds == 2500)
@@ -33,7 +34,8 @@ import Testing
         ]
         let status = RPCStatus(
             .invalidArgument, "Invalid request",
-            details: ErrorDetails(info: .init(reason: "INVALID_ARGUMENT"), fieldViolations: violations))
+            details: ErrorDetails(
+                info: .init(reason: "INVALID_ARGUMENT", domain: "example.test"), fieldViolations: violations))
         let decoded = try GoogleRPCStatus(serializedBytes: try #require(StatusDetailsEncoding.encode(status)))
         #expect(
             decoded.details.map(\.typeUrl) == [
@@ -46,5 +48,24 @@ import Testing
 
     @Test func noDetailsNoTrailer() {
         #expect(StatusDetailsEncoding.encode(RPCStatus(.notFound, "x")) == nil)
+    }
+}
+
+@Suite struct InfoMetadataTests {
+    @Test func addedMetadataMakesAnErrorInfoInTheGivenDomainWhenThereIsNone() throws {
+        let status = RPCStatus(.unavailable, "x").addingInfoMetadata("resume_token", "t", domain: "example.test")
+        let info = try #require(status.details?.info)
+        #expect(info.domain == "example.test")
+        #expect(info.reason == "UNAVAILABLE")
+        #expect(info.metadata == ["resume_token": "t"])
+    }
+
+    @Test func addedMetadataKeepsAnExistingErrorInfosDomain() throws {
+        let status = RPCStatus(.unavailable, "x", details: ErrorDetails(info: .init(reason: "R", domain: "first.test")))
+            .addingInfoMetadata("resume_token", "t", domain: "second.test")
+        let info = try #require(status.details?.info)
+        #expect(info.domain == "first.test")
+        #expect(info.reason == "R")
+        #expect(info.metadata == ["resume_token": "t"])
     }
 }

@@ -8,7 +8,7 @@ import Testing
     @Test func shortStatusesAreUnchanged() {
         let status = RPCStatus(
             .notFound, "No app named \"x\"",
-            details: ErrorDetails(info: .init(reason: "UNKNOWN_APP", metadata: ["app": "x"])))
+            details: ErrorDetails(info: .init(reason: "UNKNOWN_APP", domain: "example.test", metadata: ["app": "x"])))
         #expect(TrailerBounds.bounded(status) == status)
     }
 
@@ -29,7 +29,8 @@ import Testing
         let status = RPCStatus(
             .notFound, "No app named \(echo)",
             details: ErrorDetails(
-                info: .init(reason: "UNKNOWN_APP", metadata: ["app": echo]), retryDelayMilliseconds: 5))
+                info: .init(reason: "UNKNOWN_APP", domain: "example.test", metadata: ["app": echo]),
+                retryDelayMilliseconds: 5))
         let fields = StatusTrailers.fields(for: status)
         let details = try #require(fields.first { $0.name == "grpc-status-details-bin" }?.value)
         #expect(details.utf8.count <= TrailerBounds.maxDetailsBytes)
@@ -45,7 +46,8 @@ import Testing
     @Test func manyMetadataEntriesAreDroppedWhenClippingIsNotEnough() throws {
         var metadata: [String: String] = [:]
         for index in 0..<200 { metadata["key\(index)"] = String(repeating: "v", count: 250) }
-        let status = RPCStatus(.internal, "x", details: ErrorDetails(info: .init(reason: "R", metadata: metadata)))
+        let status = RPCStatus(
+            .internal, "x", details: ErrorDetails(info: .init(reason: "R", domain: "example.test", metadata: metadata)))
         let bounded = TrailerBounds.bounded(status)
         #expect(bounded.details?.info?.reason == "R")
         let encoded = try #require(StatusDetailsEncoding.encode(bounded))

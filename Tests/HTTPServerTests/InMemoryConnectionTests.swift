@@ -206,7 +206,7 @@ private final class MemoryOwner: ConnectionOwner {
 /// Answers /echo with the request body and an `x-bytes` trailer, /fields with the request's regular fields in
 /// an `x-fields` header; anything else is nobody's (404).
 private struct EchoResponder: HTTP2Responder {
-    func streamStarted(_ stream: HTTP2Stream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
         if head.path == "/fields" {
             let listed = head.fields.map { "\($0.name)=\($0.value)" }.joined(separator: ",")
             stream.respond(status: 200, fields: [("x-fields", listed)], endStream: true)
@@ -217,17 +217,17 @@ private struct EchoResponder: HTTP2Responder {
 
     final class Echo: HTTP2StreamDelegate {
         var body: [UInt8] = []
-        func stream(_ stream: HTTP2Stream, received data: UnsafeRawBufferPointer) {
+        func stream(_ stream: any HTTPServerStream, received data: UnsafeRawBufferPointer) {
             body += data
             stream.releaseReceived(data.count)
         }
-        func streamRequestEnded(_ stream: HTTP2Stream) {
+        func streamRequestEnded(_ stream: any HTTPServerStream) {
             stream.respond(status: 200, fields: [("content-type", "application/octet-stream")], endStream: false)
             stream.write(body)
             stream.finish(trailers: [("x-bytes", String(body.count))])
         }
-        func streamWritable(_ stream: HTTP2Stream) {}
-        func streamClosed(_ stream: HTTP2Stream, errorCode: HTTP2ErrorCode) {}
+        func streamWritable(_ stream: any HTTPServerStream) {}
+        func streamClosed(_ stream: any HTTPServerStream, errorCode: HTTP2ErrorCode) {}
     }
 }
 
