@@ -63,7 +63,7 @@ let package = Package(
         // The YAML configuration (Yams): every key parsed, defaulted and validated once.
         .target(
             name: "Configuration",
-            dependencies: ["GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams")]),
+            dependencies: ["GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams"), "Redis"]),
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.
@@ -86,19 +86,23 @@ let package = Package(
         .target(
             name: "GRPC",
             dependencies: ["HTTPServer", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "EventLoops"]),
+        // A Redis client the gateway owns end to end: its socket (TCP or TLS through OpenSSL), bounded replies
+        // parsed by hiredis, scripts by SHA. Knows nothing of what the commands mean.
+        .target(
+            name: "Redis", dependencies: ["CHiredis", "CLinux", "COpenSSL", "Cryptography", "GatewayFoundation"]),
         // The upstream App Store Server API client: one libcurl multi handle on its own thread (HTTP/2
         // over TLS, multiplexed), request JWTs, rate limits, retries, environment fallback.
         .target(
             name: "AppStoreClient",
             dependencies: [
-                "CCurl", "CHiredis", "CLinux", "COpenSSL", "Cryptography", "GatewayFoundation", "AppStoreDomain",
+                "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain",
                 "Configuration", "SignedData",
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), "Redis",
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
         .target(
             name: "NotificationStore",
-            dependencies: ["CSQLite", "GatewayFoundation", "Configuration", "AppStoreClient"]),
+            dependencies: ["CSQLite", "GatewayFoundation", "Configuration", "AppStoreClient", "Redis"]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
             name: "Services",
@@ -115,7 +119,7 @@ let package = Package(
             name: "Observability",
             dependencies: [
                 "GRPC", "GatewayFoundation", "AppStoreDomain",
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), "Redis", "AppStoreClient",
             ]),
         // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread, the server
         // span of every RPC.
@@ -136,7 +140,7 @@ let package = Package(
             dependencies: [
                 "Services", "GRPC", "HTTPServer", "GatewayFoundation", "Observability", "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
-                .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration",
+                .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration", "Redis",
             ]),
         // The `appstore-gateway` executable: arguments, configuration loading, logging, signals, the simulator.
         .executableTarget(
@@ -147,7 +151,7 @@ let package = Package(
                 "Simulator", "Observability", "AppStoreClient",
                 "CallerAuthentication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"), "Tracing",
+                .product(name: "Logging", package: "swift-log"), "Tracing", "Redis",
             ]),
 
         // In-process VerifyJWS throughput for bench/verify.sh (not part of the gateway binary).
@@ -161,7 +165,7 @@ let package = Package(
         // MARK: Tests mirror Sources.
         // Shared test fixtures (a TLS test server), used by several test targets.
         .target(
-            name: "TestSupport", dependencies: ["HTTPServer", "Cryptography", "GatewayFoundation"],
+            name: "TestSupport", dependencies: ["HTTPServer", "Cryptography", "GatewayFoundation", "Redis"],
             path: "Tests/TestSupport"
         ),
         // The RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
@@ -184,15 +188,16 @@ let package = Package(
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
         .testTarget(
             name: "AppStoreDomainTests",
-            dependencies: ["AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport"]),
+            dependencies: ["AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport", "Redis"]),
         .testTarget(
             name: "ConfigurationTests",
-            dependencies: ["Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport"]),
+            dependencies: ["Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport", "Redis"]),
         .testTarget(
             name: "NotificationStoreTests",
-            dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport"]),
+            dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "Configuration", "TestSupport", "AppStoreClient"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(
             name: "CallerAuthenticationTests",
@@ -235,7 +240,7 @@ let package = Package(
                 "Cryptography", "SignedData", "ProtoCodec",
                 "GRPC", "NotificationStore",
                 "TestSupport",
-                .product(name: "Logging", package: "swift-log"), "Observability",
+                .product(name: "Logging", package: "swift-log"), "Observability", "Redis",
             ]),
     ]
 )

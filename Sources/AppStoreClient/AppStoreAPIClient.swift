@@ -3,6 +3,7 @@ import Configuration
 import Foundation
 import GatewayFoundation
 import Logging
+import Redis
 
 /// Apple's answer to one App Store Server API call, after retries and environment fallback.
 public struct AppleResponse: Sendable {

@@ -3,6 +3,7 @@ import Configuration
 import Foundation
 import GatewayFoundation
 import Logging
+import Redis
 
 /// The rate budget shared by every replica, in Redis (`redis.url`): each Apple call's token is taken
 /// from `<prefix>bucket:<bundle id>:<endpoint>:<environment>` by `SharedBucketScript`, and Apple's
@@ -45,7 +46,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private static let script = RedisScript(SharedBucketScript.source)
     /// The budget's replies: a `take`'s integers (at most `SharedBucketScript.maxBatch`), a PTTL, the script's
     /// SHA-1 or an error. Its longest value written is the script's source; no reply string is longer.
-    static let replyLimits = RedisReplyLimits(
+    package static let replyLimits = RedisReplyLimits(
         largestValue: script.source.utf8.count, valueBytes: script.source.utf8.count,
         elements: SharedBucketScript.maxBatch, depth: 1)
     /// How far ahead of its request any replica's shared reservation can be scheduled: `rateLimits.maxWait`.

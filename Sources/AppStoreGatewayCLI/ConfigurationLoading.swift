@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import Logging
 import Observability
+import Redis
 import Services
 
 /// Reading a configuration file for `serve` and `check-config`, and reporting what is wrong with it.

@@ -1,5 +1,6 @@
 import AppStoreDomain
 import GatewayFoundation
+import Redis
 
 extension GatewayConfiguration {
     /// The Redis that holds the rate budget shared by every replica (keys under `redis`). Without

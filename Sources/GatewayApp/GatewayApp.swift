@@ -6,6 +6,7 @@ import GatewayFoundation
 import HTTPServer
 import Logging
 import Observability
+import Redis
 import Services
 import Tracing
 

@@ -4,6 +4,7 @@ import Configuration
 import Foundation
 import GatewayFoundation
 import NotificationStore
+import Redis
 import Services
 import SignedData
 

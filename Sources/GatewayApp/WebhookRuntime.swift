@@ -5,6 +5,7 @@ import GatewayFoundation
 import HTTPServer
 import NotificationStore
 import Observability
+import Redis
 import Services
 
 /// The notification webhook: its store, its HTTP/1.1 port and its reconciler.

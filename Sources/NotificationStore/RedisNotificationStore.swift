@@ -1,6 +1,7 @@
 import AppStoreClient
 import Configuration
 import Dispatch
+import Redis
 import Synchronization
 
 /// The store shared by every replica: one Redis stream (`<prefix>notifications`) of entries, and one key

@@ -2,6 +2,7 @@ import AppStoreDomain
 import Configuration
 import Foundation
 import GatewayFoundation
+import Redis
 import TestSupport
 import Testing
 

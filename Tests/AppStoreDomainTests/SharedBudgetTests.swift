@@ -1,3 +1,4 @@
+import Redis
 import Testing
 
 @testable import AppStoreDomain

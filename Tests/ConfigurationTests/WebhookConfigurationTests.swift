@@ -1,5 +1,6 @@
 import Configuration
 import GatewayFoundation
+import Redis
 import Testing
 
 /// The `notifications.webhook` and `notifications.store` keys, exactly as the webhook's contract fixes them.

@@ -1,4 +1,5 @@
 import AppStoreClient
+import Redis
 import XCTest
 
 @testable import NotificationStore

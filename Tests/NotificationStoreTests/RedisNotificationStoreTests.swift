@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import Redis
 import TestSupport
 import Testing
 

@@ -1,3 +1,5 @@
+import Redis
+
 @testable import AppStoreClient
 
 /// The Redis reply reader (hiredis's RESP parser within the gateway's bounds) over arbitrary bytes, as a

@@ -1,4 +1,5 @@
 import Configuration
+import Redis
 import Testing
 
 /// `redis.url` with TLS (`rediss://`) and ACL users (percent-decoded user and password, never printed), and

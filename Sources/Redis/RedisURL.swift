@@ -1,4 +1,3 @@
-import AppStoreDomain
 import GatewayFoundation
 
 /// Where Redis is: `redis://[[user]:password@]host[:port][/database]`, or `rediss://…` for TLS.

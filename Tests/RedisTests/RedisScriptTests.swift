@@ -1,6 +1,6 @@
 import Testing
 
-@testable import AppStoreClient
+@testable import Redis
 
 @Suite struct RedisScriptTests {
     @Test func aScriptIsCalledByTheSHA1OfItsSource() {

@@ -1,5 +1,3 @@
-import Configuration
-
 /// One connection to Redis: a `RedisSocket` (with a `RedisTLSSession` over it for `rediss://`), hiredis's
 /// command formatter and its reply parser behind `limits`. Connects with `timeout`, applies it to every wait
 /// of every command, sends pipelines (all commands written, then all replies read) and closes on the first

@@ -1,4 +1,5 @@
-import GatewayFoundation
+import AppStoreDomain
+import Redis
 
 /// What the shared (Redis) rate budget reports: reservations by outcome, mode changes and Redis round
 /// trips. Called from the budget's own thread; implementations must be cheap and thread-safe.
@@ -22,18 +23,6 @@ public enum SharedBudgetOutcome: String, Sendable, Hashable {
     case refused
     /// Answered by the local fallback bucket (Redis unreachable).
     case fallback
-}
-
-/// What went wrong talking to Redis (the `kind` label of the error counter).
-public enum RedisFailureKind: String, Sendable, Hashable {
-    /// No connection could be made.
-    case connect
-    /// A command did not answer within `redis.timeout`.
-    case timeout
-    /// The connection broke, or Redis answered something unexpected.
-    case protocolError = "protocol"
-    /// Redis answered with an error (other than NOSCRIPT, which is handled by reloading).
-    case redisError = "error"
 }
 
 /// Records nothing.

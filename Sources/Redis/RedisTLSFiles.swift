@@ -1,5 +1,3 @@
-import Configuration
-
 /// The PEM files of a `rediss://` connection: `redis.caFile` (the CAs that verify the server; "" = the
 /// system's), and `redis.certFile` / `redis.keyFile` (a client certificate, for a Redis with
 /// `tls-auth-clients yes`; "" = none). Read at each connect, so rotated files take effect on the next one.
@@ -12,15 +10,9 @@ public struct RedisTLSFiles: Sendable, Hashable {
     public var keyFile: String
 
     /// The given files.
-
     public init(caFile: String = "", certFile: String = "", keyFile: String = "") {
         self.caFile = caFile
         self.certFile = certFile
         self.keyFile = keyFile
-    }
-
-    /// The files the `redis` keys name.
-    public init(_ redis: GatewayConfiguration.Redis) {
-        self.init(caFile: redis.caFile, certFile: redis.certFile, keyFile: redis.keyFile)
     }
 }

@@ -1,5 +1,3 @@
-import AppStoreDomain
-
 /// Why a connection or a pipeline failed; the connection is closed after any of these.
 package struct RedisConnectionFailure: Error, Sendable {
     package var kind: RedisFailureKind

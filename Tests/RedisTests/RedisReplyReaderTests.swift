@@ -1,11 +1,8 @@
+import AppStoreClient
+import TestSupport
 import Testing
 
-@testable import AppStoreClient
-
-extension RedisReplyLimits {
-    /// For tests' own connections (INFO, KEYS, GET of what the gateway wrote): generous, still bounded.
-    static let administration = RedisReplyLimits(largestValue: 1 << 20, valueBytes: 1 << 22, elements: 10_000, depth: 3)
-}
+@testable import Redis
 
 /// The reply parser without a socket: replies as large as the limits allow (past the old fixed 64 KiB), and
 /// every bound (string length, elements across nested arrays, depth, bytes of one reply) refused as soon as
