@@ -85,7 +85,7 @@ let package = Package(
         // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health.
         .target(
             name: "GRPC",
-            dependencies: ["HTTPServer", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "EventLoops"]),
+            dependencies: ["HTTPServer", "GatewayFoundation", "ProtoCodec", "EventLoops"]),
         // A Redis client the gateway owns end to end: its socket (TCP or TLS through OpenSSL), bounded replies
         // parsed by hiredis, scripts by SHA. Knows nothing of what the commands mean.
         .target(
@@ -216,9 +216,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "GRPCTests",
-            dependencies: [
-                "GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport", "AppStoreDomain", "EventLoops",
-            ],
+            dependencies: ["GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport", "EventLoops"],
             exclude: ["Clients"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing", "GRPC", "GatewayFoundation", "Observability"]),
         .testTarget(

@@ -1,4 +1,3 @@
-import AppStoreDomain
 import HTTPServer
 
 /// Decides who may call, in one place, before any handler runs: the router asks `admit` for every call
@@ -10,7 +9,7 @@ public protocol CallGuard: AnyObject, Sendable {
     /// The caller of a new call to `method`: its identity (nil = anonymous, allowed in open mode), or the
     /// UNAUTHENTICATED / PERMISSION_DENIED status to end it with.
     func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
-        -> Result<CallerIdentity?, RPCStatus>
-    /// Nil when `caller` may use `app` (as a request names it); else the PERMISSION_DENIED status.
-    func authorize(_ caller: CallerIdentity?, app: String, method: String) -> RPCStatus?
+        -> Result<(any AdmittedCaller)?, RPCStatus>
+    /// Nil when `caller` (what `admit` returned) may use `app` (as a request names it); else the PERMISSION_DENIED status.
+    func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus?
 }

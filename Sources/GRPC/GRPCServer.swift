@@ -1,4 +1,3 @@
-import AppStoreDomain
 import EventLoops
 import GatewayFoundation
 import HTTPServer
@@ -213,7 +212,7 @@ struct Router: HTTP2Responder {
         let handler = handlers[index]
         let recorder = recorders[index]
         // Who is calling, before anything else about the call is done (open services skip the guard).
-        var caller: CallerIdentity?
+        var caller: (any AdmittedCaller)?
         if let callGuard, !open[index] {
             switch callGuard.admit(method: head.path, metadata: head.fields, peer: head.peerCertificate) {
             case .success(let admitted):

@@ -1,4 +1,3 @@
-import AppStoreDomain
 import GatewayFoundation
 import HTTPServer
 
@@ -17,7 +16,7 @@ public final class ServerContext: Sendable {
         madeAnnotations.withLock { made in
             if let made { return made }
             let annotations = CallAnnotations(
-                identity: .init(requestID: callerRequestID, trace: trace, caller: caller?.identity))
+                identity: .init(requestID: callerRequestID, trace: trace, caller: caller?.displayName))
             made = annotations
             return annotations
         }
@@ -31,8 +30,8 @@ public final class ServerContext: Sendable {
     /// The caller's `x-request-id` when it is acceptable (`RequestID.accepted`).
     let callerRequestID: String?
     /// Who is calling, as the server's `CallGuard` established before the call started (nil: anonymous, open
-    /// mode, or no guard). Also `CallerIdentity.current` in the handler's task.
-    public let caller: CallerIdentity?
+    /// mode, or no guard), bound by itself for the handler's task (`AdmittedCaller.bindingCurrent`).
+    public let caller: (any AdmittedCaller)?
     /// The guard that admitted the call; the typed handlers ask it about the request's `app`.
     let callGuard: (any CallGuard)?
 
@@ -40,7 +39,7 @@ public final class ServerContext: Sendable {
     /// and `annotations` carry them (with the caller) into the call's log line.
     public init(
         method: String, metadata: [(name: String, value: String)], deadline: MonotonicInstant?,
-        caller: CallerIdentity? = nil, callGuard: (any CallGuard)? = nil
+        caller: (any AdmittedCaller)? = nil, callGuard: (any CallGuard)? = nil
     ) {
         self.method = method
         self.caller = caller
@@ -72,7 +71,8 @@ public final class ServerContext: Sendable {
     /// outgoing `traceparent` and the log lines' trace ids), its caller and its annotations.
     func bound<Result: Sendable>(_ body: () async -> Result) async -> Result {
         await TraceContext.$current.withValue(trace) {
-            await CallerIdentity.$current.withValue(caller) {
+            guard let caller else { return await CallAnnotations.$current.withValue(annotations) { await body() } }
+            return await caller.bindingCurrent {
                 await CallAnnotations.$current.withValue(annotations) { await body() }
             }
         }

@@ -22,7 +22,7 @@ public final class CallerGuard: CallGuard {
     }
 
     public func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
-        -> Result<CallerIdentity?, RPCStatus>
+        -> Result<(any AdmittedCaller)?, RPCStatus>
     {
         let authorization = metadata.first(where: { $0.name == "authorization" })?.value
         let names = peer.map {
@@ -43,9 +43,20 @@ public final class CallerGuard: CallGuard {
         }
     }
 
-    public func authorize(_ caller: CallerIdentity?, app: String, method: String) -> RPCStatus? {
-        guard let refusal = authenticator.policy.authorize(caller, app: app) else { return nil }
+    public func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus? {
+        // `caller` is what `admit` returned: a `CallerIdentity` or nil.
+        guard let refusal = authenticator.policy.authorize(caller as? CallerIdentity, app: app) else { return nil }
         events.callRefused(reason: refusal.reason)
         return GatewayError.permissionDenied(refusal).rpcStatus
+    }
+}
+
+extension CallerIdentity: AdmittedCaller {
+    /// The identity as configured (or the name's notation).
+    public var displayName: String { identity }
+
+    /// Runs `body` with this caller as `CallerIdentity.current` (the rate budget's fair share reads it).
+    public func bindingCurrent<Result: Sendable>(_ body: () async -> Result) async -> Result {
+        await Self.$current.withValue(self) { await body() }
     }
 }

@@ -1,4 +1,3 @@
-import AppStoreDomain
 import EventLoops
 import ProtoCodec
 import Synchronization
@@ -41,13 +40,13 @@ private final class CountingGuard: CallGuard {
     let admissions = Atomic<Int>(0)
 
     func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
-        -> Result<CallerIdentity?, RPCStatus>
+        -> Result<(any AdmittedCaller)?, RPCStatus>
     {
         admissions.add(1, ordering: .relaxed)
         return .failure(RPCStatus(.unauthenticated, "no credentials"))
     }
 
-    func authorize(_ caller: CallerIdentity?, app: String, method: String) -> RPCStatus? { nil }
+    func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus? { nil }
 }
 
 /// A one-method service, open or not as it declares; its name says nothing about either.
