@@ -108,10 +108,18 @@ let package = Package(
             name: "Services",
             dependencies: [
                 "GRPC", "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec", "SignedData",
-                "Cryptography", "HTTPServer", "Observability",
+                "Cryptography", "Observability",
                 "AppStoreClient",
-                "CallerAuthentication",
                 "NotificationStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The gateway's edge beside its services: the caller guard and the watcher of its files, the webhook that
+        // receives Apple's notifications, the admin endpoint (metrics, health, readiness).
+        .target(
+            name: "Edge",
+            dependencies: [
+                "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration",
+                "CallerAuthentication", "NotificationStore", "SignedData", "Observability", "ProtoCodec",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Prometheus metrics registry and the JSON-lines log handler; records the gRPC server's call events.
@@ -138,7 +146,7 @@ let package = Package(
         .target(
             name: "GatewayApp",
             dependencies: [
-                "Services", "GRPC", "HTTPServer", "GatewayFoundation", "Observability", "AppStoreClient",
+                "Edge", "Services", "GRPC", "HTTPServer", "GatewayFoundation", "Observability", "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
                 .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration", "Redis",
             ]),
@@ -151,7 +159,7 @@ let package = Package(
                 "Simulator", "Observability", "AppStoreClient",
                 "CallerAuthentication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"), "Tracing", "Redis",
+                .product(name: "Logging", package: "swift-log"), "Tracing", "Redis", "Edge",
             ]),
 
         // In-process VerifyJWS throughput for bench/verify.sh (not part of the gateway binary).
@@ -173,7 +181,7 @@ let package = Package(
             name: "ServiceHarness",
             dependencies: [
                 "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec", "Simulator",
-                "NotificationStore", "GatewayApp",
+                "NotificationStore", "GatewayApp", "Edge",
             ],
             path: "Tests/ServiceHarness"),
         .testTarget(
@@ -181,9 +189,8 @@ let package = Package(
             dependencies: [
                 "ServiceHarness", "Services", "GRPC", "GatewayFoundation", "AppStoreDomain", "Configuration",
                 "ProtoCodec", "TestSupport", "NotificationStore",
-                "Simulator", "SignedData", "Cryptography", "HTTPServer",
-                .product(name: "Logging", package: "swift-log"),
-                "Observability", "GatewayApp",
+                "Simulator", "SignedData",
+                .product(name: "Logging", package: "swift-log"), "GatewayApp", "Edge",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
         .testTarget(
@@ -198,6 +205,12 @@ let package = Package(
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "Configuration", "TestSupport", "AppStoreClient"]),
+        .testTarget(
+            name: "EdgeTests",
+            dependencies: [
+                "Edge", "ServiceHarness", "Services", "TestSupport", "GatewayFoundation", "Configuration",
+                "Cryptography", "HTTPServer", "NotificationStore", "Observability", "SignedData", "Simulator",
+            ]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(
             name: "CallerAuthenticationTests",

@@ -1,6 +1,7 @@
 import AppStoreClient
 import ArgumentParser
 import Configuration
+import Edge
 import Foundation
 import HTTPServer
 import Logging

@@ -1,6 +1,7 @@
 import AppStoreDomain
 import CallerAuthentication
 import Configuration
+import Edge
 import GRPC
 import HTTPServer
 import Logging

@@ -1,5 +1,6 @@
 import CallerAuthentication
 import Configuration
+import Edge
 import Foundation
 import GRPC
 import GatewayFoundation

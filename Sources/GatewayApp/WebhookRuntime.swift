@@ -1,5 +1,6 @@
 import AppStoreClient
 import Configuration
+import Edge
 import Foundation
 import GatewayFoundation
 import HTTPServer

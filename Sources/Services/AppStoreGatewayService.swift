@@ -23,9 +23,9 @@ public struct AppStoreGatewayService: GRPCService {
     private let getHistory: GetHistoryHandler
     private let notifications: StreamNotificationsHandler
     private let api: AppStoreAPIMethods
-    private let pool: VerificationPool
-    private let apps: [GatewayConfiguration.App]
-    private let retention: NotificationRetention
+    package let pool: VerificationPool
+    package let apps: [GatewayConfiguration.App]
+    package let retention: NotificationRetention
 
     /// Builds the service from parts already built by the composition root (the CLI reads the files):
     /// `verifier` trusts the configured roots, `client` calls Apple with the apps' keys and reports to its
@@ -76,15 +76,6 @@ public struct AppStoreGatewayService: GRPCService {
 
     /// The reconciler of the webhook's store (nil without one).
     public let reconciler: NotificationReconciler?
-
-    /// The webhook receiver for `webhook`, verifying with this service's verifier and pool, storing in `live`.
-    public func webhook(
-        path: String, live: LiveNotificationFeed, clock: any GatewayClock = SystemClock()
-    ) -> NotificationWebhook {
-        NotificationWebhook(
-            path: path, verifier: verifier, pool: pool, apps: apps, store: live.store, clock: clock,
-            metrics: live.metrics, retention: retention)
-    }
 
     public var methods: [String: MethodHandler] {
         let verifyJWS = self.verifyJWS

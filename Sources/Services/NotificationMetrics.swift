@@ -2,15 +2,15 @@ import Observability
 
 /// The webhook's and the followers' Prometheus series (a registry-less instance counts nothing).
 public final class NotificationMetrics: Sendable {
-    let received: Counter?
-    let verified: Counter?
-    let rejected: CounterFamily?
-    let stored: CounterFamily?
-    let duplicates: CounterFamily?
-    let backfilled: CounterFamily?
-    let stale: CounterFamily?
-    let followers: Gauge?
-    let lag: Histogram?
+    package let received: Counter?
+    package let verified: Counter?
+    package let rejected: CounterFamily?
+    package let stored: CounterFamily?
+    package let duplicates: CounterFamily?
+    package let backfilled: CounterFamily?
+    package let stale: CounterFamily?
+    package let followers: Gauge?
+    package let lag: Histogram?
 
     /// Series registered in `registry` (nil: none).
     public init(registry: MetricsRegistry?) {
@@ -60,5 +60,5 @@ public final class NotificationMetrics: Sendable {
         ).labels()
     }
 
-    func reject(_ reason: String) { rejected?.labels(reason).increment() }
+    package func reject(_ reason: String) { rejected?.labels(reason).increment() }
 }

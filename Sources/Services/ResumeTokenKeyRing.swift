@@ -45,23 +45,6 @@ public final class ResumeTokenKeyRing: Sendable {
         ring.withLock { $0 = keys }
     }
 
-    /// What re-reads the ring file at `path` when it changes (a Kubernetes Secret update): the new keys are
-    /// put in force at once; a file that fails to load leaves the keys in force and is logged. Never logs a key.
-    public func watching(path: String, allowReadableFile: Bool, logger: Logger) -> AccessFileWatcher.Watched {
-        AccessFileWatcher.Watched(paths: [path]) { [self] in
-            do throws(ConfigurationError) {
-                let keys = try Self.load(path: path, allowReadableFile: allowReadableFile)
-                replace(with: keys)
-                logger.info(
-                    "reloaded the resume-token key ring", metadata: ["file": "\(path)", "keys": "\(keys.count)"])
-            } catch {
-                logger.warning(
-                    "kept the previous resume-token key ring",
-                    metadata: ["file": "\(path)", "problem": "\(error.problem)"])
-            }
-        }
-    }
-
     /// The ring the configuration names, read and checked; nil when `notifications.resumeTokenKeyFile` is unset.
     public static func keys(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [[UInt8]]? {
         let path = configuration.notifications.resumeTokenKeyFile

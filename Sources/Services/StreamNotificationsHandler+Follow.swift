@@ -10,8 +10,8 @@ import SignedData
 
 /// What a followed stream reads besides Apple: the webhook's store and the followers' metrics.
 public struct LiveNotificationFeed: Sendable {
-    let store: any NotificationStore
-    let metrics: NotificationMetrics
+    package let store: any NotificationStore
+    package let metrics: NotificationMetrics
     /// How long a follower waits for the store's signal before looking again (another replica's inserts
     /// into a shared store raise no local signal).
     let pollInterval: Duration

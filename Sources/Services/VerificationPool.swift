@@ -5,7 +5,7 @@ import Synchronization
 /// queues (one thread each at a time) and a bounded number of admitted jobs. When `threads + queueLimit`
 /// jobs are admitted, `run` refuses at once instead of queueing without bound: a flood of cold or bad
 /// chains costs its callers (RESOURCE_EXHAUSTED with RetryInfo), not every other call.
-final class VerificationPool: Sendable {
+package final class VerificationPool: Sendable {
     private let workers: [DispatchQueue]
     private let admitted = Atomic<Int>(0)
     private let nextWorker = Atomic<Int>(0)
@@ -23,7 +23,7 @@ final class VerificationPool: Sendable {
     var load: Int { admitted.load(ordering: .relaxed) }
 
     /// Runs `work` on a worker and returns its result; nil, without running it, when the pool is full.
-    func run<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value? {
+    package func run<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value? {
         let (_, now) = admitted.add(1, ordering: .acquiringAndReleasing)
         guard now <= capacity else {
             admitted.subtract(1, ordering: .acquiringAndReleasing)

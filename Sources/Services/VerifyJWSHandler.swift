@@ -15,7 +15,7 @@ import SignedData
 /// Fail-closed: the payload is bound to an app (the named one, else the only configured one) and to the
 /// environments that app's policy allows, as Apple's own verifier requires a bundle id and an environment.
 /// Only `verification.allowUnboundVerification` lets an empty `app` verify signature and chain alone.
-struct VerifyJWSHandler: Sendable {
+package struct VerifyJWSHandler: Sendable {
     let verifier: SignedDataVerifier
     let apps: AppDirectory
     var allowUnboundVerification = false
@@ -124,7 +124,7 @@ struct VerifyJWSHandler: Sendable {
     }
 
     /// The environments an app's configured policy accepts when the request names none.
-    static func accepted(by policy: GatewayConfiguration.EnvironmentPolicy) -> Set<AppStoreEnvironment>? {
+    package static func accepted(by policy: GatewayConfiguration.EnvironmentPolicy) -> Set<AppStoreEnvironment>? {
         switch policy {
         case .production: [.production]
         case .sandbox: [.sandbox, .xcode]

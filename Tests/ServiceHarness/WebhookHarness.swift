@@ -1,5 +1,6 @@
 import Configuration
 import Dispatch
+import Edge
 import Foundation
 import GatewayApp
 import GatewayFoundation

@@ -3,6 +3,7 @@ import GatewayFoundation
 import NotificationStore
 import Testing
 
+@testable import Edge
 @testable import Services
 
 /// The pure parts of `follow`: the catch-up merge's decisions, the resume token and the webhook body reader.

@@ -4,6 +4,7 @@ import GatewayFoundation
 import Logging
 import Testing
 
+@testable import Edge
 @testable import Services
 
 /// The resume-token key ring file: its format, its checks at load, its reload, and that nothing in it

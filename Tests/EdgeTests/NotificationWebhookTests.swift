@@ -8,6 +8,7 @@ import SignedData
 import Simulator
 import Testing
 
+@testable import Edge
 @testable import Services
 
 /// The webhook handler on bodies the in-process simulator signs: verification, app binding, dedup and

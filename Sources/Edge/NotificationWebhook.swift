@@ -4,6 +4,7 @@ import HTTPServer
 import Logging
 import NotificationStore
 import ProtoCodec
+import Services
 import SignedData
 
 /// The App Store Server Notifications V2 receiver: Apple POSTs `{"signedPayload": …}` to `path`.

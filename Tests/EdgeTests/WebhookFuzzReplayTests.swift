@@ -2,6 +2,8 @@ import ServiceHarness
 import TestSupport
 import Testing
 
+@testable import Edge
+
 /// The webhook's fuzz corpus and regressions replayed through the handler (no fuzzer build needed).
 @Suite(.serialized) struct WebhookFuzzReplayTests {
     @Test func fuzzInputsReplayToAnAllowedStatus() async {

@@ -4,6 +4,7 @@ import NotificationStore
 import Observability
 import Testing
 
+@testable import Edge
 @testable import Services
 
 /// A genuine notification signed longer ago than the store's retention: once its entry is pruned its UUID
