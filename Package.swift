@@ -18,7 +18,7 @@ let package = Package(
             targets: [
                 "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec", "SignedData", "GRPC", "Services",
                 "ServiceHarness", "CallerAuthentication",
-                "Cryptography", "HTTPServer", "AppStoreClient", "GatewayApp",
+                "Cryptography", "EventLoops", "HTTPServer", "Redis", "AppStoreClient", "Edge", "GatewayApp",
             ]),
     ],
     dependencies: [

@@ -1,6 +1,4 @@
-import Redis
-
-@testable import AppStoreClient
+@testable import Redis
 
 /// The Redis reply reader (hiredis's RESP parser within the gateway's bounds) over arbitrary bytes, as a
 /// hostile or broken Redis server could send them, in pieces of the size the first byte picks. Nothing may
