@@ -104,6 +104,7 @@ format:
 lint:
 	swift format lint --strict --recursive Sources Tests Package.swift
 	@scripts/check-locks.sh
+	@scripts/check-modules.py
 
 # The container image (deploy/Dockerfile; the build context is the repository root).
 image:
