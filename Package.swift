@@ -60,10 +60,13 @@ let package = Package(
         // The App Store domain: Apple's endpoints, environments and error codes, `GatewayError`, rate budgets and
         // fair shares, request JWTs, retry policy, callers. No transport, no YAML.
         .target(name: "AppStoreDomain", dependencies: ["GatewayFoundation"]),
-        // The YAML configuration (Yams): every key parsed, defaulted and validated once.
+        // The YAML configuration (Yams): every key parsed, defaulted and validated once, into the layers' own
+        // configuration values where a key is a layer's knob (the gRPC server's, with its HTTP/2 settings).
         .target(
             name: "Configuration",
-            dependencies: ["GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams")]),
+            dependencies: [
+                "GatewayFoundation", "AppStoreDomain", "GRPC", "HTTPServer", .product(name: "Yams", package: "Yams"),
+            ]),
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.
@@ -187,7 +190,7 @@ let package = Package(
             dependencies: ["AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport"]),
         .testTarget(
             name: "ConfigurationTests",
-            dependencies: ["Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport"]),
+            dependencies: ["Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport", "GRPC", "HTTPServer"]),
         .testTarget(
             name: "NotificationStoreTests",
             dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport"]),

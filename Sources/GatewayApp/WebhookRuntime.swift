@@ -62,8 +62,8 @@ struct WebhookRuntime {
         }
         var limits = NotificationWebhook.transportLimits(webhook)
         // The handshake deadline and its cap are the gateway's, on every port that takes TLS or HTTP/2.
-        limits.handshakeTimeout = .milliseconds(Int64(clamping: configuration.connection.handshakeTimeoutMilliseconds))
-        limits.maxPendingHandshakes = configuration.limits.maxPendingHandshakes
+        limits.handshakeTimeout = configuration.grpc.http2.handshakeTimeout
+        limits.maxPendingHandshakes = configuration.grpc.http2.maxPendingHandshakes
         let server: HTTP2Server
         do {
             server = try HTTP2Server(

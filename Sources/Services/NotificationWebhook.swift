@@ -209,9 +209,11 @@ public struct NotificationWebhook: HTTPRequestHandler {
     }
 
     /// The transport of the webhook port: POST bodies up to `maxBodyBytes`, a whole request within
-    /// `timeout`, idle keep-alive connections closed after 30 s, at most `maxConnections` connections.
+    /// `timeout`, idle keep-alive connections closed after 30 s, no maximum age, at most `maxConnections`
+    /// connections.
     public static func transportLimits(_ webhook: GatewayConfiguration.Webhook) -> HTTP2Configuration {
         var configuration = HTTP2Configuration()
+        configuration.maxConnectionAge = nil
         configuration.maxConnections = webhook.maxConnections
         configuration.http1.allowedMethods = ["POST"]
         configuration.http1.maxBodyBytes = webhook.maxBodyBytes

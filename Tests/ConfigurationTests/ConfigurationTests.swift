@@ -13,12 +13,12 @@ import Testing
 
     @Test func emptyDocumentGivesTheDefaults() throws {
         let config = try GatewayConfiguration.load(yaml: "")
-        #expect(config.listen == ListenAddress(host: "0.0.0.0", port: 50051))
-        #expect(config.limits.maxReceiveMessageBytes == 4 * 1024 * 1024)
-        #expect(config.shutdown.graceMilliseconds == 10_000)
+        #expect(config.grpc.listen == ListenAddress(host: "0.0.0.0", port: 50051))
+        #expect(config.grpc.maxReceiveMessageBytes == 4 * 1024 * 1024)
+        #expect(config.grpc.shutdownGrace == .seconds(10))
         #expect(config.apps.isEmpty)
-        #expect(config.connection.handshakeTimeoutMilliseconds == 10_000)
-        #expect(config.limits.maxPendingHandshakes == 1_024)
+        #expect(config.grpc.http2.handshakeTimeout == .seconds(10))
+        #expect(config.grpc.http2.maxPendingHandshakes == 1_024)
     }
 
     @Test func exampleFileLoadsWithItsDocumentedValues() throws {
@@ -27,8 +27,8 @@ import Testing
         #expect(config.apps.count == 1)
         #expect(config.apps[0].name == "example")
         #expect(config.apps[0].environment == .auto)
-        #expect(config.connection.keepaliveTimeoutMilliseconds == 20_000)
-        #expect(config.connection.maxIdleMilliseconds == 300_000)
+        #expect(config.grpc.http2.keepaliveTimeout == .seconds(20))
+        #expect(config.grpc.http2.idleTimeout == .seconds(300))
         #expect(config.verification.rootCertificates.isEmpty)
     }
 
@@ -147,9 +147,9 @@ import Testing
                 "APPSTORE_GATEWAY_LIMITS_MAX_CONCURRENT_STREAMS": "20",
                 "APPSTORE_GATEWAY_SHUTDOWN_GRACE": "1500ms",
             ])
-        #expect(config.listen == ListenAddress(host: "::1", port: 7000))
-        #expect(config.limits.maxConcurrentStreams == 20)
-        #expect(config.shutdown.graceMilliseconds == 1_500)
+        #expect(config.grpc.listen == ListenAddress(host: "::1", port: 7000))
+        #expect(config.grpc.http2.maxConcurrentStreams == 20)
+        #expect(config.grpc.shutdownGrace == .milliseconds(1_500))
     }
 
     @Test func environmentNamesFollowTheKeyPath() {
@@ -222,12 +222,12 @@ import Testing
 
 @Suite struct TransportLimitsConfigurationTests {
     @Test func bufferConnectionAndDeadlineLimitsHaveTheirDefaults() throws {
-        let limits = try GatewayConfiguration.load(yaml: "").limits
-        #expect(limits.maxBufferedBytesPerConnection == 8 * 1024 * 1024)
-        #expect(limits.maxBufferedBytes == 64 * 1024 * 1024)
-        #expect(limits.maxConnections == 10_000)
-        #expect(limits.defaultDeadlineMilliseconds == 120_000)
-        #expect(limits.maxDeadlineMilliseconds == 1_800_000)
+        let grpc = try GatewayConfiguration.load(yaml: "").grpc
+        #expect(grpc.http2.maxBufferedBytesPerConnection == 8 * 1024 * 1024)
+        #expect(grpc.http2.maxBufferedBytes == 64 * 1024 * 1024)
+        #expect(grpc.http2.maxConnections == 10_000)
+        #expect(grpc.defaultDeadline == .seconds(120))
+        #expect(grpc.maxDeadline == .seconds(1_800))
     }
 
     @Test func theyAreReadFromYAMLAndEnvironment() throws {
@@ -238,14 +238,14 @@ import Testing
               maxConnections: 100
               defaultDeadline: 30s
             """
-        let limits = try GatewayConfiguration.load(
+        let grpc = try GatewayConfiguration.load(
             yaml: yaml, environment: ["APPSTORE_GATEWAY_LIMITS_MAX_DEADLINE": "5m"]
-        ).limits
-        #expect(limits.maxBufferedBytesPerConnection == 5_000_000)
-        #expect(limits.maxBufferedBytes == 20_000_000)
-        #expect(limits.maxConnections == 100)
-        #expect(limits.defaultDeadlineMilliseconds == 30_000)
-        #expect(limits.maxDeadlineMilliseconds == 300_000)
+        ).grpc
+        #expect(grpc.http2.maxBufferedBytesPerConnection == 5_000_000)
+        #expect(grpc.http2.maxBufferedBytes == 20_000_000)
+        #expect(grpc.http2.maxConnections == 100)
+        #expect(grpc.defaultDeadline == .seconds(30))
+        #expect(grpc.maxDeadline == .seconds(300))
     }
 
     @Test func inconsistentBudgetsAndDeadlinesAreRefused() {
