@@ -47,7 +47,7 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             config.rateLimits.defaults = try rateLimits(reader, prefix: "rateLimits", base: .defaults)
         }
-        set(\.rateLimits.maxWaitMilliseconds, try reader.milliseconds("rateLimits.maxWait"))
+        set(\.rateLimits.maxWait, try reader.duration("rateLimits.maxWait"))
         key { () throws(ConfigurationError) in
             config.apps = try apps(reader, defaultLimits: config.rateLimits.defaults)
         }
@@ -68,7 +68,7 @@ extension GatewayConfiguration {
                 guard v <= 3_600_000 else {
                     throw ConfigurationError(key: "verification.negativeCacheTTL", problem: "must be at most 1h")
                 }
-                config.verification.negativeCacheTTLMilliseconds = v
+                config.verification.negativeCacheTTL = .milliseconds(v)
             }
         }
         set(\.history.maxPages, try reader.integer("history.maxPages", in: 1...10_000))
@@ -94,7 +94,7 @@ extension GatewayConfiguration {
                 guard v > 0 else {
                     throw ConfigurationError(key: "apple.requestTimeout", problem: "must be more than 0")
                 }
-                config.apple.requestTimeoutMilliseconds = v
+                config.apple.requestTimeout = .milliseconds(v)
             }
         }
         key { () throws(ConfigurationError) in
@@ -102,7 +102,7 @@ extension GatewayConfiguration {
                 guard v > 0 else {
                     throw ConfigurationError(key: "apple.connectTimeout", problem: "must be more than 0")
                 }
-                config.apple.connectTimeoutMilliseconds = v
+                config.apple.connectTimeout = .milliseconds(v)
             }
         }
         set(\.apple.allowReadableKeyFiles, try reader.bool("apple.allowReadableKeyFiles"))

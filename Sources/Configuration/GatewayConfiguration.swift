@@ -124,9 +124,9 @@ public struct GatewayConfiguration: Sendable {
         public var allowInsecureURL = false
         /// Longest single HTTP attempt to Apple (the caller's deadline may cut it shorter).
         /// `apple.requestTimeout`, 10s.
-        public var requestTimeoutMilliseconds: UInt64 = 10_000
+        public var requestTimeout: Duration = .seconds(10)
         /// Longest TCP + TLS connection set-up. `apple.connectTimeout`, 5s.
-        public var connectTimeoutMilliseconds: UInt64 = 5_000
+        public var connectTimeout: Duration = .seconds(5)
         /// Accept `.p8` key files readable by group or others. `apple.allowReadableKeyFiles`, false:
         /// start-up refuses such files, since the key signs for the whole team.
         public var allowReadableKeyFiles = false
@@ -159,7 +159,7 @@ public struct GatewayConfiguration: Sendable {
         public var poolQueue = 64
         /// How long a chain that failed validation is refused from memory (for the same verification time)
         /// before it is validated again. `verification.negativeCacheTTL`, 30s; 0 disables.
-        public var negativeCacheTTLMilliseconds: UInt64 = 30_000
+        public var negativeCacheTTL: Duration = .seconds(30)
         /// Apple's online checks (OCSP revocation of leaf and intermediate, validation at the current time).
         /// `verification.onlineChecks` and friends, see `GatewayConfiguration+OnlineChecks.swift`.
         public var onlineChecks = OnlineChecks()
@@ -172,7 +172,7 @@ public struct GatewayConfiguration: Sendable {
         /// `rateLimits.<endpoint>.{perSecond,burst}` (Apple's published rates, burst = one second's worth).
         public var defaults = RateLimits.defaults
         /// How long a call may queue for a token before RESOURCE_EXHAUSTED. `rateLimits.maxWait`, 1s.
-        public var maxWaitMilliseconds: UInt64 = 1_000
+        public var maxWait: Duration = .seconds(1)
         public init() {}
     }
 
@@ -195,7 +195,7 @@ public struct GatewayConfiguration: Sendable {
         public var resumeTokenKeyFile = ""
         /// `notifications.resumeTokenMaxAge`: a resume token issued longer ago than this is refused
         /// (INVALID_ARGUMENT, RESUME_TOKEN_EXPIRED). Default 30d.
-        public var resumeTokenMaxAgeMilliseconds: UInt64 = 30 * 86_400_000
+        public var resumeTokenMaxAge: Duration = .seconds(30 * 86_400)
         /// The webhook receiver. Keys under `notifications.webhook` (`GatewayConfiguration+Webhook.swift`).
         public var webhook = Webhook()
         /// Its store. Keys under `notifications.store`.

@@ -170,7 +170,7 @@ public final class GatewayApp {
         grpc = nil
         stops.unwind()
         // The spans of the last calls, within tracing.timeout.
-        tracer?.shutdown(timeout: .milliseconds(Int64(clamping: configuration.tracing.timeoutMilliseconds)))
+        tracer?.shutdown(timeout: configuration.tracing.timeout)
     }
 
     /// The resume-token key ring's file, to be re-read when it changes; without one, a warning: the random

@@ -43,7 +43,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
         path: String, verifier: SignedDataVerifier, pool: VerificationPool, apps: [GatewayConfiguration.App],
         store: any NotificationStore, clock: any GatewayClock, metrics: NotificationMetrics,
         retention: NotificationRetention = NotificationRetention(
-            milliseconds: Int64(clamping: GatewayConfiguration.NotificationStorage().retentionMilliseconds))
+            milliseconds: GatewayConfiguration.NotificationStorage().retention.wholeMilliseconds)
     ) {
         self.path = path
         self.verifier = verifier
@@ -218,7 +218,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
         configuration.http1.allowedMethods = ["POST"]
         configuration.http1.maxBodyBytes = webhook.maxBodyBytes
         configuration.http1.maxHeadBytes = 16 * 1024
-        configuration.http1.headerTimeout = .milliseconds(Int64(clamping: webhook.requestTimeoutMilliseconds))
+        configuration.http1.headerTimeout = webhook.requestTimeout
         configuration.http1.idleTimeout = .seconds(30)
         configuration.maxHeaderListSize = 16 * 1024
         configuration.maxConcurrentStreams = 16

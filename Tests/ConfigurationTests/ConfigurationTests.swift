@@ -35,12 +35,12 @@ import Testing
     @Test func upstreamKeysHaveDocumentedDefaults() throws {
         let config = try GatewayConfiguration.load(yaml: "")
         #expect(config.rateLimits.defaults == .defaults)
-        #expect(config.rateLimits.maxWaitMilliseconds == 1_000)
+        #expect(config.rateLimits.maxWait == .milliseconds(1_000))
         #expect(config.retries == .defaults)
         #expect(config.retries.maxAttempts == 3)
         #expect(config.history.maxPages == 50)
-        #expect(config.apple.requestTimeoutMilliseconds == 10_000)
-        #expect(config.apple.connectTimeoutMilliseconds == 5_000)
+        #expect(config.apple.requestTimeout == .milliseconds(10_000))
+        #expect(config.apple.connectTimeout == .milliseconds(5_000))
         #expect(config.apple.allowReadableKeyFiles == false)
     }
 
@@ -65,7 +65,7 @@ import Testing
         #expect(defaults.verification.allowUnboundVerification == false)
         #expect(defaults.verification.poolThreads == 2)
         #expect(defaults.verification.poolQueue == 64)
-        #expect(defaults.verification.negativeCacheTTLMilliseconds == 30_000)
+        #expect(defaults.verification.negativeCacheTTL == .milliseconds(30_000))
         let example = try GatewayConfiguration.load(
             yaml: try String(contentsOfFile: Self.repoRoot + "/config/example.yaml", encoding: .utf8))
         #expect(example.history.maxResponseBytes == defaults.history.maxResponseBytes)
@@ -79,7 +79,7 @@ import Testing
         #expect(config.verification.allowUnboundVerification)
         #expect(config.verification.poolThreads == 4)
         #expect(config.verification.poolQueue == 8)
-        #expect(config.verification.negativeCacheTTLMilliseconds == 0)
+        #expect(config.verification.negativeCacheTTL == .milliseconds(0))
         #expect(throws: ConfigurationError.self) {
             try GatewayConfiguration.load(yaml: "history: { maxResponseBytes: 10 }")
         }
@@ -114,7 +114,7 @@ import Testing
               - { bundleId: c.d, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox }
             """
         let config = try GatewayConfiguration.load(yaml: yaml)
-        #expect(config.rateLimits.maxWaitMilliseconds == 250)
+        #expect(config.rateLimits.maxWait == .milliseconds(250))
         #expect(config.rateLimits.defaults.sandboxFactor == 0.5)
         #expect(
             config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .production)
@@ -128,7 +128,7 @@ import Testing
                     maxAttempts: 5, initialBackoff: .milliseconds(10), maxBackoff: .seconds(1), multiplier: 3,
                     minimumAttemptTime: .milliseconds(20), deadlineMargin: .milliseconds(5)))
         #expect(config.history.maxPages == 7)
-        #expect(config.apple.requestTimeoutMilliseconds == 3_000)
+        #expect(config.apple.requestTimeout == .milliseconds(3_000))
         #expect(config.apple.allowReadableKeyFiles)
         #expect(config.apps[0].sandboxFallbackOnUnauthorized)
         // Per-app overrides sit on top of the global section.
