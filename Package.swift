@@ -60,10 +60,14 @@ let package = Package(
         // The App Store domain: Apple's endpoints, environments and error codes, `GatewayError`, rate budgets and
         // fair shares, request JWTs, retry policy, callers. No transport, no YAML.
         .target(name: "AppStoreDomain", dependencies: ["GatewayFoundation"]),
-        // The YAML configuration (Yams): every key parsed, defaulted and validated once.
+        // The YAML configuration (Yams): every key parsed, defaulted and validated once, into the layers' own
+        // configuration values where a key is a layer's knob (the gRPC server's, with its HTTP/2 settings).
         .target(
             name: "Configuration",
-            dependencies: ["GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams"), "Redis"]),
+            dependencies: [
+                "GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams"), "Redis", "GRPC",
+                "HTTPServer",
+            ]),
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.
@@ -198,7 +202,9 @@ let package = Package(
             dependencies: ["AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport", "Redis"]),
         .testTarget(
             name: "ConfigurationTests",
-            dependencies: ["Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport", "Redis"]),
+            dependencies: [
+                "Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport", "Redis", "GRPC", "HTTPServer",
+            ]),
         .testTarget(
             name: "NotificationStoreTests",
             dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis"]),

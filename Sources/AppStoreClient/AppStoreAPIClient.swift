@@ -46,8 +46,8 @@ public final class AppStoreAPIClient: Sendable {
             productionURL = configuration.apple.productionURL
             sandboxURL = configuration.apple.sandboxURL
             retryPolicy = configuration.retries
-            maxRateLimitWait = .milliseconds(Int64(configuration.rateLimits.maxWaitMilliseconds))
-            requestTimeout = .milliseconds(Int64(configuration.apple.requestTimeoutMilliseconds))
+            maxRateLimitWait = configuration.rateLimits.maxWait
+            requestTimeout = configuration.apple.requestTimeout
             jwt = .defaults
         }
 
@@ -115,7 +115,7 @@ public final class AppStoreAPIClient: Sendable {
                     defaults: configuration.rateLimits.defaults.scaled(by: share),
                     perApp: perApp.mapValues { $0.scaled(by: share) }),
                 appNames: appNames,
-                reservationHorizon: .milliseconds(Int64(clamping: configuration.rateLimits.maxWaitMilliseconds)),
+                reservationHorizon: configuration.rateLimits.maxWait,
                 clock: clock, events: budgetEvents, tracer: tracer)
         } else {
             budget = rateLimiter

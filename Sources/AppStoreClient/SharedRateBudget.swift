@@ -79,7 +79,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         self.events = events
         if let url = settings.url {
             connection = RedisConnection(
-                url: url, timeout: .milliseconds(Int64(settings.timeoutMilliseconds)), limits: Self.replyLimits,
+                url: url, timeout: settings.timeout, limits: Self.replyLimits,
                 tls: RedisTLSFiles(settings))
         }
         events.sharedBudgetMode(mode.state, transition: nil)

@@ -4,7 +4,7 @@ extension UpstreamHTTPClient {
     /// The client for the gateway's `apple` keys (CA file, system CAs, connect timeout), its thread started.
     public convenience init(_ apple: GatewayConfiguration.Apple) throws(ConfigurationError) {
         var configuration = Configuration(
-            caFile: apple.caFile, connectTimeout: .milliseconds(Int64(clamping: apple.connectTimeoutMilliseconds)))
+            caFile: apple.caFile, connectTimeout: apple.connectTimeout)
         configuration.trustSystemCAs = apple.trustSystemCAs
         do {
             try self.init(configuration: configuration)

@@ -72,7 +72,7 @@ struct ServeCommand: ParsableCommand {
         }
         // Machine-readable lines for scripts and tests that asked for port 0.
         let port = app.grpcPort ?? 0
-        print("appstore-gateway listening on \(configuration.listen.host):\(port)")
+        print("appstore-gateway listening on \(configuration.grpc.listen.host):\(port)")
         if let adminPort = app.adminPort, let address = configuration.admin {
             print("appstore-gateway admin on http://\(address.host):\(adminPort) (/metrics, /healthz, /readyz)")
         }
@@ -93,13 +93,12 @@ struct ServeCommand: ParsableCommand {
         fflush(nil)
 
         let signal = clinux_wait_shutdown_signal()
-        let shutdown = configuration.shutdown
         logger.info(
             "shutting down",
             metadata: [
                 "signal": .stringConvertible(signal),
-                "drain_delay_ms": .stringConvertible(shutdown.drainDelayMilliseconds),
-                "grace_ms": .stringConvertible(shutdown.graceMilliseconds),
+                "drain_delay_ms": .stringConvertible(configuration.shutdown.drainDelay.wholeMilliseconds),
+                "grace_ms": .stringConvertible(configuration.grpc.shutdownGrace.wholeMilliseconds),
             ])
         app.stop()
         simulatorServer?.stop()

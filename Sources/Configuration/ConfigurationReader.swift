@@ -82,6 +82,11 @@ public final class ConfigurationReader {
         return value
     }
 
+    /// A duration key (see `milliseconds`) as a `Duration`.
+    public func duration(_ path: String) throws(ConfigurationError) -> Duration? {
+        try milliseconds(path).map { .milliseconds(Int64(clamping: $0)) }
+    }
+
     // MARK: Collections
 
     /// The number of items of a list (0 when absent).

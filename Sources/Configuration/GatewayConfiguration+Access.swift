@@ -36,7 +36,7 @@ extension GatewayConfiguration {
             public var audiences: [String] = []
             /// `authentication.jwt.maxLifetime`: the longest lifetime accepted, `exp - iat` (`exp - now` without
             /// `iat`); 24h by default, at most 366 days. Bounds how long a leaked token is worth anything.
-            public var maxLifetimeMilliseconds: UInt64 = 86_400_000
+            public var maxLifetime: Duration = .seconds(86_400)
 
             public init() {}
         }
@@ -144,7 +144,7 @@ extension GatewayConfiguration {
                 throw ConfigurationError(
                     key: "\(prefix).maxLifetime", problem: "must be between 1s and 8784h (366 days)")
             }
-            jwt.maxLifetimeMilliseconds = maxLifetime
+            jwt.maxLifetime = .milliseconds(maxLifetime)
         }
         return jwt
     }

@@ -31,10 +31,10 @@ extension GatewayConfiguration {
         }
 
         key { () throws(ConfigurationError) in
-            if let text = try reader.string("listen") { config.listen = try address(text, key: "listen") }
+            if let text = try reader.string("listen") { config.grpc.listen = try address(text, key: "listen") }
         }
         key { () throws(ConfigurationError) in
-            if let threads = try reader.integer("threads", in: 0...1024) { config.threads = threads }
+            if let threads = try reader.integer("threads", in: 0...1024) { config.grpc.threads = threads }
         }
         key { () throws(ConfigurationError) in
             if let text = try reader.string("admin") {
@@ -42,51 +42,12 @@ extension GatewayConfiguration {
             }
         }
 
-        let limits = "limits"
-        set(\.limits.maxReceiveMessageBytes, try reader.integer("\(limits).maxReceiveMessageBytes", in: 1...(1 << 30)))
-        set(\.limits.maxConcurrentStreams, try reader.integer("\(limits).maxConcurrentStreams", in: 1...1_000_000))
-        set(\.limits.maxHeaderListBytes, try reader.integer("\(limits).maxHeaderListBytes", in: 1024...(1 << 20)))
-        set(
-            \.limits.initialWindowBytes, try reader.integer("\(limits).initialWindowBytes", in: 65_535...Int(Int32.max))
-        )
-        set(
-            \.limits.streamWriteBufferBytes,
-            try reader.integer("\(limits).streamWriteBufferBytes", in: 1024...(1 << 30)))
-        key { () throws(ConfigurationError) in
-            try loadBufferAndDeadlineLimits(reader, into: &config.limits)
-        }
-
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("connection.handshakeTimeout") {
-                guard v > 0, v <= 300_000 else {
-                    throw ConfigurationError(
-                        key: "connection.handshakeTimeout", problem: "must be more than 0 and at most 5m")
-                }
-                config.connection.handshakeTimeoutMilliseconds = v
-            }
-        }
-        set(\.connection.maxIdleMilliseconds, try reader.milliseconds("connection.maxIdle"))
-        set(\.connection.keepaliveTimeMilliseconds, try reader.milliseconds("connection.keepaliveTime"))
-        key { () throws(ConfigurationError) in
-            if let v = try reader.milliseconds("connection.keepaliveTimeout") {
-                guard v > 0 else {
-                    throw ConfigurationError(key: "connection.keepaliveTimeout", problem: "must be more than 0")
-                }
-                config.connection.keepaliveTimeoutMilliseconds = v
-            }
-        }
-        set(\.connection.maxAgeMilliseconds, try reader.milliseconds("connection.maxAge"))
-        set(\.connection.maxAgeGraceMilliseconds, try reader.milliseconds("connection.maxAgeGrace"))
-        set(\.connection.minClientPingIntervalMilliseconds, try reader.milliseconds("connection.minClientPingInterval"))
-        set(\.connection.permitClientPingWithoutCalls, try reader.bool("connection.permitClientPingWithoutCalls"))
-        set(\.connection.maxPingStrikes, try reader.integer("connection.maxPingStrikes", in: 0...1000))
-        set(\.shutdown.drainDelayMilliseconds, try reader.milliseconds("shutdown.drainDelay"))
-        set(\.shutdown.graceMilliseconds, try reader.milliseconds("shutdown.grace"))
+        problems += transport(reader, into: &config)
 
         key { () throws(ConfigurationError) in
             config.rateLimits.defaults = try rateLimits(reader, prefix: "rateLimits", base: .defaults)
         }
-        set(\.rateLimits.maxWaitMilliseconds, try reader.milliseconds("rateLimits.maxWait"))
+        set(\.rateLimits.maxWait, try reader.duration("rateLimits.maxWait"))
         key { () throws(ConfigurationError) in
             config.apps = try apps(reader, defaultLimits: config.rateLimits.defaults)
         }
@@ -107,7 +68,7 @@ extension GatewayConfiguration {
                 guard v <= 3_600_000 else {
                     throw ConfigurationError(key: "verification.negativeCacheTTL", problem: "must be at most 1h")
                 }
-                config.verification.negativeCacheTTLMilliseconds = v
+                config.verification.negativeCacheTTL = .milliseconds(v)
             }
         }
         set(\.history.maxPages, try reader.integer("history.maxPages", in: 1...10_000))
@@ -133,7 +94,7 @@ extension GatewayConfiguration {
                 guard v > 0 else {
                     throw ConfigurationError(key: "apple.requestTimeout", problem: "must be more than 0")
                 }
-                config.apple.requestTimeoutMilliseconds = v
+                config.apple.requestTimeout = .milliseconds(v)
             }
         }
         key { () throws(ConfigurationError) in
@@ -141,7 +102,7 @@ extension GatewayConfiguration {
                 guard v > 0 else {
                     throw ConfigurationError(key: "apple.connectTimeout", problem: "must be more than 0")
                 }
-                config.apple.connectTimeoutMilliseconds = v
+                config.apple.connectTimeout = .milliseconds(v)
             }
         }
         set(\.apple.allowReadableKeyFiles, try reader.bool("apple.allowReadableKeyFiles"))
@@ -206,45 +167,6 @@ extension GatewayConfiguration {
                     problem: "must be an https URL (got '\($0.1)'); set apple.allowInsecureURL: true "
                         + "only for a local test double")
             }
-    }
-
-    /// `limits.maxBufferedBytesPerConnection`, `maxBufferedBytes`, `maxConnections`, `defaultDeadline`,
-    /// `maxDeadline`, with the relations between them checked.
-    private static func loadBufferAndDeadlineLimits(
-        _ reader: ConfigurationReader, into limits: inout Limits
-    ) throws(ConfigurationError) {
-        let key = "limits"
-        if let v = try reader.integer("\(key).maxBufferedBytesPerConnection", in: 65_536...(1 << 34)) {
-            limits.maxBufferedBytesPerConnection = v
-        }
-        if let v = try reader.integer("\(key).maxBufferedBytes", in: 65_536...(1 << 40)) { limits.maxBufferedBytes = v }
-        if let v = try reader.integer("\(key).maxConnections", in: 0...10_000_000) { limits.maxConnections = v }
-        if let v = try reader.integer("\(key).maxPendingHandshakes", in: 1...1_000_000) {
-            limits.maxPendingHandshakes = v
-        }
-        let day: UInt64 = 86_400_000
-        if let v = try reader.milliseconds("\(key).defaultDeadline") {
-            guard v > 0, v <= day else {
-                throw ConfigurationError(key: "\(key).defaultDeadline", problem: "must be more than 0 and at most 24h")
-            }
-            limits.defaultDeadlineMilliseconds = v
-        }
-        if let v = try reader.milliseconds("\(key).maxDeadline") {
-            guard v > 0, v <= day else {
-                throw ConfigurationError(key: "\(key).maxDeadline", problem: "must be more than 0 and at most 24h")
-            }
-            limits.maxDeadlineMilliseconds = v
-        }
-        // A message of the largest allowed size must fit one connection's budget, or it could never complete.
-        guard limits.maxBufferedBytesPerConnection >= limits.maxReceiveMessageBytes + 5 else {
-            throw ConfigurationError(
-                key: "\(key).maxBufferedBytesPerConnection",
-                problem: "must be at least limits.maxReceiveMessageBytes + 5 (\(limits.maxReceiveMessageBytes + 5))")
-        }
-        guard limits.maxBufferedBytes >= limits.maxBufferedBytesPerConnection else {
-            throw ConfigurationError(
-                key: "\(key).maxBufferedBytes", problem: "must be at least limits.maxBufferedBytesPerConnection")
-        }
     }
 
     /// Resolves relative file paths (keys, CA bundle, roots) against `directory`, the configuration file's

@@ -9,7 +9,7 @@ extension GatewayConfiguration {
         /// `verification.onlineChecks`: on or off. Default false.
         public var enabled = false
         /// `verification.ocspTimeout`: the longest one OCSP request may take. Default 5s.
-        public var timeoutMilliseconds: UInt64 = 5_000
+        public var timeout: Duration = .seconds(5)
         /// `verification.ocspCacheSize`: OCSP answers kept (one per certificate, each until its nextUpdate,
         /// at most a day). Default 1024.
         public var cacheSize = 1024
@@ -25,7 +25,7 @@ extension GatewayConfiguration {
             guard (1...60_000).contains(v) else {
                 throw ConfigurationError(key: "verification.ocspTimeout", problem: "must be between 1ms and 60s")
             }
-            checks.timeoutMilliseconds = v
+            checks.timeout = .milliseconds(v)
         }
         if let v = try reader.integer("verification.ocspCacheSize", in: 1...1_000_000) { checks.cacheSize = v }
         return checks

@@ -21,7 +21,7 @@ extension GatewayConfiguration {
         public var keyPrefix = "appstore-gateway:"
         /// `redis.timeout`: the longest one Redis command (and the connect) may take before this replica
         /// falls back to its local share. Default 50ms.
-        public var timeoutMilliseconds: UInt64 = 50
+        public var timeout: Duration = .milliseconds(50)
         /// `redis.fallbackShare`: the share of each budget one replica spends on its own while Redis is
         /// unreachable; 1 / the expected number of replicas. Default 1/3.
         public var fallbackShare = 1.0 / 3.0
@@ -53,7 +53,7 @@ extension GatewayConfiguration {
             guard (1...10_000).contains(v) else {
                 throw ConfigurationError(key: "redis.timeout", problem: "must be between 1ms and 10s")
             }
-            redis.timeoutMilliseconds = v
+            redis.timeout = .milliseconds(v)
         }
         if let text = try reader.string("redis.fallbackShare") {
             guard let share = fraction(text), share >= 0.001, share <= 1 else {

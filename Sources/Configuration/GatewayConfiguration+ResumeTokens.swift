@@ -35,7 +35,7 @@ extension GatewayConfiguration {
                     key: "\(prefix).resumeTokenMaxAge",
                     problem: "must be a duration between 1s and 3650d such as 30d or 12h, got '\(text)'")
             }
-            config.notifications.resumeTokenMaxAgeMilliseconds = value
+            config.notifications.resumeTokenMaxAge = .milliseconds(value)
         }
         return problems
     }

@@ -48,7 +48,7 @@ extension GatewayConfiguration {
         public var samplerRatio = 1.0
         /// `tracing.timeout` (`OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, `OTEL_EXPORTER_OTLP_TIMEOUT`, in ms): the
         /// longest one export may take. Default 10s.
-        public var timeoutMilliseconds: UInt64 = 10_000
+        public var timeout: Duration = .seconds(10)
         /// `tracing.maxQueueSize` (`OTEL_BSP_MAX_QUEUE_SIZE`): ended spans waiting for export; more are
         /// dropped (counted). Default 2048.
         public var maxQueueSize = 2048
@@ -56,7 +56,7 @@ extension GatewayConfiguration {
         public var maxExportBatchSize = 512
         /// `tracing.scheduleDelay` (`OTEL_BSP_SCHEDULE_DELAY`, in ms): the longest a span waits for a batch to
         /// fill. Default 5s.
-        public var scheduleDelayMilliseconds: UInt64 = 5_000
+        public var scheduleDelay: Duration = .seconds(5)
         /// `OTEL_SDK_DISABLED=true`: off whatever else is set.
         public var disabled = false
 
@@ -202,7 +202,7 @@ extension GatewayConfiguration {
                 guard (1...60_000).contains(v) else {
                     throw ConfigurationError(key: "tracing.timeout", problem: "must be between 1ms and 60s")
                 }
-                tracing.timeoutMilliseconds = v
+                tracing.timeout = .milliseconds(v)
             }
         }
         key { () throws(ConfigurationError) in
@@ -220,7 +220,7 @@ extension GatewayConfiguration {
                 guard (1...600_000).contains(v) else {
                     throw ConfigurationError(key: "tracing.scheduleDelay", problem: "must be between 1ms and 10m")
                 }
-                tracing.scheduleDelayMilliseconds = v
+                tracing.scheduleDelay = .milliseconds(v)
             }
         }
         if tracing.maxExportBatchSize > tracing.maxQueueSize {

@@ -20,7 +20,7 @@ extension GatewayConfiguration {
         public var maxConnections = 256
         /// `notifications.webhook.requestTimeout`: a request (head and body) must arrive within this. Default 10s.
         /// HTTP/1.1: counted from its first byte, the connection closes past it; HTTP/2: from its head, 408.
-        public var requestTimeoutMilliseconds: UInt64 = 10_000
+        public var requestTimeout: Duration = .seconds(10)
         public init() {}
     }
 
@@ -32,13 +32,13 @@ extension GatewayConfiguration {
         public var redis = false
         /// `notifications.store.retention`: how long a notification is kept after it arrived; one signed longer
         /// ago than this is not stored at all. Default 30d.
-        public var retentionMilliseconds: UInt64 = 30 * 86_400_000
+        public var retention: Duration = .seconds(30 * 86_400)
         /// `notifications.store.reconcileInterval`: how often Apple's recent history is compared with the
-        /// store and what the store misses is backfilled, and the store pruned. Default 10m; 0 turns the
+        /// store and what the store misses is backfilled, and the store pruned. Default 10m; 0 (nil) turns the
         /// comparison off (pruning then runs every 10m).
-        public var reconcileIntervalMilliseconds: UInt64 = 600_000
+        public var reconcileInterval: Duration? = .seconds(600)
         /// `notifications.store.reconcileWindow`: how far back each comparison looks. Default 6h.
-        public var reconcileWindowMilliseconds: UInt64 = 6 * 3_600_000
+        public var reconcileWindow: Duration = .seconds(6 * 3_600)
         public init() {}
     }
 
@@ -94,7 +94,7 @@ extension GatewayConfiguration {
                 guard (100...600_000).contains(v) else {
                     throw ConfigurationError(key: "\(webhook).requestTimeout", problem: "must be between 100ms and 10m")
                 }
-                config.notifications.webhook.requestTimeoutMilliseconds = v
+                config.notifications.webhook.requestTimeout = .milliseconds(v)
             }
         }
 
@@ -115,7 +115,7 @@ extension GatewayConfiguration {
                         key: "\(store).retention",
                         problem: "must be a duration between 1h and 3650d such as 30d or 72h, got '\(text)'")
                 }
-                config.notifications.store.retentionMilliseconds = v
+                config.notifications.store.retention = .milliseconds(v)
             }
         }
         key { () throws(ConfigurationError) in
@@ -131,7 +131,7 @@ extension GatewayConfiguration {
                     throw ConfigurationError(
                         key: "\(store).reconcileInterval", problem: "must be 0 (off) or at least 1s")
                 }
-                config.notifications.store.reconcileIntervalMilliseconds = v
+                config.notifications.store.reconcileInterval = v == 0 ? nil : .milliseconds(v)
             }
         }
         key { () throws(ConfigurationError) in
@@ -139,7 +139,7 @@ extension GatewayConfiguration {
                 guard let v = days(text) ?? DurationText.milliseconds(text), v >= 60_000, v <= 30 * 86_400_000 else {
                     throw ConfigurationError(key: "\(store).reconcileWindow", problem: "must be between 1m and 30d")
                 }
-                config.notifications.store.reconcileWindowMilliseconds = v
+                config.notifications.store.reconcileWindow = .milliseconds(v)
             }
         }
         return problems

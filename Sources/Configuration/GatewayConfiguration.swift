@@ -1,19 +1,15 @@
 import AppStoreDomain
+import GRPC
 import GatewayFoundation
 
 /// The gateway's whole configuration (README "Configuration" documents every key and default).
 public struct GatewayConfiguration: Sendable {
-    /// gRPC listen address (h2c). Key `listen`, default "0.0.0.0:50051".
-    public var listen = ListenAddress(host: "0.0.0.0", port: 50051)
-    /// Event loop threads; 0 = one per core. Key `threads`.
-    public var threads = 0
+    /// The gRPC port: `listen`, `threads`, the keys under `limits` and `connection`, and `shutdown.grace`, in the
+    /// gRPC server's own configuration, whose defaults are the keys' defaults (0 where a key allows it: nil).
+    public var grpc = GRPCServerConfiguration()
     /// Admin HTTP/1.1 address for `/metrics`, `/healthz`, `/readyz`; nil ("") = off. Key `admin`, default "0.0.0.0:9090".
     public var admin: ListenAddress? = ListenAddress(host: "0.0.0.0", port: 9090)
-    /// Transport limits. Keys under `limits`.
-    public var limits = Limits()
-    /// Connection management. Keys under `connection`.
-    public var connection = Connection()
-    /// Shutdown timing. Keys under `shutdown`.
+    /// Shutdown timing: `shutdown.drainDelay` (`shutdown.grace` is the gRPC server's, `grpc.shutdownGrace`).
     public var shutdown = Shutdown()
     /// The Apple apps callers may name. Key `apps`.
     public var apps: [App] = []
@@ -50,67 +46,12 @@ public struct GatewayConfiguration: Sendable {
 
     public init() {}
 
-    /// Transport limits.
-    public struct Limits: Sendable, Hashable {
-        /// Largest request message; larger → RESOURCE_EXHAUSTED. `limits.maxReceiveMessageBytes`, 4 MiB.
-        public var maxReceiveMessageBytes = 4 * 1024 * 1024
-        /// SETTINGS_MAX_CONCURRENT_STREAMS per connection. `limits.maxConcurrentStreams`, 256.
-        public var maxConcurrentStreams = 256
-        /// SETTINGS_MAX_HEADER_LIST_SIZE. `limits.maxHeaderListBytes`, 16 KiB.
-        public var maxHeaderListBytes = 16 * 1024
-        /// Per-stream and connection receive window. `limits.initialWindowBytes`, 1 MiB.
-        public var initialWindowBytes = 1 << 20
-        /// Response bytes buffered per stream before a streaming handler waits. `limits.streamWriteBufferBytes`, 256 KiB.
-        public var streamWriteBufferBytes = 256 * 1024
-        /// Request bytes one connection may hold (received, not yet taken by a handler) before the server
-        /// stops granting it HTTP/2 window. `limits.maxBufferedBytesPerConnection`, 8 MiB.
-        public var maxBufferedBytesPerConnection = 8 * 1024 * 1024
-        /// The same for all connections together. `limits.maxBufferedBytes`, 64 MiB.
-        public var maxBufferedBytes = 64 * 1024 * 1024
-        /// Open gRPC connections; at the cap new ones wait in the kernel's backlog. `limits.maxConnections`, 10000.
-        public var maxConnections = 10_000
-        /// Connections still in their TLS handshake or before their HTTP/2 preface, on the gRPC port and on the
-        /// webhook port each; they never count against `maxConnections`. `limits.maxPendingHandshakes`, 1024.
-        public var maxPendingHandshakes = 1_024
-        /// Deadline of a call that sent no grpc-timeout. `limits.defaultDeadline`, 2m.
-        public var defaultDeadlineMilliseconds: UInt64 = 120_000
-        /// Longest deadline of any call; a longer grpc-timeout is cut to it. `limits.maxDeadline`, 30m.
-        public var maxDeadlineMilliseconds: UInt64 = 1_800_000
-        public init() {}
-    }
-
-    /// Connection management: idle and age limits, keepalive and client PING enforcement (gRPC keepalive rules).
-    public struct Connection: Sendable, Hashable {
-        /// A connection that has not finished its TLS handshake, or not sent the HTTP/2 client preface, this
-        /// long after it was accepted is closed (gRPC and webhook ports). `connection.handshakeTimeout`, 10s.
-        public var handshakeTimeoutMilliseconds: UInt64 = 10_000
-        /// Close a connection without streams after this long. `connection.maxIdle`, 5m; 0 disables.
-        public var maxIdleMilliseconds: UInt64 = 300_000
-        /// PING a silent connection after this long. `connection.keepaliveTime`, 2m; 0 disables.
-        public var keepaliveTimeMilliseconds: UInt64 = 120_000
-        /// Close when a PING is not answered within this long. `connection.keepaliveTimeout`, 20s.
-        public var keepaliveTimeoutMilliseconds: UInt64 = 20_000
-        /// GOAWAY "max_age" after this long (±10 % per connection) so load balancers see new connections
-        /// (gRFC A9). `connection.maxAge`, 30m; 0 = never.
-        public var maxAgeMilliseconds: UInt64 = 1_800_000
-        /// Calls in flight may finish for this long after "max_age". `connection.maxAgeGrace`, 5m.
-        public var maxAgeGraceMilliseconds: UInt64 = 300_000
-        /// Client PINGs closer than this are strikes. `connection.minClientPingInterval`, 5m (gRPC's default).
-        public var minClientPingIntervalMilliseconds: UInt64 = 300_000
-        /// Allow client PINGs on a connection with no call. `connection.permitClientPingWithoutCalls`, false.
-        public var permitClientPingWithoutCalls = false
-        /// Strikes before GOAWAY ENHANCE_YOUR_CALM "too_many_pings". `connection.maxPingStrikes`, 2.
-        public var maxPingStrikes = 2
-        public init() {}
-    }
-
     /// Shutdown timing.
     public struct Shutdown: Sendable, Hashable {
         /// After SIGTERM, readiness is NOT_SERVING but calls are still taken for this long, while endpoints
-        /// propagate (Kubernetes removes the pod from Services concurrently). `shutdown.drainDelay`, 5s.
-        public var drainDelayMilliseconds: UInt64 = 5_000
-        /// Then GOAWAY, and in-flight calls may run this long before ending UNAVAILABLE. `shutdown.grace`, 10s.
-        public var graceMilliseconds: UInt64 = 10_000
+        /// propagate (Kubernetes removes the pod from Services concurrently); then GOAWAY, and calls in flight
+        /// get `shutdown.grace`. `shutdown.drainDelay`, 5s.
+        public var drainDelay: Duration = .seconds(5)
         public init() {}
     }
 
@@ -183,9 +124,9 @@ public struct GatewayConfiguration: Sendable {
         public var allowInsecureURL = false
         /// Longest single HTTP attempt to Apple (the caller's deadline may cut it shorter).
         /// `apple.requestTimeout`, 10s.
-        public var requestTimeoutMilliseconds: UInt64 = 10_000
+        public var requestTimeout: Duration = .seconds(10)
         /// Longest TCP + TLS connection set-up. `apple.connectTimeout`, 5s.
-        public var connectTimeoutMilliseconds: UInt64 = 5_000
+        public var connectTimeout: Duration = .seconds(5)
         /// Accept `.p8` key files readable by group or others. `apple.allowReadableKeyFiles`, false:
         /// start-up refuses such files, since the key signs for the whole team.
         public var allowReadableKeyFiles = false
@@ -218,7 +159,7 @@ public struct GatewayConfiguration: Sendable {
         public var poolQueue = 64
         /// How long a chain that failed validation is refused from memory (for the same verification time)
         /// before it is validated again. `verification.negativeCacheTTL`, 30s; 0 disables.
-        public var negativeCacheTTLMilliseconds: UInt64 = 30_000
+        public var negativeCacheTTL: Duration = .seconds(30)
         /// Apple's online checks (OCSP revocation of leaf and intermediate, validation at the current time).
         /// `verification.onlineChecks` and friends, see `GatewayConfiguration+OnlineChecks.swift`.
         public var onlineChecks = OnlineChecks()
@@ -231,7 +172,7 @@ public struct GatewayConfiguration: Sendable {
         /// `rateLimits.<endpoint>.{perSecond,burst}` (Apple's published rates, burst = one second's worth).
         public var defaults = RateLimits.defaults
         /// How long a call may queue for a token before RESOURCE_EXHAUSTED. `rateLimits.maxWait`, 1s.
-        public var maxWaitMilliseconds: UInt64 = 1_000
+        public var maxWait: Duration = .seconds(1)
         public init() {}
     }
 
@@ -254,7 +195,7 @@ public struct GatewayConfiguration: Sendable {
         public var resumeTokenKeyFile = ""
         /// `notifications.resumeTokenMaxAge`: a resume token issued longer ago than this is refused
         /// (INVALID_ARGUMENT, RESUME_TOKEN_EXPIRED). Default 30d.
-        public var resumeTokenMaxAgeMilliseconds: UInt64 = 30 * 86_400_000
+        public var resumeTokenMaxAge: Duration = .seconds(30 * 86_400)
         /// The webhook receiver. Keys under `notifications.webhook` (`GatewayConfiguration+Webhook.swift`).
         public var webhook = Webhook()
         /// Its store. Keys under `notifications.store`.

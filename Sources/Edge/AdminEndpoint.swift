@@ -95,10 +95,11 @@ public struct AdminEndpoint: HTTPRequestHandler {
     }
 
     /// The admin port's transport: GET and HEAD only, no request body at all, a request head within 8 KiB
-    /// and 10 s, idle keep-alive connections closed after 60 s, at most 64 connections. Scrapers and probes
-    /// need nothing more, and anyone who can reach the port gets nothing more to hold memory with.
+    /// and 10 s, idle keep-alive connections closed after 60 s, no maximum age, at most 64 connections. Scrapers
+    /// and probes need nothing more, and anyone who can reach the port gets nothing more to hold memory with.
     public static var transportLimits: HTTP2Configuration {
         var configuration = HTTP2Configuration()
+        configuration.maxConnectionAge = nil
         configuration.maxConnections = 64
         configuration.http1.allowedMethods = ["GET", "HEAD"]
         configuration.http1.maxBodyBytes = 0

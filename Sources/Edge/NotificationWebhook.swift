@@ -44,7 +44,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
         path: String, verifier: SignedDataVerifier, pool: VerificationPool, apps: [GatewayConfiguration.App],
         store: any NotificationStore, clock: any GatewayClock, metrics: NotificationMetrics,
         retention: NotificationRetention = NotificationRetention(
-            milliseconds: Int64(clamping: GatewayConfiguration.NotificationStorage().retentionMilliseconds))
+            milliseconds: GatewayConfiguration.NotificationStorage().retention.wholeMilliseconds)
     ) {
         self.path = path
         self.verifier = verifier
@@ -210,14 +210,16 @@ public struct NotificationWebhook: HTTPRequestHandler {
     }
 
     /// The transport of the webhook port: POST bodies up to `maxBodyBytes`, a whole request within
-    /// `timeout`, idle keep-alive connections closed after 30 s, at most `maxConnections` connections.
+    /// `timeout`, idle keep-alive connections closed after 30 s, no maximum age, at most `maxConnections`
+    /// connections.
     public static func transportLimits(_ webhook: GatewayConfiguration.Webhook) -> HTTP2Configuration {
         var configuration = HTTP2Configuration()
+        configuration.maxConnectionAge = nil
         configuration.maxConnections = webhook.maxConnections
         configuration.http1.allowedMethods = ["POST"]
         configuration.http1.maxBodyBytes = webhook.maxBodyBytes
         configuration.http1.maxHeadBytes = 16 * 1024
-        configuration.http1.headerTimeout = .milliseconds(Int64(clamping: webhook.requestTimeoutMilliseconds))
+        configuration.http1.headerTimeout = webhook.requestTimeout
         configuration.http1.idleTimeout = .seconds(30)
         configuration.maxHeaderListSize = 16 * 1024
         configuration.maxConcurrentStreams = 16

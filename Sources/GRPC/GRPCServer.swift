@@ -7,33 +7,6 @@ import Synchronization
     import Glibc
 #endif
 
-/// Settings of the gRPC server; each is a configuration key with this default.
-public struct GRPCServerConfiguration: Sendable {
-    /// Where to listen (h2c).
-    public var listen = ListenAddress(host: "0.0.0.0", port: 50051)
-    /// Event loops (threads); 0 = one per core.
-    public var threads = 0
-    /// HTTP/2 limits and timers.
-    public var http2 = HTTP2Configuration()
-    /// The largest request message accepted (RESOURCE_EXHAUSTED above it).
-    public var maxReceiveMessageBytes = 4 * 1024 * 1024
-    /// How long in-flight calls may run after a shutdown begins before they end with UNAVAILABLE.
-    public var shutdownGrace: Duration = .seconds(10)
-    /// The deadline of a call that sent no `grpc-timeout` (`limits.defaultDeadline`).
-    public var defaultDeadline: Duration = .seconds(120)
-    /// The longest deadline any call gets; a longer `grpc-timeout` is cut to it (`limits.maxDeadline`).
-    public var maxDeadline: Duration = .seconds(1_800)
-    /// Where RPC starts and ends are reported (metrics, access log).
-    public var events: any RPCEvents = SilentRPCEvents()
-    /// Who may call (nil = anyone): asked before any handler runs, for every call of a service that is not open
-    /// (`GRPCService.isOpen`: health and reflection are).
-    public var callGuard: (any CallGuard)?
-    /// TLS on the gRPC port (ALPN h2; client certificates when its context asks for them); nil = h2c.
-    public var tls: TLSContext?
-
-    public init() {}
-}
-
 /// A service: a set of methods by full path ("/package.Service/Method"), and whether its calls need the
 /// server's `CallGuard`.
 public protocol GRPCService: Sendable {
@@ -69,22 +42,28 @@ public final class GRPCServer: Sendable {
     private let router: Router
     private let configuration: GRPCServerConfiguration
 
-    public init(configuration: GRPCServerConfiguration, services: [GRPCService]) throws(SystemError) {
+    /// A server of `services` with `configuration`'s limits and timers. `events` hears every call's start and
+    /// end (metrics, access log); `callGuard` (nil = anyone) is asked before any handler runs, for every call of
+    /// a service that is not open (`GRPCService.isOpen`: health and reflection are); `tls` puts TLS on the port
+    /// (ALPN h2; client certificates when its context asks for them), nil = h2c.
+    public init(
+        configuration: GRPCServerConfiguration, services: [GRPCService], events: any RPCEvents = SilentRPCEvents(),
+        callGuard: (any CallGuard)? = nil, tls: TLSContext? = nil
+    ) throws(SystemError) {
         let threads = configuration.threads > 0 ? configuration.threads : Self.coreCount()
         let registries = (0..<threads).map { _ in
             CallRegistry(streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark)
         }
         let router = Router(
             methods: Router.methods(of: services), registries: LoopLocal(registries),
-            maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: configuration.events,
-            callGuard: configuration.callGuard,
+            maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: events, callGuard: callGuard,
             deadlines: DeadlinePolicy(
                 defaultTimeout: configuration.defaultDeadline, maximumTimeout: configuration.maxDeadline))
         self.router = router
         self.configuration = configuration
         self.http2 = try HTTP2Server(
             address: configuration.listen, threads: threads, configuration: configuration.http2,
-            transport: configuration.tls.map { .tls($0) } ?? .cleartextHTTP2, responder: router)
+            transport: tls.map { .tls($0) } ?? .cleartextHTTP2, responder: router)
     }
 
     /// The bound port.

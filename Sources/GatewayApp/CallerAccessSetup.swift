@@ -34,7 +34,7 @@ struct CallerAccessSetup {
         if let jwt = configuration.authentication.jwt {
             verifier = BearerTokenVerifier(
                 issuer: jwt.issuer, audiences: jwt.audiences,
-                maxLifetime: .milliseconds(Int64(clamping: jwt.maxLifetimeMilliseconds)))
+                maxLifetime: jwt.maxLifetime)
             do {
                 keys = try AccessFileWatcher.loadKeys(jwt.jwksFile)
             } catch let error as ConfigurationError {

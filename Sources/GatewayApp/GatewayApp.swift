@@ -85,7 +85,7 @@ public final class GatewayApp {
         logger.info(
             access.tlsContext == nil ? "serving gRPC (h2c)" : "serving gRPC (TLS)",
             metadata: [
-                "address": "\(configuration.listen.host):\(grpcPort ?? 0)",
+                "address": "\(configuration.grpc.listen.host):\(grpcPort ?? 0)",
                 "threads": .stringConvertible(grpc?.http2.eventLoops.count ?? 0),
                 "apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
                 "rate_budget": "\(configuration.redis.url.map { "shared in \($0)" } ?? "per replica")",
@@ -93,18 +93,17 @@ public final class GatewayApp {
     }
 
     private func startParts() throws(GatewayStartError) {
-        var serverConfiguration = GRPCServerConfiguration(configuration)
-        serverConfiguration.events = tracer.map { TracingRPCEvents(inner: events, tracer: $0) } ?? events
-        serverConfiguration.callGuard = access.callGuard
-        serverConfiguration.tls = access.tlsContext
         let served: [GRPCService] = [HealthService(board: board), service]
         let services = served + [ReflectionService(listing: served)]
         for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer
         do {
-            server = try GRPCServer(configuration: serverConfiguration, services: services)
+            server = try GRPCServer(
+                configuration: configuration.grpc, services: services,
+                events: tracer.map { TracingRPCEvents(inner: events, tracer: $0) } ?? events,
+                callGuard: access.callGuard, tls: access.tlsContext)
         } catch {
-            throw GatewayStartError("cannot listen on \(configuration.listen): \(error)")
+            throw GatewayStartError("cannot listen on \(configuration.grpc.listen): \(error)")
         }
         server.start()
         grpc = server
@@ -167,13 +166,13 @@ public final class GatewayApp {
     /// admin port answers probes and scrapes throughout). Blocks until everything has stopped.
     public func stop() {
         board.set(.notServing, service: AppStoreGatewayService.name)
-        let drainDelay = configuration.shutdown.drainDelayMilliseconds
-        if drainDelay > 0 { usleep(UInt32(min(drainDelay, 600_000) * 1_000)) }
+        let drainDelay = configuration.shutdown.drainDelay
+        if drainDelay > .zero { usleep(UInt32(min(drainDelay, .seconds(600)).wholeMilliseconds * 1_000)) }
         grpc?.shutdown()
         grpc = nil
         stops.unwind()
         // The spans of the last calls, within tracing.timeout.
-        tracer?.shutdown(timeout: .milliseconds(Int64(clamping: configuration.tracing.timeoutMilliseconds)))
+        tracer?.shutdown(timeout: configuration.tracing.timeout)
     }
 
     /// The resume-token key ring's file, to be re-read when it changes; without one, a warning: the random

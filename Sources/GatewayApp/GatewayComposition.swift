@@ -33,7 +33,7 @@ public enum GatewayComposition {
             verifier = try SignedDataVerifier(
                 configuration: .init(configuration.verification, trustedRoots: roots),
                 ocspTransport: online.enabled
-                    ? UpstreamOCSPTransport(http: http, timeout: .milliseconds(Int64(online.timeoutMilliseconds))) : nil
+                    ? UpstreamOCSPTransport(http: http, timeout: online.timeout) : nil
             )
         } catch {
             throw ConfigurationError(key: "verification", problem: "\(error)")

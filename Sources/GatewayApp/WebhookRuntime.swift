@@ -29,8 +29,8 @@ struct WebhookRuntime {
         if settings.redis, let url = configuration.redis.url {
             store = RedisNotificationStore(
                 url: url, tls: RedisTLSFiles(configuration.redis), keyPrefix: configuration.redis.keyPrefix,
-                timeout: .milliseconds(Int64(max(1_000, configuration.redis.timeoutMilliseconds))),
-                retention: .milliseconds(Int64(clamping: settings.retentionMilliseconds)),
+                timeout: max(.seconds(1), configuration.redis.timeout),
+                retention: settings.retention,
                 largestPayload: configuration.notifications.webhook.maxBodyBytes)
         } else {
             do {
@@ -64,8 +64,8 @@ struct WebhookRuntime {
         }
         var limits = NotificationWebhook.transportLimits(webhook)
         // The handshake deadline and its cap are the gateway's, on every port that takes TLS or HTTP/2.
-        limits.handshakeTimeout = .milliseconds(Int64(clamping: configuration.connection.handshakeTimeoutMilliseconds))
-        limits.maxPendingHandshakes = configuration.limits.maxPendingHandshakes
+        limits.handshakeTimeout = configuration.grpc.http2.handshakeTimeout
+        limits.maxPendingHandshakes = configuration.grpc.http2.maxPendingHandshakes
         let server: HTTP2Server
         do {
             server = try HTTP2Server(
@@ -74,7 +74,7 @@ struct WebhookRuntime {
                 // HTTP/2 requests (TLS with ALPN h2) under the bounds of the HTTP/1.1 ones: body size and deadline.
                 responder: HTTPRequestResponder(
                     handler: handler, maxBodyBytes: webhook.maxBodyBytes,
-                    requestTimeout: .milliseconds(Int64(clamping: webhook.requestTimeoutMilliseconds))),
+                    requestTimeout: webhook.requestTimeout),
                 requestHandler: handler, threadName: "hook-loop")
         } catch {
             throw GatewayStartError("cannot listen on the webhook address \(address): \(error)")
@@ -85,7 +85,7 @@ struct WebhookRuntime {
         // Always started: with reconcileInterval 0 it still prunes what is past the retention.
         if let pass = service.reconciler {
             let schedule = NotificationReconciler.Schedule(
-                reconcileIntervalMilliseconds: store.reconcileIntervalMilliseconds)
+                reconcileInterval: store.reconcileInterval)
             reconciler = Task.detached { await pass.run(schedule) }
         }
         return WebhookRuntime(

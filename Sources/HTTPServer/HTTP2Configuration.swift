@@ -1,4 +1,5 @@
-/// Limits and timers of the HTTP/2 server. Every value is a configuration key with this default.
+/// Limits and timers of the HTTP/2 server. Where a value is a configuration key of the gRPC port, its default
+/// here is that key's documented default; the gateway's other ports (webhook, admin) set their own.
 public struct HTTP2Configuration: Sendable, Hashable {
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to each client.
     public var maxConcurrentStreams: UInt32 = 256
@@ -13,10 +14,11 @@ public struct HTTP2Configuration: Sendable, Hashable {
     /// A PING not acknowledged within this long closes the connection.
     public var keepaliveTimeout: Duration = .seconds(20)
     /// A connection is closed gracefully (GOAWAY "max_age") after this long, each connection's age drawn
-    /// within ±10 % so clients do not reconnect all at once (gRFC A9); nil: never.
-    public var maxConnectionAge: Duration?
+    /// within ±10 % so clients do not reconnect all at once (gRFC A9), and load balancers see new connections;
+    /// nil: never.
+    public var maxConnectionAge: Duration? = .seconds(1_800)
     /// After "max_age", calls in flight may run this long before the connection is closed.
-    public var maxConnectionAgeGrace: Duration = .seconds(30)
+    public var maxConnectionAgeGrace: Duration = .seconds(300)
     /// Client PINGs closer together than this count as strikes (grpc keepalive.md "enforcement").
     public var minClientPingInterval: Duration = .seconds(300)
     /// Whether client PINGs on a connection without calls are allowed at all.

@@ -43,7 +43,7 @@ public struct AppStoreGatewayService: GRPCService {
         self.pool = pool
         apps = configuration.apps
         let retention = NotificationRetention(
-            milliseconds: Int64(clamping: configuration.notifications.store.retentionMilliseconds))
+            milliseconds: configuration.notifications.store.retention.wholeMilliseconds)
         self.retention = retention
         verifyJWS = VerifyJWSHandler(
             verifier: verifier, apps: AppDirectory(configuration.apps),
@@ -55,8 +55,7 @@ public struct AppStoreGatewayService: GRPCService {
             maxResponseBytes: configuration.history.maxResponseBytes, clock: clock)
         var notifications = StreamNotificationsHandler(
             client: client, verifier: verifier, resumeTokenKeys: resumeTokenKeys,
-            resumeTokenMaxAge: .milliseconds(
-                Int64(clamping: configuration.notifications.resumeTokenMaxAgeMilliseconds)),
+            resumeTokenMaxAge: configuration.notifications.resumeTokenMaxAge,
             clock: clock)
         api = AppStoreAPIMethods(
             client: client, verifier: verifier, clock: clock, maxPages: configuration.history.maxPages,
@@ -66,7 +65,7 @@ public struct AppStoreGatewayService: GRPCService {
         reconciler = live.map {
             NotificationReconciler(
                 client: client, verifier: verifier, apps: configuration.apps, feed: $0, clock: clock,
-                window: .milliseconds(Int64(clamping: configuration.notifications.store.reconcileWindowMilliseconds)),
+                window: configuration.notifications.store.reconcileWindow,
                 retention: retention)
         }
     }

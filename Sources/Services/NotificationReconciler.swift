@@ -30,11 +30,11 @@ public struct NotificationReconciler: Sendable {
         /// How often the store is pruned when comparisons are off.
         public static let pruneOnlyInterval = Duration.seconds(600)
 
-        /// The schedule of `notifications.store.reconcileInterval`: 0 turns comparisons off, never pruning.
-        public init(reconcileIntervalMilliseconds: UInt64) {
-            reconciles = reconcileIntervalMilliseconds > 0
-            interval =
-                reconciles ? .milliseconds(Int64(clamping: reconcileIntervalMilliseconds)) : Self.pruneOnlyInterval
+        /// The schedule of `notifications.store.reconcileInterval`: nil (0 in the key) turns comparisons off;
+        /// the store is still pruned every `pruneOnlyInterval`.
+        public init(reconcileInterval: Duration?) {
+            reconciles = reconcileInterval != nil
+            interval = reconcileInterval ?? Self.pruneOnlyInterval
         }
     }
 

@@ -8,7 +8,7 @@ extension SignedDataVerifier.Configuration {
         chainCacheCapacity = verification.chainCacheSize
         signatureCacheCapacity = verification.signatureCacheSize
         validationTime = verification.useCurrentTime ? .now : .signedDate
-        rejectedChainTTL = Double(verification.negativeCacheTTLMilliseconds) / 1000
+        rejectedChainTTL = Double(verification.negativeCacheTTL.wholeMilliseconds) / 1000
         onlineChecks = verification.onlineChecks.enabled
         revocationCacheCapacity = verification.onlineChecks.cacheSize
     }

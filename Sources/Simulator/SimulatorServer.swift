@@ -21,8 +21,11 @@ public final class SimulatorServer: Sendable {
         let tls = try state.issueTLSServerCertificate()
         let context = try TLSContext(certificateChainFile: tls.certificatePath, privateKeyFile: tls.privateKeyPath)
         let simulator = state.makeSimulator(customize: customize)
+        var transport = HTTP2Configuration()
+        // The gateway's one upstream connection lives as long as the simulator: no maximum age.
+        transport.maxConnectionAge = nil
         server = try HTTP2Server(
-            address: listen, threads: threads, configuration: HTTP2Configuration(), transport: .tls(context),
+            address: listen, threads: threads, configuration: transport, transport: .tls(context),
             responder: HTTPRequestResponder(handler: simulator), requestHandler: simulator, threadName: "sim-loop")
         server.start()
         self.state = state

@@ -26,10 +26,10 @@ public final class OTLPTracer: Tracer {
         let exporter = SpanExporter(
             queue: SpanQueue(
                 capacity: tracing.maxQueueSize, batchSize: tracing.maxExportBatchSize,
-                delay: .milliseconds(Int64(clamping: tracing.scheduleDelayMilliseconds))),
+                delay: tracing.scheduleDelay),
             request: OTLPTraceRequest(
                 resource: resource(tracing), scopeName: "appstore-gateway", scopeVersion: BuildInfo.version),
-            timeout: .milliseconds(Int64(clamping: tracing.timeoutMilliseconds)), metrics: metrics,
+            timeout: tracing.timeout, metrics: metrics,
             makeSender: { OTLPHTTPSender(url: url, headers: headers, userAgent: userAgent) })
         return OTLPTracer(sampler: TraceSampler(tracing), exporter: exporter)
     }

@@ -107,9 +107,7 @@ struct UpstreamFixture {
         configuration.apple.productionURL = fake.baseURL + "/production"
         configuration.apple.sandboxURL = fake.baseURL + "/sandbox"
         configuration.apple.caFile = fake.caFile
-        configuration.rateLimits.maxWaitMilliseconds =
-            UInt64(maxWait.components.seconds * 1000)
-            + UInt64(maxWait.components.attoseconds / 1_000_000_000_000_000)
+        configuration.rateLimits.maxWait = maxWait
         configuration.retries = retries
         self.configuration = configuration
         var keys: [String: ECPrivateKey] = [:]

@@ -29,7 +29,7 @@ import Testing
         window: Int64 = 6 * 3_600_000
     ) throws -> (NotificationReconciler, SQLiteNotificationStore) {
         var configuration = fixture.configuration
-        configuration.notifications.store.reconcileWindowMilliseconds = UInt64(window)
+        configuration.notifications.store.reconcileWindow = .milliseconds(window)
         let directory = NSTemporaryDirectory() + "reconciler-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let store = try SQLiteNotificationStore(path: directory + "/n.db")
@@ -46,10 +46,10 @@ import Testing
     }
 
     @Test func reconcileInterval0TurnsComparisonsOffButNotPruning() {
-        let off = NotificationReconciler.Schedule(reconcileIntervalMilliseconds: 0)
+        let off = NotificationReconciler.Schedule(reconcileInterval: nil)
         #expect(!off.reconciles)
         #expect(off.interval == .seconds(600))
-        let on = NotificationReconciler.Schedule(reconcileIntervalMilliseconds: 60_000)
+        let on = NotificationReconciler.Schedule(reconcileInterval: .seconds(60))
         #expect(on.reconciles)
         #expect(on.interval == .seconds(60))
     }

@@ -118,7 +118,7 @@ import Testing
         let config = try GatewayConfiguration.load(yaml: "")
         #expect(config.redis.url == nil)
         #expect(config.redis.keyPrefix == "appstore-gateway:")
-        #expect(config.redis.timeoutMilliseconds == 50)
+        #expect(config.redis.timeout == .milliseconds(50))
         #expect(abs(config.redis.fallbackShare - 1.0 / 3) < 1e-12)
     }
 
@@ -133,7 +133,7 @@ import Testing
                 """)
         #expect(config.redis.url == RedisURL(host: "10.0.0.5", port: 6380, database: 2, password: "s3cret"))
         #expect(config.redis.keyPrefix == "team-a:")
-        #expect(config.redis.timeoutMilliseconds == 20)
+        #expect(config.redis.timeout == .milliseconds(20))
         #expect(abs(config.redis.fallbackShare - 1.0 / 6) < 1e-12)
     }
 

@@ -18,7 +18,7 @@ import Testing
     @Test func defaults() throws {
         let config = try GatewayConfiguration.load(yaml: base + mtls)
         #expect(config.tls?.identityFromCommonName == false)
-        #expect(config.authentication.jwt?.maxLifetimeMilliseconds == 86_400_000)
+        #expect(config.authentication.jwt?.maxLifetime == .milliseconds(86_400_000))
     }
 
     @Test func commonNamesAreOptIn() throws {
@@ -74,7 +74,7 @@ import Testing
     @Test func maxLifetimeIsReadAndBounded() throws {
         let config = try GatewayConfiguration.load(
             yaml: base.replacingOccurrences(of: "audiences: [a] }", with: "audiences: [a], maxLifetime: 1h }"))
-        #expect(config.authentication.jwt?.maxLifetimeMilliseconds == 3_600_000)
+        #expect(config.authentication.jwt?.maxLifetime == .milliseconds(3_600_000))
         for bad in ["0s", "500ms", "8808h", "soon"] {
             let yaml = base.replacingOccurrences(of: "audiences: [a] }", with: "audiences: [a], maxLifetime: \(bad) }")
             #expect(
@@ -83,6 +83,6 @@ import Testing
         #expect(
             try GatewayConfiguration.load(
                 yaml: base.replacingOccurrences(of: "audiences: [a] }", with: "audiences: [a], maxLifetime: 8784h }")
-            ).authentication.jwt?.maxLifetimeMilliseconds == 366 * 86_400_000)
+            ).authentication.jwt?.maxLifetime == .milliseconds(366 * 86_400_000))
     }
 }

@@ -13,12 +13,12 @@ import Testing
 
     @Test func emptyDocumentGivesTheDefaults() throws {
         let config = try GatewayConfiguration.load(yaml: "")
-        #expect(config.listen == ListenAddress(host: "0.0.0.0", port: 50051))
-        #expect(config.limits.maxReceiveMessageBytes == 4 * 1024 * 1024)
-        #expect(config.shutdown.graceMilliseconds == 10_000)
+        #expect(config.grpc.listen == ListenAddress(host: "0.0.0.0", port: 50051))
+        #expect(config.grpc.maxReceiveMessageBytes == 4 * 1024 * 1024)
+        #expect(config.grpc.shutdownGrace == .seconds(10))
         #expect(config.apps.isEmpty)
-        #expect(config.connection.handshakeTimeoutMilliseconds == 10_000)
-        #expect(config.limits.maxPendingHandshakes == 1_024)
+        #expect(config.grpc.http2.handshakeTimeout == .seconds(10))
+        #expect(config.grpc.http2.maxPendingHandshakes == 1_024)
     }
 
     @Test func exampleFileLoadsWithItsDocumentedValues() throws {
@@ -27,20 +27,20 @@ import Testing
         #expect(config.apps.count == 1)
         #expect(config.apps[0].name == "example")
         #expect(config.apps[0].environment == .auto)
-        #expect(config.connection.keepaliveTimeoutMilliseconds == 20_000)
-        #expect(config.connection.maxIdleMilliseconds == 300_000)
+        #expect(config.grpc.http2.keepaliveTimeout == .seconds(20))
+        #expect(config.grpc.http2.idleTimeout == .seconds(300))
         #expect(config.verification.rootCertificates.isEmpty)
     }
 
     @Test func upstreamKeysHaveDocumentedDefaults() throws {
         let config = try GatewayConfiguration.load(yaml: "")
         #expect(config.rateLimits.defaults == .defaults)
-        #expect(config.rateLimits.maxWaitMilliseconds == 1_000)
+        #expect(config.rateLimits.maxWait == .milliseconds(1_000))
         #expect(config.retries == .defaults)
         #expect(config.retries.maxAttempts == 3)
         #expect(config.history.maxPages == 50)
-        #expect(config.apple.requestTimeoutMilliseconds == 10_000)
-        #expect(config.apple.connectTimeoutMilliseconds == 5_000)
+        #expect(config.apple.requestTimeout == .milliseconds(10_000))
+        #expect(config.apple.connectTimeout == .milliseconds(5_000))
         #expect(config.apple.allowReadableKeyFiles == false)
     }
 
@@ -65,7 +65,7 @@ import Testing
         #expect(defaults.verification.allowUnboundVerification == false)
         #expect(defaults.verification.poolThreads == 2)
         #expect(defaults.verification.poolQueue == 64)
-        #expect(defaults.verification.negativeCacheTTLMilliseconds == 30_000)
+        #expect(defaults.verification.negativeCacheTTL == .milliseconds(30_000))
         let example = try GatewayConfiguration.load(
             yaml: try String(contentsOfFile: Self.repoRoot + "/config/example.yaml", encoding: .utf8))
         #expect(example.history.maxResponseBytes == defaults.history.maxResponseBytes)
@@ -79,7 +79,7 @@ import Testing
         #expect(config.verification.allowUnboundVerification)
         #expect(config.verification.poolThreads == 4)
         #expect(config.verification.poolQueue == 8)
-        #expect(config.verification.negativeCacheTTLMilliseconds == 0)
+        #expect(config.verification.negativeCacheTTL == .milliseconds(0))
         #expect(throws: ConfigurationError.self) {
             try GatewayConfiguration.load(yaml: "history: { maxResponseBytes: 10 }")
         }
@@ -114,7 +114,7 @@ import Testing
               - { bundleId: c.d, keyId: ABCDEFGHIJ, issuerId: i, privateKeyFile: k, environment: sandbox }
             """
         let config = try GatewayConfiguration.load(yaml: yaml)
-        #expect(config.rateLimits.maxWaitMilliseconds == 250)
+        #expect(config.rateLimits.maxWait == .milliseconds(250))
         #expect(config.rateLimits.defaults.sandboxFactor == 0.5)
         #expect(
             config.rateLimits.defaults.rate(for: .getTransactionHistory, in: .production)
@@ -128,7 +128,7 @@ import Testing
                     maxAttempts: 5, initialBackoff: .milliseconds(10), maxBackoff: .seconds(1), multiplier: 3,
                     minimumAttemptTime: .milliseconds(20), deadlineMargin: .milliseconds(5)))
         #expect(config.history.maxPages == 7)
-        #expect(config.apple.requestTimeoutMilliseconds == 3_000)
+        #expect(config.apple.requestTimeout == .milliseconds(3_000))
         #expect(config.apple.allowReadableKeyFiles)
         #expect(config.apps[0].sandboxFallbackOnUnauthorized)
         // Per-app overrides sit on top of the global section.
@@ -147,9 +147,9 @@ import Testing
                 "APPSTORE_GATEWAY_LIMITS_MAX_CONCURRENT_STREAMS": "20",
                 "APPSTORE_GATEWAY_SHUTDOWN_GRACE": "1500ms",
             ])
-        #expect(config.listen == ListenAddress(host: "::1", port: 7000))
-        #expect(config.limits.maxConcurrentStreams == 20)
-        #expect(config.shutdown.graceMilliseconds == 1_500)
+        #expect(config.grpc.listen == ListenAddress(host: "::1", port: 7000))
+        #expect(config.grpc.http2.maxConcurrentStreams == 20)
+        #expect(config.grpc.shutdownGrace == .milliseconds(1_500))
     }
 
     @Test func environmentNamesFollowTheKeyPath() {
@@ -222,12 +222,12 @@ import Testing
 
 @Suite struct TransportLimitsConfigurationTests {
     @Test func bufferConnectionAndDeadlineLimitsHaveTheirDefaults() throws {
-        let limits = try GatewayConfiguration.load(yaml: "").limits
-        #expect(limits.maxBufferedBytesPerConnection == 8 * 1024 * 1024)
-        #expect(limits.maxBufferedBytes == 64 * 1024 * 1024)
-        #expect(limits.maxConnections == 10_000)
-        #expect(limits.defaultDeadlineMilliseconds == 120_000)
-        #expect(limits.maxDeadlineMilliseconds == 1_800_000)
+        let grpc = try GatewayConfiguration.load(yaml: "").grpc
+        #expect(grpc.http2.maxBufferedBytesPerConnection == 8 * 1024 * 1024)
+        #expect(grpc.http2.maxBufferedBytes == 64 * 1024 * 1024)
+        #expect(grpc.http2.maxConnections == 10_000)
+        #expect(grpc.defaultDeadline == .seconds(120))
+        #expect(grpc.maxDeadline == .seconds(1_800))
     }
 
     @Test func theyAreReadFromYAMLAndEnvironment() throws {
@@ -238,14 +238,14 @@ import Testing
               maxConnections: 100
               defaultDeadline: 30s
             """
-        let limits = try GatewayConfiguration.load(
+        let grpc = try GatewayConfiguration.load(
             yaml: yaml, environment: ["APPSTORE_GATEWAY_LIMITS_MAX_DEADLINE": "5m"]
-        ).limits
-        #expect(limits.maxBufferedBytesPerConnection == 5_000_000)
-        #expect(limits.maxBufferedBytes == 20_000_000)
-        #expect(limits.maxConnections == 100)
-        #expect(limits.defaultDeadlineMilliseconds == 30_000)
-        #expect(limits.maxDeadlineMilliseconds == 300_000)
+        ).grpc
+        #expect(grpc.http2.maxBufferedBytesPerConnection == 5_000_000)
+        #expect(grpc.http2.maxBufferedBytes == 20_000_000)
+        #expect(grpc.http2.maxConnections == 100)
+        #expect(grpc.defaultDeadline == .seconds(30))
+        #expect(grpc.maxDeadline == .seconds(300))
     }
 
     @Test func inconsistentBudgetsAndDeadlinesAreRefused() {

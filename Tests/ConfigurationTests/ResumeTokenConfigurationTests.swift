@@ -9,17 +9,17 @@ import Testing
     @Test func theDefaultsAreNoRingAnd30Days() throws {
         let config = try GatewayConfiguration.load(yaml: "")
         #expect(config.notifications.resumeTokenKeyFile == "")
-        #expect(config.notifications.resumeTokenMaxAgeMilliseconds == 30 * 86_400_000)
+        #expect(config.notifications.resumeTokenMaxAge == .milliseconds(30 * 86_400_000))
     }
 
     @Test func theRingFileAndMaxAgeAreRead() throws {
         let config = try GatewayConfiguration.load(
             yaml: "notifications: {resumeTokenKeyFile: /secrets/ring, resumeTokenMaxAge: 7d}")
         #expect(config.notifications.resumeTokenKeyFile == "/secrets/ring")
-        #expect(config.notifications.resumeTokenMaxAgeMilliseconds == 7 * 86_400_000)
+        #expect(config.notifications.resumeTokenMaxAge == .milliseconds(7 * 86_400_000))
         let overridden = try GatewayConfiguration.load(
             yaml: "", environment: ["APPSTORE_GATEWAY_NOTIFICATIONS_RESUME_TOKEN_MAX_AGE": "12h"])
-        #expect(overridden.notifications.resumeTokenMaxAgeMilliseconds == 12 * 3_600_000)
+        #expect(overridden.notifications.resumeTokenMaxAge == .milliseconds(12 * 3_600_000))
     }
 
     @Test(arguments: ["0s", "500ms", "3651d", "soon"]) func aBadMaxAgeNamesTheKey(value: String) {

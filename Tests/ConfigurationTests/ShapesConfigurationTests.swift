@@ -17,7 +17,7 @@ import Testing
                   ocspCacheSize: 10
                 """)
         #expect(config.verification.onlineChecks.enabled)
-        #expect(config.verification.onlineChecks.timeoutMilliseconds == 750)
+        #expect(config.verification.onlineChecks.timeout == .milliseconds(750))
         #expect(config.verification.onlineChecks.cacheSize == 10)
         let fromEnvironment = try GatewayConfiguration.load(
             yaml: "", environment: ["APPSTORE_GATEWAY_VERIFICATION_ONLINE_CHECKS": "true"])

@@ -17,7 +17,7 @@ import Testing
         #expect(tracing.tracesURL == nil)
         #expect(tracing.sampler == .parentBasedAlwaysOn && tracing.effectiveServiceName == "appstore-gateway")
         #expect(tracing.maxQueueSize == 2048 && tracing.maxExportBatchSize == 512)
-        #expect(tracing.scheduleDelayMilliseconds == 5_000 && tracing.timeoutMilliseconds == 10_000)
+        #expect(tracing.scheduleDelay == .milliseconds(5_000) && tracing.timeout == .milliseconds(10_000))
     }
 
     @Test func theBaseEndpointGetsTheTracesPathTheTracesEndpointIsUsedAsItIs() throws {
@@ -48,7 +48,7 @@ import Testing
             ])
         #expect(tracing.tracesURL == "http://env:4318/v1/traces" && tracing.effectiveServiceName == "from-env")
         #expect(tracing.sampler == .traceIDRatio && tracing.samplerRatio == 0.25)
-        #expect(tracing.scheduleDelayMilliseconds == 200 && tracing.timeoutMilliseconds == 3_000)
+        #expect(tracing.scheduleDelay == .milliseconds(200) && tracing.timeout == .milliseconds(3_000))
         // An empty variable is unset (OpenTelemetry): the file's value stays.
         #expect(try load(yaml, ["OTEL_SERVICE_NAME": ""]).effectiveServiceName == "from-file")
     }
@@ -110,7 +110,7 @@ import Testing
         let tracing = try load(yaml)
         #expect(tracing.tracesURL == "https://collector.example/v1/traces")
         #expect(tracing.headers == [.init("api-key", "secret")] && tracing.samplerRatio == 0.1)
-        #expect(tracing.timeoutMilliseconds == 2_000 && tracing.scheduleDelayMilliseconds == 250)
+        #expect(tracing.timeout == .milliseconds(2_000) && tracing.scheduleDelay == .milliseconds(250))
         // The batch is at most the queue.
         #expect(tracing.maxQueueSize == 100 && tracing.maxExportBatchSize == 100)
         #expect(

@@ -19,7 +19,7 @@ import Testing
         #expect(config.notifications.webhook.listen == ListenAddress(host: "0.0.0.0", port: 8080))
         #expect(config.notifications.webhook.path == "/apple/notifications")
         #expect(config.notifications.store.sqlitePath == "/var/lib/appstore-gateway/notifications.db")
-        #expect(config.notifications.store.retentionMilliseconds == 30 * 86_400_000)
+        #expect(config.notifications.store.retention == .milliseconds(30 * 86_400_000))
         #expect(config.notifications.store.redis == false)
     }
 
@@ -27,8 +27,8 @@ import Testing
         let config = try GatewayConfiguration.load(yaml: "")
         #expect(config.notifications.webhook.listen == nil)
         #expect(config.notifications.webhook.path == "/apple/notifications")
-        #expect(config.notifications.store.retentionMilliseconds == 30 * 86_400_000)
-        #expect(config.notifications.store.reconcileIntervalMilliseconds == 600_000)
+        #expect(config.notifications.store.retention == .milliseconds(30 * 86_400_000))
+        #expect(config.notifications.store.reconcileInterval == .milliseconds(600_000))
         #expect(
             try GatewayConfiguration.load(yaml: "notifications: {webhook: {listen: ''}}").notifications.webhook.listen
                 == nil)
@@ -40,7 +40,14 @@ import Testing
         let config = try GatewayConfiguration.load(
             yaml: "redis: {url: 'redis://127.0.0.1:6379/0'}\nnotifications: {store: {redis: true, retention: 72h}}")
         #expect(config.notifications.store.redis)
-        #expect(config.notifications.store.retentionMilliseconds == 72 * 3_600_000)
+        #expect(config.notifications.store.retention == .milliseconds(72 * 3_600_000))
+    }
+
+    @Test func reconcileInterval0TurnsComparisonsOff() throws {
+        let off = try GatewayConfiguration.load(yaml: "notifications: {store: {reconcileInterval: 0}}")
+        #expect(off.notifications.store.reconcileInterval == nil)
+        let on = try GatewayConfiguration.load(yaml: "notifications: {store: {reconcileInterval: 90s}}")
+        #expect(on.notifications.store.reconcileInterval == .seconds(90))
     }
 
     @Test func badValuesAreNamed() throws {

@@ -54,7 +54,7 @@ public final class ServiceHarness: Sendable {
         var configuration = try GatewayConfiguration.load(yaml: try String(contentsOfFile: path, encoding: .utf8))
         configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         configuration.verification.trustBuiltInAppleRoot = true
-        configuration.rateLimits.maxWaitMilliseconds = 0
+        configuration.rateLimits.maxWait = .zero
         configuration.retries.maxAttempts = 1
         methods = try GatewayComposition.service(configuration).methods
     }

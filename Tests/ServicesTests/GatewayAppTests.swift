@@ -23,7 +23,7 @@ import Testing
         configuration.admin = ListenAddress(host: "127.0.0.1", port: 0)
         configuration.notifications.webhook.listen = ListenAddress(host: "127.0.0.1", port: 0)
         configuration.notifications.store.sqlitePath = directory + "/notifications.db"
-        configuration.shutdown.drainDelayMilliseconds = 0
+        configuration.shutdown.drainDelay = .zero
         return (configuration, simulator)
     }
 

@@ -37,8 +37,10 @@ public final class TLSTestServer: Sendable {
         try certificate.pemEncoded.write(to: certificatePath, atomically: true, encoding: .utf8)
         try serverKey.pkcs8PEM().write(to: keyPath, atomically: true, encoding: .utf8)
         let context = try TLSContext(certificateChainFile: certificatePath.path, privateKeyFile: keyPath.path)
+        var configuration = HTTP2Configuration()
+        configuration.maxConnectionAge = nil
         server = try HTTP2Server(
-            address: ListenAddress(host: "127.0.0.1", port: 0), threads: 1, configuration: HTTP2Configuration(),
+            address: ListenAddress(host: "127.0.0.1", port: 0), threads: 1, configuration: configuration,
             transport: .tls(context), responder: HTTPRequestResponder(handler: handler), requestHandler: handler)
         server.start()
     }
