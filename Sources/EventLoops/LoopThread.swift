@@ -4,8 +4,19 @@ internal import CLinux
     import Glibc
 #endif
 
+/// A joinable thread (an event loop's, usually): its handle stays inside this module, so no C type appears in
+/// the signatures other modules see.
+package struct LoopThread: Sendable {
+    fileprivate let handle: pthread_t
+
+    /// Waits for the thread to end.
+    package func join() {
+        pthread_join(handle, nil)
+    }
+}
+
 /// Starts a joinable thread running `body`.
-package func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -> Glibc.pthread_t {
+package func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -> LoopThread {
     final class Box {
         let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
@@ -28,5 +39,5 @@ package func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -
         }, box)
     precondition(rc == 0, "pthread_create failed: \(rc)")
     _ = pthread_setname_np(thread, String(name.prefix(15)))
-    return thread
+    return LoopThread(handle: thread)
 }

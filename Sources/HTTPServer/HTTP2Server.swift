@@ -77,7 +77,7 @@ public final class HTTP2Server: Sendable {
     public let eventLoops: [EventLoop]
     private let loops: [LoopBound<ServerLoop>]
     private let counters: ServerCounters
-    private let threads = Lock<[pthread_t]>([])
+    private let threads = Lock<[LoopThread]>([])
     /// The loop threads' names, `<threadName>-<index>` (what `top -H`, `ps -L` and profilers show).
     private let threadName: String
 
@@ -122,7 +122,7 @@ public final class HTTP2Server: Sendable {
 
     /// Starts one thread per event loop.
     public func start() {
-        var started: [pthread_t] = []
+        var started: [LoopThread] = []
         for (index, loop) in loops.enumerated() {
             let eventLoop = loop.eventLoop
             started.append(spawnThread(name: "\(threadName)-\(index)") { eventLoop.run() })
@@ -144,7 +144,7 @@ public final class HTTP2Server: Sendable {
     public func stop() {
         for loop in loops { loop.execute { $0.shutDown() } }
         for loop in eventLoops { loop.stop() }
-        for thread in threads.withLock({ $0 }) { pthread_join(thread, nil) }
+        for thread in threads.withLock({ $0 }) { thread.join() }
         threads.withLock { $0 = [] }
     }
 }

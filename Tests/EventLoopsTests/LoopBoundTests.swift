@@ -13,7 +13,7 @@ private func onLoop<Result: Sendable>(_ loop: EventLoop, _ body: @escaping @Send
         loop.execute { continuation.resume(returning: body()) }
     }
     loop.stop()
-    pthread_join(thread, nil)
+    thread.join()
     return result
 }
 

@@ -67,7 +67,7 @@ private func onLoop<Result: Sendable>(_ body: @escaping @Sendable (EventLoop) ->
         loop.execute { continuation.resume(returning: body(loop)) }
     }
     loop.stop()
-    pthread_join(thread, nil)
+    thread.join()
     return result
 }
 

@@ -80,7 +80,7 @@ import Testing
 /// reads time out after 10 s so a connection that wrongly stays open fails the test instead of hanging it).
 private final class Rig: @unchecked Sendable {
     let loop: EventLoop
-    let thread: pthread_t
+    let thread: LoopThread
     let client: Int32
     let owner: Owner
     let handler = RecordingHandler()
@@ -145,7 +145,7 @@ private final class Rig: @unchecked Sendable {
     func stop() {
         close(client)
         loop.stop()
-        pthread_join(thread, nil)
+        thread.join()
     }
 
     enum RigError: Error { case socketPair }

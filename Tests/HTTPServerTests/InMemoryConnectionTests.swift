@@ -102,7 +102,7 @@ import Testing
 /// An event loop on its own thread, one connection on it over a `MemoryStream`, and the client session.
 private final class Rig: @unchecked Sendable {
     let loop: EventLoop
-    let thread: pthread_t
+    let thread: LoopThread
     let stream: MemoryStream
     let owner: MemoryOwner
     let client = Client()
@@ -151,7 +151,7 @@ private final class Rig: @unchecked Sendable {
     func stop() {
         loop.execute { self.connection.closeNow() }
         loop.stop()
-        pthread_join(thread, nil)
+        thread.join()
     }
 }
 

@@ -50,7 +50,7 @@ private struct NobodyResponder: HTTP2Responder {
                 }
             }
             loop.stop()
-            pthread_join(thread, nil)
+            thread.join()
             let late = LoopHolder(loop)
             lateTask = late
             loop.execute { _ = late }
