@@ -20,7 +20,7 @@ let package = Package(
         .executableTarget(name: "fuzz-bearer", dependencies: [surface]),
         // Online checks: OCSP responses and requests, and Xcode JWS decoded without a signature check.
         .executableTarget(name: "fuzz-ocsp", dependencies: [surface]),
-        // The three RPC handlers from request bytes, with the built-in simulator as Apple.
+        // The RPC handlers from request bytes, with the built-in simulator as Apple.
         .executableTarget(name: "fuzz-verify-handler", dependencies: [surface]),
         .executableTarget(name: "fuzz-history-handler", dependencies: [surface]),
         .executableTarget(name: "fuzz-notifications-handler", dependencies: [surface]),

@@ -18,7 +18,7 @@ KUBE = os.path.join(DEPLOY, "kubernetes")
 BASE = os.path.join(KUBE, "base")
 KUBERNETES_VERSION = "1.30"  # the oldest version we support; kubernetes-validate ships its schemas offline
 GATEWAY_SERVICE = "appstore.gateway.v1.AppStoreGateway"
-DEFAULT_DRAIN_DELAY_SECONDS = 5  # shutdown.drainDelay's documented default, while the key is optional
+DEFAULT_DRAIN_DELAY_SECONDS = 5  # shutdown.drainDelay's documented default
 
 
 def _documents(path):
