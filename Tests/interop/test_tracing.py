@@ -20,17 +20,8 @@ CALLER_SPAN = "00f067aa0ba902b7"
 
 @pytest.fixture(scope="module")
 def traced():
-    state = tempfile.mkdtemp(prefix="gw-trace-")
-    gw = Gateway(["--simulator", "--state-dir", state])
-    simulator_url = None
-    while simulator_url is None:
-        line = gw.proc.stdout.readline()
-        assert line, "the simulator guide was not printed"
-        match = re.search(r"simulator at (https://\S+?) ", line)
-        simulator_url = match.group(1) if match else None
-    index = json.load(open(os.path.join(state, "transactions.json")))
-    customer = next(c for c in next(iter(index.values()))["Production"] if c["transactionId"])
-    yield gw, state, simulator_url, customer["transactionId"]
+    gw, state, simulator_url, transaction_id = simulator_gateway(None)
+    yield gw, state, simulator_url, transaction_id
     gw.stop()
 
 
