@@ -131,6 +131,7 @@ def test_handler_log_lines_carry_the_trace_and_numbers(tmp_path):
 # MARK: OpenTelemetry spans at a real OTLP/HTTP receiver
 
 import http.server
+import shutil
 import socket
 import threading
 
@@ -317,3 +318,46 @@ def test_a_dead_receiver_never_blocks_calls_and_drops_are_counted():
             assert gw.terminate(timeout=30) == 0
     finally:
         silent.close()
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+def test_webhook_receipts_store_commits_and_redis_budget_calls_are_spans():
+    """The webhook's receipt (a SERVER span) with its store commit under it, and the shared budget's Redis
+    round trip under the RPC that spent it — with the budget and the store in Redis."""
+    from test_webhook import Redis, Simulator, WebhookGateway
+
+    receiver = OTLPReceiver()
+    sim = Simulator()
+    redis = Redis()
+    try:
+        gw = WebhookGateway(sim, redis=redis, extra={
+            "tracing": {"endpoint": receiver.url, "serviceName": "hooks", "scheduleDelay": "50ms"}})
+        try:
+            sim.deliver(gw.webhook, notificationType="REFUND_DECLINED", count=2)
+            index = json.load(open(os.path.join(sim.directory, "transactions.json")))
+            bundle = sim.config["apps"][0]["bundleId"]
+            customer = next(c for c in index[bundle]["Production"] if c["transactionId"])
+            get_history(gw, customer["transactionId"], [("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01")])
+            receipts = receiver.wait_for(lambda s: s.name == "POST webhook")
+            commits = receiver.wait_for(lambda s: s.name == "notification store insert")
+            budget = receiver.wait_for(lambda s: s.name == "redis budget reserve")
+            (server,) = [s for _, s in receiver.wait_for(
+                lambda s: s.trace_id == bytes.fromhex(TRACE_ID) and s.kind == trace_pb2.Span.SPAN_KIND_SERVER)]
+        finally:
+            gw.stop()
+    finally:
+        redis.stop()
+        sim.stop()
+        receiver.close()
+
+    assert len(receipts) == 2, [s.name for _, s in receiver.spans()]
+    assert {s.kind for _, s in receipts} == {trace_pb2.Span.SPAN_KIND_SERVER}
+    receipt_ids = {(s.trace_id, s.span_id) for _, s in receipts}
+    assert len(commits) == 2
+    for _, commit in commits:
+        assert (commit.trace_id, commit.parent_span_id) in receipt_ids
+        assert commit.kind == trace_pb2.Span.SPAN_KIND_CLIENT
+    assert budget, [s.name for _, s in receiver.spans()]
+    for _, reservation in budget:
+        assert reservation.trace_id == server.trace_id and reservation.parent_span_id == server.span_id
+    assert all(resource["service.name"] == "hooks" for resource, _ in receiver.spans())
