@@ -4,8 +4,9 @@ internal import CLinux
     import Glibc
 #endif
 
-/// Starts a joinable thread running `body`.
-package func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -> Glibc.pthread_t {
+/// Starts a joinable thread running `body`; returns its `pthread_t` (glibc's `unsigned long`, spelled `UInt`
+/// because the C type reaches this file through an internal import, which a package function may not return).
+package func spawnThread(name: String, _ body: @escaping @Sendable () -> Void) -> UInt {
     final class Box {
         let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
