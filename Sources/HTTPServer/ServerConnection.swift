@@ -36,7 +36,9 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
 
     private var outbound = ByteQueue(keptCapacity: 256 * 1024)
     private var wantsWritable = false
-    private var closed = false
+    /// Serving, inside `nghttp2_session_mem_recv` (where a close must wait), or closed.
+    private var phase = ServerConnectionPhase.serving
+    private var closed: Bool { phase.isClosed }
     /// Idle, keepalive, max age, PING strikes and the graceful close: decided there, performed here.
     private var management: ConnectionManagement
     /// When the socket was last read: the `receivedAt` of the requests those bytes opened.
@@ -45,9 +47,6 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// header field, then the frame), and this spares the lookup of its user data each time. Unretained, like
     /// nghttp2's user data: `streams` owns the stream, and `streamClosed`/`close()` forget it before letting go.
     private var lastStream: (id: Int32, stream: Unmanaged<HTTP2Stream>)?
-    /// Inside `nghttp2_session_mem_recv` nothing may be written: a close decided there waits for it to return.
-    private var receiving = false
-    private var closeAfterReceive = false
     /// The client's preface and first SETTINGS arrived (RFC 9113 §3.4): the owner has been told.
     private var established = false
     private var housekeepingTimer: TimerQueue<TimerAction>.ID?
@@ -152,11 +151,11 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// Feeds bytes to nghttp2; false when the connection had to close.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let session, bytes.count > 0 else { return session != nil }
-        receiving = true
+        phase.beginReceiving()
         let consumed = nghttp2_session_mem_recv(
             session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
-        receiving = false
-        if consumed < 0 || closeAfterReceive {
+        let closeRequested = phase.endReceiving()
+        if consumed < 0 || closeRequested {
             // A protocol error (nghttp2 queued a GOAWAY when it could) or a close decided in a callback.
             flush()
             close()
@@ -186,12 +185,13 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
                         session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue, $0.baseAddress, $0.count)
                 }
             case .close:
-                if receiving {
-                    closeAfterReceive = true
-                } else {
+                switch phase.requestClose() {
+                case .closeNow:
                     flush()
                     close()
                     return
+                case .afterReceiving, .ignored:
+                    break
                 }
             }
         }
@@ -256,8 +256,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
 
     /// Closes the socket at once; open streams see `streamClosed` with CANCEL.
     func close() {
-        guard !closed else { return }
-        closed = true
+        guard phase.close() else { return }
         if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
         if let grantRetryTimer { eventLoop.cancelTimer(grantRetryTimer) }
         budget.subtract(ledger.held)
