@@ -6,12 +6,15 @@
 #
 #   bench/cpu_per_call.sh                                   # 3 rounds of 400,000 calls
 #   BEFORE=/tmp/old/.build/release/appstore-gateway ROUNDS=5 bench/cpu_per_call.sh
+#   CONNECTIONS=64 STREAMS=32 bench/cpu_per_call.sh         # another shape (h2load -c/-m; default 4 × 32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 
 ROUNDS=${ROUNDS:-3}
 CALLS=${CALLS:-400000}
+CONNECTIONS=${CONNECTIONS:-4}
+STREAMS=${STREAMS:-32}
 BIN=.build/release/appstore-gateway
 BEFORE=${BEFORE:-}
 command -v h2load >/dev/null && command -v nghttpd >/dev/null || scripts/install-deps.sh
@@ -39,7 +42,7 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 per_call() {  # pid url [h2load args…] -> CPU µs per call
   local pid=$1 url=$2; shift 2
   local before; before=$(ticks "$pid")
-  on_load_core h2load -n "$CALLS" -c 4 -m 32 -t 1 -d "$work/health.bin" "$@" "$url" > /dev/null
+  on_load_core h2load -n "$CALLS" -c "$CONNECTIONS" -m "$STREAMS" -t 1 -d "$work/health.bin" "$@" "$url" > /dev/null
   awk -v a="$before" -v b="$(ticks "$pid")" -v n="$CALLS" -v hz="$(getconf CLK_TCK)" \
     'BEGIN { printf "%.3f\n", (b - a) / hz * 1e6 / n }'
 }

@@ -77,14 +77,11 @@ public final class HTTP2Stream: HTTPServerStream, Slotted {
     /// Where the connection keeps this stream among its open streams (`SlotArray`).
     package var slot = -1
 
-    // Outbound state.
-    var pending = ByteQueue()
-    var headSent = false
-    var ended = false
-    var trailers: HeaderBlock?
-    var deferred = false
-    /// True once nghttp2 closed the stream; every later call is ignored.
-    public internal(set) var isClosed = false
+    /// Open, half-closed or closed, with the response's pending sends.
+    var state = HTTP2StreamState()
+
+    /// True once nghttp2 closed the stream (or its connection closed); every later call is ignored.
+    public var isClosed: Bool { state.isClosed }
 
     init(id: Int32, connection: ServerConnection, eventLoop: EventLoop) {
         self.id = id
@@ -94,10 +91,10 @@ public final class HTTP2Stream: HTTPServerStream, Slotted {
     }
 
     /// Response bytes written but not yet taken by nghttp2.
-    public var bufferedBytes: Int { pending.count }
+    public var bufferedBytes: Int { state.bufferedBytes }
 
     /// True once `respond` was called.
-    public var hasResponded: Bool { headSent }
+    public var hasResponded: Bool { state.hasResponded }
 
     /// Sends a prepared response head and one field of this response only (e.g. `x-request-id`), without
     /// building a new block for it; the value's bytes are copied before this returns.
@@ -105,35 +102,26 @@ public final class HTTP2Stream: HTTPServerStream, Slotted {
         _ head: HeaderBlock, adding extra: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, endStream: Bool
     ) {
         eventLoop.assertInLoop("an HTTP/2 stream")
-        guard !isClosed, !headSent else { return }
-        headSent = true
-        if endStream { ended = true }
+        guard state.respond(endStream: endStream) == nil else { return }
         connection.submitResponse(self, head: head, extra: extra, endStream: endStream)
     }
 
     /// Queues response body bytes.
     public func write(_ bytes: [UInt8]) {
         eventLoop.assertInLoop("an HTTP/2 stream")
-        guard !isClosed, headSent, !ended else { return }
-        pending.append(bytes)
-        resumeIfDeferred()
+        perform(state.write(bytes))
     }
 
     /// Queues response body bytes produced in place by `body`, which appends to the buffer it is given.
     public func write(appending body: (inout [UInt8]) -> Void) {
         eventLoop.assertInLoop("an HTTP/2 stream")
-        guard !isClosed, headSent, !ended else { return }
-        pending.append(body)
-        resumeIfDeferred()
+        perform(state.write(appending: body))
     }
 
     /// Ends the response after the queued body, with prepared trailers when given.
     public func finish(trailers: HeaderBlock?) {
         eventLoop.assertInLoop("an HTTP/2 stream")
-        guard !isClosed, headSent, !ended else { return }
-        ended = true
-        self.trailers = trailers
-        resumeIfDeferred()
+        perform(state.finish(trailers: trailers))
     }
 
     /// The delegate is done with `count` received request bytes (a whole message handed on, or bytes it
@@ -159,16 +147,10 @@ public final class HTTP2Stream: HTTPServerStream, Slotted {
         connection.resetStream(self, errorCode: errorCode)
     }
 
-    private func resumeIfDeferred() {
-        if deferred {
-            deferred = false
-            connection.resumeData(self)
-        }
+    /// Resumes nghttp2's data source when it was parked, and asks for a flush; a refused write does neither.
+    private func perform(_ answer: Result<HTTP2StreamState.Queued, HTTP2StreamState.Refusal>) {
+        guard case .success(let queued) = answer else { return }
+        if queued == .resumeAndFlush { connection.resumeData(self) }
         connection.needsFlush()
-    }
-
-    /// Copies up to `capacity` pending bytes into `buffer` for nghttp2's data source; returns the count.
-    func takePending(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int {
-        pending.take(into: buffer, capacity: capacity)
     }
 }

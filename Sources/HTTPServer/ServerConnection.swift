@@ -36,7 +36,9 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
 
     private var outbound = ByteQueue(keptCapacity: 256 * 1024)
     private var wantsWritable = false
-    private var closed = false
+    /// Serving, inside `nghttp2_session_mem_recv` (where a close must wait), or closed.
+    private var phase = ServerConnectionPhase.serving
+    private var closed: Bool { phase.isClosed }
     /// Idle, keepalive, max age, PING strikes and the graceful close: decided there, performed here.
     private var management: ConnectionManagement
     /// When the socket was last read: the `receivedAt` of the requests those bytes opened.
@@ -45,9 +47,6 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// header field, then the frame), and this spares the lookup of its user data each time. Unretained, like
     /// nghttp2's user data: `streams` owns the stream, and `streamClosed`/`close()` forget it before letting go.
     private var lastStream: (id: Int32, stream: Unmanaged<HTTP2Stream>)?
-    /// Inside `nghttp2_session_mem_recv` nothing may be written: a close decided there waits for it to return.
-    private var receiving = false
-    private var closeAfterReceive = false
     /// The client's preface and first SETTINGS arrived (RFC 9113 §3.4): the owner has been told.
     private var established = false
     private var housekeepingTimer: TimerQueue<TimerAction>.ID?
@@ -152,11 +151,11 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// Feeds bytes to nghttp2; false when the connection had to close.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let session, bytes.count > 0 else { return session != nil }
-        receiving = true
+        phase.beginReceiving()
         let consumed = nghttp2_session_mem_recv(
             session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
-        receiving = false
-        if consumed < 0 || closeAfterReceive {
+        let closeRequested = phase.endReceiving()
+        if consumed < 0 || closeRequested {
             // A protocol error (nghttp2 queued a GOAWAY when it could) or a close decided in a callback.
             flush()
             close()
@@ -186,12 +185,13 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
                         session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue, $0.baseAddress, $0.count)
                 }
             case .close:
-                if receiving {
-                    closeAfterReceive = true
-                } else {
+                switch phase.requestClose() {
+                case .closeNow:
                     flush()
                     close()
                     return
+                case .afterReceiving, .ignored:
+                    break
                 }
             }
         }
@@ -256,8 +256,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
 
     /// Closes the socket at once; open streams see `streamClosed` with CANCEL.
     func close() {
-        guard !closed else { return }
-        closed = true
+        guard phase.close() else { return }
         if let housekeepingTimer { eventLoop.cancelTimer(housekeepingTimer) }
         if let grantRetryTimer { eventLoop.cancelTimer(grantRetryTimer) }
         budget.subtract(ledger.held)
@@ -267,7 +266,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         let open = streams.removeAll()
         lastStream = nil
         for stream in open {
-            stream.isClosed = true
+            guard stream.state.close() == nil else { continue }
             stream.delegate?.streamClosed(stream, errorCode: .cancel)
             stream.delegate = nil
         }
@@ -337,31 +336,33 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         guard let stream = stream(streamID), let session else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
-        let before = stream.bufferedBytes
-        let noCopy = min(capacity, before) >= Self.noCopyThreshold
-        let count = noCopy ? min(capacity, before) : stream.takePending(into: buffer, capacity: capacity)
-        // What stays queued once this frame is sent.
-        let left = before - count
-        // Sending DATA resets the client's ping budget, as sending headers does (grpc chttp2 resets strikes
-        // on every data or header frame it writes): grpcio's BDP probes ping on each DATA frame it reads, so
-        // a long server stream would otherwise end in GOAWAY "too_many_pings".
-        if count > 0 { management.responseFrameSent() }
-        if noCopy { flags.pointee |= NGHTTP2_DATA_FLAG_NO_COPY.rawValue }
-        if left == 0 && stream.ended {
+        switch stream.state.nextFrame(capacity: capacity, noCopyThreshold: Self.noCopyThreshold, into: buffer) {
+        case .data(let count, let noCopy, let before):
+            // Sending DATA resets the client's ping budget, as sending headers does (grpc chttp2 resets strikes
+            // on every data or header frame it writes): grpcio's BDP probes ping on each DATA frame it reads, so
+            // a long server stream would otherwise end in GOAWAY "too_many_pings".
+            management.responseFrameSent()
+            if noCopy {
+                flags.pointee |= NGHTTP2_DATA_FLAG_NO_COPY.rawValue
+            } else {
+                notifyIfDrained(stream, before: before)
+            }
+            return count
+        case .last(let count, let noCopy, let trailers):
+            if count > 0 { management.responseFrameSent() }
+            if noCopy { flags.pointee |= NGHTTP2_DATA_FLAG_NO_COPY.rawValue }
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-            if let trailers = stream.trailers {
+            if let trailers {
                 flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
                 let rc = nghttp2_submit_trailer(session, streamID, trailers.pairs.baseAddress, trailers.count)
                 if rc != 0 { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
             }
             return count
-        }
-        if count == 0 {
-            stream.deferred = true
+        case .deferred:
             return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        case .refused:
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
-        if !noCopy { notifyIfDrained(stream, before: before) }
-        return count
     }
 
     /// A NO_COPY DATA frame of `length` body bytes is being sent: its 9-byte header (and padding, which this
@@ -378,7 +379,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         // With padding, a Pad Length byte leads the body and that many zero bytes end it (RFC 9113 §6.1);
         // `padding` counts the length byte too.
         if padding > 0 { outbound.append([UInt8(padding - 1)]) }
-        stream.pending.move(length, to: &outbound)
+        _ = stream.state.moveBody(length, to: &outbound)
         if padding > 1 { outbound.append([UInt8](repeating: 0, count: padding - 1)) }
         notifyIfDrained(stream, before: before)
         return 0
@@ -432,7 +433,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     }
 
     private func header(_ stream: HTTP2Stream, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard stream.delegate == nil, !stream.headSent else { return }
+        guard stream.delegate == nil, !stream.hasResponded else { return }
         stream.headerBytes += name.count + value.count + 32
         if stream.headerBytes > Int(configuration.maxHeaderListSize) {
             stream.headerListTooLarge = true
@@ -480,7 +481,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
 
     func headersComplete(streamID: Int32, endStream: Bool) {
         guard let stream = stream(streamID) else { return }
-        if stream.delegate == nil && !stream.headSent {
+        if stream.delegate == nil && !stream.hasResponded {
             if stream.headerListTooLarge {
                 stream.respond(status: 431, fields: [], endStream: true)
             } else if management.refusesNewStreams {
@@ -497,12 +498,12 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
                     head.fields.removeAll(keepingCapacity: true)
                     swap(&spareFields, &head.fields)
                 }
-                if stream.delegate == nil && !stream.headSent {
+                if stream.delegate == nil && !stream.hasResponded {
                     stream.respond(status: 404, fields: [], endStream: true)
                 }
             }
         }
-        if endStream, let delegate = stream.delegate { delegate.streamRequestEnded(stream) }
+        if endStream { requestEnded(stream) }
     }
 
     func dataChunk(streamID: Int32, _ data: UnsafeRawBufferPointer) {
@@ -548,7 +549,13 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     }
 
     func dataEnded(streamID: Int32) {
-        guard let stream = stream(streamID), let delegate = stream.delegate else { return }
+        guard let stream = stream(streamID) else { return }
+        requestEnded(stream)
+    }
+
+    /// The client ended the stream's request: its delegate hears it once.
+    private func requestEnded(_ stream: HTTP2Stream) {
+        guard stream.state.requestEnded() == nil, let delegate = stream.delegate else { return }
         delegate.streamRequestEnded(stream)
     }
 
@@ -564,9 +571,10 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         streams.remove(stream)
         // nghttp2 may keep a closed stream a while: its user data must not outlive the Swift object.
         if let session { _ = nghttp2_session_set_stream_user_data(session, streamID, nil) }
-        stream.isClosed = true
-        stream.delegate?.streamClosed(stream, errorCode: errorCode)
-        stream.delegate = nil
+        if stream.state.close() == nil {
+            stream.delegate?.streamClosed(stream, errorCode: errorCode)
+            stream.delegate = nil
+        }
         if streams.isEmpty {
             management.allStreamsClosed(now: .now())
             housekeepingDue(by: management.nextDeadline)

@@ -1,5 +1,6 @@
 import AppStoreDomain
 import CallerAuthentication
+import Configuration
 import Cryptography
 import Foundation
 import GatewayFoundation
