@@ -21,8 +21,11 @@ public final class SimulatorServer: Sendable {
         let tls = try state.issueTLSServerCertificate()
         let context = try TLSContext(certificateChainFile: tls.certificatePath, privateKeyFile: tls.privateKeyPath)
         let simulator = state.makeSimulator(customize: customize)
+        // Room for an uploaded image (Retention Messaging) over HTTP/1.1 too.
+        var http = HTTP2Configuration()
+        http.http1.maxBodyBytes = 8 * 1024 * 1024
         server = try HTTP2Server(
-            address: listen, threads: threads, configuration: HTTP2Configuration(), transport: .tls(context),
+            address: listen, threads: threads, configuration: http, transport: .tls(context),
             responder: HTTPRequestResponder(handler: simulator), requestHandler: simulator, threadName: "sim-loop")
         server.start()
         self.state = state
