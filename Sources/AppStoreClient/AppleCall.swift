@@ -81,7 +81,7 @@ struct AppleCall {
             var timeout = client.settings.requestTimeout
             if let budget = schedule.attemptTimeout(now: attemptStart) { timeout = min(timeout, budget) }
             var headers = [("authorization", "Bearer \(token.token)"), ("accept", "application/json")]
-            if body != nil { headers.append(("content-type", "application/json")) }
+            if body != nil { headers.append(("content-type", endpoint.requestContentType)) }
             // The caller's trace continues to Apple: same trace id, a child span per attempt (the recorded
             // span's own id when the call is traced).
             if let trace = TraceContext.current {

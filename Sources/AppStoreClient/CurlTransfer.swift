@@ -96,8 +96,10 @@ final class CurlTransfer {
         case .get: break
         case .post: try set(CURLOPT_POST, 1)
         case .put: try set(CURLOPT_CUSTOMREQUEST, "PUT")
+        case .delete: try set(CURLOPT_CUSTOMREQUEST, "DELETE")
         }
-        if request.method != .get {
+        // DELETE, like GET, carries no body.
+        if request.method == .post || request.method == .put {
             let body = request.body ?? []
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, body.count), alignment: 1)
             bodyBuffer = buffer

@@ -6,11 +6,18 @@
 /// requesting a test notification act again on every call, so after a connection failure, a timeout or a 5xx
 /// without Apple's error body (the request may have been carried out) they are not repeated; they are repeated only
 /// when Apple's own error code says the request was not carried out and may be retried.
+///
+/// In the Retention Messaging API, configuring a default message or the realtime URL sets one value (safe to
+/// repeat). Uploads, deletions and starting a performance test are not repeated after a lost answer: the state would
+/// be the same, but the repeat would be answered ImageAlreadyExists, MessageAlreadyExists, a …NotFound or
+/// ExistingPerformanceTestRun, hiding that the first call succeeded.
 extension AppleEndpoint {
     /// Whether repeating the request after a lost or ambiguous answer is safe.
     public var isIdempotent: Bool {
         switch self {
-        case .extendSubscriptionRenewalDate, .extendRenewalDatesForAllActiveSubscribers, .requestTestNotification:
+        case .extendSubscriptionRenewalDate, .extendRenewalDatesForAllActiveSubscribers, .requestTestNotification,
+            .uploadImage, .deleteImage, .uploadMessage, .deleteMessage, .deleteDefaultMessage, .deleteRealtimeUrl,
+            .initiatePerformanceTest:
             false
         default:
             true

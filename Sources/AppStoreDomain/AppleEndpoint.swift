@@ -8,10 +8,12 @@ public enum HTTPMethod: String, Sendable, Hashable {
     case post = "POST"
     /// PUT.
     case put = "PUT"
+    /// DELETE (the Retention Messaging API's deletions; no body).
+    case delete = "DELETE"
 }
 
-/// Every App Store Server API endpoint (Apple's App Store Server API documentation). The case name is the lowerCamelCase
-/// config key under `rateLimits` (README, Configuration).
+/// Every App Store Server API and Retention Messaging API endpoint (Apple's documentation of each). The case name is
+/// the lowerCamelCase config key under `rateLimits` (README, Configuration).
 public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Get Transaction Info.
     case getTransactionInfo
@@ -49,6 +51,34 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     case setAppAccountToken
     /// Finish Transaction.
     case finishTransaction
+    /// Retention Messaging: Upload Image.
+    case uploadImage
+    /// Retention Messaging: Delete Image.
+    case deleteImage
+    /// Retention Messaging: Get Image List.
+    case getImageList
+    /// Retention Messaging: Upload Message.
+    case uploadMessage
+    /// Retention Messaging: Delete Message.
+    case deleteMessage
+    /// Retention Messaging: Get Message List.
+    case getMessageList
+    /// Retention Messaging: Configure Default Message.
+    case configureDefaultMessage
+    /// Retention Messaging: Delete Default Message.
+    case deleteDefaultMessage
+    /// Retention Messaging: Get Default Message.
+    case getDefaultMessage
+    /// Retention Messaging: Configure Realtime URL.
+    case configureRealtimeUrl
+    /// Retention Messaging: Delete Realtime URL.
+    case deleteRealtimeUrl
+    /// Retention Messaging: Get Realtime URL.
+    case getRealtimeUrl
+    /// Retention Messaging: Initiate Performance Test.
+    case initiatePerformanceTest
+    /// Retention Messaging: Get Performance Test Results.
+    case getPerformanceTestResults
 
     /// The config key, e.g. `getTransactionHistory`.
     public var configName: String { rawValue }
@@ -58,11 +88,13 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     public var method: HTTPMethod {
         switch self {
         case .sendConsumptionInformation, .sendConsumptionInformationV1, .extendSubscriptionRenewalDate,
-            .setAppAccountToken:
+            .setAppAccountToken, .uploadImage, .uploadMessage, .configureDefaultMessage, .configureRealtimeUrl:
             .put
         case .extendRenewalDatesForAllActiveSubscribers, .getNotificationHistory, .requestTestNotification,
-            .finishTransaction:
+            .finishTransaction, .initiatePerformanceTest:
             .post
+        case .deleteImage, .deleteMessage, .deleteDefaultMessage, .deleteRealtimeUrl:
+            .delete
         default:
             .get
         }
@@ -90,11 +122,37 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
         case .getAppTransactionInfo: "/inApps/v1/transactions/appTransactions/{transactionId}"
         case .setAppAccountToken: "/inApps/v1/transactions/{originalTransactionId}/appAccountToken"
         case .finishTransaction: "/inApps/v1/transactions/{transactionId}/finish"
+        case .uploadImage, .deleteImage: "/inApps/v1/messaging/image/{imageIdentifier}"
+        case .getImageList: "/inApps/v1/messaging/image/list"
+        case .uploadMessage, .deleteMessage: "/inApps/v1/messaging/message/{messageIdentifier}"
+        case .getMessageList: "/inApps/v1/messaging/message/list"
+        case .configureDefaultMessage, .deleteDefaultMessage, .getDefaultMessage:
+            "/inApps/v1/messaging/default/{productId}/{locale}"
+        case .configureRealtimeUrl, .deleteRealtimeUrl, .getRealtimeUrl: "/inApps/v1/messaging/realtime/url"
+        case .initiatePerformanceTest: "/inApps/v1/messaging/performanceTest"
+        case .getPerformanceTestResults: "/inApps/v1/messaging/performanceTest/result/{requestId}"
+        }
+    }
+
+    /// The body's media type: the PNG itself for Upload Image, JSON for every other endpoint with a body.
+    public var requestContentType: String { self == .uploadImage ? "image/png" : "application/json" }
+
+    /// Whether the endpoint belongs to the Retention Messaging API.
+    public var isRetentionMessaging: Bool {
+        switch self {
+        case .uploadImage, .deleteImage, .getImageList, .uploadMessage, .deleteMessage, .getMessageList,
+            .configureDefaultMessage, .deleteDefaultMessage, .getDefaultMessage, .configureRealtimeUrl,
+            .deleteRealtimeUrl, .getRealtimeUrl, .initiatePerformanceTest, .getPerformanceTestResults:
+            true
+        default:
+            false
         }
     }
 
     /// Apple's published production limit in requests per second (§6). Apple lists none for
     /// Get Status of Subscription Renewal Date Extensions; 1/s, like the mass extension it polls, is assumed.
+    /// The Retention Messaging API's table ("Identifying rate limits") gives 10/s for Configure Default Message
+    /// and 1/s for each of its other endpoints.
     public var defaultProductionRate: Double {
         switch self {
         case .getTransactionInfo, .getTransactionHistory, .getTransactionHistoryV1, .getAllSubscriptionStatuses,
@@ -102,9 +160,12 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
             .getAppTransactionInfo, .finishTransaction:
             50
         case .extendSubscriptionRenewalDate, .setAppAccountToken: 20
-        case .lookUpOrderId, .getRefundHistory, .getRefundHistoryV1: 10
+        case .lookUpOrderId, .getRefundHistory, .getRefundHistoryV1, .configureDefaultMessage: 10
         case .extendRenewalDatesForAllActiveSubscribers, .getStatusOfSubscriptionRenewalDateExtensions,
-            .requestTestNotification, .getTestNotificationStatus:
+            .requestTestNotification, .getTestNotificationStatus, .uploadImage, .deleteImage, .getImageList,
+            .uploadMessage, .deleteMessage, .getMessageList, .deleteDefaultMessage, .getDefaultMessage,
+            .configureRealtimeUrl, .deleteRealtimeUrl, .getRealtimeUrl, .initiatePerformanceTest,
+            .getPerformanceTestResults:
             1
         }
     }

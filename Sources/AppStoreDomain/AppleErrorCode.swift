@@ -87,9 +87,41 @@ extension AppleErrorCode {
     /// 5000001 GeneralInternalRetryable.
     public static let generalInternalRetryable = AppleErrorCode(rawValue: 5_000_001)
 
-    /// Every App Store Server API code of Apple's error-code documentation, by number.
-    /// (Retention Messaging API codes are out of scope and stay unknown.)
-    public static let catalogue: [Int64: String] = [
+    /// Every App Store Server API and Retention Messaging API code of Apple's error-code documentation, by number.
+    public static let catalogue: [Int64: String] = appStoreServerCodes.merging(retentionMessagingCodes) { $1 }
+
+    /// The Retention Messaging API's 26 codes (4000161–4090001).
+    public static let retentionMessagingCodes: [Int64: String] = [
+        4_000_161: "InvalidImage",
+        4_000_162: "HeaderTooLong",
+        4_000_163: "BodyTooLong",
+        4_000_164: "InvalidLocale",
+        4_000_175: "AltTextTooLong",
+        4_000_211: "InvalidPerformanceTestRequest",
+        4_000_212: "InvalidRequestId",
+        4_000_213: "ExistingPerformanceTestRun",
+        4_000_215: "BadRequestRealtimeUrl",
+        4_000_216: "BadRequestImageSize",
+        4_000_218: "BadRequestTooManyBulletPoints",
+        4_000_219: "BadRequestBulletPointTextTooLong",
+        4_000_224: "BadRequestAboveImageRequiresAnImage",
+        4_030_014: "MaximumNumberOfImagesReached",
+        4_030_016: "MaximumNumberOfMessagesReached",
+        4_030_017: "MessageNotApproved",
+        4_030_018: "ImageNotApproved",
+        4_030_019: "ImageInUse",
+        4_030_026: "ForbiddenNoPassingTest",
+        4_040_014: "ImageNotFound",
+        4_040_015: "MessageNotFound",
+        4_040_018: "PerformanceTestRunNotFound",
+        4_040_020: "DefaultMessageNotFound",
+        4_040_021: "RealtimeUrlNotFound",
+        4_090_000: "ImageAlreadyExists",
+        4_090_001: "MessageAlreadyExists",
+    ]
+
+    /// The App Store Server API's codes.
+    static let appStoreServerCodes: [Int64: String] = [
         4_000_000: "GeneralBadRequest",
         4_000_002: "InvalidAppIdentifier",
         4_000_005: "InvalidRequestRevision",

@@ -11,10 +11,10 @@ import Redis
 import Services
 import Tracing
 
-/// The gateway, composed from its configuration: the gRPC server with the health, gateway and reflection
-/// services, the caller checks and the watcher of their files, the notification store and webhook port, and
-/// the admin endpoint. `init` builds what needs no socket (a bad file or key stops it there); `start` binds and
-/// starts the ports; `stop` drains and stops them. The `serve` command and the tests start the gateway here.
+/// The gateway, composed from its configuration: the gRPC server with the health, gateway, retention messaging
+/// and reflection services, the caller checks and the watcher of their files, the notification store and webhook
+/// port, and the admin endpoint. `init` builds what needs no socket (a bad file or key stops it there); `start`
+/// binds and starts the ports; `stop` drains and stops them. The `serve` command and the tests start the gateway here.
 public final class GatewayApp {
     /// What it was built from.
     public let configuration: GatewayConfiguration
@@ -50,7 +50,8 @@ public final class GatewayApp {
         tracer = OTLPTracer.make(configuration.tracing, metrics: TracingMetrics(registry: registry))
         let accessEvents = PrometheusAccessEvents(
             registry: registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
-        board = HealthStatusBoard(services: [AppStoreGatewayService.name], initial: .serving)
+        board = HealthStatusBoard(
+            services: [AppStoreGatewayService.name, RetentionMessagingService.name], initial: .serving)
         feed = try WebhookRuntime.feed(configuration, registry: registry)
         do {
             service = try GatewayComposition.service(
@@ -93,7 +94,7 @@ public final class GatewayApp {
     }
 
     private func startParts() throws(GatewayStartError) {
-        let served: [GRPCService] = [HealthService(board: board), service]
+        let served: [GRPCService] = [HealthService(board: board), service, service.retentionMessaging]
         let services = served + [ReflectionService(listing: served)]
         for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer
@@ -166,6 +167,7 @@ public final class GatewayApp {
     /// admin port answers probes and scrapes throughout). Blocks until everything has stopped.
     public func stop() {
         board.set(.notServing, service: AppStoreGatewayService.name)
+        board.set(.notServing, service: RetentionMessagingService.name)
         let drainDelay = configuration.shutdown.drainDelay
         if drainDelay > .zero { usleep(UInt32(min(drainDelay, .seconds(600)).wholeMilliseconds * 1_000)) }
         grpc?.shutdown()

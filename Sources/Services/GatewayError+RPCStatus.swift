@@ -218,6 +218,9 @@ extension GatewayError: RPCStatusConvertible {
             return Self.status(forAuthentication: failure)
         case 404:
             return status(.notFound, appleText(failure) + ".", reason: reason, metadata: metadata)
+        case 409:
+            // ImageAlreadyExists, MessageAlreadyExists: the identifier is taken.
+            return status(.alreadyExists, appleText(failure) + ".", reason: reason, metadata: metadata)
         case 500...599:
             return status(.unavailable, appleText(failure) + "; retry later.", reason: reason, metadata: metadata)
         default:

@@ -28,6 +28,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let purchases: PurchaseEndpoints
     private let extensions = RenewalExtensionEndpoints()
     private let writes = SimulatorWriteLog()
+    private let retention: RetentionMessagingEndpoints
     private let onlinePKI = Lock<OnlineSimulatorPKI?>(nil)
     let signatures = SignatureMemo()
 
@@ -52,6 +53,9 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         testNotifications = TestNotificationEndpoints(
             seed: configuration.seed, lifetime: configuration.paginationTokenLifetime)
         purchases = PurchaseEndpoints(revisions: PaginationTokenCodec(secret: "refund-history/\(configuration.seed)"))
+        retention = RetentionMessagingEndpoints(
+            directory: configuration.retentionDirectory, seed: configuration.seed,
+            sender: configuration.performanceTestSender)
     }
 
     /// A snapshot of one app's generated data in one environment (nil for an unknown bundle id).
@@ -193,6 +197,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         guard let dataset = store.dataset(app.bundleId, route.environment) else {
             return SimulatorResponse.error(4_040_003, "App not found.")
         }
+        if route.endpoint.isRetentionMessaging { return retention.respond(request, route: route, app: app) }
         let signer = SignedPayloads(
             pki: signingPKI(revoked: revokedSigner), app: app, environment: route.environment, memo: signatures)
         let parameter = route.parameters.first ?? ""

@@ -63,6 +63,12 @@ public struct SimulatorConfiguration: Sendable {
     public var webhookURL: String?
     /// Apple's retry delays of webhook deliveries are divided by it. Default 3600 (an hour takes a second).
     public var webhookTimeFactor: Double = 3600
+    /// Where the Retention Messaging API's uploads and settings are kept (nil: in memory only).
+    /// `SimulatorState.makeSimulator` sets the state directory's `retention/`.
+    public var retentionDirectory: URL?
+    /// Sends a performance test's requests to the configured realtime URL (the seam `PerformanceTestSender`
+    /// describes). Default `PerformanceTestSenders.simulated`, which calls nothing.
+    public var performanceTestSender: PerformanceTestSender = PerformanceTestSenders.simulated
 
     /// A configuration; unspecified values take the documented defaults.
     public init(

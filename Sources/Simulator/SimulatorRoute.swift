@@ -20,7 +20,9 @@ struct SimulatorRoute: Sendable {
         .getTransactionInfo, .getAllSubscriptionStatuses, .requestTestNotification, .getTestNotificationStatus,
         .lookUpOrderId, .getRefundHistory, .sendConsumptionInformation, .extendRenewalDatesForAllActiveSubscribers,
         .extendSubscriptionRenewalDate, .getStatusOfSubscriptionRenewalDateExtensions, .setAppAccountToken,
-        .finishTransaction,
+        .finishTransaction, .getImageList, .uploadImage, .deleteImage, .getMessageList, .uploadMessage, .deleteMessage,
+        .configureDefaultMessage, .deleteDefaultMessage, .getDefaultMessage, .configureRealtimeUrl, .deleteRealtimeUrl,
+        .getRealtimeUrl, .initiatePerformanceTest, .getPerformanceTestResults,
     ]
 
     /// Matches `request`, or nil (404). The environment comes from a `/sandbox` or `/production` path

@@ -24,6 +24,8 @@ public final class SimulatorServer: Sendable {
         var transport = HTTP2Configuration()
         // The gateway's one upstream connection lives as long as the simulator: no maximum age.
         transport.maxConnectionAge = nil
+        // Room for an uploaded image (Retention Messaging) over HTTP/1.1 too.
+        transport.http1.maxBodyBytes = 8 * 1024 * 1024
         server = try HTTP2Server(
             address: listen, threads: threads, configuration: transport, transport: .tls(context),
             responder: HTTPRequestResponder(handler: simulator), requestHandler: simulator, threadName: "sim-loop")

@@ -16,6 +16,7 @@ import GatewayFoundation
 ///     gateway.yaml                   a complete gateway configuration, from `writeGatewayConfiguration`
 ///     resume-token-keys              its resume-token key ring (0600), made once
 ///     transactions.json              sample ids per app and environment, from `writeTransactionIndex`
+///     retention/                     Retention Messaging uploads and settings (`RetentionMessagingEndpoints`)
 public struct SimulatorState: Sendable {
     /// What the state directory is written or read from.
     public struct Failure: Error, CustomStringConvertible, Sendable {
@@ -72,6 +73,7 @@ public struct SimulatorState: Sendable {
     public func makeSimulator(customize: (inout SimulatorConfiguration) -> Void = { _ in }) -> AppStoreSimulator {
         var configuration = SimulatorConfiguration(
             seed: seed, customersPerApp: customersPerApp, apps: apps, referenceTime: referenceTime)
+        configuration.retentionDirectory = directory.appendingPathComponent("retention", isDirectory: true)
         customize(&configuration)
         return AppStoreSimulator(configuration: configuration, pki: pki)
     }

@@ -14,10 +14,26 @@ import Testing
                 4_040_001, 4_040_002, 4_040_003, 4_040_004, 4_040_005, 4_040_006, 4_040_007, 4_040_008, 4_040_009,
                 4_040_010, 4_040_019, 4_290_000, 5_000_000, 5_000_001,
             ] + consumptionFields
-        #expect(Set(listed) == Set(AppleErrorCode.catalogue.keys))
-        for code in listed.map(AppleErrorCode.init(rawValue:)) {
+        #expect(Set(listed + retentionMessaging) == Set(AppleErrorCode.catalogue.keys))
+        for code in (listed + retentionMessaging).map(AppleErrorCode.init(rawValue:)) {
             #expect(code.httpStatus == Int(code.rawValue / 10_000))
         }
+    }
+
+    /// The Retention Messaging API's 26 codes, as Apple's libraries list them.
+    private let retentionMessaging: [Int64] = [
+        4_000_161, 4_000_162, 4_000_163, 4_000_164, 4_000_175, 4_000_211, 4_000_212, 4_000_213, 4_000_215, 4_000_216,
+        4_000_218, 4_000_219, 4_000_224, 4_030_014, 4_030_016, 4_030_017, 4_030_018, 4_030_019, 4_030_026, 4_040_014,
+        4_040_015, 4_040_018, 4_040_020, 4_040_021, 4_090_000, 4_090_001,
+    ]
+
+    @Test func retentionMessagingCodesAreTwentySixAndNamed() {
+        #expect(AppleErrorCode.retentionMessagingCodes.count == 26)
+        #expect(Set(AppleErrorCode.retentionMessagingCodes.keys) == Set(retentionMessaging))
+        #expect(AppleErrorCode(rawValue: 4_000_224).reason == "BAD_REQUEST_ABOVE_IMAGE_REQUIRES_AN_IMAGE")
+        #expect(AppleErrorCode(rawValue: 4_090_001).name == "MessageAlreadyExists")
+        #expect(AppleErrorCode(rawValue: 4_090_001).httpStatus == 409)
+        #expect(AppleErrorCode(rawValue: 4_030_026).reason == "FORBIDDEN_NO_PASSING_TEST")
     }
 
     @Test(arguments: [

@@ -33,8 +33,12 @@ struct IdempotentRetryTests {
         let unsafe = AppleEndpoint.allCases.filter { !$0.isIdempotent }
         let expected: Set<AppleEndpoint> = [
             .extendSubscriptionRenewalDate, .extendRenewalDatesForAllActiveSubscribers, .requestTestNotification,
+            .uploadImage, .deleteImage, .uploadMessage, .deleteMessage, .deleteDefaultMessage, .deleteRealtimeUrl,
+            .initiatePerformanceTest,
         ]
         #expect(Set(unsafe) == expected)
+        // Setting one value repeats safely.
+        #expect(AppleEndpoint.configureDefaultMessage.isIdempotent && AppleEndpoint.configureRealtimeUrl.isIdempotent)
         let reads = AppleEndpoint.allCases.filter { $0.isRead }
         #expect(reads.allSatisfy { $0.isIdempotent })
         #expect(!AppleEndpoint.setAppAccountToken.isRead && AppleEndpoint.getNotificationHistory.isRead)

@@ -156,7 +156,17 @@ import Testing
 
 @Suite struct AppleEndpointTests {
     @Test func catalogueMatchesSection4() {
-        #expect(AppleEndpoint.allCases.count == 18)
+        #expect(AppleEndpoint.allCases.count == 32)
+        #expect(AppleEndpoint.allCases.filter(\.isRetentionMessaging).count == 14)
+        #expect(AppleEndpoint.configureDefaultMessage.defaultProductionRate == 10)
+        #expect(AppleEndpoint.uploadImage.defaultProductionRate == 1)
+        #expect(AppleEndpoint.deleteImage.method == .delete)
+        #expect(AppleEndpoint.initiatePerformanceTest.method == .post)
+        #expect(AppleEndpoint.uploadImage.requestContentType == "image/png")
+        #expect(AppleEndpoint.uploadMessage.requestContentType == "application/json")
+        #expect(
+            AppleEndpoint.getDefaultMessage.path("com.example.monthly", "en-US")
+                == "/inApps/v1/messaging/default/com.example.monthly/en-US")
         #expect(AppleEndpoint.getTransactionHistory.configName == "getTransactionHistory")
         #expect(AppleEndpoint.getNotificationHistory.method == .post)
         #expect(AppleEndpoint.setAppAccountToken.method == .put)

@@ -128,7 +128,8 @@ import Testing
         let fixture = SimulatorFixture()
         for (method, target) in [
             ("GET", "/inApps/v3/history/1"), ("GET", "/"), ("DELETE", "/inApps/v1/transactions/1"),
-            ("POST", "/inApps/v2/history/1"), ("GET", "/inApps/v1/messaging/image/list"),
+            ("POST", "/inApps/v2/history/1"), ("GET", "/inApps/v1/messaging/nothing"),
+            ("GET", "/inApps/v1/messaging/image/a1b2c3d4-e5f6-7890-a1b2-c3d4e5f67890"),
             ("GET", "/inApps/v1/notifications/history"),
         ] {
             let response = await fixture.simulator.handle(HTTPRequest(method: method, target: target))

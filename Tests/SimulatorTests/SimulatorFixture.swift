@@ -43,7 +43,8 @@ struct SimulatorFixture {
 
     init(
         seed: UInt64 = 42, customers: Int = 12, rateLimitScale: Double = 100, faults: [FaultRule] = [],
-        paginationTokenLifetime: Duration = .seconds(3600)
+        paginationTokenLifetime: Duration = .seconds(3600), retentionDirectory: URL? = nil,
+        performanceTestSender: PerformanceTestSender? = nil
     ) {
         clock = ManualClock(wall: Self.referenceTime)
         app = SimulatedApp(
@@ -54,10 +55,12 @@ struct SimulatorFixture {
             name: "other", bundleId: "com.example.other", appAppleId: 987_654_321,
             issuerId: "57246542-96fe-1a63-e053-0824d011072a", keyId: "KLMNOPQRST",
             publicKey: Self.publicKey(Self.otherAppKey))
-        let configuration = SimulatorConfiguration(
+        var configuration = SimulatorConfiguration(
             seed: seed, customersPerApp: customers, apps: [app, otherApp], referenceTime: Self.referenceTime,
             rateLimitScale: rateLimitScale, faults: faults, paginationTokenLifetime: paginationTokenLifetime,
             clock: clock, sleep: { _ in })
+        configuration.retentionDirectory = retentionDirectory
+        if let performanceTestSender { configuration.performanceTestSender = performanceTestSender }
         simulator = AppStoreSimulator(configuration: configuration, pki: Self.sharedPKI)
     }
 

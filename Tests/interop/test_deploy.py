@@ -367,6 +367,11 @@ APPLE_RATES = {
     "lookUpOrderId": 10, "getRefundHistory": 10, "getRefundHistoryV1": 10,
     "extendRenewalDatesForAllActiveSubscribers": 1, "getStatusOfSubscriptionRenewalDateExtensions": 1,
     "requestTestNotification": 1, "getTestNotificationStatus": 1,
+    # Retention Messaging API.
+    "configureDefaultMessage": 10, "uploadImage": 1, "deleteImage": 1, "getImageList": 1, "uploadMessage": 1,
+    "deleteMessage": 1, "getMessageList": 1, "deleteDefaultMessage": 1, "getDefaultMessage": 1,
+    "configureRealtimeUrl": 1, "deleteRealtimeUrl": 1, "getRealtimeUrl": 1, "initiatePerformanceTest": 1,
+    "getPerformanceTestResults": 1,
 }
 
 

@@ -1,0 +1,102 @@
+/// The Retention Messaging API's documented limits, checked by the gateway before a request reaches Apple and
+/// enforced by the simulator the way Apple does (docs/app-store-api.md, "Retention Messaging API").
+public enum RetentionMessagingLimits {
+    /// Characters (Unicode scalars) of a message's header (HeaderTooLong, 4000162).
+    public static let headerCharacters = 66
+    /// Characters of a message's body (BodyTooLong, 4000163).
+    public static let bodyCharacters = 144
+    /// Characters of an image's alternative text (AltTextTooLong, 4000175).
+    public static let altTextCharacters = 150
+    /// Bullet points of one message (BadRequestTooManyBulletPoints, 4000218).
+    public static let bulletPoints = 5
+    /// Characters of one bullet point's text (BadRequestBulletPointTextTooLong, 4000219).
+    public static let bulletPointTextCharacters = 66
+    /// Characters of the realtime URL (Apple's libraries refuse longer ones).
+    public static let realtimeURLCharacters = 256
+    /// Images per app (MaximumNumberOfImagesReached, 4030014).
+    public static let imagesPerApp = 2000
+    /// Messages per app (MaximumNumberOfMessagesReached, 4030016). Apple documents the error but, in what the
+    /// project could read, not the number; the images' 2000 is assumed.
+    public static let messagesPerApp = 2000
+    /// The width of a full-size image, in pixels.
+    public static let fullSizeWidth = 3840
+    /// The heights a full-size image may have, in pixels.
+    public static let fullSizeHeights = 160...2160
+    /// Bytes of one uploaded image: the gateway's limit (Apple documents none), the default largest gRPC request.
+    public static let imageBytes = 4 * 1024 * 1024
+
+    /// The image sizes Apple knows (its `imageSize`).
+    public enum ImageSize: String, Sendable, Hashable, CaseIterable {
+        /// An image above a message's body; also what Apple assumes when no size is sent.
+        case fullSize = "FULL_SIZE"
+        /// A bullet point's icon.
+        case bulletPoint = "BULLET_POINT"
+    }
+
+    /// Why `png` cannot be uploaded as an image of `size`, or nil when it can: a PNG without transparency; a
+    /// full-size image 3840 pixels wide and 160 to 2160 high. Apple's documentation, as far as the project could
+    /// read it, gives no dimensions for bullet-point images: they may be at most as large as a full-size one.
+    public static func imageProblem(_ png: [UInt8], size: ImageSize) -> String? {
+        guard png.count <= imageBytes else { return "must be at most \(imageBytes) bytes (got \(png.count))" }
+        let header: PNGImageHeader
+        do {
+            header = try PNGImageHeader(parsing: png)
+        } catch {
+            return error.description
+        }
+        if header.hasTransparency { return "must not have transparency (an alpha channel or a tRNS chunk)" }
+        switch size {
+        case .fullSize:
+            guard header.width == fullSizeWidth, fullSizeHeights.contains(header.height) else {
+                return "a full-size image must be \(fullSizeWidth) pixels wide and \(fullSizeHeights.lowerBound) to "
+                    + "\(fullSizeHeights.upperBound) high (got \(header.width) × \(header.height))"
+            }
+        case .bulletPoint:
+            guard header.width <= fullSizeWidth, header.height <= fullSizeHeights.upperBound else {
+                return "a bullet-point image must be at most \(fullSizeWidth) × \(fullSizeHeights.upperBound) pixels "
+                    + "(got \(header.width) × \(header.height))"
+            }
+        }
+        return nil
+    }
+
+    /// The length Apple counts: Unicode scalars, as its libraries count a string's characters.
+    public static func characters(_ text: String) -> Int { text.unicodeScalars.count }
+
+    /// Whether `url` is an absolute http or https URL with a host, at most `realtimeURLCharacters` long and free of
+    /// spaces and control characters.
+    public static func isRealtimeURL(_ url: String) -> Bool {
+        guard characters(url) <= realtimeURLCharacters,
+            url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
+        else { return false }
+        let lower = url.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("https://") {
+            rest = lower.dropFirst(8)
+        } else if lower.hasPrefix("http://") {
+            rest = lower.dropFirst(7)
+        } else {
+            return false
+        }
+        let host = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        return !host.isEmpty && !host.hasPrefix(":") && !host.contains("@")
+    }
+
+    /// Whether `locale` looks like a locale Apple accepts: 2 to 3 letters, then optional `-` or `_` parts of 2 to 8
+    /// letters or digits (`en`, `en-US`, `zh-Hans-CN`, `es-419`).
+    public static func isLocale(_ locale: String) -> Bool {
+        let parts = locale.split(separator: "-", omittingEmptySubsequences: false).flatMap {
+            $0.split(separator: "_", omittingEmptySubsequences: false)
+        }
+        guard let language = parts.first, (2...3).contains(language.count),
+            language.unicodeScalars.allSatisfy({ $0.isASCII && $0.properties.isAlphabetic }),
+            parts.count <= 4
+        else { return false }
+        return parts.dropFirst().allSatisfy { part in
+            (2...8).contains(part.count)
+                && part.unicodeScalars.allSatisfy {
+                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))
+                }
+        }
+    }
+}

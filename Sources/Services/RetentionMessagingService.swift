@@ -1,0 +1,62 @@
+import AppStoreClient
+import AppStoreDomain
+import GRPC
+import GatewayFoundation
+import ProtoCodec
+import SignedData
+
+/// appstore.gateway.v1.RetentionMessaging: Apple's Retention Messaging API, one RPC per endpoint. Each runs on the
+/// one call path of every Apple call (`AppleOperationHandler`): the caller's `app` authorized, the request checked,
+/// Apple's rate limits, JWT, retries (writes only where Apple's semantics allow, `AppleEndpoint.isIdempotent`),
+/// environment choice, deadlines and error mapping; identical reads share one upstream call.
+public struct RetentionMessagingService: GRPCService {
+    /// The service's full name, as health checks and reflection name it.
+    public static let name = "appstore.gateway.v1.RetentionMessaging"
+
+    private let client: AppStoreAPIClient
+    private let verifier: SignedDataVerifier
+    private let clock: any GatewayClock
+
+    /// A service calling Apple through `client` (the gateway's, so the rate budgets are shared).
+    public init(client: AppStoreAPIClient, verifier: SignedDataVerifier, clock: any GatewayClock = SystemClock()) {
+        self.client = client
+        self.verifier = verifier
+        self.clock = clock
+    }
+
+    public var methods: [String: MethodHandler] {
+        var methods: [String: MethodHandler] = [:]
+        func add<Request, Response>(_ name: String, _ operation: AppleOperation<Request, Response>) {
+            let handler = AppleOperationHandler(
+                operation, client: client, verifier: verifier, clock: clock, maxPages: 1)
+            // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
+            methods["/\(Self.name)/\(name)"] = .unary(Request.self) {
+                request, context throws(GatewayError) -> Response in
+                let remaining = context.remaining
+                return try await handler.handle(request, remaining: remaining)
+            }
+        }
+        add("UploadImage", .uploadImage)
+        add("DeleteImage", .deleteImage)
+        add("GetImageList", .getImageList)
+        add("UploadMessage", .uploadMessage)
+        add("DeleteMessage", .deleteMessage)
+        add("GetMessageList", .getMessageList)
+        add("ConfigureDefaultMessage", .configureDefaultMessage)
+        add("DeleteDefaultMessage", .deleteDefaultMessage)
+        add("GetDefaultMessage", .getDefaultMessage)
+        add("ConfigureRealtimeUrl", .configureRealtimeUrl)
+        add("DeleteRealtimeUrl", .deleteRealtimeUrl)
+        add("GetRealtimeUrl", .getRealtimeUrl)
+        add("InitiatePerformanceTest", .initiatePerformanceTest)
+        add("GetPerformanceTestResults", .getPerformanceTestResults)
+        return methods
+    }
+}
+
+extension AppStoreGatewayService {
+    /// The Retention Messaging service over this service's Apple client (its rate budgets and JWTs shared).
+    public var retentionMessaging: RetentionMessagingService {
+        RetentionMessagingService(client: api.client, verifier: api.verifier, clock: api.clock)
+    }
+}

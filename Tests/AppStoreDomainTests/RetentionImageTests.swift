@@ -1,0 +1,122 @@
+import Testing
+
+@testable import AppStoreDomain
+
+/// PNG files built chunk by chunk (CRCs zero: the gateway reads the structure, never the checksums).
+enum PNGBytes {
+    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let length = UInt32(data.count)
+        return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+            + Array(type.utf8) + data + [0, 0, 0, 0]
+    }
+
+    static func header(width: UInt32, height: UInt32, depth: UInt8 = 8, colorType: UInt8 = 2) -> [UInt8] {
+        func be(_ value: UInt32) -> [UInt8] {
+            [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+        }
+        return chunk("IHDR", be(width) + be(height) + [depth, colorType, 0, 0, 0])
+    }
+
+    static func png(
+        width: UInt32, height: UInt32, colorType: UInt8 = 2, extra: [[UInt8]] = [], end: Bool = true
+    ) -> [UInt8] {
+        PNGImageHeader.signature + header(width: width, height: height, colorType: colorType) + extra.joined()
+            + chunk("IDAT", [0x78, 0x9C, 0x03, 0x00]) + (end ? chunk("IEND", []) : [])
+    }
+}
+
+@Suite struct PNGImageHeaderTests {
+    @Test func readsDimensionsAndTransparency() throws {
+        let opaque = try PNGImageHeader(parsing: PNGBytes.png(width: 3840, height: 400))
+        #expect(opaque.width == 3840 && opaque.height == 400 && opaque.colorType == 2 && !opaque.hasTransparency)
+        let alpha = try PNGImageHeader(parsing: PNGBytes.png(width: 10, height: 10, colorType: 6))
+        #expect(alpha.hasTransparency)
+        let keyed = try PNGImageHeader(
+            parsing: PNGBytes.png(width: 10, height: 10, colorType: 3, extra: [PNGBytes.chunk("tRNS", [0])]))
+        #expect(keyed.hasTransparency)
+    }
+
+    /// Bytes that are not a whole PNG file, with what the refusal says.
+    static let malformed: [([UInt8], String)] = {
+        let signature = PNGImageHeader.signature
+        let end = PNGBytes.chunk("IEND", [])
+        var cases: [([UInt8], String)] = []
+        cases.append(([], "not a PNG file"))
+        cases.append((Array("GIF89a".utf8) + [UInt8](repeating: 0, count: 40), "not a PNG file"))
+        cases.append((signature, "truncated"))
+        cases.append((PNGBytes.png(width: 1, height: 1, end: false), "truncated"))
+        cases.append((PNGBytes.png(width: 1, height: 1) + [0], "after its IEND"))
+        cases.append((signature + PNGBytes.chunk("IDAT", []) + end, "IHDR"))
+        cases.append((PNGBytes.png(width: 0, height: 1), "width and height"))
+        cases.append((signature + PNGBytes.header(width: 1, height: 1) + end, "no image data"))
+        cases.append((signature + PNGBytes.header(width: 1, height: 1, depth: 3) + end, "bit depth"))
+        return cases
+    }()
+
+    @Test(arguments: malformed)
+    func refusesWhatIsNotAWholePNG(bytes: [UInt8], problem: String) {
+        do {
+            _ = try PNGImageHeader(parsing: bytes)
+            Issue.record("accepted \(bytes.count) bytes")
+        } catch {
+            #expect(error.description.contains(problem), "\(error.description)")
+        }
+    }
+
+    @Test func aHostileChunkLengthIsRefusedWithoutTrapping() {
+        var bytes = PNGBytes.png(width: 1, height: 1)
+        // The IDAT chunk's length set to 0xFFFFFFFF.
+        let idat = PNGImageHeader.signature.count + 25
+        bytes.replaceSubrange(idat..<(idat + 4), with: [0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(throws: PNGImageHeader.Problem.self) { try PNGImageHeader(parsing: bytes) }
+    }
+}
+
+@Suite struct RetentionMessagingLimitsTests {
+    @Test func fullSizeImagesAre3840WideAnd160To2160High() {
+        #expect(RetentionMessagingLimits.imageProblem(PNGBytes.png(width: 3840, height: 160), size: .fullSize) == nil)
+        #expect(RetentionMessagingLimits.imageProblem(PNGBytes.png(width: 3840, height: 2160), size: .fullSize) == nil)
+        for (width, height) in [(3839, 400), (3840, 159), (3840, 2161), (1920, 1080)] {
+            let problem = RetentionMessagingLimits.imageProblem(
+                PNGBytes.png(width: UInt32(width), height: UInt32(height)), size: .fullSize)
+            #expect(problem?.contains("3840 pixels wide") == true)
+        }
+    }
+
+    @Test func bulletPointsMayBeSmallButNotTransparent() {
+        #expect(RetentionMessagingLimits.imageProblem(PNGBytes.png(width: 64, height: 64), size: .bulletPoint) == nil)
+        let alpha = RetentionMessagingLimits.imageProblem(
+            PNGBytes.png(width: 64, height: 64, colorType: 6), size: .bulletPoint)
+        #expect(alpha?.contains("transparency") == true)
+        #expect(
+            RetentionMessagingLimits.imageProblem(PNGBytes.png(width: 4000, height: 64), size: .bulletPoint) != nil)
+    }
+
+    @Test func anImageOverTheByteLimitIsRefusedBeforeItIsRead() {
+        let big = PNGBytes.png(width: 3840, height: 400) + [UInt8](repeating: 0, count: 4 * 1024 * 1024)
+        #expect(RetentionMessagingLimits.imageProblem(big, size: .fullSize)?.contains("bytes") == true)
+    }
+
+    @Test func charactersAreUnicodeScalars() {
+        #expect(RetentionMessagingLimits.characters("héllo") == 5)
+        #expect(RetentionMessagingLimits.characters("👍🏽") == 2)
+    }
+
+    @Test(arguments: [
+        ("https://example.com/realtime", true), ("http://127.0.0.1:8080/rt", true), ("HTTPS://EXAMPLE.COM", true),
+        ("ftp://example.com", false), ("https://", false), ("https:///path", false), ("https://a b", false),
+        ("https://user@host/", false), ("example.com", false),
+        ("https://example.com/" + String(repeating: "a", count: 240), false),
+    ])
+    func realtimeURLs(url: String, valid: Bool) {
+        #expect(RetentionMessagingLimits.isRealtimeURL(url) == valid)
+    }
+
+    @Test(arguments: [
+        ("en", true), ("en-US", true), ("zh-Hans-CN", true), ("es-419", true), ("pt_BR", true), ("e", false),
+        ("english", false), ("en-", false), ("en-U", false), ("../x", false), ("", false), ("en-US-x-y-z", false),
+    ])
+    func locales(locale: String, valid: Bool) {
+        #expect(RetentionMessagingLimits.isLocale(locale) == valid)
+    }
+}
