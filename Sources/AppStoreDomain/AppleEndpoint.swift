@@ -49,6 +49,18 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     case setAppAccountToken
     /// Finish Transaction.
     case finishTransaction
+    /// Advanced Commerce API: Cancel a Subscription.
+    case cancelSubscription
+    /// Advanced Commerce API: Revoke a Subscription.
+    case revokeSubscription
+    /// Advanced Commerce API: Change Subscription Price.
+    case changeSubscriptionPrice
+    /// Advanced Commerce API: Change Subscription Metadata.
+    case changeSubscriptionMetadata
+    /// Advanced Commerce API: Migrate a Subscription to Advanced Commerce API.
+    case migrateSubscription
+    /// Advanced Commerce API: Request Transaction Refund.
+    case requestTransactionRefund
 
     /// The config key, e.g. `getTransactionHistory`.
     public var configName: String { rawValue }
@@ -61,7 +73,8 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
             .setAppAccountToken:
             .put
         case .extendRenewalDatesForAllActiveSubscribers, .getNotificationHistory, .requestTestNotification,
-            .finishTransaction:
+            .finishTransaction, .cancelSubscription, .revokeSubscription, .changeSubscriptionPrice,
+            .changeSubscriptionMetadata, .migrateSubscription, .requestTransactionRefund:
             .post
         default:
             .get
@@ -90,18 +103,28 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
         case .getAppTransactionInfo: "/inApps/v1/transactions/appTransactions/{transactionId}"
         case .setAppAccountToken: "/inApps/v1/transactions/{originalTransactionId}/appAccountToken"
         case .finishTransaction: "/inApps/v1/transactions/{transactionId}/finish"
+        case .cancelSubscription: "/advancedCommerce/v1/subscription/cancel/{transactionId}"
+        case .revokeSubscription: "/advancedCommerce/v1/subscription/revoke/{transactionId}"
+        case .changeSubscriptionPrice: "/advancedCommerce/v1/subscription/changePrice/{transactionId}"
+        case .changeSubscriptionMetadata: "/advancedCommerce/v1/subscription/changeMetadata/{transactionId}"
+        case .migrateSubscription: "/advancedCommerce/v1/subscription/migrate/{transactionId}"
+        case .requestTransactionRefund: "/advancedCommerce/v1/transaction/requestRefund/{transactionId}"
         }
     }
 
     /// Apple's published production limit in requests per second (§6). Apple lists none for
     /// Get Status of Subscription Renewal Date Extensions; 1/s, like the mass extension it polls, is assumed.
+    /// Apple publishes none for the Advanced Commerce API's writes either; 20/s, as the App Store Server API's
+    /// per-subscription writes (extend a renewal date, set an app account token), is assumed.
     public var defaultProductionRate: Double {
         switch self {
         case .getTransactionInfo, .getTransactionHistory, .getTransactionHistoryV1, .getAllSubscriptionStatuses,
             .sendConsumptionInformation, .sendConsumptionInformationV1, .getNotificationHistory,
             .getAppTransactionInfo, .finishTransaction:
             50
-        case .extendSubscriptionRenewalDate, .setAppAccountToken: 20
+        case .extendSubscriptionRenewalDate, .setAppAccountToken, .cancelSubscription, .revokeSubscription,
+            .changeSubscriptionPrice, .changeSubscriptionMetadata, .migrateSubscription, .requestTransactionRefund:
+            20
         case .lookUpOrderId, .getRefundHistory, .getRefundHistoryV1: 10
         case .extendRenewalDatesForAllActiveSubscribers, .getStatusOfSubscriptionRenewalDateExtensions,
             .requestTestNotification, .getTestNotificationStatus:

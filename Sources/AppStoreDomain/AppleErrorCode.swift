@@ -87,9 +87,11 @@ extension AppleErrorCode {
     /// 5000001 GeneralInternalRetryable.
     public static let generalInternalRetryable = AppleErrorCode(rawValue: 5_000_001)
 
+    /// Every code the gateway names, by number: the App Store Server API's and the Advanced Commerce API's.
+    public static let catalogue: [Int64: String] = appStoreServerCodes.merging(advancedCommerceCodes) { own, _ in own }
+
     /// Every App Store Server API code of Apple's error-code documentation, by number.
-    /// (Retention Messaging API codes are out of scope and stay unknown.)
-    public static let catalogue: [Int64: String] = [
+    static let appStoreServerCodes: [Int64: String] = [
         4_000_000: "GeneralBadRequest",
         4_000_002: "InvalidAppIdentifier",
         4_000_005: "InvalidRequestRevision",
