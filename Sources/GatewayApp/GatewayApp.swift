@@ -97,7 +97,7 @@ public final class GatewayApp {
         serverConfiguration.events = tracer.map { TracingRPCEvents(inner: events, tracer: $0) } ?? events
         serverConfiguration.callGuard = access.callGuard
         serverConfiguration.tls = access.tlsContext
-        let served: [GRPCService] = [HealthService(board: board), service]
+        let served: [GRPCService] = [HealthService(board: board), service, service.advancedCommerce]
         let services = served + [ReflectionService(listing: served)]
         for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer

@@ -22,7 +22,7 @@ public struct AppStoreGatewayService: GRPCService {
     public let rateLimiter: RateLimiter
     private let getHistory: GetHistoryHandler
     private let notifications: StreamNotificationsHandler
-    private let api: AppStoreAPIMethods
+    let api: AppStoreAPIMethods
     package let pool: VerificationPool
     package let apps: [GatewayConfiguration.App]
     package let retention: NotificationRetention
