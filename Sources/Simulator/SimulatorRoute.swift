@@ -20,7 +20,8 @@ struct SimulatorRoute: Sendable {
         .getTransactionInfo, .getAllSubscriptionStatuses, .requestTestNotification, .getTestNotificationStatus,
         .lookUpOrderId, .getRefundHistory, .sendConsumptionInformation, .extendRenewalDatesForAllActiveSubscribers,
         .extendSubscriptionRenewalDate, .getStatusOfSubscriptionRenewalDateExtensions, .setAppAccountToken,
-        .finishTransaction,
+        .finishTransaction, .cancelSubscription, .revokeSubscription, .changeSubscriptionPrice,
+        .changeSubscriptionMetadata, .migrateSubscription, .requestTransactionRefund,
     ]
 
     /// Matches `request`, or nil (404). The environment comes from a `/sandbox` or `/production` path
