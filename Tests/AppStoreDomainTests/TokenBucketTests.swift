@@ -156,13 +156,27 @@ import Testing
 
 @Suite struct AppleEndpointTests {
     @Test func catalogueMatchesSection4() {
-        #expect(AppleEndpoint.allCases.count == 18)
+        #expect(AppleEndpoint.allCases.filter { $0.pathTemplate.hasPrefix("/inApps/v") }.count == 18)
         #expect(AppleEndpoint.getTransactionHistory.configName == "getTransactionHistory")
         #expect(AppleEndpoint.getNotificationHistory.method == .post)
         #expect(AppleEndpoint.setAppAccountToken.method == .put)
         #expect(AppleEndpoint.getRefundHistory.defaultProductionRate == 10)
         #expect(AppleEndpoint.requestTestNotification.defaultProductionRate == 1)
-        for endpoint in AppleEndpoint.allCases { #expect(endpoint.pathTemplate.hasPrefix("/inApps/v")) }
+    }
+
+    @Test func advancedCommerceEndpointsArePostsRepeatedThroughTheirReference() {
+        let advanced: [AppleEndpoint] = [
+            .cancelSubscription, .revokeSubscription, .changeSubscriptionPrice, .changeSubscriptionMetadata,
+            .migrateSubscription, .requestTransactionRefund,
+        ]
+        #expect(AppleEndpoint.allCases.filter { $0.pathTemplate.hasPrefix("/advancedCommerce/v1/") } == advanced)
+        for endpoint in advanced {
+            #expect(endpoint.method == .post && endpoint.isIdempotent && !endpoint.isRead)
+            #expect(endpoint.defaultProductionRate == 20)
+        }
+        #expect(AppleEndpoint.cancelSubscription.path("7") == "/advancedCommerce/v1/subscription/cancel/7")
+        #expect(
+            AppleEndpoint.requestTransactionRefund.path("8") == "/advancedCommerce/v1/transaction/requestRefund/8")
     }
 
     @Test func pathsArePercentEncoded() {

@@ -6,8 +6,8 @@ internal import CProtobufC
 
 /// Apple's `requestInfo`: the metadata of every request.
 public struct AdvancedCommerceRequestInfo: ProtoMessage {
-    /// A UUID naming this request; a retry of the same request sends the same one. Empty = the gateway generates one
-    /// (returned in the response's `request_reference_id`).
+    /// A UUID naming this request; a retry of the same request sends the same one. Required in CreateInAppSignature;
+    /// empty in a server write = the gateway generates one (returned in the response's `request_reference_id`).
     public var requestReferenceId: String = ""
     /// A UUID to associate with the transaction; empty = left out.
     public var appAccountToken: String = ""

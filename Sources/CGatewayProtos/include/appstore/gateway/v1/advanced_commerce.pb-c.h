@@ -56,8 +56,8 @@ struct  Appstore__Gateway__V1__AdvancedCommerceRequestInfo
 {
   ProtobufCMessage base;
   /*
-   * A UUID naming this request; a retry of the same request sends the same one. Empty = the gateway generates one
-   * (returned in the response's `request_reference_id`).
+   * A UUID naming this request; a retry of the same request sends the same one. Required in CreateInAppSignature;
+   * empty in a server write = the gateway generates one (returned in the response's `request_reference_id`).
    */
   char *request_reference_id;
   /*
