@@ -2,7 +2,9 @@
 ///
 /// A read is always safe to repeat. A write is safe only when doing it twice leaves the same state as doing it
 /// once: Send Consumption Information (the same data replaces itself), Set App Account Token (sets one value) and
-/// Finish Transaction (a finished transaction stays finished). Extending a renewal date, the mass extension and
+/// Finish Transaction (a finished transaction stays finished). The Advanced Commerce API's writes carry a
+/// `requestReferenceId` Apple keeps: a repeat with the same id (the gateway resends the same body) is the same
+/// request, so they are repeated too. Extending a renewal date, the mass extension and
 /// requesting a test notification act again on every call, so after a connection failure, a timeout or a 5xx
 /// without Apple's error body (the request may have been carried out) they are not repeated; they are repeated only
 /// when Apple's own error code says the request was not carried out and may be retried.

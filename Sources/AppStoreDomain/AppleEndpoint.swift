@@ -79,6 +79,18 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     case initiatePerformanceTest
     /// Retention Messaging: Get Performance Test Results.
     case getPerformanceTestResults
+    /// Advanced Commerce API: Cancel a Subscription.
+    case cancelSubscription
+    /// Advanced Commerce API: Revoke a Subscription.
+    case revokeSubscription
+    /// Advanced Commerce API: Change Subscription Price.
+    case changeSubscriptionPrice
+    /// Advanced Commerce API: Change Subscription Metadata.
+    case changeSubscriptionMetadata
+    /// Advanced Commerce API: Migrate a Subscription to Advanced Commerce API.
+    case migrateSubscription
+    /// Advanced Commerce API: Request Transaction Refund.
+    case requestTransactionRefund
 
     /// The config key, e.g. `getTransactionHistory`.
     public var configName: String { rawValue }
@@ -91,7 +103,8 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
             .setAppAccountToken, .uploadImage, .uploadMessage, .configureDefaultMessage, .configureRealtimeUrl:
             .put
         case .extendRenewalDatesForAllActiveSubscribers, .getNotificationHistory, .requestTestNotification,
-            .finishTransaction, .initiatePerformanceTest:
+            .finishTransaction, .initiatePerformanceTest, .cancelSubscription, .revokeSubscription,
+            .changeSubscriptionPrice, .changeSubscriptionMetadata, .migrateSubscription, .requestTransactionRefund:
             .post
         case .deleteImage, .deleteMessage, .deleteDefaultMessage, .deleteRealtimeUrl:
             .delete
@@ -131,6 +144,12 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
         case .configureRealtimeUrl, .deleteRealtimeUrl, .getRealtimeUrl: "/inApps/v1/messaging/realtime/url"
         case .initiatePerformanceTest: "/inApps/v1/messaging/performanceTest"
         case .getPerformanceTestResults: "/inApps/v1/messaging/performanceTest/result/{requestId}"
+        case .cancelSubscription: "/advancedCommerce/v1/subscription/cancel/{transactionId}"
+        case .revokeSubscription: "/advancedCommerce/v1/subscription/revoke/{transactionId}"
+        case .changeSubscriptionPrice: "/advancedCommerce/v1/subscription/changePrice/{transactionId}"
+        case .changeSubscriptionMetadata: "/advancedCommerce/v1/subscription/changeMetadata/{transactionId}"
+        case .migrateSubscription: "/advancedCommerce/v1/subscription/migrate/{transactionId}"
+        case .requestTransactionRefund: "/advancedCommerce/v1/transaction/requestRefund/{transactionId}"
         }
     }
 
@@ -153,13 +172,17 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     /// Get Status of Subscription Renewal Date Extensions; 1/s, like the mass extension it polls, is assumed.
     /// The Retention Messaging API's table ("Identifying rate limits") gives 10/s for Configure Default Message
     /// and 1/s for each of its other endpoints.
+    /// Apple publishes none for the Advanced Commerce API's writes either; 20/s, as the App Store Server API's
+    /// per-subscription writes (extend a renewal date, set an app account token), is assumed.
     public var defaultProductionRate: Double {
         switch self {
         case .getTransactionInfo, .getTransactionHistory, .getTransactionHistoryV1, .getAllSubscriptionStatuses,
             .sendConsumptionInformation, .sendConsumptionInformationV1, .getNotificationHistory,
             .getAppTransactionInfo, .finishTransaction:
             50
-        case .extendSubscriptionRenewalDate, .setAppAccountToken: 20
+        case .extendSubscriptionRenewalDate, .setAppAccountToken, .cancelSubscription, .revokeSubscription,
+            .changeSubscriptionPrice, .changeSubscriptionMetadata, .migrateSubscription, .requestTransactionRefund:
+            20
         case .lookUpOrderId, .getRefundHistory, .getRefundHistoryV1, .configureDefaultMessage: 10
         case .extendRenewalDatesForAllActiveSubscribers, .getStatusOfSubscriptionRenewalDateExtensions,
             .requestTestNotification, .getTestNotificationStatus, .uploadImage, .deleteImage, .getImageList,

@@ -87,8 +87,12 @@ extension AppleErrorCode {
     /// 5000001 GeneralInternalRetryable.
     public static let generalInternalRetryable = AppleErrorCode(rawValue: 5_000_001)
 
-    /// Every App Store Server API and Retention Messaging API code of Apple's error-code documentation, by number.
-    public static let catalogue: [Int64: String] = appStoreServerCodes.merging(retentionMessagingCodes) { $1 }
+    /// Every code the gateway names, by number: the App Store Server API's, the Retention Messaging API's and the
+    /// Advanced Commerce API's (no number is in two of them).
+    public static let catalogue: [Int64: String] = {
+        let withRetention = appStoreServerCodes.merging(retentionMessagingCodes) { own, _ in own }
+        return withRetention.merging(advancedCommerceCodes) { own, _ in own }
+    }()
 
     /// The Retention Messaging API's 26 codes (4000161–4090001).
     public static let retentionMessagingCodes: [Int64: String] = [

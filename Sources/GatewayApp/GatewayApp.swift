@@ -94,7 +94,9 @@ public final class GatewayApp {
     }
 
     private func startParts() throws(GatewayStartError) {
-        let served: [GRPCService] = [HealthService(board: board), service, service.retentionMessaging]
+        let served: [GRPCService] = [
+            HealthService(board: board), service, service.retentionMessaging, service.advancedCommerce,
+        ]
         let services = served + [ReflectionService(listing: served)]
         for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer

@@ -171,18 +171,6 @@ extension UploadMessageRequest {
     }
 }
 
-extension RequestContract {
-    /// A text Apple counts in characters (Unicode scalars): at most `max` of them, and present when `required`.
-    mutating func text(_ value: String, field: String, max: Int, required: Bool) {
-        if value.isEmpty {
-            if required { refuse(field, "is required") }
-            return
-        }
-        let count = RetentionMessagingLimits.characters(value)
-        if count > max { refuse(field, "must be at most \(max) characters (got \(count))") }
-    }
-}
-
 extension RetentionReviewState {
     /// Apple's `imageState` / `messageState`; unknown values are UNSPECIFIED (the raw value is kept beside).
     init(apple: String) {

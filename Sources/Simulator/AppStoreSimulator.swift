@@ -27,6 +27,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let recorder = RequestRecorder()
     private let purchases: PurchaseEndpoints
     private let extensions = RenewalExtensionEndpoints()
+    private let advancedCommerce = AdvancedCommerceEndpoints()
     private let writes = SimulatorWriteLog()
     private let retention: RetentionMessagingEndpoints
     private let onlinePKI = Lock<OnlineSimulatorPKI?>(nil)
@@ -266,6 +267,11 @@ public final class AppStoreSimulator: HTTPRequestHandler {
                     throw AppleRejection.transactionIdNotFound()
                 }
                 return HTTPResponse(status: 200)
+            case .cancelSubscription, .revokeSubscription, .changeSubscriptionPrice, .changeSubscriptionMetadata,
+                .migrateSubscription, .requestTransactionRefund:
+                body = try advancedCommerce.respond(
+                    route.endpoint, transactionId: parameter, body: request.body, store: store, dataset: dataset,
+                    signer: signer, now: now)
             default:
                 return SimulatorResponse.notFound()
             }

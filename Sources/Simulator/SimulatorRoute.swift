@@ -23,6 +23,8 @@ struct SimulatorRoute: Sendable {
         .finishTransaction, .getImageList, .uploadImage, .deleteImage, .getMessageList, .uploadMessage, .deleteMessage,
         .configureDefaultMessage, .deleteDefaultMessage, .getDefaultMessage, .configureRealtimeUrl, .deleteRealtimeUrl,
         .getRealtimeUrl, .initiatePerformanceTest, .getPerformanceTestResults,
+        .cancelSubscription, .revokeSubscription, .changeSubscriptionPrice,
+        .changeSubscriptionMetadata, .migrateSubscription, .requestTransactionRefund,
     ]
 
     /// Matches `request`, or nil (404). The environment comes from a `/sandbox` or `/production` path

@@ -14,7 +14,9 @@ import Testing
                 4_040_001, 4_040_002, 4_040_003, 4_040_004, 4_040_005, 4_040_006, 4_040_007, 4_040_008, 4_040_009,
                 4_040_010, 4_040_019, 4_290_000, 5_000_000, 5_000_001,
             ] + consumptionFields
-        #expect(Set(listed + retentionMessaging) == Set(AppleErrorCode.catalogue.keys))
+        #expect(
+            Set(listed + retentionMessaging)
+                == Set(AppleErrorCode.appStoreServerCodes.keys).union(AppleErrorCode.retentionMessagingCodes.keys))
         for code in (listed + retentionMessaging).map(AppleErrorCode.init(rawValue:)) {
             #expect(code.httpStatus == Int(code.rawValue / 10_000))
         }
@@ -34,6 +36,26 @@ import Testing
         #expect(AppleErrorCode(rawValue: 4_090_001).name == "MessageAlreadyExists")
         #expect(AppleErrorCode(rawValue: 4_090_001).httpStatus == 409)
         #expect(AppleErrorCode(rawValue: 4_030_026).reason == "FORBIDDEN_NO_PASSING_TEST")
+    }
+
+    @Test func advancedCommerceCodesJoinTheCatalogueWithoutRenamingAppStoreCodes() {
+        let advanced = AppleErrorCode.advancedCommerceCodes
+        #expect(advanced.count > 100)
+        #expect(Set(advanced.keys).isDisjoint(with: AppleErrorCode.appStoreServerCodes.keys))
+        #expect(Set(advanced.keys).isDisjoint(with: AppleErrorCode.retentionMessagingCodes.keys))
+        #expect(
+            AppleErrorCode.catalogue.count
+                == AppleErrorCode.appStoreServerCodes.count + AppleErrorCode.retentionMessagingCodes.count
+                + advanced.count)
+        for (code, name) in advanced {
+            #expect(AppleErrorCode(rawValue: code).name == name)
+            #expect([400, 401, 403, 404].contains(AppleErrorCode(rawValue: code).httpStatus ?? 0))
+            #expect(!name.hasSuffix("Error"))
+        }
+        let repeated = AppleErrorCode(rawValue: 4_000_097)
+        #expect(repeated.reason == "REPEATED_REQUEST_REFERENCE_ID" && repeated.httpStatus == 400)
+        #expect(AppleErrorCode(rawValue: 4_030_015).reason == "INACTIVE_ACA_SUB")
+        #expect(AppleErrorCode(rawValue: 4_040_016).name == "ProductNotFound")
     }
 
     @Test(arguments: [

@@ -156,7 +156,7 @@ import Testing
 
 @Suite struct AppleEndpointTests {
     @Test func catalogueMatchesSection4() {
-        #expect(AppleEndpoint.allCases.count == 32)
+        #expect(AppleEndpoint.allCases.count == 38)
         #expect(AppleEndpoint.allCases.filter(\.isRetentionMessaging).count == 14)
         #expect(AppleEndpoint.configureDefaultMessage.defaultProductionRate == 10)
         #expect(AppleEndpoint.uploadImage.defaultProductionRate == 1)
@@ -167,12 +167,27 @@ import Testing
         #expect(
             AppleEndpoint.getDefaultMessage.path("com.example.monthly", "en-US")
                 == "/inApps/v1/messaging/default/com.example.monthly/en-US")
+        #expect(AppleEndpoint.allCases.filter { $0.pathTemplate.hasPrefix("/advancedCommerce/v") }.count == 6)
         #expect(AppleEndpoint.getTransactionHistory.configName == "getTransactionHistory")
         #expect(AppleEndpoint.getNotificationHistory.method == .post)
         #expect(AppleEndpoint.setAppAccountToken.method == .put)
         #expect(AppleEndpoint.getRefundHistory.defaultProductionRate == 10)
         #expect(AppleEndpoint.requestTestNotification.defaultProductionRate == 1)
-        for endpoint in AppleEndpoint.allCases { #expect(endpoint.pathTemplate.hasPrefix("/inApps/v")) }
+    }
+
+    @Test func advancedCommerceEndpointsArePostsRepeatedThroughTheirReference() {
+        let advanced: [AppleEndpoint] = [
+            .cancelSubscription, .revokeSubscription, .changeSubscriptionPrice, .changeSubscriptionMetadata,
+            .migrateSubscription, .requestTransactionRefund,
+        ]
+        #expect(AppleEndpoint.allCases.filter { $0.pathTemplate.hasPrefix("/advancedCommerce/v1/") } == advanced)
+        for endpoint in advanced {
+            #expect(endpoint.method == .post && endpoint.isIdempotent && !endpoint.isRead)
+            #expect(endpoint.defaultProductionRate == 20)
+        }
+        #expect(AppleEndpoint.cancelSubscription.path("7") == "/advancedCommerce/v1/subscription/cancel/7")
+        #expect(
+            AppleEndpoint.requestTransactionRefund.path("8") == "/advancedCommerce/v1/transaction/requestRefund/8")
     }
 
     @Test func pathsArePercentEncoded() {

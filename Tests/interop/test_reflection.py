@@ -8,7 +8,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 def test_reflection_client_lists_and_describes_services(channel):
     database = ProtoReflectionDescriptorDatabase(channel)
     services = set(database.get_services())
-    assert {"appstore.gateway.v1.AppStoreGateway", "grpc.health.v1.Health",
+    assert {"appstore.gateway.v1.AppStoreGateway", "appstore.gateway.v1.AdvancedCommerce", "grpc.health.v1.Health",
             "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"} <= services
     pool = DescriptorPool(database)
     service = pool.FindServiceByName("appstore.gateway.v1.AppStoreGateway")
@@ -46,6 +46,7 @@ def test_v1_and_v1alpha_answer_alike_and_unknown_symbols_are_error_responses(cha
         answers[version] = list(call(iter(requests), timeout=10))
     assert answers["v1"] == answers["v1alpha"]
     listed, missing, health = answers["v1"]
+    assert "appstore.gateway.v1.AdvancedCommerce" in {s.name for s in listed.list_services_response.service}
     assert len(listed.list_services_response.service) == 5
     assert missing.error_response.error_code == 5 and "no.such.Symbol" in missing.error_response.error_message
     assert len(health.file_descriptor_response.file_descriptor_proto) == 1

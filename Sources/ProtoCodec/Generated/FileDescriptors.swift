@@ -82,27 +82,24 @@ extension ProtoFileDescriptor {
                 dGV3YXl2MWIGcHJvdG8z
                 """),
         ProtoFileDescriptor(
-            name: "appstore/gateway/v1/consumption.proto",
-            dependencies: ["appstore/gateway/v1/common.proto"],
-            symbols: ["appstore.gateway.v1.SendConsumptionInformationRequest", "appstore.gateway.v1.SendConsumptionInformationResponse", "appstore.gateway.v1.DeliveryStatus", "appstore.gateway.v1.RefundPreference"],
+            name: "appstore/gateway/v1/signing.proto",
+            dependencies: [],
+            symbols: ["appstore.gateway.v1.CreatePromotionalOfferSignatureRequest", "appstore.gateway.v1.CreatePromotionalOfferSignatureResponse", "appstore.gateway.v1.CreatePromotionalOfferV2SignatureRequest", "appstore.gateway.v1.CreateIntroductoryOfferEligibilitySignatureRequest", "appstore.gateway.v1.SignedJWSResponse"],
             base64: """
-                CiVhcHBzdG9yZS9nYXRld2F5L3YxL2NvbnN1bXB0aW9uLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxGiBhcHBzdG9yZS9nYXRl
-                d2F5L3YxL2NvbW1vbi5wcm90byLxAwohU2VuZENvbnN1bXB0aW9uSW5mb3JtYXRpb25SZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBw
-                EiUKDnRyYW5zYWN0aW9uX2lkGAIgASgJUg10cmFuc2FjdGlvbklkEi0KEmN1c3RvbWVyX2NvbnNlbnRlZBgDIAEoCFIRY3VzdG9t
-                ZXJDb25zZW50ZWQSNgoXc2FtcGxlX2NvbnRlbnRfcHJvdmlkZWQYBCABKAhSFXNhbXBsZUNvbnRlbnRQcm92aWRlZBJMCg9kZWxp
-                dmVyeV9zdGF0dXMYBSABKA4yIy5hcHBzdG9yZS5nYXRld2F5LnYxLkRlbGl2ZXJ5U3RhdHVzUg5kZWxpdmVyeVN0YXR1cxI3ChZj
-                b25zdW1wdGlvbl9wZXJjZW50YWdlGAYgASgFSABSFWNvbnN1bXB0aW9uUGVyY2VudGFnZRJSChFyZWZ1bmRfcHJlZmVyZW5jZRgH
-                IAEoDjIlLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVmdW5kUHJlZmVyZW5jZVIQcmVmdW5kUHJlZmVyZW5jZRJCCgtlbnZpcm9ubWVu
-                dBgIIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50Qg0KC2NvbnN1bXB0aW9uImgKIlNl
-                bmRDb25zdW1wdGlvbkluZm9ybWF0aW9uUmVzcG9uc2USQgoLZW52aXJvbm1lbnQYASABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYx
-                LkVudmlyb25tZW50UgtlbnZpcm9ubWVudCqBAgoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVE
-                EAASHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBABEi0KKURFTElWRVJZX1NUQVRVU19VTkRFTElWRVJFRF9RVUFMSVRZX0lT
-                U1VFEAISKgomREVMSVZFUllfU1RBVFVTX1VOREVMSVZFUkVEX1dST05HX0lURU0QAxItCilERUxJVkVSWV9TVEFUVVNfVU5ERUxJ
-                VkVSRURfU0VSVkVSX09VVEFHRRAEEiUKIURFTElWRVJZX1NUQVRVU19VTkRFTElWRVJFRF9PVEhFUhAFKpwBChBSZWZ1bmRQcmVm
-                ZXJlbmNlEiEKHVJFRlVORF9QUkVGRVJFTkNFX1VOU1BFQ0lGSUVEEAASHQoZUkVGVU5EX1BSRUZFUkVOQ0VfREVDTElORRABEiAK
-                HFJFRlVORF9QUkVGRVJFTkNFX0dSQU5UX0ZVTEwQAhIkCiBSRUZVTkRfUFJFRkVSRU5DRV9HUkFOVF9QUk9SQVRFRBADQl4KF2Nv
-                bS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3
-                YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
+                CiFhcHBzdG9yZS9nYXRld2F5L3YxL3NpZ25pbmcucHJvdG8SE2FwcHN0b3JlLmdhdGV3YXkudjEi2wEKJkNyZWF0ZVByb21vdGlv
+                bmFsT2ZmZXJTaWduYXR1cmVSZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEh0KCnByb2R1Y3RfaWQYAiABKAlSCXByb2R1Y3RJZBIZ
+                CghvZmZlcl9pZBgDIAEoCVIHb2ZmZXJJZBIxChRhcHBsaWNhdGlvbl91c2VybmFtZRgEIAEoCVITYXBwbGljYXRpb25Vc2VybmFt
+                ZRIUCgVub25jZRgFIAEoCVIFbm9uY2USHAoJdGltZXN0YW1wGAYgASgDUgl0aW1lc3RhbXAirQEKJ0NyZWF0ZVByb21vdGlvbmFs
+                T2ZmZXJTaWduYXR1cmVSZXNwb25zZRIVCgZrZXlfaWQYASABKAlSBWtleUlkEhQKBW5vbmNlGAIgASgJUgVub25jZRIcCgl0aW1l
+                c3RhbXAYAyABKANSCXRpbWVzdGFtcBIcCglzaWduYXR1cmUYBCABKAlSCXNpZ25hdHVyZRIZCghvZmZlcl9pZBgFIAEoCVIHb2Zm
+                ZXJJZCKtAQooQ3JlYXRlUHJvbW90aW9uYWxPZmZlclYyU2lnbmF0dXJlUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBIdCgpwcm9k
+                dWN0X2lkGAIgASgJUglwcm9kdWN0SWQSKQoQb2ZmZXJfaWRlbnRpZmllchgDIAEoCVIPb2ZmZXJJZGVudGlmaWVyEiUKDnRyYW5z
+                YWN0aW9uX2lkGAQgASgJUg10cmFuc2FjdGlvbklkIsYBCjJDcmVhdGVJbnRyb2R1Y3RvcnlPZmZlckVsaWdpYmlsaXR5U2lnbmF0
+                dXJlUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBIdCgpwcm9kdWN0X2lkGAIgASgJUglwcm9kdWN0SWQSOAoYYWxsb3dfaW50cm9k
+                dWN0b3J5X29mZmVyGAMgASgIUhZhbGxvd0ludHJvZHVjdG9yeU9mZmVyEiUKDnRyYW5zYWN0aW9uX2lkGAQgASgJUg10cmFuc2Fj
+                dGlvbklkIlgKEVNpZ25lZEpXU1Jlc3BvbnNlEhAKA2p3cxgBIAEoCVIDandzEhQKBW5vbmNlGAIgASgJUgVub25jZRIbCglpc3N1
+                ZWRfYXQYAyABKANSCGlzc3VlZEF0Ql4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdh
+                dGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "google/protobuf/timestamp.proto",
@@ -246,6 +243,145 @@ extension ProtoFileDescriptor {
                 ZW5kZW50U2t1cxIpChBwcmljZV9taWxsaXVuaXRzGAIgASgDUg9wcmljZU1pbGxpdW5pdHMSFgoGc3RhdHVzGAMgASgJUgZzdGF0
                 dXNCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3Rv
                 cmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
+                """),
+        ProtoFileDescriptor(
+            name: "appstore/gateway/v1/advanced_commerce.proto",
+            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/signing.proto", "appstore/gateway/v1/transaction.proto", "google/protobuf/wrappers.proto"],
+            symbols: ["appstore.gateway.v1.AdvancedCommerceRequestInfo", "appstore.gateway.v1.AdvancedCommerceItem", "appstore.gateway.v1.AdvancedCommerceOneTimeChargeItem", "appstore.gateway.v1.AdvancedCommerceSubscriptionItem", "appstore.gateway.v1.AdvancedCommerceModifyAddItem", "appstore.gateway.v1.AdvancedCommerceModifyChangeItem", "appstore.gateway.v1.AdvancedCommerceDescriptorsChange", "appstore.gateway.v1.AdvancedCommercePeriodChange", "appstore.gateway.v1.AdvancedCommercePriceChangeItem", "appstore.gateway.v1.AdvancedCommerceMetadataItem", "appstore.gateway.v1.AdvancedCommerceRefundItem", "appstore.gateway.v1.AdvancedCommerceOneTimeChargeCreate", "appstore.gateway.v1.AdvancedCommerceSubscriptionCreate", "appstore.gateway.v1.AdvancedCommerceSubscriptionModify", "appstore.gateway.v1.AdvancedCommerceSubscriptionReactivate", "appstore.gateway.v1.CreateInAppSignatureRequest", "appstore.gateway.v1.CancelSubscriptionRequest", "appstore.gateway.v1.RevokeSubscriptionRequest", "appstore.gateway.v1.ChangeSubscriptionPriceRequest", "appstore.gateway.v1.ChangeSubscriptionMetadataRequest", "appstore.gateway.v1.MigrateSubscriptionRequest", "appstore.gateway.v1.RequestRefundRequest", "appstore.gateway.v1.AdvancedCommerceResponse", "appstore.gateway.v1.AdvancedCommerce", "appstore.gateway.v1.AdvancedCommerce.CreateInAppSignature", "appstore.gateway.v1.AdvancedCommerce.CancelSubscription", "appstore.gateway.v1.AdvancedCommerce.RevokeSubscription", "appstore.gateway.v1.AdvancedCommerce.ChangeSubscriptionPrice", "appstore.gateway.v1.AdvancedCommerce.ChangeSubscriptionMetadata", "appstore.gateway.v1.AdvancedCommerce.MigrateSubscription", "appstore.gateway.v1.AdvancedCommerce.RequestRefund"],
+            base64: """
+                CithcHBzdG9yZS9nYXRld2F5L3YxL2FkdmFuY2VkX2NvbW1lcmNlLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxGiBhcHBzdG9y
+                ZS9nYXRld2F5L3YxL2NvbW1vbi5wcm90bxohYXBwc3RvcmUvZ2F0ZXdheS92MS9zaWduaW5nLnByb3RvGiVhcHBzdG9yZS9nYXRl
+                d2F5L3YxL3RyYW5zYWN0aW9uLnByb3RvGh5nb29nbGUvcHJvdG9idWYvd3JhcHBlcnMucHJvdG8iqAEKG0FkdmFuY2VkQ29tbWVy
+                Y2VSZXF1ZXN0SW5mbxIwChRyZXF1ZXN0X3JlZmVyZW5jZV9pZBgBIAEoCVIScmVxdWVzdFJlZmVyZW5jZUlkEioKEWFwcF9hY2Nv
+                dW50X3Rva2VuGAIgASgJUg9hcHBBY2NvdW50VG9rZW4SKwoRY29uc2lzdGVuY3lfdG9rZW4YAyABKAlSEGNvbnNpc3RlbmN5VG9r
+                ZW4ibQoUQWR2YW5jZWRDb21tZXJjZUl0ZW0SEAoDc2t1GAEgASgJUgNza3USIAoLZGVzY3JpcHRpb24YAiABKAlSC2Rlc2NyaXB0
+                aW9uEiEKDGRpc3BsYXlfbmFtZRgDIAEoCVILZGlzcGxheU5hbWUikAEKIUFkdmFuY2VkQ29tbWVyY2VPbmVUaW1lQ2hhcmdlSXRl
+                bRIQCgNza3UYASABKAlSA3NrdRIgCgtkZXNjcmlwdGlvbhgCIAEoCVILZGVzY3JpcHRpb24SIQoMZGlzcGxheV9uYW1lGAMgASgJ
+                UgtkaXNwbGF5TmFtZRIUCgVwcmljZRgEIAEoA1IFcHJpY2Ui0QEKIEFkdmFuY2VkQ29tbWVyY2VTdWJzY3JpcHRpb25JdGVtEhAK
+                A3NrdRgBIAEoCVIDc2t1EiAKC2Rlc2NyaXB0aW9uGAIgASgJUgtkZXNjcmlwdGlvbhIhCgxkaXNwbGF5X25hbWUYAyABKAlSC2Rp
+                c3BsYXlOYW1lEhQKBXByaWNlGAQgASgDUgVwcmljZRJACgVvZmZlchgFIAEoCzIqLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5j
+                ZWRDb21tZXJjZU9mZmVyUgVvZmZlciKSAgodQWR2YW5jZWRDb21tZXJjZU1vZGlmeUFkZEl0ZW0SEAoDc2t1GAEgASgJUgNza3US
+                IAoLZGVzY3JpcHRpb24YAiABKAlSC2Rlc2NyaXB0aW9uEiEKDGRpc3BsYXlfbmFtZRgDIAEoCVILZGlzcGxheU5hbWUSFAoFcHJp
+                Y2UYBCABKANSBXByaWNlEkAKBW9mZmVyGAUgASgLMiouYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlT2ZmZXJS
+                BW9mZmVyEkIKDnByb3JhdGVkX3ByaWNlGAYgASgLMhsuZ29vZ2xlLnByb3RvYnVmLkludDY0VmFsdWVSDXByb3JhdGVkUHJpY2Ui
+                7AIKIEFkdmFuY2VkQ29tbWVyY2VNb2RpZnlDaGFuZ2VJdGVtEh8KC2N1cnJlbnRfc2t1GAEgASgJUgpjdXJyZW50U2t1EhAKA3Nr
+                dRgCIAEoCVIDc2t1EiAKC2Rlc2NyaXB0aW9uGAMgASgJUgtkZXNjcmlwdGlvbhIhCgxkaXNwbGF5X25hbWUYBCABKAlSC2Rpc3Bs
+                YXlOYW1lEhQKBXByaWNlGAUgASgDUgVwcmljZRIWCgZyZWFzb24YBiABKAlSBnJlYXNvbhIcCgllZmZlY3RpdmUYByABKAlSCWVm
+                ZmVjdGl2ZRJACgVvZmZlchgIIAEoCzIqLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZU9mZmVyUgVvZmZlchJC
+                Cg5wcm9yYXRlZF9wcmljZRgJIAEoCzIbLmdvb2dsZS5wcm90b2J1Zi5JbnQ2NFZhbHVlUg1wcm9yYXRlZFByaWNlIoYBCiFBZHZh
+                bmNlZENvbW1lcmNlRGVzY3JpcHRvcnNDaGFuZ2USHAoJZWZmZWN0aXZlGAEgASgJUgllZmZlY3RpdmUSIAoLZGVzY3JpcHRpb24Y
+                AiABKAlSC2Rlc2NyaXB0aW9uEiEKDGRpc3BsYXlfbmFtZRgDIAEoCVILZGlzcGxheU5hbWUiVAocQWR2YW5jZWRDb21tZXJjZVBl
+                cmlvZENoYW5nZRIcCgllZmZlY3RpdmUYASABKAlSCWVmZmVjdGl2ZRIWCgZwZXJpb2QYAiABKAlSBnBlcmlvZCJwCh9BZHZhbmNl
+                ZENvbW1lcmNlUHJpY2VDaGFuZ2VJdGVtEhAKA3NrdRgBIAEoCVIDc2t1EhQKBXByaWNlGAIgASgDUgVwcmljZRIlCg5kZXBlbmRl
+                bnRfc2t1cxgDIAMoCVINZGVwZW5kZW50U2t1cyK0AQocQWR2YW5jZWRDb21tZXJjZU1ldGFkYXRhSXRlbRIfCgtjdXJyZW50X3Nr
+                dRgBIAEoCVIKY3VycmVudFNrdRIcCgllZmZlY3RpdmUYAiABKAlSCWVmZmVjdGl2ZRIQCgNza3UYAyABKAlSA3NrdRIgCgtkZXNj
+                cmlwdGlvbhgEIAEoCVILZGVzY3JpcHRpb24SIQoMZGlzcGxheV9uYW1lGAUgASgJUgtkaXNwbGF5TmFtZSLOAQoaQWR2YW5jZWRD
+                b21tZXJjZVJlZnVuZEl0ZW0SEAoDc2t1GAEgASgJUgNza3USIwoNcmVmdW5kX3JlYXNvbhgCIAEoCVIMcmVmdW5kUmVhc29uEh8K
+                C3JlZnVuZF90eXBlGAMgASgJUgpyZWZ1bmRUeXBlEhYKBnJldm9rZRgEIAEoCFIGcmV2b2tlEkAKDXJlZnVuZF9hbW91bnQYBSAB
+                KAsyGy5nb29nbGUucHJvdG9idWYuSW50NjRWYWx1ZVIMcmVmdW5kQW1vdW50Ip0CCiNBZHZhbmNlZENvbW1lcmNlT25lVGltZUNo
+                YXJnZUNyZWF0ZRJTCgxyZXF1ZXN0X2luZm8YASABKAsyMC5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VSZXF1
+                ZXN0SW5mb1ILcmVxdWVzdEluZm8SGgoIY3VycmVuY3kYAiABKAlSCGN1cnJlbmN5EkoKBGl0ZW0YAyABKAsyNi5hcHBzdG9yZS5n
+                YXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VPbmVUaW1lQ2hhcmdlSXRlbVIEaXRlbRIZCgh0YXhfY29kZRgEIAEoCVIHdGF4Q29k
+                ZRIeCgpzdG9yZWZyb250GAUgASgJUgpzdG9yZWZyb250IsEDCiJBZHZhbmNlZENvbW1lcmNlU3Vic2NyaXB0aW9uQ3JlYXRlElMK
+                DHJlcXVlc3RfaW5mbxgBIAEoCzIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZVJlcXVlc3RJbmZvUgtyZXF1
+                ZXN0SW5mbxIaCghjdXJyZW5jeRgCIAEoCVIIY3VycmVuY3kSUgoLZGVzY3JpcHRvcnMYAyABKAsyMC5hcHBzdG9yZS5nYXRld2F5
+                LnYxLkFkdmFuY2VkQ29tbWVyY2VEZXNjcmlwdG9yc1ILZGVzY3JpcHRvcnMSSwoFaXRlbXMYBCADKAsyNS5hcHBzdG9yZS5nYXRl
+                d2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VTdWJzY3JpcHRpb25JdGVtUgVpdGVtcxIWCgZwZXJpb2QYBSABKAlSBnBlcmlvZBIZCgh0
+                YXhfY29kZRgGIAEoCVIHdGF4Q29kZRI2ChdwcmV2aW91c190cmFuc2FjdGlvbl9pZBgHIAEoCVIVcHJldmlvdXNUcmFuc2FjdGlv
+                bklkEh4KCnN0b3JlZnJvbnQYCCABKAlSCnN0b3JlZnJvbnQipwUKIkFkdmFuY2VkQ29tbWVyY2VTdWJzY3JpcHRpb25Nb2RpZnkS
+                UwoMcmVxdWVzdF9pbmZvGAEgASgLMjAuYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlUmVxdWVzdEluZm9SC3Jl
+                cXVlc3RJbmZvEiUKDnRyYW5zYWN0aW9uX2lkGAIgASgJUg10cmFuc2FjdGlvbklkEjAKFHJldGFpbl9iaWxsaW5nX2N5Y2xlGAMg
+                ASgIUhJyZXRhaW5CaWxsaW5nQ3ljbGUSTwoJYWRkX2l0ZW1zGAQgAygLMjIuYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENv
+                bW1lcmNlTW9kaWZ5QWRkSXRlbVIIYWRkSXRlbXMSWAoMY2hhbmdlX2l0ZW1zGAUgAygLMjUuYXBwc3RvcmUuZ2F0ZXdheS52MS5B
+                ZHZhbmNlZENvbW1lcmNlTW9kaWZ5Q2hhbmdlSXRlbVILY2hhbmdlSXRlbXMSHwoLcmVtb3ZlX3NrdXMYBiADKAlSCnJlbW92ZVNr
+                dXMSGgoIY3VycmVuY3kYByABKAlSCGN1cnJlbmN5ElgKC2Rlc2NyaXB0b3JzGAggASgLMjYuYXBwc3RvcmUuZ2F0ZXdheS52MS5B
+                ZHZhbmNlZENvbW1lcmNlRGVzY3JpcHRvcnNDaGFuZ2VSC2Rlc2NyaXB0b3JzElYKDXBlcmlvZF9jaGFuZ2UYCSABKAsyMS5hcHBz
+                dG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VQZXJpb2RDaGFuZ2VSDHBlcmlvZENoYW5nZRIeCgpzdG9yZWZyb250GAog
+                ASgJUgpzdG9yZWZyb250EhkKCHRheF9jb2RlGAsgASgJUgd0YXhDb2RlItgBCiZBZHZhbmNlZENvbW1lcmNlU3Vic2NyaXB0aW9u
+                UmVhY3RpdmF0ZRJTCgxyZXF1ZXN0X2luZm8YASABKAsyMC5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VSZXF1
+                ZXN0SW5mb1ILcmVxdWVzdEluZm8SJQoOdHJhbnNhY3Rpb25faWQYAiABKAlSDXRyYW5zYWN0aW9uSWQSEgoEc2t1cxgDIAMoCVIE
+                c2t1cxIeCgpzdG9yZWZyb250GAQgASgJUgpzdG9yZWZyb250Iu4DChtDcmVhdGVJbkFwcFNpZ25hdHVyZVJlcXVlc3QSEAoDYXBw
+                GAEgASgJUgNhcHASYgoPb25lX3RpbWVfY2hhcmdlGAIgASgLMjguYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNl
+                T25lVGltZUNoYXJnZUNyZWF0ZUgAUg1vbmVUaW1lQ2hhcmdlEmoKE2NyZWF0ZV9zdWJzY3JpcHRpb24YAyABKAsyNy5hcHBzdG9y
+                ZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VTdWJzY3JpcHRpb25DcmVhdGVIAFISY3JlYXRlU3Vic2NyaXB0aW9uEmoKE21v
+                ZGlmeV9zdWJzY3JpcHRpb24YBCABKAsyNy5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VTdWJzY3JpcHRpb25N
+                b2RpZnlIAFISbW9kaWZ5U3Vic2NyaXB0aW9uEnYKF3JlYWN0aXZhdGVfc3Vic2NyaXB0aW9uGAUgASgLMjsuYXBwc3RvcmUuZ2F0
+                ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlU3Vic2NyaXB0aW9uUmVhY3RpdmF0ZUgAUhZyZWFjdGl2YXRlU3Vic2NyaXB0aW9uQgkK
+                B3JlcXVlc3QijQIKGUNhbmNlbFN1YnNjcmlwdGlvblJlcXVlc3QSEAoDYXBwGAEgASgJUgNhcHASQgoLZW52aXJvbm1lbnQYAiAB
+                KA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9ubWVudBIlCg50cmFuc2FjdGlvbl9pZBgDIAEoCVIN
+                dHJhbnNhY3Rpb25JZBJTCgxyZXF1ZXN0X2luZm8YBCABKAsyMC5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VS
+                ZXF1ZXN0SW5mb1ILcmVxdWVzdEluZm8SHgoKc3RvcmVmcm9udBgFIAEoCVIKc3RvcmVmcm9udCKPAwoZUmV2b2tlU3Vic2NyaXB0
+                aW9uUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBJCCgtlbnZpcm9ubWVudBgCIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52
+                aXJvbm1lbnRSC2Vudmlyb25tZW50EiUKDnRyYW5zYWN0aW9uX2lkGAMgASgJUg10cmFuc2FjdGlvbklkElMKDHJlcXVlc3RfaW5m
+                bxgEIAEoCzIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZVJlcXVlc3RJbmZvUgtyZXF1ZXN0SW5mbxI6Chly
+                ZWZ1bmRfcmlza2luZ19wcmVmZXJlbmNlGAUgASgIUhdyZWZ1bmRSaXNraW5nUHJlZmVyZW5jZRIfCgtyZWZ1bmRfdHlwZRgGIAEo
+                CVIKcmVmdW5kVHlwZRIjCg1yZWZ1bmRfcmVhc29uGAcgASgJUgxyZWZ1bmRSZWFzb24SHgoKc3RvcmVmcm9udBgIIAEoCVIKc3Rv
+                cmVmcm9udCL6AgoeQ2hhbmdlU3Vic2NyaXB0aW9uUHJpY2VSZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEkIKC2Vudmlyb25tZW50
+                GAIgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSJQoOdHJhbnNhY3Rpb25faWQYAyAB
+                KAlSDXRyYW5zYWN0aW9uSWQSUwoMcmVxdWVzdF9pbmZvGAQgASgLMjAuYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1l
+                cmNlUmVxdWVzdEluZm9SC3JlcXVlc3RJbmZvEkoKBWl0ZW1zGAUgAygLMjQuYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENv
+                bW1lcmNlUHJpY2VDaGFuZ2VJdGVtUgVpdGVtcxIaCghjdXJyZW5jeRgGIAEoCVIIY3VycmVuY3kSHgoKc3RvcmVmcm9udBgHIAEo
+                CVIKc3RvcmVmcm9udCLTAwohQ2hhbmdlU3Vic2NyaXB0aW9uTWV0YWRhdGFSZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEkIKC2Vu
+                dmlyb25tZW50GAIgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSJQoOdHJhbnNhY3Rp
+                b25faWQYAyABKAlSDXRyYW5zYWN0aW9uSWQSUwoMcmVxdWVzdF9pbmZvGAQgASgLMjAuYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZh
+                bmNlZENvbW1lcmNlUmVxdWVzdEluZm9SC3JlcXVlc3RJbmZvElgKC2Rlc2NyaXB0b3JzGAUgASgLMjYuYXBwc3RvcmUuZ2F0ZXdh
+                eS52MS5BZHZhbmNlZENvbW1lcmNlRGVzY3JpcHRvcnNDaGFuZ2VSC2Rlc2NyaXB0b3JzEkcKBWl0ZW1zGAYgAygLMjEuYXBwc3Rv
+                cmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlTWV0YWRhdGFJdGVtUgVpdGVtcxIeCgpzdG9yZWZyb250GAcgASgJUgpzdG9y
+                ZWZyb250EhkKCHRheF9jb2RlGAggASgJUgd0YXhDb2RlIroEChpNaWdyYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBIQCgNhcHAYASAB
+                KAlSA2FwcBJCCgtlbnZpcm9ubWVudBgCIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50
+                EiUKDnRyYW5zYWN0aW9uX2lkGAMgASgJUg10cmFuc2FjdGlvbklkElMKDHJlcXVlc3RfaW5mbxgEIAEoCzIwLmFwcHN0b3JlLmdh
+                dGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZVJlcXVlc3RJbmZvUgtyZXF1ZXN0SW5mbxJSCgtkZXNjcmlwdG9ycxgFIAEoCzIwLmFw
+                cHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZURlc2NyaXB0b3JzUgtkZXNjcmlwdG9ycxI/CgVpdGVtcxgGIAMoCzIp
+                LmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZUl0ZW1SBWl0ZW1zEioKEXRhcmdldF9wcm9kdWN0X2lkGAcgASgJ
+                Ug90YXJnZXRQcm9kdWN0SWQSGQoIdGF4X2NvZGUYCCABKAlSB3RheENvZGUSTgoNcmVuZXdhbF9pdGVtcxgJIAMoCzIpLmFwcHN0
+                b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZUl0ZW1SDHJlbmV3YWxJdGVtcxIeCgpzdG9yZWZyb250GAogASgJUgpzdG9y
+                ZWZyb250IqcDChRSZXF1ZXN0UmVmdW5kUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBJCCgtlbnZpcm9ubWVudBgCIAEoDjIgLmFw
+                cHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50EiUKDnRyYW5zYWN0aW9uX2lkGAMgASgJUg10cmFuc2Fj
+                dGlvbklkElMKDHJlcXVlc3RfaW5mbxgEIAEoCzIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZVJlcXVlc3RJ
+                bmZvUgtyZXF1ZXN0SW5mbxJFCgVpdGVtcxgFIAMoCzIvLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZVJlZnVu
+                ZEl0ZW1SBWl0ZW1zEjoKGXJlZnVuZF9yaXNraW5nX3ByZWZlcmVuY2UYBiABKAhSF3JlZnVuZFJpc2tpbmdQcmVmZXJlbmNlEhoK
+                CGN1cnJlbmN5GAcgASgJUghjdXJyZW5jeRIeCgpzdG9yZWZyb250GAggASgJUgpzdG9yZWZyb250IoEDChhBZHZhbmNlZENvbW1l
+                cmNlUmVzcG9uc2USQgoLZW52aXJvbm1lbnQYASABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9u
+                bWVudBIwChRyZXF1ZXN0X3JlZmVyZW5jZV9pZBgCIAEoCVIScmVxdWVzdFJlZmVyZW5jZUlkEjYKF3NpZ25lZF90cmFuc2FjdGlv
+                bl9pbmZvGAMgASgJUhVzaWduZWRUcmFuc2FjdGlvbkluZm8SLgoTc2lnbmVkX3JlbmV3YWxfaW5mbxgEIAEoCVIRc2lnbmVkUmVu
+                ZXdhbEluZm8SQgoLdHJhbnNhY3Rpb24YBSABKAsyIC5hcHBzdG9yZS5nYXRld2F5LnYxLlRyYW5zYWN0aW9uUgt0cmFuc2FjdGlv
+                bhJDCgxyZW5ld2FsX2luZm8YBiABKAsyIC5hcHBzdG9yZS5nYXRld2F5LnYxLlJlbmV3YWxJbmZvUgtyZW5ld2FsSW5mbzLVBgoQ
+                QWR2YW5jZWRDb21tZXJjZRJwChRDcmVhdGVJbkFwcFNpZ25hdHVyZRIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQ3JlYXRlSW5BcHBT
+                aWduYXR1cmVSZXF1ZXN0GiYuYXBwc3RvcmUuZ2F0ZXdheS52MS5TaWduZWRKV1NSZXNwb25zZRJzChJDYW5jZWxTdWJzY3JpcHRp
+                b24SLi5hcHBzdG9yZS5nYXRld2F5LnYxLkNhbmNlbFN1YnNjcmlwdGlvblJlcXVlc3QaLS5hcHBzdG9yZS5nYXRld2F5LnYxLkFk
+                dmFuY2VkQ29tbWVyY2VSZXNwb25zZRJzChJSZXZva2VTdWJzY3JpcHRpb24SLi5hcHBzdG9yZS5nYXRld2F5LnYxLlJldm9rZVN1
+                YnNjcmlwdGlvblJlcXVlc3QaLS5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VSZXNwb25zZRJ9ChdDaGFuZ2VT
+                dWJzY3JpcHRpb25QcmljZRIzLmFwcHN0b3JlLmdhdGV3YXkudjEuQ2hhbmdlU3Vic2NyaXB0aW9uUHJpY2VSZXF1ZXN0Gi0uYXBw
+                c3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlUmVzcG9uc2USgwEKGkNoYW5nZVN1YnNjcmlwdGlvbk1ldGFkYXRhEjYu
+                YXBwc3RvcmUuZ2F0ZXdheS52MS5DaGFuZ2VTdWJzY3JpcHRpb25NZXRhZGF0YVJlcXVlc3QaLS5hcHBzdG9yZS5nYXRld2F5LnYx
+                LkFkdmFuY2VkQ29tbWVyY2VSZXNwb25zZRJ1ChNNaWdyYXRlU3Vic2NyaXB0aW9uEi8uYXBwc3RvcmUuZ2F0ZXdheS52MS5NaWdy
+                YXRlU3Vic2NyaXB0aW9uUmVxdWVzdBotLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZVJlc3BvbnNlEmkKDVJl
+                cXVlc3RSZWZ1bmQSKS5hcHBzdG9yZS5nYXRld2F5LnYxLlJlcXVlc3RSZWZ1bmRSZXF1ZXN0Gi0uYXBwc3RvcmUuZ2F0ZXdheS52
+                MS5BZHZhbmNlZENvbW1lcmNlUmVzcG9uc2VCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5jb20vYXBwc3Rv
+                cmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
+                """),
+        ProtoFileDescriptor(
+            name: "appstore/gateway/v1/consumption.proto",
+            dependencies: ["appstore/gateway/v1/common.proto"],
+            symbols: ["appstore.gateway.v1.SendConsumptionInformationRequest", "appstore.gateway.v1.SendConsumptionInformationResponse", "appstore.gateway.v1.DeliveryStatus", "appstore.gateway.v1.RefundPreference"],
+            base64: """
+                CiVhcHBzdG9yZS9nYXRld2F5L3YxL2NvbnN1bXB0aW9uLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxGiBhcHBzdG9yZS9nYXRl
+                d2F5L3YxL2NvbW1vbi5wcm90byLxAwohU2VuZENvbnN1bXB0aW9uSW5mb3JtYXRpb25SZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBw
+                EiUKDnRyYW5zYWN0aW9uX2lkGAIgASgJUg10cmFuc2FjdGlvbklkEi0KEmN1c3RvbWVyX2NvbnNlbnRlZBgDIAEoCFIRY3VzdG9t
+                ZXJDb25zZW50ZWQSNgoXc2FtcGxlX2NvbnRlbnRfcHJvdmlkZWQYBCABKAhSFXNhbXBsZUNvbnRlbnRQcm92aWRlZBJMCg9kZWxp
+                dmVyeV9zdGF0dXMYBSABKA4yIy5hcHBzdG9yZS5nYXRld2F5LnYxLkRlbGl2ZXJ5U3RhdHVzUg5kZWxpdmVyeVN0YXR1cxI3ChZj
+                b25zdW1wdGlvbl9wZXJjZW50YWdlGAYgASgFSABSFWNvbnN1bXB0aW9uUGVyY2VudGFnZRJSChFyZWZ1bmRfcHJlZmVyZW5jZRgH
+                IAEoDjIlLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVmdW5kUHJlZmVyZW5jZVIQcmVmdW5kUHJlZmVyZW5jZRJCCgtlbnZpcm9ubWVu
+                dBgIIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50Qg0KC2NvbnN1bXB0aW9uImgKIlNl
+                bmRDb25zdW1wdGlvbkluZm9ybWF0aW9uUmVzcG9uc2USQgoLZW52aXJvbm1lbnQYASABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYx
+                LkVudmlyb25tZW50UgtlbnZpcm9ubWVudCqBAgoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVE
+                EAASHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBABEi0KKURFTElWRVJZX1NUQVRVU19VTkRFTElWRVJFRF9RVUFMSVRZX0lT
+                U1VFEAISKgomREVMSVZFUllfU1RBVFVTX1VOREVMSVZFUkVEX1dST05HX0lURU0QAxItCilERUxJVkVSWV9TVEFUVVNfVU5ERUxJ
+                VkVSRURfU0VSVkVSX09VVEFHRRAEEiUKIURFTElWRVJZX1NUQVRVU19VTkRFTElWRVJFRF9PVEhFUhAFKpwBChBSZWZ1bmRQcmVm
+                ZXJlbmNlEiEKHVJFRlVORF9QUkVGRVJFTkNFX1VOU1BFQ0lGSUVEEAASHQoZUkVGVU5EX1BSRUZFUkVOQ0VfREVDTElORRABEiAK
+                HFJFRlVORF9QUkVGRVJFTkNFX0dSQU5UX0ZVTEwQAhIkCiBSRUZVTkRfUFJFRkVSRU5DRV9HUkFOVF9QUk9SQVRFRBADQl4KF2Nv
+                bS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3
+                YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/history.proto",
@@ -421,26 +557,6 @@ extension ProtoFileDescriptor {
                 YW5zYWN0aW9ucxIjCg1wYWdlc19mZXRjaGVkGAYgASgFUgxwYWdlc0ZldGNoZWRCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQ
                 AVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3Rv
                 Mw==
-                """),
-        ProtoFileDescriptor(
-            name: "appstore/gateway/v1/signing.proto",
-            dependencies: [],
-            symbols: ["appstore.gateway.v1.CreatePromotionalOfferSignatureRequest", "appstore.gateway.v1.CreatePromotionalOfferSignatureResponse", "appstore.gateway.v1.CreatePromotionalOfferV2SignatureRequest", "appstore.gateway.v1.CreateIntroductoryOfferEligibilitySignatureRequest", "appstore.gateway.v1.SignedJWSResponse"],
-            base64: """
-                CiFhcHBzdG9yZS9nYXRld2F5L3YxL3NpZ25pbmcucHJvdG8SE2FwcHN0b3JlLmdhdGV3YXkudjEi2wEKJkNyZWF0ZVByb21vdGlv
-                bmFsT2ZmZXJTaWduYXR1cmVSZXF1ZXN0EhAKA2FwcBgBIAEoCVIDYXBwEh0KCnByb2R1Y3RfaWQYAiABKAlSCXByb2R1Y3RJZBIZ
-                CghvZmZlcl9pZBgDIAEoCVIHb2ZmZXJJZBIxChRhcHBsaWNhdGlvbl91c2VybmFtZRgEIAEoCVITYXBwbGljYXRpb25Vc2VybmFt
-                ZRIUCgVub25jZRgFIAEoCVIFbm9uY2USHAoJdGltZXN0YW1wGAYgASgDUgl0aW1lc3RhbXAirQEKJ0NyZWF0ZVByb21vdGlvbmFs
-                T2ZmZXJTaWduYXR1cmVSZXNwb25zZRIVCgZrZXlfaWQYASABKAlSBWtleUlkEhQKBW5vbmNlGAIgASgJUgVub25jZRIcCgl0aW1l
-                c3RhbXAYAyABKANSCXRpbWVzdGFtcBIcCglzaWduYXR1cmUYBCABKAlSCXNpZ25hdHVyZRIZCghvZmZlcl9pZBgFIAEoCVIHb2Zm
-                ZXJJZCKtAQooQ3JlYXRlUHJvbW90aW9uYWxPZmZlclYyU2lnbmF0dXJlUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBIdCgpwcm9k
-                dWN0X2lkGAIgASgJUglwcm9kdWN0SWQSKQoQb2ZmZXJfaWRlbnRpZmllchgDIAEoCVIPb2ZmZXJJZGVudGlmaWVyEiUKDnRyYW5z
-                YWN0aW9uX2lkGAQgASgJUg10cmFuc2FjdGlvbklkIsYBCjJDcmVhdGVJbnRyb2R1Y3RvcnlPZmZlckVsaWdpYmlsaXR5U2lnbmF0
-                dXJlUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBIdCgpwcm9kdWN0X2lkGAIgASgJUglwcm9kdWN0SWQSOAoYYWxsb3dfaW50cm9k
-                dWN0b3J5X29mZmVyGAMgASgIUhZhbGxvd0ludHJvZHVjdG9yeU9mZmVyEiUKDnRyYW5zYWN0aW9uX2lkGAQgASgJUg10cmFuc2Fj
-                dGlvbklkIlgKEVNpZ25lZEpXU1Jlc3BvbnNlEhAKA2p3cxgBIAEoCVIDandzEhQKBW5vbmNlGAIgASgJUgVub25jZRIbCglpc3N1
-                ZWRfYXQYAyABKANSCGlzc3VlZEF0Ql4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdh
-                dGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/subscriptions.proto",
