@@ -6,6 +6,7 @@
 #include "appstore/gateway/v1/gateway.pb-c.h"
 #include "appstore/gateway/v1/history.pb-c.h"
 #include "appstore/gateway/v1/notification.pb-c.h"
+#include "appstore/gateway/v1/realtime.pb-c.h"
 #include "appstore/gateway/v1/receipts.pb-c.h"
 #include "appstore/gateway/v1/refunds.pb-c.h"
 #include "appstore/gateway/v1/signing.pb-c.h"
