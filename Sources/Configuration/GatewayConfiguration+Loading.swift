@@ -59,6 +59,7 @@ extension GatewayConfiguration {
         }
         problems += access(reader, into: &config)
         problems += webhookAndStore(reader, into: &config)
+        problems += realtime(reader, into: &config)
         set(\.history.maxResponseBytes, try reader.integer("history.maxResponseBytes", in: 1024...(1 << 30)))
         set(\.verification.allowUnboundVerification, try reader.bool("verification.allowUnboundVerification"))
         set(\.verification.poolThreads, try reader.integer("verification.poolThreads", in: 1...256))

@@ -200,6 +200,8 @@ public struct GatewayConfiguration: Sendable {
         public var webhook = Webhook()
         /// Its store. Keys under `notifications.store`.
         public var store = NotificationStorage()
+        /// The hosted realtime URL on the webhook listener. Keys under `notifications.realtime`.
+        public var realtime = Realtime()
         public init() {}
     }
 

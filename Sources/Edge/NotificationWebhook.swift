@@ -28,6 +28,8 @@ public struct NotificationWebhook: HTTPRequestHandler {
     let logger = Logger(label: "appstore-gateway.webhook")
     /// Where the SERVER span of each delivery and the CLIENT span of its store commit go.
     public var tracer: any Tracer = SilentTracer()
+    /// The hosted realtime URL on the same listener (`notifications.realtime.path`); nil = none.
+    public var realtime: RealtimeEndpoint?
 
     /// The outcome of one delivery, before it becomes an HTTP answer (tests read it directly).
     enum Outcome: Equatable {
@@ -59,6 +61,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
     /// Error answers are fixed texts: they never echo the configured path (which would tell a scanner where
     /// the receiver is) nor request bytes; the detail goes to the log.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        if let realtime, request.path == realtime.path { return await realtime.handle(request) }
         guard request.path == path else {
             metrics.reject("path")
             return text(404, "not found")

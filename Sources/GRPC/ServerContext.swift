@@ -84,6 +84,10 @@ public final class ServerContext: Sendable {
         callGuard?.authorize(caller, app: app, method: method)
     }
 
+    /// Nil when the call may use `app` (a name or bundle id a request carries outside a top-level `app` field,
+    /// e.g. a list of apps); else the PERMISSION_DENIED status (counted), as the typed handlers' own check.
+    public func authorization(forApp app: String) -> RPCStatus? { refusal(forApp: app) }
+
     /// The first value of a metadata entry.
     public func metadataValue(_ name: String) -> String? {
         metadata.first(where: { $0.name == name })?.value

@@ -71,6 +71,8 @@ public final class GatewayApp {
     public var adminPort: UInt16? { admin?.port }
     /// The webhook's URL as bound (nil unless started, or without a webhook).
     public var webhookURL: String? { webhook?.url }
+    /// The hosted realtime URL as bound (nil unless started with `notifications.realtime.path`).
+    public var realtimeURL: String? { webhook?.realtimeURL }
     /// Where the webhook keeps notifications ("sqlite PATH" or "redis stream"; nil without a webhook).
     public var webhookStoreDescription: String? { webhook?.storeDescription }
 
@@ -119,7 +121,7 @@ public final class GatewayApp {
         stops.push { [access] in access.watcher.stop() }
         if let feed {
             let webhook = try WebhookRuntime.start(
-                configuration, feed: feed, service: service, tracer: tracer ?? SilentTracer())
+                configuration, feed: feed, service: service, tracer: tracer ?? SilentTracer(), registry: registry)
             self.webhook = webhook
             stops.push { [unowned self] in
                 webhook.stop()

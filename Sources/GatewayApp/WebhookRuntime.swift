@@ -18,6 +18,8 @@ struct WebhookRuntime {
     /// Whether the receiver speaks TLS (`notifications.webhook.tlsCertificate`).
     let tls: Bool
     let storeDescription: String
+    /// The realtime URL's path on the listener ("" = none).
+    let realtimePath: String
 
     /// The store `configuration` asks for, with its metrics: nil when no webhook is configured.
     static func feed(
@@ -45,12 +47,15 @@ struct WebhookRuntime {
     /// Binds and starts the webhook port and the reconciler.
     static func start(
         _ configuration: GatewayConfiguration, feed: LiveNotificationFeed, service: AppStoreGatewayService,
-        tracer: any Tracer = SilentTracer()
+        tracer: any Tracer = SilentTracer(), registry: MetricsRegistry? = nil
     ) throws(GatewayStartError) -> WebhookRuntime {
         let webhook = configuration.notifications.webhook
         guard let address = webhook.listen else { throw GatewayStartError("no webhook address") }
         var handler = service.webhook(path: webhook.path, live: feed)
         handler.tracer = tracer
+        // The realtime URL shares the listener: Apple reaches both through the same ingress.
+        handler.realtime = service.realtimeEndpoint(
+            configuration.notifications.realtime, metrics: RealtimeMetrics(registry: registry))
         var transport = ServerTransport.cleartextHTTP1
         if !webhook.tlsCertificateFile.isEmpty {
             do {
@@ -91,12 +96,20 @@ struct WebhookRuntime {
         return WebhookRuntime(
             server: server, reconciler: reconciler, address: address, path: webhook.path,
             tls: !webhook.tlsCertificateFile.isEmpty,
-            storeDescription: store.redis ? "redis stream" : "sqlite \(store.sqlitePath)")
+            storeDescription: store.redis ? "redis stream" : "sqlite \(store.sqlitePath)",
+            realtimePath: configuration.notifications.realtime.path)
     }
 
     var url: String {
         let scheme = tls ? "https" : "http"
         return "\(scheme)://\(address.host):\(server.port)\(path)"
+    }
+
+    /// The realtime URL as bound (nil without one).
+    var realtimeURL: String? {
+        guard !realtimePath.isEmpty else { return nil }
+        let scheme = tls ? "https" : "http"
+        return "\(scheme)://\(address.host):\(server.port)\(realtimePath)"
     }
 
     func stop() {

@@ -26,6 +26,11 @@ public struct AppStoreGatewayService: GRPCService {
     package let pool: VerificationPool
     package let apps: [GatewayConfiguration.App]
     package let retention: NotificationRetention
+    /// The realtime requests of the hosted realtime URL and the ServeRealtimeRequests streams answering them.
+    public let realtime: RealtimeBroker
+    /// Signs and encodes the answers to realtime requests.
+    package let realtimeAnswering: RealtimeAnswering
+    private let serveRealtime: ServeRealtimeRequestsHandler
 
     /// Builds the service from parts already built by the composition root (the CLI reads the files):
     /// `verifier` trusts the configured roots, `client` calls Apple with the apps' keys and reports to its
@@ -50,6 +55,11 @@ public struct AppStoreGatewayService: GRPCService {
             allowUnboundVerification: configuration.verification.allowUnboundVerification, pool: pool,
             events: client.events)
         rateLimiter = client.rateLimiter
+        let realtimeSettings = configuration.notifications.realtime
+        realtime = RealtimeBroker(
+            maxPendingPerStream: realtimeSettings.maxPendingPerStream, maxStreams: realtimeSettings.maxStreams)
+        realtimeAnswering = RealtimeAnswering(client: client)
+        serveRealtime = ServeRealtimeRequestsHandler(broker: realtime, apps: AppDirectory(configuration.apps))
         getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: configuration.history.maxPages,
             maxResponseBytes: configuration.history.maxResponseBytes, clock: clock)
@@ -80,6 +90,7 @@ public struct AppStoreGatewayService: GRPCService {
         let verifyJWS = self.verifyJWS
         let getHistory = self.getHistory
         let notifications = self.notifications
+        let serveRealtime = self.serveRealtime
         let base: [String: MethodHandler] = [
             // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
             // Identical calls share one upstream call, keyed by the request's bytes as received.
@@ -115,6 +126,13 @@ public struct AppStoreGatewayService: GRPCService {
             // chain validation goes to the bounded verification pool.
             "/\(Self.name)/VerifyJWS": .unaryInlineOrTask(VerifyJWSRequest.self) { request, _ in
                 verifyJWS.answer(request)
+            },
+            // A Swift task per stream for as long as the team's service keeps it open; the realtime URL's
+            // handler routes Apple's requests to it through the broker.
+            "/\(Self.name)/ServeRealtimeRequests": .bidiStreaming(
+                ServeRealtimeRequestsRequest.self, RealtimeRequestEvent.self
+            ) { requests, context, responses throws(RPCStatus) in
+                try await serveRealtime.run(requests, context: context, responses: responses)
             },
         ]
         return base.merging(api.methods(service: Self.name)) { first, _ in first }

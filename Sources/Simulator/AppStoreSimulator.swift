@@ -186,6 +186,8 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             return SimulatorResponse.json(.object([("armed", .bool(true))]))
         case ("POST", "/simulator/notifications"):
             return await deliverNotifications(request)
+        case ("POST", "/simulator/realtime"):
+            return await realtimeRequests(request)
         default:
             return SimulatorResponse.notFound()
         }

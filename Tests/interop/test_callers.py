@@ -373,6 +373,32 @@ def test_every_rpc_that_names_an_app_checks_it(world, jwt_gateway):
     assert not world["simulator"].calls_since(started)
 
 
+def test_serve_realtime_requests_checks_every_app_its_first_message_names(world, jwt_gateway):
+    """ServeRealtimeRequests names its apps in a list, not in `app`: each is authorized like `app`."""
+    from appstore.gateway.v1 import realtime_pb2
+
+    _, stub, _ = jwt_gateway
+
+    def serve(*apps):
+        return realtime_pb2.ServeRealtimeRequestsRequest(serve=realtime_pb2.RealtimeServe(apps=list(apps)))
+
+    # BILLING may use "example" only.
+    for apps in (["example", "example2"], ["no-such-app"]):
+        with pytest.raises(grpc.RpcError) as refused_call:
+            list(stub.ServeRealtimeRequests(iter([serve(*apps)]), metadata=bearer(world["ec"].token()), timeout=10))
+        assert refused_call.value.code() == grpc.StatusCode.PERMISSION_DENIED, apps
+    # Its own app: the stream stays open (no request comes) until the deadline the caller chose.
+    done = threading.Event()
+
+    def open_stream():
+        yield serve("example")
+        done.wait(10)
+
+    with pytest.raises(grpc.RpcError) as ended:
+        list(stub.ServeRealtimeRequests(open_stream(), metadata=bearer(world["ec"].token()), timeout=1))
+    done.set()
+    assert ended.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
 def test_resume_tokens_are_bound_to_the_caller_that_received_them(world, jwt_gateway):
     from google.protobuf import timestamp_pb2
 

@@ -7,6 +7,7 @@
 #include "appstore/gateway/v1/gateway.pb-c.h"
 #include "appstore/gateway/v1/history.pb-c.h"
 #include "appstore/gateway/v1/notification.pb-c.h"
+#include "appstore/gateway/v1/realtime.pb-c.h"
 #include "appstore/gateway/v1/receipts.pb-c.h"
 #include "appstore/gateway/v1/refunds.pb-c.h"
 #include "appstore/gateway/v1/retention.pb-c.h"

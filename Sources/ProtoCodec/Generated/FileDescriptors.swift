@@ -542,6 +542,33 @@ extension ProtoFileDescriptor {
                 ZS9nYXRld2F5L3YxO2dhdGV3YXl2MWIGcHJvdG8z
                 """),
         ProtoFileDescriptor(
+            name: "appstore/gateway/v1/realtime.proto",
+            dependencies: ["appstore/gateway/v1/verify.proto"],
+            symbols: ["appstore.gateway.v1.ServeRealtimeRequestsRequest", "appstore.gateway.v1.RealtimeServe", "appstore.gateway.v1.RealtimeAnswer", "appstore.gateway.v1.RealtimeMessage", "appstore.gateway.v1.RealtimeAlternateProduct", "appstore.gateway.v1.RealtimePromotionalOffer", "appstore.gateway.v1.RealtimeRequestEvent", "appstore.gateway.v1.RealtimeOfferSignature"],
+            base64: """
+                CiJhcHBzdG9yZS9nYXRld2F5L3YxL3JlYWx0aW1lLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxGiBhcHBzdG9yZS9nYXRld2F5
+                L3YxL3ZlcmlmeS5wcm90byKhAQocU2VydmVSZWFsdGltZVJlcXVlc3RzUmVxdWVzdBI6CgVzZXJ2ZRgBIAEoCzIiLmFwcHN0b3Jl
+                LmdhdGV3YXkudjEuUmVhbHRpbWVTZXJ2ZUgAUgVzZXJ2ZRI9CgZhbnN3ZXIYAiABKAsyIy5hcHBzdG9yZS5nYXRld2F5LnYxLlJl
+                YWx0aW1lQW5zd2VySABSBmFuc3dlckIGCgRraW5kIiMKDVJlYWx0aW1lU2VydmUSEgoEYXBwcxgBIAMoCVIEYXBwcyLHAgoOUmVh
+                bHRpbWVBbnN3ZXISLQoScmVxdWVzdF9pZGVudGlmaWVyGAEgASgJUhFyZXF1ZXN0SWRlbnRpZmllchJACgdtZXNzYWdlGAIgASgL
+                MiQuYXBwc3RvcmUuZ2F0ZXdheS52MS5SZWFsdGltZU1lc3NhZ2VIAFIHbWVzc2FnZRJcChFhbHRlcm5hdGVfcHJvZHVjdBgDIAEo
+                CzItLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVhbHRpbWVBbHRlcm5hdGVQcm9kdWN0SABSEGFsdGVybmF0ZVByb2R1Y3QSXAoRcHJv
+                bW90aW9uYWxfb2ZmZXIYBCABKAsyLS5hcHBzdG9yZS5nYXRld2F5LnYxLlJlYWx0aW1lUHJvbW90aW9uYWxPZmZlckgAUhBwcm9t
+                b3Rpb25hbE9mZmVyQggKBmNob2ljZSJACg9SZWFsdGltZU1lc3NhZ2USLQoSbWVzc2FnZV9pZGVudGlmaWVyGAEgASgJUhFtZXNz
+                YWdlSWRlbnRpZmllciKUAQoYUmVhbHRpbWVBbHRlcm5hdGVQcm9kdWN0Ei0KEm1lc3NhZ2VfaWRlbnRpZmllchgBIAEoCVIRbWVz
+                c2FnZUlkZW50aWZpZXISHQoKcHJvZHVjdF9pZBgCIAEoCVIJcHJvZHVjdElkEioKEWJpbGxpbmdfcGxhbl90eXBlGAMgASgJUg9i
+                aWxsaW5nUGxhblR5cGUisQIKGFJlYWx0aW1lUHJvbW90aW9uYWxPZmZlchItChJtZXNzYWdlX2lkZW50aWZpZXIYASABKAlSEW1l
+                c3NhZ2VJZGVudGlmaWVyEh0KCnByb2R1Y3RfaWQYAiABKAlSCXByb2R1Y3RJZBIpChBvZmZlcl9pZGVudGlmaWVyGAMgASgJUg9v
+                ZmZlcklkZW50aWZpZXISSQoJc2lnbmF0dXJlGAQgASgOMisuYXBwc3RvcmUuZ2F0ZXdheS52MS5SZWFsdGltZU9mZmVyU2lnbmF0
+                dXJlUglzaWduYXR1cmUSJQoOdHJhbnNhY3Rpb25faWQYBSABKAlSDXRyYW5zYWN0aW9uSWQSKgoRYXBwX2FjY291bnRfdG9rZW4Y
+                BiABKAlSD2FwcEFjY291bnRUb2tlbiKNAQoUUmVhbHRpbWVSZXF1ZXN0RXZlbnQSEAoDYXBwGAEgASgJUgNhcHASPgoHcmVxdWVz
+                dBgCIAEoCzIkLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVhbHRpbWVSZXF1ZXN0UgdyZXF1ZXN0EiMKDWJ1ZGdldF9taWxsaXMYAyAB
+                KANSDGJ1ZGdldE1pbGxpcyqEAQoWUmVhbHRpbWVPZmZlclNpZ25hdHVyZRIoCiRSRUFMVElNRV9PRkZFUl9TSUdOQVRVUkVfVU5T
+                UEVDSUZJRUQQABIfChtSRUFMVElNRV9PRkZFUl9TSUdOQVRVUkVfVjIQARIfChtSRUFMVElNRV9PRkZFUl9TSUdOQVRVUkVfVjEQ
+                AkJeChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABWkFleGFtcGxlLmNvbS9hcHBzdG9yZS1nYXRld2F5L2dlbi9nby9hcHBzdG9y
+                ZS9nYXRld2F5L3YxO2dhdGV3YXl2MWIGcHJvdG8z
+                """),
+        ProtoFileDescriptor(
             name: "appstore/gateway/v1/refunds.proto",
             dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/transaction.proto"],
             symbols: ["appstore.gateway.v1.GetRefundHistoryRequest", "appstore.gateway.v1.GetRefundHistoryResponse"],
@@ -667,53 +694,55 @@ extension ProtoFileDescriptor {
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/gateway.proto",
-            dependencies: ["appstore/gateway/v1/history.proto", "appstore/gateway/v1/notification.proto", "appstore/gateway/v1/verify.proto", "appstore/gateway/v1/consumption.proto", "appstore/gateway/v1/receipts.proto", "appstore/gateway/v1/refunds.proto", "appstore/gateway/v1/signing.proto", "appstore/gateway/v1/subscriptions.proto", "appstore/gateway/v1/test_notifications.proto", "appstore/gateway/v1/transaction_info.proto"],
-            symbols: ["appstore.gateway.v1.AppStoreGateway", "appstore.gateway.v1.AppStoreGateway.GetHistory", "appstore.gateway.v1.AppStoreGateway.StreamNotifications", "appstore.gateway.v1.AppStoreGateway.VerifyJWS", "appstore.gateway.v1.AppStoreGateway.GetTransactionInfo", "appstore.gateway.v1.AppStoreGateway.GetAllSubscriptionStatuses", "appstore.gateway.v1.AppStoreGateway.LookUpOrderId", "appstore.gateway.v1.AppStoreGateway.GetRefundHistory", "appstore.gateway.v1.AppStoreGateway.GetAppTransactionInfo", "appstore.gateway.v1.AppStoreGateway.SendConsumptionInformation", "appstore.gateway.v1.AppStoreGateway.ExtendSubscriptionRenewalDate", "appstore.gateway.v1.AppStoreGateway.ExtendRenewalDatesForAllActiveSubscribers", "appstore.gateway.v1.AppStoreGateway.GetStatusOfSubscriptionRenewalDateExtensions", "appstore.gateway.v1.AppStoreGateway.RequestTestNotification", "appstore.gateway.v1.AppStoreGateway.GetTestNotificationStatus", "appstore.gateway.v1.AppStoreGateway.SetAppAccountToken", "appstore.gateway.v1.AppStoreGateway.FinishTransaction", "appstore.gateway.v1.AppStoreGateway.CreatePromotionalOfferSignature", "appstore.gateway.v1.AppStoreGateway.CreatePromotionalOfferV2Signature", "appstore.gateway.v1.AppStoreGateway.CreateIntroductoryOfferEligibilitySignature", "appstore.gateway.v1.AppStoreGateway.ExtractTransactionIdFromReceipt"],
+            dependencies: ["appstore/gateway/v1/history.proto", "appstore/gateway/v1/notification.proto", "appstore/gateway/v1/verify.proto", "appstore/gateway/v1/consumption.proto", "appstore/gateway/v1/receipts.proto", "appstore/gateway/v1/realtime.proto", "appstore/gateway/v1/refunds.proto", "appstore/gateway/v1/signing.proto", "appstore/gateway/v1/subscriptions.proto", "appstore/gateway/v1/test_notifications.proto", "appstore/gateway/v1/transaction_info.proto"],
+            symbols: ["appstore.gateway.v1.AppStoreGateway", "appstore.gateway.v1.AppStoreGateway.GetHistory", "appstore.gateway.v1.AppStoreGateway.StreamNotifications", "appstore.gateway.v1.AppStoreGateway.VerifyJWS", "appstore.gateway.v1.AppStoreGateway.GetTransactionInfo", "appstore.gateway.v1.AppStoreGateway.GetAllSubscriptionStatuses", "appstore.gateway.v1.AppStoreGateway.LookUpOrderId", "appstore.gateway.v1.AppStoreGateway.GetRefundHistory", "appstore.gateway.v1.AppStoreGateway.GetAppTransactionInfo", "appstore.gateway.v1.AppStoreGateway.SendConsumptionInformation", "appstore.gateway.v1.AppStoreGateway.ExtendSubscriptionRenewalDate", "appstore.gateway.v1.AppStoreGateway.ExtendRenewalDatesForAllActiveSubscribers", "appstore.gateway.v1.AppStoreGateway.GetStatusOfSubscriptionRenewalDateExtensions", "appstore.gateway.v1.AppStoreGateway.RequestTestNotification", "appstore.gateway.v1.AppStoreGateway.GetTestNotificationStatus", "appstore.gateway.v1.AppStoreGateway.SetAppAccountToken", "appstore.gateway.v1.AppStoreGateway.FinishTransaction", "appstore.gateway.v1.AppStoreGateway.CreatePromotionalOfferSignature", "appstore.gateway.v1.AppStoreGateway.CreatePromotionalOfferV2Signature", "appstore.gateway.v1.AppStoreGateway.CreateIntroductoryOfferEligibilitySignature", "appstore.gateway.v1.AppStoreGateway.ExtractTransactionIdFromReceipt", "appstore.gateway.v1.AppStoreGateway.ServeRealtimeRequests"],
             base64: """
                 CiFhcHBzdG9yZS9nYXRld2F5L3YxL2dhdGV3YXkucHJvdG8SE2FwcHN0b3JlLmdhdGV3YXkudjEaIWFwcHN0b3JlL2dhdGV3YXkv
                 djEvaGlzdG9yeS5wcm90bxomYXBwc3RvcmUvZ2F0ZXdheS92MS9ub3RpZmljYXRpb24ucHJvdG8aIGFwcHN0b3JlL2dhdGV3YXkv
                 djEvdmVyaWZ5LnByb3RvGiVhcHBzdG9yZS9nYXRld2F5L3YxL2NvbnN1bXB0aW9uLnByb3RvGiJhcHBzdG9yZS9nYXRld2F5L3Yx
-                L3JlY2VpcHRzLnByb3RvGiFhcHBzdG9yZS9nYXRld2F5L3YxL3JlZnVuZHMucHJvdG8aIWFwcHN0b3JlL2dhdGV3YXkvdjEvc2ln
-                bmluZy5wcm90bxonYXBwc3RvcmUvZ2F0ZXdheS92MS9zdWJzY3JpcHRpb25zLnByb3RvGixhcHBzdG9yZS9nYXRld2F5L3YxL3Rl
-                c3Rfbm90aWZpY2F0aW9ucy5wcm90bxoqYXBwc3RvcmUvZ2F0ZXdheS92MS90cmFuc2FjdGlvbl9pbmZvLnByb3RvMrUVCg9BcHBT
-                dG9yZUdhdGV3YXkSXQoKR2V0SGlzdG9yeRImLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0SGlzdG9yeVJlcXVlc3QaJy5hcHBzdG9y
-                ZS5nYXRld2F5LnYxLkdldEhpc3RvcnlSZXNwb25zZRJwChNTdHJlYW1Ob3RpZmljYXRpb25zEi8uYXBwc3RvcmUuZ2F0ZXdheS52
-                MS5TdHJlYW1Ob3RpZmljYXRpb25zUmVxdWVzdBomLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uRXZlbnQwARJaCglW
-                ZXJpZnlKV1MSJS5hcHBzdG9yZS5nYXRld2F5LnYxLlZlcmlmeUpXU1JlcXVlc3QaJi5hcHBzdG9yZS5nYXRld2F5LnYxLlZlcmlm
-                eUpXU1Jlc3BvbnNlEnUKEkdldFRyYW5zYWN0aW9uSW5mbxIuLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0VHJhbnNhY3Rpb25JbmZv
-                UmVxdWVzdBovLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0VHJhbnNhY3Rpb25JbmZvUmVzcG9uc2USjQEKGkdldEFsbFN1YnNjcmlw
-                dGlvblN0YXR1c2VzEjYuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRBbGxTdWJzY3JpcHRpb25TdGF0dXNlc1JlcXVlc3QaNy5hcHBz
-                dG9yZS5nYXRld2F5LnYxLkdldEFsbFN1YnNjcmlwdGlvblN0YXR1c2VzUmVzcG9uc2USZgoNTG9va1VwT3JkZXJJZBIpLmFwcHN0
-                b3JlLmdhdGV3YXkudjEuTG9va1VwT3JkZXJJZFJlcXVlc3QaKi5hcHBzdG9yZS5nYXRld2F5LnYxLkxvb2tVcE9yZGVySWRSZXNw
-                b25zZRJvChBHZXRSZWZ1bmRIaXN0b3J5EiwuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRSZWZ1bmRIaXN0b3J5UmVxdWVzdBotLmFw
-                cHN0b3JlLmdhdGV3YXkudjEuR2V0UmVmdW5kSGlzdG9yeVJlc3BvbnNlEn4KFUdldEFwcFRyYW5zYWN0aW9uSW5mbxIxLmFwcHN0
-                b3JlLmdhdGV3YXkudjEuR2V0QXBwVHJhbnNhY3Rpb25JbmZvUmVxdWVzdBoyLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0QXBwVHJh
-                bnNhY3Rpb25JbmZvUmVzcG9uc2USjQEKGlNlbmRDb25zdW1wdGlvbkluZm9ybWF0aW9uEjYuYXBwc3RvcmUuZ2F0ZXdheS52MS5T
-                ZW5kQ29uc3VtcHRpb25JbmZvcm1hdGlvblJlcXVlc3QaNy5hcHBzdG9yZS5nYXRld2F5LnYxLlNlbmRDb25zdW1wdGlvbkluZm9y
-                bWF0aW9uUmVzcG9uc2USlgEKHUV4dGVuZFN1YnNjcmlwdGlvblJlbmV3YWxEYXRlEjkuYXBwc3RvcmUuZ2F0ZXdheS52MS5FeHRl
-                bmRTdWJzY3JpcHRpb25SZW5ld2FsRGF0ZVJlcXVlc3QaOi5hcHBzdG9yZS5nYXRld2F5LnYxLkV4dGVuZFN1YnNjcmlwdGlvblJl
-                bmV3YWxEYXRlUmVzcG9uc2USugEKKUV4dGVuZFJlbmV3YWxEYXRlc0ZvckFsbEFjdGl2ZVN1YnNjcmliZXJzEkUuYXBwc3RvcmUu
-                Z2F0ZXdheS52MS5FeHRlbmRSZW5ld2FsRGF0ZXNGb3JBbGxBY3RpdmVTdWJzY3JpYmVyc1JlcXVlc3QaRi5hcHBzdG9yZS5nYXRl
-                d2F5LnYxLkV4dGVuZFJlbmV3YWxEYXRlc0ZvckFsbEFjdGl2ZVN1YnNjcmliZXJzUmVzcG9uc2USwwEKLEdldFN0YXR1c09mU3Vi
-                c2NyaXB0aW9uUmVuZXdhbERhdGVFeHRlbnNpb25zEkguYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRTdGF0dXNPZlN1YnNjcmlwdGlv
-                blJlbmV3YWxEYXRlRXh0ZW5zaW9uc1JlcXVlc3QaSS5hcHBzdG9yZS5nYXRld2F5LnYxLkdldFN0YXR1c09mU3Vic2NyaXB0aW9u
-                UmVuZXdhbERhdGVFeHRlbnNpb25zUmVzcG9uc2UShAEKF1JlcXVlc3RUZXN0Tm90aWZpY2F0aW9uEjMuYXBwc3RvcmUuZ2F0ZXdh
-                eS52MS5SZXF1ZXN0VGVzdE5vdGlmaWNhdGlvblJlcXVlc3QaNC5hcHBzdG9yZS5nYXRld2F5LnYxLlJlcXVlc3RUZXN0Tm90aWZp
-                Y2F0aW9uUmVzcG9uc2USigEKGUdldFRlc3ROb3RpZmljYXRpb25TdGF0dXMSNS5hcHBzdG9yZS5nYXRld2F5LnYxLkdldFRlc3RO
-                b3RpZmljYXRpb25TdGF0dXNSZXF1ZXN0GjYuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRUZXN0Tm90aWZpY2F0aW9uU3RhdHVzUmVz
-                cG9uc2USdQoSU2V0QXBwQWNjb3VudFRva2VuEi4uYXBwc3RvcmUuZ2F0ZXdheS52MS5TZXRBcHBBY2NvdW50VG9rZW5SZXF1ZXN0
-                Gi8uYXBwc3RvcmUuZ2F0ZXdheS52MS5TZXRBcHBBY2NvdW50VG9rZW5SZXNwb25zZRJyChFGaW5pc2hUcmFuc2FjdGlvbhItLmFw
-                cHN0b3JlLmdhdGV3YXkudjEuRmluaXNoVHJhbnNhY3Rpb25SZXF1ZXN0Gi4uYXBwc3RvcmUuZ2F0ZXdheS52MS5GaW5pc2hUcmFu
-                c2FjdGlvblJlc3BvbnNlEpwBCh9DcmVhdGVQcm9tb3Rpb25hbE9mZmVyU2lnbmF0dXJlEjsuYXBwc3RvcmUuZ2F0ZXdheS52MS5D
-                cmVhdGVQcm9tb3Rpb25hbE9mZmVyU2lnbmF0dXJlUmVxdWVzdBo8LmFwcHN0b3JlLmdhdGV3YXkudjEuQ3JlYXRlUHJvbW90aW9u
-                YWxPZmZlclNpZ25hdHVyZVJlc3BvbnNlEooBCiFDcmVhdGVQcm9tb3Rpb25hbE9mZmVyVjJTaWduYXR1cmUSPS5hcHBzdG9yZS5n
-                YXRld2F5LnYxLkNyZWF0ZVByb21vdGlvbmFsT2ZmZXJWMlNpZ25hdHVyZVJlcXVlc3QaJi5hcHBzdG9yZS5nYXRld2F5LnYxLlNp
-                Z25lZEpXU1Jlc3BvbnNlEp4BCitDcmVhdGVJbnRyb2R1Y3RvcnlPZmZlckVsaWdpYmlsaXR5U2lnbmF0dXJlEkcuYXBwc3RvcmUu
-                Z2F0ZXdheS52MS5DcmVhdGVJbnRyb2R1Y3RvcnlPZmZlckVsaWdpYmlsaXR5U2lnbmF0dXJlUmVxdWVzdBomLmFwcHN0b3JlLmdh
-                dGV3YXkudjEuU2lnbmVkSldTUmVzcG9uc2USnAEKH0V4dHJhY3RUcmFuc2FjdGlvbklkRnJvbVJlY2VpcHQSOy5hcHBzdG9yZS5n
-                YXRld2F5LnYxLkV4dHJhY3RUcmFuc2FjdGlvbklkRnJvbVJlY2VpcHRSZXF1ZXN0GjwuYXBwc3RvcmUuZ2F0ZXdheS52MS5FeHRy
-                YWN0VHJhbnNhY3Rpb25JZEZyb21SZWNlaXB0UmVzcG9uc2VCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5j
-                b20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
+                L3JlY2VpcHRzLnByb3RvGiJhcHBzdG9yZS9nYXRld2F5L3YxL3JlYWx0aW1lLnByb3RvGiFhcHBzdG9yZS9nYXRld2F5L3YxL3Jl
+                ZnVuZHMucHJvdG8aIWFwcHN0b3JlL2dhdGV3YXkvdjEvc2lnbmluZy5wcm90bxonYXBwc3RvcmUvZ2F0ZXdheS92MS9zdWJzY3Jp
+                cHRpb25zLnByb3RvGixhcHBzdG9yZS9nYXRld2F5L3YxL3Rlc3Rfbm90aWZpY2F0aW9ucy5wcm90bxoqYXBwc3RvcmUvZ2F0ZXdh
+                eS92MS90cmFuc2FjdGlvbl9pbmZvLnByb3RvMrAWCg9BcHBTdG9yZUdhdGV3YXkSXQoKR2V0SGlzdG9yeRImLmFwcHN0b3JlLmdh
+                dGV3YXkudjEuR2V0SGlzdG9yeVJlcXVlc3QaJy5hcHBzdG9yZS5nYXRld2F5LnYxLkdldEhpc3RvcnlSZXNwb25zZRJwChNTdHJl
+                YW1Ob3RpZmljYXRpb25zEi8uYXBwc3RvcmUuZ2F0ZXdheS52MS5TdHJlYW1Ob3RpZmljYXRpb25zUmVxdWVzdBomLmFwcHN0b3Jl
+                LmdhdGV3YXkudjEuTm90aWZpY2F0aW9uRXZlbnQwARJaCglWZXJpZnlKV1MSJS5hcHBzdG9yZS5nYXRld2F5LnYxLlZlcmlmeUpX
+                U1JlcXVlc3QaJi5hcHBzdG9yZS5nYXRld2F5LnYxLlZlcmlmeUpXU1Jlc3BvbnNlEnUKEkdldFRyYW5zYWN0aW9uSW5mbxIuLmFw
+                cHN0b3JlLmdhdGV3YXkudjEuR2V0VHJhbnNhY3Rpb25JbmZvUmVxdWVzdBovLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0VHJhbnNh
+                Y3Rpb25JbmZvUmVzcG9uc2USjQEKGkdldEFsbFN1YnNjcmlwdGlvblN0YXR1c2VzEjYuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRB
+                bGxTdWJzY3JpcHRpb25TdGF0dXNlc1JlcXVlc3QaNy5hcHBzdG9yZS5nYXRld2F5LnYxLkdldEFsbFN1YnNjcmlwdGlvblN0YXR1
+                c2VzUmVzcG9uc2USZgoNTG9va1VwT3JkZXJJZBIpLmFwcHN0b3JlLmdhdGV3YXkudjEuTG9va1VwT3JkZXJJZFJlcXVlc3QaKi5h
+                cHBzdG9yZS5nYXRld2F5LnYxLkxvb2tVcE9yZGVySWRSZXNwb25zZRJvChBHZXRSZWZ1bmRIaXN0b3J5EiwuYXBwc3RvcmUuZ2F0
+                ZXdheS52MS5HZXRSZWZ1bmRIaXN0b3J5UmVxdWVzdBotLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0UmVmdW5kSGlzdG9yeVJlc3Bv
+                bnNlEn4KFUdldEFwcFRyYW5zYWN0aW9uSW5mbxIxLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0QXBwVHJhbnNhY3Rpb25JbmZvUmVx
+                dWVzdBoyLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0QXBwVHJhbnNhY3Rpb25JbmZvUmVzcG9uc2USjQEKGlNlbmRDb25zdW1wdGlv
+                bkluZm9ybWF0aW9uEjYuYXBwc3RvcmUuZ2F0ZXdheS52MS5TZW5kQ29uc3VtcHRpb25JbmZvcm1hdGlvblJlcXVlc3QaNy5hcHBz
+                dG9yZS5nYXRld2F5LnYxLlNlbmRDb25zdW1wdGlvbkluZm9ybWF0aW9uUmVzcG9uc2USlgEKHUV4dGVuZFN1YnNjcmlwdGlvblJl
+                bmV3YWxEYXRlEjkuYXBwc3RvcmUuZ2F0ZXdheS52MS5FeHRlbmRTdWJzY3JpcHRpb25SZW5ld2FsRGF0ZVJlcXVlc3QaOi5hcHBz
+                dG9yZS5nYXRld2F5LnYxLkV4dGVuZFN1YnNjcmlwdGlvblJlbmV3YWxEYXRlUmVzcG9uc2USugEKKUV4dGVuZFJlbmV3YWxEYXRl
+                c0ZvckFsbEFjdGl2ZVN1YnNjcmliZXJzEkUuYXBwc3RvcmUuZ2F0ZXdheS52MS5FeHRlbmRSZW5ld2FsRGF0ZXNGb3JBbGxBY3Rp
+                dmVTdWJzY3JpYmVyc1JlcXVlc3QaRi5hcHBzdG9yZS5nYXRld2F5LnYxLkV4dGVuZFJlbmV3YWxEYXRlc0ZvckFsbEFjdGl2ZVN1
+                YnNjcmliZXJzUmVzcG9uc2USwwEKLEdldFN0YXR1c09mU3Vic2NyaXB0aW9uUmVuZXdhbERhdGVFeHRlbnNpb25zEkguYXBwc3Rv
+                cmUuZ2F0ZXdheS52MS5HZXRTdGF0dXNPZlN1YnNjcmlwdGlvblJlbmV3YWxEYXRlRXh0ZW5zaW9uc1JlcXVlc3QaSS5hcHBzdG9y
+                ZS5nYXRld2F5LnYxLkdldFN0YXR1c09mU3Vic2NyaXB0aW9uUmVuZXdhbERhdGVFeHRlbnNpb25zUmVzcG9uc2UShAEKF1JlcXVl
+                c3RUZXN0Tm90aWZpY2F0aW9uEjMuYXBwc3RvcmUuZ2F0ZXdheS52MS5SZXF1ZXN0VGVzdE5vdGlmaWNhdGlvblJlcXVlc3QaNC5h
+                cHBzdG9yZS5nYXRld2F5LnYxLlJlcXVlc3RUZXN0Tm90aWZpY2F0aW9uUmVzcG9uc2USigEKGUdldFRlc3ROb3RpZmljYXRpb25T
+                dGF0dXMSNS5hcHBzdG9yZS5nYXRld2F5LnYxLkdldFRlc3ROb3RpZmljYXRpb25TdGF0dXNSZXF1ZXN0GjYuYXBwc3RvcmUuZ2F0
+                ZXdheS52MS5HZXRUZXN0Tm90aWZpY2F0aW9uU3RhdHVzUmVzcG9uc2USdQoSU2V0QXBwQWNjb3VudFRva2VuEi4uYXBwc3RvcmUu
+                Z2F0ZXdheS52MS5TZXRBcHBBY2NvdW50VG9rZW5SZXF1ZXN0Gi8uYXBwc3RvcmUuZ2F0ZXdheS52MS5TZXRBcHBBY2NvdW50VG9r
+                ZW5SZXNwb25zZRJyChFGaW5pc2hUcmFuc2FjdGlvbhItLmFwcHN0b3JlLmdhdGV3YXkudjEuRmluaXNoVHJhbnNhY3Rpb25SZXF1
+                ZXN0Gi4uYXBwc3RvcmUuZ2F0ZXdheS52MS5GaW5pc2hUcmFuc2FjdGlvblJlc3BvbnNlEpwBCh9DcmVhdGVQcm9tb3Rpb25hbE9m
+                ZmVyU2lnbmF0dXJlEjsuYXBwc3RvcmUuZ2F0ZXdheS52MS5DcmVhdGVQcm9tb3Rpb25hbE9mZmVyU2lnbmF0dXJlUmVxdWVzdBo8
+                LmFwcHN0b3JlLmdhdGV3YXkudjEuQ3JlYXRlUHJvbW90aW9uYWxPZmZlclNpZ25hdHVyZVJlc3BvbnNlEooBCiFDcmVhdGVQcm9t
+                b3Rpb25hbE9mZmVyVjJTaWduYXR1cmUSPS5hcHBzdG9yZS5nYXRld2F5LnYxLkNyZWF0ZVByb21vdGlvbmFsT2ZmZXJWMlNpZ25h
+                dHVyZVJlcXVlc3QaJi5hcHBzdG9yZS5nYXRld2F5LnYxLlNpZ25lZEpXU1Jlc3BvbnNlEp4BCitDcmVhdGVJbnRyb2R1Y3RvcnlP
+                ZmZlckVsaWdpYmlsaXR5U2lnbmF0dXJlEkcuYXBwc3RvcmUuZ2F0ZXdheS52MS5DcmVhdGVJbnRyb2R1Y3RvcnlPZmZlckVsaWdp
+                YmlsaXR5U2lnbmF0dXJlUmVxdWVzdBomLmFwcHN0b3JlLmdhdGV3YXkudjEuU2lnbmVkSldTUmVzcG9uc2USnAEKH0V4dHJhY3RU
+                cmFuc2FjdGlvbklkRnJvbVJlY2VpcHQSOy5hcHBzdG9yZS5nYXRld2F5LnYxLkV4dHJhY3RUcmFuc2FjdGlvbklkRnJvbVJlY2Vp
+                cHRSZXF1ZXN0GjwuYXBwc3RvcmUuZ2F0ZXdheS52MS5FeHRyYWN0VHJhbnNhY3Rpb25JZEZyb21SZWNlaXB0UmVzcG9uc2USeQoV
+                U2VydmVSZWFsdGltZVJlcXVlc3RzEjEuYXBwc3RvcmUuZ2F0ZXdheS52MS5TZXJ2ZVJlYWx0aW1lUmVxdWVzdHNSZXF1ZXN0Giku
+                YXBwc3RvcmUuZ2F0ZXdheS52MS5SZWFsdGltZVJlcXVlc3RFdmVudCgBMAFCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpB
+                ZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/retention.proto",

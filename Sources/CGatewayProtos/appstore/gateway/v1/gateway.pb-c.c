@@ -7,7 +7,7 @@
 #endif
 
 #include "appstore/gateway/v1/gateway.pb-c.h"
-static const ProtobufCMethodDescriptor appstore__gateway__v1__app_store_gateway__method_descriptors[20] =
+static const ProtobufCMethodDescriptor appstore__gateway__v1__app_store_gateway__method_descriptors[21] =
 {
   { "GetHistory", &appstore__gateway__v1__get_history_request__descriptor, &appstore__gateway__v1__get_history_response__descriptor },
   { "StreamNotifications", &appstore__gateway__v1__stream_notifications_request__descriptor, &appstore__gateway__v1__notification_event__descriptor },
@@ -29,6 +29,7 @@ static const ProtobufCMethodDescriptor appstore__gateway__v1__app_store_gateway_
   { "CreatePromotionalOfferV2Signature", &appstore__gateway__v1__create_promotional_offer_v2_signature_request__descriptor, &appstore__gateway__v1__signed_jwsresponse__descriptor },
   { "CreateIntroductoryOfferEligibilitySignature", &appstore__gateway__v1__create_introductory_offer_eligibility_signature_request__descriptor, &appstore__gateway__v1__signed_jwsresponse__descriptor },
   { "ExtractTransactionIdFromReceipt", &appstore__gateway__v1__extract_transaction_id_from_receipt_request__descriptor, &appstore__gateway__v1__extract_transaction_id_from_receipt_response__descriptor },
+  { "ServeRealtimeRequests", &appstore__gateway__v1__serve_realtime_requests_request__descriptor, &appstore__gateway__v1__realtime_request_event__descriptor },
 };
 const unsigned appstore__gateway__v1__app_store_gateway__method_indices_by_name[] = {
   18,        /* CreateIntroductoryOfferEligibilitySignature */
@@ -48,6 +49,7 @@ const unsigned appstore__gateway__v1__app_store_gateway__method_indices_by_name[
   5,        /* LookUpOrderId */
   12,        /* RequestTestNotification */
   8,        /* SendConsumptionInformation */
+  20,        /* ServeRealtimeRequests */
   14,        /* SetAppAccountToken */
   1,        /* StreamNotifications */
   2         /* VerifyJWS */
@@ -59,7 +61,7 @@ const ProtobufCServiceDescriptor appstore__gateway__v1__app_store_gateway__descr
   "AppStoreGateway",
   "Appstore__Gateway__V1__AppStoreGateway",
   "appstore.gateway.v1",
-  20,
+  21,
   appstore__gateway__v1__app_store_gateway__method_descriptors,
   appstore__gateway__v1__app_store_gateway__method_indices_by_name
 };
@@ -222,6 +224,14 @@ void appstore__gateway__v1__app_store_gateway__extract_transaction_id_from_recei
 {
   assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
   service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__app_store_gateway__serve_realtime_requests(ProtobufCService *service,
+                                                                       const Appstore__Gateway__V1__ServeRealtimeRequestsRequest *input,
+                                                                       Appstore__Gateway__V1__RealtimeRequestEvent_Closure closure,
+                                                                       void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__app_store_gateway__descriptor);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void appstore__gateway__v1__app_store_gateway__init (Appstore__Gateway__V1__AppStoreGateway_Service *service,
                                                      Appstore__Gateway__V1__AppStoreGateway_ServiceDestroy destroy)

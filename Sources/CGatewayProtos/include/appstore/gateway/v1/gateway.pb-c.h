@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "appstore/gateway/v1/verify.pb-c.h"
 #include "appstore/gateway/v1/consumption.pb-c.h"
 #include "appstore/gateway/v1/receipts.pb-c.h"
+#include "appstore/gateway/v1/realtime.pb-c.h"
 #include "appstore/gateway/v1/refunds.pb-c.h"
 #include "appstore/gateway/v1/signing.pb-c.h"
 #include "appstore/gateway/v1/subscriptions.pb-c.h"
@@ -121,6 +122,10 @@ struct Appstore__Gateway__V1__AppStoreGateway_Service
                                               const Appstore__Gateway__V1__ExtractTransactionIdFromReceiptRequest *input,
                                               Appstore__Gateway__V1__ExtractTransactionIdFromReceiptResponse_Closure closure,
                                               void *closure_data);
+  void (*serve_realtime_requests)(Appstore__Gateway__V1__AppStoreGateway_Service *service,
+                                  const Appstore__Gateway__V1__ServeRealtimeRequestsRequest *input,
+                                  Appstore__Gateway__V1__RealtimeRequestEvent_Closure closure,
+                                  void *closure_data);
 };
 typedef void (*Appstore__Gateway__V1__AppStoreGateway_ServiceDestroy)(Appstore__Gateway__V1__AppStoreGateway_Service *);
 void appstore__gateway__v1__app_store_gateway__init (Appstore__Gateway__V1__AppStoreGateway_Service *service,
@@ -148,7 +153,8 @@ void appstore__gateway__v1__app_store_gateway__init (Appstore__Gateway__V1__AppS
       function_prefix__ ## create_promotional_offer_signature,\
       function_prefix__ ## create_promotional_offer_v2_signature,\
       function_prefix__ ## create_introductory_offer_eligibility_signature,\
-      function_prefix__ ## extract_transaction_id_from_receipt  }
+      function_prefix__ ## extract_transaction_id_from_receipt,\
+      function_prefix__ ## serve_realtime_requests  }
 void appstore__gateway__v1__app_store_gateway__get_history(ProtobufCService *service,
                                                            const Appstore__Gateway__V1__GetHistoryRequest *input,
                                                            Appstore__Gateway__V1__GetHistoryResponse_Closure closure,
@@ -229,6 +235,10 @@ void appstore__gateway__v1__app_store_gateway__extract_transaction_id_from_recei
                                                                                    const Appstore__Gateway__V1__ExtractTransactionIdFromReceiptRequest *input,
                                                                                    Appstore__Gateway__V1__ExtractTransactionIdFromReceiptResponse_Closure closure,
                                                                                    void *closure_data);
+void appstore__gateway__v1__app_store_gateway__serve_realtime_requests(ProtobufCService *service,
+                                                                       const Appstore__Gateway__V1__ServeRealtimeRequestsRequest *input,
+                                                                       Appstore__Gateway__V1__RealtimeRequestEvent_Closure closure,
+                                                                       void *closure_data);
 
 /* --- descriptors --- */
 
