@@ -84,3 +84,35 @@ extension AppStoreSimulator {
         return SimulatorResponse.json(.object([("results", .array(results))]))
     }
 }
+
+extension AppStoreSimulator {
+    /// Runs a Retention Messaging performance test as Apple does: `plan.totalRequests` signed realtime requests for
+    /// the plan's app to its target, `maxConcurrentRequests` at a time, each timed against the plan's threshold.
+    /// An unknown app or an unusable URL fails every request (NO_RESPONSE).
+    func performanceTest(_ plan: PerformanceTestPlan) async -> [PerformanceTestAttempt] {
+        let failed = {
+            (0..<max(0, plan.totalRequests)).map { _ in PerformanceTestAttempt(result: "NO_RESPONSE", milliseconds: 0) }
+        }
+        guard let app = configuration.apps.first(where: { $0.bundleId == plan.bundleId }),
+            let url = URL(string: plan.target), url.scheme == "http" || url.scheme == "https"
+        else { return failed() }
+        let environment: AppleEnvironment = plan.environment == "Production" ? .production : .sandbox
+        let attempts: [RealtimeRequester.Attempt]
+        do {
+            attempts = try await sendRealtimeRequests(
+                to: url, app: app, environment: environment, count: Int(clamping: min(plan.totalRequests, 10_000)),
+                concurrency: Int(clamping: max(1, min(plan.maxConcurrentRequests, 100))),
+                threshold: .milliseconds(plan.responseTimeThresholdMilliseconds),
+                originalTransactionId: plan.originalTransactionId)
+        } catch {
+            return failed()
+        }
+        return attempts.map {
+            PerformanceTestAttempt(
+                result: $0.result,
+                milliseconds: Int64(
+                    clamping: $0.latency.components.seconds * 1000
+                        + $0.latency.components.attoseconds / 1_000_000_000_000_000))
+        }
+    }
+}

@@ -54,9 +54,16 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         testNotifications = TestNotificationEndpoints(
             seed: configuration.seed, lifetime: configuration.paginationTokenLifetime)
         purchases = PurchaseEndpoints(revisions: PaginationTokenCodec(secret: "refund-history/\(configuration.seed)"))
+        // Without a sender of its own, a performance test calls the realtime URL with this simulator's signed
+        // requests; the simulator is reached through a reference set once it exists.
+        let reference = Lock<AppStoreSimulator?>(nil)
         retention = RetentionMessagingEndpoints(
             directory: configuration.retentionDirectory, seed: configuration.seed,
-            sender: configuration.performanceTestSender)
+            sender: configuration.performanceTestSender ?? { plan in
+                guard let simulator = reference.withLock({ $0 }) else { return [] }
+                return await simulator.performanceTest(plan)
+            })
+        reference.withLock { $0 = self }
     }
 
     /// A snapshot of one app's generated data in one environment (nil for an unknown bundle id).

@@ -66,9 +66,10 @@ public struct SimulatorConfiguration: Sendable {
     /// Where the Retention Messaging API's uploads and settings are kept (nil: in memory only).
     /// `SimulatorState.makeSimulator` sets the state directory's `retention/`.
     public var retentionDirectory: URL?
-    /// Sends a performance test's requests to the configured realtime URL (the seam `PerformanceTestSender`
-    /// describes). Default `PerformanceTestSenders.simulated`, which calls nothing.
-    public var performanceTestSender: PerformanceTestSender = PerformanceTestSenders.simulated
+    /// Sends a performance test's requests (the seam `PerformanceTestSender` describes). nil, the default: signed
+    /// realtime requests go to the configured realtime URL, as Apple's test does; `PerformanceTestSenders.simulated`
+    /// calls nothing.
+    public var performanceTestSender: PerformanceTestSender?
 
     /// A configuration; unspecified values take the documented defaults.
     public init(

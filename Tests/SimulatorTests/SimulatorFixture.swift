@@ -60,7 +60,7 @@ struct SimulatorFixture {
             rateLimitScale: rateLimitScale, faults: faults, paginationTokenLifetime: paginationTokenLifetime,
             clock: clock, sleep: { _ in })
         configuration.retentionDirectory = retentionDirectory
-        if let performanceTestSender { configuration.performanceTestSender = performanceTestSender }
+        configuration.performanceTestSender = performanceTestSender ?? PerformanceTestSenders.simulated
         simulator = AppStoreSimulator(configuration: configuration, pki: Self.sharedPKI)
     }
 

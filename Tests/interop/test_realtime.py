@@ -262,3 +262,53 @@ def test_forged_and_garbage_realtime_requests_are_refused(sim, gw):
     assert post(json.dumps({"signedPayload": notification["signedPayload"]}).encode()).status_code == 400
     assert requests.get(gw.realtime, timeout=10).status_code in (404, 405)
     assert metric(gw, "appstore_gateway_realtime_rejected_total") >= 3
+
+
+def test_a_performance_test_reaches_the_team_through_the_hosted_url_and_passes():
+    """Apple's performance test as the simulator runs it: the realtime URL configured through the gateway's
+    RetentionMessaging service is the gateway's own hosted path, so every signed request of the test reaches the
+    team's ServeRealtimeRequests stream, and its answers come back within the test's threshold."""
+    from appstore.gateway.v1 import common_pb2, retention_pb2, retention_pb2_grpc
+
+    sim = Simulator("--rate-limit-scale", "1000")
+    app = sim.config["apps"][0]["name"]
+    limits = {"sandboxFactor": 1, "maxWait": "5s"}
+    for endpoint in ("configureRealtimeUrl", "initiatePerformanceTest", "getPerformanceTestResults"):
+        limits[endpoint] = {"perSecond": 100, "burst": 100}
+    notifications = {
+        "webhook": {"listen": "127.0.0.1:0", "path": "/apple/notifications"},
+        "store": {"sqlite": os.path.join(tempfile.mkdtemp(prefix="gw-perf-"), "n.db"), "reconcileInterval": "0"},
+        "realtime": {"path": "/apple/realtime", "timeout": "300ms",
+                     "defaults": [{"app": app, "messageIdentifier": DEFAULT_MESSAGE}]},
+    }
+    gw = WebhookGateway(sim, extra={"notifications": notifications, "rateLimits": limits})
+    team = None
+    try:
+        team = TeamService(gw, [app], message_answer)
+        wait_for_streams(gw, 1)
+        sandbox = common_pb2.ENVIRONMENT_SANDBOX
+        realtime_url = gw.webhook.replace("/apple/notifications", "/apple/realtime")
+        with grpc.insecure_channel(gw.address) as channel:
+            stub = retention_pb2_grpc.RetentionMessagingStub(channel)
+            stub.ConfigureRealtimeUrl(retention_pb2.ConfigureRealtimeUrlRequest(
+                app=app, environment=sandbox, realtime_url=realtime_url), timeout=30)
+            started = stub.InitiatePerformanceTest(retention_pb2.InitiatePerformanceTestRequest(
+                app=app, environment=sandbox, original_transaction_id="2000000123"), timeout=30)
+            total = started.config.total_requests
+            result = None
+            for _ in range(120):
+                result = stub.GetPerformanceTestResults(retention_pb2.GetPerformanceTestResultsRequest(
+                    app=app, environment=sandbox, request_id=started.request_id), timeout=30)
+                if result.result != retention_pb2.PERFORMANCE_TEST_STATUS_PENDING:
+                    break
+                time.sleep(0.25)
+        assert result.result == retention_pb2.PERFORMANCE_TEST_STATUS_PASS, result
+        assert result.target == realtime_url
+        assert total > 0 and len(team.seen) == total
+        assert {event.request.original_transaction_id for event in team.seen} == {"2000000123"}
+        assert metric(gw, "appstore_gateway_realtime_requests_total", app=app, outcome="answered") == total
+    finally:
+        if team is not None:
+            team.close()
+        gw.stop()
+        sim.stop()

@@ -1,11 +1,13 @@
 """The Retention Messaging API end to end: Apple's Python client (app-store-server-library 3.x) and the gateway
 (grpcio → RetentionMessaging → the simulator) agree on every endpoint — what one uploads or configures, the other
 lists or reads — and Apple's error codes reach both, typed."""
+import http.server
 import os
 import re
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 import zlib
@@ -231,9 +233,43 @@ def test_message_limits_are_refused_by_the_gateway_as_apples_client_refuses_them
         UploadMessageRequestBody(header=too_long, body="b")
 
 
-def test_realtime_url_and_performance_tests_agree(world):
+class RealtimeEndpoint:
+    """A developer's realtime URL that answers every request at once with 200 and an empty choice (Apple's own
+    default message), for the performance tests the simulator runs against it."""
+
+    def __init__(self):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/realtime"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def realtime_endpoint():
+    endpoint = RealtimeEndpoint()
+    yield endpoint
+    endpoint.close()
+
+
+def test_realtime_url_and_performance_tests_agree(world, realtime_endpoint):
     apple = world.client(Environment.SANDBOX)
-    first, second = "https://realtime.example/one", "https://realtime.example/two"
+    # The second URL answers: the simulator's performance tests send it signed realtime requests, as Apple's do.
+    first, second = "https://realtime.example/one", realtime_endpoint.url
     apple.configure_realtime_url(RealtimeUrlRequest(realtimeURL=first))
     got = world.stub.GetRealtimeUrl(retention_pb2.GetRealtimeUrlRequest(app="example", environment=SANDBOX),
                                     timeout=30)

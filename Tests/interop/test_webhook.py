@@ -37,11 +37,12 @@ def free_port():
 class Simulator:
     """A standalone simulator with two apps (the gateway is configured with the first only)."""
 
-    def __init__(self):
+    def __init__(self, *extra_args):
         self.directory = tempfile.mkdtemp(prefix="gw-webhook-sim-")
         self.proc = subprocess.Popen(
             [GATEWAY_BIN, "simulator", "--listen", "127.0.0.1:0", "--state-dir", self.directory, "--seed", "5",
-             "--customers", "3", "--apps", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             "--customers", "3", "--apps", "2", *extra_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
         match = re.search(r"listening on (https://\S+)", self.proc.stdout.readline())
         if not match:
             self.proc.kill()
