@@ -33,10 +33,12 @@ struct PayloadFacts: Sendable {
         self.kind = kind
         let dateField = kind == .appTransaction ? "receiptCreationDate" : "signedDate"
         if let value = payload[dateField] {
-            guard let milliseconds = value.int64 else {
-                throw Rejection(.malformed, "\(dateField) is not an integer number of milliseconds")
+            // Read as the payload's other dates are: Xcode signs fractional milliseconds, kept to the millisecond.
+            guard let milliseconds = PayloadValue.milliseconds(value) else {
+                throw Rejection(.malformed, "\(dateField) is not a number of milliseconds")
             }
-            // Checked before any use: the date picks the chain's validation time and goes back to the caller.
+            // Checked before any use: the date picks the chain's validation time and goes back to the caller,
+            // so an instant no signer can have signed at is refused, not clamped.
             guard AppleDateRange.milliseconds.contains(milliseconds) else {
                 throw Rejection(.malformed, "\(dateField) is outside 1970-01-01 to 9999-12-31")
             }

@@ -38,9 +38,15 @@ struct PayloadField<Message>: Sendable {
         }
     }
 
-    /// Milliseconds since 1970, as a Timestamp (nil when absent or not an integer).
-    static func date(_ name: String, _ set: @escaping @Sendable (inout Message, ProtoTimestamp?) -> Void) -> Self {
-        Self(name: name, kind: .date) { message, value in set(&message, PayloadValue.timestamp(value)) }
+    /// Milliseconds since 1970 (`PayloadValue.milliseconds`): the Timestamp (clamped to its range; nil when
+    /// absent or not a number) and the exact milliseconds beside it (0 when absent).
+    static func date(
+        _ name: String, _ set: @escaping @Sendable (inout Message, ProtoTimestamp?, Int64) -> Void
+    ) -> Self {
+        Self(name: name, kind: .date) { message, value in
+            let milliseconds = PayloadValue.milliseconds(value)
+            set(&message, milliseconds.map(PayloadValue.timestamp), milliseconds ?? 0)
+        }
     }
 
     /// A boolean Apple sends only sometimes: nil when absent (or not a boolean).
@@ -113,7 +119,7 @@ enum PayloadFieldKind: Sendable, Equatable {
     case strings
     /// An integer.
     case integer
-    /// Milliseconds since 1970.
+    /// Milliseconds since 1970 (an integer; Xcode writes fractions).
     case date
     /// A boolean.
     case bool
@@ -146,12 +152,25 @@ enum PayloadValue {
         return values.compactMap(\.string)
     }
 
-    /// Milliseconds since 1970 → Timestamp (floor division keeps nanos non-negative for pre-1970 dates).
-    static func timestamp(_ value: JSONValue?) -> ProtoTimestamp? {
-        guard let milliseconds = value?.int64 else { return nil }
-        let (seconds, remainder) = milliseconds.quotientAndRemainder(dividingBy: 1000)
-        let floored = remainder < 0 ? (seconds - 1, remainder + 1000) : (seconds, remainder)
-        return ProtoTimestamp(seconds: floored.0, nanos: Int32(floored.1) * 1_000_000)
+    /// A date member as Apple's libraries read it, in whole milliseconds since 1970: an integer exactly; any
+    /// other JSON number truncated toward zero, as Apple's Python library does (Xcode writes fractions such as
+    /// `1697679936056.485`; `1.6e12` is read too); a number past int64 (`1e300`, or `1e999`, which parses as
+    /// infinity) saturated to int64's bounds. nil when absent or not a number (JSON has no NaN).
+    static func milliseconds(_ value: JSONValue?) -> Int64? {
+        switch value {
+        case .integer(let milliseconds)?: milliseconds
+        case .number(let milliseconds)?: Int64(saturating: milliseconds)
+        default: nil
+        }
+    }
+
+    /// The first and last milliseconds a `google.protobuf.Timestamp` holds (0001-01-01 to 9999-12-31).
+    static let timestampRange: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
+
+    /// Milliseconds since 1970 → Timestamp, clamped to the Timestamp's range (Xcode dates an app transaction's
+    /// `originalPurchaseDate` before year 1); the `<field>_millis` beside it keeps the exact value.
+    static func timestamp(_ milliseconds: Int64) -> ProtoTimestamp {
+        ProtoTimestamp(unixMilliseconds: min(max(milliseconds, timestampRange.lowerBound), timestampRange.upperBound))
     }
 
     /// Apple's number + `offset`; 0 when absent, negative or out of range.

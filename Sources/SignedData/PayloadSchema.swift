@@ -13,18 +13,18 @@ enum PayloadSchema {
         .string("bundleId") { $0.bundleId = $1 },
         .string("productId") { $0.productId = $1 },
         .string("subscriptionGroupIdentifier") { $0.subscriptionGroupIdentifier = $1 },
-        .date("purchaseDate") { $0.purchaseDate = $1 },
-        .date("originalPurchaseDate") { $0.originalPurchaseDate = $1 },
-        .date("expiresDate") { $0.expiresDate = $1 },
+        .date("purchaseDate") { ($0.purchaseDate, $0.purchaseDateMillis) = ($1, $2) },
+        .date("originalPurchaseDate") { ($0.originalPurchaseDate, $0.originalPurchaseDateMillis) = ($1, $2) },
+        .date("expiresDate") { ($0.expiresDate, $0.expiresDateMillis) = ($1, $2) },
         .int32("quantity") { $0.quantity = $1 },
         .enumeration("type", .productType) { ($0.type, $0.typeRaw) = ($1, $2) },
         .string("appAccountToken") { $0.appAccountToken = $1 },
         .enumeration("inAppOwnershipType", .inAppOwnershipType) {
             ($0.inAppOwnershipType, $0.inAppOwnershipTypeRaw) = ($1, $2)
         },
-        .date("signedDate") { $0.signedDate = $1 },
+        .date("signedDate") { ($0.signedDate, $0.signedDateMillis) = ($1, $2) },
         .number("revocationReason", offset: 1) { $0.revocationReason = $1 },
-        .date("revocationDate") { $0.revocationDate = $1 },
+        .date("revocationDate") { ($0.revocationDate, $0.revocationDateMillis) = ($1, $2) },
         .optionalBool("isUpgraded") { ($0.isUpgradedValue, $0.isUpgraded) = ($1, $1?.value ?? false) },
         .number("offerType", offset: 0) { $0.offerType = $1 },
         .string("offerIdentifier") { $0.offerIdentifier = $1 },
@@ -54,7 +54,7 @@ enum PayloadSchema {
     /// A transaction's `commitmentInfo`.
     static let commitmentInfo: [PayloadField<CommitmentInfo>] = [
         .int32("billingPeriodNumber") { $0.billingPeriodNumber = $1 },
-        .date("commitmentExpiresDate") { $0.commitmentExpiresDate = $1 },
+        .date("commitmentExpiresDate") { ($0.commitmentExpiresDate, $0.commitmentExpiresDateMillis) = ($1, $2) },
         .int64("commitmentPrice") { $0.commitmentPriceMilliunits = $1 },
         .int32("totalBillingPeriods") { $0.totalBillingPeriods = $1 },
     ]
@@ -69,7 +69,7 @@ enum PayloadSchema {
         .optionalBool("isInBillingRetryPeriod") {
             ($0.isInBillingRetryPeriodValue, $0.isInBillingRetryPeriod) = ($1, $1?.value ?? false)
         },
-        .date("gracePeriodExpiresDate") { $0.gracePeriodExpiresDate = $1 },
+        .date("gracePeriodExpiresDate") { ($0.gracePeriodExpiresDate, $0.gracePeriodExpiresDateMillis) = ($1, $2) },
         .number("priceIncreaseStatus", offset: 1) { $0.priceIncreaseStatus = $1 },
         .number("offerType", offset: 0) { $0.offerType = $1 },
         .string("offerIdentifier") { $0.offerIdentifier = $1 },
@@ -77,10 +77,12 @@ enum PayloadSchema {
             ($0.offerDiscountType, $0.offerDiscountTypeRaw) = ($1, $2)
         },
         .string("offerPeriod") { $0.offerPeriod = $1 },
-        .date("signedDate") { $0.signedDate = $1 },
+        .date("signedDate") { ($0.signedDate, $0.signedDateMillis) = ($1, $2) },
         .enumeration("environment", .environment) { ($0.environment, $0.environmentRaw) = ($1, $2) },
-        .date("recentSubscriptionStartDate") { $0.recentSubscriptionStartDate = $1 },
-        .date("renewalDate") { $0.renewalDate = $1 },
+        .date("recentSubscriptionStartDate") {
+            ($0.recentSubscriptionStartDate, $0.recentSubscriptionStartDateMillis) = ($1, $2)
+        },
+        .date("renewalDate") { ($0.renewalDate, $0.renewalDateMillis) = ($1, $2) },
         .int64("renewalPrice") { $0.renewalPriceMilliunits = $1 },
         .string("currency") { $0.currency = $1 },
         .strings("eligibleWinBackOfferIds") { $0.eligibleWinBackOfferIds = $1 },
@@ -103,7 +105,7 @@ enum PayloadSchema {
         .enumeration("commitmentRenewalBillingPlanType", .billingPlanType) {
             ($0.commitmentRenewalBillingPlanType, $0.commitmentRenewalBillingPlanTypeRaw) = ($1, $2)
         },
-        .date("commitmentRenewalDate") { $0.commitmentRenewalDate = $1 },
+        .date("commitmentRenewalDate") { ($0.commitmentRenewalDate, $0.commitmentRenewalDateMillis) = ($1, $2) },
         .int64("commitmentRenewalPrice") { $0.commitmentRenewalPriceMilliunits = $1 },
     ]
 
@@ -114,12 +116,12 @@ enum PayloadSchema {
         .string("bundleId") { $0.bundleId = $1 },
         .string("applicationVersion") { $0.applicationVersion = $1 },
         .int64("versionExternalIdentifier") { $0.versionExternalIdentifier = $1 },
-        .date("receiptCreationDate") { $0.receiptCreationDate = $1 },
-        .date("originalPurchaseDate") { $0.originalPurchaseDate = $1 },
+        .date("receiptCreationDate") { ($0.receiptCreationDate, $0.receiptCreationDateMillis) = ($1, $2) },
+        .date("originalPurchaseDate") { ($0.originalPurchaseDate, $0.originalPurchaseDateMillis) = ($1, $2) },
         .string("originalApplicationVersion") { $0.originalApplicationVersion = $1 },
         .string("deviceVerification") { $0.deviceVerification = $1 },
         .string("deviceVerificationNonce") { $0.deviceVerificationNonce = $1 },
-        .date("preorderDate") { $0.preorderDate = $1 },
+        .date("preorderDate") { ($0.preorderDate, $0.preorderDateMillis) = ($1, $2) },
         .string("appTransactionId") { $0.appTransactionId = $1 },
         .enumeration("originalPlatform", .originalPlatform) {
             ($0.originalPlatform, $0.originalPlatformRaw) = ($1, $2)
@@ -133,7 +135,7 @@ enum PayloadSchema {
         .string("productId") { $0.productId = $1 },
         .string("userLocale") { $0.userLocale = $1 },
         .string("requestIdentifier") { $0.requestIdentifier = $1 },
-        .date("signedDate") { $0.signedDate = $1 },
+        .date("signedDate") { ($0.signedDate, $0.signedDateMillis) = ($1, $2) },
         .enumeration("environment", .environment) { ($0.environment, $0.environmentRaw) = ($1, $2) },
     ]
 
@@ -152,7 +154,7 @@ enum PayloadSchema {
         },
         .string("notificationUUID") { $0.notificationUuid = $1 },
         .string("version") { $0.version = $1 },
-        .date("signedDate") { $0.signedDate = $1 },
+        .date("signedDate") { ($0.signedDate, $0.signedDateMillis) = ($1, $2) },
         .object("data", notificationData) { $0.data = $1 },
         .object("summary", notificationSummary) { $0.summary = $1 },
         .object("externalPurchaseToken", externalPurchaseToken) { $0.externalPurchaseToken = $1 },
@@ -188,11 +190,11 @@ enum PayloadSchema {
     /// A notification's `externalPurchaseToken`.
     static let externalPurchaseToken: [PayloadField<ExternalPurchaseToken>] = [
         .string("externalPurchaseId") { $0.externalPurchaseId = $1 },
-        .date("tokenCreationDate") { $0.tokenCreationDate = $1 },
+        .date("tokenCreationDate") { ($0.tokenCreationDate, $0.tokenCreationDateMillis) = ($1, $2) },
         .int64("appAppleId") { $0.appAppleId = $1 },
         .string("bundleId") { $0.bundleId = $1 },
         .string("tokenType") { $0.tokenType = $1 },
-        .date("tokenExpirationDate") { $0.tokenExpirationDate = $1 },
+        .date("tokenExpirationDate") { ($0.tokenExpirationDate, $0.tokenExpirationDateMillis) = ($1, $2) },
     ]
 
     /// A notification's `appData`.
@@ -237,7 +239,7 @@ enum PayloadSchema {
         .object("offer", advancedCommerceOffer) { $0.offer = $1 },
         .int64("price") { $0.priceMilliunits = $1 },
         .objects("refunds", advancedCommerceRefund) { $0.refunds = $1 },
-        .date("revocationDate") { $0.revocationDate = $1 },
+        .date("revocationDate") { ($0.revocationDate, $0.revocationDateMillis) = ($1, $2) },
     ]
 
     static let advancedCommerceRenewalItem: [PayloadField<AdvancedCommerceRenewalItem>] = [
@@ -258,7 +260,7 @@ enum PayloadSchema {
 
     static let advancedCommerceRefund: [PayloadField<AdvancedCommerceRefund>] = [
         .int64("refundAmount") { $0.refundAmountMilliunits = $1 },
-        .date("refundDate") { $0.refundDate = $1 },
+        .date("refundDate") { ($0.refundDate, $0.refundDateMillis) = ($1, $2) },
         .string("refundReason") { $0.refundReason = $1 },
         .string("refundType") { $0.refundType = $1 },
     ]

@@ -28,8 +28,9 @@ public struct VerificationResult: Sendable {
     public let message: String
     /// What the payload is, once known (nil when the JWS could not be parsed that far).
     public let kind: SignedDataKind?
-    /// The payload's `signedDate` (`receiptCreationDate` for app transactions), when present; always
-    /// inside `AppleDateRange` (a payload with a date outside is `malformed`).
+    /// The payload's `signedDate` (`receiptCreationDate` for app transactions), when present, in whole
+    /// milliseconds (Xcode's fractions truncated); always inside `AppleDateRange` (a payload with a date outside
+    /// is `malformed`).
     public let signedDate: Date?
     /// The environment the payload names (`environment`, or `receiptType` for app transactions), once
     /// the payload could be read; nil when absent or unknown.

@@ -39,6 +39,8 @@ class ShapesSimulator(Simulator):
 # Apple's numeric enums: proto number = Apple's number + offset (common.proto).
 NUMERIC_OFFSETS = {"revocationReason": 1, "offerType": 0, "autoRenewStatus": 1, "expirationIntent": 0,
                    "priceIncreaseStatus": 1, "status": 0, "commitmentAutoRenewStatus": 1}
+# The first and last milliseconds a google.protobuf.Timestamp holds (0001-01-01 to 9999-12-31).
+FIRST_TIMESTAMP_MS, LAST_TIMESTAMP_MS = -62_135_596_800_000, 253_402_300_799_999
 # Apple keys the gateway names differently.
 RENAMES = {"notificationUUID": "notification_uuid", "SKU": "sku", "dependentSKUs": "dependent_skus"}
 
@@ -80,7 +82,11 @@ def compare(apple, message, path, seen):
         assert name in fields, f"{where}: the gateway has no field {name}"
         field = getattr(message, name)
         if isinstance(field, timestamp_pb2.Timestamp):
-            assert message.HasField(name) and field.ToMilliseconds() == value, where
+            # Apple's exact milliseconds in `<field>_millis`; the Timestamp clamped to what one can hold.
+            assert message.HasField(name), where
+            assert field.ToMilliseconds() == min(max(value, FIRST_TIMESTAMP_MS), LAST_TIMESTAMP_MS), where
+            if name + "_millis" in fields:
+                assert getattr(message, name + "_millis") == value, f"{where}: {name}_millis"
         elif isinstance(value, dict):
             assert message.HasField(name), where
             compare(value, field, where, seen)

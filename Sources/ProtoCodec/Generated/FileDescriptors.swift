@@ -131,7 +131,7 @@ extension ProtoFileDescriptor {
             base64: """
                 CiVhcHBzdG9yZS9nYXRld2F5L3YxL3RyYW5zYWN0aW9uLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxGiBhcHBzdG9yZS9nYXRl
                 d2F5L3YxL2NvbW1vbi5wcm90bxofZ29vZ2xlL3Byb3RvYnVmL3RpbWVzdGFtcC5wcm90bxoeZ29vZ2xlL3Byb3RvYnVmL3dyYXBw
-                ZXJzLnByb3RvIvwSCgtUcmFuc2FjdGlvbhIlCg50cmFuc2FjdGlvbl9pZBgBIAEoCVINdHJhbnNhY3Rpb25JZBI2ChdvcmlnaW5h
+                ZXJzLnByb3RvIoUVCgtUcmFuc2FjdGlvbhIlCg50cmFuc2FjdGlvbl9pZBgBIAEoCVINdHJhbnNhY3Rpb25JZBI2ChdvcmlnaW5h
                 bF90cmFuc2FjdGlvbl9pZBgCIAEoCVIVb3JpZ2luYWxUcmFuc2FjdGlvbklkEjIKFndlYl9vcmRlcl9saW5lX2l0ZW1faWQYAyAB
                 KAlSEndlYk9yZGVyTGluZUl0ZW1JZBIbCglidW5kbGVfaWQYBCABKAlSCGJ1bmRsZUlkEh0KCnByb2R1Y3RfaWQYBSABKAlSCXBy
                 b2R1Y3RJZBJCCh1zdWJzY3JpcHRpb25fZ3JvdXBfaWRlbnRpZmllchgGIAEoCVIbc3Vic2NyaXB0aW9uR3JvdXBJZGVudGlmaWVy
@@ -163,86 +163,98 @@ extension ProtoFileDescriptor {
                 VHlwZVJhdxIxChViaWxsaW5nX3BsYW5fdHlwZV9yYXcYKCABKAlSEmJpbGxpbmdQbGFuVHlwZVJhdxJGChFpc191cGdyYWRlZF92
                 YWx1ZRgpIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5Cb29sVmFsdWVSD2lzVXBncmFkZWRWYWx1ZRJqChZhZHZhbmNlZF9jb21tZXJj
                 ZV9pbmZvGCogASgLMjQuYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlVHJhbnNhY3Rpb25JbmZvUhRhZHZhbmNl
-                ZENvbW1lcmNlSW5mbxIZCghyYXdfanNvbhhjIAEoCVIHcmF3SnNvbiKMAgoOQ29tbWl0bWVudEluZm8SMgoVYmlsbGluZ19wZXJp
-                b2RfbnVtYmVyGAEgASgFUhNiaWxsaW5nUGVyaW9kTnVtYmVyElIKF2NvbW1pdG1lbnRfZXhwaXJlc19kYXRlGAIgASgLMhouZ29v
-                Z2xlLnByb3RvYnVmLlRpbWVzdGFtcFIVY29tbWl0bWVudEV4cGlyZXNEYXRlEj4KG2NvbW1pdG1lbnRfcHJpY2VfbWlsbGl1bml0
-                cxgDIAEoA1IZY29tbWl0bWVudFByaWNlTWlsbGl1bml0cxIyChV0b3RhbF9iaWxsaW5nX3BlcmlvZHMYBCABKAVSE3RvdGFsQmls
-                bGluZ1BlcmlvZHMinw8KC1JlbmV3YWxJbmZvEjYKF29yaWdpbmFsX3RyYW5zYWN0aW9uX2lkGAEgASgJUhVvcmlnaW5hbFRyYW5z
-                YWN0aW9uSWQSHQoKcHJvZHVjdF9pZBgCIAEoCVIJcHJvZHVjdElkEjEKFWF1dG9fcmVuZXdfcHJvZHVjdF9pZBgDIAEoCVISYXV0
-                b1JlbmV3UHJvZHVjdElkElAKEWF1dG9fcmVuZXdfc3RhdHVzGAQgASgOMiQuYXBwc3RvcmUuZ2F0ZXdheS52MS5BdXRvUmVuZXdT
-                dGF0dXNSD2F1dG9SZW5ld1N0YXR1cxJSChFleHBpcmF0aW9uX2ludGVudBgFIAEoDjIlLmFwcHN0b3JlLmdhdGV3YXkudjEuRXhw
-                aXJhdGlvbkludGVudFIQZXhwaXJhdGlvbkludGVudBI6Chppc19pbl9iaWxsaW5nX3JldHJ5X3BlcmlvZBgGIAEoCFIWaXNJbkJp
-                bGxpbmdSZXRyeVBlcmlvZBJVChlncmFjZV9wZXJpb2RfZXhwaXJlc19kYXRlGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVz
-                dGFtcFIWZ3JhY2VQZXJpb2RFeHBpcmVzRGF0ZRJcChVwcmljZV9pbmNyZWFzZV9zdGF0dXMYCCABKA4yKC5hcHBzdG9yZS5nYXRl
-                d2F5LnYxLlByaWNlSW5jcmVhc2VTdGF0dXNSE3ByaWNlSW5jcmVhc2VTdGF0dXMSPQoKb2ZmZXJfdHlwZRgJIAEoDjIeLmFwcHN0
-                b3JlLmdhdGV3YXkudjEuT2ZmZXJUeXBlUglvZmZlclR5cGUSKQoQb2ZmZXJfaWRlbnRpZmllchgKIAEoCVIPb2ZmZXJJZGVudGlm
-                aWVyElYKE29mZmVyX2Rpc2NvdW50X3R5cGUYCyABKA4yJi5hcHBzdG9yZS5nYXRld2F5LnYxLk9mZmVyRGlzY291bnRUeXBlUhFv
-                ZmZlckRpc2NvdW50VHlwZRIhCgxvZmZlcl9wZXJpb2QYDCABKAlSC29mZmVyUGVyaW9kEjsKC3NpZ25lZF9kYXRlGA0gASgLMhou
-                Z29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIKc2lnbmVkRGF0ZRJCCgtlbnZpcm9ubWVudBgOIAEoDjIgLmFwcHN0b3JlLmdhdGV3
-                YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50El8KHnJlY2VudF9zdWJzY3JpcHRpb25fc3RhcnRfZGF0ZRgPIAEoCzIaLmdv
-                b2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSG3JlY2VudFN1YnNjcmlwdGlvblN0YXJ0RGF0ZRI9CgxyZW5ld2FsX2RhdGUYECABKAsy
-                Gi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgtyZW5ld2FsRGF0ZRI4ChhyZW5ld2FsX3ByaWNlX21pbGxpdW5pdHMYESABKANS
-                FnJlbmV3YWxQcmljZU1pbGxpdW5pdHMSGgoIY3VycmVuY3kYEiABKAlSCGN1cnJlbmN5EjwKG2VsaWdpYmxlX3dpbl9iYWNrX29m
-                ZmVyX2lkcxgTIAMoCVIXZWxpZ2libGVXaW5CYWNrT2ZmZXJJZHMSKgoRYXBwX2FjY291bnRfdG9rZW4YFCABKAlSD2FwcEFjY291
-                bnRUb2tlbhIsChJhcHBfdHJhbnNhY3Rpb25faWQYFSABKAlSEGFwcFRyYW5zYWN0aW9uSWQSUwoPY29tbWl0bWVudF9pbmZvGBYg
-                ASgLMiouYXBwc3RvcmUuZ2F0ZXdheS52MS5SZW5ld2FsQ29tbWl0bWVudEluZm9SDmNvbW1pdG1lbnRJbmZvEl8KGXJlbmV3YWxf
-                YmlsbGluZ19wbGFuX3R5cGUYFyABKA4yJC5hcHBzdG9yZS5nYXRld2F5LnYxLkJpbGxpbmdQbGFuVHlwZVIWcmVuZXdhbEJpbGxp
-                bmdQbGFuVHlwZRI9ChthZHZhbmNlZF9jb21tZXJjZV9pbmZvX2pzb24YGCABKAlSGGFkdmFuY2VkQ29tbWVyY2VJbmZvSnNvbhIn
-                Cg9lbnZpcm9ubWVudF9yYXcYGSABKAlSDmVudmlyb25tZW50UmF3EjUKF29mZmVyX2Rpc2NvdW50X3R5cGVfcmF3GBogASgJUhRv
-                ZmZlckRpc2NvdW50VHlwZVJhdxJACh1yZW5ld2FsX2JpbGxpbmdfcGxhbl90eXBlX3JhdxgbIAEoCVIZcmVuZXdhbEJpbGxpbmdQ
-                bGFuVHlwZVJhdxJhCiBpc19pbl9iaWxsaW5nX3JldHJ5X3BlcmlvZF92YWx1ZRgcIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5Cb29s
-                VmFsdWVSG2lzSW5CaWxsaW5nUmV0cnlQZXJpb2RWYWx1ZRJmChZhZHZhbmNlZF9jb21tZXJjZV9pbmZvGB0gASgLMjAuYXBwc3Rv
-                cmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlUmVuZXdhbEluZm9SFGFkdmFuY2VkQ29tbWVyY2VJbmZvEhkKCHJhd19qc29u
-                GGMgASgJUgdyYXdKc29uIrYEChVSZW5ld2FsQ29tbWl0bWVudEluZm8SRgogY29tbWl0bWVudF9hdXRvX3JlbmV3X3Byb2R1Y3Rf
-                aWQYASABKAlSHGNvbW1pdG1lbnRBdXRvUmVuZXdQcm9kdWN0SWQSZQocY29tbWl0bWVudF9hdXRvX3JlbmV3X3N0YXR1cxgCIAEo
-                DjIkLmFwcHN0b3JlLmdhdGV3YXkudjEuQXV0b1JlbmV3U3RhdHVzUhljb21taXRtZW50QXV0b1JlbmV3U3RhdHVzEnQKJGNvbW1p
-                dG1lbnRfcmVuZXdhbF9iaWxsaW5nX3BsYW5fdHlwZRgDIAEoDjIkLmFwcHN0b3JlLmdhdGV3YXkudjEuQmlsbGluZ1BsYW5UeXBl
-                UiBjb21taXRtZW50UmVuZXdhbEJpbGxpbmdQbGFuVHlwZRJSChdjb21taXRtZW50X3JlbmV3YWxfZGF0ZRgEIAEoCzIaLmdvb2ds
-                ZS5wcm90b2J1Zi5UaW1lc3RhbXBSFWNvbW1pdG1lbnRSZW5ld2FsRGF0ZRJNCiNjb21taXRtZW50X3JlbmV3YWxfcHJpY2VfbWls
-                bGl1bml0cxgFIAEoA1IgY29tbWl0bWVudFJlbmV3YWxQcmljZU1pbGxpdW5pdHMSVQooY29tbWl0bWVudF9yZW5ld2FsX2JpbGxp
-                bmdfcGxhbl90eXBlX3JhdxgGIAEoCVIjY29tbWl0bWVudFJlbmV3YWxCaWxsaW5nUGxhblR5cGVSYXcikgcKDkFwcFRyYW5zYWN0
-                aW9uEkMKDHJlY2VpcHRfdHlwZRgBIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC3JlY2VpcHRUeXBlEiAK
-                DGFwcF9hcHBsZV9pZBgCIAEoA1IKYXBwQXBwbGVJZBIbCglidW5kbGVfaWQYAyABKAlSCGJ1bmRsZUlkEi8KE2FwcGxpY2F0aW9u
-                X3ZlcnNpb24YBCABKAlSEmFwcGxpY2F0aW9uVmVyc2lvbhI+Cht2ZXJzaW9uX2V4dGVybmFsX2lkZW50aWZpZXIYBSABKANSGXZl
-                cnNpb25FeHRlcm5hbElkZW50aWZpZXISTgoVcmVjZWlwdF9jcmVhdGlvbl9kYXRlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRp
-                bWVzdGFtcFITcmVjZWlwdENyZWF0aW9uRGF0ZRJQChZvcmlnaW5hbF9wdXJjaGFzZV9kYXRlGAcgASgLMhouZ29vZ2xlLnByb3Rv
-                YnVmLlRpbWVzdGFtcFIUb3JpZ2luYWxQdXJjaGFzZURhdGUSQAocb3JpZ2luYWxfYXBwbGljYXRpb25fdmVyc2lvbhgIIAEoCVIa
-                b3JpZ2luYWxBcHBsaWNhdGlvblZlcnNpb24SLwoTZGV2aWNlX3ZlcmlmaWNhdGlvbhgJIAEoCVISZGV2aWNlVmVyaWZpY2F0aW9u
-                EjoKGWRldmljZV92ZXJpZmljYXRpb25fbm9uY2UYCiABKAlSF2RldmljZVZlcmlmaWNhdGlvbk5vbmNlEj8KDXByZW9yZGVyX2Rh
-                dGUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgxwcmVvcmRlckRhdGUSLAoSYXBwX3RyYW5zYWN0aW9uX2lkGAwg
-                ASgJUhBhcHBUcmFuc2FjdGlvbklkElIKEW9yaWdpbmFsX3BsYXRmb3JtGA0gASgOMiUuYXBwc3RvcmUuZ2F0ZXdheS52MS5Pcmln
-                aW5hbFBsYXRmb3JtUhBvcmlnaW5hbFBsYXRmb3JtEigKEHJlY2VpcHRfdHlwZV9yYXcYDiABKAlSDnJlY2VpcHRUeXBlUmF3EjIK
-                FW9yaWdpbmFsX3BsYXRmb3JtX3JhdxgPIAEoCVITb3JpZ2luYWxQbGF0Zm9ybVJhdxIZCghyYXdfanNvbhhjIAEoCVIHcmF3SnNv
-                biLAAwofQWR2YW5jZWRDb21tZXJjZVRyYW5zYWN0aW9uSW5mbxJSCgtkZXNjcmlwdG9ycxgBIAEoCzIwLmFwcHN0b3JlLmdhdGV3
-                YXkudjEuQWR2YW5jZWRDb21tZXJjZURlc2NyaXB0b3JzUgtkZXNjcmlwdG9ycxI4Chhlc3RpbWF0ZWRfdGF4X21pbGxpdW5pdHMY
-                AiABKANSFmVzdGltYXRlZFRheE1pbGxpdW5pdHMSSgoFaXRlbXMYAyADKAsyNC5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2Vk
-                Q29tbWVyY2VUcmFuc2FjdGlvbkl0ZW1SBWl0ZW1zEhYKBnBlcmlvZBgEIAEoCVIGcGVyaW9kEjAKFHJlcXVlc3RfcmVmZXJlbmNl
-                X2lkGAUgASgJUhJyZXF1ZXN0UmVmZXJlbmNlSWQSGQoIdGF4X2NvZGUYBiABKAlSB3RheENvZGUSQwoedGF4X2V4Y2x1c2l2ZV9w
-                cmljZV9taWxsaXVuaXRzGAcgASgDUht0YXhFeGNsdXNpdmVQcmljZU1pbGxpdW5pdHMSGQoIdGF4X3JhdGUYCCABKAlSB3RheFJh
-                dGUiYgobQWR2YW5jZWRDb21tZXJjZURlc2NyaXB0b3JzEiAKC2Rlc2NyaXB0aW9uGAEgASgJUgtkZXNjcmlwdGlvbhIhCgxkaXNw
-                bGF5X25hbWUYAiABKAlSC2Rpc3BsYXlOYW1lIvECCh9BZHZhbmNlZENvbW1lcmNlVHJhbnNhY3Rpb25JdGVtEhAKA3NrdRgBIAEo
-                CVIDc2t1EiAKC2Rlc2NyaXB0aW9uGAIgASgJUgtkZXNjcmlwdGlvbhIhCgxkaXNwbGF5X25hbWUYAyABKAlSC2Rpc3BsYXlOYW1l
-                EkAKBW9mZmVyGAQgASgLMiouYXBwc3RvcmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlT2ZmZXJSBW9mZmVyEikKEHByaWNl
-                X21pbGxpdW5pdHMYBSABKANSD3ByaWNlTWlsbGl1bml0cxJFCgdyZWZ1bmRzGAYgAygLMisuYXBwc3RvcmUuZ2F0ZXdheS52MS5B
-                ZHZhbmNlZENvbW1lcmNlUmVmdW5kUgdyZWZ1bmRzEkMKD3Jldm9jYXRpb25fZGF0ZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5U
-                aW1lc3RhbXBSDnJldm9jYXRpb25EYXRlIpUBChVBZHZhbmNlZENvbW1lcmNlT2ZmZXISFgoGcGVyaW9kGAEgASgJUgZwZXJpb2QS
-                IQoMcGVyaW9kX2NvdW50GAIgASgFUgtwZXJpb2RDb3VudBIpChBwcmljZV9taWxsaXVuaXRzGAMgASgDUg9wcmljZU1pbGxpdW5p
-                dHMSFgoGcmVhc29uGAQgASgJUgZyZWFzb24i1QEKFkFkdmFuY2VkQ29tbWVyY2VSZWZ1bmQSOAoYcmVmdW5kX2Ftb3VudF9taWxs
-                aXVuaXRzGAEgASgDUhZyZWZ1bmRBbW91bnRNaWxsaXVuaXRzEjsKC3JlZnVuZF9kYXRlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVm
-                LlRpbWVzdGFtcFIKcmVmdW5kRGF0ZRIjCg1yZWZ1bmRfcmVhc29uGAMgASgJUgxyZWZ1bmRSZWFzb24SHwoLcmVmdW5kX3R5cGUY
-                BCABKAlSCnJlZnVuZFR5cGUiywIKG0FkdmFuY2VkQ29tbWVyY2VSZW5ld2FsSW5mbxIrChFjb25zaXN0ZW5jeV90b2tlbhgBIAEo
-                CVIQY29uc2lzdGVuY3lUb2tlbhJSCgtkZXNjcmlwdG9ycxgCIAEoCzIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21t
-                ZXJjZURlc2NyaXB0b3JzUgtkZXNjcmlwdG9ycxJGCgVpdGVtcxgDIAMoCzIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRD
-                b21tZXJjZVJlbmV3YWxJdGVtUgVpdGVtcxIWCgZwZXJpb2QYBCABKAlSBnBlcmlvZBIwChRyZXF1ZXN0X3JlZmVyZW5jZV9pZBgF
-                IAEoCVIScmVxdWVzdFJlZmVyZW5jZUlkEhkKCHRheF9jb2RlGAYgASgJUgd0YXhDb2RlIskCChtBZHZhbmNlZENvbW1lcmNlUmVu
-                ZXdhbEl0ZW0SEAoDc2t1GAEgASgJUgNza3USIAoLZGVzY3JpcHRpb24YAiABKAlSC2Rlc2NyaXB0aW9uEiEKDGRpc3BsYXlfbmFt
-                ZRgDIAEoCVILZGlzcGxheU5hbWUSQAoFb2ZmZXIYBCABKAsyKi5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VP
-                ZmZlclIFb2ZmZXISKQoQcHJpY2VfbWlsbGl1bml0cxgFIAEoA1IPcHJpY2VNaWxsaXVuaXRzEmYKE3ByaWNlX2luY3JlYXNlX2lu
-                Zm8YBiABKAsyNi5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VQcmljZUluY3JlYXNlSW5mb1IRcHJpY2VJbmNy
-                ZWFzZUluZm8ijQEKIUFkdmFuY2VkQ29tbWVyY2VQcmljZUluY3JlYXNlSW5mbxIlCg5kZXBlbmRlbnRfc2t1cxgBIAMoCVINZGVw
-                ZW5kZW50U2t1cxIpChBwcmljZV9taWxsaXVuaXRzGAIgASgDUg9wcmljZU1pbGxpdW5pdHMSFgoGc3RhdHVzGAMgASgJUgZzdGF0
-                dXNCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3Rv
-                cmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
+                ZENvbW1lcmNlSW5mbxIwChRwdXJjaGFzZV9kYXRlX21pbGxpcxgrIAEoA1IScHVyY2hhc2VEYXRlTWlsbGlzEkEKHW9yaWdpbmFs
+                X3B1cmNoYXNlX2RhdGVfbWlsbGlzGCwgASgDUhpvcmlnaW5hbFB1cmNoYXNlRGF0ZU1pbGxpcxIuChNleHBpcmVzX2RhdGVfbWls
+                bGlzGC0gASgDUhFleHBpcmVzRGF0ZU1pbGxpcxIsChJzaWduZWRfZGF0ZV9taWxsaXMYLiABKANSEHNpZ25lZERhdGVNaWxsaXMS
+                NAoWcmV2b2NhdGlvbl9kYXRlX21pbGxpcxgvIAEoA1IUcmV2b2NhdGlvbkRhdGVNaWxsaXMSGQoIcmF3X2pzb24YYyABKAlSB3Jh
+                d0pzb24i0QIKDkNvbW1pdG1lbnRJbmZvEjIKFWJpbGxpbmdfcGVyaW9kX251bWJlchgBIAEoBVITYmlsbGluZ1BlcmlvZE51bWJl
+                chJSChdjb21taXRtZW50X2V4cGlyZXNfZGF0ZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSFWNvbW1pdG1lbnRF
+                eHBpcmVzRGF0ZRI+Chtjb21taXRtZW50X3ByaWNlX21pbGxpdW5pdHMYAyABKANSGWNvbW1pdG1lbnRQcmljZU1pbGxpdW5pdHMS
+                MgoVdG90YWxfYmlsbGluZ19wZXJpb2RzGAQgASgFUhN0b3RhbEJpbGxpbmdQZXJpb2RzEkMKHmNvbW1pdG1lbnRfZXhwaXJlc19k
+                YXRlX21pbGxpcxgFIAEoA1IbY29tbWl0bWVudEV4cGlyZXNEYXRlTWlsbGlzIpcRCgtSZW5ld2FsSW5mbxI2ChdvcmlnaW5hbF90
+                cmFuc2FjdGlvbl9pZBgBIAEoCVIVb3JpZ2luYWxUcmFuc2FjdGlvbklkEh0KCnByb2R1Y3RfaWQYAiABKAlSCXByb2R1Y3RJZBIx
+                ChVhdXRvX3JlbmV3X3Byb2R1Y3RfaWQYAyABKAlSEmF1dG9SZW5ld1Byb2R1Y3RJZBJQChFhdXRvX3JlbmV3X3N0YXR1cxgEIAEo
+                DjIkLmFwcHN0b3JlLmdhdGV3YXkudjEuQXV0b1JlbmV3U3RhdHVzUg9hdXRvUmVuZXdTdGF0dXMSUgoRZXhwaXJhdGlvbl9pbnRl
+                bnQYBSABKA4yJS5hcHBzdG9yZS5nYXRld2F5LnYxLkV4cGlyYXRpb25JbnRlbnRSEGV4cGlyYXRpb25JbnRlbnQSOgoaaXNfaW5f
+                YmlsbGluZ19yZXRyeV9wZXJpb2QYBiABKAhSFmlzSW5CaWxsaW5nUmV0cnlQZXJpb2QSVQoZZ3JhY2VfcGVyaW9kX2V4cGlyZXNf
+                ZGF0ZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSFmdyYWNlUGVyaW9kRXhwaXJlc0RhdGUSXAoVcHJpY2VfaW5j
+                cmVhc2Vfc3RhdHVzGAggASgOMiguYXBwc3RvcmUuZ2F0ZXdheS52MS5QcmljZUluY3JlYXNlU3RhdHVzUhNwcmljZUluY3JlYXNl
+                U3RhdHVzEj0KCm9mZmVyX3R5cGUYCSABKA4yHi5hcHBzdG9yZS5nYXRld2F5LnYxLk9mZmVyVHlwZVIJb2ZmZXJUeXBlEikKEG9m
+                ZmVyX2lkZW50aWZpZXIYCiABKAlSD29mZmVySWRlbnRpZmllchJWChNvZmZlcl9kaXNjb3VudF90eXBlGAsgASgOMiYuYXBwc3Rv
+                cmUuZ2F0ZXdheS52MS5PZmZlckRpc2NvdW50VHlwZVIRb2ZmZXJEaXNjb3VudFR5cGUSIQoMb2ZmZXJfcGVyaW9kGAwgASgJUgtv
+                ZmZlclBlcmlvZBI7CgtzaWduZWRfZGF0ZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSCnNpZ25lZERhdGUSQgoL
+                ZW52aXJvbm1lbnQYDiABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9ubWVudBJfCh5yZWNlbnRf
+                c3Vic2NyaXB0aW9uX3N0YXJ0X2RhdGUYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUhtyZWNlbnRTdWJzY3JpcHRp
+                b25TdGFydERhdGUSPQoMcmVuZXdhbF9kYXRlGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFILcmVuZXdhbERhdGUS
+                OAoYcmVuZXdhbF9wcmljZV9taWxsaXVuaXRzGBEgASgDUhZyZW5ld2FsUHJpY2VNaWxsaXVuaXRzEhoKCGN1cnJlbmN5GBIgASgJ
+                UghjdXJyZW5jeRI8ChtlbGlnaWJsZV93aW5fYmFja19vZmZlcl9pZHMYEyADKAlSF2VsaWdpYmxlV2luQmFja09mZmVySWRzEioK
+                EWFwcF9hY2NvdW50X3Rva2VuGBQgASgJUg9hcHBBY2NvdW50VG9rZW4SLAoSYXBwX3RyYW5zYWN0aW9uX2lkGBUgASgJUhBhcHBU
+                cmFuc2FjdGlvbklkElMKD2NvbW1pdG1lbnRfaW5mbxgWIAEoCzIqLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVuZXdhbENvbW1pdG1l
+                bnRJbmZvUg5jb21taXRtZW50SW5mbxJfChlyZW5ld2FsX2JpbGxpbmdfcGxhbl90eXBlGBcgASgOMiQuYXBwc3RvcmUuZ2F0ZXdh
+                eS52MS5CaWxsaW5nUGxhblR5cGVSFnJlbmV3YWxCaWxsaW5nUGxhblR5cGUSPQobYWR2YW5jZWRfY29tbWVyY2VfaW5mb19qc29u
+                GBggASgJUhhhZHZhbmNlZENvbW1lcmNlSW5mb0pzb24SJwoPZW52aXJvbm1lbnRfcmF3GBkgASgJUg5lbnZpcm9ubWVudFJhdxI1
+                ChdvZmZlcl9kaXNjb3VudF90eXBlX3JhdxgaIAEoCVIUb2ZmZXJEaXNjb3VudFR5cGVSYXcSQAodcmVuZXdhbF9iaWxsaW5nX3Bs
+                YW5fdHlwZV9yYXcYGyABKAlSGXJlbmV3YWxCaWxsaW5nUGxhblR5cGVSYXcSYQogaXNfaW5fYmlsbGluZ19yZXRyeV9wZXJpb2Rf
+                dmFsdWUYHCABKAsyGi5nb29nbGUucHJvdG9idWYuQm9vbFZhbHVlUhtpc0luQmlsbGluZ1JldHJ5UGVyaW9kVmFsdWUSZgoWYWR2
+                YW5jZWRfY29tbWVyY2VfaW5mbxgdIAEoCzIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZVJlbmV3YWxJbmZv
+                UhRhZHZhbmNlZENvbW1lcmNlSW5mbxJGCiBncmFjZV9wZXJpb2RfZXhwaXJlc19kYXRlX21pbGxpcxgeIAEoA1IcZ3JhY2VQZXJp
+                b2RFeHBpcmVzRGF0ZU1pbGxpcxIsChJzaWduZWRfZGF0ZV9taWxsaXMYHyABKANSEHNpZ25lZERhdGVNaWxsaXMSUAolcmVjZW50
+                X3N1YnNjcmlwdGlvbl9zdGFydF9kYXRlX21pbGxpcxggIAEoA1IhcmVjZW50U3Vic2NyaXB0aW9uU3RhcnREYXRlTWlsbGlzEi4K
+                E3JlbmV3YWxfZGF0ZV9taWxsaXMYISABKANSEXJlbmV3YWxEYXRlTWlsbGlzEhkKCHJhd19qc29uGGMgASgJUgdyYXdKc29uIvsE
+                ChVSZW5ld2FsQ29tbWl0bWVudEluZm8SRgogY29tbWl0bWVudF9hdXRvX3JlbmV3X3Byb2R1Y3RfaWQYASABKAlSHGNvbW1pdG1l
+                bnRBdXRvUmVuZXdQcm9kdWN0SWQSZQocY29tbWl0bWVudF9hdXRvX3JlbmV3X3N0YXR1cxgCIAEoDjIkLmFwcHN0b3JlLmdhdGV3
+                YXkudjEuQXV0b1JlbmV3U3RhdHVzUhljb21taXRtZW50QXV0b1JlbmV3U3RhdHVzEnQKJGNvbW1pdG1lbnRfcmVuZXdhbF9iaWxs
+                aW5nX3BsYW5fdHlwZRgDIAEoDjIkLmFwcHN0b3JlLmdhdGV3YXkudjEuQmlsbGluZ1BsYW5UeXBlUiBjb21taXRtZW50UmVuZXdh
+                bEJpbGxpbmdQbGFuVHlwZRJSChdjb21taXRtZW50X3JlbmV3YWxfZGF0ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh
+                bXBSFWNvbW1pdG1lbnRSZW5ld2FsRGF0ZRJNCiNjb21taXRtZW50X3JlbmV3YWxfcHJpY2VfbWlsbGl1bml0cxgFIAEoA1IgY29t
+                bWl0bWVudFJlbmV3YWxQcmljZU1pbGxpdW5pdHMSVQooY29tbWl0bWVudF9yZW5ld2FsX2JpbGxpbmdfcGxhbl90eXBlX3JhdxgG
+                IAEoCVIjY29tbWl0bWVudFJlbmV3YWxCaWxsaW5nUGxhblR5cGVSYXcSQwoeY29tbWl0bWVudF9yZW5ld2FsX2RhdGVfbWlsbGlz
+                GAcgASgDUhtjb21taXRtZW50UmVuZXdhbERhdGVNaWxsaXMiyAgKDkFwcFRyYW5zYWN0aW9uEkMKDHJlY2VpcHRfdHlwZRgBIAEo
+                DjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC3JlY2VpcHRUeXBlEiAKDGFwcF9hcHBsZV9pZBgCIAEoA1IKYXBw
+                QXBwbGVJZBIbCglidW5kbGVfaWQYAyABKAlSCGJ1bmRsZUlkEi8KE2FwcGxpY2F0aW9uX3ZlcnNpb24YBCABKAlSEmFwcGxpY2F0
+                aW9uVmVyc2lvbhI+Cht2ZXJzaW9uX2V4dGVybmFsX2lkZW50aWZpZXIYBSABKANSGXZlcnNpb25FeHRlcm5hbElkZW50aWZpZXIS
+                TgoVcmVjZWlwdF9jcmVhdGlvbl9kYXRlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFITcmVjZWlwdENyZWF0aW9u
+                RGF0ZRJQChZvcmlnaW5hbF9wdXJjaGFzZV9kYXRlGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIUb3JpZ2luYWxQ
+                dXJjaGFzZURhdGUSQAocb3JpZ2luYWxfYXBwbGljYXRpb25fdmVyc2lvbhgIIAEoCVIab3JpZ2luYWxBcHBsaWNhdGlvblZlcnNp
+                b24SLwoTZGV2aWNlX3ZlcmlmaWNhdGlvbhgJIAEoCVISZGV2aWNlVmVyaWZpY2F0aW9uEjoKGWRldmljZV92ZXJpZmljYXRpb25f
+                bm9uY2UYCiABKAlSF2RldmljZVZlcmlmaWNhdGlvbk5vbmNlEj8KDXByZW9yZGVyX2RhdGUYCyABKAsyGi5nb29nbGUucHJvdG9i
+                dWYuVGltZXN0YW1wUgxwcmVvcmRlckRhdGUSLAoSYXBwX3RyYW5zYWN0aW9uX2lkGAwgASgJUhBhcHBUcmFuc2FjdGlvbklkElIK
+                EW9yaWdpbmFsX3BsYXRmb3JtGA0gASgOMiUuYXBwc3RvcmUuZ2F0ZXdheS52MS5PcmlnaW5hbFBsYXRmb3JtUhBvcmlnaW5hbFBs
+                YXRmb3JtEigKEHJlY2VpcHRfdHlwZV9yYXcYDiABKAlSDnJlY2VpcHRUeXBlUmF3EjIKFW9yaWdpbmFsX3BsYXRmb3JtX3JhdxgP
+                IAEoCVITb3JpZ2luYWxQbGF0Zm9ybVJhdxI/ChxyZWNlaXB0X2NyZWF0aW9uX2RhdGVfbWlsbGlzGBAgASgDUhlyZWNlaXB0Q3Jl
+                YXRpb25EYXRlTWlsbGlzEkEKHW9yaWdpbmFsX3B1cmNoYXNlX2RhdGVfbWlsbGlzGBEgASgDUhpvcmlnaW5hbFB1cmNoYXNlRGF0
+                ZU1pbGxpcxIwChRwcmVvcmRlcl9kYXRlX21pbGxpcxgSIAEoA1IScHJlb3JkZXJEYXRlTWlsbGlzEhkKCHJhd19qc29uGGMgASgJ
+                UgdyYXdKc29uIsADCh9BZHZhbmNlZENvbW1lcmNlVHJhbnNhY3Rpb25JbmZvElIKC2Rlc2NyaXB0b3JzGAEgASgLMjAuYXBwc3Rv
+                cmUuZ2F0ZXdheS52MS5BZHZhbmNlZENvbW1lcmNlRGVzY3JpcHRvcnNSC2Rlc2NyaXB0b3JzEjgKGGVzdGltYXRlZF90YXhfbWls
+                bGl1bml0cxgCIAEoA1IWZXN0aW1hdGVkVGF4TWlsbGl1bml0cxJKCgVpdGVtcxgDIAMoCzI0LmFwcHN0b3JlLmdhdGV3YXkudjEu
+                QWR2YW5jZWRDb21tZXJjZVRyYW5zYWN0aW9uSXRlbVIFaXRlbXMSFgoGcGVyaW9kGAQgASgJUgZwZXJpb2QSMAoUcmVxdWVzdF9y
+                ZWZlcmVuY2VfaWQYBSABKAlSEnJlcXVlc3RSZWZlcmVuY2VJZBIZCgh0YXhfY29kZRgGIAEoCVIHdGF4Q29kZRJDCh50YXhfZXhj
+                bHVzaXZlX3ByaWNlX21pbGxpdW5pdHMYByABKANSG3RheEV4Y2x1c2l2ZVByaWNlTWlsbGl1bml0cxIZCgh0YXhfcmF0ZRgIIAEo
+                CVIHdGF4UmF0ZSJiChtBZHZhbmNlZENvbW1lcmNlRGVzY3JpcHRvcnMSIAoLZGVzY3JpcHRpb24YASABKAlSC2Rlc2NyaXB0aW9u
+                EiEKDGRpc3BsYXlfbmFtZRgCIAEoCVILZGlzcGxheU5hbWUipwMKH0FkdmFuY2VkQ29tbWVyY2VUcmFuc2FjdGlvbkl0ZW0SEAoD
+                c2t1GAEgASgJUgNza3USIAoLZGVzY3JpcHRpb24YAiABKAlSC2Rlc2NyaXB0aW9uEiEKDGRpc3BsYXlfbmFtZRgDIAEoCVILZGlz
+                cGxheU5hbWUSQAoFb2ZmZXIYBCABKAsyKi5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VPZmZlclIFb2ZmZXIS
+                KQoQcHJpY2VfbWlsbGl1bml0cxgFIAEoA1IPcHJpY2VNaWxsaXVuaXRzEkUKB3JlZnVuZHMYBiADKAsyKy5hcHBzdG9yZS5nYXRl
+                d2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VSZWZ1bmRSB3JlZnVuZHMSQwoPcmV2b2NhdGlvbl9kYXRlGAcgASgLMhouZ29vZ2xlLnBy
+                b3RvYnVmLlRpbWVzdGFtcFIOcmV2b2NhdGlvbkRhdGUSNAoWcmV2b2NhdGlvbl9kYXRlX21pbGxpcxgIIAEoA1IUcmV2b2NhdGlv
+                bkRhdGVNaWxsaXMilQEKFUFkdmFuY2VkQ29tbWVyY2VPZmZlchIWCgZwZXJpb2QYASABKAlSBnBlcmlvZBIhCgxwZXJpb2RfY291
+                bnQYAiABKAVSC3BlcmlvZENvdW50EikKEHByaWNlX21pbGxpdW5pdHMYAyABKANSD3ByaWNlTWlsbGl1bml0cxIWCgZyZWFzb24Y
+                BCABKAlSBnJlYXNvbiKDAgoWQWR2YW5jZWRDb21tZXJjZVJlZnVuZBI4ChhyZWZ1bmRfYW1vdW50X21pbGxpdW5pdHMYASABKANS
+                FnJlZnVuZEFtb3VudE1pbGxpdW5pdHMSOwoLcmVmdW5kX2RhdGUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgpy
+                ZWZ1bmREYXRlEiMKDXJlZnVuZF9yZWFzb24YAyABKAlSDHJlZnVuZFJlYXNvbhIfCgtyZWZ1bmRfdHlwZRgEIAEoCVIKcmVmdW5k
+                VHlwZRIsChJyZWZ1bmRfZGF0ZV9taWxsaXMYBSABKANSEHJlZnVuZERhdGVNaWxsaXMiywIKG0FkdmFuY2VkQ29tbWVyY2VSZW5l
+                d2FsSW5mbxIrChFjb25zaXN0ZW5jeV90b2tlbhgBIAEoCVIQY29uc2lzdGVuY3lUb2tlbhJSCgtkZXNjcmlwdG9ycxgCIAEoCzIw
+                LmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZURlc2NyaXB0b3JzUgtkZXNjcmlwdG9ycxJGCgVpdGVtcxgDIAMo
+                CzIwLmFwcHN0b3JlLmdhdGV3YXkudjEuQWR2YW5jZWRDb21tZXJjZVJlbmV3YWxJdGVtUgVpdGVtcxIWCgZwZXJpb2QYBCABKAlS
+                BnBlcmlvZBIwChRyZXF1ZXN0X3JlZmVyZW5jZV9pZBgFIAEoCVIScmVxdWVzdFJlZmVyZW5jZUlkEhkKCHRheF9jb2RlGAYgASgJ
+                Ugd0YXhDb2RlIskCChtBZHZhbmNlZENvbW1lcmNlUmVuZXdhbEl0ZW0SEAoDc2t1GAEgASgJUgNza3USIAoLZGVzY3JpcHRpb24Y
+                AiABKAlSC2Rlc2NyaXB0aW9uEiEKDGRpc3BsYXlfbmFtZRgDIAEoCVILZGlzcGxheU5hbWUSQAoFb2ZmZXIYBCABKAsyKi5hcHBz
+                dG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29tbWVyY2VPZmZlclIFb2ZmZXISKQoQcHJpY2VfbWlsbGl1bml0cxgFIAEoA1IPcHJp
+                Y2VNaWxsaXVuaXRzEmYKE3ByaWNlX2luY3JlYXNlX2luZm8YBiABKAsyNi5hcHBzdG9yZS5nYXRld2F5LnYxLkFkdmFuY2VkQ29t
+                bWVyY2VQcmljZUluY3JlYXNlSW5mb1IRcHJpY2VJbmNyZWFzZUluZm8ijQEKIUFkdmFuY2VkQ29tbWVyY2VQcmljZUluY3JlYXNl
+                SW5mbxIlCg5kZXBlbmRlbnRfc2t1cxgBIAMoCVINZGVwZW5kZW50U2t1cxIpChBwcmljZV9taWxsaXVuaXRzGAIgASgDUg9wcmlj
+                ZU1pbGxpdW5pdHMSFgoGc3RhdHVzGAMgASgJUgZzdGF0dXNCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5j
+                b20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw==
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/advanced_commerce.proto",
@@ -449,7 +461,7 @@ extension ProtoFileDescriptor {
             base64: """
                 CiZhcHBzdG9yZS9nYXRld2F5L3YxL25vdGlmaWNhdGlvbi5wcm90bxITYXBwc3RvcmUuZ2F0ZXdheS52MRogYXBwc3RvcmUvZ2F0
                 ZXdheS92MS9jb21tb24ucHJvdG8aJWFwcHN0b3JlL2dhdGV3YXkvdjEvdHJhbnNhY3Rpb24ucHJvdG8aJmFwcHN0b3JlL2dhdGV3
-                YXkvdjEvdmVyaWZpY2F0aW9uLnByb3RvGh9nb29nbGUvcHJvdG9idWYvdGltZXN0YW1wLnByb3RvIrYFCgxOb3RpZmljYXRpb24S
+                YXkvdjEvdmVyaWZpY2F0aW9uLnByb3RvGh9nb29nbGUvcHJvdG9idWYvdGltZXN0YW1wLnByb3RvIuQFCgxOb3RpZmljYXRpb24S
                 UgoRbm90aWZpY2F0aW9uX3R5cGUYASABKA4yJS5hcHBzdG9yZS5nYXRld2F5LnYxLk5vdGlmaWNhdGlvblR5cGVSEG5vdGlmaWNh
                 dGlvblR5cGUSQgoHc3VidHlwZRgCIAEoDjIoLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uU3VidHlwZVIHc3VidHlw
                 ZRIyChVub3RpZmljYXRpb25fdHlwZV9yYXcYAyABKAlSE25vdGlmaWNhdGlvblR5cGVSYXcSHwoLc3VidHlwZV9yYXcYBCABKAlS
@@ -458,46 +470,48 @@ extension ProtoFileDescriptor {
                 YRgIIAEoCzIlLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uRGF0YVIEZGF0YRJCCgdzdW1tYXJ5GAkgASgLMiguYXBw
                 c3RvcmUuZ2F0ZXdheS52MS5Ob3RpZmljYXRpb25TdW1tYXJ5UgdzdW1tYXJ5EmIKF2V4dGVybmFsX3B1cmNoYXNlX3Rva2VuGAog
                 ASgLMiouYXBwc3RvcmUuZ2F0ZXdheS52MS5FeHRlcm5hbFB1cmNoYXNlVG9rZW5SFWV4dGVybmFsUHVyY2hhc2VUb2tlbhI3Cghh
-                cHBfZGF0YRgLIAEoCzIcLmFwcHN0b3JlLmdhdGV3YXkudjEuQXBwRGF0YVIHYXBwRGF0YRIZCghyYXdfanNvbhhjIAEoCVIHcmF3
-                SnNvbiLJBQoQTm90aWZpY2F0aW9uRGF0YRIgCgxhcHBfYXBwbGVfaWQYASABKANSCmFwcEFwcGxlSWQSGwoJYnVuZGxlX2lkGAIg
-                ASgJUghidW5kbGVJZBIlCg5idW5kbGVfdmVyc2lvbhgDIAEoCVINYnVuZGxlVmVyc2lvbhJCCgtlbnZpcm9ubWVudBgEIAEoDjIg
-                LmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50Ej8KBnN0YXR1cxgFIAEoDjInLmFwcHN0b3JlLmdh
-                dGV3YXkudjEuU3Vic2NyaXB0aW9uU3RhdHVzUgZzdGF0dXMSawoaY29uc3VtcHRpb25fcmVxdWVzdF9yZWFzb24YBiABKA4yLS5h
-                cHBzdG9yZS5nYXRld2F5LnYxLkNvbnN1bXB0aW9uUmVxdWVzdFJlYXNvblIYY29uc3VtcHRpb25SZXF1ZXN0UmVhc29uEkIKC3Ry
-                YW5zYWN0aW9uGAcgASgLMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5UcmFuc2FjdGlvblILdHJhbnNhY3Rpb24SQwoMcmVuZXdhbF9p
-                bmZvGAggASgLMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5SZW5ld2FsSW5mb1ILcmVuZXdhbEluZm8SNgoXc2lnbmVkX3RyYW5zYWN0
-                aW9uX2luZm8YCSABKAlSFXNpZ25lZFRyYW5zYWN0aW9uSW5mbxIuChNzaWduZWRfcmVuZXdhbF9pbmZvGAogASgJUhFzaWduZWRS
-                ZW5ld2FsSW5mbxInCg9lbnZpcm9ubWVudF9yYXcYCyABKAlSDmVudmlyb25tZW50UmF3EkMKHmNvbnN1bXB0aW9uX3JlcXVlc3Rf
-                cmVhc29uX3JhdxgMIAEoCVIbY29uc3VtcHRpb25SZXF1ZXN0UmVhc29uUmF3IpUDChNOb3RpZmljYXRpb25TdW1tYXJ5EkIKC2Vu
-                dmlyb25tZW50GAEgASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSIAoMYXBwX2FwcGxl
-                X2lkGAIgASgDUgphcHBBcHBsZUlkEhsKCWJ1bmRsZV9pZBgDIAEoCVIIYnVuZGxlSWQSHQoKcHJvZHVjdF9pZBgEIAEoCVIJcHJv
-                ZHVjdElkEi0KEnJlcXVlc3RfaWRlbnRpZmllchgFIAEoCVIRcmVxdWVzdElkZW50aWZpZXISOAoYc3RvcmVmcm9udF9jb3VudHJ5
-                X2NvZGVzGAYgAygJUhZzdG9yZWZyb250Q291bnRyeUNvZGVzEicKD3N1Y2NlZWRlZF9jb3VudBgHIAEoA1IOc3VjY2VlZGVkQ291
-                bnQSIQoMZmFpbGVkX2NvdW50GAggASgDUgtmYWlsZWRDb3VudBInCg9lbnZpcm9ubWVudF9yYXcYCSABKAlSDmVudmlyb25tZW50
-                UmF3IsMCChVFeHRlcm5hbFB1cmNoYXNlVG9rZW4SMAoUZXh0ZXJuYWxfcHVyY2hhc2VfaWQYASABKAlSEmV4dGVybmFsUHVyY2hh
-                c2VJZBJKChN0b2tlbl9jcmVhdGlvbl9kYXRlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIRdG9rZW5DcmVhdGlv
-                bkRhdGUSIAoMYXBwX2FwcGxlX2lkGAMgASgDUgphcHBBcHBsZUlkEhsKCWJ1bmRsZV9pZBgEIAEoCVIIYnVuZGxlSWQSHQoKdG9r
-                ZW5fdHlwZRgFIAEoCVIJdG9rZW5UeXBlEk4KFXRva2VuX2V4cGlyYXRpb25fZGF0ZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5U
-                aW1lc3RhbXBSE3Rva2VuRXhwaXJhdGlvbkRhdGUiwgIKB0FwcERhdGESIAoMYXBwX2FwcGxlX2lkGAEgASgDUgphcHBBcHBsZUlk
-                EhsKCWJ1bmRsZV9pZBgCIAEoCVIIYnVuZGxlSWQSQgoLZW52aXJvbm1lbnQYAyABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVu
-                dmlyb25tZW50UgtlbnZpcm9ubWVudBI9ChtzaWduZWRfYXBwX3RyYW5zYWN0aW9uX2luZm8YBCABKAlSGHNpZ25lZEFwcFRyYW5z
-                YWN0aW9uSW5mbxJMCg9hcHBfdHJhbnNhY3Rpb24YBSABKAsyIy5hcHBzdG9yZS5nYXRld2F5LnYxLkFwcFRyYW5zYWN0aW9uUg5h
-                cHBUcmFuc2FjdGlvbhInCg9lbnZpcm9ubWVudF9yYXcYBiABKAlSDmVudmlyb25tZW50UmF3IqsBCgtTZW5kQXR0ZW1wdBI9Cgxh
-                dHRlbXB0X2RhdGUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgthdHRlbXB0RGF0ZRI+CgZyZXN1bHQYAiABKA4y
-                Ji5hcHBzdG9yZS5nYXRld2F5LnYxLlNlbmRBdHRlbXB0UmVzdWx0UgZyZXN1bHQSHQoKcmVzdWx0X3JhdxgDIAEoCVIJcmVzdWx0
-                UmF3IvwDChpTdHJlYW1Ob3RpZmljYXRpb25zUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBI5CgpzdGFydF9kYXRlGAIgASgLMhou
-                Z29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIJc3RhcnREYXRlEjUKCGVuZF9kYXRlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRp
-                bWVzdGFtcFIHZW5kRGF0ZRIrChFub3RpZmljYXRpb25fdHlwZRgEIAEoCVIQbm90aWZpY2F0aW9uVHlwZRIxChRub3RpZmljYXRp
-                b25fc3VidHlwZRgFIAEoCVITbm90aWZpY2F0aW9uU3VidHlwZRIlCg50cmFuc2FjdGlvbl9pZBgGIAEoCVINdHJhbnNhY3Rpb25J
-                ZBIjCg1vbmx5X2ZhaWx1cmVzGAcgASgIUgxvbmx5RmFpbHVyZXMSQgoLZW52aXJvbm1lbnQYCCABKA4yIC5hcHBzdG9yZS5nYXRl
-                d2F5LnYxLkVudmlyb25tZW50UgtlbnZpcm9ubWVudBIhCgxyZXN1bWVfdG9rZW4YCSABKAlSC3Jlc3VtZVRva2VuEi8KE3N0cmlj
-                dF92ZXJpZmljYXRpb24YCiABKAhSEnN0cmljdFZlcmlmaWNhdGlvbhIWCgZmb2xsb3cYCyABKAhSBmZvbGxvdyLGAgoRTm90aWZp
-                Y2F0aW9uRXZlbnQSJQoOc2lnbmVkX3BheWxvYWQYASABKAlSDXNpZ25lZFBheWxvYWQSRQoMbm90aWZpY2F0aW9uGAIgASgLMiEu
-                YXBwc3RvcmUuZ2F0ZXdheS52MS5Ob3RpZmljYXRpb25SDG5vdGlmaWNhdGlvbhJFCg1zZW5kX2F0dGVtcHRzGAMgAygLMiAuYXBw
-                c3RvcmUuZ2F0ZXdheS52MS5TZW5kQXR0ZW1wdFIMc2VuZEF0dGVtcHRzEiEKDHJlc3VtZV90b2tlbhgEIAEoCVILcmVzdW1lVG9r
-                ZW4SPwoGc3RhdHVzGAUgASgOMicuYXBwc3RvcmUuZ2F0ZXdheS52MS5WZXJpZmljYXRpb25TdGF0dXNSBnN0YXR1cxIYCgdtZXNz
-                YWdlGAYgASgJUgdtZXNzYWdlQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdhdGV3
-                YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
+                cHBfZGF0YRgLIAEoCzIcLmFwcHN0b3JlLmdhdGV3YXkudjEuQXBwRGF0YVIHYXBwRGF0YRIsChJzaWduZWRfZGF0ZV9taWxsaXMY
+                DCABKANSEHNpZ25lZERhdGVNaWxsaXMSGQoIcmF3X2pzb24YYyABKAlSB3Jhd0pzb24iyQUKEE5vdGlmaWNhdGlvbkRhdGESIAoM
+                YXBwX2FwcGxlX2lkGAEgASgDUgphcHBBcHBsZUlkEhsKCWJ1bmRsZV9pZBgCIAEoCVIIYnVuZGxlSWQSJQoOYnVuZGxlX3ZlcnNp
+                b24YAyABKAlSDWJ1bmRsZVZlcnNpb24SQgoLZW52aXJvbm1lbnQYBCABKA4yIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudmlyb25t
+                ZW50UgtlbnZpcm9ubWVudBI/CgZzdGF0dXMYBSABKA4yJy5hcHBzdG9yZS5nYXRld2F5LnYxLlN1YnNjcmlwdGlvblN0YXR1c1IG
+                c3RhdHVzEmsKGmNvbnN1bXB0aW9uX3JlcXVlc3RfcmVhc29uGAYgASgOMi0uYXBwc3RvcmUuZ2F0ZXdheS52MS5Db25zdW1wdGlv
+                blJlcXVlc3RSZWFzb25SGGNvbnN1bXB0aW9uUmVxdWVzdFJlYXNvbhJCCgt0cmFuc2FjdGlvbhgHIAEoCzIgLmFwcHN0b3JlLmdh
+                dGV3YXkudjEuVHJhbnNhY3Rpb25SC3RyYW5zYWN0aW9uEkMKDHJlbmV3YWxfaW5mbxgIIAEoCzIgLmFwcHN0b3JlLmdhdGV3YXku
+                djEuUmVuZXdhbEluZm9SC3JlbmV3YWxJbmZvEjYKF3NpZ25lZF90cmFuc2FjdGlvbl9pbmZvGAkgASgJUhVzaWduZWRUcmFuc2Fj
+                dGlvbkluZm8SLgoTc2lnbmVkX3JlbmV3YWxfaW5mbxgKIAEoCVIRc2lnbmVkUmVuZXdhbEluZm8SJwoPZW52aXJvbm1lbnRfcmF3
+                GAsgASgJUg5lbnZpcm9ubWVudFJhdxJDCh5jb25zdW1wdGlvbl9yZXF1ZXN0X3JlYXNvbl9yYXcYDCABKAlSG2NvbnN1bXB0aW9u
+                UmVxdWVzdFJlYXNvblJhdyKVAwoTTm90aWZpY2F0aW9uU3VtbWFyeRJCCgtlbnZpcm9ubWVudBgBIAEoDjIgLmFwcHN0b3JlLmdh
+                dGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50EiAKDGFwcF9hcHBsZV9pZBgCIAEoA1IKYXBwQXBwbGVJZBIbCglidW5k
+                bGVfaWQYAyABKAlSCGJ1bmRsZUlkEh0KCnByb2R1Y3RfaWQYBCABKAlSCXByb2R1Y3RJZBItChJyZXF1ZXN0X2lkZW50aWZpZXIY
+                BSABKAlSEXJlcXVlc3RJZGVudGlmaWVyEjgKGHN0b3JlZnJvbnRfY291bnRyeV9jb2RlcxgGIAMoCVIWc3RvcmVmcm9udENvdW50
+                cnlDb2RlcxInCg9zdWNjZWVkZWRfY291bnQYByABKANSDnN1Y2NlZWRlZENvdW50EiEKDGZhaWxlZF9jb3VudBgIIAEoA1ILZmFp
+                bGVkQ291bnQSJwoPZW52aXJvbm1lbnRfcmF3GAkgASgJUg5lbnZpcm9ubWVudFJhdyLBAwoVRXh0ZXJuYWxQdXJjaGFzZVRva2Vu
+                EjAKFGV4dGVybmFsX3B1cmNoYXNlX2lkGAEgASgJUhJleHRlcm5hbFB1cmNoYXNlSWQSSgoTdG9rZW5fY3JlYXRpb25fZGF0ZRgC
+                IAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSEXRva2VuQ3JlYXRpb25EYXRlEiAKDGFwcF9hcHBsZV9pZBgDIAEoA1IK
+                YXBwQXBwbGVJZBIbCglidW5kbGVfaWQYBCABKAlSCGJ1bmRsZUlkEh0KCnRva2VuX3R5cGUYBSABKAlSCXRva2VuVHlwZRJOChV0
+                b2tlbl9leHBpcmF0aW9uX2RhdGUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUhN0b2tlbkV4cGlyYXRpb25EYXRl
+                EjsKGnRva2VuX2NyZWF0aW9uX2RhdGVfbWlsbGlzGAcgASgDUhd0b2tlbkNyZWF0aW9uRGF0ZU1pbGxpcxI/Chx0b2tlbl9leHBp
+                cmF0aW9uX2RhdGVfbWlsbGlzGAggASgDUhl0b2tlbkV4cGlyYXRpb25EYXRlTWlsbGlzIsICCgdBcHBEYXRhEiAKDGFwcF9hcHBs
+                ZV9pZBgBIAEoA1IKYXBwQXBwbGVJZBIbCglidW5kbGVfaWQYAiABKAlSCGJ1bmRsZUlkEkIKC2Vudmlyb25tZW50GAMgASgOMiAu
+                YXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSPQobc2lnbmVkX2FwcF90cmFuc2FjdGlvbl9pbmZv
+                GAQgASgJUhhzaWduZWRBcHBUcmFuc2FjdGlvbkluZm8STAoPYXBwX3RyYW5zYWN0aW9uGAUgASgLMiMuYXBwc3RvcmUuZ2F0ZXdh
+                eS52MS5BcHBUcmFuc2FjdGlvblIOYXBwVHJhbnNhY3Rpb24SJwoPZW52aXJvbm1lbnRfcmF3GAYgASgJUg5lbnZpcm9ubWVudFJh
+                dyKrAQoLU2VuZEF0dGVtcHQSPQoMYXR0ZW1wdF9kYXRlGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFILYXR0ZW1w
+                dERhdGUSPgoGcmVzdWx0GAIgASgOMiYuYXBwc3RvcmUuZ2F0ZXdheS52MS5TZW5kQXR0ZW1wdFJlc3VsdFIGcmVzdWx0Eh0KCnJl
+                c3VsdF9yYXcYAyABKAlSCXJlc3VsdFJhdyL8AwoaU3RyZWFtTm90aWZpY2F0aW9uc1JlcXVlc3QSEAoDYXBwGAEgASgJUgNhcHAS
+                OQoKc3RhcnRfZGF0ZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSCXN0YXJ0RGF0ZRI1CghlbmRfZGF0ZRgDIAEo
+                CzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSB2VuZERhdGUSKwoRbm90aWZpY2F0aW9uX3R5cGUYBCABKAlSEG5vdGlmaWNh
+                dGlvblR5cGUSMQoUbm90aWZpY2F0aW9uX3N1YnR5cGUYBSABKAlSE25vdGlmaWNhdGlvblN1YnR5cGUSJQoOdHJhbnNhY3Rpb25f
+                aWQYBiABKAlSDXRyYW5zYWN0aW9uSWQSIwoNb25seV9mYWlsdXJlcxgHIAEoCFIMb25seUZhaWx1cmVzEkIKC2Vudmlyb25tZW50
+                GAggASgOMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQSIQoMcmVzdW1lX3Rva2VuGAkgASgJ
+                UgtyZXN1bWVUb2tlbhIvChNzdHJpY3RfdmVyaWZpY2F0aW9uGAogASgIUhJzdHJpY3RWZXJpZmljYXRpb24SFgoGZm9sbG93GAsg
+                ASgIUgZmb2xsb3cixgIKEU5vdGlmaWNhdGlvbkV2ZW50EiUKDnNpZ25lZF9wYXlsb2FkGAEgASgJUg1zaWduZWRQYXlsb2FkEkUK
+                DG5vdGlmaWNhdGlvbhgCIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXkudjEuTm90aWZpY2F0aW9uUgxub3RpZmljYXRpb24SRQoNc2Vu
+                ZF9hdHRlbXB0cxgDIAMoCzIgLmFwcHN0b3JlLmdhdGV3YXkudjEuU2VuZEF0dGVtcHRSDHNlbmRBdHRlbXB0cxIhCgxyZXN1bWVf
+                dG9rZW4YBCABKAlSC3Jlc3VtZVRva2VuEj8KBnN0YXR1cxgFIAEoDjInLmFwcHN0b3JlLmdhdGV3YXkudjEuVmVyaWZpY2F0aW9u
+                U3RhdHVzUgZzdGF0dXMSGAoHbWVzc2FnZRgGIAEoCVIHbWVzc2FnZUJeChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABWkFleGFt
+                cGxlLmNvbS9hcHBzdG9yZS1nYXRld2F5L2dlbi9nby9hcHBzdG9yZS9nYXRld2F5L3YxO2dhdGV3YXl2MWIGcHJvdG8z
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/verify.proto",
@@ -518,16 +532,17 @@ extension ProtoFileDescriptor {
                 Lk5vdGlmaWNhdGlvbkgAUgxub3RpZmljYXRpb24STgoPYXBwX3RyYW5zYWN0aW9uGAggASgLMiMuYXBwc3RvcmUuZ2F0ZXdheS52
                 MS5BcHBUcmFuc2FjdGlvbkgAUg5hcHBUcmFuc2FjdGlvbhJRChByZWFsdGltZV9yZXF1ZXN0GAogASgLMiQuYXBwc3RvcmUuZ2F0
                 ZXdheS52MS5SZWFsdGltZVJlcXVlc3RIAFIPcmVhbHRpbWVSZXF1ZXN0EkIKC2Vudmlyb25tZW50GAkgASgOMiAuYXBwc3RvcmUu
-                Z2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnRCCQoHcGF5bG9hZCKfAwoPUmVhbHRpbWVSZXF1ZXN0EjYKF29yaWdp
+                Z2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnRCCQoHcGF5bG9hZCLNAwoPUmVhbHRpbWVSZXF1ZXN0EjYKF29yaWdp
                 bmFsX3RyYW5zYWN0aW9uX2lkGAEgASgJUhVvcmlnaW5hbFRyYW5zYWN0aW9uSWQSIAoMYXBwX2FwcGxlX2lkGAIgASgDUgphcHBB
                 cHBsZUlkEh0KCnByb2R1Y3RfaWQYAyABKAlSCXByb2R1Y3RJZBIfCgt1c2VyX2xvY2FsZRgEIAEoCVIKdXNlckxvY2FsZRItChJy
                 ZXF1ZXN0X2lkZW50aWZpZXIYBSABKAlSEXJlcXVlc3RJZGVudGlmaWVyEjsKC3NpZ25lZF9kYXRlGAYgASgLMhouZ29vZ2xlLnBy
                 b3RvYnVmLlRpbWVzdGFtcFIKc2lnbmVkRGF0ZRJCCgtlbnZpcm9ubWVudBgHIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52
-                aXJvbm1lbnRSC2Vudmlyb25tZW50EicKD2Vudmlyb25tZW50X3JhdxgIIAEoCVIOZW52aXJvbm1lbnRSYXcSGQoIcmF3X2pzb24Y
-                YyABKAlSB3Jhd0pzb24qsAEKB0pXU0tpbmQSGAoUSldTX0tJTkRfVU5TUEVDSUZJRUQQABIYChRKV1NfS0lORF9UUkFOU0FDVElP
-                ThABEhkKFUpXU19LSU5EX1JFTkVXQUxfSU5GTxACEhkKFUpXU19LSU5EX05PVElGSUNBVElPThADEhwKGEpXU19LSU5EX0FQUF9U
-                UkFOU0FDVElPThAEEh0KGUpXU19LSU5EX1JFQUxUSU1FX1JFUVVFU1QQBUJeChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABWkFl
-                eGFtcGxlLmNvbS9hcHBzdG9yZS1nYXRld2F5L2dlbi9nby9hcHBzdG9yZS9nYXRld2F5L3YxO2dhdGV3YXl2MVADYgZwcm90bzM=
+                aXJvbm1lbnRSC2Vudmlyb25tZW50EicKD2Vudmlyb25tZW50X3JhdxgIIAEoCVIOZW52aXJvbm1lbnRSYXcSLAoSc2lnbmVkX2Rh
+                dGVfbWlsbGlzGAkgASgDUhBzaWduZWREYXRlTWlsbGlzEhkKCHJhd19qc29uGGMgASgJUgdyYXdKc29uKrABCgdKV1NLaW5kEhgK
+                FEpXU19LSU5EX1VOU1BFQ0lGSUVEEAASGAoUSldTX0tJTkRfVFJBTlNBQ1RJT04QARIZChVKV1NfS0lORF9SRU5FV0FMX0lORk8Q
+                AhIZChVKV1NfS0lORF9OT1RJRklDQVRJT04QAxIcChhKV1NfS0lORF9BUFBfVFJBTlNBQ1RJT04QBBIdChlKV1NfS0lORF9SRUFM
+                VElNRV9SRVFVRVNUEAVCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQAVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9n
+                ZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFQA2IGcHJvdG8z
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/receipts.proto",

@@ -29,6 +29,9 @@ public struct AppStoreNotification: ProtoMessage {
     public var externalPurchaseToken: ExternalPurchaseToken? = nil
     /// Apple's `appData` (RESCIND_CONSENT only).
     public var appData: AppData? = nil
+    /// Apple's `signedDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `signed_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var signedDateMillis: Int64 = 0
     /// The decoded JWS payload JSON exactly as Apple signed it.
     public var rawJson: String = ""
 
@@ -55,6 +58,7 @@ public struct AppStoreNotification: ProtoMessage {
         summary: NotificationSummary? = nil,
         externalPurchaseToken: ExternalPurchaseToken? = nil,
         appData: AppData? = nil,
+        signedDateMillis: Int64 = 0,
         rawJson: String = ""
     ) {
         self.notificationType = notificationType
@@ -68,6 +72,7 @@ public struct AppStoreNotification: ProtoMessage {
         self.summary = summary
         self.externalPurchaseToken = externalPurchaseToken
         self.appData = appData
+        self.signedDateMillis = signedDateMillis
         self.rawJson = rawJson
     }
 
@@ -106,6 +111,7 @@ extension AppStoreNotification {
         if let p = m.summary { self.summary = NotificationSummary(c: p) }
         if let p = m.external_purchase_token { self.externalPurchaseToken = ExternalPurchaseToken(c: p) }
         if let p = m.app_data { self.appData = AppData(c: p) }
+        self.signedDateMillis = m.signed_date_millis
         self.rawJson = cString(m.raw_json)
     }
 
@@ -123,6 +129,7 @@ extension AppStoreNotification {
         if let value = self.summary { c.pointee.summary = value.cMessage(in: arena) }
         if let value = self.externalPurchaseToken { c.pointee.external_purchase_token = value.cMessage(in: arena) }
         if let value = self.appData { c.pointee.app_data = value.cMessage(in: arena) }
+        c.pointee.signed_date_millis = self.signedDateMillis
         if !self.rawJson.isEmpty { c.pointee.raw_json = arena.string(self.rawJson) }
         return c
     }
@@ -370,6 +377,12 @@ public struct ExternalPurchaseToken: ProtoMessage {
     public var tokenType: String = ""
     /// Apple's `tokenExpirationDate`: when the token expires (unset when Apple sent none).
     public var tokenExpirationDate: ProtoTimestamp? = nil
+    /// Apple's `tokenCreationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `token_creation_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var tokenCreationDateMillis: Int64 = 0
+    /// Apple's `tokenExpirationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `token_expiration_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var tokenExpirationDateMillis: Int64 = 0
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.ExternalPurchaseToken"
@@ -388,7 +401,9 @@ public struct ExternalPurchaseToken: ProtoMessage {
         appAppleId: Int64 = 0,
         bundleId: String = "",
         tokenType: String = "",
-        tokenExpirationDate: ProtoTimestamp? = nil
+        tokenExpirationDate: ProtoTimestamp? = nil,
+        tokenCreationDateMillis: Int64 = 0,
+        tokenExpirationDateMillis: Int64 = 0
     ) {
         self.externalPurchaseId = externalPurchaseId
         self.tokenCreationDate = tokenCreationDate
@@ -396,6 +411,8 @@ public struct ExternalPurchaseToken: ProtoMessage {
         self.bundleId = bundleId
         self.tokenType = tokenType
         self.tokenExpirationDate = tokenExpirationDate
+        self.tokenCreationDateMillis = tokenCreationDateMillis
+        self.tokenExpirationDateMillis = tokenExpirationDateMillis
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -428,6 +445,8 @@ extension ExternalPurchaseToken {
         self.bundleId = cString(m.bundle_id)
         self.tokenType = cString(m.token_type)
         if let p = m.token_expiration_date { self.tokenExpirationDate = ProtoTimestamp(c: p) }
+        self.tokenCreationDateMillis = m.token_creation_date_millis
+        self.tokenExpirationDateMillis = m.token_expiration_date_millis
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -439,6 +458,8 @@ extension ExternalPurchaseToken {
         if !self.bundleId.isEmpty { c.pointee.bundle_id = arena.string(self.bundleId) }
         if !self.tokenType.isEmpty { c.pointee.token_type = arena.string(self.tokenType) }
         if let value = self.tokenExpirationDate { c.pointee.token_expiration_date = value.cMessage(in: arena) }
+        c.pointee.token_creation_date_millis = self.tokenCreationDateMillis
+        c.pointee.token_expiration_date_millis = self.tokenExpirationDateMillis
         return c
     }
 }

@@ -95,6 +95,21 @@ public struct Transaction: ProtoMessage {
     public var isUpgradedValue: ProtoBoolValue? = nil
     /// Apple's `advancedCommerceInfo`, typed (Advanced Commerce API only; unset otherwise).
     public var advancedCommerceInfo: AdvancedCommerceTransactionInfo? = nil
+    /// Apple's `purchaseDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `purchase_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var purchaseDateMillis: Int64 = 0
+    /// Apple's `originalPurchaseDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `original_purchase_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var originalPurchaseDateMillis: Int64 = 0
+    /// Apple's `expiresDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `expires_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var expiresDateMillis: Int64 = 0
+    /// Apple's `signedDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `signed_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var signedDateMillis: Int64 = 0
+    /// Apple's `revocationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `revocation_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var revocationDateMillis: Int64 = 0
     /// The decoded JWS payload JSON exactly as Apple signed it: read fields Apple added after this gateway release.
     public var rawJson: String = ""
 
@@ -152,6 +167,11 @@ public struct Transaction: ProtoMessage {
         billingPlanTypeRaw: String = "",
         isUpgradedValue: ProtoBoolValue? = nil,
         advancedCommerceInfo: AdvancedCommerceTransactionInfo? = nil,
+        purchaseDateMillis: Int64 = 0,
+        originalPurchaseDateMillis: Int64 = 0,
+        expiresDateMillis: Int64 = 0,
+        signedDateMillis: Int64 = 0,
+        revocationDateMillis: Int64 = 0,
         rawJson: String = ""
     ) {
         self.transactionId = transactionId
@@ -196,6 +216,11 @@ public struct Transaction: ProtoMessage {
         self.billingPlanTypeRaw = billingPlanTypeRaw
         self.isUpgradedValue = isUpgradedValue
         self.advancedCommerceInfo = advancedCommerceInfo
+        self.purchaseDateMillis = purchaseDateMillis
+        self.originalPurchaseDateMillis = originalPurchaseDateMillis
+        self.expiresDateMillis = expiresDateMillis
+        self.signedDateMillis = signedDateMillis
+        self.revocationDateMillis = revocationDateMillis
         self.rawJson = rawJson
     }
 
@@ -265,6 +290,11 @@ extension Transaction {
         self.billingPlanTypeRaw = cString(m.billing_plan_type_raw)
         if let p = m.is_upgraded_value { self.isUpgradedValue = ProtoBoolValue(c: p) }
         if let p = m.advanced_commerce_info { self.advancedCommerceInfo = AdvancedCommerceTransactionInfo(c: p) }
+        self.purchaseDateMillis = m.purchase_date_millis
+        self.originalPurchaseDateMillis = m.original_purchase_date_millis
+        self.expiresDateMillis = m.expires_date_millis
+        self.signedDateMillis = m.signed_date_millis
+        self.revocationDateMillis = m.revocation_date_millis
         self.rawJson = cString(m.raw_json)
     }
 
@@ -313,6 +343,11 @@ extension Transaction {
         if !self.billingPlanTypeRaw.isEmpty { c.pointee.billing_plan_type_raw = arena.string(self.billingPlanTypeRaw) }
         if let value = self.isUpgradedValue { c.pointee.is_upgraded_value = value.cMessage(in: arena) }
         if let value = self.advancedCommerceInfo { c.pointee.advanced_commerce_info = value.cMessage(in: arena) }
+        c.pointee.purchase_date_millis = self.purchaseDateMillis
+        c.pointee.original_purchase_date_millis = self.originalPurchaseDateMillis
+        c.pointee.expires_date_millis = self.expiresDateMillis
+        c.pointee.signed_date_millis = self.signedDateMillis
+        c.pointee.revocation_date_millis = self.revocationDateMillis
         if !self.rawJson.isEmpty { c.pointee.raw_json = arena.string(self.rawJson) }
         return c
     }
@@ -328,6 +363,9 @@ public struct CommitmentInfo: ProtoMessage {
     public var commitmentPriceMilliunits: Int64 = 0
     /// Apple's `totalBillingPeriods`: number of billing periods in the commitment.
     public var totalBillingPeriods: Int32 = 0
+    /// Apple's `commitmentExpiresDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `commitment_expires_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var commitmentExpiresDateMillis: Int64 = 0
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.CommitmentInfo"
@@ -344,12 +382,14 @@ public struct CommitmentInfo: ProtoMessage {
         billingPeriodNumber: Int32 = 0,
         commitmentExpiresDate: ProtoTimestamp? = nil,
         commitmentPriceMilliunits: Int64 = 0,
-        totalBillingPeriods: Int32 = 0
+        totalBillingPeriods: Int32 = 0,
+        commitmentExpiresDateMillis: Int64 = 0
     ) {
         self.billingPeriodNumber = billingPeriodNumber
         self.commitmentExpiresDate = commitmentExpiresDate
         self.commitmentPriceMilliunits = commitmentPriceMilliunits
         self.totalBillingPeriods = totalBillingPeriods
+        self.commitmentExpiresDateMillis = commitmentExpiresDateMillis
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -380,6 +420,7 @@ extension CommitmentInfo {
         if let p = m.commitment_expires_date { self.commitmentExpiresDate = ProtoTimestamp(c: p) }
         self.commitmentPriceMilliunits = m.commitment_price_milliunits
         self.totalBillingPeriods = m.total_billing_periods
+        self.commitmentExpiresDateMillis = m.commitment_expires_date_millis
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -389,6 +430,7 @@ extension CommitmentInfo {
         if let value = self.commitmentExpiresDate { c.pointee.commitment_expires_date = value.cMessage(in: arena) }
         c.pointee.commitment_price_milliunits = self.commitmentPriceMilliunits
         c.pointee.total_billing_periods = self.totalBillingPeriods
+        c.pointee.commitment_expires_date_millis = self.commitmentExpiresDateMillis
         return c
     }
 }
@@ -454,6 +496,18 @@ public struct RenewalInfo: ProtoMessage {
     public var isInBillingRetryPeriodValue: ProtoBoolValue? = nil
     /// Apple's `advancedCommerceInfo`, typed (Advanced Commerce API only; unset otherwise).
     public var advancedCommerceInfo: AdvancedCommerceRenewalInfo? = nil
+    /// Apple's `gracePeriodExpiresDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `grace_period_expires_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var gracePeriodExpiresDateMillis: Int64 = 0
+    /// Apple's `signedDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `signed_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var signedDateMillis: Int64 = 0
+    /// Apple's `recentSubscriptionStartDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `recent_subscription_start_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var recentSubscriptionStartDateMillis: Int64 = 0
+    /// Apple's `renewalDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `renewal_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var renewalDateMillis: Int64 = 0
     /// The decoded JWS payload JSON exactly as Apple signed it.
     public var rawJson: String = ""
 
@@ -498,6 +552,10 @@ public struct RenewalInfo: ProtoMessage {
         renewalBillingPlanTypeRaw: String = "",
         isInBillingRetryPeriodValue: ProtoBoolValue? = nil,
         advancedCommerceInfo: AdvancedCommerceRenewalInfo? = nil,
+        gracePeriodExpiresDateMillis: Int64 = 0,
+        signedDateMillis: Int64 = 0,
+        recentSubscriptionStartDateMillis: Int64 = 0,
+        renewalDateMillis: Int64 = 0,
         rawJson: String = ""
     ) {
         self.originalTransactionId = originalTransactionId
@@ -529,6 +587,10 @@ public struct RenewalInfo: ProtoMessage {
         self.renewalBillingPlanTypeRaw = renewalBillingPlanTypeRaw
         self.isInBillingRetryPeriodValue = isInBillingRetryPeriodValue
         self.advancedCommerceInfo = advancedCommerceInfo
+        self.gracePeriodExpiresDateMillis = gracePeriodExpiresDateMillis
+        self.signedDateMillis = signedDateMillis
+        self.recentSubscriptionStartDateMillis = recentSubscriptionStartDateMillis
+        self.renewalDateMillis = renewalDateMillis
         self.rawJson = rawJson
     }
 
@@ -585,6 +647,10 @@ extension RenewalInfo {
         self.renewalBillingPlanTypeRaw = cString(m.renewal_billing_plan_type_raw)
         if let p = m.is_in_billing_retry_period_value { self.isInBillingRetryPeriodValue = ProtoBoolValue(c: p) }
         if let p = m.advanced_commerce_info { self.advancedCommerceInfo = AdvancedCommerceRenewalInfo(c: p) }
+        self.gracePeriodExpiresDateMillis = m.grace_period_expires_date_millis
+        self.signedDateMillis = m.signed_date_millis
+        self.recentSubscriptionStartDateMillis = m.recent_subscription_start_date_millis
+        self.renewalDateMillis = m.renewal_date_millis
         self.rawJson = cString(m.raw_json)
     }
 
@@ -620,6 +686,10 @@ extension RenewalInfo {
         if !self.renewalBillingPlanTypeRaw.isEmpty { c.pointee.renewal_billing_plan_type_raw = arena.string(self.renewalBillingPlanTypeRaw) }
         if let value = self.isInBillingRetryPeriodValue { c.pointee.is_in_billing_retry_period_value = value.cMessage(in: arena) }
         if let value = self.advancedCommerceInfo { c.pointee.advanced_commerce_info = value.cMessage(in: arena) }
+        c.pointee.grace_period_expires_date_millis = self.gracePeriodExpiresDateMillis
+        c.pointee.signed_date_millis = self.signedDateMillis
+        c.pointee.recent_subscription_start_date_millis = self.recentSubscriptionStartDateMillis
+        c.pointee.renewal_date_millis = self.renewalDateMillis
         if !self.rawJson.isEmpty { c.pointee.raw_json = arena.string(self.rawJson) }
         return c
     }
@@ -639,6 +709,9 @@ public struct RenewalCommitmentInfo: ProtoMessage {
     public var commitmentRenewalPriceMilliunits: Int64 = 0
     /// Apple's `commitmentRenewalBillingPlanType` string exactly as sent; empty when absent.
     public var commitmentRenewalBillingPlanTypeRaw: String = ""
+    /// Apple's `commitmentRenewalDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `commitment_renewal_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var commitmentRenewalDateMillis: Int64 = 0
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.RenewalCommitmentInfo"
@@ -657,7 +730,8 @@ public struct RenewalCommitmentInfo: ProtoMessage {
         commitmentRenewalBillingPlanType: BillingPlanType = BillingPlanType(rawValue: 0),
         commitmentRenewalDate: ProtoTimestamp? = nil,
         commitmentRenewalPriceMilliunits: Int64 = 0,
-        commitmentRenewalBillingPlanTypeRaw: String = ""
+        commitmentRenewalBillingPlanTypeRaw: String = "",
+        commitmentRenewalDateMillis: Int64 = 0
     ) {
         self.commitmentAutoRenewProductId = commitmentAutoRenewProductId
         self.commitmentAutoRenewStatus = commitmentAutoRenewStatus
@@ -665,6 +739,7 @@ public struct RenewalCommitmentInfo: ProtoMessage {
         self.commitmentRenewalDate = commitmentRenewalDate
         self.commitmentRenewalPriceMilliunits = commitmentRenewalPriceMilliunits
         self.commitmentRenewalBillingPlanTypeRaw = commitmentRenewalBillingPlanTypeRaw
+        self.commitmentRenewalDateMillis = commitmentRenewalDateMillis
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -697,6 +772,7 @@ extension RenewalCommitmentInfo {
         if let p = m.commitment_renewal_date { self.commitmentRenewalDate = ProtoTimestamp(c: p) }
         self.commitmentRenewalPriceMilliunits = m.commitment_renewal_price_milliunits
         self.commitmentRenewalBillingPlanTypeRaw = cString(m.commitment_renewal_billing_plan_type_raw)
+        self.commitmentRenewalDateMillis = m.commitment_renewal_date_millis
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -708,6 +784,7 @@ extension RenewalCommitmentInfo {
         if let value = self.commitmentRenewalDate { c.pointee.commitment_renewal_date = value.cMessage(in: arena) }
         c.pointee.commitment_renewal_price_milliunits = self.commitmentRenewalPriceMilliunits
         if !self.commitmentRenewalBillingPlanTypeRaw.isEmpty { c.pointee.commitment_renewal_billing_plan_type_raw = arena.string(self.commitmentRenewalBillingPlanTypeRaw) }
+        c.pointee.commitment_renewal_date_millis = self.commitmentRenewalDateMillis
         return c
     }
 }
@@ -744,6 +821,15 @@ public struct AppTransaction: ProtoMessage {
     public var receiptTypeRaw: String = ""
     /// Apple's `originalPlatform` string exactly as sent; empty when absent.
     public var originalPlatformRaw: String = ""
+    /// Apple's `receiptCreationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `receipt_creation_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var receiptCreationDateMillis: Int64 = 0
+    /// Apple's `originalPurchaseDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `original_purchase_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var originalPurchaseDateMillis: Int64 = 0
+    /// Apple's `preorderDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `preorder_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var preorderDateMillis: Int64 = 0
     /// The decoded JWS payload JSON exactly as Apple signed it.
     public var rawJson: String = ""
 
@@ -774,6 +860,9 @@ public struct AppTransaction: ProtoMessage {
         originalPlatform: OriginalPlatform = OriginalPlatform(rawValue: 0),
         receiptTypeRaw: String = "",
         originalPlatformRaw: String = "",
+        receiptCreationDateMillis: Int64 = 0,
+        originalPurchaseDateMillis: Int64 = 0,
+        preorderDateMillis: Int64 = 0,
         rawJson: String = ""
     ) {
         self.receiptType = receiptType
@@ -791,6 +880,9 @@ public struct AppTransaction: ProtoMessage {
         self.originalPlatform = originalPlatform
         self.receiptTypeRaw = receiptTypeRaw
         self.originalPlatformRaw = originalPlatformRaw
+        self.receiptCreationDateMillis = receiptCreationDateMillis
+        self.originalPurchaseDateMillis = originalPurchaseDateMillis
+        self.preorderDateMillis = preorderDateMillis
         self.rawJson = rawJson
     }
 
@@ -833,6 +925,9 @@ extension AppTransaction {
         self.originalPlatform = OriginalPlatform(rawValue: Int32(truncatingIfNeeded: m.original_platform.rawValue))
         self.receiptTypeRaw = cString(m.receipt_type_raw)
         self.originalPlatformRaw = cString(m.original_platform_raw)
+        self.receiptCreationDateMillis = m.receipt_creation_date_millis
+        self.originalPurchaseDateMillis = m.original_purchase_date_millis
+        self.preorderDateMillis = m.preorder_date_millis
         self.rawJson = cString(m.raw_json)
     }
 
@@ -854,6 +949,9 @@ extension AppTransaction {
         c.pointee.original_platform = .init(rawValue: .init(truncatingIfNeeded: self.originalPlatform.rawValue))
         if !self.receiptTypeRaw.isEmpty { c.pointee.receipt_type_raw = arena.string(self.receiptTypeRaw) }
         if !self.originalPlatformRaw.isEmpty { c.pointee.original_platform_raw = arena.string(self.originalPlatformRaw) }
+        c.pointee.receipt_creation_date_millis = self.receiptCreationDateMillis
+        c.pointee.original_purchase_date_millis = self.originalPurchaseDateMillis
+        c.pointee.preorder_date_millis = self.preorderDateMillis
         if !self.rawJson.isEmpty { c.pointee.raw_json = arena.string(self.rawJson) }
         return c
     }
@@ -1038,6 +1136,9 @@ public struct AdvancedCommerceTransactionItem: ProtoMessage {
     public var refunds: [AdvancedCommerceRefund] = []
     /// Apple's `revocationDate` of this item (unset when not revoked).
     public var revocationDate: ProtoTimestamp? = nil
+    /// Apple's `revocationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `revocation_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var revocationDateMillis: Int64 = 0
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceTransactionItem"
@@ -1057,7 +1158,8 @@ public struct AdvancedCommerceTransactionItem: ProtoMessage {
         offer: AdvancedCommerceOffer? = nil,
         priceMilliunits: Int64 = 0,
         refunds: [AdvancedCommerceRefund] = [],
-        revocationDate: ProtoTimestamp? = nil
+        revocationDate: ProtoTimestamp? = nil,
+        revocationDateMillis: Int64 = 0
     ) {
         self.sku = sku
         self.description = description
@@ -1066,6 +1168,7 @@ public struct AdvancedCommerceTransactionItem: ProtoMessage {
         self.priceMilliunits = priceMilliunits
         self.refunds = refunds
         self.revocationDate = revocationDate
+        self.revocationDateMillis = revocationDateMillis
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -1099,6 +1202,7 @@ extension AdvancedCommerceTransactionItem {
         self.priceMilliunits = m.price_milliunits
         self.refunds = cMessages(m.n_refunds, m.refunds) { AdvancedCommerceRefund(c: $0) }
         if let p = m.revocation_date { self.revocationDate = ProtoTimestamp(c: p) }
+        self.revocationDateMillis = m.revocation_date_millis
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -1111,6 +1215,7 @@ extension AdvancedCommerceTransactionItem {
         c.pointee.price_milliunits = self.priceMilliunits
         (c.pointee.n_refunds, c.pointee.refunds) = arena.messages(self.refunds) { $0.cMessage(in: arena) }
         if let value = self.revocationDate { c.pointee.revocation_date = value.cMessage(in: arena) }
+        c.pointee.revocation_date_millis = self.revocationDateMillis
         return c
     }
 }
@@ -1200,6 +1305,9 @@ public struct AdvancedCommerceRefund: ProtoMessage {
     public var refundReason: String = ""
     /// Apple's `refundType`, e.g. "FULL", "PRORATED", "CUSTOM".
     public var refundType: String = ""
+    /// Apple's `refundDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `refund_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var refundDateMillis: Int64 = 0
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
     public static let protoMessageName = "appstore.gateway.v1.AdvancedCommerceRefund"
@@ -1216,12 +1324,14 @@ public struct AdvancedCommerceRefund: ProtoMessage {
         refundAmountMilliunits: Int64 = 0,
         refundDate: ProtoTimestamp? = nil,
         refundReason: String = "",
-        refundType: String = ""
+        refundType: String = "",
+        refundDateMillis: Int64 = 0
     ) {
         self.refundAmountMilliunits = refundAmountMilliunits
         self.refundDate = refundDate
         self.refundReason = refundReason
         self.refundType = refundType
+        self.refundDateMillis = refundDateMillis
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -1252,6 +1362,7 @@ extension AdvancedCommerceRefund {
         if let p = m.refund_date { self.refundDate = ProtoTimestamp(c: p) }
         self.refundReason = cString(m.refund_reason)
         self.refundType = cString(m.refund_type)
+        self.refundDateMillis = m.refund_date_millis
     }
 
     /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
@@ -1261,6 +1372,7 @@ extension AdvancedCommerceRefund {
         if let value = self.refundDate { c.pointee.refund_date = value.cMessage(in: arena) }
         if !self.refundReason.isEmpty { c.pointee.refund_reason = arena.string(self.refundReason) }
         if !self.refundType.isEmpty { c.pointee.refund_type = arena.string(self.refundType) }
+        c.pointee.refund_date_millis = self.refundDateMillis
         return c
     }
 }

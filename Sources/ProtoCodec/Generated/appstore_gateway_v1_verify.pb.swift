@@ -284,6 +284,9 @@ public struct RealtimeRequest: ProtoMessage {
     public var environment: Environment = Environment(rawValue: 0)
     /// Apple's `environment` string exactly as sent; empty when absent.
     public var environmentRaw: String = ""
+    /// Apple's `signedDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+    /// `signed_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+    public var signedDateMillis: Int64 = 0
     /// The decoded JWS payload JSON exactly as Apple signed it.
     public var rawJson: String = ""
 
@@ -307,6 +310,7 @@ public struct RealtimeRequest: ProtoMessage {
         signedDate: ProtoTimestamp? = nil,
         environment: Environment = Environment(rawValue: 0),
         environmentRaw: String = "",
+        signedDateMillis: Int64 = 0,
         rawJson: String = ""
     ) {
         self.originalTransactionId = originalTransactionId
@@ -317,6 +321,7 @@ public struct RealtimeRequest: ProtoMessage {
         self.signedDate = signedDate
         self.environment = environment
         self.environmentRaw = environmentRaw
+        self.signedDateMillis = signedDateMillis
         self.rawJson = rawJson
     }
 
@@ -352,6 +357,7 @@ extension RealtimeRequest {
         if let p = m.signed_date { self.signedDate = ProtoTimestamp(c: p) }
         self.environment = Environment(rawValue: Int32(truncatingIfNeeded: m.environment.rawValue))
         self.environmentRaw = cString(m.environment_raw)
+        self.signedDateMillis = m.signed_date_millis
         self.rawJson = cString(m.raw_json)
     }
 
@@ -366,6 +372,7 @@ extension RealtimeRequest {
         if let value = self.signedDate { c.pointee.signed_date = value.cMessage(in: arena) }
         c.pointee.environment = .init(rawValue: .init(truncatingIfNeeded: self.environment.rawValue))
         if !self.environmentRaw.isEmpty { c.pointee.environment_raw = arena.string(self.environmentRaw) }
+        c.pointee.signed_date_millis = self.signedDateMillis
         if !self.rawJson.isEmpty { c.pointee.raw_json = arena.string(self.rawJson) }
         return c
     }

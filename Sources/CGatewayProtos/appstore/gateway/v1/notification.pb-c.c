@@ -367,7 +367,7 @@ void   appstore__gateway__v1__notification_event__free_unpacked
   assert(message->base.descriptor == &appstore__gateway__v1__notification_event__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor appstore__gateway__v1__notification__field_descriptors[12] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__notification__field_descriptors[13] =
 {
   {
     "notification_type",
@@ -502,6 +502,18 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__notification__field
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "signed_date_millis",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Notification, signed_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "raw_json",
     99,
     PROTOBUF_C_LABEL_NONE,
@@ -521,8 +533,9 @@ static const unsigned appstore__gateway__v1__notification__field_indices_by_name
   0,   /* field[0] = notification_type */
   2,   /* field[2] = notification_type_raw */
   4,   /* field[4] = notification_uuid */
-  11,   /* field[11] = raw_json */
+  12,   /* field[12] = raw_json */
   6,   /* field[6] = signed_date */
+  11,   /* field[11] = signed_date_millis */
   1,   /* field[1] = subtype */
   3,   /* field[3] = subtype_raw */
   8,   /* field[8] = summary */
@@ -531,8 +544,8 @@ static const unsigned appstore__gateway__v1__notification__field_indices_by_name
 static const ProtobufCIntRange appstore__gateway__v1__notification__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 99, 11 },
-  { 0, 12 }
+  { 99, 12 },
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__notification__descriptor =
 {
@@ -542,7 +555,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__notification__descriptor
   "Appstore__Gateway__V1__Notification",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__Notification),
-  12,
+  13,
   appstore__gateway__v1__notification__field_descriptors,
   appstore__gateway__v1__notification__field_indices_by_name,
   2,  appstore__gateway__v1__notification__number_ranges,
@@ -872,7 +885,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__notification_summary__de
   (ProtobufCMessageInit) appstore__gateway__v1__notification_summary__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__external_purchase_token__field_descriptors[6] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__external_purchase_token__field_descriptors[8] =
 {
   {
     "external_purchase_id",
@@ -946,19 +959,45 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__external_purchase_t
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "token_creation_date_millis",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__ExternalPurchaseToken, token_creation_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_expiration_date_millis",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__ExternalPurchaseToken, token_expiration_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__external_purchase_token__field_indices_by_name[] = {
   2,   /* field[2] = app_apple_id */
   3,   /* field[3] = bundle_id */
   0,   /* field[0] = external_purchase_id */
   1,   /* field[1] = token_creation_date */
+  6,   /* field[6] = token_creation_date_millis */
   5,   /* field[5] = token_expiration_date */
+  7,   /* field[7] = token_expiration_date_millis */
   4,   /* field[4] = token_type */
 };
 static const ProtobufCIntRange appstore__gateway__v1__external_purchase_token__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__external_purchase_token__descriptor =
 {
@@ -968,7 +1007,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__external_purchase_token_
   "Appstore__Gateway__V1__ExternalPurchaseToken",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__ExternalPurchaseToken),
-  6,
+  8,
   appstore__gateway__v1__external_purchase_token__field_descriptors,
   appstore__gateway__v1__external_purchase_token__field_indices_by_name,
   1,  appstore__gateway__v1__external_purchase_token__number_ranges,

@@ -592,7 +592,7 @@ void   appstore__gateway__v1__advanced_commerce_price_increase_info__free_unpack
   assert(message->base.descriptor == &appstore__gateway__v1__advanced_commerce_price_increase_info__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor appstore__gateway__v1__transaction__field_descriptors[43] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__transaction__field_descriptors[48] =
 {
   {
     "transaction_id",
@@ -1099,6 +1099,66 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__transaction__field_
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "purchase_date_millis",
+    43,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, purchase_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "original_purchase_date_millis",
+    44,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, original_purchase_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expires_date_millis",
+    45,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, expires_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "signed_date_millis",
+    46,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, signed_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revocation_date_millis",
+    47,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__Transaction, revocation_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "raw_json",
     99,
     PROTOBUF_C_LABEL_NONE,
@@ -1124,6 +1184,7 @@ static const unsigned appstore__gateway__v1__transaction__field_indices_by_name[
   19,   /* field[19] = environment */
   35,   /* field[35] = environment_raw */
   8,   /* field[8] = expires_date */
+  44,   /* field[44] = expires_date_millis */
   12,   /* field[12] = in_app_ownership_type */
   34,   /* field[34] = in_app_ownership_type_raw */
   16,   /* field[16] = is_upgraded */
@@ -1134,18 +1195,22 @@ static const unsigned appstore__gateway__v1__transaction__field_indices_by_name[
   27,   /* field[27] = offer_period */
   17,   /* field[17] = offer_type */
   7,   /* field[7] = original_purchase_date */
+  43,   /* field[43] = original_purchase_date_millis */
   1,   /* field[1] = original_transaction_id */
   24,   /* field[24] = price_milliunits */
   4,   /* field[4] = product_id */
   6,   /* field[6] = purchase_date */
+  42,   /* field[42] = purchase_date_millis */
   9,   /* field[9] = quantity */
-  42,   /* field[42] = raw_json */
+  47,   /* field[47] = raw_json */
   15,   /* field[15] = revocation_date */
+  46,   /* field[46] = revocation_date_millis */
   29,   /* field[29] = revocation_percentage */
   14,   /* field[14] = revocation_reason */
   28,   /* field[28] = revocation_type */
   38,   /* field[38] = revocation_type_raw */
   13,   /* field[13] = signed_date */
+  45,   /* field[45] = signed_date_millis */
   20,   /* field[20] = storefront */
   21,   /* field[21] = storefront_id */
   5,   /* field[5] = subscription_group_identifier */
@@ -1159,8 +1224,8 @@ static const unsigned appstore__gateway__v1__transaction__field_indices_by_name[
 static const ProtobufCIntRange appstore__gateway__v1__transaction__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 99, 42 },
-  { 0, 43 }
+  { 99, 47 },
+  { 0, 48 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__transaction__descriptor =
 {
@@ -1170,14 +1235,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__transaction__descriptor 
   "Appstore__Gateway__V1__Transaction",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__Transaction),
-  43,
+  48,
   appstore__gateway__v1__transaction__field_descriptors,
   appstore__gateway__v1__transaction__field_indices_by_name,
   2,  appstore__gateway__v1__transaction__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__transaction__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__commitment_info__field_descriptors[4] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__commitment_info__field_descriptors[5] =
 {
   {
     "billing_period_number",
@@ -1227,17 +1292,30 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__commitment_info__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "commitment_expires_date_millis",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__CommitmentInfo, commitment_expires_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__commitment_info__field_indices_by_name[] = {
   0,   /* field[0] = billing_period_number */
   1,   /* field[1] = commitment_expires_date */
+  4,   /* field[4] = commitment_expires_date_millis */
   2,   /* field[2] = commitment_price_milliunits */
   3,   /* field[3] = total_billing_periods */
 };
 static const ProtobufCIntRange appstore__gateway__v1__commitment_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__commitment_info__descriptor =
 {
@@ -1247,14 +1325,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__commitment_info__descrip
   "Appstore__Gateway__V1__CommitmentInfo",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__CommitmentInfo),
-  4,
+  5,
   appstore__gateway__v1__commitment_info__field_descriptors,
   appstore__gateway__v1__commitment_info__field_indices_by_name,
   1,  appstore__gateway__v1__commitment_info__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__commitment_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_info__field_descriptors[30] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_info__field_descriptors[34] =
 {
   {
     "original_transaction_id",
@@ -1605,6 +1683,54 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_info__field
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "grace_period_expires_date_millis",
+    30,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalInfo, grace_period_expires_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "signed_date_millis",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalInfo, signed_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recent_subscription_start_date_millis",
+    32,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalInfo, recent_subscription_start_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "renewal_date_millis",
+    33,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalInfo, renewal_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "raw_json",
     99,
     PROTOBUF_C_LABEL_NONE,
@@ -1631,6 +1757,7 @@ static const unsigned appstore__gateway__v1__renewal_info__field_indices_by_name
   24,   /* field[24] = environment_raw */
   4,   /* field[4] = expiration_intent */
   6,   /* field[6] = grace_period_expires_date */
+  29,   /* field[29] = grace_period_expires_date_millis */
   5,   /* field[5] = is_in_billing_retry_period */
   27,   /* field[27] = is_in_billing_retry_period_value */
   10,   /* field[10] = offer_discount_type */
@@ -1641,19 +1768,22 @@ static const unsigned appstore__gateway__v1__renewal_info__field_indices_by_name
   0,   /* field[0] = original_transaction_id */
   7,   /* field[7] = price_increase_status */
   1,   /* field[1] = product_id */
-  29,   /* field[29] = raw_json */
+  33,   /* field[33] = raw_json */
   14,   /* field[14] = recent_subscription_start_date */
+  31,   /* field[31] = recent_subscription_start_date_millis */
   22,   /* field[22] = renewal_billing_plan_type */
   26,   /* field[26] = renewal_billing_plan_type_raw */
   15,   /* field[15] = renewal_date */
+  32,   /* field[32] = renewal_date_millis */
   16,   /* field[16] = renewal_price_milliunits */
   12,   /* field[12] = signed_date */
+  30,   /* field[30] = signed_date_millis */
 };
 static const ProtobufCIntRange appstore__gateway__v1__renewal_info__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 99, 29 },
-  { 0, 30 }
+  { 99, 33 },
+  { 0, 34 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_info__descriptor =
 {
@@ -1663,14 +1793,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_info__descriptor
   "Appstore__Gateway__V1__RenewalInfo",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__RenewalInfo),
-  30,
+  34,
   appstore__gateway__v1__renewal_info__field_descriptors,
   appstore__gateway__v1__renewal_info__field_indices_by_name,
   2,  appstore__gateway__v1__renewal_info__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__renewal_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_commitment_info__field_descriptors[6] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_commitment_info__field_descriptors[7] =
 {
   {
     "commitment_auto_renew_product_id",
@@ -1744,6 +1874,18 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__renewal_commitment_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "commitment_renewal_date_millis",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RenewalCommitmentInfo, commitment_renewal_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__renewal_commitment_info__field_indices_by_name[] = {
   0,   /* field[0] = commitment_auto_renew_product_id */
@@ -1751,12 +1893,13 @@ static const unsigned appstore__gateway__v1__renewal_commitment_info__field_indi
   2,   /* field[2] = commitment_renewal_billing_plan_type */
   5,   /* field[5] = commitment_renewal_billing_plan_type_raw */
   3,   /* field[3] = commitment_renewal_date */
+  6,   /* field[6] = commitment_renewal_date_millis */
   4,   /* field[4] = commitment_renewal_price_milliunits */
 };
 static const ProtobufCIntRange appstore__gateway__v1__renewal_commitment_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_commitment_info__descriptor =
 {
@@ -1766,14 +1909,14 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__renewal_commitment_info_
   "Appstore__Gateway__V1__RenewalCommitmentInfo",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__RenewalCommitmentInfo),
-  6,
+  7,
   appstore__gateway__v1__renewal_commitment_info__field_descriptors,
   appstore__gateway__v1__renewal_commitment_info__field_indices_by_name,
   1,  appstore__gateway__v1__renewal_commitment_info__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__renewal_commitment_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__app_transaction__field_descriptors[16] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__app_transaction__field_descriptors[19] =
 {
   {
     "receipt_type",
@@ -1956,6 +2099,42 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__app_transaction__fi
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "receipt_creation_date_millis",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AppTransaction, receipt_creation_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "original_purchase_date_millis",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AppTransaction, original_purchase_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "preorder_date_millis",
+    18,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AppTransaction, preorder_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "raw_json",
     99,
     PROTOBUF_C_LABEL_NONE,
@@ -1979,9 +2158,12 @@ static const unsigned appstore__gateway__v1__app_transaction__field_indices_by_n
   12,   /* field[12] = original_platform */
   14,   /* field[14] = original_platform_raw */
   6,   /* field[6] = original_purchase_date */
+  16,   /* field[16] = original_purchase_date_millis */
   10,   /* field[10] = preorder_date */
-  15,   /* field[15] = raw_json */
+  17,   /* field[17] = preorder_date_millis */
+  18,   /* field[18] = raw_json */
   5,   /* field[5] = receipt_creation_date */
+  15,   /* field[15] = receipt_creation_date_millis */
   0,   /* field[0] = receipt_type */
   13,   /* field[13] = receipt_type_raw */
   4,   /* field[4] = version_external_identifier */
@@ -1989,8 +2171,8 @@ static const unsigned appstore__gateway__v1__app_transaction__field_indices_by_n
 static const ProtobufCIntRange appstore__gateway__v1__app_transaction__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 99, 15 },
-  { 0, 16 }
+  { 99, 18 },
+  { 0, 19 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__app_transaction__descriptor =
 {
@@ -2000,7 +2182,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__app_transaction__descrip
   "Appstore__Gateway__V1__AppTransaction",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__AppTransaction),
-  16,
+  19,
   appstore__gateway__v1__app_transaction__field_descriptors,
   appstore__gateway__v1__app_transaction__field_indices_by_name,
   2,  appstore__gateway__v1__app_transaction__number_ranges,
@@ -2187,7 +2369,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_descri
   (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_descriptors__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_transaction_item__field_descriptors[7] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_transaction_item__field_descriptors[8] =
 {
   {
     "sku",
@@ -2273,6 +2455,18 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_t
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revocation_date_millis",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem, revocation_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__advanced_commerce_transaction_item__field_indices_by_name[] = {
   1,   /* field[1] = description */
@@ -2281,12 +2475,13 @@ static const unsigned appstore__gateway__v1__advanced_commerce_transaction_item_
   4,   /* field[4] = price_milliunits */
   5,   /* field[5] = refunds */
   6,   /* field[6] = revocation_date */
+  7,   /* field[7] = revocation_date_millis */
   0,   /* field[0] = sku */
 };
 static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_transaction_item__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_transaction_item__descriptor =
 {
@@ -2296,7 +2491,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_transa
   "Appstore__Gateway__V1__AdvancedCommerceTransactionItem",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__AdvancedCommerceTransactionItem),
-  7,
+  8,
   appstore__gateway__v1__advanced_commerce_transaction_item__field_descriptors,
   appstore__gateway__v1__advanced_commerce_transaction_item__field_indices_by_name,
   1,  appstore__gateway__v1__advanced_commerce_transaction_item__number_ranges,
@@ -2380,7 +2575,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_offer_
   (ProtobufCMessageInit) appstore__gateway__v1__advanced_commerce_offer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_refund__field_descriptors[4] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_refund__field_descriptors[5] =
 {
   {
     "refund_amount_milliunits",
@@ -2430,17 +2625,30 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__advanced_commerce_r
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "refund_date_millis",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__AdvancedCommerceRefund, refund_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__advanced_commerce_refund__field_indices_by_name[] = {
   0,   /* field[0] = refund_amount_milliunits */
   1,   /* field[1] = refund_date */
+  4,   /* field[4] = refund_date_millis */
   2,   /* field[2] = refund_reason */
   3,   /* field[3] = refund_type */
 };
 static const ProtobufCIntRange appstore__gateway__v1__advanced_commerce_refund__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_refund__descriptor =
 {
@@ -2450,7 +2658,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__advanced_commerce_refund
   "Appstore__Gateway__V1__AdvancedCommerceRefund",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__AdvancedCommerceRefund),
-  4,
+  5,
   appstore__gateway__v1__advanced_commerce_refund__field_descriptors,
   appstore__gateway__v1__advanced_commerce_refund__field_indices_by_name,
   1,  appstore__gateway__v1__advanced_commerce_refund__number_ranges,

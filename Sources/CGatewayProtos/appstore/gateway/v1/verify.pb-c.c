@@ -374,7 +374,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__verify_jwsresponse__desc
   (ProtobufCMessageInit) appstore__gateway__v1__verify_jwsresponse__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__realtime_request__field_descriptors[9] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__realtime_request__field_descriptors[10] =
 {
   {
     "original_transaction_id",
@@ -473,6 +473,18 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__realtime_request__f
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "signed_date_millis",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeRequest, signed_date_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "raw_json",
     99,
     PROTOBUF_C_LABEL_NONE,
@@ -491,16 +503,17 @@ static const unsigned appstore__gateway__v1__realtime_request__field_indices_by_
   7,   /* field[7] = environment_raw */
   0,   /* field[0] = original_transaction_id */
   2,   /* field[2] = product_id */
-  8,   /* field[8] = raw_json */
+  9,   /* field[9] = raw_json */
   4,   /* field[4] = request_identifier */
   5,   /* field[5] = signed_date */
+  8,   /* field[8] = signed_date_millis */
   3,   /* field[3] = user_locale */
 };
 static const ProtobufCIntRange appstore__gateway__v1__realtime_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 99, 8 },
-  { 0, 9 }
+  { 99, 9 },
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__realtime_request__descriptor =
 {
@@ -510,7 +523,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__realtime_request__descri
   "Appstore__Gateway__V1__RealtimeRequest",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__RealtimeRequest),
-  9,
+  10,
   appstore__gateway__v1__realtime_request__field_descriptors,
   appstore__gateway__v1__realtime_request__field_indices_by_name,
   2,  appstore__gateway__v1__realtime_request__number_ranges,

@@ -86,13 +86,18 @@ struct  Appstore__Gateway__V1__Notification
    */
   Appstore__Gateway__V1__AppData *app_data;
   /*
+   * Apple's `signedDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `signed_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t signed_date_millis;
+  /*
    * The decoded JWS payload JSON exactly as Apple signed it.
    */
   char *raw_json;
 };
 #define APPSTORE__GATEWAY__V1__NOTIFICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__notification__descriptor) \
-    , APPSTORE__GATEWAY__V1__NOTIFICATION_TYPE__NOTIFICATION_TYPE_UNSPECIFIED, APPSTORE__GATEWAY__V1__NOTIFICATION_SUBTYPE__NOTIFICATION_SUBTYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, NULL, NULL, NULL, (char *)protobuf_c_empty_string }
+    , APPSTORE__GATEWAY__V1__NOTIFICATION_TYPE__NOTIFICATION_TYPE_UNSPECIFIED, APPSTORE__GATEWAY__V1__NOTIFICATION_SUBTYPE__NOTIFICATION_SUBTYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, NULL, NULL, NULL, 0, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -234,10 +239,20 @@ struct  Appstore__Gateway__V1__ExternalPurchaseToken
    * Apple's `tokenExpirationDate`: when the token expires (unset when Apple sent none).
    */
   Google__Protobuf__Timestamp *token_expiration_date;
+  /*
+   * Apple's `tokenCreationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `token_creation_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t token_creation_date_millis;
+  /*
+   * Apple's `tokenExpirationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `token_expiration_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t token_expiration_date_millis;
 };
 #define APPSTORE__GATEWAY__V1__EXTERNAL_PURCHASE_TOKEN__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__external_purchase_token__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+    , (char *)protobuf_c_empty_string, NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0 }
 
 
 /*

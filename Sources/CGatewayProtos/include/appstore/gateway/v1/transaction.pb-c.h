@@ -218,13 +218,38 @@ struct  Appstore__Gateway__V1__Transaction
    */
   Appstore__Gateway__V1__AdvancedCommerceTransactionInfo *advanced_commerce_info;
   /*
+   * Apple's `purchaseDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `purchase_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t purchase_date_millis;
+  /*
+   * Apple's `originalPurchaseDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `original_purchase_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t original_purchase_date_millis;
+  /*
+   * Apple's `expiresDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `expires_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t expires_date_millis;
+  /*
+   * Apple's `signedDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `signed_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t signed_date_millis;
+  /*
+   * Apple's `revocationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `revocation_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t revocation_date_millis;
+  /*
    * The decoded JWS payload JSON exactly as Apple signed it: read fields Apple added after this gateway release.
    */
   char *raw_json;
 };
 #define APPSTORE__GATEWAY__V1__TRANSACTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__transaction__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, NULL, 0, APPSTORE__GATEWAY__V1__PRODUCT_TYPE__PRODUCT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__IN_APP_OWNERSHIP_TYPE__IN_APP_OWNERSHIP_TYPE_UNSPECIFIED, NULL, APPSTORE__GATEWAY__V1__REVOCATION_REASON__REVOCATION_REASON_UNSPECIFIED, NULL, 0, APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__TRANSACTION_REASON__TRANSACTION_REASON_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, APPSTORE__GATEWAY__V1__OFFER_DISCOUNT_TYPE__OFFER_DISCOUNT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__REVOCATION_TYPE__REVOCATION_TYPE_UNSPECIFIED, 0, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, NULL, 0, APPSTORE__GATEWAY__V1__PRODUCT_TYPE__PRODUCT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__IN_APP_OWNERSHIP_TYPE__IN_APP_OWNERSHIP_TYPE_UNSPECIFIED, NULL, APPSTORE__GATEWAY__V1__REVOCATION_REASON__REVOCATION_REASON_UNSPECIFIED, NULL, 0, APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__TRANSACTION_REASON__TRANSACTION_REASON_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, APPSTORE__GATEWAY__V1__OFFER_DISCOUNT_TYPE__OFFER_DISCOUNT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__REVOCATION_TYPE__REVOCATION_TYPE_UNSPECIFIED, 0, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -249,10 +274,15 @@ struct  Appstore__Gateway__V1__CommitmentInfo
    * Apple's `totalBillingPeriods`: number of billing periods in the commitment.
    */
   int32_t total_billing_periods;
+  /*
+   * Apple's `commitmentExpiresDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `commitment_expires_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t commitment_expires_date_millis;
 };
 #define APPSTORE__GATEWAY__V1__COMMITMENT_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__commitment_info__descriptor) \
-    , 0, NULL, 0, 0 }
+    , 0, NULL, 0, 0, 0 }
 
 
 /*
@@ -380,13 +410,33 @@ struct  Appstore__Gateway__V1__RenewalInfo
    */
   Appstore__Gateway__V1__AdvancedCommerceRenewalInfo *advanced_commerce_info;
   /*
+   * Apple's `gracePeriodExpiresDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `grace_period_expires_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t grace_period_expires_date_millis;
+  /*
+   * Apple's `signedDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `signed_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t signed_date_millis;
+  /*
+   * Apple's `recentSubscriptionStartDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `recent_subscription_start_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t recent_subscription_start_date_millis;
+  /*
+   * Apple's `renewalDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `renewal_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t renewal_date_millis;
+  /*
    * The decoded JWS payload JSON exactly as Apple signed it.
    */
   char *raw_json;
 };
 #define APPSTORE__GATEWAY__V1__RENEWAL_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__renewal_info__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__AUTO_RENEW_STATUS__AUTO_RENEW_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__EXPIRATION_INTENT__EXPIRATION_INTENT_UNSPECIFIED, 0, NULL, APPSTORE__GATEWAY__V1__PRICE_INCREASE_STATUS__PRICE_INCREASE_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__OFFER_DISCOUNT_TYPE__OFFER_DISCOUNT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, NULL, NULL, 0, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__AUTO_RENEW_STATUS__AUTO_RENEW_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__EXPIRATION_INTENT__EXPIRATION_INTENT_UNSPECIFIED, 0, NULL, APPSTORE__GATEWAY__V1__PRICE_INCREASE_STATUS__PRICE_INCREASE_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__OFFER_DISCOUNT_TYPE__OFFER_DISCOUNT_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, NULL, NULL, 0, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, NULL, 0, 0, 0, 0, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -419,10 +469,15 @@ struct  Appstore__Gateway__V1__RenewalCommitmentInfo
    * Apple's `commitmentRenewalBillingPlanType` string exactly as sent; empty when absent.
    */
   char *commitment_renewal_billing_plan_type_raw;
+  /*
+   * Apple's `commitmentRenewalDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `commitment_renewal_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t commitment_renewal_date_millis;
 };
 #define APPSTORE__GATEWAY__V1__RENEWAL_COMMITMENT_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__renewal_commitment_info__descriptor) \
-    , (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__AUTO_RENEW_STATUS__AUTO_RENEW_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, NULL, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__AUTO_RENEW_STATUS__AUTO_RENEW_STATUS_UNSPECIFIED, APPSTORE__GATEWAY__V1__BILLING_PLAN_TYPE__BILLING_PLAN_TYPE_UNSPECIFIED, NULL, 0, (char *)protobuf_c_empty_string, 0 }
 
 
 /*
@@ -492,13 +547,28 @@ struct  Appstore__Gateway__V1__AppTransaction
    */
   char *original_platform_raw;
   /*
+   * Apple's `receiptCreationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `receipt_creation_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t receipt_creation_date_millis;
+  /*
+   * Apple's `originalPurchaseDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `original_purchase_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t original_purchase_date_millis;
+  /*
+   * Apple's `preorderDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `preorder_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t preorder_date_millis;
+  /*
    * The decoded JWS payload JSON exactly as Apple signed it.
    */
   char *raw_json;
 };
 #define APPSTORE__GATEWAY__V1__APP_TRANSACTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__app_transaction__descriptor) \
-    , APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ORIGINAL_PLATFORM__ORIGINAL_PLATFORM_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ORIGINAL_PLATFORM__ORIGINAL_PLATFORM_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -602,10 +672,15 @@ struct  Appstore__Gateway__V1__AdvancedCommerceTransactionItem
    * Apple's `revocationDate` of this item (unset when not revoked).
    */
   Google__Protobuf__Timestamp *revocation_date;
+  /*
+   * Apple's `revocationDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `revocation_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t revocation_date_millis;
 };
 #define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_TRANSACTION_ITEM__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_transaction_item__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0,NULL, NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0,NULL, NULL, 0 }
 
 
 /*
@@ -658,10 +733,15 @@ struct  Appstore__Gateway__V1__AdvancedCommerceRefund
    * Apple's `refundType`, e.g. "FULL", "PRORATED", "CUSTOM".
    */
   char *refund_type;
+  /*
+   * Apple's `refundDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `refund_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t refund_date_millis;
 };
 #define APPSTORE__GATEWAY__V1__ADVANCED_COMMERCE_REFUND__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__advanced_commerce_refund__descriptor) \
-    , 0, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , 0, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 /*

@@ -201,13 +201,18 @@ struct  Appstore__Gateway__V1__RealtimeRequest
    */
   char *environment_raw;
   /*
+   * Apple's `signedDate` in UNIX milliseconds as sent (a fraction truncated toward zero), set whenever
+   * `signed_date` is: exact where that Timestamp was clamped to year 1 or 9999.
+   */
+  int64_t signed_date_millis;
+  /*
    * The decoded JWS payload JSON exactly as Apple signed it.
    */
   char *raw_json;
 };
 #define APPSTORE__GATEWAY__V1__REALTIME_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__realtime_request__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 /* Appstore__Gateway__V1__VerifyJWSRequest methods */
