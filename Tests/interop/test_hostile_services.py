@@ -107,7 +107,11 @@ def test_hostile_payload_numbers_get_a_verdict(simulated, name):
     response = stub.VerifyJWS(verify_pb2.VerifyJWSRequest(jws=forged(HOSTILE_PAYLOADS[name])), timeout=10)
     assert response.status not in (verify_pb2.VERIFICATION_STATUS_OK, verify_pb2.VERIFICATION_STATUS_UNSPECIFIED)
     assert response.message
-    if name.startswith("signed-date") or name.endswith("dates-huge"):
+    if name == "signed-date-fraction":
+        # A fraction of a millisecond is read as Apple's libraries read it (truncated, as Xcode's own data needs):
+        # the verdict then comes from the chain, checked at that time.
+        assert response.status != verify_pb2.VERIFICATION_STATUS_MALFORMED, response.message
+    elif name.startswith("signed-date") or name.endswith("dates-huge"):
         assert response.status == verify_pb2.VERIFICATION_STATUS_MALFORMED, response.message
     assert_serving(gw)
 
