@@ -26,12 +26,9 @@ extension AdvancedCommerceRequestInfo {
 extension AdvancedCommerceDescriptors {
     /// `descriptors`: both names required.
     func json(_ field: String, _ contract: inout RequestContract) -> AdvancedCommerceJSON {
-        contract.text(
-            description, field: "\(field).description", max: RequestContract.maxDescriptionCharacters, required: true)
-        contract.text(
-            displayName, field: "\(field).display_name", max: RequestContract.maxDisplayNameCharacters,
-            required: true)
-        return .object([("description", .string(description)), ("displayName", .string(displayName))])
+        var object = AdvancedCommerceJSONObject()
+        names(field, description: description, displayName: displayName, required: true, &contract, into: &object)
+        return object.json
     }
 }
 
@@ -41,13 +38,7 @@ extension AdvancedCommerceDescriptorsChange {
         var object = AdvancedCommerceJSONObject()
         contract.oneOf(effective, field: "\(field).effective", allowed: RequestContract.effectiveValues)
         object.add("effective", .string(effective))
-        contract.text(
-            description, field: "\(field).description", max: RequestContract.maxDescriptionCharacters, required: false)
-        object.add("description", ifPresent: description)
-        contract.text(
-            displayName, field: "\(field).display_name", max: RequestContract.maxDisplayNameCharacters,
-            required: false)
-        object.add("displayName", ifPresent: displayName)
+        names(field, description: description, displayName: displayName, required: false, &contract, into: &object)
         return object.json
     }
 }
@@ -74,17 +65,31 @@ private func itemMembers(
     var object = AdvancedCommerceJSONObject()
     contract.sku(sku, field: "\(field).sku")
     object.add("SKU", .string(sku))
-    contract.text(
-        description, field: "\(field).description", max: RequestContract.maxDescriptionCharacters, required: true)
-    object.add("description", .string(description))
-    contract.text(
-        displayName, field: "\(field).display_name", max: RequestContract.maxDisplayNameCharacters, required: true)
-    object.add("displayName", .string(displayName))
+    names(field, description: description, displayName: displayName, required: true, &contract, into: &object)
     if let price {
         contract.milliunits(price, field: "\(field).price")
         object.add("price", .integer(price))
     }
     return object
+}
+
+/// `description` and `displayName`, each checked against Apple's limits; optional ones are left out when empty.
+private func names(
+    _ field: String, description: String, displayName: String, required: Bool, _ contract: inout RequestContract,
+    into object: inout AdvancedCommerceJSONObject
+) {
+    contract.text(
+        description, field: "\(field).description", max: RequestContract.maxDescriptionCharacters, required: required)
+    contract.text(
+        displayName, field: "\(field).display_name", max: RequestContract.maxDisplayNameCharacters,
+        required: required)
+    if required {
+        object.add("description", .string(description))
+        object.add("displayName", .string(displayName))
+    } else {
+        object.add("description", ifPresent: description)
+        object.add("displayName", ifPresent: displayName)
+    }
 }
 
 /// A list of messages as a JSON array, each checked; nil for more values than the contract allows.
@@ -301,13 +306,7 @@ extension AdvancedCommerceMetadataItem {
         object.add("effective", .string(effective))
         contract.sku(sku, field: "\(field).sku", required: false)
         object.add("SKU", ifPresent: sku)
-        contract.text(
-            description, field: "\(field).description", max: RequestContract.maxDescriptionCharacters, required: false)
-        object.add("description", ifPresent: description)
-        contract.text(
-            displayName, field: "\(field).display_name", max: RequestContract.maxDisplayNameCharacters,
-            required: false)
-        object.add("displayName", ifPresent: displayName)
+        names(field, description: description, displayName: displayName, required: false, &contract, into: &object)
         return object.json
     }
 }
