@@ -55,15 +55,16 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             seed: configuration.seed, lifetime: configuration.paginationTokenLifetime)
         purchases = PurchaseEndpoints(revisions: PaginationTokenCodec(secret: "refund-history/\(configuration.seed)"))
         // Without a sender of its own, a performance test calls the realtime URL with this simulator's signed
-        // requests; the simulator is reached through a reference set once it exists.
-        let reference = Lock<AppStoreSimulator?>(nil)
+        // requests; the simulator is reached through a weak reference set once it exists (a strong one would keep
+        // it alive through its own endpoints).
+        let reference = Lock(WeakSimulator())
         retention = RetentionMessagingEndpoints(
             directory: configuration.retentionDirectory, seed: configuration.seed,
             sender: configuration.performanceTestSender ?? { plan in
-                guard let simulator = reference.withLock({ $0 }) else { return [] }
+                guard let simulator = reference.withLock({ $0.simulator }) else { return [] }
                 return await simulator.performanceTest(plan)
             })
-        reference.withLock { $0 = self }
+        reference.withLock { $0.simulator = self }
     }
 
     /// A snapshot of one app's generated data in one environment (nil for an unknown bundle id).
@@ -289,4 +290,9 @@ public final class AppStoreSimulator: HTTPRequestHandler {
             return SimulatorResponse.error(error)
         }
     }
+}
+
+/// The simulator as its performance tests reach it: weakly, so the endpoints it owns do not keep it alive.
+private struct WeakSimulator {
+    weak var simulator: AppStoreSimulator?
 }
