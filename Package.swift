@@ -279,3 +279,12 @@ for target in package.targets where ["EventLoops", "HTTPServer", "GRPC"].contain
             .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
         ]
 }
+
+// The call path crosses modules (GatewayFoundation's ByteQueue and Lock, EventLoops' timers and slots, HTTPServer,
+// GRPC): in release builds each module offers its small functions and generic types for inlining and
+// specialization in the modules that call them, as one module would, so the split costs the hot path nothing.
+for target in package.targets
+where ["GatewayFoundation", "EventLoops", "HTTPServer", "GRPC", "ProtoCodec", "Observability"].contains(target.name) {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+}

@@ -5,9 +5,10 @@
 public struct LoopBound<Value>: @unchecked Sendable {
     /// The loop the value belongs to.
     public let eventLoop: EventLoop
-    private let wrapped: Value
+    @usableFromInline let wrapped: Value
 
     /// Binds `value`, made on `eventLoop`'s thread, to that loop. Only on that thread.
+    @inlinable
     public init(_ value: Value, on eventLoop: EventLoop) {
         precondition(eventLoop.inEventLoop, "a loop-bound value was made off its event loop")
         self.eventLoop = eventLoop
@@ -24,7 +25,7 @@ public struct LoopBound<Value>: @unchecked Sendable {
     }
 
     /// The value. Only on `eventLoop`'s thread.
-    @inline(__always)
+    @inlinable
     public var value: Value {
         precondition(eventLoop.inEventLoop, "a loop-bound value was used off its event loop")
         return wrapped

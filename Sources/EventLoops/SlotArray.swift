@@ -18,14 +18,14 @@ package struct SlotArray<Element: Slotted> {
     @inlinable package var isEmpty: Bool { storage.isEmpty }
 
     /// Adds `element` unless it is in a slot already.
-    @inlinable package mutating func add(_ element: Element) {
+    @inlinable @inline(__always) package mutating func add(_ element: Element) {
         guard element.slot < 0 else { return }
         element.slot = storage.count
         storage.append(element)
     }
 
     /// Removes `element` if it is here.
-    @inlinable package mutating func remove(_ element: Element) {
+    @inlinable @inline(__always) package mutating func remove(_ element: Element) {
         let slot = element.slot
         guard slot >= 0, slot < storage.count, storage[slot] === element else { return }
         let last = storage.removeLast()
