@@ -247,7 +247,7 @@ let package = Package(
             name: "SimulatorTests",
             dependencies: [
                 "Simulator", "SignedData", "Cryptography", "HTTPServer", "GatewayFoundation", "AppStoreDomain",
-                "Configuration",
+                "Configuration", "TestSupport",
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(

@@ -1,32 +1,11 @@
+import TestSupport
 import Testing
 
 @testable import AppStoreDomain
 
-/// PNG files built chunk by chunk (CRCs zero: the gateway reads the structure, never the checksums).
-enum PNGBytes {
-    static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
-        let length = UInt32(data.count)
-        return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
-            + Array(type.utf8) + data + [0, 0, 0, 0]
-    }
-
-    static func header(width: UInt32, height: UInt32, depth: UInt8 = 8, colorType: UInt8 = 2) -> [UInt8] {
-        func be(_ value: UInt32) -> [UInt8] {
-            [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
-        }
-        return chunk("IHDR", be(width) + be(height) + [depth, colorType, 0, 0, 0])
-    }
-
-    static func png(
-        width: UInt32, height: UInt32, colorType: UInt8 = 2, extra: [[UInt8]] = [], end: Bool = true
-    ) -> [UInt8] {
-        PNGImageHeader.signature + header(width: width, height: height, colorType: colorType) + extra.joined()
-            + chunk("IDAT", [0x78, 0x9C, 0x03, 0x00]) + (end ? chunk("IEND", []) : [])
-    }
-}
-
 @Suite struct PNGImageHeaderTests {
     @Test func readsDimensionsAndTransparency() throws {
+        #expect(PNGBytes.signature == PNGImageHeader.signature)
         let opaque = try PNGImageHeader(parsing: PNGBytes.png(width: 3840, height: 400))
         #expect(opaque.width == 3840 && opaque.height == 400 && opaque.colorType == 2 && !opaque.hasTransparency)
         let alpha = try PNGImageHeader(parsing: PNGBytes.png(width: 10, height: 10, colorType: 6))

@@ -2,6 +2,7 @@ import AppStoreDomain
 import Foundation
 import GatewayFoundation
 import HTTPServer
+import TestSupport
 import Testing
 
 @testable import Simulator
@@ -14,16 +15,7 @@ import Testing
     static let messageID = "c1b2c3d4-e5f6-7890-a1b2-c3d4e5f67890"
 
     static func png(width: UInt32, height: UInt32, colorType: UInt8 = 2) -> [UInt8] {
-        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
-            let n = UInt32(data.count)
-            return [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + Array(type.utf8)
-                + data + [0, 0, 0, 0]
-        }
-        func be(_ v: UInt32) -> [UInt8] {
-            [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]
-        }
-        return PNGImageHeader.signature + chunk("IHDR", be(width) + be(height) + [8, colorType, 0, 0, 0])
-            + chunk("IDAT", [0x78, 0x9C, 0x03, 0x00]) + chunk("IEND", [])
+        PNGBytes.png(width: width, height: height, colorType: colorType)
     }
 
     private func code(_ body: () throws(AppleRejection) -> Void) -> Int64? {
