@@ -41,7 +41,11 @@ public protocol IterationEndTarget: AnyObject {
 /// One epoll event loop on one thread. It owns its epoll descriptor, every source registered with it and
 /// its timers; none of those is touched from another thread. Other threads hand work to it with
 /// `execute(_:)`, which is the only thread-safe entry point (a queue plus an eventfd wake-up).
-public final class EventLoop: @unchecked Sendable {
+///
+/// It is also a Swift `TaskExecutor`: a task started with it as its executor preference (a gRPC call's
+/// handler) runs its non-isolated code on the loop's thread, and wherever it is resumed from (the upstream
+/// client's thread, a pool) it comes back here in one hand-over, never through Swift's global pool.
+public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let epollFD: Int32
     private let wakeFD: Int32
     private let inbox = Lock<Inbox>(Inbox())
@@ -50,7 +54,7 @@ public final class EventLoop: @unchecked Sendable {
     private var atIterationEndTargets: [IterationEndTarget] = []
     /// Empty arrays (with their capacity) that `atIterationEndTargets` and the inbox's tasks trade places with.
     private var spareIterationEndTargets: [IterationEndTarget] = []
-    private var spareTasks: [@Sendable () -> Void] = []
+    private var spareTasks: [Work] = []
     /// A burst's larger arrays are let go rather than kept as spares.
     private static let keptSpareCapacity = 1024
     private var running = false
@@ -60,8 +64,15 @@ public final class EventLoop: @unchecked Sendable {
     /// A small number naming this loop in logs.
     public let index: Int
 
+    /// What other threads (and Swift tasks) hand to the loop, run in the order handed over.
+    private enum Work {
+        case closure(@Sendable () -> Void)
+        /// A Swift task's job: a task preferring this loop, resumed or started.
+        case job(UnownedJob)
+    }
+
     private struct Inbox {
-        var tasks: [@Sendable () -> Void] = []
+        var tasks: [Work] = []
         var wakePending = false
         var stopRequested = false
         /// `run()` has returned: a task handed over now would never run, so it is let go at once.
@@ -105,14 +116,34 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `task` on the loop thread soon. Safe from any thread. Once the loop has stopped, `task` is released
     /// without running (what it holds must not stay behind in a loop nobody runs).
     public func execute(_ task: @escaping @Sendable () -> Void) {
+        _ = hand(.closure(task))
+    }
+
+    /// Runs a job of a task that prefers this loop (`Task(executorPreference:)`), on the loop thread, soon.
+    /// Once the loop has stopped, the job goes to Swift's global pool instead: a task must run to its end (what
+    /// it then asks of the loop is let go, as for `execute`).
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if !hand(.job(job)) { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+    }
+
+    /// Queues `work`; false when the loop has stopped (nothing queued). From the loop's own thread there is no
+    /// wake-up to write: the loop runs its inbox before it next waits.
+    private func hand(_ work: Work) -> Bool {
+        let onLoop = inEventLoop
+        var accepted = true
         let mustWake = inbox.withLock { inbox -> Bool in
-            if inbox.stopped { return false }
-            inbox.tasks.append(task)
-            if inbox.wakePending { return false }
+            if inbox.stopped {
+                accepted = false
+                return false
+            }
+            inbox.tasks.append(work)
+            if onLoop || inbox.wakePending { return false }
             inbox.wakePending = true
             return true
         }
         if mustWake { wake() }
+        return accepted
     }
 
     /// Asks the loop to return from `run()` after its current iteration. Safe from any thread.
@@ -233,11 +264,13 @@ public final class EventLoop: @unchecked Sendable {
     /// (`HTTP2Server.stop()`). Released outside the lock and after the fields are emptied: a deinit that runs
     /// here may still call into the loop.
     private func releaseEverything() {
-        var queued: [@Sendable () -> Void] = []
+        var queued: [Work] = []
         inbox.withLock { inbox in
             inbox.stopped = true
             swap(&queued, &inbox.tasks)
         }
+        // Queued jobs are tasks that must still end: they go on in Swift's global pool.
+        for case .job(let job) in queued { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
         var held: [Int32: EventSource] = [:]
         swap(&held, &sources)
         var scheduled = TimerQueue<TimerAction>()
@@ -267,7 +300,12 @@ public final class EventLoop: @unchecked Sendable {
             inbox.wakePending = false
             return inbox.stopRequested
         }
-        for task in tasks { task() }
+        for work in tasks {
+            switch work {
+            case .closure(let task): task()
+            case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+            }
+        }
         tasks.removeAll(keepingCapacity: tasks.capacity <= Self.keptSpareCapacity)
         spareTasks = tasks
         if stop { running = false }

@@ -178,7 +178,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
         streamingParts.inbound = continuation
         let outlet = CallOutlet(self)
         let context = self.context
-        task = Task {
+        task = Task(executorPreference: stream.eventLoop) {
             let final: RPCStatus = await context.bound {
                 do throws(RPCStatus) {
                     try await body(requests, context, outlet)
@@ -214,7 +214,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
             case .done(.failure(let status)): finish(status)
             case .task(let rest):
                 let outlet = CallOutlet(self)
-                task = Task {
+                task = Task(executorPreference: stream.eventLoop) {
                     let result = await context.bound { await rest() }
                     outlet.execute { call in
                         switch result {
@@ -226,7 +226,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
             }
         case .unary(let body):
             let outlet = CallOutlet(self)
-            task = Task {
+            task = Task(executorPreference: stream.eventLoop) {
                 let result: Result<FramedMessage, RPCStatus> = await context.bound {
                     do throws(RPCStatus) {
                         return .success(try await body(request, context))
@@ -245,7 +245,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
             break  // started with the request head
         case .serverStreaming(let body):
             let outlet = CallOutlet(self)
-            task = Task {
+            task = Task(executorPreference: stream.eventLoop) {
                 let final: RPCStatus = await context.bound {
                     do throws(RPCStatus) {
                         try await body(request, context, outlet)
@@ -368,7 +368,9 @@ private final class StreamingParts {
     var sendWaiter: CheckedContinuation<RPCStatus?, Never>?
 }
 
-/// The thread-safe face of a `ServerCall` for its handler task: every touch of the call hops to its loop.
+/// The thread-safe face of a `ServerCall` for its handler task. The task prefers the call's loop as its
+/// executor, so it is normally on the loop already and touches the call at once; from anywhere else (work
+/// moved off the loop) a touch hops to the loop.
 final class CallOutlet: ResponseStreamWriter, Sendable {
     private let call: LoopBound<ServerCall>
 
@@ -376,8 +378,14 @@ final class CallOutlet: ResponseStreamWriter, Sendable {
         self.call = LoopBound(call, on: call.stream.eventLoop)
     }
 
+    /// Runs `body` with the call: now when on its loop (a task's job runs at the top of a loop iteration,
+    /// never inside a connection's callbacks, so this re-enters nothing), else soon on the loop.
     func execute(_ body: @escaping @Sendable (ServerCall) -> Void) {
-        call.execute(body)
+        if call.eventLoop.inEventLoop {
+            body(call.value)
+        } else {
+            call.execute(body)
+        }
     }
 
     func send(_ message: FramedMessage) async throws(RPCStatus) {

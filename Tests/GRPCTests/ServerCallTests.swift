@@ -12,6 +12,15 @@ private final class HandlerLog: Sendable {
     let sent = Atomic<Int>(0)
     let cancelled = Atomic<Bool>(false)
     let finished = Atomic<Bool>(false)
+    /// Where the unary probe ran: the thread's name as it started, after an await resumed from a thread of
+    /// its own, and inside `offLoop`.
+    let places = Lock<[String]>([])
+}
+
+/// The calling thread's name (what `ps -L` shows).
+private func threadName() -> String {
+    let name = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+    return name?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
 }
 
 /// A streaming service whose handlers report what happened to them.
@@ -22,6 +31,19 @@ private struct ProbeService: GRPCService {
         let log = self.log
         let chunk = HealthCheckRequest(service: String(repeating: "x", count: 1000))
         return [
+            // Notes where it runs: on its connection's loop, back there after an await resumed elsewhere, and
+            // elsewhere only inside `offLoop`.
+            "/probe.Probe/Where": .unary(HealthCheckRequest.self) { request, _ throws(RPCStatus) in
+                var places = [threadName()]
+                _ = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+                    Thread.detachNewThread { continuation.resume(returning: 1) }
+                }
+                places.append(threadName())
+                places.append(await offLoop { threadName() })
+                places.append(threadName())
+                log.places.withLock { $0 = places }
+                return request
+            },
             // Sends one message, then waits until the call is cancelled.
             "/probe.Probe/WaitForCancel": .serverStreaming(HealthCheckRequest.self, HealthCheckRequest.self) {
                 _, _, stream throws(RPCStatus) in
@@ -86,6 +108,20 @@ private func withServer(_ log: HandlerLog, _ body: (UInt16) async throws -> Void
 
 @Suite(.serialized, .enabled(if: python != nil, "needs the test venv (make venv) for the Python h2 client"))
 struct ServerCallTests {
+    @Test func aHandlerRunsOnItsConnectionsLoopAndLeavesItOnlyOffLoop() async throws {
+        let log = HandlerLog()
+        try await withServer(log) { port in
+            let received = try await runClient(port: port, path: "/probe.Probe/Where", mode: "unary")
+            #expect(received > 0)
+        }
+        let places = log.places.withLock { $0 }
+        #expect(places.count == 4)
+        let loop = places.first ?? ""
+        #expect(loop.hasPrefix("grpc-loop-") || loop.hasPrefix("h2-loop-"), "the handler started on \(loop)")
+        #expect(places == [loop, loop, places[2], loop])
+        #expect(places[2] != loop, "offLoop work ran on the loop")
+    }
+
     @Test func clientResetCancelsTheHandler() async throws {
         let log = HandlerLog()
         try await withServer(log) { port in

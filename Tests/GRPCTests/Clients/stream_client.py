@@ -3,6 +3,7 @@
 usage: stream_client.py PORT PATH MODE
   cancel  read the first message, then RST_STREAM(CANCEL) and wait a little
   stall   never acknowledge received data (the flow-control window stays closed) for 1.5 s, then close
+  unary   read the answer to its end
 Prints the number of DATA bytes received."""
 import socket
 import sys
