@@ -42,7 +42,7 @@ struct AppStoreAPIMethods: Sendable {
         add("FinishTransaction", .finishTransaction)
 
         let signing = OfferSigningHandler(client: client)
-        // One ECDSA signature: a Swift task keeps it off the event loop.
+        // One ECDSA signature (tens of microseconds, like VerifyJWS's): on the call's loop.
         methods["/\(service)/CreatePromotionalOfferSignature"] = .unary(CreatePromotionalOfferSignatureRequest.self) {
             request, _ throws(GatewayError) in try signing.promotionalOffer(request)
         }
@@ -54,9 +54,11 @@ struct AppStoreAPIMethods: Sendable {
             CreateIntroductoryOfferEligibilitySignatureRequest.self
         ) { request, _ throws(GatewayError) in try signing.introductoryOfferEligibility(request)
         }
-        // Parsing at most 4 MB of receipt: a Swift task keeps it off the event loop.
+        // A receipt of up to 4 MB: parsed on the call's loop when small, off it (one hop each way) when not.
         methods["/\(service)/ExtractTransactionIdFromReceipt"] = .unary(ExtractTransactionIdFromReceiptRequest.self) {
-            request, _ throws(GatewayError) in try ReceiptHandler.answer(request)
+            request, _ throws(GatewayError) in
+            guard ReceiptHandler.holdsTheLoop(request) else { return try ReceiptHandler.answer(request) }
+            return try await offLoop { () throws(GatewayError) in try ReceiptHandler.answer(request) }
         }
         return methods
     }

@@ -193,14 +193,18 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
     private func decode(
         _ answered: AppleResponse, request sent: AppleRequest, app: GatewayConfiguration.App
     ) async throws(GatewayError) -> Response {
-        let decoded = await verifier.fetchingRevocationStatuses {
-            () async -> RevocationPass<Result<Response, GatewayError>> in
-            let answer = AppleAnswer(response: answered, request: sent, app: app, verifier: verifier)
-            do throws(GatewayError) {
-                return .done(.success(try operation.answer(answer)))
-            } catch {
-                let queries = answer.missingStatuses.taken
-                return queries.isEmpty ? .done(.failure(error)) : .needs(queries)
+        // Apple's answer may carry many JWS (every subscription's renewal info and transaction): verified off the
+        // call's loop, in one hop each way.
+        let decoded = await offLoop {
+            await verifier.fetchingRevocationStatuses {
+                () async -> RevocationPass<Result<Response, GatewayError>> in
+                let answer = AppleAnswer(response: answered, request: sent, app: app, verifier: verifier)
+                do throws(GatewayError) {
+                    return .done(.success(try operation.answer(answer)))
+                } catch {
+                    let queries = answer.missingStatuses.taken
+                    return queries.isEmpty ? .done(.failure(error)) : .needs(queries)
+                }
             }
         }
         switch decoded {

@@ -173,32 +173,44 @@ public struct GetHistoryHandler: Sendable {
         return clock.monotonicNow() + policy.minimumAttemptTime + policy.deadlineMargin <= deadline
     }
 
-    /// `page`'s transactions verified (chain, app, answering environment) and decoded, in page order, on at
-    /// most `verificationWidth` threads at once. The page is cut into that many runs of consecutive transactions:
-    /// this task verifies the first run and one child task each of the others. (A child task per transaction
-    /// gained nothing: starting one, and waking a thread for it, costs about what verifying a transaction the
-    /// caches already know does.) Any failure fails the page: the first in page order among those verified is
-    /// the answer, and every run stops at its next transaction once one has failed.
+    /// `page`'s transactions verified (chain, app, answering environment) and decoded, in page order.
+    ///
+    /// On the caller's loop while each one needs only cache lookups (its chain and its signature were verified
+    /// before: a page seen again). From the first that needs more (ECDSA, a chain validation, an OCSP fetch),
+    /// the rest of the page moves off the loop in one hop (`offLoop`) and is verified there on at most
+    /// `verificationWidth` threads at once, cut into that many runs of consecutive transactions: this task
+    /// verifies the first run and one child task each of the others. (A child task per transaction gained
+    /// nothing: starting one, and waking a thread for it, costs about what verifying a transaction the caches
+    /// already know does.) Any failure fails the page: the first in page order among those verified is the
+    /// answer, and every run stops at its next transaction once one has failed.
     func verify(_ page: TransactionHistoryPage, app: GatewayConfiguration.App) async throws(GatewayError)
         -> [Transaction]
     {
         let check = try PageCheck(page: page, app: app, verifier: verifier)
         let signed = page.signedTransactions
-        // One run at least (an empty page is one empty run).
-        let width = max(1, min(verificationWidth, signed.count))
-        let bounds = (0...width).map { $0 * signed.count / width }
-        let failed = FailureFlag()
-        let runs = await withTaskGroup(of: (Int, [Result<Transaction, GatewayError>]).self) { group in
-            for run in 1..<width {
-                group.addTask { (run, await check.transactions(signed, bounds[run]..<bounds[run + 1], failed)) }
-            }
-            var runs = [[Result<Transaction, GatewayError>]](repeating: [], count: width)
-            runs[0] = await check.transactions(signed, bounds[0]..<bounds[1], failed)
-            for await (run, results) in group { runs[run] = results }
-            return runs
-        }
         var transactions: [Transaction] = []
         transactions.reserveCapacity(signed.count)
+        while transactions.count < signed.count,
+            let known = check.cachedTransaction(signed[transactions.count], transactions.count)
+        {
+            transactions.append(try known.get())
+        }
+        guard transactions.count < signed.count else { return transactions }
+        let rest = transactions.count..<signed.count
+        let width = max(1, min(verificationWidth, rest.count))
+        let bounds = (0...width).map { rest.lowerBound + $0 * rest.count / width }
+        let failed = FailureFlag()
+        let runs = await offLoop {
+            await withTaskGroup(of: (Int, [Result<Transaction, GatewayError>]).self) { group in
+                for run in 1..<width {
+                    group.addTask { (run, await check.transactions(signed, bounds[run]..<bounds[run + 1], failed)) }
+                }
+                var runs = [[Result<Transaction, GatewayError>]](repeating: [], count: width)
+                runs[0] = await check.transactions(signed, bounds[0]..<bounds[1], failed)
+                for await (run, results) in group { runs[run] = results }
+                return runs
+            }
+        }
         // A run cut short by another's failure leaves a gap: the loop throws at that failure before the count
         // below could be wrong.
         for results in runs {
@@ -266,7 +278,16 @@ private struct PageCheck: Sendable {
     /// Transaction `index` of the page verified and decoded. Runs the chain validation in the calling task,
     /// and awaits any OCSP fetch (online checks).
     func transaction(_ jws: String, _ index: Int) async -> Result<Transaction, GatewayError> {
-        let result = await verifier.verifyOnline(jws, kind: .transaction, requirements: requirements)
+        decoded(await verifier.verifyOnline(jws, kind: .transaction, requirements: requirements), index)
+    }
+
+    /// Transaction `index` of the page verified and decoded when that needs nothing but cache lookups (see
+    /// `verifyIfCached`); nil when it needs more.
+    func cachedTransaction(_ jws: String, _ index: Int) -> Result<Transaction, GatewayError>? {
+        verifier.verifyIfCached(jws, kind: .transaction, requirements: requirements).map { decoded($0, index) }
+    }
+
+    private func decoded(_ result: VerificationResult, _ index: Int) -> Result<Transaction, GatewayError> {
         if result.status == .retryableFailure {
             return .failure(
                 .revocationStatusUnavailable(app: app, problem: "signed transaction \(index): \(result.message)"))

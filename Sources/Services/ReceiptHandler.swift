@@ -5,6 +5,19 @@ import SignedData
 /// ExtractTransactionIdFromReceipt: a receipt's transaction id (`ReceiptTransactionID`); a receipt that is not
 /// well formed is INVALID_ARGUMENT naming the field and the problem.
 enum ReceiptHandler {
+    /// Receipt characters parsed on the call's loop; a longer one (up to `maxReceiptCharacters`, a few
+    /// milliseconds of base64 and ASN.1) is parsed off it.
+    static let loopReceiptCharacters = 16 * 1024
+
+    /// Whether parsing `request`'s receipt would hold an event loop too long.
+    static func holdsTheLoop(_ request: ExtractTransactionIdFromReceiptRequest) -> Bool {
+        switch request.receipt {
+        case .appReceipt(let receipt)?: receipt.utf8.count > loopReceiptCharacters
+        case .transactionReceipt(let receipt)?: receipt.utf8.count > loopReceiptCharacters
+        case nil: false
+        }
+    }
+
     static func answer(_ request: ExtractTransactionIdFromReceiptRequest) throws(GatewayError)
         -> ExtractTransactionIdFromReceiptResponse
     {

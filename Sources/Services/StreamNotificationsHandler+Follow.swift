@@ -318,7 +318,7 @@ extension StreamNotificationsHandler {
             return event
         }
         let result =
-            await verifier.verifyOnline(payload, kind: .notification, requirements: requirements)
+            await verifier.verifyOffLoopUnlessCached(payload, kind: .notification, requirements: requirements)
         if result.status == .retryableFailure {
             throw .revocationStatusUnavailable(app: app.name, problem: "a stored notification: \(result.message)")
         }

@@ -257,9 +257,9 @@ public struct StreamNotificationsHandler: Sendable {
         } catch {
             throw .invalidArgument(field: "app", problem: "\(error.description) (set apps[].appAppleId)")
         }
-        // Runs the chain validation in this task, and awaits any OCSP fetch (online checks).
+        // On the loop when the caches know it; else off it (chain validation, ECDSA, OCSP fetches awaited).
         let result =
-            await verifier.verifyOnline(item.signedPayload, kind: .notification, requirements: requirements)
+            await verifier.verifyOffLoopUnlessCached(item.signedPayload, kind: .notification, requirements: requirements)
         var event = NotificationEvent()
         event.signedPayload = item.signedPayload
         event.status = result.status.protoStatus

@@ -141,7 +141,7 @@ public final class SignedDataVerifier: Sendable {
     public func verifyStep(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) -> VerificationStep {
-        switch evaluate(jws, kind: kind, requirements: requirements, mayValidateChain: true) {
+        switch evaluate(jws, kind: kind, requirements: requirements, effort: .full) {
         case .result(let result): return .done(result)
         case .needsRevocation(let queries): return .needsRevocationStatus(queries)
         // With validation allowed, evaluation never asks for it.
@@ -251,9 +251,30 @@ public final class SignedDataVerifier: Sendable {
     public func verifyIfChainCached(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) -> VerificationResult? {
-        guard case .result(let result) = evaluate(jws, kind: kind, requirements: requirements, mayValidateChain: false)
+        guard case .result(let result) = evaluate(jws, kind: kind, requirements: requirements, effort: .cachedChain)
         else { return nil }
         return result
+    }
+
+    /// Verifies `jws` only when that needs no chain validation, no OCSP fetch and no ECDSA either (the
+    /// signature verified before, see `VerifiedSignatureCache`): parsing, hashing and cache lookups, a few
+    /// microseconds. nil: the verification would hold a thread for longer (`verifyOnline` off the loop).
+    public func verifyIfCached(
+        _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
+    ) -> VerificationResult? {
+        guard case .result(let result) = evaluate(jws, kind: kind, requirements: requirements, effort: .cachedOnly)
+        else { return nil }
+        return result
+    }
+
+    /// How much work one pass may do.
+    private enum Effort {
+        /// Anything: a chain not cached is validated.
+        case full
+        /// The chain (or its recent failure) from the cache; the signature checked with ECDSA when not cached.
+        case cachedChain
+        /// The chain and the signature from their caches only.
+        case cachedOnly
     }
 
     /// A pass's end: a verdict, or what is missing to reach one.
@@ -264,7 +285,7 @@ public final class SignedDataVerifier: Sendable {
     }
 
     private func evaluate(
-        _ jws: String, kind: SignedDataKind?, requirements: VerificationRequirements, mayValidateChain: Bool
+        _ jws: String, kind: SignedDataKind?, requirements: VerificationRequirements, effort: Effort
     ) -> Outcome {
         var known: (kind: SignedDataKind?, signedDate: Date?, environment: AppStoreEnvironment?, rawJSON: Data?) =
             (nil, nil, nil, nil)
@@ -284,9 +305,12 @@ public final class SignedDataVerifier: Sendable {
             guard
                 let leafKey = try trustedLeafKey(
                     token, at: verificationTime(facts), timeIsNow: verificationTimeIsNow(facts),
-                    mayValidate: mayValidateChain)
+                    mayValidate: effort == .full)
             else { return .needsValidation }
-            guard signatureVerifies(token, under: leafKey) else {
+            guard let verifies = signatureVerifies(token, under: leafKey, mayCompute: effort != .cachedOnly) else {
+                return .needsValidation
+            }
+            guard verifies else {
                 let detail =
                     token.signature.count == 64
                     ? "does not verify under the leaf certificate's key"
@@ -303,7 +327,7 @@ public final class SignedDataVerifier: Sendable {
             if configuration.verifiesNestedPayloads {
                 for item in facts.nested {
                     switch evaluate(
-                        item.jws, kind: item.field.kind, requirements: requirements, mayValidateChain: mayValidateChain)
+                        item.jws, kind: item.field.kind, requirements: requirements, effort: effort)
                     {
                     case .result(let result): nested.append(NestedPayload(field: item.field, result: result))
                     case .needsValidation: return .needsValidation
@@ -435,14 +459,18 @@ public final class SignedDataVerifier: Sendable {
     }
 
     /// Whether `token`'s ES256 signature verifies under its (trusted) leaf key: a JWS whose signature verified
-    /// before is answered from the cache of verified signatures, which depends on the JWS's bytes alone.
-    private func signatureVerifies(_ token: CompactJWS, under leafKey: ECPublicKey) -> Bool {
+    /// before is answered from the cache of verified signatures, which depends on the JWS's bytes alone. nil:
+    /// not cached, and `mayCompute` is false (the ECDSA is left to a caller that may hold its thread).
+    private func signatureVerifies(_ token: CompactJWS, under leafKey: ECPublicKey, mayCompute: Bool) -> Bool? {
         // The digest the signature signs is the cache's key too (with the signature): a hit costs the
         // payload's part of it, not a hash of the whole 5 KB JWS, and a miss hashes nothing twice.
         let digest = token.signingInputDigest()
-        guard signatures.isEnabled else { return token.signatureVerifies(under: leafKey, digest: digest) }
+        guard signatures.isEnabled else {
+            return mayCompute ? token.signatureVerifies(under: leafKey, digest: digest) : nil
+        }
         let key = VerifiedSignatureCache.Key(signingInputDigest: digest, signature: token.signature)
         if signatures.contains(key) { return true }
+        guard mayCompute else { return nil }
         guard token.signatureVerifies(under: leafKey, digest: digest) else { return false }
         signatures.insert(key)
         return true
