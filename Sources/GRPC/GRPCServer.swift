@@ -55,7 +55,7 @@ public final class GRPCServer: Sendable {
             CallRegistry(streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark)
         }
         let router = Router(
-            methods: Router.methods(of: services), registries: LoopLocal(registries),
+            methods: Router.methods(of: services), loops: threads, registries: LoopLocal(registries),
             maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: events, callGuard: callGuard,
             deadlines: DeadlinePolicy(
                 defaultTimeout: configuration.defaultDeadline, maximumTimeout: configuration.maxDeadline))
@@ -123,8 +123,8 @@ struct Router: HTTP2Responder {
     /// the intern table (made from these paths first), so routing hashes nothing.
     let paths: [String]
     let handlers: [MethodHandler]
-    /// Each path's metrics and access-log recorder, resolved once.
-    let recorders: [any RPCRecorder]
+    /// Each loop's recorder of each path (metrics, access log), resolved once.
+    let recorders: LoopLocal<[any RPCRecorder]>
     /// Whether each path's service is open to every caller (`GRPCService.isOpen`), decided once.
     let open: [Bool]
     let registries: LoopLocal<CallRegistry>
@@ -150,13 +150,14 @@ struct Router: HTTP2Responder {
     }
 
     init(
-        methods: [String: Method], registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
+        methods: [String: Method], loops: Int, registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
         events: any RPCEvents, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
     ) {
         let sorted = methods.sorted { $0.key < $1.key }
         paths = sorted.map(\.key)
         handlers = sorted.map(\.value.handler)
-        recorders = paths.map { events.recorder(method: $0) }
+        let paths = paths
+        recorders = LoopLocal((0..<loops).map { loop in paths.map { events.recorder(method: $0, loop: loop) } })
         open = sorted.map(\.value.open)
         internTable = InternTable(paths + InternTable.commonHeaders)
         self.registries = registries
@@ -185,11 +186,11 @@ struct Router: HTTP2Responder {
             // chooses the path).
             refuse(
                 stream, RPCStatus(.unimplemented, "unknown method \(EchoedInput.clip(head.path))"), head: head,
-                recorder: events.recorder(method: head.path))
+                recorder: events.recorder(method: head.path, loop: stream.eventLoop.index))
             return nil
         }
         let handler = handlers[index]
-        let recorder = recorders[index]
+        let recorder = recorders[stream.eventLoop][index]
         // Who is calling, before anything else about the call is done (open services skip the guard).
         var caller: (any AdmittedCaller)?
         if let callGuard, !open[index] {

@@ -12,9 +12,11 @@ public protocol RPCEvents: Sendable {
         annotations: CallAnnotations)
     /// A response message of an RPC was handed to the transport.
     func rpcMessageSent(method: String)
-    /// What records the calls of `method`: the server asks once per served method when it starts, so a
-    /// call's events cost no lookup by name. By default, the `rpc…` methods above with the name.
-    func recorder(method: String) -> any RPCRecorder
+    /// What records the calls of `method` served by event loop `loop` (its index): the server asks once per
+    /// served method and loop when it starts, so a call's events cost no lookup by name, and uses each
+    /// recorder on its loop's thread only (so a recorder may keep per-loop counts no other loop touches).
+    /// By default, the `rpc…` methods above with the name.
+    func recorder(method: String, loop: Int) -> any RPCRecorder
 }
 
 extension RPCEvents {
@@ -24,7 +26,9 @@ extension RPCEvents {
         annotations: CallAnnotations
     ) {}
     public func rpcMessageSent(method: String) {}
-    public func recorder(method: String) -> any RPCRecorder { NamedRPCRecorder(events: self, method: method) }
+    public func recorder(method: String, loop: Int) -> any RPCRecorder {
+        NamedRPCRecorder(events: self, method: method)
+    }
 }
 
 /// Records one method's calls (see `RPCEvents.recorder(method:)`). A class: every call holds its method's

@@ -6,15 +6,51 @@ import Synchronization
 /// Its value is a base plus a count of steps. Stepping by one (the calls and streams in flight, on every call)
 /// is a single atomic add to the count; setting it or adding other amounts changes the base under a lock.
 /// `set` makes the base whatever cancels the steps counted so far, so a step counts as before or after it.
+///
+/// A loop stepping it on every call steps its own `Cell` instead: no two loops touch the same memory for it.
 public final class Gauge: Sendable {
     private let steps = Atomic<Int64>(0)
     private let base = Lock<Double>(0)
+    /// The cells handed out, summed on reading; the lock is never taken by a step.
+    private let cells = Lock<[Cell]>([])
 
     init() {}
 
+    /// A part of this gauge that one thread alone steps (an event loop's): a plain load and store, on a cache
+    /// line no other cell shares.
+    public final class Cell: Sendable {
+        private let value = Atomic<Int64>(0)
+        /// Keeps the next object's fields off this cell's cache line.
+        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
+
+        init() {}
+
+        /// Adds 1. Only ever from the one thread the cell belongs to.
+        @inline(__always)
+        public func increment() { value.store(value.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
+
+        /// Subtracts 1. Only ever from the one thread the cell belongs to.
+        @inline(__always)
+        public func decrement() { value.store(value.load(ordering: .relaxed) &- 1, ordering: .relaxed) }
+
+        var current: Int64 { withExtendedLifetime(padding) { value.load(ordering: .relaxed) } }
+    }
+
+    /// A new cell of this gauge, for one thread's steps.
+    public func cell() -> Cell {
+        let cell = Cell()
+        cells.withLock { $0.append(cell) }
+        return cell
+    }
+
+    /// The steps counted so far, in this gauge and its cells.
+    private var stepped: Int64 {
+        cells.withLock { $0.reduce(steps.load(ordering: .relaxed)) { $0 &+ $1.current } }
+    }
+
     /// Sets the value.
     public func set(_ newValue: Double) {
-        base.withLock { $0 = newValue - Double(steps.load(ordering: .relaxed)) }
+        base.withLock { $0 = newValue - Double(stepped) }
     }
 
     /// Adds 1.
@@ -30,7 +66,7 @@ public final class Gauge: Sendable {
     public func decrement(by amount: Double) { base.withLock { $0 -= amount } }
 
     /// The current value.
-    public var current: Double { base.withLock { $0 + Double(steps.load(ordering: .relaxed)) } }
+    public var current: Double { base.withLock { $0 + Double(stepped) } }
 }
 
 /// A gauge metric with a fixed set of label names; `labels(...)` picks one time series.

@@ -118,8 +118,9 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         methods.withLock { $0[path] } ?? unknownMethod
     }
 
-    public func recorder(method: String) -> any RPCRecorder {
-        MethodRecorder(events: self, path: method, series: series(method))
+    /// `method`'s recorder on loop `loop`: what each call counts goes to that loop's own cells of the series.
+    public func recorder(method: String, loop: Int) -> any RPCRecorder {
+        MethodRecorder(events: self, path: method, series: LoopSeries(series(method), inFlight: rpcsInFlight))
     }
 
     public func rpcStarted(method: String) {
@@ -147,6 +148,14 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         rpcsInFlight.decrement()
         series.handled(status).increment()
         series.seconds.observe(seconds)
+        log(series, path: path, status: status, seconds: seconds, metadata: metadata, annotations: readAnnotations())
+    }
+
+    /// Logs the call unless it is a health check (`annotations` is read only then).
+    func log(
+        _ series: MethodSeries, path: String, status: StatusCode, seconds: Double,
+        metadata: [(name: String, value: String)], annotations readAnnotations: @autoclosure () -> CallAnnotations
+    ) {
         let method = series.labels
         guard accessLog, !series.isHealthCheck else { return }
         let annotations = readAnnotations()
@@ -232,26 +241,56 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     }
 }
 
-/// One method's recorder: its series resolved once, the access log line written by the events.
+/// One method's recorder on one loop: its series resolved once, every count into that loop's cells, the
+/// access log line written by the events.
 final class MethodRecorder: RPCRecorder {
     let events: PrometheusGatewayEvents
     let path: String
-    let series: MethodSeries
+    let series: LoopSeries
 
-    init(events: PrometheusGatewayEvents, path: String, series: MethodSeries) {
+    init(events: PrometheusGatewayEvents, path: String, series: LoopSeries) {
         self.events = events
         self.path = path
         self.series = series
     }
 
-    func started() { events.started(series) }
+    func started() {
+        series.inFlight.increment()
+        series.started.increment()
+    }
+
     func messageSent() { series.messagesSent.increment() }
+
     func finished(
         status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
         annotations: @autoclosure () -> CallAnnotations
     ) {
-        events.finished(
-            series, path: path, status: status, seconds: seconds, metadata: metadata, annotations: annotations())
+        series.inFlight.decrement()
+        if status == .ok { series.handledOK.increment() } else { series.shared.handled(status).increment() }
+        series.seconds.observe(seconds)
+        events.log(
+            series.shared, path: path, status: status, seconds: seconds, metadata: metadata,
+            annotations: annotations())
+    }
+}
+
+/// One loop's cells of a method's series (and of the in-flight gauge): what every call counts, in memory only
+/// that loop writes. Failed calls, rarer, count into the shared series of their code.
+final class LoopSeries: Sendable {
+    let shared: MethodSeries
+    let started: Counter.Cell
+    let handledOK: Counter.Cell
+    let messagesSent: Counter.Cell
+    let seconds: Histogram.Cell
+    let inFlight: Gauge.Cell
+
+    init(_ shared: MethodSeries, inFlight: Gauge) {
+        self.shared = shared
+        started = shared.started.cell()
+        handledOK = shared.handled(.ok).cell()
+        messagesSent = shared.messagesSent.cell()
+        seconds = shared.seconds.cell()
+        self.inFlight = inFlight.cell()
     }
 }
 

@@ -28,8 +28,8 @@ public struct TracingRPCEvents: RPCEvents {
 
     public func rpcMessageSent(method: String) { inner.rpcMessageSent(method: method) }
 
-    public func recorder(method: String) -> any RPCRecorder {
-        TracingRPCRecorder(inner: inner.recorder(method: method), method: method, tracer: tracer)
+    public func recorder(method: String, loop: Int) -> any RPCRecorder {
+        TracingRPCRecorder(inner: inner.recorder(method: method, loop: loop), method: method, tracer: tracer)
     }
 }
 

@@ -29,6 +29,35 @@ import Testing
         #expect(text.contains("appstore_gateway_rpcs_in_flight 0"))
     }
 
+    /// The server's recorders, one per loop and method, count into their loop's cells: a scrape sees every
+    /// loop's calls in the one series of each method and code.
+    @Test func recordersOfSeveralLoopsCountIntoOneSeries() {
+        let registry = MetricsRegistry()
+        let events = PrometheusGatewayEvents(registry: registry, logger: Logger(label: "test"), accessLog: false)
+        let path = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
+        events.register(methods: [path: "unary"])
+        let recorders = (0..<3).map { events.recorder(method: path, loop: $0) }
+        for (loop, recorder) in recorders.enumerated() {
+            for _ in 0...loop {
+                recorder.started()
+                recorder.messageSent()
+                recorder.finished(status: .ok, seconds: 0.0002, metadata: [], annotations: CallAnnotations())
+            }
+        }
+        recorders[1].started()
+        recorders[1].finished(status: .notFound, seconds: 0.2, metadata: [], annotations: CallAnnotations())
+        recorders[2].started()
+        let text = registry.render()
+        let labels = #"grpc_type="unary",grpc_service="appstore.gateway.v1.AppStoreGateway",grpc_method="VerifyJWS""#
+        #expect(text.contains("grpc_server_started_total{\(labels)} 8"))
+        #expect(text.contains("grpc_server_handled_total{\(labels),grpc_code=\"OK\"} 6"))
+        #expect(text.contains("grpc_server_handled_total{\(labels),grpc_code=\"NotFound\"} 1"))
+        #expect(text.contains("grpc_server_msg_sent_total{\(labels)} 6"))
+        #expect(text.contains("grpc_server_handling_seconds_bucket{\(labels),le=\"0.0005\"} 6"))
+        #expect(text.contains("grpc_server_handling_seconds_count{\(labels)} 7"))
+        #expect(text.contains("appstore_gateway_rpcs_in_flight 1"))
+    }
+
     @Test func codeNamesAreGo() {
         #expect(RPCMethodLabels.codeName(.cancelled) == "Canceled")
         #expect(RPCMethodLabels.codeName(.resourceExhausted) == "ResourceExhausted")

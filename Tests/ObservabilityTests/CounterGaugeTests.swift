@@ -44,4 +44,34 @@ import Testing
         gauge.set(-3)
         #expect(gauge.current == -3)
     }
+
+    /// Per-loop cells: each thread counts into its own, the series' value sums them with its own counts.
+    @Test func cellsOfThreadsSumIntoTheirSeries() {
+        let counter = Counter()
+        let gauge = Gauge()
+        let histogram = Histogram(upperBounds: [0.01, 1])
+        let cells = (0..<4).map { _ in (counter.cell(), gauge.cell(), histogram.cell()) }
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            let (count, step, observe) = cells[worker]
+            for index in 0..<10_000 {
+                count.increment()
+                step.increment()
+                if index.isMultiple(of: 2) { step.decrement() }
+                observe.observe(index.isMultiple(of: 4) ? 0.5 : 0.001)
+            }
+        }
+        counter.increment()
+        gauge.increment(by: 0.5)
+        histogram.observe(2)
+        #expect(counter.current == 40_001)
+        #expect(gauge.current == 20_000.5)
+        let snapshot = histogram.snapshot
+        #expect(snapshot.bucketCounts == [30_000, 10_000, 1])
+        #expect(snapshot.count == 40_001)
+        #expect(abs(snapshot.sum - (10_000 * 0.5 + 30_000 * 0.001 + 2)) < 1e-6)
+        // Setting a gauge accounts for the steps its cells took.
+        gauge.set(3)
+        cells[0].1.increment()
+        #expect(gauge.current == 4)
+    }
 }

@@ -32,7 +32,7 @@ import Tracing
         let trace = TraceContext(traceparent: parent, tracestate: nil)
         let annotations = CallAnnotations(identity: .init(requestID: "r-1", trace: trace, caller: "billing"))
         annotations.note("app", "example")
-        events.recorder(method: "/appstore.gateway.v1.AppStoreGateway/GetHistory").finished(
+        events.recorder(method: "/appstore.gateway.v1.AppStoreGateway/GetHistory", loop: 0).finished(
             status: .unavailable, seconds: 0.25, metadata: [], annotations: annotations)
 
         #expect(inner.finished.withLock { $0 } == 1)
@@ -55,7 +55,7 @@ import Tracing
     @Test func aCallersErrorLeavesTheStatusUnset() throws {
         let tracer = CollectingTracer(sampled: true)
         let trace = TraceContext(traceparent: nil, tracestate: nil)
-        TracingRPCEvents(inner: SilentRPCEvents(), tracer: tracer).recorder(method: "not a path").finished(
+        TracingRPCEvents(inner: SilentRPCEvents(), tracer: tracer).recorder(method: "not a path", loop: 0).finished(
             status: .invalidArgument, seconds: 0, metadata: [],
             annotations: CallAnnotations(identity: .init(requestID: nil, trace: trace, caller: nil)))
         let span = try #require(tracer.spans.withLock { $0 }.first)
@@ -66,7 +66,7 @@ import Tracing
     @Test func anUnsampledCallMakesNoSpan() {
         let tracer = CollectingTracer(sampled: false)
         let inner = CountingEvents()
-        TracingRPCEvents(inner: inner, tracer: tracer).recorder(method: "/a.B/C").finished(
+        TracingRPCEvents(inner: inner, tracer: tracer).recorder(method: "/a.B/C", loop: 0).finished(
             status: .ok, seconds: 0.1, metadata: [],
             annotations: CallAnnotations(
                 identity: .init(requestID: nil, trace: TraceContext(traceparent: parent, tracestate: nil), caller: nil)
