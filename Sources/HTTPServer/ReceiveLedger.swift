@@ -136,4 +136,46 @@ public final class SharedReceiveBudget: Sendable {
 
     func add(_ count: Int) { if count > 0 { heldBytes.add(count, ordering: .relaxed) } }
     func subtract(_ count: Int) { if count > 0 { heldBytes.subtract(count, ordering: .relaxed) } }
+    /// Adds `delta` (negative: releases).
+    fileprivate func adjust(_ delta: Int) { heldBytes.add(delta, ordering: .relaxed) }
+}
+
+/// One event loop's view of a `SharedReceiveBudget`, confined to that loop: its connections' bytes reach the
+/// shared total only in steps of at least `slack` bytes, or when the loop holds none again. A call's few
+/// request bytes, received and released, touch no memory another loop writes; the shared total is off by at
+/// most `slack` bytes per loop, and exact whenever a loop holds nothing.
+final class LoopReceiveBudget {
+    let shared: SharedReceiveBudget
+    /// The most one loop's count may differ from what it told the shared total.
+    static let slack = 64 * 1024
+    /// Request bytes this loop's connections hold.
+    private(set) var held = 0
+    /// What the shared total counts of them.
+    private var published = 0
+
+    init(_ shared: SharedReceiveBudget) {
+        self.shared = shared
+    }
+
+    /// True while the process holds no more than its limit (this loop's bytes counted exactly).
+    var hasRoom: Bool { shared.held - published + held <= shared.limit }
+
+    func add(_ count: Int) {
+        guard count > 0 else { return }
+        held += count
+        settle()
+    }
+
+    func subtract(_ count: Int) {
+        guard count > 0 else { return }
+        held -= count
+        settle()
+    }
+
+    private func settle() {
+        let delta = held - published
+        guard delta != 0, held == 0 || abs(delta) >= Self.slack else { return }
+        shared.adjust(delta)
+        published = held
+    }
 }

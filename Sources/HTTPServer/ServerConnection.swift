@@ -53,7 +53,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     private var housekeepingAt: MonotonicInstant?
     /// Request bytes held by this connection's streams and the window owed to the peer.
     private var ledger: ReceiveLedger
-    private let budget: SharedReceiveBudget
+    private let budget: LoopReceiveBudget
     private var grantRetryTimer: TimerQueue<TimerAction>.ID?
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).

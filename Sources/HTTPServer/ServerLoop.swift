@@ -31,8 +31,8 @@ protocol ConnectionOwner: AnyObject {
     var eventLoop: EventLoop { get }
     /// One buffer for the loop's reads (reads never overlap on one thread).
     var readBuffer: UnsafeMutableRawBufferPointer { get }
-    /// Request bytes held by all connections of the server.
-    var receiveBudget: SharedReceiveBudget { get }
+    /// Request bytes held by all connections of the server, as this loop counts them.
+    var receiveBudget: LoopReceiveBudget { get }
     /// The responder's repeated strings.
     var internTable: InternTable { get }
     /// The connection closed (its descriptor is free again).
@@ -82,6 +82,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         self.requestHandler = requestHandler
         self.configuration = configuration
         self.counters = counters
+        receiveBudget = LoopReceiveBudget(counters.receiveBudget)
         try eventLoop.register(fd: listener.fd, events: EPOLLIN.rawValue, source: self)
     }
 
@@ -89,8 +90,8 @@ final class ServerLoop: EventSource, ConnectionOwner {
         readBuffer.deallocate()
     }
 
-    /// Request bytes held by all connections of the server.
-    var receiveBudget: SharedReceiveBudget { counters.receiveBudget }
+    /// Request bytes held by all connections of the server, as this loop counts them.
+    let receiveBudget: LoopReceiveBudget
 
     func handle(events: UInt32) {
         guard let listener, !listenerPaused else { return }

@@ -199,7 +199,7 @@ private final class RecordingHandler: HTTPRequestHandler {
 private final class Owner: ConnectionOwner, @unchecked Sendable {
     let eventLoop: EventLoop
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-    let receiveBudget = SharedReceiveBudget(limit: 64 << 20)
+    let receiveBudget = LoopReceiveBudget(SharedReceiveBudget(limit: 64 << 20))
     let internTable = InternTable(InternTable.commonHeaders)
     /// Kept here as a server's loop keeps its connections.
     var connection: HTTP1Connection?

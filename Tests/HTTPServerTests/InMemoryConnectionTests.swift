@@ -194,7 +194,7 @@ private final class MemoryStream: ByteStream {
 private final class MemoryOwner: ConnectionOwner {
     let eventLoop: EventLoop
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-    let receiveBudget = SharedReceiveBudget(limit: 64 << 20)
+    let receiveBudget = LoopReceiveBudget(SharedReceiveBudget(limit: 64 << 20))
     let internTable = InternTable(InternTable.commonHeaders)
     var closed = 0
 

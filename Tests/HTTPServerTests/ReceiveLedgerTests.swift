@@ -93,4 +93,30 @@ import Testing
         budget.subtract(5)
         #expect(budget.held == 6 && budget.hasRoom)
     }
+
+    /// Two loops' views of one budget: each loop's own bytes count exactly in its `hasRoom`, the shared total
+    /// learns of them in steps of `slack` (small calls touch nothing shared) and exactly once a loop holds none.
+    @Test func loopViewsPublishInStepsAndSettleAtZero() {
+        let shared = SharedReceiveBudget(limit: 3 * LoopReceiveBudget.slack)
+        let first = LoopReceiveBudget(shared)
+        let second = LoopReceiveBudget(shared)
+        first.add(5)
+        #expect(shared.held == 0)  // a small call's bytes stay on its loop
+        #expect(first.held == 5)
+        first.subtract(5)
+        #expect(shared.held == 0)
+        first.add(LoopReceiveBudget.slack + 1)
+        #expect(shared.held == LoopReceiveBudget.slack + 1)  // a step's worth is published at once
+        second.add(2 * LoopReceiveBudget.slack)
+        #expect(shared.held == 3 * LoopReceiveBudget.slack + 1)
+        #expect(!first.hasRoom && !second.hasRoom)
+        second.subtract(10)
+        // Ten bytes released on the second loop: not yet published, but counted by that loop.
+        #expect(shared.held == 3 * LoopReceiveBudget.slack + 1)
+        #expect(second.hasRoom && !first.hasRoom)
+        second.subtract(2 * LoopReceiveBudget.slack - 10)
+        first.subtract(LoopReceiveBudget.slack + 1)
+        #expect(shared.held == 0)  // exact once every loop holds none
+        #expect(first.hasRoom && second.hasRoom)
+    }
 }
