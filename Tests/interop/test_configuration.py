@@ -113,7 +113,7 @@ def test_the_gateway_restarts_itself_once_with_a_larger_allocator_cache(fresh_ga
         # (the one /proc shows) into a NUL; the process itself reads a full copy.
         environ = f.read().replace(b"\0glibc.malloc.", b":glibc.malloc.")
     assert (
-        b"\0GLIBC_TUNABLES=glibc.malloc.tcache_count=64:glibc.malloc.mmap_threshold=4194304"
+        b"\0GLIBC_TUNABLES=glibc.malloc.tcache_count=4096:glibc.malloc.mmap_threshold=4194304"
         b":glibc.malloc.trim_threshold=8388608\0" in b"\0" + environ
     )
     # Executing /proc/self/exe would name the process "exe": the name is set back.
