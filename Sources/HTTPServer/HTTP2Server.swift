@@ -68,8 +68,86 @@ final class ServerCounters: Sendable {
     }
 }
 
+/// Spreads a server's connections evenly over its loops. Each loop accepts on its own SO_REUSEPORT listener,
+/// where the kernel's hash of the client's address and port sends a connection; a loop that already serves
+/// more connections than the least busy one hands the new connection to that loop (one task on its inbox).
+/// So a fleet's few long-lived connections (64 over 8 loops) are not left piled on some loops by the luck of
+/// the hash. Only accepts and closes touch the counts, never a call.
+final class ConnectionSpread: Sendable {
+    /// One loop's count, alone on its cache line.
+    private final class Count: Sendable {
+        let value = Atomic<Int>(0)
+        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
+        var current: Int { withExtendedLifetime(padding) { value.load(ordering: .relaxed) } }
+    }
+
+    private let counts: [Count]
+    /// The loops, installed once before any of them runs.
+    private let loops = Lock<[LoopBound<ServerLoop>]>([])
+
+    init(loops: Int) {
+        counts = (0..<max(1, loops)).map { _ in Count() }
+    }
+
+    func install(_ loops: [LoopBound<ServerLoop>]) {
+        self.loops.withLock { $0 = loops }
+    }
+
+    /// Connections each loop serves or is about to (handed over, not yet adopted).
+    var perLoop: [Int] { counts.map(\.current) }
+
+    /// Where the connection `loop` just accepted is served, counted there: `loop` itself unless another loop
+    /// serves fewer (the least busy one, the lowest index among equals).
+    func destination(acceptedBy loop: Int) -> Int {
+        var chosen = loop
+        var fewest = counts[loop].current
+        for (index, count) in counts.enumerated() where count.current < fewest {
+            chosen = index
+            fewest = count.current
+        }
+        counts[chosen].value.add(1, ordering: .relaxed)
+        return chosen
+    }
+
+    /// A connection of `loop` closed (or never became one).
+    func removed(from loop: Int) {
+        counts[loop].value.subtract(1, ordering: .relaxed)
+    }
+
+    /// Hands the accepted descriptor `fd` to `loop`, which serves it. Should that loop have stopped, the
+    /// descriptor is closed (the task holding it is let go).
+    func hand(_ fd: Int32, to loop: Int) {
+        let handed = HandedDescriptor(fd)
+        guard let target = loops.withLock({ $0.indices.contains(loop) ? $0[loop] : nil }) else {
+            removed(from: loop)
+            return
+        }
+        target.execute { serverLoop in
+            if let fd = handed.take() { serverLoop.adopt(fd) }
+        }
+    }
+}
+
+/// An accepted descriptor on its way to another loop: closed when it is let go without being taken.
+private final class HandedDescriptor: Sendable {
+    private let fd: Atomic<Int32>
+
+    init(_ fd: Int32) { self.fd = Atomic(fd) }
+
+    /// The descriptor, once.
+    func take() -> Int32? {
+        let taken = fd.exchange(-1, ordering: .relaxed)
+        return taken >= 0 ? taken : nil
+    }
+
+    deinit {
+        if let fd = take() { close(fd) }
+    }
+}
+
 /// An HTTP/2 server (cleartext, prior knowledge) on `threads` epoll loops, each with its own SO_REUSEPORT
-/// listener, so the kernel spreads connections across loops and no lock sits on the request path.
+/// listener: the kernel spreads connections across loops, `ConnectionSpread` evens out what it leaves
+/// uneven, and no lock sits on the request path.
 public final class HTTP2Server: Sendable {
     /// The port actually bound (useful when 0 was configured).
     public let port: UInt16
@@ -77,6 +155,7 @@ public final class HTTP2Server: Sendable {
     public let eventLoops: [EventLoop]
     private let loops: [LoopBound<ServerLoop>]
     private let counters: ServerCounters
+    private let spread: ConnectionSpread
     private let threads = Lock<[LoopThread]>([])
     /// The loop threads' names, `<threadName>-<index>` (what `top -H`, `ps -L` and profilers show).
     private let threadName: String
@@ -91,6 +170,8 @@ public final class HTTP2Server: Sendable {
         let count = max(1, threads)
         let counters = ServerCounters(maxBufferedBytes: configuration.maxBufferedBytes)
         self.counters = counters
+        let spread = ConnectionSpread(loops: count)
+        self.spread = spread
         let first = try ListeningSocket(address: address)
         var loops: [LoopBound<ServerLoop>] = []
         var eventLoops: [EventLoop] = []
@@ -99,10 +180,11 @@ public final class HTTP2Server: Sendable {
             let eventLoop = try EventLoop(index: index)
             let serverLoop = try ServerLoop(
                 eventLoop: eventLoop, listener: listener, transport: transport, responder: responder,
-                requestHandler: requestHandler, configuration: configuration, counters: counters)
+                requestHandler: requestHandler, configuration: configuration, counters: counters, spread: spread)
             loops.append(LoopBound(serverLoop, beforeStartOf: eventLoop))
             eventLoops.append(eventLoop)
         }
+        spread.install(loops)
         self.port = first.port
         self.loops = loops
         self.eventLoops = eventLoops
@@ -110,6 +192,9 @@ public final class HTTP2Server: Sendable {
 
     /// The number of established client connections across all loops.
     public var openConnections: Int { counters.openConnections }
+
+    /// The connections each loop serves (established or in their handshake), by loop index.
+    public var connectionsPerLoop: [Int] { spread.perLoop }
 
     /// Established and pending connections, and what the handshake deadlines closed.
     public var connectionStatistics: ConnectionStatistics { counters.statistics }

@@ -58,6 +58,8 @@ final class ServerLoop: EventSource, ConnectionOwner {
     let configuration: HTTP2Configuration
     private let transport: ServerTransport
     private let counters: ServerCounters
+    /// Where a connection accepted here is served: this loop, or a loop holding fewer.
+    private let spread: ConnectionSpread
     private var connections: [Int32: LoopConnection] = [:]
     /// The connections of `connections` still in their handshake, with the timer of their deadline (nil when
     /// `handshakeTimeout` is nil, or once it fired).
@@ -72,7 +74,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
     init(
         eventLoop: EventLoop, listener: ListeningSocket, transport: ServerTransport, responder: HTTP2Responder,
         requestHandler: HTTPRequestHandler?, configuration: HTTP2Configuration,
-        counters: ServerCounters
+        counters: ServerCounters, spread: ConnectionSpread
     ) throws(SystemError) {
         self.eventLoop = eventLoop
         self.listener = listener
@@ -82,6 +84,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         self.requestHandler = requestHandler
         self.configuration = configuration
         self.counters = counters
+        self.spread = spread
         receiveBudget = LoopReceiveBudget(counters.receiveBudget)
         try eventLoop.register(fd: listener.fd, events: EPOLLIN.rawValue, source: self)
     }
@@ -118,39 +121,60 @@ final class ServerLoop: EventSource, ConnectionOwner {
                 }
                 return
             }
-            do {
-                try eventLoop.register(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: PendingSource())
-            } catch {
-                close(fd)
+            let destination = spread.destination(acceptedBy: eventLoop.index)
+            if destination != eventLoop.index {
+                spread.hand(fd, to: destination)
                 continue
             }
-            // The byte stream owns the descriptor from here on: on failure it alone closes it.
-            let connection: LoopConnection?
-            switch transport {
-            case .cleartextHTTP2:
-                let stream = SocketStream(fd: fd)
-                connection = try? ServerConnection(
-                    io: stream, owner: self, responder: responder, configuration: configuration)
-                if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
-            case .cleartextHTTP1:
-                let stream = SocketStream(fd: fd)
-                connection = requestHandler.map { HTTP1Connection(io: stream, owner: self, handler: $0) }
-                if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
-            case .tls(let context):
-                do {
-                    connection = try TLSHandshake(fd: fd, context: context, owner: self)
-                } catch {
-                    eventLoop.deregister(fd: fd)  // the TLS stream closed the descriptor it was given
-                    connection = nil
-                }
+            adopt(fd)
+        }
+    }
+
+    /// Serves the accepted descriptor `fd` on this loop (accepted here, or handed over by another loop of the
+    /// server, `ConnectionSpread`), which already counts it: registered, wrapped in its connection, its
+    /// handshake deadline armed. A loop that is draining closes it at once.
+    func adopt(_ fd: Int32) {
+        guard !draining else {
+            close(fd)
+            spread.removed(from: eventLoop.index)
+            return
+        }
+        do {
+            try eventLoop.register(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: PendingSource())
+        } catch {
+            close(fd)
+            spread.removed(from: eventLoop.index)
+            return
+        }
+        // The byte stream owns the descriptor from here on: on failure it alone closes it.
+        let connection: LoopConnection?
+        switch transport {
+        case .cleartextHTTP2:
+            let stream = SocketStream(fd: fd)
+            connection = try? ServerConnection(
+                io: stream, owner: self, responder: responder, configuration: configuration)
+            if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
+        case .cleartextHTTP1:
+            let stream = SocketStream(fd: fd)
+            connection = requestHandler.map { HTTP1Connection(io: stream, owner: self, handler: $0) }
+            if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
+        case .tls(let context):
+            do {
+                connection = try TLSHandshake(fd: fd, context: context, owner: self)
+            } catch {
+                eventLoop.deregister(fd: fd)  // the TLS stream closed the descriptor it was given
+                connection = nil
             }
-            guard let connection else { continue }
-            connections[fd] = connection
-            if case .cleartextHTTP1 = transport {
-                counters.connectionOpened()  // no handshake: its request-head deadline bounds a silent socket
-            } else {
-                startHandshakeDeadline(fd: fd)
-            }
+        }
+        guard let connection else {
+            spread.removed(from: eventLoop.index)
+            return
+        }
+        connections[fd] = connection
+        if case .cleartextHTTP1 = transport {
+            counters.connectionOpened()  // no handshake: its request-head deadline bounds a silent socket
+        } else {
+            startHandshakeDeadline(fd: fd)
         }
     }
 
@@ -202,6 +226,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
     func connectionClosed(_ connection: LoopConnection) {
         guard let current = connections[connection.fd], current === connection else { return }
         connections[connection.fd] = nil
+        spread.removed(from: eventLoop.index)
         if let timer = handshakes.removeValue(forKey: connection.fd) {
             if let timer { eventLoop.cancelTimer(timer) }
             counters.handshakeEnded()
