@@ -38,9 +38,10 @@ public struct LoopBound<Value>: @unchecked Sendable {
 }
 
 extension EventLoop {
-    /// Stops the process when not called on this loop's thread (debug builds and tests; free in release).
-    @inline(__always)
-    package func assertInLoop(_ what: StaticString = "loop-confined state") {
+    /// Stops the process when not called on this loop's thread (debug builds and tests; free in release:
+    /// inlinable, so no call remains where it is compiled out).
+    @inlinable @inline(__always)
+    public func assertInLoop(_ what: StaticString = "loop-confined state") {
         assert(inEventLoop, "\(what) was touched off its event loop")
     }
 }

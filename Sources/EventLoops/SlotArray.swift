@@ -1,31 +1,34 @@
 /// An object kept in a `SlotArray`, knowing its index there (-1 while it is in none).
-package protocol Slotted: AnyObject {
+public protocol Slotted: AnyObject {
     var slot: Int { get set }
 }
 
 /// Objects in no particular order, each knowing its index: added at the end, removed by moving the last one
 /// into the hole. Neither hashes nor searches, which a loop's open streams and live calls, added and removed
 /// on every call, need. An object is in at most one `SlotArray` at a time.
-/// Inlinable, so a module using it (GRPC's call registry) gets it specialised, not a generic call per use.
-package struct SlotArray<Element: Slotted> {
+/// Inlinable and public, so a module using it (HTTPServer's streams, GRPC's call registry) gets it specialised,
+/// not a generic call per use: Swift does not inline a `package` declaration's body into another module (it
+/// serializes inlinable bodies of public ones only, without library evolution), so the hot path's generic
+/// helpers across modules are `public` even where `package` would do.
+public struct SlotArray<Element: Slotted> {
     @usableFromInline var storage: [Element] = []
 
-    @inlinable package init() {}
+    @inlinable public init() {}
 
     /// The objects, in no particular order.
-    @inlinable package var elements: [Element] { storage }
-    @inlinable package var count: Int { storage.count }
-    @inlinable package var isEmpty: Bool { storage.isEmpty }
+    @inlinable public var elements: [Element] { storage }
+    @inlinable public var count: Int { storage.count }
+    @inlinable public var isEmpty: Bool { storage.isEmpty }
 
     /// Adds `element` unless it is in a slot already.
-    @inlinable @inline(__always) package mutating func add(_ element: Element) {
+    @inlinable @inline(__always) public mutating func add(_ element: Element) {
         guard element.slot < 0 else { return }
         element.slot = storage.count
         storage.append(element)
     }
 
     /// Removes `element` if it is here.
-    @inlinable @inline(__always) package mutating func remove(_ element: Element) {
+    @inlinable @inline(__always) public mutating func remove(_ element: Element) {
         let slot = element.slot
         guard slot >= 0, slot < storage.count, storage[slot] === element else { return }
         let last = storage.removeLast()
@@ -37,7 +40,7 @@ package struct SlotArray<Element: Slotted> {
     }
 
     /// Empties the array; returns what it held, each out of its slot.
-    @inlinable package mutating func removeAll() -> [Element] {
+    @inlinable public mutating func removeAll() -> [Element] {
         let removed = storage
         storage.removeAll()
         for element in removed { element.slot = -1 }

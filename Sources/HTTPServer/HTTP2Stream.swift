@@ -75,7 +75,7 @@ public final class HTTP2Stream: HTTPServerStream, Slotted {
     /// them in its total).
     var heldBytes = 0
     /// Where the connection keeps this stream among its open streams (`SlotArray`).
-    package var slot = -1
+    public var slot = -1
 
     /// Open, half-closed or closed, with the response's pending sends.
     var state = HTTP2StreamState()
