@@ -5,11 +5,14 @@
 #
 #   bench/profile.sh                 # release build, 600k requests
 #   REQUESTS=300000 TOP=40 bench/profile.sh
+#   CONNECTIONS=64 STREAMS=32 bench/profile.sh   # another h2load shape (default 4 × 32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 REQUESTS=${REQUESTS:-600000}
 TOP=${TOP:-30}
+CONNECTIONS=${CONNECTIONS:-4}
+STREAMS=${STREAMS:-32}
 PORT=${PORT:-50171}
 BIN=.build/release/appstore-gateway
 command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 1; }
@@ -27,7 +30,7 @@ sleep 1
 perf record -q -F 2000 -g -p "$gw_pid" -o "$work/perf.data" > /dev/null 2>&1 &
 perf_pid=$!
 sleep 0.5
-taskset -c 1 h2load -n "$REQUESTS" -c 4 -m 32 -t 1 -d "$work/health.bin" -H 'content-type: application/grpc' \
+taskset -c 1 h2load -n "$REQUESTS" -c "$CONNECTIONS" -m "$STREAMS" -t 1 -d "$work/health.bin" -H 'content-type: application/grpc' \
   -H 'te: trailers' "http://127.0.0.1:$PORT/grpc.health.v1.Health/Check" | grep -E '^(finished|requests):'
 kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
 echo "--- self time by shared object"

@@ -40,6 +40,12 @@ def rows(r):
                     t["vs_grpc_swift"], "≥ 5×", t["vs_grpc_swift"]["median"] >= 5))
         out.append(("health Check req/s vs grpcio (aio)", fmt(t["gateway"]), fmt(t["grpcio"]),
                     t["vs_grpcio"], "—", None))
+    for shape in ("64x32", "256x8"):
+        f = r.get(f"transport_{shape}")
+        if f:
+            c, m = shape.split("x")
+            out.append((f"health Check req/s vs nghttpd, {c} connections × {m} streams", fmt(f["gateway"]),
+                        fmt(f["nghttpd"]), f["vs_nghttpd"], "≥ 0.80", f["vs_nghttpd"]["median"] >= 0.8))
     v = r.get("verify_peers")
     if v:
         out.append(("VerifyJWS/s per core vs Apple Python SignedDataVerifier", fmt(v["gateway_grpc"]),
@@ -49,6 +55,10 @@ def rows(r):
                     fmt(v["openssl_verify"]), v["grpc_vs_openssl"], "≥ 0.75", v["grpc_vs_openssl"]["median"] >= 0.75))
         out.append(("VerifyJWS/s in-process vs OpenSSL P-256 verify", fmt(v["in_process"]),
                     fmt(v["openssl_verify"]), v["in_process_vs_openssl"], "—", None))
+    v2 = r.get("verify_loops2")
+    if v2:
+        out.append(("VerifyJWS/s with 2 loops vs `openssl speed -multi 2`", fmt(v2["gateway_grpc"]),
+                    fmt(v2["openssl_verify"]), v2["grpc_vs_openssl"], "≥ 0.75", v2["grpc_vs_openssl"]["median"] >= 0.75))
     a = r.get("access_log")
     if a:
         g, ref = a["gateway_us_per_line"], a["swift_log_us_per_line"]
@@ -82,6 +92,17 @@ def rows(r):
                     str(h["upstream_connections_max"]), "1 host", {"median": h["upstream_connections_max"],
                     "min": h["upstream_connections_max"], "max": h["upstream_connections_max"]}, "1–2",
                     1 <= h["upstream_connections_max"] <= 2))
+    p = r.get("history_placement")
+    if p:
+        pinned, free = p["gateway_pinned"], p["gateway_free"]
+        out.append(("GetHistory added p50 µs, gateway free on every core vs pinned to one", fmt(free), fmt(pinned),
+                    per_round(free, pinned), "free ≤ pinned", free["median"] <= pinned["median"]))
+    c = r.get("python_caller")
+    if c:
+        out.append((f"a Python caller's verified page ({min(c['transactions'], 20)} JWS), p50 ms, through the gateway "
+                    "vs Apple's Python library (ratio: how many times faster)", fmt(c["gateway_p50_ms"], 2),
+                    fmt(c["apple_p50_ms"], 2),
+                    c["apple_vs_gateway"], "≥ 20×", c["apple_vs_gateway"]["median"] >= 20))
     s = r.get("scale")
     if s:
         g, n = s["gateway"], s["nghttpd"]

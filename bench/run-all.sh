@@ -21,6 +21,17 @@ for script in transport-peers verify-peers history access_log scale auth; do
   echo "== bench/$script.sh"
   bench/$script.sh || failed+=("$script")
 done
+# The fleet's shapes on this machine: many connections, two loops, placement, a Python caller's verified page.
+for shape in 64x32 256x8; do
+  echo "== bench/transport.sh at $shape"
+  CLIENTS=${shape%x*} STREAMS=${shape#*x} bench/transport.sh || failed+=("transport $shape")
+done
+echo "== LOOPS=2 bench/verify.sh"
+LOOPS=2 bench/verify.sh || failed+=("verify LOOPS=2")
+echo "== bench/history_placement.sh"
+BURSTS=$( [ "$QUICK" = 1 ] && echo 1 || echo 3 ) bench/history_placement.sh || failed+=("history_placement")
+echo "== bench/python_caller.py"
+"$PY" bench/python_caller.py --rounds 3 --calls "$( [ "$QUICK" = 1 ] && echo 20 || echo 40 )" || failed+=("python_caller")
 
 mkdir -p bench/results
 out=bench/results/$(date -u +%Y-%m-%dT%H%M%SZ)$( [ "$QUICK" = 1 ] && echo -quick || true ).json

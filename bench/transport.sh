@@ -4,12 +4,13 @@
 #
 #   bench/transport.sh            # release build, 3 interleaved rounds, >= 5 s per measurement
 #   ROUNDS=5 REQUESTS=2000000 THREADS=1 bench/transport.sh
+#   CLIENTS=64 STREAMS=32 bench/transport.sh   # another shape (fleet shapes: 64 × 32, 256 × 8); make bench runs both
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 
 ROUNDS=${ROUNDS:-3}
-REQUESTS=${REQUESTS:-1200000}     # enough for >= 5 s at the rates seen on a 2-core machine
+REQUESTS=${REQUESTS:-$( [ "${QUICK:-0}" = 1 ] && echo 300000 || echo 1200000 )}  # >= 5 s at the rates seen on 2 cores
 CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-32}
 THREADS=${THREADS:-1}             # gateway event loops (0 = one per core); 1 is pinned like for like (lib.sh)
@@ -57,3 +58,6 @@ g=$(median "${gw_rates[@]}"); n=$(median "${ng_rates[@]}")
 awk -v g="$g" -v n="$n" 'BEGIN { printf "median: gateway %.0f req/s, nghttpd %.0f req/s, ratio %.2f (goal >= 0.80)\n", g, n, g / n }'
 printf 'flags: h2load -n %s -c %s -m %s -t 1; gateway threads=%s; nghttpd workers=%s; %s cores\n' \
   "$REQUESTS" "$CLIENTS" "$STREAMS" "$THREADS" "$NGHTTPD_WORKERS" "$(nproc)"
+emit "transport_${CLIENTS}x${STREAMS}" "$(printf '{"gateway":%s,"nghttpd":%s,"vs_nghttpd":%s,"connections":%s,"streams":%s}' \
+  "$(stat_json "${gw_rates[@]}")" "$(stat_json "${ng_rates[@]}")" \
+  "$(stat_json $(ratios "${gw_rates[*]}" "${ng_rates[*]}"))" "$CLIENTS" "$STREAMS")"
