@@ -258,8 +258,8 @@ public struct StreamNotificationsHandler: Sendable {
             throw .invalidArgument(field: "app", problem: "\(error.description) (set apps[].appAppleId)")
         }
         // On the loop when the caches know it; else off it (chain validation, ECDSA, OCSP fetches awaited).
-        let result =
-            await verifier.verifyOffLoopUnlessCached(item.signedPayload, kind: .notification, requirements: requirements)
+        let result = await verifier.verifyOffLoopUnlessCached(
+            item.signedPayload, kind: .notification, requirements: requirements)
         var event = NotificationEvent()
         event.signedPayload = item.signedPayload
         event.status = result.status.protoStatus
