@@ -19,6 +19,32 @@ import Testing
         #expect(verifier.verifyIfChainCached("not a jws")?.status == .malformed)
     }
 
+    /// What an event loop may verify in place: only a JWS whose chain and ES256 signature both verified before.
+    @Test func onlyCachedSignaturesVerifyWithoutECDSA() throws {
+        let pki = try AppStoreTestPKI(referenceTime: referenceTime)
+        let verifier = try SignedDataVerifier(
+            configuration: .init(trustedRoots: [pki.root.certificate]), clock: ManualClock(referenceTime))
+        let first = try pki.signer.sign(payload: transactionPayload())
+        let second = try pki.signer.sign(payload: transactionPayload(signedDate: referenceMilliseconds - 5_000))
+        #expect(verifier.verifyIfCached(first) == nil)  // neither chain nor signature known
+        #expect(verifier.verify(first).isVerified)
+        #expect(verifier.verifyIfCached(first)?.isVerified == true)
+        // Same chain, a signature never checked: an ECDSA is due, so not on a loop.
+        #expect(verifier.verifyIfCached(second) == nil)
+        #expect(verifier.verifyIfChainCached(second)?.isVerified == true)
+        #expect(verifier.verifyIfCached(second)?.isVerified == true)
+        // A tampered payload under a known signature is a miss too, never a pass.
+        let parts = first.split(separator: ".")
+        let tampered = "\(parts[0]).\(Base64URL.encode(Array(#"{"bundleId":"x"}"#.utf8))).\(parts[2])"
+        #expect(verifier.verifyIfCached(tampered)?.isVerified != true)
+        // With the signature cache off, nothing that needs a signature is ever answered in place.
+        var uncached = SignedDataVerifier.Configuration(trustedRoots: [pki.root.certificate])
+        uncached.signatureCacheCapacity = 0
+        let noCache = try SignedDataVerifier(configuration: uncached, clock: ManualClock(referenceTime))
+        #expect(noCache.verify(first).isVerified)
+        #expect(noCache.verifyIfCached(first) == nil)
+    }
+
     @Test func aFailedChainIsRefusedFromMemoryForTheSameInstantOnly() throws {
         let pki = try AppStoreTestPKI(referenceTime: referenceTime)
         let clock = ManualClock(referenceTime)
