@@ -89,6 +89,8 @@ final class ConnectionSpread: Sendable {
         counts = (0..<max(1, loops)).map { _ in Count() }
     }
 
+    /// Sets the loops (before any runs), or lets go of them (`[]`, once they stopped): every loop holds the
+    /// spread, so its list of them is a cycle until then.
     func install(_ loops: [LoopBound<ServerLoop>]) {
         self.loops.withLock { $0 = loops }
     }
@@ -231,5 +233,10 @@ public final class HTTP2Server: Sendable {
         for loop in eventLoops { loop.stop() }
         for thread in threads.withLock({ $0 }) { thread.join() }
         threads.withLock { $0 = [] }
+        spread.install([])  // each loop holds the spread, which held them all
+    }
+
+    deinit {
+        spread.install([])  // never started or stopped: the loops and the spread still hold each other
     }
 }

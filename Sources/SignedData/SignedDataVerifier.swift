@@ -251,9 +251,7 @@ public final class SignedDataVerifier: Sendable {
     public func verifyIfChainCached(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) -> VerificationResult? {
-        guard case .result(let result) = evaluate(jws, kind: kind, requirements: requirements, effort: .cachedChain)
-        else { return nil }
-        return result
+        verdict(jws, kind: kind, requirements: requirements, effort: .cachedChain)
     }
 
     /// Verifies `jws` only when that needs no chain validation, no OCSP fetch and no ECDSA either (the
@@ -262,7 +260,14 @@ public final class SignedDataVerifier: Sendable {
     public func verifyIfCached(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) -> VerificationResult? {
-        guard case .result(let result) = evaluate(jws, kind: kind, requirements: requirements, effort: .cachedOnly)
+        verdict(jws, kind: kind, requirements: requirements, effort: .cachedOnly)
+    }
+
+    /// The pass's verdict when `effort` was enough to reach one.
+    private func verdict(
+        _ jws: String, kind: SignedDataKind?, requirements: VerificationRequirements, effort: Effort
+    ) -> VerificationResult? {
+        guard case .result(let result) = evaluate(jws, kind: kind, requirements: requirements, effort: effort)
         else { return nil }
         return result
     }

@@ -40,19 +40,8 @@ private struct SilentResponder: HTTP2Responder {
         var clients: [Int32] = []
         defer { clients.forEach { close($0) } }
         for _ in 0..<12 {
-            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            try #require(client >= 0)
+            let client = try #require(connectedLoopbackClient(port: server.port))
             clients.append(client)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = server.port.bigEndian
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
-            try #require(connected)
             // One at a time: each accept sees the counts the previous ones left.
             let deadline = MonotonicInstant.now() + .seconds(10)
             while server.heldConnections < clients.count && MonotonicInstant.now() < deadline { usleep(1_000) }

@@ -69,19 +69,8 @@ private struct NobodyResponder: HTTP2Responder {
             address: ListenAddress(host: "127.0.0.1", port: 0), threads: 1, configuration: HTTP2Configuration(),
             responder: NobodyResponder())
         server.start()
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(client >= 0)
+        let client = try #require(connectedLoopbackClient(port: server.port))
         defer { close(client) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = server.port.bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        try #require(connected)
         let deadline = MonotonicInstant.now() + .seconds(10)
         while server.heldConnections == 0 && MonotonicInstant.now() < deadline { usleep(1_000) }
         try #require(server.heldConnections == 1)
