@@ -23,6 +23,12 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     private let methods = Lock<[String: MethodSeries]>([:])
     /// The series of every unregistered path.
     private let unknownMethod: MethodSeries
+    /// Each loop's cells of each series, made once (bounded by the served methods, plus one, times the loops).
+    private let loopSeries = Lock<[LoopSeriesKey: LoopSeries]>([:])
+    private struct LoopSeriesKey: Hashable {
+        let series: ObjectIdentifier
+        let loop: Int
+    }
 
     private let started: CounterFamily
     private let handled: CounterFamily
@@ -119,8 +125,18 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     }
 
     /// `method`'s recorder on loop `loop`: what each call counts goes to that loop's own cells of the series.
+    /// The cells are made once per series and loop (the server also asks for a recorder per call to an
+    /// unregistered path, which a caller chooses: those all share the `unknown` series' cells of their loop).
     public func recorder(method: String, loop: Int) -> any RPCRecorder {
-        MethodRecorder(events: self, path: method, series: LoopSeries(series(method), inFlight: rpcsInFlight))
+        let shared = series(method)
+        let key = LoopSeriesKey(series: ObjectIdentifier(shared), loop: loop)
+        let cells = loopSeries.withLock { table in
+            if let made = table[key] { return made }
+            let made = LoopSeries(shared, inFlight: rpcsInFlight)
+            table[key] = made
+            return made
+        }
+        return MethodRecorder(events: self, path: method, series: cells)
     }
 
     public func rpcStarted(method: String) {

@@ -58,6 +58,26 @@ import Testing
         #expect(text.contains("appstore_gateway_rpcs_in_flight 1"))
     }
 
+    /// A caller chooses the path of a call to an unregistered method, and the server asks for a recorder per
+    /// such call: they share their loop's cells of the `unknown` series instead of adding cells without bound.
+    @Test func unregisteredPathsShareTheirLoopsCells() throws {
+        let registry = MetricsRegistry()
+        let events = PrometheusGatewayEvents(registry: registry, logger: Logger(label: "test"), accessLog: false)
+        let first = try #require(events.recorder(method: "/x.Y/A", loop: 0) as? MethodRecorder)
+        for index in 0..<1_000 {
+            let recorder = try #require(events.recorder(method: "/x.Y/\(index)", loop: 0) as? MethodRecorder)
+            #expect(recorder.series === first.series)
+            recorder.started()
+            recorder.finished(status: .unimplemented, seconds: 0, metadata: [], annotations: CallAnnotations())
+        }
+        let other = try #require(events.recorder(method: "/x.Y/A", loop: 1) as? MethodRecorder)
+        #expect(other.series !== first.series)
+        let text = registry.render()
+        let unknown = #"grpc_type="unknown",grpc_service="unknown",grpc_method="unknown""#
+        #expect(text.contains("grpc_server_started_total{\(unknown)} 1000"))
+        #expect(text.contains("appstore_gateway_rpcs_in_flight 0"))
+    }
+
     @Test func codeNamesAreGo() {
         #expect(RPCMethodLabels.codeName(.cancelled) == "Canceled")
         #expect(RPCMethodLabels.codeName(.resourceExhausted) == "ResourceExhausted")
