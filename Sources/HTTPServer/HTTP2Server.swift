@@ -78,7 +78,7 @@ final class ConnectionSpread: Sendable {
     private final class Count: Sendable {
         let value = Atomic<Int>(0)
         private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
-        var current: Int { withExtendedLifetime(padding) { value.load(ordering: .relaxed) } }
+        var current: Int { value.load(ordering: .relaxed) }
     }
 
     private let counts: [Count]
@@ -103,9 +103,9 @@ final class ConnectionSpread: Sendable {
     func destination(acceptedBy loop: Int) -> Int {
         var chosen = loop
         var fewest = counts[loop].current
-        for (index, count) in counts.enumerated() where count.current < fewest {
-            chosen = index
-            fewest = count.current
+        for (index, count) in counts.enumerated() {
+            let serving = count.current
+            if serving < fewest { (chosen, fewest) = (index, serving) }
         }
         counts[chosen].value.add(1, ordering: .relaxed)
         return chosen

@@ -129,14 +129,10 @@ public final class SharedReceiveBudget: Sendable {
         self.limit = limit
     }
 
-    /// Bytes held now.
+    /// Bytes held now (each loop's part exact whenever it holds none; see `LoopReceiveBudget`).
     public var held: Int { heldBytes.load(ordering: .relaxed) }
-    /// True while the process holds no more than its limit.
-    var hasRoom: Bool { held <= limit }
 
-    func add(_ count: Int) { if count > 0 { heldBytes.add(count, ordering: .relaxed) } }
-    func subtract(_ count: Int) { if count > 0 { heldBytes.subtract(count, ordering: .relaxed) } }
-    /// Adds `delta` (negative: releases).
+    /// Adds `delta` (negative: releases); only loops' views publish into it.
     fileprivate func adjust(_ delta: Int) { heldBytes.add(delta, ordering: .relaxed) }
 }
 

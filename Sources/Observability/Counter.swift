@@ -4,41 +4,18 @@ import Synchronization
 /// One counter time series: a value that only goes up (or resets with the process).
 ///
 /// Counting one is a single atomic add; other amounts (seconds, deltas of a total read elsewhere) go to a
-/// locked sum beside it. What every call counts goes to a `Cell` of the loop that serves it instead: no
+/// locked sum beside it. What every call counts goes to a `StepCell` of the loop that serves it instead: no
 /// two loops touch the same memory for it.
 public final class Counter: Sendable {
     private let ones = Atomic<UInt64>(0)
     private let amounts = Lock<Double>(0)
-    /// The cells handed out, summed on reading (a scrape); the lock is never taken by a count.
-    private let cells = Lock<[Cell]>([])
+    /// Per-thread parts (`StepCell`), summed on reading.
+    private let cells = StepCells()
 
     init() {}
 
-    /// A part of this counter that one thread alone counts into (an event loop's): counting is a plain
-    /// load and store, no locked instruction, on a cache line no other cell shares; the counter's value
-    /// sums its cells.
-    public final class Cell: Sendable {
-        private let value = Atomic<UInt64>(0)
-        /// Keeps the next object's fields off this cell's cache line.
-        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
-
-        init() {}
-
-        /// Adds 1. Only ever from the one thread the cell belongs to.
-        @inline(__always)
-        public func increment() {
-            value.store(value.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
-        }
-
-        var current: UInt64 { withExtendedLifetime(padding) { value.load(ordering: .relaxed) } }
-    }
-
     /// A new cell of this counter, for one thread's counts.
-    public func cell() -> Cell {
-        let cell = Cell()
-        cells.withLock { $0.append(cell) }
-        return cell
-    }
+    public func cell() -> StepCell { cells.make() }
 
     /// Adds 1.
     public func increment() {
@@ -53,7 +30,7 @@ public final class Counter: Sendable {
 
     /// The current value.
     public var current: Double {
-        let counted = cells.withLock { $0.reduce(ones.load(ordering: .relaxed)) { $0 &+ $1.current } }
+        let counted = ones.load(ordering: .relaxed) &+ UInt64(bitPattern: cells.total)
         return Double(counted) + amounts.withLock { $0 }
     }
 }

@@ -7,46 +7,20 @@ import Synchronization
 /// is a single atomic add to the count; setting it or adding other amounts changes the base under a lock.
 /// `set` makes the base whatever cancels the steps counted so far, so a step counts as before or after it.
 ///
-/// A loop stepping it on every call steps its own `Cell` instead: no two loops touch the same memory for it.
+/// A loop stepping it on every call steps its own `StepCell` instead: no two loops touch the same memory for it.
 public final class Gauge: Sendable {
     private let steps = Atomic<Int64>(0)
     private let base = Lock<Double>(0)
-    /// The cells handed out, summed on reading; the lock is never taken by a step.
-    private let cells = Lock<[Cell]>([])
+    /// Per-thread parts (`StepCell`), summed on reading.
+    private let cells = StepCells()
 
     init() {}
 
-    /// A part of this gauge that one thread alone steps (an event loop's): a plain load and store, on a cache
-    /// line no other cell shares.
-    public final class Cell: Sendable {
-        private let value = Atomic<Int64>(0)
-        /// Keeps the next object's fields off this cell's cache line.
-        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
-
-        init() {}
-
-        /// Adds 1. Only ever from the one thread the cell belongs to.
-        @inline(__always)
-        public func increment() { value.store(value.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
-
-        /// Subtracts 1. Only ever from the one thread the cell belongs to.
-        @inline(__always)
-        public func decrement() { value.store(value.load(ordering: .relaxed) &- 1, ordering: .relaxed) }
-
-        var current: Int64 { withExtendedLifetime(padding) { value.load(ordering: .relaxed) } }
-    }
-
     /// A new cell of this gauge, for one thread's steps.
-    public func cell() -> Cell {
-        let cell = Cell()
-        cells.withLock { $0.append(cell) }
-        return cell
-    }
+    public func cell() -> StepCell { cells.make() }
 
     /// The steps counted so far, in this gauge and its cells.
-    private var stepped: Int64 {
-        cells.withLock { $0.reduce(steps.load(ordering: .relaxed)) { $0 &+ $1.current } }
-    }
+    private var stepped: Int64 { steps.load(ordering: .relaxed) &+ cells.total }
 
     /// Sets the value.
     public func set(_ newValue: Double) {

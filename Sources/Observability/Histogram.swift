@@ -61,7 +61,7 @@ public final class Histogram: Sendable {
         /// Records one observation (for durations, in seconds).
         public func observe(_ value: Double) {
             let index = Histogram.bucket(of: value, in: upperBounds)
-            withExtendedLifetime(padding) { state.withLock { $0.add(value, at: index) } }
+            state.withLock { $0.add(value, at: index) }
         }
     }
 

@@ -294,11 +294,11 @@ final class MethodRecorder: RPCRecorder {
 /// that loop writes. Failed calls, rarer, count into the shared series of their code.
 final class LoopSeries: Sendable {
     let shared: MethodSeries
-    let started: Counter.Cell
-    let handledOK: Counter.Cell
-    let messagesSent: Counter.Cell
+    let started: StepCell
+    let handledOK: StepCell
+    let messagesSent: StepCell
     let seconds: Histogram.Cell
-    let inFlight: Gauge.Cell
+    let inFlight: StepCell
 
     init(_ shared: MethodSeries, inFlight: Gauge) {
         self.shared = shared

@@ -12,8 +12,7 @@ enum ReceiptHandler {
     /// Whether parsing `request`'s receipt would hold an event loop too long.
     static func holdsTheLoop(_ request: ExtractTransactionIdFromReceiptRequest) -> Bool {
         switch request.receipt {
-        case .appReceipt(let receipt)?: receipt.utf8.count > loopReceiptCharacters
-        case .transactionReceipt(let receipt)?: receipt.utf8.count > loopReceiptCharacters
+        case .appReceipt(let receipt)?, .transactionReceipt(let receipt)?: receipt.utf8.count > loopReceiptCharacters
         case nil: false
         }
     }

@@ -84,7 +84,7 @@ import Testing
     }
 
     @Test func sharedBudgetCountsAcrossConnections() {
-        let budget = SharedReceiveBudget(limit: 10)
+        let budget = LoopReceiveBudget(SharedReceiveBudget(limit: 10))
         budget.add(6)
         budget.add(4)
         #expect(budget.hasRoom)
