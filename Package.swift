@@ -122,8 +122,9 @@ let package = Package(
         .target(
             name: "Edge",
             dependencies: [
-                "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration",
-                "CallerAuthentication", "NotificationStore", "SignedData", "Observability", "ProtoCodec",
+                "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "AppStoreClient",
+                "Configuration", "CallerAuthentication", "NotificationStore", "SignedData", "Observability",
+                "ProtoCodec",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Prometheus metrics registry and the JSON-lines log handler; records the gRPC server's call events.
@@ -255,7 +256,7 @@ let package = Package(
             dependencies: [
                 "AppStoreClient", "Services", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration",
                 "Cryptography", "SignedData", "ProtoCodec",
-                "GRPC", "NotificationStore",
+                "GRPC", "NotificationStore", "EventLoops",
                 "TestSupport",
                 .product(name: "Logging", package: "swift-log"), "Observability", "Redis",
             ]),

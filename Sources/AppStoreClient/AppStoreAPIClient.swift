@@ -68,6 +68,8 @@ public final class AppStoreAPIClient: Sendable {
     /// The settings in force.
     public let settings: Settings
     let http: UpstreamHTTPClient
+    /// The HTTP client's counters (transfers, connections, which loop drove them).
+    public var upstreamMetrics: UpstreamMetrics { http.metrics }
     let clock: any GatewayClock
     let logger: Logger
     let sleep: @Sendable (Duration) async throws -> Void

@@ -100,6 +100,8 @@ public struct UpstreamMetrics: Sendable, Hashable {
     public var transfersCancelled = 0
     /// New connections opened (sum of `CURLINFO_NUM_CONNECTS`): low under load means HTTP/2 multiplexing.
     public var connectionsOpened = 0
+    /// Transfers driven by the event loop their caller ran on (the rest went through the client's thread).
+    public var transfersOnCallerLoops = 0
 
     /// Zero counters.
     public init() {}

@@ -2,15 +2,17 @@ internal import CCurl
 import Foundation
 import GatewayFoundation
 
-/// An HTTP client for the App Store Server API: one libcurl multi handle confined to its own thread.
+/// An HTTP client for the App Store Server API, on libcurl's multi interface.
 ///
-/// Callers `await send(_:)` from any task. The request goes onto a queue and `curl_multi_wakeup` wakes the
-/// client thread, which creates the easy handle, adds it to the multi handle and drives every transfer
-/// with `curl_multi_perform`/`curl_multi_poll`. A finished transfer resumes its caller's continuation,
-/// so no event loop or cooperative-pool thread ever blocks on the network. `https://` URLs negotiate
-/// HTTP/2 by ALPN and multiplex (`CURLPIPE_MULTIPLEX` + `CURLOPT_PIPEWAIT`): hundreds of concurrent
-/// calls to one host share one or two connections. (Debian's curl 7.88.1 breaks connection reuse with
-/// h2c prior knowledge, so cleartext `http://` stays HTTP/1.1; it exists for tests.)
+/// Callers `await send(_:)` from any task. A caller running on an event loop (a gRPC handler: its task prefers
+/// its connection's loop) is served by a multi handle of that loop's own, driven by the loop
+/// (`CURLMOPT_SOCKETFUNCTION`/`TIMERFUNCTION` into its epoll set): the request, the wait for Apple and the
+/// answer all happen on the caller's thread, with no hand-over at all. Any other caller goes to the client's
+/// own thread, which drives a multi handle with `curl_multi_perform`/`curl_multi_poll`, woken with
+/// `curl_multi_wakeup`. Either way no thread ever blocks on the network. `https://` URLs negotiate HTTP/2 by
+/// ALPN and multiplex (`CURLPIPE_MULTIPLEX` + `CURLOPT_PIPEWAIT`): hundreds of concurrent calls to one host
+/// share one or two connections per multi handle. (Debian's curl 7.88.1 breaks connection reuse with h2c
+/// prior knowledge, so cleartext `http://` stays HTTP/1.1; it exists for tests and the simulator.)
 public final class UpstreamHTTPClient: Sendable {
     /// Client settings.
     public struct Configuration: Sendable, Hashable {
@@ -45,19 +47,25 @@ public final class UpstreamHTTPClient: Sendable {
     }
 
     private let loop: CurlMultiLoop
+    private let onLoops: LoopCurlHandles
 
     /// Starts the client thread. Throws `.invalidRequest` when libcurl cannot be initialised.
     public init(configuration: Configuration = Configuration()) throws(UpstreamTransportError) {
         loop = try CurlMultiLoop(configuration: configuration)
+        onLoops = LoopCurlHandles(configuration: configuration)
     }
 
     deinit {
+        onLoops.shutdown()
         loop.shutdown()
     }
 
     /// Sends `request` and waits for the whole response. Cancelling the calling task removes the transfer
     /// from libcurl and throws `.cancelled`.
     public func send(_ request: UpstreamRequest) async throws(UpstreamTransportError) -> UpstreamResponse {
+        if let current = IOLoops.current {
+            return try await onLoops.send(request, on: current)
+        }
         let call = CallState(id: loop.nextID())
         let loop = self.loop
         let result = await withTaskCancellationHandler {
@@ -70,13 +78,14 @@ public final class UpstreamHTTPClient: Sendable {
         return try result.get()
     }
 
-    /// The counters so far.
-    public var metrics: UpstreamMetrics { loop.metrics }
+    /// The counters so far, of every multi handle.
+    public var metrics: UpstreamMetrics { onLoops.metrics + loop.counters.value }
 
-    /// Fails queued and running transfers with `.shutDown` and stops the thread (the multi handle is freed with
-    /// the client).
+    /// Fails queued and running transfers with `.shutDown`, stops the thread (the multi handle is freed with
+    /// the client) and asks each loop to free its handle (a loop that already stopped freed it then).
     /// Later `send` calls fail with `.shutDown`. Idempotent.
     public func shutdown() {
+        onLoops.shutdown()
         loop.shutdown()
     }
 }
@@ -122,56 +131,27 @@ struct Submission: Sendable {
     let continuation: CheckedContinuation<TransferResult, Never>
 }
 
-/// Initialises libcurl's global state once per process, before the first handle.
-private let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-
-/// The multi handle and its thread. Everything under "thread-confined" is touched only by the client
-/// thread; the rest of the class talks to it through `shared` and `curl_multi_wakeup` (documented as
-/// callable from any thread).
+/// The multi handle for callers that run on no event loop, and its thread. Everything under "thread-confined"
+/// is touched only by the client thread; the rest of the class talks to it through `shared` and
+/// `curl_multi_wakeup` (documented as callable from any thread).
 private final class CurlMultiLoop: @unchecked Sendable {
     private struct Shared {
         var submissions: [Submission] = []
         var cancellations: [Int] = []
         var closed = false
-        var metrics = UpstreamMetrics()
         var lastID = 0
     }
 
-    private let configuration: UpstreamHTTPClient.Configuration
-    /// The CURLM*; freed with this object, after the thread has exited.
-    private let multi: UnsafeMutableRawPointer
+    let counters = UpstreamCounters()
     private let shared = Lock(Shared())
     private let exited = DispatchSemaphore(value: 0)
-
-    // Thread-confined.
-    private var byID: [Int: CurlTransfer] = [:]
-    private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// The multi handle (its `multi` pointer is also used from other threads, for `curl_multi_wakeup` only);
+    /// freed with this object, after the thread has exited.
+    private let handle: CurlMulti
 
     init(configuration: UpstreamHTTPClient.Configuration) throws(UpstreamTransportError) {
-        guard curlGlobalInit == CURLE_OK else {
-            throw UpstreamTransportError(.invalidRequest, "curl_global_init failed")
-        }
-        guard let multi = curl_multi_init() else {
-            throw UpstreamTransportError(.invalidRequest, "curl_multi_init failed")
-        }
-        self.configuration = configuration
-        self.multi = multi
-        try Self.check(ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "PIPELINING")
-        try Self.check(
-            ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, configuration.maxConnectionsPerHost)),
-            "MAX_HOST_CONNECTIONS")
-        try Self.check(
-            ccurl_multi_setopt_long(
-                multi, CURLMOPT_MAX_CONCURRENT_STREAMS, min(max(1, configuration.maxStreamsPerConnection), 1000)),
-            "MAX_CONCURRENT_STREAMS")
+        handle = try CurlMulti(configuration: configuration, counters: counters)
         Thread.start(named: "upstream-curl") { [self] in run() }
-    }
-
-    private static func check(_ code: CURLMcode, _ what: String) throws(UpstreamTransportError) {
-        guard code == CURLM_OK else {
-            throw UpstreamTransportError(
-                .invalidRequest, "curl_multi_setopt(\(what)): \(String(cString: curl_multi_strerror(code)))")
-        }
     }
 
     func nextID() -> Int {
@@ -180,8 +160,6 @@ private final class CurlMultiLoop: @unchecked Sendable {
             return state.lastID
         }
     }
-
-    var metrics: UpstreamMetrics { shared.withLock { $0.metrics } }
 
     /// Queues `submission` for the client thread; false (nothing queued, the continuation untouched) once the
     /// client is shut down.
@@ -222,12 +200,7 @@ private final class CurlMultiLoop: @unchecked Sendable {
     /// has already exited is harmless.
     private func wake() {
         // The only failure is a bad handle, which cannot happen before `deinit`.
-        _ = curl_multi_wakeup(multi)
-    }
-
-    deinit {
-        // The thread has exited (it holds this object until then): no transfer is left in the handle.
-        curl_multi_cleanup(multi)
+        _ = curl_multi_wakeup(handle.multi)
     }
 
     // MARK: The client thread
@@ -244,87 +217,31 @@ private final class CurlMultiLoop: @unchecked Sendable {
             if closed {
                 let error = UpstreamTransportError(.shutDown, "client shut down")
                 for submission in submissions { submission.continuation.resume(returning: .failure(error)) }
-                for transfer in Array(byID.values) { finish(transfer, .failure(error)) }
+                handle.failAll(error)
                 exited.signal()
                 return
             }
-            for submission in submissions { start(submission) }
-            for id in cancellations {
-                guard let transfer = byID[id] else { continue }  // already finished
-                shared.withLock { $0.metrics.transfersCancelled += 1 }  // counted before the caller resumes
-                finish(transfer, .failure(UpstreamTransportError(.cancelled, "cancelled by the caller")))
-            }
+            for submission in submissions { handle.start(submission) }
+            for id in cancellations { handle.cancel(id: id) }
             var running: Int32 = 0
-            let performed = curl_multi_perform(multi, &running)
+            let performed = curl_multi_perform(handle.multi, &running)
             if performed != CURLM_OK && performed != CURLM_CALL_MULTI_PERFORM {
                 // Only out-of-memory or internal errors: fail what runs rather than spin on it.
-                let error = UpstreamTransportError(
-                    .connectionFailed, "curl_multi_perform: \(String(cString: curl_multi_strerror(performed)))")
-                for transfer in Array(byID.values) { finish(transfer, .failure(error)) }
+                handle.failAll(
+                    UpstreamTransportError(
+                        .connectionFailed, "curl_multi_perform: \(String(cString: curl_multi_strerror(performed)))"))
             }
-            collectFinished()
+            handle.collectFinished()
             var ready: Int32 = 0
             // Waits for socket activity, libcurl's own timers (it shortens the wait), or a wakeup.
-            let polled = curl_multi_poll(multi, nil, 0, 1_000, &ready)
+            let polled = curl_multi_poll(handle.multi, nil, 0, 1_000, &ready)
             if polled != CURLM_OK && polled != CURLM_UNRECOVERABLE_POLL {
                 // Out of memory or an interrupted wait: back off briefly instead of spinning.
                 Thread.sleep(forTimeInterval: 0.001)
             } else if polled == CURLM_UNRECOVERABLE_POLL {
-                let error = UpstreamTransportError(.connectionFailed, "curl_multi_poll cannot wait on its sockets")
-                for transfer in Array(byID.values) { finish(transfer, .failure(error)) }
+                handle.failAll(UpstreamTransportError(.connectionFailed, "curl_multi_poll cannot wait on its sockets"))
                 Thread.sleep(forTimeInterval: 0.01)
             }
         }
-    }
-
-    private func start(_ submission: Submission) {
-        shared.withLock { $0.metrics.transfersStarted += 1 }
-        let transfer: CurlTransfer
-        do {
-            transfer = try CurlTransfer(submission: submission, configuration: configuration)
-        } catch {
-            shared.withLock { $0.metrics.transfersFailed += 1 }
-            submission.continuation.resume(returning: .failure(error))
-            return
-        }
-        let added = curl_multi_add_handle(multi, transfer.easy)
-        guard added == CURLM_OK else {
-            shared.withLock { $0.metrics.transfersFailed += 1 }
-            transfer.complete(
-                .failure(
-                    UpstreamTransportError(
-                        .invalidRequest, "curl_multi_add_handle: \(String(cString: curl_multi_strerror(added)))")))
-            return
-        }
-        byID[submission.id] = transfer
-        byHandle[transfer.easy] = transfer
-    }
-
-    private func collectFinished() {
-        var queued: Int32 = 0
-        while let message = curl_multi_info_read(multi, &queued) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                let transfer = byHandle[easy]
-            else { continue }
-            let code = message.pointee.data.result
-            finish(transfer, transfer.outcome(code))
-        }
-    }
-
-    /// Detaches `transfer` from the multi handle and answers its caller; its easy handle, header list
-    /// and body buffer are freed when the last reference (ours) goes.
-    private func finish(_ transfer: CurlTransfer, _ result: TransferResult) {
-        _ = curl_multi_remove_handle(multi, transfer.easy)  // fails only for a handle not added
-        byID[transfer.id] = nil
-        byHandle[transfer.easy] = nil
-        let connects = transfer.connectionsOpened()
-        shared.withLock { state in
-            state.metrics.connectionsOpened += connects
-            switch result {
-            case .success: state.metrics.transfersSucceeded += 1
-            case .failure: state.metrics.transfersFailed += 1
-            }
-        }
-        transfer.complete(result)
     }
 }

@@ -13,4 +13,11 @@ static inline CURLcode ccurl_getinfo_long(CURL *h, CURLINFO i, long *v) { return
 static inline CURLcode ccurl_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode ccurl_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode ccurl_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode ccurl_multi_setopt_socketfunction(CURLM *m, curl_socket_callback cb) {
+    return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, cb);
+}
+static inline CURLMcode ccurl_multi_setopt_timerfunction(CURLM *m, curl_multi_timer_callback cb) {
+    return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, cb);
+}
 #endif

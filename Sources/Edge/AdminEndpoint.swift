@@ -1,3 +1,4 @@
+import AppStoreClient
 import AppStoreDomain
 import GRPC
 import GatewayFoundation
@@ -18,7 +19,8 @@ public struct AdminEndpoint: HTTPRequestHandler {
     public init(
         registry: MetricsRegistry, board: HealthStatusBoard, readinessService: String,
         connections: @escaping @Sendable () -> [String: ConnectionStatistics], verifier: SignedDataVerifier,
-        rateLimiter: RateLimiter, appNames: [String: String] = [:], clock: any GatewayClock = SystemClock()
+        rateLimiter: RateLimiter, upstream: @escaping @Sendable () -> UpstreamMetrics = { UpstreamMetrics() },
+        appNames: [String: String] = [:], clock: any GatewayClock = SystemClock()
     ) {
         self.registry = registry
         self.board = board
@@ -53,6 +55,19 @@ public struct AdminEndpoint: HTTPRequestHandler {
             help: "Signature checks the verified-signature cache could not answer."
         ).labels()
         let process = ProcessMetrics(registry: registry)
+        let transfers = registry.counter(
+            "appstore_gateway_upstream_transfers_total",
+            help: "HTTP requests to Apple handed to libcurl, by who drove them: the event loop the calling RPC ran on "
+                + "(caller_loop) or the client's own thread (client_thread, for callers on no loop).",
+            labelNames: ["driver"])
+        let failedTransfers = registry.counter(
+            "appstore_gateway_upstream_transfers_failed_total",
+            help: "HTTP requests to Apple that ended without a response (timeouts, resets, cancellations)."
+        ).labels()
+        let upstreamConnections = registry.counter(
+            "appstore_gateway_upstream_connections_opened_total",
+            help: "Connections opened to Apple (low under load: HTTP/2 multiplexing; one pool per event loop)."
+        ).labels()
         let ratio = registry.gauge(
             "appstore_gateway_verification_chain_cache_hit_ratio", help: "Hits / (hits + misses) since start."
         ).labels()
@@ -89,6 +104,17 @@ public struct AdminEndpoint: HTTPRequestHandler {
             misses.increment(by: max(0, miss - misses.current))
             signatureHits.increment(by: max(0, Double(verifier.signatureCacheHits) - signatureHits.current))
             signatureMisses.increment(by: max(0, Double(verifier.signatureCacheMisses) - signatureMisses.current))
+            let upstreamNow = upstream()
+            for (driver, count) in [
+                ("caller_loop", upstreamNow.transfersOnCallerLoops),
+                ("client_thread", upstreamNow.transfersStarted - upstreamNow.transfersOnCallerLoops),
+            ] {
+                let counter = transfers.labels(driver)
+                counter.increment(by: max(0, Double(count) - counter.current))  // the client keeps totals
+            }
+            failedTransfers.increment(by: max(0, Double(upstreamNow.transfersFailed) - failedTransfers.current))
+            upstreamConnections.increment(
+                by: max(0, Double(upstreamNow.connectionsOpened) - upstreamConnections.current))
             process.update()
             ratio.set(hit + miss > 0 ? hit / (hit + miss) : 0)
         }

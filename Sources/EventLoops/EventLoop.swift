@@ -52,6 +52,8 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private var sources: [Int32: EventSource] = [:]
     private var timers = TimerQueue<TimerAction>()
     private var atIterationEndTargets: [IterationEndTarget] = []
+    /// Values kept for other modules (`IOLoop.setLoopLocal`), let go when the loop stops.
+    private var locals: [ObjectIdentifier: AnyObject] = [:]
     /// Empty arrays (with their capacity) that `atIterationEndTargets` and the inbox's tasks trade places with.
     private var spareIterationEndTargets: [IterationEndTarget] = []
     private var spareTasks: [Work] = []
@@ -231,6 +233,13 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     package func run() {
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
         started.store(true, ordering: .releasing)
+        // `IOLoops.current` finds this loop on this thread while it runs (the slot lives as long as `run()`).
+        let slot = IOLoopSlot(self)
+        IOLoops.setCurrent(slot)
+        defer {
+            IOLoops.setCurrent(nil)
+            withExtendedLifetime(slot) {}
+        }
         running = true
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         while running {
@@ -277,9 +286,11 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         swap(&scheduled, &timers)
         var targets: [IterationEndTarget] = []
         swap(&targets, &atIterationEndTargets)
+        var kept: [ObjectIdentifier: AnyObject] = [:]
+        swap(&kept, &locals)
         spareIterationEndTargets = []
         spareTasks = []
-        withExtendedLifetime((queued, held, scheduled, targets)) {}
+        withExtendedLifetime((queued, held, scheduled, targets, kept)) {}
     }
 
     private func millisecondsUntilNextTimer() -> Int32 {
@@ -336,5 +347,70 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
             batch.removeAll(keepingCapacity: batch.capacity <= Self.keptSpareCapacity)
             spareIterationEndTargets = batch
         }
+    }
+}
+
+// MARK: - IOLoop
+
+/// A descriptor watched for another module (`IOLoop.watch`): epoll's mask turned into `IOReadiness`.
+private final class ReadinessWatch: EventSource {
+    var onReady: (IOReadiness) -> Void
+
+    init(_ onReady: @escaping (IOReadiness) -> Void) { self.onReady = onReady }
+
+    func handle(events: UInt32) {
+        var readiness: IOReadiness = []
+        if events & EPOLLIN.rawValue != 0 { readiness.insert(.readable) }
+        if events & EPOLLOUT.rawValue != 0 { readiness.insert(.writable) }
+        if events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 { readiness.insert(.failed) }
+        onReady(readiness)
+    }
+}
+
+extension EventLoop: IOLoop {
+    public func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
+        hand(.closure(work))
+    }
+
+    public func watch(fd: Int32, interest: IOInterest, _ onReady: @escaping (IOReadiness) -> Void) -> Bool {
+        assertInLoop()
+        var events: UInt32 = 0
+        if interest.contains(.readable) { events |= EPOLLIN.rawValue }
+        if interest.contains(.writable) { events |= EPOLLOUT.rawValue }
+        if let watch = sources[fd] as? ReadinessWatch {
+            watch.onReady = onReady
+            return modify(fd: fd, events: events)
+        }
+        do {
+            try register(fd: fd, events: events, source: ReadinessWatch(onReady))
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    public func unwatch(fd: Int32) {
+        assertInLoop()
+        guard sources[fd] is ReadinessWatch else { return }
+        deregister(fd: fd)
+    }
+
+    public func setTimer(after delay: Duration, _ body: @escaping () -> Void) -> IOLoopTimer {
+        let id = schedule(after: delay, body)
+        return IOLoopTimer(slot: id.slot, generation: id.generation)
+    }
+
+    public func cancelTimer(_ timer: IOLoopTimer) {
+        timers.cancel(TimerQueue<TimerAction>.ID(slot: timer.slot, generation: timer.generation))
+    }
+
+    public func loopLocal(_ key: ObjectIdentifier) -> AnyObject? {
+        assertInLoop()
+        return locals[key]
+    }
+
+    public func setLoopLocal(_ key: ObjectIdentifier, _ value: AnyObject?) {
+        assertInLoop()
+        locals[key] = value
     }
 }

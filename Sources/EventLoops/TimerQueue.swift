@@ -11,8 +11,13 @@ import GatewayFoundation
 package struct TimerQueue<Payload> {
     /// Identifies a scheduled timer so it can be cancelled.
     package struct ID: Hashable, Sendable {
-        fileprivate let slot: Int
-        fileprivate let generation: UInt32
+        package let slot: Int
+        package let generation: UInt32
+
+        package init(slot: Int, generation: UInt32) {
+            self.slot = slot
+            self.generation = generation
+        }
     }
 
     private struct Entry {

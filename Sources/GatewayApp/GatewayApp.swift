@@ -149,7 +149,7 @@ public final class GatewayApp {
                 if let hook { ports["webhook"] = hook.connectionStatistics }
                 return ports
             }, verifier: service.verifier,
-            rateLimiter: service.rateLimiter,
+            rateLimiter: service.rateLimiter, upstream: service.upstreamMetrics,
             appNames: configuration.appNamesByBundleID)
         let admin: HTTP2Server
         do {

@@ -20,6 +20,8 @@ public struct AppStoreGatewayService: GRPCService {
     public let verifier: SignedDataVerifier
     /// The token buckets of Apple's rate limits, for their levels.
     public let rateLimiter: RateLimiter
+    /// The upstream HTTP client's counters, for the metrics.
+    public let upstreamMetrics: @Sendable () -> UpstreamMetrics
     private let getHistory: GetHistoryHandler
     private let notifications: StreamNotificationsHandler
     let api: AppStoreAPIMethods
@@ -55,6 +57,7 @@ public struct AppStoreGatewayService: GRPCService {
             allowUnboundVerification: configuration.verification.allowUnboundVerification, pool: pool,
             events: client.events)
         rateLimiter = client.rateLimiter
+        upstreamMetrics = { client.upstreamMetrics }
         let realtimeSettings = configuration.notifications.realtime
         realtime = RealtimeBroker(
             maxPendingPerStream: realtimeSettings.maxPendingPerStream, maxStreams: realtimeSettings.maxStreams)

@@ -80,3 +80,28 @@ def test_identical_concurrent_calls_make_one_upstream_call(simulated):
     calls = gw.read_log().count("Apple answered") - before
     # Calls that arrive after the shared one ended make their own: few, never one each.
     assert 1 <= calls < 16
+
+
+def labelled_metric(gw, series):
+    with urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5) as response:
+        text = response.read().decode()
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_apple_calls_are_driven_by_the_loop_the_call_runs_on(simulated):
+    """A GetHistory's request to Apple is sent, awaited and read by its connection's event loop (libcurl's
+    sockets in the loop's epoll set), not by the upstream client's own thread."""
+    gw, stub, customer = simulated
+    on_loop = 'appstore_gateway_upstream_transfers_total{driver="caller_loop"}'
+    on_thread = 'appstore_gateway_upstream_transfers_total{driver="client_thread"}'
+    before = labelled_metric(gw, on_loop), labelled_metric(gw, on_thread)
+    for _ in range(5):
+        page = stub.GetHistory(history_pb2.GetHistoryRequest(transaction_id=customer["transactionId"]), timeout=30)
+        assert len(page.signed_transactions) == 20
+    after = labelled_metric(gw, on_loop), labelled_metric(gw, on_thread)
+    assert after[0] - before[0] >= 5
+    assert after[1] == before[1]
+    assert labelled_metric(gw, "appstore_gateway_upstream_connections_opened_total") >= 1

@@ -1,0 +1,260 @@
+internal import CCurl
+import GatewayFoundation
+import Synchronization
+
+/// The client's multi handles on event loops: one per loop that has sent a request through this client, made on
+/// that loop at its first call and kept there (`IOLoop.setLoopLocal`) until the loop stops or the client shuts
+/// down. A loop reaches its own handle without a lock; the list here is touched when a handle is made, when the
+/// metrics are read and at shutdown.
+final class LoopCurlHandles: Sendable {
+    private let configuration: UpstreamHTTPClient.Configuration
+    private let closed = Atomic<Bool>(false)
+    private let drivers = Lock<[LoopCurlDriver]>([])
+
+    init(configuration: UpstreamHTTPClient.Configuration) {
+        self.configuration = configuration
+    }
+
+    /// The counters of every loop's handle.
+    var metrics: UpstreamMetrics {
+        drivers.withLock { $0.map(\.counters) }.reduce(UpstreamMetrics()) { $0 + $1.value }
+    }
+
+    /// Sends `request` through `loop`'s handle; called on `loop`'s thread (where the caller's task runs), which
+    /// is where the answer resumes it.
+    func send(_ request: UpstreamRequest, on loop: any IOLoop) async throws(UpstreamTransportError) -> UpstreamResponse
+    {
+        let driver = try self.driver(on: loop)
+        let id = driver.nextID()
+        let call = LoopCallState()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
+                // Still on the loop: the transfer is in the handle before anything else runs there.
+                if call.markSubmitted() {
+                    driver.start(Submission(id: id, request: request, continuation: continuation))
+                } else {
+                    continuation.resume(
+                        returning: .failure(UpstreamTransportError(.cancelled, "cancelled before sending")))
+                }
+            }
+        } onCancel: {
+            // From any thread; queued behind the submission on the loop, so it finds the transfer (or its end).
+            if call.markCancelled() { _ = loop.submit { driver.cancel(id: id) } }
+        }
+        return try result.get()
+    }
+
+    /// Fails every loop's transfers with `.shutDown` and frees its handle, on the loop (a loop that stopped did so
+    /// already). Later calls fail with `.shutDown`. Idempotent.
+    func shutdown() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let key = ObjectIdentifier(self)
+        for driver in drivers.withLock({ $0 }) {
+            _ = driver.loop.submit {
+                driver.close(UpstreamTransportError(.shutDown, "client shut down"))
+                // Forgotten by the loop too, unless a newer client at the same address made its own since.
+                if let lease = driver.loop.loopLocal(key) as? LoopCurlDriver.Lease, lease.driver === driver {
+                    driver.loop.setLoopLocal(key, nil)
+                }
+            }
+        }
+    }
+
+    private func driver(on loop: any IOLoop) throws(UpstreamTransportError) -> LoopCurlDriver {
+        guard !closed.load(ordering: .acquiring) else {
+            throw UpstreamTransportError(.shutDown, "client shut down")
+        }
+        let key = ObjectIdentifier(self)
+        // A closed handle found here belongs to a client that lived at this address before: replaced.
+        if let lease = loop.loopLocal(key) as? LoopCurlDriver.Lease, !lease.driver.isClosed { return lease.driver }
+        let driver = try LoopCurlDriver(loop: loop, configuration: configuration)
+        let admitted = drivers.withLock { drivers in
+            // Checked again under the lock: a shutdown that has listed the handles already would miss this one.
+            guard !closed.load(ordering: .acquiring) else { return false }
+            drivers.append(driver)
+            return true
+        }
+        guard admitted else {
+            driver.close(UpstreamTransportError(.shutDown, "client shut down"))
+            throw UpstreamTransportError(.shutDown, "client shut down")
+        }
+        loop.setLoopLocal(key, LoopCurlDriver.Lease(driver))
+        return driver
+    }
+}
+
+/// One call's side of the cancellation race on a loop: a cancellation before the transfer was added answers the
+/// call at once; one after it asks the loop to remove the transfer.
+private final class LoopCallState: Sendable {
+    private enum Phase { case created, submitted, cancelled }
+    private let phase = Lock(Phase.created)
+
+    /// False when the call was cancelled first.
+    func markSubmitted() -> Bool {
+        phase.withLock { phase in
+            if phase == .cancelled { return false }
+            phase = .submitted
+            return true
+        }
+    }
+
+    /// True when the transfer was submitted (so the loop must remove it).
+    func markCancelled() -> Bool {
+        phase.withLock { phase in
+            defer { phase = .cancelled }
+            return phase == .submitted
+        }
+    }
+}
+
+/// A multi handle driven by one event loop: libcurl tells it which sockets to watch and when its next timeout
+/// is (`CURLMOPT_SOCKETFUNCTION`, `CURLMOPT_TIMERFUNCTION`), the loop reports readiness and timeouts back
+/// through `curl_multi_socket_action`. Confined to its loop; only `counters` (its own lock) and `loop.submit`
+/// are used from other threads.
+final class LoopCurlDriver: @unchecked Sendable {
+    /// What the loop keeps for the client: when the loop stops and lets it go, the handle is closed (its
+    /// transfers answered `.shutDown`), on the loop's thread.
+    final class Lease {
+        let driver: LoopCurlDriver
+        init(_ driver: LoopCurlDriver) { self.driver = driver }
+        deinit { driver.close(UpstreamTransportError(.shutDown, "event loop stopped")) }
+    }
+
+    let loop: any IOLoop
+    let counters = UpstreamCounters()
+    /// Nil once closed.
+    private var handle: CurlMulti?
+    private var closing = false
+    private var timer: IOLoopTimer?
+    private var watched: Set<Int32> = []
+    private var lastID = 0
+
+    init(loop: any IOLoop, configuration: UpstreamHTTPClient.Configuration) throws(UpstreamTransportError) {
+        self.loop = loop
+        let handle = try CurlMulti(configuration: configuration, counters: counters)
+        self.handle = handle
+        // The callbacks find this object through their user pointer: it outlives the multi handle (`close`
+        // frees the handle while this object is held by its caller).
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try handle.check(ccurl_multi_setopt_ptr(handle.multi, CURLMOPT_SOCKETDATA, me), "SOCKETDATA")
+        try handle.check(ccurl_multi_setopt_ptr(handle.multi, CURLMOPT_TIMERDATA, me), "TIMERDATA")
+        try handle.check(ccurl_multi_setopt_socketfunction(handle.multi, loopSocketCallback), "SOCKETFUNCTION")
+        try handle.check(ccurl_multi_setopt_timerfunction(handle.multi, loopTimerCallback), "TIMERFUNCTION")
+    }
+
+    deinit {
+        // Only a handle whose set-up failed gets here unclosed: no callback may reach an object being destroyed.
+        if let handle {
+            _ = ccurl_multi_setopt_socketfunction(handle.multi, nil)
+            _ = ccurl_multi_setopt_timerfunction(handle.multi, nil)
+        }
+    }
+
+    var isClosed: Bool { handle == nil }
+
+    func nextID() -> Int {
+        lastID += 1
+        return lastID
+    }
+
+    func start(_ submission: Submission) {
+        loop.assertCurrent()
+        guard let handle else {
+            submission.continuation.resume(returning: .failure(UpstreamTransportError(.shutDown, "client shut down")))
+            return
+        }
+        counters.add { $0.transfersOnCallerLoops += 1 }
+        handle.start(submission)
+    }
+
+    func cancel(id: Int) {
+        handle?.cancel(id: id)
+    }
+
+    /// Answers every transfer with `error`, frees the multi handle (libcurl closes its sockets, which it reports
+    /// through the socket callback) and stops watching anything. Idempotent.
+    func close(_ error: UpstreamTransportError) {
+        guard let handle, !closing else { return }
+        closing = true
+        if let timer { loop.cancelTimer(timer) }
+        timer = nil
+        handle.release(error)
+        for fd in watched { loop.unwatch(fd: fd) }
+        watched = []
+        self.handle = nil
+    }
+
+    // MARK: libcurl's callbacks and the loop's events
+
+    /// `CURLMOPT_SOCKETFUNCTION`: what to watch `fd` for now. False when the loop refused (libcurl then fails
+    /// the transfers on that socket).
+    fileprivate func socketChanged(_ fd: Int32, what: Int32) -> Bool {
+        if what == CURL_POLL_REMOVE {
+            loop.unwatch(fd: fd)
+            watched.remove(fd)
+            return true
+        }
+        guard !closing else { return true }
+        var interest: IOInterest = []
+        if what & CURL_POLL_IN != 0 { interest.insert(.readable) }
+        if what & CURL_POLL_OUT != 0 { interest.insert(.writable) }
+        guard loop.watch(fd: fd, interest: interest, { [weak self] in self?.socketReady(fd, $0) }) else { return false }
+        watched.insert(fd)
+        return true
+    }
+
+    /// `CURLMOPT_TIMERFUNCTION`: libcurl's next timeout (-1: none). `curl_multi_socket_action` must not be called
+    /// from inside the callback, so even a zero timeout goes through a loop timer (due in this same iteration).
+    fileprivate func timerChanged(milliseconds: Int) {
+        if let timer { loop.cancelTimer(timer) }
+        timer = nil
+        guard milliseconds >= 0, !closing else { return }
+        timer = loop.setTimer(after: .milliseconds(milliseconds)) { [weak self] in self?.timedOut() }
+    }
+
+    private func socketReady(_ fd: Int32, _ readiness: IOReadiness) {
+        var mask: Int32 = 0
+        if readiness.contains(.readable) { mask |= CURL_CSELECT_IN }
+        if readiness.contains(.writable) { mask |= CURL_CSELECT_OUT }
+        if readiness.contains(.failed) { mask |= CURL_CSELECT_ERR }
+        act(on: fd, mask)
+    }
+
+    private func timedOut() {
+        timer = nil
+        act(on: CURL_SOCKET_TIMEOUT, 0)
+    }
+
+    private func act(on fd: Int32, _ mask: Int32) {
+        guard let handle, !closing else { return }
+        var running: Int32 = 0
+        let code = curl_multi_socket_action(handle.multi, fd, mask, &running)
+        if code != CURLM_OK {
+            // Only out-of-memory or internal errors: fail what runs rather than spin on it.
+            handle.failAll(
+                UpstreamTransportError(
+                    .connectionFailed, "curl_multi_socket_action: \(String(cString: curl_multi_strerror(code)))"))
+        }
+        handle.collectFinished()
+    }
+}
+
+extension IOLoop {
+    /// Traps in debug builds when called off this loop's thread.
+    fileprivate func assertCurrent() {
+        assert(IOLoops.current === self, "a loop's curl handle used off its loop")
+    }
+}
+
+private let loopSocketCallback: curl_socket_callback = { _, fd, what, user, _ in
+    guard let user else { return -1 }
+    let driver = Unmanaged<LoopCurlDriver>.fromOpaque(user).takeUnretainedValue()
+    return driver.socketChanged(fd, what: what) ? 0 : -1
+}
+
+private let loopTimerCallback: curl_multi_timer_callback = { _, milliseconds, user in
+    guard let user else { return -1 }
+    let driver = Unmanaged<LoopCurlDriver>.fromOpaque(user).takeUnretainedValue()
+    driver.timerChanged(milliseconds: milliseconds)
+    return 0
+}

@@ -1,0 +1,230 @@
+import AppStoreClient
+import EventLoops
+import Foundation
+import GatewayFoundation
+import HTTPServer
+import Testing
+
+/// A caller running on an event loop (a gRPC handler) is served by that loop's own multi handle: the transfer is
+/// driven by the loop's epoll set and timers, and the caller never leaves the loop's thread.
+@Suite(.serialized) struct UpstreamHTTPClientOnLoopTests {
+    /// A loop on a thread of its own for the test's length.
+    final class RunningLoop: Sendable {
+        let loop: EventLoop
+        private let thread: LoopThread
+        private let stopped = Lock(false)
+
+        init(index: Int = 0) throws {
+            loop = try EventLoop(index: index)
+            let loop = loop
+            thread = spawnThread(name: "test-loop-\(index)") { loop.run() }
+        }
+
+        func stop() {
+            let first = stopped.withLock { stopped in
+                defer { stopped = true }
+                return !stopped
+            }
+            guard first else { return }
+            loop.stop()
+            thread.join()
+        }
+
+        deinit { stop() }
+
+        /// Runs `body` in a task that prefers this loop (as a gRPC handler does).
+        func run<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+            await Task(executorPreference: loop, operation: body).value
+        }
+    }
+
+    @Test func aCallOnALoopStaysOnItsThreadThroughout() async throws {
+        let fake = try FakeApple { request, _ in
+            HTTPResponse(status: 200, body: Array("\(request.method) \(request.target)".utf8))
+        }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        let loop = running.loop
+        let (places, bodies, versions) = await running.run { () -> ([Bool], [String], [Int]) in
+            var places = [loop.inEventLoop]
+            var bodies: [String] = []
+            var versions: [Int] = []
+            for index in 0..<3 {
+                let outcome = await result { () throws(UpstreamTransportError) in
+                    try await client.send(UpstreamRequest(url: fake.baseURL + "/n\(index)"))
+                }
+                places.append(loop.inEventLoop)
+                if case .success(let response) = outcome {
+                    bodies.append(String(decoding: response.body, as: UTF8.self))
+                    versions.append(response.httpVersion)
+                }
+            }
+            return (places, bodies, versions)
+        }
+        #expect(places == [true, true, true, true])
+        #expect(bodies == ["GET /n0", "GET /n1", "GET /n2"])
+        #expect(versions == [2, 2, 2])
+        var metrics = client.metrics
+        #expect(metrics.transfersOnCallerLoops == 3)
+        #expect(metrics.transfersSucceeded == 3)
+        #expect(metrics.connectionsOpened == 1, "one connection, reused: \(metrics.connectionsOpened)")
+
+        // A caller on no loop goes through the client's thread, counted with the rest.
+        _ = try await client.send(UpstreamRequest(url: fake.baseURL + "/off"))
+        metrics = client.metrics
+        #expect(metrics.transfersStarted == 4 && metrics.transfersSucceeded == 4)
+        #expect(metrics.transfersOnCallerLoops == 3)
+    }
+
+    @Test func hundredConcurrentCallsOnOneLoopShareItsConnection() async throws {
+        let fake = try FakeApple { request, _ in HTTPResponse(status: 200, body: Array(request.path.utf8)) }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        let loop = running.loop
+        let answered = await running.run { () -> Int in
+            await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<100 {
+                    group.addTask {
+                        let outcome = await result { () throws(UpstreamTransportError) in
+                            try await client.send(UpstreamRequest(url: fake.baseURL + "/n\(index)"))
+                        }
+                        guard case .success(let response) = outcome else { return false }
+                        return loop.inEventLoop && String(decoding: response.body, as: UTF8.self) == "/n\(index)"
+                    }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+        }
+        #expect(answered == 100)
+        let metrics = client.metrics
+        #expect(metrics.transfersOnCallerLoops == 100)
+        #expect(metrics.connectionsOpened >= 1 && metrics.connectionsOpened <= 2, "opened \(metrics.connectionsOpened)")
+    }
+
+    @Test func eachLoopHasItsOwnHandle() async throws {
+        let fake = try FakeApple { _, _ in HTTPResponse(status: 204) }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let first = try RunningLoop(index: 0)
+        let second = try RunningLoop(index: 1)
+        for running in [first, second, first, second] {
+            let status = await running.run {
+                try? await client.send(UpstreamRequest(url: fake.baseURL + "/")).status
+            }
+            #expect(status == 204)
+        }
+        let metrics = client.metrics
+        #expect(metrics.transfersOnCallerLoops == 4)
+        #expect(metrics.connectionsOpened == 2, "a connection per loop: \(metrics.connectionsOpened)")
+    }
+
+    @Test func aTimeoutFiresFromTheLoopsTimers() async throws {
+        let fake = try FakeApple { _, _ in
+            try? await Task.sleep(for: .seconds(3))
+            return HTTPResponse(status: 200)
+        }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        let started = ContinuousClock.now
+        let outcome = await running.run {
+            await result { () throws(UpstreamTransportError) in
+                try await client.send(UpstreamRequest(url: fake.baseURL + "/slow", timeout: .milliseconds(300)))
+            }
+        }
+        #expect(outcome.failureKind == .timedOut)
+        #expect(ContinuousClock.now - started < .seconds(2))
+    }
+
+    @Test func cancellingTheCallerRemovesItsTransferOnTheLoop() async throws {
+        let fake = try FakeApple { _, _ in
+            try? await Task.sleep(for: .seconds(3))
+            return HTTPResponse(status: 200)
+        }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        let task = Task(executorPreference: running.loop) {
+            await result { () throws(UpstreamTransportError) in
+                try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let started = ContinuousClock.now
+        task.cancel()
+        let outcome = await task.value
+        #expect(ContinuousClock.now - started < .milliseconds(500))
+        #expect(outcome.failureKind == .cancelled)
+        #expect(client.metrics.transfersCancelled == 1)
+
+        // A caller cancelled before it sends never starts a transfer.
+        let early = Task(executorPreference: running.loop) {
+            while !Task.isCancelled { await Task.yield() }
+            return await result { () throws(UpstreamTransportError) in
+                try await client.send(UpstreamRequest(url: fake.baseURL + "/never"))
+            }
+        }
+        early.cancel()
+        #expect(await early.value.failureKind == .cancelled)
+        #expect(client.metrics.transfersStarted == 1)
+    }
+
+    @Test func shutdownAnswersTransfersInFlightOnLoops() async throws {
+        let fake = try FakeApple { _, _ in
+            try? await Task.sleep(for: .seconds(3))
+            return HTTPResponse(status: 200)
+        }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        let task = Task(executorPreference: running.loop) {
+            await result { () throws(UpstreamTransportError) in
+                try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let started = ContinuousClock.now
+        client.shutdown()
+        #expect(await task.value.failureKind == .shutDown)
+        #expect(ContinuousClock.now - started < .milliseconds(500))
+        let later = await running.run {
+            await result { () throws(UpstreamTransportError) in
+                try await client.send(UpstreamRequest(url: fake.baseURL + "/"))
+            }
+        }
+        #expect(later.failureKind == .shutDown)
+    }
+
+    @Test func aStoppingLoopAnswersItsTransfers() async throws {
+        let fake = try FakeApple { _, _ in
+            try? await Task.sleep(for: .seconds(3))
+            return HTTPResponse(status: 200)
+        }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        let task = Task(executorPreference: running.loop) {
+            await result { () throws(UpstreamTransportError) in
+                try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let started = ContinuousClock.now
+        running.stop()
+        #expect(await task.value.failureKind == .shutDown)
+        #expect(ContinuousClock.now - started < .milliseconds(500))
+        // The client itself still serves other callers.
+        fake.setScript { _, _ in HTTPResponse(status: 200) }
+        #expect(try await client.send(UpstreamRequest(url: fake.baseURL + "/")).status == 200)
+    }
+
+    @Test func aNewClientOnTheSameLoopGetsAHandleOfItsOwn() async throws {
+        let fake = try FakeApple { _, _ in HTTPResponse(status: 200) }
+        let running = try RunningLoop()
+        for _ in 0..<5 {
+            // Each client is gone before the next is made (often at the same address): none may find the last
+            // one's closed handle on the loop.
+            let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+            let status = await running.run {
+                try? await client.send(UpstreamRequest(url: fake.baseURL + "/")).status
+            }
+            #expect(status == 200)
+            #expect(client.metrics.transfersOnCallerLoops == 1)
+        }
+    }
+}
