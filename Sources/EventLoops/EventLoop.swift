@@ -379,7 +379,10 @@ extension EventLoop: IOLoop {
         if interest.contains(.writable) { events |= EPOLLOUT.rawValue }
         if let watch = sources[fd] as? ReadinessWatch {
             watch.onReady = onReady
-            return modify(fd: fd, events: events)
+            if modify(fd: fd, events: events) { return true }
+            // Closed without `unwatch` (the kernel dropped it from the set) and its number since reused: the
+            // new descriptor is added afresh below.
+            sources[fd] = nil
         }
         do {
             try register(fd: fd, events: events, source: ReadinessWatch(onReady))
