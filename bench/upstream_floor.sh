@@ -6,7 +6,10 @@
 #   curl_page   libcurl driven as the gateway drives it (bench/peers/curl_page.c, built here with cc; its whole
 #               loop measured, each wake-up from the pause between requests included, like the gateway's thread): the
 #               floor of the gateway's libcurl thread, whatever the gateway does around it
-#   gateway     the gateway's own libcurl thread per GetHistory call (/proc/<pid>/task/*/schedstat)
+#   gateway     the gateway's own libcurl thread per GetHistory call (/proc/<pid>/task/*/schedstat); only
+#               builds that drove libcurl on that thread (be28b98 and older, given as BIN=): a current build
+#               drives a gRPC call's transfer on the call's event loop, mixed with the handler's work, and its
+#               libcurl thread reads ~1 µs (bench/history_cpu.sh shows the loop's share)
 #   h2load      the same request from h2load (nghttp2 + OpenSSL, no libcurl), what the direct path of
 #               bench/history.sh pays (perf stat task-clock; the first request, with the TLS handshake,
 #               subtracted with a one-request run)
