@@ -201,7 +201,8 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         timers.schedule(at: .now() + delay, .closure(body))
     }
 
-    package func cancelTimer(_ id: TimerQueue<TimerAction>.ID) {
+    /// Cancels a timer; harmless when it fired already. Call on the loop thread only.
+    public func cancelTimer(_ id: IOLoopTimer) {
         timers.cancel(id)
     }
 
@@ -399,12 +400,7 @@ extension EventLoop: IOLoop {
     }
 
     public func setTimer(after delay: Duration, _ body: @escaping () -> Void) -> IOLoopTimer {
-        let id = schedule(after: delay, body)
-        return IOLoopTimer(slot: id.slot, generation: id.generation)
-    }
-
-    public func cancelTimer(_ timer: IOLoopTimer) {
-        timers.cancel(TimerQueue<TimerAction>.ID(slot: timer.slot, generation: timer.generation))
+        schedule(after: delay, body)
     }
 
     public func loopLocal(_ key: ObjectIdentifier) -> AnyObject? {

@@ -9,16 +9,9 @@ import GatewayFoundation
 /// that cancels its 120 s deadline a microsecond later leaves nothing behind for long: the heap stays
 /// within twice the live timers (at 100,000 calls a second it used to keep 12 million dead entries).
 package struct TimerQueue<Payload> {
-    /// Identifies a scheduled timer so it can be cancelled.
-    package struct ID: Hashable, Sendable {
-        package let slot: Int
-        package let generation: UInt32
-
-        package init(slot: Int, generation: UInt32) {
-            self.slot = slot
-            self.generation = generation
-        }
-    }
+    /// Identifies a scheduled timer so it can be cancelled: its slot and the slot's generation (GatewayFoundation's
+    /// `IOLoopTimer`, the same two numbers other modules hold).
+    package typealias ID = IOLoopTimer
 
     private struct Entry {
         var deadline: MonotonicInstant

@@ -38,6 +38,39 @@ import Testing
         }
     }
 
+    /// A call waiting on a loop for an Apple that answers only after 3 s, 300 ms into its wait.
+    private struct SlowCall {
+        let fake: FakeApple
+        let client: UpstreamHTTPClient
+        let running: RunningLoop
+        let task: Task<Result<UpstreamResponse, UpstreamTransportError>, Never>
+
+        init() async throws {
+            let fake = try FakeApple { _, _ in
+                try? await Task.sleep(for: .seconds(3))
+                return HTTPResponse(status: 200)
+            }
+            let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+            running = try RunningLoop()
+            task = Task(executorPreference: running.loop) {
+                await result { () throws(UpstreamTransportError) in
+                    try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
+                }
+            }
+            (self.fake, self.client) = (fake, client)
+            try await Task.sleep(for: .milliseconds(300))
+        }
+
+        /// The call's failure after `end`, checked to come well before Apple's answer.
+        func failure(after end: () -> Void) async -> UpstreamTransportError.Kind? {
+            let started = ContinuousClock.now
+            end()
+            let kind = await task.value.failureKind
+            #expect(ContinuousClock.now - started < .seconds(2))
+            return kind
+        }
+    }
+
     @Test func aCallOnALoopStaysOnItsThreadThroughout() async throws {
         let fake = try FakeApple { request, _ in
             HTTPResponse(status: 200, body: Array("\(request.method) \(request.target)".utf8))
@@ -135,23 +168,9 @@ import Testing
     }
 
     @Test func cancellingTheCallerRemovesItsTransferOnTheLoop() async throws {
-        let fake = try FakeApple { _, _ in
-            try? await Task.sleep(for: .seconds(3))
-            return HTTPResponse(status: 200)
-        }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
-        let running = try RunningLoop()
-        let task = Task(executorPreference: running.loop) {
-            await result { () throws(UpstreamTransportError) in
-                try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
-            }
-        }
-        try await Task.sleep(for: .milliseconds(300))
-        let started = ContinuousClock.now
-        task.cancel()
-        let outcome = await task.value
-        #expect(ContinuousClock.now - started < .milliseconds(500))
-        #expect(outcome.failureKind == .cancelled)
+        let call = try await SlowCall()
+        let (fake, client, running) = (call.fake, call.client, call.running)
+        #expect(await call.failure { call.task.cancel() } == .cancelled)
         #expect(client.metrics.transfersCancelled == 1)
 
         // A caller cancelled before it sends never starts a transfer.
@@ -167,22 +186,9 @@ import Testing
     }
 
     @Test func shutdownAnswersTransfersInFlightOnLoops() async throws {
-        let fake = try FakeApple { _, _ in
-            try? await Task.sleep(for: .seconds(3))
-            return HTTPResponse(status: 200)
-        }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
-        let running = try RunningLoop()
-        let task = Task(executorPreference: running.loop) {
-            await result { () throws(UpstreamTransportError) in
-                try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
-            }
-        }
-        try await Task.sleep(for: .milliseconds(300))
-        let started = ContinuousClock.now
-        client.shutdown()
-        #expect(await task.value.failureKind == .shutDown)
-        #expect(ContinuousClock.now - started < .milliseconds(500))
+        let call = try await SlowCall()
+        let (fake, client, running) = (call.fake, call.client, call.running)
+        #expect(await call.failure { client.shutdown() } == .shutDown)
         let later = await running.run {
             await result { () throws(UpstreamTransportError) in
                 try await client.send(UpstreamRequest(url: fake.baseURL + "/"))
@@ -192,22 +198,9 @@ import Testing
     }
 
     @Test func aStoppingLoopAnswersItsTransfers() async throws {
-        let fake = try FakeApple { _, _ in
-            try? await Task.sleep(for: .seconds(3))
-            return HTTPResponse(status: 200)
-        }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
-        let running = try RunningLoop()
-        let task = Task(executorPreference: running.loop) {
-            await result { () throws(UpstreamTransportError) in
-                try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
-            }
-        }
-        try await Task.sleep(for: .milliseconds(300))
-        let started = ContinuousClock.now
-        running.stop()
-        #expect(await task.value.failureKind == .shutDown)
-        #expect(ContinuousClock.now - started < .milliseconds(500))
+        let call = try await SlowCall()
+        let (fake, client) = (call.fake, call.client)
+        #expect(await call.failure { call.running.stop() } == .shutDown)
         // The client itself still serves other callers.
         fake.setScript { _, _ in HTTPResponse(status: 200) }
         #expect(try await client.send(UpstreamRequest(url: fake.baseURL + "/")).status == 200)
