@@ -86,6 +86,12 @@ final class CurlMulti {
         finish(transfer, .failure(UpstreamTransportError(.cancelled, "cancelled by the caller")))
     }
 
+    /// Removes the transfer of the easy handle `easy` (if it still runs) and answers its caller with `error`.
+    func fail(easy: UnsafeMutableRawPointer, _ error: UpstreamTransportError) {
+        guard let transfer = byHandle[easy] else { return }
+        finish(transfer, .failure(error))
+    }
+
     /// Answers every transfer libcurl reports finished.
     func collectFinished() {
         var queued: Int32 = 0

@@ -70,6 +70,9 @@ final class CurlTransfer {
         try set(CURLOPT_URL, request.url)
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
         try set(CURLOPT_NOSIGNAL, 1)  // several threads: no SIGALRM-based DNS timeouts
+        // A transfer removed while its name is still being resolved leaves the resolver thread behind instead of
+        // joining it: removal happens on an event loop, which must never wait for getaddrinfo.
+        try set(CURLOPT_QUICK_EXIT, 1)
         try set(CURLOPT_HTTP_VERSION, secure ? Int(CURL_HTTP_VERSION_2TLS) : Int(CURL_HTTP_VERSION_1_1))
         try set(CURLOPT_PIPEWAIT, 1)  // wait for a connection that may multiplex instead of opening another
         try set(CURLOPT_CONNECTTIMEOUT_MS, Int(max(1, configuration.connectTimeout.wholeMillisecondsForCurl)))

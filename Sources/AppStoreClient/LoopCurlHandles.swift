@@ -4,12 +4,24 @@ import Synchronization
 
 /// The client's multi handles on event loops: one per loop that has sent a request through this client, made on
 /// that loop at its first call and kept there (`IOLoop.setLoopLocal`) until the loop stops or the client shuts
-/// down. A loop reaches its own handle without a lock; the list here is touched when a handle is made, when the
+/// down. A loop reaches its own handle without a lock; the lists here are touched when a handle is made, when the
 /// metrics are read and at shutdown.
 final class LoopCurlHandles: Sendable {
+    /// The key of this client's handle among a loop's local values. An object of its own, held by every lease
+    /// (not this object's address): while a lease lives, no later client can be given the same key.
+    private final class Key: Sendable {}
+
     private let configuration: UpstreamHTTPClient.Configuration
+    private let key = Key()
     private let closed = Atomic<Bool>(false)
-    private let drivers = Lock<[LoopCurlDriver]>([])
+    /// The handles, weakly: a loop that stopped let go of its handle, and with it of the loop.
+    private let drivers = Lock<[WeakDriver]>([])
+    /// Every handle's counters, kept after the handle is gone (one per loop that ever called).
+    private let counters = Lock<[UpstreamCounters]>([])
+
+    private struct WeakDriver {
+        weak var driver: LoopCurlDriver?
+    }
 
     init(configuration: UpstreamHTTPClient.Configuration) {
         self.configuration = configuration
@@ -17,18 +29,26 @@ final class LoopCurlHandles: Sendable {
 
     /// The counters of every loop's handle.
     var metrics: UpstreamMetrics {
-        drivers.withLock { $0.map(\.counters) }.reduce(UpstreamMetrics()) { $0 + $1.value }
+        counters.withLock { $0 }.reduce(UpstreamMetrics()) { $0 + $1.value }
     }
 
-    /// Sends `request` through `loop`'s handle; called on `loop`'s thread (where the caller's task runs), which
-    /// is where the answer resumes it.
-    func send(_ request: UpstreamRequest, on loop: any IOLoop) async throws(UpstreamTransportError) -> UpstreamResponse
-    {
+    /// Sends `request` through the handle of the loop the caller runs on; nil (nothing sent) when it runs on none.
+    /// The answer resumes the caller on that loop.
+    func sendOnCurrentLoop(_ request: UpstreamRequest) async throws(UpstreamTransportError) -> UpstreamResponse? {
+        // Read before the first suspension: everything up to the submission below runs on this thread.
+        guard let loop = IOLoops.current else { return nil }
         let driver = try self.driver(on: loop)
         let id = driver.nextID()
         let call = LoopCallState()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
+                guard IOLoops.current === loop else {
+                    // Cannot happen (nothing above suspends); checked in release builds too, since the handle
+                    // must never be touched off its loop.
+                    continuation.resume(
+                        returning: .failure(UpstreamTransportError(.connectionFailed, "the call left its event loop")))
+                    return
+                }
                 // Still on the loop: the transfer is in the handle before anything else runs there.
                 if call.markSubmitted() {
                     driver.start(Submission(id: id, request: request, continuation: continuation))
@@ -48,14 +68,11 @@ final class LoopCurlHandles: Sendable {
     /// already). Later calls fail with `.shutDown`. Idempotent.
     func shutdown() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let key = ObjectIdentifier(self)
-        for driver in drivers.withLock({ $0 }) {
+        let key = ObjectIdentifier(self.key)
+        for driver in drivers.withLock({ $0.compactMap(\.driver) }) {
             _ = driver.loop.submit {
                 driver.close(UpstreamTransportError(.shutDown, "client shut down"))
-                // Forgotten by the loop too, unless a newer client at the same address made its own since.
-                if let lease = driver.loop.loopLocal(key) as? LoopCurlDriver.Lease, lease.driver === driver {
-                    driver.loop.setLoopLocal(key, nil)
-                }
+                driver.loop.setLoopLocal(key, nil)  // the lease goes, and with it the loop's hold on the handle
             }
         }
     }
@@ -64,21 +81,22 @@ final class LoopCurlHandles: Sendable {
         guard !closed.load(ordering: .acquiring) else {
             throw UpstreamTransportError(.shutDown, "client shut down")
         }
-        let key = ObjectIdentifier(self)
-        // A closed handle found here belongs to a client that lived at this address before: replaced.
-        if let lease = loop.loopLocal(key) as? LoopCurlDriver.Lease, !lease.driver.isClosed { return lease.driver }
+        let key = ObjectIdentifier(self.key)
+        if let lease = loop.loopLocal(key) as? LoopCurlDriver.Lease { return lease.driver }
         let driver = try LoopCurlDriver(loop: loop, configuration: configuration)
         let admitted = drivers.withLock { drivers in
             // Checked again under the lock: a shutdown that has listed the handles already would miss this one.
             guard !closed.load(ordering: .acquiring) else { return false }
-            drivers.append(driver)
+            drivers.removeAll { $0.driver == nil }
+            drivers.append(WeakDriver(driver: driver))
             return true
         }
         guard admitted else {
             driver.close(UpstreamTransportError(.shutDown, "client shut down"))
             throw UpstreamTransportError(.shutDown, "client shut down")
         }
-        loop.setLoopLocal(key, LoopCurlDriver.Lease(driver))
+        counters.withLock { $0.append(driver.counters) }
+        loop.setLoopLocal(key, LoopCurlDriver.Lease(driver, key: self.key))
         return driver
     }
 }
@@ -116,7 +134,12 @@ final class LoopCurlDriver: @unchecked Sendable {
     /// transfers answered `.shutDown`), on the loop's thread.
     final class Lease {
         let driver: LoopCurlDriver
-        init(_ driver: LoopCurlDriver) { self.driver = driver }
+        /// The client's key, held so that its address names this client for as long as the lease is kept.
+        private let key: AnyObject
+        init(_ driver: LoopCurlDriver, key: AnyObject) {
+            self.driver = driver
+            self.key = key
+        }
         deinit { driver.close(UpstreamTransportError(.shutDown, "event loop stopped")) }
     }
 
@@ -127,6 +150,8 @@ final class LoopCurlDriver: @unchecked Sendable {
     private var closing = false
     private var timer: IOLoopTimer?
     private var watched: Set<Int32> = []
+    /// Transfers whose socket the loop refused to watch, failed at the next timer pass.
+    private var refused: [UnsafeMutableRawPointer] = []
     private var lastID = 0
 
     init(loop: any IOLoop, configuration: UpstreamHTTPClient.Configuration) throws(UpstreamTransportError) {
@@ -178,29 +203,46 @@ final class LoopCurlDriver: @unchecked Sendable {
         closing = true
         if let timer { loop.cancelTimer(timer) }
         timer = nil
-        handle.release(error)
-        for fd in watched { loop.unwatch(fd: fd) }
+        // Unwatched while libcurl's sockets are still open (their numbers cannot yet belong to anyone else); the
+        // REMOVEs libcurl reports while it cleans up then find nothing left to do.
+        for fd in watched { loop.unwatch(fd: fd, owner: self) }
         watched = []
+        handle.release(error)
         self.handle = nil
     }
 
     // MARK: libcurl's callbacks and the loop's events
 
-    /// `CURLMOPT_SOCKETFUNCTION`: what to watch `fd` for now. False when the loop refused (libcurl then fails
-    /// the transfers on that socket).
-    fileprivate func socketChanged(_ fd: Int32, what: Int32) -> Bool {
+    /// `CURLMOPT_SOCKETFUNCTION`: what to watch `fd` for now, for the transfer `easy`. When the loop refuses a
+    /// watch (the kernel out of memory), only that transfer fails, just after this callback (libcurl must not be
+    /// re-entered from it); returning -1 instead would make libcurl fail every transfer of the handle.
+    fileprivate func socketChanged(_ fd: Int32, what: Int32, easy: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
-            loop.unwatch(fd: fd)
-            watched.remove(fd)
-            return true
+            if watched.remove(fd) != nil { loop.unwatch(fd: fd, owner: self) }
+            return
         }
-        guard !closing else { return true }
+        guard !closing else { return }
         var interest: IOInterest = []
         if what & CURL_POLL_IN != 0 { interest.insert(.readable) }
         if what & CURL_POLL_OUT != 0 { interest.insert(.writable) }
-        guard loop.watch(fd: fd, interest: interest, { [weak self] in self?.socketReady(fd, $0) }) else { return false }
-        watched.insert(fd)
-        return true
+        if loop.watch(fd: fd, interest: interest, owner: self, { [weak self] in self?.socketReady(fd, $0) }) {
+            watched.insert(fd)
+            return
+        }
+        if watched.remove(fd) != nil { loop.unwatch(fd: fd, owner: self) }
+        guard let easy else { return }
+        refused.append(easy)
+        _ = loop.setTimer(after: .zero) { [weak self] in self?.failRefused() }
+    }
+
+    /// Ends the transfers whose socket the loop would not watch.
+    private func failRefused() {
+        let transfers = refused
+        refused = []
+        guard let handle, !closing else { return }
+        for easy in transfers {
+            handle.fail(easy: easy, UpstreamTransportError(.connectionFailed, "the event loop cannot watch its socket"))
+        }
     }
 
     /// `CURLMOPT_TIMERFUNCTION`: libcurl's next timeout (-1: none). `curl_multi_socket_action` must not be called
@@ -246,10 +288,11 @@ extension IOLoop {
     }
 }
 
-private let loopSocketCallback: curl_socket_callback = { _, fd, what, user, _ in
+private let loopSocketCallback: curl_socket_callback = { easy, fd, what, user, _ in
     guard let user else { return -1 }
     let driver = Unmanaged<LoopCurlDriver>.fromOpaque(user).takeUnretainedValue()
-    return driver.socketChanged(fd, what: what) ? 0 : -1
+    driver.socketChanged(fd, what: what, easy: easy)
+    return 0
 }
 
 private let loopTimerCallback: curl_multi_timer_callback = { _, milliseconds, user in

@@ -63,9 +63,7 @@ public final class UpstreamHTTPClient: Sendable {
     /// Sends `request` and waits for the whole response. Cancelling the calling task removes the transfer
     /// from libcurl and throws `.cancelled`.
     public func send(_ request: UpstreamRequest) async throws(UpstreamTransportError) -> UpstreamResponse {
-        if let current = IOLoops.current {
-            return try await onLoops.send(request, on: current)
-        }
+        if let response = try await onLoops.sendOnCurrentLoop(request) { return response }
         let call = CallState(id: loop.nextID())
         let loop = self.loop
         let result = await withTaskCancellationHandler {

@@ -353,11 +353,16 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
 
 // MARK: - IOLoop
 
-/// A descriptor watched for another module (`IOLoop.watch`): epoll's mask turned into `IOReadiness`.
+/// A descriptor watched for another module (`IOLoop.watch`): epoll's mask turned into `IOReadiness`, and who
+/// asked (only they may change or end the watch).
 private final class ReadinessWatch: EventSource {
+    let owner: ObjectIdentifier
     var onReady: (IOReadiness) -> Void
 
-    init(_ onReady: @escaping (IOReadiness) -> Void) { self.onReady = onReady }
+    init(owner: ObjectIdentifier, _ onReady: @escaping (IOReadiness) -> Void) {
+        self.owner = owner
+        self.onReady = onReady
+    }
 
     func handle(events: UInt32) {
         var readiness: IOReadiness = []
@@ -373,29 +378,47 @@ extension EventLoop: IOLoop {
         hand(.closure(work))
     }
 
-    public func watch(fd: Int32, interest: IOInterest, _ onReady: @escaping (IOReadiness) -> Void) -> Bool {
+    public func watch(
+        fd: Int32, interest: IOInterest, owner: AnyObject, _ onReady: @escaping (IOReadiness) -> Void
+    ) -> Bool {
         assertInLoop()
         var events: UInt32 = 0
         if interest.contains(.readable) { events |= EPOLLIN.rawValue }
         if interest.contains(.writable) { events |= EPOLLOUT.rawValue }
-        if let watch = sources[fd] as? ReadinessWatch {
-            watch.onReady = onReady
-            if modify(fd: fd, events: events) { return true }
-            // Closed without `unwatch` (the kernel dropped it from the set) and its number since reused: the
-            // new descriptor is added afresh below.
+        let owner = ObjectIdentifier(owner)
+        switch sources[fd] {
+        case nil:
+            break
+        case let watch as ReadinessWatch:
+            var event = epoll_event()
+            event.events = events
+            event.data.fd = fd
+            if epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) == 0 {
+                if watch.owner == owner {
+                    watch.onReady = onReady
+                } else {
+                    sources[fd] = ReadinessWatch(owner: owner, onReady)
+                }
+                return true
+            }
+            // ENOENT: closed without `unwatch` (the kernel dropped it from the set) and its number reused since,
+            // added afresh below. Anything else: the old registration cannot be trusted either, so it goes.
+            if clinux_errno() != ENOENT { _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil) }
             sources[fd] = nil
+        default:
+            return false  // a descriptor of the loop's own (a connection): never another module's
         }
         do {
-            try register(fd: fd, events: events, source: ReadinessWatch(onReady))
+            try register(fd: fd, events: events, source: ReadinessWatch(owner: owner, onReady))
             return true
         } catch {
             return false
         }
     }
 
-    public func unwatch(fd: Int32) {
+    public func unwatch(fd: Int32, owner: AnyObject) {
         assertInLoop()
-        guard sources[fd] is ReadinessWatch else { return }
+        guard let watch = sources[fd] as? ReadinessWatch, watch.owner == ObjectIdentifier(owner) else { return }
         deregister(fd: fd)
     }
 

@@ -14,10 +14,12 @@ public protocol IOLoop: AnyObject, Sendable {
     func submit(_ work: @escaping @Sendable () -> Void) -> Bool
 
     /// Calls `onReady` on the loop whenever `fd` is ready for what `interest` names, until `unwatch`; a second
-    /// call for a watched descriptor changes its interest (and handler). False when the kernel refused.
-    func watch(fd: Int32, interest: IOInterest, _ onReady: @escaping (IOReadiness) -> Void) -> Bool
-    /// Stops watching `fd` (harmless when it is not watched). Call before closing it.
-    func unwatch(fd: Int32)
+    /// call for a watched descriptor changes its interest (and handler). `owner` (held by identity only) is who
+    /// may end the watch: a late `unwatch` from another owner of a descriptor number since reused does nothing.
+    /// False when the kernel refused, or the descriptor is one of the loop's own.
+    func watch(fd: Int32, interest: IOInterest, owner: AnyObject, _ onReady: @escaping (IOReadiness) -> Void) -> Bool
+    /// Stops `owner`'s watch of `fd` (harmless when there is none). Call before closing it.
+    func unwatch(fd: Int32, owner: AnyObject)
 
     /// Runs `body` on the loop after `delay` (at the next iteration for zero), unless cancelled first.
     func setTimer(after delay: Duration, _ body: @escaping () -> Void) -> IOLoopTimer

@@ -38,7 +38,7 @@ import Testing
         }
     }
 
-    /// A call waiting on a loop for an Apple that answers only after 3 s, 300 ms into its wait.
+    /// A call waiting on a loop for an Apple that answers only after 3 s, its transfer started.
     private struct SlowCall {
         let fake: FakeApple
         let client: UpstreamHTTPClient
@@ -58,7 +58,11 @@ import Testing
                 }
             }
             (self.fake, self.client) = (fake, client)
-            try await Task.sleep(for: .milliseconds(300))
+            // Waits until the transfer is in the loop's handle (no fixed sleep: a sanitizer build starts slower).
+            for _ in 0..<1_000 where client.metrics.transfersStarted == 0 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(client.metrics.transfersOnCallerLoops == 1)
         }
 
         /// The call's failure after `end`, checked to come well before Apple's answer.
@@ -219,5 +223,22 @@ import Testing
             #expect(status == 200)
             #expect(client.metrics.transfersOnCallerLoops == 1)
         }
+    }
+
+    @Test func aClientMadeWhereAnEarlierOneDiedOnTheSameLoopGetsAHandleOfItsOwn() async throws {
+        let fake = try FakeApple { _, _ in HTTPResponse(status: 200) }
+        let running = try RunningLoop()
+        // All in one task on the loop: each client's shutdown (queued on the loop when it goes) has not run yet
+        // when the next client, often at the same address, makes its first call.
+        let counted = await running.run { () -> [Int] in
+            var counted: [Int] = []
+            for _ in 0..<5 {
+                guard let client = try? UpstreamHTTPClient(configuration: .init(caFile: fake.caFile)) else { break }
+                let status = try? await client.send(UpstreamRequest(url: fake.baseURL + "/")).status
+                counted.append(status == 200 ? client.metrics.transfersOnCallerLoops : -1)
+            }
+            return counted
+        }
+        #expect(counted == [1, 1, 1, 1, 1])
     }
 }

@@ -40,34 +40,110 @@ import Testing
         #expect(found)
     }
 
+    /// A pipe whose ends close with the test.
+    private final class Pipe: Sendable {
+        let readEnd: Int32
+        let writeEnd: Int32
+
+        init() {
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            (readEnd, writeEnd) = (fds[0], fds[1])
+        }
+
+        func send() {
+            var byte: UInt8 = 7
+            #expect(write(writeEnd, &byte, 1) == 1)
+        }
+
+        /// Reads one byte if one is there (the read end is not drained otherwise: level-triggered).
+        func take() -> Bool {
+            var byte: UInt8 = 0
+            return read(readEnd, &byte, 1) == 1
+        }
+
+        func close() {
+            Glibc.close(readEnd)
+            Glibc.close(writeEnd)
+        }
+    }
+
+    private final class Owner: Sendable {}
+
+    private func waitFor(_ flag: Flag, _ value: Int) async throws {
+        for _ in 0..<400 where flag.value.load(ordering: .relaxed) != value {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     @Test func aWatchedPipeReportsReadinessUntilUnwatched() async throws {
         let (loop, thread) = try started()
         defer { loop.stop(); thread.join() }
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
-        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let owner = Owner()
         let seen = Flag()
         let watched = await onLoop(loop) {
-            loop.watch(fd: readEnd, interest: .readable) { readiness in
-                var byte: UInt8 = 0
-                if readiness.contains(.readable), read(readEnd, &byte, 1) == 1 { seen.value.add(1, ordering: .relaxed) }
+            loop.watch(fd: pipe.readEnd, interest: .readable, owner: owner) { readiness in
+                if readiness.contains(.readable), pipe.take() { seen.value.add(1, ordering: .relaxed) }
             }
         }
         #expect(watched)
-        var byte: UInt8 = 7
-        #expect(write(writeEnd, &byte, 1) == 1)
-        for _ in 0..<200 where seen.value.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        pipe.send()
+        try await waitFor(seen, 1)
         #expect(seen.value.load(ordering: .relaxed) == 1)
-        // Watched again with no interest, then unwatched: later bytes go unseen.
-        let rewatched = await onLoop(loop) {
-            loop.watch(fd: readEnd, interest: []) { _ in seen.value.add(100, ordering: .relaxed) }
+
+        // Watched again with no interest and another handler: a byte sent now goes unseen...
+        let quiet = await onLoop(loop) {
+            loop.watch(fd: pipe.readEnd, interest: [], owner: owner) { _ in seen.value.add(100, ordering: .relaxed) }
         }
-        #expect(rewatched)
-        await onLoop(loop) { loop.unwatch(fd: readEnd) }
-        #expect(write(writeEnd, &byte, 1) == 1)
+        #expect(quiet)
+        pipe.send()
         try await Task.sleep(for: .milliseconds(50))
         #expect(seen.value.load(ordering: .relaxed) == 1)
+        // ...until the interest comes back, when the newest handler sees it.
+        _ = await onLoop(loop) {
+            loop.watch(fd: pipe.readEnd, interest: .readable, owner: owner) { _ in
+                if pipe.take() { seen.value.add(10, ordering: .relaxed) }
+            }
+        }
+        try await waitFor(seen, 11)
+        #expect(seen.value.load(ordering: .relaxed) == 11)
+
+        // Another owner cannot end the watch; its owner can.
+        await onLoop(loop) { loop.unwatch(fd: pipe.readEnd, owner: Owner()) }
+        pipe.send()
+        try await waitFor(seen, 21)
+        #expect(seen.value.load(ordering: .relaxed) == 21)
+        await onLoop(loop) { loop.unwatch(fd: pipe.readEnd, owner: owner) }
+        pipe.send()
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(seen.value.load(ordering: .relaxed) == 21)
+    }
+
+    @Test func aDescriptorClosedWithoutUnwatchCanBeWatchedUnderItsNumberAgain() async throws {
+        let (loop, thread) = try started()
+        defer { loop.stop(); thread.join() }
+        let owner = Owner()
+        let first = Pipe()
+        let number = first.readEnd
+        #expect(await onLoop(loop) { loop.watch(fd: number, interest: .readable, owner: owner) { _ in } })
+        first.close()  // the kernel drops it from the epoll set; the loop still has its watch
+        let second = Pipe()
+        defer { second.close() }
+        // The lowest free number is reused: `number`, unless a test running beside this one took it first (then
+        // the watch below is simply a new one).
+        let seen = Flag()
+        let watched = await onLoop(loop) {
+            loop.watch(fd: second.readEnd, interest: .readable, owner: owner) { _ in
+                if second.take() { seen.value.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(watched)
+        second.send()
+        try await waitFor(seen, 1)
+        #expect(seen.value.load(ordering: .relaxed) == 1)
+        await onLoop(loop) { loop.unwatch(fd: second.readEnd, owner: owner) }
     }
 
     @Test func timersFireUnlessCancelled() async throws {
