@@ -17,7 +17,7 @@ ROUNDS=${ROUNDS:-3}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-$([ "${QUICK:-0}" = 1 ] && echo 2 || echo 5)}
 CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-32}
-BASE_PORT=${BASE_PORT:-50171}
+BASE_PORT=${BASE_PORT:-30171}
 SAMPLE=${SAMPLE:-Tests/SignedDataTests/Fixtures/transaction-Sandbox-1.jws}
 BIN=${BIN:-.build/release/appstore-gateway}
 PY=${PY:-.venv/bin/python}

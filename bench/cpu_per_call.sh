@@ -27,16 +27,16 @@ trap cleanup EXIT
 printf '\x00\x00\x00\x00\x00' > "$work/health.bin"
 mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"
 
-"${SERVER_PIN[@]}" "$BIN" serve --listen 127.0.0.1:50161 --threads 1 > "$work/gw.log" 2>&1 &
+"${SERVER_PIN[@]}" "$BIN" serve --listen 127.0.0.1:30161 --threads 1 > "$work/gw.log" 2>&1 &
 gw=$!; pids+=("$gw")
-"${SERVER_PIN[@]}" nghttpd --no-tls -n 1 -d "$work/www" 50162 > /dev/null 2>&1 &
+"${SERVER_PIN[@]}" nghttpd --no-tls -n 1 -d "$work/www" 30162 > /dev/null 2>&1 &
 ng=$!; pids+=("$ng")
 if [ -n "$BEFORE" ]; then
-  "${SERVER_PIN[@]}" "$BEFORE" serve --listen 127.0.0.1:50163 --threads 1 > "$work/before.log" 2>&1 &
+  "${SERVER_PIN[@]}" "$BEFORE" serve --listen 127.0.0.1:30163 --threads 1 > "$work/before.log" 2>&1 &
   old=$!; pids+=("$old")
 fi
-for port in 50161 50162 $( [ -n "$BEFORE" ] && echo 50163 ); do wait_port "$port" 30; done
-grpc_ok http://127.0.0.1:50161/grpc.health.v1.Health/Check "$work/health.bin"
+for port in 30161 30162 $( [ -n "$BEFORE" ] && echo 30163 ); do wait_port "$port" 30; done
+grpc_ok http://127.0.0.1:30161/grpc.health.v1.Health/Check "$work/health.bin"
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 per_call() {  # pid url [h2load args…] -> CPU µs per call
@@ -49,9 +49,9 @@ per_call() {  # pid url [h2load args…] -> CPU µs per call
 grpc=(-H 'content-type: application/grpc' -H 'te: trailers')
 g=(); n=(); o=()
 for round in $(seq 1 "$ROUNDS"); do
-  g+=("$(per_call "$gw" http://127.0.0.1:50161/grpc.health.v1.Health/Check "${grpc[@]}")")
-  n+=("$(per_call "$ng" http://127.0.0.1:50162/check)")
-  [ -z "$BEFORE" ] || o+=("$(per_call "$old" http://127.0.0.1:50163/grpc.health.v1.Health/Check "${grpc[@]}")")
+  g+=("$(per_call "$gw" http://127.0.0.1:30161/grpc.health.v1.Health/Check "${grpc[@]}")")
+  n+=("$(per_call "$ng" http://127.0.0.1:30162/check)")
+  [ -z "$BEFORE" ] || o+=("$(per_call "$old" http://127.0.0.1:30163/grpc.health.v1.Health/Check "${grpc[@]}")")
   printf 'round %d: gateway %s µs/call, nghttpd %s%s\n' "$round" "${g[-1]}" "${n[-1]}" \
     "$( [ -z "$BEFORE" ] || echo ", before ${o[-1]}")"
 done

@@ -27,7 +27,7 @@ BURST=${BURST:-40}                                                  # sequential
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-$( [ "$QUICK" = 1 ] && echo 2 || echo 5 )}
 COALESCE=${COALESCE:-100}
 FANOUT=${FANOUT:-1000}
-PORT=${PORT:-50154}
+PORT=${PORT:-30154}
 ADMIN_PORT=${ADMIN_PORT:-$(( PORT + 1 ))}
 BIN=${BIN:-.build/release/appstore-gateway}
 PY=${PY:-.venv/bin/python}

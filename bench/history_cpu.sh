@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 BURSTS=${BURSTS:-5}
 BURST=${BURST:-40}          # sequential calls per burst, below Apple's 50/s budget the simulator enforces
-PORT=${PORT:-50164}
+PORT=${PORT:-30164}
 ADMIN_PORT=${ADMIN_PORT:-$(( PORT + 1 ))}
 BIN=${BIN:-.build/release/appstore-gateway}
 BEFORE=${BEFORE:-}

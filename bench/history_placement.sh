@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 BURSTS=${BURSTS:-3}
 BURST=${BURST:-40}
-PORT=${PORT:-50174}
+PORT=${PORT:-30174}
 BIN=${BIN:-.build/release/appstore-gateway}
 BEFORE=${BEFORE:-}
 PY=${PY:-.venv/bin/python}

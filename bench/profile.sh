@@ -13,7 +13,7 @@ REQUESTS=${REQUESTS:-600000}
 TOP=${TOP:-30}
 CONNECTIONS=${CONNECTIONS:-4}
 STREAMS=${STREAMS:-32}
-PORT=${PORT:-50171}
+PORT=${PORT:-30171}
 BIN=.build/release/appstore-gateway
 command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 1; }
 command -v h2load >/dev/null || scripts/install-deps.sh

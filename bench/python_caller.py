@@ -65,7 +65,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=40, help="sequential calls per path and round")
-    parser.add_argument("--port", type=int, default=50171)
+    parser.add_argument("--port", type=int, default=30171)
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "appstore-gateway"))
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 
-PORT=${PORT:-50176}
+PORT=${PORT:-30176}
 BIN=${BIN:-.build/release/appstore-gateway}
 command -v h2load >/dev/null && command -v nghttpd >/dev/null || scripts/install-deps.sh
 [ -x "$BIN" ] || swift build -c release --product appstore-gateway >/dev/null

@@ -16,7 +16,7 @@ ROUNDS=${ROUNDS:-3}
 IDLE=${IDLE:-$( [ "$QUICK" = 1 ] && echo 2000 || echo 10000 )}
 HOLD=${HOLD:-$( [ "$QUICK" = 1 ] && echo 2 || echo 5 )}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-$( [ "$QUICK" = 1 ] && echo 2 || echo 5 )}
-GW_PORT=${GW_PORT:-50165}; NG_PORT=${NG_PORT:-50166}; GS_PORT=${GS_PORT:-50167}
+GW_PORT=${GW_PORT:-30165}; NG_PORT=${NG_PORT:-30166}; GS_PORT=${GS_PORT:-30167}
 BIN=.build/release/appstore-gateway
 PEER=bench/peers/grpc-swift/.build/release/grpc-swift-peer
 PY=${PY:-.venv/bin/python}

@@ -19,7 +19,7 @@ CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-32}
 THREADS=${THREADS:-1}       # gateway event loops (0 = one per core); nghttpd gets as many workers
 WORKERS=$( [ "$THREADS" = 0 ] && nproc || echo "$THREADS" )
-GW_PORT=${GW_PORT:-50155}; NG_PORT=${NG_PORT:-50156}; GS_PORT=${GS_PORT:-50157}; PY_PORT=${PY_PORT:-50158}
+GW_PORT=${GW_PORT:-30155}; NG_PORT=${NG_PORT:-30156}; GS_PORT=${GS_PORT:-30157}; PY_PORT=${PY_PORT:-30158}
 BIN=.build/release/appstore-gateway
 PEER=bench/peers/grpc-swift/.build/release/grpc-swift-peer
 PY=${PY:-.venv/bin/python}

@@ -15,8 +15,8 @@ CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-32}
 THREADS=${THREADS:-1}             # gateway event loops (0 = one per core); 1 is pinned like for like (lib.sh)
 NGHTTPD_WORKERS=${NGHTTPD_WORKERS:-$( [ "$THREADS" = 0 ] && nproc || echo "$THREADS" )}
-GW_PORT=${GW_PORT:-50151}
-NG_PORT=${NG_PORT:-50152}
+GW_PORT=${GW_PORT:-30151}
+NG_PORT=${NG_PORT:-30152}
 BIN=.build/release/appstore-gateway
 
 command -v h2load >/dev/null && command -v nghttpd >/dev/null || scripts/install-deps.sh

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-3}
 REQUESTS=${REQUESTS:-120}
-PORT=${PORT:-50166}
+PORT=${PORT:-30166}
 ADMIN_PORT=${ADMIN_PORT:-$(( PORT + 1 ))}
 BIN=${BIN:-.build/release/appstore-gateway}
 PY=${PY:-.venv/bin/python}

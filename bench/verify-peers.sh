@@ -14,7 +14,7 @@ ROUNDS=${ROUNDS:-3}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-$( [ "$QUICK" = 1 ] && echo 2 || echo 5 )}
 CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-32}
-PORT=${PORT:-50159}
+PORT=${PORT:-30159}
 SAMPLE=${SAMPLE:-Tests/SignedDataTests/Fixtures/transaction-Sandbox-1.jws}
 ROOT=certs/AppleRootCA-G3.cer
 BIN=.build/release/appstore-gateway

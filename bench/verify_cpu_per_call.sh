@@ -35,9 +35,9 @@ start() {  # binary port log -> pid
     "${SERVER_PIN[@]}" "$1" serve --listen "127.0.0.1:$2" --threads 1 > "$3" 2>&1 &
   echo $!
 }
-gw=$(start "$BIN" 50164 "$work/gw.log"); pids+=("$gw")
-[ -z "$BEFORE" ] || { old=$(start "$BEFORE" 50165 "$work/before.log"); pids+=("$old"); }
-for port in 50164 $( [ -n "$BEFORE" ] && echo 50165 ); do
+gw=$(start "$BIN" 30164 "$work/gw.log"); pids+=("$gw")
+[ -z "$BEFORE" ] || { old=$(start "$BEFORE" 30165 "$work/before.log"); pids+=("$old"); }
+for port in 30164 $( [ -n "$BEFORE" ] && echo 30165 ); do
   wait_port "$port" 30
   grpc_ok "http://127.0.0.1:$port/appstore.gateway.v1.AppStoreGateway/VerifyJWS" "$work/request.bin"
 done
@@ -53,8 +53,8 @@ per_call() {  # pid port -> CPU µs per call
 }
 g=(); o=()
 for round in $(seq 1 "$ROUNDS"); do
-  g+=("$(per_call "$gw" 50164)")
-  [ -z "$BEFORE" ] || o+=("$(per_call "$old" 50165)")
+  g+=("$(per_call "$gw" 30164)")
+  [ -z "$BEFORE" ] || o+=("$(per_call "$old" 30165)")
   printf 'round %d: gateway %s µs/call%s\n' "$round" "${g[-1]}" "$( [ -z "$BEFORE" ] || echo ", before ${o[-1]}")"
 done
 printf 'median CPU µs per VerifyJWS call (signature cache %s): gateway %s (%s–%s)%s\n' "$SIGNATURE_CACHE" \

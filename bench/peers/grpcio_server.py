@@ -27,4 +27,4 @@ async def main(port: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 50162))
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 30162))

@@ -26,7 +26,7 @@ struct HealthCheckPeer: RegistrableRPCService {
     }
 }
 
-let port = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 50161 : 50161
+let port = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 30161 : 30161
 let server = GRPCServer(
     transport: .http2NIOPosix(
         address: .ipv4(host: "127.0.0.1", port: port), transportSecurity: .plaintext,
