@@ -12,11 +12,15 @@ final class CurlMulti {
     private let configuration: UpstreamHTTPClient.Configuration
     /// This handle's counters; read from other threads (`UpstreamHTTPClient.metrics`).
     let counters: UpstreamCounters
+    /// Held until after `curl_multi_cleanup`: closing connections may still store TLS sessions in it.
+    private let share: CurlShare?
     private var byID: [Int: CurlTransfer] = [:]
     private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var released = false
 
-    init(configuration: UpstreamHTTPClient.Configuration, counters: UpstreamCounters) throws(UpstreamTransportError) {
+    init(
+        configuration: UpstreamHTTPClient.Configuration, counters: UpstreamCounters, share: CurlShare?
+    ) throws(UpstreamTransportError) {
         guard curlGlobalInit == CURLE_OK else {
             throw UpstreamTransportError(.invalidRequest, "curl_global_init failed")
         }
@@ -25,6 +29,7 @@ final class CurlMulti {
         }
         self.configuration = configuration
         self.counters = counters
+        self.share = share
         self.multi = multi
         do {
             try check(ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "PIPELINING")
@@ -60,7 +65,7 @@ final class CurlMulti {
         counters.add { $0.transfersStarted += 1 }
         let transfer: CurlTransfer
         do {
-            transfer = try CurlTransfer(submission: submission, configuration: configuration)
+            transfer = try CurlTransfer(submission: submission, configuration: configuration, share: share)
         } catch {
             counters.add { $0.transfersFailed += 1 }
             submission.continuation.resume(returning: .failure(error))

@@ -12,13 +12,17 @@ final class CurlTransfer {
     private var bodyBuffer: UnsafeMutableRawBufferPointer?
     private var continuation: CheckedContinuation<TransferResult, Never>?
     private let maxResponseBytes: Int
+    /// The client's share handle (names, TLS sessions), held for as long as the easy handle points at it.
+    private let share: CurlShare?
 
     // Filled by the callbacks.
     private var responseHeaders: [(name: String, value: String)] = []
     private var responseBody: [UInt8] = []
     private var tooLarge = false
 
-    init(submission: Submission, configuration: UpstreamHTTPClient.Configuration) throws(UpstreamTransportError) {
+    init(
+        submission: Submission, configuration: UpstreamHTTPClient.Configuration, share: CurlShare?
+    ) throws(UpstreamTransportError) {
         guard let easy = curl_easy_init() else {
             throw UpstreamTransportError(.invalidRequest, "curl_easy_init failed")
         }
@@ -26,6 +30,7 @@ final class CurlTransfer {
         self.easy = easy
         continuation = submission.continuation
         maxResponseBytes = configuration.maxResponseBytes
+        self.share = share
         // From here on `deinit` frees whatever was set up, also when an option below is refused; the
         // caller is answered by whoever catches the error, so the continuation is dropped first.
         do {
@@ -73,6 +78,7 @@ final class CurlTransfer {
         // A transfer removed while its name is still being resolved leaves the resolver thread behind instead of
         // joining it: removal happens on an event loop, which must never wait for getaddrinfo.
         try set(CURLOPT_QUICK_EXIT, 1)
+        if let share { try check(ccurl_setopt_ptr(easy, CURLOPT_SHARE, share.share), CURLOPT_SHARE) }
         try set(CURLOPT_HTTP_VERSION, secure ? Int(CURL_HTTP_VERSION_2TLS) : Int(CURL_HTTP_VERSION_1_1))
         try set(CURLOPT_PIPEWAIT, 1)  // wait for a connection that may multiplex instead of opening another
         try set(CURLOPT_CONNECTTIMEOUT_MS, Int(max(1, configuration.connectTimeout.wholeMillisecondsForCurl)))

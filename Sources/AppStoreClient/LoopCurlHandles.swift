@@ -12,6 +12,7 @@ final class LoopCurlHandles: Sendable {
     private final class Key: Sendable {}
 
     private let configuration: UpstreamHTTPClient.Configuration
+    private let share: CurlShare?
     private let key = Key()
     private let closed = Atomic<Bool>(false)
     /// The handles, weakly: a loop that stopped let go of its handle, and with it of the loop.
@@ -23,8 +24,9 @@ final class LoopCurlHandles: Sendable {
         weak var driver: LoopCurlDriver?
     }
 
-    init(configuration: UpstreamHTTPClient.Configuration) {
+    init(configuration: UpstreamHTTPClient.Configuration, share: CurlShare?) {
         self.configuration = configuration
+        self.share = share
     }
 
     /// The counters of every loop's handle.
@@ -83,7 +85,7 @@ final class LoopCurlHandles: Sendable {
         }
         let key = ObjectIdentifier(self.key)
         if let lease = loop.loopLocal(key) as? LoopCurlDriver.Lease { return lease.driver }
-        let driver = try LoopCurlDriver(loop: loop, configuration: configuration)
+        let driver = try LoopCurlDriver(loop: loop, configuration: configuration, share: share)
         let admitted = drivers.withLock { drivers in
             // Checked again under the lock: a shutdown that has listed the handles already would miss this one.
             guard !closed.load(ordering: .acquiring) else { return false }
@@ -154,9 +156,11 @@ final class LoopCurlDriver: @unchecked Sendable {
     private var refused: [UnsafeMutableRawPointer] = []
     private var lastID = 0
 
-    init(loop: any IOLoop, configuration: UpstreamHTTPClient.Configuration) throws(UpstreamTransportError) {
+    init(
+        loop: any IOLoop, configuration: UpstreamHTTPClient.Configuration, share: CurlShare?
+    ) throws(UpstreamTransportError) {
         self.loop = loop
-        let handle = try CurlMulti(configuration: configuration, counters: counters)
+        let handle = try CurlMulti(configuration: configuration, counters: counters, share: share)
         self.handle = handle
         // The callbacks find this object through their user pointer: it outlives the multi handle (`close`
         // frees the handle while this object is held by its caller).

@@ -51,8 +51,10 @@ public final class UpstreamHTTPClient: Sendable {
 
     /// Starts the client thread. Throws `.invalidRequest` when libcurl cannot be initialised.
     public init(configuration: Configuration = Configuration()) throws(UpstreamTransportError) {
-        loop = try CurlMultiLoop(configuration: configuration)
-        onLoops = LoopCurlHandles(configuration: configuration)
+        // Every multi handle of this client shares resolved names and TLS sessions (nil: each goes alone).
+        let share = CurlShare()
+        loop = try CurlMultiLoop(configuration: configuration, share: share)
+        onLoops = LoopCurlHandles(configuration: configuration, share: share)
     }
 
     deinit {
@@ -147,8 +149,8 @@ private final class CurlMultiLoop: @unchecked Sendable {
     /// freed with this object, after the thread has exited.
     private let handle: CurlMulti
 
-    init(configuration: UpstreamHTTPClient.Configuration) throws(UpstreamTransportError) {
-        handle = try CurlMulti(configuration: configuration, counters: counters)
+    init(configuration: UpstreamHTTPClient.Configuration, share: CurlShare?) throws(UpstreamTransportError) {
+        handle = try CurlMulti(configuration: configuration, counters: counters, share: share)
         Thread.start(named: "upstream-curl") { [self] in run() }
     }
 

@@ -20,4 +20,12 @@ static inline CURLMcode ccurl_multi_setopt_socketfunction(CURLM *m, curl_socket_
 static inline CURLMcode ccurl_multi_setopt_timerfunction(CURLM *m, curl_multi_timer_callback cb) {
     return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, cb);
 }
+static inline CURLSHcode ccurl_share_setopt_long(CURLSH *s, CURLSHoption o, long v) { return curl_share_setopt(s, o, v); }
+static inline CURLSHcode ccurl_share_setopt_ptr(CURLSH *s, CURLSHoption o, void *v) { return curl_share_setopt(s, o, v); }
+static inline CURLSHcode ccurl_share_setopt_lockfunction(CURLSH *s, curl_lock_function f) {
+    return curl_share_setopt(s, CURLSHOPT_LOCKFUNC, f);
+}
+static inline CURLSHcode ccurl_share_setopt_unlockfunction(CURLSH *s, curl_unlock_function f) {
+    return curl_share_setopt(s, CURLSHOPT_UNLOCKFUNC, f);
+}
 #endif

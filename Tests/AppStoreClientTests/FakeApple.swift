@@ -41,6 +41,12 @@ final class FakeApple: Sendable {
         tls = try TLSTestServer(handler: recorder, caName: "Fake Apple CA")
     }
 
+    /// TLS handshakes completed so far, and how many of them resumed an earlier session.
+    var handshakes: (all: Int, resumed: Int) {
+        let statistics = tls.server.connectionStatistics
+        return (statistics.tlsHandshakes, statistics.resumedTLSHandshakes)
+    }
+
     /// Every request received so far, in arrival order.
     var requests: [HTTPRequest] { recorder.requests.withLock { $0 } }
 

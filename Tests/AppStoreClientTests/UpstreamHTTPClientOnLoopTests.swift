@@ -154,6 +154,20 @@ import Testing
         #expect(metrics.connectionsOpened == 2, "a connection per loop: \(metrics.connectionsOpened)")
     }
 
+    @Test func aSecondLoopResumesTheTLSSessionTheFirstGot() async throws {
+        let fake = try FakeApple { _, _ in HTTPResponse(status: 204) }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let first = try RunningLoop(index: 0)
+        let second = try RunningLoop(index: 1)
+        for running in [first, second] {
+            let status = await running.run { try? await client.send(UpstreamRequest(url: fake.baseURL + "/")).status }
+            #expect(status == 204)
+        }
+        #expect(client.metrics.connectionsOpened == 2)
+        let handshakes = fake.handshakes
+        #expect(handshakes.all == 2 && handshakes.resumed == 1, "\(handshakes)")
+    }
+
     @Test func aTimeoutFiresFromTheLoopsTimers() async throws {
         let fake = try FakeApple { _, _ in
             try? await Task.sleep(for: .seconds(3))
