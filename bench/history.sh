@@ -3,7 +3,7 @@
 # to the simulator (h2load over TLS with a pre-minted App Store Server API token), interleaved in one run.
 #   latency     bursts of sequential calls (1 connection, 1 stream) -> p50/p99 of each path, added p50
 #   split       the added p50 split from the gateway's access-log lines of those calls (bench/README.md):
-#               transport (duration - handler_us), upstream hand-offs (handler_us - verify_us - direct p50),
+#               transport (duration - handler_us), upstream work (handler_us - verify_us - direct p50),
 #               verification (verify_us)
 #   throughput  -c 4 -m 8 identical calls for SECONDS_PER_RUN -> successful answers/s of each path
 #   coalescing  COALESCE identical calls at once -> upstream calls made (the gateway's Apple request counter)
@@ -107,7 +107,7 @@ for round in $(seq 1 "$ROUNDS"); do
   sleep 0.2; calls=$(( $(upstream_calls) - before )); sleep 1
   g50+=("$gp50"); g99+=("$gp99"); d50+=("$dp50"); d99+=("$dp99"); added+=($(( gp50 - dp50 )))
   gthr+=("$gt"); dthr+=("$dt"); coalesced+=("$calls")
-  printf 'round %d: gateway p50 %d µs p99 %d µs (%d calls) | direct p50 %d µs p99 %d µs (%d) | added p50 %d µs = transport %d + hand-offs %d + verification %d (+ %d unaccounted; %d logged calls) | ok/s gateway %s direct %s | %d identical calls -> %d upstream\n' \
+  printf 'round %d: gateway p50 %d µs p99 %d µs (%d calls) | direct p50 %d µs p99 %d µs (%d) | added p50 %d µs = transport %d + upstream work %d + verification %d (+ %d unaccounted; %d logged calls) | ok/s gateway %s direct %s | %d identical calls -> %d upstream\n' \
     "$round" "$gp50" "$gp99" "$gn" "$dp50" "$dp99" "$dn" $(( gp50 - dp50 )) "$tr_us" "$ho_us" "$ve_us" \
     $(( gp50 - dp50 - tr_us - ho_us - ve_us )) "$split_n" "$gt" "$dt" "$COALESCE" "$calls"
 done
@@ -128,4 +128,4 @@ emit history "$(printf '{"gateway_p50_us":%s,"gateway_p99_us":%s,"direct_p50_us"
   "$(stat_json "${verify[@]}")" "$FANOUT" "$fan" "$conns" "$BURSTS" "$BURST" "$SECONDS_PER_RUN")"
 awk -v a="$(median "${added[@]}")" -v c="$conns" -v u="$(median "${coalesced[@]}")" -v n="$COALESCE" \
   -v t="$(median "${transport[@]}")" -v h="$(median "${handoffs[@]}")" -v v="$(median "${verify[@]}")" 'BEGIN {
-  printf "median: added p50 %d µs (goal <= 150 + verification): transport %d, upstream hand-offs %d, verification %d µs; %d identical calls -> %s upstream; %d upstream connection(s) (goal 1-2)\n", a, t, h, v, n, u, c }'
+  printf "median: added p50 %d µs (goal <= 150 + verification): transport %d, upstream work %d, verification %d µs; %d identical calls -> %s upstream; %d upstream connection(s) (goal 1-2)\n", a, t, h, v, n, u, c }'

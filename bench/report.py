@@ -76,7 +76,7 @@ def rows(r):
                     f"added ≤ 150 µs: {fmt(h['added_p50_us'])} µs", h["added_p50_us"]["median"] <= 150))
         if "added_verify_us" in h:
             beyond = h["added_p50_us"]["median"] - h["added_verify_us"]["median"]
-            out.append(("GetHistory added p50 µs: transport / upstream hand-offs / verification",
+            out.append(("GetHistory added p50 µs: transport / upstream work / verification",
                         f"{fmt(h['added_transport_us'])} / {fmt(h['added_handoffs_us'])} / "
                         f"{fmt(h['added_verify_us'])}", "—", None,
                         f"added − verification ≤ 150 µs: {beyond:,.0f} µs", beyond <= 150))

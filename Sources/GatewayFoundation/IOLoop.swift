@@ -54,6 +54,7 @@ public struct IOLoopTimer: Sendable, Hashable {
     public let slot: Int
     public let generation: UInt32
 
+    @inlinable
     public init(slot: Int, generation: UInt32) {
         self.slot = slot
         self.generation = generation
