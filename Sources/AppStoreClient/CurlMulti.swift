@@ -58,8 +58,6 @@ final class CurlMulti {
         }
     }
 
-    var isEmpty: Bool { byID.isEmpty }
-
     /// Adds the submission's transfer to the handle; a request libcurl refuses is answered at once.
     func start(_ submission: Submission) {
         counters.add { $0.transfersStarted += 1 }

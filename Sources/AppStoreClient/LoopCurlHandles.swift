@@ -179,8 +179,6 @@ final class LoopCurlDriver: @unchecked Sendable {
         }
     }
 
-    var isClosed: Bool { handle == nil }
-
     func nextID() -> Int {
         lastID += 1
         return lastID
