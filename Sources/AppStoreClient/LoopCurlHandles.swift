@@ -185,7 +185,6 @@ final class LoopCurlDriver: @unchecked Sendable {
     }
 
     func start(_ submission: Submission) {
-        loop.assertCurrent()
         guard let handle else {
             submission.continuation.resume(returning: .failure(UpstreamTransportError(.shutDown, "client shut down")))
             return
@@ -280,13 +279,6 @@ final class LoopCurlDriver: @unchecked Sendable {
                     .connectionFailed, "curl_multi_socket_action: \(String(cString: curl_multi_strerror(code)))"))
         }
         handle.collectFinished()
-    }
-}
-
-extension IOLoop {
-    /// Traps in debug builds when called off this loop's thread.
-    fileprivate func assertCurrent() {
-        assert(IOLoops.current === self, "a loop's curl handle used off its loop")
     }
 }
 

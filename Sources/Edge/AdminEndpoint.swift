@@ -89,32 +89,28 @@ public struct AdminEndpoint: HTTPRequestHandler {
                 pendingHandshakes.labels(port).set(Double(statistics.pendingHandshakes))
                 let resumed = statistics.resumedTLSHandshakes
                 for (label, count) in [("false", statistics.tlsHandshakes - resumed), ("true", resumed)] {
-                    let counter = tlsHandshakes.labels(port, label)
-                    counter.increment(by: max(0, Double(count) - counter.current))
+                    tlsHandshakes.labels(port, label).follow(total: Double(count))
                 }
                 for (deadline, count) in statistics.closedByDeadline {
-                    let counter = deadlineCloses.labels(port, deadline.rawValue)
-                    counter.increment(by: max(0, Double(count) - counter.current))  // the server keeps totals
+                    deadlineCloses.labels(port, deadline.rawValue).follow(total: Double(count))
                 }
             }
             let hit = Double(verifier.chainCacheHits)
             let miss = Double(verifier.chainCacheMisses)
-            // The verifier keeps running totals; the counters follow them.
-            hits.increment(by: max(0, hit - hits.current))
-            misses.increment(by: max(0, miss - misses.current))
-            signatureHits.increment(by: max(0, Double(verifier.signatureCacheHits) - signatureHits.current))
-            signatureMisses.increment(by: max(0, Double(verifier.signatureCacheMisses) - signatureMisses.current))
+            // The server, the verifier and the upstream client keep running totals; the counters follow them.
+            hits.follow(total: hit)
+            misses.follow(total: miss)
+            signatureHits.follow(total: Double(verifier.signatureCacheHits))
+            signatureMisses.follow(total: Double(verifier.signatureCacheMisses))
             let upstreamNow = upstream()
             for (driver, count) in [
                 ("caller_loop", upstreamNow.transfersOnCallerLoops),
                 ("client_thread", upstreamNow.transfersStarted - upstreamNow.transfersOnCallerLoops),
             ] {
-                let counter = transfers.labels(driver)
-                counter.increment(by: max(0, Double(count) - counter.current))  // the client keeps totals
+                transfers.labels(driver).follow(total: Double(count))
             }
-            failedTransfers.increment(by: max(0, Double(upstreamNow.transfersFailed) - failedTransfers.current))
-            upstreamConnections.increment(
-                by: max(0, Double(upstreamNow.connectionsOpened) - upstreamConnections.current))
+            failedTransfers.follow(total: Double(upstreamNow.transfersFailed))
+            upstreamConnections.follow(total: Double(upstreamNow.connectionsOpened))
             process.update()
             ratio.set(hit + miss > 0 ? hit / (hit + miss) : 0)
         }

@@ -390,10 +390,7 @@ extension EventLoop: IOLoop {
         case nil:
             break
         case let watch as ReadinessWatch:
-            var event = epoll_event()
-            event.events = events
-            event.data.fd = fd
-            if epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) == 0 {
+            if modify(fd: fd, events: events) {
                 if watch.owner == owner {
                     watch.onReady = onReady
                 } else {

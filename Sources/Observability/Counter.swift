@@ -29,6 +29,13 @@ public final class Counter: Sendable {
     }
 
     /// The current value.
+    /// Raises the counter to `total`, a running total kept elsewhere (a server's, a cache's, /proc's) and read at a
+    /// scrape; never lowers it.
+    public func follow(total: Double) {
+        let step = total - current
+        if step > 0 { increment(by: step) }
+    }
+
     public var current: Double {
         let counted = ones.load(ordering: .relaxed) &+ UInt64(bitPattern: cells.total)
         return Double(counted) + amounts.withLock { $0 }

@@ -37,7 +37,7 @@ public struct ProcessMetrics: Sendable {
     public func update() {
         if let stat = Self.read("/proc/self/stat").flatMap(ProcStat.init(parsing:)) {
             let seconds = Double(stat.userTicks + stat.systemTicks) / Self.ticksPerSecond
-            cpuSeconds.increment(by: max(0, seconds - cpuSeconds.current))
+            cpuSeconds.follow(total: seconds)
             residentBytes.set(Double(stat.residentPages) * Double(sysconf(Int32(_SC_PAGESIZE))))
             virtualBytes.set(Double(stat.virtualBytes))
         }

@@ -15,6 +15,16 @@ import Testing
         #expect(counter.current == 4.5)
     }
 
+    @Test func aCounterFollowsARunningTotalUpOnly() {
+        let counter = Counter()
+        counter.follow(total: 3)
+        #expect(counter.current == 3)
+        counter.follow(total: 7)
+        #expect(counter.current == 7)
+        counter.follow(total: 5)  // a total that went back (a restarted source) never lowers a counter
+        #expect(counter.current == 7)
+    }
+
     @Test func concurrentOnesAllCount() {
         let counter = Counter()
         let gauge = Gauge()
