@@ -165,7 +165,10 @@ let package = Package(
                 "CallerAuthentication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"), "Tracing", "Redis", "Edge",
-            ]),
+            ],
+            // jemalloc serves every malloc in the process (Swift's runtime, nghttp2, libcurl, OpenSSL): per-thread
+            // caches and arenas, so loops do not share an allocator lock; docs/ARCHITECTURE.md "Memory".
+            linkerSettings: [.linkedLibrary("jemalloc")]),
 
         // In-process VerifyJWS throughput for bench/verify.sh (not part of the gateway binary).
         .executableTarget(name: "VerifyBenchmark", dependencies: ["SignedData", "Cryptography"]),

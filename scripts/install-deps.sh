@@ -15,6 +15,7 @@ run_packages=(
   libcurl4-openssl-dev  # upstream HTTP/2 client (CCurl)
   libhiredis-dev        # Redis client for the shared rate budget and notification store (CHiredis)
   libsqlite3-dev        # the webhook's embedded notification store (CSQLite)
+  libjemalloc-dev       # the allocator the gateway binary links (per-thread caches; docs/ARCHITECTURE.md)
 )
 
 # Testing, generating code and benchmarking.

@@ -1,7 +1,8 @@
-// Linux APIs the Glibc module does not expose: epoll, eventfd, accept4, TCP options, signal masks.
+// Linux APIs the Glibc module does not expose: epoll, eventfd, accept4, TCP options, signal masks, a thread-local.
 #ifndef CLINUX_SHIM_H
 #define CLINUX_SHIM_H
 
+#include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -58,5 +59,12 @@ static inline int clinux_secure_mode(void) { return getauxval(AT_SECURE) != 0; }
 /// Whether the program was loaded through its ELF interpreter (the normal way): false when the loader was run
 /// as the program (`ld-linux-x86-64.so.2 ./program`), whose /proc/self/exe is then the loader itself.
 static inline int clinux_loaded_through_interpreter(void) { return getauxval(AT_BASE) != 0; }
+
+/// The calling thread's own word of state for GatewayFoundation's `FastRandom` (zero until the thread first
+/// draws): a thread-local, so threads drawing ids share no memory.
+static inline uint64_t *clinux_thread_random_state(void) {
+    static _Thread_local uint64_t state;
+    return &state;
+}
 
 #endif

@@ -1,57 +1,75 @@
 import GatewayFoundation
 import ProtoCodec
+import Synchronization
 
 /// The serving status of each service name, shared by the health service and whoever decides readiness.
+///
+/// Checks of the whole server (service "", what load balancers and kubelets ask, on every loop) read one
+/// atomic word that only a status change writes: loops checking health share no lock and write no shared
+/// memory. Named services and watchers live under a lock.
 public final class HealthStatusBoard: Sendable {
-    /// A service's status and the Check answer saying it, framed once when the status is set.
+    /// A service's status and the Check answer saying it (framed once per known status).
     private struct Entry {
         var status: HealthCheckResponse.ServingStatus
         var answer: FramedMessage
 
         init(_ status: HealthCheckResponse.ServingStatus) {
             self.status = status
-            answer = FramedMessage(HealthCheckResponse(status: status))
+            answer = HealthStatusBoard.answer(saying: status)
         }
     }
 
+    /// The Check answer for each known status, framed once for the process.
+    private static let framedAnswers = HealthCheckResponse.ServingStatus.allCases.map {
+        FramedMessage(HealthCheckResponse(status: $0))
+    }
+
+    /// The framed Check answer saying `status` (framed here only for a status this release does not know).
+    private static func answer(saying status: HealthCheckResponse.ServingStatus) -> FramedMessage {
+        let index = Int(status.rawValue)
+        return framedAnswers.indices.contains(index)
+            ? framedAnswers[index] : FramedMessage(HealthCheckResponse(status: status))
+    }
+
     private struct State {
-        /// The whole server's entry (service ""), the one most checks ask about: apart, so they hash nothing.
-        var server: Entry
+        /// The whole server's status (service "").
+        var server: HealthCheckResponse.ServingStatus
         /// Every named service's entry.
         var services: [String: Entry] = [:]
         var watchers:
             [UInt64: (service: String, continuation: AsyncStream<HealthCheckResponse.ServingStatus>.Continuation)] = [:]
         var nextWatcher: UInt64 = 0
 
-        /// The entry of `service` ("" for the whole server), nil when the name is unknown.
-        subscript(service: String) -> Entry? {
-            get { service.isEmpty ? server : services[service] }
-            set {
-                guard let newValue else { return }
-                if service.isEmpty { server = newValue } else { services[service] = newValue }
-            }
+        /// The status of `service` ("" for the whole server), nil when the name is unknown.
+        func status(of service: String) -> HealthCheckResponse.ServingStatus? {
+            service.isEmpty ? server : services[service]?.status
         }
 
         /// Every known name, "" included.
         var names: [String] { [""] + services.keys }
     }
     private let state: Lock<State>
+    /// The whole server's status as its proto number: written under `state`'s lock, read without it.
+    private let serverStatus: Atomic<Int32>
 
     /// Starts with `services` (and "" for the whole server) at `initial`.
     public init(services: [String], initial: HealthCheckResponse.ServingStatus = .serving) {
-        var state = State(server: Entry(initial))
+        var state = State(server: initial)
         for service in services where !service.isEmpty { state.services[service] = Entry(initial) }
         self.state = Lock(state)
+        serverStatus = Atomic(initial.rawValue)
     }
 
     /// The status of a service, nil when the name is unknown.
     public func status(of service: String) -> HealthCheckResponse.ServingStatus? {
-        state.withLock { $0[service]?.status }
+        if service.isEmpty { return .init(rawValue: serverStatus.load(ordering: .relaxed)) }
+        return state.withLock { $0.status(of: service) }
     }
 
     /// The Check answer for a service, framed, nil when the name is unknown.
     func answer(for service: String) -> FramedMessage? {
-        state.withLock { $0[service]?.answer }
+        if service.isEmpty { return Self.answer(saying: .init(rawValue: serverStatus.load(ordering: .relaxed))) }
+        return state.withLock { $0.services[service]?.answer }
     }
 
     /// Sets one service's status, or every service's when `service` is nil; watchers see changes.
@@ -59,9 +77,14 @@ public final class HealthStatusBoard: Sendable {
         state.withLock { state in
             let names = service.map { [$0] } ?? state.names
             for name in names {
-                let old = state[name]?.status
+                let old = state.status(of: name)
                 guard old != status else { continue }
-                state[name] = Entry(status)
+                if name.isEmpty {
+                    state.server = status
+                    serverStatus.store(status.rawValue, ordering: .relaxed)
+                } else {
+                    state.services[name] = Entry(status)
+                }
                 for watcher in state.watchers.values where watcher.service == name {
                     watcher.continuation.yield(status)
                 }
@@ -74,7 +97,7 @@ public final class HealthStatusBoard: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(
             of: HealthCheckResponse.ServingStatus.self, bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64 in
-            continuation.yield(state[service]?.status ?? .serviceUnknown)
+            continuation.yield(state.status(of: service) ?? .serviceUnknown)
             let id = state.nextWatcher
             state.nextWatcher += 1
             state.watchers[id] = (service, continuation)

@@ -1,22 +1,49 @@
-import Synchronization
+internal import CLinux
 
 /// Identifiers that must be unpredictable enough to be unique, not secret (trace and span ids, request
-/// ids), at the cost of an atomic add instead of a `getrandom` system call per value.
+/// ids), without a `getrandom` system call per value and without memory another thread writes.
 ///
-/// A wyrand generator: its state only ever advances by a fixed odd constant, so threads can share it
-/// through one atomic add; each value is the state mixed by a 128-bit multiply. The state starts from the
-/// system's secure generator, so ids differ between processes and runs.
-/// Never use it for keys, nonces or anything an attacker must not guess.
-public struct FastRandom: RandomNumberGenerator, Sendable {
-    private static let state = Atomic<UInt64>(UInt64.random(in: .min ... .max))
+/// A wyrand generator per thread: a thread's state starts from the system's secure generator the first time
+/// it draws, then only ever advances by a fixed odd constant; each value is the state mixed by a 128-bit
+/// multiply. Ids differ between processes, runs and threads (two threads' streams meet only if their random
+/// 64-bit starting points lie within as many steps as they draw), and event loops drawing ids for their calls
+/// touch no shared cache line. Never use it for keys, nonces or anything an attacker must not guess.
+///
+/// A generator draws from the state of the thread that made it, so it is not `Sendable`: make one where the
+/// ids are needed (it costs a thread-local lookup).
+public struct FastRandom: RandomNumberGenerator {
     private static let increment: UInt64 = 0xa076_1d64_78bd_642f
     private static let mixer: UInt64 = 0xe703_7ed1_a0b4_28db
+    /// The making thread's state word.
+    private let state: UnsafeMutablePointer<UInt64>
 
-    public init() {}
+    public init() {
+        state = clinux_thread_random_state()!
+    }
 
     public mutating func next() -> UInt64 {
-        let seed = Self.state.wrappingAdd(Self.increment, ordering: .relaxed).newValue
-        return Self.mix(seed, seed ^ Self.mixer)
+        if state.pointee == 0 { state.pointee = Self.seed() }
+        let value = Self.value(after: state.pointee)
+        state.pointee &+= Self.increment
+        return value
+    }
+
+    /// The calling thread's state now (0 before its first draw); for tests.
+    static var stateOfThisThread: UInt64 { clinux_thread_random_state()!.pointee }
+
+    /// The value the draw after state `state` gives (what `next()` computes); for tests.
+    static func value(after state: UInt64) -> UInt64 {
+        let next = state &+ increment
+        return mix(next, next ^ mixer)
+    }
+
+    /// A thread's starting state: from the system's secure generator, never zero (zero means "not seeded").
+    private static func seed() -> UInt64 {
+        var system = SystemRandomNumberGenerator()
+        while true {
+            let value = system.next()
+            if value != 0 { return value }
+        }
     }
 
     /// The wyrand mix: both halves of the 128-bit product, folded.

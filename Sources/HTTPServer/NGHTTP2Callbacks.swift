@@ -105,6 +105,9 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
         // The window is granted by hand as handlers take their messages (ServerConnection/ReceiveLedger), so
         // a peer cannot make the server hold more than the per-connection and process budgets.
         nghttp2_option_set_no_auto_window_update(options, 1)
+        // gRPC has no use for RFC 7540 priorities: a closed stream is forgotten at once instead of being kept
+        // (up to the concurrency limit per connection) to maintain a priority tree nobody asked for.
+        nghttp2_option_set_no_closed_streams(options, 1)
         self.options = options
     }
 

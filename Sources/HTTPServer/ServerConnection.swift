@@ -569,8 +569,8 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         stream.heldBytes = 0
         if lastStream?.id == streamID { lastStream = nil }
         streams.remove(stream)
-        // nghttp2 may keep a closed stream a while: its user data must not outlive the Swift object.
-        if let session { _ = nghttp2_session_set_stream_user_data(session, streamID, nil) }
+        // nghttp2 destroys the stream, user data and all, as this callback returns: the session is made with
+        // `no_closed_streams` (NGHTTP2Callbacks), so no closed stream is kept that could hand out the pointer.
         if stream.state.close() == nil {
             stream.delegate?.streamClosed(stream, errorCode: errorCode)
             stream.delegate = nil

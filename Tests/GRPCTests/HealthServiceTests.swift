@@ -40,6 +40,37 @@ import Testing
         #expect(board.status(of: "") == .notServing && board.status(of: "b") == nil)
     }
 
+    @Test func aStatusThisReleaseDoesNotKnowIsAnsweredWithItsNumber() throws {
+        let board = HealthStatusBoard(services: ["a"])
+        let service = HealthService(board: board)
+        board.set(.unrecognized(7))
+        #expect(try check(service, "").get().status.rawValue == 7)
+        #expect(try check(service, "a").get().status.rawValue == 7)
+        #expect(board.status(of: "") == .unrecognized(7))
+    }
+
+    /// Checks on several threads while the status flips: every answer is one of the statuses set (the
+    /// whole server's status is read without the board's lock; ThreadSanitizer runs this too).
+    @Test func checksDuringStatusChangesSeeOnlyStatusesThatWereSet() async throws {
+        let board = HealthStatusBoard(services: [])
+        let service = HealthService(board: board)
+        let seen = try await withThrowingTaskGroup(of: Set<Int32>.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    var seen = Set<Int32>()
+                    for _ in 0..<2_000 { seen.insert(try check(service, "").get().status.rawValue) }
+                    return seen
+                }
+            }
+            group.addTask {
+                for round in 0..<2_000 { board.set(round.isMultiple(of: 2) ? .notServing : .serving) }
+                return []
+            }
+            return try await group.reduce(into: Set<Int32>()) { $0.formUnion($1) }
+        }
+        #expect(!seen.isEmpty && seen.isSubset(of: [1, 2]))
+    }
+
     @Test func anUnknownServiceIsNotFoundWithItsNameClipped() throws {
         let service = HealthService(board: HealthStatusBoard(services: []))
         let long = String(repeating: "x", count: 10_000)

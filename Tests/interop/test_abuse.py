@@ -204,15 +204,26 @@ def test_invalid_preface_is_disconnected(guard, garbage):
     prober.assert_served()
 
 
-def test_data_on_a_closed_stream_is_stream_closed(guard):
+def test_data_on_a_closed_stream_is_ignored_and_its_window_granted_back(guard):
+    """RFC 9113 §5.1 lets an endpoint treat a frame on a closed stream as a connection error or ignore it. The
+    gateway keeps no closed streams (nghttp2's no_closed_streams: gRPC has no priority tree to keep them for),
+    so late DATA is ignored; its bytes still count against the connection's window, which must be granted back,
+    or a client could shut every later call of its connection out with DATA nobody reads."""
     conn = RawConnection(guard.port)
     conn.send(frame(HEADERS, END_HEADERS, 1, request_block(conn.encoder)) + frame(DATA, END_STREAM, 1, grpc_frame(b"")))
     conn.read(timeout=3, until=lambda c: any(k == HEADERS and f & END_STREAM and s == 1 for k, f, s, _ in c.frames))
     assert any(k == HEADERS and f & END_STREAM for k, f, _, _ in conn.frames), "the Check never completed"
-    conn.send(frame(DATA, 0, 1, grpc_frame(b"late")))
-    conn.read(timeout=3, until=RawConnection.ended)
-    # RFC 9113 §5.1 "closed": a frame after END_STREAM in both directions is a connection error STREAM_CLOSED.
-    assert conn.goaway_code() == STREAM_CLOSED
+    late = frame(DATA, 0, 1, b"\0" * 16_384)
+    granted = lambda c: any(k == WINDOW_UPDATE and s == 0 for k, _, s, _ in c.frames)
+    # 768 KiB, within the 1 MiB connection window; then the window must come back before as much again.
+    assert conn.send(late * 48)
+    conn.read(timeout=5, until=lambda c: c.ended() or granted(c))
+    assert conn.goaway_code() is None and granted(conn), "late DATA ended the connection or kept its window"
+    assert conn.send(late * 48)
+    conn.send(frame(HEADERS, END_HEADERS, 3, request_block(conn.encoder)) + frame(DATA, END_STREAM, 3, grpc_frame(b"")))
+    conn.read(timeout=5, until=lambda c: c.ended() or any(k == HEADERS and f & END_STREAM and s == 3 for k, f, s, _ in c.frames))
+    assert conn.goaway_code() is None
+    assert any(k == HEADERS and f & END_STREAM and s == 3 for k, f, s, _ in conn.frames), "the next call was not served"
     conn.close()
 
 

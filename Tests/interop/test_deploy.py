@@ -224,9 +224,25 @@ def test_the_image_builds_with_what_make_run_installs_and_runs_with_their_librar
     assert set(builder.replace("\\", " ").split()) == set(run)
     libraries = {"libnghttp2-dev": "libnghttp2-14", "libprotobuf-c-dev": "libprotobuf-c1", "libssl-dev": "libssl3",
                  "libcurl4-openssl-dev": "libcurl4", "libhiredis-dev": "libhiredis0.14",
-                 "libsqlite3-dev": "libsqlite3-0"}
+                 "libsqlite3-dev": "libsqlite3-0", "libjemalloc-dev": "libjemalloc2"}
     assert set(libraries) == set(run) - {"pkg-config"}
     assert set(runtime.replace("\\", " ").split()) == set(libraries.values()) | {"ca-certificates"}
+
+
+def test_the_gateway_allocates_with_jemalloc():
+    """The binary links jemalloc ahead of libc, so the process's mallocs (Swift's runtime, nghttp2, libcurl)
+    are jemalloc's: asked through its MALLOC_CONF, it prints the statistics of what it served at exit."""
+    gateway = Gateway(["--simulator"], env={"MALLOC_CONF": "stats_print:true"})
+    try:
+        with open(f"/proc/{gateway.proc.pid}/maps") as f:
+            assert "libjemalloc.so" in f.read()
+        assert gateway.terminate(timeout=15) == 0
+        log = gateway.read_log()
+        assert "Begin jemalloc statistics" in log
+        allocated = re.search(r"^Allocated: (\d+)", log, re.M)
+        assert allocated and int(allocated.group(1)) > 0, log[-2000:]
+    finally:
+        gateway.stop()
 
 
 def _serve_and_stop(config, extra_env=None):
