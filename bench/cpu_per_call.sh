@@ -25,7 +25,7 @@ pids=()
 cleanup() { kill -9 "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 printf '\x00\x00\x00\x00\x00' > "$work/health.bin"
-mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"
+reference_www "$work/www"
 
 "${SERVER_PIN[@]}" "$BIN" serve --listen 127.0.0.1:30161 --threads 1 > "$work/gw.log" 2>&1 &
 gw=$!; pids+=("$gw")
@@ -50,7 +50,7 @@ grpc=(-H 'content-type: application/grpc' -H 'te: trailers')
 g=(); n=(); o=()
 for round in $(seq 1 "$ROUNDS"); do
   g+=("$(per_call "$gw" http://127.0.0.1:30161/grpc.health.v1.Health/Check "${grpc[@]}")")
-  n+=("$(per_call "$ng" http://127.0.0.1:30162/check)")
+  n+=("$(per_call "$ng" "http://127.0.0.1:30162/$HEALTH_PATH" "${GRPC_HEADERS[@]}")")
   [ -z "$BEFORE" ] || o+=("$(per_call "$old" http://127.0.0.1:30163/grpc.health.v1.Health/Check "${grpc[@]}")")
   printf 'round %d: gateway %s µs/call, nghttpd %s%s\n' "$round" "${g[-1]}" "${n[-1]}" \
     "$( [ -z "$BEFORE" ] || echo ", before ${o[-1]}")"

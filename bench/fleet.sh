@@ -19,7 +19,9 @@ ROUNDS=${ROUNDS:-3}; SECONDS_PER_RUN=${SECONDS_PER_RUN:-4}
 SHAPES=${SHAPES:-"4x32 64x32 256x8"}; LOOPS=${LOOPS:-"1 2 4 8"}
 cores=$(nproc); half=$((cores / 2)); load="$half-$((cores - 1))"; threads=$(( half < 8 ? half : 8 ))
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
-printf '\x00\x00\x00\x00\x00' > "$work/health.bin"; mkdir -p "$work/www"; printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"
+printf '\x00\x00\x00\x00\x00' > "$work/health.bin"; mkdir -p "$work/www/grpc.health.v1.Health"
+# nghttpd serves the same answer at the same path, asked with the same headers (bench/lib.sh, reference_www)
+printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/grpc.health.v1.Health/Check"
 rate() { awk '/^finished in/ {gsub(",", "", $4); print $4}'; }
 h2() { # url conns streams [grpc]
   local extra=(); [ "${4:-}" = grpc ] && extra=(-H 'content-type: application/grpc' -H 'te: trailers')
@@ -38,7 +40,7 @@ for shape in $SHAPES; do
   for round in $(seq "$ROUNDS"); do
     echo "shape=$shape round=$round gateway $(h2 http://127.0.0.1:51101/grpc.health.v1.Health/Check "$conns" "$streams" grpc)"
     [ -n "${BEFORE:-}" ] && echo "shape=$shape round=$round before $(h2 http://127.0.0.1:51102/grpc.health.v1.Health/Check "$conns" "$streams" grpc)"
-    echo "shape=$shape round=$round nghttpd $(h2 http://127.0.0.1:51201/check "$conns" "$streams")"
+    echo "shape=$shape round=$round nghttpd $(h2 http://127.0.0.1:51201/grpc.health.v1.Health/Check "$conns" "$streams" grpc)"
   done
   kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
 done
@@ -49,7 +51,7 @@ for n in $LOOPS; do
   sleep 1.5
   for round in $(seq "$ROUNDS"); do
     echo "loops=$n round=$round gateway $(h2 http://127.0.0.1:51101/grpc.health.v1.Health/Check 64 32 grpc)"
-    echo "loops=$n round=$round nghttpd $(h2 http://127.0.0.1:51201/check 64 32)"
+    echo "loops=$n round=$round nghttpd $(h2 http://127.0.0.1:51201/grpc.health.v1.Health/Check 64 32 grpc)"
   done
   kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
 done

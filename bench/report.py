@@ -34,7 +34,7 @@ def rows(r):
     out = []
     t = r.get("transport_peers")
     if t:
-        out.append(("health Check req/s vs nghttpd static file", fmt(t["gateway"]), fmt(t["nghttpd"]),
+        out.append(("health Check req/s vs nghttpd (same request, the answer as a static file)", fmt(t["gateway"]), fmt(t["nghttpd"]),
                     t["vs_nghttpd"], "≥ 0.80", t["vs_nghttpd"]["median"] >= 0.8))
         out.append(("health Check req/s vs grpc-swift-2", fmt(t["gateway"]), fmt(t["grpc_swift"]),
                     t["vs_grpc_swift"], "≥ 5×", t["vs_grpc_swift"]["median"] >= 5))

@@ -19,7 +19,7 @@ work=$(mktemp -d)
 cleanup() { kill "${pid:-}" "${load_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 printf '\x00\x00\x00\x00\x00' > "$work/health.bin"
-mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"
+reference_www "$work/www"
 
 groups() {  # PID -> "MiB group" lines
   awk '
@@ -42,7 +42,7 @@ groups() {  # PID -> "MiB group" lines
 for server in gateway nghttpd; do
   if [ "$server" = nghttpd ]; then
     nghttpd --no-tls -n 1 -d "$work/www" "$PORT" > /dev/null 2>&1 &
-    url="http://127.0.0.1:$PORT/check"; headers=()
+    url="http://127.0.0.1:$PORT/$HEALTH_PATH"; headers=("${GRPC_HEADERS[@]}")
   else
     "$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > /dev/null 2>&1 &
     url="http://127.0.0.1:$PORT/grpc.health.v1.Health/Check"; headers=(-H 'content-type: application/grpc' -H 'te: trailers')

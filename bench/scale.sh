@@ -30,9 +30,9 @@ pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 printf '\x00\x00\x00\x00\x00' > "$work/health.bin"
-mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"
-check=grpc.health.v1.Health/Check
-grpc_headers=(-H 'content-type: application/grpc' -H 'te: trailers')
+reference_www "$work/www"
+check=$HEALTH_PATH
+grpc_headers=("${GRPC_HEADERS[@]}")
 
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -48,11 +48,10 @@ start_server() {  # name threads -> pid in $server_pid, port in $server_port
   wait_port "$server_port" 30; sleep 0.3
 }
 stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
-url() { [ "$1" = nghttpd ] && echo "http://127.0.0.1:$server_port/check" || echo "http://127.0.0.1:$server_port/$check"; }
+url() { echo "http://127.0.0.1:$server_port/$check"; }
 load() {  # name h2load-args… -> h2load output
   local name=$1; shift
-  if [ "$name" = nghttpd ]; then h2load -d "$work/health.bin" "$@" "$(url "$name")"
-  else h2load -d "$work/health.bin" "${grpc_headers[@]}" "$@" "$(url "$name")"; fi
+  h2load -d "$work/health.bin" "${grpc_headers[@]}" "$@" "$(url "$name")"  # the same request to every server
 }
 
 servers=(gateway nghttpd)

@@ -35,7 +35,7 @@ cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm 
 trap cleanup EXIT
 
 printf '\x00\x00\x00\x00\x00' > "$work/health.bin"     # gRPC frame: empty HealthCheckRequest (service "")
-mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"   # the same answer, as a file
+reference_www "$work/www"   # the same answer, as a file at the same path
 
 pin=("${SERVER_PIN[@]}"); [ "$THREADS" = 1 ] || pin=()
 "${pin[@]}" "$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 & pids+=($!)
@@ -57,7 +57,7 @@ path=grpc.health.v1.Health/Check
 gw=(); ng=(); gs=(); py=()
 for round in $(seq 1 "$ROUNDS"); do
   g=$(rate "http://127.0.0.1:$GW_PORT/$path" "${grpc_headers[@]}")
-  n=$(rate "http://127.0.0.1:$NG_PORT/check")
+  n=$(rate "http://127.0.0.1:$NG_PORT/$path" "${grpc_headers[@]}")
   s=$(rate "http://127.0.0.1:$GS_PORT/$path" "${grpc_headers[@]}")
   p=$(rate "http://127.0.0.1:$PY_PORT/$path" "${grpc_headers[@]}")
   gw+=("$g"); ng+=("$n"); gs+=("$s"); py+=("$p")

@@ -29,7 +29,7 @@ trap cleanup EXIT
 # A gRPC request body: the 5-byte prefix and an empty HealthCheckRequest (service "").
 printf '\x00\x00\x00\x00\x00' > "$work/health.bin"
 # nghttpd serves the same 5 bytes back as a static file (POST with the same body, same flags).
-mkdir -p "$work/www" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/check"
+reference_www "$work/www"
 
 pin=("${SERVER_PIN[@]}"); [ "$THREADS" = 1 ] || pin=()
 "${pin[@]}" "$BIN" serve --listen "127.0.0.1:$GW_PORT" --threads "$THREADS" > "$work/gw.log" 2>&1 &
@@ -47,8 +47,8 @@ rate() {  # url [extra h2load args…] -> req/s
 
 gw_rates=(); ng_rates=()
 for round in $(seq 1 "$ROUNDS"); do
-  g=$(rate "http://127.0.0.1:$GW_PORT/grpc.health.v1.Health/Check" -H 'content-type: application/grpc' -H 'te: trailers')
-  n=$(rate "http://127.0.0.1:$NG_PORT/check")
+  g=$(rate "http://127.0.0.1:$GW_PORT/$HEALTH_PATH" "${GRPC_HEADERS[@]}")
+  n=$(rate "http://127.0.0.1:$NG_PORT/$HEALTH_PATH" "${GRPC_HEADERS[@]}")
   gw_rates+=("$g"); ng_rates+=("$n")
   printf 'round %d: gateway %s req/s, nghttpd %s req/s\n' "$round" "$g" "$n"
 done
