@@ -11,10 +11,4 @@ struct AppStoreGatewayCommand: ParsableCommand {
         version: BuildInfo.version,
         subcommands: [ServeCommand.self, CheckConfigCommand.self, SimulatorCommand.self],
         defaultSubcommand: ServeCommand.self)
-
-    /// The allocator's tunables first (the process may start again once), then the command line.
-    static func main() {
-        AllocatorTuning.restartTunedIfUnset()
-        main(nil)
-    }
 }

@@ -15,8 +15,6 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <errno.h>
-#include <sys/auxv.h>
-#include <sys/prctl.h>
 
 // accept4 is a GNU extension; the Glibc module is built without _GNU_SOURCE.
 int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
@@ -45,20 +43,6 @@ static inline int clinux_wait_shutdown_signal(void) {
     while (sigwait(&set, &sig) != 0) {}
     return sig;
 }
-
-/// The calling thread's name (the process name, `comm`, for the main thread) into `name` (16 bytes).
-static inline int clinux_get_process_name(char name[16]) { return prctl(PR_GET_NAME, name, 0, 0, 0); }
-
-/// Sets the calling thread's name (the process name for the main thread); longer names are cut to 15 bytes.
-static inline int clinux_set_process_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
-
-/// Whether the process runs in glibc's secure mode (setuid, setgid or file capabilities), where the loader
-/// restricts environment variables such as GLIBC_TUNABLES.
-static inline int clinux_secure_mode(void) { return getauxval(AT_SECURE) != 0; }
-
-/// Whether the program was loaded through its ELF interpreter (the normal way): false when the loader was run
-/// as the program (`ld-linux-x86-64.so.2 ./program`), whose /proc/self/exe is then the loader itself.
-static inline int clinux_loaded_through_interpreter(void) { return getauxval(AT_BASE) != 0; }
 
 /// The calling thread's own word of state for GatewayFoundation's `FastRandom` (zero until the thread first
 /// draws): a thread-local, so threads drawing ids share no memory.

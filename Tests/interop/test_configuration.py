@@ -4,7 +4,6 @@ import os
 import subprocess
 import time
 
-import pytest
 import yaml
 
 from conftest import GATEWAY_BIN, ROOT
@@ -83,60 +82,6 @@ def test_ca_pinning_keys_are_accepted(tmp_path):
     config["apple"]["trustSystemCAs"] = "perhaps"
     result = _run("check-config", "--config", _write(tmp_path, config))
     assert result.returncode == 1 and result.stdout.startswith("apple.trustSystemCAs:")
-
-
-def _environment(pid):
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        return dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
-
-
-def _comm(pid):
-    with open(f"/proc/{pid}/comm") as f:
-        return f.read().strip()
-
-
-def _serves(gw):
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-    with grpc.insecure_channel(gw.address) as channel:
-        answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
-    return answer.status == health_pb2.HealthCheckResponse.SERVING
-
-
-def test_the_gateway_restarts_itself_once_with_a_larger_allocator_cache(fresh_gateway):
-    """Started without GLIBC_TUNABLES, the same process (same pid, same process name) runs with glibc's
-    per-thread cache raised and its large-block limits where a full answer would put them, and serves."""
-    gw = fresh_gateway(env={"GLIBC_TUNABLES": None})
-    with open(f"/proc/{gw.proc.pid}/environ", "rb") as f:
-        # glibc parses the variable in place at start-up, turning each ':' of the process's original copy
-        # (the one /proc shows) into a NUL; the process itself reads a full copy.
-        environ = f.read().replace(b"\0glibc.malloc.", b":glibc.malloc.")
-    assert (
-        b"\0GLIBC_TUNABLES=glibc.malloc.tcache_count=4096:glibc.malloc.mmap_threshold=4194304"
-        b":glibc.malloc.trim_threshold=8388608\0" in b"\0" + environ
-    )
-    # Executing /proc/self/exe would name the process "exe": the name is set back.
-    untouched = fresh_gateway(env={"GLIBC_TUNABLES": ""})
-    assert _comm(gw.proc.pid) == _comm(untouched.proc.pid) == os.path.basename(GATEWAY_BIN)[:15]
-    assert _serves(gw)
-
-
-def test_an_operators_glibc_tunables_are_left_as_they_are(fresh_gateway):
-    for chosen in ("", "glibc.malloc.arena_max=2"):
-        gw = fresh_gateway(env={"GLIBC_TUNABLES": chosen})
-        assert _environment(gw.proc.pid).get(b"GLIBC_TUNABLES") == chosen.encode()
-
-
-def test_run_through_the_loader_the_gateway_does_not_restart(fresh_gateway):
-    """`ld-linux ./appstore-gateway` makes /proc/self/exe the loader: no restart (it would run the loader
-    with the gateway's arguments), the gateway serves with glibc's defaults."""
-    loaders = [path for path in ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1") if os.path.exists(path)]
-    if not loaders:
-        pytest.skip("no known ELF loader path on this machine")
-    gw = fresh_gateway(env={"GLIBC_TUNABLES": None}, launcher=loaders[:1])
-    assert b"GLIBC_TUNABLES" not in _environment(gw.proc.pid)
-    assert _serves(gw)
 
 
 def test_threads_carry_their_role_as_their_name(fresh_gateway, tmp_path):
