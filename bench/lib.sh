@@ -50,7 +50,7 @@ on_load_core() { "${LOAD_PIN[@]}" "$@"; }
 # static file at the very path a gRPC client asks the gateway for, and h2load sends both servers the same
 # headers, so both receive the same request bytes. The path counts: HPACK never indexes :path, so every request
 # carries it as a Huffman-coded literal the server decodes (28 characters here, against the 6 of the "/check"
-# nghttpd was asked for until 2026-11-27; bench/README.md "The reference request").
+# nghttpd was asked for until 2026-11-27; bench/README.md, "Many connections", session 16).
 HEALTH_PATH=grpc.health.v1.Health/Check
 GRPC_HEADERS=(-H 'content-type: application/grpc' -H 'te: trailers')
 reference_www() { mkdir -p "$1/${HEALTH_PATH%/*}" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$1/$HEALTH_PATH"; }
