@@ -8,18 +8,8 @@ import Synchronization
 /// atomic word that only a status change writes: loops checking health share no lock and write no shared
 /// memory. Named services and watchers live under a lock.
 public final class HealthStatusBoard: Sendable {
-    /// A service's status and the Check answer saying it (framed once per known status).
-    private struct Entry {
-        var status: HealthCheckResponse.ServingStatus
-        var answer: FramedMessage
-
-        init(_ status: HealthCheckResponse.ServingStatus) {
-            self.status = status
-            answer = HealthStatusBoard.answer(saying: status)
-        }
-    }
-
-    /// The Check answer for each known status, framed once for the process.
+    /// The Check answer for each known status, framed once for the process; indexed by the proto number
+    /// (`allCases` is in proto order, 0 to 3).
     private static let framedAnswers = HealthCheckResponse.ServingStatus.allCases.map {
         FramedMessage(HealthCheckResponse(status: $0))
     }
@@ -34,15 +24,15 @@ public final class HealthStatusBoard: Sendable {
     private struct State {
         /// The whole server's status (service "").
         var server: HealthCheckResponse.ServingStatus
-        /// Every named service's entry.
-        var services: [String: Entry] = [:]
+        /// Every named service's status.
+        var services: [String: HealthCheckResponse.ServingStatus] = [:]
         var watchers:
             [UInt64: (service: String, continuation: AsyncStream<HealthCheckResponse.ServingStatus>.Continuation)] = [:]
         var nextWatcher: UInt64 = 0
 
         /// The status of `service` ("" for the whole server), nil when the name is unknown.
         func status(of service: String) -> HealthCheckResponse.ServingStatus? {
-            service.isEmpty ? server : services[service]?.status
+            service.isEmpty ? server : services[service]
         }
 
         /// Every known name, "" included.
@@ -55,7 +45,7 @@ public final class HealthStatusBoard: Sendable {
     /// Starts with `services` (and "" for the whole server) at `initial`.
     public init(services: [String], initial: HealthCheckResponse.ServingStatus = .serving) {
         var state = State(server: initial)
-        for service in services where !service.isEmpty { state.services[service] = Entry(initial) }
+        for service in services where !service.isEmpty { state.services[service] = initial }
         self.state = Lock(state)
         serverStatus = Atomic(initial.rawValue)
     }
@@ -68,8 +58,7 @@ public final class HealthStatusBoard: Sendable {
 
     /// The Check answer for a service, framed, nil when the name is unknown.
     func answer(for service: String) -> FramedMessage? {
-        if service.isEmpty { return Self.answer(saying: .init(rawValue: serverStatus.load(ordering: .relaxed))) }
-        return state.withLock { $0.services[service]?.answer }
+        status(of: service).map(Self.answer(saying:))
     }
 
     /// Sets one service's status, or every service's when `service` is nil; watchers see changes.
@@ -83,7 +72,7 @@ public final class HealthStatusBoard: Sendable {
                     state.server = status
                     serverStatus.store(status.rawValue, ordering: .relaxed)
                 } else {
-                    state.services[name] = Entry(status)
+                    state.services[name] = status
                 }
                 for watcher in state.watchers.values where watcher.service == name {
                     watcher.continuation.yield(status)
