@@ -22,21 +22,11 @@ public final class HealthStatusBoard: Sendable {
     }
 
     private struct State {
-        /// The whole server's status (service "").
-        var server: HealthCheckResponse.ServingStatus
-        /// Every named service's status.
+        /// Every named service's status (the whole server's, service "", is `serverStatus`).
         var services: [String: HealthCheckResponse.ServingStatus] = [:]
         var watchers:
             [UInt64: (service: String, continuation: AsyncStream<HealthCheckResponse.ServingStatus>.Continuation)] = [:]
         var nextWatcher: UInt64 = 0
-
-        /// The status of `service` ("" for the whole server), nil when the name is unknown.
-        func status(of service: String) -> HealthCheckResponse.ServingStatus? {
-            service.isEmpty ? server : services[service]
-        }
-
-        /// Every known name, "" included.
-        var names: [String] { [""] + services.keys }
     }
     private let state: Lock<State>
     /// The whole server's status as its proto number: written under `state`'s lock, read without it.
@@ -44,7 +34,7 @@ public final class HealthStatusBoard: Sendable {
 
     /// Starts with `services` (and "" for the whole server) at `initial`.
     public init(services: [String], initial: HealthCheckResponse.ServingStatus = .serving) {
-        var state = State(server: initial)
+        var state = State()
         for service in services where !service.isEmpty { state.services[service] = initial }
         self.state = Lock(state)
         serverStatus = Atomic(initial.rawValue)
@@ -52,8 +42,18 @@ public final class HealthStatusBoard: Sendable {
 
     /// The status of a service, nil when the name is unknown.
     public func status(of service: String) -> HealthCheckResponse.ServingStatus? {
-        if service.isEmpty { return .init(rawValue: serverStatus.load(ordering: .relaxed)) }
-        return state.withLock { $0.status(of: service) }
+        if service.isEmpty { return serverStatusNow }
+        return state.withLock { $0.services[service] }
+    }
+
+    /// The whole server's status.
+    private var serverStatusNow: HealthCheckResponse.ServingStatus {
+        .init(rawValue: serverStatus.load(ordering: .relaxed))
+    }
+
+    /// The status of `service` while `state`'s lock is held ("" for the whole server), nil when unknown.
+    private func status(of service: String, in state: State) -> HealthCheckResponse.ServingStatus? {
+        service.isEmpty ? serverStatusNow : state.services[service]
     }
 
     /// The Check answer for a service, framed, nil when the name is unknown.
@@ -64,12 +64,10 @@ public final class HealthStatusBoard: Sendable {
     /// Sets one service's status, or every service's when `service` is nil; watchers see changes.
     public func set(_ status: HealthCheckResponse.ServingStatus, service: String? = nil) {
         state.withLock { state in
-            let names = service.map { [$0] } ?? state.names
+            let names = service.map { [$0] } ?? [""] + state.services.keys
             for name in names {
-                let old = state.status(of: name)
-                guard old != status else { continue }
+                guard self.status(of: name, in: state) != status else { continue }
                 if name.isEmpty {
-                    state.server = status
                     serverStatus.store(status.rawValue, ordering: .relaxed)
                 } else {
                     state.services[name] = status
@@ -86,7 +84,7 @@ public final class HealthStatusBoard: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(
             of: HealthCheckResponse.ServingStatus.self, bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64 in
-            continuation.yield(state.status(of: service) ?? .serviceUnknown)
+            continuation.yield(self.status(of: service, in: state) ?? .serviceUnknown)
             let id = state.nextWatcher
             state.nextWatcher += 1
             state.watchers[id] = (service, continuation)
