@@ -46,12 +46,11 @@ per_call() {  # pid url [h2load args…] -> CPU µs per call
   awk -v a="$before" -v b="$(ticks "$pid")" -v n="$CALLS" -v hz="$(getconf CLK_TCK)" \
     'BEGIN { printf "%.3f\n", (b - a) / hz * 1e6 / n }'
 }
-grpc=(-H 'content-type: application/grpc' -H 'te: trailers')
 g=(); n=(); o=()
 for round in $(seq 1 "$ROUNDS"); do
-  g+=("$(per_call "$gw" http://127.0.0.1:30161/grpc.health.v1.Health/Check "${grpc[@]}")")
+  g+=("$(per_call "$gw" "http://127.0.0.1:30161/$HEALTH_PATH" "${GRPC_HEADERS[@]}")")
   n+=("$(per_call "$ng" "http://127.0.0.1:30162/$HEALTH_PATH" "${GRPC_HEADERS[@]}")")
-  [ -z "$BEFORE" ] || o+=("$(per_call "$old" http://127.0.0.1:30163/grpc.health.v1.Health/Check "${grpc[@]}")")
+  [ -z "$BEFORE" ] || o+=("$(per_call "$old" "http://127.0.0.1:30163/$HEALTH_PATH" "${GRPC_HEADERS[@]}")")
   printf 'round %d: gateway %s µs/call, nghttpd %s%s\n' "$round" "${g[-1]}" "${n[-1]}" \
     "$( [ -z "$BEFORE" ] || echo ", before ${o[-1]}")"
 done

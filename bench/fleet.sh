@@ -23,10 +23,9 @@ printf '\x00\x00\x00\x00\x00' > "$work/health.bin"; mkdir -p "$work/www/grpc.hea
 # nghttpd serves the same answer at the same path, asked with the same headers (bench/lib.sh, reference_www)
 printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/grpc.health.v1.Health/Check"
 rate() { awk '/^finished in/ {gsub(",", "", $4); print $4}'; }
-h2() { # url conns streams [grpc]
-  local extra=(); [ "${4:-}" = grpc ] && extra=(-H 'content-type: application/grpc' -H 'te: trailers')
+h2() { # url conns streams: every server gets the gRPC headers (the same request)
   taskset -c "$load" "$H2LOAD" -D "$SECONDS_PER_RUN" -t "$(( $2 < threads ? $2 : threads ))" -c "$2" -m "$3" \
-    -d "$work/health.bin" "${extra[@]}" "$1" 2>&1 | rate
+    -d "$work/health.bin" -H 'content-type: application/grpc' -H 'te: trailers' "$1" 2>&1 | rate
 }
 serve() { # binary port loops cores
   taskset -c "$4" "$1" serve --listen "127.0.0.1:$2" --threads "$3" > "$work/gw-$2.log" 2>&1 &
@@ -38,9 +37,9 @@ for shape in $SHAPES; do
   taskset -c 0 "$NGHTTPD" --no-tls -n 1 -d "$work/www" 51201 > /dev/null 2>&1 &
   sleep 1.5
   for round in $(seq "$ROUNDS"); do
-    echo "shape=$shape round=$round gateway $(h2 http://127.0.0.1:51101/grpc.health.v1.Health/Check "$conns" "$streams" grpc)"
-    [ -n "${BEFORE:-}" ] && echo "shape=$shape round=$round before $(h2 http://127.0.0.1:51102/grpc.health.v1.Health/Check "$conns" "$streams" grpc)"
-    echo "shape=$shape round=$round nghttpd $(h2 http://127.0.0.1:51201/grpc.health.v1.Health/Check "$conns" "$streams" grpc)"
+    echo "shape=$shape round=$round gateway $(h2 http://127.0.0.1:51101/grpc.health.v1.Health/Check "$conns" "$streams")"
+    [ -n "${BEFORE:-}" ] && echo "shape=$shape round=$round before $(h2 http://127.0.0.1:51102/grpc.health.v1.Health/Check "$conns" "$streams")"
+    echo "shape=$shape round=$round nghttpd $(h2 http://127.0.0.1:51201/grpc.health.v1.Health/Check "$conns" "$streams")"
   done
   kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
 done
@@ -50,8 +49,8 @@ for n in $LOOPS; do
   taskset -c "0-$((n - 1))" "$NGHTTPD" --no-tls -n "$n" -d "$work/www" 51201 > /dev/null 2>&1 &
   sleep 1.5
   for round in $(seq "$ROUNDS"); do
-    echo "loops=$n round=$round gateway $(h2 http://127.0.0.1:51101/grpc.health.v1.Health/Check 64 32 grpc)"
-    echo "loops=$n round=$round nghttpd $(h2 http://127.0.0.1:51201/grpc.health.v1.Health/Check 64 32 grpc)"
+    echo "loops=$n round=$round gateway $(h2 http://127.0.0.1:51101/grpc.health.v1.Health/Check 64 32)"
+    echo "loops=$n round=$round nghttpd $(h2 http://127.0.0.1:51201/grpc.health.v1.Health/Check 64 32)"
   done
   kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
 done

@@ -45,7 +45,7 @@ for server in gateway nghttpd; do
     url="http://127.0.0.1:$PORT/$HEALTH_PATH"; headers=("${GRPC_HEADERS[@]}")
   else
     "$BIN" serve --listen "127.0.0.1:$PORT" --threads 1 > /dev/null 2>&1 &
-    url="http://127.0.0.1:$PORT/grpc.health.v1.Health/Check"; headers=(-H 'content-type: application/grpc' -H 'te: trailers')
+    url="http://127.0.0.1:$PORT/$HEALTH_PATH"; headers=("${GRPC_HEADERS[@]}")
   fi
   pid=$!
   wait_port "$PORT" 30; sleep 0.5

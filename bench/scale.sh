@@ -32,7 +32,6 @@ trap cleanup EXIT
 printf '\x00\x00\x00\x00\x00' > "$work/health.bin"
 reference_www "$work/www"
 check=$HEALTH_PATH
-grpc_headers=("${GRPC_HEADERS[@]}")
 
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -48,10 +47,8 @@ start_server() {  # name threads -> pid in $server_pid, port in $server_port
   wait_port "$server_port" 30; sleep 0.3
 }
 stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
-url() { echo "http://127.0.0.1:$server_port/$check"; }
-load() {  # name h2load-args… -> h2load output
-  local name=$1; shift
-  h2load -d "$work/health.bin" "${grpc_headers[@]}" "$@" "$(url "$name")"  # the same request to every server
+load() {  # h2load-args… -> h2load output, from the server running now (every server gets the same request)
+  h2load -d "$work/health.bin" "${GRPC_HEADERS[@]}" "$@" "http://127.0.0.1:$server_port/$check"
 }
 
 servers=(gateway nghttpd)
@@ -78,7 +75,7 @@ for round in $(seq 1 "$ROUNDS"); do
     ( peak=0; while kill -0 "$server_pid" 2>/dev/null; do r=$(rss_kib "$server_pid" 2>/dev/null || echo 0)
         [ "${r:-0}" -gt "$peak" ] && peak=$r && echo "$peak" > "$work/peak"; sleep 0.05; done ) &
     sampler=$!
-    out=$(load "$name" -D "$SECONDS_PER_RUN" -c 10 -m 100 -t 1)
+    out=$(load -D "$SECONDS_PER_RUN" -c 10 -m 100 -t 1)
     c1=$(cpu_ticks "$server_pid"); kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
     done_calls=$(awk '/^requests:/ {print $8}' <<<"$out")
     peak_rss[$name]+="$(awk '{printf "%.1f", $1 / 1024}' "$work/peak") "
@@ -89,7 +86,7 @@ for round in $(seq 1 "$ROUNDS"); do
     if [ "$name" != grpc-swift ]; then
       for th in 1 2; do
         start_server "$name" "$th"
-        r=$(load "$name" -D "$SECONDS_PER_RUN" -c 4 -m 32 -t 1 | awk '/^finished in/ {gsub(",", "", $4); print $4}')
+        r=$(load -D "$SECONDS_PER_RUN" -c 4 -m 32 -t 1 | awk '/^finished in/ {gsub(",", "", $4); print $4}')
         if [ "$th" = 1 ]; then t1[$name]+="$r "; else t2[$name]+="$r "; fi
         stop_server
       done

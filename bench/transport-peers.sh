@@ -51,15 +51,14 @@ rate() {  # url [extra h2load args…] -> req/s; failures go to stderr
     awk '/^finished in/ {gsub(",", "", $4); print $4}
          /^requests:/ { if ($10+0 > 0 || $12+0 > 0) print "h2load saw failures: " $0 > "/dev/stderr" }'
 }
-grpc_headers=(-H 'content-type: application/grpc' -H 'te: trailers')
-path=grpc.health.v1.Health/Check
+path=$HEALTH_PATH
 
 gw=(); ng=(); gs=(); py=()
 for round in $(seq 1 "$ROUNDS"); do
-  g=$(rate "http://127.0.0.1:$GW_PORT/$path" "${grpc_headers[@]}")
-  n=$(rate "http://127.0.0.1:$NG_PORT/$path" "${grpc_headers[@]}")
-  s=$(rate "http://127.0.0.1:$GS_PORT/$path" "${grpc_headers[@]}")
-  p=$(rate "http://127.0.0.1:$PY_PORT/$path" "${grpc_headers[@]}")
+  g=$(rate "http://127.0.0.1:$GW_PORT/$path" "${GRPC_HEADERS[@]}")
+  n=$(rate "http://127.0.0.1:$NG_PORT/$path" "${GRPC_HEADERS[@]}")
+  s=$(rate "http://127.0.0.1:$GS_PORT/$path" "${GRPC_HEADERS[@]}")
+  p=$(rate "http://127.0.0.1:$PY_PORT/$path" "${GRPC_HEADERS[@]}")
   gw+=("$g"); ng+=("$n"); gs+=("$s"); py+=("$p")
   printf 'round %d: gateway %s, nghttpd %s, grpc-swift-2 %s, grpcio %s req/s\n' "$round" "$g" "$n" "$s" "$p"
 done
