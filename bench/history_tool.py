@@ -1,4 +1,4 @@
-"""Helpers of bench/history.sh (Python 3, `cryptography` and `grpcio` from the venv).
+"""Helpers of bench/history.sh (Python 3; `grpcio` for fanout, `cryptography` or the `openssl` command for jwt).
 
   history_tool.py jwt STATE_DIR                 "Bearer …": an App Store Server API token for the simulator's
                                                 first app, signed with its .p8 (ES256), valid 50 minutes
@@ -42,22 +42,48 @@ def first_app(state_dir):
 
 
 def jwt(state_dir):
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
-
     app = first_app(state_dir)
     path = app["privateKeyFile"]
     if not os.path.isabs(path):
         path = os.path.join(state_dir, path)
-    key = serialization.load_pem_private_key(open(path, "rb").read(), password=None)
     now = int(time.time())
     header = {"alg": "ES256", "kid": app["keyId"], "typ": "JWT"}
     claims = {"iss": app["issuerId"], "iat": now, "exp": now + 3000, "aud": "appstoreconnect-v1",
               "bid": app["bundleId"]}
     signing_input = b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode())
-    r, s = decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
+    r, s = es256(path, signing_input.encode())
     print("Bearer " + signing_input + "." + b64url(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
+
+
+def es256(key_path, data):
+    """(r, s) of an ECDSA P-256 SHA-256 signature of DATA with the PEM key at KEY_PATH: with `cryptography` where
+    it is installed, else with the `openssl` command (a machine with only the fleet bundle, bench/fleet.sh)."""
+    try:
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+    except ImportError:
+        import subprocess
+
+        der = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key_path], input=data, capture_output=True,
+                             check=True).stdout
+        return der_signature(der)
+    key = serialization.load_pem_private_key(open(key_path, "rb").read(), password=None)
+    return decode_dss_signature(key.sign(data, ec.ECDSA(hashes.SHA256())))
+
+
+def der_signature(der):
+    """(r, s) of a DER ECDSA-Sig-Value: SEQUENCE { INTEGER r, INTEGER s } (a P-256 one is under 128 bytes)."""
+    if len(der) < 8 or der[0] != 0x30 or der[1] != len(der) - 2:
+        raise ValueError("not a DER ECDSA signature")
+    values, at = [], 2
+    for _ in range(2):
+        if der[at] != 0x02:
+            raise ValueError("not a DER INTEGER")
+        length = der[at + 1]
+        values.append(int.from_bytes(der[at + 2:at + 2 + length], "big"))
+        at += 2 + length
+    return values[0], values[1]
 
 
 def varint(n):
