@@ -1,6 +1,7 @@
 import Dispatch
 import EventLoops
 import GatewayFoundation
+import TestSupport
 import Testing
 
 @testable import HTTPServer
@@ -10,7 +11,8 @@ import Testing
 #endif
 
 /// An `HTTP1Connection` on a real event loop over one end of a socket pair, the test's blocking client on
-/// the other: after any answer that closes the connection, no byte that followed becomes a request.
+/// the other (its reads on a thread of their own, `offPool`: the handler's task needs the cooperative pool): after
+/// any answer that closes the connection, no byte that followed becomes a request.
 @Suite struct HTTP1ConnectionTests {
     /// Request-smuggling shapes: each hides a second request ("/smuggled") that a parser framing the bytes
     /// otherwise would see. Exactly one answer (400, connection: close), then the connection closes.
@@ -21,11 +23,11 @@ import Testing
         "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n",
         "POST /a HTTP/1.1\r\nHost: x\r\nX: y\r\n Transfer-Encoding: chunked\r\nContent-Length: 0\r\n\r\n",
     ])
-    func aSmugglingShapeGetsOneRefusalAndNothingAfterIt(head: String) throws {
+    func aSmugglingShapeGetsOneRefusalAndNothingAfterIt(head: String) async throws {
         let rig = try Rig()
         defer { rig.stop() }
         rig.send(head + "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
-        let exchange = rig.readUntilClosed()
+        let exchange = await rig.readUntilClosed()
         let closed = exchange.closed
         #expect(closed, "the connection stayed open after a refusal")
         let answers = try exchange.responses()
@@ -38,14 +40,14 @@ import Testing
 
     /// Honest requests sent back to back are all answered, in order; a refusal among them ends the
     /// connection there.
-    @Test func pipelinedRequestsAreAnsweredInOrderUntilARefusal() throws {
+    @Test func pipelinedRequestsAreAnsweredInOrderUntilARefusal() async throws {
         let rig = try Rig()
         defer { rig.stop() }
         rig.send(
             "GET /one HTTP/1.1\r\nHost: x\r\n\r\nPOST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
                 + "GET /three HTTP/1.1\r\nHost: x\r\n\r\nGET /four HTTP/1.1\r\nHost: x\r\nContent-Length: 1, 1\r\n\r\nz"
                 + "GET /five HTTP/1.1\r\nHost: x\r\n\r\n")
-        let exchange = rig.readUntilClosed()
+        let exchange = await rig.readUntilClosed()
         let closed = exchange.closed
         #expect(closed)
         let answers = try exchange.responses()
@@ -56,18 +58,22 @@ import Testing
 
     /// An answer that closes the connection (`Connection: close`) is still being written when the client
     /// sends another request: that request is never read as one.
-    @Test func nothingIsParsedAfterAClosingAnswerWhileItIsStillWritten() throws {
+    @Test func nothingIsParsedAfterAClosingAnswerWhileItIsStillWritten() async throws {
         let rig = try Rig()
         defer { rig.stop() }
         rig.send("GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         // The first bytes of the 4 MiB answer are here: the rest waits for the client to read (socket
         // buffers hold far less), so the next request arrives while the answer is being written.
-        var first = [UInt8](repeating: 0, count: 1024)
-        let count = recv(rig.client, &first, first.count, 0)
-        try #require(count > 0)
+        let client = rig.client
+        let first = await offPool {
+            var first = [UInt8](repeating: 0, count: 1024)
+            let count = recv(client, &first, first.count, 0)
+            return Array(first.prefix(max(0, count)))
+        }
+        try #require(!first.isEmpty)
         rig.send("GET /second HTTP/1.1\r\nHost: x\r\n\r\n")
-        var exchange = rig.readUntilClosed()
-        exchange.bytes = Array(first.prefix(count)) + exchange.bytes
+        var exchange = await rig.readUntilClosed()
+        exchange.bytes = first + exchange.bytes
         let closed = exchange.closed
         #expect(closed, "the connection stayed open after its connection: close answer")
         let statuses = try exchange.responses().map(\.status)
@@ -125,8 +131,13 @@ private final class Rig: @unchecked Sendable {
         }
     }
 
-    /// Reads until the server closes (or the read times out).
-    func readUntilClosed() -> Exchange {
+    /// Reads until the server closes (or the read times out), on a thread of its own.
+    func readUntilClosed() async -> Exchange {
+        let client = client
+        return await offPool { Self.readUntilClosed(client) }
+    }
+
+    private static func readUntilClosed(_ client: Int32) -> Exchange {
         var exchange = Exchange()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
