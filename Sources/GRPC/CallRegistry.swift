@@ -1,11 +1,15 @@
 import EventLoops
 import HTTPServer
 
-/// The live calls of one event loop, so shutdown can end the ones still open. Loop-confined; adding and
-/// removing a call hashes nothing (`SlotArray`).
+/// The live calls of one event loop, so shutdown can end the ones still open, and the header blocks that
+/// loop's calls send. Loop-confined; adding and removing a call hashes nothing (`SlotArray`).
 final class CallRegistry {
     let streamWriteHighWatermark: Int
     private var calls = SlotArray<ServerCall>()
+    /// The head of every response and the trailer of a plain OK, this loop's own: a stream holds its block until
+    /// nghttp2 sends it, and one block every loop sent would have its reference count written by all of them.
+    let responseHead = HeaderBlock(StatusTrailers.responseHead)
+    let okTrailers = HeaderBlock(StatusTrailers.ok)
 
     init(streamWriteHighWatermark: Int) {
         self.streamWriteHighWatermark = streamWriteHighWatermark

@@ -10,7 +10,9 @@ import Synchronization
 /// A service: a set of methods by full path ("/package.Service/Method"), and whether its calls need the
 /// server's `CallGuard`.
 public protocol GRPCService: Sendable {
-    /// The methods this service serves.
+    /// The methods this service serves. The server reads it once per event loop, and each loop calls the
+    /// handlers of its own reading: a computed property (new closures each time) gives every loop closure
+    /// contexts of its own, so no loop writes another's reference counts on every call.
     var methods: [String: MethodHandler] { get }
     /// True for a service every caller may use (health, reflection): its calls skip the server's `CallGuard`.
     /// False by default, so a service is guarded unless it says otherwise.
@@ -55,7 +57,7 @@ public final class GRPCServer: Sendable {
             CallRegistry(streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark)
         }
         let router = Router(
-            methods: Router.methods(of: services), loops: threads, registries: LoopLocal(registries),
+            methods: (0..<threads).map { _ in Router.methods(of: services) }, registries: LoopLocal(registries),
             maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: events, callGuard: callGuard,
             deadlines: DeadlinePolicy(
                 defaultTimeout: configuration.defaultDeadline, maximumTimeout: configuration.maxDeadline))
@@ -122,7 +124,9 @@ struct Router: HTTP2Responder {
     /// The served paths, and beside each its handler: a request head names a known path by its index in
     /// the intern table (made from these paths first), so routing hashes nothing.
     let paths: [String]
-    let handlers: [MethodHandler]
+    /// Each loop's handlers, by path index: every loop reads the services' methods once for itself, so a
+    /// handler's closure context (retained and released several times a call) is written by one core only.
+    let handlers: LoopLocal<[MethodHandler]>
     /// Each loop's recorder of each path (metrics, access log), resolved once.
     let recorders: LoopLocal<[any RPCRecorder]>
     /// Whether each path's service is open to every caller (`GRPCService.isOpen`), decided once.
@@ -149,15 +153,25 @@ struct Router: HTTP2Responder {
         return methods
     }
 
+    /// A router of one table of methods per loop (`Router.methods(of:)` read once for each; the tables have
+    /// the same paths).
     init(
-        methods: [String: Method], loops: Int, registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
+        methods: [[String: Method]], registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
         events: any RPCEvents, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
     ) {
-        let sorted = methods.sorted { $0.key < $1.key }
+        let sorted = methods.first.map { $0.sorted { $0.key < $1.key } } ?? []
         paths = sorted.map(\.key)
-        handlers = sorted.map(\.value.handler)
         let paths = paths
-        recorders = LoopLocal((0..<loops).map { loop in paths.map { events.recorder(method: $0, loop: loop) } })
+        handlers = LoopLocal(
+            methods.map { table in
+                paths.map { path in
+                    guard let method = table[path] else {
+                        preconditionFailure("a service's methods differ between two readings: \(path)")
+                    }
+                    return method.handler
+                }
+            })
+        recorders = LoopLocal(methods.indices.map { loop in paths.map { events.recorder(method: $0, loop: loop) } })
         open = sorted.map(\.value.open)
         internTable = InternTable(paths + InternTable.commonHeaders)
         self.registries = registries
@@ -181,7 +195,7 @@ struct Router: HTTP2Responder {
             stream.respond(status: 415, fields: [], endStream: true)
             return nil
         }
-        guard let index = head.pathIndex, index < handlers.count else {
+        guard let index = head.pathIndex, index < paths.count else {
             // The metrics sink counts every path it was not told about under one fixed label (a caller
             // chooses the path).
             refuse(
@@ -189,11 +203,13 @@ struct Router: HTTP2Responder {
                 recorder: events.recorder(method: head.path, loop: stream.eventLoop.index))
             return nil
         }
-        let handler = handlers[index]
+        let handler = handlers[stream.eventLoop][index]
         let recorder = recorders[stream.eventLoop][index]
-        // Who is calling, before anything else about the call is done (open services skip the guard).
+        // Who is calling, before anything else about the call is done (open services skip the guard, and
+        // their calls never touch it: the guard is one object every loop shares).
         var caller: (any AdmittedCaller)?
-        if let callGuard, !open[index] {
+        let guarded = !open[index]
+        if guarded, let callGuard {
             switch callGuard.admit(method: head.path, metadata: head.fields, peer: head.peerCertificate) {
             case .success(let admitted):
                 caller = admitted
@@ -226,7 +242,7 @@ struct Router: HTTP2Responder {
         let metadata = head.fields.filter { !Self.isTransportField($0.name) }
         let context = ServerContext(
             method: head.path, metadata: metadata, deadline: deadline.call, caller: caller,
-            callGuard: callGuard)
+            callGuard: guarded ? callGuard : nil)
         return ServerCall(
             stream: stream, handler: handler, context: context, registry: registries[stream.eventLoop],
             maxMessageSize: maxReceiveMessageBytes, recorder: recorder, started: now, requestDeadline: deadline.request)

@@ -8,19 +8,6 @@ import Synchronization
 /// atomic word that only a status change writes: loops checking health share no lock and write no shared
 /// memory. Named services and watchers live under a lock.
 public final class HealthStatusBoard: Sendable {
-    /// The Check answer for each known status, framed once for the process; indexed by the proto number
-    /// (`allCases` is in proto order, 0 to 3).
-    private static let framedAnswers = HealthCheckResponse.ServingStatus.allCases.map {
-        FramedMessage(HealthCheckResponse(status: $0))
-    }
-
-    /// The framed Check answer saying `status` (framed here only for a status this release does not know).
-    private static func answer(saying status: HealthCheckResponse.ServingStatus) -> FramedMessage {
-        let index = Int(status.rawValue)
-        return framedAnswers.indices.contains(index)
-            ? framedAnswers[index] : FramedMessage(HealthCheckResponse(status: status))
-    }
-
     private struct State {
         /// Every named service's status (the whole server's, service "", is `serverStatus`).
         var services: [String: HealthCheckResponse.ServingStatus] = [:]
@@ -54,11 +41,6 @@ public final class HealthStatusBoard: Sendable {
     /// The status of `service` while `state`'s lock is held ("" for the whole server), nil when unknown.
     private func status(of service: String, in state: State) -> HealthCheckResponse.ServingStatus? {
         service.isEmpty ? serverStatusNow : state.services[service]
-    }
-
-    /// The Check answer for a service, framed, nil when the name is unknown.
-    func answer(for service: String) -> FramedMessage? {
-        status(of: service).map(Self.answer(saying:))
     }
 
     /// Sets one service's status, or every service's when `service` is nil; watchers see changes.
@@ -113,15 +95,17 @@ public struct HealthService: GRPCService {
 
     public var methods: [String: MethodHandler] {
         let board = self.board
+        // Framed once per reading, so once per loop (`GRPCService.methods`): health checks arrive all the time,
+        // and an answer every loop sent would have its reference count written by all of them.
+        let answers = HealthAnswers()
         return [
-            // Answered with the status's answer as the board framed it (health checks arrive all the time).
             "/\(Self.name)/Check": .unaryInline(
                 HealthCheckRequest.self,
                 framed: { request, _ in
-                    guard let answer = board.answer(for: request.service) else {
+                    guard let status = board.status(of: request.service) else {
                         return .failure(RPCStatus(.notFound, "unknown service '\(EchoedInput.clip(request.service))'"))
                     }
-                    return .success(answer)
+                    return .success(answers[status])
                 }),
             "/\(Self.name)/Watch": .serverStreaming(HealthCheckRequest.self, HealthCheckResponse.self) {
                 request, _, stream throws(RPCStatus) in
@@ -131,5 +115,17 @@ public struct HealthService: GRPCService {
                 throw RPCStatus(.cancelled, "the watch ended")
             },
         ]
+    }
+}
+
+/// The Check answer for each status, framed when made.
+struct HealthAnswers: Sendable {
+    /// Indexed by the proto number (`allCases` is in proto order, 0 to 3).
+    private let framed = HealthCheckResponse.ServingStatus.allCases.map { FramedMessage(HealthCheckResponse(status: $0)) }
+
+    /// The framed answer saying `status` (framed here only for a status this release does not know).
+    subscript(status: HealthCheckResponse.ServingStatus) -> FramedMessage {
+        let index = Int(status.rawValue)
+        return framed.indices.contains(index) ? framed[index] : FramedMessage(HealthCheckResponse(status: status))
     }
 }

@@ -266,7 +266,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
         if !stream.hasResponded {
             state.responseStarted()
             context.withRequestIDBytes { id in
-                stream.respond(StatusTrailers.responseHead, adding: ("x-request-id", id), endStream: false)
+                stream.respond(registry.responseHead, adding: ("x-request-id", id), endStream: false)
             }
         }
         stream.write(message.bytes)
@@ -316,7 +316,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
         if status.code != .ok { failure = status }
         switch ending {
         case .trailers:
-            stream.finish(trailers: StatusTrailers.block(for: status))
+            stream.finish(trailers: StatusTrailers.block(for: status, ok: registry.okTrailers))
         case .trailersOnly:
             context.withRequestIDBytes { id in
                 stream.respond(StatusTrailers.trailersOnly(for: status), adding: ("x-request-id", id), endStream: true)

@@ -8,13 +8,10 @@ public final class HeaderBlock: @unchecked Sendable {
     private let storage: UnsafeMutableRawBufferPointer
     let pairs: UnsafeMutableBufferPointer<nghttp2_nv>
 
-    /// Lowercase names; pseudo-headers (":status") first. A `permanent` block (one kept for the process's
-    /// life, e.g. in a `static let`) is handed to nghttp2 without being copied on each use.
-    public init(_ fields: [(name: String, value: String)], permanent: Bool = false) {
-        let flags = UInt8(
-            permanent
-                ? NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue
-                : NGHTTP2_NV_FLAG_NONE.rawValue)
+    /// Lowercase names; pseudo-headers (":status") first. nghttp2 copies the names and values on each use, so
+    /// a block may go as soon as it was handed over.
+    public init(_ fields: [(name: String, value: String)]) {
+        let flags = UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
         self.fields = fields
         let size = max(1, fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count })
         storage = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 1)

@@ -284,6 +284,9 @@ final class MethodRecorder: RPCRecorder {
         series.inFlight.decrement()
         if status == .ok { series.handledOK.increment() } else { series.shared.handled(status).increment() }
         series.seconds.observe(seconds)
+        // A health check is left out of the access log, decided here without reading the method's shared series
+        // (one object every loop's calls of the method would otherwise retain and release).
+        guard !series.isHealthCheck else { return }
         events.log(
             series.shared, path: path, status: status, seconds: seconds, metadata: metadata,
             annotations: annotations())
@@ -294,6 +297,8 @@ final class MethodRecorder: RPCRecorder {
 /// that loop writes. Failed calls, rarer, count into the shared series of their code.
 final class LoopSeries: Sendable {
     let shared: MethodSeries
+    /// `shared.isHealthCheck`, copied.
+    let isHealthCheck: Bool
     let started: StepCell
     let handledOK: StepCell
     let messagesSent: StepCell
@@ -302,6 +307,7 @@ final class LoopSeries: Sendable {
 
     init(_ shared: MethodSeries, inFlight: Gauge) {
         self.shared = shared
+        isHealthCheck = shared.isHealthCheck
         started = shared.started.cell()
         handledOK = shared.handled(.ok).cell()
         messagesSent = shared.messagesSent.cell()

@@ -78,7 +78,7 @@ private func onLoop<Result: Sendable>(_ body: @escaping @Sendable (EventLoop) ->
         -> (answers: Int, endedAtOnce: Bool, started: Bool)
     {
         let router = Router(
-            methods: Router.methods(of: services), loops: 1,
+            methods: [Router.methods(of: services)],
             registries: LoopLocal([CallRegistry(streamWriteHighWatermark: 65_536)]), maxReceiveMessageBytes: 1024,
             events: SilentRPCEvents(), callGuard: callGuard,
             deadlines: DeadlinePolicy(defaultTimeout: .seconds(60), maximumTimeout: .seconds(60)))
