@@ -18,20 +18,6 @@ private final class ReadingService: GRPCService, Sendable {
     }
 }
 
-/// Runs `body` on the thread of a fresh event loop numbered `index`.
-private func onLoop<Result: Sendable>(index: Int, _ body: @escaping @Sendable (EventLoop) -> Result) async throws
-    -> Result
-{
-    let loop = try EventLoop(index: index)
-    let thread = spawnThread(name: "test-loop-\(index)") { loop.run() }
-    let result = await withCheckedContinuation { continuation in
-        loop.execute { continuation.resume(returning: body(loop)) }
-    }
-    loop.stop()
-    thread.join()
-    return result
-}
-
 /// The answer bytes of an inline handler called with `request`.
 private func answer(of handler: MethodHandler, request: [UInt8] = []) -> [UInt8]? {
     guard case .unaryInline(let body) = handler else { return nil }

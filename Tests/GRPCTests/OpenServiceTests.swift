@@ -59,18 +59,6 @@ private struct TestService: GRPCService {
     }
 }
 
-/// Runs `body` on a fresh event loop's thread and returns its result.
-private func onLoop<Result: Sendable>(_ body: @escaping @Sendable (EventLoop) -> Result) async throws -> Result {
-    let loop = try EventLoop(index: 0)
-    let thread = spawnThread(name: "test-loop") { loop.run() }
-    let result = await withCheckedContinuation { continuation in
-        loop.execute { continuation.resume(returning: body(loop)) }
-    }
-    loop.stop()
-    thread.join()
-    return result
-}
-
 @Suite struct OpenServiceTests {
     /// Starts a call to `path` on a router over `services` guarded by `callGuard`; returns what the stream was
     /// answered and whether a call began.
