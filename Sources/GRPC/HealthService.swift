@@ -121,7 +121,9 @@ public struct HealthService: GRPCService {
 /// The Check answer for each status, framed when made.
 struct HealthAnswers: Sendable {
     /// Indexed by the proto number (`allCases` is in proto order, 0 to 3).
-    private let framed = HealthCheckResponse.ServingStatus.allCases.map { FramedMessage(HealthCheckResponse(status: $0)) }
+    private let framed = HealthCheckResponse.ServingStatus.allCases.map {
+        FramedMessage(HealthCheckResponse(status: $0))
+    }
 
     /// The framed answer saying `status` (framed here only for a status this release does not know).
     subscript(status: HealthCheckResponse.ServingStatus) -> FramedMessage {

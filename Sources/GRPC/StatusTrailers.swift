@@ -4,7 +4,9 @@ import HTTPServer
 /// The trailer fields that carry a call's status (PROTOCOL-HTTP2.md "Trailers").
 enum StatusTrailers {
     /// `:status 200` and the gRPC content type: the head of every gRPC response.
-    static let responseHead: [(name: String, value: String)] = [(":status", "200"), ("content-type", "application/grpc")]
+    static let responseHead: [(name: String, value: String)] = [
+        (":status", "200"), ("content-type", "application/grpc"),
+    ]
     /// `grpc-status: 0` alone, the trailer of nearly every successful call.
     static let ok: [(name: String, value: String)] = [("grpc-status", "0")]
 

@@ -58,7 +58,8 @@ private func answer(of handler: MethodHandler, request: [UInt8] = []) -> [UInt8]
         // Framed once per reading: the same storage for every call of one reading, another for another reading.
         let storages = [one, one, two].map { handler -> UnsafeRawPointer? in
             guard case .unaryInline(let body) = handler,
-                case .success(let message) = body(Array(request), ServerContext(method: path, metadata: [], deadline: nil))
+                case .success(let message) = body(
+                    Array(request), ServerContext(method: path, metadata: [], deadline: nil))
             else { return nil }
             return message.bytes.withUnsafeBytes { $0.baseAddress }
         }
