@@ -53,11 +53,9 @@ public final class GRPCServer: Sendable {
         callGuard: (any CallGuard)? = nil, tls: TLSContext? = nil
     ) throws(SystemError) {
         let threads = configuration.threads > 0 ? configuration.threads : Self.coreCount()
-        let registries = (0..<threads).map { _ in
-            CallRegistry(streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark)
-        }
         let router = Router(
-            methods: (0..<threads).map { _ in Router.methods(of: services) }, registries: LoopLocal(registries),
+            services: services, loops: threads,
+            streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark,
             maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: events, callGuard: callGuard,
             deadlines: DeadlinePolicy(
                 defaultTimeout: configuration.defaultDeadline, maximumTimeout: configuration.maxDeadline))
@@ -153,12 +151,13 @@ struct Router: HTTP2Responder {
         return methods
     }
 
-    /// A router of one table of methods per loop (`Router.methods(of:)` read once for each; the tables have
-    /// the same paths).
+    /// A router for `loops` event loops: each loop gets its own reading of the services' methods (the readings
+    /// have the same paths), its own recorders and its own call registry.
     init(
-        methods: [[String: Method]], registries: LoopLocal<CallRegistry>, maxReceiveMessageBytes: Int,
+        services: [any GRPCService], loops: Int, streamWriteHighWatermark: Int, maxReceiveMessageBytes: Int,
         events: any RPCEvents, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
     ) {
+        let methods = (0..<loops).map { _ in Self.methods(of: services) }
         let sorted = methods.first.map { $0.sorted { $0.key < $1.key } } ?? []
         paths = sorted.map(\.key)
         let paths = paths
@@ -174,7 +173,8 @@ struct Router: HTTP2Responder {
         recorders = LoopLocal(methods.indices.map { loop in paths.map { events.recorder(method: $0, loop: loop) } })
         open = sorted.map(\.value.open)
         internTable = InternTable(paths + InternTable.commonHeaders)
-        self.registries = registries
+        registries = LoopLocal(
+            methods.indices.map { _ in CallRegistry(streamWriteHighWatermark: streamWriteHighWatermark) })
         self.maxReceiveMessageBytes = maxReceiveMessageBytes
         self.events = events
         self.callGuard = callGuard

@@ -31,9 +31,8 @@ private func answer(of handler: MethodHandler, request: [UInt8] = []) -> [UInt8]
 @Suite struct LoopTablesTests {
     private static func router(_ service: ReadingService, loops: Int) -> Router {
         Router(
-            methods: (0..<loops).map { _ in Router.methods(of: [service]) },
-            registries: LoopLocal((0..<loops).map { _ in CallRegistry(streamWriteHighWatermark: 65_536) }),
-            maxReceiveMessageBytes: 1024, events: SilentRPCEvents(), callGuard: nil,
+            services: [service], loops: loops, streamWriteHighWatermark: 65_536, maxReceiveMessageBytes: 1024,
+            events: SilentRPCEvents(), callGuard: nil,
             deadlines: DeadlinePolicy(defaultTimeout: .seconds(60), maximumTimeout: .seconds(60)))
     }
 

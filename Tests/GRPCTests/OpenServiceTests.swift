@@ -66,8 +66,7 @@ private struct TestService: GRPCService {
         -> (answers: Int, endedAtOnce: Bool, started: Bool)
     {
         let router = Router(
-            methods: [Router.methods(of: services)],
-            registries: LoopLocal([CallRegistry(streamWriteHighWatermark: 65_536)]), maxReceiveMessageBytes: 1024,
+            services: services, loops: 1, streamWriteHighWatermark: 65_536, maxReceiveMessageBytes: 1024,
             events: SilentRPCEvents(), callGuard: callGuard,
             deadlines: DeadlinePolicy(defaultTimeout: .seconds(60), maximumTimeout: .seconds(60)))
         return try await onLoop { loop in
