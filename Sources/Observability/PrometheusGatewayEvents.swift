@@ -167,13 +167,14 @@ public final class PrometheusGatewayEvents: GatewayEvents {
         log(series, path: path, status: status, seconds: seconds, metadata: metadata, annotations: readAnnotations())
     }
 
-    /// Logs the call unless it is a health check (`annotations` is read only then).
+    /// Logs the call when the access log is on (`annotations` is read only then). Its caller, `MethodRecorder`,
+    /// leaves health checks out before calling.
     func log(
         _ series: MethodSeries, path: String, status: StatusCode, seconds: Double,
         metadata: [(name: String, value: String)], annotations readAnnotations: @autoclosure () -> CallAnnotations
     ) {
+        guard accessLog else { return }
         let method = series.labels
-        guard accessLog, !series.isHealthCheck else { return }
         let annotations = readAnnotations()
         // An unregistered path is the caller's text: logged, but cut short.
         let methodText = method == .unknown ? String(path.prefix(200)) : path
@@ -285,7 +286,8 @@ final class MethodRecorder: RPCRecorder {
         if status == .ok { series.handledOK.increment() } else { series.shared.handled(status).increment() }
         series.seconds.observe(seconds)
         // A health check is left out of the access log, decided here without reading the method's shared series
-        // (one object every loop's calls of the method would otherwise retain and release).
+        // (one object every loop's calls of the method would otherwise retain and release): the one place
+        // this is decided.
         guard !series.isHealthCheck else { return }
         events.log(
             series.shared, path: path, status: status, seconds: seconds, metadata: metadata,

@@ -252,4 +252,24 @@ import Testing
         let text = readAvailable(reader) { $0.contains("\"dropped_total\":2") }
         #expect(text.contains("log lines dropped") && text.contains("\"dropped_total\":2"))
     }
+
+    /// Health checks arrive all the time (every load balancer and kubelet): they are left out of the access log.
+    @Test func aHealthCheckIsLeftOutOfTheAccessLog() {
+        let (reader, writerFD) = pipe()
+        defer { close(reader); close(writerFD) }
+        let writer = LogLineWriter(fd: writerFD)
+        let events = PrometheusGatewayEvents(
+            registry: MetricsRegistry(), logger: Logger(label: "test"), accessLog: true, accessLogWriter: writer)
+        let health = "/grpc.health.v1.Health/Check"
+        events.register(methods: [health: "unary", "/x.Y/A": "unary"])
+        for path in [health, "/x.Y/A", health] {
+            let recorder = events.recorder(method: path, loop: 0)
+            recorder.started()
+            recorder.finished(status: .ok, seconds: 0.001, metadata: [], annotations: CallAnnotations())
+        }
+        writer.flush()
+        let text = readAvailable(reader) { $0.contains("/x.Y/A") }
+        #expect(text.split(separator: "\n").count == 1)
+        #expect(text.contains("/x.Y/A") && !text.contains("Health"))
+    }
 }
