@@ -45,30 +45,14 @@ private final class TLSFixture {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
-        let collector = OutputCollector(pipe.fileHandleForReading)
+        // Read on a thread of its own from the start, so a chatty child never blocks on a full pipe.
+        let reader = pipe.fileHandleForReading
+        let output = Task { await offPool { reader.readDataToEndOfFile() } }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             process.terminationHandler = { _ in continuation.resume() }
             do { try process.run() } catch { continuation.resume() }
         }
-        return (process.terminationStatus, String(decoding: collector.finish(), as: UTF8.self))
-    }
-}
-
-/// Reads a pipe on a background thread so a chatty child never blocks on a full pipe.
-private final class OutputCollector: @unchecked Sendable {
-    private var data = Data()
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ handle: FileHandle) {
-        Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
-            done.signal()
-        }
-    }
-
-    func finish() -> Data {
-        done.wait()
-        return data
+        return (process.terminationStatus, String(decoding: await output.value, as: UTF8.self))
     }
 }
 
