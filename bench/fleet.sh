@@ -24,13 +24,13 @@ ROUNDS=${ROUNDS:-3}; SECONDS_PER_RUN=${SECONDS_PER_RUN:-4}; PARTS=${PARTS:-"loop
 SHAPES=${SHAPES:-"4x32 64x32 256x8"}; LOOPS=${LOOPS:-"1 2 4 8"}; VERIFY_LOOPS=${VERIFY_LOOPS:-$LOOPS}
 BURSTS=${BURSTS:-3}; BURST=${BURST:-40}
 cores=$(nproc); half=$((cores / 2)); load="$half-$((cores - 1))"; threads=$(( half < 8 ? half : 8 ))
+. "$here/lib.sh"   # GRPC_HEADERS, HEALTH_PATH, reference_www, grpc_ok, latency_bursts (the bundle carries it)
 work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
-printf '\x00\x00\x00\x00\x00' > "$work/health.bin"; mkdir -p "$work/www/grpc.health.v1.Health"
-printf '\x00\x00\x00\x00\x02\x08\x01' > "$work/www/grpc.health.v1.Health/Check"
+printf '\x00\x00\x00\x00\x00' > "$work/health.bin"; reference_www "$work/www"
 if [ -f "$here/verify-request.bin" ]; then cp "$here/verify-request.bin" "$work/verify.bin"
-else (cd "$here/.." && . bench/lib.sh && verify_request Tests/SignedDataTests/Fixtures/transaction-Sandbox-1.jws "$work/verify.bin")
+else (cd "$here/.." && verify_request Tests/SignedDataTests/Fixtures/transaction-Sandbox-1.jws "$work/verify.bin")
 fi
-health_path=/grpc.health.v1.Health/Check; verify_path=/appstore.gateway.v1.AppStoreGateway/VerifyJWS
+health_path=/$HEALTH_PATH; verify_path=/appstore.gateway.v1.AppStoreGateway/VerifyJWS
 history_path=/appstore.gateway.v1.AppStoreGateway/GetHistory
 # Python (history's tool) runs without the bundle's libraries; the openssl it signs with keeps them.
 mkdir -p "$work/bin"; printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "${LD_LIBRARY_PATH:-}" "$(command -v openssl)" > "$work/bin/openssl"
@@ -39,19 +39,15 @@ tool() { env -u LD_LIBRARY_PATH PATH="$work/bin:$PATH" python3 "$here/history_to
 rate() { awk '/^finished in/ {gsub(",", "", $4); print $4}'; }
 h2() { # url conns streams [body]: every server gets the gRPC headers (the same request)
   taskset -c "$load" h2load -D "$SECONDS_PER_RUN" -t "$(( $2 < threads ? $2 : threads ))" -c "$2" -m "$3" \
-    -d "${4:-$work/health.bin}" -H 'content-type: application/grpc' -H 'te: trailers' "$1" 2>&1 | rate
+    -d "${4:-$work/health.bin}" "${GRPC_HEADERS[@]}" "$1" 2>&1 | rate
 }
 serve() { # binary port loops cores [env…]: in the background, its pid in $!
   local binary=$1 port=$2 loops=$3 on=$4; shift 4
   env "$@" taskset -c "$on" "$binary" serve --listen "127.0.0.1:$port" --threads "$loops" > "$work/gw-$port.log" 2>&1 &
 }
-grpc_ok() { # url body: one call must answer grpc-status 0 (h2load counts a gRPC error as a success)
-  nghttp -d "$2" -H 'content-type: application/grpc' -H 'te: trailers' -v "$1" 2>&1 | grep -a -q 'grpc-status: 0' ||
-    { echo "not an OK answer from $1" >&2; return 1; }
-}
 warm() { # url conns streams: a short untimed load first (connections, caches, the allocator's first pages)
   taskset -c "$load" h2load -n $(( $2 * $3 * 20 )) -t "$(( $2 < threads ? $2 : threads ))" -c "$2" -m "$3" \
-    -d "$work/health.bin" -H 'content-type: application/grpc' -H 'te: trailers' "$1" > /dev/null 2>&1
+    -d "$work/health.bin" "${GRPC_HEADERS[@]}" "$1" > /dev/null 2>&1
 }
 stop() { kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; }
 echo "# cores $cores; h2load on $load (up to $threads threads); $ROUNDS rounds of $SECONDS_PER_RUN s; parts: $PARTS"
@@ -96,14 +92,6 @@ history() { # one state directory (the simulator's apps, keys and history), reus
   txid=$(tool ids "$state" | sed -n 1p)
   tool body "$txid" "$work/history.bin"
   token=$(tool jwt "$state") || return
-  bursts() { # log h2load-args…: BURSTS bursts of BURST sequential calls, 1.1 s apart (Apple's budget refills)
-    local log=$1; shift; : > "$log"
-    for _ in $(seq "$BURSTS"); do
-      rm -f "$work/burst.log"; taskset -c "$last" h2load -n "$BURST" -c 1 -m 1 --log-file "$work/burst.log" "$@" > "$work/burst.out"
-      grep -q "$BURST succeeded" "$work/burst.out" || { echo "# a burst failed: $(grep -a '^requests:' "$work/burst.out")" >&2; }
-      cat "$work/burst.log" >> "$log"; sleep 1.1
-    done
-  }
   for round in $(seq "$ROUNDS"); do
     for placement in pinned two free; do
       case $placement in pinned) on=0 ;; two) on=0-1 ;; free) on=0-$last ;; esac
@@ -111,12 +99,12 @@ history() { # one state directory (the simulator's apps, keys and history), reus
       for _ in $(seq 300); do grpc_ok "http://127.0.0.1:$port$health_path" "$work/health.bin" 2>/dev/null && break; sleep 0.1; done
       grpc_ok "http://127.0.0.1:$port$history_path" "$work/history.bin" || { stop; return; }
       sim=$(awk -F'"' '/productionURL/ {print $2}' "$state/gateway.yaml")   # the simulator's port, this start's
-      taskset -c "$last" h2load -n 5 -c 1 -m 1 -d "$work/history.bin" -H 'content-type: application/grpc' \
-        -H 'te: trailers' "http://127.0.0.1:$port$history_path" > /dev/null
+      taskset -c "$last" h2load -n 5 -c 1 -m 1 -d "$work/history.bin" "${GRPC_HEADERS[@]}" \
+        "http://127.0.0.1:$port$history_path" > /dev/null
       sleep 1.1
-      bursts "$work/gw.lat" -d "$work/history.bin" -H 'content-type: application/grpc' -H 'te: trailers' \
+      latency_bursts "$work/gw.lat" taskset -c "$last" h2load -d "$work/history.bin" "${GRPC_HEADERS[@]}" \
         "http://127.0.0.1:$port$history_path"
-      bursts "$work/direct.lat" -H "authorization: $token" "$sim/inApps/v2/history/$txid"
+      latency_bursts "$work/direct.lat" taskset -c "$last" h2load -H "authorization: $token" "$sim/inApps/v2/history/$txid"
       stop
       read -r g _ < <(tool percentiles "$work/gw.lat")
       read -r d _ < <(tool percentiles "$work/direct.lat")

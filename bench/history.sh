@@ -68,14 +68,6 @@ upstream_calls() {  # successful GetHistory answers from the simulator so far
 gw -n 1 -c 1 -m 1 | grep -q '1 succeeded' && direct -n 1 -c 1 -m 1 | grep -q '^status codes: 1 2xx' ||
   { echo "GetHistory does not answer" >&2; cat "$work/gw.log" >&2; exit 1; }
 
-latency() {  # gw|direct LOG -> bursts of BURST sequential calls, 1.1 s apart (the budget refills)
-  local path=$1 log=$2
-  : > "$log"
-  for _ in $(seq 1 "$BURSTS"); do
-    rm -f "$work/burst.log"; $path -n "$BURST" -c 1 -m 1 --log-file "$work/burst.log" > "$work/h2load.out"
-    cat "$work/burst.log" >> "$log"; sleep 1.1
-  done
-}
 ok_rate() {  # gw|direct -> successful answers per second under -c 4 -m 8 (same request)
   local path=$1 out
   out=$($path -D "$SECONDS_PER_RUN" -c 4 -m 8 2>&1)
@@ -95,10 +87,10 @@ sleep 1.1
 g50=(); g99=(); d50=(); d99=(); added=(); gthr=(); dthr=(); coalesced=(); transport=(); handoffs=(); verify=()
 for round in $(seq 1 "$ROUNDS"); do
   from=$(( $(wc -l < "$work/gw.log") + 1 ))
-  latency gw "$work/gw-lat.log"; read -r gp50 gp99 gn < <("$PY" bench/history_tool.py percentiles "$work/gw-lat.log")
+  latency_bursts "$work/gw-lat.log" gw; read -r gp50 gp99 gn < <("$PY" bench/history_tool.py percentiles "$work/gw-lat.log")
   to=$(wc -l < "$work/gw.log")
   [ -z "${GW_LOG:-}" ] || echo "$from $to" >> "$GW_LOG.ranges"
-  latency direct "$work/d-lat.log"; read -r dp50 dp99 dn < <("$PY" bench/history_tool.py percentiles "$work/d-lat.log")
+  latency_bursts "$work/d-lat.log" direct; read -r dp50 dp99 dn < <("$PY" bench/history_tool.py percentiles "$work/d-lat.log")
   read -r tr_us ho_us ve_us split_n < <("$PY" bench/history_tool.py split "$work/gw.log" "$from" "$to" "$dp50")
   transport+=("$tr_us"); handoffs+=("$ho_us"); verify+=("$ve_us")
   gt=$(ok_rate gw); sleep 1.1; dt=$(ok_rate direct); sleep 1.1

@@ -42,20 +42,12 @@ one() {
   token=$("$PY" bench/history_tool.py jwt "$state")
   local gw_url="http://127.0.0.1:$PORT/appstore.gateway.v1.AppStoreGateway/GetHistory"
   local direct_url="$sim_url/inApps/v2/history/$txid"
-  bursts() {  # LOG h2load-args… : BURSTS bursts, 1.1 s apart (the budget refills)
-    local log=$1; shift; : > "$log"
-    for _ in $(seq 1 "$BURSTS"); do
-      rm -f "$work/burst.log"
-      taskset -c "$last" h2load -n "$BURST" -c 1 -m 1 --log-file "$work/burst.log" "$@" > /dev/null
-      cat "$work/burst.log" >> "$log"; sleep 1.1
-    done
-  }
   # Warm both paths (connections, caches) and prove the gateway answers.
   taskset -c "$last" h2load -n 5 -c 1 -m 1 -d "$work/request.bin" -H 'content-type: application/grpc' \
     -H 'te: trailers' "$gw_url" | grep -q '5 succeeded' || { echo "GetHistory does not answer" >&2; exit 1; }
   sleep 1.1
-  bursts "$work/gw.lat" -d "$work/request.bin" -H 'content-type: application/grpc' -H 'te: trailers' "$gw_url"
-  bursts "$work/direct.lat" -H "authorization: $token" "$direct_url"
+  latency_bursts "$work/gw.lat" taskset -c "$last" h2load -d "$work/request.bin" "${GRPC_HEADERS[@]}" "$gw_url"
+  latency_bursts "$work/direct.lat" taskset -c "$last" h2load -H "authorization: $token" "$direct_url"
   kill "$gw_pid"; wait "$gw_pid" 2>/dev/null || true; gw_pid=
   read -r g _ < <("$PY" bench/history_tool.py percentiles "$work/gw.lat")
   read -r d _ < <("$PY" bench/history_tool.py percentiles "$work/direct.lat")

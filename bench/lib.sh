@@ -77,3 +77,18 @@ open(sys.argv[2], "wb").write(b"\0" + struct.pack(">I", len(payload)) + payload)
 PY
   rm -f "$2.message"
 }
+
+# latency_bursts LOG COMMAND…: BURSTS bursts of BURST sequential calls (1 connection, 1 stream), 1.1 s apart (Apple's
+# budget refills in between), each h2load's per-request lines appended to LOG (emptied first). COMMAND is h2load
+# with its request (or a function that runs it), before or after its URL; a burst with failures is reported.
+latency_bursts() {
+  local log=$1 lines out; shift
+  lines=$(mktemp -u); out=$(mktemp)
+  : > "$log"
+  for _ in $(seq 1 "$BURSTS"); do
+    "$@" -n "$BURST" -c 1 -m 1 --log-file "$lines" > "$out" 2>&1
+    grep -q " $BURST succeeded" "$out" || echo "a latency burst had failures: $(grep -a '^requests:' "$out")" >&2
+    cat "$lines" >> "$log" 2>/dev/null; rm -f "$lines"; sleep 1.1
+  done
+  rm -f "$out"
+}

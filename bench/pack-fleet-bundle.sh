@@ -16,5 +16,5 @@ strip --strip-debug "$b"/bin/appstore-gateway*   # the symbols stay (for a profi
 for x in "$b"/bin/*; do ldd "$x" | awk '/=>/ {print $3}'; done | sort -u |
   grep -v -E '/(libc|libm|libpthread|libdl|librt|libresolv)\.so|/ld-linux' | while read -r l; do cp -L "$l" "$b/lib/"; done
 verify_request Tests/SignedDataTests/Fixtures/transaction-Sandbox-1.jws "$b/verify-request.bin"
-cp bench/fleet.sh bench/fleet_summary.py bench/history_tool.py "$b/"
+cp bench/fleet.sh bench/lib.sh bench/fleet_summary.py bench/history_tool.py "$b/"
 tar -C "$work" -cf - fleet-bundle | xz -T0 -6 > "$out"; rm -rf "$work"; ls -la "$out"
