@@ -43,6 +43,13 @@ public protocol RPCRecorder: AnyObject, Sendable {
     func finished(
         status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
         annotations: @autoclosure () -> CallAnnotations)
+    /// Whether the calls it records get an access-log line. A call without one (a health check) is sent no
+    /// generated `x-request-id`: a generated id exists to find the call's line, and there is none to find.
+    var logsCalls: Bool { get }
+}
+
+extension RPCRecorder {
+    public var logsCalls: Bool { true }
 }
 
 /// A recorder that reports to `events` by the method's name.

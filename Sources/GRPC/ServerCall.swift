@@ -265,12 +265,20 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
         guard !finished else { return }
         if !stream.hasResponded {
             state.responseStarted()
-            context.withRequestIDBytes { id in
-                stream.respond(registry.responseHead, adding: ("x-request-id", id), endStream: false)
-            }
+            respond(registry.responseHead, endStream: false)
         }
         stream.write(message.bytes)
         recorder.messageSent()
+    }
+
+    /// Sends `head` with the call's `x-request-id`: the caller's own, or a generated one when the call is
+    /// logged (a generated id is how a caller finds the call's log line; a health check has none).
+    private func respond(_ head: HeaderBlock, endStream: Bool) {
+        guard context.callerRequestID != nil || recorder.logsCalls else {
+            stream.respond(head, endStream: endStream)
+            return
+        }
+        context.withRequestIDBytes { id in stream.respond(head, adding: ("x-request-id", id), endStream: endStream) }
     }
 
     /// True when more may be written before waiting for the client.
@@ -318,9 +326,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
         case .trailers:
             stream.finish(trailers: StatusTrailers.block(for: status, ok: registry.okTrailers))
         case .trailersOnly:
-            context.withRequestIDBytes { id in
-                stream.respond(StatusTrailers.trailersOnly(for: status), adding: ("x-request-id", id), endStream: true)
-            }
+            respond(StatusTrailers.trailersOnly(for: status), endStream: true)
         }
         if status.code != .ok { task?.cancel() }
         // Most calls have no request sequence and nothing left to deframe: nothing to copy or rebuild then.

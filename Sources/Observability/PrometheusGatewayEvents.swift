@@ -278,6 +278,8 @@ final class MethodRecorder: RPCRecorder {
 
     func messageSent() { series.messagesSent.increment() }
 
+    var logsCalls: Bool { !series.isHealthCheck }
+
     func finished(
         status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
         annotations: @autoclosure () -> CallAnnotations
@@ -288,7 +290,7 @@ final class MethodRecorder: RPCRecorder {
         // A health check is left out of the access log, decided here without reading the method's shared series
         // (one object every loop's calls of the method would otherwise retain and release): the one place
         // this is decided.
-        guard !series.isHealthCheck else { return }
+        guard logsCalls else { return }
         events.log(
             series.shared, path: path, status: status, seconds: seconds, metadata: metadata,
             annotations: annotations())

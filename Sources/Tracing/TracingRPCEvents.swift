@@ -61,6 +61,8 @@ final class TracingRPCRecorder: RPCRecorder {
 
     func messageSent() { inner.messageSent() }
 
+    var logsCalls: Bool { inner.logsCalls }
+
     func finished(
         status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
         annotations: @autoclosure () -> CallAnnotations

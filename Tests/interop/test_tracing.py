@@ -96,6 +96,20 @@ def test_malformed_traceparent_starts_a_new_trace(traced, traceparent):
     assert trace_id == access["trace_id"]
 
 
+def test_a_request_id_is_made_up_only_for_a_call_that_is_logged(traced):
+    """A generated x-request-id is how a caller finds its call's access-log line (the test above): a health check
+    is not logged, so it gets none, while a caller's own id is echoed on every call."""
+    gw = traced[0]
+    with grpc.insecure_channel(gw.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        _, call = health.Check.with_call(health_pb2.HealthCheckRequest(), timeout=5)
+        assert "x-request-id" not in dict(call.initial_metadata())
+        _, call = health.Check.with_call(
+            health_pb2.HealthCheckRequest(), timeout=5, metadata=[("x-request-id", "probe-7")])
+        assert dict(call.initial_metadata())["x-request-id"] == "probe-7"
+    assert not [l for l in log_lines(gw) if l.get("message") == "rpc" and "Health" in l.get("method", "")]
+
+
 def test_handler_log_lines_carry_the_trace_and_numbers(tmp_path):
     """An Apple outage makes the Apple client log retries inside the call: those lines have the call's trace."""
     import yaml
