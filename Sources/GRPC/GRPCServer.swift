@@ -111,6 +111,12 @@ final class LoopLocal<Value>: @unchecked Sendable {
         return values[loop.index]
     }
 
+    /// Element `index` of `loop`'s array, read in place (the array itself is not copied out and retained).
+    subscript<Element>(loop: EventLoop, index: Int) -> Element where Value == [Element] {
+        precondition(loop.inEventLoop, "a loop-local value was used off its event loop")
+        return values[loop.index][index]
+    }
+
     /// Runs `body` with each loop's value on that loop.
     func forEach(on loops: [EventLoop], _ body: @escaping @Sendable (Value) -> Void) {
         for loop in loops { loop.execute { body(self[loop]) } }
@@ -203,8 +209,10 @@ struct Router: HTTP2Responder {
                 recorder: events.recorder(method: head.path, loop: stream.eventLoop.index))
             return nil
         }
-        let handler = handlers[stream.eventLoop][index]
-        let recorder = recorders[stream.eventLoop][index]
+        // The stream's loop read once: each read through the existential retains it.
+        let loop = stream.eventLoop
+        let handler = handlers[loop, index]
+        let recorder = recorders[loop, index]
         // Who is calling, before anything else about the call is done (open services skip the guard, and
         // their calls never touch it: the guard is one object every loop shares).
         var caller: (any AdmittedCaller)?
@@ -244,7 +252,7 @@ struct Router: HTTP2Responder {
             method: head.path, metadata: metadata, deadline: deadline.call, caller: caller,
             callGuard: guarded ? callGuard : nil)
         return ServerCall(
-            stream: stream, handler: handler, context: context, registry: registries[stream.eventLoop],
+            stream: stream, handler: handler, context: context, registry: registries[loop],
             maxMessageSize: maxReceiveMessageBytes, recorder: recorder, started: now, requestDeadline: deadline.request)
     }
 

@@ -19,9 +19,13 @@ struct ReceiveLedger {
     /// frame costs no array.
     struct Grants: Equatable, Sequence, ExpressibleByArrayLiteral {
         private var first: Grant?
-        private var rest: [Grant] = []
+        /// Nil until a second grant (an empty array would still be retained and released with every copy).
+        private var rest: [Grant]?
 
         init(arrayLiteral elements: Grant...) { self.init(elements) }
+
+        /// No grant (what the hot paths return: a literal `[]` would go through an array).
+        init() {}
 
         /// One grant, with no array (the common case: the chunk that just arrived).
         init(_ grant: Grant) { first = grant }
@@ -33,7 +37,13 @@ struct ReceiveLedger {
         var isEmpty: Bool { first == nil }
 
         mutating func append(_ grant: Grant) {
-            if first == nil { first = grant } else { rest.append(grant) }
+            if first == nil {
+                first = grant
+            } else if rest == nil {
+                rest = [grant]
+            } else {
+                rest?.append(grant)
+            }
         }
 
         static func + (lhs: Grants, rhs: Grants) -> Grants {
@@ -44,18 +54,25 @@ struct ReceiveLedger {
 
         struct Iterator: IteratorProtocol {
             fileprivate var first: Grant?
-            fileprivate var rest: IndexingIterator<[Grant]>
+            fileprivate var rest: IndexingIterator<[Grant]>?
 
             mutating func next() -> Grant? {
                 if let grant = first {
                     first = nil
                     return grant
                 }
-                return rest.next()
+                return rest?.next()
             }
         }
 
-        func makeIterator() -> Iterator { Iterator(first: first, rest: rest.makeIterator()) }
+        func makeIterator() -> Iterator { Iterator(first: first, rest: rest?.makeIterator()) }
+
+        /// Calls `body` with each grant in order, reading them in place (no iterator copied out).
+        func forEachGrant(_ body: (Grant) -> Void) {
+            guard let first else { return }
+            body(first)
+            if let rest { for grant in rest { body(grant) } }
+        }
     }
 
     /// Bytes held above which no window is granted.
@@ -72,11 +89,13 @@ struct ReceiveLedger {
 
     /// Window bytes not granted back yet.
     var owedBytes: Int { owed.values.reduce(0, +) }
+    /// Whether any window is owed (read on every grant: no walk over the table).
+    var owesWindow: Bool { !owed.isEmpty }
 
     /// `count` bytes arrived on `stream`, which now holds them too (`streamHeld`); returns what to grant back
     /// now.
     mutating func received(_ count: Int, stream: Int32, streamHeld: inout Int, processHasRoom: Bool) -> Grants {
-        guard count > 0 else { return [] }
+        guard count > 0 else { return Grants() }
         held += count
         streamHeld += count
         if held <= limit && processHasRoom && owed.isEmpty { return Grants(Grant(stream: stream, count: count)) }
@@ -102,8 +121,9 @@ struct ReceiveLedger {
     {
         let amount = min(max(0, streamHeld), held)
         held -= amount
-        var grants: Grants = []
-        if !owed.isEmpty, let count = owed.removeValue(forKey: stream) {
+        guard !owed.isEmpty else { return (amount, Grants()) }
+        var grants = Grants()
+        if let count = owed.removeValue(forKey: stream) {
             grants.append(Grant(stream: stream, count: count))
         }
         return (amount, grants + grantsIfRoom(processHasRoom: processHasRoom))
@@ -111,7 +131,7 @@ struct ReceiveLedger {
 
     /// Everything owed, once the connection is back within its budget and the process has room.
     mutating func grantsIfRoom(processHasRoom: Bool) -> Grants {
-        guard held <= limit, processHasRoom, !owed.isEmpty else { return [] }
+        guard held <= limit, processHasRoom, !owed.isEmpty else { return Grants() }
         let grants = Grants(owed.sorted { $0.key < $1.key }.lazy.map { Grant(stream: $0.key, count: $0.value) })
         owed.removeAll()
         return grants

@@ -495,7 +495,9 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
                 // Its fields array serves the next head (a responder that kept the array keeps its own copy); an
                 // array grown past 64 fields is let go, so a connection keeps no more than that between heads.
                 if spareFields.capacity == 0 && head.fields.capacity <= 64 {
-                    head.fields.removeAll(keepingCapacity: true)
+                    // Emptied one by one: `removeAll(keepingCapacity:)` destroys the (name, value) tuples through
+                    // the runtime's generic tuple witnesses, several times the cost of releasing their strings.
+                    while head.fields.popLast() != nil {}
                     swap(&spareFields, &head.fields)
                 }
                 if stream.delegate == nil && !stream.hasResponded {
@@ -533,13 +535,15 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
 
     private func grant(_ grants: ReceiveLedger.Grants) {
         guard let session, !closed else { return }
-        for grant in grants where grant.count > 0 {
-            _ = nghttp2_session_consume(session, grant.stream, grant.count)
+        if !grants.isEmpty {
+            grants.forEachGrant { grant in
+                if grant.count > 0 { _ = nghttp2_session_consume(session, grant.stream, grant.count) }
+            }
+            needsFlush()
         }
-        if !grants.isEmpty { needsFlush() }
         // Held back only by the process-wide cap: look again soon, since other connections release bytes
         // without telling this one. (Over its own budget, only its own streams' releases can help.)
-        if grantRetryTimer == nil && ledger.owedBytes > 0 && ledger.held <= ledger.limit {
+        if grantRetryTimer == nil && ledger.owesWindow && ledger.held <= ledger.limit {
             grantRetryTimer = eventLoop.schedule(after: .milliseconds(50)) { [self] in
                 self.grantRetryTimer = nil  // held until it fires or close() cancels it
                 guard !self.closed else { return }
