@@ -79,6 +79,11 @@ public final class HTTP2Stream: HTTPServerStream, Slotted {
 
     /// Open, half-closed or closed, with the response's pending sends.
     var state = HTTP2StreamState()
+    /// The response head and trailers handed to nghttp2, kept as long as the stream: nghttp2 takes a block's
+    /// bytes without copying them (`HeaderBlock`) and reads them when it packs the frame, which it does only
+    /// while the stream is open.
+    var submittedHead: HeaderBlock?
+    var submittedTrailers: HeaderBlock?
 
     /// True once nghttp2 closed the stream (or its connection closed); every later call is ignored.
     public var isClosed: Bool { state.isClosed }

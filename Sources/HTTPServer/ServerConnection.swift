@@ -276,13 +276,15 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     // MARK: Responses (called by HTTP2Stream)
 
     /// Submits the response head `head`, plus one per-response field when given (e.g. `x-request-id`):
-    /// the prepared pairs are used as they are and the extra one points at the caller's bytes for the call's
-    /// duration (nghttp2 copies every field it is given), so nothing is encoded or allocated here.
+    /// the prepared pairs are used as they are (their bytes uncopied, the stream keeps the block) and the
+    /// extra one points at the caller's bytes for the call's duration (nghttp2 copies that value), so nothing
+    /// is encoded here.
     func submitResponse(
         _ stream: HTTP2Stream, head: HeaderBlock, extra: (name: StaticString, value: UnsafeBufferPointer<UInt8>)? = nil,
         endStream: Bool
     ) {
         guard let session else { return }
+        stream.submittedHead = head  // nghttp2 reads its bytes when it packs the frame (HeaderBlock)
         management.responseFrameSent()  // sending headers resets the client's ping budget
         var provider = nghttp2_data_provider()
         provider.read_callback = NGHTTP2Callbacks.readData
@@ -354,6 +356,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             if let trailers {
                 flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+                stream.submittedTrailers = trailers  // read when packed, as the head (HeaderBlock)
                 let rc = nghttp2_submit_trailer(session, streamID, trailers.pairs.baseAddress, trailers.count)
                 if rc != 0 { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
             }
