@@ -7,3 +7,10 @@ public protocol AdmittedCaller: Sendable {
     /// Runs `body` with this caller bound as the current caller of the task.
     func bindingCurrent<Result: Sendable>(_ body: () async -> Result) async -> Result
 }
+
+/// An admitted caller held by reference (see `ServerContext.caller`).
+final class AdmittedCallerBox: Sendable {
+    let caller: any AdmittedCaller
+
+    init(_ caller: any AdmittedCaller) { self.caller = caller }
+}

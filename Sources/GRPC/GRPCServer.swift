@@ -215,12 +215,12 @@ struct Router: HTTP2Responder {
         let recorder = recorders[loop, index]
         // Who is calling, before anything else about the call is done (open services skip the guard, and
         // their calls never touch it: the guard is one object every loop shares).
-        var caller: (any AdmittedCaller)?
+        var admitted: AdmittedCallerBox?
         let guarded = !open[index]
         if guarded, let callGuard {
             switch callGuard.admit(method: head.path, metadata: head.fields, peer: head.peerCertificate) {
-            case .success(let admitted):
-                caller = admitted
+            case .success(let caller):
+                admitted = caller.map(AdmittedCallerBox.init)
             case .failure(let status):
                 let annotations = CallAnnotations()
                 // A verified but unlisted identity is named in the status (clipped); the log line carries it too.
@@ -249,7 +249,7 @@ struct Router: HTTP2Responder {
         let deadline = deadlines.deadlines(requested: requested, streaming: streaming, now: now)
         let metadata = head.fields.filter { !Self.isTransportField($0.name) }
         let context = ServerContext(
-            method: head.path, metadata: metadata, deadline: deadline.call, caller: caller,
+            method: head.path, metadata: metadata, deadline: deadline.call, admitted: admitted,
             callGuard: guarded ? callGuard : nil)
         return ServerCall(
             stream: stream, handler: handler, context: context, registry: registries[loop],

@@ -1,5 +1,6 @@
 import GatewayFoundation
 import HTTPServer
+import Synchronization
 
 /// What a handler knows about its call besides the request message. A class: handed from the loop to the
 /// handler and its task without copying its fields.
@@ -13,15 +14,14 @@ public final class ServerContext: Sendable {
     /// What the handler notes for the call's log line (also `CallAnnotations.current` in its task): made on
     /// first use, so a call that nobody logs and whose handler notes nothing (a health check) makes none.
     public var annotations: CallAnnotations {
-        madeAnnotations.withLock { made in
-            if let made { return made }
-            let annotations = CallAnnotations(
-                identity: .init(requestID: callerRequestID, trace: trace, caller: caller?.displayName))
-            made = annotations
-            return annotations
-        }
+        if let made = madeAnnotations.load() { return made }
+        return madeAnnotations.storeIfNil(
+            CallAnnotations(
+                identity: .init(requestID: callerRequestID, trace: trace, caller: admitted?.caller.displayName)))
     }
-    private let madeAnnotations = Lock<CallAnnotations?>(nil)
+    /// Set once, by whichever thread asks first (the handler's task or the loop logging the call): the first
+    /// one made is every caller's.
+    private let madeAnnotations = AtomicLazyReference<CallAnnotations>()
     /// The call's W3C trace context (also `TraceContext.current` in its task): the caller's `traceparent`
     /// continued, or a new trace.
     public let trace: TraceContext
@@ -31,18 +31,30 @@ public final class ServerContext: Sendable {
     let callerRequestID: String?
     /// Who is calling, as the server's `CallGuard` established before the call started (nil: anonymous, open
     /// mode, or no guard), bound by itself for the handler's task (`AdmittedCaller.bindingCurrent`).
-    public let caller: (any AdmittedCaller)?
+    public var caller: (any AdmittedCaller)? { admitted?.caller }
+    /// The caller in a box: one word, nil for a call without one (every health check). An optional existential
+    /// held here instead would be copied and destroyed through the runtime's generic witnesses on every call.
+    private let admitted: AdmittedCallerBox?
     /// The guard that admitted the call; the typed handlers ask it about the request's `app`.
     let callGuard: (any CallGuard)?
 
     /// A context; the trace and request id come from `metadata` (traceparent, tracestate, x-request-id),
     /// and `annotations` carry them (with the caller) into the call's log line.
-    public init(
+    public convenience init(
         method: String, metadata: [(name: String, value: String)], deadline: MonotonicInstant?,
         caller: (any AdmittedCaller)? = nil, callGuard: (any CallGuard)? = nil
     ) {
+        self.init(
+            method: method, metadata: metadata, deadline: deadline, admitted: caller.map(AdmittedCallerBox.init),
+            callGuard: callGuard)
+    }
+
+    init(
+        method: String, metadata: [(name: String, value: String)], deadline: MonotonicInstant?,
+        admitted: AdmittedCallerBox?, callGuard: (any CallGuard)?
+    ) {
         self.method = method
-        self.caller = caller
+        self.admitted = admitted
         self.callGuard = callGuard
         self.metadata = metadata
         self.deadline = deadline
@@ -71,7 +83,9 @@ public final class ServerContext: Sendable {
     /// outgoing `traceparent` and the log lines' trace ids), its caller and its annotations.
     func bound<Result: Sendable>(_ body: () async -> Result) async -> Result {
         await TraceContext.$current.withValue(trace) {
-            guard let caller else { return await CallAnnotations.$current.withValue(annotations) { await body() } }
+            guard let caller = admitted?.caller else {
+                return await CallAnnotations.$current.withValue(annotations) { await body() }
+            }
             return await caller.bindingCurrent {
                 await CallAnnotations.$current.withValue(annotations) { await body() }
             }
