@@ -42,14 +42,20 @@ import Testing
                 == .object(["k": .string("café"), "ascii": .string("plain"), "utf8": .string("café")]))
     }
 
-    /// Long strings go through the 8-byte scan: a quote, backslash, control or non-ASCII byte at every
-    /// position of a word must still be seen.
+    /// Long strings go through the 16-byte and 8-byte scans: a quote, backslash, control or non-ASCII byte at
+    /// every position of a vector or a word must still be seen, and the bytes around 0x20 kept apart.
     @Test func longStringsAtEveryOffset() {
-        for length in 0..<24 {
+        for length in 0..<40 {
             let prefix = String(repeating: "a", count: length)
             #expect(parse("[\"\(prefix)\"]") == .array([.string(prefix)]))
+            #expect(parse("[\"\(prefix) \u{7F}\(prefix)\"]") == .array([.string(prefix + " \u{7F}" + prefix)]))
+            #expect(parse("[\"\(prefix)\\\"\(prefix)\"]") == .array([.string(prefix + "\"" + prefix)]))
             #expect(parse("[\"\(prefix)\\n\(prefix)\"]") == .array([.string(prefix + "\n" + prefix)]))
             #expect(parse("[\"\(prefix)é\(prefix)\"]") == .array([.string(prefix + "é" + prefix)]))
+            // A run with a non-ASCII byte is not marked ASCII (which would make a String of the wrong length).
+            if case .array(let values) = parse("[\"\(prefix)é\(prefix)\"]"), case .string(let text) = values.first {
+                #expect(text.count == 2 * length + 1 && text.unicodeScalars.count == 2 * length + 1)
+            }
             #expect(parse("[\"\(prefix)\u{01}\(prefix)\"]") == nil)
             #expect(parse("[\"\(prefix)\u{1F}\(prefix)\"]") == nil)
             #expect(parse("[\"\(prefix)") == nil)
