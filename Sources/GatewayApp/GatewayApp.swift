@@ -9,6 +9,7 @@ import Logging
 import Observability
 import Redis
 import Services
+import SignedData
 import Tracing
 
 /// The gateway, composed from its configuration: the gRPC server with the health, gateway, retention messaging
@@ -45,7 +46,8 @@ public final class GatewayApp {
         events = PrometheusGatewayEvents(
             registry: MetricsRegistry(), logger: Logger(label: "appstore-gateway.rpc"),
             accessLog: configuration.logging.accessLog,
-            accessLogWriter: configuration.logging.format == "json" ? .standardError : nil)
+            accessLogWriter: configuration.logging.format == "json" ? .standardError : nil,
+            verdicts: VerificationVerdict.allCases.map(\.rawValue))
         registry = events.registry
         tracer = OTLPTracer.make(configuration.tracing, metrics: TracingMetrics(registry: registry))
         let accessEvents = PrometheusAccessEvents(

@@ -41,6 +41,8 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     private let appleRateLimited: CounterFamily
     private let jwtMints: CounterFamily
     private let verifications: CounterFamily
+    /// `verifications`' series of the verdicts named at init, read without the family's lock.
+    private let verdictCounters: [String: Counter]
     private let bucketWaits: CounterFamily
     private let bucketWaitSeconds: CounterFamily
     private let bucketRefusals: CounterFamily
@@ -49,9 +51,11 @@ public final class PrometheusGatewayEvents: GatewayEvents {
 
     /// Metrics in `registry`; with `accessLog`, each RPC (but health checks) is logged at info: as a JSON
     /// line queued on `accessLogWriter` when one is given (the fast path for JSON logs), else on `logger`.
+    /// `verdicts`: every verdict a verification can end with, resolved here so counting one takes no lock and
+    /// allocates nothing (and each series is on the first scrape, at 0); another verdict is still counted.
     public init(
         registry: MetricsRegistry, logger: Logger, accessLog: Bool, accessLogWriter: LogLineWriter? = nil,
-        clock: any GatewayClock = SystemClock()
+        clock: any GatewayClock = SystemClock(), verdicts: [String] = []
     ) {
         self.registry = registry
         self.logger = logger
@@ -91,6 +95,9 @@ public final class PrometheusGatewayEvents: GatewayEvents {
             labelNames: ["app"])
         verifications = registry.counter(
             "appstore_gateway_verifications_total", help: "JWS verifications, by verdict.", labelNames: ["verdict"])
+        verdictCounters = Dictionary(
+            verdicts.map { [verifications] verdict in (verdict, verifications.labels(verdict)) },
+            uniquingKeysWith: { first, _ in first })
         let bucket = ["app", "endpoint", "environment"]
         bucketWaits = registry.counter(
             "appstore_gateway_rate_limit_waits_total",
@@ -241,7 +248,7 @@ public final class PrometheusGatewayEvents: GatewayEvents {
     }
 
     public func verification(verdict: String) {
-        verifications.labels(verdict).increment()
+        (verdictCounters[verdict] ?? verifications.labels(verdict)).increment()
     }
 
     public func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double) {
