@@ -2,6 +2,7 @@
 #ifndef CLINUX_SHIM_H
 #define CLINUX_SHIM_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -49,6 +50,15 @@ static inline int clinux_wait_shutdown_signal(void) {
 static inline uint64_t *clinux_thread_random_state(void) {
     static _Thread_local uint64_t state;
     return &state;
+}
+
+/// The calling thread's place in the order in which threads first asked (0, 1, 2, …), for GatewayFoundation's
+/// `ThreadIndex`: a thread-local after the first call, so reading it touches no shared memory.
+static inline uint32_t clinux_thread_index(void) {
+    static _Thread_local uint32_t index;  /* 0 until given; then the place + 1 */
+    static _Atomic uint32_t given;
+    if (index == 0) index = atomic_fetch_add_explicit(&given, 1, memory_order_relaxed) + 1;
+    return index - 1;
 }
 
 #endif

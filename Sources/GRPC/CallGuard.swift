@@ -13,3 +13,11 @@ public protocol CallGuard: AnyObject, Sendable {
     /// Nil when `caller` (what `admit` returned) may use `app` (as a request names it); else the PERMISSION_DENIED status.
     func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus?
 }
+
+/// One loop's handle on the server's `CallGuard`: what a call's context holds, so the calls of a loop retain
+/// and release an object of their own loop (only `authorize` still retains the shared guard while it runs).
+final class LoopCallGuard: Sendable {
+    let shared: any CallGuard
+
+    init(_ shared: any CallGuard) { self.shared = shared }
+}

@@ -138,7 +138,8 @@ struct Router: HTTP2Responder {
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
     let events: any RPCEvents
-    let callGuard: (any CallGuard)?
+    /// The server's guard, through a handle per loop (nil: no guard).
+    let callGuards: LoopLocal<LoopCallGuard>?
     let deadlines: DeadlinePolicy
 
     /// A served method: its handler, and whether its service is open to every caller.
@@ -183,7 +184,7 @@ struct Router: HTTP2Responder {
             methods.indices.map { _ in CallRegistry(streamWriteHighWatermark: streamWriteHighWatermark) })
         self.maxReceiveMessageBytes = maxReceiveMessageBytes
         self.events = events
-        self.callGuard = callGuard
+        callGuards = callGuard.map { shared in LoopLocal(methods.indices.map { _ in LoopCallGuard(shared) }) }
         self.deadlines = deadlines
     }
 
@@ -214,11 +215,11 @@ struct Router: HTTP2Responder {
         let handler = handlers[loop, index]
         let recorder = recorders[loop, index]
         // Who is calling, before anything else about the call is done (open services skip the guard, and
-        // their calls never touch it: the guard is one object every loop shares).
+        // their calls never touch it; guarded calls hold their loop's handle, not the guard every loop shares).
         var admitted: AdmittedCallerBox?
-        let guarded = !open[index]
-        if guarded, let callGuard {
-            switch callGuard.admit(method: head.path, metadata: head.fields, peer: head.peerCertificate) {
+        let loopGuard = open[index] ? nil : callGuards?[loop]
+        if let loopGuard {
+            switch loopGuard.shared.admit(method: head.path, metadata: head.fields, peer: head.peerCertificate) {
             case .success(let caller):
                 admitted = caller.map(AdmittedCallerBox.init)
             case .failure(let status):
@@ -250,7 +251,7 @@ struct Router: HTTP2Responder {
         let metadata = head.fields.filter { !Self.isTransportField($0.name) }
         let context = ServerContext(
             method: head.path, metadata: metadata, deadline: deadline.call, admitted: admitted,
-            callGuard: guarded ? callGuard : nil)
+            callGuard: loopGuard)
         return ServerCall(
             stream: stream, handler: handler, context: context, registry: registries[loop],
             maxMessageSize: maxReceiveMessageBytes, recorder: recorder, started: now, requestDeadline: deadline.request)

@@ -35,8 +35,9 @@ public final class ServerContext: Sendable {
     /// The caller in a box: one word, nil for a call without one (every health check). An optional existential
     /// held here instead would be copied and destroyed through the runtime's generic witnesses on every call.
     private let admitted: AdmittedCallerBox?
-    /// The guard that admitted the call; the typed handlers ask it about the request's `app`.
-    let callGuard: (any CallGuard)?
+    /// The guard that admitted the call (through its loop's handle); the typed handlers ask it about the
+    /// request's `app`.
+    let callGuard: LoopCallGuard?
 
     /// A context; the trace and request id come from `metadata` (traceparent, tracestate, x-request-id),
     /// and `annotations` carry them (with the caller) into the call's log line.
@@ -46,12 +47,12 @@ public final class ServerContext: Sendable {
     ) {
         self.init(
             method: method, metadata: metadata, deadline: deadline, admitted: caller.map(AdmittedCallerBox.init),
-            callGuard: callGuard)
+            callGuard: callGuard.map(LoopCallGuard.init))
     }
 
     init(
         method: String, metadata: [(name: String, value: String)], deadline: MonotonicInstant?,
-        admitted: AdmittedCallerBox?, callGuard: (any CallGuard)?
+        admitted: AdmittedCallerBox?, callGuard: LoopCallGuard?
     ) {
         self.method = method
         self.admitted = admitted
@@ -95,7 +96,7 @@ public final class ServerContext: Sendable {
     /// Nil when the call may use the app a request names; else the PERMISSION_DENIED status (counted).
     @usableFromInline
     func refusal(forApp app: String) -> RPCStatus? {
-        callGuard?.authorize(caller, app: app, method: method)
+        callGuard?.shared.authorize(caller, app: app, method: method)
     }
 
     /// Nil when the call may use `app` (a name or bundle id a request carries outside a top-level `app` field,

@@ -18,13 +18,17 @@ public enum Base64 {
     private static let standardAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     private static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    private static func makeTable(_ alphabet: [UInt8]) -> [UInt8] {
-        var table = [UInt8](repeating: 0xFF, count: 256)
+    /// A decoding table, made once and kept for the process's life: a plain pointer, so a decode retains no
+    /// storage every thread reads (an array's would be retained and released by every call on every loop).
+    private static func makeTable(_ alphabet: [UInt8]) -> UnsafePointer<UInt8> {
+        let table = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
+        table.initialize(repeating: 0xFF, count: 256)
         for (index, symbol) in alphabet.enumerated() { table[Int(symbol)] = UInt8(index) }
-        return table
+        return UnsafePointer(table)
     }
-    private static let standardTable = makeTable(standardAlphabet)
-    private static let urlTable = makeTable(urlAlphabet)
+    // Written once, by the global's one-time initialiser, before any reader sees it; only read after.
+    nonisolated(unsafe) private static let standardTable = makeTable(standardAlphabet)
+    nonisolated(unsafe) private static let urlTable = makeTable(urlAlphabet)
 
     /// Decodes `text`, or returns nil when it is not exactly in the `variant` form: a character outside
     /// the alphabet, padding where none belongs (or missing where required), an impossible length, or
@@ -85,47 +89,45 @@ public enum Base64 {
     /// alphabet or non-zero bits left over in the last symbol (which would let two strings decode to the
     /// same bytes). Whole 4-symbol groups first, 24 bits at a time; then the 2- or 3-symbol tail.
     private static func run(
-        _ input: UnsafeBufferPointer<UInt8>, count: Int, table: [UInt8], output: UnsafeMutablePointer<UInt8>?
+        _ input: UnsafeBufferPointer<UInt8>, count: Int, table: UnsafePointer<UInt8>,
+        output: UnsafeMutablePointer<UInt8>?
     ) -> Bool {
         guard let symbols = input.baseAddress else { return count == 0 }
-        return table.withUnsafeBufferPointer { table -> Bool in
-            let table = table.baseAddress!
-            var invalid: UInt32 = 0
-            var position = 0
-            var written = 0
-            let whole = count & ~3
-            while position < whole {
-                let a = UInt32(table[Int(symbols[position])])
-                let b = UInt32(table[Int(symbols[position + 1])])
-                let c = UInt32(table[Int(symbols[position + 2])])
-                let d = UInt32(table[Int(symbols[position + 3])])
-                invalid |= a | b | c | d
-                if let output {
-                    let group = a << 18 | b << 12 | c << 6 | d
-                    output[written] = UInt8(truncatingIfNeeded: group >> 16)
-                    output[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
-                    output[written + 2] = UInt8(truncatingIfNeeded: group)
-                }
-                position += 4
-                written += 3
-            }
-            // Any 0xFF from the table sets bit 7, which no valid 6-bit value has.
-            guard invalid & 0x80 == 0 else { return false }
-            let tail = count - whole
-            guard tail > 0 else { return true }
+        var invalid: UInt32 = 0
+        var position = 0
+        var written = 0
+        let whole = count & ~3
+        while position < whole {
             let a = UInt32(table[Int(symbols[position])])
             let b = UInt32(table[Int(symbols[position + 1])])
-            let c = tail == 3 ? UInt32(table[Int(symbols[position + 2])]) : 0
-            guard (a | b | c) & 0x80 == 0 else { return false }
-            let group = a << 18 | b << 12 | c << 6
-            // Leftover bits: 4 from `b` with 2 symbols, 2 from `c` with 3.
-            guard group & (tail == 2 ? 0xFFFF : 0xFF) == 0 else { return false }
+            let c = UInt32(table[Int(symbols[position + 2])])
+            let d = UInt32(table[Int(symbols[position + 3])])
+            invalid |= a | b | c | d
             if let output {
+                let group = a << 18 | b << 12 | c << 6 | d
                 output[written] = UInt8(truncatingIfNeeded: group >> 16)
-                if tail == 3 { output[written + 1] = UInt8(truncatingIfNeeded: group >> 8) }
+                output[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                output[written + 2] = UInt8(truncatingIfNeeded: group)
             }
-            return true
+            position += 4
+            written += 3
         }
+        // Any 0xFF from the table sets bit 7, which no valid 6-bit value has.
+        guard invalid & 0x80 == 0 else { return false }
+        let tail = count - whole
+        guard tail > 0 else { return true }
+        let a = UInt32(table[Int(symbols[position])])
+        let b = UInt32(table[Int(symbols[position + 1])])
+        let c = tail == 3 ? UInt32(table[Int(symbols[position + 2])]) : 0
+        guard (a | b | c) & 0x80 == 0 else { return false }
+        let group = a << 18 | b << 12 | c << 6
+        // Leftover bits: 4 from `b` with 2 symbols, 2 from `c` with 3.
+        guard group & (tail == 2 ? 0xFFFF : 0xFF) == 0 else { return false }
+        if let output {
+            output[written] = UInt8(truncatingIfNeeded: group >> 16)
+            if tail == 3 { output[written + 1] = UInt8(truncatingIfNeeded: group >> 8) }
+        }
+        return true
     }
 
     /// Encodes `bytes` in the `variant` form.

@@ -73,7 +73,9 @@ public final class SignedDataVerifier: Sendable {
     private let cache: ChainCache
     private let signatures: VerifiedSignatureCache
     private let rejected: RejectedChainCache
-    private let headers = JWSHeaderMemo()
+    /// Parsed headers, one memo per thread (up to 16 threads; more share): a header kept in a memo every loop
+    /// read would have its objects retained and released by every loop's every call.
+    private let headers = PerThread(count: 16) { JWSHeaderMemo(slotCount: 8) }
     private let revocations: RevocationCache
     private let clock: any VerificationClock
     private let ocspTransport: (any OCSPTransport)?
@@ -300,7 +302,8 @@ public final class SignedDataVerifier: Sendable {
             {
                 return .result(result)
             }
-            let token = try CompactJWS(parsing: jws, maximumLength: configuration.maximumJWSLength, headers: headers)
+            let token = try CompactJWS(
+                parsing: jws, maximumLength: configuration.maximumJWSLength, headers: headers.current)
             guard let payload = JSONMembers(parsing: token.payload) else {
                 throw Rejection(.malformed, "the JWS payload is not a JSON object")
             }
