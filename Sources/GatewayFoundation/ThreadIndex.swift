@@ -28,7 +28,4 @@ public final class PerThread<Value: AnyObject & Sendable>: @unchecked Sendable {
 
     /// The calling thread's value.
     public var current: Value { values[ThreadIndex.current % values.count] }
-
-    /// Every value, e.g. to sum what each counted.
-    public var all: [Value] { Array(values) }
 }
