@@ -7,6 +7,8 @@ BIN_DEBUG   := .build/debug/appstore-gateway
 BIN_RELEASE := .build/release/appstore-gateway
 # LeakSanitizer's suppressions (make test-asan, make fuzz): see scripts/lsan.supp.
 LSAN  := LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp
+# Runs a test suite with TMPDIR a fresh directory, removed after it (KEEP_TEST_TMP=1 keeps it).
+IN_TEMP := scripts/in-temp-dir.sh
 
 .PHONY: soak all deps venv build release run test test-swift test-interop test-asan test-tsan fuzz gen check-gen bench format lint clean image
 
@@ -42,19 +44,20 @@ run: release
 # Every test: generated-code drift, Swift unit tests, then the black-box interop suite against the binary.
 # Swift tests run one at a time: the in-process server tests need the cooperative pool's threads for their
 # handlers, and CPU-bound suites (key generation, signing) running beside them on 2 cores starve it.
+# Each suite writes its temporary files under a directory of its own, removed after it (scripts/in-temp-dir.sh).
 test: deps venv check-gen check-contract build
-	swift test --no-parallel $(SWIFT_BUILD_FLAGS) 2>&1 | tee .build/swift-test.log; test $${PIPESTATUS[0]} -eq 0
-	GATEWAY_BIN=$(BIN_DEBUG) $(PY) -m pytest -q Tests/interop
+	$(IN_TEMP) swift test --no-parallel $(SWIFT_BUILD_FLAGS) 2>&1 | tee .build/swift-test.log; test $${PIPESTATUS[0]} -eq 0
+	GATEWAY_BIN=$(BIN_DEBUG) $(IN_TEMP) $(PY) -m pytest -q Tests/interop
 
 # The Swift suites under AddressSanitizer / ThreadSanitizer, each in its own build directory; any leak or race
 # report fails the target (the suppression files name third-party code only). The venv is for the suites that
 # run Python clients.
 test-asan: deps venv
-	$(LSAN) swift test --no-parallel --sanitize=address \
+	$(LSAN) $(IN_TEMP) swift test --no-parallel --sanitize=address \
 	  --scratch-path .build-asan $(SWIFT_BUILD_FLAGS)
 
 test-tsan: deps venv
-	TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/tsan.supp swift test --no-parallel --sanitize=thread \
+	TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/tsan.supp $(IN_TEMP) swift test --no-parallel --sanitize=thread \
 	  --scratch-path .build-tsan $(SWIFT_BUILD_FLAGS)
 
 # libFuzzer targets of fuzz/ (see fuzz/README.md): each runs FUZZ_SECONDS over its committed seed corpus.

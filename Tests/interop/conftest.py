@@ -2,6 +2,7 @@
 import atexit
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +13,24 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GATEWAY_BIN = os.environ.get("GATEWAY_BIN", os.path.join(ROOT, ".build", "debug", "appstore-gateway"))
+
+
+def _session_temp_root():
+    """One temporary directory for everything this run writes, removed when it ends: the tests' own state
+    directories, stubs and logs (tempfile), and through TMPDIR what the gateways, simulators and builds they
+    start write. Set before any test module is imported, so module-level directories land in it too.
+    KEEP_TEST_TMP=1 keeps it, for a look after a failure."""
+    root = tempfile.mkdtemp(prefix="appstore-gateway-interop-")
+    tempfile.tempdir = root
+    os.environ["TMPDIR"] = root
+    if os.environ.get("KEEP_TEST_TMP"):
+        print(f"interop temporary files kept in {root}", file=sys.stderr)
+    else:
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+TEMP_ROOT = _session_temp_root()
 
 
 def _generate_stubs():
