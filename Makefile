@@ -7,7 +7,7 @@ BIN_DEBUG   := .build/debug/appstore-gateway
 BIN_RELEASE := .build/release/appstore-gateway
 # LeakSanitizer's suppressions (make test-asan, make fuzz): see scripts/lsan.supp.
 LSAN  := LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp
-# Runs a test suite with TMPDIR a fresh directory, removed after it (KEEP_TEST_TMP=1 keeps it).
+# Runs a test suite or fuzz target with TMPDIR a fresh directory, removed after it (KEEP_TEST_TMP=1 keeps it).
 IN_TEMP := scripts/in-temp-dir.sh
 
 .PHONY: soak all deps venv build release run test test-swift test-interop test-asan test-tsan fuzz gen check-gen bench format lint clean image
@@ -72,7 +72,7 @@ fuzz: deps
 	@failed=""; for t in $(FUZZ_TARGETS); do \
 	  name=$${t#fuzz-}; mkdir -p .build-fuzz/corpus/$$name; \
 	  echo "== $$t ($(FUZZ_SECONDS) s)"; \
-	  $(LSAN) .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  $(LSAN) $(IN_TEMP) .build-fuzz/debug/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=.build-fuzz/crash-$$name- .build-fuzz/corpus/$$name fuzz/corpus/$$name \
 	    || failed="$$failed $$t"; \
 	done; test -z "$$failed" || { echo "fuzz targets that crashed:$$failed (inputs in .build-fuzz/)"; exit 1; }
