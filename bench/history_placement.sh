@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # GetHistory added p50 by placement: the gateway (`serve --simulator`, release build) pinned to one core, and
 # free to use every core, in one run; optionally an older build beside it (BEFORE=), each placement and build
-# started afresh in every round, in turn. h2load runs on the last core in both placements (like for like).
+# started afresh in every round, in turn. h2load runs on the last core in every placement (like for like).
 #   added p50 = GetHistory through the gateway − the same request straight to its simulator, both from h2load,
 #   bursts of BURST sequential calls (1 connection, 1 stream) under Apple's 50/s budget.
+# A third placement, fresh, is free with the signature cache off: every JWS of every page pays its ECDSA, as
+# when each answer's JWS are new to the gateway (a page not seen before, or Apple signing each answer anew).
 #
 #   bench/history_placement.sh                                  # 3 rounds
 #   BEFORE=/tmp/before/appstore-gateway ROUNDS=5 bench/history_placement.sh
@@ -31,7 +33,10 @@ one() {
   # One state directory per build, made by its first start and reused (making it signs the whole simulated
   # history, which takes far longer than a round).
   local binary=$1 placement=$2 pin=() state="$work/state-$(basename "$(dirname "$1")")-$(cksum <<<"$1" | cut -d' ' -f1)"
-  [ "$placement" = pinned ] && pin=(taskset -c 0)
+  case $placement in
+    pinned) pin=(taskset -c 0) ;;
+    fresh) pin=(env APPSTORE_GATEWAY_VERIFICATION_SIGNATURE_CACHE_SIZE=0) ;;
+  esac
   "${pin[@]}" "$binary" serve --simulator --state-dir "$state" --listen "127.0.0.1:$PORT" > /dev/null 2> "$work/gw.log" &
   gw_pid=$!
   wait_port "$PORT" 60
@@ -57,7 +62,7 @@ one() {
 builds=(gateway); [ -n "$BEFORE" ] && builds+=(before)
 declare -A added
 for round in $(seq 1 "$ROUNDS"); do
-  for placement in pinned free; do
+  for placement in pinned free fresh; do
     for build in "${builds[@]}"; do
       binary=$BIN; [ "$build" = before ] && binary=$BEFORE
       read -r a g d < <(one "$binary" "$placement")
@@ -67,7 +72,7 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 for build in "${builds[@]}"; do
-  for placement in pinned free; do
+  for placement in pinned free fresh; do
     # shellcheck disable=SC2086
     set -- ${added[$build-$placement]}
     printf 'median added p50, %s %s: %d µs (%d–%d)\n' "$build" "$placement" "$(median "$@")" "$(minimum "$@")" "$(maximum "$@")"
@@ -75,10 +80,10 @@ for build in "${builds[@]}"; do
 done
 stats=()
 for build in "${builds[@]}"; do
-  for placement in pinned free; do
+  for placement in pinned free fresh; do
     # shellcheck disable=SC2086
     stats+=("\"${build}_${placement}\":$(stat_json ${added[$build-$placement]})")
   done
 done
 emit history_placement "{$(IFS=,; echo "${stats[*]}")}"
-echo "$(nproc) cores; gateway pinned = taskset -c 0, free = every core; h2load on core $last; $BURSTS × $BURST calls a path"
+echo "$(nproc) cores; gateway pinned = taskset -c 0, free = every core, fresh = free with the signature cache off; h2load on core $last; $BURSTS × $BURST calls a path"

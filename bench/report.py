@@ -97,6 +97,10 @@ def rows(r):
         pinned, free = p["gateway_pinned"], p["gateway_free"]
         out.append(("GetHistory added p50 µs, gateway free on every core vs pinned to one", fmt(free), fmt(pinned),
                     per_round(free, pinned), "free ≤ pinned", free["median"] <= pinned["median"]))
+        fresh = p.get("gateway_fresh")
+        if fresh:
+            out.append(("GetHistory added p50 µs, every JWS new to the gateway (signature cache off, free) vs the "
+                        "same page seen before (free)", fmt(fresh), fmt(free), per_round(fresh, free), "—", None))
     c = r.get("python_caller")
     if c:
         out.append((f"a Python caller's verified page ({min(c['transactions'], 20)} JWS), p50 ms, through the gateway "
