@@ -177,12 +177,13 @@ public struct GetHistoryHandler: Sendable {
     ///
     /// On the caller's loop while each one needs only cache lookups (its chain and its signature were verified
     /// before: a page seen again). From the first that needs more (ECDSA, a chain validation, an OCSP fetch),
-    /// the rest of the page moves off the loop in one hop (`offLoop`) and is verified there on at most
-    /// `verificationWidth` threads at once, cut into that many runs of consecutive transactions: this task
-    /// verifies the first run and one child task each of the others. (A child task per transaction gained
-    /// nothing: starting one, and waking a thread for it, costs about what verifying a transaction the caches
-    /// already know does.) Any failure fails the page: the first in page order among those verified is the
-    /// answer, and every run stops at its next transaction once one has failed.
+    /// the rest of the page moves off the loop in one hop (`offLoop`) and is verified there by at most
+    /// `verificationWidth` workers at once: this task and one child task each for the others. Each worker
+    /// claims the next transaction in page order until none is left, so a worker whose thread woke late takes
+    /// fewer, not a fixed half. (A child task per transaction gained nothing: starting one, and waking a thread
+    /// for it, costs about what verifying a transaction the caches already know does.) Any failure fails the
+    /// page: once one has failed no worker claims another, so what was verified is a prefix of the page, and
+    /// the first failure in page order is the answer.
     func verify(_ page: TransactionHistoryPage, app: GatewayConfiguration.App) async throws(GatewayError)
         -> [Transaction]
     {
@@ -198,23 +199,22 @@ public struct GetHistoryHandler: Sendable {
         guard transactions.count < signed.count else { return transactions }
         let rest = transactions.count..<signed.count
         let width = max(1, min(verificationWidth, rest.count))
-        let bounds = (0...width).map { rest.lowerBound + $0 * rest.count / width }
-        let failed = FailureFlag()
-        let runs = await offLoop {
-            await withTaskGroup(of: (Int, [Result<Transaction, GatewayError>]).self) { group in
-                for run in 1..<width {
-                    group.addTask { (run, await check.transactions(signed, bounds[run]..<bounds[run + 1], failed)) }
-                }
-                var runs = [[Result<Transaction, GatewayError>]](repeating: [], count: width)
-                runs[0] = await check.transactions(signed, bounds[0]..<bounds[1], failed)
-                for await (run, results) in group { runs[run] = results }
-                return runs
+        let claims = PageClaims(rest)
+        let verified = await offLoop {
+            await withTaskGroup(of: [(Int, Result<Transaction, GatewayError>)].self) { group in
+                for _ in 1..<width { group.addTask { await check.transactions(signed, claims) } }
+                var verified = await check.transactions(signed, claims)
+                for await results in group { verified += results }
+                return verified
             }
         }
-        // A run cut short by another's failure leaves a gap: the loop throws at that failure before the count
-        // below could be wrong.
-        for results in runs {
-            for result in results { transactions.append(try result.get()) }
+        // In page order: the claimed transactions are a prefix of `rest`, and the first failure among them
+        // throws before a gap after it could be reached.
+        var results = [Result<Transaction, GatewayError>?](repeating: nil, count: rest.count)
+        for (index, result) in verified { results[index - rest.lowerBound] = result }
+        for result in results {
+            guard let result else { break }
+            transactions.append(try result.get())
         }
         guard transactions.count == signed.count else {
             throw .appleDataRejected(
@@ -257,18 +257,15 @@ private struct PageCheck: Sendable {
         appleRequestID = page.appleRequestID
     }
 
-    /// Transactions `range` of the page verified in order, up to and including the first that fails, or until
-    /// `failed` is raised by another run.
-    func transactions(_ signed: [String], _ range: Range<Int>, _ failed: FailureFlag) async
-        -> [Result<Transaction, GatewayError>]
-    {
-        var results: [Result<Transaction, GatewayError>] = []
-        results.reserveCapacity(range.count)
-        for index in range where !failed.isRaised {
+    /// The transactions this worker claimed from `claims`, each verified, with its index in the page: it claims
+    /// the next one until none is left or one has failed (its own, or another worker's).
+    func transactions(_ signed: [String], _ claims: PageClaims) async -> [(Int, Result<Transaction, GatewayError>)] {
+        var results: [(Int, Result<Transaction, GatewayError>)] = []
+        while let index = claims.next() {
             let result = await transaction(signed[index], index)
-            results.append(result)
+            results.append((index, result))
             if case .failure = result {
-                failed.raise()
+                claims.fail()
                 break
             }
         }
@@ -303,12 +300,27 @@ private struct PageCheck: Sendable {
     }
 }
 
-/// Raised by the first run of a page that meets a failure; the other runs stop at their next transaction.
-private final class FailureFlag: Sendable {
-    private let raised = Atomic<Bool>(false)
+/// The transactions of a page still to verify, handed out in page order to the workers verifying them, one at a
+/// time. Once any has failed none is handed out, so the indices handed out are always a prefix of the range.
+private final class PageClaims: Sendable {
+    private let position: Atomic<Int>
+    private let end: Int
+    private let failed = Atomic<Bool>(false)
 
-    var isRaised: Bool { raised.load(ordering: .relaxed) }
-    func raise() { raised.store(true, ordering: .relaxed) }
+    init(_ range: Range<Int>) {
+        position = Atomic(range.lowerBound)
+        end = range.upperBound
+    }
+
+    /// The next transaction's index; nil once all were handed out or one has failed.
+    func next() -> Int? {
+        guard !failed.load(ordering: .acquiring) else { return nil }
+        let index = position.wrappingAdd(1, ordering: .relaxed).oldValue
+        return index < end ? index : nil
+    }
+
+    /// No transaction is handed out after this.
+    func fail() { failed.store(true, ordering: .releasing) }
 }
 
 /// Transactions in first-seen order, one per `transactionId`, the newest `signedDate` winning: the JWS and its

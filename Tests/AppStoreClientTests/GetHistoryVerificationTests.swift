@@ -67,6 +67,30 @@ import Testing
         }
     }
 
+    /// Workers claim transactions in page order and stop claiming once one has failed: with two bad ones, the
+    /// earlier is the answer whichever worker met which first.
+    @Test(arguments: [1, 2, 3, 8]) func theFirstFailureInPageOrderIsTheAnswerAtAnyWidth(width: Int) async throws {
+        let mint = try TransactionMint()
+        let stranger = try AppStoreTestPKI(referenceTime: TransactionMint.referenceTime, rootName: "Stranger Root")
+        var signed = try (0..<20).map { try mint.jws("t\($0)") }
+        signed[5] = try mint.jws("t5", signer: stranger.signer)
+        signed[15] = try mint.jws("t15", bundleId: "com.other.app")
+        let page = page(signed)
+        let fixture = try UpstreamFixture { _, _ in AppleJSON.history([]) }
+        let handler = GetHistoryHandler(
+            client: fixture.client, verifier: mint.verifier, maxPages: 5, clock: SystemClock(),
+            verificationWidth: width)
+        for _ in 0..<3 {
+            do {
+                _ = try await handler.verify(page, app: fixture.configuration.apps[0])
+                Issue.record("expected DATA_LOSS")
+            } catch {
+                #expect(error.rpcStatus.code == .dataLoss)
+                #expect(error.rpcStatus.message.contains("signed transaction 5 of the page"))
+            }
+        }
+    }
+
     @Test func aPageSeenAgainCostsNoECDSA() async throws {
         let mint = try TransactionMint()
         let signed = try (0..<20).map { try mint.jws("t\($0)") }
