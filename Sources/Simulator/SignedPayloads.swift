@@ -94,7 +94,8 @@ struct SignedPayloads: Sendable {
 }
 
 /// Each payload signed once: the JWS of every (signing chain, payload) signed so far, so reading the same
-/// history twice returns the same bytes, as Apple's does. Bounded: past `capacity` entries it starts over
+/// history twice returns the same bytes (whether Apple's answers do is not documented: Sources/Simulator's
+/// README). Bounded: past `capacity` entries it starts over
 /// (a record read after that is signed anew, still valid).
 final class SignatureMemo: Sendable {
     private let entries = Lock<[[UInt8]: String]>([:])
