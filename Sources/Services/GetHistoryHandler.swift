@@ -182,8 +182,8 @@ public struct GetHistoryHandler: Sendable {
     /// claims the next transaction in page order until none is left, so a worker whose thread woke late takes
     /// fewer, not a fixed half. (A child task per transaction gained nothing: starting one, and waking a thread
     /// for it, costs about what verifying a transaction the caches already know does.) Any failure fails the
-    /// page: once one has failed no worker claims another, so what was verified is a prefix of the page, and
-    /// the first failure in page order is the answer.
+    /// page: once one has failed the workers stop claiming. One counter hands the transactions out in order,
+    /// so what was verified is a prefix of the page, and the first failure in page order is the answer.
     func verify(_ page: TransactionHistoryPage, app: GatewayConfiguration.App) async throws(GatewayError)
         -> [Transaction]
     {
@@ -301,7 +301,8 @@ private struct PageCheck: Sendable {
 }
 
 /// The transactions of a page still to verify, handed out in page order to the workers verifying them, one at a
-/// time. Once any has failed none is handed out, so the indices handed out are always a prefix of the range.
+/// time, by one counter: the indices handed out are always a prefix of the range. Once one has failed, `next`
+/// answers nil (a worker that asked at that very moment may still get one more).
 private final class PageClaims: Sendable {
     private let position: Atomic<Int>
     private let end: Int
