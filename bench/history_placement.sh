@@ -32,12 +32,12 @@ trap cleanup EXIT
 one() {
   # One state directory per build, made by its first start and reused (making it signs the whole simulated
   # history, which takes far longer than a round).
-  local binary=$1 placement=$2 pin=() state="$work/state-$(basename "$(dirname "$1")")-$(cksum <<<"$1" | cut -d' ' -f1)"
+  local binary=$1 placement=$2 launch=() state="$work/state-$(basename "$(dirname "$1")")-$(cksum <<<"$1" | cut -d' ' -f1)"
   case $placement in
-    pinned) pin=(taskset -c 0) ;;
-    fresh) pin=(env APPSTORE_GATEWAY_VERIFICATION_SIGNATURE_CACHE_SIZE=0) ;;
+    pinned) launch=(taskset -c 0) ;;
+    fresh) launch=(env APPSTORE_GATEWAY_VERIFICATION_SIGNATURE_CACHE_SIZE=0) ;;
   esac
-  "${pin[@]}" "$binary" serve --simulator --state-dir "$state" --listen "127.0.0.1:$PORT" > /dev/null 2> "$work/gw.log" &
+  "${launch[@]}" "$binary" serve --simulator --state-dir "$state" --listen "127.0.0.1:$PORT" > /dev/null 2> "$work/gw.log" &
   gw_pid=$!
   wait_port "$PORT" 60
   local sim_url txid token
