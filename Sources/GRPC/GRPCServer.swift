@@ -177,14 +177,14 @@ struct Router: HTTP2Responder {
                     return method.handler
                 }
             })
-        recorders = LoopLocal(methods.indices.map { loop in paths.map { events.recorder(method: $0, loop: loop) } })
+        recorders = LoopLocal((0..<loops).map { loop in paths.map { events.recorder(method: $0, loop: loop) } })
         open = sorted.map(\.value.open)
         internTable = InternTable(paths + InternTable.commonHeaders)
         registries = LoopLocal(
-            methods.indices.map { _ in CallRegistry(streamWriteHighWatermark: streamWriteHighWatermark) })
+            (0..<loops).map { _ in CallRegistry(streamWriteHighWatermark: streamWriteHighWatermark) })
         self.maxReceiveMessageBytes = maxReceiveMessageBytes
         self.events = events
-        callGuards = callGuard.map { shared in LoopLocal(methods.indices.map { _ in LoopCallGuard(shared) }) }
+        callGuards = callGuard.map { shared in LoopLocal((0..<loops).map { _ in LoopCallGuard(shared) }) }
         self.deadlines = deadlines
     }
 
