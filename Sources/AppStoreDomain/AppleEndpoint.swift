@@ -172,18 +172,19 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     /// Get Status of Subscription Renewal Date Extensions; 1/s, like the mass extension it polls, is assumed.
     /// The Retention Messaging API's table ("Identifying rate limits") gives 10/s for Configure Default Message
     /// and 1/s for each of its other endpoints.
-    /// Apple publishes none for the Advanced Commerce API's writes either; 20/s, as the App Store Server API's
-    /// per-subscription writes (extend a renewal date, set an app account token), is assumed.
+    /// The Advanced Commerce API's table ("Identifying rate limits for Advanced Commerce APIs") gives 5/s for
+    /// Cancel a Subscription, Revoke a Subscription and Request Transaction Refund, and 50/s for Change Subscription
+    /// Price, Change Subscription Metadata and Migrate a Subscription.
     public var defaultProductionRate: Double {
         switch self {
         case .getTransactionInfo, .getTransactionHistory, .getTransactionHistoryV1, .getAllSubscriptionStatuses,
             .sendConsumptionInformation, .sendConsumptionInformationV1, .getNotificationHistory,
-            .getAppTransactionInfo, .finishTransaction:
+            .getAppTransactionInfo, .finishTransaction, .changeSubscriptionPrice, .changeSubscriptionMetadata,
+            .migrateSubscription:
             50
-        case .extendSubscriptionRenewalDate, .setAppAccountToken, .cancelSubscription, .revokeSubscription,
-            .changeSubscriptionPrice, .changeSubscriptionMetadata, .migrateSubscription, .requestTransactionRefund:
-            20
+        case .extendSubscriptionRenewalDate, .setAppAccountToken: 20
         case .lookUpOrderId, .getRefundHistory, .getRefundHistoryV1, .configureDefaultMessage: 10
+        case .cancelSubscription, .revokeSubscription, .requestTransactionRefund: 5
         case .extendRenewalDatesForAllActiveSubscribers, .getStatusOfSubscriptionRenewalDateExtensions,
             .requestTestNotification, .getTestNotificationStatus, .uploadImage, .deleteImage, .getImageList,
             .uploadMessage, .deleteMessage, .getMessageList, .deleteDefaultMessage, .getDefaultMessage,

@@ -183,11 +183,24 @@ import Testing
         #expect(AppleEndpoint.allCases.filter { $0.pathTemplate.hasPrefix("/advancedCommerce/v1/") } == advanced)
         for endpoint in advanced {
             #expect(endpoint.method == .post && endpoint.isIdempotent && !endpoint.isRead)
-            #expect(endpoint.defaultProductionRate == 20)
         }
         #expect(AppleEndpoint.cancelSubscription.path("7") == "/advancedCommerce/v1/subscription/cancel/7")
         #expect(
             AppleEndpoint.requestTransactionRefund.path("8") == "/advancedCommerce/v1/transaction/requestRefund/8")
+    }
+
+    /// Apple's "Identifying rate limits for Advanced Commerce APIs": 5/s for the writes that end or refund a
+    /// subscription, 50/s for those that change it; sandbox at 10 %.
+    @Test func advancedCommerceRatesAreApplesTable() {
+        let rates: [AppleEndpoint: Double] = [
+            .cancelSubscription: 5, .revokeSubscription: 5, .requestTransactionRefund: 5,
+            .changeSubscriptionPrice: 50, .changeSubscriptionMetadata: 50, .migrateSubscription: 50,
+        ]
+        for (endpoint, perSecond) in rates {
+            #expect(endpoint.defaultProductionRate == perSecond, "\(endpoint)")
+            #expect(RateLimits.defaults.rate(for: endpoint, in: .production).burst == Int(perSecond))
+            #expect(RateLimits.defaults.rate(for: endpoint, in: .sandbox).perSecond == perSecond * 0.1)
+        }
     }
 
     @Test func pathsArePercentEncoded() {

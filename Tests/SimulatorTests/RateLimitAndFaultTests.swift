@@ -34,6 +34,22 @@ import Testing
         #expect(admitted == 5)
     }
 
+    /// Apple's Advanced Commerce table: 5 per second to cancel, revoke or refund, 50 to change or migrate.
+    @Test func advancedCommerceWritesHaveApplesBudgets() async {
+        let fixture = SimulatorFixture(rateLimitScale: 1)
+        for (path, budget) in [
+            ("subscription/cancel/1", 5), ("subscription/revoke/1", 5), ("transaction/requestRefund/1", 5),
+            ("subscription/changePrice/1", 50), ("subscription/changeMetadata/1", 50), ("subscription/migrate/1", 50),
+        ] {
+            var admitted = 0
+            for _ in 0..<(budget + 5) {
+                let response = await fixture.send("POST", "/advancedCommerce/v1/\(path)")
+                if response.status != 429 { admitted += 1 }
+            }
+            #expect(admitted == budget, "\(path)")
+        }
+    }
+
     @Test func testNotificationsAreOnePerSecond() async {
         let fixture = SimulatorFixture(rateLimitScale: 1)
         #expect(await fixture.send("POST", "/inApps/v1/notifications/test").status == 200)

@@ -388,6 +388,9 @@ APPLE_RATES = {
     "deleteMessage": 1, "getMessageList": 1, "deleteDefaultMessage": 1, "getDefaultMessage": 1,
     "configureRealtimeUrl": 1, "deleteRealtimeUrl": 1, "getRealtimeUrl": 1, "initiatePerformanceTest": 1,
     "getPerformanceTestResults": 1,
+    # Advanced Commerce API ("Identifying rate limits for Advanced Commerce APIs").
+    "cancelSubscription": 5, "revokeSubscription": 5, "requestTransactionRefund": 5,
+    "changeSubscriptionPrice": 50, "changeSubscriptionMetadata": 50, "migrateSubscription": 50,
 }
 
 
