@@ -11,7 +11,7 @@ public enum RetentionMessagingLimits {
     public static let bulletPoints = 5
     /// Characters of one bullet point's text (BadRequestBulletPointTextTooLong, 4000219).
     public static let bulletPointTextCharacters = 66
-    /// Characters of the realtime URL (Apple's libraries refuse longer ones).
+    /// Characters of the realtime URL (Apple's `realtimeURL`: at most 256, else BadRequestRealtimeUrl, 4000215).
     public static let realtimeURLCharacters = 256
     /// Images per app (MaximumNumberOfImagesReached, 4030014).
     public static let imagesPerApp = 2000
@@ -60,43 +60,33 @@ public enum RetentionMessagingLimits {
         return nil
     }
 
-    /// The length Apple counts: Unicode scalars, as its libraries count a string's characters.
+    /// A text's length in Unicode scalars, as Apple's Python library counts it (Apple does not say how its servers
+    /// count).
     public static func characters(_ text: String) -> Int { text.unicodeScalars.count }
 
-    /// Whether `url` is an absolute http or https URL with a host, at most `realtimeURLCharacters` long and free of
-    /// spaces and control characters.
+    /// Whether `url` is a realtime URL Apple accepts: it must begin with `https://` (Apple's `realtimeURL`; else
+    /// BadRequestRealtimeUrl, 4000215), name a host, be at most `realtimeURLCharacters` long and be free of spaces and
+    /// control characters.
     public static func isRealtimeURL(_ url: String) -> Bool {
         guard characters(url) <= realtimeURLCharacters,
             url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
         else { return false }
         let lower = url.lowercased()
-        let rest: Substring
-        if lower.hasPrefix("https://") {
-            rest = lower.dropFirst(8)
-        } else if lower.hasPrefix("http://") {
-            rest = lower.dropFirst(7)
-        } else {
-            return false
-        }
-        let host = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard lower.hasPrefix("https://") else { return false }
+        let host = lower.dropFirst(8).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         return !host.isEmpty && !host.hasPrefix(":") && !host.contains("@")
     }
 
-    /// Whether `locale` looks like a locale Apple accepts: 2 to 3 letters, then optional `-` or `_` parts of 2 to 8
-    /// letters or digits (`en`, `en-US`, `zh-Hans-CN`, `es-419`).
-    public static func isLocale(_ locale: String) -> Bool {
-        let parts = locale.split(separator: "-", omittingEmptySubsequences: false).flatMap {
-            $0.split(separator: "_", omittingEmptySubsequences: false)
-        }
-        guard let language = parts.first, (2...3).contains(language.count),
-            language.unicodeScalars.allSatisfy({ $0.isASCII && $0.properties.isAlphabetic }),
-            parts.count <= 4
-        else { return false }
-        return parts.dropFirst().allSatisfy { part in
-            (2...8).contains(part.count)
-                && part.unicodeScalars.allSatisfy {
-                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))
-                }
-        }
-    }
+    /// The App Store's locale short codes, which Apple's `locale` must be, exactly: case-sensitive, with `-`
+    /// (App Store Connect API, "Managing metadata in your app by using locale shortcodes"; the 39 codes and the 11
+    /// Apple added in March 2026).
+    public static let locales: Set<String> = [
+        "ar-SA", "bn-BD", "ca", "cs", "da", "de-DE", "el", "en-AU", "en-CA", "en-GB", "en-US", "es-ES", "es-MX", "fi",
+        "fr-CA", "fr-FR", "gu-IN", "he", "hi", "hr", "hu", "id", "it", "ja", "kn-IN", "ko", "ml-IN", "mr-IN", "ms",
+        "nl-NL", "no", "or-IN", "pa-IN", "pl", "pt-BR", "pt-PT", "ro", "ru", "sk", "sl-SI", "sv", "ta-IN", "te-IN",
+        "th", "tr", "uk", "ur-PK", "vi", "zh-Hans", "zh-Hant",
+    ]
+
+    /// Whether `locale` is one of Apple's `locales`, spelled exactly as Apple spells it (InvalidLocale, 4000164).
+    public static func isLocale(_ locale: String) -> Bool { locales.contains(locale) }
 }

@@ -62,8 +62,9 @@ extension AppleOperation where Request == ConfigureRealtimeUrlRequest, Response 
             } else if !RetentionMessagingLimits.isRealtimeURL(request.realtimeUrl) {
                 contract.refuse(
                     "realtime_url",
-                    "must be an absolute http(s) URL with a host, at most "
-                        + "\(RetentionMessagingLimits.realtimeURLCharacters) characters, without spaces")
+                    "must be an https:// URL with a host, at most "
+                        + "\(RetentionMessagingLimits.realtimeURLCharacters) characters, without spaces "
+                        + "(Apple takes no other)")
             }
             try contract.check()
             return AppleRequest(
@@ -150,7 +151,10 @@ extension RequestContract {
         if locale.isEmpty {
             refuse("locale", "is required (e.g. en-US)")
         } else if locale.utf8.count > Self.maxLocaleBytes || !RetentionMessagingLimits.isLocale(locale) {
-            refuse("locale", "must be a locale such as en-US: a 2- or 3-letter language, then '-' parts")
+            refuse(
+                "locale",
+                "must be one of the App Store's locale codes, spelled exactly (case-sensitive, '-'): "
+                    + RetentionMessagingLimits.locales.sorted().joined(separator: ", "))
         }
     }
 }

@@ -208,7 +208,9 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         guard let dataset = store.dataset(app.bundleId, route.environment) else {
             return SimulatorResponse.error(4_040_003, "App not found.")
         }
-        if route.endpoint.isRetentionMessaging { return retention.respond(request, route: route, app: app) }
+        if route.endpoint.isRetentionMessaging {
+            return retention.respond(request, route: route, app: app, dataset: dataset)
+        }
         let signer = SignedPayloads(
             pki: signingPKI(revoked: revokedSigner), app: app, environment: route.environment, memo: signatures)
         let parameter = route.parameters.first ?? ""

@@ -21,8 +21,10 @@ final class RetentionMessagingEndpoints: Sendable {
         random = Lock(DeterministicRandom(seed: seed, stream: "retention-messaging"))
     }
 
-    /// Answers one Retention Messaging request of `app` in `route.environment`.
-    func respond(_ request: HTTPRequest, route: SimulatorRoute, app: SimulatedApp) -> HTTPResponse {
+    /// Answers one Retention Messaging request of `app` in `route.environment`, whose purchases are `dataset`.
+    func respond(
+        _ request: HTTPRequest, route: SimulatorRoute, app: SimulatedApp, dataset: SimulatedDataset
+    ) -> HTTPResponse {
         let key = Self.key(app.bundleId, route.environment)
         let parameter = route.parameters.first ?? ""
         do throws(AppleRejection) {
@@ -62,13 +64,15 @@ final class RetentionMessagingEndpoints: Sendable {
                 let locale = route.parameters.dropFirst().first ?? ""
                 return SimulatorResponse.json(try state(key).defaultMessage(productId: parameter, locale: locale))
             case .configureRealtimeUrl:
-                // Production takes only a URL that passed a performance test (in either environment).
-                let others = [AppleEnvironment.production, .sandbox].map { state(Self.key(app.bundleId, $0)) }
-                let production = route.environment == .production
-                try change(key) { state throws(AppleRejection) in
-                    try state.configureRealtimeURL(body: request.body) { url in
-                        !production || others.contains { $0.passedTest(of: url) }
+                // Production takes a URL once the app's server passed a performance test, of whatever URL: Apple
+                // recommends separate sandbox and production URLs, and tests run in sandbox.
+                let passed =
+                    route.environment == .sandbox
+                    || [AppleEnvironment.production, .sandbox].contains {
+                        state(Self.key(app.bundleId, $0)).hasPassedTest
                     }
+                try change(key) { state throws(AppleRejection) in
+                    try state.configureRealtimeURL(body: request.body, hasPassedTest: passed)
                 }
             case .deleteRealtimeUrl:
                 try change(key) { state throws(AppleRejection) in try state.deleteRealtimeURL() }
@@ -79,7 +83,8 @@ final class RetentionMessagingEndpoints: Sendable {
                 let plan = try change(key) { state throws(AppleRejection) in
                     try state.startTest(
                         body: request.body, requestId: requestId, bundleId: app.bundleId,
-                        environment: route.environment.appleName)
+                        environment: route.environment.appleName,
+                        checkTransaction: dataset.checkPerformanceTestTransaction)
                 }
                 let sender = self.sender
                 Task.detached { [self] in
@@ -166,5 +171,26 @@ final class RetentionMessagingEndpoints: Sendable {
     private func removeImage(key: String, identifier: String) {
         guard let file = imageFile(key, identifier) else { return }
         try? FileManager.default.removeItem(at: file)
+    }
+}
+
+extension SimulatedDataset {
+    /// Apple's transaction-id errors of Initiate Performance Test, which needs the original transaction id of a
+    /// purchase made in the environment: InvalidTransactionId (4000006) for an id that is not one of its
+    /// transactions, AppTransactionIdNotSupported (4000048) for an app transaction id,
+    /// FamilyTransactionNotSupported (4000185) for a Family Sharing purchase and
+    /// TransactionIdIsNotOriginalTransactionId (4000187) for a renewal's or a later purchase's id.
+    func checkPerformanceTestTransaction(_ transactionId: String) throws(AppleRejection) {
+        guard TransactionIdentifier.isWellFormed(transactionId) else { throw .invalidTransactionId() }
+        if customer(owning: transactionId)?.appTransactionId == transactionId {
+            throw AppleRejection(4_000_048, "Invalid request. App transaction ids are not supported by this endpoint.")
+        }
+        guard let transaction = transaction(transactionId) else { throw .invalidTransactionId() }
+        guard transaction.inAppOwnershipType != "FAMILY_SHARED" else {
+            throw AppleRejection(4_000_185, "Invalid request. Family Sharing transactions are not supported.")
+        }
+        guard transaction.originalTransactionId == transactionId else {
+            throw AppleRejection(4_000_187, "The transaction id is not an original transaction id.")
+        }
     }
 }

@@ -239,16 +239,32 @@ struct RetentionMessagingState: Sendable, Hashable, Codable {
         var realtimeURL: String
     }
 
-    /// Configure Realtime URL: a valid URL; `mustHavePassed` (production) asks for a passed test of that URL.
-    mutating func configureRealtimeURL(body: [UInt8], mustHavePassed: (String) -> Bool) throws(AppleRejection) {
+    /// Configure Realtime URL: an `https://` URL Apple accepts (or a loopback `http://` one, the simulator's
+    /// allowance: `isLoopbackHTTP`); `hasPassedTest` is false in production until a performance test passed.
+    mutating func configureRealtimeURL(body: [UInt8], hasPassedTest: Bool) throws(AppleRejection) {
         let request = try JSONBody.decode(RealtimeURLBody.self, body)
-        guard RetentionMessagingLimits.isRealtimeURL(request.realtimeURL) else {
+        guard RetentionMessagingLimits.isRealtimeURL(request.realtimeURL) || Self.isLoopbackHTTP(request.realtimeURL)
+        else {
             throw AppleRejection(4_000_215, "Invalid request. The realtime URL is invalid.")
         }
-        guard mustHavePassed(request.realtimeURL) else {
+        guard hasPassedTest else {
             throw AppleRejection(4_030_026, "A passing performance test is required before setting this URL.")
         }
         realtimeURL = request.realtimeURL
+    }
+
+    /// Whether `url` is `http://` to this machine (127.0.0.1, localhost or [::1], any port): Apple takes only
+    /// `https://`, but the simulator's performance tests can reach a realtime URL on the test machine only in
+    /// cleartext (its sender trusts no private CA), so it takes these too.
+    static func isLoopbackHTTP(_ url: String) -> Bool {
+        guard url.hasPrefix("http://"), RetentionMessagingLimits.isRealtimeURL("https://" + url.dropFirst(7)) else {
+            return false
+        }
+        let authority = url.dropFirst(7).prefix { !"/?#".contains($0) }
+        let host =
+            authority.hasPrefix("[")
+            ? String(authority.prefix { $0 != "]" }) + "]" : String(authority.prefix { $0 != ":" })
+        return ["127.0.0.1", "localhost", "[::1]"].contains(host)
     }
 
     /// Delete Realtime URL.
@@ -269,13 +285,15 @@ struct RetentionMessagingState: Sendable, Hashable, Codable {
         var originalTransactionId: String
     }
 
-    /// Initiate Performance Test: a realtime URL configured and no test running; returns the plan to run.
+    /// Initiate Performance Test: an original transaction id `checkTransaction` accepts (it throws Apple's
+    /// transaction-id errors), a realtime URL configured and no test running; returns the plan to run.
     mutating func startTest(
-        body: [UInt8], requestId: String, bundleId: String, environment: String
+        body: [UInt8], requestId: String, bundleId: String, environment: String,
+        checkTransaction: (String) throws(AppleRejection) -> Void
     ) throws(AppleRejection) -> PerformanceTestPlan {
-        guard body.count <= 65_536, let request = try? JSONDecoder().decode(PerformanceTestBody.self, from: Data(body)),
-            TransactionIdentifier.isWellFormed(request.originalTransactionId)
+        guard body.count <= 65_536, let request = try? JSONDecoder().decode(PerformanceTestBody.self, from: Data(body))
         else { throw AppleRejection(4_000_211, "Invalid request. The performance test request is invalid.") }
+        try checkTransaction(request.originalTransactionId)
         guard let realtimeURL else { throw Self.realtimeURLNotFound }
         guard !tests.contains(where: { $0.summary == nil }) else {
             throw AppleRejection(4_000_213, "A performance test is already running.")
@@ -295,10 +313,9 @@ struct RetentionMessagingState: Sendable, Hashable, Codable {
         tests[index].summary = PerformanceTestSummary(plan: tests[index].plan, attempts: attempts)
     }
 
-    /// Whether a test of `url` passed.
-    func passedTest(of url: String) -> Bool {
-        tests.contains { $0.plan.target == url && $0.summary?.passed == true }
-    }
+    /// Whether a performance test passed (of any URL: Apple recommends separate sandbox and production URLs, and
+    /// tests run only in sandbox).
+    var hasPassedTest: Bool { tests.contains { $0.summary?.passed == true } }
 
     /// Apple's PerformanceTestResultResponse: PENDING with every request pending while the test runs.
     func testResult(requestId: String) throws(AppleRejection) -> OrderedJSON {

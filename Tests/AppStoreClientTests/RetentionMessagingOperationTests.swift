@@ -140,6 +140,32 @@ import Testing
         #expect(violations { () throws(GatewayError) in try AppleOperation.uploadMessage.plan(fine) }.isEmpty)
     }
 
+    /// Apple's `realtimeURL` must begin with `https://` (BadRequestRealtimeUrl otherwise): refused before Apple.
+    @Test func aRealtimeURLThatIsNotHTTPSIsRefusedBeforeApple() {
+        for refused in ["http://example.com/realtime", "http://127.0.0.1:8080/rt", "example.com/realtime"] {
+            #expect(
+                violations { () throws(GatewayError) in
+                    try AppleOperation.configureRealtimeUrl.plan(ConfigureRealtimeUrlRequest(realtimeUrl: refused))
+                } == ["realtime_url"], "\(refused)")
+        }
+    }
+
+    /// Apple's locales are the App Store's short codes, case-sensitive: anything else is refused, naming the field.
+    @Test func aLocaleOffApplesListIsRefusedBeforeApple() throws {
+        for refused in ["en_US", "en-us", "EN-US", "pt_BR", "zh-hans", "en", "de", "fr-BE", "xx-XX"] {
+            #expect(
+                violations { () throws(GatewayError) in
+                    try AppleOperation.deleteDefaultMessage.plan(
+                        DeleteDefaultMessageRequest(productId: "com.example.monthly", locale: refused))
+                } == ["locale"], "\(refused)")
+        }
+        for accepted in ["en-US", "de-DE", "zh-Hans", "pt-BR", "ja", "ur-PK"] {
+            let plan = try AppleOperation.deleteDefaultMessage.plan(
+                DeleteDefaultMessageRequest(productId: "com.example.monthly", locale: accepted))
+            #expect(plan.pathValues == ["com.example.monthly", accepted])
+        }
+    }
+
     @Test func defaultMessagesRealtimeURLAndPerformanceTestsBuildApplesRequests() throws {
         let configure = try AppleOperation.configureDefaultMessage.plan(
             ConfigureDefaultMessageRequest(

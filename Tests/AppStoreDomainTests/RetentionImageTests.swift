@@ -82,7 +82,8 @@ import Testing
     }
 
     @Test(arguments: [
-        ("https://example.com/realtime", true), ("http://127.0.0.1:8080/rt", true), ("HTTPS://EXAMPLE.COM", true),
+        ("https://example.com/realtime", true), ("http://127.0.0.1:8080/rt", false), ("HTTPS://EXAMPLE.COM", true),
+        ("http://example.com/realtime", false), ("https://example.com/" + String(repeating: "a", count: 236), true),
         ("ftp://example.com", false), ("https://", false), ("https:///path", false), ("https://a b", false),
         ("https://user@host/", false), ("example.com", false),
         ("https://example.com/" + String(repeating: "a", count: 240), false),
@@ -92,10 +93,16 @@ import Testing
     }
 
     @Test(arguments: [
-        ("en", true), ("en-US", true), ("zh-Hans-CN", true), ("es-419", true), ("pt_BR", true), ("e", false),
-        ("english", false), ("en-", false), ("en-U", false), ("../x", false), ("", false), ("en-US-x-y-z", false),
+        ("en-US", true), ("zh-Hans", true), ("zh-Hant", true), ("pt-BR", true), ("ja", true), ("bn-BD", true),
+        ("ur-PK", true), ("en", false), ("zh-Hans-CN", false), ("es-419", false), ("pt_BR", false), ("en-us", false),
+        ("EN-US", false), ("zh-hans", false), ("e", false), ("english", false), ("../x", false), ("", false),
     ])
     func locales(locale: String, valid: Bool) {
         #expect(RetentionMessagingLimits.isLocale(locale) == valid)
+    }
+
+    @Test func applesLocaleListHasItsFiftyCodes() {
+        #expect(RetentionMessagingLimits.locales.count == 50)
+        #expect(RetentionMessagingLimits.locales.allSatisfy { !$0.contains("_") && $0.first?.isLowercase == true })
     }
 }

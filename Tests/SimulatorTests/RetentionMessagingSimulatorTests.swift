@@ -141,27 +141,38 @@ import Testing
         #expect(code { () throws(AppleRejection) in _ = try state.realtimeURLJSON() } == 4_040_021)
         #expect(
             code { () throws(AppleRejection) in
-                _ = try state.startTest(body: body, requestId: "r", bundleId: "b", environment: "Sandbox")
+                _ = try state.startTest(
+                    body: body, requestId: "r", bundleId: "b", environment: "Sandbox", checkTransaction: { _ in })
             } == 4_040_021)
         #expect(
             code { () throws(AppleRejection) in
-                try state.configureRealtimeURL(body: json(#"{"realtimeURL":"nope"}"#)) { _ in true }
+                try state.configureRealtimeURL(body: json(#"{"realtimeURL":"nope"}"#), hasPassedTest: true)
             } == 4_000_215)
         #expect(
             code { () throws(AppleRejection) in
-                try state.configureRealtimeURL(body: json(#"{"realtimeURL":"https://example.com/rt"}"#)) { _ in false }
+                try state.configureRealtimeURL(
+                    body: json(#"{"realtimeURL":"https://example.com/rt"}"#), hasPassedTest: false)
             } == 4_030_026)
-        try state.configureRealtimeURL(body: json(#"{"realtimeURL":"https://example.com/rt"}"#)) { _ in true }
+        try state.configureRealtimeURL(body: json(#"{"realtimeURL":"https://example.com/rt"}"#), hasPassedTest: true)
         #expect(
             code { () throws(AppleRejection) in
-                _ = try state.startTest(body: json("{}"), requestId: "r", bundleId: "b", environment: "Sandbox")
+                _ = try state.startTest(
+                    body: json("{}"), requestId: "r", bundleId: "b", environment: "Sandbox", checkTransaction: { _ in })
             } == 4_000_211)
+        #expect(
+            code { () throws(AppleRejection) in
+                _ = try state.startTest(
+                    body: body, requestId: "r", bundleId: "b", environment: "Sandbox",
+                    checkTransaction: { _ throws(AppleRejection) in throw AppleRejection(4_000_187, "renewal") })
+            } == 4_000_187)
         let requestId = "c4b87a1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d"
-        let plan = try state.startTest(body: body, requestId: requestId, bundleId: "b", environment: "Sandbox")
+        let plan = try state.startTest(
+            body: body, requestId: requestId, bundleId: "b", environment: "Sandbox", checkTransaction: { _ in })
         #expect(plan.target == "https://example.com/rt" && plan.originalTransactionId == "2000000123")
         #expect(
             code { () throws(AppleRejection) in
-                _ = try state.startTest(body: body, requestId: "s", bundleId: "b", environment: "Sandbox")
+                _ = try state.startTest(
+                    body: body, requestId: "s", bundleId: "b", environment: "Sandbox", checkTransaction: { _ in })
             } == 4_000_213)
         #expect(try state.testResult(requestId: requestId).encodedText.contains(#""result":"PENDING""#))
         #expect(code { () throws(AppleRejection) in _ = try state.testResult(requestId: "nope") } == 4_000_212)
@@ -174,9 +185,67 @@ import Testing
             requestId: requestId,
             attempts: Array(repeating: PerformanceTestAttempt(result: "SUCCESS", milliseconds: 40), count: 100))
         #expect(try state.testResult(requestId: requestId).encodedText.contains(#""result":"PASS""#))
-        #expect(state.passedTest(of: "https://example.com/rt"))
+        #expect(state.hasPassedTest)
         try state.deleteRealtimeURL()
         #expect(code { () throws(AppleRejection) in try state.deleteRealtimeURL() } == 4_040_021)
+    }
+
+    /// Apple's `realtimeURL` must begin with `https://` and be at most 256 characters (BadRequestRealtimeUrl); the
+    /// simulator's one allowance is `http://` to this machine, so a test can reach a local endpoint.
+    @Test func aRealtimeURLMustBeHTTPSOrLoopback() {
+        var state = RetentionMessagingState()
+        func configure(_ url: String) -> Int64? {
+            code { () throws(AppleRejection) in
+                try state.configureRealtimeURL(body: json(#"{"realtimeURL":"\#(url)"}"#), hasPassedTest: true)
+            }
+        }
+        for refused in [
+            "http://example.com/rt", "http://127.0.0.2/rt", "http://localhost.example.com/rt", "http://[::2]/rt",
+            "ftp://example.com/rt", "https://example.com/" + String(repeating: "a", count: 237),
+        ] {
+            #expect(configure(refused) == 4_000_215, "\(refused)")
+        }
+        for accepted in [
+            "https://example.com/rt", "https://example.com/" + String(repeating: "a", count: 236),
+            "http://127.0.0.1:8080/rt", "http://localhost/rt", "http://[::1]:9/rt",
+        ] {
+            #expect(configure(accepted) == nil, "\(accepted)")
+        }
+    }
+
+    /// Initiate Performance Test answers Apple's transaction-id errors for its `originalTransactionId`.
+    @Test func aPerformanceTestNeedsTheOriginalTransactionIdOfAnOwnPurchase() async throws {
+        let fixture = SimulatorFixture()
+        let dataset = try #require(fixture.simulator.dataset(bundleId: fixture.app.bundleId, environment: .sandbox))
+        let transactions = dataset.customers.flatMap(\.transactions)
+        let original = try #require(
+            transactions.first { $0.originalTransactionId == $0.transactionId && $0.inAppOwnershipType == "PURCHASED" })
+        let renewal = try #require(transactions.first { $0.originalTransactionId != $0.transactionId })
+        let shared = try #require(
+            transactions.first {
+                $0.originalTransactionId == $0.transactionId && $0.inAppOwnershipType == "FAMILY_SHARED"
+            })
+        let appTransactionId = try #require(dataset.customers.first?.appTransactionId)
+        let production = try #require(
+            fixture.simulator.dataset(bundleId: fixture.app.bundleId, environment: .production)?.customers.first?
+                .transactions.first?.transactionId)
+        let configured = await send(
+            fixture, "PUT", "/sandbox/inApps/v1/messaging/realtime/url",
+            body: json(#"{"realtimeURL":"https://sandbox.example/rt"}"#))
+        #expect(configured.status == 200)
+        for (id, expected) in [
+            ("abc", 4_000_006), ("1", 4_000_006), (production, 4_000_006), (appTransactionId, 4_000_048),
+            (shared.transactionId, 4_000_185), (renewal.transactionId, 4_000_187),
+        ] {
+            let answer = await send(
+                fixture, "POST", "/sandbox/inApps/v1/messaging/performanceTest",
+                body: json(#"{"originalTransactionId":"\#(id)"}"#))
+            #expect(answer.status == 400 && SimulatorFixture.object(answer)["errorCode"] as? Int == expected, "\(id)")
+        }
+        let started = await send(
+            fixture, "POST", "/sandbox/inApps/v1/messaging/performanceTest",
+            body: json(#"{"originalTransactionId":"\#(original.transactionId)"}"#))
+        #expect(started.status == 200 && SimulatorFixture.object(started)["requestId"] is String)
     }
 
     @Test func aSummaryCountsSlowAnswersAsTimedOutAndNeedsTheThreshold() {
@@ -256,8 +325,14 @@ import Testing
             return Array(repeating: PerformanceTestAttempt(result: "SUCCESS", milliseconds: 30), count: 100)
         })
         let url = "https://gateway.example/realtime"
+        let productionURL = "https://gateway.example/production/realtime"
+        let originalTransactionId = try #require(
+            fixture.simulator.dataset(bundleId: fixture.app.bundleId, environment: .sandbox)?.customers
+                .flatMap(\.transactions)
+                .first { $0.originalTransactionId == $0.transactionId && $0.inAppOwnershipType == "PURCHASED" }?
+                .transactionId)
         let refused = await send(
-            fixture, "PUT", "/inApps/v1/messaging/realtime/url", body: json(#"{"realtimeURL":"\#(url)"}"#))
+            fixture, "PUT", "/inApps/v1/messaging/realtime/url", body: json(#"{"realtimeURL":"\#(productionURL)"}"#))
         #expect(SimulatorFixture.object(refused)["errorCode"] as? Int == 4_030_026)
         let configured = await send(
             fixture, "PUT", "/sandbox/inApps/v1/messaging/realtime/url", body: json(#"{"realtimeURL":"\#(url)"}"#))
@@ -265,7 +340,7 @@ import Testing
         let started = SimulatorFixture.object(
             await send(
                 fixture, "POST", "/sandbox/inApps/v1/messaging/performanceTest",
-                body: json(#"{"originalTransactionId":"2000000123"}"#)))
+                body: json(#"{"originalTransactionId":"\#(originalTransactionId)"}"#)))
         let requestId = try #require(started["requestId"] as? String)
         #expect((started["config"] as? [String: Any])?["totalRequests"] as? Int == 100)
         var result: [String: Any] = [:]
@@ -278,10 +353,10 @@ import Testing
         }
         #expect(result["result"] as? String == "PASS" && result["target"] as? String == url)
         #expect(seen.withLock { $0.map(\.environment) } == ["Sandbox"])
-        #expect(seen.withLock { $0.map(\.originalTransactionId) } == ["2000000123"])
-        // Production now takes the URL that passed.
+        #expect(seen.withLock { $0.map(\.originalTransactionId) } == [originalTransactionId])
+        // Production now takes a URL: its own, as Apple recommends, not the sandbox one that was tested.
         let accepted = await send(
-            fixture, "PUT", "/inApps/v1/messaging/realtime/url", body: json(#"{"realtimeURL":"\#(url)"}"#))
+            fixture, "PUT", "/inApps/v1/messaging/realtime/url", body: json(#"{"realtimeURL":"\#(productionURL)"}"#))
         #expect(accepted.status == 200)
     }
 }

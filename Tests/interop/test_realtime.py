@@ -264,6 +264,34 @@ def test_forged_and_garbage_realtime_requests_are_refused(sim, gw):
     assert metric(gw, "appstore_gateway_realtime_rejected_total") >= 3
 
 
+def configure_realtime_url_at_the_simulator(sim, url):
+    """Configure Realtime URL (sandbox) for the simulator's first app, through Apple's Python client."""
+    from appstoreserverlibrary.api_client import AppStoreServerAPIClient
+    from appstoreserverlibrary.models.Environment import Environment
+    from appstoreserverlibrary.models.RealtimeUrlRequest import RealtimeUrlRequest
+    app = sim.config["apps"][0]
+    client = AppStoreServerAPIClient(open(app["privateKeyFile"], "rb").read(), app["keyId"], app["issuerId"],
+                                     app["bundleId"], Environment.SANDBOX)
+    client._base_url = sim.url + "/sandbox"
+    previous = os.environ.get("REQUESTS_CA_BUNDLE")
+    os.environ["REQUESTS_CA_BUNDLE"] = sim.ca
+    try:
+        client.configure_realtime_url(RealtimeUrlRequest(realtimeURL=url))
+    finally:
+        if previous is None:
+            del os.environ["REQUESTS_CA_BUNDLE"]
+        else:
+            os.environ["REQUESTS_CA_BUNDLE"] = previous
+
+
+def sandbox_original_transaction_id(sim):
+    """The original transaction id of a sandbox purchase of the first app (customer 0 never shares a family's)."""
+    index = json.load(open(os.path.join(sim.directory, "transactions.json")))
+    customer = index[sim.config["apps"][0]["bundleId"]]["Sandbox"][0]
+    return (customer["activeSubscriptions"] or [{"originalTransactionId": customer["transactionId"]}])[0][
+        "originalTransactionId"]
+
+
 def test_a_performance_test_reaches_the_team_through_the_hosted_url_and_passes():
     """Apple's performance test as the simulator runs it: the realtime URL configured through the gateway's
     RetentionMessaging service is the gateway's own hosted path, so every signed request of the test reaches the
@@ -288,12 +316,14 @@ def test_a_performance_test_reaches_the_team_through_the_hosted_url_and_passes()
         wait_for_streams(gw, 1)
         sandbox = common_pb2.ENVIRONMENT_SANDBOX
         realtime_url = gw.webhook.replace("/apple/notifications", "/apple/realtime")
+        # The hosted path here is cleartext on loopback: the gateway (like Apple) configures only https:// URLs,
+        # the simulator also takes http:// to this machine, so Apple's client configures it there directly.
+        configure_realtime_url_at_the_simulator(sim, realtime_url)
+        original = sandbox_original_transaction_id(sim)
         with grpc.insecure_channel(gw.address) as channel:
             stub = retention_pb2_grpc.RetentionMessagingStub(channel)
-            stub.ConfigureRealtimeUrl(retention_pb2.ConfigureRealtimeUrlRequest(
-                app=app, environment=sandbox, realtime_url=realtime_url), timeout=30)
             started = stub.InitiatePerformanceTest(retention_pb2.InitiatePerformanceTestRequest(
-                app=app, environment=sandbox, original_transaction_id="2000000123"), timeout=30)
+                app=app, environment=sandbox, original_transaction_id=original), timeout=30)
             total = started.config.total_requests
             result = None
             for _ in range(120):
@@ -305,7 +335,7 @@ def test_a_performance_test_reaches_the_team_through_the_hosted_url_and_passes()
         assert result.result == retention_pb2.PERFORMANCE_TEST_STATUS_PASS, result
         assert result.target == realtime_url
         assert total > 0 and len(team.seen) == total
-        assert {event.request.original_transaction_id for event in team.seen} == {"2000000123"}
+        assert {event.request.original_transaction_id for event in team.seen} == {original}
         assert metric(gw, "appstore_gateway_realtime_requests_total", app=app, outcome="answered") == total
     finally:
         if team is not None:

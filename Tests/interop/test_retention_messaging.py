@@ -266,25 +266,37 @@ def realtime_endpoint():
     endpoint.close()
 
 
+def sandbox_original_transaction_id(world):
+    """The original transaction id of a sandbox purchase (customer 0 is never a Family Sharing member)."""
+    import json
+    index = json.load(open(os.path.join(world.directory, "transactions.json")))
+    customer = index[world.app["bundleId"]]["Sandbox"][0]
+    return (customer["activeSubscriptions"] or [{"originalTransactionId": customer["transactionId"]}])[0][
+        "originalTransactionId"]
+
+
 def test_realtime_url_and_performance_tests_agree(world, realtime_endpoint):
     apple = world.client(Environment.SANDBOX)
     # The second URL answers: the simulator's performance tests send it signed realtime requests, as Apple's do.
-    first, second = "https://realtime.example/one", realtime_endpoint.url
-    apple.configure_realtime_url(RealtimeUrlRequest(realtimeURL=first))
+    # It is cleartext on this machine, which only the simulator takes (Apple and the gateway take https:// only),
+    # so Apple's client configures it.
+    first, second, third = "https://realtime.example/one", realtime_endpoint.url, "https://realtime.example/production"
+    world.stub.ConfigureRealtimeUrl(retention_pb2.ConfigureRealtimeUrlRequest(
+        app="example", environment=SANDBOX, realtime_url=first), timeout=30)
+    assert apple.get_realtime_url().realtimeURL == first
+    apple.configure_realtime_url(RealtimeUrlRequest(realtimeURL=second))
     got = world.stub.GetRealtimeUrl(retention_pb2.GetRealtimeUrlRequest(app="example", environment=SANDBOX),
                                     timeout=30)
-    assert got.realtime_url == first and got.environment == SANDBOX
-    world.stub.ConfigureRealtimeUrl(retention_pb2.ConfigureRealtimeUrlRequest(
-        app="example", environment=SANDBOX, realtime_url=second), timeout=30)
-    assert apple.get_realtime_url().realtimeURL == second
+    assert got.realtime_url == second and got.environment == SANDBOX
 
-    # Production takes a URL only once it passed a performance test.
+    # Production takes a URL only once a performance test passed.
     error = grpc_error(lambda: world.stub.ConfigureRealtimeUrl(retention_pb2.ConfigureRealtimeUrlRequest(
-        app="example", environment=PRODUCTION, realtime_url=second), timeout=30))
+        app="example", environment=PRODUCTION, realtime_url=third), timeout=30))
     assert error.code() == grpc.StatusCode.FAILED_PRECONDITION and error_info(error).reason == "FORBIDDEN_NO_PASSING_TEST"
 
+    original = sandbox_original_transaction_id(world)
     started = world.stub.InitiatePerformanceTest(retention_pb2.InitiatePerformanceTestRequest(
-        app="example", environment=SANDBOX, original_transaction_id="2000000123"), timeout=30)
+        app="example", environment=SANDBOX, original_transaction_id=original), timeout=30)
     assert started.config.total_requests > 0 and started.request_id
     theirs = None
     for _ in range(100):
@@ -302,7 +314,7 @@ def test_realtime_url_and_performance_tests_agree(world, realtime_endpoint):
     assert {f.result_raw: f.count for f in ours.failures} == {k: v for k, v in (theirs.rawFailures or {}).items()}
 
     # Apple's client starts the next test; the gateway reads it.
-    again = apple.initiate_performance_test(PerformanceTestRequest(originalTransactionId="2000000123"))
+    again = apple.initiate_performance_test(PerformanceTestRequest(originalTransactionId=original))
     for _ in range(100):
         ours = world.stub.GetPerformanceTestResults(retention_pb2.GetPerformanceTestResultsRequest(
             app="example", environment=SANDBOX, request_id=again.requestId), timeout=30)
@@ -311,9 +323,10 @@ def test_realtime_url_and_performance_tests_agree(world, realtime_endpoint):
         time.sleep(0.1)
     assert ours.result == retention_pb2.PERFORMANCE_TEST_STATUS_PASS
 
+    # Production takes its own URL, as Apple recommends, though only the sandbox URL was tested.
     world.stub.ConfigureRealtimeUrl(retention_pb2.ConfigureRealtimeUrlRequest(
-        app="example", environment=PRODUCTION, realtime_url=second), timeout=30)
-    assert world.client(Environment.PRODUCTION).get_realtime_url().realtimeURL == second
+        app="example", environment=PRODUCTION, realtime_url=third), timeout=30)
+    assert world.client(Environment.PRODUCTION).get_realtime_url().realtimeURL == third
 
     apple.delete_realtime_url()
     error = grpc_error(lambda: world.stub.GetRealtimeUrl(
@@ -328,6 +341,54 @@ def test_realtime_url_and_performance_tests_agree(world, realtime_endpoint):
     error = grpc_error(lambda: world.stub.GetPerformanceTestResults(retention_pb2.GetPerformanceTestResultsRequest(
         app="example", environment=SANDBOX, request_id=str(uuid.uuid4())), timeout=30))
     assert error.code() == grpc.StatusCode.NOT_FOUND and error_info(error).reason == "PERFORMANCE_TEST_RUN_NOT_FOUND"
+
+
+def test_a_realtime_url_must_be_https_for_the_gateway_and_the_simulator(world):
+    """Apple's `realtimeURL` must begin with https:// (BadRequestRealtimeUrl otherwise): the gateway refuses any
+    other before Apple is called, and the simulator answers Apple's 4000215 (but for http:// to this machine)."""
+    import requests
+    before = len(requests.get(world.url + "/simulator/writes", timeout=10).json()["writes"])
+    for url in ["http://realtime.example/rt", "http://127.0.0.1:9/rt", "https://realtime.example/" + "a" * 240]:
+        error = grpc_error(lambda: world.stub.ConfigureRealtimeUrl(retention_pb2.ConfigureRealtimeUrlRequest(
+            app="example", environment=SANDBOX, realtime_url=url), timeout=30))
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "realtime_url" in error.details(), url
+    assert len(requests.get(world.url + "/simulator/writes", timeout=10).json()["writes"]) == before
+    apple = world.client(Environment.SANDBOX)
+    error = apple_error(lambda: apple.configure_realtime_url(RealtimeUrlRequest(realtimeURL="http://realtime.example/rt")))
+    assert error.raw_api_error == 4000215
+
+
+def test_a_performance_test_needs_the_original_transaction_id_of_a_sandbox_purchase(world):
+    """Initiate Performance Test answers Apple's transaction-id errors; the gateway passes them on typed."""
+    import json
+    index = json.load(open(os.path.join(world.directory, "transactions.json")))
+    customer = index[world.app["bundleId"]]["Sandbox"][0]
+    apple = world.client(Environment.SANDBOX)
+    apple.configure_realtime_url(RealtimeUrlRequest(realtimeURL="https://realtime.example/sandbox"))
+    for transaction_id, code, reason in [
+            ("1", 4000006, "INVALID_TRANSACTION_ID"),
+            (customer["appTransactionId"], 4000048, "APP_TRANSACTION_ID_NOT_SUPPORTED")]:
+        error = grpc_error(lambda: world.stub.InitiatePerformanceTest(retention_pb2.InitiatePerformanceTestRequest(
+            app="example", environment=SANDBOX, original_transaction_id=transaction_id), timeout=30))
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, transaction_id
+        assert error_info(error).reason == reason and error_info(error).metadata["apple_error_code"] == str(code)
+        assert apple_error(lambda: apple.initiate_performance_test(
+            PerformanceTestRequest(originalTransactionId=transaction_id))).raw_api_error == code
+    apple.delete_realtime_url()
+
+
+def test_locales_are_apples_codes_spelled_exactly(world):
+    """Apple's locales are the App Store's short codes, case-sensitive: the gateway refuses any other before Apple
+    is called, naming the field, and the simulator answers Apple's InvalidLocale."""
+    for locale in ["en_US", "en-us", "EN-US", "en", "zh-hans"]:
+        error = grpc_error(lambda: world.stub.GetDefaultMessage(retention_pb2.GetDefaultMessageRequest(
+            app="example", product_id="com.example.monthly", locale=locale), timeout=30))
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "locale" in error.details(), locale
+    apple = world.client(Environment.PRODUCTION)
+    assert apple_error(lambda: apple.get_default_message("com.example.monthly", "en_US")).raw_api_error == 4000164
+    error = grpc_error(lambda: world.stub.GetDefaultMessage(retention_pb2.GetDefaultMessageRequest(
+        app="example", product_id="com.example.monthly", locale="zh-Hans"), timeout=30))
+    assert error.code() == grpc.StatusCode.NOT_FOUND
 
 
 def test_the_service_is_listed_by_reflection_and_guarded_per_app(world):
