@@ -183,6 +183,16 @@ import Testing
         #expect(rescind.appData?.signedAppTransactionInfo == "x.y.z")
     }
 
+    /// Offer type 5, the retention offer Apple showed at WWDC26, has its name in transactions and renewal infos.
+    @Test func aRetentionOfferIsNamed() throws {
+        let t = try #require(
+            PayloadDecoder.transaction(
+                fromJSON: Data(#"{"transactionId":"1","offerType":5,"offerIdentifier":"stay"}"#.utf8)))
+        #expect(t.offerType == .retentionOffer && t.offerType.rawValue == 5 && t.offerIdentifier == "stay")
+        let r = try #require(PayloadDecoder.renewalInfo(fromJSON: Data(#"{"offerType":5}"#.utf8)))
+        #expect(r.offerType == .retentionOffer)
+    }
+
     @Test func renewalCommitmentAndWinBack() throws {
         let r = try #require(
             PayloadDecoder.renewalInfo(

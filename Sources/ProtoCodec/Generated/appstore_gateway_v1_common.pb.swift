@@ -240,11 +240,13 @@ public enum OfferType: RawRepresentable, CaseIterable, Sendable, Hashable {
     case offerCode
     /// Apple 4: a win-back offer; `offer_identifier` is the win-back offer id.
     case winBackOffer
+    /// Apple 5: a retention offer (shown at WWDC26); `offer_identifier` is the retention offer id.
+    case retentionOffer
     /// A value this release does not know (a newer peer, or Apple added one); keeps its number.
     case unrecognized(Int32)
 
     /// Every known case, in proto order.
-    public static let allCases: [OfferType] = [.unspecified, .introductoryOffer, .promotionalOffer, .offerCode, .winBackOffer]
+    public static let allCases: [OfferType] = [.unspecified, .introductoryOffer, .promotionalOffer, .offerCode, .winBackOffer, .retentionOffer]
 
     /// The case of a proto number; unknown numbers become `.unrecognized`.
     public init(rawValue: Int32) {
@@ -254,6 +256,7 @@ public enum OfferType: RawRepresentable, CaseIterable, Sendable, Hashable {
         case 2: self = .promotionalOffer
         case 3: self = .offerCode
         case 4: self = .winBackOffer
+        case 5: self = .retentionOffer
         default: self = .unrecognized(rawValue)
         }
     }
@@ -266,6 +269,7 @@ public enum OfferType: RawRepresentable, CaseIterable, Sendable, Hashable {
         case .promotionalOffer: 2
         case .offerCode: 3
         case .winBackOffer: 4
+        case .retentionOffer: 5
         case .unrecognized(let value): value
         }
     }

@@ -1267,7 +1267,7 @@ public struct ConfigureDefaultMessageRequest: ProtoMessage, AppNamingMessage {
     public var environment: Environment = Environment(rawValue: 0)
     /// Required: the subscription's product id (ASCII letters, digits, '-', '_', '.'; at most 256 bytes).
     public var productId: String = ""
-    /// Required: the locale, e.g. en-US (ASCII letters, digits, '-', '_'; at most 64 bytes).
+    /// Required: one of the App Store's locale codes, spelled exactly (case-sensitive), e.g. en-US, zh-Hans.
     public var locale: String = ""
     /// Required: the UUID of an approved message.
     public var messageIdentifier: String = ""
@@ -1674,7 +1674,7 @@ public struct ConfigureRealtimeUrlRequest: ProtoMessage, AppNamingMessage {
     public var app: String = ""
     /// The environment to ask; UNSPECIFIED = as the app is configured.
     public var environment: Environment = Environment(rawValue: 0)
-    /// Required: an absolute http(s) URL of at most 256 characters (Apple calls only https in practice).
+    /// Required: an https:// URL of at most 256 characters (Apple accepts no other).
     public var realtimeUrl: String = ""
 
     /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.

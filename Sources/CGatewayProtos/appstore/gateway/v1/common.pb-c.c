@@ -165,22 +165,24 @@ const ProtobufCEnumDescriptor appstore__gateway__v1__revoked_filter__descriptor 
   appstore__gateway__v1__revoked_filter__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue appstore__gateway__v1__offer_type__enum_values_by_number[5] =
+static const ProtobufCEnumValue appstore__gateway__v1__offer_type__enum_values_by_number[6] =
 {
   { "OFFER_TYPE_UNSPECIFIED", "APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_UNSPECIFIED", 0 },
   { "OFFER_TYPE_INTRODUCTORY_OFFER", "APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_INTRODUCTORY_OFFER", 1 },
   { "OFFER_TYPE_PROMOTIONAL_OFFER", "APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_PROMOTIONAL_OFFER", 2 },
   { "OFFER_TYPE_OFFER_CODE", "APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_OFFER_CODE", 3 },
   { "OFFER_TYPE_WIN_BACK_OFFER", "APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_WIN_BACK_OFFER", 4 },
+  { "OFFER_TYPE_RETENTION_OFFER", "APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_RETENTION_OFFER", 5 },
 };
 static const ProtobufCIntRange appstore__gateway__v1__offer_type__value_ranges[] = {
-{0, 0},{0, 5}
+{0, 0},{0, 6}
 };
-static const ProtobufCEnumValueIndex appstore__gateway__v1__offer_type__enum_values_by_name[5] =
+static const ProtobufCEnumValueIndex appstore__gateway__v1__offer_type__enum_values_by_name[6] =
 {
   { "OFFER_TYPE_INTRODUCTORY_OFFER", 1 },
   { "OFFER_TYPE_OFFER_CODE", 3 },
   { "OFFER_TYPE_PROMOTIONAL_OFFER", 2 },
+  { "OFFER_TYPE_RETENTION_OFFER", 5 },
   { "OFFER_TYPE_UNSPECIFIED", 0 },
   { "OFFER_TYPE_WIN_BACK_OFFER", 4 },
 };
@@ -191,9 +193,9 @@ const ProtobufCEnumDescriptor appstore__gateway__v1__offer_type__descriptor =
   "OfferType",
   "Appstore__Gateway__V1__OfferType",
   "appstore.gateway.v1",
-  5,
+  6,
   appstore__gateway__v1__offer_type__enum_values_by_number,
-  5,
+  6,
   appstore__gateway__v1__offer_type__enum_values_by_name,
   1,
   appstore__gateway__v1__offer_type__value_ranges,

@@ -151,7 +151,11 @@ typedef enum _Appstore__Gateway__V1__OfferType {
   /*
    * Apple 4: a win-back offer; `offer_identifier` is the win-back offer id.
    */
-  APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_WIN_BACK_OFFER = 4
+  APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_WIN_BACK_OFFER = 4,
+  /*
+   * Apple 5: a retention offer (shown at WWDC26); `offer_identifier` is the retention offer id.
+   */
+  APPSTORE__GATEWAY__V1__OFFER_TYPE__OFFER_TYPE_RETENTION_OFFER = 5
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(APPSTORE__GATEWAY__V1__OFFER_TYPE)
 } Appstore__Gateway__V1__OfferType;
 /*

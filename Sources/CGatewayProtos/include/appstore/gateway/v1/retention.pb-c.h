@@ -531,7 +531,7 @@ struct  Appstore__Gateway__V1__ConfigureDefaultMessageRequest
    */
   char *product_id;
   /*
-   * Required: the locale, e.g. en-US (ASCII letters, digits, '-', '_'; at most 64 bytes).
+   * Required: one of the App Store's locale codes, spelled exactly (case-sensitive), e.g. en-US, zh-Hans.
    */
   char *locale;
   /*
@@ -668,7 +668,7 @@ struct  Appstore__Gateway__V1__ConfigureRealtimeUrlRequest
    */
   Appstore__Gateway__V1__Environment environment;
   /*
-   * Required: an absolute http(s) URL of at most 256 characters (Apple calls only https in practice).
+   * Required: an https:// URL of at most 256 characters (Apple accepts no other).
    */
   char *realtime_url;
 };
