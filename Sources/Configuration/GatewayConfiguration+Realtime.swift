@@ -17,6 +17,18 @@ extension GatewayConfiguration {
         /// `notifications.realtime.maxStreams`: `ServeRealtimeRequests` streams open at once on this replica;
         /// one more is refused RESOURCE_EXHAUSTED. Default 256; 1 to 10000.
         public var maxStreams = 256
+        /// `notifications.realtime.maxRequestAge`: a request signed longer ago than this is refused (400), and a
+        /// repeat of one answered within it gets the same bytes again, so a captured request cannot be replayed for
+        /// a fresh signature. Default 60s; 1s to 1h.
+        public var maxRequestAgeMilliseconds: UInt64 = 60_000
+        /// How far a request's `signedDate` may lie ahead of the gateway's clock before it is refused (400): the
+        /// two clocks' disagreement tolerated. 10 s, not a key.
+        public var clockSkewMilliseconds: UInt64 = 10_000
+        /// Answered requests remembered at most within `maxRequestAge` (past it the oldest is forgotten first):
+        /// 100 000, about 1 600 a second for the default age, not a key.
+        public var maxRememberedAnswers = 100_000
+        /// Bytes of remembered answers at most (identifiers, signed answers): 64 MiB, not a key.
+        public var maxRememberedAnswerBytes = 64 << 20
         /// `notifications.realtime.defaults`: each app's answer when no stream answers in time; an app without
         /// one answers an empty body (Apple then shows its own default message).
         public var defaults: [String: RealtimeDefault] = [:]
@@ -67,6 +79,14 @@ extension GatewayConfiguration {
                     throw ConfigurationError(key: "\(prefix).timeout", problem: "must be between 10ms and 5s")
                 }
                 config.notifications.realtime.timeoutMilliseconds = v
+            }
+        }
+        key { () throws(ConfigurationError) in
+            if let v = try reader.milliseconds("\(prefix).maxRequestAge") {
+                guard (1_000...3_600_000).contains(v) else {
+                    throw ConfigurationError(key: "\(prefix).maxRequestAge", problem: "must be between 1s and 1h")
+                }
+                config.notifications.realtime.maxRequestAgeMilliseconds = v
             }
         }
         key { () throws(ConfigurationError) in

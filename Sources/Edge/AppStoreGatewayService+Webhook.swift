@@ -14,15 +14,35 @@ extension AppStoreGatewayService {
     }
 
     /// The hosted realtime URL for `settings` (nil when its path is empty), answering through this service's
-    /// `ServeRealtimeRequests` streams.
+    /// `ServeRealtimeRequests` streams; `clock` tells each request's age. Warns of each default that is a V1
+    /// promotional offer: its signature names no customer, so whoever sees one answer can redeem the offer.
     public func realtimeEndpoint(
-        _ settings: GatewayConfiguration.Realtime, metrics: RealtimeMetrics
+        _ settings: GatewayConfiguration.Realtime, metrics: RealtimeMetrics, clock: any GatewayClock = SystemClock()
     ) -> RealtimeEndpoint? {
         guard !settings.path.isEmpty else { return nil }
         realtime.reportStreams(to: metrics.streams)
-        return RealtimeEndpoint(
+        let endpoint = RealtimeEndpoint(
             path: settings.path, timeout: .milliseconds(Int64(clamping: settings.timeoutMilliseconds)),
             verifier: verifier, pool: pool, apps: apps, defaults: settings.defaults, broker: realtime,
-            answering: realtimeAnswering, metrics: metrics)
+            answering: realtimeAnswering, metrics: metrics,
+            replays: RealtimeReplays(
+                limits: .init(
+                    maxAgeMilliseconds: Int64(clamping: settings.maxRequestAgeMilliseconds),
+                    clockSkewMilliseconds: Int64(clamping: settings.clockSkewMilliseconds),
+                    maxEntries: settings.maxRememberedAnswers, maxBytes: settings.maxRememberedAnswerBytes)),
+            clock: clock)
+        for (app, answer) in settings.defaults.sorted(by: { $0.key < $1.key }) {
+            guard case .promotionalOffer(_, _, _, v1: true) = answer else { continue }
+            endpoint.logger.warning(
+                """
+                realtime default of app \(app) is a V1 promotional offer: its signature is bound to no customer, so \
+                anyone who sees one answer can redeem the offer
+                """,
+                metadata: [
+                    "app": "\(app)",
+                    "hint": "use signature v2 (bound to the request's originalTransactionId), or a message",
+                ])
+        }
+        return endpoint
     }
 }

@@ -6,8 +6,9 @@ import GatewayFoundation
 import ProtoCodec
 
 /// Turns a stream's answer (or the app's configured default) into Apple's RealtimeResponseBody: the answer's
-/// fields checked against Apple's rules first, a promotional offer signed with the app's key (the key never
-/// leaves the gateway; one ECDSA signature, no Apple call).
+/// fields checked against Apple's rules first, a promotional offer or an Advanced Commerce request signed with
+/// the app's key (the key never leaves the gateway; one ECDSA signature, no Apple call). Whatever is signed names
+/// the customer of the request answered (its `originalTransactionId`), never one the answer chooses.
 package struct RealtimeAnswering: Sendable {
     let client: AppStoreAPIClient
 
@@ -31,9 +32,36 @@ package struct RealtimeAnswering: Sendable {
             if case .unrecognized(let number) = offer.signature {
                 contract.refuse("promotional_offer.signature", "is not a known signature version (\(number))")
             }
+        case .advancedCommerceInfo(let info)?:
+            let field = "advanced_commerce_info"
+            contract.uuid(info.messageIdentifier, field: "\(field).message_identifier", required: true)
+            guard let modify = info.modifySubscription else {
+                contract.refuse("\(field).modify_subscription", "is required")
+                break
+            }
+            // Checked as signed: with a transaction id (the request's, known when answered) and a reference id.
+            _ = inAppRequest(
+                modify, transactionId: "1", referenceId: "00000000-0000-4000-8000-000000000000", &contract)
         }
         guard !contract.violations.isEmpty else { return nil }
         return contract.violations.map { "\($0.field) \($0.problem)" }.joined(separator: "; ")
+    }
+
+    /// Why `answer` may not answer `request` (it names another customer), or nil. Apple requires the promotional
+    /// offer signature of a realtime answer to name the request's `originalTransactionId`; so does the gateway for
+    /// an Advanced Commerce request.
+    package static func mismatch(_ answer: RealtimeAnswer, request: RealtimeRequest) -> String? {
+        let (field, transaction): (String, String)
+        switch answer.choice {
+        case .promotionalOffer(let offer)?: (field, transaction) = ("promotional_offer", offer.transactionId)
+        case .advancedCommerceInfo(let info)?:
+            (field, transaction) = (
+                "advanced_commerce_info.modify_subscription", info.modifySubscription?.transactionId ?? ""
+            )
+        default: return nil
+        }
+        guard !transaction.isEmpty, transaction != request.originalTransactionId else { return nil }
+        return "\(field).transaction_id must be empty or the request's original_transaction_id"
     }
 
     /// The answer a configured default stands for.
@@ -85,13 +113,50 @@ package struct RealtimeAnswering: Sendable {
                 ("productId", JSONString.quoted(offer.productId)),
                 ("offerIdentifier", JSONString.quoted(offer.offerIdentifier)),
             ]
-            let transaction = offer.transactionId.isEmpty ? request.originalTransactionId : offer.transactionId
+            // Always the request's customer: an answer naming another one was refused before (`mismatch`).
+            let transaction = request.originalTransactionId
             if !transaction.isEmpty { claims.append(("transactionId", JSONString.quoted(transaction))) }
             let jws = try client.storeKitJWS(
                 app: app, audience: "promotional-offer", claims: claims, nonce: UUID().uuidString.lowercased(),
                 issuedAt: client.nowMilliseconds / 1000)
             return .promotionalOfferV2(messageIdentifier: messageIdentifier, signature: jws)
+        case .advancedCommerceInfo(let info)?:
+            var contract = RequestContract()
+            let json = Self.inAppRequest(
+                info.modifySubscription ?? AdvancedCommerceSubscriptionModify(),
+                transactionId: request.originalTransactionId, referenceId: UUID().uuidString, &contract)
+            try contract.check()
+            let jws = try client.storeKitJWS(
+                app: app, audience: InAppSignatureHandler.audience,
+                claims: [("request", JSONString.quoted(Data(json.bytes).base64EncodedString()))],
+                nonce: UUID().uuidString.lowercased(), issuedAt: client.nowMilliseconds / 1000)
+            // Apple's advancedCommerceRequestData: the JWS in `signatureInfo.token`, the whole Base64-encoded.
+            let data = JSONText.object([("signatureInfo", JSONText.object([("token", JSONString.quoted(jws))]))])
+            return .advancedCommerceInfo(
+                messageIdentifier: info.messageIdentifier.lowercased(),
+                advancedCommerceData: Data(data.utf8).base64EncodedString())
         }
+    }
+
+    /// Apple's SubscriptionModifyInAppRequest for `modify` as a realtime answer carries it: exactly one change item,
+    /// nothing added or removed (Apple's rule for `advancedCommerceData`), the subscription `transactionId`, an
+    /// empty reference id replaced by `referenceId`.
+    private static func inAppRequest(
+        _ modify: AdvancedCommerceSubscriptionModify, transactionId: String, referenceId: String,
+        _ contract: inout RequestContract
+    ) -> AdvancedCommerceJSON {
+        let field = "advanced_commerce_info.modify_subscription"
+        if modify.changeItems.count != 1 { contract.refuse("\(field).change_items", "must hold exactly one item") }
+        if !modify.addItems.isEmpty { contract.refuse("\(field).add_items", "must be empty in a realtime answer") }
+        if !modify.removeSkus.isEmpty {
+            contract.refuse("\(field).remove_skus", "must be empty in a realtime answer")
+        }
+        var signed = modify
+        signed.transactionId = transactionId
+        var info = modify.requestInfo ?? AdvancedCommerceRequestInfo()
+        if info.requestReferenceId.isEmpty { info.requestReferenceId = referenceId }
+        signed.requestInfo = info
+        return signed.json(field, &contract)
     }
 
     private static func required(_ value: String, field: String, in contract: inout RequestContract) {

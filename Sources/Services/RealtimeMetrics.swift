@@ -18,12 +18,15 @@ public final class RealtimeMetrics: Sendable {
             "appstore_gateway_realtime_requests_total",
             help: "Apple's verified realtime requests, by app and outcome (answered: a stream's answer in time; "
                 + "late: none in notifications.realtime.timeout; defaulted: no stream with room, or it ended; "
-                + "invalid: the answer broke the contract; all but answered get the app's default).",
+                + "invalid: the answer broke the contract; all but answered get the app's default; repeated: a "
+                + "request answered before, or still being answered, within notifications.realtime.maxRequestAge, "
+                + "given the same bytes or no choice).",
             labelNames: ["app", "outcome"])
         rejected = registry.counter(
             "appstore_gateway_realtime_rejected_total",
             help: "Requests to the realtime path refused, by reason (not_a_request, verification, unknown_app, "
-                + "busy, method, signing).",
+                + "busy, method, signing, stale: signed longer ago than notifications.realtime.maxRequestAge, "
+                + "future: signed ahead of the gateway's clock).",
             labelNames: ["reason"])
         latency = registry.histogram(
             "appstore_gateway_realtime_duration_seconds",

@@ -1,8 +1,8 @@
 import GatewayFoundation
 
 /// The JSON the gateway answers Apple's realtime request with (Apple's RealtimeResponseBody): at most one of
-/// `message`, `alternateProduct` and `promotionalOffer`, signatures already made. `none` is `{}`: no realtime
-/// choice, so Apple shows the default message configured with it.
+/// `message`, `alternateProduct`, `promotionalOffer` and `advancedCommerceInfo`, signatures already made. `none` is
+/// `{}`: no realtime choice, so Apple shows the default message configured with it.
 package enum RealtimeResponseBody: Sendable, Hashable {
     /// Apple's PromotionalOfferSignatureV1: the StoreKit 1 signature and what it signed.
     package struct SignatureV1: Sendable, Hashable {
@@ -34,6 +34,8 @@ package enum RealtimeResponseBody: Sendable, Hashable {
     case alternateProduct(messageIdentifier: String, productId: String, billingPlanType: String)
     case promotionalOfferV2(messageIdentifier: String, signature: String)
     case promotionalOfferV1(messageIdentifier: String, signature: SignatureV1)
+    /// Apple's AdvancedCommerceInfo: `advancedCommerceData` is the Base64 of `{"signatureInfo":{"token":<JWS>}}`.
+    case advancedCommerceInfo(messageIdentifier: String, advancedCommerceData: String)
 
     /// The body's bytes (UTF-8 JSON, members in Apple's documented order).
     package var json: [UInt8] { Array(text.utf8) }
@@ -67,6 +69,13 @@ package enum RealtimeResponseBody: Sendable, Hashable {
                 (
                     "promotionalOffer",
                     object([("messageIdentifier", quoted(id)), ("promotionalOfferSignatureV1", object(signature))])
+                )
+            ])
+        case .advancedCommerceInfo(let id, let data):
+            return object([
+                (
+                    "advancedCommerceInfo",
+                    object([("messageIdentifier", quoted(id)), ("advancedCommerceData", quoted(data))])
                 )
             ])
         }

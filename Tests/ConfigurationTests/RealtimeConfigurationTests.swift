@@ -23,6 +23,16 @@ import Testing
         #expect(config.notifications.realtime.maxPendingPerStream == 64)
         #expect(config.notifications.realtime.maxStreams == 256)
         #expect(config.notifications.realtime.defaults.isEmpty)
+        #expect(config.notifications.realtime.maxRequestAgeMilliseconds == 60_000)
+    }
+
+    @Test func theRequestAgeAdmittedIsConfigured() throws {
+        let config = try GatewayConfiguration.load(
+            yaml: base + "  realtime: {path: /apple/realtime, maxRequestAge: 2m}\n")
+        #expect(config.notifications.realtime.maxRequestAgeMilliseconds == 120_000)
+        #expect(try problems(base + "  realtime: {maxRequestAge: 500ms}\n") == ["notifications.realtime.maxRequestAge"])
+        #expect(try problems(base + "  realtime: {maxRequestAge: 2h}\n") == ["notifications.realtime.maxRequestAge"])
+        #expect(try problems(base + "  realtime: {maxRequestAge: soon}\n") == ["notifications.realtime.maxRequestAge"])
     }
 
     @Test func theKeysLoadWithEachKindOfDefault() throws {

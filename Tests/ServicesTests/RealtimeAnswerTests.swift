@@ -48,6 +48,80 @@ import Testing
             Set(signature.keys) == ["encodedSignature", "productId", "nonce", "timestamp", "keyId", "offerIdentifier"])
     }
 
+    @Test func anAdvancedCommerceAnswerHasApplesMembers() throws {
+        let body = try parsed(.advancedCommerceInfo(messageIdentifier: message, advancedCommerceData: "eyJ9"))
+        #expect(body.keys.sorted() == ["advancedCommerceInfo"])
+        #expect(
+            (body["advancedCommerceInfo"] as? [String: String])
+                == ["messageIdentifier": message, "advancedCommerceData": "eyJ9"])
+    }
+
+    func modify(_ changes: Int = 1) -> AdvancedCommerceSubscriptionModify {
+        let change = AdvancedCommerceModifyChangeItem(
+            currentSku: "BASIC", sku: "PREMIUM", description: "Premium", displayName: "Premium", price: 4990,
+            reason: "UPGRADE", effective: "IMMEDIATELY")
+        return AdvancedCommerceSubscriptionModify(changeItems: Array(repeating: change, count: changes))
+    }
+
+    func advancedCommerce(_ modify: AdvancedCommerceSubscriptionModify?, id: String? = nil) -> RealtimeAnswer {
+        RealtimeAnswer(
+            requestIdentifier: "r",
+            choice: .advancedCommerceInfo(
+                RealtimeAdvancedCommerceInfo(messageIdentifier: id ?? message, modifySubscription: modify)))
+    }
+
+    @Test func anAdvancedCommerceAnswerCarriesOneChangeOfTheSubscription() {
+        // The transaction and the reference id may be left empty: the gateway fills them in.
+        #expect(RealtimeAnswering.problem(advancedCommerce(modify())) == nil)
+        let field = "advanced_commerce_info"
+        #expect(RealtimeAnswering.problem(advancedCommerce(nil))?.contains("\(field).modify_subscription") == true)
+        #expect(
+            RealtimeAnswering.problem(advancedCommerce(modify(), id: "nope"))?.contains("\(field).message_identifier")
+                == true)
+        for wrong in [modify(0), modify(2)] {
+            #expect(
+                RealtimeAnswering.problem(advancedCommerce(wrong))?.contains(
+                    "\(field).modify_subscription.change_items") == true)
+        }
+        var removing = modify()
+        removing.removeSkus = ["EXTRA"]
+        #expect(RealtimeAnswering.problem(advancedCommerce(removing))?.contains("remove_skus") == true)
+        var adding = modify()
+        adding.addItems = [AdvancedCommerceModifyAddItem()]
+        #expect(RealtimeAnswering.problem(advancedCommerce(adding))?.contains("add_items") == true)
+        var unnamed = modify()
+        unnamed.changeItems[0].reason = "WHY_NOT"
+        #expect(RealtimeAnswering.problem(advancedCommerce(unnamed))?.contains("change_items[0].reason") == true)
+    }
+
+    @Test func anAnswerMayNameOnlyTheRequestsCustomer() {
+        var request = RealtimeRequest()
+        request.originalTransactionId = "2000000000000042"
+        func offer(_ transaction: String) -> RealtimeAnswer {
+            RealtimeAnswer(
+                requestIdentifier: "r",
+                choice: .promotionalOffer(
+                    RealtimePromotionalOffer(
+                        messageIdentifier: message, productId: "p", offerIdentifier: "o", transactionId: transaction)))
+        }
+        #expect(RealtimeAnswering.mismatch(offer(""), request: request) == nil)
+        #expect(RealtimeAnswering.mismatch(offer("2000000000000042"), request: request) == nil)
+        #expect(
+            RealtimeAnswering.mismatch(offer("2000000000000043"), request: request)?.contains(
+                "promotional_offer.transaction_id") == true)
+        var other = modify()
+        other.transactionId = "1"
+        #expect(
+            RealtimeAnswering.mismatch(advancedCommerce(other), request: request)?.contains(
+                "advanced_commerce_info.modify_subscription.transaction_id") == true)
+        other.transactionId = request.originalTransactionId
+        #expect(RealtimeAnswering.mismatch(advancedCommerce(other), request: request) == nil)
+        #expect(RealtimeAnswering.mismatch(advancedCommerce(modify()), request: request) == nil)
+        #expect(
+            RealtimeAnswering.mismatch(
+                RealtimeAnswer(choice: .message(RealtimeMessage(messageIdentifier: message))), request: request) == nil)
+    }
+
     @Test func hostileStringsAreEscaped() throws {
         let body = RealtimeResponseBody.alternateProduct(
             messageIdentifier: message, productId: "\"},\"x\":\u{0}", billingPlanType: "")

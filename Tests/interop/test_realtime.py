@@ -17,6 +17,7 @@ import grpc
 import jwt
 import pytest
 import requests
+from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -125,6 +126,28 @@ def app_public_key(sim):
 def message_answer(event):
     return realtime_pb2.RealtimeAnswer(request_identifier=event.request.request_identifier,
                                        message=realtime_pb2.RealtimeMessage(message_identifier=MESSAGE))
+
+
+def signed_realtime_request(sim, **fields):
+    """A DecodedRealtimeRequestBody signed with the simulator's PKI as the App Store signs one (x5c chain, ES256):
+    a new request identifier, signed now, for the first app in Sandbox, unless `fields` say otherwise."""
+    pki = os.path.join(sim.directory, "pki")
+
+    def der(name):
+        certificate = x509.load_pem_x509_certificate(open(os.path.join(pki, name), "rb").read())
+        return base64.b64encode(certificate.public_bytes(serialization.Encoding.DER)).decode()
+
+    payload = {"originalTransactionId": "2000000000000042", "appAppleId": sim.config["apps"][0]["appAppleId"],
+               "productId": "com.example.monthly", "userLocale": "en-US", "requestIdentifier": str(uuid.uuid4()),
+               "environment": "Sandbox", "signedDate": int(time.time() * 1000)}
+    payload.update(fields)
+    key = serialization.load_pem_private_key(open(os.path.join(pki, "leaf.key.pem"), "rb").read(), None)
+    return jwt.encode(payload, key, algorithm="ES256",
+                      headers={"x5c": [der("leaf.pem"), der("intermediate.pem"), der("root.pem")]})
+
+
+def post_realtime(url, jws):
+    return requests.post(url, json={"signedPayload": jws}, timeout=10)
 
 
 def test_without_a_stream_the_apps_default_is_answered_at_once(sim, gw):
@@ -342,3 +365,192 @@ def test_a_performance_test_reaches_the_team_through_the_hosted_url_and_passes()
             team.close()
         gw.stop()
         sim.stop()
+
+
+def realtime_gateway(sim, prefix, realtime, apps=None):
+    """A gateway of the test's own with the realtime URL at /apple/realtime (`url`), `realtime` its other keys."""
+    notifications = {
+        "webhook": {"listen": "127.0.0.1:0", "path": "/apple/notifications"},
+        "store": {"sqlite": os.path.join(tempfile.mkdtemp(prefix=prefix), "n.db"), "reconcileInterval": "0"},
+        "realtime": {"path": "/apple/realtime", "timeout": "300ms", **realtime},
+    }
+    extra = {"notifications": notifications}
+    if apps is not None:
+        extra["apps"] = apps
+    gateway = WebhookGateway(sim, extra=extra)
+    gateway.url = gateway.webhook.replace("/apple/notifications", "/apple/realtime")
+    return gateway
+
+
+def test_a_replayed_request_gets_the_first_answer_and_an_old_or_future_one_is_refused(sim):
+    """A captured realtime request replayed gets the bytes its first answer had, never a fresh signature; one
+    signed longer ago than notifications.realtime.maxRequestAge (60s by default), or ahead of the gateway's clock
+    by more than the skew allowed, is refused. The app's default here is a V1 promotional offer, signed anew for
+    every fresh request and bound to no customer, which the gateway warns of when it starts."""
+    app = sim.config["apps"][0]
+    gw = realtime_gateway(sim, "gw-replay-", {"defaults": [{
+        "app": app["name"], "messageIdentifier": DEFAULT_MESSAGE, "productId": "com.example.monthly",
+        "offerIdentifier": "WINBACK50", "signature": "v1"}]})
+    try:
+        captured = signed_realtime_request(sim)
+        first = post_realtime(gw.url, captured)
+        assert first.status_code == 200, first.text
+        offer = first.json()["promotionalOffer"]["promotionalOfferSignatureV1"]
+        assert offer["offerIdentifier"] == "WINBACK50"
+        # Another request gets its own signature: the default is signed per request.
+        other = post_realtime(gw.url, signed_realtime_request(sim))
+        assert other.status_code == 200 and other.content != first.content
+        for _ in range(3):
+            again = post_realtime(gw.url, captured)
+            assert (again.status_code, again.content) == (200, first.content)
+        assert metric(gw, "appstore_gateway_realtime_requests_total", app=app["name"], outcome="repeated") == 3
+        now = int(time.time() * 1000)
+        for signed_date in (now - 199_000, now - 75_000):
+            stale = post_realtime(gw.url, signed_realtime_request(sim, signedDate=signed_date))
+            assert stale.status_code == 400, stale.text
+        assert metric(gw, "appstore_gateway_realtime_rejected_total", reason="stale") == 2
+        future = post_realtime(gw.url, signed_realtime_request(sim, signedDate=now + 120_000))
+        assert future.status_code == 400, future.text
+        assert metric(gw, "appstore_gateway_realtime_rejected_total", reason="future") == 1
+        # A second of skew is tolerated, and so is a request 20 s old.
+        for signed_date in (now + 1_000, now - 20_000):
+            assert post_realtime(gw.url, signed_realtime_request(sim, signedDate=signed_date)).status_code == 200
+        # The warning at start, once, naming the app.
+        deadline = time.time() + 10
+        while "V1 promotional offer" not in gw.read_log() and time.time() < deadline:
+            time.sleep(0.05)
+        warning = [line for line in gw.read_log().splitlines() if "V1 promotional offer" in line]
+        assert len(warning) == 1 and app["name"] in warning[0], gw.read_log()
+    finally:
+        gw.stop()
+
+
+def test_the_request_age_admitted_is_configured(sim):
+    app = sim.config["apps"][0]
+    gw = realtime_gateway(sim, "gw-age-", {"maxRequestAge": "30s", "defaults": [
+        {"app": app["name"], "messageIdentifier": DEFAULT_MESSAGE}]})
+    try:
+        now = int(time.time() * 1000)
+        assert post_realtime(gw.url, signed_realtime_request(sim, signedDate=now - 45_000)).status_code == 400
+        assert post_realtime(gw.url, signed_realtime_request(sim, signedDate=now - 15_000)).status_code == 200
+    finally:
+        gw.stop()
+
+
+def test_sandbox_requests_reach_a_production_app_and_production_ones_need_its_apple_id(sim):
+    """Apple's performance test sends Sandbox requests, and must pass before the Production realtime URL can be
+    set: an app configured `environment: production` answers them, its app Apple id checked in Production only
+    (as Apple's libraries check it)."""
+    config_apps = json.loads(json.dumps(sim.config["apps"][:1]))
+    config_apps[0]["environment"] = "production"
+    gw = realtime_gateway(sim, "gw-prod-", {"defaults": [
+        {"app": config_apps[0]["name"], "messageIdentifier": DEFAULT_MESSAGE}]}, apps=config_apps)
+    try:
+        url = gw.url
+        expected = {"message": {"messageIdentifier": DEFAULT_MESSAGE}}
+        for fields in ({}, {"appAppleId": 0}, {"appAppleId": 42}):
+            answer = post_realtime(url, signed_realtime_request(sim, **fields))
+            assert answer.status_code == 200 and answer.json() == expected, (fields, answer.text)
+        # The simulator's own Sandbox requests, as its performance test sends them.
+        (result,) = send(sim, url)
+        assert result["result"] == "SUCCESS" and json.loads(result["body"]) == expected, result
+        production = post_realtime(url, signed_realtime_request(sim, environment="Production"))
+        assert production.status_code == 200 and production.json() == expected, production.text
+        for wrong in (0, 42):
+            refused = post_realtime(url, signed_realtime_request(sim, environment="Production", appAppleId=wrong))
+            assert refused.status_code == 403, refused.text
+    finally:
+        gw.stop()
+
+
+def modify_subscription(**fields):
+    from appstore.gateway.v1 import advanced_commerce_pb2
+    change = advanced_commerce_pb2.AdvancedCommerceModifyChangeItem(
+        current_sku="BASIC_MONTHLY", sku="PREMIUM_MONTHLY", description="Premium, every month",
+        display_name="Premium", price=4990, reason="UPGRADE", effective="IMMEDIATELY")
+    return advanced_commerce_pb2.AdvancedCommerceSubscriptionModify(change_items=[change], **fields)
+
+
+def test_an_advanced_commerce_answer_is_signed_for_the_requests_subscription(sim, gw):
+    """Apple's fourth answer kind: `advancedCommerceInfo` with the message and `advancedCommerceData`, the Base64 of
+    `{"signatureInfo": {"token": JWS}}` where the JWS (audience advanced-commerce-api, the app's key) carries the
+    SubscriptionModifyInAppRequest for the request's subscription. One naming another subscription, or with more
+    than the one change Apple allows here, is invalid: the default is answered."""
+    from appstore.gateway.v1 import advanced_commerce_pb2
+    app = sim.config["apps"][0]
+    reference = str(uuid.uuid4())
+    choices = iter([
+        realtime_pb2.RealtimeAdvancedCommerceInfo(message_identifier=MESSAGE, modify_subscription=modify_subscription(
+            retain_billing_cycle=True,
+            request_info=advanced_commerce_pb2.AdvancedCommerceRequestInfo(request_reference_id=reference))),
+        realtime_pb2.RealtimeAdvancedCommerceInfo(
+            message_identifier=MESSAGE, modify_subscription=modify_subscription(transaction_id="2000000000000077")),
+        realtime_pb2.RealtimeAdvancedCommerceInfo(
+            message_identifier=MESSAGE, modify_subscription=modify_subscription(transaction_id="999")),
+        realtime_pb2.RealtimeAdvancedCommerceInfo(
+            message_identifier=MESSAGE, modify_subscription=modify_subscription(remove_skus=["EXTRA"])),
+    ])
+
+    def choose(event):
+        return realtime_pb2.RealtimeAnswer(request_identifier=event.request.request_identifier,
+                                           advanced_commerce_info=next(choices))
+
+    service = TeamService(gw, [app["name"]], choose)
+    try:
+        wait_for_streams(gw, 1)
+        before = metric(gw, "appstore_gateway_realtime_requests_total", app=app["name"], outcome="invalid")
+        signed, same, other, removing = [json.loads(r["body"]) for r in send(
+            sim, gw.realtime, count=4, originalTransactionId="2000000000000077")]
+    finally:
+        service.close()
+    requests_signed = []
+    for body in (signed, same):
+        assert list(body) == ["advancedCommerceInfo"], body
+        info = body["advancedCommerceInfo"]
+        assert info["messageIdentifier"] == MESSAGE
+        data = json.loads(base64.b64decode(info["advancedCommerceData"], validate=True))
+        assert list(data) == ["signatureInfo"] and list(data["signatureInfo"]) == ["token"]
+        token = data["signatureInfo"]["token"]
+        assert jwt.get_unverified_header(token)["kid"] == app["keyId"]
+        claims = jwt.decode(token, app_public_key(sim), algorithms=["ES256"], audience="advanced-commerce-api")
+        assert (claims["bid"], claims["iss"]) == (app["bundleId"], app["issuerId"])
+        request = json.loads(base64.b64decode(claims["request"]))
+        assert (request["operation"], request["version"]) == ("MODIFY_SUBSCRIPTION", "1")
+        assert request["transactionId"] == "2000000000000077"
+        assert [item["SKU"] for item in request["changeItems"]] == ["PREMIUM_MONTHLY"]
+        assert "addItems" not in request and "removeItems" not in request
+        requests_signed.append(request)
+    assert requests_signed[0]["requestInfo"]["requestReferenceId"] == reference
+    assert requests_signed[0]["retainBillingCycle"] is True
+    # An empty reference id is a new UUID.
+    assert uuid.UUID(requests_signed[1]["requestInfo"]["requestReferenceId"])
+    for body in (other, removing):
+        assert body == {"message": {"messageIdentifier": DEFAULT_MESSAGE}}, body
+    assert metric(gw, "appstore_gateway_realtime_requests_total", app=app["name"], outcome="invalid") == before + 2
+
+
+def test_a_promotional_offer_is_signed_for_the_requests_customer_only(sim, gw):
+    """The StoreKit 2 offer signature names the request's originalTransactionId, as Apple requires: an answer
+    naming another transaction is invalid and the app's default goes to Apple instead."""
+    app = sim.config["apps"][0]
+    choices = iter(["", "2000000000000088", "1"])
+
+    def choose(event):
+        return realtime_pb2.RealtimeAnswer(
+            request_identifier=event.request.request_identifier,
+            promotional_offer=realtime_pb2.RealtimePromotionalOffer(
+                message_identifier=MESSAGE, product_id="com.example.monthly", offer_identifier="WINBACK50",
+                transaction_id=next(choices)))
+
+    service = TeamService(gw, [app["name"]], choose)
+    try:
+        wait_for_streams(gw, 1)
+        own, named, other = [json.loads(r["body"]) for r in send(
+            sim, gw.realtime, count=3, originalTransactionId="2000000000000088")]
+    finally:
+        service.close()
+    for body in (own, named):
+        token = body["promotionalOffer"]["promotionalOfferSignatureV2"]
+        claims = jwt.decode(token, app_public_key(sim), algorithms=["ES256"], audience="promotional-offer")
+        assert claims["transactionId"] == "2000000000000088"
+    assert other == {"message": {"messageIdentifier": DEFAULT_MESSAGE}}

@@ -558,30 +558,34 @@ extension ProtoFileDescriptor {
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/realtime.proto",
-            dependencies: ["appstore/gateway/v1/verify.proto"],
-            symbols: ["appstore.gateway.v1.ServeRealtimeRequestsRequest", "appstore.gateway.v1.RealtimeServe", "appstore.gateway.v1.RealtimeAnswer", "appstore.gateway.v1.RealtimeMessage", "appstore.gateway.v1.RealtimeAlternateProduct", "appstore.gateway.v1.RealtimePromotionalOffer", "appstore.gateway.v1.RealtimeRequestEvent", "appstore.gateway.v1.RealtimeOfferSignature"],
+            dependencies: ["appstore/gateway/v1/advanced_commerce.proto", "appstore/gateway/v1/verify.proto"],
+            symbols: ["appstore.gateway.v1.ServeRealtimeRequestsRequest", "appstore.gateway.v1.RealtimeServe", "appstore.gateway.v1.RealtimeAnswer", "appstore.gateway.v1.RealtimeMessage", "appstore.gateway.v1.RealtimeAlternateProduct", "appstore.gateway.v1.RealtimePromotionalOffer", "appstore.gateway.v1.RealtimeAdvancedCommerceInfo", "appstore.gateway.v1.RealtimeRequestEvent", "appstore.gateway.v1.RealtimeOfferSignature"],
             base64: """
-                CiJhcHBzdG9yZS9nYXRld2F5L3YxL3JlYWx0aW1lLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxGiBhcHBzdG9yZS9nYXRld2F5
-                L3YxL3ZlcmlmeS5wcm90byKhAQocU2VydmVSZWFsdGltZVJlcXVlc3RzUmVxdWVzdBI6CgVzZXJ2ZRgBIAEoCzIiLmFwcHN0b3Jl
-                LmdhdGV3YXkudjEuUmVhbHRpbWVTZXJ2ZUgAUgVzZXJ2ZRI9CgZhbnN3ZXIYAiABKAsyIy5hcHBzdG9yZS5nYXRld2F5LnYxLlJl
-                YWx0aW1lQW5zd2VySABSBmFuc3dlckIGCgRraW5kIiMKDVJlYWx0aW1lU2VydmUSEgoEYXBwcxgBIAMoCVIEYXBwcyLHAgoOUmVh
-                bHRpbWVBbnN3ZXISLQoScmVxdWVzdF9pZGVudGlmaWVyGAEgASgJUhFyZXF1ZXN0SWRlbnRpZmllchJACgdtZXNzYWdlGAIgASgL
-                MiQuYXBwc3RvcmUuZ2F0ZXdheS52MS5SZWFsdGltZU1lc3NhZ2VIAFIHbWVzc2FnZRJcChFhbHRlcm5hdGVfcHJvZHVjdBgDIAEo
-                CzItLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVhbHRpbWVBbHRlcm5hdGVQcm9kdWN0SABSEGFsdGVybmF0ZVByb2R1Y3QSXAoRcHJv
-                bW90aW9uYWxfb2ZmZXIYBCABKAsyLS5hcHBzdG9yZS5nYXRld2F5LnYxLlJlYWx0aW1lUHJvbW90aW9uYWxPZmZlckgAUhBwcm9t
-                b3Rpb25hbE9mZmVyQggKBmNob2ljZSJACg9SZWFsdGltZU1lc3NhZ2USLQoSbWVzc2FnZV9pZGVudGlmaWVyGAEgASgJUhFtZXNz
-                YWdlSWRlbnRpZmllciKUAQoYUmVhbHRpbWVBbHRlcm5hdGVQcm9kdWN0Ei0KEm1lc3NhZ2VfaWRlbnRpZmllchgBIAEoCVIRbWVz
-                c2FnZUlkZW50aWZpZXISHQoKcHJvZHVjdF9pZBgCIAEoCVIJcHJvZHVjdElkEioKEWJpbGxpbmdfcGxhbl90eXBlGAMgASgJUg9i
-                aWxsaW5nUGxhblR5cGUisQIKGFJlYWx0aW1lUHJvbW90aW9uYWxPZmZlchItChJtZXNzYWdlX2lkZW50aWZpZXIYASABKAlSEW1l
-                c3NhZ2VJZGVudGlmaWVyEh0KCnByb2R1Y3RfaWQYAiABKAlSCXByb2R1Y3RJZBIpChBvZmZlcl9pZGVudGlmaWVyGAMgASgJUg9v
-                ZmZlcklkZW50aWZpZXISSQoJc2lnbmF0dXJlGAQgASgOMisuYXBwc3RvcmUuZ2F0ZXdheS52MS5SZWFsdGltZU9mZmVyU2lnbmF0
-                dXJlUglzaWduYXR1cmUSJQoOdHJhbnNhY3Rpb25faWQYBSABKAlSDXRyYW5zYWN0aW9uSWQSKgoRYXBwX2FjY291bnRfdG9rZW4Y
-                BiABKAlSD2FwcEFjY291bnRUb2tlbiKNAQoUUmVhbHRpbWVSZXF1ZXN0RXZlbnQSEAoDYXBwGAEgASgJUgNhcHASPgoHcmVxdWVz
-                dBgCIAEoCzIkLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVhbHRpbWVSZXF1ZXN0UgdyZXF1ZXN0EiMKDWJ1ZGdldF9taWxsaXMYAyAB
-                KANSDGJ1ZGdldE1pbGxpcyqEAQoWUmVhbHRpbWVPZmZlclNpZ25hdHVyZRIoCiRSRUFMVElNRV9PRkZFUl9TSUdOQVRVUkVfVU5T
-                UEVDSUZJRUQQABIfChtSRUFMVElNRV9PRkZFUl9TSUdOQVRVUkVfVjIQARIfChtSRUFMVElNRV9PRkZFUl9TSUdOQVRVUkVfVjEQ
-                AkJeChdjb20uYXBwc3RvcmUuZ2F0ZXdheS52MVABWkFleGFtcGxlLmNvbS9hcHBzdG9yZS1nYXRld2F5L2dlbi9nby9hcHBzdG9y
-                ZS9nYXRld2F5L3YxO2dhdGV3YXl2MWIGcHJvdG8z
+                CiJhcHBzdG9yZS9nYXRld2F5L3YxL3JlYWx0aW1lLnByb3RvEhNhcHBzdG9yZS5nYXRld2F5LnYxGithcHBzdG9yZS9nYXRld2F5
+                L3YxL2FkdmFuY2VkX2NvbW1lcmNlLnByb3RvGiBhcHBzdG9yZS9nYXRld2F5L3YxL3ZlcmlmeS5wcm90byKhAQocU2VydmVSZWFs
+                dGltZVJlcXVlc3RzUmVxdWVzdBI6CgVzZXJ2ZRgBIAEoCzIiLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVhbHRpbWVTZXJ2ZUgAUgVz
+                ZXJ2ZRI9CgZhbnN3ZXIYAiABKAsyIy5hcHBzdG9yZS5nYXRld2F5LnYxLlJlYWx0aW1lQW5zd2VySABSBmFuc3dlckIGCgRraW5k
+                IiMKDVJlYWx0aW1lU2VydmUSEgoEYXBwcxgBIAMoCVIEYXBwcyKyAwoOUmVhbHRpbWVBbnN3ZXISLQoScmVxdWVzdF9pZGVudGlm
+                aWVyGAEgASgJUhFyZXF1ZXN0SWRlbnRpZmllchJACgdtZXNzYWdlGAIgASgLMiQuYXBwc3RvcmUuZ2F0ZXdheS52MS5SZWFsdGlt
+                ZU1lc3NhZ2VIAFIHbWVzc2FnZRJcChFhbHRlcm5hdGVfcHJvZHVjdBgDIAEoCzItLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVhbHRp
+                bWVBbHRlcm5hdGVQcm9kdWN0SABSEGFsdGVybmF0ZVByb2R1Y3QSXAoRcHJvbW90aW9uYWxfb2ZmZXIYBCABKAsyLS5hcHBzdG9y
+                ZS5nYXRld2F5LnYxLlJlYWx0aW1lUHJvbW90aW9uYWxPZmZlckgAUhBwcm9tb3Rpb25hbE9mZmVyEmkKFmFkdmFuY2VkX2NvbW1l
+                cmNlX2luZm8YBSABKAsyMS5hcHBzdG9yZS5nYXRld2F5LnYxLlJlYWx0aW1lQWR2YW5jZWRDb21tZXJjZUluZm9IAFIUYWR2YW5j
+                ZWRDb21tZXJjZUluZm9CCAoGY2hvaWNlIkAKD1JlYWx0aW1lTWVzc2FnZRItChJtZXNzYWdlX2lkZW50aWZpZXIYASABKAlSEW1l
+                c3NhZ2VJZGVudGlmaWVyIpQBChhSZWFsdGltZUFsdGVybmF0ZVByb2R1Y3QSLQoSbWVzc2FnZV9pZGVudGlmaWVyGAEgASgJUhFt
+                ZXNzYWdlSWRlbnRpZmllchIdCgpwcm9kdWN0X2lkGAIgASgJUglwcm9kdWN0SWQSKgoRYmlsbGluZ19wbGFuX3R5cGUYAyABKAlS
+                D2JpbGxpbmdQbGFuVHlwZSKxAgoYUmVhbHRpbWVQcm9tb3Rpb25hbE9mZmVyEi0KEm1lc3NhZ2VfaWRlbnRpZmllchgBIAEoCVIR
+                bWVzc2FnZUlkZW50aWZpZXISHQoKcHJvZHVjdF9pZBgCIAEoCVIJcHJvZHVjdElkEikKEG9mZmVyX2lkZW50aWZpZXIYAyABKAlS
+                D29mZmVySWRlbnRpZmllchJJCglzaWduYXR1cmUYBCABKA4yKy5hcHBzdG9yZS5nYXRld2F5LnYxLlJlYWx0aW1lT2ZmZXJTaWdu
+                YXR1cmVSCXNpZ25hdHVyZRIlCg50cmFuc2FjdGlvbl9pZBgFIAEoCVINdHJhbnNhY3Rpb25JZBIqChFhcHBfYWNjb3VudF90b2tl
+                bhgGIAEoCVIPYXBwQWNjb3VudFRva2VuIrcBChxSZWFsdGltZUFkdmFuY2VkQ29tbWVyY2VJbmZvEi0KEm1lc3NhZ2VfaWRlbnRp
+                ZmllchgBIAEoCVIRbWVzc2FnZUlkZW50aWZpZXISaAoTbW9kaWZ5X3N1YnNjcmlwdGlvbhgCIAEoCzI3LmFwcHN0b3JlLmdhdGV3
+                YXkudjEuQWR2YW5jZWRDb21tZXJjZVN1YnNjcmlwdGlvbk1vZGlmeVISbW9kaWZ5U3Vic2NyaXB0aW9uIo0BChRSZWFsdGltZVJl
+                cXVlc3RFdmVudBIQCgNhcHAYASABKAlSA2FwcBI+CgdyZXF1ZXN0GAIgASgLMiQuYXBwc3RvcmUuZ2F0ZXdheS52MS5SZWFsdGlt
+                ZVJlcXVlc3RSB3JlcXVlc3QSIwoNYnVkZ2V0X21pbGxpcxgDIAEoA1IMYnVkZ2V0TWlsbGlzKoQBChZSZWFsdGltZU9mZmVyU2ln
+                bmF0dXJlEigKJFJFQUxUSU1FX09GRkVSX1NJR05BVFVSRV9VTlNQRUNJRklFRBAAEh8KG1JFQUxUSU1FX09GRkVSX1NJR05BVFVS
+                RV9WMhABEh8KG1JFQUxUSU1FX09GRkVSX1NJR05BVFVSRV9WMRACQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1w
+                bGUuY29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dvL2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/refunds.proto",

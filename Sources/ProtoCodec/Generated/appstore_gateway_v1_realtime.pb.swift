@@ -216,6 +216,9 @@ public struct RealtimeAnswer: ProtoMessage {
         indirect case alternateProduct(RealtimeAlternateProduct)
         /// A promotional offer with its message, signed by the gateway with the app's key (Apple's `promotionalOffer`).
         indirect case promotionalOffer(RealtimePromotionalOffer)
+        /// An offer or switch-plan recommendation for an Advanced Commerce API subscription, signed by the gateway with
+        /// the app's key (Apple's `advancedCommerceInfo`).
+        indirect case advancedCommerceInfo(RealtimeAdvancedCommerceInfo)
     }
 
     /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
@@ -247,6 +250,7 @@ extension RealtimeAnswer {
         case 2: if let p = m.message { self.choice = .message(RealtimeMessage(c: p)) }
         case 3: if let p = m.alternate_product { self.choice = .alternateProduct(RealtimeAlternateProduct(c: p)) }
         case 4: if let p = m.promotional_offer { self.choice = .promotionalOffer(RealtimePromotionalOffer(c: p)) }
+        case 5: if let p = m.advanced_commerce_info { self.choice = .advancedCommerceInfo(RealtimeAdvancedCommerceInfo(c: p)) }
         default: break
         }
     }
@@ -265,6 +269,9 @@ extension RealtimeAnswer {
         case .promotionalOffer(let value)?:
             c.pointee.choice_case = .init(rawValue: 4)
             c.pointee.promotional_offer = value.cMessage(in: arena)
+        case .advancedCommerceInfo(let value)?:
+            c.pointee.choice_case = .init(rawValue: 5)
+            c.pointee.advanced_commerce_info = value.cMessage(in: arena)
         case nil: break
         }
         return c
@@ -407,8 +414,8 @@ public struct RealtimePromotionalOffer: ProtoMessage {
     public var offerIdentifier: String = ""
     /// The signature version to make.
     public var signature: RealtimeOfferSignature = RealtimeOfferSignature(rawValue: 0)
-    /// V2 only, optional: the customer's transaction id (decimal digits, at most 20); empty = the request's original
-    /// transaction id.
+    /// V2 only: leave empty. The signature always names the request's `original_transaction_id`, as Apple requires;
+    /// any other id makes the answer invalid (the app's default is answered).
     public var transactionId: String = ""
     /// V1 only, optional: a UUID to associate with the transaction (Apple's `appAccountToken`, signed as the
     /// application username).
@@ -482,6 +489,71 @@ extension RealtimePromotionalOffer {
         c.pointee.signature = .init(rawValue: .init(truncatingIfNeeded: self.signature.rawValue))
         if !self.transactionId.isEmpty { c.pointee.transaction_id = arena.string(self.transactionId) }
         if !self.appAccountToken.isEmpty { c.pointee.app_account_token = arena.string(self.appAccountToken) }
+        return c
+    }
+}
+
+/// Apple's AdvancedCommerceInfo; the gateway signs the request and sends it as Apple's `advancedCommerceData`.
+public struct RealtimeAdvancedCommerceInfo: ProtoMessage {
+    /// Required: the UUID of an approved message, shown with the offer or switch-plan recommendation.
+    public var messageIdentifier: String = ""
+    /// Required: Apple's SubscriptionModifyInAppRequest with exactly one `change_items` entry and no `add_items` or
+    /// `remove_skus`, as Apple requires here. `transaction_id`: leave empty (the request's `original_transaction_id`;
+    /// any other id makes the answer invalid); `request_info.request_reference_id`: empty = a new UUID.
+    public var modifySubscription: AdvancedCommerceSubscriptionModify? = nil
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.RealtimeAdvancedCommerceInfo"
+
+    /// Nil: this message names no app.
+    public var namedApp: String? { nil }
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
+    public init(
+        messageIdentifier: String = "",
+        modifySubscription: AdvancedCommerceSubscriptionModify? = nil
+    ) {
+        self.messageIdentifier = messageIdentifier
+        self.modifySubscription = modifySubscription
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__realtime_advanced_commerce_info__unpack(nil, $0, $1) }, copy: RealtimeAdvancedCommerceInfo.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension RealtimeAdvancedCommerceInfo {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo>) {
+        self.init()
+        let m = c.pointee
+        self.messageIdentifier = cString(m.message_identifier)
+        if let p = m.modify_subscription { self.modifySubscription = AdvancedCommerceSubscriptionModify(c: p) }
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo> {
+        let c = arena.message(of: Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo.self) { appstore__gateway__v1__realtime_advanced_commerce_info__init($0) }
+        if !self.messageIdentifier.isEmpty { c.pointee.message_identifier = arena.string(self.messageIdentifier) }
+        if let value = self.modifySubscription { c.pointee.modify_subscription = value.cMessage(in: arena) }
         return c
     }
 }

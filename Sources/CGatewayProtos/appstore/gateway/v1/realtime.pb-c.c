@@ -277,6 +277,51 @@ void   appstore__gateway__v1__realtime_promotional_offer__free_unpacked
   assert(message->base.descriptor == &appstore__gateway__v1__realtime_promotional_offer__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   appstore__gateway__v1__realtime_advanced_commerce_info__init
+                     (Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo         *message)
+{
+  static const Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo init_value = APPSTORE__GATEWAY__V1__REALTIME_ADVANCED_COMMERCE_INFO__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__realtime_advanced_commerce_info__get_packed_size
+                     (const Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__realtime_advanced_commerce_info__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__realtime_advanced_commerce_info__pack
+                     (const Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__realtime_advanced_commerce_info__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__realtime_advanced_commerce_info__pack_to_buffer
+                     (const Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__realtime_advanced_commerce_info__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo *
+       appstore__gateway__v1__realtime_advanced_commerce_info__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__realtime_advanced_commerce_info__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__realtime_advanced_commerce_info__free_unpacked
+                     (Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__realtime_advanced_commerce_info__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   appstore__gateway__v1__realtime_request_event__init
                      (Appstore__Gateway__V1__RealtimeRequestEvent         *message)
 {
@@ -411,7 +456,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__realtime_serve__descript
   (ProtobufCMessageInit) appstore__gateway__v1__realtime_serve__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor appstore__gateway__v1__realtime_answer__field_descriptors[4] =
+static const ProtobufCFieldDescriptor appstore__gateway__v1__realtime_answer__field_descriptors[5] =
 {
   {
     "request_identifier",
@@ -461,8 +506,21 @@ static const ProtobufCFieldDescriptor appstore__gateway__v1__realtime_answer__fi
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "advanced_commerce_info",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Appstore__Gateway__V1__RealtimeAnswer, choice_case),
+    offsetof(Appstore__Gateway__V1__RealtimeAnswer, advanced_commerce_info),
+    &appstore__gateway__v1__realtime_advanced_commerce_info__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned appstore__gateway__v1__realtime_answer__field_indices_by_name[] = {
+  4,   /* field[4] = advanced_commerce_info */
   2,   /* field[2] = alternate_product */
   1,   /* field[1] = message */
   3,   /* field[3] = promotional_offer */
@@ -471,7 +529,7 @@ static const unsigned appstore__gateway__v1__realtime_answer__field_indices_by_n
 static const ProtobufCIntRange appstore__gateway__v1__realtime_answer__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor appstore__gateway__v1__realtime_answer__descriptor =
 {
@@ -481,7 +539,7 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__realtime_answer__descrip
   "Appstore__Gateway__V1__RealtimeAnswer",
   "appstore.gateway.v1",
   sizeof(Appstore__Gateway__V1__RealtimeAnswer),
-  4,
+  5,
   appstore__gateway__v1__realtime_answer__field_descriptors,
   appstore__gateway__v1__realtime_answer__field_indices_by_name,
   1,  appstore__gateway__v1__realtime_answer__number_ranges,
@@ -691,6 +749,57 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__realtime_promotional_off
   appstore__gateway__v1__realtime_promotional_offer__field_indices_by_name,
   1,  appstore__gateway__v1__realtime_promotional_offer__number_ranges,
   (ProtobufCMessageInit) appstore__gateway__v1__realtime_promotional_offer__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__realtime_advanced_commerce_info__field_descriptors[2] =
+{
+  {
+    "message_identifier",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo, message_identifier),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "modify_subscription",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo, modify_subscription),
+    &appstore__gateway__v1__advanced_commerce_subscription_modify__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__realtime_advanced_commerce_info__field_indices_by_name[] = {
+  0,   /* field[0] = message_identifier */
+  1,   /* field[1] = modify_subscription */
+};
+static const ProtobufCIntRange appstore__gateway__v1__realtime_advanced_commerce_info__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__realtime_advanced_commerce_info__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.RealtimeAdvancedCommerceInfo",
+  "RealtimeAdvancedCommerceInfo",
+  "Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__RealtimeAdvancedCommerceInfo),
+  2,
+  appstore__gateway__v1__realtime_advanced_commerce_info__field_descriptors,
+  appstore__gateway__v1__realtime_advanced_commerce_info__field_indices_by_name,
+  1,  appstore__gateway__v1__realtime_advanced_commerce_info__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__realtime_advanced_commerce_info__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor appstore__gateway__v1__realtime_request_event__field_descriptors[3] =
