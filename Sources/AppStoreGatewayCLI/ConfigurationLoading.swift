@@ -62,7 +62,7 @@ enum ConfigurationLoading {
             do {
                 _ = try TLSContext(
                     certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
-                    clientCAFile: tls.clientCAFile)
+                    clientCAFile: tls.clientCAFile, sessionMaxAge: tls.sessionMaxAge)
             } catch {
                 problems.append(ConfigurationError(key: "tls", problem: "\(error)"))
             }

@@ -24,7 +24,7 @@ struct CallerAccessSetup {
             do {
                 tlsContext = try TLSContext(
                     certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
-                    clientCAFile: tls.clientCAFile)
+                    clientCAFile: tls.clientCAFile, sessionMaxAge: tls.sessionMaxAge)
             } catch {
                 throw .invalidConfiguration(ConfigurationError(key: "tls", problem: "\(error)"))
             }
