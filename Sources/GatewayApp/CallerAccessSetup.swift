@@ -5,6 +5,7 @@ import Edge
 import GRPC
 import HTTPServer
 import Logging
+import Observability
 import Services
 
 /// TLS, authentication and the `callers` policy of the gRPC port, built from the configuration: a bad certificate,
@@ -14,9 +15,9 @@ struct CallerAccessSetup {
     let tlsContext: TLSContext?
     let watcher: AccessFileWatcher
 
-    /// `others`: more files for the watcher (the resume-token key ring).
+    /// `others`: more files for the watcher (the resume-token key ring); its failed reloads count in `registry`.
     init(
-        configuration: GatewayConfiguration, events: any AccessEvents, logger: Logger,
+        configuration: GatewayConfiguration, events: any AccessEvents, logger: Logger, registry: MetricsRegistry,
         others: [AccessFileWatcher.Watched] = []
     ) throws(GatewayStartError) {
         var tlsContext: TLSContext?
@@ -52,7 +53,7 @@ struct CallerAccessSetup {
         self.tlsContext = tlsContext
         watcher = AccessFileWatcher(
             jwt: configuration.authentication.jwt, authenticator: authenticator, tls: configuration.tls,
-            context: tlsContext, logger: logger, others: others)
+            context: tlsContext, logger: logger, registry: registry, others: others)
         if configuration.callers == nil {
             logger.warning(
                 "no callers are configured: anyone who reaches the gRPC port may use every app and its whole Apple budget",

@@ -335,3 +335,44 @@ def test_session_max_age_counts_from_the_first_full_handshake_and_resumptions_ne
     late = connect("-sess_in", str(directory / "renewed.pem"))
     assert re.search(r"^New,", late, re.M) and "Verify return code: 0" in late, late
 
+
+# --- a client CA file that fails to reload --------------------------------------------------------------------
+
+def log_entries(gw, message):
+    """The JSON log lines of `gw` whose message is `message`."""
+    import json
+    entries = []
+    for line in gw.read_log().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("message") == message:
+            entries.append(entry)
+    return entries
+
+
+def test_a_client_ca_file_that_fails_to_reload_keeps_the_old_trust_loudly(world, tmp_path):
+    ca_file = tmp_path / "clients.pem"
+    ca_file.write_bytes(pem(world["ca"][1]))
+    config = yaml.safe_load(open(gateway_config(world, "ca-reload", client_ca=True)))
+    config["tls"]["clientCAFile"] = str(ca_file)
+    path = tmp_path / "ca-reload.yaml"
+    yaml.safe_dump(config, open(path, "w"))
+    gw = Gateway(["--config", str(path)])
+    channel = None
+    try:
+        # The series exists before anything fails, so an alert on it has something to watch.
+        assert "appstore_gateway_reload_failures_total{file=\"tls\"} 0" in \
+            urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
+        ca_file.write_bytes(b"-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+        wait_until(lambda: metric(gw, "appstore_gateway_reload_failures_total", file="tls") == 1)
+        kept = log_entries(gw, "kept the previous TLS certificate")
+        assert kept and kept[0]["level"] == "error", gw.read_log()
+        # The CAs loaded before are still in force: the SPIFFE caller still gets in.
+        channel = tls_channel(world, gw, "spiffe")
+        assert history(gateway_pb2_grpc.AppStoreGatewayStub(channel), world).transactions
+    finally:
+        if channel is not None:
+            channel.close()
+        gw.stop()
