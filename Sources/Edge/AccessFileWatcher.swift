@@ -1,3 +1,4 @@
+import AppStoreClient
 import CallerAuthentication
 import Configuration
 import Foundation
@@ -43,11 +44,12 @@ public final class AccessFileWatcher: Sendable {
     private let running = Atomic<Bool>(false)
     private let stopped = Lock<Bool>(false)
 
-    /// Watches `jwt.jwksFile` for `authenticator`, the `tls` files for `context`, and `others`; failed reloads
-    /// are counted in `registry`.
+    /// Watches `jwt.jwksFile` for `authenticator`, the `tls` files for `context` (its key judged like a `.p8`,
+    /// `KeyFileAccess`), and `others`; failed reloads are counted in `registry`.
     public init(
         jwt: GatewayConfiguration.Authentication.JWT?, authenticator: CallerAuthenticator?,
-        tls: GatewayConfiguration.TLS?, context: TLSContext?, logger: Logger, registry: MetricsRegistry? = nil,
+        tls: GatewayConfiguration.TLS?, context: TLSContext?, allowReadableKeyFiles: Bool = false, logger: Logger,
+        registry: MetricsRegistry? = nil,
         interval: Duration = .seconds(1), others: [Watched] = []
     ) {
         var watched = others
@@ -67,6 +69,8 @@ public final class AccessFileWatcher: Sendable {
             let paths = [tls.certificateFile, tls.privateKeyFile, tls.clientCAFile].filter { !$0.isEmpty }
             watched.append(
                 Watched(paths: paths, file: "tls", what: "TLS certificate") {
+                    try KeyFileAccess.check(
+                        tls.privateKeyFile, key: "tls.privateKeyFile", allowReadableFile: allowReadableKeyFiles)
                     try context.reload(
                         certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
                         clientCAFile: tls.clientCAFile)

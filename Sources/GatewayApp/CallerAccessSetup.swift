@@ -1,3 +1,4 @@
+import AppStoreClient
 import AppStoreDomain
 import CallerAuthentication
 import Configuration
@@ -22,6 +23,13 @@ struct CallerAccessSetup {
     ) throws(GatewayStartError) {
         var tlsContext: TLSContext?
         if let tls = configuration.tls {
+            do throws(ConfigurationError) {
+                try KeyFileAccess.check(
+                    tls.privateKeyFile, key: "tls.privateKeyFile",
+                    allowReadableFile: configuration.apple.allowReadableKeyFiles)
+            } catch {
+                throw .invalidConfiguration(error)
+            }
             do {
                 tlsContext = try TLSContext(
                     certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
@@ -53,7 +61,8 @@ struct CallerAccessSetup {
         self.tlsContext = tlsContext
         watcher = AccessFileWatcher(
             jwt: configuration.authentication.jwt, authenticator: authenticator, tls: configuration.tls,
-            context: tlsContext, logger: logger, registry: registry, others: others)
+            context: tlsContext, allowReadableKeyFiles: configuration.apple.allowReadableKeyFiles, logger: logger,
+            registry: registry, others: others)
         if configuration.callers == nil {
             logger.warning(
                 "no callers are configured: anyone who reaches the gRPC port may use every app and its whole Apple budget",
