@@ -48,19 +48,7 @@ public struct AppKeySigner: ES256Signer, CustomStringConvertible {
     ) throws(ConfigurationError) -> AppKeySigner {
         let key = "apps[\(index)].privateKeyFile"
         let path = app.privateKeyFile
-        // stat() follows symlinks: Kubernetes mounts each Secret key as keys/app.p8 → ..data/app.p8 →
-        // ..2026_…/app.p8, and the link's own mode (0777) says nothing about who can read the key.
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw ConfigurationError(key: key, problem: "cannot read '\(path)' (missing, not accessible or not a file)")
-        }
-        if !allowReadableFile,
-            let problem = KeyFileAccess.problem(
-                mode: Int(info.st_mode & 0o777), fileGroup: info.st_gid, processGroups: KeyFileAccess.processGroups())
-        {
-            throw ConfigurationError(
-                key: key, problem: "'\(path)' \(problem); chmod 600 it, or set apple.allowReadableKeyFiles: true")
-        }
+        try KeyFileAccess.check(path, key: key, allowReadableFile: allowReadableFile)
         guard let data = FileManager.default.contents(atPath: path), data.count <= 64 * 1024 else {
             throw ConfigurationError(key: key, problem: "cannot read '\(path)' (unreadable or larger than 64 KiB)")
         }

@@ -1,3 +1,4 @@
+import Configuration
 import Foundation
 
 /// Who may read a private-key file, judged from its mode and group.
@@ -16,6 +17,24 @@ public enum KeyFileAccess {
             return "is readable by group \(fileGroup), which is not this process's group (mode \(octal))"
         }
         return nil
+    }
+
+    /// Refuses the secret file at `path` (an app's `.p8`, a TLS or Redis client key, the resume-token key ring)
+    /// when it is missing or not a regular file, or, unless `allowReadableFile` (`apple.allowReadableKeyFiles`),
+    /// when its mode lets others or a foreign group read it. Follows symlinks and judges the file they lead to:
+    /// Kubernetes mounts each Secret key as key → ..data/key → ..2026_…/key, and a link's own mode (0777) says
+    /// nothing about who can read the key. The error names `key`.
+    public static func check(_ path: String, key: String, allowReadableFile: Bool) throws(ConfigurationError) {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ConfigurationError(key: key, problem: "cannot read '\(path)' (missing, not accessible or not a file)")
+        }
+        guard !allowReadableFile,
+            let problem = problem(
+                mode: Int(info.st_mode & 0o777), fileGroup: info.st_gid, processGroups: processGroups())
+        else { return }
+        throw ConfigurationError(
+            key: key, problem: "'\(path)' \(problem); chmod 600 it, or set apple.allowReadableKeyFiles: true")
     }
 
     /// The process's effective group and its supplementary groups (where `fsGroup` appears).

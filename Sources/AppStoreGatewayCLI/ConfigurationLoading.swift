@@ -60,14 +60,23 @@ enum ConfigurationLoading {
         var problems: [ConfigurationError] = []
         if let tls = configuration.tls {
             do {
+                try KeyFileAccess.check(
+                    tls.privateKeyFile, key: "tls.privateKeyFile",
+                    allowReadableFile: configuration.apple.allowReadableKeyFiles)
                 _ = try TLSContext(
                     certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
-                    clientCAFile: tls.clientCAFile)
+                    clientCAFile: tls.clientCAFile, sessionMaxAge: tls.sessionMaxAge)
+            } catch let error as ConfigurationError {
+                problems.append(error)
             } catch {
                 problems.append(ConfigurationError(key: "tls", problem: "\(error)"))
             }
         }
-        if let problem = RedisTLSContext.problem(configuration.redis) { problems.append(problem) }
+        if let problem = RedisTLSContext.problem(
+            configuration.redis, allowReadableKeyFiles: configuration.apple.allowReadableKeyFiles)
+        {
+            problems.append(problem)
+        }
         if let jwt = configuration.authentication.jwt {
             do {
                 _ = try AccessFileWatcher.loadKeys(jwt.jwksFile)

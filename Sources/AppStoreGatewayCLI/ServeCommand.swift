@@ -32,6 +32,14 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .long, help: "With --simulator: where its state is kept (default: a fresh temporary directory).")
     var stateDir: String?
 
+    @Flag(
+        name: .long,
+        help: """
+            Keep the core file size limit the process was started with. Without it the limit is set to 0 before \
+            any key is read: a core dump would hold the apps' private keys, the TLS and Redis keys.
+            """)
+    var allowCoreDumps = false
+
     func validate() throws {
         if simulator && config != nil {
             throw ValidationError("--simulator writes its own configuration; do not combine it with --config")
@@ -42,6 +50,14 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
+        // No core file of this process, which will hold keys, unless asked for; before anything reads one.
+        var coreDumps: String?
+        if allowCoreDumps {
+            coreDumps = "core dumps are allowed (--allow-core-dumps): a core file would hold the keys in memory"
+        } else if clinux_disable_core_dumps() != 0 {
+            coreDumps =
+                "cannot turn core dumps off (errno \(clinux_errno())): a core file would hold the keys in memory"
+        }
         // Shutdown signals go to the main thread only: block them before any other thread starts.
         _ = clinux_block_signals()
         // Connections are bounded by limits.maxConnections, not by a distribution's default soft limit.
@@ -63,6 +79,7 @@ struct ServeCommand: ParsableCommand {
         let configuration = try loadConfiguration(path: configPath, trustAppleRootToo: simulator)
         bootstrapLogging(configuration.logging)
         let logger = Logger(label: "appstore-gateway")
+        if let coreDumps { logger.warning("\(coreDumps)") }
         let app: GatewayApp
         do {
             app = try GatewayApp(configuration, logger: logger)

@@ -16,12 +16,20 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <sys/resource.h>
 
 // accept4 is a GNU extension; the Glibc module is built without _GNU_SOURCE.
 int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 int pthread_setname_np(pthread_t thread, const char *name);
 
 static inline int clinux_errno(void) { return errno; }
+
+/// Sets RLIMIT_CORE to 0, soft and hard (for good: an unprivileged process cannot raise it again), so a crash
+/// writes no core file holding the keys in memory. 0 on success, else -1 with errno.
+static inline int clinux_disable_core_dumps(void) {
+    struct rlimit none = {0, 0};
+    return setrlimit(RLIMIT_CORE, &none);
+}
 
 /// Blocks SIGTERM, SIGINT and SIGPIPE in the calling thread (threads created later inherit the mask), so
 /// only the thread that calls `clinux_wait_shutdown_signal` sees the shutdown signals.

@@ -115,6 +115,10 @@ static inline int copenssl_ticket_mac_init(EVP_MAC_CTX *mac, const unsigned char
                            OSSL_PARAM_construct_end()};
     return EVP_MAC_init(mac, key, length, params);
 }
+/// Whether `error` is PEM's "no start line": the end of a PEM input read certificate by certificate.
+static inline int copenssl_ERR_is_pem_end_of_input(unsigned long error) {
+    return ERR_GET_LIB(error) == ERR_LIB_PEM && ERR_GET_REASON(error) == PEM_R_NO_START_LINE;
+}
 static inline long copenssl_SSL_CTX_sess_set_cache_size(SSL_CTX *ctx, long size) {
     return SSL_CTX_sess_set_cache_size(ctx, size);
 }

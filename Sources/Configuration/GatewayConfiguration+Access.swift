@@ -14,6 +14,10 @@ extension GatewayConfiguration {
         /// `tls.identityFromCommonName`: whether a client certificate also proves its subject CN, listed as
         /// `cn:<name>` (default false: only its URI and DNS SANs, which a CA issues as names, identify it).
         public var identityFromCommonName = false
+        /// `tls.sessionMaxAge`: how long a TLS session may be resumed, counted from its first full handshake and
+        /// never extended by resumptions (nor past the client certificate's `notAfter`); 1s to 168h (RFC 8446
+        /// §4.6.1 caps a ticket's lifetime at 7 days), 1h by default.
+        public var sessionMaxAge: Duration = .seconds(3_600)
 
         public init() {}
     }
@@ -103,7 +107,10 @@ extension GatewayConfiguration {
         let key = try reader.string("tls.privateKeyFile") ?? ""
         let clientCA = try reader.string("tls.clientCAFile") ?? ""
         let commonName = try reader.bool("tls.identityFromCommonName") ?? false
-        guard !(certificate.isEmpty && key.isEmpty && clientCA.isEmpty && !commonName) else { return nil }
+        let sessionMaxAge = try reader.milliseconds("tls.sessionMaxAge")
+        guard !(certificate.isEmpty && key.isEmpty && clientCA.isEmpty && !commonName && sessionMaxAge == nil) else {
+            return nil
+        }
         guard !certificate.isEmpty else {
             throw ConfigurationError(key: "tls.certificateFile", problem: "is required when tls is set")
         }
@@ -120,6 +127,12 @@ extension GatewayConfiguration {
             )
         }
         tls.identityFromCommonName = commonName
+        if let sessionMaxAge {
+            guard (1_000...7 * 86_400_000).contains(sessionMaxAge) else {
+                throw ConfigurationError(key: "tls.sessionMaxAge", problem: "must be between 1s and 168h (7 days)")
+            }
+            tls.sessionMaxAge = .milliseconds(Int64(sessionMaxAge))
+        }
         return tls
     }
 

@@ -1,9 +1,11 @@
+import AppStoreClient
 import CallerAuthentication
 import Configuration
 import Foundation
 import GatewayFoundation
 import HTTPServer
 import Logging
+import Observability
 import Synchronization
 
 #if canImport(Glibc)
@@ -13,66 +15,76 @@ import Synchronization
 /// Re-reads the JWKS file, the TLS files and any other `Watched` files (the resume-token key ring) when they
 /// change, on a thread of its own (never on an event loop): every `interval` it `stat`s each file through any
 /// symlinks, so an in-place write, a rename over the file and a Kubernetes projected-volume swap of the
-/// `..data` symlink are all seen. A file that fails to load keeps the previous version in force and is
-/// logged; it is tried again at its next change.
+/// `..data` symlink are all seen. A file that fails to load keeps the previous version in force, is logged at
+/// error level (`kept the previous …`) and counted in `appstore_gateway_reload_failures_total{file}`; it is
+/// tried again at its next change.
 public final class AccessFileWatcher: Sendable {
     /// Files read together, and what re-reads them.
     public struct Watched: Sendable {
         var paths: [String]
-        var reload: @Sendable () -> Void
+        /// The `file` label of the reload failures: a fixed name ("tls", "jwks", "resume_token_keys").
+        var file: String
+        /// What the files hold, for the log line of a failed reload ("kept the previous \(what)").
+        var what: String
+        var reload: @Sendable () throws -> Void
 
-        /// Runs `reload` after any of `paths` changes.
-        public init(paths: [String], reload: @escaping @Sendable () -> Void) {
+        /// Runs `reload` after any of `paths` changes; an error it throws keeps what is in force.
+        public init(paths: [String], file: String, what: String, reload: @escaping @Sendable () throws -> Void) {
             self.paths = paths
+            self.file = file
+            self.what = what
             self.reload = reload
         }
     }
 
     private let watched: [Watched]
     private let interval: Duration
+    private let logger: Logger
+    private let failures: CounterFamily?
     private let running = Atomic<Bool>(false)
     private let stopped = Lock<Bool>(false)
 
-    /// Watches `jwt.jwksFile` for `authenticator`, the `tls` files for `context`, and `others`.
+    /// Watches `jwt.jwksFile` for `authenticator`, the `tls` files for `context` (its key judged like a `.p8`,
+    /// `KeyFileAccess`), and `others`; failed reloads are counted in `registry`.
     public init(
         jwt: GatewayConfiguration.Authentication.JWT?, authenticator: CallerAuthenticator?,
-        tls: GatewayConfiguration.TLS?, context: TLSContext?, logger: Logger, interval: Duration = .seconds(1),
-        others: [Watched] = []
+        tls: GatewayConfiguration.TLS?, context: TLSContext?, allowReadableKeyFiles: Bool = false, logger: Logger,
+        registry: MetricsRegistry? = nil,
+        interval: Duration = .seconds(1), others: [Watched] = []
     ) {
         var watched = others
         if let jwt, let authenticator {
             watched.append(
-                Watched(paths: [jwt.jwksFile]) {
-                    do {
-                        let keys = try Self.loadKeys(jwt.jwksFile)
-                        authenticator.replaceKeys(keys)
-                        logger.info(
-                            "reloaded the JWKS",
-                            metadata: [
-                                "file": "\(jwt.jwksFile)", "keys": "\(keys.keys.map(\.id).joined(separator: ","))",
-                            ])
-                    } catch {
-                        logger.warning(
-                            "kept the previous JWKS", metadata: ["file": "\(jwt.jwksFile)", "problem": "\(error)"])
-                    }
+                Watched(paths: [jwt.jwksFile], file: "jwks", what: "JWKS") {
+                    let keys = try Self.loadKeys(jwt.jwksFile)
+                    authenticator.replaceKeys(keys)
+                    logger.info(
+                        "reloaded the JWKS",
+                        metadata: [
+                            "file": "\(jwt.jwksFile)", "keys": "\(keys.keys.map(\.id).joined(separator: ","))",
+                        ])
                 })
         }
         if let tls, let context {
             let paths = [tls.certificateFile, tls.privateKeyFile, tls.clientCAFile].filter { !$0.isEmpty }
             watched.append(
-                Watched(paths: paths) {
-                    do {
-                        try context.reload(
-                            certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
-                            clientCAFile: tls.clientCAFile)
-                        logger.info("reloaded the TLS certificate", metadata: ["file": "\(tls.certificateFile)"])
-                    } catch {
-                        logger.warning("kept the previous TLS certificate", metadata: ["problem": "\(error)"])
-                    }
+                Watched(paths: paths, file: "tls", what: "TLS certificate") {
+                    try KeyFileAccess.check(
+                        tls.privateKeyFile, key: "tls.privateKeyFile", allowReadableFile: allowReadableKeyFiles)
+                    try context.reload(
+                        certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
+                        clientCAFile: tls.clientCAFile)
+                    logger.info("reloaded the TLS certificate", metadata: ["file": "\(tls.certificateFile)"])
                 })
         }
         self.watched = watched
         self.interval = interval
+        self.logger = logger
+        failures = registry?.counter(
+            "appstore_gateway_reload_failures_total",
+            help: "Re-reads of a changed watched file that failed, keeping the previous version in force.",
+            labelNames: ["file"])
+        for entry in watched { _ = failures?.labels(entry.file) }
     }
 
     /// Reads and parses a JWKS file (at most `JSONWebKeySet.maxDocumentBytes`); at least one key must be usable.
@@ -105,10 +117,26 @@ public final class AccessFileWatcher: Sendable {
                     let now = entry.paths.map(Self.stamp)
                     if now != last[index] {
                         last[index] = now
-                        entry.reload()
+                        reload(entry)
                     }
                 }
             }
+        }
+    }
+
+    /// Re-reads `entry`'s files; a failure keeps the previous version, logged at error level and counted.
+    private func reload(_ entry: Watched) {
+        do {
+            try entry.reload()
+        } catch {
+            failures?.labels(entry.file).increment()
+            let problem = (error as? ConfigurationError)?.problem ?? "\(error)"
+            logger.error(
+                "kept the previous \(entry.what)",
+                metadata: [
+                    "file": "\(entry.paths.joined(separator: ","))", "watched": "\(entry.file)",
+                    "problem": "\(problem)",
+                ])
         }
     }
 

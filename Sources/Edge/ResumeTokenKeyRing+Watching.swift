@@ -4,19 +4,13 @@ import Services
 
 extension ResumeTokenKeyRing {
     /// What re-reads the ring file at `path` when it changes (a Kubernetes Secret update): the new keys are
-    /// put in force at once; a file that fails to load leaves the keys in force and is logged. Never logs a key.
+    /// put in force at once; a file that fails to load leaves the keys in force (the watcher logs and counts it).
+    /// Never logs a key.
     public func watching(path: String, allowReadableFile: Bool, logger: Logger) -> AccessFileWatcher.Watched {
-        AccessFileWatcher.Watched(paths: [path]) { [self] in
-            do throws(ConfigurationError) {
-                let keys = try Self.load(path: path, allowReadableFile: allowReadableFile)
-                replace(with: keys)
-                logger.info(
-                    "reloaded the resume-token key ring", metadata: ["file": "\(path)", "keys": "\(keys.count)"])
-            } catch {
-                logger.warning(
-                    "kept the previous resume-token key ring",
-                    metadata: ["file": "\(path)", "problem": "\(error.problem)"])
-            }
+        AccessFileWatcher.Watched(paths: [path], file: "resume_token_keys", what: "resume-token key ring") { [self] in
+            let keys = try Self.load(path: path, allowReadableFile: allowReadableFile)
+            replace(with: keys)
+            logger.info("reloaded the resume-token key ring", metadata: ["file": "\(path)", "keys": "\(keys.count)"])
         }
     }
 }

@@ -1,3 +1,4 @@
+import AppStoreClient
 import AppStoreDomain
 import CallerAuthentication
 import Configuration
@@ -5,6 +6,7 @@ import Edge
 import GRPC
 import HTTPServer
 import Logging
+import Observability
 import Services
 
 /// TLS, authentication and the `callers` policy of the gRPC port, built from the configuration: a bad certificate,
@@ -14,17 +16,24 @@ struct CallerAccessSetup {
     let tlsContext: TLSContext?
     let watcher: AccessFileWatcher
 
-    /// `others`: more files for the watcher (the resume-token key ring).
+    /// `others`: more files for the watcher (the resume-token key ring); its failed reloads count in `registry`.
     init(
-        configuration: GatewayConfiguration, events: any AccessEvents, logger: Logger,
+        configuration: GatewayConfiguration, events: any AccessEvents, logger: Logger, registry: MetricsRegistry,
         others: [AccessFileWatcher.Watched] = []
     ) throws(GatewayStartError) {
         var tlsContext: TLSContext?
         if let tls = configuration.tls {
+            do throws(ConfigurationError) {
+                try KeyFileAccess.check(
+                    tls.privateKeyFile, key: "tls.privateKeyFile",
+                    allowReadableFile: configuration.apple.allowReadableKeyFiles)
+            } catch {
+                throw .invalidConfiguration(error)
+            }
             do {
                 tlsContext = try TLSContext(
                     certificateChainFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
-                    clientCAFile: tls.clientCAFile)
+                    clientCAFile: tls.clientCAFile, sessionMaxAge: tls.sessionMaxAge)
             } catch {
                 throw .invalidConfiguration(ConfigurationError(key: "tls", problem: "\(error)"))
             }
@@ -52,7 +61,8 @@ struct CallerAccessSetup {
         self.tlsContext = tlsContext
         watcher = AccessFileWatcher(
             jwt: configuration.authentication.jwt, authenticator: authenticator, tls: configuration.tls,
-            context: tlsContext, logger: logger, others: others)
+            context: tlsContext, allowReadableKeyFiles: configuration.apple.allowReadableKeyFiles, logger: logger,
+            registry: registry, others: others)
         if configuration.callers == nil {
             logger.warning(
                 "no callers are configured: anyone who reaches the gRPC port may use every app and its whole Apple budget",

@@ -63,7 +63,7 @@ public final class GatewayApp {
             throw .invalidConfiguration(error)
         }
         access = try CallerAccessSetup(
-            configuration: configuration, events: accessEvents, logger: logger,
+            configuration: configuration, events: accessEvents, logger: logger, registry: registry,
             others: Self.resumeTokenKeyRing(configuration, service: service, logger: logger))
     }
 

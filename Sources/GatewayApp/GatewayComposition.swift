@@ -38,7 +38,11 @@ public enum GatewayComposition {
         } catch {
             throw ConfigurationError(key: "verification", problem: "\(error)")
         }
-        if let problem = RedisTLSContext.problem(configuration.redis) { throw problem }
+        if let problem = RedisTLSContext.problem(
+            configuration.redis, allowReadableKeyFiles: configuration.apple.allowReadableKeyFiles)
+        {
+            throw problem
+        }
         let client = try AppStoreAPIClient(
             configuration: configuration, http: http, signers: signers, events: events, budgetEvents: budgetEvents,
             accessEvents: accessEvents, tracer: tracer)

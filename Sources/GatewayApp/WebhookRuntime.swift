@@ -58,6 +58,13 @@ struct WebhookRuntime {
             configuration.notifications.realtime, metrics: RealtimeMetrics(registry: registry))
         var transport = ServerTransport.cleartextHTTP1
         if !webhook.tlsCertificateFile.isEmpty {
+            do throws(ConfigurationError) {
+                try KeyFileAccess.check(
+                    webhook.tlsKeyFile, key: "notifications.webhook.tlsKey",
+                    allowReadableFile: configuration.apple.allowReadableKeyFiles)
+            } catch {
+                throw .invalidConfiguration(error)
+            }
             do {
                 transport = .tls(
                     try TLSContext(

@@ -21,36 +21,39 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
 /// that verifies against it (mutual TLS). Shared by every loop: `reload` swaps in new files atomically while
 /// connections already made keep the context they started with (OpenSSL counts its references).
 ///
-/// Sessions resume (TLS 1.2 session ids and tickets, TLS 1.3 tickets) for `sessionLifetime`: a resumed
-/// session carries the client certificate verified when it was made. Its session id context is a digest of
-/// the client CA file, so a session made under other client CAs (before a reload that changed them) is never
-/// resumed; ticket keys rotate (`SessionTicketKeys`).
+/// Sessions resume (TLS 1.2 session ids and tickets, TLS 1.3 tickets) for `sessionMaxAge` from their full
+/// handshake, never extended by resumptions and never past the client certificate's expiry
+/// (`SessionResumptionLimits`): a resumed session carries the client certificate verified when it was made.
+/// Its session id context is a digest of the client CA file, so a session made under other client CAs (before a
+/// reload that changed them) is never resumed; ticket keys rotate (`SessionTicketKeys`).
 public final class TLSContext: @unchecked Sendable {
     /// An `SSL_CTX` pointer, moved between threads only under the mutex.
     private struct Handle: @unchecked Sendable { var pointer: OpaquePointer }
     private let current: Lock<Handle>
     private let ticketKeys: SessionTicketKeys
-    private let sessionLifetime: Duration
+    private let limits: SessionResumptionLimits
 
     /// Sessions the server remembers for TLS 1.2 clients that resume by session id rather than ticket; each
     /// holds its client certificate, so the cache is bounded well below OpenSSL's 20,480.
     static let sessionCacheSize = 1_024
 
     /// Loads a PEM certificate chain and its PEM private key, and (when `clientCAFile` is not empty) the PEM
-    /// CA certificates client certificates must chain to. Sessions may be resumed for `sessionLifetime`.
+    /// CA certificates client certificates must chain to. Sessions may be resumed for `sessionMaxAge` (at least
+    /// 1 s) from their full handshake, judged by `clock`'s wall time.
     public init(
         certificateChainFile: String, privateKeyFile: String, clientCAFile: String = "",
-        sessionLifetime: Duration = .seconds(7_200)
+        sessionMaxAge: Duration = .seconds(3_600), clock: any GatewayClock = SystemClock()
     ) throws(TLSError) {
-        let lifetime = max(sessionLifetime, .seconds(1))
-        let ticketKeys = SessionTicketKeys(lifetime: lifetime)
+        let maxAge = max(sessionMaxAge, .seconds(1))
+        let ticketKeys = SessionTicketKeys(lifetime: maxAge)
+        let limits = SessionResumptionLimits(policy: SessionResumptionPolicy(maxAge: maxAge), clock: clock)
         self.ticketKeys = ticketKeys
-        self.sessionLifetime = lifetime
+        self.limits = limits
         current = Lock(
             Handle(
                 pointer: try Self.makeContext(
                     certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile,
-                    clientCAFile: clientCAFile, ticketKeys: ticketKeys, sessionLifetime: lifetime)))
+                    clientCAFile: clientCAFile, ticketKeys: ticketKeys, limits: limits)))
     }
 
     /// Replaces the files in force for connections accepted from now on; on failure the old ones stay.
@@ -59,7 +62,7 @@ public final class TLSContext: @unchecked Sendable {
         let fresh = Handle(
             pointer: try Self.makeContext(
                 certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile, clientCAFile: clientCAFile,
-                ticketKeys: ticketKeys, sessionLifetime: sessionLifetime))
+                ticketKeys: ticketKeys, limits: limits))
         let old = current.withLock { context in
             let old = context
             context = fresh
@@ -79,15 +82,23 @@ public final class TLSContext: @unchecked Sendable {
 
     private static func makeContext(
         certificateChainFile: String, privateKeyFile: String, clientCAFile: String, ticketKeys: SessionTicketKeys,
-        sessionLifetime: Duration
+        limits: SessionResumptionLimits
     ) throws(TLSError) -> OpaquePointer {
+        // One read of the client CA file: the CAs that verify clients and the session id context are the same bytes.
+        var clientCAs: ClientCAFile?
+        if !clientCAFile.isEmpty {
+            guard let bytes = readFile(clientCAFile, limit: 16 << 20) else {
+                throw TLSError(
+                    "cannot read the client CA certificates \(clientCAFile) (missing, unreadable or over 16 MiB)")
+            }
+            clientCAs = ClientCAFile(path: clientCAFile, bytes: bytes)
+        }
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new failed") }
         do throws(TLSError) {
             try configure(
                 context, certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile,
-                clientCAFile: clientCAFile)
-            try configureResumption(
-                context, clientCAFile: clientCAFile, ticketKeys: ticketKeys, sessionLifetime: sessionLifetime)
+                clientCAs: clientCAs)
+            try configureResumption(context, clientCAs: clientCAs, ticketKeys: ticketKeys, limits: limits)
         } catch {
             SSL_CTX_free(context)
             throw error
@@ -96,27 +107,25 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     /// Session resumption: the session id context (OpenSSL refuses to resume a session whose client
-    /// certificate was verified without one, with a fatal "internal error" alert), the lifetime, a bounded
-    /// session cache, and the rotating ticket keys.
+    /// certificate was verified without one, with a fatal "internal error" alert), the maximum age (OpenSSL's
+    /// timeout, the ticket lifetime clients are told; `SessionResumptionLimits` enforces it), a bounded session
+    /// cache, and the rotating ticket keys.
     private static func configureResumption(
-        _ context: OpaquePointer, clientCAFile: String, ticketKeys: SessionTicketKeys, sessionLifetime: Duration
+        _ context: OpaquePointer, clientCAs: ClientCAFile?, ticketKeys: SessionTicketKeys,
+        limits: SessionResumptionLimits
     ) throws(TLSError) {
         // What a session was verified against: the client CA file's bytes (none: no client certificates).
         // SHA-256 is 32 bytes, SSL_MAX_SID_CTX_LENGTH exactly.
         var material = Array("appstore-gateway session context v1\n".utf8)
-        if !clientCAFile.isEmpty {
-            guard let bytes = readFile(clientCAFile, limit: 16 << 20) else {
-                throw TLSError("cannot read the client CA certificates \(clientCAFile)")
-            }
-            material += bytes
-        }
+        if let clientCAs { material += clientCAs.bytes }
         let sessionContext = SHA256.hash(material)
         guard SSL_CTX_set_session_id_context(context, sessionContext, UInt32(sessionContext.count)) == 1 else {
             throw TLSError("cannot set the TLS session id context")
         }
-        _ = SSL_CTX_set_timeout(context, Int(sessionLifetime.components.seconds))
+        _ = SSL_CTX_set_timeout(context, Int(limits.maxAge.components.seconds))
         _ = copenssl_SSL_CTX_sess_set_cache_size(context, sessionCacheSize)
         try ticketKeys.install(on: context)
+        try limits.install(on: context)
     }
 
     /// The bytes of the file at `path`, or nil when it cannot be read or is larger than `limit`.
@@ -134,7 +143,7 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     private static func configure(
-        _ context: OpaquePointer, certificateChainFile: String, privateKeyFile: String, clientCAFile: String
+        _ context: OpaquePointer, certificateChainFile: String, privateKeyFile: String, clientCAs: ClientCAFile?
     ) throws(TLSError) {
         guard copenssl_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1 else {
             throw TLSError("cannot require TLS 1.2")
@@ -148,12 +157,8 @@ public final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_check_private_key(context) == 1 else {
             throw TLSError("the TLS private key does not match the certificate")
         }
-        if !clientCAFile.isEmpty {
-            guard SSL_CTX_load_verify_locations(context, clientCAFile, nil) == 1 else {
-                throw TLSError("cannot load the client CA certificates \(clientCAFile)")
-            }
-            // The CA names go in the CertificateRequest, so clients pick a matching certificate.
-            if let names = SSL_load_client_CA_file(clientCAFile) { SSL_CTX_set_client_CA_list(context, names) }
+        if let clientCAs {
+            try clientCAs.install(on: context)
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
             SSL_CTX_set_verify_depth(context, 8)
         }
@@ -183,6 +188,38 @@ public final class TLSContext: @unchecked Sendable {
                 }
                 return SSL_TLSEXT_ERR_NOACK
             }, nil)
+    }
+}
+
+/// The bytes of `tls.clientCAFile`, read once per context: the CAs that verify client certificates and the
+/// digest that scopes session resumption both come from them, so a file replaced between two reads can never
+/// pair one file's CAs with another's sessions.
+struct ClientCAFile {
+    var path: String
+    var bytes: [UInt8]
+
+    /// Trusts every PEM certificate of the file for client certificates and names each in the
+    /// CertificateRequest (so clients pick a matching certificate); a file without one is refused.
+    func install(on context: OpaquePointer) throws(TLSError) {
+        guard let store = SSL_CTX_get_cert_store(context) else {
+            throw TLSError("the SSL_CTX has no certificate store")
+        }
+        let bio = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32(clamping: $0.count)) }
+        guard let bio else { throw TLSError("cannot read the client CA certificates \(path)") }
+        defer { BIO_free(bio) }
+        ERR_clear_error()
+        var count = 0
+        while let certificate = PEM_read_bio_X509_AUX(bio, nil, nil, nil) {
+            defer { X509_free(certificate) }
+            guard X509_STORE_add_cert(store, certificate) == 1, SSL_CTX_add_client_CA(context, certificate) == 1 else {
+                throw TLSError("cannot load the client CA certificates \(path)")
+            }
+            count += 1
+        }
+        // The loop ends at the end of the input (no further PEM start line) or at a malformed certificate.
+        guard copenssl_ERR_is_pem_end_of_input(ERR_peek_last_error()) == 1 || ERR_peek_last_error() == 0, count > 0
+        else { throw TLSError("cannot load the client CA certificates \(path) (no PEM certificate, or a broken one)") }
+        ERR_clear_error()
     }
 }
 

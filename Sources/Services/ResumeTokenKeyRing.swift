@@ -56,19 +56,7 @@ public final class ResumeTokenKeyRing: Sendable {
     /// keys: through symlinks (a Kubernetes Secret volume), refused when others may read it or a group other
     /// than the process's own (`KeyFileAccess`), unless `allowReadableFile` (`apple.allowReadableKeyFiles`).
     public static func load(path: String, allowReadableFile: Bool) throws(ConfigurationError) -> [[UInt8]] {
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw ConfigurationError(
-                key: configurationKey, problem: "cannot read '\(path)' (missing, not accessible or not a file)")
-        }
-        if !allowReadableFile,
-            let problem = KeyFileAccess.problem(
-                mode: Int(info.st_mode & 0o777), fileGroup: info.st_gid, processGroups: KeyFileAccess.processGroups())
-        {
-            throw ConfigurationError(
-                key: configurationKey,
-                problem: "'\(path)' \(problem); chmod 600 it, or set apple.allowReadableKeyFiles: true")
-        }
+        try KeyFileAccess.check(path, key: configurationKey, allowReadableFile: allowReadableFile)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ConfigurationError(key: configurationKey, problem: "cannot read '\(path)'")
         }

@@ -59,4 +59,26 @@ import Testing
             UpstreamTrust(caFile: "/ca.pem", trustSystemCAs: true)
                 == UpstreamTrust(caBundle: "/ca.pem", systemDirectory: true))
     }
+
+    @Test func theOneCheckNamesItsKeyAndHonoursTheEscapeHatch() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("key-\(UUID().uuidString).pem").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try "secret".write(toFile: path, atomically: false, encoding: .utf8)
+        #expect(chmod(path, 0o600) == 0)
+        #expect(throws: Never.self) {
+            try KeyFileAccess.check(path, key: "tls.privateKeyFile", allowReadableFile: false)
+        }
+        #expect(chmod(path, 0o644) == 0)
+        let error = #expect(throws: ConfigurationError.self) {
+            try KeyFileAccess.check(path, key: "tls.privateKeyFile", allowReadableFile: false)
+        }
+        #expect(error?.key == "tls.privateKeyFile" && error?.problem.contains("mode 644") == true)
+        #expect(throws: Never.self) {
+            try KeyFileAccess.check(path, key: "tls.privateKeyFile", allowReadableFile: true)
+        }
+        let missing = #expect(throws: ConfigurationError.self) {
+            try KeyFileAccess.check(path + ".gone", key: "redis.keyFile", allowReadableFile: true)
+        }
+        #expect(missing?.key == "redis.keyFile")
+    }
 }

@@ -155,5 +155,9 @@ struct RedisTLSTests {
         #expect(RedisTLSContext.problem(settings)?.key == "redis.certFile")
         settings.keyFile = tls.clientKeyFile
         #expect(RedisTLSContext.problem(settings) == nil)
+        // The client key is a secret: judged like an app's .p8.
+        #expect(chmod(tls.clientKeyFile, 0o644) == 0)
+        #expect(RedisTLSContext.problem(settings)?.key == "redis.keyFile")
+        #expect(RedisTLSContext.problem(settings, allowReadableKeyFiles: true) == nil)
     }
 }

@@ -1,7 +1,7 @@
 import Configuration
 import Testing
 
-/// `tls.identityFromCommonName`, typed `callers[].identity` entries and `authentication.jwt.maxLifetime`.
+/// `tls.identityFromCommonName`, `tls.sessionMaxAge`, typed `callers[].identity` entries and `authentication.jwt.maxLifetime`.
 @Suite struct AccessIdentityConfigurationTests {
     let base = """
         apps:
@@ -84,5 +84,22 @@ import Testing
             try GatewayConfiguration.load(
                 yaml: base.replacingOccurrences(of: "audiences: [a] }", with: "audiences: [a], maxLifetime: 8784h }")
             ).authentication.jwt?.maxLifetime == .milliseconds(366 * 86_400_000))
+    }
+
+    @Test func sessionMaxAgeDefaultsToAnHourAndIsBounded() throws {
+        #expect(try GatewayConfiguration.load(yaml: base + mtls).tls?.sessionMaxAge == .seconds(3_600))
+        let config = try GatewayConfiguration.load(
+            yaml: base + "tls: { certificateFile: s.pem, privateKeyFile: s.key, sessionMaxAge: 10m }\n")
+        #expect(config.tls?.sessionMaxAge == .seconds(600))
+        let environment = try GatewayConfiguration.load(
+            yaml: base + mtls, environment: ["APPSTORE_GATEWAY_TLS_SESSION_MAX_AGE": "90s"])
+        #expect(environment.tls?.sessionMaxAge == .seconds(90))
+        for bad in ["0s", "500ms", "169h", "soon"] {
+            #expect(
+                try problems("tls: { certificateFile: s.pem, privateKeyFile: s.key, sessionMaxAge: \(bad) }")
+                    == ["tls.sessionMaxAge"], "\(bad)")
+        }
+        // Without the server's files there is no TLS to age.
+        #expect(try problems("tls: { sessionMaxAge: 1h }") == ["tls.certificateFile"])
     }
 }

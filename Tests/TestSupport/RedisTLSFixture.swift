@@ -45,16 +45,19 @@ public final class RedisTLSFixture {
         try write(ca.certificate.pemEncoded, "ca.pem")
         try write(other.certificate.pemEncoded, "other-ca.pem")
         try write(server.pemEncoded, "server.pem")
-        try write(try serverKey.pkcs8PEM(), "server-key.pem")
+        try write(try serverKey.pkcs8PEM(), "server-key.pem", secret: true)
         try write(client.pemEncoded, "client.pem")
-        try write(try clientKey.pkcs8PEM(), "client-key.pem")
+        try write(try clientKey.pkcs8PEM(), "client-key.pem", secret: true)
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
 
     private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
-    private func write(_ text: String, _ name: String) throws {
-        try text.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+    /// Writes `name`; a `secret` (a key) readable by its owner only, as the gateway demands of key files.
+    private func write(_ text: String, _ name: String, secret: Bool = false) throws {
+        let url = directory.appendingPathComponent(name)
+        try text.write(to: url, atomically: true, encoding: .utf8)
+        if secret { try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path) }
     }
 }

@@ -848,3 +848,39 @@ def test_python_and_go_examples_send_a_token_file(world, jwt_gateway, tmp_path):
     assert ok.returncode == 0 and "GetHistory: bundle_id=com.example.app" in ok.stdout, ok.stdout + ok.stderr
     denied = subprocess.run(client, capture_output=True, text=True, timeout=60)
     assert denied.returncode == 2 and "Unauthenticated" in denied.stdout
+
+
+# --- key files: judged like the apps' .p8 ---------------------------------------------------------------------
+
+def test_a_tls_key_others_may_read_is_refused_unless_allowed(world, tmp_path):
+    import shutil
+
+    key = tmp_path / "server.key"
+    shutil.copy(world["files"]["server.key"], key)
+    key.chmod(0o644)
+    config = yaml.safe_load(open(gateway_config(world, "open-key", jwt=False, callers=False)))
+    config["tls"]["privateKeyFile"] = str(key)
+    path = tmp_path / "open-key.yaml"
+    yaml.safe_dump(config, open(path, "w"))
+    checked = subprocess.run([GATEWAY_BIN, "check-config", "--config", str(path)], capture_output=True, text=True,
+                             timeout=60)
+    assert checked.returncode == 1
+    assert "tls.privateKeyFile" in checked.stdout + checked.stderr and "mode 644" in checked.stdout + checked.stderr
+    served = subprocess.run([GATEWAY_BIN, "serve", "--config", str(path), "--listen", "127.0.0.1:0"],
+                            capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, APPSTORE_GATEWAY_ADMIN="127.0.0.1:0"))
+    assert served.returncode == 1 and "tls.privateKeyFile" in served.stderr, served.stderr
+    # The same escape hatch as for .p8 files.
+    config["apple"] = dict(config.get("apple", {}), allowReadableKeyFiles=True)
+    yaml.safe_dump(config, open(path, "w"))
+    gw = Gateway(["--config", str(path)])
+    try:
+        channel = tls_channel(world, gw)
+        try:
+            from grpc_health.v1 import health_pb2, health_pb2_grpc
+            assert health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5).status \
+                == health_pb2.HealthCheckResponse.SERVING
+        finally:
+            channel.close()
+    finally:
+        gw.stop()

@@ -101,3 +101,63 @@ def test_threads_carry_their_role_as_their_name(fresh_gateway, tmp_path):
             break
         time.sleep(0.05)
     assert wanted <= names, f"missing {wanted - names}; threads: {sorted(names)}"
+
+
+# --- secrets: no core files, key files judged like .p8 ------------------------------------------------------
+
+def _core_limit(pid):
+    """The soft and hard RLIMIT_CORE of process `pid`, as /proc shows them."""
+    with open(f"/proc/{pid}/limits") as f:
+        for line in f:
+            if line.startswith("Max core file size"):
+                return line.split()[4:6]
+    raise AssertionError("no core file size in /proc/PID/limits")
+
+
+def _allow_core_files():
+    """In the child before exec: the soft core limit raised to the hard one (as `ulimit -c unlimited` would)."""
+    import resource
+    _, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+
+def test_serve_writes_no_core_file_unless_allowed(tmp_path):
+    import resource
+
+    import pytest
+
+    from conftest import Gateway
+
+    if resource.getrlimit(resource.RLIMIT_CORE)[1] == 0:
+        pytest.skip("this environment allows no core files at all")
+    # The gateway starts with a core limit above 0 (as under a shell with `ulimit -c unlimited`).
+    gw = Gateway(["--simulator", "--state-dir", str(tmp_path / "state")], preexec_fn=_allow_core_files)
+    try:
+        assert _core_limit(gw.proc.pid) == ["0", "0"]
+    finally:
+        gw.stop()
+    gw = Gateway(["--simulator", "--state-dir", str(tmp_path / "state"), "--allow-core-dumps"],
+                 preexec_fn=_allow_core_files)
+    try:
+        assert _core_limit(gw.proc.pid)[0] != "0"
+        assert "core dumps are allowed" in gw.read_log()
+    finally:
+        gw.stop()
+
+
+def test_a_redis_client_key_others_may_read_is_refused(tmp_path):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "1", "-keyout", "client.key", "-out", "client.pem", "-subj", "/CN=gateway"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    with open(os.path.join(ROOT, "deploy", "gateway.yaml")) as f:
+        config = yaml.safe_load(f)
+    config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
+    config["redis"] = {"url": "rediss://localhost:6380/0", "caFile": str(tmp_path / "client.pem"),
+                       "certFile": str(tmp_path / "client.pem"), "keyFile": str(tmp_path / "client.key")}
+    (tmp_path / "client.key").chmod(0o644)
+    result = _run("check-config", "--config", _write(tmp_path, config))
+    assert result.returncode == 1
+    assert "redis.keyFile" in result.stdout and "mode 644" in result.stdout, result.stdout
+    (tmp_path / "client.key").chmod(0o600)
+    result = _run("check-config", "--config", _write(tmp_path, config))
+    assert result.returncode == 0, result.stdout + result.stderr

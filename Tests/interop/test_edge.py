@@ -1,22 +1,30 @@
 """What reaches the ports before any RPC, black-box: sockets that never finish their handshake (TLS) or never
 send the HTTP/2 preface are closed by `connection.handshakeTimeout` and never fill `limits.maxConnections`; TLS
 sessions with client certificates resume (OpenSSL's client, TLS 1.2 and 1.3, and grpcio) and keep the
-identity of the certificate verified when they were made; a change of the client CAs ends every session."""
+identity of the certificate verified when they were made; a change of the client CAs ends every session; no
+session resumes past its client certificate's expiry or `tls.sessionMaxAge` after its first full handshake."""
 import os
 import re
 import socket
 import subprocess
 import time
 import urllib.request
+from datetime import datetime, timedelta, timezone
 
 import grpc
 import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
 from appstore.gateway.v1 import gateway_pb2_grpc
 from conftest import Gateway
-from test_callers import gateway_config, history, make_ca, pem, refused, tls_channel, wait_until, world  # noqa: F401
+from test_callers import (SPIFFE, gateway_config, history, make_ca, pem, refused, tls_channel,  # noqa: F401
+                          wait_until, world)
 
 SILENT = 3
 
@@ -152,11 +160,12 @@ def resumption(world, tmp_path_factory):
     gw.stop()
 
 
-def s_client(world, resumption, version, *session):
+def s_client(world, resumption, version, *session, client="client"):
+    """OpenSSL's client as the SPIFFE caller (or with the certificate and key `dir/<client>.pem` and `.key`)."""
     directory = resumption["dir"]
     command = ["openssl", "s_client", "-connect", f"127.0.0.1:{resumption['gw'].port}", version,
                "-CAfile", world["files"]["ca.pem"], "-servername", "localhost", "-alpn", "h2",
-               "-cert", str(directory / "client.pem"), "-key", str(directory / "client.key"), *session]
+               "-cert", str(directory / f"{client}.pem"), "-key", str(directory / f"{client}.key"), *session]
     # TLS 1.3 tickets arrive after the handshake: keep stdin open a moment so s_client reads them.
     result = subprocess.run(["bash", "-c", 'sleep 0.5 | "$@"', "s_client"] + command, capture_output=True,
                             text=True, timeout=20)
@@ -208,3 +217,162 @@ def test_a_change_of_the_client_cas_ends_every_earlier_session(world, resumption
     wait_until(lambda: "reloaded the TLS certificate" in resumption["gw"].read_log())
     again = s_client(world, resumption, "-tls1_3", "-sess_in", str(session))
     assert re.search(r"^New,", again, re.M) and "Verify return code: 0" in again, again
+
+
+# --- how long a session lives: never past its certificate, never past tls.sessionMaxAge ----------------------
+
+def short_lived_client(world, directory, name, seconds):
+    """The SPIFFE caller's certificate valid for `seconds` more, as `directory/<name>.pem` and `.key`; its
+    notAfter as a Unix time (whole seconds)."""
+    ca_key, ca_cert = world["ca"]
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.now(timezone.utc)
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "billing-api")]))
+            .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(seconds=seconds))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.UniformResourceIdentifier(SPIFFE)]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    (directory / f"{name}.key").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (directory / f"{name}.pem").write_bytes(pem(cert))
+    return int(cert.not_valid_after_utc.timestamp())
+
+
+def sleep_until(unix_time):
+    time.sleep(max(0.0, unix_time - time.time()))
+
+
+@pytest.mark.parametrize("version", ["-tls1_2", "-tls1_3"])
+def test_a_session_never_resumes_past_its_client_certificates_expiry(world, resumption, version):
+    name = f"eight-seconds{version}"
+    not_after = short_lived_client(world, resumption["dir"], name, seconds=8)
+    session = resumption["dir"] / f"{name}-session.pem"
+    first = s_client(world, resumption, version, "-sess_out", str(session), client=name)
+    assert "Verify return code: 0" in first and re.search(r"^New,", first, re.M), first
+    # OpenSSL counts a certificate valid through its notAfter second: wait until well past it.
+    sleep_until(not_after + 2)
+    again = s_client(world, resumption, version, "-sess_in", str(session), client=name)
+    # Not resumed: a full handshake, where the expired certificate is refused.
+    assert not re.search(r"^Reused,", again, re.M), again
+    assert "certificate expired" in again, again
+
+
+def test_an_expired_certificates_session_makes_no_more_calls(world, resumption):
+    """The reported case: a client that keeps resuming kept its caller identity after its certificate expired."""
+    from grpc.experimental import session_cache
+
+    directory = resumption["dir"]
+    not_after = short_lived_client(world, directory, "grpcio-eight-seconds", seconds=8)
+    cache = session_cache.ssl_session_cache_lru(8)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=open(world["files"]["ca.pem"], "rb").read(),
+        private_key=(directory / "grpcio-eight-seconds.key").read_bytes(),
+        certificate_chain=(directory / "grpcio-eight-seconds.pem").read_bytes())
+
+    def call():
+        channel = grpc.secure_channel(resumption["gw"].address, credentials, options=[
+            ("grpc.ssl_session_cache", cache), ("grpc.ssl_target_name_override", "localhost")])
+        try:
+            return history(gateway_pb2_grpc.AppStoreGatewayStub(channel), world, timeout=5)
+        finally:
+            channel.close()
+
+    resumed = metric(resumption["gw"], "appstore_gateway_tls_handshakes_total", port="grpc", resumed="true")
+    assert call().transactions  # a full handshake
+    assert call().transactions  # resumed
+    assert metric(resumption["gw"], "appstore_gateway_tls_handshakes_total", port="grpc",
+                  resumed="true") >= resumed + 1
+    sleep_until(not_after + 2)
+    assert refused(call).code() == grpc.StatusCode.UNAVAILABLE
+
+
+MAX_AGE = 20
+
+
+@pytest.fixture
+def short_sessions(world, tmp_path):
+    """A fresh mTLS gateway (no ticket key made yet) whose sessions may be resumed for MAX_AGE seconds."""
+    config = yaml.safe_load(open(gateway_config(world, "max-age", client_ca=True)))
+    config["tls"]["sessionMaxAge"] = f"{MAX_AGE}s"
+    path = tmp_path / "max-age.yaml"
+    yaml.safe_dump(config, open(path, "w"))
+    key, cert = world["clients"]["spiffe"]
+    (tmp_path / "client.key").write_bytes(key)
+    (tmp_path / "client.pem").write_bytes(cert)
+    gw = Gateway(["--config", str(path)])
+    yield {"gw": gw, "dir": tmp_path}
+    gw.stop()
+
+
+def test_session_max_age_counts_from_the_first_full_handshake_and_resumptions_never_extend_it(
+        world, short_sessions):
+    """TLS 1.3 gives a resumed session a fresh ticket when the key of the old one no longer seals (keys rotate
+    every sessionMaxAge); OpenSSL stamps that ticket with the time it was issued. The session's age still counts
+    from its first full handshake."""
+    directory = short_sessions["dir"]
+
+    def connect(*session):
+        return s_client(world, short_sessions, "-tls1_3", *session)
+
+    # The first ticket makes the first key: it seals until MAX_AGE after this handshake.
+    assert re.search(r"^New,", connect(), re.M)
+    key_made = time.time()
+    # The session under test begins later, sealed with that key.
+    sleep_until(key_made + 8)
+    first = connect("-sess_out", str(directory / "first.pem"))
+    assert re.search(r"^New,", first, re.M), first
+    handshake = time.time()
+    # Past the key's rotation, within the session's MAX_AGE: resumed, and given a fresh ticket by a fresh key.
+    sleep_until(key_made + MAX_AGE + 1)
+    resumed = connect("-sess_in", str(directory / "first.pem"), "-sess_out", str(directory / "renewed.pem"))
+    assert re.search(r"^Reused,", resumed, re.M), resumed
+    assert (directory / "renewed.pem").exists(), "no fresh ticket on resumption: " + resumed
+    # MAX_AGE after the first full handshake the fresh ticket is seconds old, and resumes nothing.
+    sleep_until(handshake + MAX_AGE + 1)
+    late = connect("-sess_in", str(directory / "renewed.pem"))
+    assert re.search(r"^New,", late, re.M) and "Verify return code: 0" in late, late
+
+
+# --- a client CA file that fails to reload --------------------------------------------------------------------
+
+def log_entries(gw, message):
+    """The JSON log lines of `gw` whose message is `message`."""
+    import json
+    entries = []
+    for line in gw.read_log().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("message") == message:
+            entries.append(entry)
+    return entries
+
+
+def test_a_client_ca_file_that_fails_to_reload_keeps_the_old_trust_loudly(world, tmp_path):
+    ca_file = tmp_path / "clients.pem"
+    ca_file.write_bytes(pem(world["ca"][1]))
+    config = yaml.safe_load(open(gateway_config(world, "ca-reload", client_ca=True)))
+    config["tls"]["clientCAFile"] = str(ca_file)
+    path = tmp_path / "ca-reload.yaml"
+    yaml.safe_dump(config, open(path, "w"))
+    gw = Gateway(["--config", str(path)])
+    channel = None
+    try:
+        # The series exists before anything fails, so an alert on it has something to watch.
+        assert "appstore_gateway_reload_failures_total{file=\"tls\"} 0" in \
+            urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
+        ca_file.write_bytes(b"-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+        wait_until(lambda: metric(gw, "appstore_gateway_reload_failures_total", file="tls") == 1)
+        kept = log_entries(gw, "kept the previous TLS certificate")
+        assert kept and kept[0]["level"] == "error", gw.read_log()
+        # The CAs loaded before are still in force: the SPIFFE caller still gets in.
+        channel = tls_channel(world, gw, "spiffe")
+        assert history(gateway_pb2_grpc.AppStoreGatewayStub(channel), world).transactions
+    finally:
+        if channel is not None:
+            channel.close()
+        gw.stop()
