@@ -46,6 +46,16 @@ extension GatewayConfiguration {
                 config.grpc.http2.handshakeTimeout = v
             }
         }
+        set(\.grpc.http2.unauthenticatedIdleTimeout, try timer("connection.unauthenticatedIdleTimeout"))
+        key { () throws(ConfigurationError) in
+            if let v = try reader.duration("connection.headerBlockTimeout") {
+                guard v > .zero, v <= .seconds(300) else {
+                    throw ConfigurationError(
+                        key: "connection.headerBlockTimeout", problem: "must be more than 0 and at most 5m")
+                }
+                config.grpc.http2.headerBlockTimeout = v
+            }
+        }
         set(\.grpc.http2.idleTimeout, try timer("connection.maxIdle"))
         set(\.grpc.http2.keepaliveTime, try timer("connection.keepaliveTime"))
         key { () throws(ConfigurationError) in
@@ -67,7 +77,7 @@ extension GatewayConfiguration {
     }
 
     /// `limits.maxBufferedBytesPerConnection`, `maxBufferedBytes`, `maxConnections`, `maxPendingHandshakes`,
-    /// `defaultDeadline`, `maxDeadline`, with the relations between them checked.
+    /// `maxPendingHandshakesPerAddress`, `defaultDeadline`, `maxDeadline`, with the relations between them checked.
     private static func bufferAndDeadlineLimits(
         _ reader: ConfigurationReader, into grpc: inout GRPCServerConfiguration
     ) throws(ConfigurationError) {
@@ -81,6 +91,9 @@ extension GatewayConfiguration {
         if let v = try reader.integer("\(key).maxConnections", in: 0...10_000_000) { grpc.http2.maxConnections = v }
         if let v = try reader.integer("\(key).maxPendingHandshakes", in: 1...1_000_000) {
             grpc.http2.maxPendingHandshakes = v
+        }
+        if let v = try reader.integer("\(key).maxPendingHandshakesPerAddress", in: 0...1_000_000) {
+            grpc.http2.maxPendingHandshakesPerAddress = v
         }
         let day: Duration = .seconds(86_400)
         if let v = try reader.duration("\(key).defaultDeadline") {

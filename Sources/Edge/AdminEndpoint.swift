@@ -36,6 +36,11 @@ public struct AdminEndpoint: HTTPRequestHandler {
             "appstore_gateway_handshake_deadline_closes_total",
             help: "Connections closed by connection.handshakeTimeout, per port and deadline (TLS or HTTP/2 preface).",
             labelNames: ["port", "deadline"])
+        let addressLimitCloses = registry.counter(
+            "appstore_gateway_pending_handshakes_evicted_total",
+            help: "Connections closed in their handshake because a newer one from the same address went past "
+                + "limits.maxPendingHandshakesPerAddress, per port.",
+            labelNames: ["port"])
         let tlsHandshakes = registry.counter(
             "appstore_gateway_tls_handshakes_total",
             help: "TLS handshakes completed, per port; resumed=\"true\" for those that resumed a session.",
@@ -91,6 +96,7 @@ public struct AdminEndpoint: HTTPRequestHandler {
                 for (label, count) in [("false", statistics.tlsHandshakes - resumed), ("true", resumed)] {
                     tlsHandshakes.labels(port, label).follow(total: Double(count))
                 }
+                addressLimitCloses.labels(port).follow(total: Double(statistics.closedByAddressLimit))
                 for (deadline, count) in statistics.closedByDeadline {
                     deadlineCloses.labels(port, deadline.rawValue).follow(total: Double(count))
                 }

@@ -214,10 +214,12 @@ public struct NotificationWebhook: HTTPRequestHandler {
 
     /// The transport of the webhook port: POST bodies up to `maxBodyBytes`, a whole request within
     /// `timeout`, idle keep-alive connections closed after 30 s, no maximum age, at most `maxConnections`
-    /// connections.
+    /// connections. No call is ever "admitted" here (that is the gRPC guard's word), so the gRPC port's
+    /// `unauthenticatedIdleTimeout` does not apply: the request deadline and the idle timeout bound a connection.
     public static func transportLimits(_ webhook: GatewayConfiguration.Webhook) -> HTTP2Configuration {
         var configuration = HTTP2Configuration()
         configuration.maxConnectionAge = nil
+        configuration.unauthenticatedIdleTimeout = nil
         configuration.maxConnections = webhook.maxConnections
         configuration.http1.allowedMethods = ["POST"]
         configuration.http1.maxBodyBytes = webhook.maxBodyBytes

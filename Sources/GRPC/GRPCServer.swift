@@ -230,6 +230,9 @@ struct Router: HTTP2Responder {
                 return nil
             }
         }
+        // A call past the guard (or to a guarded service of a server without one) makes its connection a
+        // caller's; health and reflection, open to anyone, never do (`HTTP2Configuration.unauthenticatedIdleTimeout`).
+        if !open[index] { stream.admitConnection() }
         var requested: Duration?
         if let timeout = head.value(of: "grpc-timeout") {
             do {

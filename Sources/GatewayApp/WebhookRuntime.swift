@@ -78,6 +78,8 @@ struct WebhookRuntime {
         // The handshake deadline and its cap are the gateway's, on every port that takes TLS or HTTP/2.
         limits.handshakeTimeout = configuration.grpc.http2.handshakeTimeout
         limits.maxPendingHandshakes = configuration.grpc.http2.maxPendingHandshakes
+        limits.maxPendingHandshakesPerAddress = configuration.grpc.http2.maxPendingHandshakesPerAddress
+        limits.headerBlockTimeout = configuration.grpc.http2.headerBlockTimeout
         let server: HTTP2Server
         do {
             server = try HTTP2Server(

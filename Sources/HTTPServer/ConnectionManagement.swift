@@ -16,7 +16,8 @@ public struct HTTP2ErrorCode: RawRepresentable, Sendable, Hashable {
 }
 
 /// The connection-level rules of one HTTP/2 connection, as a value: idle timeout, keepalive PINGs and
-/// their timeout, maximum age with its grace, client PING strikes, and the two-step graceful close
+/// their timeout, maximum age with its grace, client PING strikes, the deadline of a connection that has made
+/// no admitted call, the deadline of a request's header block, and the two-step graceful close
 /// (GOAWAY with the maximum stream id and a PING of its own, then the final GOAWAY when that PING returns
 /// or after a timeout).
 ///
@@ -35,6 +36,9 @@ struct ConnectionManagement: Sendable {
         var minClientPingInterval: Duration
         var permitClientPingWithoutCalls: Bool
         var maxPingStrikes: Int
+        /// From the client's preface; zero = never.
+        var unauthenticatedIdleTimeout: Duration
+        var headerBlockTimeout: Duration
 
         /// The policy of `configuration`, with the maximum age scaled by `ageJitter` (drawn in 0.9...1.1
         /// per connection so clients do not all reconnect at once).
@@ -50,6 +54,8 @@ struct ConnectionManagement: Sendable {
             minClientPingInterval = configuration.minClientPingInterval
             permitClientPingWithoutCalls = configuration.permitClientPingWithoutCalls
             maxPingStrikes = configuration.maxPingStrikes
+            unauthenticatedIdleTimeout = configuration.unauthenticatedIdleTimeout ?? .zero
+            headerBlockTimeout = configuration.headerBlockTimeout
         }
     }
 
@@ -84,6 +90,12 @@ struct ConnectionManagement: Sendable {
     private var closeDeadline: MonotonicInstant?
     private var lastClientPing: MonotonicInstant?
     private(set) var pingStrikes = 0
+    /// Until the connection's first admitted call: when it is closed without one (nil once admitted, or
+    /// before the preface).
+    private var unauthenticatedDeadline: MonotonicInstant?
+    private(set) var admitted = false
+    /// When the request header block being received began (nil between blocks).
+    private var headerBlockSince: MonotonicInstant?
     /// PING payloads are numbered, so an acknowledgement says which PING it answers.
     private var lastPayload: UInt64 = 0
 
@@ -105,6 +117,28 @@ struct ConnectionManagement: Sendable {
 
     /// Bytes arrived from the peer.
     mutating func bytesRead(now: MonotonicInstant) { lastRead = now }
+
+    /// The client's preface and first SETTINGS arrived at `now`: from here it has `unauthenticatedIdleTimeout`
+    /// to make an admitted call.
+    mutating func prefaceReceived(now: MonotonicInstant) {
+        guard !admitted, unauthenticatedDeadline == nil, policy.unauthenticatedIdleTimeout > .zero else { return }
+        unauthenticatedDeadline = now + policy.unauthenticatedIdleTimeout
+    }
+
+    /// A call of the connection was admitted (its caller passed the server's guard): the connection is no longer
+    /// closed for having made none.
+    mutating func callAdmitted() {
+        admitted = true
+        unauthenticatedDeadline = nil
+    }
+
+    /// A request's header block began at `now` (a HEADERS frame): it must be complete (its END_HEADERS frame
+    /// received in full) within `headerBlockTimeout`. Until then HTTP/2 lets no other frame through, and the
+    /// stream it opens keeps the connection from counting as idle.
+    mutating func headerBlockStarted(now: MonotonicInstant) { headerBlockSince = now }
+
+    /// The header block ended: complete, or its stream was closed.
+    mutating func headerBlockEnded() { headerBlockSince = nil }
 
     /// A stream opened: the connection is not idle.
     mutating func streamOpened() { idleSince = nil }
@@ -154,7 +188,20 @@ struct ConnectionManagement: Sendable {
 
     /// What is due at `now`: call it at `nextDeadline` (earlier calls are harmless).
     mutating func tick(now: MonotonicInstant) -> [Action] {
+        if let since = headerBlockSince, now >= since + policy.headerBlockTimeout {
+            headerBlockSince = nil
+            return closeNow(.noError, debug: "header_block_timeout")
+        }
         var actions: [Action] = []
+        if let deadline = unauthenticatedDeadline, now >= deadline {
+            unauthenticatedDeadline = nil
+            guard idleSince == nil else { return closeNow(.noError, debug: "unauthenticated_idle") }
+            // Calls in flight (a prober's health Check on a connection it keeps) may end within as long again;
+            // one that never ends (a health Watch) is cut off then.
+            let cutOff = now + policy.unauthenticatedIdleTimeout
+            closeDeadline = closeDeadline.map { min($0, cutOff) } ?? cutOff
+            actions += beginGracefulClose(now: now, debug: "unauthenticated_idle")
+        }
         if let deadline = ageDeadline, now >= deadline {
             ageDeadline = nil
             if phase == .open {
@@ -188,6 +235,8 @@ struct ConnectionManagement: Sendable {
     /// The earliest instant `tick` may have something to do; nil when nothing is timed.
     var nextDeadline: MonotonicInstant? {
         var next = ageDeadline
+        if let since = headerBlockSince { next = Self.earlier(next, since + policy.headerBlockTimeout) }
+        if let deadline = unauthenticatedDeadline { next = Self.earlier(next, deadline) }
         if let deadline = closeDeadline { next = Self.earlier(next, deadline) }
         if case .announced(_, let since, _) = phase { next = Self.earlier(next, since + policy.goawayPingTimeout) }
         if phase == .open, policy.idleTimeout > .zero, let since = idleSince {

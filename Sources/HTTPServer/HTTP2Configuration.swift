@@ -45,6 +45,18 @@ public struct HTTP2Configuration: Sendable, Hashable {
     /// Connections in their handshake across the server's loops; at the cap the listeners stop accepting
     /// until one finishes or its deadline closes it. 0 = no cap.
     public var maxPendingHandshakes: Int = 1_024
+    /// Connections in their handshake from one client address (IPv6: one /64) across the server's loops; the
+    /// next one from that address closes its oldest pending one, so one address never fills
+    /// `maxPendingHandshakes` nor pauses the listener. 0 = no limit.
+    public var maxPendingHandshakesPerAddress: Int = 32
+    /// An HTTP/2 connection that has made no admitted call (`HTTPServerStream.admitConnection`) this long after
+    /// its client preface is closed with GOAWAY "unauthenticated_idle": at once without open streams, else
+    /// gracefully, its calls cut off after as long again; nil: never.
+    public var unauthenticatedIdleTimeout: Duration? = .seconds(10)
+    /// A request's header block (HEADERS and its CONTINUATIONs) must be received in full this long after it
+    /// began, or the connection is closed (GOAWAY "header_block_timeout"): meanwhile HTTP/2 lets nothing else
+    /// through, and the stream it opened would keep the connection from its idle timeout.
+    public var headerBlockTimeout: Duration = .seconds(5)
     /// Limits of HTTP/1.1 connections (the admin endpoint, the simulator's HTTP/1.1 clients).
     public var http1 = HTTP1Limits()
 

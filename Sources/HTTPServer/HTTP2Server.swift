@@ -23,27 +23,55 @@ public struct ConnectionStatistics: Sendable, Hashable {
     public var pendingHandshakes: Int
     /// Connections each handshake deadline closed, since start.
     public var closedByDeadline: [HandshakeDeadline: Int]
+    /// Connections closed in their handshake because a newer one from the same address went past
+    /// `maxPendingHandshakesPerAddress`, since start.
+    public var closedByAddressLimit: Int
     /// TLS handshakes completed since start, resumed ones included.
     public var tlsHandshakes: Int
     /// Of those, the handshakes that resumed an earlier session (by ticket or session id).
     public var resumedTLSHandshakes: Int
 }
 
+/// A connection in its handshake, as the loops of a server name it to each other: the loop serving it, its
+/// descriptor there, and a number that loop gave it (a descriptor is reused once closed).
+struct PendingConnection: Sendable, Hashable {
+    var loop: Int
+    var fd: Int32
+    var serial: UInt64
+}
+
 /// Live counts shared by the loops of one server.
 final class ServerCounters: Sendable {
     private let open = Atomic<Int>(0)
     private let pending = Atomic<Int>(0)
+    /// The pending connections per client address: locked once when a handshake starts and once when it ends,
+    /// never on a call.
+    private let pendingByAddress: Lock<PendingHandshakesByAddress<PendingConnection>>
+    private let addressLimitClosed = Atomic<Int>(0)
     private let tlsDeadlineClosed = Atomic<Int>(0)
     private let prefaceDeadlineClosed = Atomic<Int>(0)
     private let tlsHandshakes = Atomic<Int>(0)
     private let resumedHandshakes = Atomic<Int>(0)
     /// Request bytes held by every connection of the server.
     let receiveBudget: SharedReceiveBudget
-    init(maxBufferedBytes: Int) { receiveBudget = SharedReceiveBudget(limit: maxBufferedBytes) }
+    init(maxBufferedBytes: Int, maxPendingHandshakesPerAddress: Int = 0) {
+        receiveBudget = SharedReceiveBudget(limit: maxBufferedBytes)
+        pendingByAddress = Lock(PendingHandshakesByAddress(limit: maxPendingHandshakesPerAddress))
+    }
     func connectionOpened() { open.add(1, ordering: .relaxed) }
     func connectionClosed() { open.subtract(1, ordering: .relaxed) }
-    func handshakeStarted() { pending.add(1, ordering: .relaxed) }
-    func handshakeEnded() { pending.subtract(1, ordering: .relaxed) }
+    /// `connection`, from `address`, began its handshake; returns the pending connection of that address to
+    /// close when it now holds more than its limit (`PendingHandshakesByAddress`).
+    func handshakeStarted(_ connection: PendingConnection, from address: PeerAddress) -> PendingConnection? {
+        pending.add(1, ordering: .relaxed)
+        return pendingByAddress.withLock { $0.started(connection, from: address) }
+    }
+    func handshakeEnded(_ connection: PendingConnection) {
+        pending.subtract(1, ordering: .relaxed)
+        pendingByAddress.withLock { $0.ended(connection) }
+    }
+    /// A pending connection was closed for its address's limit.
+    func closedByAddressLimit() { addressLimitClosed.add(1, ordering: .relaxed) }
     func closed(by deadline: HandshakeDeadline) {
         switch deadline {
         case .tlsHandshake: tlsDeadlineClosed.add(1, ordering: .relaxed)
@@ -63,6 +91,7 @@ final class ServerCounters: Sendable {
                 .tlsHandshake: tlsDeadlineClosed.load(ordering: .relaxed),
                 .http2Preface: prefaceDeadlineClosed.load(ordering: .relaxed),
             ],
+            closedByAddressLimit: addressLimitClosed.load(ordering: .relaxed),
             tlsHandshakes: tlsHandshakes.load(ordering: .relaxed),
             resumedTLSHandshakes: resumedHandshakes.load(ordering: .relaxed))
     }
@@ -116,17 +145,24 @@ final class ConnectionSpread: Sendable {
         counts[loop].value.subtract(1, ordering: .relaxed)
     }
 
-    /// Hands the accepted descriptor `fd` to `loop`, which serves it. Should that loop have stopped, the
-    /// descriptor is closed (the task holding it is let go).
-    func hand(_ fd: Int32, to loop: Int) {
+    /// Hands the accepted descriptor `fd`, from `peer`, to `loop`, which serves it. Should that loop have
+    /// stopped, the descriptor is closed (the task holding it is let go).
+    func hand(_ fd: Int32, from peer: PeerAddress, to loop: Int) {
         let handed = HandedDescriptor(fd)
         guard let target = loops.withLock({ $0.indices.contains(loop) ? $0[loop] : nil }) else {
             removed(from: loop)
             return
         }
         target.execute { serverLoop in
-            if let fd = handed.take() { serverLoop.adopt(fd) }
+            if let fd = handed.take() { serverLoop.adopt(fd, from: peer) }
         }
+    }
+
+    /// Closes the pending `connection` on its loop, unless it has left its handshake meanwhile.
+    func closePending(_ connection: PendingConnection) {
+        guard let target = loops.withLock({ $0.indices.contains(connection.loop) ? $0[connection.loop] : nil })
+        else { return }
+        target.execute { $0.closePending(connection) }
     }
 }
 
@@ -170,7 +206,9 @@ public final class HTTP2Server: Sendable {
     ) throws(SystemError) {
         self.threadName = threadName
         let count = max(1, threads)
-        let counters = ServerCounters(maxBufferedBytes: configuration.maxBufferedBytes)
+        let counters = ServerCounters(
+            maxBufferedBytes: configuration.maxBufferedBytes,
+            maxPendingHandshakesPerAddress: configuration.maxPendingHandshakesPerAddress)
         self.counters = counters
         let spread = ConnectionSpread(loops: count)
         self.spread = spread

@@ -145,6 +145,13 @@ public final class HTTP2Stream: HTTPServerStream, Slotted {
         connection.release(self, count: nil)
     }
 
+    /// Marks the connection as a caller's (`HTTPServerStream.admitConnection`).
+    public func admitConnection() {
+        eventLoop.assertInLoop("an HTTP/2 stream")
+        guard !isClosed else { return }
+        connection.callAdmitted()
+    }
+
     /// Resets the stream (RST_STREAM) with an HTTP/2 error code, e.g. `.cancel`.
     public func reset(errorCode: HTTP2ErrorCode) {
         eventLoop.assertInLoop("an HTTP/2 stream")

@@ -33,6 +33,9 @@ public protocol HTTPServerStream: AnyObject {
     func releaseAllReceived()
     /// Resets the stream (RST_STREAM) with an HTTP/2 error code, e.g. `.cancel`.
     func reset(errorCode: HTTP2ErrorCode)
+    /// The stream's request was admitted: its caller passed whatever the responder checks callers with. From
+    /// now on its connection is a caller's, and `HTTP2Configuration.unauthenticatedIdleTimeout` no longer applies.
+    func admitConnection()
 }
 
 extension HTTPServerStream {

@@ -49,6 +49,9 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     private var lastStream: (id: Int32, stream: Unmanaged<HTTP2Stream>)?
     /// The client's preface and first SETTINGS arrived (RFC 9113 §3.4): the owner has been told.
     private var established = false
+    /// The stream whose request header block is being received (HEADERS without its END_HEADERS yet, or a
+    /// frame of it not yet whole); nil between blocks.
+    private var headerBlockStream: Int32?
     private var housekeepingTimer: TimerQueue<TimerAction>.ID?
     private var housekeepingAt: MonotonicInstant?
     /// Request bytes held by this connection's streams and the window owed to the peer.
@@ -161,6 +164,9 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
             close()
             return false
         }
+        // A header block arrives whole with its first read, but for a peer that splits or stalls it: only then
+        // is its deadline armed (a timer per call would cost every call).
+        if headerBlockStream != nil { housekeepingDue(by: management.nextDeadline) }
         return true
     }
 
@@ -425,6 +431,8 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
             _ = nghttp2_session_set_stream_user_data(session, streamID, Unmanaged.passUnretained(stream).toOpaque())
         }
         management.streamOpened()
+        headerBlockStream = streamID
+        management.headerBlockStarted(now: readAt ?? .now())
     }
 
     /// Collects one request header field; a list over the size limit is remembered and answered with 431.
@@ -483,6 +491,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     }
 
     func headersComplete(streamID: Int32, endStream: Bool) {
+        if headerBlockStream == streamID { endHeaderBlock() }
         guard let stream = stream(streamID) else { return }
         if stream.delegate == nil && !stream.hasResponded {
             if stream.headerListTooLarge {
@@ -567,6 +576,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     }
 
     func streamClosed(streamID: Int32, errorCode: HTTP2ErrorCode) {
+        if headerBlockStream == streamID { endHeaderBlock() }
         let stream = stream(streamID)
         let (released, grants) = ledger.streamClosed(
             streamID, streamHeld: stream?.heldBytes ?? 0, processHasRoom: budget.hasRoom)
@@ -594,7 +604,20 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     func settingsReceived() {
         guard !established else { return }
         established = true
+        management.prefaceReceived(now: readAt ?? .now())
+        housekeepingDue(by: management.nextDeadline)
         owner.connectionEstablished(self)
+    }
+
+    /// The request header block being received ended (complete, or its stream closed).
+    private func endHeaderBlock() {
+        headerBlockStream = nil
+        management.headerBlockEnded()
+    }
+
+    /// A call of this connection was admitted by the server's guard (`HTTPServerStream.admitConnection`).
+    func callAdmitted() {
+        if !management.admitted { management.callAdmitted() }
     }
 
     /// A PING from the client (nghttp2 answers it); too many end the connection (`ConnectionManagement`).

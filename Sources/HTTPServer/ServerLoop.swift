@@ -61,9 +61,17 @@ final class ServerLoop: EventSource, ConnectionOwner {
     /// Where a connection accepted here is served: this loop, or a loop holding fewer.
     private let spread: ConnectionSpread
     private var connections: [Int32: LoopConnection] = [:]
-    /// The connections of `connections` still in their handshake, with the timer of their deadline (nil when
-    /// `handshakeTimeout` is nil, or once it fired).
-    private var handshakes: [Int32: TimerQueue<TimerAction>.ID?] = [:]
+    /// A connection of `connections` still in its handshake.
+    private struct Handshake {
+        /// How the server's loops name it (`ServerCounters` counts it per address under this name).
+        var name: PendingConnection
+        /// The timer of its deadline (nil when `handshakeTimeout` is nil, or once it fired).
+        var timer: TimerQueue<TimerAction>.ID?
+    }
+    /// The connections of `connections` still in their handshake, by descriptor.
+    private var handshakes: [Int32: Handshake] = [:]
+    /// Numbers the loop's pending connections (`PendingConnection.serial`).
+    private var handshakeSerial: UInt64 = 0
     private var draining = false
     /// True while the listener is out of epoll (connection cap or descriptor limit reached).
     private var listenerPaused = false
@@ -109,9 +117,10 @@ final class ServerLoop: EventSource, ConnectionOwner {
                 return
             }
             let fd: Int32
+            let peer: PeerAddress
             switch listener.accept() {
-            case .accepted(let accepted):
-                fd = accepted
+            case .accepted(let accepted, let address):
+                (fd, peer) = (accepted, address)
             case .wouldBlock:
                 return
             case .failed(let errno):
@@ -123,17 +132,17 @@ final class ServerLoop: EventSource, ConnectionOwner {
             }
             let destination = spread.destination(acceptedBy: eventLoop.index)
             if destination != eventLoop.index {
-                spread.hand(fd, to: destination)
+                spread.hand(fd, from: peer, to: destination)
                 continue
             }
-            adopt(fd)
+            adopt(fd, from: peer)
         }
     }
 
-    /// Serves the accepted descriptor `fd` on this loop (accepted here, or handed over by another loop of the
-    /// server, `ConnectionSpread`), which already counts it: registered, wrapped in its connection, its
-    /// handshake deadline armed. A loop that is draining closes it at once.
-    func adopt(_ fd: Int32) {
+    /// Serves the accepted descriptor `fd`, from `peer`, on this loop (accepted here, or handed over by another
+    /// loop of the server, `ConnectionSpread`), which already counts it: registered, wrapped in its connection,
+    /// its handshake deadline armed. A loop that is draining closes it at once.
+    func adopt(_ fd: Int32, from peer: PeerAddress) {
         guard !draining else {
             close(fd)
             spread.removed(from: eventLoop.index)
@@ -174,37 +183,55 @@ final class ServerLoop: EventSource, ConnectionOwner {
         if case .cleartextHTTP1 = transport {
             counters.connectionOpened()  // no handshake: its request-head deadline bounds a silent socket
         } else {
-            startHandshakeDeadline(fd: fd)
+            startHandshake(fd: fd, from: peer)
         }
     }
 
-    /// Counts the connection on `fd` as pending and arms its handshake deadline.
-    private func startHandshakeDeadline(fd: Int32) {
-        counters.handshakeStarted()
-        guard let timeout = configuration.handshakeTimeout, timeout > .zero else {
-            handshakes[fd] = .some(nil)
-            return
+    /// Counts the connection on `fd` as pending, arms its handshake deadline, and closes the oldest pending
+    /// connection of its address when that address now holds more than `maxPendingHandshakesPerAddress`.
+    private func startHandshake(fd: Int32, from peer: PeerAddress) {
+        handshakeSerial &+= 1
+        let name = PendingConnection(loop: eventLoop.index, fd: fd, serial: handshakeSerial)
+        var handshake = Handshake(name: name, timer: nil)
+        if let timeout = configuration.handshakeTimeout, timeout > .zero {
+            // unowned: the server loop lives as long as its event loop runs; `connectionClosed` cancels the timer.
+            handshake.timer = eventLoop.schedule(after: timeout) { [unowned self] in
+                self.handshakeDeadlinePassed(fd: fd)
+            }
         }
-        // unowned: the server loop lives as long as its event loop runs; `connectionClosed` cancels the timer.
-        handshakes[fd] = eventLoop.schedule(after: timeout) { [unowned self] in
-            self.handshakeDeadlinePassed(fd: fd)
+        handshakes[fd] = handshake
+        guard let evicted = counters.handshakeStarted(name, from: peer) else { return }
+        if evicted.loop == eventLoop.index {
+            closePending(evicted)
+        } else {
+            spread.closePending(evicted)
         }
     }
 
     /// The connection on `fd` is still in its handshake at its deadline: it is closed and counted.
     private func handshakeDeadlinePassed(fd: Int32) {
         guard handshakes[fd] != nil, let connection = connections[fd] else { return }
-        handshakes[fd] = .some(nil)  // fired: nothing left to cancel
+        handshakes[fd]?.timer = nil  // fired: nothing left to cancel
         counters.closed(by: connection is TLSHandshake ? .tlsHandshake : .http2Preface)
+        connection.closeNow()
+    }
+
+    /// Closes `pending`, pushed out by a newer connection of its address, unless it has left its handshake
+    /// since (its descriptor closed, maybe reused: the serial tells).
+    func closePending(_ pending: PendingConnection) {
+        guard let handshake = handshakes[pending.fd], handshake.name == pending,
+            let connection = connections[pending.fd]
+        else { return }
+        counters.closedByAddressLimit()
         connection.closeNow()
     }
 
     func connectionEstablished(_ connection: LoopConnection) {
         guard let current = connections[connection.fd], current === connection,
-            let timer = handshakes.removeValue(forKey: connection.fd)
+            let handshake = handshakes.removeValue(forKey: connection.fd)
         else { return }
-        if let timer { eventLoop.cancelTimer(timer) }
-        counters.handshakeEnded()
+        if let timer = handshake.timer { eventLoop.cancelTimer(timer) }
+        counters.handshakeEnded(handshake.name)
         counters.connectionOpened()
         // Accepted below the cap while in its handshake, established above it (others got there first): the
         // cap holds, and the client is told to go elsewhere before it starts a call.
@@ -227,9 +254,9 @@ final class ServerLoop: EventSource, ConnectionOwner {
         guard let current = connections[connection.fd], current === connection else { return }
         connections[connection.fd] = nil
         spread.removed(from: eventLoop.index)
-        if let timer = handshakes.removeValue(forKey: connection.fd) {
-            if let timer { eventLoop.cancelTimer(timer) }
-            counters.handshakeEnded()
+        if let handshake = handshakes.removeValue(forKey: connection.fd) {
+            if let timer = handshake.timer { eventLoop.cancelTimer(timer) }
+            counters.handshakeEnded(handshake.name)
         } else {
             counters.connectionClosed()
         }

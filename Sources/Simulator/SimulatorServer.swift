@@ -24,6 +24,8 @@ public final class SimulatorServer: Sendable {
         var transport = HTTP2Configuration()
         // The gateway's one upstream connection lives as long as the simulator: no maximum age.
         transport.maxConnectionAge = nil
+        // No caller guard here: no connection is ever admitted, so none is closed for it.
+        transport.unauthenticatedIdleTimeout = nil
         // Room for an uploaded image (Retention Messaging) over HTTP/1.1 too.
         transport.http1.maxBodyBytes = 8 * 1024 * 1024
         server = try HTTP2Server(

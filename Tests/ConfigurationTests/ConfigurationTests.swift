@@ -19,6 +19,20 @@ import Testing
         #expect(config.apps.isEmpty)
         #expect(config.grpc.http2.handshakeTimeout == .seconds(10))
         #expect(config.grpc.http2.maxPendingHandshakes == 1_024)
+        #expect(config.grpc.http2.maxPendingHandshakesPerAddress == 32)
+        #expect(config.grpc.http2.unauthenticatedIdleTimeout == .seconds(10))
+        #expect(config.grpc.http2.headerBlockTimeout == .seconds(5))
+    }
+
+    @Test func theConnectionAdmissionKeysAreRead() throws {
+        let config = try GatewayConfiguration.load(
+            yaml: """
+                limits: { maxPendingHandshakesPerAddress: 0 }
+                connection: { unauthenticatedIdleTimeout: 1500ms, headerBlockTimeout: 2s }
+                """)
+        #expect(config.grpc.http2.maxPendingHandshakesPerAddress == 0)
+        #expect(config.grpc.http2.unauthenticatedIdleTimeout == .milliseconds(1_500))
+        #expect(config.grpc.http2.headerBlockTimeout == .seconds(2))
     }
 
     @Test func exampleFileLoadsWithItsDocumentedValues() throws {
@@ -169,6 +183,10 @@ import Testing
         ("connection:\n  handshakeTimeout: 0s", "connection.handshakeTimeout"),
         ("connection:\n  handshakeTimeout: 10m", "connection.handshakeTimeout"),
         ("limits:\n  maxPendingHandshakes: 0", "limits.maxPendingHandshakes"),
+        ("limits:\n  maxPendingHandshakesPerAddress: -1", "limits.maxPendingHandshakesPerAddress"),
+        ("connection:\n  headerBlockTimeout: 0s", "connection.headerBlockTimeout"),
+        ("connection:\n  headerBlockTimeout: 6m", "connection.headerBlockTimeout"),
+        ("connection:\n  unauthenticatedIdleTimeout: soon", "connection.unauthenticatedIdleTimeout"),
         ("lisen: 0.0.0.0:1", "lisen"),
         ("limits:\n  maxRecieveMessageBytes: 5", "limits.maxRecieveMessageBytes"),
         ("logging:\n  level: loud", "logging.level"),

@@ -63,8 +63,9 @@ import Testing
             "listen", "threads", "limits.maxReceiveMessageBytes", "limits.maxConcurrentStreams",
             "limits.maxHeaderListBytes", "limits.initialWindowBytes", "limits.streamWriteBufferBytes",
             "limits.maxBufferedBytesPerConnection", "limits.maxBufferedBytes", "limits.maxConnections",
-            "limits.maxPendingHandshakes", "limits.defaultDeadline", "limits.maxDeadline",
-            "connection.handshakeTimeout", "connection.maxIdle", "connection.keepaliveTime",
+            "limits.maxPendingHandshakes", "limits.maxPendingHandshakesPerAddress", "limits.defaultDeadline",
+            "limits.maxDeadline", "connection.handshakeTimeout", "connection.unauthenticatedIdleTimeout",
+            "connection.headerBlockTimeout", "connection.maxIdle", "connection.keepaliveTime",
             "connection.keepaliveTimeout", "connection.maxAge", "connection.maxAgeGrace",
             "connection.minClientPingInterval", "connection.permitClientPingWithoutCalls", "connection.maxPingStrikes",
             "shutdown.drainDelay", "shutdown.grace",
@@ -95,7 +96,11 @@ import Testing
 
     @Test func zeroTurnsATimerOff() throws {
         let config = try GatewayConfiguration.load(
-            yaml: "connection: { maxIdle: 0, keepaliveTime: 0s, maxAge: 0ms, maxAgeGrace: 0 }\nshutdown: { grace: 0 }")
+            yaml: """
+                connection: { maxIdle: 0, keepaliveTime: 0s, maxAge: 0ms, maxAgeGrace: 0, unauthenticatedIdleTimeout: 0 }
+                shutdown: { grace: 0 }
+                """)
+        #expect(config.grpc.http2.unauthenticatedIdleTimeout == nil)
         #expect(config.grpc.http2.idleTimeout == nil)
         #expect(config.grpc.http2.keepaliveTime == nil)
         #expect(config.grpc.http2.maxConnectionAge == nil)

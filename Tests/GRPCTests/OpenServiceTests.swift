@@ -18,6 +18,8 @@ private final class RecordingStream: HTTPServerStream {
     var bufferedBytes = 0
     /// The heads sent, and whether each ended the stream.
     var responses: [(fields: [(name: String, value: String)], endStream: Bool)] = []
+    /// Whether the router marked the stream's connection as a caller's.
+    var admittedConnection = false
 
     init(eventLoop: EventLoop) { self.eventLoop = eventLoop }
 
@@ -33,17 +35,21 @@ private final class RecordingStream: HTTPServerStream {
     func releaseReceived(_ count: Int) {}
     func releaseAllReceived() {}
     func reset(errorCode: HTTP2ErrorCode) {}
+    func admitConnection() { admittedConnection = true }
 }
 
-/// A guard that refuses everyone and counts how often it was asked.
+/// A guard that refuses everyone (or admits everyone anonymously) and counts how often it was asked.
 private final class CountingGuard: CallGuard {
     let admissions = Atomic<Int>(0)
+    let admitsAll: Bool
+
+    init(admitsAll: Bool = false) { self.admitsAll = admitsAll }
 
     func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
         -> Result<(any AdmittedCaller)?, RPCStatus>
     {
         admissions.add(1, ordering: .relaxed)
-        return .failure(RPCStatus(.unauthenticated, "no credentials"))
+        return admitsAll ? .success(nil) : .failure(RPCStatus(.unauthenticated, "no credentials"))
     }
 
     func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus? { nil }
@@ -63,7 +69,7 @@ private struct TestService: GRPCService {
     /// Starts a call to `path` on a router over `services` guarded by `callGuard`; returns what the stream was
     /// answered and whether a call began.
     private static func start(_ path: String, services: [any GRPCService], callGuard: CountingGuard) async throws
-        -> (answers: Int, endedAtOnce: Bool, started: Bool)
+        -> (answers: Int, endedAtOnce: Bool, started: Bool, admittedConnection: Bool)
     {
         let router = Router(
             services: services, loops: 1, streamWriteHighWatermark: 65_536, maxReceiveMessageBytes: 1024,
@@ -79,7 +85,10 @@ private struct TestService: GRPCService {
             head.fields = [("content-type", "application/grpc")]
             let call = router.streamStarted(stream, head: head)
             call?.streamClosed(stream, errorCode: .cancel)
-            return (stream.responses.count, stream.responses.first?.endStream ?? false, call != nil)
+            return (
+                stream.responses.count, stream.responses.first?.endStream ?? false, call != nil,
+                stream.admittedConnection
+            )
         }
     }
 
@@ -99,6 +108,18 @@ private struct TestService: GRPCService {
         #expect(callGuard.admissions.load(ordering: .relaxed) == 1)
         #expect(!outcome.started)
         #expect(outcome.answers == 1 && outcome.endedAtOnce)  // refused Trailers-Only
+    }
+
+    @Test func onlyAnAdmittedCallToAGuardedServiceMakesTheConnectionACallers() async throws {
+        let services = [TestService(name: "test.Open", isOpen: true), TestService(name: "test.Guarded", isOpen: false)]
+        let open = try await Self.start(
+            "/test.Open/Call", services: services, callGuard: CountingGuard(admitsAll: true))
+        #expect(open.started && !open.admittedConnection)  // health and reflection never vouch for a connection
+        let refused = try await Self.start("/test.Guarded/Call", services: services, callGuard: CountingGuard())
+        #expect(!refused.started && !refused.admittedConnection)
+        let admitted = try await Self.start(
+            "/test.Guarded/Call", services: services, callGuard: CountingGuard(admitsAll: true))
+        #expect(admitted.started && admitted.admittedConnection)
     }
 
     @Test func healthAndReflectionDeclareThemselvesOpenAndServicesAreGuardedByDefault() {

@@ -9,7 +9,7 @@ import Testing
     func management(
         idle: UInt64 = 0, keepaliveTime: UInt64 = 0, keepaliveTimeout: UInt64 = 20, maxAge: UInt64 = 0,
         grace: UInt64 = 500, goawayPingTimeout: UInt64 = 1_000, minPingInterval: UInt64 = 300_000,
-        pingWithoutCalls: Bool = false, strikes: Int = 2
+        pingWithoutCalls: Bool = false, strikes: Int = 2, unauthenticated: UInt64 = 0, headerBlock: UInt64 = 5_000
     ) -> ConnectionManagement {
         var configuration = HTTP2Configuration()
         // 0 here, as in the configuration keys, is "never" where the policy allows it.
@@ -23,6 +23,8 @@ import Testing
         configuration.minClientPingInterval = .milliseconds(minPingInterval)
         configuration.permitClientPingWithoutCalls = pingWithoutCalls
         configuration.maxPingStrikes = strikes
+        configuration.unauthenticatedIdleTimeout = optional(unauthenticated)
+        configuration.headerBlockTimeout = .milliseconds(headerBlock)
         return ConnectionManagement(policy: .init(configuration), now: .ms(0))
     }
 
@@ -120,6 +122,68 @@ import Testing
         for second in 1...10 {
             #expect(connection.clientPinged(now: .ms(Int64(second) * 1_000), openStreams: 0).isEmpty)
         }
+    }
+
+    @Test func aConnectionWithoutAnAdmittedCallIsClosedAfterItsPreface() {
+        var connection = management(idle: 300_000, unauthenticated: 10_000)
+        #expect(connection.nextDeadline == .ms(300_000))  // before the preface the handshake deadline rules
+        connection.prefaceReceived(now: .ms(500))
+        #expect(connection.nextDeadline == .ms(10_500))
+        connection.streamOpened()  // a health Check
+        connection.allStreamsClosed(now: .ms(600))
+        #expect(connection.tick(now: .ms(10_499)).isEmpty)
+        #expect(connection.tick(now: .ms(10_500)) == [.sendGoaway(.noError, debug: "unauthenticated_idle"), .close])
+    }
+
+    @Test func callsInFlightAtTheUnauthenticatedDeadlineGetAGracefulCloseThenTheCut() {
+        var connection = management(idle: 300_000, goawayPingTimeout: 1_000, unauthenticated: 10_000)
+        connection.prefaceReceived(now: .ms(0))
+        connection.streamOpened()  // a health Watch, say: calls to open services do not vouch for a connection
+        let notice = connection.tick(now: .ms(10_000))
+        #expect(notice.first == .sendShutdownNotice && notice.count == 2)
+        #expect(connection.tick(now: .ms(11_000)) == [.sendGoaway(.noError, debug: "unauthenticated_idle")])
+        #expect(connection.refusesNewStreams)
+        #expect(connection.nextDeadline == .ms(20_000))
+        #expect(connection.tick(now: .ms(20_000)) == [.close])  // the Watch never ends: cut off
+    }
+
+    @Test func anAdmittedCallLiftsTheUnauthenticatedDeadlineForGood() {
+        var connection = management(idle: 300_000, unauthenticated: 10_000)
+        connection.prefaceReceived(now: .ms(0))
+        connection.streamOpened()
+        connection.callAdmitted()
+        connection.allStreamsClosed(now: .ms(1_000))
+        #expect(connection.admitted)
+        #expect(connection.nextDeadline == .ms(301_000))  // the ordinary idle timeout from here on
+        #expect(connection.tick(now: .ms(20_000)).isEmpty)
+        connection.prefaceReceived(now: .ms(20_000))  // a second SETTINGS changes nothing
+        #expect(connection.nextDeadline == .ms(301_000))
+    }
+
+    @Test func withoutAnUnauthenticatedTimeoutOnlyTheIdleTimeoutCounts() {
+        var connection = management(idle: 60_000)
+        connection.prefaceReceived(now: .ms(0))
+        #expect(connection.nextDeadline == .ms(60_000))
+        #expect(connection.tick(now: .ms(59_000)).isEmpty)
+    }
+
+    @Test func aHeaderBlockLeftOpenClosesTheConnectionAtItsDeadline() {
+        var connection = management(idle: 300_000, maxAge: 1_800_000, headerBlock: 5_000)
+        connection.streamOpened()
+        connection.headerBlockStarted(now: .ms(100))
+        #expect(connection.nextDeadline == .ms(5_100))
+        connection.bytesRead(now: .ms(4_000))  // a CONTINUATION trickling in does not extend it
+        #expect(connection.tick(now: .ms(5_099)).isEmpty)
+        #expect(connection.tick(now: .ms(5_100)) == [.sendGoaway(.noError, debug: "header_block_timeout"), .close])
+    }
+
+    @Test func aCompleteHeaderBlockHasNoDeadline() {
+        var connection = management(headerBlock: 5_000)
+        connection.streamOpened()
+        connection.headerBlockStarted(now: .ms(0))
+        connection.headerBlockEnded()
+        #expect(connection.nextDeadline == nil)
+        #expect(connection.tick(now: .ms(60_000)).isEmpty)
     }
 
     @Test func absurdTimersSaturateInsteadOfOverflowing() {

@@ -4,8 +4,10 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 
 import grpc
 import pytest
@@ -109,16 +111,41 @@ def test_kustomize_output_validates(overlay):
         _validate(doc, f"kubectl kustomize {overlay}")
 
 
-def test_probes_target_the_grpc_port_and_the_right_services():
+def test_probes_use_the_admin_port_that_callers_cannot_reach():
+    # A flood of connections to the gRPC port fills its caps; probes there would fail and get pods restarted.
     container = _container()
-    (grpc_port,) = [p["containerPort"] for p in container["ports"] if p["name"] == "grpc"]
-    listen_port = int(_gateway_config()["listen"].rsplit(":", 1)[1])
-    assert grpc_port == listen_port == 50051
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert int(_gateway_config()["listen"].rsplit(":", 1)[1]) == ports["grpc"] == 50051
+    assert int(_gateway_config()["admin"].rsplit(":", 1)[1]) == ports["admin"]
+    paths = {}
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-        # Native gRPC probes take a number only: named ports are not supported.
-        assert container[probe]["grpc"]["port"] == grpc_port, probe
-    assert container["livenessProbe"]["grpc"].get("service", "") == ""
-    assert container["readinessProbe"]["grpc"]["service"] == GATEWAY_SERVICE
+        assert set(container[probe]) & {"grpc", "tcpSocket", "exec"} == set(), probe
+        assert container[probe]["httpGet"]["port"] in ("admin", ports["admin"]), probe
+        paths[probe] = container[probe]["httpGet"]["path"]
+    assert paths == {"startupProbe": "/healthz", "livenessProbe": "/healthz", "readinessProbe": "/readyz"}
+    policy = _base("NetworkPolicy")["spec"]
+    for rule in policy["ingress"]:
+        labels = [peer["namespaceSelector"]["matchLabels"] for peer in rule["from"]]
+        if {"appstore-gateway-client": "true"} in labels:
+            assert [p["port"] for p in rule["ports"]] == [ports["grpc"]], "callers must not reach the admin port"
+
+
+def test_the_admin_port_answers_the_probes_as_the_manifest_asks(fresh_gateway):
+    import urllib.error
+    import urllib.request
+
+    gw = fresh_gateway()
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert _container()[probe]["httpGet"]["path"] == path
+        assert urllib.request.urlopen(gw.admin_url + path, timeout=5).status == 200, probe
+    # From SIGTERM on readiness fails (503) while liveness holds: the pod leaves the Service, is not restarted.
+    drain = fresh_gateway(env={"APPSTORE_GATEWAY_SHUTDOWN_DRAIN_DELAY": "3s"})
+    drain.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(drain.admin_url + "/readyz", timeout=5)
+    assert refused.value.code == 503
+    assert urllib.request.urlopen(drain.admin_url + "/healthz", timeout=5).status == 200
 
 
 def test_services_speak_h2c_on_the_container_ports():

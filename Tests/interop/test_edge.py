@@ -12,6 +12,7 @@ import urllib.request
 from datetime import datetime, timedelta, timezone
 
 import grpc
+import h2.events
 import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -376,3 +377,248 @@ def test_a_client_ca_file_that_fails_to_reload_keeps_the_old_trust_loudly(world,
         if channel is not None:
             channel.close()
         gw.stop()
+# --- one address's silent sockets, connections that never make an admitted call, open header blocks ---------
+
+ATTACKER = "127.0.0.2"  # Linux answers the whole of 127.0.0.0/8 on loopback: a second client address
+
+
+def raise_descriptor_limit(wanted):
+    """Lets this test process hold `wanted` sockets (the soft limit is often 1024)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
+
+
+def sockets_from(address, port, count):
+    """`count` TCP connections from the local address `address` that send nothing."""
+    raise_descriptor_limit(count + 256)
+    return [socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(address, 0))
+            for _ in range(count)]
+
+
+def closed_count(sockets):
+    """How many of `sockets` the server has closed (readable with nothing left to read), without waiting."""
+    import select
+
+    poller = select.poll()
+    by_fd = {sock.fileno(): sock for sock in sockets}
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN | select.POLLRDHUP)
+    closed = 0
+    for fd, events in poller.poll(0):
+        if events & (select.POLLHUP | select.POLLRDHUP | select.POLLERR):
+            closed += 1
+        elif events & select.POLLIN:
+            try:
+                closed += by_fd[fd].recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            except (ConnectionResetError, BlockingIOError):
+                closed += 1
+    return closed
+
+
+def frames(data):
+    """(type, flags, stream id, payload) of each whole HTTP/2 frame in `data`."""
+    found, offset = [], 0
+    while offset + 9 <= len(data):
+        length = int.from_bytes(data[offset:offset + 3], "big")
+        if offset + 9 + length > len(data):
+            break
+        kind, flags = data[offset + 3], data[offset + 4]
+        stream = int.from_bytes(data[offset + 5:offset + 9], "big") & 0x7FFFFFFF
+        found.append((kind, flags, stream, data[offset + 9:offset + 9 + length]))
+        offset += 9 + length
+    return found
+
+
+def read_until_closed(sock, timeout):
+    """Every byte the server sends until it closes `sock`; None when it is still open after `timeout` seconds."""
+    received = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            chunk = sock.recv(65536)
+            if not chunk:
+                return received
+            received += chunk
+    except (ConnectionResetError, BrokenPipeError):
+        return received
+    except socket.timeout:
+        pass
+    return None
+
+
+def goaway_debug(data):
+    """The debug text of the GOAWAY frames in `data`."""
+    return [payload[8:].decode(errors="replace") for kind, _, _, payload in frames(data) if kind == 0x7]
+
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # and an empty SETTINGS
+
+
+def test_a_thousand_silent_sockets_from_one_address_keep_no_other_address_out(fresh_gateway):
+    # The default caps: 1,024 pending handshakes per port, 32 per address, a 10 s handshake deadline. Before the
+    # per-address limit the 1,100 sockets paused the listener until their deadline, and this health check waited.
+    gw = fresh_gateway()
+    attacker = sockets_from(ATTACKER, gw.port, 1_100)
+    try:
+        channel = grpc.insecure_channel(gw.address)
+        try:
+            assert health(channel)  # well within the handshake deadline of the silent sockets
+        finally:
+            channel.close()
+        wait_until(lambda: metric(gw, "appstore_gateway_pending_handshakes_evicted_total", port="grpc") == 1_100 - 32)
+        assert metric(gw, "appstore_gateway_pending_handshakes", port="grpc") == 32
+        # The server closed all but 32 of them, each pushed out by a newer one of its address.
+        wait_until(lambda: closed_count(attacker) == 1_100 - 32)
+    finally:
+        for sock in attacker:
+            sock.close()
+
+
+def test_silent_tls_sockets_from_one_address_keep_no_other_address_out(world):
+    env = {"APPSTORE_GATEWAY_LIMITS_MAX_PENDING_HANDSHAKES": "64",
+           "APPSTORE_GATEWAY_LIMITS_MAX_PENDING_HANDSHAKES_PER_ADDRESS": "8",
+           "APPSTORE_GATEWAY_CONNECTION_HANDSHAKE_TIMEOUT": "30s"}
+    gw = Gateway(["--config", gateway_config(world, "edge-per-address", client_ca=True)], env=env)
+    attacker = sockets_from(ATTACKER, gw.port, 100)
+    channel = tls_channel(world, gw, "spiffe")
+    try:
+        grpc.channel_ready_future(channel).result(timeout=5)  # 100 > 64: without the limit, paused for 30 s
+        assert history(gateway_pb2_grpc.AppStoreGatewayStub(channel), world).transactions
+        wait_until(lambda: metric(gw, "appstore_gateway_pending_handshakes_evicted_total", port="grpc") == 100 - 8)
+        assert metric(gw, "appstore_gateway_pending_handshakes", port="grpc") == 8
+    finally:
+        channel.close()
+        for sock in attacker:
+            sock.close()
+        gw.stop()
+
+
+UNAUTHENTICATED_ENV = {"APPSTORE_GATEWAY_CONNECTION_UNAUTHENTICATED_IDLE_TIMEOUT": "1s",
+                       "APPSTORE_GATEWAY_LIMITS_MAX_CONNECTIONS": "3"}
+
+
+def test_preface_only_connections_are_closed_after_the_unauthenticated_idle_timeout(fresh_gateway):
+    gw = fresh_gateway(env=UNAUTHENTICATED_ENV)
+    squatters = [socket.create_connection(("127.0.0.1", gw.port), timeout=5) for _ in range(3)]
+    try:
+        for sock in squatters:
+            sock.sendall(PREFACE)  # established: they fill the cap of 3
+        for sock in squatters:
+            received = read_until_closed(sock, timeout=8)  # connection.maxIdle (5m) would keep them
+            assert received is not None, "a preface-only connection outlived connection.unauthenticatedIdleTimeout"
+            assert goaway_debug(received) == ["unauthenticated_idle"]
+        channel = grpc.insecure_channel(gw.address)
+        try:
+            assert health(channel)  # the cap is free again
+        finally:
+            channel.close()
+    finally:
+        for sock in squatters:
+            sock.close()
+
+
+def test_health_calls_do_not_vouch_for_a_connection_and_an_admitted_call_does(fresh_gateway):
+    from h2raw import RawClient, grpc_frame
+
+    gw = fresh_gateway(env=UNAUTHENTICATED_ENV)
+    prober, caller = RawClient(gw.port), RawClient(gw.port)
+    try:
+        check = prober.request("/grpc.health.v1.Health/Check", body=grpc_frame(b""))
+        prober.read_until(prober.stream_ended(check))
+        # Open mode: the gateway's own methods pass the guard anonymously, so the call admits its connection
+        # (the request itself is refused, INVALID_ARGUMENT).
+        call = caller.request("/appstore.gateway.v1.AppStoreGateway/GetHistory", body=grpc_frame(b""))
+        caller.read_until(caller.stream_ended(call))
+        assert "closed" not in caller.events
+        prober.read_until(lambda events: "closed" in events, timeout=8)
+        time.sleep(1.5)
+        again = caller.request("/grpc.health.v1.Health/Check", body=grpc_frame(b""))
+        caller.read_until(caller.stream_ended(again))
+        assert caller.headers_of(again)[-1].get("grpc-status") == "0"
+    finally:
+        prober.close()
+        caller.close()
+
+
+def test_a_health_watch_alone_does_not_keep_a_connection(fresh_gateway):
+    from h2raw import RawClient, grpc_frame
+
+    gw = fresh_gateway(env=UNAUTHENTICATED_ENV)
+    watcher = RawClient(gw.port)
+    try:
+        watch = watcher.request("/grpc.health.v1.Health/Watch", body=grpc_frame(b""))
+        watcher.read_until(lambda events: any(isinstance(e, h2.events.DataReceived) for e in events))
+        # GOAWAY at 1 s (calls in flight may end), then the Watch, which never ends, is cut off 1 s later.
+        watcher.read_until(lambda events: "closed" in events, timeout=8)
+        # (h2 reads nothing past the first GOAWAY, the shutdown notice: the final one's text is not seen here.)
+        assert any(isinstance(e, h2.events.ConnectionTerminated) and e.error_code == 0 for e in watcher.events)
+        assert not watcher.headers_of(watch)[1:], "the Watch was cut off, not ended"
+    finally:
+        watcher.close()
+
+
+HEADER_BLOCK_ENV = {"APPSTORE_GATEWAY_CONNECTION_HEADER_BLOCK_TIMEOUT": "1s",
+                    "APPSTORE_GATEWAY_CONNECTION_UNAUTHENTICATED_IDLE_TIMEOUT": "0"}
+
+
+def request_header_block():
+    """The HPACK block of a health Check's request head (literal fields, no indexing)."""
+    import hpack
+
+    return hpack.Encoder().encode([(":method", "POST"), (":scheme", "http"), (":authority", "localhost"),
+                                   (":path", "/grpc.health.v1.Health/Check"), ("content-type", "application/grpc"),
+                                   ("te", "trailers")])
+
+
+def frame(kind, flags, stream, payload):
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+@pytest.mark.parametrize("shape", ["headers_without_end_headers", "continuations_trickling", "one_frame_trickling"])
+def test_a_header_block_left_open_closes_the_connection(fresh_gateway, shape):
+    gw = fresh_gateway(env=HEADER_BLOCK_ENV)
+    block = request_header_block()
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as sock:
+        sock.sendall(PREFACE)
+        started = time.monotonic()
+        if shape == "one_frame_trickling":
+            # One HEADERS frame with END_HEADERS whose bytes come one every 300 ms, never all of them in time.
+            whole = frame(0x1, 0x4 | 0x1, 1, block)
+            sock.sendall(whole[:12])
+            for byte in whole[12:14]:
+                time.sleep(0.3)
+                sock.sendall(bytes([byte]))
+        else:
+            sock.sendall(frame(0x1, 0x1, 1, block[:4]))  # HEADERS, END_STREAM, no END_HEADERS
+            if shape == "continuations_trickling":
+                for index in range(4, 7):  # CONTINUATIONs without END_HEADERS, one byte each
+                    time.sleep(0.3)
+                    sock.sendall(frame(0x9, 0x0, 1, block[index:index + 1]))
+        received = read_until_closed(sock, timeout=8)  # max-age (30m) and its grace kept it before
+        assert received is not None, "an open header block kept the connection"
+        assert time.monotonic() - started < 6
+        assert goaway_debug(received) == ["header_block_timeout"]
+
+
+def test_a_whole_header_block_split_over_continuations_is_served(fresh_gateway):
+    from h2raw import grpc_frame
+
+    gw = fresh_gateway(env=HEADER_BLOCK_ENV)
+    block = request_header_block()
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as sock:
+        sock.sendall(PREFACE + frame(0x1, 0x0, 1, block[:5]) + frame(0x9, 0x0, 1, block[5:9])
+                     + frame(0x9, 0x4, 1, block[9:]) + frame(0x0, 0x1, 1, grpc_frame(b"")))
+        time.sleep(1.5)  # past the header-block deadline: a complete block leaves none behind
+        sock.sendall(frame(0x6, 0x0, 0, b"12345678"))  # a PING: the connection is still served
+        received = b""
+        sock.settimeout(5)
+        while not any(kind == 0x6 and flags & 0x1 for kind, flags, _, _ in frames(received)):
+            chunk = sock.recv(65536)
+            assert chunk, f"closed: {goaway_debug(received)}"
+            received += chunk
+        assert any(kind == 0x1 and stream == 1 for kind, _, stream, _ in frames(received))  # the answer
+        assert goaway_debug(received) == []

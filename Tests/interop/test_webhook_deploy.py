@@ -40,6 +40,18 @@ def gateway_env(docs):
     return container, {e["name"]: e.get("value") for e in container["env"]}
 
 
+def assert_the_ingress_routes_apples_paths(docs):
+    """Apple reaches the webhook and the realtime URL through the Ingress, each at the path the gateway serves."""
+    _, env = gateway_env(docs)
+    served = {"/apple/notifications", env["APPSTORE_GATEWAY_NOTIFICATIONS_REALTIME_PATH"]}
+    ingress = find(docs, "Ingress", "appstore-gateway-webhook")
+    paths = ingress["spec"]["rules"][0]["http"]["paths"]
+    assert {p["path"] for p in paths} == served == {"/apple/notifications", "/apple/realtime"}
+    for path in paths:
+        assert path["pathType"] == "Exact"
+        assert path["backend"]["service"] == {"name": "appstore-gateway-webhook", "port": {"name": "webhook"}}
+
+
 def test_the_sqlite_webhook_runs_one_replica_with_its_database_on_a_volume():
     docs = render("webhook")
     container, env = gateway_env(docs)
@@ -54,8 +66,7 @@ def test_the_sqlite_webhook_runs_one_replica_with_its_database_on_a_volume():
     assert {"name": "webhook", "containerPort": 8080, "protocol": "TCP"} in container["ports"]
     service = find(docs, "Service", "appstore-gateway-webhook")
     assert service["spec"]["ports"][0]["targetPort"] == 8080
-    ingress = find(docs, "Ingress", "appstore-gateway-webhook")
-    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/apple/notifications"
+    assert_the_ingress_routes_apples_paths(docs)
     find(docs, "PersistentVolumeClaim", "appstore-gateway-notifications")
 
 
@@ -70,3 +81,4 @@ def test_the_redis_webhook_shares_a_durable_stream():
     volumes = find(docs, "Deployment", "appstore-gateway-redis")["spec"]["template"]["spec"]["volumes"]
     assert volumes[0]["persistentVolumeClaim"]["claimName"] == "appstore-gateway-redis-data"
     assert find(docs, "Deployment", "appstore-gateway")["spec"]["replicas"] > 1
+    assert_the_ingress_routes_apples_paths(docs)
