@@ -65,7 +65,7 @@ struct ServeCommand: ParsableCommand {
         let logger = Logger(label: "appstore-gateway")
         let app: GatewayApp
         do {
-            app = try GatewayApp(configuration, logger: logger)
+            app = try GatewayApp(configuration, configurationFile: configPath, logger: logger)
             try app.start()
         } catch {
             throw ConfigurationLoading.fail(error.message, problems: error.problems)
