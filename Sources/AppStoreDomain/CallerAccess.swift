@@ -66,12 +66,15 @@ public enum AccessRefusal: Error, Sendable, Hashable {
     case unknownCaller(identity: String)
     /// The caller may not use the app it named (or, for an empty name, the app it would default to).
     case appNotAllowed(identity: String, app: String)
+    /// The caller's `permissions` lack the one the method needs (`method`: the RPC's path).
+    case permissionNotGranted(identity: String, permission: CallerPermissions, method: String)
 
     /// The `reason` label of the refusal metric.
     public var reason: String {
         switch self {
         case .unknownCaller: "unknown_caller"
         case .appNotAllowed: "app_not_allowed"
+        case .permissionNotGranted: "permission_not_granted"
         }
     }
 }
@@ -89,6 +92,11 @@ public struct CallerIdentity: Sendable, Hashable {
     public var weight: Int
     /// True when the identity is listed in `callers` (metrics label only listed callers).
     public var listed: Bool
+    /// What the caller may do (`callers[].permissions`; every permission in open mode and without the key).
+    public var permissions: CallerPermissions
+    /// How many ServeRealtimeRequests streams the caller may hold open at once (`callers[].maxRealtimeStreams`;
+    /// nil = no limit of its own, in open mode).
+    public var maxRealtimeStreams: Int?
 
     /// How an identity was proven.
     public enum Source: String, Sendable, Hashable {
@@ -105,11 +113,16 @@ public struct CallerIdentity: Sendable, Hashable {
     }
 
     /// A caller known by `name`, shown as `identity` (default: `name` in the `callers` notation).
-    public init(name: CallerName, identity: String? = nil, weight: Int = 1, listed: Bool = false) {
+    public init(
+        name: CallerName, identity: String? = nil, weight: Int = 1, listed: Bool = false,
+        permissions: CallerPermissions = .all, maxRealtimeStreams: Int? = nil
+    ) {
         self.name = name
         self.identity = identity ?? name.description
         self.weight = weight
         self.listed = listed
+        self.permissions = permissions
+        self.maxRealtimeStreams = maxRealtimeStreams
     }
 
     /// A caller from an identity string: for `.jwt` the `sub` itself, for `.certificate` a name in the
@@ -121,6 +134,12 @@ public struct CallerIdentity: Sendable, Hashable {
             if case .subject(let value) = name { name = .uri(value) }
         }
         self.init(name: name, identity: identity, weight: weight, listed: listed)
+    }
+
+    /// Nil when the caller holds `permission`, the one `method` (an RPC's path) needs; else the refusal.
+    public func refusal(needing permission: CallerPermissions, method: String) -> AccessRefusal? {
+        guard !permissions.isSuperset(of: permission) else { return nil }
+        return .permissionNotGranted(identity: identity, permission: permission, method: method)
     }
 
     /// The caller of the call the current task serves, if known.

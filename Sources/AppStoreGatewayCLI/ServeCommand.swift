@@ -82,7 +82,7 @@ struct ServeCommand: ParsableCommand {
         if let coreDumps { logger.warning("\(coreDumps)") }
         let app: GatewayApp
         do {
-            app = try GatewayApp(configuration, logger: logger)
+            app = try GatewayApp(configuration, configurationFile: configPath, logger: logger)
             try app.start()
         } catch {
             throw ConfigurationLoading.fail(error.message, problems: error.problems)

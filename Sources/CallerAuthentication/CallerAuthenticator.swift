@@ -10,8 +10,11 @@ import GatewayFoundation
 public final class CallerAuthenticator: Sendable {
     /// The bearer token verifier; nil when `authentication.jwt` is not configured.
     public let verifier: BearerTokenVerifier?
-    /// The `callers` policy.
-    public let policy: CallerPolicy
+    /// True when `callers` is absent (open mode): fixed for the process, so a reload cannot open a closed
+    /// gateway or close an open one, and open mode reads no lock.
+    public let isOpen: Bool
+    /// The `callers` policy in force: replaced by `replacePolicy` (a reload of the configuration file).
+    private let policies: Lock<CallerPolicy>
     /// The JWKS in force and the verdicts reached under it.
     let cache: VerifiedTokenCache
     private let clock: any GatewayClock
@@ -21,7 +24,8 @@ public final class CallerAuthenticator: Sendable {
         cacheCapacity: Int = 10_000
     ) {
         self.verifier = verifier
-        self.policy = policy
+        self.isOpen = policy.isOpen
+        self.policies = Lock(policy)
         self.clock = clock
         self.cache = VerifiedTokenCache(capacity: cacheCapacity)
     }
@@ -30,6 +34,23 @@ public final class CallerAuthenticator: Sendable {
     /// whose verification under the old keys is still running (their verdicts are not kept).
     public func replaceKeys(_ keys: JSONWebKeySet) {
         cache.replaceKeys(keys)
+    }
+
+    /// The `callers` policy in force.
+    public var policy: CallerPolicy { policies.withLock { $0 } }
+
+    /// Runs `body` with the policy in force, without copying it out.
+    public func withPolicy<Result: Sendable>(_ body: (borrowing CallerPolicy) -> Result) -> Result {
+        policies.withLock { body($0) }
+    }
+
+    /// Puts `policy` in force for every call from now on; false (nothing changes) when it would switch between
+    /// open mode and a `callers` list, which needs a restart.
+    @discardableResult
+    public func replacePolicy(_ policy: CallerPolicy) -> Bool {
+        guard policy.isOpen == isOpen else { return false }
+        policies.withLock { $0 = policy }
+        return true
     }
 
     /// The outcome of `authenticate`.
@@ -50,16 +71,18 @@ public final class CallerAuthenticator: Sendable {
             case .success(let subject): names = [.subject(subject)]
             case .failure(let failure):
                 // Open mode keeps today's behaviour: nothing is refused, the call is just anonymous.
-                if !policy.isOpen { return .failure(.unauthenticated(failure)) }
+                if !isOpen { return .failure(.unauthenticated(failure)) }
             }
         } else if let certificateNames {
-            guard !certificateNames.isEmpty || policy.isOpen else {
+            guard !certificateNames.isEmpty || isOpen else {
                 return .failure(.unauthenticated(.certificateWithoutIdentity))
             }
             names = certificateNames
         }
-        if names.isEmpty && !policy.isOpen { return .failure(.unauthenticated(.missingCredentials)) }
-        return policy.admit(names).mapError { .permissionDenied($0) }
+        if names.isEmpty && !isOpen { return .failure(.unauthenticated(.missingCredentials)) }
+        // Open mode admits anyone as its first name: no policy to read.
+        if isOpen { return .success(names.first.map { CallerIdentity(name: $0) }) }
+        return withPolicy { $0.admit(names) }.mapError { .permissionDenied($0) }
     }
 
     private func bearerIdentity(_ authorization: String) -> Result<String, AuthenticationFailure> {

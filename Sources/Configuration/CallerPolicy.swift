@@ -24,7 +24,9 @@ public struct CallerPolicy: Sendable {
         for name in names {
             if let caller = callers[name] {
                 return .success(
-                    CallerIdentity(name: name, identity: caller.identity, weight: caller.weight, listed: true))
+                    CallerIdentity(
+                        name: name, identity: caller.identity, weight: caller.weight, listed: true,
+                        permissions: caller.granted, maxRealtimeStreams: caller.maxRealtimeStreams))
             }
         }
         return .failure(.unknownCaller(identity: names.first?.description ?? ""))
@@ -48,6 +50,11 @@ public struct CallerPolicy: Sendable {
         let resolved = try? apps.app(named: name)
         if let resolved, entry.apps.contains(resolved.name) { return nil }
         return .appNotAllowed(identity: caller.identity, app: resolved?.name ?? name)
+    }
+
+    /// The listed callers that have no `permissions` key (they hold every permission), as configured.
+    public var callersWithEveryPermission: [String] {
+        callers.values.filter { $0.permissions == nil }.map(\.identity).sorted()
     }
 
     /// The identities listed (as configured), for bounded metric labels.

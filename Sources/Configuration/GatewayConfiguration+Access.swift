@@ -55,12 +55,28 @@ extension GatewayConfiguration {
         public var apps: [String]
         /// `callers[i].weight`: the caller's share of an app's budget when callers compete (default 1).
         public var weight: Int
+        /// `callers[i].permissions`: what the caller may do (`read`, `write`, `sign`, `realtime`); nil = the key is
+        /// absent, which grants all four (with a warning at start).
+        public var permissions: CallerPermissions?
+        /// `callers[i].maxRealtimeStreams`: ServeRealtimeRequests streams the caller may hold open at once.
+        public var maxRealtimeStreams: Int
 
-        public init(identity: String, apps: [String], weight: Int = 1) {
+        /// The default of `callers[i].maxRealtimeStreams`.
+        public static let defaultMaxRealtimeStreams = 4
+
+        public init(
+            identity: String, apps: [String], weight: Int = 1, permissions: CallerPermissions? = nil,
+            maxRealtimeStreams: Int = Caller.defaultMaxRealtimeStreams
+        ) {
             self.identity = identity
             self.apps = apps
             self.weight = weight
+            self.permissions = permissions
+            self.maxRealtimeStreams = maxRealtimeStreams
         }
+
+        /// What the caller may do: its `permissions`, or all four without the key.
+        public var granted: CallerPermissions { permissions ?? .all }
 
         /// The typed name `identity` stands for.
         public var name: CallerName { CallerName(listed: identity) }
@@ -209,8 +225,35 @@ extension GatewayConfiguration {
                 if !resolved.contains(app.name) { resolved.append(app.name) }
             }
             let weight = try reader.integer("\(key).weight", in: 1...1_000) ?? 1
-            callers.append(Caller(identity: identity, apps: resolved, weight: weight))
+            let permissions = try permissions(reader, key: "\(key).permissions")
+            let maxRealtimeStreams =
+                try reader.integer("\(key).maxRealtimeStreams", in: 0...256) ?? Caller.defaultMaxRealtimeStreams
+            callers.append(
+                Caller(
+                    identity: identity, apps: resolved, weight: weight, permissions: permissions,
+                    maxRealtimeStreams: maxRealtimeStreams))
         }
         return callers
+    }
+
+    /// `callers[i].permissions`: nil when absent; else a non-empty list of `read`, `write`, `sign`, `realtime`.
+    private static func permissions(
+        _ reader: ConfigurationReader, key: String
+    ) throws(ConfigurationError) -> CallerPermissions? {
+        guard let names = try reader.strings(key) else { return nil }
+        let known = CallerPermissions.named.map(\.name).joined(separator: ", ")
+        guard !names.isEmpty else {
+            throw ConfigurationError(
+                key: key, problem: "lists no permission: list some of \(known), or remove the caller")
+        }
+        var granted: CallerPermissions = []
+        for (position, name) in names.enumerated() {
+            guard let permission = CallerPermissions(named: name) else {
+                throw ConfigurationError(
+                    key: "\(key)[\(position)]", problem: "'\(EchoedInput.clip(name))' is not one of \(known)")
+            }
+            granted.insert(permission)
+        }
+        return granted
     }
 }

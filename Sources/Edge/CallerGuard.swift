@@ -3,6 +3,7 @@ import CallerAuthentication
 import GRPC
 import HTTPServer
 import ProtoCodec
+import Services
 
 /// The gateway's `CallGuard`: authentication and the `callers` policy, with refusals as `GatewayError`s (so
 /// their status comes from the one mapping) and counted by reason.
@@ -32,6 +33,13 @@ public final class CallerGuard: CallGuard {
         }
         switch authenticator.authenticate(authorization: authorization, certificateNames: names) {
         case .success(let caller):
+            // Callers without `permissions` (and every caller in open mode) hold all four: no lookup.
+            if let caller, caller.permissions != .all,
+                let refusal = caller.refusal(needing: MethodPermissions.required(forMethod: method), method: method)
+            {
+                events.callRefused(reason: refusal.reason)
+                return .failure(GatewayError.permissionDenied(refusal).rpcStatus)
+            }
             if let caller, caller.listed { events.callerAdmitted(caller: caller.identity) }
             return .success(caller)
         case .failure(.unauthenticated(let failure)):
@@ -45,7 +53,30 @@ public final class CallerGuard: CallGuard {
 
     public func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus? {
         // `caller` is what `admit` returned: a `CallerIdentity` or nil.
-        guard let refusal = authenticator.policy.authorize(caller as? CallerIdentity, app: app) else { return nil }
+        let caller = caller as? CallerIdentity
+        guard let refusal = authenticator.withPolicy({ $0.authorize(caller, app: app) }) else { return nil }
+        events.callRefused(reason: refusal.reason)
+        return GatewayError.permissionDenied(refusal).rpcStatus
+    }
+
+    /// After a reload of `callers`: an open call goes on only if its caller is still listed, still holds the
+    /// method's permission and may still use every app the call was allowed (counted like any refusal).
+    public func recheck(_ caller: (any AdmittedCaller)?, method: String, apps: [String]) -> RPCStatus? {
+        // Anonymous calls exist in open mode only, which a reload never closes.
+        guard let caller = caller as? CallerIdentity else { return nil }
+        let refusal: AccessRefusal? = authenticator.withPolicy { policy in
+            switch policy.admit([caller.name]) {
+            case .failure(let refusal): return refusal
+            case .success(let current):
+                guard let current else { return nil }
+                if let refusal = current.refusal(needing: MethodPermissions.required(forMethod: method), method: method)
+                {
+                    return refusal
+                }
+                return apps.lazy.compactMap { policy.authorize(current, app: $0) }.first
+            }
+        }
+        guard let refusal else { return nil }
         events.callRefused(reason: refusal.reason)
         return GatewayError.permissionDenied(refusal).rpcStatus
     }

@@ -1,3 +1,5 @@
+import GatewayFoundation
+
 /// Who a call is from, as the server's `CallGuard` admitted it. Opaque to the gRPC layer: it carries the value
 /// into the call's context, hands it back to the guard for each `authorize`, names it in the call's log line,
 /// and lets it bind itself for the handler's task (wherever its owner keeps "the current caller").
@@ -8,9 +10,24 @@ public protocol AdmittedCaller: Sendable {
     func bindingCurrent<Result: Sendable>(_ body: () async -> Result) async -> Result
 }
 
-/// An admitted caller held by reference (see `ServerContext.caller`).
+/// An admitted caller held by reference (see `ServerContext.caller`), with the apps its call was authorized for,
+/// so the call can be checked again when the guard's policy changes (`CallGuard.recheck`).
 final class AdmittedCallerBox: Sendable {
+    /// Most apps remembered for one call (a ServeRealtimeRequests stream names at most 64).
+    static let maxApps = 256
+
     let caller: any AdmittedCaller
+    private let apps = Lock<[String]>([])
 
     init(_ caller: any AdmittedCaller) { self.caller = caller }
+
+    /// Remembers that the call was allowed to use `app` (as the request named it).
+    func authorized(app: String) {
+        apps.withLock { apps in
+            if apps.count < Self.maxApps && !apps.contains(app) { apps.append(app) }
+        }
+    }
+
+    /// The apps the call was allowed to use so far.
+    var authorizedApps: [String] { apps.withLock { $0 } }
 }

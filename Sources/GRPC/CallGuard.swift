@@ -12,6 +12,15 @@ public protocol CallGuard: AnyObject, Sendable {
         -> Result<(any AdmittedCaller)?, RPCStatus>
     /// Nil when `caller` (what `admit` returned) may use `app` (as a request names it); else the PERMISSION_DENIED status.
     func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus?
+    /// Nil when a call still open may go on under the guard's policy as it is now: its `caller` (what `admit`
+    /// returned), its `method` and the `apps` `authorize` allowed it; else the status to end it with. Asked on
+    /// the call's loop for every open call after the policy changed (`GRPCServer.recheckOpenCalls`).
+    func recheck(_ caller: (any AdmittedCaller)?, method: String, apps: [String]) -> RPCStatus?
+}
+
+extension CallGuard {
+    /// A guard whose policy never changes lets every open call go on.
+    public func recheck(_ caller: (any AdmittedCaller)?, method: String, apps: [String]) -> RPCStatus? { nil }
 }
 
 /// One loop's handle on the server's `CallGuard`: what a call's context holds, so the calls of a loop retain

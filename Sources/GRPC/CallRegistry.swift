@@ -27,4 +27,16 @@ final class CallRegistry {
     func finishAll(_ status: RPCStatus) {
         for call in calls.elements { call.finish(call.shutdownStatus ?? status) }
     }
+
+    /// Ends every open call the guard's changed policy no longer allows, with the status the guard gives;
+    /// returns how many it ended.
+    func finishRefused() -> Int {
+        var ended = 0
+        for call in calls.elements {
+            guard let status = call.context.recheck() else { continue }
+            call.finish(status)
+            ended += 1
+        }
+        return ended
+    }
 }

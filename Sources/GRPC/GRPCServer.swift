@@ -72,6 +72,13 @@ public final class GRPCServer: Sendable {
     /// Starts serving.
     public func start() { http2.start() }
 
+    /// Checks every open call again with the call guard (`CallGuard.recheck`), after its policy changed, and ends
+    /// those it no longer allows with the status it gives (PERMISSION_DENIED for a caller whose app or
+    /// permission was taken away). Runs on each loop; `ended` is called once per loop with the calls it ended.
+    public func recheckOpenCalls(ended: @escaping @Sendable (Int) -> Void = { _ in }) {
+        router.finishRefusedCalls(on: http2.eventLoops, ended: ended)
+    }
+
     /// Graceful shutdown: GOAWAY (two-step) on every connection, in-flight calls run until they finish or
     /// the grace period ends, then the rest end with UNAVAILABLE and connections close. Blocks until done.
     public func shutdown(grace: Duration? = nil) {
@@ -290,5 +297,9 @@ struct Router: HTTP2Responder {
 
     func finishAllCalls(_ status: RPCStatus, on loops: [EventLoop]) {
         registries.forEach(on: loops) { $0.finishAll(status) }
+    }
+
+    func finishRefusedCalls(on loops: [EventLoop], ended: @escaping @Sendable (Int) -> Void) {
+        registries.forEach(on: loops) { ended($0.finishRefused()) }
     }
 }

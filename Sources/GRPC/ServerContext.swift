@@ -96,7 +96,15 @@ public final class ServerContext: Sendable {
     /// Nil when the call may use the app a request names; else the PERMISSION_DENIED status (counted).
     @usableFromInline
     func refusal(forApp app: String) -> RPCStatus? {
-        callGuard?.shared.authorize(caller, app: app, method: method)
+        guard let callGuard else { return nil }
+        if let refusal = callGuard.shared.authorize(caller, app: app, method: method) { return refusal }
+        admitted?.authorized(app: app)
+        return nil
+    }
+
+    /// The status to end the call with now that the guard's policy changed (nil: it may go on).
+    func recheck() -> RPCStatus? {
+        callGuard?.shared.recheck(caller, method: method, apps: admitted?.authorizedApps ?? [])
     }
 
     /// Nil when the call may use `app` (a name or bundle id a request carries outside a top-level `app` field,

@@ -16,10 +16,34 @@ struct CallerAccessSetup {
     let tlsContext: TLSContext?
     let watcher: AccessFileWatcher
 
-    /// `others`: more files for the watcher (the resume-token key ring); its failed reloads count in `registry`.
+    /// The authenticator of `configuration`'s JWT settings and `callers`, its JWKS loaded: a bad JWKS stops
+    /// start-up with the key that names it.
+    static func authenticator(_ configuration: GatewayConfiguration) throws(GatewayStartError) -> CallerAuthenticator {
+        var verifier: BearerTokenVerifier?
+        var keys: JSONWebKeySet?
+        if let jwt = configuration.authentication.jwt {
+            verifier = BearerTokenVerifier(
+                issuer: jwt.issuer, audiences: jwt.audiences,
+                maxLifetime: jwt.maxLifetime)
+            do {
+                keys = try AccessFileWatcher.loadKeys(jwt.jwksFile)
+            } catch let error as ConfigurationError {
+                throw .invalidConfiguration(error)
+            } catch {
+                throw .invalidConfiguration(ConfigurationError(key: "authentication.jwt.jwksFile", problem: "\(error)"))
+            }
+        }
+        let authenticator = CallerAuthenticator(
+            verifier: verifier, policy: CallerPolicy(callers: configuration.callers, apps: configuration.apps))
+        if let keys { authenticator.replaceKeys(keys) }
+        return authenticator
+    }
+
+    /// `authenticator`: from `authenticator(_:)`; `others`: more files for the watcher (the resume-token key
+    /// ring, the configuration file); its failed reloads count in `registry`.
     init(
-        configuration: GatewayConfiguration, events: any AccessEvents, logger: Logger, registry: MetricsRegistry,
-        others: [AccessFileWatcher.Watched] = []
+        configuration: GatewayConfiguration, authenticator: CallerAuthenticator, events: any AccessEvents,
+        logger: Logger, registry: MetricsRegistry, others: [AccessFileWatcher.Watched] = []
     ) throws(GatewayStartError) {
         var tlsContext: TLSContext?
         if let tls = configuration.tls {
@@ -38,23 +62,6 @@ struct CallerAccessSetup {
                 throw .invalidConfiguration(ConfigurationError(key: "tls", problem: "\(error)"))
             }
         }
-        var verifier: BearerTokenVerifier?
-        var keys: JSONWebKeySet?
-        if let jwt = configuration.authentication.jwt {
-            verifier = BearerTokenVerifier(
-                issuer: jwt.issuer, audiences: jwt.audiences,
-                maxLifetime: jwt.maxLifetime)
-            do {
-                keys = try AccessFileWatcher.loadKeys(jwt.jwksFile)
-            } catch let error as ConfigurationError {
-                throw .invalidConfiguration(error)
-            } catch {
-                throw .invalidConfiguration(ConfigurationError(key: "authentication.jwt.jwksFile", problem: "\(error)"))
-            }
-        }
-        let authenticator = CallerAuthenticator(
-            verifier: verifier, policy: CallerPolicy(callers: configuration.callers, apps: configuration.apps))
-        if let keys { authenticator.replaceKeys(keys) }
         callGuard = CallerGuard(
             authenticator: authenticator, identityFromCommonName: configuration.tls?.identityFromCommonName ?? false,
             events: events)
@@ -68,6 +75,18 @@ struct CallerAccessSetup {
                 "no callers are configured: anyone who reaches the gRPC port may use every app and its whole Apple budget",
                 metadata: ["hint": "list callers (identity, apps, weight) with authentication.jwt or tls.clientCAFile"])
         } else {
+            let policy = authenticator.policy
+            if !policy.callersWithEveryPermission.isEmpty {
+                logger.warning(
+                    """
+                    callers without permissions may call every RPC: read, write at Apple, sign with the apps' keys \
+                    and serve realtime requests
+                    """,
+                    metadata: [
+                        "callers": "\(policy.callersWithEveryPermission.joined(separator: ","))",
+                        "hint": "list callers[].permissions (read, write, sign, realtime) for each",
+                    ])
+            }
             logger.info(
                 "caller checks on",
                 metadata: [

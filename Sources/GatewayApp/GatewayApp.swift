@@ -30,6 +30,8 @@ public final class GatewayApp {
     private let tracer: OTLPTracer?
     private let feed: LiveNotificationFeed?
     private let access: CallerAccessSetup
+    /// `callers` re-read from the configuration file (nil without a file).
+    private let callersReload: CallersReload?
     private let logger: Logger
     private var grpc: GRPCServer?
     private var webhook: WebhookRuntime?
@@ -37,9 +39,11 @@ public final class GatewayApp {
     private var stops = StopActions()
 
     /// Builds the service, the notification store and the caller checks from `configuration`, reading every
-    /// file it names; binds nothing.
+    /// file it names; binds nothing. With `configurationFile` (what `configuration` was read from), its `callers`
+    /// are re-read when the file changes (README "Permissions").
     public init(
-        _ configuration: GatewayConfiguration, logger: Logger = Logger(label: "appstore-gateway")
+        _ configuration: GatewayConfiguration, configurationFile: String? = nil,
+        logger: Logger = Logger(label: "appstore-gateway")
     ) throws(GatewayStartError) {
         self.configuration = configuration
         self.logger = logger
@@ -62,9 +66,16 @@ public final class GatewayApp {
         } catch {
             throw .invalidConfiguration(error)
         }
+        let authenticator = try CallerAccessSetup.authenticator(configuration)
+        let callersReload = configurationFile.map {
+            CallersReload(path: $0, apps: configuration.apps, authenticator: authenticator, logger: logger)
+        }
+        self.callersReload = callersReload
         access = try CallerAccessSetup(
-            configuration: configuration, events: accessEvents, logger: logger, registry: registry,
-            others: Self.resumeTokenKeyRing(configuration, service: service, logger: logger))
+            configuration: configuration, authenticator: authenticator, events: accessEvents, logger: logger,
+            registry: registry,
+            others: Self.resumeTokenKeyRing(configuration, service: service, logger: logger)
+                + (callersReload.map { [$0.watched] } ?? []))
     }
 
     /// The gRPC port bound (nil unless started).
@@ -114,8 +125,10 @@ public final class GatewayApp {
         }
         server.start()
         grpc = server
+        callersReload?.checking(server)
         // A failed start drops the calls at once; `stop` shuts this server down gracefully before unwinding.
         stops.push { [unowned self] in
+            callersReload?.checking(nil)
             grpc?.shutdown(grace: .zero)
             grpc = nil
         }

@@ -127,6 +127,14 @@ extension GatewayError: RPCStatusConvertible {
                 return status(
                     .permissionDenied, "Caller \"\(caller)\" may not use app \"\(named)\".",
                     reason: "APP_NOT_ALLOWED", metadata: ["caller": caller, "app": named])
+            case .permissionNotGranted(let identity, let permission, let method):
+                let (caller, called) = (EchoedInput.clip(identity), EchoedInput.clip(method))
+                return status(
+                    .permissionDenied,
+                    "Caller \"\(caller)\" may not call \(called): it needs the \"\(permission)\" permission "
+                        + "(callers[].permissions).",
+                    reason: "PERMISSION_NOT_GRANTED",
+                    metadata: ["caller": caller, "permission": "\(permission)", "method": called])
             }
         case .notificationStoreUnavailable(let problem):
             return Self.status(

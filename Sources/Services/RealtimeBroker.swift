@@ -37,21 +37,26 @@ public final class RealtimeBroker: Sendable {
         gauge?.set(Double(count))
     }
 
-    /// Opens a stream for `apps` (configured names): its number and the requests to send on it, or nil when the
-    /// replica has its maximum of streams. Its outbox never holds more than `maxPendingPerStream` requests.
-    func connect(apps: Set<String>) -> (RealtimeRouter.StreamID, AsyncStream<RealtimeRequestEvent>)? {
+    /// Opens a stream for `apps` (configured names) on behalf of `caller` (nil: anonymous): its number and the
+    /// requests to send on it, or why not (the replica, or the caller, holds its maximum of streams). Its outbox
+    /// never holds more than `maxPendingPerStream` requests.
+    func connect(
+        apps: Set<String>, caller: String?, callerLimit: Int?
+    ) -> Result<(RealtimeRouter.StreamID, AsyncStream<RealtimeRequestEvent>), RealtimeRouter.OpenRefusal> {
         let (events, outbox) = AsyncStream<RealtimeRequestEvent>.makeStream(bufferingPolicy: .unbounded)
-        let (stream, count): (RealtimeRouter.StreamID?, Int) = state.withLock { state in
-            guard let stream = state.router.open(apps: apps) else { return (nil, state.router.streamCount) }
-            state.outboxes[stream] = outbox
-            return (stream, state.router.streamCount)
+        let (opened, count) = state.withLock { state in
+            let opened = state.router.open(apps: apps, caller: caller, callerLimit: callerLimit)
+            if case .success(let stream) = opened { state.outboxes[stream] = outbox }
+            return (opened, state.router.streamCount)
         }
-        guard let stream else {
+        switch opened {
+        case .success(let stream):
+            streamsChanged(count)
+            return .success((stream, events))
+        case .failure(let refusal):
             outbox.finish()
-            return nil
+            return .failure(refusal)
         }
-        streamsChanged(count)
-        return (stream, events)
     }
 
     /// Closes a stream: what waited on it is answered `.streamClosed` at once.

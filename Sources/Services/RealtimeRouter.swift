@@ -35,8 +35,18 @@ struct RealtimeRouter: Sendable {
         case unknown
     }
 
+    /// Why a stream could not open.
+    enum OpenRefusal: Error, Equatable {
+        /// The replica holds `maxStreams` streams.
+        case replicaFull
+        /// The caller holds its own maximum of streams.
+        case callerFull(limit: Int)
+    }
+
     private struct Stream {
         let apps: Set<String>
+        /// The caller that opened it (nil: anonymous, open mode).
+        let caller: String?
         /// Request identifier → ticket, for the requests sent on this stream not yet answered.
         var pending: [String: Ticket] = [:]
     }
@@ -54,6 +64,8 @@ struct RealtimeRouter: Sendable {
     private var streamsByApp: [String: [StreamID]] = [:]
     private var nextIndex: [String: Int] = [:]
     private var waiting: [Ticket: Waiting] = [:]
+    /// Open streams per caller.
+    private var streamsByCaller: [String: Int] = [:]
     private var identifiers: Set<String> = []
     private var lastStream: StreamID = 0
     private var lastTicket: Ticket = 0
@@ -68,18 +80,32 @@ struct RealtimeRouter: Sendable {
     /// Requests waiting for an answer now.
     var waitingCount: Int { waiting.count }
 
-    /// Opens a stream serving `apps` (configured names); nil when `maxStreams` are open.
-    mutating func open(apps: Set<String>) -> StreamID? {
-        guard streams.count < maxStreams else { return nil }
+    /// Streams `caller` holds open now.
+    func streamCount(of caller: String) -> Int { streamsByCaller[caller, default: 0] }
+
+    /// Opens a stream serving `apps` (configured names) for `caller` (nil: anonymous), refused when `maxStreams`
+    /// are open, or when `caller` already holds `callerLimit` (nil: no limit of its own).
+    mutating func open(
+        apps: Set<String>, caller: String?, callerLimit: Int?
+    ) -> Result<StreamID, OpenRefusal> {
+        guard streams.count < maxStreams else { return .failure(.replicaFull) }
+        if let caller, let callerLimit, streamsByCaller[caller, default: 0] >= callerLimit {
+            return .failure(.callerFull(limit: callerLimit))
+        }
         lastStream += 1
-        streams[lastStream] = Stream(apps: apps)
+        streams[lastStream] = Stream(apps: apps, caller: caller)
+        if let caller { streamsByCaller[caller, default: 0] += 1 }
         for app in apps { streamsByApp[app, default: []].append(lastStream) }
-        return lastStream
+        return .success(lastStream)
     }
 
     /// Closes a stream: the tickets that waited on it (answered by no one now).
     mutating func close(_ stream: StreamID) -> [Ticket] {
         guard let closed = streams.removeValue(forKey: stream) else { return [] }
+        if let caller = closed.caller {
+            streamsByCaller[caller, default: 1] -= 1
+            if streamsByCaller[caller] == 0 { streamsByCaller[caller] = nil }
+        }
         for app in closed.apps {
             streamsByApp[app]?.removeAll { $0 == stream }
             if streamsByApp[app]?.isEmpty == true { streamsByApp[app] = nil }

@@ -24,8 +24,17 @@ struct ServeRealtimeRequestsHandler: Sendable {
             throw RPCStatus(.invalidArgument, "the first message of ServeRealtimeRequests must be `serve`")
         }
         let served = try resolve(serve, context: context)
-        guard let (stream, events) = broker.connect(apps: served) else {
+        let caller = CallerIdentity.current
+        let stream: RealtimeRouter.StreamID
+        let events: AsyncStream<RealtimeRequestEvent>
+        switch broker.connect(apps: served, caller: caller?.identity, callerLimit: caller?.maxRealtimeStreams) {
+        case .success(let opened): (stream, events) = opened
+        case .failure(.replicaFull):
             throw RPCStatus(.resourceExhausted, "this gateway serves notifications.realtime.maxStreams streams already")
+        case .failure(.callerFull(let limit)):
+            throw RPCStatus(
+                .resourceExhausted,
+                "this caller holds \(limit) ServeRealtimeRequests streams already (callers[].maxRealtimeStreams)")
         }
         logger.info(
             "realtime stream open",

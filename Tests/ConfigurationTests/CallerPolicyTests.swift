@@ -132,3 +132,68 @@ import Testing
         #expect(config.authentication.jwt?.jwksFile == "/etc/gw/jwks.json")
     }
 }
+
+@Suite struct CallerPermissionsConfigurationTests {
+    let base = """
+        apps:
+          - { name: example, bundleId: com.example.app, appAppleId: 1, issuerId: i, keyId: ABCDEFGHIJ, privateKeyFile: k.p8 }
+        authentication: { jwt: { jwksFile: j, issuer: i, audiences: [a] } }
+
+        """
+
+    @Test func permissionsAndTheRealtimeStreamLimitLoad() throws {
+        let config = try GatewayConfiguration.load(
+            yaml: base + """
+                callers:
+                  - { identity: reader, apps: [example], permissions: [read] }
+                  - { identity: team, apps: ["*"], permissions: [realtime, read, realtime], maxRealtimeStreams: 2 }
+                  - { identity: everything, apps: ["*"] }
+                """)
+        let callers = try #require(config.callers)
+        #expect(callers[0].permissions == .read && callers[0].maxRealtimeStreams == 4)
+        #expect(callers[1].permissions == [.realtime, .read] && callers[1].maxRealtimeStreams == 2)
+        // Absent: nil (warned about at start), and every permission granted.
+        #expect(callers[2].permissions == nil && callers[2].granted == .all)
+        let policy = CallerPolicy(callers: callers, apps: config.apps)
+        #expect(policy.callersWithEveryPermission == ["everything"])
+        guard case .success(let reader?) = policy.admit([.subject("reader")]) else {
+            Issue.record("reader refused")
+            return
+        }
+        #expect(reader.permissions == .read && reader.maxRealtimeStreams == 4)
+        #expect(reader.refusal(needing: .read, method: "/s/Get") == nil)
+        #expect(
+            reader.refusal(needing: .write, method: "/s/Put")
+                == .permissionNotGranted(identity: "reader", permission: .write, method: "/s/Put"))
+        // Open mode admits callers holding every permission.
+        let open = CallerPolicy(callers: nil, apps: config.apps)
+        guard case .success(let anyone?) = open.admit([.subject("x")]) else {
+            Issue.record("open mode refused")
+            return
+        }
+        #expect(anyone.permissions == .all && anyone.refusal(needing: .sign, method: "/s/Sign") == nil)
+    }
+
+    @Test func badPermissionsAreNamed() throws {
+        let cases: [(String, String)] = [
+            ("callers: [{ identity: a, apps: [example], permissions: [read, admin] }]", "callers[0].permissions[1]"),
+            ("callers: [{ identity: a, apps: [example], permissions: [READ] }]", "callers[0].permissions[0]"),
+            ("callers: [{ identity: a, apps: [example], permissions: [] }]", "callers[0].permissions"),
+            ("callers: [{ identity: a, apps: [example], permissions: read }]", "callers[0].permissions"),
+            ("callers: [{ identity: a, apps: [example], maxRealtimeStreams: -1 }]", "callers[0].maxRealtimeStreams"),
+            ("callers: [{ identity: a, apps: [example], maxRealtimeStreams: 257 }]", "callers[0].maxRealtimeStreams"),
+        ]
+        for (yaml, key) in cases {
+            let (_, problems) = try GatewayConfiguration.check(yaml: base + yaml)
+            #expect(problems.map(\.key).contains(key), "\(yaml) → \(problems)")
+        }
+    }
+
+    @Test func permissionNamesReadBack() {
+        for (name, permission) in CallerPermissions.named {
+            #expect(CallerPermissions(named: name) == permission && permission.description == name)
+        }
+        #expect(CallerPermissions(named: "Read") == nil && CallerPermissions(named: "") == nil)
+        #expect(CallerPermissions.all.description == "read,write,sign,realtime")
+    }
+}

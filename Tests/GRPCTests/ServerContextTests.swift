@@ -1,3 +1,5 @@
+import GatewayFoundation
+import HTTPServer
 import Testing
 
 @testable import GRPC
@@ -21,5 +23,52 @@ import Testing
             return await Set(group.reduce(into: []) { $0.append($1) })
         }
         #expect(made.count == 1)
+    }
+}
+
+/// A guard whose allowed apps can change, as a reload of its policy would change them.
+private final class ChangingGuard: CallGuard {
+    let allowed = Lock<Set<String>>(["a", "b"])
+    let rechecked = Lock<[String]>([])
+
+    func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
+        -> Result<(any AdmittedCaller)?, RPCStatus>
+    { .success(nil) }
+
+    func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus? {
+        allowed.withLock { $0.contains(app) } ? nil : RPCStatus(.permissionDenied, "not \(app)")
+    }
+
+    func recheck(_ caller: (any AdmittedCaller)?, method: String, apps: [String]) -> RPCStatus? {
+        rechecked.withLock { $0 = apps }
+        return apps.lazy.compactMap { self.authorize(caller, app: $0, method: method) }.first
+    }
+}
+
+private struct NamedCaller: AdmittedCaller {
+    let displayName: String
+    func bindingCurrent<Result: Sendable>(_ body: () async -> Result) async -> Result { await body() }
+}
+
+@Suite struct ServerContextRecheckTests {
+    @Test func aRecheckSeesTheAppsTheCallWasAllowedAndEndsItWhenOneIsTakenAway() {
+        let guardian = ChangingGuard()
+        let context = ServerContext(
+            method: "/s.S/Stream", metadata: [], deadline: nil, caller: NamedCaller(displayName: "team"),
+            callGuard: guardian)
+        #expect(context.authorization(forApp: "a") == nil)
+        #expect(context.authorization(forApp: "a") == nil)
+        #expect(context.authorization(forApp: "b") == nil)
+        #expect(context.authorization(forApp: "c") != nil)
+        #expect(context.recheck() == nil)
+        // Each app once, only those allowed, in the order they were allowed.
+        #expect(guardian.rechecked.withLock { $0 } == ["a", "b"])
+        guardian.allowed.withLock { $0 = ["a"] }
+        #expect(context.recheck()?.code == .permissionDenied)
+    }
+
+    @Test func aCallWithoutAGuardIsNeverEnded() {
+        let context = ServerContext(method: "/s.S/Stream", metadata: [], deadline: nil)
+        #expect(context.authorization(forApp: "a") == nil && context.recheck() == nil)
     }
 }

@@ -16,6 +16,28 @@ import Testing
         let unknown = GatewayError.permissionDenied(.unknownCaller(identity: String(repeating: "z", count: 5000)))
             .rpcStatus
         #expect(unknown.code == .permissionDenied && unknown.message.utf8.count < 400)
+        let notGranted = GatewayError.permissionDenied(
+            .permissionNotGranted(identity: "reader", permission: .write, method: "/a.B/Finish")
+        ).rpcStatus
+        #expect(notGranted.code == .permissionDenied)
+        #expect(notGranted.details?.info?.reason == "PERMISSION_NOT_GRANTED")
+        #expect(notGranted.details?.info?.metadata["permission"] == "write")
+        #expect(notGranted.details?.info?.metadata["caller"] == "reader")
+        #expect(notGranted.message.contains("/a.B/Finish"))
+    }
+
+    @Test func everyGuardedMethodNeedsExactlyOnePermission() {
+        let services = [AppStoreGatewayService.name, AdvancedCommerceService.name, RetentionMessagingService.name]
+        #expect(MethodPermissions.table.count >= 40)
+        for (path, permission) in MethodPermissions.table {
+            #expect(services.contains { path.hasPrefix("/\($0)/") }, "\(path)")
+            #expect(CallerPermissions.named.contains { $0.permission == permission }, "\(path): \(permission)")
+        }
+        #expect(MethodPermissions.required(forMethod: "/\(AppStoreGatewayService.name)/VerifyJWS") == .read)
+        #expect(
+            MethodPermissions.required(forMethod: "/\(AppStoreGatewayService.name)/ServeRealtimeRequests") == .realtime)
+        // A path the table does not list needs every permission (fail closed).
+        #expect(MethodPermissions.required(forMethod: "/\(AppStoreGatewayService.name)/NotYetListed") == .all)
     }
 
     @Test func unknownAppStatusDoesNotRepeatAHugeName() {

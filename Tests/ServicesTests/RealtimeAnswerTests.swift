@@ -227,3 +227,10 @@ import Testing
         await closer.value
     }
 }
+
+extension RealtimeBroker {
+    /// An anonymous stream (open mode), nil when the replica is full.
+    func connect(apps: Set<String>) -> (RealtimeRouter.StreamID, AsyncStream<RealtimeRequestEvent>)? {
+        try? connect(apps: apps, caller: nil, callerLimit: nil).get()
+    }
+}

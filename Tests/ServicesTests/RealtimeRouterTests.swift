@@ -116,3 +116,37 @@ import Testing
         #expect(router.open(apps: ["a"]) != nil)
     }
 }
+
+extension RealtimeRouter {
+    /// An anonymous stream (open mode), nil when the replica is full.
+    mutating func open(apps: Set<String>) -> StreamID? {
+        try? open(apps: apps, caller: nil, callerLimit: nil).get()
+    }
+}
+
+@Suite struct RealtimeCallerLimitTests {
+    @Test func aCallerHoldsAtMostItsOwnNumberOfStreamsAndClosingOneFreesIt() throws {
+        var router = RealtimeRouter(maxPendingPerStream: 4, maxStreams: 10)
+        let first = try router.open(apps: ["a"], caller: "billing", callerLimit: 2).get()
+        _ = try router.open(apps: ["a"], caller: "billing", callerLimit: 2).get()
+        #expect(router.open(apps: ["a"], caller: "billing", callerLimit: 2) == .failure(.callerFull(limit: 2)))
+        // Another caller, and anonymous streams, are not held up by billing's limit.
+        #expect((try? router.open(apps: ["a"], caller: "reports", callerLimit: 2).get()) != nil)
+        #expect(router.open(apps: ["a"]) != nil)
+        #expect(router.streamCount(of: "billing") == 2)
+        _ = router.close(first)
+        #expect(router.streamCount(of: "billing") == 1)
+        #expect((try? router.open(apps: ["a"], caller: "billing", callerLimit: 2).get()) != nil)
+    }
+
+    @Test func theReplicaLimitStillComesFirst() {
+        var router = RealtimeRouter(maxPendingPerStream: 4, maxStreams: 1)
+        #expect((try? router.open(apps: ["a"], caller: "x", callerLimit: 4).get()) != nil)
+        #expect(router.open(apps: ["a"], caller: "y", callerLimit: 4) == .failure(.replicaFull))
+    }
+
+    @Test func aLimitOfZeroRefusesEveryStream() {
+        var router = RealtimeRouter(maxPendingPerStream: 4, maxStreams: 10)
+        #expect(router.open(apps: ["a"], caller: "x", callerLimit: 0) == .failure(.callerFull(limit: 0)))
+    }
+}

@@ -883,4 +883,272 @@ def test_a_tls_key_others_may_read_is_refused_unless_allowed(world, tmp_path):
         finally:
             channel.close()
     finally:
+# --- per-caller permissions (callers[].permissions, callers[].maxRealtimeStreams) -------------------------
+
+# What each guarded RPC needs, written out here as the README's Callers section states it, so the gateway's own
+# table is checked against the documentation rather than against itself.
+READ, WRITE, SIGN, REALTIME = "read", "write", "sign", "realtime"
+EXPECTED_PERMISSIONS = {
+    "AppStoreGateway": {
+        "GetHistory": READ, "StreamNotifications": READ, "VerifyJWS": READ, "GetTransactionInfo": READ,
+        "GetAllSubscriptionStatuses": READ, "LookUpOrderId": READ, "GetRefundHistory": READ,
+        "GetAppTransactionInfo": READ, "GetStatusOfSubscriptionRenewalDateExtensions": READ,
+        "GetTestNotificationStatus": READ, "ExtractTransactionIdFromReceipt": READ,
+        "SendConsumptionInformation": WRITE, "ExtendSubscriptionRenewalDate": WRITE,
+        "ExtendRenewalDatesForAllActiveSubscribers": WRITE, "RequestTestNotification": WRITE,
+        "SetAppAccountToken": WRITE, "FinishTransaction": WRITE,
+        "CreatePromotionalOfferSignature": SIGN, "CreatePromotionalOfferV2Signature": SIGN,
+        "CreateIntroductoryOfferEligibilitySignature": SIGN,
+        "ServeRealtimeRequests": REALTIME,
+    },
+    "AdvancedCommerce": {
+        "CreateInAppSignature": SIGN, "CancelSubscription": WRITE, "RevokeSubscription": WRITE,
+        "ChangeSubscriptionPrice": WRITE, "ChangeSubscriptionMetadata": WRITE, "MigrateSubscription": WRITE,
+        "RequestRefund": WRITE,
+    },
+    "RetentionMessaging": {
+        "UploadImage": WRITE, "DeleteImage": WRITE, "GetImageList": READ, "UploadMessage": WRITE,
+        "DeleteMessage": WRITE, "GetMessageList": READ, "ConfigureDefaultMessage": WRITE,
+        "DeleteDefaultMessage": WRITE, "GetDefaultMessage": READ, "ConfigureRealtimeUrl": WRITE,
+        "DeleteRealtimeUrl": WRITE, "GetRealtimeUrl": READ, "InitiatePerformanceTest": WRITE,
+        "GetPerformanceTestResults": READ,
+    },
+}
+READER, SIGNER, REALTIME_TEAM = (
+    "system:serviceaccount:perm:reader", "system:serviceaccount:perm:signer", "system:serviceaccount:perm:rt")
+
+
+@pytest.fixture(scope="module")
+def permissions_gateway(world):
+    path = gateway_config(world, "permissions")
+    config = yaml.safe_load(open(path))
+    config["callers"] += [
+        {"identity": READER, "apps": ["*"], "permissions": ["read"]},
+        {"identity": SIGNER, "apps": ["*"], "permissions": ["sign", "write"]},
+        {"identity": REALTIME_TEAM, "apps": ["*"], "permissions": ["realtime"], "maxRealtimeStreams": 1},
+    ]
+    yaml.safe_dump(config, open(path, "w"))
+    gw = Gateway(["--config", path])
+    channel = tls_channel(world, gw)
+    yield gw, channel
+    channel.close()
+    gw.stop()
+
+
+def _error_info(error):
+    from google.rpc import error_details_pb2, status_pb2
+
+    status = status_pb2.Status.FromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
+    info = error_details_pb2.ErrorInfo()
+    for detail in status.details:
+        if detail.Unpack(info):
+            return info
+    raise AssertionError("no ErrorInfo in the status details")
+
+
+def _guarded_methods():
+    from appstore.gateway.v1 import advanced_commerce_pb2, gateway_pb2, retention_pb2
+
+    for module, name in ((gateway_pb2, "AppStoreGateway"), (advanced_commerce_pb2, "AdvancedCommerce"),
+                         (retention_pb2, "RetentionMessaging")):
+        yield from module.DESCRIPTOR.services_by_name[name].methods
+
+
+def _call(channel, method, token, timeout=10):
+    """Calls `method` with an (empty but for `app`) request; returns None, or the RpcError."""
+    from google.protobuf import message_factory
+
+    fields = method.input_type.fields_by_name
+    request = message_factory.GetMessageClass(method.input_type)(**({"app": "example"} if "app" in fields else {}))
+    path = f"/{method.containing_service.full_name}/{method.name}"
+    serialize = lambda m: m.SerializeToString()
+    try:
+        if method.client_streaming:
+            answer = channel.stream_stream(path, request_serializer=serialize, response_deserializer=lambda b: b)(
+                iter([]), metadata=bearer(token), timeout=timeout)
+            list(answer)
+        elif method.server_streaming:
+            list(channel.unary_stream(path, request_serializer=serialize, response_deserializer=lambda b: b)(
+                request, metadata=bearer(token), timeout=timeout))
+        else:
+            channel.unary_unary(path, request_serializer=serialize, response_deserializer=lambda b: b)(
+                request, metadata=bearer(token), timeout=timeout)
+    except grpc.RpcError as error:
+        return error
+    return None
+
+
+def test_every_guarded_rpc_needs_its_documented_permission(world, permissions_gateway):
+    """A caller listed with `permissions: [read]` passes the guard on every read RPC and is refused every other
+    one with PERMISSION_DENIED `PERMISSION_NOT_GRANTED` naming the permission, before a handler or Apple sees it;
+    a caller with [sign, write] is refused exactly the read and realtime RPCs."""
+    _, channel = permissions_gateway
+    methods = list(_guarded_methods())
+    listed = {(m.containing_service.name, m.name) for m in methods}
+    documented = {(service, name) for service, table in EXPECTED_PERMISSIONS.items() for name in table}
+    assert listed == documented, "a guarded RPC is missing from the README's permission table, or gone"
+    for identity, granted in ((READER, {READ}), (SIGNER, {SIGN, WRITE})):
+        token = world["ec"].token(sub=identity)
+        needs = lambda m: EXPECTED_PERMISSIONS[m.containing_service.name][m.name]
+        # The refused ones first: none of them reaches Apple.
+        started = now_ms()
+        for method in sorted(methods, key=lambda m: needs(m) in granted):
+            if needs(method) in granted and started is not None:
+                time.sleep(0.2)
+                assert not world["simulator"].calls_since(started), identity
+                started = None
+            error = _call(channel, method, token)
+            denied = (error is not None and error.code() == grpc.StatusCode.PERMISSION_DENIED
+                      and _error_info(error).reason == "PERMISSION_NOT_GRANTED")
+            assert denied == (needs(method) not in granted), (identity, method.name, error)
+            if denied:
+                info = _error_info(error)
+                assert info.metadata["permission"] == needs(method) and info.metadata["caller"] == identity
+                assert method.name in error.details()
+
+
+def test_a_read_caller_reads_but_cannot_write_sign_or_serve_realtime(world, permissions_gateway):
+    from appstore.gateway.v1 import signing_pb2, transaction_info_pb2
+
+    gw, channel = permissions_gateway
+    stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
+    token = world["ec"].token(sub=READER)
+    assert history(stub, world, token).transactions
+    transaction = world["simulator"].transactions["com.example.app"][0]
+    started = now_ms()
+    error = refused(lambda: stub.FinishTransaction(
+        transaction_info_pb2.FinishTransactionRequest(app="example", transaction_id=transaction),
+        metadata=bearer(token), timeout=10))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED and _error_info(error).metadata["permission"] == WRITE
+    error = refused(lambda: stub.CreatePromotionalOfferV2Signature(
+        signing_pb2.CreatePromotionalOfferV2SignatureRequest(app="example", product_id="p", offer_identifier="o"),
+        metadata=bearer(token), timeout=10))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED and _error_info(error).metadata["permission"] == SIGN
+    time.sleep(0.2)
+    assert not world["simulator"].calls_since(started)
+    metrics = urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
+    assert re.search(r'appstore_gateway_access_refusals_total\{reason="permission_not_granted"\} [1-9]', metrics)
+
+
+def test_a_caller_holds_at_most_max_realtime_streams(world, permissions_gateway):
+    from appstore.gateway.v1 import realtime_pb2
+
+    _, channel = permissions_gateway
+    stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
+    token = world["ec"].token(sub=REALTIME_TEAM)
+    serve = realtime_pb2.ServeRealtimeRequestsRequest(serve=realtime_pb2.RealtimeServe(apps=["example"]))
+    done = threading.Event()
+    outcome = {}
+
+    def open_stream():
+        yield serve
+        done.wait(30)
+
+    def hold():
+        try:
+            list(stub.ServeRealtimeRequests(open_stream(), metadata=bearer(token), timeout=30))
+        except grpc.RpcError as error:
+            outcome["first"] = error.code()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        # The first stream is open once the gateway counts it; the second is refused while it is.
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                list(stub.ServeRealtimeRequests(iter([serve]), metadata=bearer(token), timeout=10))
+            except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    assert "maxRealtimeStreams" in error.details()
+                    break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("a second stream of a caller limited to one was never refused")
+    finally:
+        done.set()
+        holder.join(40)
+    # The held stream ended with the caller's cancellation (its iterator ended), not with a refusal.
+    assert outcome.get("first") != grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_permissions_are_checked_at_load(world, tmp_path):
+    path = gateway_config(world, "bad-permissions")
+    config = yaml.safe_load(open(path))
+    for permissions, problem in ((["read", "admin"], "callers[0].permissions[1]"), ([], "callers[0].permissions")):
+        config["callers"][0]["permissions"] = permissions
+        yaml.safe_dump(config, open(path, "w"))
+        checked = subprocess.run([GATEWAY_BIN, "check-config", "--config", path], capture_output=True, text=True,
+                                 timeout=60)
+        assert checked.returncode != 0 and problem in checked.stdout + checked.stderr, checked
+
+
+def test_a_reload_that_takes_a_permission_or_an_app_away_ends_the_callers_open_streams(world):
+    """`callers` is re-read when the configuration file changes: a stream of a caller that lost the permission
+    (or the app) it was opened with ends with PERMISSION_DENIED, new calls are refused, other callers' streams go
+    on; a file that does not load keeps the callers in force."""
+    from appstore.gateway.v1 import realtime_pb2
+
+    path = gateway_config(world, "reload")
+    config = yaml.safe_load(open(path))
+    config["callers"] += [
+        {"identity": REALTIME_TEAM, "apps": ["example"], "permissions": ["realtime", "read"]},
+        {"identity": READER, "apps": ["example"], "permissions": ["realtime"]},
+    ]
+    yaml.safe_dump(config, open(path, "w"))
+    gw = Gateway(["--config", path])
+    channel = tls_channel(world, gw)
+    stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
+    serve = realtime_pb2.ServeRealtimeRequestsRequest(serve=realtime_pb2.RealtimeServe(apps=["example"]))
+    done = threading.Event()
+    outcomes = {}
+
+    def hold(identity):
+        def messages():
+            yield serve
+            done.wait(60)
+
+        try:
+            list(stub.ServeRealtimeRequests(messages(), metadata=bearer(world["ec"].token(sub=identity)), timeout=60))
+            outcomes[identity] = "ended"
+        except grpc.RpcError as error:
+            outcomes[identity] = error
+
+    def streams():
+        log = gw.read_log()
+        return log.count("realtime stream open") - log.count("realtime stream closed")
+
+    threads = [threading.Thread(target=hold, args=(identity,)) for identity in (REALTIME_TEAM, READER)]
+    try:
+        for thread in threads:
+            thread.start()
+        wait_until(lambda: streams() == 2)
+        # A file that does not load keeps the callers in force: both streams stay.
+        open(path, "w").write("callers: [ this is not yaml")
+        time.sleep(3)
+        assert streams() == 2 and not outcomes
+        # REALTIME_TEAM loses `realtime`; READER keeps everything.
+        config["callers"][-2]["permissions"] = ["read"]
+        yaml.safe_dump(config, open(path, "w"))
+        wait_until(lambda: REALTIME_TEAM in outcomes, 20)
+        error = outcomes[REALTIME_TEAM]
+        assert isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert _error_info(error).reason == "PERMISSION_NOT_GRANTED"
+        assert READER not in outcomes and streams() == 1
+        refused_call = refused(lambda: list(stub.ServeRealtimeRequests(
+            iter([serve]), metadata=bearer(world["ec"].token(sub=REALTIME_TEAM)), timeout=10)))
+        assert refused_call.code() == grpc.StatusCode.PERMISSION_DENIED
+        # READER loses the app its stream serves.
+        config["callers"][-1]["apps"] = ["example2"]
+        yaml.safe_dump(config, open(path, "w"))
+        wait_until(lambda: READER in outcomes, 20)
+        assert outcomes[READER].code() == grpc.StatusCode.PERMISSION_DENIED
+        assert _error_info(outcomes[READER]).reason == "APP_NOT_ALLOWED"
+        log = gw.read_log()
+        assert "kept the previous callers" in log and "reloaded callers" in log
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join(70)
+        channel.close()
         gw.stop()

@@ -1,0 +1,72 @@
+import CallerAuthentication
+import Configuration
+import Edge
+import Foundation
+import GRPC
+import GatewayFoundation
+import Logging
+
+/// `callers` re-read from the configuration file when it changes (README "Permissions"): the new list is put in
+/// force for every call from then on, and every open call it no longer allows (a stream of a caller whose app or
+/// permission was taken away, or who is no longer listed) ends with PERMISSION_DENIED. Only `callers` is
+/// reloaded; a file with any problem, or one that would switch between open mode and a `callers` list, keeps the
+/// previous list (logged at error level). Every other key takes effect at the next start.
+final class CallersReload: Sendable {
+    private let path: String
+    private let apps: [GatewayConfiguration.App]
+    private let authenticator: CallerAuthenticator
+    private let logger: Logger
+    /// The gRPC server whose open calls are checked again (set once it started).
+    private let server = Lock<GRPCServer?>(nil)
+
+    init(path: String, apps: [GatewayConfiguration.App], authenticator: CallerAuthenticator, logger: Logger) {
+        self.path = path
+        self.apps = apps
+        self.authenticator = authenticator
+        self.logger = logger
+    }
+
+    /// The watcher's entry for the configuration file.
+    var watched: AccessFileWatcher.Watched {
+        AccessFileWatcher.Watched(paths: [path]) { [self] in reload() }
+    }
+
+    /// Checks the open calls of `server` after each reload from now on.
+    func checking(_ server: GRPCServer?) { self.server.withLock { $0 = server } }
+
+    /// Reads the file again and applies its `callers`; false when the previous list stays.
+    @discardableResult
+    func reload(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        let callers: [GatewayConfiguration.Caller]?
+        do {
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            let (configuration, problems) = try GatewayConfiguration.check(yaml: text, environment: environment)
+            if let problem = problems.first { throw problem }
+            callers = configuration.callers
+        } catch {
+            logger.error(
+                "kept the previous callers: the configuration file does not load",
+                metadata: ["file": "\(path)", "problem": "\(error)"])
+            return false
+        }
+        // Resolved against the apps this process serves (a new app needs a restart, so it authorizes nobody).
+        let policy = CallerPolicy(callers: callers, apps: apps)
+        guard authenticator.replacePolicy(policy) else {
+            logger.error(
+                "kept the previous callers: switching between open mode and a callers list needs a restart",
+                metadata: ["file": "\(path)"])
+            return false
+        }
+        let listed = callers?.count ?? 0
+        let logger = self.logger
+        logger.info(
+            "reloaded callers (other keys take effect at the next start)",
+            metadata: ["file": "\(path)", "callers": "\(listed)"])
+        server.withLock { $0 }?.recheckOpenCalls { ended in
+            if ended > 0 {
+                logger.warning("ended calls the reloaded callers no longer allow", metadata: ["calls": "\(ended)"])
+            }
+        }
+        return true
+    }
+}
