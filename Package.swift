@@ -214,7 +214,9 @@ let package = Package(
             dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
-        .testTarget(name: "RedisTests", dependencies: ["Redis", "Configuration", "TestSupport", "AppStoreClient"]),
+        .testTarget(
+            name: "RedisTests",
+            dependencies: ["Redis", "Configuration", "TestSupport", "AppStoreClient", "GatewayFoundation"]),
         .testTarget(
             name: "EdgeTests",
             dependencies: [

@@ -14,9 +14,11 @@ import Redis
 /// trip: one EVALSHA per (app, endpoint, environment) leasing as many tokens as callers wait (at most
 /// `SharedBucketScript.maxBatch`), all of them pipelined. When Redis fails or is slower than
 /// `redis.timeout`, reservations go to a local bucket at `redis.fallbackShare` of the budget until a
-/// periodic probe (`SharedBudgetMode`) finds Redis again. The local bucket opens once every shared slot
-/// reserved before the loss (at most `rateLimits.maxWait` ahead) has passed; after that, calls are served at
-/// the share, so an outage costs a wait of about `maxWait`, never the rate.
+/// periodic probe (`SharedBudgetMode`) finds Redis again; meanwhile callers take their local tokens on their
+/// own threads, never waiting behind a probe. Each round trip (with the connect and script load it needs) has
+/// one deadline, `redis.timeout` after it starts, however slowly Redis trickles its reply. The local bucket
+/// opens once every shared slot reserved before the loss (at most `rateLimits.maxWait` ahead) has passed;
+/// after that, calls are served at the share, so an outage costs a wait of about `maxWait`, never the rate.
 public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private enum Work {
         case reserve(RateLimitKey, maxWait: Duration, CheckedContinuation<TokenBucket.Reservation, Never>)
@@ -51,12 +53,9 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         elements: SharedBucketScript.maxBatch, depth: 1)
     /// How far ahead of its request any replica's shared reservation can be scheduled: `rateLimits.maxWait`.
     private let reservationHorizon: Duration
-    /// In fallback: the instant after which no slot the shared schedule promised before Redis was lost can
-    /// still be spent, so local tokens may start there without any second seeing both.
-    private var localOpensAt: MonotonicInstant?
-    /// The keys whose local bucket was emptied up to `localOpensAt` in the current fallback (bounded by the
-    /// configured apps × endpoints × environments).
-    private var primedKeys: Set<RateLimitKey> = []
+    /// When the local buckets of the current fallback open: set by the budget thread when Redis is lost,
+    /// read by every caller answered locally.
+    private let localOpening = Lock(LocalOpening())
 
     /// A shared budget for the rates in `limits` (the configured, whole-app budgets), with the local
     /// `fallback` limiter already at `redis.fallbackShare`. `appNames` maps bundle ids to the app names
@@ -146,9 +145,11 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
 
     private func enqueue(_ work: Work) {
         condition.lock()
-        if stopping {
+        // After `shutdown`, or while on the fallback (until a probe answers), nothing waits for the budget
+        // thread, which may be busy probing a slow Redis: the local buckets answer on the caller's thread.
+        if stopping || modeSnapshot != .shared {
             condition.unlock()
-            answerLocally([work], onBudgetThread: false)
+            answerLocally([work])
             return
         }
         queue.append(work)
@@ -190,25 +191,28 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         }
     }
 
-    /// Reconnects and reloads the script; back on the shared budget if both succeed.
+    /// Reconnects and reloads the script, both within one `redis.timeout`; back on the shared budget if both
+    /// succeed.
     private func probe() {
         mode.probeStarted()
         publish(nil)
         do {
-            try ensureReady(forceReconnect: true)
+            try ensureReady(forceReconnect: true, before: connection?.deadline())
             publish(mode.redisAnswered())
         } catch {
             redisFailed(error)
         }
     }
 
-    private func ensureReady(forceReconnect: Bool = false) throws(RedisConnectionFailure) {
+    private func ensureReady(forceReconnect: Bool = false, before deadline: RedisDeadline?)
+        throws(RedisConnectionFailure)
+    {
         guard let connection else { throw RedisConnectionFailure(kind: .connect, message: "no redis.url") }
         if forceReconnect || !connection.isConnected {
             let start = clock.monotonicNow()
             do {
-                try connection.connect()
-                try connection.load(Self.script)  // once per connection: calls need not meet NOSCRIPT
+                try connection.connect(before: deadline)
+                try connection.load(Self.script, before: deadline)  // once per connection: calls need not meet NOSCRIPT
             } catch {
                 roundTrip(since: start, commands: 1, failure: error.kind)
                 throw error
@@ -217,7 +221,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         }
     }
 
-    /// One pipeline: every block, then one `take` per key (each up to `maxBatch` reservations).
+    /// One pipeline: every block, then one `take` per key (each up to `maxBatch` reservations), with any
+    /// reconnect it needs, all within one `redis.timeout`.
     private func serveFromRedis(_ batch: [Work]) {
         var blocks: [(RateLimitKey, Duration)] = []
         var checks: [(RateLimitKey, CheckedContinuation<Duration, Never>)] = []
@@ -239,7 +244,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             }
         }
         do throws(RedisConnectionFailure) {
-            try ensureReady()
+            let deadline = connection?.deadline()
+            try ensureReady(before: deadline)
             let prefix = settings.keyPrefix
             var arguments: [[String]] = blocks.map {
                 SharedBucketScript.blockArguments(key: $0.0, delay: $0.1, prefix: prefix)
@@ -249,7 +255,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
                     key: $0.key, rate: limits.rate(for: $0.key), maxWaits: $0.items.map(\.0), prefix: prefix)
             }
             let replies = try evaluate(
-                arguments, plain: checks.map { ["PTTL", SharedBucketScript.blockKey($0.0, prefix: prefix)] })
+                arguments, plain: checks.map { ["PTTL", SharedBucketScript.blockKey($0.0, prefix: prefix)] },
+                before: deadline)
             // Every reply is decoded before any caller is resumed, so a bad reply leaves all of them to the
             // local fallback below and none is resumed twice.
             var blockedFor: [Duration] = []
@@ -294,16 +301,17 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     }
 
     /// The bucket script for each argument list, then `plain`, in one pipeline (the script loaded again if
-    /// Redis lost it).
-    private func evaluate(_ arguments: [[String]], plain: [[String]] = []) throws(RedisConnectionFailure)
-        -> [RedisReply]
+    /// Redis lost it), before `deadline`.
+    private func evaluate(_ arguments: [[String]], plain: [[String]], before deadline: RedisDeadline?)
+        throws(RedisConnectionFailure) -> [RedisReply]
     {
         guard let connection, !arguments.isEmpty || !plain.isEmpty else { return [] }
         let start = clock.monotonicNow()
         let commands = arguments.count + plain.count
         let replies: [RedisReply]
         do {
-            replies = try connection.pipeline(arguments.map(Self.script.call) + plain, loading: Self.script)
+            replies = try connection.pipeline(
+                arguments.map(Self.script.call) + plain, loading: Self.script, before: deadline)
         } catch {
             roundTrip(since: start, commands: commands, failure: error.kind)
             throw error
@@ -316,9 +324,8 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         return replies
     }
 
-    /// Answers from the local fallback buckets. `onBudgetThread` is false only for work arriving after
-    /// `shutdown`, which must not touch the thread's state.
-    private func answerLocally(_ batch: [Work], onBudgetThread: Bool = true) {
+    /// Answers from the local fallback buckets, on the budget thread or on a caller's.
+    private func answerLocally(_ batch: [Work]) {
         for work in batch {
             switch work {
             case .block:
@@ -326,7 +333,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             case .checkBlock(_, let continuation):
                 continuation.resume(returning: .zero)  // local blocks are in the fallback bucket already
             case .reserve(let key, let maxWait, let continuation):
-                if onBudgetThread { primeLocalBucket(key) }
+                primeLocalBucket(key)
                 let app = appNames[key.bundleID] ?? key.bundleID
                 events.sharedBudgetReservation(app: app, endpoint: key.endpoint.configName, outcome: .fallback)
                 continuation.resume(returning: fallback.reserve(key: key, now: clock.monotonicNow(), maxWait: maxWait))
@@ -340,8 +347,9 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         if transition == .fellBack {
             // Until Redis was lost, any replica may have reserved shared slots up to `reservationHorizon`
             // ahead, and those calls still go to Apple: local tokens start only after the last of them.
-            localOpensAt = clock.monotonicNow() + reservationHorizon
-            primedKeys.removeAll()
+            // Set before `publish` lets callers answer themselves locally.
+            let opensAt = clock.monotonicNow() + reservationHorizon
+            localOpening.withLock { $0 = LocalOpening(opensAt: opensAt) }
             logger.warning(
                 "Redis unreachable; spending this replica's fallback share of the rate budget",
                 metadata: [
@@ -353,12 +361,15 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     }
 
     /// On a key's first local reservation of a fallback, empties its local bucket until one fallback
-    /// interval after `localOpensAt`: the slots the shared schedule promised are spent first, then this
+    /// interval after `opensAt`: the slots the shared schedule promised are spent first, then this
     /// replica's share starts from an empty bucket, so no second sees the shared rate and the shares at once.
+    /// Under the lock, so that no caller of the same key takes a local token before the bucket is emptied.
     private func primeLocalBucket(_ key: RateLimitKey) {
-        guard let opensAt = localOpensAt, primedKeys.insert(key).inserted else { return }
-        let interval = TokenBucket.emissionInterval(perSecond: fallback.rate(for: key).perSecond)
-        fallback.blockUntil(opensAt + .nanoseconds(interval), key: key, now: clock.monotonicNow())
+        localOpening.withLock { opening in
+            guard let opensAt = opening.opensAt, opening.primedKeys.insert(key).inserted else { return }
+            let interval = TokenBucket.emissionInterval(perSecond: fallback.rate(for: key).perSecond)
+            fallback.blockUntil(opensAt + .nanoseconds(interval), key: key, now: clock.monotonicNow())
+        }
     }
 
     private func publish(_ transition: SharedBudgetMode.Transition?) {
@@ -381,4 +392,14 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         events.redisRoundTrip(seconds: seconds, commands: commands, failure: failure)
     }
+}
+
+/// When the local buckets of one fallback open, and which were emptied until then.
+private struct LocalOpening {
+    /// The instant after which no slot the shared schedule promised before Redis was lost can still be
+    /// spent, so local tokens may start there without any second seeing both; nil before the first fallback.
+    var opensAt: MonotonicInstant?
+    /// The keys whose local bucket was emptied up to `opensAt` in this fallback (bounded by the configured
+    /// apps × endpoints × environments).
+    var primedKeys: Set<RateLimitKey> = []
 }

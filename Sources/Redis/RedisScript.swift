@@ -27,18 +27,21 @@ extension RedisReply {
 
 extension RedisConnection {
     /// `commands` in one pipeline; when one answers NOSCRIPT, `script` is loaded and the pipeline sent once
-    /// more (a command that answered NOSCRIPT did nothing). The replies are those of `commands`.
-    package func pipeline(_ commands: [[String]], loading script: RedisScript) throws(RedisConnectionFailure)
-        -> [RedisReply]
-    {
-        let replies = try pipeline(commands)
+    /// more (a command that answered NOSCRIPT did nothing). The replies are those of `commands`. Both
+    /// round trips end by one `deadline` (by default `timeout` from now).
+    package func pipeline(
+        _ commands: [[String]], loading script: RedisScript, before deadline: RedisDeadline? = nil
+    ) throws(RedisConnectionFailure) -> [RedisReply] {
+        let deadline = deadline ?? self.deadline()
+        let replies = try pipeline(commands, before: deadline)
         guard replies.contains(where: \.isNoScript) else { return replies }
-        return Array(try pipeline([["SCRIPT", "LOAD", script.source]] + commands).dropFirst())
+        return Array(try pipeline([["SCRIPT", "LOAD", script.source]] + commands, before: deadline).dropFirst())
     }
 
-    /// Loads `script` into Redis's cache now (e.g. once per connection, so calls need not wait for NOSCRIPT).
-    package func load(_ script: RedisScript) throws(RedisConnectionFailure) {
-        let replies = try pipeline([["SCRIPT", "LOAD", script.source]])
+    /// Loads `script` into Redis's cache now (e.g. once per connection, so calls need not wait for NOSCRIPT),
+    /// before `deadline` (by default `timeout` from now).
+    package func load(_ script: RedisScript, before deadline: RedisDeadline? = nil) throws(RedisConnectionFailure) {
+        let replies = try pipeline([["SCRIPT", "LOAD", script.source]], before: deadline)
         guard replies.first?.text == script.sha else {
             close()
             throw RedisConnectionFailure(kind: .redisError, message: "SCRIPT LOAD failed: \(replies)")

@@ -1,21 +1,23 @@
 internal import CLinux
+import GatewayFoundation
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 /// One TCP connection to Redis, the owner of its file descriptor: non-blocking, every wait (the connect,
-/// each send, each receive) bounded by `timeout`, as hiredis's socket timeouts did. Sends never raise
-/// SIGPIPE (MSG_NOSIGNAL), since a Redis that closed the connection must not stop the gateway.
+/// each send, each receive) bounded by the `RedisDeadline` of the operation it belongs to, read on `clock`.
+/// Sends never raise SIGPIPE (MSG_NOSIGNAL), since a Redis that closed the connection must not stop the gateway.
 package final class RedisSocket: RedisByteStream {
     private let fd: Int32
-    private let timeoutMilliseconds: Int32
+    private let clock: any GatewayClock
 
-    /// Resolves `host` (getaddrinfo, as hiredis did) and connects to the first address that answers within
-    /// `timeout`.
-    package init(host: String, port: Int, timeout: Duration) throws(RedisConnectionFailure) {
-        let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-        timeoutMilliseconds = Int32(clamping: max(1, milliseconds))
+    /// Resolves `host` (getaddrinfo, as hiredis did) and connects to the first address that answers before
+    /// `deadline`.
+    package init(host: String, port: Int, deadline: RedisDeadline, clock: any GatewayClock)
+        throws(RedisConnectionFailure)
+    {
+        self.clock = clock
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -31,7 +33,7 @@ package final class RedisSocket: RedisByteStream {
         var candidate: UnsafeMutablePointer<addrinfo>? = first
         while let info = candidate {
             candidate = info.pointee.ai_next
-            let attempt = Self.connect(info.pointee, timeoutMilliseconds: timeoutMilliseconds)
+            let attempt = Self.connect(info.pointee, deadline: deadline, clock: clock)
             if let fd = attempt.fd {
                 self.fd = fd
                 return
@@ -43,14 +45,14 @@ package final class RedisSocket: RedisByteStream {
 
     deinit { close(fd) }
 
-    package func send(_ bytes: [UInt8]) throws(RedisConnectionFailure) {
+    package func send(_ bytes: [UInt8], before deadline: RedisDeadline) throws(RedisConnectionFailure) {
         try bytes.withUnsafeBytes { raw in
-            Result { () throws(RedisConnectionFailure) in try send(raw) }
+            Result { () throws(RedisConnectionFailure) in try send(raw, before: deadline) }
         }.get()
     }
 
-    /// Sends all of `bytes`, waiting at most `timeout` each time the socket's buffer is full.
-    package func send(_ bytes: UnsafeRawBufferPointer) throws(RedisConnectionFailure) {
+    /// Sends all of `bytes`, waiting while the socket's buffer is full, until `deadline` at the latest.
+    package func send(_ bytes: UnsafeRawBufferPointer, before deadline: RedisDeadline) throws(RedisConnectionFailure) {
         guard let base = bytes.baseAddress else { return }
         var sent = 0
         while sent < bytes.count {
@@ -64,11 +66,13 @@ package final class RedisSocket: RedisByteStream {
             guard n < 0, error == EAGAIN || error == EWOULDBLOCK else {
                 throw RedisConnectionFailure(kind: .protocolError, message: "Redis write failed: \(Self.text(error))")
             }
-            try wait(for: Int16(POLLOUT), doing: "write")
+            try wait(for: Int16(POLLOUT), doing: "write", before: deadline)
         }
     }
 
-    package func receive(into buffer: UnsafeMutableRawBufferPointer) throws(RedisConnectionFailure) -> Int {
+    package func receive(into buffer: UnsafeMutableRawBufferPointer, before deadline: RedisDeadline)
+        throws(RedisConnectionFailure) -> Int
+    {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
         while true {
             let n = recv(fd, base, buffer.count, 0)
@@ -81,20 +85,22 @@ package final class RedisSocket: RedisByteStream {
             guard error == EAGAIN || error == EWOULDBLOCK else {
                 throw RedisConnectionFailure(kind: .protocolError, message: "Redis read failed: \(Self.text(error))")
             }
-            try wait(for: Int16(POLLIN), doing: "read")
+            try wait(for: Int16(POLLIN), doing: "read", before: deadline)
         }
     }
 
-    /// Waits until the socket is ready for `events`, at most `timeout`.
-    private func wait(for events: Int16, doing what: String) throws(RedisConnectionFailure) {
+    /// Waits until the socket is ready for `events`, until `deadline` at the latest.
+    private func wait(for events: Int16, doing what: String, before deadline: RedisDeadline)
+        throws(RedisConnectionFailure)
+    {
         var descriptor = pollfd(fd: fd, events: events, revents: 0)
         while true {
-            let ready = poll(&descriptor, 1, timeoutMilliseconds)
-            if ready > 0 { return }  // ready, or an error the next call reports
-            if ready == 0 {
-                throw RedisConnectionFailure(
-                    kind: .timeout, message: "Redis \(what) timed out after \(timeoutMilliseconds) ms")
+            guard let milliseconds = deadline.pollMilliseconds(at: clock.monotonicNow()) else {
+                throw deadline.failure(doing: what)
             }
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready > 0 { return }  // ready, or an error the next call reports
+            if ready == 0 { continue }  // the deadline, checked above, decides
             let error = clinux_errno()
             guard error == EINTR else {
                 throw RedisConnectionFailure(kind: .protocolError, message: "Redis \(what) failed: \(Self.text(error))")
@@ -103,7 +109,9 @@ package final class RedisSocket: RedisByteStream {
     }
 
     /// A connected non-blocking socket to `info`'s address, or why not.
-    private static func connect(_ info: addrinfo, timeoutMilliseconds: Int32) -> (fd: Int32?, problem: String) {
+    private static func connect(_ info: addrinfo, deadline: RedisDeadline, clock: any GatewayClock) -> (
+        fd: Int32?, problem: String
+    ) {
         let flags = Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)
         let fd = socket(info.ai_family, flags, info.ai_protocol)
         guard fd >= 0 else { return (nil, text(clinux_errno())) }
@@ -113,11 +121,13 @@ package final class RedisSocket: RedisByteStream {
         var error = clinux_errno()
         if error == EINPROGRESS {
             var descriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            var ready: Int32
-            repeat { ready = poll(&descriptor, 1, timeoutMilliseconds) } while ready < 0 && clinux_errno() == EINTR
-            if ready == 0 {
-                close(fd)
-                return (nil, "timed out after \(timeoutMilliseconds) ms")
+            var ready: Int32 = 0
+            while ready == 0 || (ready < 0 && clinux_errno() == EINTR) {
+                guard let milliseconds = deadline.pollMilliseconds(at: clock.monotonicNow()) else {
+                    close(fd)
+                    return (nil, deadline.failure(doing: "connect").message)
+                }
+                ready = poll(&descriptor, 1, milliseconds)
             }
             var length = socklen_t(MemoryLayout<Int32>.size)
             error = ready < 0 ? clinux_errno() : 0

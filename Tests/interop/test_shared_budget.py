@@ -3,6 +3,7 @@ front of one simulator (Apple), which records every call it sees. Apple must nev
 perSecond + burst calls in any one-second window nor answer 429 on its own; the budget served stays at
 least 80 % of perSecond wherever the load lands; a 429 seen by one replica holds all three; losing Redis
 keeps every replica answering within the rate; Redis back restores the whole budget to one replica."""
+import hashlib
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import grpc
 import pytest
 import yaml
 
-from appstore.gateway.v1 import gateway_pb2_grpc, history_pb2
+from appstore.gateway.v1 import gateway_pb2_grpc, history_pb2, transaction_info_pb2
 from conftest import GATEWAY_BIN, Gateway
 
 PER_SECOND, BURST = 10, 2
@@ -225,6 +226,140 @@ def test_losing_redis_keeps_every_replica_within_the_rate_and_answering(cluster)
     assert_within_budget(calls, "after Redis restarted")
     assert served_per_second(calls, started + 1000, 2) >= 0.8 * PER_SECOND, "the budget did not come back"
     assert metric(env["gateways"][0], 'appstore_gateway_shared_budget_mode{mode="shared"}') == 1
+
+
+class TricklingRedis:
+    """A fake Redis on a loopback port that answers what the gateway sends as Redis would (SCRIPT LOAD with the
+    script's SHA-1, a `take` of the bucket script with every token granted now, PTTL, PING) but one byte every
+    `interval`: each byte comes well within `redis.timeout` of the last (20 ms: the issue's 40 ms, with room
+    for a loaded machine's late wake-ups), every reply far after it. Counts the replies it finished sending."""
+
+    def __init__(self, interval=0.02):
+        self.interval = interval
+        self.replies_finished = 0
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each byte sent as it is written
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    @staticmethod
+    def _command(reader):
+        """One RESP array of bulk strings, or None at end of file."""
+        line = reader.readline()
+        if not line.startswith(b"*"):
+            return None
+        arguments = []
+        for _ in range(int(line[1:])):
+            length = int(reader.readline()[1:])
+            arguments.append(reader.read(length + 2)[:-2])
+        return arguments
+
+    @staticmethod
+    def _reply(command):
+        name = command[0].upper()
+        if name == b"SCRIPT" and command[1].upper() == b"LOAD":
+            sha = hashlib.sha1(command[2]).hexdigest().encode()
+            return b"$%d\r\n%s\r\n" % (len(sha), sha)
+        if name == b"EVALSHA":
+            rest = command[3 + int(command[2]):]
+            if rest and rest[0] == b"take":  # take, interval, burst, then one wait limit per reservation
+                return b"*%d\r\n" % (len(rest) - 3) + b":0\r\n" * (len(rest) - 3)
+            return b":1\r\n"
+        if name == b"PTTL":
+            return b":-2\r\n"
+        if name == b"PING":
+            return b"+PONG\r\n"
+        return b"+OK\r\n"
+
+    def _serve(self, connection):
+        reader = connection.makefile("rb")
+        try:
+            while (command := self._command(reader)) is not None:
+                for byte in self._reply(command):
+                    connection.sendall(bytes([byte]))
+                    time.sleep(self.interval)
+                with self.lock:
+                    self.replies_finished += 1
+        except (OSError, ValueError, IndexError):
+            pass
+        finally:
+            connection.close()
+
+    def stop(self):
+        self.listener.close()
+
+
+def metric_with(gateway, name, label):
+    text = urllib.request.urlopen(gateway.admin_url + "/metrics", timeout=5).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(name) and label in line)
+
+
+def test_a_redis_trickling_its_replies_is_slower_than_the_timeout_and_the_fallback_answers():
+    """A Redis that answers one byte at a time never lets a 50 ms wait expire: the command's one deadline
+    does, the replica falls back to its share, and every Apple call is answered by it (not by Redis, and not
+    at the caller's 5 s deadline) while the probes meet the same trickle."""
+    state = tempfile.mkdtemp(prefix="gw-trickle-")
+    simulator = subprocess.Popen(
+        [GATEWAY_BIN, "simulator", "--listen", "127.0.0.1:0", "--state-dir", state, "--seed", "13",
+         "--customers", "4"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    redis = TricklingRedis()
+    gateway = None
+    try:
+        match = re.search(r"listening on (https://\S+)", simulator.stdout.readline())
+        assert match
+        config = yaml.safe_load(open(os.path.join(state, "gateway.yaml")))
+        config["apps"][0]["environment"] = "production"
+        config["rateLimits"] = {"getTransactionInfo": {"perSecond": 30, "burst": 3}, "maxWait": "1s"}
+        config["redis"] = {"url": f"redis://127.0.0.1:{redis.port}/0", "timeout": "50ms", "fallbackShare": "1/3"}
+        path = os.path.join(state, "trickle.yaml")
+        yaml.safe_dump(config, open(path, "w"))
+        index = json.load(open(os.path.join(state, "transactions.json")))
+        transactions = [c["transactionId"] for c in next(iter(index.values()))["Production"] if c["transactionId"]]
+        gateway = Gateway(["--config", path])
+        channel = grpc.insecure_channel(gateway.address)
+        stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
+        def get(number):
+            transaction = transactions[number % len(transactions)]
+            answer = stub.GetTransactionInfo(
+                transaction_info_pb2.GetTransactionInfoRequest(transaction_id=transaction), timeout=5)
+            assert answer.transaction.transaction_id == transaction
+
+        # The first call meets the fallback as it opens: the local share starts only after every shared slot
+        # promised before the loss (rateLimits.maxWait), so it is told to retry after about that long.
+        with pytest.raises(grpc.RpcError) as refused:
+            get(0)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, refused.value
+        assert "retry after" in refused.value.details()
+        time.sleep(1.5)
+        # Then every call is served at the share (10/s), while probes of the trickling Redis run.
+        for number in range(1, 7):
+            get(number)
+        channel.close()
+        assert metric(gateway, "appstore_gateway_shared_budget_fallbacks_total") >= 1
+        assert metric_with(gateway, "appstore_gateway_shared_budget_reservations_total", 'outcome="fallback"') == 7
+        assert metric_with(gateway, "appstore_gateway_redis_errors_total", 'kind="timeout"') >= 1
+        assert redis.connections >= 1
+        assert redis.replies_finished == 0, "a trickled reply was waited for to its end"
+    finally:
+        if gateway:
+            gateway.stop()
+        redis.stop()
+        simulator.terminate()
+        simulator.wait()
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (for `kubectl kustomize`) is not installed")
