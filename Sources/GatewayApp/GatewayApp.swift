@@ -30,6 +30,8 @@ public final class GatewayApp {
     private let tracer: OTLPTracer?
     private let feed: LiveNotificationFeed?
     private let access: CallerAccessSetup
+    /// The admin port's bearer token (`admin.bearerTokenFile`); nil = the admin port asks for none.
+    private let adminToken: AdminBearerToken?
     private let logger: Logger
     private var grpc: GRPCServer?
     private var webhook: WebhookRuntime?
@@ -62,9 +64,15 @@ public final class GatewayApp {
         } catch {
             throw .invalidConfiguration(error)
         }
+        do throws(ConfigurationError) {
+            adminToken = try AdminBearerToken.token(configuration).map(AdminBearerToken.init(token:))
+        } catch {
+            throw .invalidConfiguration(error)
+        }
         access = try CallerAccessSetup(
             configuration: configuration, events: accessEvents, logger: logger,
-            others: Self.resumeTokenKeyRing(configuration, service: service, logger: logger))
+            others: Self.resumeTokenKeyRing(configuration, service: service, logger: logger)
+                + Self.adminTokenFile(configuration, token: adminToken, logger: logger))
     }
 
     /// The gRPC port bound (nil unless started).
@@ -152,7 +160,7 @@ public final class GatewayApp {
                 return ports
             }, verifier: service.verifier,
             rateLimiter: service.rateLimiter, upstream: service.upstreamMetrics,
-            appNames: configuration.appNamesByBundleID)
+            appNames: configuration.appNamesByBundleID, token: adminToken)
         let admin: HTTP2Server
         do {
             admin = try HTTP2Server(
@@ -181,6 +189,27 @@ public final class GatewayApp {
         stops.unwind()
         // The spans of the last calls, within tracing.timeout.
         tracer?.shutdown(timeout: configuration.tracing.timeout)
+    }
+
+    /// The admin bearer token's file, to be re-read when it changes; without a token, a warning when the admin
+    /// port listens beyond loopback: its `/metrics` names every caller, app and budget.
+    private static func adminTokenFile(
+        _ configuration: GatewayConfiguration, token: AdminBearerToken?, logger: Logger
+    ) -> [AccessFileWatcher.Watched] {
+        guard let address = configuration.admin else { return [] }
+        guard let token else {
+            if !["localhost", "::1"].contains(address.host) && !address.host.hasPrefix("127.") {
+                logger.warning(
+                    "the admin port asks for no bearer token: anyone who reaches it may read /metrics",
+                    metadata: ["hint": "set admin.bearerTokenFile, or keep the port to your monitoring network"])
+            }
+            return []
+        }
+        return [
+            token.watching(
+                path: configuration.adminBearerTokenFile, allowReadableFile: configuration.apple.allowReadableKeyFiles,
+                logger: logger)
+        ]
     }
 
     /// The resume-token key ring's file, to be re-read when it changes; without one, a warning: the random
