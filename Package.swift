@@ -124,7 +124,7 @@ let package = Package(
             dependencies: [
                 "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "AppStoreClient",
                 "Configuration", "CallerAuthentication", "NotificationStore", "SignedData", "Observability",
-                "ProtoCodec",
+                "ProtoCodec", "Cryptography",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Prometheus metrics registry and the JSON-lines log handler; records the gRPC server's call events.
@@ -222,6 +222,7 @@ let package = Package(
             dependencies: [
                 "Edge", "ServiceHarness", "Services", "TestSupport", "GatewayFoundation", "Configuration",
                 "Cryptography", "HTTPServer", "NotificationStore", "Observability", "SignedData", "Simulator",
+                "AppStoreDomain", "GRPC",
             ]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(

@@ -20,9 +20,9 @@ enum ConfigurationLoading {
     }
 
     /// Every problem of a configuration: its keys (one problem per bad key) and, when those are fine and
-    /// `loadingFiles` (`check-config`), its apps' private keys, TLS and JWKS files and resume-token key ring.
-    /// `serve` passes false: `GatewayApp` reads each of those files once, where it builds what they hold, and
-    /// stops there on the first bad one. Paths are resolved against the file's folder.
+    /// `loadingFiles` (`check-config`), its apps' private keys, TLS and JWKS files, resume-token key ring and
+    /// admin bearer token. `serve` passes false: `GatewayApp` reads each of those files once, where it builds
+    /// what they hold, and stops there on the first bad one. Paths are resolved against the file's folder.
     static func problems(
         yaml: String, path: String?, environment: [String: String], loadingFiles: Bool = true
     ) -> (GatewayConfiguration, [ConfigurationError]) {
@@ -49,6 +49,11 @@ enum ConfigurationLoading {
         problems += accessFileProblems(configuration)
         do {
             _ = try ResumeTokenKeyRing.keys(configuration)
+        } catch {
+            problems.append(error)
+        }
+        do {
+            _ = try AdminBearerToken.token(configuration)
         } catch {
             problems.append(error)
         }

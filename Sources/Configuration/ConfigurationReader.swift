@@ -131,6 +131,13 @@ public final class ConfigurationReader {
         return mapping.keys.compactMap { $0.scalar?.string }
     }
 
+    /// Whether `path` is a mapping of keys in the document (a section rather than a value).
+    public func isMapping(_ path: String) -> Bool { node(at: path)?.mapping != nil }
+
+    /// The environment variable that overrides `path`, when it is set (for a key that is a value in one form
+    /// and a section in another, such as `admin`).
+    public func environmentOverride(_ path: String) -> String? { environment[Self.environmentName(path)] }
+
     /// Whether `path` is in the document at all (e.g. an empty list, which `count` cannot tell from absence).
     public func isPresent(_ path: String) -> Bool { node(at: path) != nil }
 

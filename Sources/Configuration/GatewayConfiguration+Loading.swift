@@ -36,11 +36,7 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             if let threads = try reader.integer("threads", in: 0...1024) { config.grpc.threads = threads }
         }
-        key { () throws(ConfigurationError) in
-            if let text = try reader.string("admin") {
-                config.admin = text.isEmpty ? nil : try address(text, key: "admin")
-            }
-        }
+        problems += adminPort(reader, into: &config)
 
         problems += transport(reader, into: &config)
 
@@ -178,6 +174,7 @@ extension GatewayConfiguration {
         }
         for index in apps.indices { apps[index].privateKeyFile = resolve(apps[index].privateKeyFile) }
         apple.caFile = resolve(apple.caFile)
+        adminBearerTokenFile = resolve(adminBearerTokenFile)
         notifications.resumeTokenKeyFile = resolve(notifications.resumeTokenKeyFile)
         notifications.store.sqlitePath = resolve(notifications.store.sqlitePath)
         notifications.webhook.tlsCertificateFile = resolve(notifications.webhook.tlsCertificateFile)

@@ -9,6 +9,10 @@ public struct GatewayConfiguration: Sendable {
     public var grpc = GRPCServerConfiguration()
     /// Admin HTTP/1.1 address for `/metrics`, `/healthz`, `/readyz`; nil ("") = off. Key `admin`, default "0.0.0.0:9090".
     public var admin: ListenAddress? = ListenAddress(host: "0.0.0.0", port: 9090)
+    /// The bearer token `/metrics` (and every admin path but the probes' `/healthz` and `/readyz`) requires:
+    /// the path of a file holding it, re-read when it changes; "" (the default) = no token asked for. Key
+    /// `admin.bearerTokenFile` (with `admin` a mapping whose `listen` is the address).
+    public var adminBearerTokenFile = ""
     /// Shutdown timing: `shutdown.drainDelay` (`shutdown.grace` is the gRPC server's, `grpc.shutdownGrace`).
     public var shutdown = Shutdown()
     /// The Apple apps callers may name. Key `apps`.

@@ -7,21 +7,31 @@ import Observability
 import SignedData
 
 /// The admin HTTP/1.1 endpoint: `/metrics` (Prometheus), `/healthz` (alive), `/readyz` (taking calls).
+///
+/// With a bearer token (`admin.bearerTokenFile`), every path but the probes' (`openPaths`) answers 401 with a
+/// `WWW-Authenticate: Bearer` challenge (RFC 6750 §3) unless the request carries the token, so an unknown
+/// path tells a scanner nothing either. The probes stay open: a kubelet probe carries no credentials, and
+/// they say only whether the process is alive and taking calls.
 public struct AdminEndpoint: HTTPRequestHandler {
     let registry: MetricsRegistry
     let board: HealthStatusBoard
     let readinessService: String
     let scrapeGauges: @Sendable () -> Void
+    let token: AdminBearerToken?
+
+    /// The paths answered without the bearer token: the liveness and readiness probes'.
+    public static let openPaths: Set<String> = ["/healthz", "/readyz"]
 
     /// `connections` (each port's connection statistics, by port name; "grpc" is the gRPC port) and
     /// `verifier` feed gauges read at each scrape; `appNames` maps bundle ids to the app names the other
-    /// metrics' `app` label uses.
+    /// metrics' `app` label uses; `token`, when given, guards every path but `openPaths`.
     public init(
         registry: MetricsRegistry, board: HealthStatusBoard, readinessService: String,
         connections: @escaping @Sendable () -> [String: ConnectionStatistics], verifier: SignedDataVerifier,
         rateLimiter: RateLimiter, upstream: @escaping @Sendable () -> UpstreamMetrics = { UpstreamMetrics() },
-        appNames: [String: String] = [:], clock: any GatewayClock = SystemClock()
+        appNames: [String: String] = [:], clock: any GatewayClock = SystemClock(), token: AdminBearerToken? = nil
     ) {
+        self.token = token
         self.registry = registry
         self.board = board
         self.readinessService = readinessService
@@ -141,6 +151,13 @@ public struct AdminEndpoint: HTTPRequestHandler {
         guard request.method == "GET" || request.method == "HEAD" else {
             return HTTPResponse(status: 405, headers: [("allow", "GET, HEAD")])
         }
+        if let token, !Self.openPaths.contains(request.path) {
+            switch Self.authorization(request.headers, token: token) {
+            case .granted: break
+            case .missing: return unauthorized(#"Bearer realm="appstore-gateway admin""#)
+            case .invalid: return unauthorized(#"Bearer realm="appstore-gateway admin", error="invalid_token""#)
+            }
+        }
         switch request.path {
         case "/metrics":
             scrapeGauges()
@@ -155,6 +172,42 @@ public struct AdminEndpoint: HTTPRequestHandler {
         default:
             return text(404, "not found: /metrics, /healthz, /readyz")
         }
+    }
+
+    /// What a request's `authorization` fields prove against `token`.
+    enum Authorization: Equatable {
+        case granted
+        /// No bearer credentials at all (none, or another scheme): challenged without an error code (RFC 6750 §3.1).
+        case missing
+        /// Bearer credentials that are not the token, malformed, or sent twice.
+        case invalid
+    }
+
+    /// Judges `headers` (lowercase names): exactly one `authorization` field, `Bearer` (any case, RFC 7235
+    /// §2.1), one or more spaces, then the token.
+    static func authorization(_ headers: [(name: String, value: String)], token: AdminBearerToken) -> Authorization {
+        let fields = headers.filter { $0.name == "authorization" }
+        guard let field = fields.first else { return .missing }
+        let value = Array(field.value.utf8)
+        let scheme = value.prefix { $0 != UInt8(ascii: " ") }
+        guard String(decoding: scheme, as: UTF8.self).lowercased() == "bearer" else {
+            return fields.count == 1 ? .missing : .invalid
+        }
+        let credentials = value.dropFirst(scheme.count).drop { $0 == UInt8(ascii: " ") }
+        guard fields.count == 1, scheme.count < value.count, AdminBearerToken.isBearerToken(credentials) else {
+            return .invalid
+        }
+        return token.accepts(credentials) ? .granted : .invalid
+    }
+
+    private func unauthorized(_ challenge: String) -> HTTPResponse {
+        HTTPResponse(
+            status: 401,
+            headers: [
+                ("www-authenticate", challenge), ("cache-control", "no-store"),
+                ("content-type", "text/plain; charset=utf-8"),
+            ],
+            body: Array("unauthorized: this path needs the admin bearer token\n".utf8))
     }
 
     private func text(_ status: Int, _ body: String) -> HTTPResponse {

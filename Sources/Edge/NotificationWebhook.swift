@@ -71,9 +71,11 @@ public struct NotificationWebhook: HTTPRequestHandler {
             metrics.reject("method")
             return HTTPResponse(status: 405, headers: [("allow", "POST")])
         }
-        // A delivery is a span of its own trace, or of the sender's when a traceparent came.
-        let trace = TraceContext(traceparent: request.header("traceparent"), tracestate: request.header("tracestate"))
+        // Anyone on the internet can send a traceparent: a delivery is the root of a trace of its own (the
+        // gateway's sampler decides, not the sender's flags), and a sender's context is only a link from it.
+        let trace = TraceContext(traceparent: nil, tracestate: nil)
         var span = tracer.span(of: trace, name: "POST webhook", kind: .server)
+        if span != nil, let link = Self.senderLink(request) { span?.links.append(link) }
         let response = respond(to: await receive(request.body, trace: span == nil ? nil : trace))
         if span != nil {
             span?.set("http.request.method", "POST")
@@ -82,6 +84,12 @@ public struct NotificationWebhook: HTTPRequestHandler {
             tracer.end(span)
         }
         return response
+    }
+
+    /// The sender's span, from a well-formed `traceparent` (and its `tracestate`), as a link; nil without one.
+    static func senderLink(_ request: HTTPRequest) -> SpanRecord.Link? {
+        TraceContext(traceparent: request.header("traceparent"), tracestate: request.header("tracestate"))
+            .callerSpanLink
     }
 
     /// The HTTP answer to a delivery's outcome, logged.

@@ -32,6 +32,8 @@ public final class GatewayApp {
     private let access: CallerAccessSetup
     /// `callers` re-read from the configuration file (nil without a file).
     private let callersReload: CallersReload?
+    /// The admin port's bearer token (`admin.bearerTokenFile`); nil = the admin port asks for none.
+    private let adminToken: AdminBearerToken?
     private let logger: Logger
     private var grpc: GRPCServer?
     private var webhook: WebhookRuntime?
@@ -66,6 +68,11 @@ public final class GatewayApp {
         } catch {
             throw .invalidConfiguration(error)
         }
+        do throws(ConfigurationError) {
+            adminToken = try AdminBearerToken.token(configuration).map(AdminBearerToken.init(token:))
+        } catch {
+            throw .invalidConfiguration(error)
+        }
         let authenticator = try CallerAccessSetup.authenticator(configuration)
         let callersReload = configurationFile.map {
             CallersReload(path: $0, apps: configuration.apps, authenticator: authenticator, logger: logger)
@@ -75,6 +82,7 @@ public final class GatewayApp {
             configuration: configuration, authenticator: authenticator, events: accessEvents, logger: logger,
             registry: registry,
             others: Self.resumeTokenKeyRing(configuration, service: service, logger: logger)
+                + Self.adminTokenFile(configuration, token: adminToken, logger: logger)
                 + (callersReload.map { [$0.watched] } ?? []))
     }
 
@@ -165,7 +173,7 @@ public final class GatewayApp {
                 return ports
             }, verifier: service.verifier,
             rateLimiter: service.rateLimiter, upstream: service.upstreamMetrics,
-            appNames: configuration.appNamesByBundleID)
+            appNames: configuration.appNamesByBundleID, token: adminToken)
         let admin: HTTP2Server
         do {
             admin = try HTTP2Server(
@@ -194,6 +202,27 @@ public final class GatewayApp {
         stops.unwind()
         // The spans of the last calls, within tracing.timeout.
         tracer?.shutdown(timeout: configuration.tracing.timeout)
+    }
+
+    /// The admin bearer token's file, to be re-read when it changes; without a token, a warning when the admin
+    /// port listens beyond loopback: its `/metrics` names every caller, app and budget.
+    private static func adminTokenFile(
+        _ configuration: GatewayConfiguration, token: AdminBearerToken?, logger: Logger
+    ) -> [AccessFileWatcher.Watched] {
+        guard let address = configuration.admin else { return [] }
+        guard let token else {
+            if !["localhost", "::1"].contains(address.host) && !address.host.hasPrefix("127.") {
+                logger.warning(
+                    "the admin port asks for no bearer token: anyone who reaches it may read /metrics",
+                    metadata: ["hint": "set admin.bearerTokenFile, or keep the port to your monitoring network"])
+            }
+            return []
+        }
+        return [
+            token.watching(
+                path: configuration.adminBearerTokenFile, allowReadableFile: configuration.apple.allowReadableKeyFiles,
+                logger: logger)
+        ]
     }
 
     /// The resume-token key ring's file, to be re-read when it changes; without one, a warning: the random

@@ -47,6 +47,33 @@ public struct SpanRecord: Sendable, Equatable {
         }
     }
 
+    /// A span of another trace this one is related to (OpenTelemetry's Span.Link): for a request whose
+    /// sender's trace context is not trusted as a parent, the sender's span.
+    public struct Link: Sendable, Equatable {
+        /// The linked span's trace id: most significant half, least significant half.
+        public var traceIDHigh: UInt64
+        public var traceIDLow: UInt64
+        public var spanID: UInt64
+        /// The linked span's W3C `tracestate`, when it came with one.
+        public var traceState: String?
+        /// The linked span's W3C trace flags (bit 0: sampled).
+        public var traceFlags: UInt8
+        /// Whether the linked span is another process's.
+        public var isRemote: Bool
+
+        public init(
+            traceIDHigh: UInt64, traceIDLow: UInt64, spanID: UInt64, traceState: String?, traceFlags: UInt8,
+            isRemote: Bool
+        ) {
+            self.traceIDHigh = traceIDHigh
+            self.traceIDLow = traceIDLow
+            self.spanID = spanID
+            self.traceState = traceState
+            self.traceFlags = traceFlags
+            self.isRemote = isRemote
+        }
+    }
+
     /// How the span's work ended (OpenTelemetry's Status: unset unless the work failed).
     public enum Status: Sendable, Equatable {
         case unset
@@ -72,6 +99,8 @@ public struct SpanRecord: Sendable, Equatable {
     public var endUnixNanos: UInt64
     public var attributes: [Attribute] = []
     public var events: [Event] = []
+    /// Spans of other traces this one is related to.
+    public var links: [Link] = []
     public var status = Status.unset
 
     /// A span of `trace` named `name`, started at `startUnixNanos` (not yet ended: `endUnixNanos` 0).

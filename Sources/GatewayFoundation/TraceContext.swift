@@ -59,6 +59,15 @@ public struct TraceContext: Sendable, Hashable {
         self.init(traceparent: traceparent, tracestate: tracestate, random: &random)
     }
 
+    /// The caller's span as a link from another trace, nil when the trace started here: how a request whose
+    /// `traceparent` is not trusted as a parent (one from the internet) still points at its sender's trace.
+    public var callerSpanLink: SpanRecord.Link? {
+        guard let parentSpan else { return nil }
+        return SpanRecord.Link(
+            traceIDHigh: traceHigh, traceIDLow: traceLow, spanID: parentSpan, traceState: traceState,
+            traceFlags: flagBits, isRemote: true)
+    }
+
     /// The `traceparent` of an outgoing request: same trace, a new child span of the gateway's span.
     public func childTraceparent<R: RandomNumberGenerator>(random: inout R) -> String {
         "00-\(traceID)-\(Self.hexString(Self.nonZero(&random)))-\(flags)"

@@ -6,9 +6,10 @@ import GatewayFoundation
 /// Field numbers are opentelemetry-proto's: ExportTraceServiceRequest.resource_spans 1; ResourceSpans
 /// resource 1, scope_spans 2; Resource.attributes 1; ScopeSpans scope 1, spans 2; InstrumentationScope name
 /// 1, version 2; Span trace_id 1, span_id 2, parent_span_id 4, name 5, kind 6, start_time_unix_nano 7
-/// (fixed64), end_time_unix_nano 8 (fixed64), attributes 9, events 11, status 15, flags 16 (fixed32);
-/// Span.Event time_unix_nano 1 (fixed64), name 2, attributes 3; Status message 2, code 3; KeyValue key 1,
-/// value 2; AnyValue string_value 1, bool_value 2, int_value 3, double_value 4.
+/// (fixed64), end_time_unix_nano 8 (fixed64), attributes 9, events 11, links 13, status 15, flags 16
+/// (fixed32); Span.Event time_unix_nano 1 (fixed64), name 2, attributes 3; Span.Link trace_id 1, span_id 2,
+/// trace_state 3, flags 6 (fixed32); Status message 2, code 3; KeyValue key 1, value 2; AnyValue string_value
+/// 1, bool_value 2, int_value 3, double_value 4.
 public struct OTLPTraceRequest: Sendable {
     /// The resource's attributes (`service.name` and the configured ones).
     public var resource: [SpanRecord.Attribute]
@@ -58,6 +59,15 @@ public struct OTLPTraceRequest: Sendable {
                 encoded.fixed64Field(1, event.timeUnixNanos)
                 encoded.stringField(2, cut(event.name))
                 for attribute in event.attributes { encoded.messageField(3) { write(attribute, into: &$0) } }
+            }
+        }
+        for link in span.links {
+            writer.messageField(13) { encoded in
+                encoded.bytesField(1, bigEndian(link.traceIDHigh) + bigEndian(link.traceIDLow))
+                encoded.bytesField(2, bigEndian(link.spanID))
+                if let state = link.traceState { encoded.stringField(3, cut(state)) }
+                // SpanFlags as for the span: trace flags, and bit 8 (known) with bit 9 (remote).
+                encoded.fixed32Field(6, UInt32(link.traceFlags) | (link.isRemote ? 0x300 : 0x100))
             }
         }
         switch span.status {

@@ -36,6 +36,18 @@ import Testing
         #expect(context.parentSpanID == nil && context.traceState == nil)
     }
 
+    /// The caller's span as a link from another trace (the webhook's): ids, flags and tracestate as sent;
+    /// none for a trace that started here.
+    @Test func theCallersSpanAsALink() throws {
+        let context = TraceContext(traceparent: "00-\(trace)-\(span)-00", tracestate: "a=1")
+        let link = try #require(context.callerSpanLink)
+        #expect(link.traceIDHigh == 0x4BF9_2F35_77B3_4DA6 && link.traceIDLow == 0xA3CE_929D_0E0E_4736)
+        #expect(link.spanID == 0x00F0_67AA_0BA9_02B7 && link.traceFlags == 0 && link.isRemote)
+        #expect(link.traceState == "a=1")
+        #expect(TraceContext(traceparent: nil, tracestate: "a=1").callerSpanLink == nil)
+        #expect(TraceContext(traceparent: "garbage", tracestate: nil).callerSpanLink == nil)
+    }
+
     /// Ids and flags are formatted back digit for digit, whatever the digits (the formatter works eight at a
     /// time: every nibble value in every position, and random ones).
     @Test func idsAndFlagsAreFormattedBackExactly() {

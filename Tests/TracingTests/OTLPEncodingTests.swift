@@ -105,6 +105,32 @@ import Testing
         #expect(decoded[1].first(15) == nil)
     }
 
+    /// Span.links (13): the linked span's trace and span ids, its tracestate, and its flags with "remote" known.
+    @Test func linksCarryTheLinkedSpanItsStateAndWhetherItIsRemote() throws {
+        var span = sampleSpan()
+        span.links = [
+            SpanRecord.Link(
+                traceIDHigh: 0x0102_0304_0506_0708, traceIDLow: 0x090A_0B0C_0D0E_0F10, spanID: 0x00F0_67AA_0BA9_02B7,
+                traceState: "vendor=opaque", traceFlags: 1, isRemote: true),
+            SpanRecord.Link(
+                traceIDHigh: 0, traceIDLow: 1, spanID: 2, traceState: nil, traceFlags: 0, isRemote: false),
+        ]
+        let request = OTLPTraceRequest(resource: [], scopeName: "s", scopeVersion: "")
+        let decoded = try #require(
+            WireReader.fields(request.encode([span]))?.first(1)?.message?.first(2)?.message?.first(2)?.message)
+        let links = decoded.values(13).compactMap(\.message)
+        #expect(links.count == 2)
+        #expect(links[0].first(1)?.bytes == Array(1...16))
+        #expect(links[0].first(2)?.bytes == [0x00, 0xF0, 0x67, 0xAA, 0x0B, 0xA9, 0x02, 0xB7])
+        #expect(links[0].first(3)?.string == "vendor=opaque")
+        #expect(links[0].first(6) == .fixed32(0x301))
+        #expect(links[1].first(3) == nil && links[1].first(6) == .fixed32(0x100))
+        // A span without links writes none.
+        let plain = try #require(
+            WireReader.fields(request.encode([sampleSpan()]))?.first(1)?.message?.first(2)?.message?.first(2)?.message)
+        #expect(plain.first(13) == nil)
+    }
+
     @Test func longStringsAreCutAtACharacterBoundary() throws {
         var request = OTLPTraceRequest(resource: [], scopeName: "s", scopeVersion: "")
         request.maxStringBytes = 4

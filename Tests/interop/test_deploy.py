@@ -95,7 +95,7 @@ def test_kustomization_lists_every_base_manifest_but_the_examples():
         listed = set(yaml.safe_load(f)["resources"])
     present = {os.path.basename(p) for p in glob.glob(os.path.join(BASE, "*.yaml"))} - {"kustomization.yaml"}
     assert listed == present - {"secret.example.yaml", "jwks-configmap.example.yaml",
-                                "resume-token-keys-secret.example.yaml"}
+                                "resume-token-keys-secret.example.yaml", "admin-token-secret.example.yaml"}
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (for `kubectl kustomize`) is not installed")
@@ -150,7 +150,7 @@ def test_the_admin_port_answers_the_probes_as_the_manifest_asks(fresh_gateway):
 
 def test_services_speak_h2c_on_the_container_ports():
     ports = {p["name"]: p["containerPort"] for p in _container()["ports"]}
-    admin_port = int(_gateway_config()["admin"].rsplit(":", 1)[1])
+    admin_port = int(_gateway_config()["admin"]["listen"].rsplit(":", 1)[1])
     assert ports["admin"] == admin_port
     service = _base("Service", "appstore-gateway")
     by_name = {p["name"]: p for p in service["spec"]["ports"]}
@@ -211,6 +211,16 @@ def test_network_policy_allows_clients_in_and_only_https_and_dns_out():
             assert set(peer) == {"namespaceSelector"}, "ingress only from labelled namespaces"
     assert {"appstore-gateway-client": "true"} in [
         peer["namespaceSelector"]["matchLabels"] for rule in policy["ingress"] for peer in rule["from"]]
+    # The admin port (its /metrics names every caller) only from the monitoring namespaces, the gRPC port
+    # only from the clients'.
+    admin_port = {p["name"]: p["containerPort"] for p in _container()["ports"]}["admin"]
+    opened = {}
+    for rule in policy["ingress"]:
+        for peer in rule["from"]:
+            for port in rule["ports"]:
+                opened.setdefault(port["port"], []).append(peer["namespaceSelector"]["matchLabels"])
+    assert opened[admin_port] == [{"appstore-gateway-metrics": "true"}], opened
+    assert opened[50051] == [{"appstore-gateway-client": "true"}], opened
     egress = {(p.get("protocol", "TCP"), p["port"]) for rule in policy["egress"] for p in rule["ports"]}
     assert egress == {("TCP", 443), ("UDP", 53), ("TCP", 53)}
 
@@ -329,6 +339,42 @@ def test_the_example_key_ring_is_refused_so_no_pod_runs_with_a_published_key(tmp
     assert "notifications.resumeTokenKeyFile" in checked.stdout and "line 2" in checked.stdout, checked.stdout
 
 
+def test_admin_token_secret_is_mounted_as_a_directory_where_the_config_points():
+    token = _gateway_config()["admin"]["bearerTokenFile"]
+    pod = _base("Deployment")["spec"]["template"]["spec"]
+    (mount,) = [m for m in _container()["volumeMounts"] if m["mountPath"] == os.path.dirname(token)]
+    assert "subPath" not in mount, "a subPath mount never sees Secret updates (token rotation)"
+    assert mount["readOnly"] is True
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert volume["secret"]["defaultMode"] == 0o400
+    assert [item["path"] for item in volume["secret"]["items"]] == [os.path.basename(token)]
+    (secret,) = _documents(os.path.join(BASE, "admin-token-secret.example.yaml"))
+    assert secret["metadata"]["name"] == volume["secret"]["secretName"]
+    assert list(secret["stringData"]) == [item["key"] for item in volume["secret"]["items"]]
+
+
+def test_the_example_admin_token_is_refused_so_no_pod_runs_with_a_published_token(tmp_path):
+    (secret,) = _documents(os.path.join(BASE, "admin-token-secret.example.yaml"))
+    token = tmp_path / "token"
+    token.write_text(secret["stringData"]["token"])
+    token.chmod(0o400)
+    config = _configmap_config_with_key(_kubelet_secret_mount(tmp_path / "secrets", "key.p8", 0o400))
+    config["admin"] = {"listen": "127.0.0.1:0", "bearerTokenFile": str(token)}
+    checked = _check_config(config, tmp_path)
+    assert checked.returncode == 1
+    assert "admin.bearerTokenFile" in checked.stdout and "PLACEHOLDER" not in checked.stdout, checked.stdout
+
+
+def _throwaway_admin_token(directory):
+    """An admin bearer token, private to its owner, standing in for the Secret's."""
+    import base64
+
+    path = directory / "admin-token"
+    path.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
+    path.chmod(0o400)
+    return str(path)
+
+
 def test_configmap_config_is_accepted_by_the_gateway(tmp_path):
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -342,7 +388,8 @@ def test_configmap_config_is_accepted_by_the_gateway(tmp_path):
     for app in config["apps"]:
         app["privateKeyFile"] = str(key_path)
     config["verification"]["rootCertificates"] = [os.path.join(ROOT, "certs", "AppleRootCA-G3.cer")]
-    config["admin"] = "127.0.0.1:0"  # the admin port may be taken on a test machine
+    config["admin"]["listen"] = "127.0.0.1:0"  # the admin port may be taken on a test machine
+    config["admin"]["bearerTokenFile"] = _throwaway_admin_token(tmp_path)
     # The JWKS ConfigMap is the cluster's: a JWKS with a key generated here stands in for it.
     config["authentication"]["jwt"]["jwksFile"] = str(_throwaway_jwks(tmp_path))
     config["notifications"]["resumeTokenKeyFile"] = _throwaway_key_ring(tmp_path)

@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from datetime import datetime, timedelta, timezone
 
@@ -622,3 +623,93 @@ def test_a_whole_header_block_split_over_continuations_is_served(fresh_gateway):
             received += chunk
         assert any(kind == 0x1 and stream == 1 for kind, _, stream, _ in frames(received))  # the answer
         assert goaway_debug(received) == []
+# MARK: the admin port's bearer token (admin.bearerTokenFile)
+
+ADMIN_TOKEN = "k3Jz0Q9mXvYt2bLw8pRe5sUa7dHn4cGf1iOyZ6TqBxM="
+ROTATED_TOKEN = "Zq8pN2vXc5LmR7tY0wBs4KdHf9JgA1eUoIi6TyQxWc3="
+
+
+def admin_get(gw, path, token=None):
+    """(status, headers (names in any case), body) of a GET on the admin port, with `Authorization: Bearer token`
+    when given."""
+    request = urllib.request.Request(gw.admin_url + path)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, answer.headers, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read().decode()
+
+
+def write_secret(path, text, mode=0o600):
+    """Writes `text` to `path` the way a Secret update lands: a new file renamed over the old one."""
+    staged = f"{path}.new"
+    with open(staged, "w") as f:
+        f.write(text)
+    os.chmod(staged, mode)
+    os.replace(staged, path)
+
+
+def admin_token_gateway(tmp_path):
+    """A gateway whose admin port asks for ADMIN_TOKEN, from a token file named relative to its config."""
+    write_secret(tmp_path / "admin-token", ADMIN_TOKEN + "\n")
+    config = tmp_path / "gateway.yaml"
+    config.write_text(yaml.safe_dump({"admin": {"listen": "127.0.0.1:0", "bearerTokenFile": "admin-token"}}))
+    return Gateway(["--config", str(config)])
+
+
+def test_admin_metrics_need_the_bearer_token_and_the_probes_stay_open(tmp_path):
+    gw = admin_token_gateway(tmp_path)
+    try:
+        status, headers, body = admin_get(gw, "/metrics")
+        assert status == 401 and "appstore_gateway" not in body
+        assert headers["WWW-Authenticate"] == 'Bearer realm="appstore-gateway admin"'
+        status, headers, _ = admin_get(gw, "/metrics", token=ROTATED_TOKEN)
+        assert status == 401
+        assert headers["WWW-Authenticate"] == 'Bearer realm="appstore-gateway admin", error="invalid_token"'
+        # An unknown path tells nothing without the token either.
+        assert admin_get(gw, "/anything")[0] == 401
+        status, _, body = admin_get(gw, "/metrics", token=ADMIN_TOKEN)
+        assert status == 200 and "# TYPE appstore_gateway_open_connections gauge" in body
+        # Kubelet probes carry no credentials.
+        assert admin_get(gw, "/healthz")[:1] == (200,)
+        assert admin_get(gw, "/readyz")[:1] == (200,)
+    finally:
+        gw.stop()
+
+
+def test_a_rotated_admin_token_is_in_force_without_a_restart(tmp_path):
+    gw = admin_token_gateway(tmp_path)
+    try:
+        assert admin_get(gw, "/metrics", token=ADMIN_TOKEN)[0] == 200
+        write_secret(tmp_path / "admin-token", ROTATED_TOKEN)
+        wait_until(lambda: admin_get(gw, "/metrics", token=ROTATED_TOKEN)[0] == 200, seconds=30)
+        assert admin_get(gw, "/metrics", token=ADMIN_TOKEN)[0] == 401
+        # A bad file keeps the token in force (and never shows up in the log).
+        write_secret(tmp_path / "admin-token", "too short\n")
+        wait_until(lambda: "kept the previous admin bearer token" in gw.read_log(), seconds=30)
+        assert admin_get(gw, "/metrics", token=ROTATED_TOKEN)[0] == 200
+        assert ROTATED_TOKEN not in gw.read_log() and ADMIN_TOKEN not in gw.read_log()
+    finally:
+        gw.stop()
+
+
+@pytest.mark.parametrize("content, mode, problem", [
+    (ADMIN_TOKEN, 0o644, "mode 644"),
+    ("short", 0o600, "of 5 characters"),
+])
+def test_an_admin_token_file_others_may_read_or_a_weak_token_stops_the_start(tmp_path, content, mode, problem):
+    write_secret(tmp_path / "admin-token", content, mode)
+    config = tmp_path / "gateway.yaml"
+    config.write_text(yaml.safe_dump({"admin": {"bearerTokenFile": "admin-token"}}))
+    from conftest import GATEWAY_BIN
+    checked = subprocess.run([GATEWAY_BIN, "check-config", "--config", str(config)],
+                             capture_output=True, text=True, timeout=30)
+    assert checked.returncode == 1
+    assert "admin.bearerTokenFile" in checked.stdout and problem in checked.stdout, checked.stdout
+    assert ADMIN_TOKEN not in checked.stdout
+    started = subprocess.run([GATEWAY_BIN, "serve", "--listen", "127.0.0.1:0", "--config", str(config)],
+                             capture_output=True, text=True, timeout=30,
+                             env={**os.environ, "APPSTORE_GATEWAY_ADMIN": "127.0.0.1:0"})
+    assert started.returncode == 1 and "admin.bearerTokenFile" in started.stderr, started.stderr

@@ -69,6 +69,16 @@ def test_pod_monitor_scrapes_the_admin_port_of_the_gateway_pods():
     (endpoint,) = monitor["podMetricsEndpoints"]
     assert endpoint["port"] in {p["name"] for p in _container()["ports"]} and endpoint["port"] == "admin"
     assert endpoint["path"] == "/metrics"
+    # The admin port asks for its bearer token: the scrape sends the Secret the pods mount as the token file.
+    assert endpoint["authorization"]["type"] == "Bearer"
+    credentials = endpoint["authorization"]["credentials"]
+    (volume,) = [v for v in _base("Deployment")["spec"]["template"]["spec"]["volumes"]
+                 if v.get("secret", {}).get("secretName") == credentials["name"]]
+    (mount,) = [m for m in _container()["volumeMounts"] if m["name"] == volume["name"]]
+    (item,) = [i for i in volume["secret"]["items"] if i["key"] == credentials["key"]]
+    token_file = yaml.safe_load(_base("ConfigMap", "appstore-gateway-config")["data"]["gateway.yaml"])["admin"][
+        "bearerTokenFile"]
+    assert token_file == os.path.join(mount["mountPath"], item["path"])
 
 
 def test_prometheus_rule_covers_the_promised_alerts_and_parses(tmp_path):

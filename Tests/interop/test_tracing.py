@@ -375,3 +375,38 @@ def test_webhook_receipts_store_commits_and_redis_budget_calls_are_spans():
     for _, reservation in budget:
         assert reservation.trace_id == server.trace_id and reservation.parent_span_id == server.span_id
     assert all(resource["service.name"] == "hooks" for resource, _ in receiver.spans())
+
+
+def test_a_webhook_delivery_is_a_new_root_span_linked_to_the_senders_context():
+    """Anyone on the internet can send a traceparent: the webhook's span starts a trace of its own (never a
+    child of the sender's span, nor sampled by the sender's flags), and the sender's context is a span link."""
+    import requests
+
+    from test_webhook import Simulator, WebhookGateway, database_path
+
+    sender_trace, sender_span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    receiver = OTLPReceiver()
+    sim = Simulator()
+    try:
+        gw = WebhookGateway(sim, database_path(), extra={
+            "tracing": {"endpoint": receiver.url, "scheduleDelay": "50ms"}})
+        try:
+            answer = requests.post(gw.webhook, data=b"{}", timeout=10, headers={
+                "content-type": "application/json", "traceparent": f"00-{sender_trace}-{sender_span}-00",
+                "tracestate": "vendor=opaque"})
+            assert answer.status_code == 400
+            (receipt,) = [s for _, s in receiver.wait_for(lambda s: s.name == "POST webhook")]
+        finally:
+            gw.stop()
+    finally:
+        sim.stop()
+        receiver.close()
+
+    assert receipt.kind == trace_pb2.Span.SPAN_KIND_SERVER
+    assert receipt.trace_id != bytes.fromhex(sender_trace) and len(receipt.trace_id) == 16
+    assert receipt.parent_span_id == b""
+    assert receipt.flags & 0x1 == 1  # sampled here, though the sender's flags said not sampled
+    (link,) = receipt.links
+    assert link.trace_id == bytes.fromhex(sender_trace) and link.span_id == bytes.fromhex(sender_span)
+    assert link.trace_state == "vendor=opaque"
+    assert link.flags == 0x300  # the sender's flags (not sampled), and "remote" known and set
