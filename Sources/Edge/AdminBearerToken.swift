@@ -114,17 +114,12 @@ public final class AdminBearerToken: Sendable {
     }
 
     /// What re-reads the token file at `path` when it changes (a Kubernetes Secret update): the new token is
-    /// in force at once; a file that fails to load leaves the token in force and is logged. Never logs the token.
+    /// in force at once; a file that fails to load leaves the token in force (the watcher logs it at error level
+    /// and counts it as `file="admin_token"`). Never logs the token.
     public func watching(path: String, allowReadableFile: Bool, logger: Logger) -> AccessFileWatcher.Watched {
-        AccessFileWatcher.Watched(paths: [path]) { [self] in
-            do throws(ConfigurationError) {
-                replace(with: try Self.load(path: path, allowReadableFile: allowReadableFile))
-                logger.info("reloaded the admin bearer token", metadata: ["file": "\(path)"])
-            } catch {
-                logger.warning(
-                    "kept the previous admin bearer token",
-                    metadata: ["file": "\(path)", "problem": "\(error.problem)"])
-            }
+        AccessFileWatcher.Watched(paths: [path], file: "admin_token", what: "admin bearer token") { [self] in
+            replace(with: try Self.load(path: path, allowReadableFile: allowReadableFile))
+            logger.info("reloaded the admin bearer token", metadata: ["file": "\(path)"])
         }
     }
 }
