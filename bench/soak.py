@@ -6,8 +6,9 @@ Load (loopback only, bounded by SECONDS): GetHistory (some with all_pages, some 
 VerifyJWS (genuine and garbage), StreamNotifications read partly then cancelled, health checks. The
 simulator answers 5000001 on every 7th call (retried by the gateway). Passes when the process stays up,
 every error is one the load provoked (UNAVAILABLE after injected faults, DEADLINE_EXCEEDED, CANCELLED),
-and RSS shows no growth trend: the mean of the last third of samples is within 15 % + 8 MiB of the middle
-third's."""
+the gateway sent no GOAWAY INTERNAL_ERROR (its appstore_gateway_goaway_sent_total, scraped at the end: the
+calls' outcomes do not show one, since grpcio re-dials), and RSS shows no growth trend: the mean of the last
+third of samples is within 15 % + 8 MiB of the middle third's."""
 import concurrent.futures
 import json
 import os
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 import grpc
 import yaml
@@ -41,7 +43,7 @@ def main():
                             "--fault-every", "7"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert "listening" in sim.stdout.readline()
     config = yaml.safe_load(open(os.path.join(state, "gateway.yaml")))
-    config.update({"listen": "127.0.0.1:0", "admin": "", "logging": {"level": "warning"}})
+    config.update({"listen": "127.0.0.1:0", "admin": "127.0.0.1:0", "logging": {"level": "warning"}})
     config["rateLimits"] = {"getTransactionHistory": {"perSecond": 5000, "burst": 5000},
                             "getNotificationHistory": {"perSecond": 5000, "burst": 5000}}
     yaml.safe_dump(config, open(os.path.join(state, "soak.yaml"), "w"))
@@ -49,6 +51,7 @@ def main():
     gw = subprocess.Popen([BIN, "serve", "--config", os.path.join(state, "soak.yaml")], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True, env=env)
     port = re.search(r":(\d+)$", gw.stdout.readline().strip()).group(1)
+    admin = re.search(r"admin on (http://\S+)", gw.stdout.readline()).group(1)
     index = json.load(open(os.path.join(state, "transactions.json")))
     ids = [c["transactionId"] for c in next(iter(index.values()))["Production"] if c["transactionId"]]
     jws = open(os.path.join(ROOT, "Tests", "SignedDataTests", "Fixtures", "transaction-Sandbox-1.jws")).read()
@@ -104,6 +107,7 @@ def main():
         for f in futures:
             f.result()
     alive = gw.poll() is None
+    goaways = goaways_sent(admin) if alive else {}
     gw.send_signal(signal.SIGTERM)
     exit_code = gw.wait(timeout=30)
     sim.terminate()
@@ -115,10 +119,20 @@ def main():
     growth_ok = last <= middle * 1.15 + 8 * 1024
     print(json.dumps({"seconds": SECONDS, "calls": {f"{k[0]}:{k[1]}": v for k, v in sorted(counts.items())},
                       "rss_mib_middle": round(middle / 1024, 1), "rss_mib_last": round(last / 1024, 1),
-                      "unexpected": unexpected[:10], "alive": alive, "exit": exit_code}, indent=1))
-    ok = alive and exit_code == 0 and not unexpected and growth_ok and len(samples) >= 3
+                      "goaways_sent": goaways, "unexpected": unexpected[:10], "alive": alive, "exit": exit_code},
+                     indent=1))
+    ok = alive and exit_code == 0 and not unexpected and growth_ok and len(samples) >= 3 and \
+        goaways.get("INTERNAL_ERROR", 0) == 0
     print("soak: PASS" if ok else "soak: FAIL")
     return 0 if ok else 1
+
+
+def goaways_sent(admin):
+    """GOAWAY frames the gateway sent so far, by code (appstore_gateway_goaway_sent_total)."""
+    text = urllib.request.urlopen(admin + "/metrics", timeout=10).read().decode()
+    prefix = 'appstore_gateway_goaway_sent_total{code="'
+    return {line[len(prefix):].split('"', 1)[0]: int(float(line.rsplit(" ", 1)[1]))
+            for line in text.splitlines() if line.startswith(prefix)}
 
 
 if __name__ == "__main__":

@@ -55,6 +55,12 @@ public struct AdminEndpoint: HTTPRequestHandler {
             "appstore_gateway_tls_handshakes_total",
             help: "TLS handshakes completed, per port; resumed=\"true\" for those that resumed a session.",
             labelNames: ["port", "resumed"])
+        let goaways = registry.counter(
+            "appstore_gateway_goaway_sent_total",
+            help: "GOAWAY frames the gRPC and webhook ports sent, by HTTP/2 error code (RFC 9113 §7); the log says "
+                + "why. NO_ERROR is a graceful close (idle, maximum age, shutdown: two frames each); any other code "
+                + "made a client drop its connection.",
+            labelNames: ["code"])
         let hits = registry.counter(
             "appstore_gateway_verification_chain_cache_hits_total", help: "Verified-chain cache hits."
         ).labels()
@@ -111,6 +117,10 @@ public struct AdminEndpoint: HTTPRequestHandler {
                     deadlineCloses.labels(port, deadline.rawValue).follow(total: Double(count))
                 }
             }
+            // Summed over the ports; the codes an alert watches are there from the start, at zero.
+            var sent: [HTTP2ErrorCode: Int] = [.noError: 0, .protocolError: 0, .internalError: 0, .enhanceYourCalm: 0]
+            for statistics in ports.values { sent.merge(statistics.goawaysSent, uniquingKeysWith: +) }
+            for (code, count) in sent { goaways.labels(code.name).follow(total: Double(count)) }
             let hit = Double(verifier.chainCacheHits)
             let miss = Double(verifier.chainCacheMisses)
             // The server, the verifier and the upstream client keep running totals; the counters follow them.

@@ -47,10 +47,11 @@ public final class GRPCServer: Sendable {
     /// A server of `services` with `configuration`'s limits and timers. `events` hears every call's start and
     /// end (metrics, access log); `callGuard` (nil = anyone) is asked before any handler runs, for every call of
     /// a service that is not open (`GRPCService.isOpen`: health and reflection are); `tls` puts TLS on the port
-    /// (ALPN h2; client certificates when its context asks for them), nil = h2c.
+    /// (ALPN h2; client certificates when its context asks for them), nil = h2c; `onGoaway` hears every GOAWAY
+    /// a connection sends, on its loop.
     public init(
         configuration: GRPCServerConfiguration, services: [GRPCService], events: any RPCEvents = SilentRPCEvents(),
-        callGuard: (any CallGuard)? = nil, tls: TLSContext? = nil
+        callGuard: (any CallGuard)? = nil, tls: TLSContext? = nil, onGoaway: (@Sendable (SentGoaway) -> Void)? = nil
     ) throws(SystemError) {
         let threads = configuration.threads > 0 ? configuration.threads : Self.coreCount()
         let router = Router(
@@ -63,7 +64,7 @@ public final class GRPCServer: Sendable {
         self.configuration = configuration
         self.http2 = try HTTP2Server(
             address: configuration.listen, threads: threads, configuration: configuration.http2,
-            transport: tls.map { .tls($0) } ?? .cleartextHTTP2, responder: router)
+            transport: tls.map { .tls($0) } ?? .cleartextHTTP2, responder: router, onGoaway: onGoaway)
     }
 
     /// The bound port.

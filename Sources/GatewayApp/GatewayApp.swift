@@ -127,7 +127,8 @@ public final class GatewayApp {
             server = try GRPCServer(
                 configuration: configuration.grpc, services: services,
                 events: tracer.map { TracingRPCEvents(inner: events, tracer: $0) } ?? events,
-                callGuard: access.callGuard, tls: access.tlsContext)
+                callGuard: access.callGuard, tls: access.tlsContext,
+                onGoaway: { [logger] goaway in Self.log(goaway, logger: logger) })
         } catch {
             throw GatewayStartError("cannot listen on \(configuration.grpc.listen): \(error)")
         }
@@ -161,6 +162,16 @@ public final class GatewayApp {
                 self.admin = nil
             }
         }
+    }
+
+    /// A GOAWAY the gRPC port sent: a routine close (NO_ERROR: idle, maximum age, shutdown) at debug, any
+    /// other code at warning, since the client then tears its connection down and dials again.
+    private static func log(_ goaway: SentGoaway, logger: Logger) {
+        let metadata: Logger.Metadata = [
+            "code": "\(goaway.code.name)", "reason": "\(goaway.reason)",
+            "last_stream_id": .stringConvertible(goaway.lastStreamID),
+        ]
+        logger.log(level: goaway.code == .noError ? .debug : .warning, "sent GOAWAY", metadata: metadata)
     }
 
     private func startAdmin(_ address: ListenAddress, grpc server: GRPCServer) throws(GatewayStartError) -> HTTP2Server

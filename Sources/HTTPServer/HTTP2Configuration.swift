@@ -27,6 +27,10 @@ public struct HTTP2Configuration: Sendable, Hashable {
     public var maxPingStrikes = 2
     /// How long the first GOAWAY of a graceful close waits for the PING that confirms it (RFC 9113 §6.8).
     public var goawayPingTimeout: Duration = .seconds(1)
+    /// RST_STREAM frames a client may send for streams the server has not answered yet before its connection
+    /// ends with GOAWAY ENHANCE_YOUR_CALM "too_many_resets" (rapid reset, CVE-2023-44487; `ResetBudget`).
+    /// Resets of answered streams (a gRPC client cancelling a server stream) are never counted. nil: no limit.
+    public var unansweredResetLimit: UnansweredResetLimit? = UnansweredResetLimit(burst: 1_000, perSecond: 200)
     /// Response bytes buffered per stream above which producers wait (`HTTP2Stream.bufferedBytes`).
     public var streamWriteHighWatermark: Int = 256 * 1024
     /// Bytes of encoded frames a connection buffers for the socket before it stops asking nghttp2 for more.

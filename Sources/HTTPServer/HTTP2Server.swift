@@ -30,6 +30,8 @@ public struct ConnectionStatistics: Sendable, Hashable {
     public var tlsHandshakes: Int
     /// Of those, the handshakes that resumed an earlier session (by ticket or session id).
     public var resumedTLSHandshakes: Int
+    /// GOAWAY frames sent since start, by error code (both frames of a graceful close count).
+    public var goawaysSent: [HTTP2ErrorCode: Int]
 }
 
 /// A connection in its handshake, as the loops of a server name it to each other: the loop serving it, its
@@ -52,6 +54,8 @@ final class ServerCounters: Sendable {
     private let prefaceDeadlineClosed = Atomic<Int>(0)
     private let tlsHandshakes = Atomic<Int>(0)
     private let resumedHandshakes = Atomic<Int>(0)
+    /// At most a frame or two per connection: a lock costs nothing here.
+    private let goaways = Lock<[HTTP2ErrorCode: Int]>([:])
     /// Request bytes held by every connection of the server.
     let receiveBudget: SharedReceiveBudget
     init(maxBufferedBytes: Int, maxPendingHandshakesPerAddress: Int = 0) {
@@ -82,6 +86,7 @@ final class ServerCounters: Sendable {
         tlsHandshakes.add(1, ordering: .relaxed)
         if resumed { resumedHandshakes.add(1, ordering: .relaxed) }
     }
+    func goawaySent(_ code: HTTP2ErrorCode) { goaways.withLock { $0[code, default: 0] += 1 } }
     var openConnections: Int { open.load(ordering: .relaxed) }
     var pendingHandshakes: Int { pending.load(ordering: .relaxed) }
     var statistics: ConnectionStatistics {
@@ -93,7 +98,8 @@ final class ServerCounters: Sendable {
             ],
             closedByAddressLimit: addressLimitClosed.load(ordering: .relaxed),
             tlsHandshakes: tlsHandshakes.load(ordering: .relaxed),
-            resumedTLSHandshakes: resumedHandshakes.load(ordering: .relaxed))
+            resumedTLSHandshakes: resumedHandshakes.load(ordering: .relaxed),
+            goawaysSent: goaways.withLock { $0 })
     }
 }
 
@@ -199,10 +205,12 @@ public final class HTTP2Server: Sendable {
     private let threadName: String
 
     /// Binds every loop's listener; `start()` begins serving, on threads named `threadName-0`, `-1`, ….
+    /// `onGoaway` hears every GOAWAY a connection sends (on that connection's loop: keep it short).
     public init(
         address: ListenAddress, threads: Int, configuration: HTTP2Configuration,
         transport: ServerTransport = .cleartextHTTP2, responder: HTTP2Responder,
-        requestHandler: HTTPRequestHandler? = nil, threadName: String = "h2-loop"
+        requestHandler: HTTPRequestHandler? = nil, threadName: String = "h2-loop",
+        onGoaway: (@Sendable (SentGoaway) -> Void)? = nil
     ) throws(SystemError) {
         self.threadName = threadName
         let count = max(1, threads)
@@ -220,7 +228,8 @@ public final class HTTP2Server: Sendable {
             let eventLoop = try EventLoop(index: index)
             let serverLoop = try ServerLoop(
                 eventLoop: eventLoop, listener: listener, transport: transport, responder: responder,
-                requestHandler: requestHandler, configuration: configuration, counters: counters, spread: spread)
+                requestHandler: requestHandler, configuration: configuration, counters: counters, spread: spread,
+                onGoaway: onGoaway)
             loops.append(LoopBound(serverLoop, beforeStartOf: eventLoop))
             eventLoops.append(eventLoop)
         }

@@ -43,6 +43,8 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     private var management: ConnectionManagement
     /// When the socket was last read: the `receivedAt` of the requests those bytes opened.
     private var readAt: MonotonicInstant?
+    /// Resets of streams not answered yet that the client may still send (nil: no limit).
+    private var unansweredResets: ResetBudget?
     /// The stream the last callback was about: nghttp2 calls back several times in a row for one stream (each
     /// header field, then the frame), and this spares the lookup of its user data each time. Unretained, like
     /// nghttp2's user data: `streams` owns the stream, and `streamClosed`/`close()` forget it before letting go.
@@ -73,6 +75,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         self.budget = owner.receiveBudget
         self.management = ConnectionManagement(
             policy: .init(configuration, ageJitter: Double.random(in: 0.9...1.1)), now: .now())
+        self.unansweredResets = configuration.unansweredResetLimit.map { ResetBudget($0, now: .now()) }
         var session: OpaquePointer?
         let rc = nghttp2_session_server_new2(
             &session, NGHTTP2Callbacks.shared.pointer, Unmanaged.passUnretained(self).toOpaque(),
@@ -597,6 +600,21 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
             housekeepingDue(by: management.nextDeadline)
             if draining { needsFlush() }
         }
+    }
+
+    /// The client reset a stream (RST_STREAM; nghttp2 closes it next). Cancelling a stream the server has not
+    /// answered spends the connection's budget (`ResetBudget`); past it the connection ends with GOAWAY
+    /// ENHANCE_YOUR_CALM "too_many_resets". A stream already answered, or already gone, costs nothing.
+    func resetReceived(streamID: Int32) {
+        guard let stream = stream(streamID), !stream.hasResponded, !management.refusesNewStreams else { return }
+        if unansweredResets?.unansweredReset(now: readAt ?? .now()) == false {
+            perform(management.closeNow(.enhanceYourCalm, debug: "too_many_resets"))
+        }
+    }
+
+    /// nghttp2 sent a GOAWAY on this connection: the owner counts it and reports why.
+    func goawaySent(_ goaway: SentGoaway) {
+        owner.goawaySent(goaway)
     }
 
     /// A SETTINGS frame from the client. The first one completes the client's connection preface (nghttp2

@@ -40,11 +40,15 @@ protocol ConnectionOwner: AnyObject {
     /// The connection finished its handshake (TLS, and for HTTP/2 the client preface): from now on it counts as
     /// an open connection, and its handshake deadline no longer applies.
     func connectionEstablished(_ connection: LoopConnection)
+    /// An HTTP/2 connection sent a GOAWAY frame.
+    func goawaySent(_ goaway: SentGoaway)
 }
 
 extension ConnectionOwner {
     /// Owners without handshake deadlines (a test driving a connection over bytes) have nothing to do.
     func connectionEstablished(_ connection: LoopConnection) {}
+    /// Owners that count nothing have nothing to do.
+    func goawaySent(_ goaway: SentGoaway) {}
 }
 
 /// The server's share of one event loop: its SO_REUSEPORT listener and the connections accepted there.
@@ -60,6 +64,8 @@ final class ServerLoop: EventSource, ConnectionOwner {
     private let counters: ServerCounters
     /// Where a connection accepted here is served: this loop, or a loop holding fewer.
     private let spread: ConnectionSpread
+    /// Hears every GOAWAY this loop's connections send (a log line), on the loop.
+    private let onGoaway: (@Sendable (SentGoaway) -> Void)?
     private var connections: [Int32: LoopConnection] = [:]
     /// A connection of `connections` still in its handshake.
     private struct Handshake {
@@ -82,8 +88,9 @@ final class ServerLoop: EventSource, ConnectionOwner {
     init(
         eventLoop: EventLoop, listener: ListeningSocket, transport: ServerTransport, responder: HTTP2Responder,
         requestHandler: HTTPRequestHandler?, configuration: HTTP2Configuration,
-        counters: ServerCounters, spread: ConnectionSpread
+        counters: ServerCounters, spread: ConnectionSpread, onGoaway: (@Sendable (SentGoaway) -> Void)? = nil
     ) throws(SystemError) {
+        self.onGoaway = onGoaway
         self.eventLoop = eventLoop
         self.listener = listener
         self.transport = transport
@@ -239,6 +246,12 @@ final class ServerLoop: EventSource, ConnectionOwner {
             connection.beginGracefulClose()
         }
         if listenerPaused { resumeListener() }  // a handshake slot is free again
+    }
+
+    /// Counted for `ConnectionStatistics` and told to the server's observer.
+    func goawaySent(_ goaway: SentGoaway) {
+        counters.goawaySent(goaway.code)
+        onGoaway?(goaway)
     }
 
     /// A TLS handshake completed (counted for `ConnectionStatistics`).

@@ -77,6 +77,54 @@ import Testing
         await rig.exchange(extra: [0, 0, 0, 0x0, 0x0, 0, 0, 0, 0])
         #expect(rig.client.goaways.last?.errorCode == NGHTTP2_PROTOCOL_ERROR.rawValue)
         #expect(await rig.onLoop { rig.owner.closed } == 1)
+        // nghttp2 decided this GOAWAY; the owner still hears it, with nghttp2's reason.
+        let heard = await rig.onLoop { rig.owner.goaways }
+        #expect(heard.map(\.code) == [.protocolError])
+        #expect(heard.first?.reason.isEmpty == false)
+    }
+
+    /// A gRPC client ends a server stream it has read enough of with RST_STREAM CANCEL, as often as it likes:
+    /// 1,600 answered streams reset in a row leave the connection serving, without a GOAWAY. (nghttp2's own
+    /// reset limit, 1,000 and then 33 a second, counted these and ended the connection with INTERNAL_ERROR.)
+    @Test func resetsOfAnsweredStreamsNeverEndTheConnection() async throws {
+        let rig = try await Rig()
+        defer { rig.stop() }
+        await rig.exchange()  // prefaces and SETTINGS: the client learns it may open 256 streams, not 100
+        for _ in 0..<8 {
+            let ids = (0..<200).map { _ in rig.client.request(path: "/open", body: []) }
+            await rig.exchange()  // each is answered: its head and a first message
+            #expect(ids.allSatisfy { rig.client.responses[$0]?.headers.isEmpty == false })
+            for id in ids { rig.client.reset(id) }
+            await rig.exchange()
+        }
+        let echo = rig.client.request(path: "/echo", body: [7])
+        await rig.exchange()
+        #expect(rig.client.responses[echo]?.body == [7])
+        #expect(rig.client.goaways.isEmpty)
+        #expect(await rig.onLoop { (rig.owner.closed, rig.owner.goaways.count) } == (0, 0))
+    }
+
+    /// Rapid reset (CVE-2023-44487): streams opened and cancelled before the server answered spend the
+    /// connection's budget; past it the connection ends with ENHANCE_YOUR_CALM "too_many_resets".
+    @Test func unansweredResetsPastTheBudgetEndTheConnection() async throws {
+        var configuration = HTTP2Configuration()
+        configuration.unansweredResetLimit = UnansweredResetLimit(burst: 10, perSecond: 0)
+        let rig = try await Rig(configuration: configuration)
+        defer { rig.stop() }
+        // Each request goes out before its reset: a client session drops a request whose reset it has queued.
+        let ids = (0..<10).map { _ in rig.client.request(path: "/echo", body: [1], endStream: false) }
+        await rig.exchange()
+        for id in ids { rig.client.reset(id) }
+        await rig.exchange()
+        #expect(rig.client.goaways.isEmpty)
+        let last = rig.client.request(path: "/echo", body: [1], endStream: false)
+        await rig.exchange()
+        rig.client.reset(last)
+        await rig.exchange()
+        #expect(rig.client.goaways.map(\.errorCode) == [NGHTTP2_ENHANCE_YOUR_CALM.rawValue])
+        let heard = await rig.onLoop { rig.owner.goaways }
+        #expect(heard.map(\.code) == [.enhanceYourCalm] && heard.first?.reason == "too_many_resets")
+        #expect(await rig.onLoop { rig.owner.closed } == 1)
     }
 
     /// RFC 9113 §6.8: a first GOAWAY with the largest stream id and a PING of the server's own; only when
@@ -96,6 +144,7 @@ import Testing
         #expect(rig.client.goaways.last?.lastStreamID == first)
         #expect(rig.client.goaways.allSatisfy { $0.errorCode == NGHTTP2_NO_ERROR.rawValue })
         #expect(await rig.onLoop { rig.owner.closed } == 1)
+        #expect(await rig.onLoop { rig.owner.goaways.map(\.code) } == [.noError, .noError])
     }
 }
 
@@ -108,14 +157,13 @@ private final class Rig: @unchecked Sendable {
     let client = Client()
     let connection: ServerConnection
 
-    init() async throws {
+    init(configuration: HTTP2Configuration = HTTP2Configuration()) async throws {
         let loop = try EventLoop(index: 0)
         let stream = MemoryStream()
         let owner = MemoryOwner(eventLoop: loop)
         thread = spawnThread(name: "memory-loop") { loop.run() }
         let made = await Self.run(on: loop) {
-            try? ServerConnection(
-                io: stream, owner: owner, responder: EchoResponder(), configuration: HTTP2Configuration())
+            try? ServerConnection(io: stream, owner: owner, responder: EchoResponder(), configuration: configuration)
         }
         self.loop = loop
         self.stream = stream
@@ -197,22 +245,40 @@ private final class MemoryOwner: ConnectionOwner {
     let receiveBudget = LoopReceiveBudget(SharedReceiveBudget(limit: 64 << 20))
     let internTable = InternTable(InternTable.commonHeaders)
     var closed = 0
+    var goaways: [SentGoaway] = []
 
     init(eventLoop: EventLoop) { self.eventLoop = eventLoop }
     deinit { readBuffer.deallocate() }
     func connectionClosed(_ connection: LoopConnection) { closed += 1 }
+    func goawaySent(_ goaway: SentGoaway) { goaways.append(goaway) }
 }
 
 /// Answers /echo with the request body and an `x-bytes` trailer, /fields with the request's regular fields in
-/// an `x-fields` header; anything else is nobody's (404).
+/// an `x-fields` header, /open with a head and a first message and never more (a server stream in progress);
+/// anything else is nobody's (404).
 private struct EchoResponder: HTTP2Responder {
     func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+        if head.path == "/open" {
+            stream.respond(status: 200, fields: [], endStream: false)
+            stream.write([1, 2, 3])
+            return Held()
+        }
         if head.path == "/fields" {
             let listed = head.fields.map { "\($0.name)=\($0.value)" }.joined(separator: ",")
             stream.respond(status: 200, fields: [("x-fields", listed)], endStream: true)
             return nil
         }
         return head.path == "/echo" && head.method == "POST" ? Echo() : nil
+    }
+
+    /// A stream left open: its request is read and dropped, nothing more is sent.
+    final class Held: HTTP2StreamDelegate {
+        func stream(_ stream: any HTTPServerStream, received data: UnsafeRawBufferPointer) {
+            stream.releaseReceived(data.count)
+        }
+        func streamRequestEnded(_ stream: any HTTPServerStream) {}
+        func streamWritable(_ stream: any HTTPServerStream) {}
+        func streamClosed(_ stream: any HTTPServerStream, errorCode: HTTP2ErrorCode) {}
     }
 
     final class Echo: HTTP2StreamDelegate {
@@ -242,6 +308,8 @@ private final class Client: @unchecked Sendable {
 
     private var session: OpaquePointer?
     private var bodies: [Int32: [UInt8]] = [:]
+    /// Streams whose request stays open once their body is sent.
+    private var open: Set<Int32> = []
     private(set) var responses: [Int32: Response] = [:]
     private(set) var goaways: [(lastStreamID: Int32, errorCode: UInt32)] = []
 
@@ -283,8 +351,8 @@ private final class Client: @unchecked Sendable {
 
     deinit { nghttp2_session_del(session) }
 
-    /// Queues a POST of `body` to `path`; returns its stream id.
-    func request(path: String, body: [UInt8], fields extra: [(String, String)] = []) -> Int32 {
+    /// Queues a POST of `body` to `path`, ended unless `endStream` is false; returns its stream id.
+    func request(path: String, body: [UInt8], fields extra: [(String, String)] = [], endStream: Bool = true) -> Int32 {
         let fields = [(":method", "POST"), (":scheme", "http"), (":authority", "memory"), (":path", path)] + extra
         var bytes: [UInt8] = []
         var spans: [(name: Range<Int>, value: Range<Int>)] = []
@@ -302,7 +370,10 @@ private final class Client: @unchecked Sendable {
             let count = min(length, pending.count)
             pending.withUnsafeBufferPointer { if count > 0 { buffer!.update(from: $0.baseAddress!, count: count) } }
             client.bodies[id] = Array(pending.dropFirst(count))
-            if count == pending.count { flags!.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+            if count == pending.count {
+                if client.open.contains(id) { return Int(NGHTTP2_ERR_DEFERRED.rawValue) }
+                flags!.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            }
             return count
         }
         // nghttp2 copies the fields before `submit_request` returns.
@@ -315,7 +386,13 @@ private final class Client: @unchecked Sendable {
             return nghttp2_submit_request(session, nil, &pairs, pairs.count, &provider, nil)
         }
         bodies[id] = body
+        if !endStream { open.insert(id) }
         return id
+    }
+
+    /// Cancels a stream (RST_STREAM CANCEL), as a gRPC client does.
+    func reset(_ id: Int32) {
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
     }
 
     /// Everything the session has to send.

@@ -1,14 +1,17 @@
 """The gRPC transport against a real client: grpcio (and raw HTTP/2 where grpcio cannot say it)."""
 import concurrent.futures
+import random
+import tempfile
 import threading
 import time
+import urllib.request
 
 import grpc
 import h2.events
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from appstore.gateway.v1 import gateway_pb2_grpc, verify_pb2
+from appstore.gateway.v1 import gateway_pb2_grpc, notification_pb2, verify_pb2
 from google.rpc import status_pb2, error_details_pb2
 from h2raw import RawClient, grpc_frame
 
@@ -194,6 +197,95 @@ def test_cancelled_stream_releases_the_call(gateway):
         assert client.headers_of(sid)[-1]["grpc-status"] == "0"
     finally:
         client.close()
+
+
+def goaways_sent(gw):
+    """appstore_gateway_goaway_sent_total by code, from the gateway's metrics."""
+    with urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5) as response:
+        text = response.read().decode()
+    prefix = 'appstore_gateway_goaway_sent_total{code="'
+    return {line[len(prefix):].split('"', 1)[0]: int(float(line.rsplit(" ", 1)[1]))
+            for line in text.splitlines() if line.startswith(prefix)}
+
+
+def cancel_streams_on_one_channel(gw, open_stream, read, enough, threads=8, seconds=60):
+    """`threads` threads on one grpcio channel, each opening a server stream (`open_stream(stub_channel)`),
+    reading `read(rng)` messages and cancelling it, until `enough(calls, elapsed)` or `seconds` pass. Returns the
+    calls, the errors, and the channel's connectivity states after it first became READY (a GOAWAY makes grpcio
+    drop the connection and dial again: IDLE, CONNECTING, READY)."""
+    channel = grpc.insecure_channel(gw.address)
+    states, ready = [], threading.Event()
+
+    def watch(state):
+        if ready.is_set():
+            states.append(state.name)
+        elif state == grpc.ChannelConnectivity.READY:
+            ready.set()
+
+    channel.subscribe(watch, try_to_connect=True)
+    assert ready.wait(10)
+    calls, errors, lock = [0], [], threading.Lock()
+    started = time.monotonic()
+
+    def worker(seed):
+        rng = random.Random(seed)
+        while time.monotonic() - started < seconds and not enough(calls[0], time.monotonic() - started):
+            call = open_stream(channel)
+            try:
+                wanted = read(rng)
+                for i, _ in enumerate(call):
+                    if i + 1 >= wanted:
+                        break
+                call.cancel()
+                with lock:
+                    calls[0] += 1
+            except grpc.RpcError as error:
+                with lock:
+                    errors.append(f"{error.code().name}: {error.details()}")
+
+    pool = [threading.Thread(target=worker, args=(seed,)) for seed in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    channel.unsubscribe(watch)
+    channel.close()
+    return calls[0], errors, states
+
+
+def test_cancelled_notification_streams_draw_no_goaway(fresh_gateway):
+    """Eight grpcio threads on one channel, each opening StreamNotifications (the simulator as Apple), reading
+    1-30 events and cancelling: a client's ordinary RST_STREAM CANCEL. The gateway used to answer with GOAWAY
+    INTERNAL_ERROR every few seconds (nghttp2's reset limit counted these), and grpcio dialled again."""
+    gw = fresh_gateway("--simulator", "--state-dir", tempfile.mkdtemp(prefix="gw-goaway-"))
+    request = notification_pb2.StreamNotificationsRequest()
+    request.start_date.FromSeconds(int(time.time() - 170 * 86_400))
+    request.end_date.FromSeconds(int(time.time()))
+
+    def open_stream(channel):
+        return gateway_pb2_grpc.AppStoreGatewayStub(channel).StreamNotifications(request, timeout=30)
+
+    calls, errors, states = cancel_streams_on_one_channel(
+        gw, open_stream, read=lambda rng: rng.randint(1, 30), enough=lambda calls, elapsed: elapsed >= 10)
+    assert calls >= 8 and not errors, (calls, errors[:5])
+    assert states == [], f"the channel lost its connection: {states}"
+    assert goaways_sent(gw)["INTERNAL_ERROR"] == 0 and sum(goaways_sent(gw).values()) == 0, goaways_sent(gw)
+
+
+def test_thousands_of_cancelled_streams_draw_no_goaway(fresh_gateway):
+    """The same pattern with a stream the gateway answers at once (Health/Watch, one message), 2,000 times: past
+    the 1,000 resets (and 33 a second) after which nghttp2's own limit ended the connection with INTERNAL_ERROR.
+    A reset of a stream already answered costs the gateway nothing, and counts against no limit."""
+    gw = fresh_gateway()
+
+    def open_stream(channel):
+        return health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(), timeout=30)
+
+    calls, errors, states = cancel_streams_on_one_channel(
+        gw, open_stream, read=lambda rng: 1, enough=lambda calls, elapsed: calls >= 2_000, seconds=120)
+    assert calls >= 2_000 and not errors, (calls, errors[:5])
+    assert states == [], f"the channel lost its connection: {states}"
+    assert sum(goaways_sent(gw).values()) == 0, goaways_sent(gw)
 
 
 def test_sigterm_during_stream_ends_it_with_status_and_exits_zero(fresh_gateway):
