@@ -883,6 +883,9 @@ def test_a_tls_key_others_may_read_is_refused_unless_allowed(world, tmp_path):
         finally:
             channel.close()
     finally:
+        gw.stop()
+
+
 # --- per-caller permissions (callers[].permissions, callers[].maxRealtimeStreams) -------------------------
 
 # What each guarded RPC needs, written out here as the README's Callers section states it, so the gateway's own
