@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 // accept4 is a GNU extension; the Glibc module is built without _GNU_SOURCE.
@@ -24,11 +25,14 @@ int pthread_setname_np(pthread_t thread, const char *name);
 
 static inline int clinux_errno(void) { return errno; }
 
-/// Sets RLIMIT_CORE to 0, soft and hard (for good: an unprivileged process cannot raise it again), so a crash
-/// writes no core file holding the keys in memory. 0 on success, else -1 with errno.
+/// Sets RLIMIT_CORE to 0, soft and hard (for good: an unprivileged process cannot raise it again), and marks the
+/// process not dumpable (PR_SET_DUMPABLE 0: a core_pattern that pipes to a collector, which ignores RLIMIT_CORE,
+/// gets no core either, and processes of the same user cannot ptrace it or read its memory), so a crash writes
+/// no core file holding the keys in memory. 0 on success, else -1 with errno.
 static inline int clinux_disable_core_dumps(void) {
     struct rlimit none = {0, 0};
-    return setrlimit(RLIMIT_CORE, &none);
+    if (setrlimit(RLIMIT_CORE, &none) != 0) return -1;
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 /// Blocks SIGTERM, SIGINT and SIGPIPE in the calling thread (threads created later inherit the mask), so

@@ -10,8 +10,8 @@ public protocol AdmittedCaller: Sendable {
     func bindingCurrent<Result: Sendable>(_ body: () async -> Result) async -> Result
 }
 
-/// An admitted caller held by reference (see `ServerContext.caller`), with the apps its call was authorized for,
-/// so the call can be checked again when the guard's policy changes (`CallGuard.recheck`).
+/// An admitted caller held by reference (see `ServerContext.caller`), with the apps its call named, so the call
+/// can be checked again when the guard's policy changes (`CallGuard.recheck`).
 final class AdmittedCallerBox: Sendable {
     /// Most apps remembered for one call (a ServeRealtimeRequests stream names at most 64).
     static let maxApps = 256
@@ -21,13 +21,13 @@ final class AdmittedCallerBox: Sendable {
 
     init(_ caller: any AdmittedCaller) { self.caller = caller }
 
-    /// Remembers that the call was allowed to use `app` (as the request named it).
-    func authorized(app: String) {
+    /// Remembers that the call named `app` (before the guard decides on it).
+    func named(app: String) {
         apps.withLock { apps in
             if apps.count < Self.maxApps && !apps.contains(app) { apps.append(app) }
         }
     }
 
-    /// The apps the call was allowed to use so far.
-    var authorizedApps: [String] { apps.withLock { $0 } }
+    /// The apps the call named so far.
+    var namedApps: [String] { apps.withLock { $0 } }
 }

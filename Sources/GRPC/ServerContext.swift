@@ -97,14 +97,15 @@ public final class ServerContext: Sendable {
     @usableFromInline
     func refusal(forApp app: String) -> RPCStatus? {
         guard let callGuard else { return nil }
-        if let refusal = callGuard.shared.authorize(caller, app: app, method: method) { return refusal }
-        admitted?.authorized(app: app)
-        return nil
+        // Noted before the guard is asked: a policy change that lands while it decides under the old policy
+        // then finds the app when it checks the open calls again (a refused call ends anyway).
+        admitted?.named(app: app)
+        return callGuard.shared.authorize(caller, app: app, method: method)
     }
 
     /// The status to end the call with now that the guard's policy changed (nil: it may go on).
     func recheck() -> RPCStatus? {
-        callGuard?.shared.recheck(caller, method: method, apps: admitted?.authorizedApps ?? [])
+        callGuard?.shared.recheck(caller, method: method, apps: admitted?.namedApps ?? [])
     }
 
     /// Nil when the call may use `app` (a name or bundle id a request carries outside a top-level `app` field,

@@ -16,10 +16,15 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
         }
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             guard let frame, let userData else { return 0 }
-            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)
-                && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
-            {
+            guard frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+            switch frame.pointee.headers.cat {
+            case NGHTTP2_HCAT_REQUEST:
                 withConnection(userData) { $0.beginHeaders(streamID: frame.pointee.hd.stream_id) }
+            case NGHTTP2_HCAT_HEADERS:
+                // Request trailers: their block has the same deadline as a request's.
+                withConnection(userData) { $0.beginTrailers(streamID: frame.pointee.hd.stream_id) }
+            default:
+                break
             }
             return 0
         }
@@ -43,8 +48,9 @@ final class NGHTTP2Callbacks: @unchecked Sendable {
                 case NGHTTP2_HEADERS.rawValue:
                     if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
                         connection.headersComplete(streamID: header.stream_id, endStream: endStream)
-                    } else if endStream {
-                        connection.dataEnded(streamID: header.stream_id)  // request trailers end the request
+                    } else {
+                        connection.trailersComplete(streamID: header.stream_id)
+                        if endStream { connection.dataEnded(streamID: header.stream_id) }  // trailers end the request
                     }
                 case NGHTTP2_DATA.rawValue:
                     if endStream { connection.dataEnded(streamID: header.stream_id) }

@@ -32,8 +32,9 @@ struct PendingHandshakesByAddress<ID: Hashable>: Sendable where ID: Sendable {
 
     /// The connection `id` from `address` began its handshake. Past the limit, the group's oldest pending
     /// connection is returned, no longer counted: the caller closes it.
+    /// Without a limit nothing is tracked.
     mutating func started(_ id: ID, from address: PeerAddress) -> ID? {
-        guard groups[id] == nil else { return nil }
+        guard limit > 0, groups[id] == nil else { return nil }
         let group = Self.group(of: address)
         groups[id] = group
         var evicted: ID?

@@ -438,6 +438,17 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         management.headerBlockStarted(now: readAt ?? .now())
     }
 
+    /// A block of request trailers began: it has the header-block deadline a request's head has.
+    func beginTrailers(streamID: Int32) {
+        headerBlockStream = streamID
+        management.headerBlockStarted(now: readAt ?? .now())
+    }
+
+    /// A block of request trailers was received whole.
+    func trailersComplete(streamID: Int32) {
+        if headerBlockStream == streamID { endHeaderBlock() }
+    }
+
     /// Collects one request header field; a list over the size limit is remembered and answered with 431.
     /// The value's String is made only for fields that are kept.
     func header(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {

@@ -58,6 +58,9 @@ final class SessionResumptionLimits: Sendable {
     private static let sealing: SSL_CTX_generate_session_ticket_fn = { ssl, _ in
         guard let limits = limits(ssl), let session = SSL_get_session(ssl) else { return 0 }
         if recordedOrigin(session) != nil { return 1 }  // a resumed session keeps its first handshake's
+        // A TLS 1.2 session resumed by id is the session cache's own object, which every loop may be reading: it is
+        // never written. Its ticket carries no origin, so it only ever leads to a full handshake.
+        if SSL_session_reused(ssl) == 1 && SSL_version(ssl) < TLS1_3_VERSION { return 1 }
         let origin = limits.origin(of: session, resumed: SSL_session_reused(ssl) == 1)
         let data = origin.ticketData
         return data.withUnsafeBytes { SSL_SESSION_set1_ticket_appdata(session, $0.baseAddress, $0.count) }

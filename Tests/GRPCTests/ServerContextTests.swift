@@ -60,10 +60,13 @@ private struct NamedCaller: AdmittedCaller {
         #expect(context.authorization(forApp: "a") == nil)
         #expect(context.authorization(forApp: "b") == nil)
         #expect(context.authorization(forApp: "c") != nil)
+        // Each app once, in the order named; the refused one too (its call ends anyway, and a check that raced a
+        // policy change must still find the app it named).
+        #expect(context.recheck()?.code == .permissionDenied)
+        #expect(guardian.rechecked.withLock { $0 } == ["a", "b", "c"])
+        guardian.allowed.withLock { $0 = ["a", "b", "c"] }
         #expect(context.recheck() == nil)
-        // Each app once, only those allowed, in the order they were allowed.
-        #expect(guardian.rechecked.withLock { $0 } == ["a", "b"])
-        guardian.allowed.withLock { $0 = ["a"] }
+        guardian.allowed.withLock { $0 = ["a", "c"] }
         #expect(context.recheck()?.code == .permissionDenied)
     }
 

@@ -174,6 +174,33 @@ def s_client(world, resumption, version, *session, client="client"):
     return result.stdout + result.stderr
 
 
+def test_a_tls12_session_resumed_by_id_is_never_written_and_its_new_ticket_only_leads_to_a_full_handshake(
+        world, resumption):
+    """A TLS 1.2 session resumed by id is the session cache's own object, shared by every loop: a ticket issued on
+    such a resumption must not write its origin into it (concurrent resumptions would race on it; the ticket then
+    carries no origin, so it only ever leads to a full handshake). Resumptions by id, one after another and many at
+    once, are served from the cached session unchanged."""
+    directory = resumption["dir"]
+    by_id = directory / "by-id.pem"
+    first = s_client(world, resumption, "-tls1_2", "-no_ticket", "-sess_out", str(by_id))
+    assert re.search(r"^New,", first, re.M), first
+    ticketed = directory / "ticket-after-id.pem"
+    # Resumed by id (the cached session), offering an empty ticket extension: the gateway issues a ticket.
+    resumed = s_client(world, resumption, "-tls1_2", "-sess_in", str(by_id), "-sess_out", str(ticketed))
+    assert re.search(r"^Reused,", resumed, re.M), resumed
+    assert "alert internal error" not in resumed
+    # Resuming by id still works: the cached session was left as it was.
+    again = s_client(world, resumption, "-tls1_2", "-no_ticket", "-sess_in", str(by_id))
+    assert re.search(r"^Reused,", again, re.M), again
+    # Many id resumptions at once, each offered a ticket, all on the one cached session: each is served.
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        outputs = list(pool.map(lambda i: s_client(world, resumption, "-tls1_2", "-sess_in", str(by_id)), range(16)))
+    for output in outputs:
+        assert re.search(r"^Reused,", output, re.M) and "alert internal error" not in output, output
+
+
 @pytest.mark.parametrize("version", ["-tls1_2", "-tls1_3"])
 def test_openssl_resumes_a_session_with_its_client_certificate(world, resumption, version):
     session = resumption["dir"] / f"session{version}.pem"
@@ -623,6 +650,26 @@ def test_a_whole_header_block_split_over_continuations_is_served(fresh_gateway):
             received += chunk
         assert any(kind == 0x1 and stream == 1 for kind, _, stream, _ in frames(received))  # the answer
         assert goaway_debug(received) == []
+
+
+def test_request_trailers_left_open_close_the_connection(fresh_gateway):
+    """Request trailers are a header block too: a call whose trailers' HEADERS comes without END_HEADERS (and no
+    CONTINUATION after it) keeps no connection past the header-block deadline, although its stream is open."""
+    import hpack
+    from h2raw import grpc_frame
+
+    gw = fresh_gateway(env=HEADER_BLOCK_ENV)
+    trailers = hpack.Encoder().encode([("x-trailer", "value")])
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as sock:
+        sock.sendall(PREFACE + frame(0x1, 0x4, 1, request_header_block()) + frame(0x0, 0x0, 1, grpc_frame(b"")))
+        started = time.monotonic()
+        sock.sendall(frame(0x1, 0x1, 1, trailers[:2]))  # trailers: END_STREAM, no END_HEADERS
+        received = read_until_closed(sock, timeout=8)
+        assert received is not None, "request trailers left open kept the connection"
+        assert time.monotonic() - started < 6
+        assert goaway_debug(received) == ["header_block_timeout"]
+
+
 # MARK: the admin port's bearer token (admin.bearerTokenFile)
 
 ADMIN_TOKEN = "k3Jz0Q9mXvYt2bLw8pRe5sUa7dHn4cGf1iOyZ6TqBxM="
