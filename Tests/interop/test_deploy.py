@@ -116,7 +116,7 @@ def test_probes_use_the_admin_port_that_callers_cannot_reach():
     container = _container()
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert int(_gateway_config()["listen"].rsplit(":", 1)[1]) == ports["grpc"] == 50051
-    assert int(_gateway_config()["admin"].rsplit(":", 1)[1]) == ports["admin"]
+    assert int(_gateway_config()["admin"]["listen"].rsplit(":", 1)[1]) == ports["admin"]
     paths = {}
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         assert set(container[probe]) & {"grpc", "tcpSocket", "exec"} == set(), probe
