@@ -49,8 +49,8 @@ on_load_core() { "${LOAD_PIN[@]}" "$@"; }
 # The reference: nghttpd serves the gateway's health Check answer (the 7-byte gRPC frame saying SERVING) as a
 # static file at the very path a gRPC client asks the gateway for, and h2load sends both servers the same
 # headers, so both receive the same request bytes. The path counts: HPACK never indexes :path, so every request
-# carries it as a Huffman-coded literal the server decodes (28 characters here, against the 6 of the "/check"
-# nghttpd was asked for until 2026-11-27; bench/README.md, "Many connections", session 16).
+# carries it as a Huffman-coded literal the server decodes (28 characters here: a shorter path for nghttpd
+# alone made the reference ~0.3 µs a call cheaper; bench/README.md, "Placement").
 HEALTH_PATH=grpc.health.v1.Health/Check
 GRPC_HEADERS=(-H 'content-type: application/grpc' -H 'te: trailers')
 reference_www() { mkdir -p "$1/${HEALTH_PATH%/*}" && printf '\x00\x00\x00\x00\x02\x08\x01' > "$1/$HEALTH_PATH"; }

@@ -22,7 +22,7 @@ public struct AdvancedCommerceService: GRPCService {
             let handler = AppleOperationHandler(
                 AppleOperation<Request, AdvancedCommerceResponse>.advancedCommerce(endpoint), client: api.client,
                 verifier: api.verifier, clock: api.clock, maxPages: 1)
-            // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
+            // Runs on the call's loop, which drives the Apple request too: the task suspends, the loop never waits.
             methods["/\(Self.name)/\(name)"] = .unary(Request.self) {
                 request, context throws(GatewayError) -> AdvancedCommerceResponse in
                 let remaining = context.remaining

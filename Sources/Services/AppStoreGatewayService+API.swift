@@ -21,7 +21,7 @@ struct AppStoreAPIMethods: Sendable {
             let handler = AppleOperationHandler(
                 operation, client: client, verifier: verifier, clock: clock, maxPages: maxPages,
                 maxResponseBytes: maxResponseBytes)
-            // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
+            // Runs on the call's loop, which drives the Apple request too: the task suspends, the loop never waits.
             methods["/\(service)/\(name)"] = .unary(Request.self) { request, context throws(GatewayError) -> Response in
                 let remaining = context.remaining
                 return try await handler.handle(request, remaining: remaining)

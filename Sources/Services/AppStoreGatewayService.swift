@@ -95,7 +95,7 @@ public struct AppStoreGatewayService: GRPCService {
         let notifications = self.notifications
         let serveRealtime = self.serveRealtime
         let base: [String: MethodHandler] = [
-            // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
+            // Runs on the call's loop, which drives the Apple request too: the task suspends, the loop never waits.
             // Identical calls share one upstream call, keyed by the request's bytes as received.
             "/\(Self.name)/GetHistory": .unaryWithReceivedBytes(GetHistoryRequest.self) {
                 request, received, context throws(GatewayError) -> GetHistoryResponse in

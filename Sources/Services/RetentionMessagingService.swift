@@ -29,7 +29,7 @@ public struct RetentionMessagingService: GRPCService {
         func add<Request, Response>(_ name: String, _ operation: AppleOperation<Request, Response>) {
             let handler = AppleOperationHandler(
                 operation, client: client, verifier: verifier, clock: clock, maxPages: 1)
-            // A Swift task: waits on Apple through the upstream client thread, never on the event loop.
+            // Runs on the call's loop, which drives the Apple request too: the task suspends, the loop never waits.
             methods["/\(Self.name)/\(name)"] = .unary(Request.self) {
                 request, context throws(GatewayError) -> Response in
                 let remaining = context.remaining
