@@ -1038,7 +1038,7 @@ def test_a_caller_holds_at_most_max_realtime_streams(world, permissions_gateway)
 
     _, channel = permissions_gateway
     stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
-    token = world["ec"].token(sub=REALTIME_TEAM)
+    token = world["ec"].token(sub=REALTIME_TEAM)  # maxRealtimeStreams: 1
     serve = realtime_pb2.ServeRealtimeRequestsRequest(serve=realtime_pb2.RealtimeServe(apps=["example"]))
     done = threading.Event()
     outcome = {}
@@ -1053,21 +1053,16 @@ def test_a_caller_holds_at_most_max_realtime_streams(world, permissions_gateway)
         except grpc.RpcError as error:
             outcome["first"] = error.code()
 
+    gw, _ = permissions_gateway
+    opened = gw.read_log().count("realtime stream open")
     holder = threading.Thread(target=hold)
     holder.start()
     try:
-        # The first stream is open once the gateway counts it; the second is refused while it is.
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                list(stub.ServeRealtimeRequests(iter([serve]), metadata=bearer(token), timeout=10))
-            except grpc.RpcError as error:
-                if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                    assert "maxRealtimeStreams" in error.details()
-                    break
-            time.sleep(0.1)
-        else:
-            raise AssertionError("a second stream of a caller limited to one was never refused")
+        # Once the gateway has opened the first stream, a second one is refused while it stays open.
+        wait_until(lambda: gw.read_log().count("realtime stream open") > opened or "first" in outcome)
+        assert "first" not in outcome, outcome
+        error = refused(lambda: list(stub.ServeRealtimeRequests(iter([serve]), metadata=bearer(token), timeout=10)))
+        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "maxRealtimeStreams" in error.details()
     finally:
         done.set()
         holder.join(40)

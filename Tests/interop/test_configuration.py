@@ -140,6 +140,10 @@ def test_serve_writes_no_core_file_unless_allowed(tmp_path):
                  preexec_fn=_allow_core_files)
     try:
         assert _core_limit(gw.proc.pid)[0] != "0"
+        # The warning is written before the port is announced, through the log's own writer: read until it is.
+        deadline = time.monotonic() + 10
+        while "core dumps are allowed" not in gw.read_log() and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert "core dumps are allowed" in gw.read_log()
     finally:
         gw.stop()
