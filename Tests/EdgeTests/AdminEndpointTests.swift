@@ -120,7 +120,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/token"
-        FileManager.default.createFile(atPath: path, contents: Data(Self.token.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(Self.token.utf8))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         #expect(try AdminBearerToken.load(path: path, allowReadableFile: false) == Array(Self.token.utf8))
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
