@@ -81,25 +81,25 @@ public final class GRPCServer: Sendable {
     }
 
     /// Graceful shutdown: GOAWAY (two-step) on every connection, in-flight calls run until they finish or
-    /// the grace period ends, then the rest end with UNAVAILABLE and connections close. Blocks until done.
-    public func shutdown(grace: Duration? = nil) {
-        let grace = grace ?? configuration.shutdownGrace
+    /// the grace period ends, then the rest end with UNAVAILABLE and connections close. Blocks until done,
+    /// waiting on the server's state (`GracefulShutdown`): it returns as soon as the last connection closes.
+    @discardableResult
+    public func shutdown(grace: Duration? = nil) -> ShutdownOutcome {
         http2.beginGracefulShutdown()
-        let deadline = MonotonicInstant.now() + grace
-        while http2.heldConnections > 0 && MonotonicInstant.now() < deadline {
-            usleep(20_000)
+        var sequence = GracefulShutdown(grace: grace ?? configuration.shutdownGrace, now: .now())
+        while true {
+            switch sequence.next(heldConnections: http2.heldConnections, now: .now()) {
+            case .wait(let deadline):
+                _ = http2.waitUntilIdle(deadline: deadline)
+            case .endCalls:
+                let unavailable = RPCStatus(
+                    .unavailable, "the server is shutting down; retry the call (another replica will serve it)")
+                router.finishAllCalls(unavailable, on: http2.eventLoops)
+            case .stop(let outcome):
+                http2.stop()
+                return outcome
+            }
         }
-        if http2.heldConnections > 0 {
-            let unavailable = RPCStatus(
-                .unavailable, "the server is shutting down; retry the call (another replica will serve it)")
-            router.finishAllCalls(unavailable, on: http2.eventLoops)
-            // Let the final statuses reach the sockets before closing.
-            let flushDeadline = MonotonicInstant.now() + .milliseconds(500)
-            while http2.heldConnections > 0 && MonotonicInstant.now() < flushDeadline { usleep(10_000) }
-            http2.closeAllConnections()
-            usleep(50_000)
-        }
-        http2.stop()
     }
 
     private static func coreCount() -> Int {

@@ -202,17 +202,31 @@ public final class GatewayApp {
     /// Readiness goes NOT_SERVING at once (liveness, service "", stays SERVING so Kubernetes does not restart
     /// a draining pod); calls are still taken for `shutdown.drainDelay` while the endpoint removal propagates;
     /// then the gRPC port shuts down within `shutdown.grace`, and only then the other ports and the watcher (the
-    /// admin port answers probes and scrapes throughout). Blocks until everything has stopped.
+    /// admin port answers probes and scrapes throughout). Blocks until everything has stopped: the gRPC port's
+    /// shutdown returns as soon as its last connection closes (`GRPCServer.shutdown`).
     public func stop() {
         board.set(.notServing, service: AppStoreGatewayService.name)
         board.set(.notServing, service: RetentionMessagingService.name)
-        let drainDelay = configuration.shutdown.drainDelay
-        if drainDelay > .zero { usleep(UInt32(min(drainDelay, .seconds(600)).wholeMilliseconds * 1_000)) }
-        grpc?.shutdown()
+        Self.wait(until: .now() + configuration.shutdown.drainDelay)
+        if let outcome = grpc?.shutdown() {
+            logger.info(
+                outcome == .drained
+                    ? "gRPC port drained" : "gRPC port closed: shutdown.grace ended calls still running (UNAVAILABLE)",
+                metadata: ["outcome": "\(outcome)"])
+        }
         grpc = nil
         stops.unwind()
         // The spans of the last calls, within tracing.timeout.
         tracer?.shutdown(timeout: configuration.tracing.timeout)
+    }
+
+    /// Sleeps until `deadline` on the monotonic clock (the drain delay is time, not a state to wait on: the
+    /// endpoint removal propagates elsewhere, and calls keep coming meanwhile). One absolute sleep, resumed
+    /// after an interruption, so no wall-clock step moves it.
+    private static func wait(until deadline: MonotonicInstant) {
+        var limit = timespec(
+            tv_sec: Int(deadline.nanoseconds / 1_000_000_000), tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &limit, nil) == EINTR {}
     }
 
     /// The admin bearer token's file, to be re-read when it changes; without a token, a warning when the admin

@@ -58,21 +58,29 @@ final class ServerCounters: Sendable {
     private let goaways = Lock<[HTTP2ErrorCode: Int]>([:])
     /// Request bytes held by every connection of the server.
     let receiveBudget: SharedReceiveBudget
+    /// Told when a close leaves no connection held (established or pending).
+    let idle = IdleSignal()
     init(maxBufferedBytes: Int, maxPendingHandshakesPerAddress: Int = 0) {
         receiveBudget = SharedReceiveBudget(limit: maxBufferedBytes)
         pendingByAddress = Lock(PendingHandshakesByAddress(limit: maxPendingHandshakesPerAddress))
     }
     func connectionOpened() { open.add(1, ordering: .relaxed) }
-    func connectionClosed() { open.subtract(1, ordering: .relaxed) }
+    /// An established connection closed; the last one held wakes whoever waits for none.
+    func connectionClosed() {
+        if open.subtract(1, ordering: .relaxed).newValue == 0 && pendingHandshakes == 0 { idle.signal() }
+    }
     /// `connection`, from `address`, began its handshake; returns the pending connection of that address to
     /// close when it now holds more than its limit (`PendingHandshakesByAddress`).
     func handshakeStarted(_ connection: PendingConnection, from address: PeerAddress) -> PendingConnection? {
         pending.add(1, ordering: .relaxed)
         return pendingByAddress.withLock { $0.started(connection, from: address) }
     }
+    /// `connection` left its handshake: closed, or established (counted open first, so that the server never
+    /// reads as holding none in between); the last one held wakes whoever waits for none.
     func handshakeEnded(_ connection: PendingConnection) {
-        pending.subtract(1, ordering: .relaxed)
+        let none = pending.subtract(1, ordering: .relaxed).newValue == 0
         pendingByAddress.withLock { $0.ended(connection) }
+        if none && openConnections == 0 { idle.signal() }
     }
     /// A pending connection was closed for its address's limit.
     func closedByAddressLimit() { addressLimitClosed.add(1, ordering: .relaxed) }
@@ -250,6 +258,12 @@ public final class HTTP2Server: Sendable {
 
     /// Every descriptor the server's connections hold: established ones and those in their handshake.
     public var heldConnections: Int { counters.openConnections + counters.pendingHandshakes }
+
+    /// Waits until the server holds no connection (`heldConnections` is 0) or `deadline` passes; true when it
+    /// holds none. Woken by the close of the last connection, not by polling.
+    public func waitUntilIdle(deadline: MonotonicInstant) -> Bool {
+        counters.idle.wait(until: deadline) { counters.openConnections + counters.pendingHandshakes > 0 }
+    }
 
     /// Request bytes held by the server's connections now (received, not yet taken by handlers).
     public var bufferedRequestBytes: Int { counters.receiveBudget.held }

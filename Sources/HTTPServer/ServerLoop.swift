@@ -238,8 +238,8 @@ final class ServerLoop: EventSource, ConnectionOwner {
             let handshake = handshakes.removeValue(forKey: connection.fd)
         else { return }
         if let timer = handshake.timer { eventLoop.cancelTimer(timer) }
+        counters.connectionOpened()  // before the handshake ends: never held by none in between
         counters.handshakeEnded(handshake.name)
-        counters.connectionOpened()
         // Accepted below the cap while in its handshake, established above it (others got there first): the
         // cap holds, and the client is told to go elsewhere before it starts a call.
         if configuration.maxConnections > 0 && counters.openConnections > configuration.maxConnections {

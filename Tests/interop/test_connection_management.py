@@ -97,6 +97,31 @@ def test_sigterm_drains_then_stops(fresh_gateway):
     channel.close()
 
 
+def test_sigterm_is_over_when_the_last_connection_closes_not_at_the_grace(fresh_gateway):
+    """With a grace period of two minutes and no call in flight, the GOAWAY closes the one connection and the
+    gateway exits then, saying it drained; a Watch still open when a short grace ends is cut off, and said so."""
+    gw = fresh_gateway(env={"APPSTORE_GATEWAY_SHUTDOWN_GRACE": "120s"})
+    channel = grpc.insecure_channel(gw.address)
+    stub = health_pb2_grpc.HealthStub(channel)
+    assert stub.Check(health_pb2.HealthCheckRequest(), timeout=5).status == health_pb2.HealthCheckResponse.SERVING
+    gw.proc.send_signal(signal.SIGTERM)
+    assert gw.proc.wait(timeout=60) == 0  # well inside the 120 s the grace would allow
+    assert "gRPC port drained" in gw.read_log()
+    channel.close()
+
+    gw = fresh_gateway(env={"APPSTORE_GATEWAY_SHUTDOWN_GRACE": "500ms"})
+    client = RawClient(gw.port)
+    try:
+        client.request("/grpc.health.v1.Health/Watch", body=grpc_frame(b""))
+        client.read_until(lambda ev: any(isinstance(e, h2.events.DataReceived) for e in ev), timeout=5)
+        gw.proc.send_signal(signal.SIGTERM)
+        assert gw.proc.wait(timeout=30) == 0
+        log = gw.read_log()
+        assert "shutdown.grace ended calls still running" in log and "gRPC port drained" not in log
+    finally:
+        client.close()
+
+
 def test_sigterm_under_load_loses_no_accepted_call(fresh_gateway):
     """Every call the server accepted before shutting down gets an answer; none is dropped."""
     import concurrent.futures
