@@ -25,6 +25,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from appstore.gateway.v1 import gateway_pb2_grpc, history_pb2
 from conftest import GATEWAY_BIN, Gateway
+from test_api import error_info
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 AUDIENCE = "appstore-gateway"
@@ -938,17 +939,6 @@ def permissions_gateway(world):
     gw.stop()
 
 
-def _error_info(error):
-    from google.rpc import error_details_pb2, status_pb2
-
-    status = status_pb2.Status.FromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
-    info = error_details_pb2.ErrorInfo()
-    for detail in status.details:
-        if detail.Unpack(info):
-            return info
-    raise AssertionError("no ErrorInfo in the status details")
-
-
 def _guarded_methods():
     from appstore.gateway.v1 import advanced_commerce_pb2, gateway_pb2, retention_pb2
 
@@ -1002,10 +992,10 @@ def test_every_guarded_rpc_needs_its_documented_permission(world, permissions_ga
                 started = None
             error = _call(channel, method, token)
             denied = (error is not None and error.code() == grpc.StatusCode.PERMISSION_DENIED
-                      and _error_info(error).reason == "PERMISSION_NOT_GRANTED")
+                      and error_info(error).reason == "PERMISSION_NOT_GRANTED")
             assert denied == (needs(method) not in granted), (identity, method.name, error)
             if denied:
-                info = _error_info(error)
+                info = error_info(error)
                 assert info.metadata["permission"] == needs(method) and info.metadata["caller"] == identity
                 assert method.name in error.details()
 
@@ -1022,11 +1012,11 @@ def test_a_read_caller_reads_but_cannot_write_sign_or_serve_realtime(world, perm
     error = refused(lambda: stub.FinishTransaction(
         transaction_info_pb2.FinishTransactionRequest(app="example", transaction_id=transaction),
         metadata=bearer(token), timeout=10))
-    assert error.code() == grpc.StatusCode.PERMISSION_DENIED and _error_info(error).metadata["permission"] == WRITE
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED and error_info(error).metadata["permission"] == WRITE
     error = refused(lambda: stub.CreatePromotionalOfferV2Signature(
         signing_pb2.CreatePromotionalOfferV2SignatureRequest(app="example", product_id="p", offer_identifier="o"),
         metadata=bearer(token), timeout=10))
-    assert error.code() == grpc.StatusCode.PERMISSION_DENIED and _error_info(error).metadata["permission"] == SIGN
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED and error_info(error).metadata["permission"] == SIGN
     time.sleep(0.2)
     assert not world["simulator"].calls_since(started)
     metrics = urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
@@ -1131,7 +1121,7 @@ def test_a_reload_that_takes_a_permission_or_an_app_away_ends_the_callers_open_s
         wait_until(lambda: REALTIME_TEAM in outcomes, 20)
         error = outcomes[REALTIME_TEAM]
         assert isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.PERMISSION_DENIED
-        assert _error_info(error).reason == "PERMISSION_NOT_GRANTED"
+        assert error_info(error).reason == "PERMISSION_NOT_GRANTED"
         assert READER not in outcomes and streams() == 1
         refused_call = refused(lambda: list(stub.ServeRealtimeRequests(
             iter([serve]), metadata=bearer(world["ec"].token(sub=REALTIME_TEAM)), timeout=10)))
@@ -1141,7 +1131,7 @@ def test_a_reload_that_takes_a_permission_or_an_app_away_ends_the_callers_open_s
         yaml.safe_dump(config, open(path, "w"))
         wait_until(lambda: READER in outcomes, 20)
         assert outcomes[READER].code() == grpc.StatusCode.PERMISSION_DENIED
-        assert _error_info(outcomes[READER]).reason == "APP_NOT_ALLOWED"
+        assert error_info(outcomes[READER]).reason == "APP_NOT_ALLOWED"
         log = gw.read_log()
         assert "kept the previous callers" in log and "reloaded callers" in log
     finally:
