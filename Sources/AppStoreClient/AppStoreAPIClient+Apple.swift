@@ -7,11 +7,20 @@ extension AppStoreAPIClient {
         public var productionURL = "https://api.storekit.apple.com"
         /// `apple.sandboxURL`.
         public var sandboxURL = "https://api.storekit-sandbox.apple.com"
+        /// The upstream HTTP client's own settings, with its defaults: `apple.caFile`, `apple.trustSystemCAs`
+        /// and `apple.connectTimeout` (below) are its fields.
+        public var upstream = UpstreamHTTPClient.Configuration()
         /// A PEM CA bundle for the upstream TLS; empty = the system CAs. When set, it REPLACES the system CAs
         /// (pinning) unless `trustSystemCAs`. `apple.caFile`, default "".
-        public var caFile = ""
+        public var caFile: String {
+            get { upstream.caFile }
+            set { upstream.caFile = newValue }
+        }
         /// With `caFile`, trust the system CAs as well. `apple.trustSystemCAs`, default false.
-        public var trustSystemCAs = false
+        public var trustSystemCAs: Bool {
+            get { upstream.trustSystemCAs }
+            set { upstream.trustSystemCAs = newValue }
+        }
         /// Accept `http://` Apple URLs (local test doubles only: the request JWT would travel in clear).
         /// `apple.allowInsecureURL`, default false.
         public var allowInsecureURL = false
@@ -19,7 +28,10 @@ extension AppStoreAPIClient {
         /// `apple.requestTimeout`, 10s.
         public var requestTimeout: Duration = .seconds(10)
         /// Longest TCP + TLS connection set-up. `apple.connectTimeout`, 5s.
-        public var connectTimeout: Duration = .seconds(5)
+        public var connectTimeout: Duration {
+            get { upstream.connectTimeout }
+            set { upstream.connectTimeout = newValue }
+        }
         /// Accept `.p8` key files readable by group or others. `apple.allowReadableKeyFiles`, false:
         /// start-up refuses such files, since the key signs for the whole team.
         public var allowReadableKeyFiles = false
@@ -34,5 +46,16 @@ extension AppStoreAPIClient {
         /// How long a call may queue for a token before RESOURCE_EXHAUSTED. `rateLimits.maxWait`, 1s.
         public var maxWait: Duration = .seconds(1)
         public init() {}
+    }
+}
+
+extension UpstreamHTTPClient {
+    /// The client for the gateway's `apple` keys (CA file, system CAs, connect timeout), its thread started.
+    public convenience init(_ apple: AppStoreAPIClient.Apple) throws(ConfigurationError) {
+        do {
+            try self.init(configuration: apple.upstream)
+        } catch {
+            throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
+        }
     }
 }

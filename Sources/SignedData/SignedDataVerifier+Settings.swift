@@ -11,7 +11,7 @@ extension SignedDataVerifier {
         /// Trust the built-in Apple Root CA - G3 besides `rootCertificates` (the simulator demo does).
         public var trustBuiltInAppleRoot = false
         /// Verified chains remembered (LRU). `verification.chainCacheSize`, 1024.
-        public var chainCacheSize = 1024
+        public var chainCacheSize = Self.defaultChainCacheSize
         /// JWS whose signature verified, remembered by SHA-256 (see `GatewayConfiguration+SignatureCache.swift`).
         /// `verification.signatureCacheSize`, 4096; 0 disables.
         public var signatureCacheSize = 4096
@@ -29,11 +29,16 @@ extension SignedDataVerifier {
         public var poolQueue = 64
         /// How long a chain that failed validation is refused from memory (for the same verification time)
         /// before it is validated again. `verification.negativeCacheTTL`, 30s; 0 disables.
-        public var negativeCacheTTL: Duration = .seconds(30)
+        public var negativeCacheTTL: Duration = Self.defaultNegativeCacheTTL
         /// Apple's online checks (OCSP revocation of leaf and intermediate, validation at the current time).
         /// `verification.onlineChecks` and friends, see `GatewayConfiguration+OnlineChecks.swift`.
         public var onlineChecks = OnlineChecks()
         public init() {}
+
+        /// `verification.chainCacheSize`'s default, the verifier's too (`Configuration.chainCacheCapacity`).
+        public static let defaultChainCacheSize = 1024
+        /// `verification.negativeCacheTTL`'s default, the verifier's too (`Configuration.rejectedChainTTL`).
+        public static let defaultNegativeCacheTTL: Duration = .seconds(30)
     }
 
     /// Apple's online checks for signed data, as Apple's verifier offers them: the OCSP revocation status of
@@ -59,7 +64,7 @@ extension SignedDataVerifier.Configuration {
         chainCacheCapacity = verification.chainCacheSize
         signatureCacheCapacity = verification.signatureCacheSize
         validationTime = verification.useCurrentTime ? .now : .signedDate
-        rejectedChainTTL = Double(verification.negativeCacheTTL.wholeMilliseconds) / 1000
+        rejectedChainTTL = verification.negativeCacheTTL
         onlineChecks = verification.onlineChecks.enabled
         revocationCacheCapacity = verification.onlineChecks.cacheSize
     }
