@@ -60,14 +60,6 @@ let package = Package(
         // The App Store domain: Apple's endpoints, environments and error codes, `GatewayError`, rate budgets and
         // fair shares, request JWTs, retry policy, callers. No transport, no YAML.
         .target(name: "AppStoreDomain", dependencies: ["GatewayFoundation"]),
-        // The YAML configuration (Yams): every key parsed, defaulted and validated once, into the layers' own
-        // configuration values where a key is a layer's knob (the gRPC server's, with its HTTP/2 settings).
-        .target(
-            name: "Configuration",
-            dependencies: [
-                "GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams"), "Redis", "GRPC",
-                "HTTPServer",
-            ]),
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.
@@ -75,11 +67,11 @@ let package = Package(
         // Apple's signed-data (JWS) verification: chain of trust, ES256, app and environment binding.
         .target(
             name: "SignedData",
-            dependencies: ["Cryptography", "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec"]),
+            dependencies: ["Cryptography", "GatewayFoundation", "AppStoreDomain", "ProtoCodec"]),
         // Who calls: bearer JWTs (RS256/ES256) against a JWKS file, verified-token cache.
         .target(
             name: "CallerAuthentication",
-            dependencies: ["Cryptography", "GatewayFoundation", "AppStoreDomain", "Configuration"]),
+            dependencies: ["Cryptography", "GatewayFoundation", "AppStoreDomain"]),
         // epoll event loops: timers, sockets, `LoopBound` confinement. Knows no protocol.
         .target(name: "EventLoops", dependencies: ["CLinux", "GatewayFoundation"]),
         // A generic HTTP server on the event loops: nghttp2 sessions, TLS (OpenSSL), strict HTTP/1.1.
@@ -99,19 +91,18 @@ let package = Package(
         .target(
             name: "AppStoreClient",
             dependencies: [
-                "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain",
-                "Configuration", "SignedData",
+                "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain", "SignedData",
                 .product(name: "Logging", package: "swift-log"), "Redis",
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
         .target(
             name: "NotificationStore",
-            dependencies: ["CSQLite", "GatewayFoundation", "Configuration", "AppStoreClient", "Redis"]),
+            dependencies: ["CSQLite", "GatewayFoundation", "AppStoreClient", "Redis"]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
             name: "Services",
             dependencies: [
-                "GRPC", "GatewayFoundation", "AppStoreDomain", "Configuration", "ProtoCodec", "SignedData",
+                "GRPC", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "SignedData",
                 "Cryptography", "Observability",
                 "AppStoreClient",
                 "NotificationStore",
@@ -123,7 +114,7 @@ let package = Package(
             name: "Edge",
             dependencies: [
                 "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "AppStoreClient",
-                "Configuration", "CallerAuthentication", "NotificationStore", "SignedData", "Observability",
+                "CallerAuthentication", "NotificationStore", "SignedData", "Observability",
                 "ProtoCodec", "Cryptography",
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -140,12 +131,22 @@ let package = Package(
             name: "Tracing",
             dependencies: [
                 "CCurl", "GRPC", "GatewayFoundation", "Observability", .product(name: "Logging", package: "swift-log"),
-                "Configuration",
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
             name: "Simulator", dependencies: ["HTTPServer", "GatewayFoundation", "AppStoreDomain", "Cryptography"],
             exclude: ["README.md"]),
+        // The YAML configuration (Yams): every key parsed, defaulted and validated once into `GatewayConfiguration`,
+        // which embeds each layer's own settings type (declared, with its one default, in its layer); the files
+        // the configuration names, read at start-up. Just below the composition root: only GatewayApp, the CLI
+        // and tests import it.
+        .target(
+            name: "Configuration",
+            dependencies: [
+                "GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams"), "Redis", "GRPC",
+                "HTTPServer", "SignedData", "CallerAuthentication", "AppStoreClient", "NotificationStore", "Services",
+                "Edge", "Tracing", .product(name: "Logging", package: "swift-log"),
+            ]),
         // The composition root: the gateway built, started and stopped from its configuration (gRPC server and
         // services, caller checks, webhook and notification store, admin endpoint), for the CLI and the tests.
         .target(

@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import Cryptography
 import Foundation
 
@@ -25,26 +24,13 @@ public struct AppKeySigner: ES256Signer, CustomStringConvertible {
 
     public var description: String { "AppKeySigner(P-256)" }
 
-    /// The key of every app that calls Apple (all but Xcode apps), by bundle id, from their key files.
-    public static func loadAll(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [String:
-        any ES256Signer]
-    {
-        var signers: [String: any ES256Signer] = [:]
-        // An Xcode app never calls Apple, so it has no key.
-        for (index, app) in configuration.apps.enumerated() where app.environment != .xcode {
-            signers[app.bundleId] = try load(
-                app: app, index: index, allowReadableFile: configuration.apple.allowReadableKeyFiles)
-        }
-        return signers
-    }
-
     /// Loads `apps[index].privateKeyFile`: an unencrypted PKCS#8 PEM P-256 key (Apple's `.p8`).
     ///
     /// Follows symlinks and judges the file they lead to (`KeyFileAccess`): refused when others may read it,
     /// or a group other than the process's own, unless `allowReadableFile`, since the key signs for the
     /// whole App Store Connect team. Errors are `ConfigurationError`s naming `apps[i].privateKeyFile`.
     public static func load(
-        app: GatewayConfiguration.App, index: Int, allowReadableFile: Bool
+        app: App, index: Int, allowReadableFile: Bool
     ) throws(ConfigurationError) -> AppKeySigner {
         let key = "apps[\(index)].privateKeyFile"
         let path = app.privateKeyFile

@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import Foundation
 import GatewayFoundation
 import Logging
@@ -27,7 +26,7 @@ public struct AppleResponse: Sendable {
 /// cached JWT and retries once with a new one. A 429 blocks the bucket until Apple's `Retry-After` for
 /// every caller and ends the call with RESOURCE_EXHAUSTED.
 public final class AppStoreAPIClient: Sendable {
-    /// The settings taken from the configuration.
+    /// The settings in force, taken from the `apple`, `retries` and `rateLimits` keys.
     public struct Settings: Sendable {
         /// Base URLs (`apple.productionURL`, `apple.sandboxURL`).
         public var productionURL: String
@@ -41,13 +40,13 @@ public final class AppStoreAPIClient: Sendable {
         /// JWT lifetimes (the documented defaults).
         public var jwt: JWTSettings
 
-        /// Settings from a loaded configuration.
-        public init(configuration: GatewayConfiguration) {
-            productionURL = configuration.apple.productionURL
-            sandboxURL = configuration.apple.sandboxURL
-            retryPolicy = configuration.retries
-            maxRateLimitWait = configuration.rateLimits.maxWait
-            requestTimeout = configuration.apple.requestTimeout
+        /// Settings from the `apple`, `retries` and `rateLimits` keys.
+        public init(apple: Apple, retries: RetryPolicy, rateLimits: RateLimiting) {
+            productionURL = apple.productionURL
+            sandboxURL = apple.sandboxURL
+            retryPolicy = retries
+            maxRateLimitWait = rateLimits.maxWait
+            requestTimeout = apple.requestTimeout
             jwt = .defaults
         }
 
@@ -79,12 +78,15 @@ public final class AppStoreAPIClient: Sendable {
     public let tracer: any Tracer
     private let signers: [String: any ES256Signer]
 
-    /// A client for `configuration`'s apps, signing with `signers` (by bundle id; `AppKeySigner.loadAll`
+    /// A client for `apps`, signing with `signers` (by bundle id; `AppKeySigner.loadAll`
     /// reads them from the apps' key files): an app that calls Apple without one fails start-up with a
     /// `ConfigurationError` naming `apps[i].privateKeyFile`. `sleep` waits for rate-limit slots and
-    /// backoffs (tests may shorten it).
+    /// backoffs (tests may shorten it). With `redis.url` the budget is shared by the replicas; with `fairShares`
+    /// (a `callers` list) listed callers compete for each app's bucket by weight.
     public init(
-        configuration: GatewayConfiguration, http: UpstreamHTTPClient, signers: [String: any ES256Signer],
+        apps configured: [App], apple: Apple, rateLimits: RateLimiting, retries: RetryPolicy,
+        redis: SharedRateBudget.Settings, fairShares: Bool, http: UpstreamHTTPClient,
+        signers: [String: any ES256Signer],
         clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.upstream"),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         events: any GatewayEvents = SilentGatewayEvents(),
@@ -94,35 +96,35 @@ public final class AppStoreAPIClient: Sendable {
         self.events = events
         self.tracer = tracer
         var loaded: [String: any ES256Signer] = [:]
-        for (index, app) in configuration.apps.enumerated() where app.environment != .xcode {
+        for (index, app) in configured.enumerated() where app.environment != .xcode {
             guard let given = signers[app.bundleId] else {
                 throw ConfigurationError(key: "apps[\(index)].privateKeyFile", problem: "no signing key was loaded")
             }
             loaded[app.bundleId] = given
         }
         var perApp: [String: RateLimits] = [:]
-        for app in configuration.apps { perApp[app.bundleId] = app.rateLimits }
-        try configuration.rateLimits.defaults.validate()
+        for app in configured { perApp[app.bundleId] = app.rateLimits }
+        try rateLimits.defaults.validate()
         for limits in perApp.values { try limits.validate() }
         self.signers = loaded
-        apps = AppDirectory(configuration.apps)
-        rateLimiter = RateLimiter(defaults: configuration.rateLimits.defaults, perApp: perApp)
+        apps = AppDirectory(configured)
+        rateLimiter = RateLimiter(defaults: rateLimits.defaults, perApp: perApp)
         var budget: any RateBudget
-        let appNames = configuration.appNamesByBundleID
-        if configuration.redis.url != nil {
-            let share = configuration.redis.fallbackShare
+        let appNames = Dictionary(configured.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { first, _ in first })
+        if redis.url != nil {
+            let share = redis.fallbackShare
             budget = SharedRateBudget(
-                settings: configuration.redis, limits: rateLimiter,
+                settings: redis, limits: rateLimiter,
                 fallback: RateLimiter(
-                    defaults: configuration.rateLimits.defaults.scaled(by: share),
+                    defaults: rateLimits.defaults.scaled(by: share),
                     perApp: perApp.mapValues { $0.scaled(by: share) }),
                 appNames: appNames,
-                reservationHorizon: configuration.rateLimits.maxWait,
+                reservationHorizon: rateLimits.maxWait,
                 clock: clock, events: budgetEvents, tracer: tracer)
         } else {
             budget = rateLimiter
         }
-        if configuration.callers != nil {
+        if fairShares {
             // Listed callers compete for each app's bucket by weight (docs: README "Callers").
             budget = FairShareBudget(
                 inner: budget, clock: clock,
@@ -130,7 +132,7 @@ public final class AppStoreAPIClient: Sendable {
                 events: accessEvents, sleep: sleep)
         }
         self.budget = budget
-        settings = Settings(configuration: configuration)
+        settings = Settings(apple: apple, retries: retries, rateLimits: rateLimits)
         jwtCache = JWTCache(settings: settings.jwt)
         self.http = http
         self.clock = clock
@@ -139,7 +141,7 @@ public final class AppStoreAPIClient: Sendable {
     }
 
     /// The environments a call tries, in order: the requested one alone, else the app's policy.
-    public func environments(for app: GatewayConfiguration.App, requested: AppleEnvironment?) -> [AppleEnvironment] {
+    public func environments(for app: App, requested: AppleEnvironment?) -> [AppleEnvironment] {
         if let requested { return [requested] }
         switch app.environment {
         case .production: return [.production]
@@ -153,7 +155,7 @@ public final class AppStoreAPIClient: Sendable {
     /// returning Apple's 2xx answer. `deadline` is on `clock`'s monotonic time.
     public func call(
         _ endpoint: AppleEndpoint, path: String, query: String = "", body: [UInt8]? = nil,
-        app: GatewayConfiguration.App, environment requested: AppleEnvironment? = nil, deadline: MonotonicInstant?
+        app: App, environment requested: AppleEnvironment? = nil, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> AppleResponse {
         guard app.environment != .xcode else {
             throw .invalidArgument(
@@ -197,7 +199,7 @@ public final class AppStoreAPIClient: Sendable {
         throw .internalBug("no environment to call for app \(app.name)", requestID: nil)
     }
 
-    func signer(for app: GatewayConfiguration.App) throws(GatewayError) -> any ES256Signer {
+    func signer(for app: App) throws(GatewayError) -> any ES256Signer {
         guard let signer = signers[app.bundleId] else {
             throw .internalBug("no signing key loaded for app \(app.name)", requestID: nil)
         }

@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import GatewayFoundation
 import Logging
 
@@ -13,7 +12,7 @@ struct AppleCall {
     let path: String
     let query: String
     let body: [UInt8]?
-    let app: GatewayConfiguration.App
+    let app: App
     let environment: AppleEnvironment
     let deadline: MonotonicInstant?
 

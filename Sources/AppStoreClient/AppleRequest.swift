@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import Foundation
 import GatewayFoundation
 
@@ -34,7 +33,7 @@ extension AppStoreAPIClient {
     /// Sends `request` for `app` with the same budget, JWT, retries (writes per `AppleEndpoint.isIdempotent`),
     /// environment fallback and error mapping as every call, returning Apple's 2xx answer.
     public func send(
-        _ request: AppleRequest, app: GatewayConfiguration.App, deadline: MonotonicInstant?
+        _ request: AppleRequest, app: App, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> AppleResponse {
         guard request.pathValues.allSatisfy({ !$0.isEmpty }),
             let path = request.endpoint.path(values: request.pathValues)

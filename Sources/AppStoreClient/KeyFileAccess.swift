@@ -1,4 +1,4 @@
-import Configuration
+import AppStoreDomain
 import Foundation
 
 /// Who may read a private-key file, judged from its mode and group.

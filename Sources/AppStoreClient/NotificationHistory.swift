@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import GatewayFoundation
 
 /// One page of Get Notification History, as Apple sent it (Apple's App Store Server API documentation).
@@ -60,7 +59,7 @@ extension AppStoreAPIClient {
     /// getNotificationHistory bucket. A body that is not Apple's NotificationHistoryResponse JSON is
     /// `appleDataRejected` (DATA_LOSS).
     public func notificationHistory(
-        body: NotificationHistoryRequestBody, paginationToken: String?, app: GatewayConfiguration.App,
+        body: NotificationHistoryRequestBody, paginationToken: String?, app: App,
         environment: AppleEnvironment? = nil, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> NotificationHistoryPage {
         var query = ""

@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import Cryptography
 import Foundation
 import GatewayFoundation
@@ -11,7 +10,7 @@ extension AppStoreAPIClient {
     /// base64 of the DER ECDSA P-256/SHA-256 signature over bundle id, key id, product id, offer id, lower-cased
     /// application username, lower-cased nonce and timestamp, joined by U+2063.
     public func promotionalOfferSignature(
-        app: GatewayConfiguration.App, productID: String, offerID: String, applicationUsername: String,
+        app: App, productID: String, offerID: String, applicationUsername: String,
         nonce: String, timestamp: Int64
     ) throws(GatewayError) -> String {
         let separator = "\u{2063}"
@@ -30,7 +29,7 @@ extension AppStoreAPIClient {
     /// `{"alg":"ES256","kid":…,"typ":"JWT"}`, claims `iss`, `bid`, `aud`, `iat`, `nonce`, then `claims` (JSON
     /// values already encoded), signed with the app's key.
     public func storeKitJWS(
-        app: GatewayConfiguration.App, audience: String, claims: [(String, String)], nonce: String, issuedAt: Int64
+        app: App, audience: String, claims: [(String, String)], nonce: String, issuedAt: Int64
     ) throws(GatewayError) -> String {
         let all: [(String, String)] =
             [
@@ -51,7 +50,7 @@ extension AppStoreAPIClient {
     /// The wall clock the client signs with (UNIX milliseconds).
     public var nowMilliseconds: Int64 { clock.wallNow().millisecondsSince1970 }
 
-    private func sign(_ message: [UInt8], app: GatewayConfiguration.App) throws(GatewayError) -> [UInt8] {
+    private func sign(_ message: [UInt8], app: App) throws(GatewayError) -> [UInt8] {
         let signer = try signer(for: app)
         do {
             return try signer.sign(message)

@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import Foundation
 import GatewayFoundation
 import Logging
@@ -27,7 +26,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         case checkBlock(RateLimitKey, CheckedContinuation<Duration, Never>)
     }
 
-    private let settings: GatewayConfiguration.Redis
+    private let settings: SharedRateBudget.Settings
     private let limits: RateLimiter
     private let fallback: RateLimiter
     private let appNames: [String: String]
@@ -62,7 +61,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     /// used as metric labels; `reservationHorizon` is `rateLimits.maxWait`, the furthest ahead a shared slot
     /// is ever reserved. The thread starts at once; the first reservation connects.
     public init(
-        settings: GatewayConfiguration.Redis, limits: RateLimiter, fallback: RateLimiter, appNames: [String: String],
+        settings: SharedRateBudget.Settings, limits: RateLimiter, fallback: RateLimiter, appNames: [String: String],
         reservationHorizon: Duration, clock: any GatewayClock = SystemClock(),
         logger: Logger = Logger(label: "appstore-gateway.redis"),
         events: any SharedBudgetEvents = SilentSharedBudgetEvents(), tracer: any Tracer = SilentTracer()

@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import GatewayFoundation
 
 /// One page of Get Transaction History (V2), as Apple sent it (Apple's App Store Server API documentation).
@@ -41,7 +40,7 @@ extension AppStoreAPIClient {
     /// `GET /inApps/v2/history/{transactionId}` with `query` for `app`. A body that is not Apple's
     /// HistoryResponse JSON is `appleDataRejected` (DATA_LOSS).
     public func transactionHistory(
-        transactionID: String, query: TransactionHistoryQuery, app: GatewayConfiguration.App,
+        transactionID: String, query: TransactionHistoryQuery, app: App,
         environment: AppleEnvironment? = nil, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> TransactionHistoryPage {
         try query.validate()

@@ -1,4 +1,5 @@
 import AppStoreClient
+import AppStoreDomain
 import ArgumentParser
 import Configuration
 import Edge

@@ -1,3 +1,4 @@
+import AppStoreDomain
 import ArgumentParser
 internal import CLinux
 import CallerAuthentication

@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import Cryptography
 import GatewayFoundation
 

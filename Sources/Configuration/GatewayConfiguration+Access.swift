@@ -1,26 +1,11 @@
 import AppStoreDomain
+import CallerAuthentication
+import Edge
 import GatewayFoundation
 
 extension GatewayConfiguration {
-    /// TLS on the gRPC port (keys under `tls`). Absent: h2c, as before.
-    public struct TLS: Sendable, Hashable {
-        /// `tls.certificateFile`: the server's PEM certificate chain (leaf first).
-        public var certificateFile = ""
-        /// `tls.privateKeyFile`: the server's PEM private key.
-        public var privateKeyFile = ""
-        /// `tls.clientCAFile`: PEM CA certificates that sign client certificates. Set: every client must present
-        /// a certificate that verifies against them (mutual TLS). Empty: no client certificate is asked for.
-        public var clientCAFile = ""
-        /// `tls.identityFromCommonName`: whether a client certificate also proves its subject CN, listed as
-        /// `cn:<name>` (default false: only its URI and DNS SANs, which a CA issues as names, identify it).
-        public var identityFromCommonName = false
-        /// `tls.sessionMaxAge`: how long a TLS session may be resumed, counted from its first full handshake and
-        /// never extended by resumptions (nor past the client certificate's `notAfter`); 1s to 168h (RFC 8446
-        /// §4.6.1 caps a ticket's lifetime at 7 days), 1h by default.
-        public var sessionMaxAge: Duration = .seconds(3_600)
-
-        public init() {}
-    }
+    /// The `tls` keys: the caller-access watcher's own.
+    public typealias TLS = AccessFileWatcher.TLS
 
     /// How callers authenticate (keys under `authentication`).
     public struct Authentication: Sendable, Hashable {
@@ -29,57 +14,8 @@ extension GatewayConfiguration {
 
         public init() {}
 
-        /// Bearer JWTs signed by keys of a JWKS file (e.g. Kubernetes service-account tokens).
-        public struct JWT: Sendable, Hashable {
-            /// `authentication.jwt.jwksFile`: a JSON Web Key Set with RS256 and ES256 public keys; re-read when
-            /// it changes (also through a symlink swap, as a projected ConfigMap updates).
-            public var jwksFile = ""
-            /// `authentication.jwt.issuer`: the `iss` every token must carry.
-            public var issuer = ""
-            /// `authentication.jwt.audiences`: a token's `aud` must name at least one of these.
-            public var audiences: [String] = []
-            /// `authentication.jwt.maxLifetime`: the longest lifetime accepted, `exp - iat` (`exp - now` without
-            /// `iat`); 24h by default, at most 366 days. Bounds how long a leaked token is worth anything.
-            public var maxLifetime: Duration = .seconds(86_400)
-
-            public init() {}
-        }
-    }
-
-    /// One entry of `callers`: an identity, the apps it may name and its share of an app's budget.
-    public struct Caller: Sendable, Hashable {
-        /// `callers[i].identity`, as configured: a JWT `sub` (bare or `jwt:<sub>`), a client certificate's URI
-        /// SAN (`scheme://…` bare, or `uri:<uri>`), DNS SAN (`dns:<name>`) or CN (`cn:<name>`); see `CallerName`.
-        public var identity: String
-        /// `callers[i].apps`: configured app names (bundle ids are resolved to names at load); "*" = every app.
-        public var apps: [String]
-        /// `callers[i].weight`: the caller's share of an app's budget when callers compete (default 1).
-        public var weight: Int
-        /// `callers[i].permissions`: what the caller may do (`read`, `write`, `sign`, `realtime`); nil = the key is
-        /// absent, which grants all four (with a warning at start).
-        public var permissions: CallerPermissions?
-        /// `callers[i].maxRealtimeStreams`: ServeRealtimeRequests streams the caller may hold open at once.
-        public var maxRealtimeStreams: Int
-
-        /// The default of `callers[i].maxRealtimeStreams`.
-        public static let defaultMaxRealtimeStreams = 4
-
-        public init(
-            identity: String, apps: [String], weight: Int = 1, permissions: CallerPermissions? = nil,
-            maxRealtimeStreams: Int = Caller.defaultMaxRealtimeStreams
-        ) {
-            self.identity = identity
-            self.apps = apps
-            self.weight = weight
-            self.permissions = permissions
-            self.maxRealtimeStreams = maxRealtimeStreams
-        }
-
-        /// What the caller may do: its `permissions`, or all four without the key.
-        public var granted: CallerPermissions { permissions ?? .all }
-
-        /// The typed name `identity` stands for.
-        public var name: CallerName { CallerName(listed: identity) }
+        /// `authentication.jwt`: the bearer-token verifier's own settings.
+        public typealias JWT = BearerTokenVerifier.Settings
     }
 
     /// Reads `tls`, `authentication` and `callers` into `config` (after `apps`, which callers name), returning

@@ -1,21 +1,8 @@
 import AppStoreDomain
 import GatewayFoundation
+import SignedData
 
 extension GatewayConfiguration {
-    /// Apple's online checks for signed data, as Apple's verifier offers them: the OCSP revocation status of
-    /// the leaf and intermediate certificates, asked of the responder their Authority Information Access
-    /// names, and chain validation at the current time instead of the payload's signedDate.
-    public struct OnlineChecks: Sendable, Hashable {
-        /// `verification.onlineChecks`: on or off. Default false.
-        public var enabled = false
-        /// `verification.ocspTimeout`: the longest one OCSP request may take. Default 5s.
-        public var timeout: Duration = .seconds(5)
-        /// `verification.ocspCacheSize`: OCSP answers kept (one per certificate, each until its nextUpdate,
-        /// at most a day). Default 1024.
-        public var cacheSize = 1024
-
-        public init() {}
-    }
 
     /// Reads the online-check keys of `verification`.
     static func onlineChecks(_ reader: ConfigurationReader) throws(ConfigurationError) -> OnlineChecks {

@@ -1,3 +1,4 @@
+import AppStoreDomain
 import GRPC
 import HTTPServer
 

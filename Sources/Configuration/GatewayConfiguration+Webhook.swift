@@ -1,46 +1,13 @@
 import AppStoreDomain
+import Edge
 import GatewayFoundation
+import NotificationStore
 
 extension GatewayConfiguration {
-    /// The App Store Server Notifications receiver (keys under `notifications.webhook`).
-    public struct Webhook: Sendable, Hashable {
-        /// `notifications.webhook.listen`: HOST:PORT of the receiver (HTTP/1.1; with TLS, also HTTP/2 by ALPN);
-        /// nil (absent or "") = no receiver.
-        public var listen: ListenAddress?
-        /// `notifications.webhook.path`: where Apple posts. Default "/apple/notifications".
-        public var path = "/apple/notifications"
-        /// `notifications.webhook.tlsCertificate` / `tlsKey`: PEM files to serve HTTPS; empty = cleartext
-        /// (an ingress usually terminates TLS).
-        public var tlsCertificateFile = ""
-        public var tlsKeyFile = ""
-        /// `notifications.webhook.maxBodyBytes`: the largest body accepted (413 beyond). Default 64 KiB; Apple's
-        /// notifications are a few KiB.
-        public var maxBodyBytes = 64 * 1024
-        /// `notifications.webhook.maxConnections`: open connections at most. Default 256.
-        public var maxConnections = 256
-        /// `notifications.webhook.requestTimeout`: a request (head and body) must arrive within this. Default 10s.
-        /// HTTP/1.1: counted from its first byte, the connection closes past it; HTTP/2: from its head, 408.
-        public var requestTimeout: Duration = .seconds(10)
-        public init() {}
-    }
-
-    /// Where received notifications are kept (keys under `notifications.store`).
-    public struct NotificationStorage: Sendable, Hashable {
-        /// `notifications.store.sqlite`: the SQLite file. Default "/var/lib/appstore-gateway/notifications.db".
-        public var sqlitePath = "/var/lib/appstore-gateway/notifications.db"
-        /// `notifications.store.redis`: keep them in a Redis stream at `redis.url` instead, shared by replicas.
-        public var redis = false
-        /// `notifications.store.retention`: how long a notification is kept after it arrived; one signed longer
-        /// ago than this is not stored at all. Default 30d.
-        public var retention: Duration = .seconds(30 * 86_400)
-        /// `notifications.store.reconcileInterval`: how often Apple's recent history is compared with the
-        /// store and what the store misses is backfilled, and the store pruned. Default 10m; 0 (nil) turns the
-        /// comparison off (pruning then runs every 10m).
-        public var reconcileInterval: Duration? = .seconds(600)
-        /// `notifications.store.reconcileWindow`: how far back each comparison looks. Default 6h.
-        public var reconcileWindow: Duration = .seconds(6 * 3_600)
-        public init() {}
-    }
+    /// The `notifications.webhook` keys: the webhook's own settings.
+    public typealias Webhook = NotificationWebhook.Settings
+    /// The `notifications.store` keys: the store's own settings.
+    public typealias NotificationStorage = NotificationStoreSettings
 
     /// Reads the `notifications.webhook` and `notifications.store` keys (after `redis`, which they check).
     static func webhookAndStore(_ reader: ConfigurationReader, into config: inout GatewayConfiguration)

@@ -1,6 +1,9 @@
+import AppStoreClient
 import AppStoreDomain
 import GRPC
 import GatewayFoundation
+import Services
+import SignedData
 
 /// The gateway's whole configuration (README "Configuration" documents every key and default).
 public struct GatewayConfiguration: Sendable {
@@ -59,137 +62,25 @@ public struct GatewayConfiguration: Sendable {
         public init() {}
     }
 
-    /// How an app's calls pick Apple's environment.
-    public enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
-        /// Production only.
-        case production
-        /// Sandbox only.
-        case sandbox
-        /// Production, then sandbox when production does not know the transaction (4040010).
-        case auto
-        /// Xcode and LocalTesting data only (StoreKit testing): signed by Xcode, not Apple, so VerifyJWS decodes
-        /// it without a signature check and says so; Apple's API is never called for such an app.
-        case xcode
-    }
-
-    /// One Apple app and its In-App Purchase key.
-    public struct App: Sendable, Hashable {
-        /// What callers put in `app`. `apps[i].name`.
-        public var name: String
-        /// The app's bundle id (callers may use it as `app` too). `apps[i].bundleId`.
-        public var bundleId: String
-        /// The App Store app id; required to verify production data. `apps[i].appAppleId`.
-        public var appAppleId: Int64?
-        /// The In-App Purchase key's issuer id (UUID). `apps[i].issuerId`.
-        public var issuerId: String
-        /// The key id (10 characters). `apps[i].keyId`.
-        public var keyId: String
-        /// Path of the `.p8` private key. `apps[i].privateKeyFile`.
-        public var privateKeyFile: String
-        /// `apps[i].environment`: production, sandbox or auto (default auto).
-        public var environment: EnvironmentPolicy
-        /// With `auto`, also try sandbox when production answers 401 (some teams' keys only work in
-        /// sandbox before release). `apps[i].sandboxFallbackOnUnauthorized`, default false.
-        public var sandboxFallbackOnUnauthorized: Bool
-        /// This app's rate limits (the global `rateLimits` with `apps[i].rateLimits` applied on top);
-        /// nil when the app has no overrides.
-        public var rateLimits: RateLimits?
-
-        public init(
-            name: String, bundleId: String, appAppleId: Int64?, issuerId: String, keyId: String,
-            privateKeyFile: String, environment: EnvironmentPolicy,
-            sandboxFallbackOnUnauthorized: Bool = false, rateLimits: RateLimits? = nil
-        ) {
-            self.name = name
-            self.bundleId = bundleId
-            self.appAppleId = appAppleId
-            self.issuerId = issuerId
-            self.keyId = keyId
-            self.privateKeyFile = privateKeyFile
-            self.environment = environment
-            self.sandboxFallbackOnUnauthorized = sandboxFallbackOnUnauthorized
-            self.rateLimits = rateLimits
-        }
-    }
-
-    /// Apple's hosts.
-    public struct Apple: Sendable, Hashable {
-        /// `apple.productionURL`.
-        public var productionURL = "https://api.storekit.apple.com"
-        /// `apple.sandboxURL`.
-        public var sandboxURL = "https://api.storekit-sandbox.apple.com"
-        /// A PEM CA bundle for the upstream TLS; empty = the system CAs. When set, it REPLACES the system CAs
-        /// (pinning) unless `trustSystemCAs`. `apple.caFile`, default "".
-        public var caFile = ""
-        /// With `caFile`, trust the system CAs as well. `apple.trustSystemCAs`, default false.
-        public var trustSystemCAs = false
-        /// Accept `http://` Apple URLs (local test doubles only: the request JWT would travel in clear).
-        /// `apple.allowInsecureURL`, default false.
-        public var allowInsecureURL = false
-        /// Longest single HTTP attempt to Apple (the caller's deadline may cut it shorter).
-        /// `apple.requestTimeout`, 10s.
-        public var requestTimeout: Duration = .seconds(10)
-        /// Longest TCP + TLS connection set-up. `apple.connectTimeout`, 5s.
-        public var connectTimeout: Duration = .seconds(5)
-        /// Accept `.p8` key files readable by group or others. `apple.allowReadableKeyFiles`, false:
-        /// start-up refuses such files, since the key signs for the whole team.
-        public var allowReadableKeyFiles = false
-        public init() {}
-    }
-
-    /// Signed-data verification.
-    public struct Verification: Sendable, Hashable {
-        /// DER or PEM root certificates trusted for Apple-signed data; empty = the built-in Apple Root CA - G3.
-        /// `verification.rootCertificates`.
-        public var rootCertificates: [String] = []
-        /// Trust the built-in Apple Root CA - G3 besides `rootCertificates` (the simulator demo does).
-        public var trustBuiltInAppleRoot = false
-        /// Verified chains remembered (LRU). `verification.chainCacheSize`, 1024.
-        public var chainCacheSize = 1024
-        /// JWS whose signature verified, remembered by SHA-256 (see `GatewayConfiguration+SignatureCache.swift`).
-        /// `verification.signatureCacheSize`, 4096; 0 disables.
-        public var signatureCacheSize = 4096
-        /// Validate chains at the current time instead of the payload's signedDate. `verification.useCurrentTime`.
-        public var useCurrentTime = false
-        /// Let a VerifyJWS without `app` verify signature and chain only, bound to no app (the old fail-open
-        /// behaviour). `verification.allowUnboundVerification`, false: an empty `app` means the only configured
-        /// app, and is INVALID_ARGUMENT when several are configured.
-        public var allowUnboundVerification = false
-        /// Worker threads for VerifyJWS calls whose chain is not cached (a full X.509 validation, kept off the
-        /// event loops). `verification.poolThreads`, 2.
-        public var poolThreads = 2
-        /// Such calls waiting for a worker at most; more are RESOURCE_EXHAUSTED with RetryInfo.
-        /// `verification.poolQueue`, 64.
-        public var poolQueue = 64
-        /// How long a chain that failed validation is refused from memory (for the same verification time)
-        /// before it is validated again. `verification.negativeCacheTTL`, 30s; 0 disables.
-        public var negativeCacheTTL: Duration = .seconds(30)
-        /// Apple's online checks (OCSP revocation of leaf and intermediate, validation at the current time).
-        /// `verification.onlineChecks` and friends, see `GatewayConfiguration+OnlineChecks.swift`.
-        public var onlineChecks = OnlineChecks()
-        public init() {}
-    }
-
-    /// The `rateLimits` section: Apple's per-endpoint budgets, mirrored locally.
-    public struct RateLimiting: Sendable, Hashable {
-        /// Budgets for every app: `rateLimits.sandboxFactor` (0.1) and
-        /// `rateLimits.<endpoint>.{perSecond,burst}` (Apple's published rates, burst = one second's worth).
-        public var defaults = RateLimits.defaults
-        /// How long a call may queue for a token before RESOURCE_EXHAUSTED. `rateLimits.maxWait`, 1s.
-        public var maxWait: Duration = .seconds(1)
-        public init() {}
-    }
-
-    /// Transaction history paging.
-    public struct History: Sendable, Hashable {
-        /// Most pages one `all_pages` GetHistory call fetches. `history.maxPages`, 50.
-        public var maxPages = 50
-        /// Largest `all_pages` GetHistory response, in bytes: paging stops before the response would grow past
-        /// it (then `has_more` and `revision` continue). `history.maxResponseBytes`, 4,000,000 (under the 4 MiB
-        /// default receive limit of grpcio, grpc-go and grpc-java).
-        public var maxResponseBytes = 4_000_000
-        public init() {}
-    }
+    // Each section's type is its layer's own settings type, named here by its section.
+    /// The `history` keys: the service's own.
+    public typealias History = AppStoreGatewayService.History
+    /// The `apple` keys: the Apple API client's own.
+    public typealias Apple = AppStoreAPIClient.Apple
+    /// The `rateLimits` keys: the Apple API client's own.
+    public typealias RateLimiting = AppStoreAPIClient.RateLimiting
+    /// The `verification` keys: the verifier's own settings.
+    public typealias Verification = SignedDataVerifier.Settings
+    /// Apple's online checks (`verification.onlineChecks` and friends), the verifier's own.
+    public typealias OnlineChecks = SignedDataVerifier.OnlineChecks
+    /// An app's environment policy (`apps[i].environment`), the domain's own type.
+    public typealias EnvironmentPolicy = AppStoreDomain.EnvironmentPolicy
+    /// One configured app (`apps[i]`), the domain's own type.
+    public typealias App = AppStoreDomain.App
+    /// One entry of `callers`, the domain's own type.
+    public typealias Caller = ListedCaller
+    /// One app's default realtime answer (`notifications.realtime.defaults[i]`), the domain's own type.
+    public typealias RealtimeDefault = AppStoreDomain.RealtimeDefault
 
     /// Notification history streams (StreamNotifications).
     public struct Notifications: Sendable, Hashable {

@@ -1,6 +1,6 @@
 import AppStoreClient
+import AppStoreDomain
 import CallerAuthentication
-import Configuration
 import Foundation
 import GatewayFoundation
 import HTTPServer
@@ -47,8 +47,8 @@ public final class AccessFileWatcher: Sendable {
     /// Watches `jwt.jwksFile` for `authenticator`, the `tls` files for `context` (its key judged like a `.p8`,
     /// `KeyFileAccess`), and `others`; failed reloads are counted in `registry`.
     public init(
-        jwt: GatewayConfiguration.Authentication.JWT?, authenticator: CallerAuthenticator?,
-        tls: GatewayConfiguration.TLS?, context: TLSContext?, allowReadableKeyFiles: Bool = false, logger: Logger,
+        jwt: BearerTokenVerifier.Settings?, authenticator: CallerAuthenticator?,
+        tls: AccessFileWatcher.TLS?, context: TLSContext?, allowReadableKeyFiles: Bool = false, logger: Logger,
         registry: MetricsRegistry? = nil,
         interval: Duration = .seconds(1), others: [Watched] = []
     ) {

@@ -1,5 +1,5 @@
 import AppStoreClient
-import Configuration
+import AppStoreDomain
 import Cryptography
 import Foundation
 import GatewayFoundation
@@ -42,14 +42,6 @@ public final class AdminBearerToken: Sendable {
     public func accepts(_ credentials: some Collection<UInt8>) -> Bool {
         let expected = code.withLock { $0 }
         return HMACSHA256.isValid(expected, key: key, message: Array(credentials))
-    }
-
-    /// The token the configuration names, read and checked; nil when `admin.bearerTokenFile` is unset or the
-    /// admin port is off.
-    public static func token(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [UInt8]? {
-        let path = configuration.adminBearerTokenFile
-        guard configuration.admin != nil, !path.isEmpty else { return nil }
-        return try load(path: path, allowReadableFile: configuration.apple.allowReadableKeyFiles)
     }
 
     /// Reads and parses the token file at `path`. It is a secret, so it is judged like the apps' `.p8` keys:

@@ -1,4 +1,4 @@
-import Configuration
+import AppStoreDomain
 import GatewayFoundation
 import NotificationStore
 import Services
@@ -17,7 +17,7 @@ extension AppStoreGatewayService {
     /// `ServeRealtimeRequests` streams; `clock` tells each request's age. Warns of each default that is a V1
     /// promotional offer: its signature names no customer, so whoever sees one answer can redeem the offer.
     public func realtimeEndpoint(
-        _ settings: GatewayConfiguration.Realtime, metrics: RealtimeMetrics, clock: any GatewayClock = SystemClock()
+        _ settings: RealtimeBroker.Settings, metrics: RealtimeMetrics, clock: any GatewayClock = SystemClock()
     ) -> RealtimeEndpoint? {
         guard !settings.path.isEmpty else { return nil }
         realtime.reportStreams(to: metrics.streams)

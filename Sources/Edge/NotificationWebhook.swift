@@ -1,4 +1,4 @@
-import Configuration
+import AppStoreDomain
 import GatewayFoundation
 import HTTPServer
 import Logging
@@ -19,7 +19,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
     let path: String
     let verifier: SignedDataVerifier
     let pool: VerificationPool
-    let apps: [GatewayConfiguration.App]
+    let apps: [App]
     let store: any NotificationStore
     let clock: any GatewayClock
     let metrics: NotificationMetrics
@@ -43,10 +43,10 @@ public struct NotificationWebhook: HTTPRequestHandler {
     }
 
     init(
-        path: String, verifier: SignedDataVerifier, pool: VerificationPool, apps: [GatewayConfiguration.App],
+        path: String, verifier: SignedDataVerifier, pool: VerificationPool, apps: [App],
         store: any NotificationStore, clock: any GatewayClock, metrics: NotificationMetrics,
         retention: NotificationRetention = NotificationRetention(
-            milliseconds: GatewayConfiguration.NotificationStorage().retention.wholeMilliseconds)
+            milliseconds: NotificationStoreSettings().retention.wholeMilliseconds)
     ) {
         self.path = path
         self.verifier = verifier
@@ -224,7 +224,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
     /// `timeout`, idle keep-alive connections closed after 30 s, no maximum age, at most `maxConnections`
     /// connections. No call is ever "admitted" here (that is the gRPC guard's word), so the gRPC port's
     /// `unauthenticatedIdleTimeout` does not apply: the request deadline and the idle timeout bound a connection.
-    public static func transportLimits(_ webhook: GatewayConfiguration.Webhook) -> HTTP2Configuration {
+    public static func transportLimits(_ webhook: NotificationWebhook.Settings) -> HTTP2Configuration {
         var configuration = HTTP2Configuration()
         configuration.maxConnectionAge = nil
         configuration.unauthenticatedIdleTimeout = nil

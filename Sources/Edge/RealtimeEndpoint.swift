@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import GatewayFoundation
 import HTTPServer
 import Logging
@@ -24,8 +23,8 @@ public struct RealtimeEndpoint: Sendable {
     let timeout: Duration
     let verifier: SignedDataVerifier
     let pool: VerificationPool
-    let apps: [GatewayConfiguration.App]
-    let defaults: [String: GatewayConfiguration.RealtimeDefault]
+    let apps: [App]
+    let defaults: [String: RealtimeDefault]
     let broker: RealtimeBroker
     let answering: RealtimeAnswering
     let metrics: RealtimeMetrics
@@ -44,7 +43,7 @@ public struct RealtimeEndpoint: Sendable {
             metrics.reject("not_a_request")
             return text(400, "not a realtime request")
         }
-        let verified: (GatewayConfiguration.App, RealtimeRequest)
+        let verified: (App, RealtimeRequest)
         switch await verify(jws) {
         case .success(let found): verified = found
         case .failure(let refusal): return refusal.response
@@ -105,7 +104,7 @@ public struct RealtimeEndpoint: Sendable {
     }
 
     /// The verified, decoded request and its app, or the HTTP refusal.
-    private func verify(_ jws: String) async -> Result<(GatewayConfiguration.App, RealtimeRequest), Refusal> {
+    private func verify(_ jws: String) async -> Result<(App, RealtimeRequest), Refusal> {
         let verifier = self.verifier
         let result: VerificationResult
         if let cached = verifier.verifyIfChainCached(jws, kind: .realtimeRequest, requirements: .none) {

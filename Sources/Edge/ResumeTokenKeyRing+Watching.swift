@@ -1,4 +1,4 @@
-import Configuration
+import AppStoreDomain
 import Logging
 import Services
 

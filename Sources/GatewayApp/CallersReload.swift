@@ -1,3 +1,4 @@
+import AppStoreDomain
 import CallerAuthentication
 import Configuration
 import Edge
@@ -13,13 +14,13 @@ import Logging
 /// previous list (the watcher logs it at error level and counts it). Every other key takes effect at the next start.
 final class CallersReload: Sendable {
     private let path: String
-    private let apps: [GatewayConfiguration.App]
+    private let apps: [App]
     private let authenticator: CallerAuthenticator
     private let logger: Logger
     /// The gRPC server whose open calls are checked again (set once it started).
     private let server = Lock<GRPCServer?>(nil)
 
-    init(path: String, apps: [GatewayConfiguration.App], authenticator: CallerAuthenticator, logger: Logger) {
+    init(path: String, apps: [App], authenticator: CallerAuthenticator, logger: Logger) {
         self.path = path
         self.apps = apps
         self.authenticator = authenticator

@@ -1,3 +1,4 @@
+import AppStoreDomain
 import Configuration
 
 /// Why the gateway did not start: what failed and, for a bad configuration, the problem of each key. The CLI

@@ -1,4 +1,5 @@
 import AppStoreClient
+import AppStoreDomain
 import Configuration
 import Edge
 import Foundation

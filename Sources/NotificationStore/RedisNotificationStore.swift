@@ -1,5 +1,4 @@
 import AppStoreClient
-import Configuration
 import Dispatch
 import Redis
 import Synchronization

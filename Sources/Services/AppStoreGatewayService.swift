@@ -1,6 +1,5 @@
 import AppStoreClient
 import AppStoreDomain
-import Configuration
 import Cryptography
 import Foundation
 import GRPC
@@ -26,7 +25,7 @@ public struct AppStoreGatewayService: GRPCService {
     private let notifications: StreamNotificationsHandler
     let api: AppStoreAPIMethods
     package let pool: VerificationPool
-    package let apps: [GatewayConfiguration.App]
+    package let apps: [App]
     package let retention: NotificationRetention
     /// The realtime requests of the hosted realtime URL and the ServeRealtimeRequests streams answering them.
     public let realtime: RealtimeBroker
@@ -37,48 +36,50 @@ public struct AppStoreGatewayService: GRPCService {
     /// Builds the service from parts already built by the composition root (the CLI reads the files):
     /// `verifier` trusts the configured roots, `client` calls Apple with the apps' keys and reports to its
     /// `events`, `resumeTokenKeys` seals and opens StreamNotifications resume tokens (`ResumeTokenKeyRing`).
-    /// `configuration` gives the apps, limits and the tokens' maximum age. `live` (the webhook's store) lets
+    /// The settings give the apps, limits and the tokens' maximum age. `live` (the webhook's store) lets
     /// StreamNotifications `follow`.
     public init(
-        configuration: GatewayConfiguration, verifier: SignedDataVerifier, client: AppStoreAPIClient,
-        resumeTokenKeys: ResumeTokenKeyRing, clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil
+        apps configured: [App], verification: SignedDataVerifier.Settings, history: History,
+        resumeTokenMaxAge: Duration, store: NotificationStoreSettings,
+        realtime realtimeSettings: RealtimeBroker.Settings,
+        verifier: SignedDataVerifier, client: AppStoreAPIClient, resumeTokenKeys: ResumeTokenKeyRing,
+        clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil
     ) {
         self.verifier = verifier
         self.resumeTokenKeys = resumeTokenKeys
         let pool = VerificationPool(
-            threads: configuration.verification.poolThreads, queueLimit: configuration.verification.poolQueue)
+            threads: verification.poolThreads, queueLimit: verification.poolQueue)
         self.pool = pool
-        apps = configuration.apps
+        apps = configured
         let retention = NotificationRetention(
-            milliseconds: configuration.notifications.store.retention.wholeMilliseconds)
+            milliseconds: store.retention.wholeMilliseconds)
         self.retention = retention
         verifyJWS = VerifyJWSHandler(
-            verifier: verifier, apps: AppDirectory(configuration.apps),
-            allowUnboundVerification: configuration.verification.allowUnboundVerification, pool: pool,
+            verifier: verifier, apps: AppDirectory(configured),
+            allowUnboundVerification: verification.allowUnboundVerification, pool: pool,
             events: client.events)
         rateLimiter = client.rateLimiter
         upstreamMetrics = { client.upstreamMetrics }
-        let realtimeSettings = configuration.notifications.realtime
         realtime = RealtimeBroker(
             maxPendingPerStream: realtimeSettings.maxPendingPerStream, maxStreams: realtimeSettings.maxStreams)
         realtimeAnswering = RealtimeAnswering(client: client)
-        serveRealtime = ServeRealtimeRequestsHandler(broker: realtime, apps: AppDirectory(configuration.apps))
+        serveRealtime = ServeRealtimeRequestsHandler(broker: realtime, apps: AppDirectory(configured))
         getHistory = GetHistoryHandler(
-            client: client, verifier: verifier, maxPages: configuration.history.maxPages,
-            maxResponseBytes: configuration.history.maxResponseBytes, clock: clock)
+            client: client, verifier: verifier, maxPages: history.maxPages,
+            maxResponseBytes: history.maxResponseBytes, clock: clock)
         var notifications = StreamNotificationsHandler(
             client: client, verifier: verifier, resumeTokenKeys: resumeTokenKeys,
-            resumeTokenMaxAge: configuration.notifications.resumeTokenMaxAge,
+            resumeTokenMaxAge: resumeTokenMaxAge,
             clock: clock)
         api = AppStoreAPIMethods(
-            client: client, verifier: verifier, clock: clock, maxPages: configuration.history.maxPages,
-            maxResponseBytes: configuration.history.maxResponseBytes)
+            client: client, verifier: verifier, clock: clock, maxPages: history.maxPages,
+            maxResponseBytes: history.maxResponseBytes)
         notifications.live = live
         self.notifications = notifications
         reconciler = live.map {
             NotificationReconciler(
-                client: client, verifier: verifier, apps: configuration.apps, feed: $0, clock: clock,
-                window: configuration.notifications.store.reconcileWindow,
+                client: client, verifier: verifier, apps: configured, feed: $0, clock: clock,
+                window: store.reconcileWindow,
                 retention: retention)
         }
     }

@@ -1,6 +1,5 @@
 import AppStoreClient
 import AppStoreDomain
-import Configuration
 import GatewayFoundation
 import ProtoCodec
 import SignedData
@@ -35,7 +34,7 @@ struct AppleAnswer {
     /// The request it answers.
     let request: AppleRequest
     /// The app the call was for.
-    let app: GatewayConfiguration.App
+    let app: App
     let verifier: SignedDataVerifier
     /// With online checks: the revocation statuses a verification found missing (fetched by the handler,
     /// which then decodes the answer again).
@@ -166,7 +165,7 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
     }
 
     private func fetch(
-        _ request: Request, plan: AppleRequest, app: GatewayConfiguration.App, deadline: MonotonicInstant?
+        _ request: Request, plan: AppleRequest, app: App, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> Response {
         var sent = plan
         var answered = try await client.send(sent, app: app, deadline: deadline)
@@ -191,7 +190,7 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
     /// (awaited in this task, never on an event loop) and the answer decoded again; a responder that cannot be
     /// reached is UNAVAILABLE with RetryInfo, as for GetHistory.
     private func decode(
-        _ answered: AppleResponse, request sent: AppleRequest, app: GatewayConfiguration.App
+        _ answered: AppleResponse, request sent: AppleRequest, app: App
     ) async throws(GatewayError) -> Response {
         // Apple's answer may carry many JWS (every subscription's renewal info and transaction): verified off the
         // call's loop, in one hop each way.

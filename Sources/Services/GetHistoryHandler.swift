@@ -1,6 +1,5 @@
 import AppStoreClient
 import AppStoreDomain
-import Configuration
 import Foundation
 import GatewayFoundation
 import ProtoCodec
@@ -88,7 +87,7 @@ public struct GetHistoryHandler: Sendable {
     }
 
     private func fetch(
-        _ request: GetHistoryRequest, plan: HistoryCallPlan, app: GatewayConfiguration.App, deadline: MonotonicInstant?
+        _ request: GetHistoryRequest, plan: HistoryCallPlan, app: App, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> GetHistoryResponse {
         var query = plan.query
         var environment = plan.environment
@@ -184,7 +183,7 @@ public struct GetHistoryHandler: Sendable {
     /// for it, costs about what verifying a transaction the caches already know does.) Any failure fails the
     /// page: once one has failed the workers stop claiming. One counter hands the transactions out in order,
     /// so what was verified is a prefix of the page, and the first failure in page order is the answer.
-    func verify(_ page: TransactionHistoryPage, app: GatewayConfiguration.App) async throws(GatewayError)
+    func verify(_ page: TransactionHistoryPage, app: App) async throws(GatewayError)
         -> [Transaction]
     {
         let check = try PageCheck(page: page, app: app, verifier: verifier)
@@ -241,7 +240,7 @@ private struct PageCheck: Sendable {
     let environment: AppleEnvironment
     let appleRequestID: String?
 
-    init(page: TransactionHistoryPage, app: GatewayConfiguration.App, verifier: SignedDataVerifier)
+    init(page: TransactionHistoryPage, app: App, verifier: SignedDataVerifier)
         throws(GatewayError)
     {
         do {

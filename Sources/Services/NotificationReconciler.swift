@@ -1,6 +1,5 @@
 import AppStoreClient
 import AppStoreDomain
-import Configuration
 import GatewayFoundation
 import Logging
 import NotificationStore
@@ -15,7 +14,7 @@ import SignedData
 public struct NotificationReconciler: Sendable {
     let client: AppStoreAPIClient
     let verifier: SignedDataVerifier
-    let apps: [GatewayConfiguration.App]
+    let apps: [App]
     let feed: LiveNotificationFeed
     let clock: any GatewayClock
     let window: Duration
@@ -39,7 +38,7 @@ public struct NotificationReconciler: Sendable {
     }
 
     init(
-        client: AppStoreAPIClient, verifier: SignedDataVerifier, apps: [GatewayConfiguration.App],
+        client: AppStoreAPIClient, verifier: SignedDataVerifier, apps: [App],
         feed: LiveNotificationFeed, clock: any GatewayClock, window: Duration, retention: NotificationRetention
     ) {
         self.client = client
@@ -101,7 +100,7 @@ public struct NotificationReconciler: Sendable {
         return backfilled
     }
 
-    static func environments(_ app: GatewayConfiguration.App) -> [AppleEnvironment] {
+    static func environments(_ app: App) -> [AppleEnvironment] {
         switch app.environment {
         case .production: app.appAppleId == nil ? [] : [.production]
         case .sandbox: [.sandbox]
@@ -110,7 +109,7 @@ public struct NotificationReconciler: Sendable {
         }
     }
 
-    private func reconcile(_ app: GatewayConfiguration.App, _ environment: AppleEnvironment) async throws(GatewayError)
+    private func reconcile(_ app: App, _ environment: AppleEnvironment) async throws(GatewayError)
         -> Int
     {
         let now = clock.wallNow()

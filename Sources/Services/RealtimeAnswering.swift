@@ -1,6 +1,5 @@
 import AppStoreClient
 import AppStoreDomain
-import Configuration
 import Foundation
 import GatewayFoundation
 import ProtoCodec
@@ -65,7 +64,7 @@ package struct RealtimeAnswering: Sendable {
     }
 
     /// The answer a configured default stands for.
-    package static func answer(_ configured: GatewayConfiguration.RealtimeDefault?) -> RealtimeAnswer {
+    package static func answer(_ configured: RealtimeDefault?) -> RealtimeAnswer {
         var answer = RealtimeAnswer()
         switch configured {
         case nil: break
@@ -83,7 +82,7 @@ package struct RealtimeAnswering: Sendable {
     }
 
     /// The body for a well-formed `answer` to `request` of `app`, signing a promotional offer.
-    package func body(_ answer: RealtimeAnswer, app: GatewayConfiguration.App, request: RealtimeRequest)
+    package func body(_ answer: RealtimeAnswer, app: App, request: RealtimeRequest)
         throws(GatewayError)
         -> RealtimeResponseBody
     {

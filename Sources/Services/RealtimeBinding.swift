@@ -1,4 +1,4 @@
-import Configuration
+import AppStoreDomain
 import ProtoCodec
 import SignedData
 
@@ -10,8 +10,8 @@ import SignedData
 package enum RealtimeBinding {
     /// The app of `request` and the verification requirements that bind it; nil: no configured app takes it.
     package static func app(
-        for request: RealtimeRequest, among apps: [GatewayConfiguration.App]
-    ) -> (GatewayConfiguration.App, VerificationRequirements)? {
+        for request: RealtimeRequest, among apps: [App]
+    ) -> (App, VerificationRequirements)? {
         let numbered = request.appAppleId == 0 ? nil : apps.first { $0.appAppleId == request.appAppleId }
         switch request.environment {
         case .production:

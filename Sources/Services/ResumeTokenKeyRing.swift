@@ -1,5 +1,5 @@
 import AppStoreClient
-import Configuration
+import AppStoreDomain
 import Foundation
 import GatewayFoundation
 import Logging
@@ -43,13 +43,6 @@ public final class ResumeTokenKeyRing: Sendable {
     public func replace(with keys: [[UInt8]]) {
         guard !keys.isEmpty else { return }
         ring.withLock { $0 = keys }
-    }
-
-    /// The ring the configuration names, read and checked; nil when `notifications.resumeTokenKeyFile` is unset.
-    public static func keys(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [[UInt8]]? {
-        let path = configuration.notifications.resumeTokenKeyFile
-        guard !path.isEmpty else { return nil }
-        return try load(path: path, allowReadableFile: configuration.apple.allowReadableKeyFiles)
     }
 
     /// Reads and parses the ring file at `path`. It holds secrets, so it is judged like the apps' `.p8`

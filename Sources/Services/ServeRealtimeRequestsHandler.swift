@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import GRPC
 import Logging
 import ProtoCodec

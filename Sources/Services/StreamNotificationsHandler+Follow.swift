@@ -1,6 +1,5 @@
 import AppStoreClient
 import AppStoreDomain
-import Configuration
 import Cryptography
 import GRPC
 import GatewayFoundation
@@ -302,7 +301,7 @@ extension StreamNotificationsHandler {
     /// verified again. With online checks, a revocation status not cached is fetched; a responder that
     /// cannot be reached ends the stream UNAVAILABLE (to be resumed), so nothing is skipped for want of an
     /// OCSP answer.
-    func storedEvent(_ entry: StoredNotification, app: GatewayConfiguration.App) async throws(GatewayError)
+    func storedEvent(_ entry: StoredNotification, app: App) async throws(GatewayError)
         -> NotificationEvent?
     {
         guard let environment = AppStoreEnvironment(rawValue: entry.notification.environment),

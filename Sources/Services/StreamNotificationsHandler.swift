@@ -1,6 +1,5 @@
 import AppStoreClient
 import AppStoreDomain
-import Configuration
 import Cryptography
 import Foundation
 import GRPC
@@ -53,7 +52,7 @@ public struct StreamNotificationsHandler: Sendable {
 
     /// A checked request: what `run` needs.
     public struct Plan: Sendable {
-        let app: GatewayConfiguration.App
+        let app: App
         let body: NotificationHistoryRequestBody
         let environment: AppleEnvironment?
         let fingerprint: [UInt8]

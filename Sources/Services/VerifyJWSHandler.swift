@@ -1,5 +1,4 @@
 import AppStoreDomain
-import Configuration
 import GRPC
 import ProtoCodec
 import SignedData
@@ -124,7 +123,7 @@ package struct VerifyJWSHandler: Sendable {
     }
 
     /// The environments an app's configured policy accepts when the request names none.
-    package static func accepted(by policy: GatewayConfiguration.EnvironmentPolicy) -> Set<AppStoreEnvironment>? {
+    package static func accepted(by policy: EnvironmentPolicy) -> Set<AppStoreEnvironment>? {
         switch policy {
         case .production: [.production]
         case .sandbox: [.sandbox, .xcode]

@@ -36,16 +36,16 @@ public final class SignedDataVerifier: Sendable {
         public var maximumJWSLength: Int = 65_536
         /// Default `.signedDate`.
         public var validationTime: ValidationTime = .signedDate
-        /// Validated chains kept; default 256, 0 disables the cache.
-        public var chainCacheCapacity: Int = 256
+        /// Validated chains kept; default 1024 (`verification.chainCacheSize`'s), 0 disables the cache.
+        public var chainCacheCapacity: Int = Settings.defaultChainCacheSize
         /// JWS whose signature verified, kept by SHA-256 so one seen again costs no ECDSA (every other check
         /// still runs); default 4,096 (about 256 KiB), 0 disables the cache.
         public var signatureCacheCapacity: Int = 4096
         /// Whether a notification's nested `signed*Info` JWS are verified too; default true.
         public var verifiesNestedPayloads: Bool = true
         /// How long a chain that failed validation is refused again without a new validation (for the
-        /// same verification time); default 30 s, 0 disables.
-        public var rejectedChainTTL: TimeInterval = 30
+        /// same verification time); default 30 s (`verification.negativeCacheTTL`'s), 0 disables.
+        public var rejectedChainTTL: Duration = Settings.defaultNegativeCacheTTL
         /// Failed chains remembered at most; default 1024.
         public var rejectedChainCapacity: Int = 1024
         /// Apple's online checks: OCSP revocation status of leaf and intermediate, validation at the current
@@ -98,7 +98,8 @@ public final class SignedDataVerifier: Sendable {
         self.cache = ChainCache(capacity: configuration.chainCacheCapacity)
         self.signatures = VerifiedSignatureCache(capacity: configuration.signatureCacheCapacity)
         self.rejected = RejectedChainCache(
-            capacity: configuration.rejectedChainCapacity, ttl: configuration.rejectedChainTTL)
+            capacity: configuration.rejectedChainCapacity,
+            ttl: Double(configuration.rejectedChainTTL.wholeMilliseconds) / 1000)
         self.revocations = RevocationCache(
             capacity: configuration.revocationCacheCapacity, maximumAge: configuration.revocationMaximumAge,
             ageWithoutNextUpdate: configuration.revocationAgeWithoutNextUpdate)

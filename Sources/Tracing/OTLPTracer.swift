@@ -1,4 +1,3 @@
-import Configuration
 import Foundation
 import GatewayFoundation
 import Observability
@@ -19,7 +18,7 @@ public final class OTLPTracer: Tracer {
 
     /// The tracer `tracing` asks for, counting into `metrics`; nil when tracing is off (no endpoint, or
     /// `OTEL_SDK_DISABLED`), so the gateway keeps the `SilentTracer`.
-    public static func make(_ tracing: GatewayConfiguration.Tracing, metrics: TracingMetrics) -> OTLPTracer? {
+    public static func make(_ tracing: OTLPTracer.Settings, metrics: TracingMetrics) -> OTLPTracer? {
         guard let url = tracing.tracesURL else { return nil }
         let userAgent = "appstore-gateway/\(BuildInfo.version)"
         let headers = tracing.headers.map { (name: $0.name, value: $0.value) }
@@ -35,7 +34,7 @@ public final class OTLPTracer: Tracer {
     }
 
     /// The resource's attributes: the configured ones, then `service.name` and the SDK's own keys.
-    static func resource(_ tracing: GatewayConfiguration.Tracing) -> [SpanRecord.Attribute] {
+    static func resource(_ tracing: OTLPTracer.Settings) -> [SpanRecord.Attribute] {
         var attributes: [SpanRecord.Attribute] = []
         for pair in tracing.resourceAttributes where pair.name != "service.name" {
             if let index = attributes.firstIndex(where: { $0.key == pair.name }) {

@@ -1,4 +1,3 @@
-import Configuration
 import GatewayFoundation
 
 /// OpenTelemetry's built-in samplers (`OTEL_TRACES_SAMPLER`), deciding from the trace context alone so that
@@ -10,19 +9,19 @@ import GatewayFoundation
 /// (1 − ratio) × 2⁵⁶: every process with the same ratio makes the same decision for the same trace.
 public struct TraceSampler: Sendable, Equatable {
     /// The configured sampler.
-    public let sampler: GatewayConfiguration.Tracing.Sampler
+    public let sampler: OTLPTracer.Settings.Sampler
     /// The ratio samplers' threshold: a trace whose randomness is below it is not sampled.
     let threshold: UInt64
 
     /// `sampler` with `ratio` (clamped to [0, 1]; ignored by the samplers without a ratio).
-    public init(_ sampler: GatewayConfiguration.Tracing.Sampler, ratio: Double = 1) {
+    public init(_ sampler: OTLPTracer.Settings.Sampler, ratio: Double = 1) {
         self.sampler = sampler
         let kept = ratio.isNaN ? 0 : min(max(ratio, 0), 1)
         threshold = UInt64(((1 - kept) * 0x1p56).rounded(.down))
     }
 
     /// The sampler a tracing configuration names.
-    public init(_ tracing: GatewayConfiguration.Tracing) {
+    public init(_ tracing: OTLPTracer.Settings) {
         self.init(tracing.sampler, ratio: tracing.samplerRatio)
     }
 

@@ -49,7 +49,7 @@ import Testing
         let pki = try AppStoreTestPKI(referenceTime: referenceTime)
         let clock = ManualClock(referenceTime)
         var configuration = SignedDataVerifier.Configuration(trustedRoots: [pki.root.certificate])
-        configuration.rejectedChainTTL = 30
+        configuration.rejectedChainTTL = .seconds(30)
         let verifier = try SignedDataVerifier(configuration: configuration, clock: clock)
         let tooEarly = referenceMilliseconds - Int64(400 * day * 1000)
         let bad = try pki.signer.sign(payload: transactionPayload(signedDate: tooEarly))
@@ -70,7 +70,7 @@ import Testing
         // Twenty years on, every certificate of the chain has expired.
         let clock = ManualClock(referenceTime.addingTimeInterval(20 * 365 * 86_400))
         var configuration = SignedDataVerifier.Configuration(trustedRoots: [pki.root.certificate])
-        configuration.rejectedChainTTL = 30
+        configuration.rejectedChainTTL = .seconds(30)
         configuration.validationTime = .now
         let verifier = try SignedDataVerifier(configuration: configuration, clock: clock)
         let jws = try pki.signer.sign(payload: transactionPayload())

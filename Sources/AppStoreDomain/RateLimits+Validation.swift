@@ -1,5 +1,3 @@
-import AppStoreDomain
-
 extension RateLimits {
     /// Checks the values a config file could get wrong; the error names the key.
     public func validate() throws(ConfigurationError) {

@@ -1,4 +1,4 @@
-import Configuration
+import AppStoreDomain
 import Redis
 
 extension RedisTLSContext {
@@ -7,7 +7,7 @@ extension RedisTLSContext {
     /// client key is a secret: a file others may read is refused like an app's `.p8` (`KeyFileAccess`), unless
     /// `allowReadableKeyFiles` (`apple.allowReadableKeyFiles`).
     package static func problem(
-        _ redis: GatewayConfiguration.Redis, allowReadableKeyFiles: Bool = false
+        _ redis: SharedRateBudget.Settings, allowReadableKeyFiles: Bool = false
     ) -> ConfigurationError? {
         guard redis.url?.tls == true else { return nil }
         let files = RedisTLSFiles(redis)

@@ -1,14 +1,12 @@
-import AppStoreDomain
-
 /// The `callers` list as decisions: pure, built once from the configuration.
 public struct CallerPolicy: Sendable {
     /// True when `callers` is absent: every caller (identified or not) may use every app.
     public let isOpen: Bool
-    private let callers: [CallerName: GatewayConfiguration.Caller]
+    private let callers: [CallerName: ListedCaller]
     private let apps: AppDirectory
 
     /// The policy of `callers` (nil = open) over the configured `apps`.
-    public init(callers: [GatewayConfiguration.Caller]?, apps: [GatewayConfiguration.App]) {
+    public init(callers: [ListedCaller]?, apps: [App]) {
         isOpen = callers == nil
         self.callers = Dictionary(
             (callers ?? []).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

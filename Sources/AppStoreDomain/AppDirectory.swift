@@ -1,12 +1,10 @@
-import AppStoreDomain
-
 /// The configured apps, found by the name callers put in `app` (an app's name or its bundle id).
 public struct AppDirectory: Sendable {
     /// Every configured app, in configuration order.
-    public let apps: [GatewayConfiguration.App]
+    public let apps: [App]
     private let byAlias: [String: Int]
 
-    public init(_ apps: [GatewayConfiguration.App]) {
+    public init(_ apps: [App]) {
         self.apps = apps
         var byAlias: [String: Int] = [:]
         for (index, app) in apps.enumerated() {
@@ -17,7 +15,7 @@ public struct AppDirectory: Sendable {
     }
 
     /// The app a request names. An empty name is allowed when exactly one app is configured.
-    public func app(named name: String) throws(GatewayError) -> GatewayConfiguration.App {
+    public func app(named name: String) throws(GatewayError) -> App {
         if name.isEmpty {
             guard apps.count == 1 else {
                 throw GatewayError.invalidArgument(

@@ -1,4 +1,3 @@
-import AppStoreDomain
 import GatewayFoundation
 
 /// A configuration problem, naming the key (as a dotted path, e.g. `apps[0].keyId`) and what is wrong.

@@ -1,0 +1,52 @@
+/// How an app's calls pick Apple's environment.
+public enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
+    /// Production only.
+    case production
+    /// Sandbox only.
+    case sandbox
+    /// Production, then sandbox when production does not know the transaction (4040010).
+    case auto
+    /// Xcode and LocalTesting data only (StoreKit testing): signed by Xcode, not Apple, so VerifyJWS decodes
+    /// it without a signature check and says so; Apple's API is never called for such an app.
+    case xcode
+}
+
+/// One Apple app and its In-App Purchase key.
+public struct App: Sendable, Hashable {
+    /// What callers put in `app`. `apps[i].name`.
+    public var name: String
+    /// The app's bundle id (callers may use it as `app` too). `apps[i].bundleId`.
+    public var bundleId: String
+    /// The App Store app id; required to verify production data. `apps[i].appAppleId`.
+    public var appAppleId: Int64?
+    /// The In-App Purchase key's issuer id (UUID). `apps[i].issuerId`.
+    public var issuerId: String
+    /// The key id (10 characters). `apps[i].keyId`.
+    public var keyId: String
+    /// Path of the `.p8` private key. `apps[i].privateKeyFile`.
+    public var privateKeyFile: String
+    /// `apps[i].environment`: production, sandbox or auto (default auto).
+    public var environment: EnvironmentPolicy
+    /// With `auto`, also try sandbox when production answers 401 (some teams' keys only work in
+    /// sandbox before release). `apps[i].sandboxFallbackOnUnauthorized`, default false.
+    public var sandboxFallbackOnUnauthorized: Bool
+    /// This app's rate limits (the global `rateLimits` with `apps[i].rateLimits` applied on top);
+    /// nil when the app has no overrides.
+    public var rateLimits: RateLimits?
+
+    public init(
+        name: String, bundleId: String, appAppleId: Int64?, issuerId: String, keyId: String,
+        privateKeyFile: String, environment: EnvironmentPolicy,
+        sandboxFallbackOnUnauthorized: Bool = false, rateLimits: RateLimits? = nil
+    ) {
+        self.name = name
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.issuerId = issuerId
+        self.keyId = keyId
+        self.privateKeyFile = privateKeyFile
+        self.environment = environment
+        self.sandboxFallbackOnUnauthorized = sandboxFallbackOnUnauthorized
+        self.rateLimits = rateLimits
+    }
+}
