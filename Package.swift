@@ -184,12 +184,13 @@ let package = Package(
             name: "TestSupport", dependencies: ["HTTPServer", "Cryptography", "GatewayFoundation", "Redis"],
             path: "Tests/TestSupport"
         ),
-        // The RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
+        // The RPCs driven through the server's call path (router, guard, `ServerCall`) over in-memory streams, with
+        // the simulator as Apple (fuzz/, ServicesTests and EdgeTests).
         .target(
             name: "ServiceHarness",
             dependencies: [
                 "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec", "Simulator",
-                "NotificationStore", "GatewayApp", "Edge",
+                "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
             ],
             path: "Tests/ServiceHarness"),
         .testTarget(
