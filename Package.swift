@@ -193,6 +193,14 @@ let package = Package(
                 "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
             ],
             path: "Tests/ServiceHarness"),
+        // A scripted stand-in for Apple over TLS and the Apple clients wired to it (AppStoreClientTests, ServicesTests).
+        .target(
+            name: "AppleFixtures",
+            dependencies: [
+                "AppStoreClient", "AppStoreDomain", "Configuration", "Cryptography", "GatewayFoundation", "HTTPServer",
+                .product(name: "Logging", package: "swift-log"), "SignedData", "TestSupport",
+            ],
+            path: "Tests/AppleFixtures"),
         .testTarget(
             name: "ServicesTests",
             dependencies: [
@@ -200,6 +208,7 @@ let package = Package(
                 "ProtoCodec", "TestSupport", "NotificationStore",
                 "Simulator", "SignedData",
                 .product(name: "Logging", package: "swift-log"), "GatewayApp", "Edge",
+                "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
         .testTarget(
@@ -261,11 +270,8 @@ let package = Package(
         .testTarget(
             name: "AppStoreClientTests",
             dependencies: [
-                "AppStoreClient", "Services", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration",
-                "Cryptography", "SignedData", "ProtoCodec",
-                "GRPC", "NotificationStore", "EventLoops",
-                "TestSupport",
-                .product(name: "Logging", package: "swift-log"), "Observability", "Redis",
+                "AppStoreClient", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration", "Cryptography",
+                "EventLoops", "TestSupport", "Redis", "AppleFixtures",
             ]),
     ]
 )

@@ -1,3 +1,4 @@
+import AppleFixtures
 import Configuration
 import Cryptography
 import Foundation
