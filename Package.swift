@@ -185,14 +185,23 @@ let package = Package(
             name: "TestSupport", dependencies: ["HTTPServer", "Cryptography", "GatewayFoundation", "Redis"],
             path: "Tests/TestSupport"
         ),
-        // The RPC handlers driven from request bytes with the simulator as Apple (fuzz/ and ServicesTests).
+        // The RPCs driven through the server's call path (router, guard, `ServerCall`) over in-memory streams, with
+        // the simulator as Apple (fuzz/, ServicesTests and EdgeTests).
         .target(
             name: "ServiceHarness",
             dependencies: [
                 "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec", "Simulator",
-                "NotificationStore", "GatewayApp", "Edge",
+                "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
             ],
             path: "Tests/ServiceHarness"),
+        // A scripted stand-in for Apple over TLS and the Apple clients wired to it (AppStoreClientTests, ServicesTests).
+        .target(
+            name: "AppleFixtures",
+            dependencies: [
+                "AppStoreClient", "AppStoreDomain", "Configuration", "Cryptography", "GatewayFoundation", "HTTPServer",
+                .product(name: "Logging", package: "swift-log"), "SignedData", "TestSupport",
+            ],
+            path: "Tests/AppleFixtures"),
         .testTarget(
             name: "ServicesTests",
             dependencies: [
@@ -200,6 +209,7 @@ let package = Package(
                 "ProtoCodec", "TestSupport", "NotificationStore",
                 "Simulator", "SignedData",
                 .product(name: "Logging", package: "swift-log"), "GatewayApp", "Edge",
+                "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
         .testTarget(
@@ -261,11 +271,8 @@ let package = Package(
         .testTarget(
             name: "AppStoreClientTests",
             dependencies: [
-                "AppStoreClient", "Services", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration",
-                "Cryptography", "SignedData", "ProtoCodec",
-                "GRPC", "NotificationStore", "EventLoops",
-                "TestSupport",
-                .product(name: "Logging", package: "swift-log"), "Observability", "Redis",
+                "AppStoreClient", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration", "Cryptography",
+                "EventLoops", "TestSupport", "Redis", "AppleFixtures",
             ]),
     ]
 )

@@ -55,11 +55,7 @@ public final class GRPCServer: Sendable {
     ) throws(SystemError) {
         let threads = configuration.threads > 0 ? configuration.threads : Self.coreCount()
         let router = Router(
-            services: services, loops: threads,
-            streamWriteHighWatermark: configuration.http2.streamWriteHighWatermark,
-            maxReceiveMessageBytes: configuration.maxReceiveMessageBytes, events: events, callGuard: callGuard,
-            deadlines: DeadlinePolicy(
-                defaultTimeout: configuration.defaultDeadline, maximumTimeout: configuration.maxDeadline))
+            configuration: configuration, loops: threads, services: services, events: events, callGuard: callGuard)
         self.router = router
         self.configuration = configuration
         self.http2 = try HTTP2Server(

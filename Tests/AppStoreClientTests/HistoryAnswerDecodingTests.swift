@@ -1,5 +1,6 @@
 import AppStoreClient
 import AppStoreDomain
+import AppleFixtures
 import HTTPServer
 import Testing
 

@@ -1,4 +1,5 @@
 import AppStoreDomain
+import AppleFixtures
 import Configuration
 import Cryptography
 import Foundation

@@ -1,4 +1,5 @@
 import AppStoreClient
+import AppleFixtures
 import EventLoops
 import Foundation
 import GatewayFoundation

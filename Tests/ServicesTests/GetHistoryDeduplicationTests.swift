@@ -1,4 +1,5 @@
 import AppStoreClient
+import AppleFixtures
 import GatewayFoundation
 import ProtoCodec
 import Testing

@@ -1,4 +1,5 @@
 import AppStoreClient
+import AppleFixtures
 import Foundation
 import GatewayFoundation
 import NotificationStore

@@ -8,13 +8,12 @@ import HTTPServer
 import Logging
 import SignedData
 import TestSupport
-import Testing
 
 /// A scripted stand-in for Apple: our HTTP/2 server over real TLS (ALPN h2) with a CA of its own. Every
 /// request is recorded; `script` answers it (it may sleep to play a slow upstream). Production is served
 /// under `/production`, sandbox under `/sandbox`, so one server plays both hosts.
-final class FakeApple: Sendable {
-    typealias Script = @Sendable (_ request: HTTPRequest, _ number: Int) async -> HTTPResponse
+public final class FakeApple: Sendable {
+    public typealias Script = @Sendable (_ request: HTTPRequest, _ number: Int) async -> HTTPResponse
 
     private final class Recorder: HTTPRequestHandler {
         let requests = Lock<[HTTPRequest]>([])
@@ -31,32 +30,34 @@ final class FakeApple: Sendable {
 
     private let tls: TLSTestServer
     private let recorder: Recorder
-    var caFile: String { tls.caFile }
+    public var caFile: String { tls.caFile }
     /// A temporary folder that lives as long as the fake (keys and files for the test).
-    var directory: URL { tls.directory }
-    var baseURL: String { "https://127.0.0.1:\(tls.server.port)" }
+    public var directory: URL { tls.directory }
+    public var baseURL: String { "https://127.0.0.1:\(tls.server.port)" }
 
-    init(_ script: @escaping Script) throws {
+    public init(_ script: @escaping Script) throws {
         recorder = Recorder(script)
         tls = try TLSTestServer(handler: recorder, caName: "Fake Apple CA")
     }
 
     /// TLS handshakes completed so far, and how many of them resumed an earlier session.
-    var handshakes: (all: Int, resumed: Int) {
+    public var handshakes: (all: Int, resumed: Int) {
         let statistics = tls.server.connectionStatistics
         return (statistics.tlsHandshakes, statistics.resumedTLSHandshakes)
     }
 
     /// Every request received so far, in arrival order.
-    var requests: [HTTPRequest] { recorder.requests.withLock { $0 } }
+    public var requests: [HTTPRequest] { recorder.requests.withLock { $0 } }
 
     /// Replaces the script.
-    func setScript(_ script: @escaping Script) { recorder.script.withLock { $0 = script } }
+    public func setScript(_ script: @escaping Script) { recorder.script.withLock { $0 = script } }
 }
 
 /// JSON answers in Apple's shapes.
-enum AppleJSON {
-    static func response(_ object: [String: Any], status: Int = 200, headers: [(String, String)] = []) -> HTTPResponse {
+public enum AppleJSON {
+    public static func response(_ object: [String: Any], status: Int = 200, headers: [(String, String)] = [])
+        -> HTTPResponse
+    {
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return HTTPResponse(
             status: status,
@@ -65,11 +66,11 @@ enum AppleJSON {
             body: Array(body))
     }
 
-    static func error(_ code: Int64, status: Int, headers: [(String, String)] = []) -> HTTPResponse {
+    public static func error(_ code: Int64, status: Int, headers: [(String, String)] = []) -> HTTPResponse {
         response(["errorCode": code, "errorMessage": "scripted \(code)"], status: status, headers: headers)
     }
 
-    static func history(
+    public static func history(
         _ signed: [String], revision: String = "rev-1", hasMore: Bool = false, environment: String = "Production",
         bundleId: String = "com.example.app", appAppleId: Int64 = 1234
     ) -> HTTPResponse {
@@ -81,14 +82,14 @@ enum AppleJSON {
 }
 
 /// Apps, keys and clients wired to a `FakeApple`.
-struct UpstreamFixture {
-    let fake: FakeApple
-    let http: UpstreamHTTPClient
-    let client: AppStoreAPIClient
-    let configuration: GatewayConfiguration
-    let keys: [String: ECPrivateKey]
+public struct UpstreamFixture: Sendable {
+    public let fake: FakeApple
+    public let http: UpstreamHTTPClient
+    public let client: AppStoreAPIClient
+    public let configuration: GatewayConfiguration
+    public let keys: [String: ECPrivateKey]
 
-    static func app(
+    public static func app(
         _ name: String, bundleId: String? = nil, environment: GatewayConfiguration.EnvironmentPolicy = .production,
         fallbackOn401: Bool = false, rateLimits: RateLimits? = nil
     ) -> GatewayConfiguration.App {
@@ -100,7 +101,7 @@ struct UpstreamFixture {
             rateLimits: rateLimits)
     }
 
-    init(
+    public init(
         apps: [GatewayConfiguration.App] = [app("example", bundleId: "com.example.app")],
         maxWait: Duration = .seconds(1),
         retries: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(20)),
@@ -129,18 +130,18 @@ struct UpstreamFixture {
             configuration: configuration, http: http, signers: signers, clock: clock, events: events)
     }
 
-    func app(_ name: String = "example") throws(GatewayError) -> GatewayConfiguration.App {
+    public func app(_ name: String = "example") throws(GatewayError) -> GatewayConfiguration.App {
         try client.apps.app(named: name)
     }
 }
 
 /// A deadline `duration` from now on the system clock (what the client reads by default).
-func deadline(in duration: Duration) -> MonotonicInstant {
+public func deadline(in duration: Duration) -> MonotonicInstant {
     SystemClock().monotonicNow() + duration
 }
 
 /// The error a call threw, as a GatewayError.
-func gatewayError<T>(_ body: () async throws(GatewayError) -> T) async -> GatewayError? {
+public func gatewayError<T>(_ body: () async throws(GatewayError) -> T) async -> GatewayError? {
     do {
         _ = try await body()
         return nil
