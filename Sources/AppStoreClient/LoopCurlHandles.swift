@@ -61,7 +61,7 @@ final class LoopCurlHandles: Sendable {
             }
         } onCancel: {
             // From any thread; queued behind the submission on the loop, so it finds the transfer (or its end).
-            if call.markCancelled() { _ = loop.submit { driver.cancel(id: id) } }
+            if call.markCancelled() { loop.execute { driver.cancel(id: id) } }
         }
         return try result.get()
     }
@@ -72,7 +72,7 @@ final class LoopCurlHandles: Sendable {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let key = ObjectIdentifier(self.key)
         for driver in drivers.withLock({ $0.compactMap(\.driver) }) {
-            _ = driver.loop.submit {
+            driver.loop.execute {
                 driver.close(UpstreamTransportError(.shutDown, "client shut down"))
                 driver.loop.setLoopLocal(key, nil)  // the lease goes, and with it the loop's hold on the handle
             }
@@ -129,7 +129,7 @@ private final class LoopCallState: Sendable {
 
 /// A multi handle driven by one event loop: libcurl tells it which sockets to watch and when its next timeout
 /// is (`CURLMOPT_SOCKETFUNCTION`, `CURLMOPT_TIMERFUNCTION`), the loop reports readiness and timeouts back
-/// through `curl_multi_socket_action`. Confined to its loop; only `counters` (its own lock) and `loop.submit`
+/// through `curl_multi_socket_action`. Confined to its loop; only `counters` (its own lock) and `loop.execute`
 /// are used from other threads.
 final class LoopCurlDriver: @unchecked Sendable {
     /// What the loop keeps for the client: when the loop stops and lets it go, the handle is closed (its
@@ -233,7 +233,7 @@ final class LoopCurlDriver: @unchecked Sendable {
         if watched.remove(fd) != nil { loop.unwatch(fd: fd, owner: self) }
         guard let easy else { return }
         refused.append(easy)
-        _ = loop.setTimer(after: .zero) { [weak self] in self?.failRefused() }
+        loop.scheduleTimer(after: .zero) { [weak self] in self?.failRefused() }
     }
 
     /// Ends the transfers whose socket the loop would not watch.
@@ -252,7 +252,7 @@ final class LoopCurlDriver: @unchecked Sendable {
         if let timer { loop.cancelTimer(timer) }
         timer = nil
         guard milliseconds >= 0, !closing else { return }
-        timer = loop.setTimer(after: .milliseconds(milliseconds)) { [weak self] in self?.timedOut() }
+        timer = loop.scheduleTimer(after: .milliseconds(milliseconds)) { [weak self] in self?.timedOut() }
     }
 
     private func socketReady(_ fd: Int32, _ readiness: IOReadiness) {

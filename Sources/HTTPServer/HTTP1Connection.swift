@@ -32,7 +32,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
     /// The response being written answers a HEAD request: no body bytes.
     private var answeringHead = false
     /// The one timer of the connection: the head deadline while a request is read, the idle deadline between.
-    private var deadlineTimer: TimerHandle?
+    private var deadlineTimer: IOLoopTimer?
 
     /// A connection of `owner`'s server, with the server's limits.
     convenience init(io: ByteStream, owner: ServerLoop, handler: HTTPRequestHandler) {

@@ -54,12 +54,12 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// The stream whose request header block is being received (HEADERS without its END_HEADERS yet, or a
     /// frame of it not yet whole); nil between blocks.
     private var headerBlockStream: Int32?
-    private var housekeepingTimer: TimerQueue<TimerAction>.ID?
+    private var housekeepingTimer: IOLoopTimer?
     private var housekeepingAt: MonotonicInstant?
     /// Request bytes held by this connection's streams and the window owed to the peer.
     private var ledger: ReceiveLedger
     private let budget: LoopReceiveBudget
-    private var grantRetryTimer: TimerQueue<TimerAction>.ID?
+    private var grantRetryTimer: IOLoopTimer?
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
     init(io: ByteStream, owner: any ConnectionOwner, responder: HTTP2Responder, configuration: HTTP2Configuration)
@@ -570,7 +570,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         // Held back only by the process-wide cap: look again soon, since other connections release bytes
         // without telling this one. (Over its own budget, only its own streams' releases can help.)
         if grantRetryTimer == nil && ledger.owesWindow && ledger.held <= ledger.limit {
-            grantRetryTimer = eventLoop.schedule(after: .milliseconds(50)) { [self] in
+            grantRetryTimer = eventLoop.scheduleTimer(after: .milliseconds(50)) { [self] in
                 self.grantRetryTimer = nil  // held until it fires or close() cancels it
                 guard !self.closed else { return }
                 self.grant(self.ledger.grantsIfRoom(processHasRoom: self.budget.hasRoom))
@@ -688,7 +688,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         housekeepingAt = deadline
         // The timer holds the connection (strongly: close() cancels it, which lets go), so it can never fire
         // for a connection that is gone: with `unowned` a busy `serve --simulator` aborted at exit.
-        housekeepingTimer = eventLoop.schedule(at: deadline) { [self] in
+        housekeepingTimer = eventLoop.scheduleTimer(at: deadline) { [self] in
             self.housekeepingTimer = nil
             self.housekeepingAt = nil
             guard !self.closed else { return }

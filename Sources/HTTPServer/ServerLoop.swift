@@ -1,5 +1,6 @@
 internal import CLinux
 import EventLoops
+import GatewayFoundation
 
 #if canImport(Glibc)
     import Glibc
@@ -72,7 +73,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         /// How the server's loops name it (`ServerCounters` counts it per address under this name).
         var name: PendingConnection
         /// The timer of its deadline (nil when `handshakeTimeout` is nil, or once it fired).
-        var timer: TimerQueue<TimerAction>.ID?
+        var timer: IOLoopTimer?
     }
     /// The connections of `connections` still in their handshake, by descriptor.
     private var handshakes: [Int32: Handshake] = [:]
@@ -81,7 +82,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
     private var draining = false
     /// True while the listener is out of epoll (connection cap or descriptor limit reached).
     private var listenerPaused = false
-    private var resumeTimer: TimerQueue<TimerAction>.ID?
+    private var resumeTimer: IOLoopTimer?
     /// One read buffer shared by the loop's connections (reads never overlap on one thread); owned here.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
@@ -202,7 +203,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         var handshake = Handshake(name: name, timer: nil)
         if let timeout = configuration.handshakeTimeout, timeout > .zero {
             // unowned: the server loop lives as long as its event loop runs; `connectionClosed` cancels the timer.
-            handshake.timer = eventLoop.schedule(after: timeout) { [unowned self] in
+            handshake.timer = eventLoop.scheduleTimer(after: timeout) { [unowned self] in
                 self.handshakeDeadlinePassed(fd: fd)
             }
         }
@@ -281,7 +282,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         guard let listener, !listenerPaused else { return }
         listenerPaused = true
         eventLoop.modify(fd: listener.fd, events: 0)
-        resumeTimer = eventLoop.schedule(after: delay) { [unowned self] in
+        resumeTimer = eventLoop.scheduleTimer(after: delay) { [unowned self] in
             self.resumeTimer = nil  // unowned: the server loop lives as long as its event loop runs
             self.resumeListener()
         }
