@@ -41,27 +41,17 @@ final class LoopCurlHandles: Sendable {
         guard let loop = IOLoops.current else { return nil }
         let driver = try self.driver(on: loop)
         let id = driver.nextID()
-        let call = LoopCallState()
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
-                guard IOLoops.current === loop else {
-                    // Cannot happen (nothing above suspends); checked in release builds too, since the handle
-                    // must never be touched off its loop.
-                    continuation.resume(
-                        returning: .failure(UpstreamTransportError(.connectionFailed, "the call left its event loop")))
-                    return
-                }
-                // Still on the loop: the transfer is in the handle before anything else runs there.
-                if call.markSubmitted() {
-                    driver.start(Submission(id: id, request: request, continuation: continuation))
-                } else {
-                    continuation.resume(
-                        returning: .failure(UpstreamTransportError(.cancelled, "cancelled before sending")))
-                }
+        let result = await UpstreamCall.transfer { continuation in
+            // Cannot fail (nothing above suspends); checked in release builds too, since the handle must never be
+            // touched off its loop.
+            guard IOLoops.current === loop else {
+                return UpstreamTransportError(.connectionFailed, "the call left its event loop")
             }
-        } onCancel: {
-            // From any thread; queued behind the submission on the loop, so it finds the transfer (or its end).
-            if call.markCancelled() { loop.execute { driver.cancel(id: id) } }
+            // Still on the loop: the transfer is in the handle before anything else runs there.
+            return driver.start(Submission(id: id, request: request, continuation: continuation))
+        } remove: {
+            // From any thread; queued on the loop behind the start, so it finds the transfer (or its end).
+            loop.execute { driver.cancel(id: id) }
         }
         return try result.get()
     }
@@ -100,30 +90,6 @@ final class LoopCurlHandles: Sendable {
         counters.withLock { $0.append(driver.counters) }
         loop.setLoopLocal(key, LoopCurlDriver.Lease(driver, key: self.key))
         return driver
-    }
-}
-
-/// One call's side of the cancellation race on a loop: a cancellation before the transfer was added answers the
-/// call at once; one after it asks the loop to remove the transfer.
-private final class LoopCallState: Sendable {
-    private enum Phase { case created, submitted, cancelled }
-    private let phase = Lock(Phase.created)
-
-    /// False when the call was cancelled first.
-    func markSubmitted() -> Bool {
-        phase.withLock { phase in
-            if phase == .cancelled { return false }
-            phase = .submitted
-            return true
-        }
-    }
-
-    /// True when the transfer was submitted (so the loop must remove it).
-    func markCancelled() -> Bool {
-        phase.withLock { phase in
-            defer { phase = .cancelled }
-            return phase == .submitted
-        }
     }
 }
 
@@ -184,13 +150,11 @@ final class LoopCurlDriver: @unchecked Sendable {
         return lastID
     }
 
-    func start(_ submission: Submission) {
-        guard let handle else {
-            submission.continuation.resume(returning: .failure(UpstreamTransportError(.shutDown, "client shut down")))
-            return
-        }
+    /// Adds the submission's transfer; the error that refuses it, if any (the caller answers the continuation).
+    func start(_ submission: Submission) -> UpstreamTransportError? {
+        guard let handle else { return UpstreamTransportError(.shutDown, "client shut down") }
         counters.add { $0.transfersOnCallerLoops += 1 }
-        handle.start(submission)
+        return handle.start(submission)
     }
 
     func cancel(id: Int) {

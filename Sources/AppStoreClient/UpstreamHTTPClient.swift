@@ -66,14 +66,13 @@ public final class UpstreamHTTPClient: Sendable {
     /// from libcurl and throws `.cancelled`.
     public func send(_ request: UpstreamRequest) async throws(UpstreamTransportError) -> UpstreamResponse {
         if let response = try await onLoops.sendOnCurrentLoop(request) { return response }
-        let call = CallState(id: loop.nextID())
+        let id = loop.nextID()
         let loop = self.loop
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
-                call.submit(request, continuation: continuation, to: loop)
-            }
-        } onCancel: {
-            call.cancel(on: loop)
+        let result = await UpstreamCall.transfer { continuation in
+            let submitted = loop.submit(Submission(id: id, request: request, continuation: continuation))
+            return submitted ? nil : UpstreamTransportError(.shutDown, "client shut down")
+        } remove: {
+            loop.cancel(id: id)
         }
         return try result.get()
     }
@@ -88,47 +87,6 @@ public final class UpstreamHTTPClient: Sendable {
         onLoops.shutdown()
         loop.shutdown()
     }
-}
-
-typealias TransferResult = Result<UpstreamResponse, UpstreamTransportError>
-
-/// One call's side of the cancellation race: a cancellation that arrives before the request was handed
-/// to the client thread answers the call at once; one that arrives later asks the thread to remove it.
-private final class CallState: Sendable {
-    private enum Phase { case created, submitted, cancelled }
-    let id: Int
-    private let phase = Lock(Phase.created)
-
-    init(id: Int) { self.id = id }
-
-    func submit(
-        _ request: UpstreamRequest, continuation: CheckedContinuation<TransferResult, Never>, to loop: CurlMultiLoop
-    ) {
-        // Handed over under the lock (a cancellation cannot slip between the phase and the hand-over), but
-        // the continuation is resumed outside it: resuming takes the task's status lock, which a concurrent
-        // cancellation holds while its handler waits for this lock.
-        let refusal: UpstreamTransportError? = phase.withLock { phase in
-            if phase == .cancelled { return UpstreamTransportError(.cancelled, "cancelled before sending") }
-            phase = .submitted
-            let accepted = loop.submit(Submission(id: id, request: request, continuation: continuation))
-            return accepted ? nil : UpstreamTransportError(.shutDown, "client shut down")
-        }
-        if let refusal { continuation.resume(returning: .failure(refusal)) }
-    }
-
-    func cancel(on loop: CurlMultiLoop) {
-        phase.withLock { phase in
-            if phase == .submitted { loop.cancel(id: id) }
-            phase = .cancelled
-        }
-    }
-}
-
-/// A request on its way to the client thread.
-struct Submission: Sendable {
-    let id: Int
-    let request: UpstreamRequest
-    let continuation: CheckedContinuation<TransferResult, Never>
 }
 
 /// The multi handle for callers that run on no event loop, and its thread. Everything under "thread-confined"
@@ -221,7 +179,11 @@ private final class CurlMultiLoop: @unchecked Sendable {
                 exited.signal()
                 return
             }
-            for submission in submissions { handle.start(submission) }
+            for submission in submissions {
+                if let refusal = handle.start(submission) {
+                    submission.continuation.resume(returning: .failure(refusal))
+                }
+            }
             for id in cancellations { handle.cancel(id: id) }
             var running: Int32 = 0
             let performed = curl_multi_perform(handle.multi, &running)
