@@ -15,6 +15,9 @@ final class LoopCurlHandles: Sendable {
     private let share: CurlShare?
     private let key = Key()
     private let closed = Atomic<Bool>(false)
+    /// The ids of calls handed over from off the loop (negative, so they never meet those a loop gives its own
+    /// callers).
+    private let handedOverIDs = Atomic<Int>(0)
     /// The handles, weakly: a loop that stopped let go of its handle, and with it of the loop.
     private let drivers = Lock<[WeakDriver]>([])
     /// Every handle's counters, kept after the handle is gone (one per loop that ever called).
@@ -48,12 +51,51 @@ final class LoopCurlHandles: Sendable {
                 return UpstreamTransportError(.connectionFailed, "the call left its event loop")
             }
             // Still on the loop: the transfer is in the handle before anything else runs there.
-            return driver.start(Submission(id: id, request: request, continuation: continuation))
+            return driver.start(Submission(id: id, request: request, continuation: continuation), callerOnLoop: true)
         } remove: {
             // From any thread; queued on the loop behind the start, so it finds the transfer (or its end).
             loop.execute { driver.cancel(id: id) }
         }
         return try result.get()
+    }
+
+    /// Sends `request`, from a caller on no loop, through the handle of `loop`: handed over to the loop and
+    /// answered from there. Cancellation takes the same path as on a loop (`UpstreamCall`): the removal is queued
+    /// on the loop behind the hand-over.
+    func send(
+        _ request: UpstreamRequest, handingOverTo loop: any IOLoop
+    ) async throws(UpstreamTransportError) -> UpstreamResponse {
+        guard !closed.load(ordering: .acquiring) else { throw UpstreamTransportError(.shutDown, "client shut down") }
+        let id = -handedOverIDs.add(1, ordering: .relaxed).newValue
+        let key = ObjectIdentifier(self.key)
+        let result = await UpstreamCall.transfer { continuation in
+            let handOver = HandOver(Submission(id: id, request: request, continuation: continuation))
+            let queued = loop.execute {
+                guard let submission = handOver.take() else { return }
+                if let refusal = self.start(submission, handedOverTo: loop) {
+                    submission.continuation.resume(returning: .failure(refusal))
+                }
+            }
+            guard queued else {
+                _ = handOver.take()  // answered by the caller of this closure
+                return UpstreamTransportError(.shutDown, "the client's event loop stopped")
+            }
+            return nil
+        } remove: {
+            loop.execute { (loop.loopLocal(key) as? LoopCurlDriver.Lease)?.driver.cancel(id: id) }
+        }
+        return try result.get()
+    }
+
+    /// Starts a handed-over submission in the handle of `loop` (on it); the error that refuses it, if any.
+    private func start(_ submission: Submission, handedOverTo loop: any IOLoop) -> UpstreamTransportError? {
+        let driver: LoopCurlDriver
+        do throws(UpstreamTransportError) {
+            driver = try self.driver(on: loop)
+        } catch {
+            return error
+        }
+        return driver.start(submission, callerOnLoop: false)
     }
 
     /// Fails every loop's transfers with `.shutDown` and frees its handle, on the loop (a loop that stopped did so
@@ -90,6 +132,26 @@ final class LoopCurlHandles: Sendable {
         counters.withLock { $0.append(driver.counters) }
         loop.setLoopLocal(key, LoopCurlDriver.Lease(driver, key: self.key))
         return driver
+    }
+}
+
+/// A submission on its way to a loop from off it. A loop that stops before running the hand-over lets it go
+/// unrun: the caller is then answered `.shutDown` here, so no call is left waiting.
+private final class HandOver: Sendable {
+    private let submission: Lock<Submission?>
+
+    init(_ submission: Submission) { self.submission = Lock(submission) }
+
+    /// The submission, once (nil when taken already).
+    func take() -> Submission? {
+        submission.withLock { taken in
+            defer { taken = nil }
+            return taken
+        }
+    }
+
+    deinit {
+        take()?.continuation.resume(returning: .failure(UpstreamTransportError(.shutDown, "event loop stopped")))
     }
 }
 
@@ -151,9 +213,9 @@ final class LoopCurlDriver: @unchecked Sendable {
     }
 
     /// Adds the submission's transfer; the error that refuses it, if any (the caller answers the continuation).
-    func start(_ submission: Submission) -> UpstreamTransportError? {
+    func start(_ submission: Submission, callerOnLoop: Bool) -> UpstreamTransportError? {
         guard let handle else { return UpstreamTransportError(.shutDown, "client shut down") }
-        counters.add { $0.transfersOnCallerLoops += 1 }
+        if callerOnLoop { counters.add { $0.transfersOnCallerLoops += 1 } }
         return handle.start(submission)
     }
 
