@@ -36,7 +36,7 @@ public protocol IterationEndTarget: AnyObject {
 /// One epoll event loop on one thread. It owns its epoll descriptor, every source registered with it and
 /// its timers; none of those is touched from another thread. Other threads hand work to it with
 /// `execute(_:)`, which is the only thread-safe entry point (a queue plus an eventfd wake-up). Its API is
-/// `IOLoop`'s, one name per operation, plus what only the transport needs (`register` of an `EventSource` with
+/// `IOLoop`'s, one name per operation, plus what only the transport needs (`watch` of an `EventSource` with
 /// raw epoll events, timer targets, `atIterationEnd`).
 ///
 /// It is also a Swift `TaskExecutor`: a task started with it as its executor preference (a gRPC call's
@@ -159,7 +159,9 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
 
     // MARK: Loop-thread API
 
-    package func register(fd: Int32, events: UInt32, source: EventSource) throws(SystemError) {
+    /// Watches `fd` for the epoll `events`, reported to `source` (the transport's own descriptors: a listener, a
+    /// connection); `IOLoop.watch` is the same for other modules, in `IOInterest` terms.
+    package func watch(fd: Int32, events: UInt32, source: EventSource) throws(SystemError) {
         var event = epoll_event()
         event.events = events
         event.data.fd = fd
@@ -170,7 +172,7 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Changes the events watched for `fd`; false when the kernel refused (the caller closes the connection,
     /// which could otherwise stall forever waiting for an EPOLLOUT that was never armed).
     @discardableResult
-    package func modify(fd: Int32, events: UInt32) -> Bool {
+    package func rewatch(fd: Int32, events: UInt32) -> Bool {
         var event = epoll_event()
         event.events = events
         event.data.fd = fd
@@ -182,7 +184,8 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         sources[fd] = source
     }
 
-    package func deregister(fd: Int32) {
+    /// Stops watching `fd` (harmless when it is not watched). Call before closing it.
+    package func unwatch(fd: Int32) {
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
         sources[fd] = nil
     }
@@ -375,7 +378,7 @@ extension EventLoop: IOLoop {
         case nil:
             break
         case let watch as ReadinessWatch:
-            if modify(fd: fd, events: events) {
+            if rewatch(fd: fd, events: events) {
                 if watch.owner == owner {
                     watch.onReady = onReady
                 } else {
@@ -391,7 +394,7 @@ extension EventLoop: IOLoop {
             return false  // a descriptor of the loop's own (a connection): never another module's
         }
         do {
-            try register(fd: fd, events: events, source: ReadinessWatch(owner: owner, onReady))
+            try watch(fd: fd, events: events, source: ReadinessWatch(owner: owner, onReady))
             return true
         } catch {
             return false
@@ -401,7 +404,7 @@ extension EventLoop: IOLoop {
     public func unwatch(fd: Int32, owner: AnyObject) {
         assertInLoop()
         guard let watch = sources[fd] as? ReadinessWatch, watch.owner == ObjectIdentifier(owner) else { return }
-        deregister(fd: fd)
+        unwatch(fd: fd)
     }
 
     public func loopLocal(_ key: ObjectIdentifier) -> AnyObject? {

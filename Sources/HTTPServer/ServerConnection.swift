@@ -100,7 +100,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
                 session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(clamping: configuration.initialWindowSize))
         }
         eventLoop.replaceSource(fd: io.fd, with: self)
-        eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+        eventLoop.rewatch(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         // The server's preface (its SETTINGS, queued above) goes out with the answer to the client's own, once
         // that arrived (RFC 9113 §3.4 lets either side speak first): a socket that stays silent is never written
         // to, and a client that sees the server's SETTINGS knows its connection is established, counted against
@@ -260,7 +260,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         guard wants != wantsWritable, !closed else { return }
         wantsWritable = wants
         let base = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
-        if !eventLoop.modify(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base) { close() }
+        if !eventLoop.rewatch(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base) { close() }
     }
 
     /// Closes the socket at once; open streams see `streamClosed` with CANCEL.
@@ -270,7 +270,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         if let grantRetryTimer { eventLoop.cancelTimer(grantRetryTimer) }
         budget.subtract(ledger.held)
         ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
-        eventLoop.deregister(fd: fd)
+        eventLoop.unwatch(fd: fd)
         io.close(abort: false)
         let open = streams.removeAll()
         lastStream = nil

@@ -102,7 +102,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         self.counters = counters
         self.spread = spread
         receiveBudget = LoopReceiveBudget(counters.receiveBudget)
-        try eventLoop.register(fd: listener.fd, events: EPOLLIN.rawValue, source: self)
+        try eventLoop.watch(fd: listener.fd, events: EPOLLIN.rawValue, source: self)
     }
 
     deinit {
@@ -157,7 +157,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
             return
         }
         do {
-            try eventLoop.register(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: PendingSource())
+            try eventLoop.watch(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: PendingSource())
         } catch {
             close(fd)
             spread.removed(from: eventLoop.index)
@@ -170,16 +170,16 @@ final class ServerLoop: EventSource, ConnectionOwner {
             let stream = SocketStream(fd: fd)
             connection = try? ServerConnection(
                 io: stream, owner: self, responder: responder, configuration: configuration)
-            if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
+            if connection == nil { eventLoop.unwatch(fd: fd); stream.close(abort: true) }
         case .cleartextHTTP1:
             let stream = SocketStream(fd: fd)
             connection = requestHandler.map { HTTP1Connection(io: stream, owner: self, handler: $0) }
-            if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
+            if connection == nil { eventLoop.unwatch(fd: fd); stream.close(abort: true) }
         case .tls(let context):
             do {
                 connection = try TLSHandshake(fd: fd, context: context, owner: self)
             } catch {
-                eventLoop.deregister(fd: fd)  // the TLS stream closed the descriptor it was given
+                eventLoop.unwatch(fd: fd)  // the TLS stream closed the descriptor it was given
                 connection = nil
             }
         }
@@ -281,7 +281,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
     private func pauseListener(_ delay: Duration) {
         guard let listener, !listenerPaused else { return }
         listenerPaused = true
-        eventLoop.modify(fd: listener.fd, events: 0)
+        eventLoop.rewatch(fd: listener.fd, events: 0)
         resumeTimer = eventLoop.scheduleTimer(after: delay) { [unowned self] in
             self.resumeTimer = nil  // unowned: the server loop lives as long as its event loop runs
             self.resumeListener()
@@ -293,7 +293,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         listenerPaused = false
         if let resumeTimer { eventLoop.cancelTimer(resumeTimer) }
         resumeTimer = nil
-        if let listener { eventLoop.modify(fd: listener.fd, events: EPOLLIN.rawValue) }
+        if let listener { eventLoop.rewatch(fd: listener.fd, events: EPOLLIN.rawValue) }
     }
 
     /// Stops accepting and starts a graceful close of every connection.
@@ -319,7 +319,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         if let resumeTimer { eventLoop.cancelTimer(resumeTimer) }
         resumeTimer = nil
         if let listener {
-            eventLoop.deregister(fd: listener.fd)
+            eventLoop.unwatch(fd: listener.fd)
             self.listener = nil
         }
     }
@@ -369,7 +369,7 @@ final class TLSHandshake: LoopConnection {
                 tearDown()
             }
         case .wouldBlock(let wantsWrite):
-            owner.eventLoop.modify(
+            owner.eventLoop.rewatch(
                 fd: fd, events: (wantsWrite ? EPOLLOUT.rawValue : EPOLLIN.rawValue) | EPOLLRDHUP.rawValue)
         case .closed, .failed:
             done = true
@@ -386,7 +386,7 @@ final class TLSHandshake: LoopConnection {
     }
 
     private func tearDown() {
-        owner.eventLoop.deregister(fd: fd)
+        owner.eventLoop.unwatch(fd: fd)
         stream.close(abort: false)
         owner.connectionClosed(self)
     }
