@@ -58,28 +58,27 @@ final class CurlMulti {
         }
     }
 
-    /// Adds the submission's transfer to the handle; a request libcurl refuses is answered at once.
-    func start(_ submission: Submission) {
+    /// Adds the submission's transfer to the handle. A request libcurl refuses is not started: the error is
+    /// returned and the continuation left to the caller (who may hold a lock resuming must not be done under).
+    func start(_ submission: Submission) -> UpstreamTransportError? {
         counters.add { $0.transfersStarted += 1 }
         let transfer: CurlTransfer
         do {
             transfer = try CurlTransfer(submission: submission, configuration: configuration, share: share)
         } catch {
             counters.add { $0.transfersFailed += 1 }
-            submission.continuation.resume(returning: .failure(error))
-            return
+            return error
         }
         let added = curl_multi_add_handle(multi, transfer.easy)
         guard added == CURLM_OK else {
             counters.add { $0.transfersFailed += 1 }
-            transfer.complete(
-                .failure(
-                    UpstreamTransportError(
-                        .invalidRequest, "curl_multi_add_handle: \(String(cString: curl_multi_strerror(added)))")))
-            return
+            transfer.forgetCaller()
+            return UpstreamTransportError(
+                .invalidRequest, "curl_multi_add_handle: \(String(cString: curl_multi_strerror(added)))")
         }
         byID[submission.id] = transfer
         byHandle[transfer.easy] = transfer
+        return nil
     }
 
     /// Removes the transfer `id` (if it still runs) and answers its caller `.cancelled`.

@@ -1,8 +1,8 @@
 internal import CCurl
 import Foundation
 
-/// One libcurl easy handle with everything it points at. Owned by the client thread: created there,
-/// driven there, freed there. Ownership: the easy handle, the `curl_slist` of headers and the POST body
+/// One libcurl easy handle with everything it points at. Owned by the thread that drives its multi handle (an
+/// event loop or the client's thread): created there, driven there, freed there. Ownership: the easy handle, the `curl_slist` of headers and the POST body
 /// buffer are all owned here and freed in `deinit`, after the handle left the multi handle, because
 /// libcurl reads the header list and the body (`CURLOPT_POSTFIELDS` is not copied) until the transfer ends.
 final class CurlTransfer {
@@ -119,7 +119,7 @@ final class CurlTransfer {
             try check(ccurl_setopt_ptr(easy, CURLOPT_POSTFIELDS, buffer.baseAddress), CURLOPT_POSTFIELDS)
         }
 
-        // The callbacks find this object through their user pointer; the client thread keeps it alive
+        // The callbacks find this object through their user pointer; its multi handle's thread keeps it alive
         // while the handle is in the multi handle, and no callback runs after it left.
         let me = Unmanaged.passUnretained(self).toOpaque()
         try check(ccurl_setopt_write(easy, CURLOPT_WRITEFUNCTION, curlBodyCallback), CURLOPT_WRITEFUNCTION)
@@ -206,6 +206,11 @@ final class CurlTransfer {
     func connectionsOpened() -> Int {
         var count = 0
         return ccurl_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &count) == CURLE_OK ? count : 0
+    }
+
+    /// Lets go of the caller without answering: whoever refused the transfer answers it.
+    func forgetCaller() {
+        continuation = nil
     }
 
     /// Answers the caller, once.

@@ -15,6 +15,9 @@ final class LoopCurlHandles: Sendable {
     private let share: CurlShare?
     private let key = Key()
     private let closed = Atomic<Bool>(false)
+    /// The ids of calls handed over from off the loop (negative, so they never meet those a loop gives its own
+    /// callers).
+    private let handedOverIDs = Atomic<Int>(0)
     /// The handles, weakly: a loop that stopped let go of its handle, and with it of the loop.
     private let drivers = Lock<[WeakDriver]>([])
     /// Every handle's counters, kept after the handle is gone (one per loop that ever called).
@@ -41,29 +44,58 @@ final class LoopCurlHandles: Sendable {
         guard let loop = IOLoops.current else { return nil }
         let driver = try self.driver(on: loop)
         let id = driver.nextID()
-        let call = LoopCallState()
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
-                guard IOLoops.current === loop else {
-                    // Cannot happen (nothing above suspends); checked in release builds too, since the handle
-                    // must never be touched off its loop.
-                    continuation.resume(
-                        returning: .failure(UpstreamTransportError(.connectionFailed, "the call left its event loop")))
-                    return
-                }
-                // Still on the loop: the transfer is in the handle before anything else runs there.
-                if call.markSubmitted() {
-                    driver.start(Submission(id: id, request: request, continuation: continuation))
-                } else {
-                    continuation.resume(
-                        returning: .failure(UpstreamTransportError(.cancelled, "cancelled before sending")))
-                }
+        let result = await UpstreamCall.transfer { continuation in
+            // Cannot fail (nothing above suspends); checked in release builds too, since the handle must never be
+            // touched off its loop.
+            guard IOLoops.current === loop else {
+                return UpstreamTransportError(.connectionFailed, "the call left its event loop")
             }
-        } onCancel: {
-            // From any thread; queued behind the submission on the loop, so it finds the transfer (or its end).
-            if call.markCancelled() { _ = loop.submit { driver.cancel(id: id) } }
+            // Still on the loop: the transfer is in the handle before anything else runs there.
+            return driver.start(Submission(id: id, request: request, continuation: continuation), callerOnLoop: true)
+        } remove: {
+            // From any thread; queued on the loop behind the start, so it finds the transfer (or its end).
+            loop.execute { driver.cancel(id: id) }
         }
         return try result.get()
+    }
+
+    /// Sends `request`, from a caller on no loop, through the handle of `loop`: handed over to the loop and
+    /// answered from there. Cancellation takes the same path as on a loop (`UpstreamCall`): the removal is queued
+    /// on the loop behind the hand-over.
+    func send(
+        _ request: UpstreamRequest, handingOverTo loop: any IOLoop
+    ) async throws(UpstreamTransportError) -> UpstreamResponse {
+        guard !closed.load(ordering: .acquiring) else { throw UpstreamTransportError(.shutDown, "client shut down") }
+        let id = -handedOverIDs.add(1, ordering: .relaxed).newValue
+        let key = ObjectIdentifier(self.key)
+        let result = await UpstreamCall.transfer { continuation in
+            let handOver = HandOver(Submission(id: id, request: request, continuation: continuation))
+            let queued = loop.execute {
+                guard let submission = handOver.take() else { return }
+                if let refusal = self.start(submission, handedOverTo: loop) {
+                    submission.continuation.resume(returning: .failure(refusal))
+                }
+            }
+            guard queued else {
+                _ = handOver.take()  // answered by the caller of this closure
+                return UpstreamTransportError(.shutDown, "the client's event loop stopped")
+            }
+            return nil
+        } remove: {
+            loop.execute { (loop.loopLocal(key) as? LoopCurlDriver.Lease)?.driver.cancel(id: id) }
+        }
+        return try result.get()
+    }
+
+    /// Starts a handed-over submission in the handle of `loop` (on it); the error that refuses it, if any.
+    private func start(_ submission: Submission, handedOverTo loop: any IOLoop) -> UpstreamTransportError? {
+        let driver: LoopCurlDriver
+        do throws(UpstreamTransportError) {
+            driver = try self.driver(on: loop)
+        } catch {
+            return error
+        }
+        return driver.start(submission, callerOnLoop: false)
     }
 
     /// Fails every loop's transfers with `.shutDown` and frees its handle, on the loop (a loop that stopped did so
@@ -72,7 +104,7 @@ final class LoopCurlHandles: Sendable {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let key = ObjectIdentifier(self.key)
         for driver in drivers.withLock({ $0.compactMap(\.driver) }) {
-            _ = driver.loop.submit {
+            driver.loop.execute {
                 driver.close(UpstreamTransportError(.shutDown, "client shut down"))
                 driver.loop.setLoopLocal(key, nil)  // the lease goes, and with it the loop's hold on the handle
             }
@@ -103,33 +135,29 @@ final class LoopCurlHandles: Sendable {
     }
 }
 
-/// One call's side of the cancellation race on a loop: a cancellation before the transfer was added answers the
-/// call at once; one after it asks the loop to remove the transfer.
-private final class LoopCallState: Sendable {
-    private enum Phase { case created, submitted, cancelled }
-    private let phase = Lock(Phase.created)
+/// A submission on its way to a loop from off it. A loop that stops before running the hand-over lets it go
+/// unrun: the caller is then answered `.shutDown` here, so no call is left waiting.
+private final class HandOver: Sendable {
+    private let submission: Lock<Submission?>
 
-    /// False when the call was cancelled first.
-    func markSubmitted() -> Bool {
-        phase.withLock { phase in
-            if phase == .cancelled { return false }
-            phase = .submitted
-            return true
+    init(_ submission: Submission) { self.submission = Lock(submission) }
+
+    /// The submission, once (nil when taken already).
+    func take() -> Submission? {
+        submission.withLock { taken in
+            defer { taken = nil }
+            return taken
         }
     }
 
-    /// True when the transfer was submitted (so the loop must remove it).
-    func markCancelled() -> Bool {
-        phase.withLock { phase in
-            defer { phase = .cancelled }
-            return phase == .submitted
-        }
+    deinit {
+        take()?.continuation.resume(returning: .failure(UpstreamTransportError(.shutDown, "event loop stopped")))
     }
 }
 
 /// A multi handle driven by one event loop: libcurl tells it which sockets to watch and when its next timeout
 /// is (`CURLMOPT_SOCKETFUNCTION`, `CURLMOPT_TIMERFUNCTION`), the loop reports readiness and timeouts back
-/// through `curl_multi_socket_action`. Confined to its loop; only `counters` (its own lock) and `loop.submit`
+/// through `curl_multi_socket_action`. Confined to its loop; only `counters` (its own lock) and `loop.execute`
 /// are used from other threads.
 final class LoopCurlDriver: @unchecked Sendable {
     /// What the loop keeps for the client: when the loop stops and lets it go, the handle is closed (its
@@ -184,13 +212,11 @@ final class LoopCurlDriver: @unchecked Sendable {
         return lastID
     }
 
-    func start(_ submission: Submission) {
-        guard let handle else {
-            submission.continuation.resume(returning: .failure(UpstreamTransportError(.shutDown, "client shut down")))
-            return
-        }
-        counters.add { $0.transfersOnCallerLoops += 1 }
-        handle.start(submission)
+    /// Adds the submission's transfer; the error that refuses it, if any (the caller answers the continuation).
+    func start(_ submission: Submission, callerOnLoop: Bool) -> UpstreamTransportError? {
+        guard let handle else { return UpstreamTransportError(.shutDown, "client shut down") }
+        if callerOnLoop { counters.add { $0.transfersOnCallerLoops += 1 } }
+        return handle.start(submission)
     }
 
     func cancel(id: Int) {
@@ -233,7 +259,7 @@ final class LoopCurlDriver: @unchecked Sendable {
         if watched.remove(fd) != nil { loop.unwatch(fd: fd, owner: self) }
         guard let easy else { return }
         refused.append(easy)
-        _ = loop.setTimer(after: .zero) { [weak self] in self?.failRefused() }
+        loop.scheduleTimer(after: .zero) { [weak self] in self?.failRefused() }
     }
 
     /// Ends the transfers whose socket the loop would not watch.
@@ -252,7 +278,7 @@ final class LoopCurlDriver: @unchecked Sendable {
         if let timer { loop.cancelTimer(timer) }
         timer = nil
         guard milliseconds >= 0, !closing else { return }
-        timer = loop.setTimer(after: .milliseconds(milliseconds)) { [weak self] in self?.timedOut() }
+        timer = loop.scheduleTimer(after: .milliseconds(milliseconds)) { [weak self] in self?.timedOut() }
     }
 
     private func socketReady(_ fd: Int32, _ readiness: IOReadiness) {

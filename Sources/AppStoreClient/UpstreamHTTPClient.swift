@@ -7,9 +7,11 @@ import GatewayFoundation
 /// Callers `await send(_:)` from any task. A caller running on an event loop (a gRPC handler: its task prefers
 /// its connection's loop) is served by a multi handle of that loop's own, driven by the loop
 /// (`CURLMOPT_SOCKETFUNCTION`/`TIMERFUNCTION` into its epoll set): the request, the wait for Apple and the
-/// answer all happen on the caller's thread, with no hand-over at all. Any other caller goes to the client's
-/// own thread, which drives a multi handle with `curl_multi_perform`/`curl_multi_poll`, woken with
-/// `curl_multi_wakeup`. Either way no thread ever blocks on the network. `https://` URLs negotiate HTTP/2 by
+/// answer all happen on the caller's thread, with no hand-over at all. Any other caller is handed over to the
+/// loop the client was given for them (`init(configuration:loop:)`), whose handle is driven the same way; a
+/// client given none drives a multi handle of its own on a thread of its own with
+/// `curl_multi_perform`/`curl_multi_poll`, woken with `curl_multi_wakeup`. Either way no thread ever blocks on
+/// the network. `https://` URLs negotiate HTTP/2 by
 /// ALPN and multiplex (`CURLPIPE_MULTIPLEX` + `CURLOPT_PIPEWAIT`): hundreds of concurrent calls to one host
 /// share one or two connections per multi handle. (Debian's curl 7.88.1 breaks connection reuse with h2c
 /// prior knowledge, so cleartext `http://` stays HTTP/1.1; it exists for tests and the simulator.)
@@ -46,89 +48,56 @@ public final class UpstreamHTTPClient: Sendable {
         }
     }
 
-    private let loop: CurlMultiLoop
+    /// The client's own thread, for callers on no loop when it was given no loop for them.
+    private let thread: CurlMultiLoop?
+    /// The loop callers on no loop are handed over to, if the client was given one.
+    private let loopForOthers: (any IOLoop)?
     private let onLoops: LoopCurlHandles
 
-    /// Starts the client thread. Throws `.invalidRequest` when libcurl cannot be initialised.
-    public init(configuration: Configuration = Configuration()) throws(UpstreamTransportError) {
+    /// A client. Callers on no event loop are served on `loop` (through the same kind of handle as a caller on
+    /// a loop, the handle of `loop`'s own); without one the client starts a thread of its own for them. Throws
+    /// `.invalidRequest` when libcurl cannot be initialised.
+    public init(
+        configuration: Configuration = Configuration(), loop: (any IOLoop)? = nil
+    ) throws(UpstreamTransportError) {
         // Every multi handle of this client shares resolved names and TLS sessions (nil: each goes alone).
         let share = CurlShare()
-        loop = try CurlMultiLoop(configuration: configuration, share: share)
+        thread = loop == nil ? try CurlMultiLoop(configuration: configuration, share: share) : nil
+        loopForOthers = loop
         onLoops = LoopCurlHandles(configuration: configuration, share: share)
     }
 
     deinit {
         onLoops.shutdown()
-        loop.shutdown()
+        thread?.shutdown()
     }
 
     /// Sends `request` and waits for the whole response. Cancelling the calling task removes the transfer
     /// from libcurl and throws `.cancelled`.
     public func send(_ request: UpstreamRequest) async throws(UpstreamTransportError) -> UpstreamResponse {
         if let response = try await onLoops.sendOnCurrentLoop(request) { return response }
-        let call = CallState(id: loop.nextID())
-        let loop = self.loop
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
-                call.submit(request, continuation: continuation, to: loop)
-            }
-        } onCancel: {
-            call.cancel(on: loop)
+        if let loopForOthers { return try await onLoops.send(request, handingOverTo: loopForOthers) }
+        guard let loop = thread else { throw UpstreamTransportError(.shutDown, "client shut down") }  // not reached
+        let id = loop.nextID()
+        let result = await UpstreamCall.transfer { continuation in
+            let submitted = loop.submit(Submission(id: id, request: request, continuation: continuation))
+            return submitted ? nil : UpstreamTransportError(.shutDown, "client shut down")
+        } remove: {
+            loop.cancel(id: id)
         }
         return try result.get()
     }
 
     /// The counters so far, of every multi handle.
-    public var metrics: UpstreamMetrics { onLoops.metrics + loop.counters.value }
+    public var metrics: UpstreamMetrics { onLoops.metrics + (thread?.counters.value ?? UpstreamMetrics()) }
 
-    /// Fails queued and running transfers with `.shutDown`, stops the thread (the multi handle is freed with
-    /// the client) and asks each loop to free its handle (a loop that already stopped freed it then).
-    /// Later `send` calls fail with `.shutDown`. Idempotent.
+    /// Fails queued and running transfers with `.shutDown`, stops the client's thread if it has one (the multi
+    /// handle is freed with the client) and asks each loop to free its handle (a loop that already stopped freed
+    /// it then). Later `send` calls fail with `.shutDown`. Idempotent.
     public func shutdown() {
         onLoops.shutdown()
-        loop.shutdown()
+        thread?.shutdown()
     }
-}
-
-typealias TransferResult = Result<UpstreamResponse, UpstreamTransportError>
-
-/// One call's side of the cancellation race: a cancellation that arrives before the request was handed
-/// to the client thread answers the call at once; one that arrives later asks the thread to remove it.
-private final class CallState: Sendable {
-    private enum Phase { case created, submitted, cancelled }
-    let id: Int
-    private let phase = Lock(Phase.created)
-
-    init(id: Int) { self.id = id }
-
-    func submit(
-        _ request: UpstreamRequest, continuation: CheckedContinuation<TransferResult, Never>, to loop: CurlMultiLoop
-    ) {
-        // Handed over under the lock (a cancellation cannot slip between the phase and the hand-over), but
-        // the continuation is resumed outside it: resuming takes the task's status lock, which a concurrent
-        // cancellation holds while its handler waits for this lock.
-        let refusal: UpstreamTransportError? = phase.withLock { phase in
-            if phase == .cancelled { return UpstreamTransportError(.cancelled, "cancelled before sending") }
-            phase = .submitted
-            let accepted = loop.submit(Submission(id: id, request: request, continuation: continuation))
-            return accepted ? nil : UpstreamTransportError(.shutDown, "client shut down")
-        }
-        if let refusal { continuation.resume(returning: .failure(refusal)) }
-    }
-
-    func cancel(on loop: CurlMultiLoop) {
-        phase.withLock { phase in
-            if phase == .submitted { loop.cancel(id: id) }
-            phase = .cancelled
-        }
-    }
-}
-
-/// A request on its way to the client thread.
-struct Submission: Sendable {
-    let id: Int
-    let request: UpstreamRequest
-    let continuation: CheckedContinuation<TransferResult, Never>
 }
 
 /// The multi handle for callers that run on no event loop, and its thread. Everything under "thread-confined"
@@ -221,7 +190,11 @@ private final class CurlMultiLoop: @unchecked Sendable {
                 exited.signal()
                 return
             }
-            for submission in submissions { handle.start(submission) }
+            for submission in submissions {
+                if let refusal = handle.start(submission) {
+                    submission.continuation.resume(returning: .failure(refusal))
+                }
+            }
             for id in cancellations { handle.cancel(id: id) }
             var running: Int32 = 0
             let performed = curl_multi_perform(handle.multi, &running)

@@ -6,11 +6,6 @@ import Synchronization
     import Glibc
 #endif
 
-/// A timer scheduled on an event loop, for cancelling it.
-public struct TimerHandle: Sendable, Hashable {
-    let id: TimerQueue<TimerAction>.ID
-}
-
 /// Something registered with an event loop for readiness events on a file descriptor.
 package protocol EventSource: AnyObject {
     /// Called on the loop thread with the epoll event mask.
@@ -40,7 +35,9 @@ public protocol IterationEndTarget: AnyObject {
 
 /// One epoll event loop on one thread. It owns its epoll descriptor, every source registered with it and
 /// its timers; none of those is touched from another thread. Other threads hand work to it with
-/// `execute(_:)`, which is the only thread-safe entry point (a queue plus an eventfd wake-up).
+/// `execute(_:)`, which is the only thread-safe entry point (a queue plus an eventfd wake-up). Its API is
+/// `IOLoop`'s, one name per operation, plus what only the transport needs (`watch` of an `EventSource` with
+/// raw epoll events, timer targets, `atIterationEnd`).
 ///
 /// It is also a Swift `TaskExecutor`: a task started with it as its executor preference (a gRPC call's
 /// handler) runs its non-isolated code on the loop's thread, and wherever it is resumed from (the upstream
@@ -116,9 +113,10 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let started = Atomic<Bool>(false)
 
     /// Runs `task` on the loop thread soon. Safe from any thread. Once the loop has stopped, `task` is released
-    /// without running (what it holds must not stay behind in a loop nobody runs).
-    public func execute(_ task: @escaping @Sendable () -> Void) {
-        _ = hand(.closure(task))
+    /// without running (what it holds must not stay behind in a loop nobody runs) and the answer is false.
+    @discardableResult
+    public func execute(_ task: @escaping @Sendable () -> Void) -> Bool {
+        hand(.closure(task))
     }
 
     /// Runs a job of a task that prefers this loop (`Task(executorPreference:)`), on the loop thread, soon.
@@ -161,7 +159,9 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
 
     // MARK: Loop-thread API
 
-    package func register(fd: Int32, events: UInt32, source: EventSource) throws(SystemError) {
+    /// Watches `fd` for the epoll `events`, reported to `source` (the transport's own descriptors: a listener, a
+    /// connection); `IOLoop.watch` is the same for other modules, in `IOInterest` terms.
+    package func watch(fd: Int32, events: UInt32, source: EventSource) throws(SystemError) {
         var event = epoll_event()
         event.events = events
         event.data.fd = fd
@@ -172,7 +172,7 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Changes the events watched for `fd`; false when the kernel refused (the caller closes the connection,
     /// which could otherwise stall forever waiting for an EPOLLOUT that was never armed).
     @discardableResult
-    package func modify(fd: Int32, events: UInt32) -> Bool {
+    package func rewatch(fd: Int32, events: UInt32) -> Bool {
         var event = epoll_event()
         event.events = events
         event.data.fd = fd
@@ -184,43 +184,35 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         sources[fd] = source
     }
 
-    package func deregister(fd: Int32) {
+    /// Stops watching `fd` (harmless when it is not watched). Call before closing it.
+    package func unwatch(fd: Int32) {
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
         sources[fd] = nil
     }
 
-    /// Schedules `body` to run on the loop at `deadline`.
+    /// Runs `body` on this loop at `deadline` (at the next timer pass when it has passed). Call on the loop thread
+    /// only.
     @discardableResult
-    package func schedule(at deadline: MonotonicInstant, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
+    public func scheduleTimer(at deadline: MonotonicInstant, _ body: @escaping () -> Void) -> IOLoopTimer {
         timers.schedule(at: deadline, .closure(body))
     }
 
-    /// Schedules `body` to run on the loop after `delay`.
-    @discardableResult
-    package func schedule(after delay: Duration, _ body: @escaping () -> Void) -> TimerQueue<TimerAction>.ID {
-        timers.schedule(at: .now() + delay, .closure(body))
-    }
-
-    /// Cancels a timer; harmless when it fired already. Call on the loop thread only.
-    public func cancelTimer(_ id: IOLoopTimer) {
-        timers.cancel(id)
-    }
-
     /// Runs `body` on this loop after `delay`. Call on the loop thread only.
-    public func scheduleTimer(after delay: Duration, _ body: @escaping () -> Void) -> TimerHandle {
-        TimerHandle(id: schedule(after: delay, body))
+    @discardableResult
+    public func scheduleTimer(after delay: Duration, _ body: @escaping () -> Void) -> IOLoopTimer {
+        timers.schedule(at: .now() + delay, .closure(body))
     }
 
     /// Calls `target.timerFired()` on this loop at `deadline` (at once when it has passed), holding the target
     /// until then (or until cancelled); nothing is allocated for it and the clock is not read. Call on the loop
     /// thread only.
-    public func scheduleTimer(at deadline: MonotonicInstant, target: any TimerTarget) -> TimerHandle {
-        TimerHandle(id: timers.schedule(at: deadline, .target(target)))
+    public func scheduleTimer(at deadline: MonotonicInstant, target: any TimerTarget) -> IOLoopTimer {
+        timers.schedule(at: deadline, .target(target))
     }
 
     /// Cancels a timer of this loop; harmless when it fired already. Call on the loop thread only.
-    public func cancelTimer(_ handle: TimerHandle) {
-        timers.cancel(handle.id)
+    public func cancelTimer(_ timer: IOLoopTimer) {
+        timers.cancel(timer)
     }
 
     /// Asks for `target.iterationEnded()` once, at the end of this loop iteration. Call on the loop thread only.
@@ -374,10 +366,6 @@ private final class ReadinessWatch: EventSource {
 }
 
 extension EventLoop: IOLoop {
-    public func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
-        hand(.closure(work))
-    }
-
     public func watch(
         fd: Int32, interest: IOInterest, owner: AnyObject, _ onReady: @escaping (IOReadiness) -> Void
     ) -> Bool {
@@ -390,7 +378,7 @@ extension EventLoop: IOLoop {
         case nil:
             break
         case let watch as ReadinessWatch:
-            if modify(fd: fd, events: events) {
+            if rewatch(fd: fd, events: events) {
                 if watch.owner == owner {
                     watch.onReady = onReady
                 } else {
@@ -406,7 +394,7 @@ extension EventLoop: IOLoop {
             return false  // a descriptor of the loop's own (a connection): never another module's
         }
         do {
-            try register(fd: fd, events: events, source: ReadinessWatch(owner: owner, onReady))
+            try watch(fd: fd, events: events, source: ReadinessWatch(owner: owner, onReady))
             return true
         } catch {
             return false
@@ -416,11 +404,7 @@ extension EventLoop: IOLoop {
     public func unwatch(fd: Int32, owner: AnyObject) {
         assertInLoop()
         guard let watch = sources[fd] as? ReadinessWatch, watch.owner == ObjectIdentifier(owner) else { return }
-        deregister(fd: fd)
-    }
-
-    public func setTimer(after delay: Duration, _ body: @escaping () -> Void) -> IOLoopTimer {
-        schedule(after: delay, body)
+        unwatch(fd: fd)
     }
 
     public func loopLocal(_ key: ObjectIdentifier) -> AnyObject? {

@@ -19,7 +19,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
     private var deframer: MessageDeframer
     private var request: [UInt8]?
     private var task: Task<Void, Never>?
-    private var deadlineTimer: TimerHandle?
+    private var deadlineTimer: IOLoopTimer?
     /// Where the call is in its life, and its deadline rules: decided there, performed here.
     private var state: CallState
     var finished: Bool { state.isFinished }

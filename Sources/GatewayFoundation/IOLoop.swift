@@ -7,11 +7,14 @@
 /// upstream HTTP client) uses it to drive its sockets on the loop its caller already runs on, so a call that
 /// waits for a remote answer never leaves its thread, without that library knowing the transport.
 ///
-/// `submit` is safe from any thread; everything else is for the loop's own thread only (where `IOLoops.current`
-/// returns it).
+/// It is the one API of a loop: each operation has one name, and the transport uses the same ones (its loop adds
+/// only what a connection needs on top: raw epoll registrations, timer targets, end-of-iteration work). `execute`
+/// is safe from any thread; everything else is for the loop's own thread only (where `IOLoops.current` returns it).
 public protocol IOLoop: AnyObject, Sendable {
-    /// Runs `work` on the loop's thread soon; false (and `work` let go without running) once the loop stopped.
-    func submit(_ work: @escaping @Sendable () -> Void) -> Bool
+    /// Runs `work` on the loop's thread soon, after the work handed over before it; false (and `work` let go
+    /// without running) once the loop stopped.
+    @discardableResult
+    func execute(_ work: @escaping @Sendable () -> Void) -> Bool
 
     /// Calls `onReady` on the loop whenever `fd` is ready for what `interest` names, until `unwatch`; a second
     /// call for a watched descriptor changes its interest (and handler). `owner` (held by identity only) is who
@@ -22,7 +25,8 @@ public protocol IOLoop: AnyObject, Sendable {
     func unwatch(fd: Int32, owner: AnyObject)
 
     /// Runs `body` on the loop after `delay` (at the next iteration for zero), unless cancelled first.
-    func setTimer(after delay: Duration, _ body: @escaping () -> Void) -> IOLoopTimer
+    @discardableResult
+    func scheduleTimer(after delay: Duration, _ body: @escaping () -> Void) -> IOLoopTimer
     /// Cancels a timer; harmless when it fired already.
     func cancelTimer(_ timer: IOLoopTimer)
 
@@ -49,7 +53,8 @@ public struct IOReadiness: OptionSet, Sendable, Hashable {
     public static let failed = IOReadiness(rawValue: 4)
 }
 
-/// A timer scheduled with `IOLoop.setTimer`, for cancelling it: the loop's own numbers for it.
+/// A timer scheduled on a loop, for cancelling it: the loop's own numbers for it (the one timer handle type, for
+/// the transport's timers too).
 public struct IOLoopTimer: Sendable, Hashable {
     public let slot: Int
     public let generation: UInt32

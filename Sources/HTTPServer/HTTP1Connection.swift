@@ -32,7 +32,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
     /// The response being written answers a HEAD request: no body bytes.
     private var answeringHead = false
     /// The one timer of the connection: the head deadline while a request is read, the idle deadline between.
-    private var deadlineTimer: TimerHandle?
+    private var deadlineTimer: IOLoopTimer?
 
     /// A connection of `owner`'s server, with the server's limits.
     convenience init(io: ByteStream, owner: ServerLoop, handler: HTTPRequestHandler) {
@@ -46,7 +46,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         self.limits = limits
         self.parser = HTTP1RequestParser(maxHeadBytes: limits.maxHeadBytes, maxBodyBytes: limits.maxBodyBytes)
         owner.eventLoop.replaceSource(fd: io.fd, with: self)
-        owner.eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+        owner.eventLoop.rewatch(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         // A new connection must send its request head in time, as a slow one must finish it.
         armDeadline(limits.headerTimeout)
     }
@@ -224,7 +224,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         guard wants != wantsWritable, !closed else { return }
         wantsWritable = wants
         let base = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
-        if !owner.eventLoop.modify(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base) { close(abort: true) }
+        if !owner.eventLoop.rewatch(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base) { close(abort: true) }
     }
 
     func beginGracefulClose() {
@@ -239,7 +239,7 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
         closed = true
         if let deadlineTimer { owner.eventLoop.cancelTimer(deadlineTimer) }
         deadlineTimer = nil
-        owner.eventLoop.deregister(fd: fd)
+        owner.eventLoop.unwatch(fd: fd)
         io.close(abort: abort)
         owner.connectionClosed(self)
     }

@@ -1,4 +1,5 @@
 import EventLoops
+import GatewayFoundation
 
 /// Serves HTTP/2 streams with an `HTTPRequestHandler`: collects the request body, runs the handler as a
 /// task, and writes its response back on the stream's loop.
@@ -32,9 +33,9 @@ final class WholeRequestCall: HTTP2StreamDelegate {
     private let handler: HTTPRequestHandler
     private let maxBodyBytes: Int
     private var done = false
-    private var timer: TimerHandle?
+    private var timer: IOLoopTimer?
     /// Runs from the head until the request ends.
-    private var deadline: TimerHandle?
+    private var deadline: IOLoopTimer?
 
     init(head: HTTP2RequestHead, handler: HTTPRequestHandler, maxBodyBytes: Int) {
         var headers = head.fields

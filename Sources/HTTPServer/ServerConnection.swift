@@ -54,12 +54,12 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     /// The stream whose request header block is being received (HEADERS without its END_HEADERS yet, or a
     /// frame of it not yet whole); nil between blocks.
     private var headerBlockStream: Int32?
-    private var housekeepingTimer: TimerQueue<TimerAction>.ID?
+    private var housekeepingTimer: IOLoopTimer?
     private var housekeepingAt: MonotonicInstant?
     /// Request bytes held by this connection's streams and the window owed to the peer.
     private var ledger: ReceiveLedger
     private let budget: LoopReceiveBudget
-    private var grantRetryTimer: TimerQueue<TimerAction>.ID?
+    private var grantRetryTimer: IOLoopTimer?
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
     init(io: ByteStream, owner: any ConnectionOwner, responder: HTTP2Responder, configuration: HTTP2Configuration)
@@ -100,7 +100,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
                 session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(clamping: configuration.initialWindowSize))
         }
         eventLoop.replaceSource(fd: io.fd, with: self)
-        eventLoop.modify(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+        eventLoop.rewatch(fd: io.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
         // The server's preface (its SETTINGS, queued above) goes out with the answer to the client's own, once
         // that arrived (RFC 9113 §3.4 lets either side speak first): a socket that stays silent is never written
         // to, and a client that sees the server's SETTINGS knows its connection is established, counted against
@@ -260,7 +260,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         guard wants != wantsWritable, !closed else { return }
         wantsWritable = wants
         let base = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
-        if !eventLoop.modify(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base) { close() }
+        if !eventLoop.rewatch(fd: fd, events: wants ? base | EPOLLOUT.rawValue : base) { close() }
     }
 
     /// Closes the socket at once; open streams see `streamClosed` with CANCEL.
@@ -270,7 +270,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         if let grantRetryTimer { eventLoop.cancelTimer(grantRetryTimer) }
         budget.subtract(ledger.held)
         ledger = ReceiveLedger(limit: configuration.maxBufferedBytesPerConnection)
-        eventLoop.deregister(fd: fd)
+        eventLoop.unwatch(fd: fd)
         io.close(abort: false)
         let open = streams.removeAll()
         lastStream = nil
@@ -570,7 +570,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         // Held back only by the process-wide cap: look again soon, since other connections release bytes
         // without telling this one. (Over its own budget, only its own streams' releases can help.)
         if grantRetryTimer == nil && ledger.owesWindow && ledger.held <= ledger.limit {
-            grantRetryTimer = eventLoop.schedule(after: .milliseconds(50)) { [self] in
+            grantRetryTimer = eventLoop.scheduleTimer(after: .milliseconds(50)) { [self] in
                 self.grantRetryTimer = nil  // held until it fires or close() cancels it
                 guard !self.closed else { return }
                 self.grant(self.ledger.grantsIfRoom(processHasRoom: self.budget.hasRoom))
@@ -688,7 +688,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
         housekeepingAt = deadline
         // The timer holds the connection (strongly: close() cancels it, which lets go), so it can never fire
         // for a connection that is gone: with `unowned` a busy `serve --simulator` aborted at exit.
-        housekeepingTimer = eventLoop.schedule(at: deadline) { [self] in
+        housekeepingTimer = eventLoop.scheduleTimer(at: deadline) { [self] in
             self.housekeepingTimer = nil
             self.housekeepingAt = nil
             guard !self.closed else { return }

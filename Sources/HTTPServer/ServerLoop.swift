@@ -1,5 +1,6 @@
 internal import CLinux
 import EventLoops
+import GatewayFoundation
 
 #if canImport(Glibc)
     import Glibc
@@ -72,7 +73,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         /// How the server's loops name it (`ServerCounters` counts it per address under this name).
         var name: PendingConnection
         /// The timer of its deadline (nil when `handshakeTimeout` is nil, or once it fired).
-        var timer: TimerQueue<TimerAction>.ID?
+        var timer: IOLoopTimer?
     }
     /// The connections of `connections` still in their handshake, by descriptor.
     private var handshakes: [Int32: Handshake] = [:]
@@ -81,7 +82,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
     private var draining = false
     /// True while the listener is out of epoll (connection cap or descriptor limit reached).
     private var listenerPaused = false
-    private var resumeTimer: TimerQueue<TimerAction>.ID?
+    private var resumeTimer: IOLoopTimer?
     /// One read buffer shared by the loop's connections (reads never overlap on one thread); owned here.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
@@ -101,7 +102,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         self.counters = counters
         self.spread = spread
         receiveBudget = LoopReceiveBudget(counters.receiveBudget)
-        try eventLoop.register(fd: listener.fd, events: EPOLLIN.rawValue, source: self)
+        try eventLoop.watch(fd: listener.fd, events: EPOLLIN.rawValue, source: self)
     }
 
     deinit {
@@ -156,7 +157,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
             return
         }
         do {
-            try eventLoop.register(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: PendingSource())
+            try eventLoop.watch(fd: fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, source: PendingSource())
         } catch {
             close(fd)
             spread.removed(from: eventLoop.index)
@@ -169,16 +170,16 @@ final class ServerLoop: EventSource, ConnectionOwner {
             let stream = SocketStream(fd: fd)
             connection = try? ServerConnection(
                 io: stream, owner: self, responder: responder, configuration: configuration)
-            if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
+            if connection == nil { eventLoop.unwatch(fd: fd); stream.close(abort: true) }
         case .cleartextHTTP1:
             let stream = SocketStream(fd: fd)
             connection = requestHandler.map { HTTP1Connection(io: stream, owner: self, handler: $0) }
-            if connection == nil { eventLoop.deregister(fd: fd); stream.close(abort: true) }
+            if connection == nil { eventLoop.unwatch(fd: fd); stream.close(abort: true) }
         case .tls(let context):
             do {
                 connection = try TLSHandshake(fd: fd, context: context, owner: self)
             } catch {
-                eventLoop.deregister(fd: fd)  // the TLS stream closed the descriptor it was given
+                eventLoop.unwatch(fd: fd)  // the TLS stream closed the descriptor it was given
                 connection = nil
             }
         }
@@ -202,7 +203,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         var handshake = Handshake(name: name, timer: nil)
         if let timeout = configuration.handshakeTimeout, timeout > .zero {
             // unowned: the server loop lives as long as its event loop runs; `connectionClosed` cancels the timer.
-            handshake.timer = eventLoop.schedule(after: timeout) { [unowned self] in
+            handshake.timer = eventLoop.scheduleTimer(after: timeout) { [unowned self] in
                 self.handshakeDeadlinePassed(fd: fd)
             }
         }
@@ -280,8 +281,8 @@ final class ServerLoop: EventSource, ConnectionOwner {
     private func pauseListener(_ delay: Duration) {
         guard let listener, !listenerPaused else { return }
         listenerPaused = true
-        eventLoop.modify(fd: listener.fd, events: 0)
-        resumeTimer = eventLoop.schedule(after: delay) { [unowned self] in
+        eventLoop.rewatch(fd: listener.fd, events: 0)
+        resumeTimer = eventLoop.scheduleTimer(after: delay) { [unowned self] in
             self.resumeTimer = nil  // unowned: the server loop lives as long as its event loop runs
             self.resumeListener()
         }
@@ -292,7 +293,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         listenerPaused = false
         if let resumeTimer { eventLoop.cancelTimer(resumeTimer) }
         resumeTimer = nil
-        if let listener { eventLoop.modify(fd: listener.fd, events: EPOLLIN.rawValue) }
+        if let listener { eventLoop.rewatch(fd: listener.fd, events: EPOLLIN.rawValue) }
     }
 
     /// Stops accepting and starts a graceful close of every connection.
@@ -318,7 +319,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         if let resumeTimer { eventLoop.cancelTimer(resumeTimer) }
         resumeTimer = nil
         if let listener {
-            eventLoop.deregister(fd: listener.fd)
+            eventLoop.unwatch(fd: listener.fd)
             self.listener = nil
         }
     }
@@ -368,7 +369,7 @@ final class TLSHandshake: LoopConnection {
                 tearDown()
             }
         case .wouldBlock(let wantsWrite):
-            owner.eventLoop.modify(
+            owner.eventLoop.rewatch(
                 fd: fd, events: (wantsWrite ? EPOLLOUT.rawValue : EPOLLIN.rawValue) | EPOLLRDHUP.rawValue)
         case .closed, .failed:
             done = true
@@ -385,7 +386,7 @@ final class TLSHandshake: LoopConnection {
     }
 
     private func tearDown() {
-        owner.eventLoop.deregister(fd: fd)
+        owner.eventLoop.unwatch(fd: fd)
         stream.close(abort: false)
         owner.connectionClosed(self)
     }

@@ -28,7 +28,7 @@ import Testing
 
     private func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            #expect(loop.submit { continuation.resume(returning: body()) })
+            #expect(loop.execute { continuation.resume(returning: body()) })
         }
     }
 
@@ -151,8 +151,8 @@ import Testing
         defer { loop.stop(); thread.join() }
         let fired = Flag()
         await onLoop(loop) {
-            _ = loop.setTimer(after: .zero) { fired.value.add(1, ordering: .relaxed) }
-            let cancelled = loop.setTimer(after: .milliseconds(10)) { fired.value.add(100, ordering: .relaxed) }
+            _ = loop.scheduleTimer(after: .zero) { fired.value.add(1, ordering: .relaxed) }
+            let cancelled = loop.scheduleTimer(after: .milliseconds(10)) { fired.value.add(100, ordering: .relaxed) }
             loop.cancelTimer(cancelled)
         }
         try await Task.sleep(for: .milliseconds(60))

@@ -112,7 +112,7 @@ private final class Rig: @unchecked Sendable {
             limits.maxBodyBytes = 1024
             let connection = HTTP1Connection(
                 io: SocketStream(fd: serverFD), owner: owner, handler: handler, limits: limits)
-            try? loop.register(fd: serverFD, events: 0x001 | 0x2000, source: connection)  // EPOLLIN | EPOLLRDHUP
+            try? loop.watch(fd: serverFD, events: 0x001 | 0x2000, source: connection)  // EPOLLIN | EPOLLRDHUP
             owner.connection = connection
             ready.signal()
         }

@@ -44,7 +44,7 @@ private struct NobodyResponder: HTTP2Responder {
             let readEnd = pipeFDs[0]
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 loop.execute {
-                    try? loop.register(fd: readEnd, events: 0x001, source: registered)  // EPOLLIN
+                    try? loop.watch(fd: readEnd, events: 0x001, source: registered)  // EPOLLIN
                     _ = loop.scheduleTimer(at: .now() + .seconds(3600), target: target)
                     continuation.resume()
                 }
