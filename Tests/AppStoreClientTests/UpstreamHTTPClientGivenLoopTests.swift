@@ -1,3 +1,4 @@
+import AppleFixtures
 import AppStoreClient
 import EventLoops
 import Foundation

@@ -1,3 +1,4 @@
+import AppStoreDomain
 import CallerAuthentication
 import Configuration
 import Dispatch
