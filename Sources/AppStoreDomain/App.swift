@@ -33,6 +33,9 @@ public struct App: Sendable, Hashable {
     /// This app's rate limits (the global `rateLimits` with `apps[i].rateLimits` applied on top);
     /// nil when the app has no overrides.
     public var rateLimits: RateLimits?
+    /// Entitlement name → the product ids that unlock it (`apps[i].entitlements`; many-to-many). Empty: the
+    /// subscription state grants no entitlement (statuses are still derived).
+    public var entitlements: [String: Set<String>] = [:]
 
     public init(
         name: String, bundleId: String, appAppleId: Int64?, issuerId: String, keyId: String,

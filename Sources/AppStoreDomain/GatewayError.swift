@@ -50,6 +50,12 @@ public enum GatewayError: Error, Sendable, Hashable {
     case permissionDenied(AccessRefusal)
     /// The webhook's notification store (SQLite file or Redis) failed; a followed stream ends, to be resumed.
     case notificationStoreUnavailable(String)
+    /// The subscription state holds no such subscription and Apple's answer did not either.
+    case subscriptionNotFound(originalTransactionId: String)
+    /// The store that keeps the subscription state failed (disk, database): retry shortly.
+    case stateStoreUnavailable(String)
+    /// This gateway keeps no subscription state (its notification store cannot hold it): the reason says why.
+    case stateNotKept(String)
     /// A bug in the gateway; `requestID` ties the status to the log line.
     case internalBug(String, requestID: String?)
 }

@@ -1,5 +1,6 @@
 import AppStoreDomain
 import GatewayFoundation
+import SubscriptionState
 
 extension GatewayConfiguration {
     /// Parses and validates a YAML configuration; environment variables override keys (see
@@ -69,6 +70,15 @@ extension GatewayConfiguration {
             }
         }
         set(\.history.maxPages, try reader.integer("history.maxPages", in: 1...10_000))
+        key { () throws(ConfigurationError) in
+            if let text = try reader.string("subscriptions.refundPolicy") {
+                guard let policy = SubscriptionPolicy.RefundPolicy(rawValue: text) else {
+                    throw ConfigurationError(
+                        key: "subscriptions.refundPolicy", problem: "must be immediate or untilExpiry, got '\(text)'")
+                }
+                config.subscriptions.refundPolicy = policy
+            }
+        }
         key { () throws(ConfigurationError) in config.verification.onlineChecks = try onlineChecks(reader) }
         problems += resumeTokens(reader, into: &config)
         let (tracing, tracingProblems) = Self.tracing(reader, environment: environment)
@@ -267,7 +277,7 @@ extension GatewayConfiguration {
             if bundleId != name { names.insert(bundleId) }
             let fallback = try reader.bool("\(key).sandboxFallbackOnUnauthorized") ?? false
             let limits = try rateLimits(reader, prefix: "\(key).rateLimits", base: defaultLimits)
-            apps.append(
+            var app =
                 App(
                     name: name, bundleId: bundleId, appAppleId: appAppleId,
                     issuerId: environment == .xcode
@@ -276,9 +286,44 @@ extension GatewayConfiguration {
                     privateKeyFile: environment == .xcode
                         ? try reader.string("\(key).privateKeyFile") ?? "" : try required("privateKeyFile"),
                     environment: environment,
-                    sandboxFallbackOnUnauthorized: fallback, rateLimits: limits == defaultLimits ? nil : limits))
+                    sandboxFallbackOnUnauthorized: fallback, rateLimits: limits == defaultLimits ? nil : limits)
+            app.entitlements = try entitlements(reader, key: "\(key).entitlements")
+            apps.append(app)
         }
         return apps
+    }
+
+    /// `apps[i].entitlements`: `{<name>: [product ids]}`. Names are 1–64 letters, digits, `_`, `-` or `.`-free
+    /// (a name is a key of the YAML path); each list holds 1–1,000 product ids of 1–256 bytes.
+    private static func entitlements(
+        _ reader: ConfigurationReader, key: String
+    ) throws(ConfigurationError) -> [String: Set<String>] {
+        guard reader.isPresent(key) else { return [:] }
+        guard reader.isMapping(key) else {
+            throw ConfigurationError(key: key, problem: "must map entitlement names to lists of product ids")
+        }
+        var entitlements: [String: Set<String>] = [:]
+        let names = try reader.keys(key)
+        guard names.count <= 1_000 else { throw ConfigurationError(key: key, problem: "at most 1000 entitlements") }
+        for name in names {
+            let valid =
+                (1...64).contains(name.utf8.count)
+                && name.unicodeScalars.allSatisfy {
+                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-")
+                }
+            guard valid else {
+                throw ConfigurationError(
+                    key: "\(key).\(name)", problem: "an entitlement name is 1 to 64 ASCII letters, digits, '_' or '-'")
+            }
+            guard let products = try reader.strings("\(key).\(name)"), !products.isEmpty, products.count <= 1_000,
+                products.allSatisfy({ (1...256).contains($0.utf8.count) })
+            else {
+                throw ConfigurationError(
+                    key: "\(key).\(name)", problem: "must list 1 to 1000 product ids (each 1 to 256 bytes)")
+            }
+            entitlements[name] = Set(products)
+        }
+        return entitlements
     }
 
     private static func address(_ text: String, key: String) throws(ConfigurationError) -> ListenAddress {

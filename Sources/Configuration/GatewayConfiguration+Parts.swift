@@ -37,6 +37,7 @@ extension AppStoreGatewayService {
             apps: configuration.apps, verification: configuration.verification, history: configuration.history,
             resumeTokenMaxAge: configuration.notifications.resumeTokenMaxAge,
             store: configuration.notifications.store, realtime: configuration.notifications.realtime,
-            verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys, clock: clock, live: live)
+            verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys, clock: clock, live: live,
+            refundPolicy: configuration.subscriptions.refundPolicy)
     }
 }

@@ -4,6 +4,7 @@ import GRPC
 import GatewayFoundation
 import Services
 import SignedData
+import SubscriptionState
 
 /// The gateway's whole configuration (README "Configuration" documents every key and default).
 public struct GatewayConfiguration: Sendable {
@@ -40,6 +41,8 @@ public struct GatewayConfiguration: Sendable {
     public var history = History()
     /// Notification history streams. Keys under `notifications`.
     public var notifications = Notifications()
+    /// The subscription state. Keys under `subscriptions` (entitlements are per app: `apps[i].entitlements`).
+    public var subscriptions = Subscriptions()
     /// The rate budget shared by replicas. Keys under `redis` (see `GatewayConfiguration+Redis.swift`).
     public var redis = Redis()
     /// TLS on the gRPC port; nil = h2c. Keys under `tls` (see `GatewayConfiguration+Access.swift`).
@@ -109,5 +112,20 @@ public struct GatewayConfiguration: Sendable {
         /// One info line per RPC (health checks excepted). `logging.accessLog`, true.
         public var accessLog = true
         public init() {}
+    }
+}
+
+extension GatewayConfiguration {
+    /// The subscription state's settings.
+    public struct Subscriptions: Sendable, Hashable {
+        /// `subscriptions.refundPolicy`: what a refunded current transaction does to access — `immediate`
+        /// (default: Apple's status 5 ends it) or `untilExpiry` (access lasts until the refunded period's end).
+        public var refundPolicy: SubscriptionPolicy.RefundPolicy = .immediate
+        public init() {}
+
+        /// The reducer's policy for `app`: this refund policy and the app's entitlements.
+        public func policy(for app: App) -> SubscriptionPolicy {
+            SubscriptionPolicy(refundPolicy: refundPolicy, entitlements: app.entitlements)
+        }
     }
 }

@@ -120,6 +120,7 @@ public final class GatewayApp {
     private func startParts() throws(GatewayStartError) {
         let served: [GRPCService] = [
             HealthService(board: board), service, service.retentionMessaging, service.advancedCommerce,
+            service.subscriptionState,
         ]
         let services = served + [ReflectionService(listing: served)]
         for service in services { events.register(methods: service.methodTypes) }

@@ -14,6 +14,8 @@ import Services
 struct WebhookRuntime {
     let server: HTTP2Server
     let reconciler: Task<Void, Never>?
+    /// Projects the log into the subscription state (nil without a state).
+    let projector: Task<Void, Never>?
     let address: ListenAddress
     let path: String
     /// Whether the receiver speaks TLS (`notifications.webhook.tlsCertificate`).
@@ -29,6 +31,7 @@ struct WebhookRuntime {
         guard configuration.notifications.webhook.listen != nil else { return nil }
         let settings = configuration.notifications.store
         let store: any NotificationStore
+        var states: (any SubscriptionStore)?
         if settings.redis, let url = configuration.redis.url {
             store = RedisNotificationStore(
                 url: url, tls: RedisTLSFiles(configuration.redis), keyPrefix: configuration.redis.keyPrefix,
@@ -37,12 +40,16 @@ struct WebhookRuntime {
                 largestPayload: configuration.notifications.webhook.maxBodyBytes)
         } else {
             do {
-                store = try SQLiteNotificationStore(path: settings.sqlitePath)
+                let sqlite = try SQLiteNotificationStore(path: settings.sqlitePath)
+                store = sqlite
+                states = sqlite.subscriptions
             } catch {
                 throw .invalidConfiguration(ConfigurationError(key: "notifications.store.sqlite", problem: "\(error)"))
             }
         }
-        return LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: registry))
+        return LiveNotificationFeed(
+            store: store, metrics: NotificationMetrics(registry: registry), states: states,
+            stateMetrics: SubscriptionStateMetrics(registry: registry))
     }
 
     /// Binds and starts the webhook port and the reconciler.
@@ -103,8 +110,9 @@ struct WebhookRuntime {
                 reconcileInterval: store.reconcileInterval)
             reconciler = Task.detached { await pass.run(schedule) }
         }
+        let projector = service.subscriptionProjector.map { projector in Task.detached { await projector.run() } }
         return WebhookRuntime(
-            server: server, reconciler: reconciler, address: address, path: webhook.path,
+            server: server, reconciler: reconciler, projector: projector, address: address, path: webhook.path,
             tls: !webhook.tlsCertificateFile.isEmpty,
             storeDescription: store.redis ? "redis stream" : "sqlite \(store.sqlitePath)",
             realtimePath: configuration.notifications.realtime.path)
@@ -124,6 +132,7 @@ struct WebhookRuntime {
 
     func stop() {
         reconciler?.cancel()
+        projector?.cancel()
         server.beginGracefulShutdown()
         server.closeAllConnections()
         server.stop()

@@ -7,6 +7,7 @@ import GatewayFoundation
 import NotificationStore
 import ProtoCodec
 import SignedData
+import SubscriptionState
 
 /// appstore.gateway.v1.AppStoreGateway: every RPC of the public contract (GetHistory, StreamNotifications and
 /// VerifyJWS here, the rest of Apple's API through `AppStoreAPIMethods`).
@@ -43,7 +44,8 @@ public struct AppStoreGatewayService: GRPCService {
         resumeTokenMaxAge: Duration, store: NotificationStoreSettings,
         realtime realtimeSettings: RealtimeBroker.Settings,
         verifier: SignedDataVerifier, client: AppStoreAPIClient, resumeTokenKeys: ResumeTokenKeyRing,
-        clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil
+        clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil,
+        refundPolicy: SubscriptionPolicy.RefundPolicy = .immediate
     ) {
         self.verifier = verifier
         self.resumeTokenKeys = resumeTokenKeys
@@ -76,12 +78,55 @@ public struct AppStoreGatewayService: GRPCService {
             maxResponseBytes: history.maxResponseBytes)
         notifications.live = live
         self.notifications = notifications
+        (subscriptionState, subscriptionProjector) = Self.subscriptionState(
+            apps: configured, live: live, refundPolicy: refundPolicy, verifier: verifier, client: client, clock: clock,
+            maxPages: history.maxPages)
         reconciler = live.map {
             NotificationReconciler(
                 client: client, verifier: verifier, apps: configured, feed: $0, clock: clock,
                 window: store.reconcileWindow,
                 retention: retention)
         }
+    }
+
+    /// appstore.gateway.v1.SubscriptionState: answers from the gateway's own state (FAILED_PRECONDITION on a
+    /// gateway whose notification store cannot keep it).
+    public let subscriptionState: SubscriptionStateService
+    /// Projects the webhook's log into the subscription state (nil without a state); `GatewayApp` runs it.
+    public let subscriptionProjector: SubscriptionProjector?
+
+    private static func subscriptionState(
+        apps: [App], live: LiveNotificationFeed?, refundPolicy: SubscriptionPolicy.RefundPolicy,
+        verifier: SignedDataVerifier, client: AppStoreAPIClient, clock: any GatewayClock, maxPages: Int
+    ) -> (SubscriptionStateService, SubscriptionProjector?) {
+        guard let live else {
+            return (
+                SubscriptionStateService(
+                    unavailable: "it is projected from the webhook's notification log: configure notifications.webhook"),
+                nil
+            )
+        }
+        guard let store = live.states else {
+            return (
+                SubscriptionStateService(
+                    unavailable: "the Redis notification store keeps no subscription state: use notifications.store.sqlite"),
+                nil
+            )
+        }
+        let statuses = AppleOperationHandler(
+            AppleOperation<GetAllSubscriptionStatusesRequest, GetAllSubscriptionStatusesResponse>
+                .getAllSubscriptionStatuses,
+            client: client, verifier: verifier, clock: clock, maxPages: maxPages)
+        let policies = Dictionary(
+            apps.map { ($0.name, SubscriptionPolicy(refundPolicy: refundPolicy, entitlements: $0.entitlements)) },
+            uniquingKeysWith: { first, _ in first })
+        let states = SubscriptionStates(
+            store: store, apps: AppDirectory(apps), policies: policies, verifier: verifier, clock: clock,
+            metrics: live.stateMetrics
+        ) { request, remaining throws(GatewayError) in
+            try await statuses.handle(request, remaining: remaining)
+        }
+        return (SubscriptionStateService(states: states), SubscriptionProjector(states: states, log: live.store))
     }
 
     /// The keys of StreamNotifications resume tokens (a reloaded key file replaces them here).

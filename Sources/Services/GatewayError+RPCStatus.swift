@@ -140,6 +140,20 @@ extension GatewayError: RPCStatusConvertible {
             return Self.status(
                 .unavailable, "The gateway's notification store is unavailable (\(problem)); resume the stream later.",
                 reason: "NOTIFICATION_STORE_UNAVAILABLE", metadata: [:])
+        case .subscriptionNotFound(let id):
+            let echoed = EchoedInput.clip(id)
+            return status(
+                .notFound,
+                "No subscription \"\(echoed)\": the gateway's state holds none and Apple knows none by that id.",
+                reason: "SUBSCRIPTION_NOT_FOUND", metadata: ["original_transaction_id": echoed])
+        case .stateStoreUnavailable(let problem):
+            return Self.status(
+                .unavailable, "The gateway's subscription state store is unavailable (\(problem)); retry shortly.",
+                reason: "STATE_STORE_UNAVAILABLE", metadata: [:], retryAfter: .seconds(1))
+        case .stateNotKept(let why):
+            return Self.status(
+                .failedPrecondition, "This gateway keeps no subscription state: \(why).",
+                reason: "SUBSCRIPTION_STATE_NOT_KEPT", metadata: [:])
         case .internalBug(let what, let requestID):
             var metadata: [String: String] = [:]
             metadata["request_id"] = requestID

@@ -46,6 +46,10 @@ public enum MethodPermissions {
                 "CancelSubscription", "RevokeSubscription", "ChangeSubscriptionPrice", "ChangeSubscriptionMetadata",
                 "MigrateSubscription", "RequestRefund",
             ])
+        // Every SubscriptionState RPC reads the state (the two that change it only apply what Apple signed).
+        add(
+            SubscriptionStateService.name, .read,
+            ["GetSubscription", "GetCustomer", "ApplySignedTransaction", "RefreshSubscription"])
         let retention = RetentionMessagingService.name
         add(
             retention, .read,

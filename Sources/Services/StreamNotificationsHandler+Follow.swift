@@ -15,9 +15,19 @@ public struct LiveNotificationFeed: Sendable {
     /// into a shared store raise no local signal).
     let pollInterval: Duration
 
-    public init(store: any NotificationStore, metrics: NotificationMetrics) {
+    /// Where the subscription state is kept beside the log (nil: a store that cannot keep it).
+    package let states: (any SubscriptionStore)?
+    /// The subscription state's series.
+    package let stateMetrics: SubscriptionStateMetrics
+
+    public init(
+        store: any NotificationStore, metrics: NotificationMetrics, states: (any SubscriptionStore)? = nil,
+        stateMetrics: SubscriptionStateMetrics = SubscriptionStateMetrics(registry: nil)
+    ) {
         self.store = store
         self.metrics = metrics
+        self.states = states
+        self.stateMetrics = stateMetrics
         pollInterval = store.isShared ? .milliseconds(200) : .seconds(2)
     }
 }

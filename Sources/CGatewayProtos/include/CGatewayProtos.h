@@ -12,6 +12,7 @@
 #include "appstore/gateway/v1/refunds.pb-c.h"
 #include "appstore/gateway/v1/retention.pb-c.h"
 #include "appstore/gateway/v1/signing.pb-c.h"
+#include "appstore/gateway/v1/subscription_state.pb-c.h"
 #include "appstore/gateway/v1/subscriptions.pb-c.h"
 #include "appstore/gateway/v1/test_notifications.pb-c.h"
 #include "appstore/gateway/v1/transaction.pb-c.h"

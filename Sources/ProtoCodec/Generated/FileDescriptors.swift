@@ -881,6 +881,64 @@ extension ProtoFileDescriptor {
                 ZS1nYXRld2F5L2dlbi9nby9hcHBzdG9yZS9nYXRld2F5L3YxO2dhdGV3YXl2MWIGcHJvdG8z
                 """),
         ProtoFileDescriptor(
+            name: "appstore/gateway/v1/subscription_state.proto",
+            dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/transaction.proto", "google/protobuf/timestamp.proto"],
+            symbols: ["appstore.gateway.v1.Subscription", "appstore.gateway.v1.Entitlement", "appstore.gateway.v1.GetSubscriptionRequest", "appstore.gateway.v1.GetSubscriptionResponse", "appstore.gateway.v1.GetCustomerRequest", "appstore.gateway.v1.GetCustomerResponse", "appstore.gateway.v1.ApplySignedTransactionRequest", "appstore.gateway.v1.ApplySignedTransactionResponse", "appstore.gateway.v1.RefreshSubscriptionRequest", "appstore.gateway.v1.RefreshSubscriptionResponse", "appstore.gateway.v1.SubscriptionSource", "appstore.gateway.v1.SubscriptionState", "appstore.gateway.v1.SubscriptionState.GetSubscription", "appstore.gateway.v1.SubscriptionState.GetCustomer", "appstore.gateway.v1.SubscriptionState.ApplySignedTransaction", "appstore.gateway.v1.SubscriptionState.RefreshSubscription"],
+            base64: """
+                CixhcHBzdG9yZS9nYXRld2F5L3YxL3N1YnNjcmlwdGlvbl9zdGF0ZS5wcm90bxITYXBwc3RvcmUuZ2F0ZXdheS52MRogYXBwc3Rv
+                cmUvZ2F0ZXdheS92MS9jb21tb24ucHJvdG8aJWFwcHN0b3JlL2dhdGV3YXkvdjEvdHJhbnNhY3Rpb24ucHJvdG8aH2dvb2dsZS9w
+                cm90b2J1Zi90aW1lc3RhbXAucHJvdG8ikAsKDFN1YnNjcmlwdGlvbhIQCgNhcHAYASABKAlSA2FwcBJCCgtlbnZpcm9ubWVudBgC
+                IAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50EjYKF29yaWdpbmFsX3RyYW5zYWN0aW9u
+                X2lkGAMgASgJUhVvcmlnaW5hbFRyYW5zYWN0aW9uSWQSQgodc3Vic2NyaXB0aW9uX2dyb3VwX2lkZW50aWZpZXIYBCABKAlSG3N1
+                YnNjcmlwdGlvbkdyb3VwSWRlbnRpZmllchIdCgpwcm9kdWN0X2lkGAUgASgJUglwcm9kdWN0SWQSPwoGc3RhdHVzGAYgASgOMicu
+                YXBwc3RvcmUuZ2F0ZXdheS52MS5TdWJzY3JpcHRpb25TdGF0dXNSBnN0YXR1cxIaCghlbnRpdGxlZBgHIAEoCFIIZW50aXRsZWQS
+                IgoMZW50aXRsZW1lbnRzGAggAygJUgxlbnRpdGxlbWVudHMSPQoMZXhwaXJlc19kYXRlGAkgASgLMhouZ29vZ2xlLnByb3RvYnVm
+                LlRpbWVzdGFtcFILZXhwaXJlc0RhdGUSVQoZZ3JhY2VfcGVyaW9kX2V4cGlyZXNfZGF0ZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1
+                Zi5UaW1lc3RhbXBSFmdyYWNlUGVyaW9kRXhwaXJlc0RhdGUSHQoKYXV0b19yZW5ldxgLIAEoCFIJYXV0b1JlbmV3EjEKFWF1dG9f
+                cmVuZXdfcHJvZHVjdF9pZBgMIAEoCVISYXV0b1JlbmV3UHJvZHVjdElkEigKEGluX2JpbGxpbmdfcmV0cnkYDSABKAhSDmluQmls
+                bGluZ1JldHJ5EkMKD3Jldm9jYXRpb25fZGF0ZRgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSDnJldm9jYXRpb25E
+                YXRlEk4KDm93bmVyc2hpcF90eXBlGA8gASgOMicuYXBwc3RvcmUuZ2F0ZXdheS52MS5JbkFwcE93bmVyc2hpcFR5cGVSDW93bmVy
+                c2hpcFR5cGUSKgoRYXBwX2FjY291bnRfdG9rZW4YECABKAlSD2FwcEFjY291bnRUb2tlbhJCCgt0cmFuc2FjdGlvbhgRIAEoCzIg
+                LmFwcHN0b3JlLmdhdGV3YXkudjEuVHJhbnNhY3Rpb25SC3RyYW5zYWN0aW9uEkMKDHJlbmV3YWxfaW5mbxgSIAEoCzIgLmFwcHN0
+                b3JlLmdhdGV3YXkudjEuUmVuZXdhbEluZm9SC3JlbmV3YWxJbmZvEjYKF3NpZ25lZF90cmFuc2FjdGlvbl9pbmZvGBMgASgJUhVz
+                aWduZWRUcmFuc2FjdGlvbkluZm8SLgoTc2lnbmVkX3JlbmV3YWxfaW5mbxgUIAEoCVIRc2lnbmVkUmVuZXdhbEluZm8SUgoXdHJh
+                bnNhY3Rpb25fc2lnbmVkX2RhdGUYFSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUhV0cmFuc2FjdGlvblNpZ25lZERh
+                dGUSSgoTcmVuZXdhbF9zaWduZWRfZGF0ZRgWIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSEXJlbmV3YWxTaWduZWRE
+                YXRlEhgKB3ZlcnNpb24YFyABKARSB3ZlcnNpb24SOQoKdXBkYXRlZF9hdBgYIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3Rh
+                bXBSCXVwZGF0ZWRBdBI/CgZzb3VyY2UYGSABKA4yJy5hcHBzdG9yZS5nYXRld2F5LnYxLlN1YnNjcmlwdGlvblNvdXJjZVIGc291
+                cmNlEhQKBXN0YWxlGBogASgIUgVzdGFsZSLTAQoLRW50aXRsZW1lbnQSEgoEbmFtZRgBIAEoCVIEbmFtZRIWCgZhY3RpdmUYAiAB
+                KAhSBmFjdGl2ZRI9CgxleHBpcmVzX2RhdGUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUgtleHBpcmVzRGF0ZRI4
+                ChhvcmlnaW5hbF90cmFuc2FjdGlvbl9pZHMYBCADKAlSFm9yaWdpbmFsVHJhbnNhY3Rpb25JZHMSHwoLcHJvZHVjdF9pZHMYBSAD
+                KAlSCnByb2R1Y3RJZHMipgEKFkdldFN1YnNjcmlwdGlvblJlcXVlc3QSEAoDYXBwGAEgASgJUgNhcHASNgoXb3JpZ2luYWxfdHJh
+                bnNhY3Rpb25faWQYAiABKAlSFW9yaWdpbmFsVHJhbnNhY3Rpb25JZBJCCgtlbnZpcm9ubWVudBgDIAEoDjIgLmFwcHN0b3JlLmdh
+                dGV3YXkudjEuRW52aXJvbm1lbnRSC2Vudmlyb25tZW50ImAKF0dldFN1YnNjcmlwdGlvblJlc3BvbnNlEkUKDHN1YnNjcmlwdGlv
+                bhgBIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXkudjEuU3Vic2NyaXB0aW9uUgxzdWJzY3JpcHRpb24i2QEKEkdldEN1c3RvbWVyUmVx
+                dWVzdBIQCgNhcHAYASABKAlSA2FwcBJCCgtlbnZpcm9ubWVudBgCIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52aXJvbm1l
+                bnRSC2Vudmlyb25tZW50EiwKEWFwcF9hY2NvdW50X3Rva2VuGAMgASgJSABSD2FwcEFjY291bnRUb2tlbhI4ChdvcmlnaW5hbF90
+                cmFuc2FjdGlvbl9pZBgEIAEoCUgAUhVvcmlnaW5hbFRyYW5zYWN0aW9uSWRCBQoDa2V5IuQBChNHZXRDdXN0b21lclJlc3BvbnNl
+                EkcKDXN1YnNjcmlwdGlvbnMYASADKAsyIS5hcHBzdG9yZS5nYXRld2F5LnYxLlN1YnNjcmlwdGlvblINc3Vic2NyaXB0aW9ucxJE
+                CgxlbnRpdGxlbWVudHMYAiADKAsyIC5hcHBzdG9yZS5nYXRld2F5LnYxLkVudGl0bGVtZW50UgxlbnRpdGxlbWVudHMSPgoJcHVy
+                Y2hhc2VzGAMgAygLMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5UcmFuc2FjdGlvblIJcHVyY2hhc2VzIpkBCh1BcHBseVNpZ25lZFRy
+                YW5zYWN0aW9uUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBI2ChdzaWduZWRfdHJhbnNhY3Rpb25faW5mbxgCIAEoCVIVc2lnbmVk
+                VHJhbnNhY3Rpb25JbmZvEi4KE3NpZ25lZF9yZW5ld2FsX2luZm8YAyABKAlSEXNpZ25lZFJlbmV3YWxJbmZvImcKHkFwcGx5U2ln
+                bmVkVHJhbnNhY3Rpb25SZXNwb25zZRJFCgxzdWJzY3JpcHRpb24YASABKAsyIS5hcHBzdG9yZS5nYXRld2F5LnYxLlN1YnNjcmlw
+                dGlvblIMc3Vic2NyaXB0aW9uIqoBChpSZWZyZXNoU3Vic2NyaXB0aW9uUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBI2Chdvcmln
+                aW5hbF90cmFuc2FjdGlvbl9pZBgCIAEoCVIVb3JpZ2luYWxUcmFuc2FjdGlvbklkEkIKC2Vudmlyb25tZW50GAMgASgOMiAuYXBw
+                c3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQiZAobUmVmcmVzaFN1YnNjcmlwdGlvblJlc3BvbnNlEkUK
+                DHN1YnNjcmlwdGlvbhgBIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXkudjEuU3Vic2NyaXB0aW9uUgxzdWJzY3JpcHRpb24qpwEKElN1
+                YnNjcmlwdGlvblNvdXJjZRIjCh9TVUJTQ1JJUFRJT05fU09VUkNFX1VOU1BFQ0lGSUVEEAASJAogU1VCU0NSSVBUSU9OX1NPVVJD
+                RV9OT1RJRklDQVRJT04QARIiCh5TVUJTQ1JJUFRJT05fU09VUkNFX0FQUExFX1JFQUQQAhIiCh5TVUJTQ1JJUFRJT05fU09VUkNF
+                X0FQUF9QT1NURUQQAzLhAwoRU3Vic2NyaXB0aW9uU3RhdGUSbAoPR2V0U3Vic2NyaXB0aW9uEisuYXBwc3RvcmUuZ2F0ZXdheS52
+                MS5HZXRTdWJzY3JpcHRpb25SZXF1ZXN0GiwuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRTdWJzY3JpcHRpb25SZXNwb25zZRJgCgtH
+                ZXRDdXN0b21lchInLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0Q3VzdG9tZXJSZXF1ZXN0GiguYXBwc3RvcmUuZ2F0ZXdheS52MS5H
+                ZXRDdXN0b21lclJlc3BvbnNlEoEBChZBcHBseVNpZ25lZFRyYW5zYWN0aW9uEjIuYXBwc3RvcmUuZ2F0ZXdheS52MS5BcHBseVNp
+                Z25lZFRyYW5zYWN0aW9uUmVxdWVzdBozLmFwcHN0b3JlLmdhdGV3YXkudjEuQXBwbHlTaWduZWRUcmFuc2FjdGlvblJlc3BvbnNl
+                EngKE1JlZnJlc2hTdWJzY3JpcHRpb24SLy5hcHBzdG9yZS5nYXRld2F5LnYxLlJlZnJlc2hTdWJzY3JpcHRpb25SZXF1ZXN0GjAu
+                YXBwc3RvcmUuZ2F0ZXdheS52MS5SZWZyZXNoU3Vic2NyaXB0aW9uUmVzcG9uc2VCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQ
+                AVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3Rv
+                Mw==
+                """),
+        ProtoFileDescriptor(
             name: "google/protobuf/duration.proto",
             dependencies: [],
             symbols: ["google.protobuf.Duration"],

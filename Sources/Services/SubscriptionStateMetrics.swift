@@ -1,0 +1,41 @@
+import Observability
+
+/// The subscription state's Prometheus series (a registry-less instance counts nothing).
+public final class SubscriptionStateMetrics: Sendable {
+    package let rejected: CounterFamily?
+    package let applied: CounterFamily?
+    package let appleReads: CounterFamily?
+    package let stale: CounterFamily?
+
+    /// Series registered in `registry` (nil: none).
+    public init(registry: MetricsRegistry?) {
+        guard let registry else {
+            rejected = nil; applied = nil; appleReads = nil; stale = nil
+            return
+        }
+        rejected = registry.counter(
+            "appstore_gateway_state_rejected_total",
+            help: "Inputs the subscription state did not apply, by reason (unverified: a notification's or a "
+                + "posted transaction's JWS did not verify; other_app: it names another app or environment; "
+                + "no_original_transaction_id: nothing to file it under; refused: the reducer refused it).",
+            labelNames: ["reason"])
+        applied = registry.counter(
+            "appstore_gateway_state_changes_total",
+            help: "Changes of the subscription state, by app and source (notification, apple_read, app_posted).",
+            labelNames: ["app", "source"])
+        appleReads = registry.counter(
+            "appstore_gateway_state_apple_reads_total",
+            help: "Get All Subscription Statuses calls the subscription state made (an id never seen, a record "
+                + "past its expiry that may have renewed unseen, RefreshSubscription), by app.",
+            labelNames: ["app"])
+        stale = registry.counter(
+            "appstore_gateway_state_stale_answers_total",
+            help: "Answers given with `stale` set: Apple's confirmation was needed and not had in time, by app.",
+            labelNames: ["app"])
+    }
+
+    package func rejected(reason: String) { rejected?.labels(reason).increment() }
+    package func changed(app: String, source: String) { applied?.labels(app, source).increment() }
+    package func appleRead(app: String) { appleReads?.labels(app).increment() }
+    package func staleAnswer(app: String) { stale?.labels(app).increment() }
+}

@@ -1,0 +1,225 @@
+import AppStoreClient
+import AppStoreDomain
+import GatewayFoundation
+import NotificationStore
+import ProtoCodec
+import SignedData
+import SubscriptionState
+
+/// The gateway's own subscription state: every input goes through one reducer (`SubscriptionRecord.apply`, inside
+/// the store's transaction), every answer is derived from the stored record at the instant of the read
+/// (`SubscriptionRecord.state(at:policy:)`), and Apple is asked only when the state cannot be known without it:
+/// an id never seen (once, however many callers ask at the same time), a record past its expiry that may have
+/// renewed unseen, or a caller's explicit refresh.
+final class SubscriptionStates: Sendable {
+    /// What the state's reads of Apple need: Get All Subscription Statuses, verified and decoded.
+    typealias StatusReader = @Sendable (GetAllSubscriptionStatusesRequest, Duration?) async throws(GatewayError)
+        -> GetAllSubscriptionStatusesResponse
+
+    /// The longest an answer waits for Apple's confirmation of a record past its expiry before it is answered
+    /// with `stale` set.
+    static let confirmationWait: Duration = .seconds(2)
+
+    let store: any SubscriptionStore
+    let apps: AppDirectory
+    let verifier: SignedDataVerifier
+    let clock: any GatewayClock
+    let metrics: SubscriptionStateMetrics
+    private let policies: [String: SubscriptionPolicy]
+    private let readStatuses: StatusReader
+    private let reads = SingleFlight<ReadKey, GetAllSubscriptionStatusesResponse>()
+
+    private struct ReadKey: Hashable, Sendable {
+        var app: String
+        var originalTransactionId: String
+        var environment: Environment
+    }
+
+    init(
+        store: any SubscriptionStore, apps: AppDirectory, policies: [String: SubscriptionPolicy],
+        verifier: SignedDataVerifier, clock: any GatewayClock, metrics: SubscriptionStateMetrics,
+        readStatuses: @escaping StatusReader
+    ) {
+        self.store = store
+        self.apps = apps
+        self.policies = policies
+        self.verifier = verifier
+        self.clock = clock
+        self.metrics = metrics
+        self.readStatuses = readStatuses
+    }
+
+    /// The policy of `app` (its entitlements and the refund policy).
+    func policy(of app: App) -> SubscriptionPolicy { policies[app.name] ?? .defaults }
+
+    var nowMillis: Int64 { clock.wallNow().millisecondsSince1970 }
+
+    // MARK: - Reads
+
+    /// One subscription. A record never seen is read from Apple once (shared by concurrent callers) and stored; a
+    /// record that needs Apple's confirmation is confirmed within `confirmationWait`, else answered `stale`.
+    func subscription(
+        app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
+    ) async throws(GatewayError) -> Subscription {
+        for candidate in Self.environments(environment, of: app) {
+            let key = SubscriptionKey(
+                bundleId: app.bundleId, environment: candidate, originalTransactionId: originalTransactionId)
+            guard let record = try await storedRecord(key) else { continue }
+            return try await answer(record, app: app, remaining: remaining)
+        }
+        // Never seen: Apple's answer is the state.
+        let read = try await readFromApple(
+            app: app, originalTransactionId: originalTransactionId, environment: environment, remaining: remaining)
+        guard let record = read else {
+            throw GatewayError.subscriptionNotFound(originalTransactionId: originalTransactionId)
+        }
+        return subscriptionMessage(record, app: app, stale: false)
+    }
+
+    /// The stored record answered: confirmed with Apple first when it needs it (single-flight, bounded wait).
+    private func answer(_ record: SubscriptionRecord, app: App, remaining: Duration?) async throws(GatewayError)
+        -> Subscription
+    {
+        let now = nowMillis
+        let state = record.state(at: now, policy: policy(of: app))
+        guard state.needsConfirmation else { return subscriptionMessage(record, app: app, stale: false, now: now) }
+        let wait = remaining.map { min($0, Self.confirmationWait) } ?? Self.confirmationWait
+        do {
+            if let confirmed = try await readFromApple(
+                app: app, originalTransactionId: record.key.originalTransactionId,
+                environment: record.key.environment, remaining: wait)
+            {
+                return subscriptionMessage(confirmed, app: app, stale: false)
+            }
+        } catch let error where Self.leavesStale(error) {
+            metrics.staleAnswer(app: app.name)
+        }
+        return subscriptionMessage(record, app: app, stale: true, now: now)
+    }
+
+    /// Whether an Apple failure leaves the stored state answered `stale` (Apple could not be asked in time) rather
+    /// than failing the read.
+    private static func leavesStale(_ error: GatewayError) -> Bool {
+        switch error {
+        case .rateLimited, .upstreamUnavailable, .deadlineExceeded, .revocationStatusUnavailable, .verificationBusy:
+            true
+        default:
+            false
+        }
+    }
+
+    /// The stored record of `key`; a store failure is UNAVAILABLE.
+    func storedRecord(_ key: SubscriptionKey) async throws(GatewayError) -> SubscriptionRecord? {
+        do {
+            return try await store.record(key)
+        } catch {
+            throw GatewayError.stateStoreUnavailable(error.description)
+        }
+    }
+
+    /// Reads the subscription from Apple now (Get All Subscription Statuses; identical concurrent reads share one
+    /// call), applies every subscription of the answer, and returns the record asked for (nil when Apple's answer
+    /// does not hold it).
+    func readFromApple(
+        app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
+    ) async throws(GatewayError) -> SubscriptionRecord? {
+        var request = GetAllSubscriptionStatusesRequest()
+        request.app = app.name
+        request.transactionId = originalTransactionId
+        request.environment = environment
+        let key = ReadKey(app: app.name, originalTransactionId: originalTransactionId, environment: environment)
+        let reader = readStatuses
+        let outcome = await reads.run(key: key) { () async -> Result<GetAllSubscriptionStatusesResponse, GatewayError> in
+            do throws(GatewayError) {
+                return .success(try await reader(request, remaining))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let response = try outcome.get()
+        metrics.appleRead(app: app.name)
+        var asked: SubscriptionRecord?
+        for group in response.data {
+            for last in group.lastTransactions {
+                guard let applied = try await apply(last, app: app) else { continue }
+                if applied.key.originalTransactionId == originalTransactionId { asked = applied }
+            }
+        }
+        return asked
+    }
+
+    /// One of Apple's `lastTransactions` applied (source: Apple read); nil when it carries no transaction.
+    private func apply(_ last: LastTransaction, app: App) async throws(GatewayError) -> SubscriptionRecord? {
+        guard !last.signedTransactionInfo.isEmpty, let transaction = last.transaction else { return nil }
+        let signedTransaction = SignedTransaction(jws: last.signedTransactionInfo, payload: transaction)
+        let renewal = last.renewalInfo.flatMap { info in
+            last.signedRenewalInfo.isEmpty ? nil : SignedRenewalInfo(jws: last.signedRenewalInfo, payload: info)
+        }
+        let outcome = try await apply(transaction: signedTransaction, renewal: renewal, source: .appleRead, app: app)
+        return outcome?.record
+    }
+
+    // MARK: - Writes
+
+    /// Applies verified snapshots to the state. Nil (nothing applied, counted) when they do not belong to `app`
+    /// or cannot be filed (no ids); a store failure is UNAVAILABLE.
+    func apply(
+        transaction: SignedTransaction?, renewal: SignedRenewalInfo?, source: SnapshotSource, app: App
+    ) async throws(GatewayError) -> AppliedChange? {
+        guard let key = Self.key(transaction: transaction?.payload, renewal: renewal?.payload) else {
+            metrics.rejected(reason: "no_original_transaction_id")
+            return nil
+        }
+        guard key.bundleId == app.bundleId || key.bundleId.isEmpty else {
+            metrics.rejected(reason: "other_app")
+            return nil
+        }
+        var fixedKey = key
+        fixedKey.bundleId = app.bundleId
+        do {
+            return try await store.apply(
+                SubscriptionChange(
+                    key: fixedKey, transaction: transaction, renewalInfo: renewal, source: source,
+                    nowMillis: nowMillis))
+        } catch let failure as NotificationStoreFailure {
+            throw GatewayError.stateStoreUnavailable(failure.description)
+        } catch {
+            // The reducer refused the snapshots (they name another subscription): nothing is stored.
+            metrics.rejected(reason: "refused")
+            return nil
+        }
+    }
+
+    /// The record a pair of snapshots belongs to: the transaction's ids, else the renewal info's.
+    static func key(transaction: Transaction?, renewal: RenewalInfo?) -> SubscriptionKey? {
+        if let transaction, !transaction.originalTransactionId.isEmpty {
+            return SubscriptionKey(of: transaction)
+        }
+        if let renewal, !renewal.originalTransactionId.isEmpty {
+            return SubscriptionKey(
+                bundleId: "", environment: renewal.environment, originalTransactionId: renewal.originalTransactionId)
+        }
+        return nil
+    }
+
+    // MARK: - Answers
+
+    /// The environments a read looks in, in order: the asked one, else the app's policy's.
+    static func environments(_ asked: Environment, of app: App) -> [Environment] {
+        if asked != .unspecified { return [asked] }
+        switch app.environment {
+        case .production: return [.production]
+        case .sandbox: return [.sandbox]
+        case .auto: return [.production, .sandbox]
+        case .xcode: return [.xcode, .localTesting]
+        }
+    }
+
+    /// The record as the contract's `Subscription` at `now`.
+    func subscriptionMessage(
+        _ record: SubscriptionRecord, app: App, stale: Bool, now: Int64? = nil
+    ) -> Subscription {
+        Subscription(record, app: app.name, state: record.state(at: now ?? nowMillis, policy: policy(of: app)),
+            stale: stale)
+    }
+}
