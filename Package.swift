@@ -228,6 +228,7 @@ let package = Package(
             name: "NotificationStoreTests",
             dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
+        .testTarget(name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec"]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
         .testTarget(
             name: "RedisTests",
