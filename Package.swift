@@ -62,6 +62,10 @@ let package = Package(
         .target(name: "AppStoreDomain", dependencies: ["GatewayFoundation"]),
         // Swift value types for every proto message, encoded and decoded through protobuf-c.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
+        // The subscription-state reducer: Apple's signed transaction and renewal snapshots folded into one record
+        // per subscription (newest signedDate wins), and the status and entitlements derived from it at a given
+        // instant. Pure values: no I/O, no clock reads.
+        .target(name: "SubscriptionState", dependencies: ["GatewayFoundation", "ProtoCodec"]),
         // OpenSSL 3 behind Swift owners: EC keys, ES256, X.509 certificates, chain validation, test PKI.
         .target(name: "Cryptography", dependencies: ["COpenSSL", "GatewayFoundation"]),
         // Apple's signed-data (JWS) verification: chain of trust, ES256, app and environment binding.
@@ -224,6 +228,7 @@ let package = Package(
             name: "NotificationStoreTests",
             dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
+        .testTarget(name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec"]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
         .testTarget(
             name: "RedisTests",

@@ -21,6 +21,8 @@ FORBIDDEN = {
     "Cryptography": {"AppStoreDomain"} | YAML,
     "AppStoreDomain": {"Redis"} | TRANSPORT | YAML,
     "Redis": {"AppStoreDomain"} | TRANSPORT | YAML,
+    # The subscription-state reducer is pure: no transport, no configuration, no store, no Apple client.
+    "SubscriptionState": TRANSPORT | YAML | ABOVE_DOMAIN | {"AppStoreClient", "NotificationStore", "Redis", "CSQLite"},
     "SignedData": TRANSPORT | YAML | ABOVE_DOMAIN,
     "CallerAuthentication": TRANSPORT | YAML | ABOVE_DOMAIN,
     "AppStoreClient": TRANSPORT | YAML | ABOVE_DOMAIN,
