@@ -101,12 +101,13 @@ let package = Package(
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
         .target(
             name: "NotificationStore",
-            dependencies: ["CSQLite", "GatewayFoundation", "AppStoreClient", "Redis"]),
+            dependencies: [
+                "SubscriptionState", "ProtoCodec", "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis"]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
             name: "Services",
             dependencies: [
-                "GRPC", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "SignedData",
+                "SubscriptionState", "GRPC", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "SignedData",
                 "Cryptography", "Observability",
                 "AppStoreClient",
                 "NotificationStore",
@@ -147,7 +148,7 @@ let package = Package(
         .target(
             name: "Configuration",
             dependencies: [
-                "GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams"), "Redis", "GRPC",
+                "SubscriptionState", "GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams"), "Redis", "GRPC",
                 "HTTPServer", "SignedData", "CallerAuthentication", "AppStoreClient", "NotificationStore", "Services",
                 "Edge", "Tracing", .product(name: "Logging", package: "swift-log"),
             ]),

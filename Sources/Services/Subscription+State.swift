@@ -13,22 +13,22 @@ extension Subscription {
         status = state.status
         entitled = state.entitled
         entitlements = state.entitlements
-        expiresDate = state.expiresDateMillis.map(ProtoTimestamp.init(milliseconds:))
-        gracePeriodExpiresDate = state.gracePeriodExpiresDateMillis.map(ProtoTimestamp.init(milliseconds:))
+        expiresDate = state.expiresDateMillis.map(ProtoTimestamp.init(unixMilliseconds:))
+        gracePeriodExpiresDate = state.gracePeriodExpiresDateMillis.map(ProtoTimestamp.init(unixMilliseconds:))
         autoRenew = state.autoRenew
         autoRenewProductId = state.autoRenewProductId
         inBillingRetry = state.inBillingRetry
-        revocationDate = state.revocationDateMillis.map(ProtoTimestamp.init(milliseconds:))
+        revocationDate = state.revocationDateMillis.map(ProtoTimestamp.init(unixMilliseconds:))
         ownershipType = state.ownershipType
         appAccountToken = state.appAccountToken
         transaction = state.transaction?.payload
         renewalInfo = state.renewalInfo?.payload
         signedTransactionInfo = state.transaction?.jws ?? ""
         signedRenewalInfo = state.renewalInfo?.jws ?? ""
-        transactionSignedDate = state.transactionSignedDateMillis.map(ProtoTimestamp.init(milliseconds:))
-        renewalSignedDate = state.renewalSignedDateMillis.map(ProtoTimestamp.init(milliseconds:))
+        transactionSignedDate = state.transactionSignedDateMillis.map(ProtoTimestamp.init(unixMilliseconds:))
+        renewalSignedDate = state.renewalSignedDateMillis.map(ProtoTimestamp.init(unixMilliseconds:))
         version = record.version
-        updatedAt = record.updatedAtMillis > 0 ? ProtoTimestamp(milliseconds: record.updatedAtMillis) : nil
+        updatedAt = record.updatedAtMillis > 0 ? ProtoTimestamp(unixMilliseconds: record.updatedAtMillis) : nil
         source = SubscriptionSource(record.source)
         self.stale = stale
     }
@@ -52,7 +52,7 @@ extension ProtoCodec.Entitlement {
         self.init()
         name = entitlement.name
         active = entitlement.active
-        expiresDate = entitlement.expiresDateMillis.map(ProtoTimestamp.init(milliseconds:))
+        expiresDate = entitlement.expiresDateMillis.map(ProtoTimestamp.init(unixMilliseconds:))
         originalTransactionIds = entitlement.originalTransactionIds
         productIds = entitlement.productIds
     }

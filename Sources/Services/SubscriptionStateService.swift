@@ -28,7 +28,7 @@ public struct SubscriptionStateService: GRPCService {
     public var methods: [String: MethodHandler] {
         let states = self.states
         let unavailable = self.unavailable
-        func require() throws(GatewayError) -> SubscriptionStates {
+        @Sendable func require() throws(GatewayError) -> SubscriptionStates {
             guard let states else {
                 throw GatewayError.stateNotKept(unavailable ?? "no store for it is configured")
             }
@@ -119,13 +119,15 @@ extension SubscriptionStates {
             var contract = RequestContract()
             contract.uuid(token, field: "app_account_token", required: true)
             try contract.check()
-            view = try await customer(app: app, environment: request.environment) { store, environment in
+            view = try await customer(app: app, environment: request.environment) {
+                store, environment throws(NotificationStoreFailure) in
                 try await store.customer(
                     bundleId: app.bundleId, environment: environment, appAccountToken: token.lowercased())
             }
         case .originalTransactionId(let id)?:
             try Self.checkID(id, field: "original_transaction_id")
-            view = try await customer(app: app, environment: request.environment) { store, environment in
+            view = try await customer(app: app, environment: request.environment) {
+                store, environment throws(NotificationStoreFailure) in
                 try await store.customer(
                     SubscriptionKey(bundleId: app.bundleId, environment: environment, originalTransactionId: id))
             }
@@ -189,14 +191,14 @@ extension SubscriptionStates {
         if request.signedTransactionInfo.isEmpty { contract.refuse("signed_transaction_info", "is required") }
         try contract.check()
         let transaction = try await verified(
-            request.signedTransactionInfo, kind: .signedTransactionInfo, field: "signed_transaction_info", app: app)
+            request.signedTransactionInfo, kind: .transaction, field: "signed_transaction_info", app: app)
         guard case .transaction(let payload) = transaction.decoded else {
             throw GatewayError.invalidArgument(field: "signed_transaction_info", problem: "is not a transaction")
         }
         var renewal: SignedRenewalInfo?
         if !request.signedRenewalInfo.isEmpty {
             let verifiedRenewal = try await verified(
-                request.signedRenewalInfo, kind: .signedRenewalInfo, field: "signed_renewal_info", app: app)
+                request.signedRenewalInfo, kind: .renewalInfo, field: "signed_renewal_info", app: app)
             guard case .renewalInfo(let info) = verifiedRenewal.decoded else {
                 throw GatewayError.invalidArgument(field: "signed_renewal_info", problem: "is not a renewal info")
             }

@@ -181,12 +181,8 @@ final class SubscriptionStates: Sendable {
                 SubscriptionChange(
                     key: fixedKey, transaction: transaction, renewalInfo: renewal, source: source,
                     nowMillis: nowMillis))
-        } catch let failure as NotificationStoreFailure {
-            throw GatewayError.stateStoreUnavailable(failure.description)
         } catch {
-            // The reducer refused the snapshots (they name another subscription): nothing is stored.
-            metrics.rejected(reason: "refused")
-            return nil
+            throw GatewayError.stateStoreUnavailable(error.description)
         }
     }
 
