@@ -277,6 +277,32 @@ import Testing
                 == [purchaser.originalTransactionId])
     }
 
+    @Test func familyMembersFollowTheirPurchaser() throws {
+        var state = Self.state()
+        var sent: [[String]] = []
+        for step in [
+            LifecycleStep(.buy(product: "premium.monthly", offer: nil)), LifecycleStep(.shareWithFamily),
+            LifecycleStep(.extendRenewal(days: 7), after: .days(2)), LifecycleStep(.disableAutoRenew),
+            LifecycleStep(.expire, after: .toExpiry),
+        ] {
+            let transition = try state.applying(step)
+            sent.append(Self.labels(transition))
+            state = transition.state
+            guard let member = state.familyMembers.first else { continue }
+            #expect(member.current.expiresDate == state.subscription?.current.expiresDate)
+            #expect(member.renewal.autoRenewStatus == state.subscription?.renewal.autoRenewStatus)
+        }
+        #expect(sent.dropFirst(2).allSatisfy { $0.count == 2 })  // purchaser, then member
+        #expect(state.subscription?.current.expiresDate == Self.start + 37 * Self.day)
+        #expect(state.records.map { $0.status(at: state.now) } == [2, 2])
+        #expect(throws: LifecycleStepError.self) {
+            try state.applying(LifecycleStep(.buy(product: "premium.monthly", offer: nil), after: .days(400)))
+                .state.applying(LifecycleStep(.shareWithFamily)).state.applying(LifecycleStep(.shareWithFamily))
+                .state.applying(LifecycleStep(.shareWithFamily)).state.applying(LifecycleStep(.shareWithFamily))
+                .state.applying(LifecycleStep(.shareWithFamily))
+        }
+    }
+
     @Test func oneTimePurchasesHaveNoRenewalInfo() throws {
         let steps = try Self.run("non-consumable")
         let charge = try #require(steps[0].notifications.first)

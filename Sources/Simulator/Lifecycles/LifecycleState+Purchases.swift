@@ -101,6 +101,7 @@ extension LifecycleState {
         if record.renewal.renewalDate != nil { record.renewal.renewalDate = extended }
         subscription = record
         return [notice("RENEWAL_EXTENDED", nil, record.current, record)]
+            + followPurchaser("RENEWAL_EXTENDED", nil, newTransaction: false)
     }
 
     mutating func purchase(_ reference: String) throws(LifecycleStepError) -> [PendingNotification] {
@@ -138,7 +139,8 @@ extension LifecycleState {
     }
 
     /// Members still sharing follow the purchaser's change, with the same notification: a new transaction of their
-    /// own (same product and dates, FAMILY_SHARED) when the purchaser got one, and the purchaser's renewal state.
+    /// own (same product and dates, FAMILY_SHARED) when the purchaser got one, else their current one ending when the
+    /// purchaser's does (an extension moves both), and the purchaser's renewal state.
     mutating func followPurchaser(_ type: String, _ subtype: String?, newTransaction: Bool, upgraded: Bool = false)
         -> [PendingNotification]
     {
@@ -162,6 +164,9 @@ extension LifecycleState {
                 (transaction.offerType, transaction.offerIdentifier) = (nil, nil)
                 (transaction.offerDiscountType, transaction.offerPeriod) = (nil, nil)
                 member.transactions.append(transaction)
+            } else if member.current.expiresDate != purchaser.current.expiresDate {
+                member.transactions[member.transactions.count - 1].expiresDate = purchaser.current.expiresDate
+                member.transactions[member.transactions.count - 1].modifiedDate = now
             }
             var renewal = purchaser.renewal
             renewal.originalTransactionId = member.originalTransactionId

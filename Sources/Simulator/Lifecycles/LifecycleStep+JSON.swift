@@ -63,7 +63,11 @@ extension LifecycleStep {
                 offer = named
             }
             event = .buy(product: try text("product"), offer: offer)
-        case "failToRenew": event = .failToRenew(gracePeriod: object["gracePeriod"] as? Bool ?? false)
+        case "failToRenew":
+            guard object["gracePeriod"] == nil || object["gracePeriod"] is Bool else {
+                throw LifecycleStepError("gracePeriod: true or false")
+            }
+            event = .failToRenew(gracePeriod: object["gracePeriod"] as? Bool ?? false)
         case "upgrade": event = .upgrade(to: try text("product"))
         case "downgrade": event = .downgrade(to: try text("product"))
         case "crossgrade": event = .crossgrade(to: try text("product"))
