@@ -5,8 +5,10 @@ public struct Lifecycle: Sendable, Hashable {
     public var name: String
     /// One line: what the lifecycle shows.
     public var summary: String
+    /// The script, performed in order.
     public var steps: [LifecycleStep]
 
+    /// A lifecycle called `name` performing `steps`.
     public init(name: String, summary: String, steps: [LifecycleStep]) {
         self.name = name
         self.summary = summary

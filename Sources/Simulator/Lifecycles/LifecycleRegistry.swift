@@ -12,6 +12,7 @@ public struct LifecycleLimits: Sendable, Hashable {
     /// The documented defaults.
     public static let defaults = LifecycleLimits(maximumLive: 1_000, maximumSteps: 200)
 
+    /// Limits of your own (tests shrink them).
     public init(maximumLive: Int, maximumSteps: Int) {
         self.maximumLive = maximumLive
         self.maximumSteps = maximumSteps
@@ -21,9 +22,12 @@ public struct LifecycleLimits: Sendable, Hashable {
 /// A refusal of the lifecycle control surface: a JSON body `{"errorCode", "errorMessage"}` whose HTTP status is the
 /// code's first three digits, as the simulator's other control paths answer.
 public struct LifecycleControlError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A seven-digit code; its first three digits are the HTTP status.
     public var code: Int64
+    /// What was wrong, naming the member or id at fault.
     public var message: String
 
+    /// The code and the message.
     public var description: String { "\(code): \(message)" }
 
     static func invalid(_ message: String) -> Self { Self(code: 4_000_000, message: message) }

@@ -3,6 +3,7 @@ import GatewayFoundation
 
 /// One notification of a step as sent: its values and its signed payload (the `signedPayload` a webhook receives).
 public struct SignedLifecycleNotification: Sendable, Hashable {
+    /// The notification's values before signing.
     public var notification: LifecycleNotification
     /// The notification's JWS (`ResponseBodyV2DecodedPayload`); a retry sends these same bytes.
     public var signedPayload: String
@@ -12,32 +13,37 @@ public struct SignedLifecycleNotification: Sendable, Hashable {
 
 /// One subscription record at a step's instant, as Get All Subscription Statuses answers for it then.
 public struct LifecycleSubscriptionStatus: Sendable, Hashable {
+    /// The record's original transaction id (a family member's is its own).
     public var originalTransactionId: String
     /// Apple's status, 1–5.
     public var status: Int
+    /// The current transaction's product, `autoRenewProductId`, `autoRenewStatus` and `expiresDate`.
     public var productId: String
     public var autoRenewProductId: String
     public var autoRenewStatus: Int
     public var expiresDate: Int64?
     /// `PURCHASED` for the purchaser, `FAMILY_SHARED` for a family member.
     public var inAppOwnershipType: String
-    /// The current transaction and the renewal info, signed at the instant (Get All Subscription Statuses'
-    /// `lastTransactions` item for it).
+    /// The current transaction signed at the instant (as in Get All Subscription Statuses' `lastTransactions`).
     public var signedTransactionInfo: String
+    /// The renewal info signed at the instant.
     public var signedRenewalInfo: String
 }
 
 /// What one step did: where the clock is, the notifications sent, and what Get All Subscription Statuses answers
 /// at that instant.
 public struct LifecycleStepReport: Sendable, Hashable {
+    /// The lifecycle's original transaction id.
     public var originalTransactionId: String
     /// The step's position among the steps performed so far (0 first).
     public var index: Int
+    /// The step performed (scripted or ad hoc).
     public var step: LifecycleStep
     /// The simulated instant (UNIX ms): every `signedDate` of the step.
     public var instant: Int64
     /// The purchaser's subscription status (nil without one): what Get All Subscription Statuses says for it.
     public var status: Int?
+    /// What the step sent, in sending order.
     public var notifications: [SignedLifecycleNotification]
     /// Every subscription record: the purchaser's first, then family members'.
     public var subscriptions: [LifecycleSubscriptionStatus]
@@ -157,6 +163,7 @@ public enum SignedLifecycle {
     public struct Failure: Error, Sendable, CustomStringConvertible {
         /// The step (0 first) at fault.
         public var step: Int
+        /// Why.
         public var description: String
     }
 

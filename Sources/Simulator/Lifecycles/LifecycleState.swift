@@ -6,6 +6,7 @@ import AppStoreDomain
 public struct LifecycleState: Sendable, Hashable {
     /// The app whose products the lifecycle buys.
     public let bundleId: String
+    /// The environment its transactions belong to.
     public let environment: AppleEnvironment
     /// The simulated instant (UNIX ms): every event of the last step happened then.
     public internal(set) var now: Int64
@@ -84,6 +85,7 @@ public struct LifecycleState: Sendable, Hashable {
 public struct SubscriptionRecord: Sendable, Hashable {
     /// Oldest first; the last is the current one (the latest purchase).
     public internal(set) var transactions: [SimulatedTransaction]
+    /// The renewal info as of the lifecycle's instant.
     public internal(set) var renewal: SimulatedRenewalInfo
     /// `autoRenewStatus` before a refund of the current period turned it off (restored if the refund is reversed).
     var autoRenewStatusBeforeRefund: Int?
@@ -91,6 +93,7 @@ public struct SubscriptionRecord: Sendable, Hashable {
     /// The current transaction: the latest purchase or renewal.
     public var current: SimulatedTransaction { transactions[transactions.count - 1] }
 
+    /// The subscription's original transaction id.
     public var originalTransactionId: String { renewal.originalTransactionId }
 
     /// Whether `transactionId` is one of this subscription's.
@@ -157,7 +160,9 @@ struct LifecycleIdentifiers: Sendable, Hashable {
 /// Why a step cannot happen in the lifecycle's state (a script out of order, a product of another group, a
 /// renewal before the period ends). The state is unchanged.
 public struct LifecycleStepError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What prevents the step.
     public var description: String
 
+    /// A refusal saying `description`.
     public init(_ description: String) { self.description = description }
 }

@@ -1,8 +1,11 @@
 /// Apple's notification for one event of a step, before signing: type, subtype, and the snapshots of the transaction
 /// and renewal info it carries as of the step's instant (App Store Server Notifications V2, `data`).
 public struct LifecycleNotification: Sendable, Hashable {
+    /// Fixed by the lifecycle's seed, number and position (so runs repeat).
     public var notificationUUID: String
+    /// Apple's `notificationType`.
     public var notificationType: String
+    /// Apple's `subtype` (nil: none).
     public var subtype: String?
     /// The step's instant: the notification's `signedDate`, and that of its signed transaction and renewal info.
     public var signedDate: Int64
@@ -17,7 +20,9 @@ public struct LifecycleNotification: Sendable, Hashable {
 
 /// The outcome of one step: the next state and what to send, in sending order.
 public struct LifecycleTransition: Sendable, Hashable {
+    /// The state after the step.
     public var state: LifecycleState
+    /// The notifications to send, in sending order.
     public var notifications: [LifecycleNotification]
 }
 
