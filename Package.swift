@@ -223,7 +223,7 @@ let package = Package(
         .testTarget(
             name: "ConfigurationTests",
             dependencies: [
-                "Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport", "Redis", "GRPC", "HTTPServer",
+                "Configuration", "AppStoreDomain", "SubscriptionState", "GatewayFoundation", "TestSupport", "Redis", "GRPC", "HTTPServer",
             ]),
         .testTarget(
             name: "NotificationStoreTests",
