@@ -98,10 +98,13 @@ let package = Package(
                 "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain", "SignedData",
                 .product(name: "Logging", package: "swift-log"), "Redis",
             ]),
-        // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
+        // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream; and the
+        // subscription state kept beside it (SQLite tables in the same file, or in memory).
         .target(
             name: "NotificationStore",
-            dependencies: ["CSQLite", "GatewayFoundation", "AppStoreClient", "Redis"]),
+            dependencies: [
+                "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis", "ProtoCodec", "SubscriptionState",
+            ]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
             name: "Services",
@@ -226,7 +229,10 @@ let package = Package(
             ]),
         .testTarget(
             name: "NotificationStoreTests",
-            dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis"]),
+            dependencies: [
+                "NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis", "ProtoCodec",
+                "SubscriptionState",
+            ]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec"]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),

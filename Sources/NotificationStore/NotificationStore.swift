@@ -157,10 +157,26 @@ public enum InsertOutcome: Sendable, Hashable {
     case duplicate(StorePosition)
 }
 
-/// The store could not do what was asked (disk, database, Redis): callers retry later.
+/// The store could not do what was asked (disk, database, Redis): callers retry later, unless `kind` says
+/// retrying cannot help.
 public struct NotificationStoreFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Whether retrying can help.
+    public enum Kind: Sendable, Hashable {
+        /// The store could not be reached, read or written now (disk, database, Redis): retry later.
+        case unavailable
+        /// What the store holds does not read back (a damaged row): the same call fails again.
+        case corrupt
+        /// The call would keep or load more than the store's bounds allow (`SubscriptionStoreLimits`).
+        case limitExceeded
+    }
+
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// Whether retrying can help; `.unavailable` unless said otherwise.
+    public var kind: Kind
+    public init(_ message: String, kind: Kind = .unavailable) {
+        self.message = message
+        self.kind = kind
+    }
     public var description: String { message }
 }
 
