@@ -98,16 +98,18 @@ let package = Package(
                 "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain", "SignedData",
                 .product(name: "Logging", package: "swift-log"), "Redis",
             ]),
-        // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
+        // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream; and the
+        // subscription state kept beside it (SQLite tables in the same file, or in memory).
         .target(
             name: "NotificationStore",
             dependencies: [
-                "SubscriptionState", "ProtoCodec", "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis"]),
+                "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis", "ProtoCodec", "SubscriptionState",
+            ]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
             name: "Services",
             dependencies: [
-                "SubscriptionState", "GRPC", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "SignedData",
+                "GRPC", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "SignedData", "SubscriptionState",
                 "Cryptography", "Observability",
                 "AppStoreClient",
                 "NotificationStore",
@@ -148,9 +150,9 @@ let package = Package(
         .target(
             name: "Configuration",
             dependencies: [
-                "SubscriptionState", "GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams"), "Redis", "GRPC",
+                "GatewayFoundation", "AppStoreDomain", .product(name: "Yams", package: "Yams"), "Redis", "GRPC",
                 "HTTPServer", "SignedData", "CallerAuthentication", "AppStoreClient", "NotificationStore", "Services",
-                "Edge", "Tracing", .product(name: "Logging", package: "swift-log"),
+                "Edge", "Tracing", "SubscriptionState", .product(name: "Logging", package: "swift-log"),
             ]),
         // The composition root: the gateway built, started and stopped from its configuration (gRPC server and
         // services, caller checks, webhook and notification store, admin endpoint), for the CLI and the tests.
@@ -223,11 +225,15 @@ let package = Package(
         .testTarget(
             name: "ConfigurationTests",
             dependencies: [
-                "Configuration", "AppStoreDomain", "SubscriptionState", "GatewayFoundation", "TestSupport", "Redis", "GRPC", "HTTPServer",
+                "Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport", "Redis", "GRPC", "HTTPServer",
+                "SubscriptionState",
             ]),
         .testTarget(
             name: "NotificationStoreTests",
-            dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis"]),
+            dependencies: [
+                "NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis", "ProtoCodec",
+                "SubscriptionState",
+            ]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec"]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),

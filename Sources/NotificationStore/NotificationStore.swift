@@ -12,6 +12,9 @@ public protocol NotificationStore: Sendable {
     func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
         async throws(NotificationStoreFailure)
         -> StorePage
+    /// Every app's entries after `position`, oldest first, at most `limit`, and how far the log was read (the
+    /// subscription state's projection reads the whole log in order).
+    func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure) -> StorePage
     /// Entries with `signedDate` in `filter`'s window and `position <= through`, ordered by (signedDate,
     /// position), strictly after `key` when given, at most `limit`.
     func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
@@ -27,6 +30,15 @@ public protocol NotificationStore: Sendable {
     var isShared: Bool { get }
     /// Raised after every local insert, so followers wake without polling.
     var signal: LiveSignal { get }
+}
+
+extension NotificationStore {
+    /// A store that cannot list every app's entries at once (test doubles): a failure.
+    public func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
+        -> StorePage
+    {
+        throw NotificationStoreFailure("this store does not list every app's entries")
+    }
 }
 
 /// A notification to store: what the webhook verified.
@@ -157,10 +169,26 @@ public enum InsertOutcome: Sendable, Hashable {
     case duplicate(StorePosition)
 }
 
-/// The store could not do what was asked (disk, database, Redis): callers retry later.
+/// The store could not do what was asked (disk, database, Redis): callers retry later, unless `kind` says
+/// retrying cannot help.
 public struct NotificationStoreFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Whether retrying can help.
+    public enum Kind: Sendable, Hashable {
+        /// The store could not be reached, read or written now (disk, database, Redis): retry later.
+        case unavailable
+        /// What the store holds does not read back (a damaged row): the same call fails again.
+        case corrupt
+        /// The call would keep or load more than the store's bounds allow (`SubscriptionStoreLimits`).
+        case limitExceeded
+    }
+
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// Whether retrying can help; `.unavailable` unless said otherwise.
+    public var kind: Kind
+    public init(_ message: String, kind: Kind = .unavailable) {
+        self.message = message
+        self.kind = kind
+    }
     public var description: String { message }
 }
 

@@ -182,6 +182,13 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         return StorePage(entries: matching, through: entries.last?.position ?? position)
     }
 
+    public func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
+        -> StorePage
+    {
+        let entries = try await range(after: position, count: max(1, min(limit, Self.scanBatch)))
+        return StorePage(entries: entries, through: entries.last?.position ?? position)
+    }
+
     public func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
         async throws(NotificationStoreFailure) -> [StoredNotification]
     {

@@ -51,10 +51,41 @@ final class SQLiteDatabase {
     enum Value {
         case integer(Int64)
         case text(String)
+        case blob([UInt8])
+        case null
+
+        /// An integer, or NULL for nil.
+        static func integer(_ number: Int64?) -> Value { number.map(Value.integer) ?? .null }
+    }
+
+    /// What a transaction does: `BEGIN IMMEDIATE` takes the write lock first, so the reads in a write
+    /// transaction see what its writes will change; a read transaction (`BEGIN`) sees one snapshot of the file
+    /// for all its queries, while (in WAL mode) a writer on another connection commits without waiting.
+    enum TransactionMode: String {
+        case write = "BEGIN IMMEDIATE"
+        case read = "BEGIN"
+    }
+
+    /// Runs `body` in one transaction: committed when `body` returns, rolled back when it throws.
+    func inTransaction<Outcome>(_ mode: TransactionMode, _ body: () throws(NotificationStoreFailure) -> Outcome)
+        throws(NotificationStoreFailure) -> Outcome
+    {
+        try query(mode.rawValue, bind: []) { _ in false }
+        do {
+            let result = try body()
+            try query("COMMIT", bind: []) { _ in false }
+            return result
+        } catch {
+            // A failed COMMIT may leave the transaction open; ROLLBACK ends it (and fails harmlessly if not).
+            _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+            throw error
+        }
     }
 
     /// Runs `sql` with `bind`, calling `row` for each result row while it returns true.
-    func query(_ sql: String, bind: [Value], row: (Row) -> Bool) throws(NotificationStoreFailure) {
+    func query(_ sql: String, bind: [Value], row: (Row) throws(NotificationStoreFailure) -> Bool)
+        throws(NotificationStoreFailure)
+    {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -70,13 +101,19 @@ final class SQLiteDatabase {
                 rc = text.withCString { chars in
                     csqlite_bind_text(statement, index, chars, Int32(clamping: text.utf8.count))
                 }
+            case .blob(let bytes):
+                // Copied too (SQLITE_TRANSIENT in the shim); an empty blob stays a blob, not NULL.
+                rc = bytes.withUnsafeBytes { raw in
+                    csqlite_bind_blob(statement, index, raw.baseAddress, Int32(clamping: raw.count))
+                }
+            case .null: rc = sqlite3_bind_null(statement, index)
             }
             guard rc == SQLITE_OK else { throw failure("binding") }
         }
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW:
-                if !row(Row(statement: statement)) { return }
+                if try !row(Row(statement: statement)) { return }
             case SQLITE_DONE:
                 return
             default:
@@ -92,10 +129,31 @@ final class SQLiteDatabase {
     struct Row {
         let statement: OpaquePointer
         func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+        func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
         func text(_ column: Int32) -> String {
             guard let bytes = sqlite3_column_text(statement, column) else { return "" }
             let count = Int(sqlite3_column_bytes(statement, column))
             return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+        }
+        /// The text in `column` when it is at most `limit` bytes long; nil when longer. Invalid UTF-8 (a damaged
+        /// file) is repaired, never trapped on.
+        func text(_ column: Int32, limit: Int) -> String? {
+            guard let bytes = sqlite3_column_text(statement, column) else { return "" }
+            let count = Int(sqlite3_column_bytes(statement, column))
+            guard count <= limit else { return nil }
+            return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+        }
+        /// Calls `body` with the blob in `column`, in place (valid during the call only): empty for NULL or a
+        /// zero-length blob; nil without calling `body` when longer than `limit` bytes.
+        func withBlob<Decoded>(
+            _ column: Int32, limit: Int, _ body: (UnsafeRawBufferPointer) throws(NotificationStoreFailure) -> Decoded
+        ) throws(NotificationStoreFailure) -> Decoded? {
+            // sqlite3_column_blob before sqlite3_column_bytes: the pointer stays valid that way (sqlite3.h).
+            let bytes = sqlite3_column_blob(statement, column)
+            let count = Int(sqlite3_column_bytes(statement, column))
+            guard count <= limit else { return nil }
+            guard let bytes, count > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return try body(UnsafeRawBufferPointer(start: bytes, count: count))
         }
     }
 

@@ -1,14 +1,14 @@
-import Dispatch
-
 /// The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so a commit is on disk (the
 /// write-ahead log fsynced) before `insert` returns, and a `kill -9` or power cut after the webhook's 200
 /// loses nothing. Every statement runs on one serial queue (its own thread), never on an event loop.
-public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendable {
-    // @unchecked: `database` is touched only on `queue`.
-    private let queue: DispatchQueue
-    private let database: SQLiteDatabase
+public final class SQLiteNotificationStore: NotificationStore {
+    /// The one writing connection of the file, shared with `subscriptions`.
+    private let connection: SQLiteConnection
     public let signal = LiveSignal()
     public var isShared: Bool { false }
+    /// The subscription state kept in the same file: its writes run on this store's connection and queue, one
+    /// writer for the notifications and the state.
+    public let subscriptions: SQLiteSubscriptionStore
 
     static let schema = """
         CREATE TABLE IF NOT EXISTS notifications(
@@ -25,9 +25,9 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
         CREATE INDEX IF NOT EXISTS notifications_received ON notifications(received_at);
         """
 
-    /// Opens or creates the store at `path` (its directory must exist).
-    public init(path: String) throws(NotificationStoreFailure) {
-        queue = DispatchQueue(label: "appstore-gateway.notification-store")
+    /// Opens or creates the store at `path` (its directory must exist), with the subscription state's tables
+    /// (`subscriptions`; their limits `limits`).
+    public init(path: String, limits: SubscriptionStoreLimits = .defaults) throws(NotificationStoreFailure) {
         let database = try SQLiteDatabase(path: path)
         let mode = try database.text("PRAGMA journal_mode=WAL")
         guard mode?.lowercased() == "wal" else {
@@ -35,7 +35,9 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
         }
         try database.execute("PRAGMA synchronous=FULL")
         try database.execute(Self.schema)
-        self.database = database
+        try SQLiteSubscriptionSchema.prepare(database)
+        connection = SQLiteConnection(database, label: "appstore-gateway.notification-store")
+        subscriptions = try SQLiteSubscriptionStore(writer: connection, path: path, limits: limits)
     }
 
     private func run<Value: Sendable>(
@@ -43,17 +45,7 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
     )
         async throws(NotificationStoreFailure) -> Value
     {
-        let database = UncheckedDatabase(database)
-        let result: Result<Value, NotificationStoreFailure> = await withCheckedContinuation { continuation in
-            queue.async {
-                do throws(NotificationStoreFailure) {
-                    continuation.resume(returning: .success(try work(database.value)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try result.get()
+        try await connection.run(work)
     }
 
     public func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
@@ -126,6 +118,22 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
         }
     }
 
+    public func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
+        -> StorePage
+    {
+        try await run { database throws(NotificationStoreFailure) in
+            var found: [StoredNotification] = []
+            try database.query(
+                "SELECT \(Self.columns) FROM notifications WHERE position > ?1 ORDER BY position LIMIT ?2",
+                bind: [.integer(Int64(clamping: position.major)), .integer(Int64(max(1, limit)))]
+            ) {
+                found.append(Self.entry($0))
+                return true
+            }
+            return StorePage(entries: found, through: found.last?.position ?? position)
+        }
+    }
+
     public func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
         async throws(NotificationStoreFailure) -> [StoredNotification]
     {
@@ -188,10 +196,4 @@ public final class SQLiteNotificationStore: NotificationStore, @unchecked Sendab
             return database.changes
         }
     }
-}
-
-/// Carries the queue-confined database into the queue's closure.
-private struct UncheckedDatabase: @unchecked Sendable {
-    let value: SQLiteDatabase
-    init(_ value: SQLiteDatabase) { self.value = value }
 }

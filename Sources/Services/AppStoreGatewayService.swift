@@ -109,7 +109,8 @@ public struct AppStoreGatewayService: GRPCService {
         guard let store = live.states else {
             return (
                 SubscriptionStateService(
-                    unavailable: "the Redis notification store keeps no subscription state: use notifications.store.sqlite"),
+                    unavailable:
+                        "the Redis notification store keeps no subscription state: use notifications.store.sqlite"),
                 nil
             )
         }

@@ -46,36 +46,32 @@ public final class SubscriptionProjector: Sendable {
         }
     }
 
-    /// Projects up to one batch of every app's notifications; true when it read anything (more may follow).
+    /// Projects up to one batch of the log (every app's entries, in order) and moves the projected position past
+    /// it in the same commit as the changes; true when it read anything (more may follow at once).
     @discardableResult
     func step() async throws(GatewayError) -> Bool {
-        var moved = false
-        for app in states.apps.apps {
-            moved = try await step(app) || moved
-        }
-        return moved
-    }
-
-    /// Up to one batch of `app`'s notifications (each app's projection has a position of its own: the log is read
-    /// by bundle id, as its followers read it).
-    private func step(_ app: App) async throws(GatewayError) -> Bool {
         let store = states.store
         let through: StorePosition
         let page: StorePage
         do {
-            through = try await store.projectedThrough(bundleId: app.bundleId)
-            page = try await log.entries(after: through, matching: StoreFilter(bundleId: app.bundleId), limit: Self.batch)
+            through = try await store.projectedThrough()
+            page = try await log.entries(after: through, limit: Self.batch)
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
-        }
-        for entry in page.entries {
-            try await project(entry, app: app)
         }
         guard page.through > through else { return false }
+        var changes: [(app: App, change: SubscriptionChange)] = []
+        for entry in page.entries {
+            if let change = try await change(for: entry) { changes.append(change) }
+        }
+        let applied: [AppliedChange]
         do {
-            try await store.setProjectedThrough(page.through, bundleId: app.bundleId)
+            applied = try await store.apply(changes.map(\.change), projectedThrough: page.through)
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
+        }
+        for (index, outcome) in applied.enumerated() where outcome.changed && index < changes.count {
+            states.metrics.changed(app: changes[index].app.name, source: "notification")
         }
         return true
     }
@@ -85,13 +81,21 @@ public final class SubscriptionProjector: Sendable {
         while try await step() {}
     }
 
-    private func project(_ entry: StoredNotification, app: App) async throws(GatewayError) {
+    /// The change a stored notification makes: nil when it names no configured app, does not verify now (both
+    /// counted), or carries no subscription data (TEST, summaries, external purchase tokens).
+    private func change(for entry: StoredNotification) async throws(GatewayError)
+        -> (app: App, change: SubscriptionChange)?
+    {
+        guard let app = states.apps.apps.first(where: { $0.bundleId == entry.notification.bundleId }) else {
+            states.metrics.rejected(reason: "other_app")
+            return nil
+        }
         guard let environment = AppStoreEnvironment(rawValue: entry.notification.environment),
             let requirements = try? VerificationRequirements(
                 bundleID: app.bundleId, appAppleID: app.appAppleId, environment: environment)
         else {
             states.metrics.rejected(reason: "other_app")
-            return
+            return nil
         }
         let result = await states.verifier.verifyOffLoopUnlessCached(
             entry.notification.signedPayload, kind: .notification, requirements: requirements)
@@ -103,19 +107,18 @@ public final class SubscriptionProjector: Sendable {
             let data = notification.data
         else {
             states.metrics.rejected(reason: "unverified")
-            return
+            return nil
         }
         let transaction = data.transaction.flatMap { payload in
-            data.signedTransactionInfo.isEmpty ? nil : SignedTransaction(jws: data.signedTransactionInfo, payload: payload)
+            data.signedTransactionInfo.isEmpty
+                ? nil : SignedTransaction(jws: data.signedTransactionInfo, payload: payload)
         }
         let renewal = data.renewalInfo.flatMap { payload in
             data.signedRenewalInfo.isEmpty ? nil : SignedRenewalInfo(jws: data.signedRenewalInfo, payload: payload)
         }
-        // A notification without a subscription's data (TEST, EXTERNAL_PURCHASE_TOKEN, summaries) changes nothing.
-        guard transaction != nil || renewal != nil else { return }
-        guard let applied = try await states.apply(
-            transaction: transaction, renewal: renewal, source: .notification, app: app)
-        else { return }
-        if applied.changed { states.metrics.changed(app: app.name, source: "notification") }
+        guard transaction != nil || renewal != nil else { return nil }
+        guard let change = states.change(transaction: transaction, renewal: renewal, source: .notification, app: app)
+        else { return nil }
+        return (app, change)
     }
 }

@@ -13,7 +13,8 @@ import SubscriptionState
 /// renewed unseen, or a caller's explicit refresh.
 final class SubscriptionStates: Sendable {
     /// What the state's reads of Apple need: Get All Subscription Statuses, verified and decoded.
-    typealias StatusReader = @Sendable (GetAllSubscriptionStatusesRequest, Duration?) async throws(GatewayError)
+    typealias StatusReader =
+        @Sendable (GetAllSubscriptionStatusesRequest, Duration?) async throws(GatewayError)
         -> GetAllSubscriptionStatusesResponse
 
     /// The longest an answer waits for Apple's confirmation of a record past its expiry before it is answered
@@ -129,7 +130,8 @@ final class SubscriptionStates: Sendable {
         request.environment = environment
         let key = ReadKey(app: app.name, originalTransactionId: originalTransactionId, environment: environment)
         let reader = readStatuses
-        let outcome = await reads.run(key: key) { () async -> Result<GetAllSubscriptionStatusesResponse, GatewayError> in
+        let outcome = await reads.run(key: key) {
+            () async -> Result<GetAllSubscriptionStatusesResponse, GatewayError> in
             do throws(GatewayError) {
                 return .success(try await reader(request, remaining))
             } catch {
@@ -166,7 +168,22 @@ final class SubscriptionStates: Sendable {
     func apply(
         transaction: SignedTransaction?, renewal: SignedRenewalInfo?, source: SnapshotSource, app: App
     ) async throws(GatewayError) -> AppliedChange? {
-        guard let key = Self.key(transaction: transaction?.payload, renewal: renewal?.payload) else {
+        guard let change = change(transaction: transaction, renewal: renewal, source: source, app: app) else {
+            return nil
+        }
+        do {
+            return try await store.apply(change)
+        } catch {
+            throw GatewayError.stateStoreUnavailable(error.description)
+        }
+    }
+
+    /// The change verified snapshots make to the state; nil (counted) when they do not belong to `app`, name no
+    /// subscription, or name two different ones.
+    func change(
+        transaction: SignedTransaction?, renewal: SignedRenewalInfo?, source: SnapshotSource, app: App
+    ) -> SubscriptionChange? {
+        guard var key = Self.key(transaction: transaction?.payload, renewal: renewal?.payload) else {
             metrics.rejected(reason: "no_original_transaction_id")
             return nil
         }
@@ -174,15 +191,13 @@ final class SubscriptionStates: Sendable {
             metrics.rejected(reason: "other_app")
             return nil
         }
-        var fixedKey = key
-        fixedKey.bundleId = app.bundleId
+        key.bundleId = app.bundleId
         do {
-            return try await store.apply(
-                SubscriptionChange(
-                    key: fixedKey, transaction: transaction, renewalInfo: renewal, source: source,
-                    nowMillis: nowMillis))
+            return try SubscriptionChange(
+                key: key, transaction: transaction, renewalInfo: renewal, source: source, nowMillis: nowMillis)
         } catch {
-            throw GatewayError.stateStoreUnavailable(error.description)
+            metrics.rejected(reason: "refused")
+            return nil
         }
     }
 
@@ -215,7 +230,8 @@ final class SubscriptionStates: Sendable {
     func subscriptionMessage(
         _ record: SubscriptionRecord, app: App, stale: Bool, now: Int64? = nil
     ) -> Subscription {
-        Subscription(record, app: app.name, state: record.state(at: now ?? nowMillis, policy: policy(of: app)),
+        Subscription(
+            record, app: app.name, state: record.state(at: now ?? nowMillis, policy: policy(of: app)),
             stale: stale)
     }
 }

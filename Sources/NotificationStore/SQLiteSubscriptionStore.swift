@@ -1,0 +1,136 @@
+import ProtoCodec
+import SubscriptionState
+
+/// The subscription state in the notification store's SQLite file (`SQLiteNotificationStore.subscriptions`):
+/// tables `subscription_records`, `subscription_transactions`, `subscription_purchases`, `state_progress` and
+/// the analysts' view `subscription_state` (docs/subscription-state.md, "Storage").
+///
+/// Writes run on the notification store's connection and queue: one writer for the webhook's inserts and the
+/// state, each apply one transaction committed as durably as an insert (WAL, `synchronous=FULL`). Reads run on
+/// a second, read-only connection with its own queue: in WAL mode they see every committed write without
+/// waiting behind a writer's fsync, and each read is one snapshot (its queries share one read transaction).
+public final class SQLiteSubscriptionStore: SubscriptionStore {
+    private let writer: SQLiteConnection
+    private let reader: SQLiteConnection
+    private let limits: SubscriptionStoreLimits
+
+    /// The state of the file at `path`, whose tables `SQLiteSubscriptionSchema.prepare` made, written through
+    /// `writer` (the notification store's connection); opens the read connection.
+    init(writer: SQLiteConnection, path: String, limits: SubscriptionStoreLimits) throws(NotificationStoreFailure) {
+        let database = try SQLiteDatabase(path: path)
+        try database.execute("PRAGMA query_only=ON")
+        self.writer = writer
+        self.reader = SQLiteConnection(database, label: "appstore-gateway.subscription-reads")
+        self.limits = limits
+    }
+
+    public func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
+        async throws(NotificationStoreFailure) -> [AppliedChange]
+    {
+        let limits = self.limits
+        return try await writer.run { database throws(NotificationStoreFailure) in
+            let tables = SQLiteSubscriptionTables(database: database, limits: limits)
+            return try database.inTransaction(.write) { () throws(NotificationStoreFailure) in
+                var applied: [AppliedChange] = []
+                applied.reserveCapacity(changes.count)
+                for change in changes {
+                    applied.append(try Self.fold(change, into: tables))
+                }
+                if let position { try tables.setProjectedThrough(position) }
+                return applied
+            }
+        }
+    }
+
+    /// One change inside the apply's transaction.
+    private static func fold(_ change: SubscriptionChange, into tables: SQLiteSubscriptionTables)
+        throws(NotificationStoreFailure) -> AppliedChange
+    {
+        switch change.destination {
+        case .ignored:
+            return AppliedChange(record: nil, purchase: nil, changed: false)
+        case .purchase:
+            // A purchase change always has its transaction (`destination` comes from it).
+            guard let snapshot = change.transaction else {
+                return AppliedChange(record: nil, purchase: nil, changed: false)
+            }
+            let held = try tables.purchase(
+                bundleId: change.key.bundleId, environment: change.key.environment,
+                transactionId: snapshot.payload.transactionId)
+            let (newest, changed) = SubscriptionFold.purchase(held, snapshot)
+            if changed { try tables.write(purchase: newest, source: change.source, nowMillis: change.nowMillis) }
+            return AppliedChange(record: nil, purchase: newest, changed: changed)
+        case .subscription:
+            let outcome = try SubscriptionFold.record(try tables.record(change.key), change, limits: tables.limits)
+            if outcome.changed { try tables.write(outcome) }
+            return AppliedChange(record: outcome.record, purchase: nil, changed: outcome.changed)
+        }
+    }
+
+    public func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+        try await read { tables throws(NotificationStoreFailure) in try tables.record(key) }
+    }
+
+    public func customer(bundleId: String, environment: Environment, appAccountToken: String)
+        async throws(NotificationStoreFailure) -> CustomerView
+    {
+        if appAccountToken.isEmpty { return CustomerView(subscriptions: [], purchases: []) }
+        return try await read { tables throws(NotificationStoreFailure) in
+            CustomerView(
+                subscriptions: try tables.records(
+                    bundleId: bundleId, environment: environment, appAccountToken: appAccountToken),
+                purchases: try tables.purchases(
+                    bundleId: bundleId, environment: environment, where: .appAccountToken, is: appAccountToken))
+        }
+    }
+
+    public func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView {
+        try await read { tables throws(NotificationStoreFailure) in
+            CustomerView(
+                subscriptions: try tables.record(key).map { [$0] } ?? [],
+                purchases: try tables.purchases(
+                    bundleId: key.bundleId, environment: key.environment, where: .originalTransactionId,
+                    is: key.originalTransactionId))
+        }
+    }
+
+    public func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition {
+        try await read { tables throws(NotificationStoreFailure) in try tables.projectedThrough() }
+    }
+
+    public func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
+        try await write { tables throws(NotificationStoreFailure) in try tables.setProjectedThrough(position) }
+    }
+
+    public func recordCount() async throws(NotificationStoreFailure) -> Int {
+        try await read { tables throws(NotificationStoreFailure) in try tables.recordCount() }
+    }
+
+    public func removeAll() async throws(NotificationStoreFailure) {
+        try await write { tables throws(NotificationStoreFailure) in try tables.removeAll() }
+    }
+
+    /// Runs `work` in one read transaction on the read connection.
+    private func read<Value: Sendable>(
+        _ work: @escaping @Sendable (SQLiteSubscriptionTables) throws(NotificationStoreFailure) -> Value
+    ) async throws(NotificationStoreFailure) -> Value {
+        let limits = self.limits
+        return try await reader.run { database throws(NotificationStoreFailure) in
+            try database.inTransaction(.read) { () throws(NotificationStoreFailure) in
+                try work(SQLiteSubscriptionTables(database: database, limits: limits))
+            }
+        }
+    }
+
+    /// Runs `work` in one write transaction on the notification store's connection.
+    private func write(_ work: @escaping @Sendable (SQLiteSubscriptionTables) throws(NotificationStoreFailure) -> Void)
+        async throws(NotificationStoreFailure)
+    {
+        let limits = self.limits
+        try await writer.run { database throws(NotificationStoreFailure) in
+            try database.inTransaction(.write) { () throws(NotificationStoreFailure) in
+                try work(SQLiteSubscriptionTables(database: database, limits: limits))
+            }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import ProtoCodec
+import SubscriptionState
+
+/// Where the subscription state is kept: each subscription's record (ledger of transaction snapshots + newest
+/// renewal info) and each customer's one-time purchases, and how far the notification log was projected into it.
+/// A projection of the notification log and Apple's reads: `removeAll()` + replaying the log rebuilds it.
+/// Every call may block on I/O: run on the store's own thread, never an event loop. Failures:
+/// `NotificationStoreFailure` (its `kind` says whether retrying can help).
+public protocol SubscriptionStore: Sendable {
+    /// Applies each change as `apply(_:)` does, in order, and sets the projection position when one is given, all
+    /// in one atomic commit: either everything is kept or nothing is. A projector passes a page of notifications
+    /// and the position after it, so a crash between the two never leaves one without the other.
+    func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
+        async throws(NotificationStoreFailure) -> [AppliedChange]
+    /// Applies the snapshots to their record (`SubscriptionRecord.apply`, the reducer's rules) atomically: one
+    /// transaction reads the record, folds, writes what changed. A one-time purchase (non-consumable,
+    /// non-renewing subscription) is kept as a purchase instead (newest snapshot per transactionId);
+    /// consumables are ignored.
+    func apply(_ change: SubscriptionChange) async throws(NotificationStoreFailure) -> AppliedChange
+    /// The record of `key`, or nil when none is stored.
+    func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord?
+    /// One customer: every record whose current transaction carries `appAccountToken` (the renewal info's when
+    /// the transaction has none; any group, incl. family-shared ones) and every purchase carrying it. An empty
+    /// token names nobody.
+    func customer(bundleId: String, environment: Environment, appAccountToken: String)
+        async throws(NotificationStoreFailure) -> CustomerView
+    /// One customer known only by one original transaction id: its record (if any) and any purchase with that
+    /// originalTransactionId.
+    func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView
+    /// The notification-log position the state includes (`StorePosition.zero` when nothing was projected).
+    func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition
+    /// Records that the state includes the notification log up to `position`.
+    func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure)
+    /// Number of records (for metrics/tests).
+    func recordCount() async throws(NotificationStoreFailure) -> Int
+    /// Deletes all state and the projection position (for `state rebuild`).
+    func removeAll() async throws(NotificationStoreFailure)
+}
+
+extension SubscriptionStore {
+    /// One change, committed on its own.
+    public func apply(_ change: SubscriptionChange) async throws(NotificationStoreFailure) -> AppliedChange {
+        let applied = try await apply([change], projectedThrough: nil)
+        guard applied.count == 1 else { preconditionFailure("a store answers one AppliedChange per change") }
+        return applied[0]
+    }
+}
+
+/// Signed snapshots to fold into the state: a transaction, its subscription's renewal info, or both, as one
+/// notification, one Apple answer or one app post brings them. Checked against `key` when made, so a store
+/// never meets a snapshot of another subscription.
+public struct SubscriptionChange: Sendable, Hashable {
+    /// Where the change goes, decided by the transaction's product type.
+    public enum Destination: Sendable, Hashable {
+        /// An auto-renewable subscription's record (also a renewal info alone).
+        case subscription
+        /// A one-time purchase that grants access: a non-consumable or a non-renewing subscription.
+        case purchase
+        /// Kept nowhere: a consumable grants nothing lasting, and a product type this release does not know
+        /// grants nothing the reducer knows.
+        case ignored
+    }
+
+    /// The subscription (or, for a purchase, the original transaction) the snapshots are about.
+    public let key: SubscriptionKey
+    /// A transaction snapshot, when the change has one.
+    public let transaction: SignedTransaction?
+    /// A renewal-info snapshot, when the change has one (ignored unless `destination` is `.subscription`).
+    public let renewalInfo: SignedRenewalInfo?
+    /// Who brought the change.
+    public let source: SnapshotSource
+    /// The instant of the change (UNIX ms): the record's `updatedAtMillis` when it changes something.
+    public let nowMillis: Int64
+
+    /// A change of `key`'s record. Throws, as `SubscriptionRecord.apply` would, when a snapshot names another
+    /// app, environment or subscription than `key`, or the transaction has no `transactionId`.
+    public init(
+        key: SubscriptionKey, transaction: SignedTransaction?, renewalInfo: SignedRenewalInfo?,
+        source: SnapshotSource, nowMillis: Int64
+    ) throws(SnapshotRefusal) {
+        // The reducer's own checks, on an empty record: a store applying the change later cannot be refused.
+        var probe = SubscriptionRecord(key: key)
+        try probe.apply(transaction: transaction, renewalInfo: renewalInfo, source: source, nowMillis: nowMillis)
+        self.key = key
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+        self.source = source
+        self.nowMillis = nowMillis
+    }
+
+    /// A change keyed by `transaction`'s own app, environment and original transaction id.
+    public init(
+        transaction: SignedTransaction, renewalInfo: SignedRenewalInfo? = nil, source: SnapshotSource,
+        nowMillis: Int64
+    ) throws(SnapshotRefusal) {
+        try self.init(
+            key: SubscriptionKey(of: transaction.payload), transaction: transaction, renewalInfo: renewalInfo,
+            source: source, nowMillis: nowMillis)
+    }
+
+    /// Where a store keeps it: by the transaction's product type; a renewal info alone is a subscription's.
+    public var destination: Destination {
+        guard let transaction else { return .subscription }
+        switch transaction.payload.type {
+        case .autoRenewable: return .subscription
+        case .nonConsumable, .nonRenewable: return .purchase
+        default: return .ignored
+        }
+    }
+}
+
+/// What `SubscriptionStore.apply` did.
+public struct AppliedChange: Sendable, Hashable {
+    /// The subscription's record after the change, also when nothing changed; nil for a purchase or an ignored
+    /// change.
+    public var record: SubscriptionRecord?
+    /// The purchase's newest snapshot after the change, also when nothing changed; nil otherwise.
+    public var purchase: SignedTransaction?
+    /// Whether anything was written: false for a duplicate, an older snapshot or an ignored change (then the
+    /// record's `version` did not grow).
+    public var changed: Bool
+
+    /// An outcome of `apply`.
+    public init(record: SubscriptionRecord?, purchase: SignedTransaction?, changed: Bool) {
+        self.record = record
+        self.purchase = purchase
+        self.changed = changed
+    }
+}
+
+/// The bounds of what one subscription-store call keeps or loads: a damaged or abused store fails the call
+/// (`NotificationStoreFailure.Kind.limitExceeded` or `.corrupt`) instead of exhausting memory.
+public struct SubscriptionStoreLimits: Sendable, Hashable {
+    /// Most transaction snapshots one read loads: one record's ledger, or all of one customer's records
+    /// together. An apply that would grow a record past it fails. Default 10,000 (a weekly subscription renews
+    /// 52 times a year).
+    public var transactionsPerRead = 10_000
+    /// Most subscription records one customer read loads. Default 1,000.
+    public var recordsPerCustomer = 1_000
+    /// Most one-time purchases one customer read loads. Default 10,000.
+    public var purchasesPerCustomer = 10_000
+    /// Largest JWS, and largest encoded payload, read back from disk. Default 1 MiB.
+    public var snapshotBytes = 1 << 20
+
+    /// The defaults above.
+    public init() {}
+
+    /// The defaults above.
+    public static let defaults = SubscriptionStoreLimits()
+}
