@@ -3,7 +3,7 @@ lifecycle, delivering Apple's signed notifications to the gateway's webhook; aft
 GetSubscription agrees with what the simulator's Get All Subscription Statuses says for the same instant (status,
 expiry, product, auto-renew), with no Apple call for what a notification already said."""
 import json
-import re
+import sqlite3
 import time
 import urllib.request
 
@@ -73,6 +73,12 @@ def subscription(stub, original, expected_jws=None, timeout=10):
         if expected_jws is None or reply.signed_transaction_info == expected_jws or time.time() > deadline:
             return reply
         time.sleep(0.05)
+
+
+def projected(database):
+    """The original transaction ids in the analysts' view of the state (read-only)."""
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        return {row[0] for row in db.execute("SELECT original_transaction_id FROM subscription_state")}
 
 
 def assert_agrees(reply, record, where):
@@ -194,3 +200,45 @@ def test_an_app_posted_purchase_is_readable_at_once(setup):
     premium = [e for e in customer.entitlements if e.name == "premium"]
     assert premium and premium[0].active and original in premium[0].original_transaction_ids
     control(sim, "DELETE", f"/{original}")
+
+
+def test_a_sigkill_during_ingestion_loses_nothing_acknowledged(setup):
+    """Notifications are acknowledged once stored in the log; the state is projected from the log. A gateway killed
+    with SIGKILL while subscriptions arrive comes back with every acknowledged one in its state, from the log alone
+    (no Apple read)."""
+    sim, _, _, _ = setup
+    database = database_path()
+    gateway = WebhookGateway(sim, database)
+    acknowledged = []
+    try:
+        for _ in range(40):
+            started = control(sim, "POST", "", {"lifecycle": "renewals", "url": gateway.webhook, "environment": "Sandbox"})
+            original = started["originalTransactionId"]
+            step = requests.post(f"{sim.url}/simulator/lifecycles/{original}/step", verify=sim.ca, timeout=60)
+            if step.status_code == 200 and all(n["deliveryStatus"] == 200 for n in step.json()["notifications"]):
+                acknowledged.append((original, step.json()["subscriptions"][0]["signedTransactionInfo"]))
+            if len(acknowledged) == 25:
+                gateway.proc.kill()  # SIGKILL: no shutdown, whatever the projection had done so far
+                gateway.proc.wait()
+                break
+    finally:
+        gateway.stop()
+    assert len(acknowledged) == 25
+    again = WebhookGateway(sim, database)
+    try:
+        channel = grpc.insecure_channel(again.address)
+        stub = subscription_state_pb2_grpc.SubscriptionStateStub(channel)
+        # The projection resumes from the position it saved: wait until the analysts' view lists them all.
+        wanted = {original for original, _ in acknowledged}
+        deadline = time.time() + 20
+        while not wanted <= projected(database):
+            assert time.time() < deadline, wanted - projected(database)
+            time.sleep(0.05)
+        for original, jws in acknowledged:
+            reply = stub.GetSubscription(subscription_state_pb2.GetSubscriptionRequest(
+                original_transaction_id=original, environment=SANDBOX), timeout=30).subscription
+            assert reply.signed_transaction_info == jws
+        assert metric(again, "appstore_gateway_state_apple_reads_total") == 0
+        channel.close()
+    finally:
+        again.stop()
