@@ -917,6 +917,9 @@ EXPECTED_PERMISSIONS = {
         "DeleteRealtimeUrl": WRITE, "GetRealtimeUrl": READ, "InitiatePerformanceTest": WRITE,
         "GetPerformanceTestResults": READ,
     },
+    "SubscriptionState": {
+        "GetSubscription": READ, "GetCustomer": READ, "ApplySignedTransaction": READ, "RefreshSubscription": READ,
+    },
 }
 READER, SIGNER, REALTIME_TEAM = (
     "system:serviceaccount:perm:reader", "system:serviceaccount:perm:signer", "system:serviceaccount:perm:rt")
@@ -940,10 +943,10 @@ def permissions_gateway(world):
 
 
 def _guarded_methods():
-    from appstore.gateway.v1 import advanced_commerce_pb2, gateway_pb2, retention_pb2
+    from appstore.gateway.v1 import advanced_commerce_pb2, gateway_pb2, retention_pb2, subscription_state_pb2
 
     for module, name in ((gateway_pb2, "AppStoreGateway"), (advanced_commerce_pb2, "AdvancedCommerce"),
-                         (retention_pb2, "RetentionMessaging")):
+                         (retention_pb2, "RetentionMessaging"), (subscription_state_pb2, "SubscriptionState")):
         yield from module.DESCRIPTOR.services_by_name[name].methods
 
 

@@ -48,7 +48,8 @@ def test_v1_and_v1alpha_answer_alike_and_unknown_symbols_are_error_responses(cha
     listed, missing, health = answers["v1"]
     assert {s.name for s in listed.list_services_response.service} == {
         "appstore.gateway.v1.AppStoreGateway", "appstore.gateway.v1.RetentionMessaging",
-        "appstore.gateway.v1.AdvancedCommerce", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+        "appstore.gateway.v1.AdvancedCommerce", "appstore.gateway.v1.SubscriptionState", "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
         "grpc.reflection.v1alpha.ServerReflection"}
     assert missing.error_response.error_code == 5 and "no.such.Symbol" in missing.error_response.error_message
     assert len(health.file_descriptor_response.file_descriptor_proto) == 1
