@@ -87,6 +87,15 @@ public final class GatewayApp {
                 + (callersReload.map { [$0.watched] } ?? []))
     }
 
+    /// `appstore-gateway state rebuild`: the subscription state deleted and projected again from the webhook's
+    /// log (no port is opened). Throws `.stateNotKept` on a gateway that keeps no state.
+    public func rebuildSubscriptionState() async throws(GatewayError) -> Int {
+        guard let projector = service.subscriptionProjector else {
+            throw GatewayError.stateNotKept("it needs notifications.webhook and the SQLite notification store")
+        }
+        return try await projector.rebuild()
+    }
+
     /// The gRPC port bound (nil unless started).
     public var grpcPort: UInt16? { grpc?.port }
     /// The admin port bound (nil unless started, or with `admin` off).

@@ -76,6 +76,23 @@ public final class SubscriptionProjector: Sendable {
         return true
     }
 
+    /// `appstore-gateway state rebuild`: deletes the state and projects the whole log again (after an upgrade of
+    /// the rules, or to recover from a damaged state). What only Apple's API or an app had said is read from Apple
+    /// again when next asked for. Returns the subscriptions the rebuilt state holds.
+    public func rebuild() async throws(GatewayError) -> Int {
+        do {
+            try await states.store.removeAll()
+        } catch {
+            throw GatewayError.stateStoreUnavailable(error.description)
+        }
+        try await catchUp()
+        do {
+            return try await states.store.recordCount()
+        } catch {
+            throw GatewayError.stateStoreUnavailable(error.description)
+        }
+    }
+
     /// Until the state includes everything stored so far (tests, `state rebuild`).
     public func catchUp() async throws(GatewayError) {
         while try await step() {}

@@ -4,6 +4,7 @@ GetSubscription agrees with what the simulator's Get All Subscription Statuses s
 expiry, product, auto-renew), with no Apple call for what a notification already said."""
 import json
 import sqlite3
+import subprocess
 import time
 import urllib.request
 
@@ -12,6 +13,7 @@ import pytest
 import requests
 
 from appstore.gateway.v1 import common_pb2, subscription_state_pb2, subscription_state_pb2_grpc
+from conftest import GATEWAY_BIN
 from test_webhook import Simulator, WebhookGateway, database_path
 
 SANDBOX = common_pb2.ENVIRONMENT_SANDBOX
@@ -242,3 +244,30 @@ def test_a_sigkill_during_ingestion_loses_nothing_acknowledged(setup):
         channel.close()
     finally:
         again.stop()
+
+
+def test_state_rebuild_projects_the_log_again(setup):
+    """`appstore-gateway state rebuild` deletes the state and projects the webhook's log into it again."""
+    sim, _, _, _ = setup
+    database = database_path()
+    gateway = WebhookGateway(sim, database)
+    originals = []
+    try:
+        for _ in range(3):
+            started = control(sim, "POST", "", {"lifecycle": "renewals", "url": gateway.webhook, "environment": "Sandbox"})
+            control(sim, "POST", f"/{started['originalTransactionId']}/step")
+            originals.append(started["originalTransactionId"])
+        deadline = time.time() + 20
+        while not set(originals) <= projected(database):
+            assert time.time() < deadline
+            time.sleep(0.05)
+    finally:
+        gateway.stop()
+    with sqlite3.connect(database) as db:
+        db.execute("DELETE FROM subscription_records WHERE original_transaction_id = ?", (originals[0],))
+    assert originals[0] not in projected(database)
+    rebuilt = subprocess.run([GATEWAY_BIN, "state", "rebuild", "--config", gateway.config_path],
+                             capture_output=True, text=True, timeout=120)
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert "state rebuilt: 3 subscription(s)" in rebuilt.stdout
+    assert set(originals) <= projected(database)
