@@ -11,8 +11,10 @@ extension ServiceHarness {
         var decodes: @Sendable ([UInt8]) -> Bool
     }
 
-    private static func method<Response: ProtoMessage>(_ name: String, _ response: Response.Type) -> APIMethod {
-        APIMethod(path: "/appstore.gateway.v1.AppStoreGateway/\(name)") { bytes in
+    private static func method<Response: ProtoMessage>(
+        _ name: String, _ response: Response.Type, service: String = "appstore.gateway.v1.AppStoreGateway"
+    ) -> APIMethod {
+        APIMethod(path: "/\(service)/\(name)") { bytes in
             (try? Response(serializedBytes: bytes)) != nil
         }
     }
@@ -37,6 +39,13 @@ extension ServiceHarness {
         method("CreatePromotionalOfferV2Signature", SignedJWSResponse.self),
         method("CreateIntroductoryOfferEligibilitySignature", SignedJWSResponse.self),
         method("ExtractTransactionIdFromReceipt", ExtractTransactionIdFromReceiptResponse.self),
+        method("GetSubscription", GetSubscriptionResponse.self, service: "appstore.gateway.v1.SubscriptionState"),
+        method("GetCustomer", GetCustomerResponse.self, service: "appstore.gateway.v1.SubscriptionState"),
+        method(
+            "ApplySignedTransaction", ApplySignedTransactionResponse.self,
+            service: "appstore.gateway.v1.SubscriptionState"),
+        method(
+            "RefreshSubscription", RefreshSubscriptionResponse.self, service: "appstore.gateway.v1.SubscriptionState"),
     ]
 
     /// Runs a `fuzz-api-handlers` input and checks the answer as `fuzz(_:input:)` does: no INTERNAL or UNKNOWN

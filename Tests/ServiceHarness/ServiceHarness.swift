@@ -9,6 +9,7 @@ import GRPC
 import GatewayApp
 import GatewayFoundation
 import HTTPServer
+import NotificationStore
 import Services
 import Simulator
 
@@ -64,10 +65,14 @@ public final class ServiceHarness: Sendable {
         configuration.verification.trustBuiltInAppleRoot = true
         configuration.rateLimits.maxWait = .zero
         configuration.retries.maxAttempts = 1
-        let service = try GatewayComposition.service(configuration)
+        // A webhook store beside it, so the SubscriptionState RPCs keep a state (its log stays empty).
+        let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
+        let feed = LiveNotificationFeed(
+            store: store, metrics: NotificationMetrics(registry: nil), states: store.subscriptions)
+        let service = try GatewayComposition.service(configuration, live: feed)
         let served: [any GRPCService] = [
             HealthService(board: HealthStatusBoard(services: [AppStoreGatewayService.name])), service,
-            service.retentionMessaging, service.advancedCommerce,
+            service.retentionMessaging, service.advancedCommerce, service.subscriptionState,
         ]
         let callGuard = CallerGuard(
             authenticator: CallerAuthenticator(

@@ -1,0 +1,1 @@
+eyJhbGciOiJFUzI1NiJ9.e30.AAAAx.y.z
