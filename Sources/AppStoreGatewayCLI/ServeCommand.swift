@@ -97,6 +97,8 @@ struct ServeCommand: ParsableCommand {
         if let url = app.webhookURL, let store = app.webhookStoreDescription {
             print("appstore-gateway webhook on \(url) (\(store))")
         }
+        // The built-in simulator's lifecycles notify this gateway's webhook unless a start names another.
+        simulatorServer?.simulator.deliverLifecycles(to: app.webhookURL.flatMap(URL.init(string:)))
         if let url = configuration.tracing.tracesURL {
             logger.info(
                 "exporting traces",
@@ -168,6 +170,7 @@ struct ServeCommand: ParsableCommand {
             Using the built-in App Store simulator at \(simulator.productionURL) (no Apple credentials needed).
               app name for calls: \(app)
               sample transaction ids: \(simulator.state.path("transactions.json"))
+              subscription lifecycles: \(simulator.productionURL)\(AppStoreSimulator.lifecyclesPath) (GET lists, POST starts)
               health:  grpcurl -plaintext -import-path proto -proto grpc/health/v1/health.proto localhost:\(port) grpc.health.v1.Health/Check
               verify:  python3 examples/python/client.py --target localhost:\(port) verify --jws-file Tests/SignedDataTests/Fixtures/transaction-Sandbox-1.jws
             Stop with Ctrl-C.

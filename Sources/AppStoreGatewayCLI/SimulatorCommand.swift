@@ -102,6 +102,7 @@ struct SimulatorCommand: ParsableCommand {
               JWS root:          \(state.path("pki/root.pem"))
               gateway config:    \(configPath)
               sample ids:        \(state.path("transactions.json"))
+              lifecycles:        \(simulator.productionURL)\(AppStoreSimulator.lifecyclesPath) (GET lists, POST starts)
             Start a gateway on it: appstore-gateway serve --config \(configPath)
             """)
         fflush(nil)

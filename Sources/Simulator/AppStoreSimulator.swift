@@ -32,6 +32,10 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     private let retention: RetentionMessagingEndpoints
     private let onlinePKI = Lock<OnlineSimulatorPKI?>(nil)
     let signatures = SignatureMemo()
+    /// Scripted subscription lifecycles (`/simulator/lifecycles`, AppStoreSimulator+Lifecycles).
+    let lifecycles: LifecycleRegistry
+    /// Where lifecycles deliver when neither the request nor `configuration.webhookURL` names a webhook.
+    let fallbackWebhookURL = Lock<URL?>(nil)
 
     /// The path of the OCSP responder (POST, RFC 6960 appendix A), served once `enableOCSP` was called.
     public static let ocspPath = "/ocsp"
@@ -54,6 +58,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         testNotifications = TestNotificationEndpoints(
             seed: configuration.seed, lifetime: configuration.paginationTokenLifetime)
         purchases = PurchaseEndpoints(revisions: PaginationTokenCodec(secret: "refund-history/\(configuration.seed)"))
+        lifecycles = LifecycleRegistry(limits: configuration.lifecycleLimits)
         // Without a sender of its own, a performance test calls the realtime URL with this simulator's signed
         // requests; the simulator is reached through a weak reference set once it exists (a strong one would keep
         // it alive through its own endpoints).
@@ -178,9 +183,13 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         return response
     }
 
-    /// The test-harness endpoints: `GET /simulator/calls`, `POST /simulator/throttle` (`SimulatorCallLog`) and
-    /// `POST /simulator/notifications` (new notifications delivered to a webhook, `deliverNotifications`).
+    /// The test-harness endpoints: `GET /simulator/calls`, `POST /simulator/throttle` (`SimulatorCallLog`),
+    /// `POST /simulator/notifications` (new notifications delivered to a webhook, `deliverNotifications`) and
+    /// `/simulator/lifecycles…` (scripted subscription lifecycles, `lifecycleControl`).
     private func control(_ request: HTTPRequest) async -> HTTPResponse {
+        if request.path == Self.lifecyclesPath || request.path.hasPrefix(Self.lifecyclesPath + "/") {
+            return await lifecycleControl(request)
+        }
         func number(_ name: String) -> Int64? {
             request.queryItems.first { $0.name == name }.flatMap { Int64($0.value) }
         }
@@ -227,11 +236,26 @@ public final class AppStoreSimulator: HTTPRequestHandler {
                     body: request.body, paginationToken: token, dataset: dataset, signer: signer, now: now,
                     forgedPosition: forgedPosition)
             case .getTransactionInfo:
-                body = try subscriptions.transactionInfo(
-                    transactionId: parameter, dataset: dataset, signer: signer, now: now)
+                if let lifecycle = lifecycles.state(
+                    owning: parameter, bundleId: app.bundleId, environment: route.environment)
+                {
+                    body = try subscriptions.transactionInfo(
+                        transactionId: parameter, lifecycle: lifecycle, signer: signer)
+                } else {
+                    body = try subscriptions.transactionInfo(
+                        transactionId: parameter, dataset: dataset, signer: signer, now: now)
+                }
             case .getAllSubscriptionStatuses:
-                body = try subscriptions.statuses(
-                    transactionId: parameter, query: request.queryItems, dataset: dataset, signer: signer, now: now)
+                if let lifecycle = lifecycles.state(
+                    owning: parameter, bundleId: app.bundleId, environment: route.environment)
+                {
+                    body = try subscriptions.statuses(
+                        transactionId: parameter, query: request.queryItems, lifecycle: lifecycle, signer: signer)
+                } else {
+                    body = try subscriptions.statuses(
+                        transactionId: parameter, query: request.queryItems, dataset: dataset, signer: signer,
+                        now: now)
+                }
             case .requestTestNotification:
                 body = testNotifications.request(app: app, environment: route.environment, now: now)
                 if let url = configuration.webhookURL.flatMap(URL.init(string:)),

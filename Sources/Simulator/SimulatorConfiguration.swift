@@ -70,6 +70,9 @@ public struct SimulatorConfiguration: Sendable {
     /// realtime requests go to the configured realtime URL, as Apple's test does; `PerformanceTestSenders.simulated`
     /// calls nothing.
     public var performanceTestSender: PerformanceTestSender?
+    /// How many scripted lifecycles may live at once and how many steps each may take
+    /// (`LifecycleLimits.defaults`: 1,000 and 200).
+    public var lifecycleLimits: LifecycleLimits = .defaults
 
     /// A configuration; unspecified values take the documented defaults.
     public init(

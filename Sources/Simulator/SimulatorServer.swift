@@ -12,6 +12,8 @@ public final class SimulatorServer: Sendable {
     public let tls: SimulatorState.TLSCredentials
     /// The production base URL, e.g. "https://localhost:8443"; sandbox is the same + "/sandbox".
     public let productionURL: String
+    /// The simulator it serves (for its Swift API: lifecycles, refunds, datasets).
+    public let simulator: AppStoreSimulator
 
     /// Binds `listen` (port 0 picks one) and starts serving.
     public init(
@@ -32,6 +34,7 @@ public final class SimulatorServer: Sendable {
             address: listen, threads: threads, configuration: transport, transport: .tls(context),
             responder: HTTPRequestResponder(handler: simulator), requestHandler: simulator, threadName: "sim-loop")
         server.start()
+        self.simulator = simulator
         self.state = state
         self.tls = tls
         // The certificate names localhost and 127.0.0.1; a wildcard bind is reached through localhost.
