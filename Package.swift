@@ -230,6 +230,14 @@ let package = Package(
             dependencies: ["NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis"]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec"]),
+        // The reducer against the simulator: every scripted lifecycle's signed notifications, verified and decoded
+        // as the gateway does, agree after every step with the simulator's Get All Subscription Statuses, and give
+        // the same state in any order.
+        .testTarget(
+            name: "SubscriptionAgreementTests",
+            dependencies: [
+                "SubscriptionState", "Simulator", "SignedData", "ProtoCodec", "AppStoreDomain", "Cryptography",
+            ]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
         .testTarget(
             name: "RedisTests",
