@@ -197,7 +197,8 @@ let package = Package(
         .target(
             name: "ServiceHarness",
             dependencies: [
-                "AppStoreDomain", "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec", "Simulator",
+                "AppStoreDomain", "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec",
+                "Simulator",
                 "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
             ],
             path: "Tests/ServiceHarness"),
@@ -236,6 +237,14 @@ let package = Package(
             ]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
         .testTarget(name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec"]),
+        // The reducer against the simulator: every scripted lifecycle's signed notifications, verified and decoded
+        // as the gateway does, agree after every step with the simulator's Get All Subscription Statuses, and give
+        // the same state in any order.
+        .testTarget(
+            name: "SubscriptionAgreementTests",
+            dependencies: [
+                "SubscriptionState", "Simulator", "SignedData", "ProtoCodec", "AppStoreDomain", "Cryptography",
+            ]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
         .testTarget(
             name: "RedisTests",

@@ -24,6 +24,9 @@ public struct SignedSnapshot<Payload: AppleSignedPayload>: Sendable, Hashable {
         let mine = signedDateMillis ?? .min
         let theirs = other.signedDateMillis ?? .min
         if mine != theirs { return mine > theirs }
+        // A retry, the commonest tie, is settled without walking its bytes: a compact JWS is ASCII (base64url and
+        // dots), for which String equality is byte equality.
+        if jws == other.jws { return false }
         return other.jws.utf8.lexicographicallyPrecedes(jws.utf8)
     }
 }

@@ -72,6 +72,16 @@ import Testing
         #expect(!a.supersedes(a))
     }
 
+    /// A tie is settled by the JWS bytes alone: a retry received again (its bytes in new storage) never
+    /// supersedes, and a JWS that extends another sorts after it.
+    @Test func tiesAreSettledByTheBytesWhereverTheyAreStored() {
+        let held = bought(signed: S.at(1))
+        let retry = SignedTransaction(jws: String(decoding: Array(held.jws.utf8), as: UTF8.self), payload: held.payload)
+        #expect(!retry.supersedes(held) && !held.supersedes(retry))
+        let longer = SignedTransaction(jws: held.jws + "A", payload: held.payload)
+        #expect(longer.supersedes(held) && !held.supersedes(longer))
+    }
+
     @Test func aSnapshotOfAnotherSubscriptionAppOrEnvironmentIsRefused() throws {
         var record = SubscriptionRecord(key: S.key("400"))
         let renewal = S.renewal(original: "400", signed: S.at(1))
