@@ -43,6 +43,7 @@ public final class GRPCServer: Sendable {
     public let http2: HTTP2Server
     private let router: Router
     private let configuration: GRPCServerConfiguration
+    private let life = ServerLifeSignal()
 
     /// A server of `services` with `configuration`'s limits and timers. `events` hears every call's start and
     /// end (metrics, access log); `callGuard` (nil = anyone) is asked before any handler runs, for every call of
@@ -66,8 +67,26 @@ public final class GRPCServer: Sendable {
     /// The bound port.
     public var port: UInt16 { http2.port }
 
-    /// Starts serving.
-    public func start() { http2.start() }
+    /// Starts serving (once; a second call, or one after a shutdown, does nothing).
+    public func start() {
+        if life.update({ $0.start() }) { http2.start() }
+    }
+
+    /// Starts serving and returns when a graceful shutdown begun with `beginGracefulShutdown` (from any thread,
+    /// e.g. a signal handler's) is over: every connection closed, or the grace period ended the calls still
+    /// running. Waits on the server's state; never polls.
+    @discardableResult
+    public func serve() -> ShutdownOutcome {
+        start()
+        life.wait { !($0.state == .serving) }
+        return drainOrAwait()
+    }
+
+    /// Asks the server to shut down gracefully within `grace` (nil = `shutdownGrace` of its configuration) and
+    /// returns at once; `serve()` (or `shutdown`) does the shutdown. Only the first request counts.
+    public func beginGracefulShutdown(grace: Duration? = nil) {
+        _ = life.update { $0.requestShutdown(grace: grace) }
+    }
 
     /// Checks every open call again with the call guard (`CallGuard.recheck`), after its policy changed, and ends
     /// those it no longer allows with the status it gives (PERMISSION_DENIED for a caller whose app or
@@ -79,8 +98,25 @@ public final class GRPCServer: Sendable {
     /// Graceful shutdown: GOAWAY (two-step) on every connection, in-flight calls run until they finish or
     /// the grace period ends, then the rest end with UNAVAILABLE and connections close. Blocks until done,
     /// waiting on the server's state (`GracefulShutdown`): it returns as soon as the last connection closes.
+    /// When `serve()` runs on another thread, this asks it to shut down and waits for its outcome.
     @discardableResult
     public func shutdown(grace: Duration? = nil) -> ShutdownOutcome {
+        beginGracefulShutdown(grace: grace)
+        return drainOrAwait()
+    }
+
+    /// Drains on this thread when nobody else does; otherwise waits for the thread that does.
+    private func drainOrAwait() -> ShutdownOutcome {
+        if let grace = life.update({ $0.beginDraining() }) {
+            let outcome = drain(grace: grace)
+            life.update { $0.finish(outcome) }
+            return outcome
+        }
+        life.wait { $0.outcome != nil }
+        return life.update { $0.outcome } ?? .drained
+    }
+
+    private func drain(grace: Duration?) -> ShutdownOutcome {
         http2.beginGracefulShutdown()
         var sequence = GracefulShutdown(grace: grace ?? configuration.shutdownGrace, now: .now())
         while true {
