@@ -190,8 +190,8 @@ let package = Package(
         .target(
             name: "ServiceHarness",
             dependencies: [
-                "AppStoreDomain", "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec", "Simulator",
-                "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
+                "AppStoreDomain", "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec",
+                "Simulator", "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
             ],
             path: "Tests/ServiceHarness"),
         // A scripted stand-in for Apple over TLS and the Apple clients wired to it (AppStoreClientTests, ServicesTests).

@@ -1,5 +1,5 @@
-import AppleFixtures
 import AppStoreClient
+import AppleFixtures
 import EventLoops
 import Foundation
 import GatewayFoundation
