@@ -86,7 +86,7 @@ let package = Package(
         // parsed by hiredis, scripts by SHA. Knows nothing of what the commands mean.
         .target(
             name: "Redis", dependencies: ["CHiredis", "CLinux", "COpenSSL", "Cryptography", "GatewayFoundation"]),
-        // The upstream App Store Server API client: one libcurl multi handle on its own thread (HTTP/2
+        // The upstream App Store Server API client: libcurl multi handles driven by event loops (HTTP/2
         // over TLS, multiplexed), request JWTs, rate limits, retries, environment fallback.
         .target(
             name: "AppStoreClient",
@@ -152,7 +152,8 @@ let package = Package(
         .target(
             name: "GatewayApp",
             dependencies: [
-                "Edge", "Services", "GRPC", "HTTPServer", "GatewayFoundation", "Observability", "AppStoreClient",
+                "Edge", "Services", "GRPC", "HTTPServer", "EventLoops", "GatewayFoundation", "Observability",
+                "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
                 .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration", "Redis",
             ]),
@@ -198,7 +199,8 @@ let package = Package(
         .target(
             name: "AppleFixtures",
             dependencies: [
-                "AppStoreClient", "AppStoreDomain", "Configuration", "Cryptography", "GatewayFoundation", "HTTPServer",
+                "AppStoreClient", "AppStoreDomain", "Configuration", "Cryptography", "EventLoops", "GatewayFoundation",
+                "HTTPServer",
                 .product(name: "Logging", package: "swift-log"), "SignedData", "TestSupport",
             ],
             path: "Tests/AppleFixtures"),

@@ -36,6 +36,8 @@ public final class GatewayApp {
     /// The admin port's bearer token (`admin.bearerTokenFile`); nil = the admin port asks for none.
     private let adminToken: AdminBearerToken?
     private let logger: Logger
+    /// Where the Apple client serves callers on no event loop: running from `start` until everything else stopped.
+    private let upstreamLoop: GatewayComposition.UpstreamLoop
     private var grpc: GRPCServer?
     private var webhook: WebhookRuntime?
     private var admin: HTTP2Server?
@@ -62,10 +64,12 @@ public final class GatewayApp {
         board = HealthStatusBoard(
             services: [AppStoreGatewayService.name, RetentionMessagingService.name], initial: .serving)
         feed = try WebhookRuntime.feed(configuration, registry: registry)
+        upstreamLoop = try GatewayComposition.UpstreamLoop()
         do {
             service = try GatewayComposition.service(
-                configuration, events: events, budgetEvents: PrometheusSharedBudgetEvents(registry: registry),
-                accessEvents: accessEvents, live: feed, tracer: tracer ?? SilentTracer())
+                configuration, upstreamLoop: upstreamLoop, events: events,
+                budgetEvents: PrometheusSharedBudgetEvents(registry: registry), accessEvents: accessEvents, live: feed,
+                tracer: tracer ?? SilentTracer())
         } catch {
             throw .invalidConfiguration(error)
         }
@@ -98,8 +102,9 @@ public final class GatewayApp {
     /// Where the webhook keeps notifications ("sqlite PATH" or "redis stream"; nil without a webhook).
     public var webhookStoreDescription: String? { webhook?.storeDescription }
 
-    /// Binds and starts the gRPC port, the file watcher, the webhook port and the admin port, in that order;
-    /// when one fails, what had started is stopped again before the error is thrown.
+    /// Starts the upstream client's loop, then binds and starts the gRPC port, the file watcher, the webhook port
+    /// and the admin port, in that order; when one fails, what had started is stopped again before the error is
+    /// thrown.
     public func start() throws(GatewayStartError) {
         do {
             try startParts()
@@ -118,6 +123,10 @@ public final class GatewayApp {
     }
 
     private func startParts() throws(GatewayStartError) {
+        // First started, last stopped: the gRPC port's calls and the webhook hand their Apple calls to it until
+        // they have stopped.
+        upstreamLoop.start()
+        stops.push { [upstreamLoop] in upstreamLoop.stop() }
         let served: [GRPCService] = [
             HealthService(board: board), service, service.retentionMessaging, service.advancedCommerce,
         ]
@@ -203,7 +212,7 @@ public final class GatewayApp {
     /// Readiness goes NOT_SERVING at once (liveness, service "", stays SERVING so Kubernetes does not restart
     /// a draining pod); calls are still taken for `shutdown.drainDelay` while the endpoint removal propagates;
     /// then the gRPC port shuts down within `shutdown.grace`, and only then the other ports and the watcher (the
-    /// admin port answers probes and scrapes throughout). Blocks until everything has stopped: the gRPC port's
+    /// admin port answers probes and scrapes throughout), and last the upstream client's loop. Blocks until everything has stopped: the gRPC port's
     /// shutdown returns as soon as its last connection closes (`GRPCServer.shutdown`).
     public func stop() {
         board.set(.notServing, service: AppStoreGatewayService.name)

@@ -84,6 +84,8 @@ public enum AppleJSON {
 /// Apps, keys and clients wired to a `FakeApple`.
 public struct UpstreamFixture: Sendable {
     public let fake: FakeApple
+    /// Where `http` serves its callers on no loop; stopped when the fixture goes.
+    public let loop: RunningLoop
     public let http: UpstreamHTTPClient
     public let client: AppStoreAPIClient
     public let configuration: GatewayConfiguration
@@ -125,7 +127,8 @@ public struct UpstreamFixture: Sendable {
             signers[app.bundleId] = AppKeySigner(key: key)
         }
         self.keys = keys
-        http = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        loop = try RunningLoop()
+        http = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: loop.loop)
         client = try AppStoreAPIClient(
             configuration: configuration, http: http, signers: signers, clock: clock, events: events)
     }

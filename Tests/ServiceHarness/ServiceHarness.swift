@@ -40,6 +40,8 @@ public final class ServiceHarness: Sendable {
     private let responder: any HTTP2Responder
     private let loop: EventLoop
     private let thread: LoopThread
+    /// Where the services' Apple calls from no loop go, as in `GatewayApp`.
+    private let upstreamLoop: GatewayComposition.UpstreamLoop
 
     /// One harness per process: starting a simulator and loading the keys takes a moment.
     public static let shared: ServiceHarness = {
@@ -64,7 +66,9 @@ public final class ServiceHarness: Sendable {
         configuration.verification.trustBuiltInAppleRoot = true
         configuration.rateLimits.maxWait = .zero
         configuration.retries.maxAttempts = 1
-        let service = try GatewayComposition.service(configuration)
+        let upstreamLoop = try GatewayComposition.UpstreamLoop()
+        self.upstreamLoop = upstreamLoop
+        let service = try GatewayComposition.service(configuration, upstreamLoop: upstreamLoop)
         let served: [any GRPCService] = [
             HealthService(board: HealthStatusBoard(services: [AppStoreGatewayService.name])), service,
             service.retentionMessaging, service.advancedCommerce,
@@ -78,11 +82,13 @@ public final class ServiceHarness: Sendable {
         let loop = try EventLoop(index: 0)
         self.loop = loop
         thread = spawnThread(name: "harness-loop") { loop.run() }
+        upstreamLoop.start()
     }
 
     deinit {
         loop.stop()
         thread.join()
+        upstreamLoop.stop()
     }
 
     /// Runs `method` on the serialized `request` as a gRPC client calls it — a POST with `grpc-timeout: 2S`, the
