@@ -57,6 +57,10 @@ let package = Package(
         // The domain-free foundation: clocks and time arithmetic, Base64, the JSON reader, checked numbers,
         // threads, `Lock` (ThreadSanitizer's hooks), the byte queue, W3C trace context. Imports no project module.
         .target(name: "GatewayFoundation", dependencies: ["CLinux", "CThreadSanitizer"]),
+        // The metrics every layer records into directly: a registry of counter, gauge and histogram families by
+        // name and help, with labels, and per-loop cells for what a loop counts per call. No exposition format
+        // (Observability renders it), no project module but GatewayFoundation.
+        .target(name: "Metrics", dependencies: ["GatewayFoundation"]),
         // The App Store domain: Apple's endpoints, environments and error codes, `GatewayError`, rate budgets and
         // fair shares, request JWTs, retry policy, callers. No transport, no YAML.
         .target(name: "AppStoreDomain", dependencies: ["GatewayFoundation"]),
@@ -103,7 +107,7 @@ let package = Package(
             name: "Services",
             dependencies: [
                 "GRPC", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "SignedData",
-                "Cryptography", "Observability",
+                "Cryptography", "Metrics",
                 "AppStoreClient",
                 "NotificationStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -114,7 +118,7 @@ let package = Package(
             name: "Edge",
             dependencies: [
                 "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "AppStoreClient",
-                "CallerAuthentication", "NotificationStore", "SignedData", "Observability",
+                "CallerAuthentication", "NotificationStore", "SignedData", "Observability", "Metrics",
                 "ProtoCodec", "Cryptography",
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -122,7 +126,7 @@ let package = Package(
         .target(
             name: "Observability",
             dependencies: [
-                "GRPC", "GatewayFoundation", "AppStoreDomain",
+                "GRPC", "GatewayFoundation", "AppStoreDomain", "Metrics",
                 .product(name: "Logging", package: "swift-log"), "Redis", "AppStoreClient",
             ]),
         // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread, the server
@@ -130,7 +134,8 @@ let package = Package(
         .target(
             name: "Tracing",
             dependencies: [
-                "CCurl", "GRPC", "GatewayFoundation", "Observability", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "GRPC", "GatewayFoundation", "Metrics", "Observability",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
@@ -152,7 +157,8 @@ let package = Package(
         .target(
             name: "GatewayApp",
             dependencies: [
-                "Edge", "Services", "GRPC", "HTTPServer", "GatewayFoundation", "Observability", "AppStoreClient",
+                "Edge", "Services", "GRPC", "HTTPServer", "GatewayFoundation", "Observability", "Metrics",
+                "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
                 .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration", "Redis",
             ]),
@@ -176,7 +182,8 @@ let package = Package(
         .executableTarget(
             name: "LogBenchmark",
             dependencies: [
-                "Observability", "GRPC", "GatewayFoundation", .product(name: "Logging", package: "swift-log"),
+                "Observability", "Metrics", "GRPC", "GatewayFoundation",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // MARK: Tests mirror Sources.
@@ -190,7 +197,8 @@ let package = Package(
         .target(
             name: "ServiceHarness",
             dependencies: [
-                "AppStoreDomain", "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec", "Simulator",
+                "AppStoreDomain", "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec",
+                "Simulator",
                 "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
             ],
             path: "Tests/ServiceHarness"),
@@ -209,9 +217,10 @@ let package = Package(
                 "ProtoCodec", "TestSupport", "NotificationStore",
                 "Simulator", "SignedData",
                 .product(name: "Logging", package: "swift-log"), "GatewayApp", "Edge",
-                "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability",
+                "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability", "Metrics",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(
             name: "AppStoreDomainTests",
             dependencies: ["AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport", "Redis"]),
@@ -232,7 +241,8 @@ let package = Package(
             name: "EdgeTests",
             dependencies: [
                 "Edge", "ServiceHarness", "Services", "TestSupport", "GatewayFoundation", "Configuration",
-                "Cryptography", "HTTPServer", "NotificationStore", "Observability", "SignedData", "Simulator",
+                "Cryptography", "HTTPServer", "NotificationStore", "Observability", "Metrics", "SignedData",
+                "Simulator",
                 "AppStoreDomain", "GRPC",
             ]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
@@ -255,11 +265,13 @@ let package = Package(
             name: "GRPCTests",
             dependencies: ["GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport", "EventLoops"],
             exclude: ["Clients"]),
-        .testTarget(name: "TracingTests", dependencies: ["Tracing", "GRPC", "GatewayFoundation", "Observability"]),
+        .testTarget(
+            name: "TracingTests", dependencies: ["Tracing", "GRPC", "GatewayFoundation", "Observability", "Metrics"]),
         .testTarget(
             name: "ObservabilityTests",
             dependencies: [
-                "Observability", "GRPC", "GatewayFoundation", .product(name: "Logging", package: "swift-log"),
+                "Observability", "Metrics", "GRPC", "GatewayFoundation",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "SimulatorTests",
@@ -299,7 +311,9 @@ for target in package.targets where ["EventLoops", "HTTPServer", "GRPC"].contain
 // GRPC): in release builds each module offers its small functions and generic types for inlining and
 // specialization in the modules that call them, as one module would, so the split costs the hot path nothing.
 for target in package.targets
-where ["GatewayFoundation", "EventLoops", "HTTPServer", "GRPC", "ProtoCodec", "Observability"].contains(target.name) {
+where ["GatewayFoundation", "Metrics", "EventLoops", "HTTPServer", "GRPC", "ProtoCodec", "Observability"].contains(
+    target.name)
+{
     target.swiftSettings =
         (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 }

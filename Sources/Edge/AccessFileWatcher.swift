@@ -5,6 +5,7 @@ import Foundation
 import GatewayFoundation
 import HTTPServer
 import Logging
+import Metrics
 import Observability
 import Synchronization
 

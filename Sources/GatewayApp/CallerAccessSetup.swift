@@ -6,6 +6,7 @@ import Edge
 import GRPC
 import HTTPServer
 import Logging
+import Metrics
 import Observability
 import Services
 

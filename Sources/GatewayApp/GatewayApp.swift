@@ -7,6 +7,7 @@ import GRPC
 import GatewayFoundation
 import HTTPServer
 import Logging
+import Metrics
 import Observability
 import Redis
 import Services

@@ -5,6 +5,7 @@ import Edge
 import Foundation
 import GatewayFoundation
 import HTTPServer
+import Metrics
 import NotificationStore
 import Observability
 import Redis

@@ -2,6 +2,7 @@ import Foundation
 import GRPC
 import GatewayFoundation
 import Logging
+import Metrics
 import Observability
 
 /// `log-benchmark [LINES] [ROUNDS] [other]`: what one access-log line costs the thread that finishes an RPC,

@@ -1,4 +1,5 @@
 import AppStoreDomain
+import Metrics
 
 /// Caller checks and per-caller fair shares as Prometheus metrics, in the gateway's registry. The `caller`
 /// label only ever holds identities listed in `callers` (the checks admit no other into the budget), so

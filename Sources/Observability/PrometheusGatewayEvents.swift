@@ -2,6 +2,7 @@ import AppStoreDomain
 import GRPC
 import GatewayFoundation
 import Logging
+import Metrics
 import Synchronization
 
 /// The gateway's events as Prometheus metrics, plus one access-log line per RPC.

@@ -1,5 +1,6 @@
 import AppStoreClient
 import AppStoreDomain
+import Metrics
 import Redis
 
 /// The shared (Redis) rate budget's events as Prometheus metrics, in the gateway's registry.

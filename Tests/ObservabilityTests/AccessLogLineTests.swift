@@ -1,6 +1,7 @@
 import Foundation
 import GatewayFoundation
 import Logging
+import Metrics
 import Testing
 
 @testable import Observability

@@ -1,6 +1,7 @@
 import GRPC
 import GatewayFoundation
 import Logging
+import Metrics
 import Testing
 
 @testable import Observability
