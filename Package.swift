@@ -82,10 +82,12 @@ let package = Package(
         .target(
             name: "HTTPServer",
             dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "Cryptography", "GatewayFoundation", "EventLoops"]),
-        // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health.
+        // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health; each call's
+        // metrics (go-grpc-prometheus names, per-loop cells), its SERVER span (through `Tracer`) and the access-log
+        // seam (`AccessLog`).
         .target(
             name: "GRPC",
-            dependencies: ["HTTPServer", "GatewayFoundation", "ProtoCodec", "EventLoops"]),
+            dependencies: ["HTTPServer", "GatewayFoundation", "Metrics", "ProtoCodec", "EventLoops"]),
         // A Redis client the gateway owns end to end: its socket (TCP or TLS through OpenSSL), bounded replies
         // parsed by hiredis, scripts by SHA. Knows nothing of what the commands mean.
         .target(
@@ -122,19 +124,19 @@ let package = Package(
                 "ProtoCodec", "Cryptography",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // Prometheus metrics registry and the JSON-lines log handler; records the gRPC server's call events.
+        // The Prometheus text exposition of the metrics registry, the JSON-lines log handler and the gRPC access log.
         .target(
             name: "Observability",
             dependencies: [
                 "GRPC", "GatewayFoundation", "AppStoreDomain", "Metrics",
                 .product(name: "Logging", package: "swift-log"), "Redis", "AppStoreClient",
             ]),
-        // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread, the server
-        // span of every RPC.
+        // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread for the spans
+        // every layer records through GatewayFoundation's `Tracer`.
         .target(
             name: "Tracing",
             dependencies: [
-                "CCurl", "GRPC", "GatewayFoundation", "Metrics", "Observability",
+                "CCurl", "GatewayFoundation", "Metrics", "Observability",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
@@ -263,10 +265,12 @@ let package = Package(
             ]),
         .testTarget(
             name: "GRPCTests",
-            dependencies: ["GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport", "EventLoops"],
+            dependencies: [
+                "GRPC", "HTTPServer", "GatewayFoundation", "Metrics", "ProtoCodec", "TestSupport", "EventLoops",
+            ],
             exclude: ["Clients"]),
         .testTarget(
-            name: "TracingTests", dependencies: ["Tracing", "GRPC", "GatewayFoundation", "Observability", "Metrics"]),
+            name: "TracingTests", dependencies: ["Tracing", "GatewayFoundation", "Observability", "Metrics"]),
         .testTarget(
             name: "ObservabilityTests",
             dependencies: [

@@ -27,7 +27,10 @@ public final class GatewayApp {
     public let board: HealthStatusBoard
     /// The metrics every part reports to (the admin endpoint's `/metrics`).
     public let registry: MetricsRegistry
-    private let events: PrometheusGatewayEvents
+    /// The gRPC server's call metrics (go-grpc-prometheus names).
+    private let rpcMetrics: RPCMetrics
+    /// One line per call (`logging.accessLog`; nil when off).
+    private let accessLog: JSONAccessLog?
     /// OpenTelemetry spans (README "Tracing"): nil, and nothing recorded, without an OTLP endpoint.
     private let tracer: OTLPTracer?
     private let feed: LiveNotificationFeed?
@@ -51,12 +54,16 @@ public final class GatewayApp {
     ) throws(GatewayStartError) {
         self.configuration = configuration
         self.logger = logger
-        events = PrometheusGatewayEvents(
-            registry: MetricsRegistry(), logger: Logger(label: "appstore-gateway.rpc"),
-            accessLog: configuration.logging.accessLog,
-            accessLogWriter: configuration.logging.format == "json" ? .standardError : nil,
-            verdicts: VerificationVerdict.allCases.map(\.rawValue))
-        registry = events.registry
+        let registry = MetricsRegistry()
+        self.registry = registry
+        rpcMetrics = RPCMetrics(registry: registry)
+        accessLog =
+            configuration.logging.accessLog
+            ? JSONAccessLog(
+                logger: Logger(label: "appstore-gateway.rpc"),
+                writer: configuration.logging.format == "json" ? .standardError : nil) : nil
+        let events = PrometheusGatewayEvents(
+            registry: registry, verdicts: VerificationVerdict.allCases.map(\.rawValue))
         tracer = OTLPTracer.make(configuration.tracing, metrics: TracingMetrics(registry: registry))
         let accessEvents = PrometheusAccessEvents(
             registry: registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
@@ -123,13 +130,11 @@ public final class GatewayApp {
             HealthService(board: board), service, service.retentionMessaging, service.advancedCommerce,
         ]
         let services = served + [ReflectionService(listing: served)]
-        for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer
         do {
             server = try GRPCServer(
-                configuration: configuration.grpc, services: services,
-                events: tracer.map { TracingRPCEvents(inner: events, tracer: $0) } ?? events,
-                callGuard: access.callGuard, tls: access.tlsContext,
+                configuration: configuration.grpc, services: services, metrics: rpcMetrics, accessLog: accessLog,
+                tracer: tracer, callGuard: access.callGuard, tls: access.tlsContext,
                 onGoaway: { [logger] goaway in Self.log(goaway, logger: logger) })
         } catch {
             throw GatewayStartError("cannot listen on \(configuration.grpc.listen): \(error)")
