@@ -97,7 +97,7 @@ let package = Package(
         .target(
             name: "AppStoreClient",
             dependencies: [
-                "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain", "SignedData",
+                "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain", "SignedData", "Metrics",
                 .product(name: "Logging", package: "swift-log"), "Redis",
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
@@ -128,8 +128,7 @@ let package = Package(
         .target(
             name: "Observability",
             dependencies: [
-                "GRPC", "GatewayFoundation", "AppStoreDomain", "Metrics",
-                .product(name: "Logging", package: "swift-log"), "Redis", "AppStoreClient",
+                "GRPC", "GatewayFoundation", "Metrics", .product(name: "Logging", package: "swift-log"),
             ]),
         // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread for the spans
         // every layer records through GatewayFoundation's `Tracer`.
@@ -288,7 +287,7 @@ let package = Package(
             name: "AppStoreClientTests",
             dependencies: [
                 "AppStoreClient", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration", "Cryptography",
-                "EventLoops", "TestSupport", "Redis", "AppleFixtures",
+                "EventLoops", "TestSupport", "Redis", "AppleFixtures", "Metrics",
             ]),
     ]
 )

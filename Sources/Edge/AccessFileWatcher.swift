@@ -6,7 +6,6 @@ import GatewayFoundation
 import HTTPServer
 import Logging
 import Metrics
-import Observability
 import Synchronization
 
 #if canImport(Glibc)

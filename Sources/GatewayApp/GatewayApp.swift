@@ -1,3 +1,4 @@
+import AppStoreClient
 import AppStoreDomain
 import CallerAuthentication
 import Configuration
@@ -54,26 +55,35 @@ public final class GatewayApp {
     ) throws(GatewayStartError) {
         self.configuration = configuration
         self.logger = logger
+        // Each layer registers its own families; they are made here in the order `/metrics` has always listed them.
         let registry = MetricsRegistry()
         self.registry = registry
         rpcMetrics = RPCMetrics(registry: registry)
+        let calls = AppleCallMetrics(registry: registry)
+        let verifications = VerificationMetrics(
+            registry: registry, verdicts: VerificationVerdict.allCases.map(\.rawValue))
+        let rateLimits = RateLimitMetrics(registry: registry)
+        let coalescing = CoalescingMetrics(registry: registry)
+        tracer = OTLPTracer.make(configuration.tracing, metrics: TracingMetrics(registry: registry))
+        let accessMetrics = CallerAccessMetrics(
+            registry: registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
+        let fairShares = FairShareMetrics(registry: registry)
         accessLog =
             configuration.logging.accessLog
             ? JSONAccessLog(
                 logger: Logger(label: "appstore-gateway.rpc"),
                 writer: configuration.logging.format == "json" ? .standardError : nil) : nil
-        let events = PrometheusGatewayEvents(
-            registry: registry, verdicts: VerificationVerdict.allCases.map(\.rawValue))
-        tracer = OTLPTracer.make(configuration.tracing, metrics: TracingMetrics(registry: registry))
-        let accessEvents = PrometheusAccessEvents(
-            registry: registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
         board = HealthStatusBoard(
             services: [AppStoreGatewayService.name, RetentionMessagingService.name], initial: .serving)
         feed = try WebhookRuntime.feed(configuration, registry: registry)
         do {
             service = try GatewayComposition.service(
-                configuration, events: events, budgetEvents: PrometheusSharedBudgetEvents(registry: registry),
-                accessEvents: accessEvents, live: feed, tracer: tracer ?? SilentTracer())
+                configuration,
+                clientMetrics: AppStoreClientMetrics(
+                    calls: calls, rateLimits: rateLimits, fairShares: fairShares,
+                    sharedBudget: SharedBudgetMetrics(registry: registry)),
+                serviceMetrics: ServiceMetrics(verifications: verifications, coalescing: coalescing), live: feed,
+                tracer: tracer ?? SilentTracer())
         } catch {
             throw .invalidConfiguration(error)
         }
@@ -88,7 +98,7 @@ public final class GatewayApp {
         }
         self.callersReload = callersReload
         access = try CallerAccessSetup(
-            configuration: configuration, authenticator: authenticator, events: accessEvents, logger: logger,
+            configuration: configuration, authenticator: authenticator, metrics: accessMetrics, logger: logger,
             registry: registry,
             others: Self.resumeTokenKeyRing(configuration, service: service, logger: logger)
                 + Self.adminTokenFile(configuration, token: adminToken, logger: logger)

@@ -13,12 +13,12 @@ import SignedData
 /// HTTP client and builds the verifier (with its online checks when configured), the Apple client and the
 /// gateway's service from them. A bad file fails with a `ConfigurationError` naming its key.
 public enum GatewayComposition {
-    /// The gateway's service for `configuration`, reporting to the given events (silent by default) and
-    /// feeding `live` (the webhook's notifications) to its streams.
+    /// The gateway's service for `configuration`, its Apple client counting in `clientMetrics` and its handlers
+    /// in `serviceMetrics` (registries of their own, read by nobody, by default), feeding `live` (the webhook's
+    /// notifications) to its streams.
     public static func service(
-        _ configuration: GatewayConfiguration, events: any GatewayEvents = SilentGatewayEvents(),
-        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
-        accessEvents: any AccessEvents = SilentAccessEvents(), live: LiveNotificationFeed? = nil,
+        _ configuration: GatewayConfiguration, clientMetrics: AppStoreClientMetrics = AppStoreClientMetrics(),
+        serviceMetrics: ServiceMetrics = ServiceMetrics(), live: LiveNotificationFeed? = nil,
         tracer: any Tracer = SilentTracer()
     ) throws(ConfigurationError) -> AppStoreGatewayService {
         let roots = try SignedDataVerifier.trustedRoots(configuration.verification)
@@ -44,10 +44,9 @@ public enum GatewayComposition {
             throw problem
         }
         let client = try AppStoreAPIClient(
-            configuration: configuration, http: http, signers: signers, events: events, budgetEvents: budgetEvents,
-            accessEvents: accessEvents, tracer: tracer)
+            configuration: configuration, http: http, signers: signers, metrics: clientMetrics, tracer: tracer)
         return AppStoreGatewayService(
             configuration: configuration, verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys,
-            live: live)
+            live: live, metrics: serviceMetrics)
     }
 }

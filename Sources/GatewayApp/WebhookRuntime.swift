@@ -7,7 +7,6 @@ import GatewayFoundation
 import HTTPServer
 import Metrics
 import NotificationStore
-import Observability
 import Redis
 import Services
 

@@ -31,20 +31,6 @@ import Testing
         #expect(text.contains("appstore_gateway_rpcs_in_flight 0"))
     }
 
-    /// The verdicts named at start are series from the first scrape (at 0); a verdict not named is still counted.
-    @Test func verdictsNamedAtStartAreSeriesAtOnce() {
-        let registry = MetricsRegistry()
-        let events = PrometheusGatewayEvents(registry: registry, verdicts: ["ok", "malformed", "ok"])
-        #expect(registry.render().contains(#"appstore_gateway_verifications_total{verdict="malformed"} 0"#))
-        events.verification(verdict: "ok")
-        events.verification(verdict: "ok")
-        events.verification(verdict: "wrongKind")
-        let text = registry.render()
-        #expect(text.contains(#"appstore_gateway_verifications_total{verdict="ok"} 2"#))
-        #expect(text.contains(#"appstore_gateway_verifications_total{verdict="wrongKind"} 1"#))
-        #expect(text.contains(#"appstore_gateway_verifications_total{verdict="malformed"} 0"#))
-    }
-
     /// The server's recorders, one per loop and method, count into their loop's cells: a scrape sees every
     /// loop's calls in the one series of each method and code.
     @Test func recordersOfSeveralLoopsCountIntoOneSeries() {
