@@ -57,6 +57,10 @@ let package = Package(
         // The domain-free foundation: clocks and time arithmetic, Base64, the JSON reader, checked numbers,
         // threads, `Lock` (ThreadSanitizer's hooks), the byte queue, W3C trace context. Imports no project module.
         .target(name: "GatewayFoundation", dependencies: ["CLinux", "CThreadSanitizer"]),
+        // The metrics every layer records into directly: a registry of counter, gauge and histogram families by
+        // name and help, with labels, and per-loop cells for what a loop counts per call. No exposition format
+        // (Observability renders it), no project module but GatewayFoundation.
+        .target(name: "Metrics", dependencies: ["GatewayFoundation"]),
         // The App Store domain: Apple's endpoints, environments and error codes, `GatewayError`, rate budgets and
         // fair shares, request JWTs, retry policy, callers. No transport, no YAML.
         .target(name: "AppStoreDomain", dependencies: ["GatewayFoundation"]),
@@ -78,10 +82,12 @@ let package = Package(
         .target(
             name: "HTTPServer",
             dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "Cryptography", "GatewayFoundation", "EventLoops"]),
-        // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health.
+        // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health; each call's
+        // metrics (go-grpc-prometheus names, per-loop cells), its SERVER span (through `Tracer`) and the access-log
+        // seam (`AccessLog`).
         .target(
             name: "GRPC",
-            dependencies: ["HTTPServer", "GatewayFoundation", "ProtoCodec", "EventLoops"]),
+            dependencies: ["HTTPServer", "GatewayFoundation", "Metrics", "ProtoCodec", "EventLoops"]),
         // A Redis client the gateway owns end to end: its socket (TCP or TLS through OpenSSL), bounded replies
         // parsed by hiredis, scripts by SHA. Knows nothing of what the commands mean.
         .target(
@@ -91,7 +97,7 @@ let package = Package(
         .target(
             name: "AppStoreClient",
             dependencies: [
-                "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain", "SignedData",
+                "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain", "SignedData", "Metrics",
                 .product(name: "Logging", package: "swift-log"), "Redis",
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream.
@@ -103,7 +109,7 @@ let package = Package(
             name: "Services",
             dependencies: [
                 "GRPC", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "SignedData",
-                "Cryptography", "Observability",
+                "Cryptography", "Metrics",
                 "AppStoreClient",
                 "NotificationStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -114,23 +120,23 @@ let package = Package(
             name: "Edge",
             dependencies: [
                 "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "AppStoreClient",
-                "CallerAuthentication", "NotificationStore", "SignedData", "Observability",
+                "CallerAuthentication", "NotificationStore", "SignedData", "Observability", "Metrics",
                 "ProtoCodec", "Cryptography",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // Prometheus metrics registry and the JSON-lines log handler; records the gRPC server's call events.
+        // The Prometheus text exposition of the metrics registry, the JSON-lines log handler and the gRPC access log.
         .target(
             name: "Observability",
             dependencies: [
-                "GRPC", "GatewayFoundation", "AppStoreDomain",
-                .product(name: "Logging", package: "swift-log"), "Redis", "AppStoreClient",
+                "GRPC", "GatewayFoundation", "Metrics", .product(name: "Logging", package: "swift-log"),
             ]),
-        // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread, the server
-        // span of every RPC.
+        // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread for the spans
+        // every layer records through GatewayFoundation's `Tracer`.
         .target(
             name: "Tracing",
             dependencies: [
-                "CCurl", "GRPC", "GatewayFoundation", "Observability", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "GatewayFoundation", "Metrics", "Observability",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
@@ -152,7 +158,7 @@ let package = Package(
         .target(
             name: "GatewayApp",
             dependencies: [
-                "Edge", "Services", "GRPC", "HTTPServer", "EventLoops", "GatewayFoundation", "Observability",
+                "Edge", "Services", "GRPC", "HTTPServer", "EventLoops", "GatewayFoundation", "Observability", "Metrics",
                 "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
                 .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration", "Redis",
@@ -177,7 +183,8 @@ let package = Package(
         .executableTarget(
             name: "LogBenchmark",
             dependencies: [
-                "Observability", "GRPC", "GatewayFoundation", .product(name: "Logging", package: "swift-log"),
+                "Observability", "Metrics", "GRPC", "GatewayFoundation",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // MARK: Tests mirror Sources.
@@ -211,9 +218,10 @@ let package = Package(
                 "ProtoCodec", "TestSupport", "NotificationStore",
                 "Simulator", "SignedData",
                 .product(name: "Logging", package: "swift-log"), "GatewayApp", "Edge",
-                "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability",
+                "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability", "Metrics",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(
             name: "AppStoreDomainTests",
             dependencies: ["AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport", "Redis"]),
@@ -234,7 +242,8 @@ let package = Package(
             name: "EdgeTests",
             dependencies: [
                 "Edge", "ServiceHarness", "Services", "TestSupport", "GatewayFoundation", "Configuration",
-                "Cryptography", "HTTPServer", "NotificationStore", "Observability", "SignedData", "Simulator",
+                "Cryptography", "HTTPServer", "NotificationStore", "Observability", "Metrics", "SignedData",
+                "Simulator",
                 "AppStoreDomain", "GRPC",
             ]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
@@ -255,13 +264,17 @@ let package = Package(
             ]),
         .testTarget(
             name: "GRPCTests",
-            dependencies: ["GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport", "EventLoops"],
+            dependencies: [
+                "GRPC", "HTTPServer", "GatewayFoundation", "Metrics", "ProtoCodec", "TestSupport", "EventLoops",
+            ],
             exclude: ["Clients"]),
-        .testTarget(name: "TracingTests", dependencies: ["Tracing", "GRPC", "GatewayFoundation", "Observability"]),
+        .testTarget(
+            name: "TracingTests", dependencies: ["Tracing", "GatewayFoundation", "Observability", "Metrics"]),
         .testTarget(
             name: "ObservabilityTests",
             dependencies: [
-                "Observability", "GRPC", "GatewayFoundation", .product(name: "Logging", package: "swift-log"),
+                "Observability", "Metrics", "GRPC", "GatewayFoundation",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "SimulatorTests",
@@ -274,7 +287,7 @@ let package = Package(
             name: "AppStoreClientTests",
             dependencies: [
                 "AppStoreClient", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration", "Cryptography",
-                "EventLoops", "TestSupport", "Redis", "AppleFixtures",
+                "EventLoops", "TestSupport", "Redis", "AppleFixtures", "Metrics",
             ]),
     ]
 )
@@ -301,7 +314,9 @@ for target in package.targets where ["EventLoops", "HTTPServer", "GRPC"].contain
 // GRPC): in release builds each module offers its small functions and generic types for inlining and
 // specialization in the modules that call them, as one module would, so the split costs the hot path nothing.
 for target in package.targets
-where ["GatewayFoundation", "EventLoops", "HTTPServer", "GRPC", "ProtoCodec", "Observability"].contains(target.name) {
+where ["GatewayFoundation", "Metrics", "EventLoops", "HTTPServer", "GRPC", "ProtoCodec", "Observability"].contains(
+    target.name)
+{
     target.swiftSettings =
         (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 }

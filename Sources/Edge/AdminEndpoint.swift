@@ -3,6 +3,7 @@ import AppStoreDomain
 import GRPC
 import GatewayFoundation
 import HTTPServer
+import Metrics
 import Observability
 import SignedData
 

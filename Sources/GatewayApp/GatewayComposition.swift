@@ -65,13 +65,13 @@ public enum GatewayComposition {
     }
 
     /// The gateway's service for `configuration`, its calls to Apple from no event loop served on
-    /// `upstreamLoop`, reporting to the given events (silent by default) and feeding `live` (the webhook's
-    /// notifications) to its streams.
+    /// `upstreamLoop`, its Apple client counting in `clientMetrics` and its handlers in `serviceMetrics`
+    /// (registries of their own, read by nobody, by default), feeding `live` (the webhook's notifications) to its
+    /// streams.
     public static func service(
         _ configuration: GatewayConfiguration, upstreamLoop: UpstreamLoop,
-        events: any GatewayEvents = SilentGatewayEvents(),
-        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
-        accessEvents: any AccessEvents = SilentAccessEvents(), live: LiveNotificationFeed? = nil,
+        clientMetrics: AppStoreClientMetrics = AppStoreClientMetrics(),
+        serviceMetrics: ServiceMetrics = ServiceMetrics(), live: LiveNotificationFeed? = nil,
         tracer: any Tracer = SilentTracer()
     ) throws(ConfigurationError) -> AppStoreGatewayService {
         let roots = try SignedDataVerifier.trustedRoots(configuration.verification)
@@ -97,10 +97,9 @@ public enum GatewayComposition {
             throw problem
         }
         let client = try AppStoreAPIClient(
-            configuration: configuration, http: http, signers: signers, events: events, budgetEvents: budgetEvents,
-            accessEvents: accessEvents, tracer: tracer)
+            configuration: configuration, http: http, signers: signers, metrics: clientMetrics, tracer: tracer)
         return AppStoreGatewayService(
             configuration: configuration, verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys,
-            live: live)
+            live: live, metrics: serviceMetrics)
     }
 }

@@ -107,7 +107,7 @@ public struct UpstreamFixture: Sendable {
         apps: [GatewayConfiguration.App] = [app("example", bundleId: "com.example.app")],
         maxWait: Duration = .seconds(1),
         retries: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(20)),
-        clock: any GatewayClock = SystemClock(), events: any GatewayEvents = SilentGatewayEvents(),
+        clock: any GatewayClock = SystemClock(), metrics: AppStoreClientMetrics = AppStoreClientMetrics(),
         script: @escaping FakeApple.Script = { _, _ in AppleJSON.history([]) }
     ) throws {
         fake = try FakeApple(script)
@@ -130,7 +130,7 @@ public struct UpstreamFixture: Sendable {
         loop = try RunningLoop()
         http = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: loop.loop)
         client = try AppStoreAPIClient(
-            configuration: configuration, http: http, signers: signers, clock: clock, events: events)
+            configuration: configuration, http: http, signers: signers, clock: clock, metrics: metrics)
     }
 
     public func app(_ name: String = "example") throws(GatewayError) -> GatewayConfiguration.App {
