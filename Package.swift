@@ -57,6 +57,10 @@ let package = Package(
         // The domain-free foundation: clocks and time arithmetic, Base64, the JSON reader, checked numbers,
         // threads, `Lock` (ThreadSanitizer's hooks), the byte queue, W3C trace context. Imports no project module.
         .target(name: "GatewayFoundation", dependencies: ["CLinux", "CThreadSanitizer"]),
+        // The metrics every layer records into directly: a registry of counter, gauge and histogram families by
+        // name and help, with labels, and per-loop cells for what a loop counts per call. No exposition format
+        // (Observability renders it), no project module but GatewayFoundation.
+        .target(name: "Metrics", dependencies: ["GatewayFoundation"]),
         // The App Store domain: Apple's endpoints, environments and error codes, `GatewayError`, rate budgets and
         // fair shares, request JWTs, retry policy, callers. No transport, no YAML.
         .target(name: "AppStoreDomain", dependencies: ["GatewayFoundation"]),
@@ -82,20 +86,22 @@ let package = Package(
         .target(
             name: "HTTPServer",
             dependencies: ["CLinux", "CNGHTTP2", "COpenSSL", "Cryptography", "GatewayFoundation", "EventLoops"]),
-        // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health.
+        // gRPC over the HTTP/2 server: framing, routing, deadlines, status types and details, health; each call's
+        // metrics (go-grpc-prometheus names, per-loop cells), its SERVER span (through `Tracer`) and the access-log
+        // seam (`AccessLog`).
         .target(
             name: "GRPC",
-            dependencies: ["HTTPServer", "GatewayFoundation", "ProtoCodec", "EventLoops"]),
+            dependencies: ["HTTPServer", "GatewayFoundation", "Metrics", "ProtoCodec", "EventLoops"]),
         // A Redis client the gateway owns end to end: its socket (TCP or TLS through OpenSSL), bounded replies
         // parsed by hiredis, scripts by SHA. Knows nothing of what the commands mean.
         .target(
             name: "Redis", dependencies: ["CHiredis", "CLinux", "COpenSSL", "Cryptography", "GatewayFoundation"]),
-        // The upstream App Store Server API client: one libcurl multi handle on its own thread (HTTP/2
+        // The upstream App Store Server API client: libcurl multi handles driven by event loops (HTTP/2
         // over TLS, multiplexed), request JWTs, rate limits, retries, environment fallback.
         .target(
             name: "AppStoreClient",
             dependencies: [
-                "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain", "SignedData",
+                "CCurl", "Cryptography", "GatewayFoundation", "AppStoreDomain", "SignedData", "Metrics",
                 .product(name: "Logging", package: "swift-log"), "Redis",
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream; and the
@@ -110,7 +116,7 @@ let package = Package(
             name: "Services",
             dependencies: [
                 "GRPC", "GatewayFoundation", "AppStoreDomain", "ProtoCodec", "SignedData", "SubscriptionState",
-                "Cryptography", "Observability",
+                "Cryptography", "Metrics",
                 "AppStoreClient",
                 "NotificationStore",
                 .product(name: "Logging", package: "swift-log"),
@@ -121,23 +127,23 @@ let package = Package(
             name: "Edge",
             dependencies: [
                 "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "AppStoreClient",
-                "CallerAuthentication", "NotificationStore", "SignedData", "Observability",
+                "CallerAuthentication", "NotificationStore", "SignedData", "Observability", "Metrics",
                 "ProtoCodec", "Cryptography",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // Prometheus metrics registry and the JSON-lines log handler; records the gRPC server's call events.
+        // The Prometheus text exposition of the metrics registry, the JSON-lines log handler and the gRPC access log.
         .target(
             name: "Observability",
             dependencies: [
-                "GRPC", "GatewayFoundation", "AppStoreDomain",
-                .product(name: "Logging", package: "swift-log"), "Redis", "AppStoreClient",
+                "GRPC", "GatewayFoundation", "Metrics", .product(name: "Logging", package: "swift-log"),
             ]),
-        // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread, the server
-        // span of every RPC.
+        // OpenTelemetry traces: samplers, a batching OTLP/HTTP (protobuf) exporter on its own thread for the spans
+        // every layer records through GatewayFoundation's `Tracer`.
         .target(
             name: "Tracing",
             dependencies: [
-                "CCurl", "GRPC", "GatewayFoundation", "Observability", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "GatewayFoundation", "Metrics", "Observability",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // A fake of Apple's App Store Server API (same paths, JSON, errors, auth, limits) with a test PKI.
         .target(
@@ -159,7 +165,8 @@ let package = Package(
         .target(
             name: "GatewayApp",
             dependencies: [
-                "Edge", "Services", "GRPC", "HTTPServer", "GatewayFoundation", "Observability", "AppStoreClient",
+                "Edge", "Services", "GRPC", "HTTPServer", "EventLoops", "GatewayFoundation", "Observability", "Metrics",
+                "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
                 .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration", "Redis",
             ]),
@@ -183,7 +190,8 @@ let package = Package(
         .executableTarget(
             name: "LogBenchmark",
             dependencies: [
-                "Observability", "GRPC", "GatewayFoundation", .product(name: "Logging", package: "swift-log"),
+                "Observability", "Metrics", "GRPC", "GatewayFoundation",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // MARK: Tests mirror Sources.
@@ -198,15 +206,15 @@ let package = Package(
             name: "ServiceHarness",
             dependencies: [
                 "AppStoreDomain", "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec",
-                "Simulator",
-                "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
+                "Simulator", "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
             ],
             path: "Tests/ServiceHarness"),
         // A scripted stand-in for Apple over TLS and the Apple clients wired to it (AppStoreClientTests, ServicesTests).
         .target(
             name: "AppleFixtures",
             dependencies: [
-                "AppStoreClient", "AppStoreDomain", "Configuration", "Cryptography", "GatewayFoundation", "HTTPServer",
+                "AppStoreClient", "AppStoreDomain", "Configuration", "Cryptography", "EventLoops", "GatewayFoundation",
+                "HTTPServer",
                 .product(name: "Logging", package: "swift-log"), "SignedData", "TestSupport",
             ],
             path: "Tests/AppleFixtures"),
@@ -217,9 +225,10 @@ let package = Package(
                 "ProtoCodec", "TestSupport", "NotificationStore",
                 "Simulator", "SignedData",
                 .product(name: "Logging", package: "swift-log"), "GatewayApp", "Edge",
-                "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability",
+                "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability", "Metrics",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(
             name: "AppStoreDomainTests",
             dependencies: ["AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport", "Redis"]),
@@ -253,7 +262,8 @@ let package = Package(
             name: "EdgeTests",
             dependencies: [
                 "Edge", "ServiceHarness", "Services", "TestSupport", "GatewayFoundation", "Configuration",
-                "Cryptography", "HTTPServer", "NotificationStore", "Observability", "SignedData", "Simulator",
+                "Cryptography", "HTTPServer", "NotificationStore", "Observability", "Metrics", "SignedData",
+                "Simulator",
                 "AppStoreDomain", "GRPC",
             ]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
@@ -274,13 +284,17 @@ let package = Package(
             ]),
         .testTarget(
             name: "GRPCTests",
-            dependencies: ["GRPC", "HTTPServer", "GatewayFoundation", "ProtoCodec", "TestSupport", "EventLoops"],
+            dependencies: [
+                "GRPC", "HTTPServer", "GatewayFoundation", "Metrics", "ProtoCodec", "TestSupport", "EventLoops",
+            ],
             exclude: ["Clients"]),
-        .testTarget(name: "TracingTests", dependencies: ["Tracing", "GRPC", "GatewayFoundation", "Observability"]),
+        .testTarget(
+            name: "TracingTests", dependencies: ["Tracing", "GatewayFoundation", "Observability", "Metrics"]),
         .testTarget(
             name: "ObservabilityTests",
             dependencies: [
-                "Observability", "GRPC", "GatewayFoundation", .product(name: "Logging", package: "swift-log"),
+                "Observability", "Metrics", "GRPC", "GatewayFoundation",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "SimulatorTests",
@@ -293,7 +307,7 @@ let package = Package(
             name: "AppStoreClientTests",
             dependencies: [
                 "AppStoreClient", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration", "Cryptography",
-                "EventLoops", "TestSupport", "Redis", "AppleFixtures",
+                "EventLoops", "TestSupport", "Redis", "AppleFixtures", "Metrics",
             ]),
     ]
 )
@@ -320,7 +334,9 @@ for target in package.targets where ["EventLoops", "HTTPServer", "GRPC"].contain
 // GRPC): in release builds each module offers its small functions and generic types for inlining and
 // specialization in the modules that call them, as one module would, so the split costs the hot path nothing.
 for target in package.targets
-where ["GatewayFoundation", "EventLoops", "HTTPServer", "GRPC", "ProtoCodec", "Observability"].contains(target.name) {
+where ["GatewayFoundation", "Metrics", "EventLoops", "HTTPServer", "GRPC", "ProtoCodec", "Observability"].contains(
+    target.name)
+{
     target.swiftSettings =
         (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 }

@@ -1,4 +1,5 @@
 import AppStoreDomain
+import GatewayFoundation
 
 extension AppStoreAPIClient {
     /// Apple's hosts.
@@ -50,10 +51,11 @@ extension AppStoreAPIClient {
 }
 
 extension UpstreamHTTPClient {
-    /// The client for the gateway's `apple` keys (CA file, system CAs, connect timeout), its thread started.
-    public convenience init(_ apple: AppStoreAPIClient.Apple) throws(ConfigurationError) {
+    /// The client for the gateway's `apple` keys (CA file, system CAs, connect timeout), serving callers on no
+    /// event loop on `loop`.
+    public convenience init(_ apple: AppStoreAPIClient.Apple, loop: any IOLoop) throws(ConfigurationError) {
         do {
-            try self.init(configuration: apple.upstream)
+            try self.init(configuration: apple.upstream, loop: loop)
         } catch {
             throw ConfigurationError(key: "apple", problem: "cannot start the upstream HTTP client: \(error)")
         }

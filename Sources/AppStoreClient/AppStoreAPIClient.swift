@@ -72,8 +72,8 @@ public final class AppStoreAPIClient: Sendable {
     let clock: any GatewayClock
     let logger: Logger
     let sleep: @Sendable (Duration) async throws -> Void
-    /// Where attempts, retries and JWT mints are reported.
-    public let events: any GatewayEvents
+    /// Where attempts, retries, JWT mints and the budgets' waits and refusals are counted.
+    package let metrics: AppStoreClientMetrics
     /// Where the CLIENT span of each Apple call (and each Redis budget call) goes.
     public let tracer: any Tracer
     private let signers: [String: any ES256Signer]
@@ -82,18 +82,17 @@ public final class AppStoreAPIClient: Sendable {
     /// reads them from the apps' key files): an app that calls Apple without one fails start-up with a
     /// `ConfigurationError` naming `apps[i].privateKeyFile`. `sleep` waits for rate-limit slots and
     /// backoffs (tests may shorten it). With `redis.url` the budget is shared by the replicas; with `fairShares`
-    /// (a `callers` list) listed callers compete for each app's bucket by weight.
+    /// (a `callers` list) listed callers compete for each app's bucket by weight. Calls, budgets and fair shares
+    /// count in `metrics`.
     public init(
         apps configured: [App], apple: Apple, rateLimits: RateLimiting, retries: RetryPolicy,
         redis: SharedRateBudget.Settings, fairShares: Bool, http: UpstreamHTTPClient,
         signers: [String: any ES256Signer],
         clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.upstream"),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        events: any GatewayEvents = SilentGatewayEvents(),
-        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
-        accessEvents: any AccessEvents = SilentAccessEvents(), tracer: any Tracer = SilentTracer()
+        metrics: AppStoreClientMetrics = AppStoreClientMetrics(), tracer: any Tracer = SilentTracer()
     ) throws(ConfigurationError) {
-        self.events = events
+        self.metrics = metrics
         self.tracer = tracer
         var loaded: [String: any ES256Signer] = [:]
         for (index, app) in configured.enumerated() where app.environment != .xcode {
@@ -120,7 +119,7 @@ public final class AppStoreAPIClient: Sendable {
                     perApp: perApp.mapValues { $0.scaled(by: share) }),
                 appNames: appNames,
                 reservationHorizon: rateLimits.maxWait,
-                clock: clock, events: budgetEvents, tracer: tracer)
+                clock: clock, metrics: metrics.sharedBudget, tracer: tracer)
         } else {
             budget = rateLimiter
         }
@@ -129,7 +128,7 @@ public final class AppStoreAPIClient: Sendable {
             budget = FairShareBudget(
                 inner: budget, clock: clock,
                 appNames: appNames,
-                events: accessEvents, sleep: sleep)
+                metrics: metrics.fairShares, sleep: sleep)
         }
         self.budget = budget
         settings = Settings(apple: apple, retries: retries, rateLimits: rateLimits)

@@ -69,7 +69,7 @@ struct AppleCall {
             }
             try await reserveToken(now: now, schedule: schedule)
 
-            let signer = MintReporter(signer: try client.signer(for: app), app: app.name, events: client.events)
+            let signer = MintReporter(signer: try client.signer(for: app), app: app.name, metrics: client.metrics.calls)
             let token: SignedJWT
             do {
                 token = try client.jwtCache.token(for: identity, now: clock.wallNow(), signer: signer)
@@ -161,7 +161,7 @@ struct AppleCall {
             case .done:
                 continue  // not reached: success returned above
             case .retry(let delay):
-                client.events.appleRetry(
+                client.metrics.calls.retry(
                     app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
                 client.tracer.addEvent(
                     "retry", to: &span,
@@ -197,12 +197,12 @@ struct AppleCall {
         }
     }
 
-    /// Reports one attempt to the metrics sink and notes Apple's request id for the RPC's log line.
+    /// Counts one attempt and notes Apple's request id for the RPC's log line.
     private func report(httpStatus: Int?, errorCode: AppleErrorCode?, since start: MonotonicInstant, requestID: String?)
     {
         let elapsed = client.clock.monotonicNow() - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        client.events.appleAttempt(
+        client.metrics.calls.attempt(
             app: app.name, endpoint: endpoint.configName, environment: environment.rawValue, httpStatus: httpStatus,
             errorCode: errorCode.map { Int($0.rawValue) }, seconds: seconds)
         if let annotations = CallAnnotations.current {
@@ -221,12 +221,12 @@ struct AppleCall {
         case .goNow:
             return
         case .goAfter(let wait):
-            client.events.rateLimitWaited(
+            client.metrics.rateLimits.waited(
                 app: app.name, endpoint: endpoint.configName, environment: environment.rawValue,
                 seconds: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
             do { try await client.sleep(wait) } catch { throw .cancelled }
         case .refused(let retryAfter):
-            client.events.rateLimitRefused(
+            client.metrics.rateLimits.refused(
                 app: app.name, endpoint: endpoint.configName, environment: environment.rawValue)
             throw .rateLimited(RateLimitRefusal(key: key, retryAfter: retryAfter, app: app.name))
         }
@@ -254,10 +254,10 @@ struct AppleCall {
 private struct MintReporter: ES256Signer {
     let signer: any ES256Signer
     let app: String
-    let events: any GatewayEvents
+    let metrics: AppleCallMetrics
 
     func sign(_ message: [UInt8]) throws -> [UInt8] {
-        events.jwtMinted(app: app)
+        metrics.jwtMinted(app: app)
         return try signer.sign(message)
     }
 }

@@ -4,9 +4,9 @@ import GatewayFoundation
 /// Initialises libcurl's global state once per process, before the first handle.
 let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 
-/// One libcurl multi handle and the transfers in it, confined to one thread (the client's own thread, or an
-/// event loop): what both ways of driving libcurl share. It starts transfers, answers finished and cancelled
-/// ones and counts them; who waits for the sockets is the driver's business.
+/// One libcurl multi handle and the transfers in it, confined to the event loop that drives it
+/// (`LoopCurlDriver`). It starts transfers, answers finished and cancelled ones and counts them; who waits for
+/// the sockets is the driver's business.
 final class CurlMulti {
     let multi: UnsafeMutableRawPointer
     private let configuration: UpstreamHTTPClient.Configuration
@@ -138,7 +138,7 @@ final class CurlMulti {
     }
 }
 
-/// One multi handle's counters: written by its thread, summed by whoever reads the client's metrics (the lock is
+/// One multi handle's counters: written by its loop, summed by whoever reads the client's metrics (the lock is
 /// the handle's own, so loops never share one).
 final class UpstreamCounters: Sendable {
     private let metrics = Lock(UpstreamMetrics())

@@ -1,9 +1,9 @@
 internal import CCurl
 import Foundation
 
-/// One libcurl easy handle with everything it points at. Owned by the thread that drives its multi handle (an
-/// event loop or the client's thread): created there, driven there, freed there. Ownership: the easy handle, the `curl_slist` of headers and the POST body
-/// buffer are all owned here and freed in `deinit`, after the handle left the multi handle, because
+/// One libcurl easy handle with everything it points at. Owned by the event loop that drives its multi handle:
+/// created there, driven there, freed there. Ownership: the easy handle, the `curl_slist` of headers and the POST
+/// body buffer are all owned here and freed in `deinit`, after the handle left the multi handle, because
 /// libcurl reads the header list and the body (`CURLOPT_POSTFIELDS` is not copied) until the transfer ends.
 final class CurlTransfer {
     let id: Int

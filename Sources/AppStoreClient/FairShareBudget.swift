@@ -1,5 +1,6 @@
 import AppStoreDomain
 import GatewayFoundation
+import Metrics
 
 /// Gives each listed caller at least its weight's share of an app's bucket when callers compete, in front of
 /// any `RateBudget` (this replica's buckets or the budget shared in Redis).
@@ -29,20 +30,21 @@ public final class FairShareBudget: RateBudget {
     private let inner: any RateBudget
     private let clock: any GatewayClock
     private let sleep: @Sendable (Duration) async throws -> Void
-    private let events: any AccessEvents
+    private let metrics: FairShareMetrics
     private let appNames: [String: String]
     private let state = Lock(State())
 
-    /// Fair shares in front of `inner`; `appNames` maps bundle ids to app names for metric labels.
+    /// Fair shares in front of `inner`, counted in `metrics`; `appNames` maps bundle ids to app names for metric
+    /// labels.
     public init(
         inner: any RateBudget, clock: any GatewayClock, appNames: [String: String] = [:],
-        events: any AccessEvents = SilentAccessEvents(),
+        metrics: FairShareMetrics = FairShareMetrics(registry: MetricsRegistry()),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         self.inner = inner
         self.clock = clock
         self.sleep = sleep
-        self.events = events
+        self.metrics = metrics
         self.appNames = appNames
     }
 
@@ -91,10 +93,10 @@ public final class FairShareBudget: RateBudget {
         }
         switch answer {
         case .refused:
-            events.fairShareRefused(caller: caller.identity, app: app)
+            metrics.refused(caller: caller.identity, app: app)
         case .goNow, .goAfter:
             let waited = clock.monotonicNow() - start
-            events.fairShareWaited(
+            metrics.waited(
                 caller: caller.identity, app: app,
                 seconds: Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18)
         }

@@ -2,6 +2,7 @@ import AppStoreDomain
 import Foundation
 import GatewayFoundation
 import Logging
+import Metrics
 import Redis
 
 /// The rate budget shared by every replica, in Redis (`redis.url`): each Apple call's token is taken
@@ -32,7 +33,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private let appNames: [String: String]
     private let clock: any GatewayClock
     private let logger: Logger
-    private let events: any SharedBudgetEvents
+    private let metrics: SharedBudgetMetrics
     /// Where the CLIENT span of each reservation's round trip goes.
     private let tracer: any Tracer
     /// Guards `queue` and `stopping`; signalled when work arrives.
@@ -59,12 +60,14 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     /// A shared budget for the rates in `limits` (the configured, whole-app budgets), with the local
     /// `fallback` limiter already at `redis.fallbackShare`. `appNames` maps bundle ids to the app names
     /// used as metric labels; `reservationHorizon` is `rateLimits.maxWait`, the furthest ahead a shared slot
-    /// is ever reserved. The thread starts at once; the first reservation connects.
+    /// is ever reserved. Reservations, modes and round trips count in `metrics`. The thread starts at once; the
+    /// first reservation connects.
     public init(
         settings: SharedRateBudget.Settings, limits: RateLimiter, fallback: RateLimiter, appNames: [String: String],
         reservationHorizon: Duration, clock: any GatewayClock = SystemClock(),
         logger: Logger = Logger(label: "appstore-gateway.redis"),
-        events: any SharedBudgetEvents = SilentSharedBudgetEvents(), tracer: any Tracer = SilentTracer()
+        metrics: SharedBudgetMetrics = SharedBudgetMetrics(registry: MetricsRegistry()),
+        tracer: any Tracer = SilentTracer()
     ) {
         self.tracer = tracer
         self.settings = settings
@@ -74,13 +77,13 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         self.appNames = appNames
         self.clock = clock
         self.logger = logger
-        self.events = events
+        self.metrics = metrics
         if let url = settings.url {
             connection = RedisConnection(
                 url: url, timeout: settings.timeout, limits: Self.replyLimits,
                 tls: RedisTLSFiles(settings))
         }
-        events.sharedBudgetMode(mode.state, transition: nil)
+        metrics.modeChanged(to: mode.state, transition: nil)
         Thread.start(named: "redis-budget") { [self] in run() }
     }
 
@@ -213,10 +216,10 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
                 try connection.connect(before: deadline)
                 try connection.load(Self.script, before: deadline)  // once per connection: calls need not meet NOSCRIPT
             } catch {
-                roundTrip(since: start, commands: 1, failure: error.kind)
+                roundTrip(since: start, failure: error.kind)
                 throw error
             }
-            roundTrip(since: start, commands: 1, failure: nil)
+            roundTrip(since: start, failure: nil)
         }
     }
 
@@ -288,7 +291,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
                         case .goAfter: .waited
                         case .refused: .refused
                         }
-                    events.sharedBudgetReservation(app: app, endpoint: group.key.endpoint.configName, outcome: outcome)
+                    metrics.reservation(app: app, endpoint: group.key.endpoint.configName, outcome: outcome)
                     continuation.resume(returning: reservation)
                 }
             }
@@ -306,20 +309,19 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     {
         guard let connection, !arguments.isEmpty || !plain.isEmpty else { return [] }
         let start = clock.monotonicNow()
-        let commands = arguments.count + plain.count
         let replies: [RedisReply]
         do {
             replies = try connection.pipeline(
                 arguments.map(Self.script.call) + plain, loading: Self.script, before: deadline)
         } catch {
-            roundTrip(since: start, commands: commands, failure: error.kind)
+            roundTrip(since: start, failure: error.kind)
             throw error
         }
         for case .error(let message) in replies {
-            roundTrip(since: start, commands: commands, failure: .redisError)
+            roundTrip(since: start, failure: .redisError)
             throw RedisConnectionFailure(kind: .redisError, message: message)
         }
-        roundTrip(since: start, commands: commands, failure: nil)
+        roundTrip(since: start, failure: nil)
         return replies
     }
 
@@ -334,7 +336,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
             case .reserve(let key, let maxWait, let continuation):
                 primeLocalBucket(key)
                 let app = appNames[key.bundleID] ?? key.bundleID
-                events.sharedBudgetReservation(app: app, endpoint: key.endpoint.configName, outcome: .fallback)
+                metrics.reservation(app: app, endpoint: key.endpoint.configName, outcome: .fallback)
                 continuation.resume(returning: fallback.reserve(key: key, now: clock.monotonicNow(), maxWait: maxWait))
             }
         }
@@ -383,13 +385,13 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         let changed = modeSnapshot != mode.state
         modeSnapshot = mode.state
         condition.unlock()
-        if changed || transition != nil { events.sharedBudgetMode(mode.state, transition: transition) }
+        if changed || transition != nil { metrics.modeChanged(to: mode.state, transition: transition) }
     }
 
-    private func roundTrip(since start: MonotonicInstant, commands: Int, failure: RedisFailureKind?) {
+    private func roundTrip(since start: MonotonicInstant, failure: RedisFailureKind?) {
         let elapsed = clock.monotonicNow() - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        events.redisRoundTrip(seconds: seconds, commands: commands, failure: failure)
+        metrics.roundTrip(seconds: seconds, failure: failure)
     }
 }
 

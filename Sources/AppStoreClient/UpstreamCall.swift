@@ -21,7 +21,7 @@ final class UpstreamCall: Sendable {
 
     private init() {}
 
-    /// Waits for the transfer's result. `handOver` starts the transfer, or queues it for the thread that will,
+    /// Waits for the transfer's result. `handOver` starts the transfer, or queues it for the loop that will,
     /// and answers nil, or the error that refuses the call (the continuation is then answered here, never by
     /// `handOver`); `remove` asks for the transfer's removal. Both run under the call's lock and must not resume
     /// the continuation or wait.

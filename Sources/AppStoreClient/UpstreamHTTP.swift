@@ -100,7 +100,7 @@ public struct UpstreamMetrics: Sendable, Hashable {
     public var transfersCancelled = 0
     /// New connections opened (sum of `CURLINFO_NUM_CONNECTS`): low under load means HTTP/2 multiplexing.
     public var connectionsOpened = 0
-    /// Transfers driven by the event loop their caller ran on (the rest went through the client's thread).
+    /// Transfers driven by the event loop their caller ran on (the rest were handed over to the client's loop).
     public var transfersOnCallerLoops = 0
 
     /// Zero counters.

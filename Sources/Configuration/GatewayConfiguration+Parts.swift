@@ -15,15 +15,12 @@ extension AppStoreAPIClient {
         configuration: GatewayConfiguration, http: UpstreamHTTPClient, signers: [String: any ES256Signer],
         clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.upstream"),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        events: any GatewayEvents = SilentGatewayEvents(),
-        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
-        accessEvents: any AccessEvents = SilentAccessEvents(), tracer: any Tracer = SilentTracer()
+        metrics: AppStoreClientMetrics = AppStoreClientMetrics(), tracer: any Tracer = SilentTracer()
     ) throws(ConfigurationError) {
         try self.init(
             apps: configuration.apps, apple: configuration.apple, rateLimits: configuration.rateLimits,
             retries: configuration.retries, redis: configuration.redis, fairShares: configuration.callers != nil,
-            http: http, signers: signers, clock: clock, logger: logger, sleep: sleep, events: events,
-            budgetEvents: budgetEvents, accessEvents: accessEvents, tracer: tracer)
+            http: http, signers: signers, clock: clock, logger: logger, sleep: sleep, metrics: metrics, tracer: tracer)
     }
 }
 
@@ -31,13 +28,14 @@ extension AppStoreGatewayService {
     /// The service for `configuration` (see the designated initializer).
     public init(
         configuration: GatewayConfiguration, verifier: SignedDataVerifier, client: AppStoreAPIClient,
-        resumeTokenKeys: ResumeTokenKeyRing, clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil
+        resumeTokenKeys: ResumeTokenKeyRing, clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil,
+        metrics: ServiceMetrics = ServiceMetrics()
     ) {
         self.init(
             apps: configuration.apps, verification: configuration.verification, history: configuration.history,
             resumeTokenMaxAge: configuration.notifications.resumeTokenMaxAge,
             store: configuration.notifications.store, realtime: configuration.notifications.realtime,
             verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys, clock: clock, live: live,
-            refundPolicy: configuration.subscriptions.refundPolicy)
+            refundPolicy: configuration.subscriptions.refundPolicy, metrics: metrics)
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 import GatewayFoundation
 import HTTPServer
 import Logging
-import Observability
+import Metrics
 import Synchronization
 
 #if canImport(Glibc)

@@ -3,6 +3,7 @@ import AppStoreDomain
 import GRPC
 import GatewayFoundation
 import HTTPServer
+import Metrics
 import Observability
 import SignedData
 
@@ -79,7 +80,7 @@ public struct AdminEndpoint: HTTPRequestHandler {
         let transfers = registry.counter(
             "appstore_gateway_upstream_transfers_total",
             help: "HTTP requests to Apple handed to libcurl, by who drove them: the event loop the calling RPC ran on "
-                + "(caller_loop) or the client's own thread (client_thread, for callers on no loop).",
+                + "(caller_loop) or the client's loop, upstream-curl (client_thread, for callers on no loop).",
             labelNames: ["driver"])
         let failedTransfers = registry.counter(
             "appstore_gateway_upstream_transfers_failed_total",

@@ -2,6 +2,7 @@ import AppStoreDomain
 import CallerAuthentication
 import GRPC
 import HTTPServer
+import Metrics
 import ProtoCodec
 import Services
 
@@ -11,15 +12,16 @@ public final class CallerGuard: CallGuard {
     public let authenticator: CallerAuthenticator
     /// `tls.identityFromCommonName`: a client certificate's subject CN counts as a name (`cn:<name>`).
     public let identityFromCommonName: Bool
-    private let events: any AccessEvents
+    private let metrics: CallerAccessMetrics
 
+    /// Refusals and listed callers' admissions count in `metrics`.
     public init(
         authenticator: CallerAuthenticator, identityFromCommonName: Bool = false,
-        events: any AccessEvents = SilentAccessEvents()
+        metrics: CallerAccessMetrics = CallerAccessMetrics(registry: MetricsRegistry())
     ) {
         self.authenticator = authenticator
         self.identityFromCommonName = identityFromCommonName
-        self.events = events
+        self.metrics = metrics
     }
 
     public func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
@@ -37,16 +39,16 @@ public final class CallerGuard: CallGuard {
             if let caller, caller.permissions != .all,
                 let refusal = caller.refusal(needing: MethodPermissions.required(forMethod: method), method: method)
             {
-                events.callRefused(reason: refusal.reason)
+                metrics.callRefused(reason: refusal.reason)
                 return .failure(GatewayError.permissionDenied(refusal).rpcStatus)
             }
-            if let caller, caller.listed { events.callerAdmitted(caller: caller.identity) }
+            if let caller, caller.listed { metrics.callerAdmitted(caller.identity) }
             return .success(caller)
         case .failure(.unauthenticated(let failure)):
-            events.callRefused(reason: failure.rawValue)
+            metrics.callRefused(reason: failure.rawValue)
             return .failure(GatewayError.unauthenticated(failure).rpcStatus)
         case .failure(.permissionDenied(let refusal)):
-            events.callRefused(reason: refusal.reason)
+            metrics.callRefused(reason: refusal.reason)
             return .failure(GatewayError.permissionDenied(refusal).rpcStatus)
         }
     }
@@ -55,7 +57,7 @@ public final class CallerGuard: CallGuard {
         // `caller` is what `admit` returned: a `CallerIdentity` or nil.
         let caller = caller as? CallerIdentity
         guard let refusal = authenticator.withPolicy({ $0.authorize(caller, app: app) }) else { return nil }
-        events.callRefused(reason: refusal.reason)
+        metrics.callRefused(reason: refusal.reason)
         return GatewayError.permissionDenied(refusal).rpcStatus
     }
 
@@ -77,7 +79,7 @@ public final class CallerGuard: CallGuard {
             }
         }
         guard let refusal else { return nil }
-        events.callRefused(reason: refusal.reason)
+        metrics.callRefused(reason: refusal.reason)
         return GatewayError.permissionDenied(refusal).rpcStatus
     }
 }

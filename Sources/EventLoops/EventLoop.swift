@@ -40,8 +40,8 @@ public protocol IterationEndTarget: AnyObject {
 /// raw epoll events, timer targets, `atIterationEnd`).
 ///
 /// It is also a Swift `TaskExecutor`: a task started with it as its executor preference (a gRPC call's
-/// handler) runs its non-isolated code on the loop's thread, and wherever it is resumed from (the upstream
-/// client's thread, a pool) it comes back here in one hand-over, never through Swift's global pool.
+/// handler) runs its non-isolated code on the loop's thread, and wherever it is resumed from (another loop, a
+/// pool) it comes back here in one hand-over, never through Swift's global pool.
 public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let epollFD: Int32
     private let wakeFD: Int32

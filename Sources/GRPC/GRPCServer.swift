@@ -1,6 +1,7 @@
 import EventLoops
 import GatewayFoundation
 import HTTPServer
+import Metrics
 import Synchronization
 
 #if canImport(Glibc)
@@ -43,19 +44,24 @@ public final class GRPCServer: Sendable {
     public let http2: HTTP2Server
     private let router: Router
     private let configuration: GRPCServerConfiguration
+    private let life = ServerLifeSignal()
 
-    /// A server of `services` with `configuration`'s limits and timers. `events` hears every call's start and
-    /// end (metrics, access log); `callGuard` (nil = anyone) is asked before any handler runs, for every call of
-    /// a service that is not open (`GRPCService.isOpen`: health and reflection are); `tls` puts TLS on the port
-    /// (ALPN h2; client certificates when its context asks for them), nil = h2c; `onGoaway` hears every GOAWAY
-    /// a connection sends, on its loop.
+    /// A server of `services` with `configuration`'s limits and timers. Every call counts in `metrics` (a registry
+    /// of its own, read by nobody, by default), gets a line in `accessLog` (nil: none; health checks never do)
+    /// and a SERVER span for `tracer` (nil: none); `callGuard` (nil = anyone) is asked before any handler runs,
+    /// for every call of a service that is not open (`GRPCService.isOpen`: health and reflection are); `tls` puts
+    /// TLS on the port (ALPN h2; client certificates when its context asks for them), nil = h2c; `onGoaway`
+    /// hears every GOAWAY a connection sends, on its loop.
     public init(
-        configuration: GRPCServerConfiguration, services: [GRPCService], events: any RPCEvents = SilentRPCEvents(),
-        callGuard: (any CallGuard)? = nil, tls: TLSContext? = nil, onGoaway: (@Sendable (SentGoaway) -> Void)? = nil
+        configuration: GRPCServerConfiguration, services: [GRPCService],
+        metrics: RPCMetrics = RPCMetrics(registry: MetricsRegistry()), accessLog: (any AccessLog)? = nil,
+        tracer: (any Tracer)? = nil, callGuard: (any CallGuard)? = nil, tls: TLSContext? = nil,
+        onGoaway: (@Sendable (SentGoaway) -> Void)? = nil
     ) throws(SystemError) {
         let threads = configuration.threads > 0 ? configuration.threads : Self.coreCount()
         let router = Router(
-            configuration: configuration, loops: threads, services: services, events: events, callGuard: callGuard)
+            configuration: configuration, loops: threads, services: services, metrics: metrics,
+            accessLog: accessLog, tracer: tracer, callGuard: callGuard)
         self.router = router
         self.configuration = configuration
         self.http2 = try HTTP2Server(
@@ -66,8 +72,26 @@ public final class GRPCServer: Sendable {
     /// The bound port.
     public var port: UInt16 { http2.port }
 
-    /// Starts serving.
-    public func start() { http2.start() }
+    /// Starts serving (once; a second call, or one after a shutdown, does nothing).
+    public func start() {
+        if life.update({ $0.start() }) { http2.start() }
+    }
+
+    /// Starts serving and returns when a graceful shutdown begun with `beginGracefulShutdown` (from any thread,
+    /// e.g. a signal handler's) is over: every connection closed, or the grace period ended the calls still
+    /// running. Waits on the server's state; never polls.
+    @discardableResult
+    public func serve() -> ShutdownOutcome {
+        start()
+        life.wait { !($0.state == .serving) }
+        return drainOrAwait()
+    }
+
+    /// Asks the server to shut down gracefully within `grace` (nil = `shutdownGrace` of its configuration) and
+    /// returns at once; `serve()` (or `shutdown`) does the shutdown. Only the first request counts.
+    public func beginGracefulShutdown(grace: Duration? = nil) {
+        _ = life.update { $0.requestShutdown(grace: grace) }
+    }
 
     /// Checks every open call again with the call guard (`CallGuard.recheck`), after its policy changed, and ends
     /// those it no longer allows with the status it gives (PERMISSION_DENIED for a caller whose app or
@@ -79,8 +103,25 @@ public final class GRPCServer: Sendable {
     /// Graceful shutdown: GOAWAY (two-step) on every connection, in-flight calls run until they finish or
     /// the grace period ends, then the rest end with UNAVAILABLE and connections close. Blocks until done,
     /// waiting on the server's state (`GracefulShutdown`): it returns as soon as the last connection closes.
+    /// When `serve()` runs on another thread, this asks it to shut down and waits for its outcome.
     @discardableResult
     public func shutdown(grace: Duration? = nil) -> ShutdownOutcome {
+        beginGracefulShutdown(grace: grace)
+        return drainOrAwait()
+    }
+
+    /// Drains on this thread when nobody else does; otherwise waits for the thread that does.
+    private func drainOrAwait() -> ShutdownOutcome {
+        if let grace = life.update({ $0.beginDraining() }) {
+            let outcome = drain(grace: grace)
+            life.update { $0.finish(outcome) }
+            return outcome
+        }
+        life.wait { $0.outcome != nil }
+        return life.update { $0.outcome } ?? .drained
+    }
+
+    private func drain(grace: Duration?) -> ShutdownOutcome {
         http2.beginGracefulShutdown()
         var sequence = GracefulShutdown(grace: grace ?? configuration.shutdownGrace, now: .now())
         while true {
@@ -135,13 +176,14 @@ struct Router: HTTP2Responder {
     /// Each loop's handlers, by path index: every loop reads the services' methods once for itself, so a
     /// handler's closure context (retained and released several times a call) is written by one core only.
     let handlers: LoopLocal<[MethodHandler]>
-    /// Each loop's recorder of each path (metrics, access log), resolved once.
-    let recorders: LoopLocal<[any RPCRecorder]>
+    /// Each loop's recorder of each path (metrics, access log, span), resolved once.
+    let recorders: LoopLocal<[RPCRecorder]>
+    /// Each loop's recorder of every unregistered path (the `unknown` series), resolved once.
+    let unknownRecorders: LoopLocal<RPCRecorder>
     /// Whether each path's service is open to every caller (`GRPCService.isOpen`), decided once.
     let open: [Bool]
     let registries: LoopLocal<CallRegistry>
     let maxReceiveMessageBytes: Int
-    let events: any RPCEvents
     /// The server's guard, through a handle per loop (nil: no guard).
     let callGuards: LoopLocal<LoopCallGuard>?
     let deadlines: DeadlinePolicy
@@ -163,10 +205,12 @@ struct Router: HTTP2Responder {
     }
 
     /// A router for `loops` event loops: each loop gets its own reading of the services' methods (the readings
-    /// have the same paths), its own recorders and its own call registry.
+    /// have the same paths), its own recorders and its own call registry. The served methods are registered in
+    /// `metrics`, each with its own series.
     init(
         services: [any GRPCService], loops: Int, streamWriteHighWatermark: Int, maxReceiveMessageBytes: Int,
-        events: any RPCEvents, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
+        metrics: RPCMetrics = RPCMetrics(registry: MetricsRegistry()), accessLog: (any AccessLog)? = nil,
+        tracer: (any Tracer)? = nil, callGuard: (any CallGuard)?, deadlines: DeadlinePolicy
     ) {
         let methods = (0..<loops).map { _ in Self.methods(of: services) }
         let sorted = methods.first.map { $0.sorted { $0.key < $1.key } } ?? []
@@ -181,13 +225,19 @@ struct Router: HTTP2Responder {
                     return method.handler
                 }
             })
-        recorders = LoopLocal((0..<loops).map { loop in paths.map { events.recorder(method: $0, loop: loop) } })
+        metrics.register(methods: Dictionary(uniqueKeysWithValues: sorted.map { ($0.key, $0.value.handler.grpcType) }))
+        recorders = LoopLocal(
+            (0..<loops).map { loop in
+                paths.map { metrics.recorder(method: $0, loop: loop, accessLog: accessLog, tracer: tracer) }
+            })
+        // Any path that is not served: `RPCMetrics` counts it under `unknown`.
+        unknownRecorders = LoopLocal(
+            (0..<loops).map { metrics.recorder(method: nil, loop: $0, accessLog: accessLog, tracer: tracer) })
         open = sorted.map(\.value.open)
         internTable = InternTable(paths + InternTable.commonHeaders)
         registries = LoopLocal(
             (0..<loops).map { _ in CallRegistry(streamWriteHighWatermark: streamWriteHighWatermark) })
         self.maxReceiveMessageBytes = maxReceiveMessageBytes
-        self.events = events
         callGuards = callGuard.map { shared in LoopLocal((0..<loops).map { _ in LoopCallGuard(shared) }) }
         self.deadlines = deadlines
     }
@@ -207,11 +257,10 @@ struct Router: HTTP2Responder {
             return nil
         }
         guard let index = head.pathIndex, index < paths.count else {
-            // The metrics sink counts every path it was not told about under one fixed label (a caller
-            // chooses the path).
+            // Every path not served counts under one fixed label (a caller chooses the path).
             refuse(
                 stream, RPCStatus(.unimplemented, "unknown method \(EchoedInput.clip(head.path))"), head: head,
-                recorder: events.recorder(method: head.path, loop: stream.eventLoop.index))
+                recorder: unknownRecorders[stream.eventLoop])
             return nil
         }
         // The stream's loop read once: each read through the existential retains it.
@@ -280,12 +329,13 @@ struct Router: HTTP2Responder {
     /// Answers a call refused before it started, Trailers-Only, and reports it started and finished at once
     /// (so the in-flight gauge balances).
     private func refuse(
-        _ stream: any HTTPServerStream, _ status: RPCStatus, head: HTTP2RequestHead, recorder: any RPCRecorder,
+        _ stream: any HTTPServerStream, _ status: RPCStatus, head: HTTP2RequestHead, recorder: RPCRecorder,
         annotations: CallAnnotations = CallAnnotations()
     ) {
         trailersOnly(stream, status)
         recorder.started()
-        recorder.finished(status: status.code, seconds: 0, metadata: head.fields, annotations: annotations)
+        recorder.finished(
+            path: head.path, status: status.code, seconds: 0, metadata: head.fields, annotations: annotations)
     }
 
     private func trailersOnly(_ stream: any HTTPServerStream, _ status: RPCStatus) {

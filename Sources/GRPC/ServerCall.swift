@@ -40,8 +40,8 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
     /// Waiting for the end of the loop iteration that started it, to arm its deadline timer then.
     var iterationEndQueued = false
 
-    /// The method's metrics and access log.
-    private let recorder: any RPCRecorder
+    /// The method's metrics, access log and span.
+    private let recorder: RPCRecorder
     /// When the call started (its deadline was computed from the same reading).
     private let started: MonotonicInstant
 
@@ -49,7 +49,7 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
     /// if its request has not fully arrived by then; once it has, the call has no deadline.
     init(
         stream: any HTTPServerStream, handler: MethodHandler, context: ServerContext, registry: CallRegistry,
-        maxMessageSize: Int, recorder: any RPCRecorder, started: MonotonicInstant,
+        maxMessageSize: Int, recorder: RPCRecorder, started: MonotonicInstant,
         requestDeadline: MonotonicInstant? = nil
     ) {
         self.recorder = recorder
@@ -353,7 +353,8 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
     private func report(_ code: StatusCode) {
         let seconds = MonotonicInstant.now().seconds(since: started)
         recorder.finished(
-            status: code, seconds: seconds, metadata: context.metadata, annotations: context.annotations)
+            path: context.method, status: code, seconds: seconds, metadata: context.metadata,
+            annotations: context.annotations)
     }
 
     private func cleanUp() {

@@ -6,7 +6,7 @@ import Edge
 import GRPC
 import HTTPServer
 import Logging
-import Observability
+import Metrics
 import Services
 
 /// TLS, authentication and the `callers` policy of the gRPC port, built from the configuration: a bad certificate,
@@ -42,7 +42,7 @@ struct CallerAccessSetup {
     /// `authenticator`: from `authenticator(_:)`; `others`: more files for the watcher (the resume-token key
     /// ring, the configuration file); its failed reloads count in `registry`.
     init(
-        configuration: GatewayConfiguration, authenticator: CallerAuthenticator, events: any AccessEvents,
+        configuration: GatewayConfiguration, authenticator: CallerAuthenticator, metrics: CallerAccessMetrics,
         logger: Logger, registry: MetricsRegistry, others: [AccessFileWatcher.Watched] = []
     ) throws(GatewayStartError) {
         var tlsContext: TLSContext?
@@ -64,7 +64,7 @@ struct CallerAccessSetup {
         }
         callGuard = CallerGuard(
             authenticator: authenticator, identityFromCommonName: configuration.tls?.identityFromCommonName ?? false,
-            events: events)
+            metrics: metrics)
         self.tlsContext = tlsContext
         watcher = AccessFileWatcher(
             jwt: configuration.authentication.jwt, authenticator: authenticator, tls: configuration.tls,

@@ -1,3 +1,4 @@
+import AppStoreClient
 import AppStoreDomain
 import CallerAuthentication
 import Configuration
@@ -7,6 +8,7 @@ import GRPC
 import GatewayFoundation
 import HTTPServer
 import Logging
+import Metrics
 import Observability
 import Redis
 import Services
@@ -26,7 +28,10 @@ public final class GatewayApp {
     public let board: HealthStatusBoard
     /// The metrics every part reports to (the admin endpoint's `/metrics`).
     public let registry: MetricsRegistry
-    private let events: PrometheusGatewayEvents
+    /// The gRPC server's call metrics (go-grpc-prometheus names).
+    private let rpcMetrics: RPCMetrics
+    /// One line per call (`logging.accessLog`; nil when off).
+    private let accessLog: JSONAccessLog?
     /// OpenTelemetry spans (README "Tracing"): nil, and nothing recorded, without an OTLP endpoint.
     private let tracer: OTLPTracer?
     private let feed: LiveNotificationFeed?
@@ -36,6 +41,8 @@ public final class GatewayApp {
     /// The admin port's bearer token (`admin.bearerTokenFile`); nil = the admin port asks for none.
     private let adminToken: AdminBearerToken?
     private let logger: Logger
+    /// Where the Apple client serves callers on no event loop: running from `start` until everything else stopped.
+    private let upstreamLoop: GatewayComposition.UpstreamLoop
     private var grpc: GRPCServer?
     private var webhook: WebhookRuntime?
     private var admin: HTTP2Server?
@@ -50,22 +57,36 @@ public final class GatewayApp {
     ) throws(GatewayStartError) {
         self.configuration = configuration
         self.logger = logger
-        events = PrometheusGatewayEvents(
-            registry: MetricsRegistry(), logger: Logger(label: "appstore-gateway.rpc"),
-            accessLog: configuration.logging.accessLog,
-            accessLogWriter: configuration.logging.format == "json" ? .standardError : nil,
-            verdicts: VerificationVerdict.allCases.map(\.rawValue))
-        registry = events.registry
+        // Each layer registers its own families; they are made here in the order `/metrics` has always listed them.
+        let registry = MetricsRegistry()
+        self.registry = registry
+        rpcMetrics = RPCMetrics(registry: registry)
+        let calls = AppleCallMetrics(registry: registry)
+        let verifications = VerificationMetrics(
+            registry: registry, verdicts: VerificationVerdict.allCases.map(\.rawValue))
+        let rateLimits = RateLimitMetrics(registry: registry)
+        let coalescing = CoalescingMetrics(registry: registry)
         tracer = OTLPTracer.make(configuration.tracing, metrics: TracingMetrics(registry: registry))
-        let accessEvents = PrometheusAccessEvents(
+        let accessMetrics = CallerAccessMetrics(
             registry: registry, listedCallers: configuration.callers?.map(\.identity) ?? [])
+        let fairShares = FairShareMetrics(registry: registry)
+        accessLog =
+            configuration.logging.accessLog
+            ? JSONAccessLog(
+                logger: Logger(label: "appstore-gateway.rpc"),
+                writer: configuration.logging.format == "json" ? .standardError : nil) : nil
         board = HealthStatusBoard(
             services: [AppStoreGatewayService.name, RetentionMessagingService.name], initial: .serving)
         feed = try WebhookRuntime.feed(configuration, registry: registry)
+        upstreamLoop = try GatewayComposition.UpstreamLoop()
         do {
             service = try GatewayComposition.service(
-                configuration, events: events, budgetEvents: PrometheusSharedBudgetEvents(registry: registry),
-                accessEvents: accessEvents, live: feed, tracer: tracer ?? SilentTracer())
+                configuration, upstreamLoop: upstreamLoop,
+                clientMetrics: AppStoreClientMetrics(
+                    calls: calls, rateLimits: rateLimits, fairShares: fairShares,
+                    sharedBudget: SharedBudgetMetrics(registry: registry)),
+                serviceMetrics: ServiceMetrics(verifications: verifications, coalescing: coalescing), live: feed,
+                tracer: tracer ?? SilentTracer())
         } catch {
             throw .invalidConfiguration(error)
         }
@@ -80,7 +101,7 @@ public final class GatewayApp {
         }
         self.callersReload = callersReload
         access = try CallerAccessSetup(
-            configuration: configuration, authenticator: authenticator, events: accessEvents, logger: logger,
+            configuration: configuration, authenticator: authenticator, metrics: accessMetrics, logger: logger,
             registry: registry,
             others: Self.resumeTokenKeyRing(configuration, service: service, logger: logger)
                 + Self.adminTokenFile(configuration, token: adminToken, logger: logger)
@@ -107,8 +128,9 @@ public final class GatewayApp {
     /// Where the webhook keeps notifications ("sqlite PATH" or "redis stream"; nil without a webhook).
     public var webhookStoreDescription: String? { webhook?.storeDescription }
 
-    /// Binds and starts the gRPC port, the file watcher, the webhook port and the admin port, in that order;
-    /// when one fails, what had started is stopped again before the error is thrown.
+    /// Starts the upstream client's loop, then binds and starts the gRPC port, the file watcher, the webhook port
+    /// and the admin port, in that order; when one fails, what had started is stopped again before the error is
+    /// thrown.
     public func start() throws(GatewayStartError) {
         do {
             try startParts()
@@ -127,18 +149,20 @@ public final class GatewayApp {
     }
 
     private func startParts() throws(GatewayStartError) {
+        // First started, last stopped: the gRPC port's calls and the webhook hand their Apple calls to it until
+        // they have stopped.
+        upstreamLoop.start()
+        stops.push { [upstreamLoop] in upstreamLoop.stop() }
         let served: [GRPCService] = [
             HealthService(board: board), service, service.retentionMessaging, service.advancedCommerce,
             service.subscriptionState,
         ]
         let services = served + [ReflectionService(listing: served)]
-        for service in services { events.register(methods: service.methodTypes) }
         let server: GRPCServer
         do {
             server = try GRPCServer(
-                configuration: configuration.grpc, services: services,
-                events: tracer.map { TracingRPCEvents(inner: events, tracer: $0) } ?? events,
-                callGuard: access.callGuard, tls: access.tlsContext,
+                configuration: configuration.grpc, services: services, metrics: rpcMetrics, accessLog: accessLog,
+                tracer: tracer, callGuard: access.callGuard, tls: access.tlsContext,
                 onGoaway: { [logger] goaway in Self.log(goaway, logger: logger) })
         } catch {
             throw GatewayStartError("cannot listen on \(configuration.grpc.listen): \(error)")
@@ -213,7 +237,7 @@ public final class GatewayApp {
     /// Readiness goes NOT_SERVING at once (liveness, service "", stays SERVING so Kubernetes does not restart
     /// a draining pod); calls are still taken for `shutdown.drainDelay` while the endpoint removal propagates;
     /// then the gRPC port shuts down within `shutdown.grace`, and only then the other ports and the watcher (the
-    /// admin port answers probes and scrapes throughout). Blocks until everything has stopped: the gRPC port's
+    /// admin port answers probes and scrapes throughout), and last the upstream client's loop. Blocks until everything has stopped: the gRPC port's
     /// shutdown returns as soon as its last connection closes (`GRPCServer.shutdown`).
     public func stop() {
         board.set(.notServing, service: AppStoreGatewayService.name)

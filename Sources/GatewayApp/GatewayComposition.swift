@@ -1,6 +1,7 @@
 import AppStoreClient
 import AppStoreDomain
 import Configuration
+import EventLoops
 import Foundation
 import GatewayFoundation
 import NotificationStore
@@ -9,16 +10,68 @@ import Services
 import SignedData
 
 /// How the gateway's service is built, for `GatewayApp` and the tests' harnesses alike: reads the files the
-/// configuration names (trusted roots, the apps' private keys, the resume-token key ring), starts the upstream
-/// HTTP client and builds the verifier (with its online checks when configured), the Apple client and the
-/// gateway's service from them. A bad file fails with a `ConfigurationError` naming its key.
+/// configuration names (trusted roots, the apps' private keys, the resume-token key ring), makes the upstream
+/// HTTP client on the given `UpstreamLoop` and builds the verifier (with its online checks when configured), the
+/// Apple client and the gateway's service from them. A bad file fails with a `ConfigurationError` naming its key.
 public enum GatewayComposition {
-    /// The gateway's service for `configuration`, reporting to the given events (silent by default) and
-    /// feeding `live` (the webhook's notifications) to its streams.
+    /// The event loop the upstream HTTP client serves its callers on no event loop on (the notification
+    /// reconciler, OCSP checks): its one libcurl driver is the same as a calling gRPC loop's. The loop runs on a
+    /// joinable thread named `upstream-curl` from `start()` until `stop()`, which its owner calls once nothing
+    /// calls Apple any more (`GatewayApp`: after the gRPC port and the webhook have stopped); a call handed to it
+    /// after that fails `.shutDown`. Going away stops it.
+    public final class UpstreamLoop: Sendable {
+        private enum State {
+            case idle
+            case running(LoopThread)
+            case stopped
+        }
+
+        let loop: EventLoop
+        private let state = Lock(State.idle)
+
+        /// The loop, not yet running.
+        public init() throws(GatewayStartError) {
+            do {
+                loop = try EventLoop(index: 0)
+            } catch {
+                throw GatewayStartError("cannot make the upstream client's event loop: \(error)")
+            }
+        }
+
+        deinit { stop() }
+
+        /// Starts the loop's thread. Once only: after `stop()` it does nothing.
+        public func start() {
+            state.withLock { state in
+                guard case .idle = state else { return }
+                let loop = loop
+                state = .running(spawnThread(name: "upstream-curl") { loop.run() })
+            }
+        }
+
+        /// Stops the loop and waits for its thread; a loop never started runs once, so that it lets go of what
+        /// it holds and refuses later calls. Idempotent.
+        public func stop() {
+            start()
+            let thread: LoopThread? = state.withLock { state in
+                guard case .running(let thread) = state else { return nil }
+                state = .stopped
+                return thread
+            }
+            guard let thread else { return }
+            loop.stop()
+            thread.join()
+        }
+    }
+
+    /// The gateway's service for `configuration`, its calls to Apple from no event loop served on
+    /// `upstreamLoop`, its Apple client counting in `clientMetrics` and its handlers in `serviceMetrics`
+    /// (registries of their own, read by nobody, by default), feeding `live` (the webhook's notifications) to its
+    /// streams.
     public static func service(
-        _ configuration: GatewayConfiguration, events: any GatewayEvents = SilentGatewayEvents(),
-        budgetEvents: any SharedBudgetEvents = SilentSharedBudgetEvents(),
-        accessEvents: any AccessEvents = SilentAccessEvents(), live: LiveNotificationFeed? = nil,
+        _ configuration: GatewayConfiguration, upstreamLoop: UpstreamLoop,
+        clientMetrics: AppStoreClientMetrics = AppStoreClientMetrics(),
+        serviceMetrics: ServiceMetrics = ServiceMetrics(), live: LiveNotificationFeed? = nil,
         tracer: any Tracer = SilentTracer()
     ) throws(ConfigurationError) -> AppStoreGatewayService {
         let roots = try SignedDataVerifier.trustedRoots(configuration.verification)
@@ -26,7 +79,7 @@ public enum GatewayComposition {
         // No ring file: a random key, good for this process only (`GatewayApp` logs a warning).
         let resumeTokenKeys =
             try ResumeTokenKeyRing.keys(configuration).map { ResumeTokenKeyRing(keys: $0) } ?? .random()
-        let http = try UpstreamHTTPClient(configuration.apple)
+        let http = try UpstreamHTTPClient(configuration.apple, loop: upstreamLoop.loop)
         let online = configuration.verification.onlineChecks
         let verifier: SignedDataVerifier
         do {
@@ -44,10 +97,9 @@ public enum GatewayComposition {
             throw problem
         }
         let client = try AppStoreAPIClient(
-            configuration: configuration, http: http, signers: signers, events: events, budgetEvents: budgetEvents,
-            accessEvents: accessEvents, tracer: tracer)
+            configuration: configuration, http: http, signers: signers, metrics: clientMetrics, tracer: tracer)
         return AppStoreGatewayService(
             configuration: configuration, verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys,
-            live: live)
+            live: live, metrics: serviceMetrics)
     }
 }

@@ -5,8 +5,8 @@ import Edge
 import Foundation
 import GatewayFoundation
 import HTTPServer
+import Metrics
 import NotificationStore
-import Observability
 import Redis
 import Services
 

@@ -1,6 +1,6 @@
-/// Where the gateway's spans go: the one seam between the code that does the work (the gRPC server's call
-/// events, the Apple client, the Redis budget, the webhook) and the exporter, so those layers need not know
-/// how spans are sampled or sent. Every method is called on hot paths: implementations must be cheap,
+/// Where the gateway's spans go: the one seam between the code that does the work (the gRPC server's calls,
+/// the Apple client, the Redis budget, the webhook), which builds its own spans, and the exporter, so those
+/// layers need not know how spans are sampled or sent. Every method is called on hot paths: implementations must be cheap,
 /// thread-safe, and never block (a span that cannot be queued is dropped and counted).
 public protocol Tracer: Sendable {
     /// Whether spans of `trace` are recorded: the sampler's decision, the same for every span of one trace

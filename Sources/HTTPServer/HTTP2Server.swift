@@ -59,7 +59,7 @@ final class ServerCounters: Sendable {
     /// Request bytes held by every connection of the server.
     let receiveBudget: SharedReceiveBudget
     /// Told when a close leaves no connection held (established or pending).
-    let idle = IdleSignal()
+    let idle = ConditionSignal()
     init(maxBufferedBytes: Int, maxPendingHandshakesPerAddress: Int = 0) {
         receiveBudget = SharedReceiveBudget(limit: maxBufferedBytes)
         pendingByAddress = Lock(PendingHandshakesByAddress(limit: maxPendingHandshakesPerAddress))

@@ -2,11 +2,13 @@ import Foundation
 import GRPC
 import GatewayFoundation
 import Logging
+import Metrics
 import Observability
 
 /// `log-benchmark [LINES] [ROUNDS] [other]`: what one access-log line costs the thread that finishes an RPC,
-/// in nanoseconds: `rpcFinished` with the access log off, through swift-log and the JSON handler writing each
-/// line (the old path), and built as bytes and queued for the writer thread (the gateway's path); and what
+/// in nanoseconds: the call's end as the server records it (`RPCRecorder.finished`: its metric cells) with the
+/// access log off, through swift-log and the JSON handler writing each line (the old path), and built as bytes
+/// and queued for the writer thread (the gateway's path); and what
 /// any other line costs, through swift-log and the JSON handler queued for the writer thread as the gateway
 /// does. Lines go to a pipe that a reader thread drains, as a log shipper would. Prints one JSON object per
 /// round; with `other`, only the other line is measured (to profile it alone).
@@ -49,19 +51,19 @@ struct LogBenchmark {
         annotations.note("app", "example")
         let method = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
 
-        func events(accessLog: Bool, writer: LogLineWriter?) -> PrometheusGatewayEvents {
-            let events = PrometheusGatewayEvents(
-                registry: MetricsRegistry(), logger: synchronous, accessLog: accessLog, accessLogWriter: writer)
-            events.register(methods: [method: "unary"])
-            return events
+        // What the gRPC server records each call with: the method's metric cells of one loop and the access log.
+        func recorder(accessLog: JSONAccessLog?) -> RPCRecorder {
+            let metrics = RPCMetrics(registry: MetricsRegistry())
+            metrics.register(methods: [method: "unary"])
+            return metrics.recorder(method: method, loop: 0, accessLog: accessLog)
         }
-        let variants: [(String, PrometheusGatewayEvents)] =
+        let variants: [(String, RPCRecorder)] =
             onlyOtherLine
             ? []
             : [
-                ("off", events(accessLog: false, writer: nil)),
-                ("swift_log_sync", events(accessLog: true, writer: nil)),
-                ("queued_bytes", events(accessLog: true, writer: queued)),
+                ("off", recorder(accessLog: nil)),
+                ("swift_log_sync", recorder(accessLog: JSONAccessLog(logger: synchronous))),
+                ("queued_bytes", recorder(accessLog: JSONAccessLog(logger: synchronous, writer: queued))),
             ]
         let lineMetadata: Logger.Metadata = [
             "app": "example", "apple_request_id": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
@@ -70,13 +72,12 @@ struct LogBenchmark {
         ]
         for round in 1...rounds {
             var result: [String: Double] = [:]
-            for (name, events) in variants {
+            for (name, recorder) in variants {
                 let start = DispatchTime.now().uptimeNanoseconds
                 for _ in 0..<lines {
-                    events.rpcStarted(method: method)
-                    events.rpcFinished(
-                        method: method, status: .ok, seconds: 0.000_123, metadata: [],
-                        annotations: annotations)
+                    recorder.started()
+                    recorder.finished(
+                        path: method, status: .ok, seconds: 0.000_123, metadata: [], annotations: annotations)
                 }
                 let elapsed = DispatchTime.now().uptimeNanoseconds - start
                 result[name] = Double(elapsed) / Double(lines)

@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 
 /// The standard `process_*` metrics (as Prometheus client libraries export them) read from /proc at each
 /// scrape, and `appstore_gateway_build_info`.

@@ -13,6 +13,8 @@ struct AppStoreAPIMethods: Sendable {
     let clock: any GatewayClock
     let maxPages: Int
     let maxResponseBytes: Int
+    /// Where the reads that joined an identical one in flight count.
+    let coalescing: CoalescingMetrics
 
     /// The methods by gRPC path.
     func methods(service: String) -> [String: MethodHandler] {
@@ -20,7 +22,7 @@ struct AppStoreAPIMethods: Sendable {
         func add<Request, Response>(_ name: String, _ operation: AppleOperation<Request, Response>) {
             let handler = AppleOperationHandler(
                 operation, client: client, verifier: verifier, clock: clock, maxPages: maxPages,
-                maxResponseBytes: maxResponseBytes)
+                maxResponseBytes: maxResponseBytes, coalescing: coalescing)
             // Runs on the call's loop, which drives the Apple request too: the task suspends, the loop never waits.
             methods["/\(service)/\(name)"] = .unary(Request.self) { request, context throws(GatewayError) -> Response in
                 let remaining = context.remaining

@@ -35,17 +35,17 @@ public struct AppStoreGatewayService: GRPCService {
     private let serveRealtime: ServeRealtimeRequestsHandler
 
     /// Builds the service from parts already built by the composition root (the CLI reads the files):
-    /// `verifier` trusts the configured roots, `client` calls Apple with the apps' keys and reports to its
-    /// `events`, `resumeTokenKeys` seals and opens StreamNotifications resume tokens (`ResumeTokenKeyRing`).
-    /// The settings give the apps, limits and the tokens' maximum age. `live` (the webhook's store) lets
-    /// StreamNotifications `follow`.
+    /// `verifier` trusts the configured roots, `client` calls Apple with the apps' keys, `resumeTokenKeys` seals
+    /// and opens StreamNotifications resume tokens (`ResumeTokenKeyRing`). The settings give the apps, limits and
+    /// the tokens' maximum age. `live` (the webhook's store) lets StreamNotifications `follow`. Verdicts and
+    /// coalesced calls count in `metrics`.
     public init(
         apps configured: [App], verification: SignedDataVerifier.Settings, history: History,
         resumeTokenMaxAge: Duration, store: NotificationStoreSettings,
         realtime realtimeSettings: RealtimeBroker.Settings,
         verifier: SignedDataVerifier, client: AppStoreAPIClient, resumeTokenKeys: ResumeTokenKeyRing,
         clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil,
-        refundPolicy: SubscriptionPolicy.RefundPolicy = .immediate
+        refundPolicy: SubscriptionPolicy.RefundPolicy = .immediate, metrics: ServiceMetrics = ServiceMetrics()
     ) {
         self.verifier = verifier
         self.resumeTokenKeys = resumeTokenKeys
@@ -59,7 +59,7 @@ public struct AppStoreGatewayService: GRPCService {
         verifyJWS = VerifyJWSHandler(
             verifier: verifier, apps: AppDirectory(configured),
             allowUnboundVerification: verification.allowUnboundVerification, pool: pool,
-            events: client.events)
+            verifications: metrics.verifications)
         rateLimiter = client.rateLimiter
         upstreamMetrics = { client.upstreamMetrics }
         realtime = RealtimeBroker(
@@ -68,15 +68,16 @@ public struct AppStoreGatewayService: GRPCService {
         serveRealtime = ServeRealtimeRequestsHandler(broker: realtime, apps: AppDirectory(configured))
         getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: history.maxPages,
-            maxResponseBytes: history.maxResponseBytes, clock: clock)
+            maxResponseBytes: history.maxResponseBytes, clock: clock, coalescing: metrics.coalescing)
         var notifications = StreamNotificationsHandler(
             client: client, verifier: verifier, resumeTokenKeys: resumeTokenKeys,
             resumeTokenMaxAge: resumeTokenMaxAge,
             clock: clock)
         api = AppStoreAPIMethods(
             client: client, verifier: verifier, clock: clock, maxPages: history.maxPages,
-            maxResponseBytes: history.maxResponseBytes)
+            maxResponseBytes: history.maxResponseBytes, coalescing: metrics.coalescing)
         notifications.live = live
+        notifications.verifications = metrics.verifications
         self.notifications = notifications
         (subscriptionState, subscriptionProjector) = Self.subscriptionState(
             apps: configured, live: live, refundPolicy: refundPolicy, verifier: verifier, client: client, clock: clock,

@@ -1,6 +1,7 @@
 import AppStoreClient
 import AppStoreDomain
 import GatewayFoundation
+import Metrics
 import ProtoCodec
 import SignedData
 
@@ -132,11 +133,15 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
     /// answer's `has_more` and `revision` continue before it.
     let maxResponseBytes: Int
     private let flights = SingleFlight<[UInt8], Response>()
+    /// Where the reads that joined an identical one in flight count.
+    let coalescing: CoalescingMetrics
 
     init(
         _ operation: AppleOperation<Request, Response>, client: AppStoreAPIClient, verifier: SignedDataVerifier,
-        clock: any GatewayClock, maxPages: Int, maxResponseBytes: Int = 4_000_000
+        clock: any GatewayClock, maxPages: Int, maxResponseBytes: Int = 4_000_000,
+        coalescing: CoalescingMetrics = CoalescingMetrics(registry: MetricsRegistry())
     ) {
+        self.coalescing = coalescing
         self.operation = operation
         self.client = client
         self.verifier = verifier
@@ -157,7 +162,7 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
         // Identical reads share one upstream call, each caller keeping its own deadline (as GetHistory).
         return try await flights.runWithinDeadline(
             key: request.serializedBytes(),
-            joined: { client.events.callCoalesced(app: app.name, endpoint: plan.endpoint.configName) },
+            joined: { coalescing.joined(app: app.name, endpoint: plan.endpoint.configName) },
             hasTime: { hasTimeForAnotherCall(deadline) }
         ) { [self] () async throws(GatewayError) in
             try await fetch(request, plan: plan, app: app, deadline: deadline)

@@ -2,6 +2,7 @@ import AppStoreClient
 import AppStoreDomain
 import Foundation
 import GatewayFoundation
+import Metrics
 import ProtoCodec
 import SignedData
 import Synchronization
@@ -39,14 +40,18 @@ public struct GetHistoryHandler: Sendable {
     let flights = SingleFlight<[UInt8], GetHistoryResponse>()
     /// The environment behind each revision handed out, so paging on asks it directly (`auto` apps).
     let revisions = RevisionEnvironments()
+    /// Where the calls that joined an identical one in flight count.
+    let coalescing: CoalescingMetrics
 
     /// A handler calling Apple through `client`, verifying with `verifier`, paging at most `maxPages` and
     /// (with `all_pages`) at most about `maxResponseBytes` of response, verifying at most `verificationWidth`
-    /// transactions of a page at once (default: one per core).
+    /// transactions of a page at once (default: one per core); calls that share another's count in `coalescing`.
     public init(
         client: AppStoreAPIClient, verifier: SignedDataVerifier, maxPages: Int, maxResponseBytes: Int = 4_000_000,
-        clock: any GatewayClock, verificationWidth: Int = ProcessInfo.processInfo.activeProcessorCount
+        clock: any GatewayClock, verificationWidth: Int = ProcessInfo.processInfo.activeProcessorCount,
+        coalescing: CoalescingMetrics = CoalescingMetrics(registry: MetricsRegistry())
     ) {
+        self.coalescing = coalescing
         self.client = client
         self.verifier = verifier
         self.maxPages = max(1, maxPages)
@@ -79,7 +84,7 @@ public struct GetHistoryHandler: Sendable {
         let deadline = remaining.map { clock.monotonicNow() + $0 }
         return try await flights.runWithinDeadline(
             key: received ?? request.serializedBytes(),
-            joined: { client.events.callCoalesced(app: app.name, endpoint: "getTransactionHistory") },
+            joined: { coalescing.joined(app: app.name, endpoint: "getTransactionHistory") },
             hasTime: { hasTimeForAnotherPage(deadline) }
         ) { [self] () async throws(GatewayError) in
             try await fetch(request, plan: plan, app: app, deadline: deadline)

@@ -1,4 +1,4 @@
-import Observability
+import Metrics
 
 /// The webhook's and the followers' Prometheus series (a registry-less instance counts nothing).
 public final class NotificationMetrics: Sendable {

@@ -1,5 +1,5 @@
 import GatewayFoundation
-import Observability
+import Metrics
 import ProtoCodec
 
 /// The realtime requests of this replica and the `ServeRealtimeRequests` streams that answer them: the realtime

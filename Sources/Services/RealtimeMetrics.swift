@@ -1,4 +1,4 @@
-import Observability
+import Metrics
 
 /// The realtime URL's Prometheus series (a registry-less instance counts nothing).
 public final class RealtimeMetrics: Sendable {

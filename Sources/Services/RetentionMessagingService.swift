@@ -2,6 +2,7 @@ import AppStoreClient
 import AppStoreDomain
 import GRPC
 import GatewayFoundation
+import Metrics
 import ProtoCodec
 import SignedData
 
@@ -16,19 +17,25 @@ public struct RetentionMessagingService: GRPCService {
     private let client: AppStoreAPIClient
     private let verifier: SignedDataVerifier
     private let clock: any GatewayClock
+    private let coalescing: CoalescingMetrics
 
-    /// A service calling Apple through `client` (the gateway's, so the rate budgets are shared).
-    public init(client: AppStoreAPIClient, verifier: SignedDataVerifier, clock: any GatewayClock = SystemClock()) {
+    /// A service calling Apple through `client` (the gateway's, so the rate budgets are shared); reads that share
+    /// an identical one in flight count in `coalescing`.
+    public init(
+        client: AppStoreAPIClient, verifier: SignedDataVerifier, clock: any GatewayClock = SystemClock(),
+        coalescing: CoalescingMetrics = CoalescingMetrics(registry: MetricsRegistry())
+    ) {
         self.client = client
         self.verifier = verifier
         self.clock = clock
+        self.coalescing = coalescing
     }
 
     public var methods: [String: MethodHandler] {
         var methods: [String: MethodHandler] = [:]
         func add<Request, Response>(_ name: String, _ operation: AppleOperation<Request, Response>) {
             let handler = AppleOperationHandler(
-                operation, client: client, verifier: verifier, clock: clock, maxPages: 1)
+                operation, client: client, verifier: verifier, clock: clock, maxPages: 1, coalescing: coalescing)
             // Runs on the call's loop, which drives the Apple request too: the task suspends, the loop never waits.
             methods["/\(Self.name)/\(name)"] = .unary(Request.self) {
                 request, context throws(GatewayError) -> Response in
@@ -57,6 +64,7 @@ public struct RetentionMessagingService: GRPCService {
 extension AppStoreGatewayService {
     /// The Retention Messaging service over this service's Apple client (its rate budgets and JWTs shared).
     public var retentionMessaging: RetentionMessagingService {
-        RetentionMessagingService(client: api.client, verifier: api.verifier, clock: api.clock)
+        RetentionMessagingService(
+            client: api.client, verifier: api.verifier, clock: api.clock, coalescing: api.coalescing)
     }
 }

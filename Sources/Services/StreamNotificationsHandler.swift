@@ -5,6 +5,7 @@ import Foundation
 import GRPC
 import GatewayFoundation
 import Logging
+import Metrics
 import ProtoCodec
 import SignedData
 
@@ -34,6 +35,8 @@ public struct StreamNotificationsHandler: Sendable {
     let followTokens: FollowTokenCodec
     /// The webhook's store, for `follow` (nil: no webhook configured, `follow` is INVALID_ARGUMENT).
     var live: LiveNotificationFeed?
+    /// Where the verdicts of the notifications delivered unverified count (as `stream_<verdict>`).
+    var verifications = VerificationMetrics(registry: MetricsRegistry())
     /// Stored notifications `verifier` verified lately, shared by every follower.
     let verifiedStored = VerifiedNotificationCache()
 
@@ -277,7 +280,7 @@ public struct StreamNotificationsHandler: Sendable {
             // Delivered undecoded, so one bad notification never blocks the stream (nor a resumed one).
             event.status = result.status == .ok ? VerificationStatus.malformed : result.status.protoStatus
             event.message = result.isVerified ? "the verified payload could not be decoded" : result.message
-            client.events.verification(verdict: "stream_" + result.status.rawValue)
+            verifications.verification(verdict: "stream_" + result.status.rawValue)
             logger.warning(
                 "delivering a notification that failed verification",
                 metadata: [

@@ -1,5 +1,6 @@
 import AppStoreDomain
 import GRPC
+import Metrics
 import ProtoCodec
 import SignedData
 
@@ -20,7 +21,8 @@ package struct VerifyJWSHandler: Sendable {
     var allowUnboundVerification = false
     /// Where uncached chains are validated (nil: inline, for tests of the verdicts alone).
     var pool: VerificationPool?
-    var events: any GatewayEvents = SilentGatewayEvents()
+    /// Where each answer's verdict counts.
+    var verifications = VerificationMetrics(registry: MetricsRegistry())
 
     /// The checked request: what to ask the verifier.
     struct Plan: Sendable {
@@ -134,7 +136,7 @@ package struct VerifyJWSHandler: Sendable {
 
     /// The answer for a verification result.
     func response(to result: VerificationResult) -> VerifyJWSResponse {
-        events.verification(verdict: result.status.rawValue)
+        verifications.verification(verdict: result.status.rawValue)
         var signedDate: ProtoTimestamp?
         if let date = result.signedDate,
             let milliseconds = Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded())

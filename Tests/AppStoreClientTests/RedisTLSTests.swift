@@ -55,7 +55,7 @@ struct RedisTLSTests {
         let budget = SharedRateBudget(
             settings: settings, limits: RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: rate])),
             fallback: RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: rate])),
-            appNames: [:], reservationHorizon: .milliseconds(300), events: recorder)
+            appNames: [:], reservationHorizon: .milliseconds(300), metrics: recorder.metrics)
         defer { budget.shutdown() }
         let now = MonotonicInstant(nanoseconds: 0)
         #expect(await budget.reserve(key: key, now: now, maxWait: .zero) == .goNow)
@@ -64,7 +64,7 @@ struct RedisTLSTests {
             Issue.record("a third token was granted from a shared burst of 2")
             return
         }
-        #expect(recorder.outcomes == [.taken, .taken, .refused])
+        #expect(recorder.outcomes == [.taken: 2, .refused: 1])
         #expect(budget.currentMode == .shared)
         // The bucket is in database 3 of the TLS Redis, written as the ACL user.
         let admin = connection(try url(redis), RedisTLSFiles(caFile: tls.caFile))

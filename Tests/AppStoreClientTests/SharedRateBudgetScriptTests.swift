@@ -30,7 +30,7 @@ struct SharedRateBudgetScriptTests {
         let budget = SharedRateBudget(
             settings: settings, limits: RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: rate])),
             fallback: RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: rate])),
-            appNames: [:], reservationHorizon: .milliseconds(300), events: recorder)
+            appNames: [:], reservationHorizon: .milliseconds(300), metrics: recorder.metrics)
         defer { budget.shutdown() }
         let admin = RedisConnection(
             url: RedisURL(host: "127.0.0.1", port: redis.port), timeout: .seconds(2), limits: .administration)
@@ -46,6 +46,6 @@ struct SharedRateBudgetScriptTests {
         #expect(await budget.reserve(key: key, now: now, maxWait: .zero) == .goNow)
         #expect(try calls("script|load", admin) == loads + 1)
         #expect(budget.currentMode == .shared)
-        #expect(!recorder.outcomes.contains(.fallback))
+        #expect(recorder.outcomes[.fallback] == nil)
     }
 }

@@ -2,6 +2,7 @@ import AppStoreDomain
 import Configuration
 import Foundation
 import GatewayFoundation
+import Metrics
 import Redis
 import TestSupport
 import Testing
@@ -26,7 +27,7 @@ struct SharedRateBudgetTests {
         return SharedRateBudget(
             settings: settings, limits: RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: rate])),
             fallback: RateLimiter(defaults: RateLimits(overrides: [.getTransactionHistory: Self.rate]).scaled(by: 0.5)),
-            appNames: [:], reservationHorizon: .milliseconds(300), events: recorder)
+            appNames: [:], reservationHorizon: .milliseconds(300), metrics: recorder.metrics)
     }
 
     @Test func theSharedBucketAdmitsTheBurstThenSchedulesTokensAtTheRate() async throws {
@@ -123,8 +124,8 @@ struct SharedRateBudgetTests {
         // A caller who can wait that long gets the token: the outage costs a wait, not a failure.
         #expect(await budget.reserve(key: key, now: now, maxWait: .seconds(2)) == .goNow)
         #expect(budget.currentMode != .shared)
-        #expect(recorder.outcomes.contains(.fallback))
-        #expect(recorder.transitions == [.fellBack])
+        #expect(recorder.outcomes[.fallback] != nil)
+        #expect(recorder.fallbacks == 1 && recorder.mode != .shared)
     }
 
     @Test func aRestartedRedisIsFoundByTheProbeAndTheScriptReloaded() async throws {
@@ -144,23 +145,26 @@ struct SharedRateBudgetTests {
         }
         #expect(budget.currentMode == .shared)
         #expect(await budget.reserve(key: key, now: now, maxWait: .zero) == .goNow)
-        #expect(recorder.transitions == [.fellBack, .restored])
+        #expect(recorder.fallbacks == 1 && recorder.mode == .shared)
     }
 }
 
-/// Records the shared budget's events for assertions.
-final class Recorder: SharedBudgetEvents, @unchecked Sendable {
-    private let lock = NSLock()
-    private var _outcomes: [SharedBudgetOutcome] = []
-    private var _transitions: [SharedBudgetMode.Transition] = []
-    var outcomes: [SharedBudgetOutcome] { lock.withLock { _outcomes } }
-    var transitions: [SharedBudgetMode.Transition] { lock.withLock { _transitions } }
+/// Reads the shared budget's series for assertions: reservations by outcome, fallbacks (one per loss of Redis)
+/// and the mode the gauge shows now (shared again after a fallback: restored).
+final class Recorder: Sendable {
+    let metrics = SharedBudgetMetrics(registry: MetricsRegistry())
 
-    func sharedBudgetReservation(app: String, endpoint: String, outcome: SharedBudgetOutcome) {
-        lock.withLock { _outcomes.append(outcome) }
+    var outcomes: [SharedBudgetOutcome: Int] {
+        var counts: [SharedBudgetOutcome: Int] = [:]
+        for (labels, counter) in metrics.reservations.series {
+            counts[SharedBudgetOutcome(rawValue: labels[2])!, default: 0] += Int(counter.current)
+        }
+        return counts
     }
-    func sharedBudgetMode(_ state: SharedBudgetMode.State, transition: SharedBudgetMode.Transition?) {
-        if let transition { lock.withLock { _transitions.append(transition) } }
+    var fallbacks: Int { Int(metrics.fallbacks.current) }
+    var mode: SharedBudgetMode.State? {
+        metrics.mode.series.first { $0.gauge.current == 1 }.flatMap {
+            SharedBudgetMode.State(rawValue: $0.labelValues[0])
+        }
     }
-    func redisRoundTrip(seconds: Double, commands: Int, failure: RedisFailureKind?) {}
 }

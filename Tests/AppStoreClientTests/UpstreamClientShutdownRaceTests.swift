@@ -4,17 +4,19 @@ import Foundation
 import HTTPServer
 import Testing
 
-/// The client thread is woken after the submission lock is released, and the multi handle lives as long as the
-/// client: sends racing a shutdown, and a client released right after, end cleanly.
+/// Hand-overs to the client's loop race its shutdown, which frees the loop's handle there: sends racing a
+/// shutdown, and a client released right after, end cleanly.
 @Suite(.serialized) struct UpstreamClientShutdownRaceTests {
     @Test func sendsRacingAShutdownAllEnd() async throws {
         let fake = try FakeApple { _, _ in
             HTTPResponse(
                 status: 200, body: Array("ok".utf8), delivery: .slowBody(chunks: 2, interval: .milliseconds(20)))
         }
+        let running = try RunningLoop()
+        defer { running.stop() }
         for _ in 0..<5 {
             // Released at the end of each pass, right after its shutdown.
-            let shared = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+            let shared = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
             let outcomes = await withTaskGroup(of: Result<Int, UpstreamTransportError>.self) { group in
                 group.addTask {
                     // Once the first sends are in flight (their bodies take 20 ms).

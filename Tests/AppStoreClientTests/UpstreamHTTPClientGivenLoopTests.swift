@@ -6,12 +6,9 @@ import GatewayFoundation
 import HTTPServer
 import Testing
 
-/// A client given a loop for its callers on no loop (`init(configuration:loop:)`) starts no thread: those
-/// callers are handed over to the loop, whose handle is driven as a caller's own loop's is, with the same
-/// cancellation path.
+/// A client's callers on no loop are handed over to the loop it was given (`init(configuration:loop:)`), whose
+/// handle is driven as a caller's own loop's is, with the same cancellation path.
 @Suite(.serialized) struct UpstreamHTTPClientGivenLoopTests {
-    typealias RunningLoop = UpstreamHTTPClientOnLoopTests.RunningLoop
-
     @Test func callersOnNoLoopAreServedOnTheGivenLoop() async throws {
         let fake = try FakeApple { request, _ in HTTPResponse(status: 200, body: Array(request.target.utf8)) }
         let running = try RunningLoop()

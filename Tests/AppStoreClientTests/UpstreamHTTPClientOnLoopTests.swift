@@ -9,41 +9,14 @@ import Testing
 /// A caller running on an event loop (a gRPC handler) is served by that loop's own multi handle: the transfer is
 /// driven by the loop's epoll set and timers, and the caller never leaves the loop's thread.
 @Suite(.serialized) struct UpstreamHTTPClientOnLoopTests {
-    /// A loop on a thread of its own for the test's length.
-    final class RunningLoop: Sendable {
-        let loop: EventLoop
-        private let thread: LoopThread
-        private let stopped = Lock(false)
-
-        init(index: Int = 0) throws {
-            loop = try EventLoop(index: index)
-            let loop = loop
-            thread = spawnThread(name: "test-loop-\(index)") { loop.run() }
-        }
-
-        func stop() {
-            let first = stopped.withLock { stopped in
-                defer { stopped = true }
-                return !stopped
-            }
-            guard first else { return }
-            loop.stop()
-            thread.join()
-        }
-
-        deinit { stop() }
-
-        /// Runs `body` in a task that prefers this loop (as a gRPC handler does).
-        func run<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
-            await Task(executorPreference: loop, operation: body).value
-        }
-    }
-
     /// A call waiting on a loop for an Apple that answers only after 3 s, its transfer started.
     private struct SlowCall {
         let fake: FakeApple
         let client: UpstreamHTTPClient
+        /// The loop the call runs on.
         let running: RunningLoop
+        /// The client's loop for callers on no loop.
+        let others: RunningLoop
         let task: Task<Result<UpstreamResponse, UpstreamTransportError>, Never>
 
         init() async throws {
@@ -51,7 +24,8 @@ import Testing
                 try? await Task.sleep(for: .seconds(3))
                 return HTTPResponse(status: 200)
             }
-            let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+            others = try RunningLoop(index: 1)
+            let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: others.loop)
             running = try RunningLoop()
             task = Task(executorPreference: running.loop) {
                 await result { () throws(UpstreamTransportError) in
@@ -80,7 +54,9 @@ import Testing
         let fake = try FakeApple { request, _ in
             HTTPResponse(status: 200, body: Array("\(request.method) \(request.target)".utf8))
         }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let others = try RunningLoop(index: 9)
+        defer { others.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: others.loop)
         let running = try RunningLoop()
         let loop = running.loop
         let (places, bodies, versions) = await running.run { () -> ([Bool], [String], [Int]) in
@@ -107,7 +83,7 @@ import Testing
         #expect(metrics.transfersSucceeded == 3)
         #expect(metrics.connectionsOpened == 1, "one connection, reused: \(metrics.connectionsOpened)")
 
-        // A caller on no loop goes through the client's thread, counted with the rest.
+        // A caller on no loop is handed over to the client's loop, counted with the rest.
         _ = try await client.send(UpstreamRequest(url: fake.baseURL + "/off"))
         metrics = client.metrics
         #expect(metrics.transfersStarted == 4 && metrics.transfersSucceeded == 4)
@@ -116,7 +92,9 @@ import Testing
 
     @Test func hundredConcurrentCallsOnOneLoopShareItsConnection() async throws {
         let fake = try FakeApple { request, _ in HTTPResponse(status: 200, body: Array(request.path.utf8)) }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let others = try RunningLoop(index: 9)
+        defer { others.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: others.loop)
         let running = try RunningLoop()
         let loop = running.loop
         let answered = await running.run { () -> Int in
@@ -141,7 +119,9 @@ import Testing
 
     @Test func eachLoopHasItsOwnHandle() async throws {
         let fake = try FakeApple { _, _ in HTTPResponse(status: 204) }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let others = try RunningLoop(index: 9)
+        defer { others.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: others.loop)
         let first = try RunningLoop(index: 0)
         let second = try RunningLoop(index: 1)
         for running in [first, second, first, second] {
@@ -157,7 +137,9 @@ import Testing
 
     @Test func aSecondLoopResumesTheTLSSessionTheFirstGot() async throws {
         let fake = try FakeApple { _, _ in HTTPResponse(status: 204) }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let others = try RunningLoop(index: 9)
+        defer { others.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: others.loop)
         let first = try RunningLoop(index: 0)
         let second = try RunningLoop(index: 1)
         for running in [first, second] {
@@ -174,7 +156,9 @@ import Testing
             try? await Task.sleep(for: .seconds(3))
             return HTTPResponse(status: 200)
         }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let others = try RunningLoop(index: 9)
+        defer { others.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: others.loop)
         let running = try RunningLoop()
         let started = ContinuousClock.now
         let outcome = await running.run {
@@ -228,10 +212,12 @@ import Testing
     @Test func aNewClientOnTheSameLoopGetsAHandleOfItsOwn() async throws {
         let fake = try FakeApple { _, _ in HTTPResponse(status: 200) }
         let running = try RunningLoop()
+        let others = try RunningLoop(index: 9)
+        defer { others.stop() }
         for _ in 0..<5 {
             // Each client is gone before the next is made (often at the same address): none may find the last
             // one's closed handle on the loop.
-            let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+            let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: others.loop)
             let status = await running.run {
                 try? await client.send(UpstreamRequest(url: fake.baseURL + "/")).status
             }
@@ -243,12 +229,16 @@ import Testing
     @Test func aClientMadeWhereAnEarlierOneDiedOnTheSameLoopGetsAHandleOfItsOwn() async throws {
         let fake = try FakeApple { _, _ in HTTPResponse(status: 200) }
         let running = try RunningLoop()
+        let others = try RunningLoop(index: 9)
+        defer { others.stop() }
+        let othersLoop = others.loop
         // All in one task on the loop: each client's shutdown (queued on the loop when it goes) has not run yet
         // when the next client, often at the same address, makes its first call.
         let counted = await running.run { () -> [Int] in
             var counted: [Int] = []
             for _ in 0..<5 {
-                guard let client = try? UpstreamHTTPClient(configuration: .init(caFile: fake.caFile)) else { break }
+                guard let client = try? UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: othersLoop)
+                else { break }
                 let status = try? await client.send(UpstreamRequest(url: fake.baseURL + "/")).status
                 counted.append(status == 200 ? client.metrics.transfersOnCallerLoops : -1)
             }

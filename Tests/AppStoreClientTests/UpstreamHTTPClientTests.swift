@@ -12,7 +12,9 @@ import Testing
                 body: Array("\(request.method) \(request.target) \(String(decoding: request.body, as: UTF8.self))".utf8)
             )
         }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
         let get = try await client.send(UpstreamRequest(url: fake.baseURL + "/a?x=1", headers: [("x-test", "1")]))
         #expect(get.status == 201)
         #expect(get.httpVersion == 2)
@@ -29,7 +31,9 @@ import Testing
 
     @Test func unknownCAIsAConnectionFailure() async throws {
         let fake = try FakeApple { _, _ in HTTPResponse(status: 200) }
-        let client = try UpstreamHTTPClient()
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(loop: running.loop)
         await #expect(throws: UpstreamTransportError.self) {
             _ = try await client.send(UpstreamRequest(url: fake.baseURL + "/"))
         }
@@ -38,7 +42,9 @@ import Testing
 
     @Test func hundredConcurrentCallsShareAtMostTwoConnections() async throws {
         let fake = try FakeApple { request, _ in HTTPResponse(status: 200, body: Array(request.path.utf8)) }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
         let versions = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<100 {
                 group.addTask {
@@ -59,7 +65,9 @@ import Testing
 
     @Test func fiveHundredConcurrentCallsStayWithinTheConnectionCap() async throws {
         let fake = try FakeApple { _, _ in HTTPResponse(status: 200, body: Array(repeating: 0x61, count: 2_000)) }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<500 {
@@ -80,7 +88,9 @@ import Testing
             try? await Task.sleep(for: .seconds(3))
             return HTTPResponse(status: 200)
         }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
         let started = ContinuousClock.now
         do {
             _ = try await client.send(UpstreamRequest(url: fake.baseURL + "/slow", timeout: .milliseconds(300)))
@@ -96,7 +106,9 @@ import Testing
             HTTPResponse(
                 status: 200, body: Array("abcdefgh".utf8), delivery: .slowBody(chunks: 4, interval: .milliseconds(30)))
         }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
         let response = try await client.send(UpstreamRequest(url: fake.baseURL + "/"))
         #expect(String(decoding: response.body, as: UTF8.self) == "abcdefgh")
     }
@@ -106,7 +118,9 @@ import Testing
             try? await Task.sleep(for: .seconds(3))
             return HTTPResponse(status: 200)
         }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
         let task = Task {
             await result { () throws(UpstreamTransportError) in
                 try await client.send(UpstreamRequest(url: fake.baseURL + "/slow"))
@@ -123,7 +137,9 @@ import Testing
     }
 
     @Test func alreadyCancelledCallNeverStarts() async throws {
-        let client = try UpstreamHTTPClient()
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(loop: running.loop)
         let task = Task {
             await result { () throws(UpstreamTransportError) in
                 while !Task.isCancelled { await Task.yield() }
@@ -137,7 +153,9 @@ import Testing
 
     @Test func resetAndShutdownFailCleanly() async throws {
         let fake = try FakeApple { _, _ in HTTPResponse(status: 200, delivery: .resetConnection) }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
         do {
             _ = try await client.send(UpstreamRequest(url: fake.baseURL + "/"))
             Issue.record("expected a failure")
@@ -154,7 +172,9 @@ import Testing
     }
 
     @Test func plainHTTPAndBadURLs() async throws {
-        let client = try UpstreamHTTPClient()
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(loop: running.loop)
         do {
             _ = try await client.send(UpstreamRequest(url: "ftp://example.com/"))
             Issue.record("expected invalidRequest")

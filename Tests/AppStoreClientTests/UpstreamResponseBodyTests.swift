@@ -15,7 +15,9 @@ import Testing
         // cap, so its buffer also grows as the bytes arrive.
         let body = Self.pattern(size)
         let fake = try FakeApple { _, _ in HTTPResponse(status: 200, body: body) }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
         let response = try await client.send(UpstreamRequest(url: fake.baseURL + "/"))
         #expect(response.httpVersion == 2)
         #expect(response.body.count == size)
@@ -27,7 +29,9 @@ import Testing
         let fake = try FakeApple { _, _ in
             HTTPResponse(status: 200, body: body, delivery: .slowBody(chunks: 7, interval: .milliseconds(5)))
         }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: running.loop)
         #expect(try await client.send(UpstreamRequest(url: fake.baseURL + "/")).body == body)
     }
 
@@ -35,7 +39,10 @@ import Testing
         let fake = try FakeApple { request, _ in
             HTTPResponse(status: 200, body: Self.pattern(request.target == "/exact" ? 100_000 : 300_000))
         }
-        let client = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile, maxResponseBytes: 100_000))
+        let running = try RunningLoop()
+        defer { running.stop() }
+        let client = try UpstreamHTTPClient(
+            configuration: .init(caFile: fake.caFile, maxResponseBytes: 100_000), loop: running.loop)
         let outcome = await result { () async throws(UpstreamTransportError) in
             try await client.send(UpstreamRequest(url: fake.baseURL + "/big"))
         }

@@ -84,6 +84,8 @@ public enum AppleJSON {
 /// Apps, keys and clients wired to a `FakeApple`.
 public struct UpstreamFixture: Sendable {
     public let fake: FakeApple
+    /// Where `http` serves its callers on no loop; stopped when the fixture goes.
+    public let loop: RunningLoop
     public let http: UpstreamHTTPClient
     public let client: AppStoreAPIClient
     public let configuration: GatewayConfiguration
@@ -105,7 +107,7 @@ public struct UpstreamFixture: Sendable {
         apps: [GatewayConfiguration.App] = [app("example", bundleId: "com.example.app")],
         maxWait: Duration = .seconds(1),
         retries: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(20)),
-        clock: any GatewayClock = SystemClock(), events: any GatewayEvents = SilentGatewayEvents(),
+        clock: any GatewayClock = SystemClock(), metrics: AppStoreClientMetrics = AppStoreClientMetrics(),
         script: @escaping FakeApple.Script = { _, _ in AppleJSON.history([]) }
     ) throws {
         fake = try FakeApple(script)
@@ -125,9 +127,10 @@ public struct UpstreamFixture: Sendable {
             signers[app.bundleId] = AppKeySigner(key: key)
         }
         self.keys = keys
-        http = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile))
+        loop = try RunningLoop()
+        http = try UpstreamHTTPClient(configuration: .init(caFile: fake.caFile), loop: loop.loop)
         client = try AppStoreAPIClient(
-            configuration: configuration, http: http, signers: signers, clock: clock, events: events)
+            configuration: configuration, http: http, signers: signers, clock: clock, metrics: metrics)
     }
 
     public func app(_ name: String = "example") throws(GatewayError) -> GatewayConfiguration.App {

@@ -4,6 +4,7 @@ import Cryptography
 import Foundation
 import GRPC
 import HTTPServer
+import Metrics
 import Observability
 import SignedData
 import Testing

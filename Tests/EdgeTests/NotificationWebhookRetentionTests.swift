@@ -1,5 +1,6 @@
 import GatewayFoundation
 import HTTPServer
+import Metrics
 import NotificationStore
 import Observability
 import Testing

@@ -41,7 +41,7 @@ import Testing
         let loop = running.loop
         let places = await Task(executorPreference: loop) { () -> [Bool] in
             var places = [loop.inEventLoop]
-            // Resumed from a thread of its own, as the upstream client's thread resumes a caller.
+            // Resumed from a thread of its own, as another loop resumes a caller whose call it ran.
             let value = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
                 spawnThread(name: "test-resumer") { continuation.resume(returning: 7) }.join()
             }

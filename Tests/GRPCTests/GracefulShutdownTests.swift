@@ -80,6 +80,45 @@ import Testing
         #expect(server.http2.heldConnections == 0)
     }
 
+    /// `serve()` serves until another thread calls `beginGracefulShutdown`, then drains and returns the outcome;
+    /// a `shutdown` from a third thread waits for that same outcome instead of draining a second time.
+    @Test func serveReturnsWhenAGracefulShutdownBegunElsewhereIsOver() throws {
+        var configuration = GRPCServerConfiguration()
+        configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.threads = 1
+        let server = try GRPCServer(configuration: configuration, services: [])
+        let served = DispatchSemaphore(value: 0)
+        let outcome = OutcomeBox()
+        Thread.detachNewThread {
+            outcome.set(server.serve())
+            served.signal()
+        }
+        // Serving: a client connects (the port is bound at init, accepted once the loop runs).
+        let client = try #require(Self.connectedClient(port: server.port))
+        defer { close(client) }
+        let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
+        try #require(write(client, preface, preface.count) == preface.count)
+        let established = MonotonicInstant.now() + .seconds(60)
+        while server.http2.openConnections == 0 && MonotonicInstant.now() < established { usleep(1_000) }
+        try #require(server.http2.openConnections == 1)
+        #expect(served.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
+
+        server.beginGracefulShutdown(grace: .seconds(3600))
+        let second = OutcomeBox()
+        let secondDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            second.set(server.shutdown(grace: .zero))
+            secondDone.signal()
+        }
+        shutdown(client, Int32(SHUT_RDWR))
+        #expect(served.wait(timeout: .now() + 60) == .success)
+        #expect(secondDone.wait(timeout: .now() + 60) == .success)
+        // The first request's hour of grace counted: the client's close drained it, nothing was cut short.
+        #expect(outcome.value == .drained)
+        #expect(second.value == .drained)
+        #expect(server.http2.heldConnections == 0)
+    }
+
     private static func connectedClient(port: UInt16) -> Int32? {
         let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard client >= 0 else { return nil }

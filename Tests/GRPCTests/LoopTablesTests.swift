@@ -32,7 +32,7 @@ private func answer(of handler: MethodHandler, request: [UInt8] = []) -> [UInt8]
     private static func router(_ service: ReadingService, loops: Int) -> Router {
         Router(
             services: [service], loops: loops, streamWriteHighWatermark: 65_536, maxReceiveMessageBytes: 1024,
-            events: SilentRPCEvents(), callGuard: nil,
+            callGuard: nil,
             deadlines: DeadlinePolicy(defaultTimeout: .seconds(60), maximumTimeout: .seconds(60)))
     }
 

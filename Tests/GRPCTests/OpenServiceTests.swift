@@ -73,7 +73,7 @@ private struct TestService: GRPCService {
     {
         let router = Router(
             services: services, loops: 1, streamWriteHighWatermark: 65_536, maxReceiveMessageBytes: 1024,
-            events: SilentRPCEvents(), callGuard: callGuard,
+            callGuard: callGuard,
             deadlines: DeadlinePolicy(defaultTimeout: .seconds(60), maximumTimeout: .seconds(60)))
         return try await onLoop { loop in
             let stream = RecordingStream(eventLoop: loop)

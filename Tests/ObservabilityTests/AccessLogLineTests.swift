@@ -1,6 +1,8 @@
 import Foundation
+import GRPC
 import GatewayFoundation
 import Logging
+import Metrics
 import Testing
 
 @testable import Observability
@@ -258,14 +260,14 @@ import Testing
         let (reader, writerFD) = pipe()
         defer { close(reader); close(writerFD) }
         let writer = LogLineWriter(fd: writerFD)
-        let events = PrometheusGatewayEvents(
-            registry: MetricsRegistry(), logger: Logger(label: "test"), accessLog: true, accessLogWriter: writer)
+        let log = JSONAccessLog(logger: Logger(label: "test"), writer: writer)
+        let metrics = RPCMetrics(registry: MetricsRegistry())
         let health = "/grpc.health.v1.Health/Check"
-        events.register(methods: [health: "unary", "/x.Y/A": "unary"])
+        metrics.register(methods: [health: "unary", "/x.Y/A": "unary"])
         for path in [health, "/x.Y/A", health] {
-            let recorder = events.recorder(method: path, loop: 0)
+            let recorder = metrics.recorder(method: path, loop: 0, accessLog: log)
             recorder.started()
-            recorder.finished(status: .ok, seconds: 0.001, metadata: [], annotations: CallAnnotations())
+            recorder.finished(path: path, status: .ok, seconds: 0.001, metadata: [], annotations: CallAnnotations())
         }
         writer.flush()
         let text = readAvailable(reader) { $0.contains("/x.Y/A") }

@@ -1,20 +1,22 @@
-import GRPC
 import GatewayFoundation
 import Logging
+import Metrics
 import Testing
 
+@testable import GRPC
 @testable import Observability
 
 /// go-grpc-prometheus labels for registered methods only, process metrics from /proc, numeric log fields.
 @Suite struct ConventionalMetricsTests {
     @Test func onlyRegisteredMethodsGetTheirOwnLabels() {
         let registry = MetricsRegistry()
-        let events = PrometheusGatewayEvents(registry: registry, logger: Logger(label: "test"), accessLog: false)
-        events.register(methods: ["/appstore.gateway.v1.AppStoreGateway/GetHistory": "unary"])
+        let metrics = RPCMetrics(registry: registry)
+        metrics.register(methods: ["/appstore.gateway.v1.AppStoreGateway/GetHistory": "unary"])
         for path in ["/appstore.gateway.v1.AppStoreGateway/GetHistory", "/x.Y/Z", "/a.B/C", "garbage"] {
-            events.rpcStarted(method: path)
-            events.rpcFinished(
-                method: path, status: .unimplemented, seconds: 0.001, metadata: [], annotations: CallAnnotations())
+            let recorder = metrics.recorder(method: path, loop: 0)
+            recorder.started()
+            recorder.finished(
+                path: path, status: .unimplemented, seconds: 0.001, metadata: [], annotations: CallAnnotations())
         }
         let text = registry.render()
         #expect(
@@ -29,38 +31,25 @@ import Testing
         #expect(text.contains("appstore_gateway_rpcs_in_flight 0"))
     }
 
-    /// The verdicts named at start are series from the first scrape (at 0); a verdict not named is still counted.
-    @Test func verdictsNamedAtStartAreSeriesAtOnce() {
-        let registry = MetricsRegistry()
-        let events = PrometheusGatewayEvents(
-            registry: registry, logger: Logger(label: "test"), accessLog: false, verdicts: ["ok", "malformed", "ok"])
-        #expect(registry.render().contains(#"appstore_gateway_verifications_total{verdict="malformed"} 0"#))
-        events.verification(verdict: "ok")
-        events.verification(verdict: "ok")
-        events.verification(verdict: "wrongKind")
-        let text = registry.render()
-        #expect(text.contains(#"appstore_gateway_verifications_total{verdict="ok"} 2"#))
-        #expect(text.contains(#"appstore_gateway_verifications_total{verdict="wrongKind"} 1"#))
-        #expect(text.contains(#"appstore_gateway_verifications_total{verdict="malformed"} 0"#))
-    }
-
     /// The server's recorders, one per loop and method, count into their loop's cells: a scrape sees every
     /// loop's calls in the one series of each method and code.
     @Test func recordersOfSeveralLoopsCountIntoOneSeries() {
         let registry = MetricsRegistry()
-        let events = PrometheusGatewayEvents(registry: registry, logger: Logger(label: "test"), accessLog: false)
+        let metrics = RPCMetrics(registry: registry)
         let path = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
-        events.register(methods: [path: "unary"])
-        let recorders = (0..<3).map { events.recorder(method: path, loop: $0) }
+        metrics.register(methods: [path: "unary"])
+        let recorders = (0..<3).map { metrics.recorder(method: path, loop: $0) }
         for (loop, recorder) in recorders.enumerated() {
             for _ in 0...loop {
                 recorder.started()
                 recorder.messageSent()
-                recorder.finished(status: .ok, seconds: 0.0002, metadata: [], annotations: CallAnnotations())
+                recorder.finished(
+                    path: path, status: .ok, seconds: 0.0002, metadata: [], annotations: CallAnnotations())
             }
         }
         recorders[1].started()
-        recorders[1].finished(status: .notFound, seconds: 0.2, metadata: [], annotations: CallAnnotations())
+        recorders[1].finished(
+            path: path, status: .notFound, seconds: 0.2, metadata: [], annotations: CallAnnotations())
         recorders[2].started()
         let text = registry.render()
         let labels = #"grpc_type="unary",grpc_service="appstore.gateway.v1.AppStoreGateway",grpc_method="VerifyJWS""#
@@ -77,15 +66,16 @@ import Testing
     /// such call: they share their loop's cells of the `unknown` series instead of adding cells without bound.
     @Test func unregisteredPathsShareTheirLoopsCells() throws {
         let registry = MetricsRegistry()
-        let events = PrometheusGatewayEvents(registry: registry, logger: Logger(label: "test"), accessLog: false)
-        let first = try #require(events.recorder(method: "/x.Y/A", loop: 0) as? MethodRecorder)
+        let metrics = RPCMetrics(registry: registry)
+        let first = metrics.recorder(method: "/x.Y/A", loop: 0)
         for index in 0..<1_000 {
-            let recorder = try #require(events.recorder(method: "/x.Y/\(index)", loop: 0) as? MethodRecorder)
+            let recorder = metrics.recorder(method: "/x.Y/\(index)", loop: 0)
             #expect(recorder.series === first.series)
             recorder.started()
-            recorder.finished(status: .unimplemented, seconds: 0, metadata: [], annotations: CallAnnotations())
+            recorder.finished(
+                path: "/x.Y/\(index)", status: .unimplemented, seconds: 0, metadata: [], annotations: CallAnnotations())
         }
-        let other = try #require(events.recorder(method: "/x.Y/A", loop: 1) as? MethodRecorder)
+        let other = metrics.recorder(method: "/x.Y/A", loop: 1)
         #expect(other.series !== first.series)
         let text = registry.render()
         let unknown = #"grpc_type="unknown",grpc_service="unknown",grpc_method="unknown""#

@@ -1,3 +1,4 @@
+import Metrics
 import Testing
 
 @testable import Observability
@@ -90,15 +91,6 @@ import Testing
         first.labels("v").increment()
         #expect(second.labels("v").current == 1)
         #expect(first === second)
-    }
-
-    @Test func namesAreValidated() {
-        #expect(PrometheusTextFormat.isValidMetricName("gateway:rpc_total"))
-        #expect(!PrometheusTextFormat.isValidMetricName("1abc"))
-        #expect(!PrometheusTextFormat.isValidMetricName("a-b"))
-        #expect(PrometheusTextFormat.isValidLabelName("method"))
-        #expect(!PrometheusTextFormat.isValidLabelName("__name"))
-        #expect(!PrometheusTextFormat.isValidLabelName("a:b"))
     }
 
     @Test func concurrentIncrementsAreAllCounted() async {

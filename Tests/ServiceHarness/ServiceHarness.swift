@@ -41,6 +41,8 @@ public final class ServiceHarness: Sendable {
     private let responder: any HTTP2Responder
     private let loop: EventLoop
     private let thread: LoopThread
+    /// Where the services' Apple calls from no loop go, as in `GatewayApp`.
+    private let upstreamLoop: GatewayComposition.UpstreamLoop
 
     /// One harness per process: starting a simulator and loading the keys takes a moment.
     public static let shared: ServiceHarness = {
@@ -65,11 +67,13 @@ public final class ServiceHarness: Sendable {
         configuration.verification.trustBuiltInAppleRoot = true
         configuration.rateLimits.maxWait = .zero
         configuration.retries.maxAttempts = 1
+        let upstreamLoop = try GatewayComposition.UpstreamLoop()
+        self.upstreamLoop = upstreamLoop
         // A webhook store beside it, so the SubscriptionState RPCs keep a state (its log stays empty).
         let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
         let feed = LiveNotificationFeed(
             store: store, metrics: NotificationMetrics(registry: nil), states: store.subscriptions)
-        let service = try GatewayComposition.service(configuration, live: feed)
+        let service = try GatewayComposition.service(configuration, upstreamLoop: upstreamLoop, live: feed)
         let served: [any GRPCService] = [
             HealthService(board: HealthStatusBoard(services: [AppStoreGatewayService.name])), service,
             service.retentionMessaging, service.advancedCommerce, service.subscriptionState,
@@ -83,11 +87,13 @@ public final class ServiceHarness: Sendable {
         let loop = try EventLoop(index: 0)
         self.loop = loop
         thread = spawnThread(name: "harness-loop") { loop.run() }
+        upstreamLoop.start()
     }
 
     deinit {
         loop.stop()
         thread.join()
+        upstreamLoop.stop()
     }
 
     /// Runs `method` on the serialized `request` as a gRPC client calls it — a POST with `grpc-timeout: 2S`, the

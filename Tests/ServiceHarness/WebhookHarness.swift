@@ -15,6 +15,8 @@ import Synchronization
 public final class WebhookHarness: Sendable {
     private let webhook: NotificationWebhook
     private let simulator: SimulatorServer
+    /// Where the service's Apple calls go (the webhook's callers run on no loop), as in `GatewayApp`.
+    private let upstreamLoop: GatewayComposition.UpstreamLoop
 
     /// One per process, with its own simulator state and a fresh SQLite store.
     public static let shared: WebhookHarness = {
@@ -35,8 +37,15 @@ public final class WebhookHarness: Sendable {
         configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
         let feed = LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: nil))
-        webhook = try GatewayComposition.service(configuration, live: feed)
+        let upstreamLoop = try GatewayComposition.UpstreamLoop()
+        self.upstreamLoop = upstreamLoop
+        webhook = try GatewayComposition.service(configuration, upstreamLoop: upstreamLoop, live: feed)
             .webhook(path: "/apple/notifications", live: feed)
+        upstreamLoop.start()
+    }
+
+    deinit {
+        upstreamLoop.stop()
     }
 
     /// A body from a fuzz input: an input starting with `{` is the body itself; anything else is a JWS

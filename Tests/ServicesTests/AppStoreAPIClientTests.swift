@@ -96,7 +96,7 @@ import Testing
         let events = BucketEvents()
         let fixture = try UpstreamFixture(
             apps: [UpstreamFixture.app("busy", rateLimits: tight), UpstreamFixture.app("quiet", rateLimits: tight)],
-            maxWait: .zero, events: events)
+            maxWait: .zero, metrics: events.metrics)
         let outcomes = await withTaskGroup(of: GatewayError?.self) { group in
             for _ in 0..<200 {
                 group.addTask {
@@ -115,7 +115,7 @@ import Testing
         #expect(refused.first?.rpcStatus.code == .resourceExhausted)
         #expect(refused.first?.rpcStatus.details?.retryDelayMilliseconds != nil)
         #expect(fixture.fake.requests.count == admitted)
-        #expect(events.refusals.withLock { $0 } == ["busy/getTransactionHistory/production": 200 - admitted])
+        #expect(events.refusals == ["busy/getTransactionHistory/production": 200 - admitted])
         // Another app's budget is untouched.
         for _ in 0..<10 { _ = try await history(fixture, app: "quiet") }
     }
@@ -124,7 +124,7 @@ import Testing
         let limits = RateLimits(overrides: [.getTransactionHistory: EndpointRate(perSecond: 20, burst: 1)])
         let events = BucketEvents()
         let fixture = try UpstreamFixture(
-            apps: [UpstreamFixture.app("example", rateLimits: limits)], maxWait: .seconds(1), events: events)
+            apps: [UpstreamFixture.app("example", rateLimits: limits)], maxWait: .seconds(1), metrics: events.metrics)
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<5 { group.addTask { _ = try await history(fixture) } }
@@ -134,8 +134,8 @@ import Testing
         #expect(ContinuousClock.now - started >= .milliseconds(180))
         #expect(fixture.fake.requests.count == 5)
         // The four queued calls are reported as waits, about 50 + 100 + 150 + 200 ms in all.
-        #expect(events.waits.withLock { $0 } == 4)
-        #expect(events.waitedSeconds.withLock { $0 } > 0.4)
+        #expect(events.waits == 4)
+        #expect(events.waitedSeconds > 0.4)
     }
 
     @Test func apple429BlocksEveryCallerUntilRetryAfter() async throws {
@@ -365,18 +365,16 @@ import Testing
     }
 }
 
-/// Records the local bucket's events (waits and refusals) per app/endpoint/environment.
-final class BucketEvents: GatewayEvents {
-    let waits = Lock(0)
-    let waitedSeconds = Lock(0.0)
-    let refusals = Lock<[String: Int]>([:])
+/// Reads the local bucket's series (waits and refusals) per app/endpoint/environment.
+final class BucketEvents: Sendable {
+    let metrics = AppStoreClientMetrics()
 
-    func rateLimitWaited(app: String, endpoint: String, environment: String, seconds: Double) {
-        waits.withLock { $0 += 1 }
-        waitedSeconds.withLock { $0 += seconds }
-    }
-
-    func rateLimitRefused(app: String, endpoint: String, environment: String) {
-        refusals.withLock { $0["\(app)/\(endpoint)/\(environment)", default: 0] += 1 }
+    var waits: Int { Int(metrics.rateLimits.waits.series.reduce(0) { $0 + $1.counter.current }) }
+    var waitedSeconds: Double { metrics.rateLimits.waitSeconds.series.reduce(0) { $0 + $1.counter.current } }
+    var refusals: [String: Int] {
+        Dictionary(
+            uniqueKeysWithValues: metrics.rateLimits.refusals.series.map { labels, counter in
+                (labels.joined(separator: "/"), Int(counter.current))
+            })
     }
 }

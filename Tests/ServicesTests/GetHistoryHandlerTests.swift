@@ -6,6 +6,7 @@ import Foundation
 import GRPC
 import GatewayFoundation
 import HTTPServer
+import Metrics
 import ProtoCodec
 import SignedData
 import Testing
@@ -39,8 +40,13 @@ struct TransactionMint: Sendable {
 }
 
 @Suite(.serialized) struct GetHistoryHandlerTests {
-    private func handler(_ fixture: UpstreamFixture, _ mint: TransactionMint, maxPages: Int = 50) -> GetHistoryHandler {
-        GetHistoryHandler(client: fixture.client, verifier: mint.verifier, maxPages: maxPages, clock: SystemClock())
+    private func handler(
+        _ fixture: UpstreamFixture, _ mint: TransactionMint, maxPages: Int = 50,
+        coalescing: CoalescingMetrics = CoalescingMetrics(registry: MetricsRegistry())
+    ) -> GetHistoryHandler {
+        GetHistoryHandler(
+            client: fixture.client, verifier: mint.verifier, maxPages: maxPages, clock: SystemClock(),
+            coalescing: coalescing)
     }
 
     private func request(_ configure: (inout GetHistoryRequest) -> Void = { _ in }) -> GetHistoryRequest {
@@ -228,11 +234,11 @@ struct TransactionMint: Sendable {
         let mint = try TransactionMint()
         let signed = [try mint.jws("t1")]
         let events = CoalescingEvents()
-        let fixture = try UpstreamFixture(events: events) { _, _ in
+        let fixture = try UpstreamFixture { _, _ in
             try? await Task.sleep(for: .milliseconds(300))
             return AppleJSON.history(signed)
         }
-        let handler = handler(fixture, mint)
+        let handler = handler(fixture, mint, coalescing: events.metrics)
         let responses = try await withThrowingTaskGroup(of: GetHistoryResponse.self) { group in
             for index in 0..<12 {
                 group.addTask {
@@ -248,7 +254,7 @@ struct TransactionMint: Sendable {
         #expect(fixture.fake.requests.count == 2)
         #expect(handler.callsInFlight == 0)
         // The metric counts the callers that did not call Apple themselves: 9 + 1.
-        #expect(events.coalesced.withLock { $0 } == ["example/getTransactionHistory": 10])
+        #expect(events.coalesced == ["example/getTransactionHistory": 10])
     }
 
     @Test func aFollowerLeavingDoesNotCancelTheSharedCallButTheLeaderTakesItAlong() async throws {
@@ -389,11 +395,14 @@ struct TransactionMint: Sendable {
     }
 }
 
-/// Records coalesced calls per app/endpoint.
-final class CoalescingEvents: GatewayEvents {
-    let coalesced = Lock<[String: Int]>([:])
+/// Reads the coalesced calls per app/endpoint.
+final class CoalescingEvents: Sendable {
+    let metrics = CoalescingMetrics(registry: MetricsRegistry())
 
-    func callCoalesced(app: String, endpoint: String) {
-        coalesced.withLock { $0["\(app)/\(endpoint)", default: 0] += 1 }
+    var coalesced: [String: Int] {
+        Dictionary(
+            uniqueKeysWithValues: metrics.coalesced.series.map { labels, counter in
+                (labels.joined(separator: "/"), Int(counter.current))
+            })
     }
 }

@@ -2,6 +2,7 @@ import AppStoreClient
 import AppleFixtures
 import Foundation
 import GatewayFoundation
+import Metrics
 import NotificationStore
 import Observability
 import SignedData

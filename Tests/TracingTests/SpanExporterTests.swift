@@ -1,5 +1,6 @@
 import Foundation
 import GatewayFoundation
+import Metrics
 import Observability
 import Testing
 import Tracing

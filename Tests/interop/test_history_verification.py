@@ -93,7 +93,7 @@ def labelled_metric(gw, series):
 
 def test_apple_calls_are_driven_by_the_loop_the_call_runs_on(simulated):
     """A GetHistory's request to Apple is sent, awaited and read by its connection's event loop (libcurl's
-    sockets in the loop's epoll set), not by the upstream client's own thread."""
+    sockets in the loop's epoll set), not handed over to the upstream client's loop."""
     gw, stub, customer = simulated
     on_loop = 'appstore_gateway_upstream_transfers_total{driver="caller_loop"}'
     on_thread = 'appstore_gateway_upstream_transfers_total{driver="client_thread"}'

@@ -105,7 +105,7 @@ public final class Histogram: Sendable {
 }
 
 /// A histogram metric with a fixed set of label names and bucket bounds.
-public final class HistogramFamily: RenderableMetricFamily {
+public final class HistogramFamily: RegisteredFamily {
     /// Prometheus client libraries' default bounds, in seconds: 5 ms to 10 s.
     public static let defaultBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -117,7 +117,6 @@ public final class HistogramFamily: RenderableMetricFamily {
     public let labelNames: [String]
     /// The finite upper bounds, ascending.
     public let upperBounds: [Double]
-    let typeName = "histogram"
     private let children = MetricChildren<Histogram>()
 
     init(name: String, help: String, labelNames: [String], buckets: [Double]) {
@@ -144,20 +143,13 @@ public final class HistogramFamily: RenderableMetricFamily {
     /// Records an observation in the unlabelled series.
     public func observe(_ value: Double) { labels([]).observe(value) }
 
-    func renderSamples(into output: inout String) {
-        for (values, histogram) in children.sorted() {
-            let snapshot = histogram.snapshot
-            var cumulative: UInt64 = 0
-            for (index, count) in snapshot.bucketCounts.enumerated() {
-                cumulative += count
-                let bound = index < snapshot.upperBounds.count ? snapshot.upperBounds[index] : .infinity
-                let labels = PrometheusTextFormat.labelSet(
-                    names: labelNames, values: values, extra: ("le", PrometheusTextFormat.formatValue(bound)))
-                output += "\(name)_bucket\(labels) \(cumulative)\n"
-            }
-            let labels = PrometheusTextFormat.labelSet(names: labelNames, values: values)
-            output += "\(name)_sum\(labels) \(PrometheusTextFormat.formatValue(snapshot.sum))\n"
-            output += "\(name)_count\(labels) \(snapshot.count)\n"
-        }
+    /// Every time series made so far with its label values, sorted by label values (what a scrape reads).
+    public var series: [(labelValues: [String], histogram: Histogram)] {
+        children.sorted().map { (labelValues: $0.values, histogram: $0.child) }
+    }
+
+    var family: MetricFamily { .histogram(self) }
+    static func registered(as family: MetricFamily) -> HistogramFamily? {
+        if case .histogram(let histogram) = family { histogram } else { nil }
     }
 }

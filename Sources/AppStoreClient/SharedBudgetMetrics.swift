@@ -1,20 +1,19 @@
-import AppStoreClient
 import AppStoreDomain
+import Metrics
 import Redis
 
-/// The shared (Redis) rate budget's events as Prometheus metrics, in the gateway's registry.
-///
-/// Redis round trips per Apple call = `appstore_gateway_redis_round_trips_total` /
+/// The shared (Redis) rate budget's series: reservations by outcome, its mode and fallbacks, and its Redis
+/// round trips. Redis round trips per Apple call = `appstore_gateway_redis_round_trips_total` /
 /// `appstore_gateway_apple_requests_total`.
-public final class PrometheusSharedBudgetEvents: SharedBudgetEvents {
-    private let reservations: CounterFamily
-    private let fallbacks: Counter
-    private let mode: GaugeFamily
-    private let roundTrips: Counter
-    private let redisSeconds: Histogram
-    private let redisErrors: CounterFamily
+public final class SharedBudgetMetrics: Sendable {
+    package let reservations: CounterFamily
+    package let fallbacks: Counter
+    package let mode: GaugeFamily
+    package let roundTrips: Counter
+    package let redisSeconds: Histogram
+    package let redisErrors: CounterFamily
 
-    /// Registers the metrics in `registry`.
+    /// The families, registered in `registry` (each mode at 0 until a budget reports its own).
     public init(registry: MetricsRegistry) {
         reservations = registry.counter(
             "appstore_gateway_shared_budget_reservations_total",
@@ -39,23 +38,38 @@ public final class PrometheusSharedBudgetEvents: SharedBudgetEvents {
             "appstore_gateway_redis_errors_total",
             help: "Failed Redis round trips, by kind (connect, timeout, protocol, error).",
             labelNames: ["kind"])
-        for state in [SharedBudgetMode.State.shared, .fallback, .probing] { mode.labels(state.rawValue).set(0) }
+        for state in Self.states { mode.labels(state.rawValue).set(0) }
     }
 
-    public func sharedBudgetReservation(app: String, endpoint: String, outcome: SharedBudgetOutcome) {
+    private static let states: [SharedBudgetMode.State] = [.shared, .fallback, .probing]
+
+    /// One reservation for `app`/`endpoint` ended with `outcome`.
+    func reservation(app: String, endpoint: String, outcome: SharedBudgetOutcome) {
         reservations.labels(app, endpoint, outcome.rawValue).increment()
     }
 
-    public func sharedBudgetMode(_ state: SharedBudgetMode.State, transition: SharedBudgetMode.Transition?) {
-        for candidate in [SharedBudgetMode.State.shared, .fallback, .probing] {
-            mode.labels(candidate.rawValue).set(candidate == state ? 1 : 0)
-        }
+    /// The budget's mode is now `state`; `transition` is set when this is a change worth counting.
+    func modeChanged(to state: SharedBudgetMode.State, transition: SharedBudgetMode.Transition?) {
+        for candidate in Self.states { mode.labels(candidate.rawValue).set(candidate == state ? 1 : 0) }
         if transition == .fellBack { fallbacks.increment() }
     }
 
-    public func redisRoundTrip(seconds: Double, commands: Int, failure: RedisFailureKind?) {
+    /// One Redis round trip took `seconds`; `failure` names what went wrong.
+    func roundTrip(seconds: Double, failure: RedisFailureKind?) {
         roundTrips.increment()
         redisSeconds.observe(seconds)
         if let failure { redisErrors.labels(failure.rawValue).increment() }
     }
+}
+
+/// How one shared-budget reservation ended.
+public enum SharedBudgetOutcome: String, Sendable, Hashable {
+    /// A shared token, at once.
+    case taken
+    /// A shared token after a wait.
+    case waited
+    /// Refused by the shared bucket or a shared Retry-After block.
+    case refused
+    /// Answered by the local fallback bucket (Redis unreachable).
+    case fallback
 }

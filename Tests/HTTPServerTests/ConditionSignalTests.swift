@@ -41,11 +41,11 @@ private final class Flag: Sendable {
     }
 }
 
-@Suite struct IdleSignalTests {
+@Suite struct ConditionSignalTests {
     /// A waiter with an hour left is woken by the event that made it idle: it returns true long before its
     /// deadline (the 60 s bound only keeps a broken build from hanging the suite).
     @Test func aWaiterIsWokenByTheSignalNotByItsDeadline() {
-        let signal = IdleSignal()
+        let signal = ConditionSignal()
         let busy = Flag(true)
         let waiter = OnThread { signal.wait(until: .now() + .seconds(3600)) { busy.isSet } }
         busy.isSet = false
@@ -56,12 +56,12 @@ private final class Flag: Sendable {
 
     /// Nothing to wait for: true at once, whatever the deadline.
     @Test func anIdleWaiterReturnsAtOnce() {
-        #expect(IdleSignal().wait(until: .now() - .seconds(1)) { false })
+        #expect(ConditionSignal().wait(until: .now() - .seconds(1)) { false })
     }
 
     /// Still busy at the deadline: false.
     @Test func aBusyWaiterReturnsFalseAtItsDeadline() {
-        #expect(!IdleSignal().wait(until: .now() + .milliseconds(1)) { true })
+        #expect(!ConditionSignal().wait(until: .now() + .milliseconds(1)) { true })
     }
 
     /// `waitUntilIdle` returns true once the server's last connection closes (the client hung up), with an hour

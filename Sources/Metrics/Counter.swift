@@ -28,7 +28,6 @@ public final class Counter: Sendable {
         amounts.withLock { $0 += amount }
     }
 
-    /// The current value.
     /// Raises the counter to `total`, a running total kept elsewhere (a server's, a cache's, /proc's) and read at a
     /// scrape; never lowers it.
     public func follow(total: Double) {
@@ -36,6 +35,7 @@ public final class Counter: Sendable {
         if step > 0 { increment(by: step) }
     }
 
+    /// The current value.
     public var current: Double {
         let counted = ones.load(ordering: .relaxed) &+ UInt64(bitPattern: cells.total)
         return Double(counted) + amounts.withLock { $0 }
@@ -43,14 +43,13 @@ public final class Counter: Sendable {
 }
 
 /// A counter metric with a fixed set of label names; `labels(...)` picks one time series.
-public final class CounterFamily: RenderableMetricFamily {
+public final class CounterFamily: RegisteredFamily {
     /// The metric name.
     public let name: String
     /// The HELP text.
     public let help: String
     /// The label names, in order.
     public let labelNames: [String]
-    let typeName = "counter"
     private let children = MetricChildren<Counter>()
 
     init(name: String, help: String, labelNames: [String]) {
@@ -73,10 +72,13 @@ public final class CounterFamily: RenderableMetricFamily {
     /// Increments the unlabelled series.
     public func increment(by amount: Double = 1) { labels([]).increment(by: amount) }
 
-    func renderSamples(into output: inout String) {
-        for (values, counter) in children.sorted() {
-            let labels = PrometheusTextFormat.labelSet(names: labelNames, values: values)
-            output += "\(name)\(labels) \(PrometheusTextFormat.formatValue(counter.current))\n"
-        }
+    /// Every time series made so far with its label values, sorted by label values (what a scrape reads).
+    public var series: [(labelValues: [String], counter: Counter)] {
+        children.sorted().map { (labelValues: $0.values, counter: $0.child) }
+    }
+
+    var family: MetricFamily { .counter(self) }
+    static func registered(as family: MetricFamily) -> CounterFamily? {
+        if case .counter(let counter) = family { counter } else { nil }
     }
 }

@@ -1,14 +1,13 @@
 import GatewayFoundation
 
-/// The process's metrics, rendered for Prometheus by the admin server's `/metrics`.
+/// The process's metrics: every layer registers its families here by name and help and records into them
+/// directly; an exposition (Observability's Prometheus text for the admin server's `/metrics`) reads them.
 ///
 /// Families are created once (usually at startup) and their children kept by the code that updates them,
-/// so the hot path is one lock-protected add on that child's own lock: no registry or family lock is taken.
+/// so the hot path is one lock-protected add on that child's own lock, or a store to a loop's own cell: no
+/// registry or family lock is taken.
 public final class MetricsRegistry: Sendable {
-    /// The `Content-Type` of `render()`'s output.
-    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
-
-    private let families = Lock<[any RenderableMetricFamily]>([])
+    private let registered = Lock<[MetricFamily]>([])
 
     /// An empty registry.
     public init() {}
@@ -33,36 +32,27 @@ public final class MetricsRegistry: Sendable {
         }
     }
 
-    /// Every family in registration order, in the text exposition format 0.0.4.
-    public func render() -> String {
-        let snapshot = families.withLock { $0 }
-        var output = ""
-        for family in snapshot {
-            output += "# HELP \(family.name) \(PrometheusTextFormat.escapeHelp(family.help))\n"
-            output += "# TYPE \(family.name) \(family.typeName)\n"
-            family.renderSamples(into: &output)
-        }
-        return output
-    }
+    /// Every family, in registration order.
+    public var families: [MetricFamily] { registered.withLock { $0 } }
 
-    private func register<Family: RenderableMetricFamily>(
+    private func register<Family: RegisteredFamily>(
         name: String, labelNames: [String], make: () -> Family
     ) -> Family {
         // Invalid names are programming errors in the gateway, never input from the network.
-        precondition(PrometheusTextFormat.isValidMetricName(name), "invalid metric name '\(name)'")
+        precondition(MetricNames.isValidMetricName(name), "invalid metric name '\(name)'")
         for label in labelNames {
-            precondition(PrometheusTextFormat.isValidLabelName(label), "metric \(name): invalid label name '\(label)'")
+            precondition(MetricNames.isValidLabelName(label), "metric \(name): invalid label name '\(label)'")
         }
         precondition(Set(labelNames).count == labelNames.count, "metric \(name): repeated label name")
-        return families.withLock { list in
+        return registered.withLock { list in
             if let existing = list.first(where: { $0.name == name }) {
-                guard let same = existing as? Family, same.labelNames == labelNames else {
+                guard let same = Family.registered(as: existing), same.labelNames == labelNames else {
                     preconditionFailure("metric \(name) is already registered as another type or with other labels")
                 }
                 return same
             }
             let family = make()
-            list.append(family)
+            list.append(family.family)
             return family
         }
     }

@@ -44,14 +44,13 @@ public final class Gauge: Sendable {
 }
 
 /// A gauge metric with a fixed set of label names; `labels(...)` picks one time series.
-public final class GaugeFamily: RenderableMetricFamily {
+public final class GaugeFamily: RegisteredFamily {
     /// The metric name.
     public let name: String
     /// The HELP text.
     public let help: String
     /// The label names, in order.
     public let labelNames: [String]
-    let typeName = "gauge"
     private let children = MetricChildren<Gauge>()
 
     init(name: String, help: String, labelNames: [String]) {
@@ -73,10 +72,13 @@ public final class GaugeFamily: RenderableMetricFamily {
     /// Sets the unlabelled series.
     public func set(_ value: Double) { labels([]).set(value) }
 
-    func renderSamples(into output: inout String) {
-        for (values, gauge) in children.sorted() {
-            let labels = PrometheusTextFormat.labelSet(names: labelNames, values: values)
-            output += "\(name)\(labels) \(PrometheusTextFormat.formatValue(gauge.current))\n"
-        }
+    /// Every time series made so far with its label values, sorted by label values (what a scrape reads).
+    public var series: [(labelValues: [String], gauge: Gauge)] {
+        children.sorted().map { (labelValues: $0.values, gauge: $0.child) }
+    }
+
+    var family: MetricFamily { .gauge(self) }
+    static func registered(as family: MetricFamily) -> GaugeFamily? {
+        if case .gauge(let gauge) = family { gauge } else { nil }
     }
 }

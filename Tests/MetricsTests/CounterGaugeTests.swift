@@ -1,7 +1,7 @@
 import Dispatch
 import Testing
 
-@testable import Observability
+@testable import Metrics
 
 /// Counters and gauges: steps of one (atomic adds) and other amounts (a locked base) make one value, under
 /// concurrent use too.

@@ -1,30 +1,28 @@
-import GRPC
-
 /// The method labels of an RPC, named as go-grpc-prometheus names them (`grpc_type`, `grpc_service`,
 /// `grpc_method`, `grpc_code`), so the community's gRPC dashboards and alerts work unchanged.
 ///
 /// Only registered methods get their own labels; every other path (a caller chooses it freely) counts
 /// under `unknown`, so the number of series stays fixed whatever callers send.
-struct RPCMethodLabels: Sendable, Hashable {
+public struct RPCMethodLabels: Sendable, Hashable {
     /// `grpc_type`: unary, client_stream, server_stream, bidi_stream, or unknown.
-    var type: String
+    public var type: String
     /// `grpc_service`: the fully qualified service name, e.g. appstore.gateway.v1.AppStoreGateway.
-    var service: String
+    public var service: String
     /// `grpc_method`: the method name, e.g. GetHistory.
-    var method: String
+    public var method: String
 
     /// The labels for unregistered paths.
-    static let unknown = RPCMethodLabels(type: "unknown", service: "unknown", method: "unknown")
+    public static let unknown = RPCMethodLabels(type: "unknown", service: "unknown", method: "unknown")
 
     /// The labels for `path` ("/package.Service/Method") registered with `type`.
-    init?(path: String, type: String) {
+    package init?(path: String, type: String) {
         guard path.first == "/", let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
         service = String(path[path.index(after: path.startIndex)..<slash])
         method = String(path[path.index(after: slash)...])
         self.type = type
     }
 
-    init(type: String, service: String, method: String) {
+    package init(type: String, service: String, method: String) {
         self.type = type
         self.service = service
         self.method = method
@@ -33,7 +31,7 @@ struct RPCMethodLabels: Sendable, Hashable {
     var values: [String] { [type, service, method] }
 
     /// A gRPC code as Go's `codes.Code.String()` spells it (go-grpc-prometheus's `grpc_code` values).
-    static func codeName(_ code: StatusCode) -> String {
+    package static func codeName(_ code: StatusCode) -> String {
         switch code {
         case .ok: "OK"
         case .cancelled: "Canceled"

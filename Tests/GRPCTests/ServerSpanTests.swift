@@ -1,11 +1,12 @@
-import GRPC
 import GatewayFoundation
+import Metrics
 import Testing
-import Tracing
+
+@testable import GRPC
 
 /// The server span of a call: RPC conventions, the caller's span as parent, the call's span id as its own,
-/// nothing for an unsampled call; the inner events still see every call.
-@Suite struct TracingRPCEventsTests {
+/// nothing for an unsampled call; the access log still sees every call.
+@Suite struct ServerSpanTests {
     final class CollectingTracer: Tracer {
         let sampled: Bool
         let spans = Lock<[SpanRecord]>([])
@@ -15,25 +16,33 @@ import Tracing
         func unixNanos() -> UInt64 { 2_000_000_000_000_000_000 }
     }
 
-    final class CountingEvents: RPCEvents, @unchecked Sendable {
+    final class CountingLog: AccessLog, AccessLogWriter {
         let finished = Lock(0)
-        func rpcFinished(
-            method: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
+        func writer(for method: RPCMethodLabels, path: String?, loop: Int) -> (any AccessLogWriter)? { self }
+        func write(
+            path: String, status: StatusCode, seconds: Double, metadata: [(name: String, value: String)],
             annotations: CallAnnotations
         ) { finished.withLock { $0 += 1 } }
+    }
+
+    /// The recorder the server makes for `method` on loop 0, registered as a unary method when it is a path.
+    func recorder(_ method: String, accessLog: (any AccessLog)? = nil, tracer: any Tracer) -> RPCRecorder {
+        let metrics = RPCMetrics(registry: MetricsRegistry())
+        metrics.register(methods: [method: "unary"])
+        return metrics.recorder(method: method, loop: 0, accessLog: accessLog, tracer: tracer)
     }
 
     let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
     @Test func aCallBecomesAServerSpanUnderTheCallersSpan() throws {
         let tracer = CollectingTracer(sampled: true)
-        let inner = CountingEvents()
-        let events = TracingRPCEvents(inner: inner, tracer: tracer)
+        let inner = CountingLog()
+        let path = "/appstore.gateway.v1.AppStoreGateway/GetHistory"
         let trace = TraceContext(traceparent: parent, tracestate: nil)
         let annotations = CallAnnotations(identity: .init(requestID: "r-1", trace: trace, caller: "billing"))
         annotations.note("app", "example")
-        events.recorder(method: "/appstore.gateway.v1.AppStoreGateway/GetHistory", loop: 0).finished(
-            status: .unavailable, seconds: 0.25, metadata: [], annotations: annotations)
+        recorder(path, accessLog: inner, tracer: tracer).finished(
+            path: path, status: .unavailable, seconds: 0.25, metadata: [], annotations: annotations)
 
         #expect(inner.finished.withLock { $0 } == 1)
         let span = try #require(tracer.spans.withLock { $0 }.first)
@@ -55,8 +64,8 @@ import Tracing
     @Test func aCallersErrorLeavesTheStatusUnset() throws {
         let tracer = CollectingTracer(sampled: true)
         let trace = TraceContext(traceparent: nil, tracestate: nil)
-        TracingRPCEvents(inner: SilentRPCEvents(), tracer: tracer).recorder(method: "not a path", loop: 0).finished(
-            status: .invalidArgument, seconds: 0, metadata: [],
+        recorder("not a path", tracer: tracer).finished(
+            path: "not a path", status: .invalidArgument, seconds: 0, metadata: [],
             annotations: CallAnnotations(identity: .init(requestID: nil, trace: trace, caller: nil)))
         let span = try #require(tracer.spans.withLock { $0 }.first)
         #expect(span.status == .unset && span.parentSpanID == 0 && !span.parentIsRemote)
@@ -65,9 +74,9 @@ import Tracing
 
     @Test func anUnsampledCallMakesNoSpan() {
         let tracer = CollectingTracer(sampled: false)
-        let inner = CountingEvents()
-        TracingRPCEvents(inner: inner, tracer: tracer).recorder(method: "/a.B/C", loop: 0).finished(
-            status: .ok, seconds: 0.1, metadata: [],
+        let inner = CountingLog()
+        recorder("/a.B/C", accessLog: inner, tracer: tracer).finished(
+            path: "/a.B/C", status: .ok, seconds: 0.1, metadata: [],
             annotations: CallAnnotations(
                 identity: .init(requestID: nil, trace: TraceContext(traceparent: parent, tracestate: nil), caller: nil)
             ))
