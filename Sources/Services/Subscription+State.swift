@@ -48,7 +48,7 @@ extension SubscriptionSource {
 
 extension ProtoCodec.Entitlement {
     /// The contract's message for one of a customer's entitlements.
-    init(_ entitlement: SubscriptionState.Entitlement) {
+    init(_ entitlement: EntitlementGrant) {
         self.init()
         name = entitlement.name
         active = entitlement.active

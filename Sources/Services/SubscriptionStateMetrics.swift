@@ -1,8 +1,8 @@
-import Observability
+import Metrics
 
 /// The subscription state's Prometheus series (a registry-less instance counts nothing).
 public final class SubscriptionStateMetrics: Sendable {
-    package let rejected: CounterFamily?
+    package let rejections: CounterFamily?
     package let applied: CounterFamily?
     package let appleReads: CounterFamily?
     package let stale: CounterFamily?
@@ -10,10 +10,10 @@ public final class SubscriptionStateMetrics: Sendable {
     /// Series registered in `registry` (nil: none).
     public init(registry: MetricsRegistry?) {
         guard let registry else {
-            rejected = nil; applied = nil; appleReads = nil; stale = nil
+            rejections = nil; applied = nil; appleReads = nil; stale = nil
             return
         }
-        rejected = registry.counter(
+        rejections = registry.counter(
             "appstore_gateway_state_rejected_total",
             help: "Inputs the subscription state did not apply, by reason (unverified: a notification's or a "
                 + "posted transaction's JWS did not verify; other_app: it names another app or environment; "
@@ -34,7 +34,7 @@ public final class SubscriptionStateMetrics: Sendable {
             labelNames: ["app"])
     }
 
-    package func rejected(reason: String) { rejected?.labels(reason).increment() }
+    package func rejected(reason: String) { rejections?.labels(reason).increment() }
     package func changed(app: String, source: String) { applied?.labels(app, source).increment() }
     package func appleRead(app: String) { appleReads?.labels(app).increment() }
     package func staleAnswer(app: String) { stale?.labels(app).increment() }

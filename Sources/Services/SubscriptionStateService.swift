@@ -151,7 +151,7 @@ extension SubscriptionStates {
 
     /// Every configured entitlement of the app, those the customer holds no source of included as inactive.
     static func allEntitlements(
-        _ held: [SubscriptionState.Entitlement], policy: SubscriptionPolicy
+        _ held: [EntitlementGrant], policy: SubscriptionPolicy
     ) -> [ProtoCodec.Entitlement] {
         var byName: [String: ProtoCodec.Entitlement] = [:]
         for name in policy.entitlements.keys {

@@ -26,7 +26,7 @@ public struct CustomerView: Sendable, Hashable {
     /// The customer's entitlements at `nowMillis` under `policy`, sorted by name: every entitlement at least one
     /// subscription or purchase unlocks, active when one grants it now. A subscription grants while its state is
     /// `entitled`; a one-time purchase until it is revoked.
-    public func entitlements(at nowMillis: Int64, policy: SubscriptionPolicy) -> [Entitlement] {
+    public func entitlements(at nowMillis: Int64, policy: SubscriptionPolicy) -> [EntitlementGrant] {
         var sources: [String: [Source]] = [:]
         for record in subscriptions {
             let state = record.state(at: nowMillis, policy: policy)
@@ -61,7 +61,7 @@ public struct CustomerView: Sendable, Hashable {
         var expiresDate: Int64?
     }
 
-    private static func entitlement(_ name: String, from all: [Source]) -> Entitlement {
+    private static func entitlement(_ name: String, from all: [Source]) -> EntitlementGrant {
         let granting = all.filter(\.active)
         let counted = granting.isEmpty ? all : granting
         let expires: Int64?
@@ -71,7 +71,7 @@ public struct CustomerView: Sendable, Hashable {
             let ends = granting.map(\.accessEnd)
             expires = ends.contains(nil) ? nil : ends.compactMap { $0 }.max()
         }
-        return Entitlement(
+        return EntitlementGrant(
             name: name, active: !granting.isEmpty, expiresDateMillis: expires,
             originalTransactionIds: Array(Set(counted.map(\.originalTransactionId))).sorted(),
             productIds: Array(Set(counted.map(\.productId))).sorted())

@@ -1,6 +1,6 @@
 /// One entitlement of a customer at an instant: whether any of its sources (subscriptions and one-time purchases
 /// whose product unlocks it) grants it, and until when.
-public struct Entitlement: Sendable, Hashable {
+public struct EntitlementGrant: Sendable, Hashable {
     /// The entitlement's name, as configured (`apps[].entitlements`).
     public let name: String
     /// Whether at least one source grants it now.

@@ -27,7 +27,10 @@ import Testing
     }
 
     @Test func everyGuardedMethodNeedsExactlyOnePermission() {
-        let services = [AppStoreGatewayService.name, AdvancedCommerceService.name, RetentionMessagingService.name]
+        let services = [
+            AppStoreGatewayService.name, AdvancedCommerceService.name, RetentionMessagingService.name,
+            SubscriptionStateService.name,
+        ]
         #expect(MethodPermissions.table.count >= 40)
         for (path, permission) in MethodPermissions.table {
             #expect(services.contains { path.hasPrefix("/\($0)/") }, "\(path)")
@@ -73,5 +76,20 @@ import Testing
         // A single invalid argument is a one-violation BadRequest too.
         let single = GatewayError.invalidArgument(field: "app", problem: "is required").rpcStatus
         #expect(single.details?.fieldViolations == [FieldViolation(field: "app", description: "is required")])
+    }
+}
+
+/// The subscription state's own refusals: their codes and reasons, RetryInfo where a retry helps.
+@Suite struct SubscriptionStateStatusTests {
+    @Test func notFoundUnavailableAndNotKeptCarryTheirReasons() {
+        let missing = GatewayError.subscriptionNotFound(originalTransactionId: String(repeating: "9", count: 500))
+            .rpcStatus
+        #expect(missing.code == .notFound && missing.details?.info?.reason == "SUBSCRIPTION_NOT_FOUND")
+        #expect(missing.message.utf8.count < 400)
+        let down = GatewayError.stateStoreUnavailable("disk I/O error").rpcStatus
+        #expect(down.code == .unavailable && down.details?.info?.reason == "STATE_STORE_UNAVAILABLE")
+        #expect(down.details?.retryDelayMilliseconds == 1000)
+        let none = GatewayError.stateNotKept("needs notifications.webhook").rpcStatus
+        #expect(none.code == .failedPrecondition && none.details?.info?.reason == "SUBSCRIPTION_STATE_NOT_KEPT")
     }
 }

@@ -10,7 +10,7 @@ struct ExpectedEntitlement: Equatable, CustomStringConvertible {
     var originalTransactionIds: [String]
     var productIds: [String]
 
-    init(_ entitlement: Entitlement) {
+    init(_ entitlement: EntitlementGrant) {
         name = entitlement.name
         active = entitlement.active
         expiresDateMillis = entitlement.expiresDateMillis

@@ -13,7 +13,7 @@ import Testing
     struct Reading: Equatable {
         var states: [SubscriptionKey: [DerivedSubscription]]
         var timers: [SubscriptionKey: [Int64?]]
-        var entitlements: [[Entitlement]]
+        var entitlements: [[EntitlementGrant]]
 
         init(_ ledger: Ledger, at instants: [Int64], policies: [SubscriptionPolicy]) {
             states = [:]
