@@ -152,6 +152,11 @@ public final class GatewayApp {
         // First started, last stopped: the gRPC port's calls and the webhook hand their Apple calls to it until
         // they have stopped.
         upstreamLoop.start()
+        if let reason = service.subscriptionState.unavailable {
+            logger.warning(
+                "no subscription state: SubscriptionState calls answer FAILED_PRECONDITION",
+                metadata: ["reason": "\(reason)"])
+        }
         stops.push { [upstreamLoop] in upstreamLoop.stop() }
         let served: [GRPCService] = [
             HealthService(board: board), service, service.retentionMessaging, service.advancedCommerce,

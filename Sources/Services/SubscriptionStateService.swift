@@ -13,7 +13,7 @@ public struct SubscriptionStateService: GRPCService {
 
     let states: SubscriptionStates?
     /// Why the state is not kept on this gateway (nil when it is): every call fails FAILED_PRECONDITION with it.
-    let unavailable: String?
+    public let unavailable: String?
 
     init(states: SubscriptionStates) {
         self.states = states
