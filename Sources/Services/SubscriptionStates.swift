@@ -92,21 +92,13 @@ final class SubscriptionStates: Sendable {
             {
                 return subscriptionMessage(confirmed, app: app, stale: false)
             }
-        } catch let error where Self.leavesStale(error) {
+        } catch .cancelled {
+            throw .cancelled
+        } catch {
+            // No budget, Apple unreachable or slow, or an answer without it: what the state holds, marked stale.
             metrics.staleAnswer(app: app.name)
         }
         return subscriptionMessage(record, app: app, stale: true, now: now)
-    }
-
-    /// Whether an Apple failure leaves the stored state answered `stale` (Apple could not be asked in time) rather
-    /// than failing the read.
-    private static func leavesStale(_ error: GatewayError) -> Bool {
-        switch error {
-        case .rateLimited, .upstreamUnavailable, .deadlineExceeded, .revocationStatusUnavailable, .verificationBusy:
-            true
-        default:
-            false
-        }
     }
 
     /// The stored record of `key`; a store failure is UNAVAILABLE.

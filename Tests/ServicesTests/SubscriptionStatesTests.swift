@@ -1,0 +1,165 @@
+import AppStoreDomain
+import AppleFixtures
+import Foundation
+import GatewayFoundation
+import NotificationStore
+import ProtoCodec
+import SignedData
+import SubscriptionState
+import Testing
+
+@testable import Services
+
+/// The reads of the subscription state without sockets: a memory store, a manual clock and Apple's Get All
+/// Subscription Statuses as an injected function that counts its calls.
+@Suite struct SubscriptionStatesTests {
+    static let bundle = "com.example.app"
+    static let day: Int64 = 86_400_000
+    static let t0: Int64 = 1_750_000_000_000
+    let app = App(
+        name: "example", bundleId: bundle, appAppleId: 1, issuerId: "i", keyId: "ABCDEFGHIJ", privateKeyFile: "k",
+        environment: .sandbox)
+
+    /// Counts the calls made to "Apple" and answers with `answer`.
+    final class FakeApple: Sendable {
+        let calls = Lock(0)
+        let answer:
+            @Sendable (GetAllSubscriptionStatusesRequest) throws(GatewayError) -> GetAllSubscriptionStatusesResponse
+        init(
+            _ answer:
+                @escaping @Sendable (GetAllSubscriptionStatusesRequest) throws(GatewayError)
+                -> GetAllSubscriptionStatusesResponse
+        ) { self.answer = answer }
+    }
+
+    func states(_ apple: FakeApple, clock: ManualClock) throws -> SubscriptionStates {
+        let pki = try AppStoreTestPKI(referenceTime: Date())
+        return SubscriptionStates(
+            store: MemorySubscriptionStore(), apps: AppDirectory([app]), policies: [:],
+            verifier: try SignedDataVerifier(configuration: .init(trustedRoots: [pki.root.certificate])),
+            clock: clock, metrics: SubscriptionStateMetrics(registry: nil)
+        ) { request, _ throws(GatewayError) in
+            apple.calls.withLock { $0 += 1 }
+            try? await Task.sleep(for: .milliseconds(20))
+            return try apple.answer(request)
+        }
+    }
+
+    static func transaction(_ original: String, purchased: Int64, expires: Int64, signed: Int64) -> SignedTransaction {
+        var payload = Transaction()
+        payload.transactionId = original
+        payload.originalTransactionId = original
+        payload.bundleId = bundle
+        payload.productId = "com.example.app.premium.monthly"
+        payload.subscriptionGroupIdentifier = "g"
+        payload.type = .autoRenewable
+        payload.environment = .sandbox
+        payload.purchaseDateMillis = purchased
+        payload.expiresDateMillis = expires
+        payload.signedDateMillis = signed
+        payload.purchaseDate = ProtoTimestamp(unixMilliseconds: purchased)
+        payload.expiresDate = ProtoTimestamp(unixMilliseconds: expires)
+        payload.signedDate = ProtoTimestamp(unixMilliseconds: signed)
+        return SignedTransaction(jws: "eyJ.\(original)-\(signed).sig", payload: payload)
+    }
+
+    static func renewal(_ original: String, signed: Int64) -> SignedRenewalInfo {
+        var payload = RenewalInfo()
+        payload.originalTransactionId = original
+        payload.productId = "com.example.app.premium.monthly"
+        payload.autoRenewProductId = payload.productId
+        payload.autoRenewStatus = .on
+        payload.environment = .sandbox
+        payload.signedDateMillis = signed
+        payload.signedDate = ProtoTimestamp(unixMilliseconds: signed)
+        return SignedRenewalInfo(jws: "eyJ.rn-\(original)-\(signed).sig", payload: payload)
+    }
+
+    static func answer(_ original: String, _ transaction: SignedTransaction, _ renewal: SignedRenewalInfo)
+        -> GetAllSubscriptionStatusesResponse
+    {
+        var last = LastTransaction()
+        last.originalTransactionId = original
+        last.signedTransactionInfo = transaction.jws
+        last.transaction = transaction.payload
+        last.signedRenewalInfo = renewal.jws
+        last.renewalInfo = renewal.payload
+        var group = SubscriptionGroupStatus()
+        group.lastTransactions = [last]
+        var response = GetAllSubscriptionStatusesResponse()
+        response.data = [group]
+        return response
+    }
+
+    /// An id never seen is asked of Apple once, however many callers ask at the same time; then it is kept.
+    @Test func anUnknownIdIsReadFromAppleOnceForConcurrentCallers() async throws {
+        let clock = ManualClock(wall: WallTime(millisecondsSince1970: Self.t0))
+        let transaction = Self.transaction(
+            "1001", purchased: Self.t0 - Self.day, expires: Self.t0 + 29 * Self.day,
+            signed: Self.t0 - Self.day)
+        let apple = FakeApple { _ throws(GatewayError) in
+            Self.answer("1001", transaction, Self.renewal("1001", signed: Self.t0 - Self.day))
+        }
+        let states = try states(apple, clock: clock)
+        let app = app
+        let statuses = try await withThrowingTaskGroup(of: SubscriptionStatus.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    try await states.subscription(
+                        app: app, originalTransactionId: "1001", environment: .sandbox, remaining: nil
+                    ).status
+                }
+            }
+            return try await group.reduce(into: [SubscriptionStatus]()) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: .active, count: 10))
+        #expect(apple.calls.withLock { $0 } == 1)
+        let again = try await states.subscription(
+            app: app, originalTransactionId: "1001", environment: .sandbox, remaining: nil)
+        #expect(again.source == .appleRead && !again.stale)
+        #expect(apple.calls.withLock { $0 } == 1)
+    }
+
+    /// Past its expiry with auto-renew on and nothing newer: Apple is asked; when it cannot answer, the state
+    /// is answered as it is, `stale`; when it answers, the renewal it reports is the state.
+    @Test func aPossiblyMissedRenewalIsConfirmedOrAnsweredStale() async throws {
+        let clock = ManualClock(wall: WallTime(millisecondsSince1970: Self.t0))
+        let first = Self.transaction("2001", purchased: Self.t0, expires: Self.t0 + 30 * Self.day, signed: Self.t0)
+        let renewed = Self.transaction(
+            "2002", purchased: Self.t0 + 30 * Self.day, expires: Self.t0 + 60 * Self.day,
+            signed: Self.t0 + 30 * Self.day)
+        var renewedPayload = renewed.payload
+        renewedPayload.originalTransactionId = "2001"
+        let renewal = SignedTransaction(jws: renewed.jws, payload: renewedPayload)
+        let reachable = Lock(false)
+        let apple = FakeApple { _ throws(GatewayError) in
+            guard reachable.withLock({ $0 }) else {
+                throw GatewayError.deadlineExceeded(whileDoing: "waiting for Apple")
+            }
+            return Self.answer("2001", renewal, Self.renewal("2001", signed: Self.t0 + 30 * Self.day))
+        }
+        let states = try states(apple, clock: clock)
+        _ = try await states.apply(
+            transaction: first, renewal: Self.renewal("2001", signed: Self.t0), source: .notification, app: app)
+        clock.advance(by: .seconds(31 * 86_400))
+        let stale = try await states.subscription(
+            app: app, originalTransactionId: "2001", environment: .sandbox, remaining: nil)
+        #expect(stale.stale && stale.status == .expired && !stale.entitled)
+        reachable.withLock { $0 = true }
+        let confirmed = try await states.subscription(
+            app: app, originalTransactionId: "2001", environment: .sandbox, remaining: nil)
+        #expect(!confirmed.stale && confirmed.status == .active && confirmed.entitled)
+        #expect(confirmed.transaction?.transactionId == "2002")
+        #expect(apple.calls.withLock { $0 } == 2)
+    }
+
+    /// Apple's answer without the id asked for: NOT_FOUND, nothing kept.
+    @Test func anIdAppleDoesNotHoldIsNotFound() async throws {
+        let apple = FakeApple { _ throws(GatewayError) in GetAllSubscriptionStatusesResponse() }
+        let states = try states(apple, clock: ManualClock())
+        await #expect(throws: GatewayError.subscriptionNotFound(originalTransactionId: "3001")) {
+            try await states.subscription(
+                app: app, originalTransactionId: "3001", environment: .sandbox, remaining: nil)
+        }
+    }
+}
