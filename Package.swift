@@ -340,3 +340,16 @@ where ["GatewayFoundation", "Metrics", "EventLoops", "HTTPServer", "GRPC", "Prot
     target.swiftSettings =
         (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 }
+
+// Upcoming-language checks the project keeps (they cost nothing at run time).
+for target in package.targets
+where !(target.name.first == "C" && target.name.dropFirst().first?.isUppercase == true) {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
+}
+
+// Upcoming-language checks the project keeps (they cost nothing at run time): an existential is written `any P`.
+for target in package.targets
+where !(target.name.first == "C" && target.name.dropFirst().first?.isUppercase == true) {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
+}

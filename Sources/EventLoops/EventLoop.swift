@@ -46,13 +46,13 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let epollFD: Int32
     private let wakeFD: Int32
     private let inbox = Lock<Inbox>(Inbox())
-    private var sources: [Int32: EventSource] = [:]
+    private var sources: [Int32: any EventSource] = [:]
     private var timers = TimerQueue<TimerAction>()
-    private var atIterationEndTargets: [IterationEndTarget] = []
+    private var atIterationEndTargets: [any IterationEndTarget] = []
     /// Values kept for other modules (`IOLoop.setLoopLocal`), let go when the loop stops.
     private var locals: [ObjectIdentifier: AnyObject] = [:]
     /// Empty arrays (with their capacity) that `atIterationEndTargets` and the inbox's tasks trade places with.
-    private var spareIterationEndTargets: [IterationEndTarget] = []
+    private var spareIterationEndTargets: [any IterationEndTarget] = []
     private var spareTasks: [Work] = []
     /// A burst's larger arrays are let go rather than kept as spares.
     private static let keptSpareCapacity = 1024
@@ -161,7 +161,7 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
 
     /// Watches `fd` for the epoll `events`, reported to `source` (the transport's own descriptors: a listener, a
     /// connection); `IOLoop.watch` is the same for other modules, in `IOInterest` terms.
-    package func watch(fd: Int32, events: UInt32, source: EventSource) throws(SystemError) {
+    package func watch(fd: Int32, events: UInt32, source: any EventSource) throws(SystemError) {
         var event = epoll_event()
         event.events = events
         event.data.fd = fd
@@ -180,7 +180,7 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     }
 
     /// Points an already registered descriptor at another source (a TLS handshake handing over to HTTP/2).
-    package func replaceSource(fd: Int32, with source: EventSource) {
+    package func replaceSource(fd: Int32, with source: any EventSource) {
         sources[fd] = source
     }
 
@@ -216,7 +216,7 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     }
 
     /// Asks for `target.iterationEnded()` once, at the end of this loop iteration. Call on the loop thread only.
-    public func atIterationEnd(_ target: IterationEndTarget) {
+    public func atIterationEnd(_ target: any IterationEndTarget) {
         guard !target.iterationEndQueued else { return }
         target.iterationEndQueued = true
         atIterationEndTargets.append(target)
@@ -273,11 +273,11 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         }
         // Queued jobs are tasks that must still end: they go on in Swift's global pool.
         for case .job(let job) in queued { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
-        var held: [Int32: EventSource] = [:]
+        var held: [Int32: any EventSource] = [:]
         swap(&held, &sources)
         var scheduled = TimerQueue<TimerAction>()
         swap(&scheduled, &timers)
-        var targets: [IterationEndTarget] = []
+        var targets: [any IterationEndTarget] = []
         swap(&targets, &atIterationEndTargets)
         var kept: [ObjectIdentifier: AnyObject] = [:]
         swap(&kept, &locals)

@@ -53,7 +53,7 @@ public final class GRPCServer: Sendable {
     /// TLS on the port (ALPN h2; client certificates when its context asks for them), nil = h2c; `onGoaway`
     /// hears every GOAWAY a connection sends, on its loop.
     public init(
-        configuration: GRPCServerConfiguration, services: [GRPCService],
+        configuration: GRPCServerConfiguration, services: [any GRPCService],
         metrics: RPCMetrics = RPCMetrics(registry: MetricsRegistry()), accessLog: (any AccessLog)? = nil,
         tracer: (any Tracer)? = nil, callGuard: (any CallGuard)? = nil, tls: TLSContext? = nil,
         onGoaway: (@Sendable (SentGoaway) -> Void)? = nil
@@ -246,7 +246,7 @@ struct Router: HTTP2Responder {
     /// clients send; made once, shared by every loop.
     let internTable: InternTable
 
-    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> (any HTTP2StreamDelegate)? {
         guard head.method == "POST" else {
             stream.respond(status: 405, fields: [("allow", "POST")], endStream: true)
             return nil

@@ -2,7 +2,7 @@ import ProtoCodec
 
 /// The messages of a server-streaming call, typed.
 public struct ResponseStream<Message: ProtoMessage>: Sendable {
-    let writer: ResponseStreamWriter
+    let writer: any ResponseStreamWriter
 
     /// Sends one message; waits while the client is behind, throws once the call is over.
     public func send(_ message: Message) async throws(RPCStatus) {

@@ -158,7 +158,7 @@ public final class GatewayApp {
                 metadata: ["reason": "\(reason)"])
         }
         stops.push { [upstreamLoop] in upstreamLoop.stop() }
-        let served: [GRPCService] = [
+        let served: [any GRPCService] = [
             HealthService(board: board), service, service.retentionMessaging, service.advancedCommerce,
             service.subscriptionState,
         ]

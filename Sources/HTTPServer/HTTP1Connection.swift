@@ -15,10 +15,10 @@ import GatewayFoundation
 /// none of them can become a second request.
 final class HTTP1Connection: LoopConnection, IterationEndTarget {
     var iterationEndQueued = false
-    let io: ByteStream
+    let io: any ByteStream
     var fd: Int32 { io.fd }
     private unowned let owner: any ConnectionOwner
-    private let handler: HTTPRequestHandler
+    private let handler: any HTTPRequestHandler
     private var input: [UInt8] = []
     private var parser: HTTP1RequestParser
     private var output = ByteQueue()
@@ -35,11 +35,11 @@ final class HTTP1Connection: LoopConnection, IterationEndTarget {
     private var deadlineTimer: IOLoopTimer?
 
     /// A connection of `owner`'s server, with the server's limits.
-    convenience init(io: ByteStream, owner: ServerLoop, handler: HTTPRequestHandler) {
+    convenience init(io: any ByteStream, owner: ServerLoop, handler: any HTTPRequestHandler) {
         self.init(io: io, owner: owner as any ConnectionOwner, handler: handler, limits: owner.configuration.http1)
     }
 
-    init(io: ByteStream, owner: any ConnectionOwner, handler: HTTPRequestHandler, limits: HTTP1Limits) {
+    init(io: any ByteStream, owner: any ConnectionOwner, handler: any HTTPRequestHandler, limits: HTTP1Limits) {
         self.io = io
         self.owner = owner
         self.handler = handler

@@ -216,8 +216,8 @@ public final class HTTP2Server: Sendable {
     /// `onGoaway` hears every GOAWAY a connection sends (on that connection's loop: keep it short).
     public init(
         address: ListenAddress, threads: Int, configuration: HTTP2Configuration,
-        transport: ServerTransport = .cleartextHTTP2, responder: HTTP2Responder,
-        requestHandler: HTTPRequestHandler? = nil, threadName: String = "h2-loop",
+        transport: ServerTransport = .cleartextHTTP2, responder: any HTTP2Responder,
+        requestHandler: (any HTTPRequestHandler)? = nil, threadName: String = "h2-loop",
         onGoaway: (@Sendable (SentGoaway) -> Void)? = nil
     ) throws(SystemError) {
         self.threadName = threadName

@@ -41,7 +41,7 @@ public protocol HTTP2StreamDelegate: AnyObject {
 public protocol HTTP2Responder: Sendable {
     /// A request's headers are complete. Return the delegate for the rest of the stream, after responding
     /// already if the answer is known from the head alone.
-    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate?
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> (any HTTP2StreamDelegate)?
 
     /// Strings this responder's requests repeat (its paths, the header names and values it expects): a
     /// request head takes them from here instead of allocating its own.
@@ -63,7 +63,7 @@ public final class HTTP2Stream: HTTPServerStream, Slotted {
     /// The loop that owns this stream; touch the stream only there.
     public let eventLoop: EventLoop
     /// Receives the stream's events once its head is complete.
-    public internal(set) var delegate: HTTP2StreamDelegate?
+    public internal(set) var delegate: (any HTTP2StreamDelegate)?
 
     /// Strong: the connection drops its streams when they close, so the cycle ends with the stream, and a
     /// stream outliving its connection (held by a finishing handler) stays safe to call (it is closed).

@@ -9,18 +9,18 @@ import GatewayFoundation
 /// head is answered 408. Either answer is followed by RST_STREAM NO_ERROR (RFC 9113 §8.1: the client may
 /// stop sending), so the stream frees its slot at once.
 public struct HTTPRequestResponder: HTTP2Responder {
-    let handler: HTTPRequestHandler
+    let handler: any HTTPRequestHandler
     let maxBodyBytes: Int
     let requestTimeout: Duration?
 
     /// `requestTimeout`: how long after its head a request may take to end; nil = no deadline.
-    public init(handler: HTTPRequestHandler, maxBodyBytes: Int = 8 * 1024 * 1024, requestTimeout: Duration? = nil) {
+    public init(handler: any HTTPRequestHandler, maxBodyBytes: Int = 8 * 1024 * 1024, requestTimeout: Duration? = nil) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
         self.requestTimeout = requestTimeout
     }
 
-    public func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+    public func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> (any HTTP2StreamDelegate)? {
         let call = WholeRequestCall(head: head, handler: handler, maxBodyBytes: maxBodyBytes)
         if let requestTimeout { call.startDeadline(requestTimeout, on: stream) }
         return call
@@ -30,14 +30,14 @@ public struct HTTPRequestResponder: HTTP2Responder {
 /// One request/response exchange on an HTTP/2 stream.
 final class WholeRequestCall: HTTP2StreamDelegate {
     private var request: HTTPRequest
-    private let handler: HTTPRequestHandler
+    private let handler: any HTTPRequestHandler
     private let maxBodyBytes: Int
     private var done = false
     private var timer: IOLoopTimer?
     /// Runs from the head until the request ends.
     private var deadline: IOLoopTimer?
 
-    init(head: HTTP2RequestHead, handler: HTTPRequestHandler, maxBodyBytes: Int) {
+    init(head: HTTP2RequestHead, handler: any HTTPRequestHandler, maxBodyBytes: Int) {
         var headers = head.fields
         if !head.authority.isEmpty { headers.append(("host", head.authority)) }
         self.request = HTTPRequest(method: head.method, target: head.path, headers: headers)

@@ -13,11 +13,11 @@ import GatewayFoundation
 /// happens on that loop. nghttp2 calls back into it through `Unmanaged` user data (see NGHTTP2Callbacks).
 final class ServerConnection: LoopConnection, IterationEndTarget {
     var iterationEndQueued = false
-    let io: ByteStream
+    let io: any ByteStream
     var fd: Int32 { io.fd }
     let eventLoop: EventLoop
     let configuration: HTTP2Configuration
-    let responder: HTTP2Responder
+    let responder: any HTTP2Responder
     /// The responder's repeated strings (paths, common header names and values), looked up by bytes.
     private let interned: InternTable
     /// Header strings this connection's last requests carried that the table does not hold (a client's
@@ -62,7 +62,7 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     private var grantRetryTimer: IOLoopTimer?
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
-    init(io: ByteStream, owner: any ConnectionOwner, responder: HTTP2Responder, configuration: HTTP2Configuration)
+    init(io: any ByteStream, owner: any ConnectionOwner, responder: any HTTP2Responder, configuration: HTTP2Configuration)
         throws
     {
         self.io = io

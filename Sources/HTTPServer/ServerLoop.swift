@@ -37,17 +37,17 @@ protocol ConnectionOwner: AnyObject {
     /// The responder's repeated strings.
     var internTable: InternTable { get }
     /// The connection closed (its descriptor is free again).
-    func connectionClosed(_ connection: LoopConnection)
+    func connectionClosed(_ connection: any LoopConnection)
     /// The connection finished its handshake (TLS, and for HTTP/2 the client preface): from now on it counts as
     /// an open connection, and its handshake deadline no longer applies.
-    func connectionEstablished(_ connection: LoopConnection)
+    func connectionEstablished(_ connection: any LoopConnection)
     /// An HTTP/2 connection sent a GOAWAY frame.
     func goawaySent(_ goaway: SentGoaway)
 }
 
 extension ConnectionOwner {
     /// Owners without handshake deadlines (a test driving a connection over bytes) have nothing to do.
-    func connectionEstablished(_ connection: LoopConnection) {}
+    func connectionEstablished(_ connection: any LoopConnection) {}
     /// Owners that count nothing have nothing to do.
     func goawaySent(_ goaway: SentGoaway) {}
 }
@@ -56,10 +56,10 @@ extension ConnectionOwner {
 final class ServerLoop: EventSource, ConnectionOwner {
     let eventLoop: EventLoop
     private var listener: ListeningSocket?
-    let responder: HTTP2Responder
+    let responder: any HTTP2Responder
     /// The responder's repeated strings, built once per loop.
     let internTable: InternTable
-    let requestHandler: HTTPRequestHandler?
+    let requestHandler: (any HTTPRequestHandler)?
     let configuration: HTTP2Configuration
     private let transport: ServerTransport
     private let counters: ServerCounters
@@ -67,7 +67,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
     private let spread: ConnectionSpread
     /// Hears every GOAWAY this loop's connections send (a log line), on the loop.
     private let onGoaway: (@Sendable (SentGoaway) -> Void)?
-    private var connections: [Int32: LoopConnection] = [:]
+    private var connections: [Int32: any LoopConnection] = [:]
     /// A connection of `connections` still in its handshake.
     private struct Handshake {
         /// How the server's loops name it (`ServerCounters` counts it per address under this name).
@@ -87,8 +87,8 @@ final class ServerLoop: EventSource, ConnectionOwner {
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
     init(
-        eventLoop: EventLoop, listener: ListeningSocket, transport: ServerTransport, responder: HTTP2Responder,
-        requestHandler: HTTPRequestHandler?, configuration: HTTP2Configuration,
+        eventLoop: EventLoop, listener: ListeningSocket, transport: ServerTransport, responder: any HTTP2Responder,
+        requestHandler: (any HTTPRequestHandler)?, configuration: HTTP2Configuration,
         counters: ServerCounters, spread: ConnectionSpread, onGoaway: (@Sendable (SentGoaway) -> Void)? = nil
     ) throws(SystemError) {
         self.onGoaway = onGoaway
@@ -164,7 +164,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
             return
         }
         // The byte stream owns the descriptor from here on: on failure it alone closes it.
-        let connection: LoopConnection?
+        let connection: (any LoopConnection)?
         switch transport {
         case .cleartextHTTP2:
             let stream = SocketStream(fd: fd)
@@ -234,7 +234,7 @@ final class ServerLoop: EventSource, ConnectionOwner {
         connection.closeNow()
     }
 
-    func connectionEstablished(_ connection: LoopConnection) {
+    func connectionEstablished(_ connection: any LoopConnection) {
         guard let current = connections[connection.fd], current === connection,
             let handshake = handshakes.removeValue(forKey: connection.fd)
         else { return }
@@ -259,12 +259,12 @@ final class ServerLoop: EventSource, ConnectionOwner {
     func tlsHandshakeDone(resumed: Bool) { counters.tlsHandshakeDone(resumed: resumed) }
 
     /// A connection object took over from another one on the same descriptor (TLS handshake done).
-    func connectionReplaced(_ connection: LoopConnection) {
+    func connectionReplaced(_ connection: any LoopConnection) {
         connections[connection.fd] = connection
         if draining { connection.beginGracefulClose() }
     }
 
-    func connectionClosed(_ connection: LoopConnection) {
+    func connectionClosed(_ connection: any LoopConnection) {
         guard let current = connections[connection.fd], current === connection else { return }
         connections[connection.fd] = nil
         spread.removed(from: eventLoop.index)
@@ -350,7 +350,7 @@ final class TLSHandshake: LoopConnection {
         case .bytes:
             done = true
             owner.tlsHandshakeDone(resumed: stream.sessionReused)
-            let next: LoopConnection?
+            let next: (any LoopConnection)?
             if stream.negotiatedProtocol == "h2" {
                 let connection = try? ServerConnection(
                     io: stream, owner: owner, responder: owner.responder, configuration: owner.configuration)

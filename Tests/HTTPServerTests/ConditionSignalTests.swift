@@ -12,7 +12,7 @@ import Testing
 
 /// Answers no request (every stream is nobody's).
 private struct SilentResponder: HTTP2Responder {
-    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? { nil }
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> (any HTTP2StreamDelegate)? { nil }
 }
 
 /// What a thread of its own returned: `done` is signalled once `body` has returned its value.

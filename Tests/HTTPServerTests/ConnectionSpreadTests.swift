@@ -11,7 +11,7 @@ import Testing
 
 /// Answers no request.
 private struct SilentResponder: HTTP2Responder {
-    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? { nil }
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> (any HTTP2StreamDelegate)? { nil }
 }
 
 /// Connections are spread evenly over a server's loops, whichever loop's listener the kernel picks.

@@ -217,5 +217,5 @@ private final class Owner: ConnectionOwner, @unchecked Sendable {
 
     init(eventLoop: EventLoop) { self.eventLoop = eventLoop }
     deinit { readBuffer.deallocate() }
-    func connectionClosed(_ connection: LoopConnection) { self.connection = nil }
+    func connectionClosed(_ connection: any LoopConnection) { self.connection = nil }
 }

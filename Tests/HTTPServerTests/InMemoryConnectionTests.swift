@@ -249,7 +249,7 @@ private final class MemoryOwner: ConnectionOwner {
 
     init(eventLoop: EventLoop) { self.eventLoop = eventLoop }
     deinit { readBuffer.deallocate() }
-    func connectionClosed(_ connection: LoopConnection) { closed += 1 }
+    func connectionClosed(_ connection: any LoopConnection) { closed += 1 }
     func goawaySent(_ goaway: SentGoaway) { goaways.append(goaway) }
 }
 
@@ -257,7 +257,7 @@ private final class MemoryOwner: ConnectionOwner {
 /// an `x-fields` header, /open with a head and a first message and never more (a server stream in progress);
 /// anything else is nobody's (404).
 private struct EchoResponder: HTTP2Responder {
-    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? {
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> (any HTTP2StreamDelegate)? {
         if head.path == "/open" {
             stream.respond(status: 200, fields: [], endStream: false)
             stream.write([1, 2, 3])

@@ -19,7 +19,7 @@ private final class LoopHolder: EventSource, TimerTarget, Sendable {
 
 /// Answers no request (every stream is nobody's).
 private struct NobodyResponder: HTTP2Responder {
-    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> HTTP2StreamDelegate? { nil }
+    func streamStarted(_ stream: any HTTPServerStream, head: HTTP2RequestHead) -> (any HTTP2StreamDelegate)? { nil }
 }
 
 @Suite struct LoopShutdownTests {

@@ -13,7 +13,7 @@ public final class TLSTestServer: Sendable {
     /// The CA certificate clients must trust.
     public var caFile: String { directory.appendingPathComponent("ca.pem").path }
 
-    public init(handler: HTTPRequestHandler, caName: String = "Test CA") throws {
+    public init(handler: any HTTPRequestHandler, caName: String = "Test CA") throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let now = Date()
