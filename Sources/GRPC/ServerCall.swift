@@ -170,7 +170,8 @@ final class ServerCall: HTTP2StreamDelegate, TimerTarget, IterationEndTarget, Sl
 
     private func startBidirectional(
         _ body:
-            @escaping @Sendable (AsyncStream<[UInt8]>, ServerContext, any ResponseStreamWriter) async throws(RPCStatus) ->
+            @escaping @Sendable (AsyncStream<[UInt8]>, ServerContext, any ResponseStreamWriter) async throws(RPCStatus)
+            ->
             Void
     ) {
         let (requests, continuation) = AsyncStream.makeStream(

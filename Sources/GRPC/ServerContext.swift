@@ -170,7 +170,8 @@ public enum MethodHandler: Sendable {
     case unary(@Sendable (_ request: [UInt8], _ context: ServerContext) async throws(RPCStatus) -> FramedMessage)
     /// Runs as a Swift task sending any number of messages; returning ends the call with OK.
     case serverStreaming(
-        @Sendable (_ request: [UInt8], _ context: ServerContext, _ writer: any ResponseStreamWriter) async throws(RPCStatus)
+        @Sendable (_ request: [UInt8], _ context: ServerContext, _ writer: any ResponseStreamWriter)
+            async throws(RPCStatus)
             -> Void)
     /// Runs as a Swift task from the request head on, reading messages as they arrive (the sequence ends
     /// at the client's END_STREAM) and sending any number back.

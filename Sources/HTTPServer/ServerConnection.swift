@@ -62,7 +62,9 @@ final class ServerConnection: LoopConnection, IterationEndTarget {
     private var grantRetryTimer: IOLoopTimer?
 
     /// Takes over `io`, already registered with the loop under its fd (re-pointed here to this connection).
-    init(io: any ByteStream, owner: any ConnectionOwner, responder: any HTTP2Responder, configuration: HTTP2Configuration)
+    init(
+        io: any ByteStream, owner: any ConnectionOwner, responder: any HTTP2Responder, configuration: HTTP2Configuration
+    )
         throws
     {
         self.io = io
