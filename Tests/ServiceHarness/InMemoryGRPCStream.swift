@@ -121,6 +121,7 @@ final class InMemoryGRPCStream: HTTPServerStream {
             guard !stream.isClosed else { return }
             stream.isClosed = true
             stream.delegate?.streamClosed(stream, errorCode: .cancel)
+            stream.delegate = nil
             stream.deliver(RPCStatus(.cancelled, "the harness stopped reading"))
         }
     }
@@ -140,9 +141,14 @@ final class InMemoryGRPCStream: HTTPServerStream {
 
     /// Tells the delegate the stream is gone on a later loop iteration, as a connection does once the stream's
     /// last frame is out (never inside the delegate's own call).
+    /// The stream then lets go of its delegate, as a connection drops a closed stream (the call holds its stream,
+    /// so keeping the delegate would keep both, and the call's task, alive for ever).
     private func closedLater(_ errorCode: HTTP2ErrorCode) {
         guard delegate != nil else { return }
-        LoopBound(self, on: eventLoop).execute { stream in stream.delegate?.streamClosed(stream, errorCode: errorCode) }
+        LoopBound(self, on: eventLoop).execute { stream in
+            stream.delegate?.streamClosed(stream, errorCode: errorCode)
+            stream.delegate = nil
+        }
     }
 
     private func deliver(_ status: RPCStatus) {
