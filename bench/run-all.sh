@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Every benchmark in one run (`make bench`): transport and VerifyJWS against the peers, GetHistory against the
-# simulator, scale, the cost of caller authentication; then bench/results/<date>.json (gitignored) and the table + chart in bench/README.md.
+# simulator, scale, the cost of caller authentication, the subscription state (reads with 1,000,000 subscriptions
+# stored, ingestion from the webhook); then bench/results/<date>.json (gitignored) and the table + chart in
+# bench/README.md.
 #
-#   bench/run-all.sh                          # full: 3 rounds each, ~15 minutes on 2 cores
-#   QUICK=1 bench/run-all.sh                  # smoke: 3 short rounds each, ~4 minutes
+#   bench/run-all.sh                          # full: 3 rounds each, ~25 minutes on 2 cores (5 of them seeding the state)
+#   QUICK=1 bench/run-all.sh                  # smoke: 3 short rounds each, ~6 minutes (100,000 subscriptions stored)
+#   STATE_DIR=/var/tmp/state bench/run-all.sh # keep the seeded state stores there (~14 GiB) for the next run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export QUICK=${QUICK:-0}
 PY=${PY:-.venv/bin/python}
 [ -x "$PY" ] || make venv
 "$PY" -c 'import matplotlib' 2>/dev/null || "$PY" -m pip install -q --disable-pip-version-check -r bench/requirements.txt
-[ -x .build/release/appstore-gateway ] && [ -x .build/release/verify-benchmark ] && [ -x .build/release/log-benchmark ] || swift build -c release
+[ -x .build/release/appstore-gateway ] && [ -x .build/release/verify-benchmark ] && [ -x .build/release/log-benchmark ] &&
+  [ -x .build/release/state-seed ] || swift build -c release
 [ -x bench/peers/grpc-swift/.build/release/grpc-swift-peer ] ||
   swift build -c release --package-path bench/peers/grpc-swift   # first build: several minutes
 
@@ -32,6 +36,13 @@ echo "== bench/history_placement.sh"
 BURSTS=$( [ "$QUICK" = 1 ] && echo 1 || echo 3 ) bench/history_placement.sh || failed+=("history_placement")
 echo "== bench/python_caller.py"
 "$PY" bench/python_caller.py --rounds 3 --calls "$( [ "$QUICK" = 1 ] && echo 20 || echo 40 )" || failed+=("python_caller")
+# The subscription state (issue 46): reads with a million subscriptions stored (seeded straight into the store,
+# then removed unless STATE_DIR keeps it), ingestion from the webhook.
+echo "== bench/subscription_state.sh"
+COUNT=$( [ "$QUICK" = 1 ] && echo 100000 || echo 1000000 ) bench/subscription_state.sh || failed+=("subscription_state")
+echo "== bench/webhook.py --state"
+"$PY" bench/webhook.py --state --rounds 3 --count "$( [ "$QUICK" = 1 ] && echo 3000 || echo 8000 )" ||
+  failed+=("webhook --state")
 
 mkdir -p bench/results
 out=bench/results/$(date -u +%Y-%m-%dT%H%M%SZ)$( [ "$QUICK" = 1 ] && echo -quick || true ).json
