@@ -229,7 +229,7 @@ let package = Package(
             dependencies: [
                 "ServiceHarness", "Services", "GRPC", "GatewayFoundation", "AppStoreDomain", "Configuration",
                 "ProtoCodec", "TestSupport", "NotificationStore",
-                "Simulator", "SignedData",
+                "Simulator", "SignedData", "SubscriptionState",
                 .product(name: "Logging", package: "swift-log"), "GatewayApp", "Edge",
                 "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability", "Metrics",
             ]),
