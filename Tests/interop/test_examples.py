@@ -1,4 +1,5 @@
 """The examples against the real binary, and every command the READMEs show, run as written."""
+import ast
 import base64
 import json
 import os
@@ -140,7 +141,11 @@ def test_root_readme_commands_run_as_written(simulated, tmp_path):
         _run_documented(command.replace("python -m", ".venv/bin/python -m"), cwd, gw, transaction_id)
     # The Python snippet, with its two placeholders filled in.
     with open(os.path.join(ROOT, "README.md")) as f:
-        (snippet,) = re.findall(r"^```python\n(.*?)^```", f.read(), re.S | re.M)
+        # The first is the VerifyJWS quick start, run here; the others ("is this user entitled?") are fragments
+        # that must at least be valid Python.
+        snippet, *fragments = re.findall(r"^```python\n(.*?)^```", f.read(), re.S | re.M)
+    for fragment in fragments:
+        ast.parse(fragment)
     script = "signed_payload = open('signedTransaction.jws').read().strip()\n" + snippet.replace('"my-app"', '"example"').replace(
         "localhost:50051", gw.address)
     (cwd / "snippet.py").write_text(script)
