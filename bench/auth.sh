@@ -64,7 +64,7 @@ cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_ke
 open(f"{work}/tls.key", "wb").write(pem(tls_key))
 open(f"{work}/tls.pem", "wb").write(cert.public_bytes(serialization.Encoding.PEM))
 PY
-chmod 600 "$work/app.p8"
+chmod 600 "$work/app.p8" "$work/tls.key"   # the gateway refuses a key file others may read
 
 config() {  # config NAME WITH_TLS WITH_CALLERS
   {
