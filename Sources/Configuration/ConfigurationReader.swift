@@ -77,7 +77,7 @@ public final class ConfigurationReader {
         guard let text = try string(path) else { return nil }
         guard let value = DurationText.milliseconds(text) else {
             throw ConfigurationError(
-                key: path, problem: "must be a duration such as 500ms, 20s, 5m or 2h, got '\(text)'")
+                key: path, problem: "must be a duration such as 500ms, 20s, 5m, 2h or 30d, got '\(text)'")
         }
         return value
     }
@@ -252,11 +252,11 @@ public final class ConfigurationReader {
 
 /// Durations written as text with a unit.
 public enum DurationText {
-    /// "250ms", "20s", "5m", "2h", or a bare number of seconds → milliseconds; nil when malformed or longer
+    /// "250ms", "20s", "5m", "2h", "30d", or a bare number of seconds → milliseconds; nil when malformed or longer
     /// than 100 years (so every value also fits `Int64` and `Duration` arithmetic: "1e30s" must not trap).
     public static func milliseconds(_ text: String) -> UInt64? {
         let trimmed = text.trimmingSpaces()
-        let units: [(String, Double)] = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000)]
+        let units: [(String, Double)] = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)]
         for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
             guard let number = Double(trimmed.dropLast(suffix.count)) else { return nil }
             return bounded(number * factor)

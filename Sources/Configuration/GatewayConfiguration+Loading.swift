@@ -79,6 +79,15 @@ extension GatewayConfiguration {
                 config.subscriptions.refundPolicy = policy
             }
         }
+        key { () throws(ConfigurationError) in
+            if let retention = try reader.duration("subscriptions.eventRetention") {
+                guard retention >= .seconds(3600), retention <= .seconds(400 * 86_400) else {
+                    throw ConfigurationError(
+                        key: "subscriptions.eventRetention", problem: "must be between 1h and 400d")
+                }
+                config.subscriptions.eventRetention = retention
+            }
+        }
         key { () throws(ConfigurationError) in config.verification.onlineChecks = try onlineChecks(reader) }
         problems += resumeTokens(reader, into: &config)
         let (tracing, tracingProblems) = Self.tracing(reader, environment: environment)

@@ -36,6 +36,6 @@ extension AppStoreGatewayService {
             resumeTokenMaxAge: configuration.notifications.resumeTokenMaxAge,
             store: configuration.notifications.store, realtime: configuration.notifications.realtime,
             verifier: verifier, client: client, resumeTokenKeys: resumeTokenKeys, clock: clock, live: live,
-            refundPolicy: configuration.subscriptions.refundPolicy, metrics: metrics)
+            subscriptions: configuration.subscriptions, metrics: metrics)
     }
 }

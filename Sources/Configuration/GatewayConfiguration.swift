@@ -42,7 +42,7 @@ public struct GatewayConfiguration: Sendable {
     /// Notification history streams. Keys under `notifications`.
     public var notifications = Notifications()
     /// The subscription state. Keys under `subscriptions` (entitlements are per app: `apps[i].entitlements`).
-    public var subscriptions = Subscriptions()
+    public var subscriptions = SubscriptionStateSettings()
     /// The rate budget shared by replicas. Keys under `redis` (see `GatewayConfiguration+Redis.swift`).
     public var redis = Redis()
     /// TLS on the gRPC port; nil = h2c. Keys under `tls` (see `GatewayConfiguration+Access.swift`).
@@ -112,20 +112,5 @@ public struct GatewayConfiguration: Sendable {
         /// One info line per RPC (health checks excepted). `logging.accessLog`, true.
         public var accessLog = true
         public init() {}
-    }
-}
-
-extension GatewayConfiguration {
-    /// The subscription state's settings.
-    public struct Subscriptions: Sendable, Hashable {
-        /// `subscriptions.refundPolicy`: what a refunded current transaction does to access — `immediate`
-        /// (default: Apple's status 5 ends it) or `untilExpiry` (access lasts until the refunded period's end).
-        public var refundPolicy: SubscriptionPolicy.RefundPolicy = .immediate
-        public init() {}
-
-        /// The reducer's policy for `app`: this refund policy and the app's entitlements.
-        public func policy(for app: App) -> SubscriptionPolicy {
-            SubscriptionPolicy(refundPolicy: refundPolicy, entitlements: app.entitlements)
-        }
     }
 }

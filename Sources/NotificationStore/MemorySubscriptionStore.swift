@@ -8,6 +8,7 @@ import SubscriptionState
 public final class MemorySubscriptionStore: SubscriptionStore {
     private let state = Lock(State())
     private let limits: SubscriptionStoreLimits
+    public let eventSignal = LiveSignal()
 
     /// An empty state bounded by `limits`.
     public init(limits: SubscriptionStoreLimits = .defaults) {
@@ -36,6 +37,19 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         var purchasesByToken: [CustomerKey: Set<PurchaseKey>] = [:]
         var purchasesByOriginal: [CustomerKey: Set<PurchaseKey>] = [:]
         var position = StorePosition.zero
+        /// The event cursors and events: kept by `removeAll`, as the SQLite store keeps them.
+        var events = Events()
+
+        struct Events {
+            var cursors: [SubscriptionKey: Cursor] = [:]
+            var kept: [(bundleId: String, stored: StoredSubscriptionEvent)] = []
+            var lastPosition: Int64 = 0
+        }
+
+        struct Cursor {
+            var cursor: SubscriptionEventCursor
+            var nextTransition: Int64?
+        }
 
         mutating func store(_ record: SubscriptionRecord) {
             let key = record.key
@@ -88,11 +102,12 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         async throws(NotificationStoreFailure) -> [AppliedChange]
     {
         let limits = self.limits
-        return try state.withLock { state throws(NotificationStoreFailure) -> [AppliedChange] in
+        let applied = try state.withLock { state throws(NotificationStoreFailure) -> [AppliedChange] in
             // Folded into a copy first: a change that fails leaves the state as it was, as a rolled-back
             // transaction does.
             var pendingRecords: [SubscriptionKey: SubscriptionRecord] = [:]
             var pendingPurchases: [PurchaseKey: SignedTransaction] = [:]
+            var events = state.events
             var applied: [AppliedChange] = []
             for change in changes {
                 switch change.destination {
@@ -110,18 +125,120 @@ public final class MemorySubscriptionStore: SubscriptionStore {
                     let (newest, changed) = SubscriptionFold.purchase(
                         pendingPurchases[key] ?? state.purchases[key], snapshot)
                     if changed { pendingPurchases[key] = newest }
-                    applied.append(AppliedChange(record: nil, purchase: newest, changed: changed))
+                    var made: [SubscriptionEvent] = []
+                    if changed, let context = change.events {
+                        made = Self.record(&events, SubscriptionKey(of: newest.payload)) {
+                            SubscriptionEventMaker.events(
+                                ofPurchase: newest, after: $0, at: change.nowMillis, context: context,
+                                newEventID: SubscriptionEventIDs.random)
+                        }
+                    }
+                    applied.append(AppliedChange(record: nil, purchase: newest, changed: changed, events: made))
                 case .subscription:
                     let held = pendingRecords[change.key] ?? state.records[change.key]
                     let outcome = try SubscriptionFold.record(held, change, limits: limits)
                     if outcome.changed { pendingRecords[change.key] = outcome.record }
-                    applied.append(AppliedChange(record: outcome.record, purchase: nil, changed: outcome.changed))
+                    var made: [SubscriptionEvent] = []
+                    if outcome.changed, let context = change.events {
+                        made = Self.record(&events, change.key) {
+                            SubscriptionEventMaker.events(
+                                of: outcome.record, after: $0, at: change.nowMillis, context: context,
+                                newEventID: SubscriptionEventIDs.random)
+                        }
+                    }
+                    applied.append(
+                        AppliedChange(record: outcome.record, purchase: nil, changed: outcome.changed, events: made))
                 }
             }
             for record in pendingRecords.values { state.store(record) }
             for purchase in pendingPurchases.values { state.store(purchase) }
             if let position { state.position = position }
+            state.events = events
             return applied
+        }
+        if applied.contains(where: { !$0.events.isEmpty }) { eventSignal.raise() }
+        return applied
+    }
+
+    /// Moves `key`'s cursor by `make` and keeps the events it made.
+    private static func record(
+        _ events: inout State.Events, _ key: SubscriptionKey,
+        make: (SubscriptionEventCursor?) -> SubscriptionEventMaker.Outcome
+    ) -> [SubscriptionEvent] {
+        let outcome = make(events.cursors[key]?.cursor)
+        events.cursors[key] = State.Cursor(cursor: outcome.cursor, nextTransition: outcome.nextTransitionMillis)
+        for event in outcome.events {
+            events.lastPosition += 1
+            events.kept.append((key.bundleId, StoredSubscriptionEvent(position: events.lastPosition, event: event)))
+        }
+        return outcome.events
+    }
+
+    public func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
+        async throws(NotificationStoreFailure) -> [SubscriptionEvent]
+    {
+        let made = state.withLock { state -> [SubscriptionEvent] in
+            guard let record = state.records[key] else { return [] }
+            return Self.record(&state.events, key) {
+                SubscriptionEventMaker.events(
+                    of: record, after: $0, at: nowMillis, context: context, newEventID: SubscriptionEventIDs.random)
+            }
+        }
+        if !made.isEmpty { eventSignal.raise() }
+        return made
+    }
+
+    public func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
+        async throws(NotificationStoreFailure) -> [SubscriptionKey]
+    {
+        let apps = Set(bundleIds)
+        return state.withLock { state in
+            state.events.cursors.compactMap { key, cursor -> (Int64, SubscriptionKey)? in
+                guard let next = cursor.nextTransition, next <= nowMillis, apps.contains(key.bundleId) else {
+                    return nil
+                }
+                return (next, key)
+            }
+            .sorted { $0.0 < $1.0 }.prefix(max(0, limit)).map(\.1)
+        }
+    }
+
+    public func nextTransition() async throws(NotificationStoreFailure) -> Int64? {
+        state.withLock { $0.events.cursors.values.compactMap(\.nextTransition).min() }
+    }
+
+    public func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
+        -> [SubscriptionKey]
+    {
+        func order(_ key: SubscriptionKey) -> (String, String, String) {
+            (key.bundleId, AppleNames.environment(key.environment), key.originalTransactionId)
+        }
+        return state.withLock { state in
+            state.records.keys.filter { key == nil || order($0) > order(key!) }.sorted { order($0) < order($1) }
+                .prefix(max(0, limit)).map { $0 }
+        }
+    }
+
+    public func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
+        -> [StoredSubscriptionEvent]
+    {
+        state.withLock { state in
+            Array(
+                state.events.kept.lazy.filter { $0.stored.position > position }
+                    .filter { bundleId == nil || $0.bundleId == bundleId }.map(\.stored)
+                    .prefix(max(0, limit)))
+        }
+    }
+
+    public func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
+        state.withLock { $0.events.lastPosition }
+    }
+
+    public func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
+        state.withLock { state in
+            let before = state.events.kept.count
+            state.events.kept.removeAll { ($0.stored.event.occurredAt?.unixMilliseconds ?? 0) < millis }
+            return before - state.events.kept.count
         }
     }
 
@@ -195,6 +312,10 @@ public final class MemorySubscriptionStore: SubscriptionStore {
     }
 
     public func removeAll() async throws(NotificationStoreFailure) {
-        state.withLock { $0 = State() }
+        state.withLock { state in
+            let events = state.events
+            state = State()
+            state.events = events
+        }
     }
 }

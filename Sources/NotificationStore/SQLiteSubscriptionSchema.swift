@@ -26,6 +26,38 @@ enum SQLiteSubscriptionSchema {
           projected_minor INTEGER NOT NULL)
         """
 
+    /// The subscription events and each subscription's event cursor. Not part of the state's versioned tables:
+    /// they are what consumers were told, so a release that replays the state keeps them (the replay is compared
+    /// with the cursors, and only real differences make events). Created when missing, never dropped.
+    ///
+    /// `payload` is the `SubscriptionEvent` serialized (resume token empty); the other columns are for queries.
+    /// `facts` is the cursor's `SubscriptionEventFacts.encoded`; `next_transition` when time changes the state
+    /// next (UNIX ms), indexed for the timer.
+    static let events = """
+        CREATE TABLE IF NOT EXISTS subscription_events(
+          position INTEGER PRIMARY KEY AUTOINCREMENT,
+          event_id TEXT NOT NULL UNIQUE,
+          bundle_id TEXT NOT NULL,
+          environment TEXT NOT NULL,
+          original_transaction_id TEXT NOT NULL,
+          sequence INTEGER NOT NULL,
+          type INTEGER NOT NULL,
+          occurred_at INTEGER NOT NULL,
+          payload BLOB NOT NULL);
+        CREATE INDEX IF NOT EXISTS subscription_events_app ON subscription_events(bundle_id, position);
+        CREATE INDEX IF NOT EXISTS subscription_events_occurred ON subscription_events(occurred_at);
+        CREATE TABLE IF NOT EXISTS subscription_event_cursors(
+          bundle_id TEXT NOT NULL,
+          environment TEXT NOT NULL,
+          original_transaction_id TEXT NOT NULL,
+          sequence INTEGER NOT NULL,
+          facts BLOB,
+          next_transition INTEGER,
+          PRIMARY KEY(bundle_id, environment, original_transaction_id)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS subscription_event_cursors_due ON subscription_event_cursors(next_transition)
+          WHERE next_transition IS NOT NULL;
+        """
+
     /// Creates the state's tables at `version` unless the file has them: in an empty file, or one of an
     /// older release (whose state tables are dropped; the projection then starts again from the log's start).
     /// Throws when the file was written by a newer release. One write transaction, so two processes opening
@@ -33,6 +65,7 @@ enum SQLiteSubscriptionSchema {
     static func prepare(_ database: SQLiteDatabase) throws(NotificationStoreFailure) {
         try database.inTransaction(.write) { () throws(NotificationStoreFailure) in
             try database.execute(progress)
+            try database.execute(events)
             var stored: Int64?
             try database.query("SELECT schema_version FROM state_progress WHERE id = 1", bind: []) {
                 stored = $0.integer(0)

@@ -13,6 +13,7 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
     private let writer: SQLiteConnection
     private let reader: SQLiteConnection
     private let limits: SubscriptionStoreLimits
+    public let eventSignal = LiveSignal()
 
     /// The state of the file at `path`, whose tables `SQLiteSubscriptionSchema.prepare` made, written through
     /// `writer` (the notification store's connection); opens the read connection.
@@ -28,7 +29,7 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         async throws(NotificationStoreFailure) -> [AppliedChange]
     {
         let limits = self.limits
-        return try await writer.run { database throws(NotificationStoreFailure) in
+        let applied = try await writer.run { database throws(NotificationStoreFailure) in
             let tables = SQLiteSubscriptionTables(database: database, limits: limits)
             return try database.inTransaction(.write) { () throws(NotificationStoreFailure) in
                 var applied: [AppliedChange] = []
@@ -40,6 +41,8 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
                 return applied
             }
         }
+        if applied.contains(where: { !$0.events.isEmpty }) { eventSignal.raise() }
+        return applied
     }
 
     /// One change inside the apply's transaction.
@@ -58,12 +61,87 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
                 bundleId: change.key.bundleId, environment: change.key.environment,
                 transactionId: snapshot.payload.transactionId)
             let (newest, changed) = SubscriptionFold.purchase(held, snapshot)
-            if changed { try tables.write(purchase: newest, source: change.source, nowMillis: change.nowMillis) }
-            return AppliedChange(record: nil, purchase: newest, changed: changed)
+            guard changed else { return AppliedChange(record: nil, purchase: newest, changed: false) }
+            try tables.write(purchase: newest, source: change.source, nowMillis: change.nowMillis)
+            var events: [SubscriptionEvent] = []
+            if let context = change.events {
+                events = try tables.recordEvents(of: SubscriptionKey(of: newest.payload), at: change.nowMillis) {
+                    SubscriptionEventMaker.events(
+                        ofPurchase: newest, after: $0, at: change.nowMillis, context: context,
+                        newEventID: SubscriptionEventIDs.random)
+                }
+            }
+            return AppliedChange(record: nil, purchase: newest, changed: true, events: events)
         case .subscription:
             let outcome = try SubscriptionFold.record(try tables.record(change.key), change, limits: tables.limits)
-            if outcome.changed { try tables.write(outcome) }
-            return AppliedChange(record: outcome.record, purchase: nil, changed: outcome.changed)
+            guard outcome.changed else { return AppliedChange(record: outcome.record, purchase: nil, changed: false) }
+            try tables.write(outcome)
+            var events: [SubscriptionEvent] = []
+            if let context = change.events {
+                events = try tables.recordEvents(of: change.key, at: change.nowMillis) {
+                    SubscriptionEventMaker.events(
+                        of: outcome.record, after: $0, at: change.nowMillis, context: context,
+                        newEventID: SubscriptionEventIDs.random)
+                }
+            }
+            return AppliedChange(record: outcome.record, purchase: nil, changed: true, events: events)
+        }
+    }
+
+    public func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
+        async throws(NotificationStoreFailure) -> [SubscriptionEvent]
+    {
+        let limits = self.limits
+        let events = try await writer.run { database throws(NotificationStoreFailure) in
+            let tables = SQLiteSubscriptionTables(database: database, limits: limits)
+            return try database.inTransaction(.write) { () throws(NotificationStoreFailure) in
+                guard let record = try tables.record(key) else { return [SubscriptionEvent]() }
+                return try tables.recordEvents(of: key, at: nowMillis) {
+                    SubscriptionEventMaker.events(
+                        of: record, after: $0, at: nowMillis, context: context, newEventID: SubscriptionEventIDs.random)
+                }
+            }
+        }
+        if !events.isEmpty { eventSignal.raise() }
+        return events
+    }
+
+    public func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
+        async throws(NotificationStoreFailure) -> [SubscriptionKey]
+    {
+        try await read { tables throws(NotificationStoreFailure) in
+            try tables.dueTransitions(through: nowMillis, bundleIds: bundleIds, limit: limit)
+        }
+    }
+
+    public func nextTransition() async throws(NotificationStoreFailure) -> Int64? {
+        try await read { tables throws(NotificationStoreFailure) in try tables.nextTransition() }
+    }
+
+    public func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
+        -> [SubscriptionKey]
+    {
+        try await read { tables throws(NotificationStoreFailure) in try tables.recordKeys(after: key, limit: limit) }
+    }
+
+    public func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
+        -> [StoredSubscriptionEvent]
+    {
+        try await read { tables throws(NotificationStoreFailure) in
+            try tables.events(after: position, bundleId: bundleId, limit: limit)
+        }
+    }
+
+    public func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
+        try await read { tables throws(NotificationStoreFailure) in try tables.lastEventPosition() }
+    }
+
+    public func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
+        let limits = self.limits
+        return try await writer.run { database throws(NotificationStoreFailure) in
+            try database.inTransaction(.write) { () throws(NotificationStoreFailure) in
+                try SQLiteSubscriptionTables(database: database, limits: limits).pruneEvents(occurredBefore: millis)
+            }
         }
     }
 

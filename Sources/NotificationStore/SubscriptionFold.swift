@@ -78,6 +78,17 @@ enum AppleNames {
         }
     }
 
+    /// The environment `environment(_:)` wrote; nil for "" and names it never writes.
+    static func environment(named name: String) -> Environment? {
+        switch name {
+        case "Production": .production
+        case "Sandbox": .sandbox
+        case "Xcode": .xcode
+        case "LocalTesting": .localTesting
+        default: Int32(name).map { Environment(rawValue: $0) }
+        }
+    }
+
     /// "PURCHASED", "FAMILY_SHARED"; else the string Apple sent.
     static func ownership(_ transaction: Transaction) -> String {
         switch transaction.inAppOwnershipType {

@@ -33,8 +33,49 @@ public protocol SubscriptionStore: Sendable {
     func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure)
     /// Number of records (for metrics/tests).
     func recordCount() async throws(NotificationStoreFailure) -> Int
-    /// Deletes all state and the projection position (for `state rebuild`).
+    /// Deletes all state and the projection position (for `state rebuild`). The events and their cursors stay:
+    /// they are what consumers were told, and the rebuilt state is compared with them
+    /// (`advance(_:context:nowMillis:)` with cause "rebuild").
     func removeAll() async throws(NotificationStoreFailure)
+
+    // MARK: Events (an outbox in the state's own commits)
+
+    /// Makes the events of `key`'s state at `nowMillis` after its cursor, in one commit with the new cursor: what
+    /// time alone changed (cause "time"), or what a rebuild changed (cause "rebuild"). Empty when nothing changed
+    /// or no record is stored.
+    func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
+        async throws(NotificationStoreFailure) -> [SubscriptionEvent]
+    /// Subscriptions of `bundleIds` whose state time changes at or before `nowMillis` (their cursor's next
+    /// transition), earliest first, at most `limit`.
+    func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
+        async throws(NotificationStoreFailure) -> [SubscriptionKey]
+    /// The earliest next transition of any subscription (nil when none is ahead): how long a timer may sleep.
+    func nextTransition() async throws(NotificationStoreFailure) -> Int64?
+    /// Every record's key, after `key` (nil: from the first), in key order, at most `limit`: a rebuild's walk.
+    func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
+        -> [SubscriptionKey]
+    /// Events after `position` (0: from the first retained), in position order, at most `limit`; only `bundleId`'s
+    /// when given.
+    func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
+        -> [StoredSubscriptionEvent]
+    /// The position of the newest event (0 when none was made).
+    func lastEventPosition() async throws(NotificationStoreFailure) -> Int64
+    /// Deletes events that occurred before `millis` (`subscriptions.eventRetention`); returns how many.
+    func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int
+    /// Raised after every commit that made events: followers wait on it.
+    var eventSignal: LiveSignal { get }
+}
+
+/// One event as kept: its place in the store's event order, and the event (`resumeToken` empty).
+public struct StoredSubscriptionEvent: Sendable, Hashable {
+    /// Grows with every event the store keeps (1, 2, …; gaps where events were pruned).
+    public var position: Int64
+    public var event: SubscriptionEvent
+
+    public init(position: Int64, event: SubscriptionEvent) {
+        self.position = position
+        self.event = event
+    }
 }
 
 extension SubscriptionStore {
@@ -71,12 +112,15 @@ public struct SubscriptionChange: Sendable, Hashable {
     public let source: SnapshotSource
     /// The instant of the change (UNIX ms): the record's `updatedAtMillis` when it changes something.
     public let nowMillis: Int64
+    /// What the change's events are made under; nil makes none and leaves the cursor as it was (a rebuild's
+    /// replay, compared with the cursors once at its end).
+    public var events: SubscriptionEventContext?
 
     /// A change of `key`'s record. Throws, as `SubscriptionRecord.apply` would, when a snapshot names another
     /// app, environment or subscription than `key`, or the transaction has no `transactionId`.
     public init(
         key: SubscriptionKey, transaction: SignedTransaction?, renewalInfo: SignedRenewalInfo?,
-        source: SnapshotSource, nowMillis: Int64
+        source: SnapshotSource, nowMillis: Int64, events: SubscriptionEventContext? = nil
     ) throws(SnapshotRefusal) {
         // The reducer's own checks, on an empty record: a store applying the change later cannot be refused.
         var probe = SubscriptionRecord(key: key)
@@ -86,16 +130,17 @@ public struct SubscriptionChange: Sendable, Hashable {
         self.renewalInfo = renewalInfo
         self.source = source
         self.nowMillis = nowMillis
+        self.events = events
     }
 
     /// A change keyed by `transaction`'s own app, environment and original transaction id.
     public init(
         transaction: SignedTransaction, renewalInfo: SignedRenewalInfo? = nil, source: SnapshotSource,
-        nowMillis: Int64
+        nowMillis: Int64, events: SubscriptionEventContext? = nil
     ) throws(SnapshotRefusal) {
         try self.init(
             key: SubscriptionKey(of: transaction.payload), transaction: transaction, renewalInfo: renewalInfo,
-            source: source, nowMillis: nowMillis)
+            source: source, nowMillis: nowMillis, events: events)
     }
 
     /// Where a store keeps it: by the transaction's product type; a renewal info alone is a subscription's.
@@ -119,12 +164,18 @@ public struct AppliedChange: Sendable, Hashable {
     /// Whether anything was written: false for a duplicate, an older snapshot or an ignored change (then the
     /// record's `version` did not grow).
     public var changed: Bool
+    /// The events the change made (none when it changed nothing, or `SubscriptionChange.events` was nil), kept
+    /// in the same commit.
+    public var events: [SubscriptionEvent]
 
     /// An outcome of `apply`.
-    public init(record: SubscriptionRecord?, purchase: SignedTransaction?, changed: Bool) {
+    public init(
+        record: SubscriptionRecord?, purchase: SignedTransaction?, changed: Bool, events: [SubscriptionEvent] = []
+    ) {
         self.record = record
         self.purchase = purchase
         self.changed = changed
+        self.events = events
     }
 }
 

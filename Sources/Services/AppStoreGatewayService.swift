@@ -45,7 +45,8 @@ public struct AppStoreGatewayService: GRPCService {
         realtime realtimeSettings: RealtimeBroker.Settings,
         verifier: SignedDataVerifier, client: AppStoreAPIClient, resumeTokenKeys: ResumeTokenKeyRing,
         clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil,
-        refundPolicy: SubscriptionPolicy.RefundPolicy = .immediate, metrics: ServiceMetrics = ServiceMetrics()
+        subscriptions: SubscriptionStateSettings = SubscriptionStateSettings(),
+        metrics: ServiceMetrics = ServiceMetrics()
     ) {
         self.verifier = verifier
         self.resumeTokenKeys = resumeTokenKeys
@@ -80,8 +81,8 @@ public struct AppStoreGatewayService: GRPCService {
         notifications.verifications = metrics.verifications
         self.notifications = notifications
         (subscriptionState, subscriptionProjector) = Self.subscriptionState(
-            apps: configured, live: live, refundPolicy: refundPolicy, verifier: verifier, client: client, clock: clock,
-            maxPages: history.maxPages)
+            apps: configured, live: live, settings: subscriptions, verifier: verifier, client: client, clock: clock,
+            maxPages: history.maxPages, resumeTokenKeys: resumeTokenKeys)
         reconciler = live.map {
             NotificationReconciler(
                 client: client, verifier: verifier, apps: configured, feed: $0, clock: clock,
@@ -97,8 +98,9 @@ public struct AppStoreGatewayService: GRPCService {
     public let subscriptionProjector: SubscriptionProjector?
 
     private static func subscriptionState(
-        apps: [App], live: LiveNotificationFeed?, refundPolicy: SubscriptionPolicy.RefundPolicy,
-        verifier: SignedDataVerifier, client: AppStoreAPIClient, clock: any GatewayClock, maxPages: Int
+        apps: [App], live: LiveNotificationFeed?, settings: SubscriptionStateSettings,
+        verifier: SignedDataVerifier, client: AppStoreAPIClient, clock: any GatewayClock, maxPages: Int,
+        resumeTokenKeys: ResumeTokenKeyRing
     ) -> (SubscriptionStateService, SubscriptionProjector?) {
         guard let live else {
             return (
@@ -120,7 +122,7 @@ public struct AppStoreGatewayService: GRPCService {
                 .getAllSubscriptionStatuses,
             client: client, verifier: verifier, clock: clock, maxPages: maxPages)
         let policies = Dictionary(
-            apps.map { ($0.name, SubscriptionPolicy(refundPolicy: refundPolicy, entitlements: $0.entitlements)) },
+            apps.map { ($0.name, settings.policy(for: $0)) },
             uniquingKeysWith: { first, _ in first })
         let states = SubscriptionStates(
             store: store, apps: AppDirectory(apps), policies: policies, verifier: verifier, clock: clock,
@@ -128,7 +130,12 @@ public struct AppStoreGatewayService: GRPCService {
         ) { request, remaining throws(GatewayError) in
             try await statuses.handle(request, remaining: remaining)
         }
-        return (SubscriptionStateService(states: states), SubscriptionProjector(states: states, log: live.store))
+        let events = SubscriptionEventsHandler(
+            states: states, tokens: SubscriptionEventTokenCodec(ring: resumeTokenKeys, maxAge: settings.eventRetention))
+        return (
+            SubscriptionStateService(states: states, events: events),
+            SubscriptionProjector(states: states, log: live.store, retention: settings.eventRetention)
+        )
     }
 
     /// The keys of StreamNotifications resume tokens (a reloaded key file replaces them here).

@@ -21,15 +21,26 @@ public final class SubscriptionProjector: Sendable {
 
     private let states: SubscriptionStates
     private let log: any NotificationStore
+    /// The events time makes (ends of periods and grace periods) and their pruning.
+    let timer: SubscriptionTimer
 
-    init(states: SubscriptionStates, log: any NotificationStore) {
+    init(states: SubscriptionStates, log: any NotificationStore, retention: Duration) {
         self.states = states
         self.log = log
+        self.timer = SubscriptionTimer(states: states, retention: retention)
+    }
+
+    /// Projects the log and runs the timer until the task is cancelled.
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.project() }
+            group.addTask { await self.timer.run() }
+        }
     }
 
     /// Projects until the task is cancelled. A store failure is retried after a pause (the webhook answers 503
     /// meanwhile, so Apple retries what it could not store).
-    public func run() async {
+    func project() async {
         var pause: Duration = .milliseconds(50)
         while !Task.isCancelled {
             let seen = log.signal.generation
@@ -47,9 +58,10 @@ public final class SubscriptionProjector: Sendable {
     }
 
     /// Projects up to one batch of the log (every app's entries, in order) and moves the projected position past
-    /// it in the same commit as the changes; true when it read anything (more may follow at once).
+    /// it in the same commit as the changes and their events (none when `quiet`: a rebuild's replay); true when
+    /// it read anything (more may follow at once).
     @discardableResult
-    func step() async throws(GatewayError) -> Bool {
+    func step(quiet: Bool = false) async throws(GatewayError) -> Bool {
         let store = states.store
         let through: StorePosition
         let page: StorePage
@@ -62,7 +74,7 @@ public final class SubscriptionProjector: Sendable {
         guard page.through > through else { return false }
         var changes: [(app: App, change: SubscriptionChange)] = []
         for entry in page.entries {
-            if let change = try await change(for: entry) { changes.append(change) }
+            if let change = try await change(for: entry, quiet: quiet) { changes.append(change) }
         }
         let applied: [AppliedChange]
         do {
@@ -78,19 +90,34 @@ public final class SubscriptionProjector: Sendable {
 
     /// `appstore-gateway state rebuild`: deletes the state and projects the whole log again (after an upgrade of
     /// the rules, or to recover from a damaged state). What only Apple's API or an app had said is read from Apple
-    /// again when next asked for. Returns the subscriptions the rebuilt state holds.
+    /// again when next asked for. The replay makes no events; once it is over, each rebuilt subscription is
+    /// compared with what its events last told consumers, and a difference is an event with cause "rebuild".
+    /// Returns the subscriptions the rebuilt state holds.
     public func rebuild() async throws(GatewayError) -> Int {
         do {
             try await states.store.removeAll()
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
         }
-        try await catchUp()
+        while try await step(quiet: true) {}
+        var count = 0
+        var last: SubscriptionKey?
         do {
-            return try await states.store.recordCount()
+            while case let keys = try await states.store.recordKeys(after: last, limit: Self.batch), !keys.isEmpty {
+                for key in keys {
+                    if let context = states.eventContext(
+                        bundleId: key.bundleId, cause: SubscriptionEventContext.rebuild)
+                    {
+                        _ = try await states.store.advance(key, context: context, nowMillis: states.nowMillis)
+                    }
+                }
+                count += keys.count
+                last = keys.last
+            }
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
         }
+        return count
     }
 
     /// Until the state includes everything stored so far (tests, `state rebuild`).
@@ -100,7 +127,7 @@ public final class SubscriptionProjector: Sendable {
 
     /// The change a stored notification makes: nil when it names no configured app, does not verify now (both
     /// counted), or carries no subscription data (TEST, summaries, external purchase tokens).
-    private func change(for entry: StoredNotification) async throws(GatewayError)
+    private func change(for entry: StoredNotification, quiet: Bool) async throws(GatewayError)
         -> (app: App, change: SubscriptionChange)?
     {
         guard let app = states.apps.apps.first(where: { $0.bundleId == entry.notification.bundleId }) else {
@@ -134,7 +161,10 @@ public final class SubscriptionProjector: Sendable {
             data.signedRenewalInfo.isEmpty ? nil : SignedRenewalInfo(jws: data.signedRenewalInfo, payload: payload)
         }
         guard transaction != nil || renewal != nil else { return nil }
-        guard let change = states.change(transaction: transaction, renewal: renewal, source: .notification, app: app)
+        guard
+            let change = states.change(
+                transaction: transaction, renewal: renewal, source: .notification, app: app,
+                cause: quiet ? nil : entry.notification.uuid)
         else { return nil }
         return (app, change)
     }

@@ -12,21 +12,25 @@ public struct SubscriptionStateService: GRPCService {
     public static let name = "appstore.gateway.v1.SubscriptionState"
 
     let states: SubscriptionStates?
+    let events: SubscriptionEventsHandler?
     /// Why the state is not kept on this gateway (nil when it is): every call fails FAILED_PRECONDITION with it.
     public let unavailable: String?
 
-    init(states: SubscriptionStates) {
+    init(states: SubscriptionStates, events: SubscriptionEventsHandler) {
         self.states = states
+        self.events = events
         self.unavailable = nil
     }
 
     init(unavailable reason: String) {
         self.states = nil
+        self.events = nil
         self.unavailable = reason
     }
 
     public var methods: [String: MethodHandler] {
         let states = self.states
+        let events = self.events
         let unavailable = self.unavailable
         @Sendable func require() throws(GatewayError) -> SubscriptionStates {
             guard let states else {
@@ -52,6 +56,31 @@ public struct SubscriptionStateService: GRPCService {
                 request, context throws(GatewayError) -> RefreshSubscriptionResponse in
                 let remaining = context.remaining
                 return try await require().refresh(request, remaining: remaining)
+            },
+            // A Swift task reading the store's events as the caller reads; validation errors go out before any
+            // header.
+            "/\(Self.name)/WatchSubscriptionEvents": .serverStreaming(
+                WatchSubscriptionEventsRequest.self, SubscriptionEvent.self
+            ) { request, context, stream throws(RPCStatus) in
+                let call: SubscriptionEventsHandler.Call
+                let handler: SubscriptionEventsHandler
+                do throws(GatewayError) {
+                    _ = try require()
+                    guard let events else { throw GatewayError.stateNotKept(unavailable ?? "no store") }
+                    handler = events
+                    call = try handler.prepare(request, caller: context.caller?.displayName)
+                } catch {
+                    throw error.rpcStatus
+                }
+                if !request.resumeToken.isEmpty {
+                    // Ended by a shutdown before the first event: continue from where the caller came from.
+                    await stream.setShutdownStatus(
+                        GatewayError.serverShuttingDown.rpcStatus.addingInfoMetadata(
+                            "resume_token", request.resumeToken, domain: gatewayErrorDomain))
+                }
+                try await handler.run(call) { event, shutdownStatus throws(RPCStatus) in
+                    try await stream.send(event, shutdownStatus: shutdownStatus)
+                }
             },
         ]
     }
@@ -210,7 +239,10 @@ extension SubscriptionStates {
         }
         let signed = SignedTransaction(jws: request.signedTransactionInfo, payload: payload)
         var response = ApplySignedTransactionResponse()
-        guard let applied = try await apply(transaction: signed, renewal: renewal, source: .appPosted, app: app)
+        guard
+            let applied = try await apply(
+                transaction: signed, renewal: renewal, source: .appPosted, app: app,
+                cause: SubscriptionEventContext.appPosted)
         else {
             throw GatewayError.invalidArgument(
                 field: "signed_transaction_info", problem: "names no original transaction id of this app")

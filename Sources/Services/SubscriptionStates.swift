@@ -55,6 +55,12 @@ final class SubscriptionStates: Sendable {
 
     var nowMillis: Int64 { clock.wallNow().millisecondsSince1970 }
 
+    /// What events of the configured app with `bundleId` are made under; nil when no app has it.
+    func eventContext(bundleId: String, cause: String) -> SubscriptionEventContext? {
+        guard let app = apps.apps.first(where: { $0.bundleId == bundleId }) else { return nil }
+        return SubscriptionEventContext(app: app.name, policy: policy(of: app), cause: cause)
+    }
+
     // MARK: - Reads
 
     /// One subscription. A record never seen is read from Apple once (shared by concurrent callers) and stored; a
@@ -149,18 +155,22 @@ final class SubscriptionStates: Sendable {
         let renewal = last.renewalInfo.flatMap { info in
             last.signedRenewalInfo.isEmpty ? nil : SignedRenewalInfo(jws: last.signedRenewalInfo, payload: info)
         }
-        let outcome = try await apply(transaction: signedTransaction, renewal: renewal, source: .appleRead, app: app)
+        let outcome = try await apply(
+            transaction: signedTransaction, renewal: renewal, source: .appleRead, app: app,
+            cause: SubscriptionEventContext.appleRead)
         return outcome?.record
     }
 
     // MARK: - Writes
 
-    /// Applies verified snapshots to the state. Nil (nothing applied, counted) when they do not belong to `app`
-    /// or cannot be filed (no ids); a store failure is UNAVAILABLE.
+    /// Applies verified snapshots to the state, with the events they make (`cause`). Nil (nothing applied,
+    /// counted) when they do not belong to `app` or cannot be filed (no ids); a store failure is UNAVAILABLE.
     func apply(
-        transaction: SignedTransaction?, renewal: SignedRenewalInfo?, source: SnapshotSource, app: App
+        transaction: SignedTransaction?, renewal: SignedRenewalInfo?, source: SnapshotSource, app: App, cause: String
     ) async throws(GatewayError) -> AppliedChange? {
-        guard let change = change(transaction: transaction, renewal: renewal, source: source, app: app) else {
+        guard
+            let change = change(transaction: transaction, renewal: renewal, source: source, app: app, cause: cause)
+        else {
             return nil
         }
         do {
@@ -170,10 +180,10 @@ final class SubscriptionStates: Sendable {
         }
     }
 
-    /// The change verified snapshots make to the state; nil (counted) when they do not belong to `app`, name no
-    /// subscription, or name two different ones.
+    /// The change verified snapshots make to the state, making events with `cause` (nil: none, a rebuild's
+    /// replay); nil (counted) when they do not belong to `app`, name no subscription, or name two different ones.
     func change(
-        transaction: SignedTransaction?, renewal: SignedRenewalInfo?, source: SnapshotSource, app: App
+        transaction: SignedTransaction?, renewal: SignedRenewalInfo?, source: SnapshotSource, app: App, cause: String?
     ) -> SubscriptionChange? {
         guard var key = Self.key(transaction: transaction?.payload, renewal: renewal?.payload) else {
             metrics.rejected(reason: "no_original_transaction_id")
@@ -186,7 +196,8 @@ final class SubscriptionStates: Sendable {
         key.bundleId = app.bundleId
         do {
             return try SubscriptionChange(
-                key: key, transaction: transaction, renewalInfo: renewal, source: source, nowMillis: nowMillis)
+                key: key, transaction: transaction, renewalInfo: renewal, source: source, nowMillis: nowMillis,
+                events: cause.map { SubscriptionEventContext(app: app.name, policy: policy(of: app), cause: $0) })
         } catch {
             metrics.rejected(reason: "refused")
             return nil

@@ -226,13 +226,15 @@ import Testing
     }
 
     @Test(arguments: [
-        ("250ms", UInt64(250)), ("20s", 20_000), ("5m", 300_000), ("2h", 7_200_000), ("3", 3_000), ("1.5s", 1_500),
+        ("250ms", UInt64(250)), ("20s", 20_000), ("5m", 300_000), ("2h", 7_200_000), ("30d", 2_592_000_000),
+        ("3", 3_000),
+        ("1.5s", 1_500),
     ])
     func durations(text: String, milliseconds: UInt64) {
         #expect(DurationText.milliseconds(text) == milliseconds)
     }
 
-    @Test(arguments: ["", "s", "-1s", "1d", "abc", "nan"])
+    @Test(arguments: ["", "s", "-1s", "1w", "abc", "nan", "d"])
     func badDurations(text: String) {
         #expect(DurationText.milliseconds(text) == nil)
     }

@@ -32,6 +32,16 @@ import Testing
         #expect(config.apps[0].entitlements.isEmpty)
         #expect(config.subscriptions.refundPolicy == .immediate)
         #expect(config.subscriptions.policy(for: config.apps[0]) == SubscriptionPolicy.defaults)
+        #expect(config.subscriptions.eventRetention == .seconds(30 * 86_400))
+    }
+
+    @Test func eventRetentionIsADuration() throws {
+        let config = try GatewayConfiguration.load(yaml: app() + "\nsubscriptions: {eventRetention: 7d}")
+        #expect(config.subscriptions.eventRetention == .seconds(7 * 86_400))
+    }
+
+    @Test(arguments: ["30m", "500d", "soon", "-1d"]) func aBadEventRetentionNamesTheKey(value: String) {
+        #expect(problem(app() + "\nsubscriptions: {eventRetention: \(value)}") == "subscriptions.eventRetention")
     }
 
     @Test func entitlementsMapNamesToProductsManyToMany() throws {

@@ -63,12 +63,13 @@ enum StateSnapshots {
     /// A change from a notification at t0 + `now`.
     static func change(
         _ transaction: SignedTransaction?, _ renewal: SignedRenewalInfo? = nil, key: SubscriptionKey? = nil,
-        source: SnapshotSource = .notification, now: Int64 = 0
+        source: SnapshotSource = .notification, now: Int64 = 0, events: SubscriptionEventContext? = nil
     ) throws -> SubscriptionChange {
         guard let key = key ?? transaction.map({ SubscriptionKey(of: $0.payload) }) else {
             throw CocoaError(.featureUnsupported)
         }
         return try SubscriptionChange(
-            key: key, transaction: transaction, renewalInfo: renewal, source: source, nowMillis: t0 + now)
+            key: key, transaction: transaction, renewalInfo: renewal, source: source, nowMillis: t0 + now,
+            events: events)
     }
 }

@@ -140,7 +140,8 @@ import Testing
         }
         let states = try states(apple, clock: clock)
         _ = try await states.apply(
-            transaction: first, renewal: Self.renewal("2001", signed: Self.t0), source: .notification, app: app)
+            transaction: first, renewal: Self.renewal("2001", signed: Self.t0), source: .notification, app: app,
+            cause: "test")
         clock.advance(by: .seconds(31 * 86_400))
         let stale = try await states.subscription(
             app: app, originalTransactionId: "2001", environment: .sandbox, remaining: nil)

@@ -883,7 +883,7 @@ extension ProtoFileDescriptor {
         ProtoFileDescriptor(
             name: "appstore/gateway/v1/subscription_state.proto",
             dependencies: ["appstore/gateway/v1/common.proto", "appstore/gateway/v1/transaction.proto", "google/protobuf/timestamp.proto"],
-            symbols: ["appstore.gateway.v1.Subscription", "appstore.gateway.v1.Entitlement", "appstore.gateway.v1.GetSubscriptionRequest", "appstore.gateway.v1.GetSubscriptionResponse", "appstore.gateway.v1.GetCustomerRequest", "appstore.gateway.v1.GetCustomerResponse", "appstore.gateway.v1.ApplySignedTransactionRequest", "appstore.gateway.v1.ApplySignedTransactionResponse", "appstore.gateway.v1.RefreshSubscriptionRequest", "appstore.gateway.v1.RefreshSubscriptionResponse", "appstore.gateway.v1.SubscriptionSource", "appstore.gateway.v1.SubscriptionState", "appstore.gateway.v1.SubscriptionState.GetSubscription", "appstore.gateway.v1.SubscriptionState.GetCustomer", "appstore.gateway.v1.SubscriptionState.ApplySignedTransaction", "appstore.gateway.v1.SubscriptionState.RefreshSubscription"],
+            symbols: ["appstore.gateway.v1.Subscription", "appstore.gateway.v1.Entitlement", "appstore.gateway.v1.GetSubscriptionRequest", "appstore.gateway.v1.GetSubscriptionResponse", "appstore.gateway.v1.GetCustomerRequest", "appstore.gateway.v1.GetCustomerResponse", "appstore.gateway.v1.ApplySignedTransactionRequest", "appstore.gateway.v1.ApplySignedTransactionResponse", "appstore.gateway.v1.RefreshSubscriptionRequest", "appstore.gateway.v1.RefreshSubscriptionResponse", "appstore.gateway.v1.WatchSubscriptionEventsRequest", "appstore.gateway.v1.SubscriptionEvent", "appstore.gateway.v1.SubscriptionSource", "appstore.gateway.v1.SubscriptionEventType", "appstore.gateway.v1.SubscriptionState", "appstore.gateway.v1.SubscriptionState.GetSubscription", "appstore.gateway.v1.SubscriptionState.GetCustomer", "appstore.gateway.v1.SubscriptionState.ApplySignedTransaction", "appstore.gateway.v1.SubscriptionState.RefreshSubscription", "appstore.gateway.v1.SubscriptionState.WatchSubscriptionEvents"],
             base64: """
                 CixhcHBzdG9yZS9nYXRld2F5L3YxL3N1YnNjcmlwdGlvbl9zdGF0ZS5wcm90bxITYXBwc3RvcmUuZ2F0ZXdheS52MRogYXBwc3Rv
                 cmUvZ2F0ZXdheS92MS9jb21tb24ucHJvdG8aJWFwcHN0b3JlL2dhdGV3YXkvdjEvdHJhbnNhY3Rpb24ucHJvdG8aH2dvb2dsZS9w
@@ -925,18 +925,42 @@ extension ProtoFileDescriptor {
                 dGlvblIMc3Vic2NyaXB0aW9uIqoBChpSZWZyZXNoU3Vic2NyaXB0aW9uUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBI2Chdvcmln
                 aW5hbF90cmFuc2FjdGlvbl9pZBgCIAEoCVIVb3JpZ2luYWxUcmFuc2FjdGlvbklkEkIKC2Vudmlyb25tZW50GAMgASgOMiAuYXBw
                 c3RvcmUuZ2F0ZXdheS52MS5FbnZpcm9ubWVudFILZW52aXJvbm1lbnQiZAobUmVmcmVzaFN1YnNjcmlwdGlvblJlc3BvbnNlEkUK
-                DHN1YnNjcmlwdGlvbhgBIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXkudjEuU3Vic2NyaXB0aW9uUgxzdWJzY3JpcHRpb24qpwEKElN1
-                YnNjcmlwdGlvblNvdXJjZRIjCh9TVUJTQ1JJUFRJT05fU09VUkNFX1VOU1BFQ0lGSUVEEAASJAogU1VCU0NSSVBUSU9OX1NPVVJD
-                RV9OT1RJRklDQVRJT04QARIiCh5TVUJTQ1JJUFRJT05fU09VUkNFX0FQUExFX1JFQUQQAhIiCh5TVUJTQ1JJUFRJT05fU09VUkNF
-                X0FQUF9QT1NURUQQAzLhAwoRU3Vic2NyaXB0aW9uU3RhdGUSbAoPR2V0U3Vic2NyaXB0aW9uEisuYXBwc3RvcmUuZ2F0ZXdheS52
-                MS5HZXRTdWJzY3JpcHRpb25SZXF1ZXN0GiwuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRTdWJzY3JpcHRpb25SZXNwb25zZRJgCgtH
-                ZXRDdXN0b21lchInLmFwcHN0b3JlLmdhdGV3YXkudjEuR2V0Q3VzdG9tZXJSZXF1ZXN0GiguYXBwc3RvcmUuZ2F0ZXdheS52MS5H
-                ZXRDdXN0b21lclJlc3BvbnNlEoEBChZBcHBseVNpZ25lZFRyYW5zYWN0aW9uEjIuYXBwc3RvcmUuZ2F0ZXdheS52MS5BcHBseVNp
-                Z25lZFRyYW5zYWN0aW9uUmVxdWVzdBozLmFwcHN0b3JlLmdhdGV3YXkudjEuQXBwbHlTaWduZWRUcmFuc2FjdGlvblJlc3BvbnNl
-                EngKE1JlZnJlc2hTdWJzY3JpcHRpb24SLy5hcHBzdG9yZS5nYXRld2F5LnYxLlJlZnJlc2hTdWJzY3JpcHRpb25SZXF1ZXN0GjAu
-                YXBwc3RvcmUuZ2F0ZXdheS52MS5SZWZyZXNoU3Vic2NyaXB0aW9uUmVzcG9uc2VCXgoXY29tLmFwcHN0b3JlLmdhdGV3YXkudjFQ
-                AVpBZXhhbXBsZS5jb20vYXBwc3RvcmUtZ2F0ZXdheS9nZW4vZ28vYXBwc3RvcmUvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3Rv
-                Mw==
+                DHN1YnNjcmlwdGlvbhgBIAEoCzIhLmFwcHN0b3JlLmdhdGV3YXkudjEuU3Vic2NyaXB0aW9uUgxzdWJzY3JpcHRpb24ivgEKHldh
+                dGNoU3Vic2NyaXB0aW9uRXZlbnRzUmVxdWVzdBIQCgNhcHAYASABKAlSA2FwcBIhCgxyZXN1bWVfdG9rZW4YAiABKAlSC3Jlc3Vt
+                ZVRva2VuEiUKDmZyb21fYmVnaW5uaW5nGAMgASgIUg1mcm9tQmVnaW5uaW5nEkAKBXR5cGVzGAQgAygOMiouYXBwc3RvcmUuZ2F0
+                ZXdheS52MS5TdWJzY3JpcHRpb25FdmVudFR5cGVSBXR5cGVzIocFChFTdWJzY3JpcHRpb25FdmVudBIZCghldmVudF9pZBgBIAEo
+                CVIHZXZlbnRJZBIQCgNhcHAYAiABKAlSA2FwcBJCCgtlbnZpcm9ubWVudBgDIAEoDjIgLmFwcHN0b3JlLmdhdGV3YXkudjEuRW52
+                aXJvbm1lbnRSC2Vudmlyb25tZW50EjYKF29yaWdpbmFsX3RyYW5zYWN0aW9uX2lkGAQgASgJUhVvcmlnaW5hbFRyYW5zYWN0aW9u
+                SWQSGgoIc2VxdWVuY2UYBSABKARSCHNlcXVlbmNlEj4KBHR5cGUYBiABKA4yKi5hcHBzdG9yZS5nYXRld2F5LnYxLlN1YnNjcmlw
+                dGlvbkV2ZW50VHlwZVIEdHlwZRJFCgxzdWJzY3JpcHRpb24YByABKAsyIS5hcHBzdG9yZS5nYXRld2F5LnYxLlN1YnNjcmlwdGlv
+                blIMc3Vic2NyaXB0aW9uElAKD3ByZXZpb3VzX3N0YXR1cxgIIAEoDjInLmFwcHN0b3JlLmdhdGV3YXkudjEuU3Vic2NyaXB0aW9u
+                U3RhdHVzUg5wcmV2aW91c1N0YXR1cxI7CgtvY2N1cnJlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSCm9j
+                Y3VycmVkQXQSFAoFY2F1c2UYCiABKAlSBWNhdXNlEiEKDHJlc3VtZV90b2tlbhgLIAEoCVILcmVzdW1lVG9rZW4SIAoLZW50aXRs
+                ZW1lbnQYDCABKAlSC2VudGl0bGVtZW50EjwKCHB1cmNoYXNlGA0gASgLMiAuYXBwc3RvcmUuZ2F0ZXdheS52MS5UcmFuc2FjdGlv
+                blIIcHVyY2hhc2UqpwEKElN1YnNjcmlwdGlvblNvdXJjZRIjCh9TVUJTQ1JJUFRJT05fU09VUkNFX1VOU1BFQ0lGSUVEEAASJAog
+                U1VCU0NSSVBUSU9OX1NPVVJDRV9OT1RJRklDQVRJT04QARIiCh5TVUJTQ1JJUFRJT05fU09VUkNFX0FQUExFX1JFQUQQAhIiCh5T
+                VUJTQ1JJUFRJT05fU09VUkNFX0FQUF9QT1NURUQQAyrlBgoVU3Vic2NyaXB0aW9uRXZlbnRUeXBlEicKI1NVQlNDUklQVElPTl9F
+                VkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASLAooU1VCU0NSSVBUSU9OX0VWRU5UX1RZUEVfSU5JVElBTF9QVVJDSEFTRRABEiMKH1NV
+                QlNDUklQVElPTl9FVkVOVF9UWVBFX1JFTkVXQUwQAhIoCiRTVUJTQ1JJUFRJT05fRVZFTlRfVFlQRV9DQU5DRUxMQVRJT04QAxIq
+                CiZTVUJTQ1JJUFRJT05fRVZFTlRfVFlQRV9VTkNBTkNFTExBVElPThAEEikKJVNVQlNDUklQVElPTl9FVkVOVF9UWVBFX0JJTExJ
+                TkdfSVNTVUUQBRIsCihTVUJTQ1JJUFRJT05fRVZFTlRfVFlQRV9CSUxMSU5HX1JFQ09WRVJZEAYSMAosU1VCU0NSSVBUSU9OX0VW
+                RU5UX1RZUEVfR1JBQ0VfUEVSSU9EX0VYUElSRUQQBxImCiJTVUJTQ1JJUFRJT05fRVZFTlRfVFlQRV9FWFBJUkFUSU9OEAgSIgoe
+                U1VCU0NSSVBUSU9OX0VWRU5UX1RZUEVfUkVGVU5EEAkSKwonU1VCU0NSSVBUSU9OX0VWRU5UX1RZUEVfUkVGVU5EX1JFVkVSU0VE
+                EAoSJgoiU1VCU0NSSVBUSU9OX0VWRU5UX1RZUEVfUkVWT0NBVElPThALEioKJlNVQlNDUklQVElPTl9FVkVOVF9UWVBFX1BST0RV
+                Q1RfQ0hBTkdFEAwSLAooU1VCU0NSSVBUSU9OX0VWRU5UX1RZUEVfUkVORVdBTF9FWFRFTkRFRBANEioKJlNVQlNDUklQVElPTl9F
+                VkVOVF9UWVBFX1BSSUNFX0lOQ1JFQVNFEA4SMQotU1VCU0NSSVBUSU9OX0VWRU5UX1RZUEVfTk9OX1JFTkVXSU5HX1BVUkNIQVNF
+                EA8SMwovU1VCU0NSSVBUSU9OX0VWRU5UX1RZUEVfTk9OX0NPTlNVTUFCTEVfUFVSQ0hBU0UQEBIvCitTVUJTQ1JJUFRJT05fRVZF
+                TlRfVFlQRV9FTlRJVExFTUVOVF9HUkFOVEVEEBESLworU1VCU0NSSVBUSU9OX0VWRU5UX1RZUEVfRU5USVRMRU1FTlRfUkVWT0tF
+                RBASMtsEChFTdWJzY3JpcHRpb25TdGF0ZRJsCg9HZXRTdWJzY3JpcHRpb24SKy5hcHBzdG9yZS5nYXRld2F5LnYxLkdldFN1YnNj
+                cmlwdGlvblJlcXVlc3QaLC5hcHBzdG9yZS5nYXRld2F5LnYxLkdldFN1YnNjcmlwdGlvblJlc3BvbnNlEmAKC0dldEN1c3RvbWVy
+                EicuYXBwc3RvcmUuZ2F0ZXdheS52MS5HZXRDdXN0b21lclJlcXVlc3QaKC5hcHBzdG9yZS5nYXRld2F5LnYxLkdldEN1c3RvbWVy
+                UmVzcG9uc2USgQEKFkFwcGx5U2lnbmVkVHJhbnNhY3Rpb24SMi5hcHBzdG9yZS5nYXRld2F5LnYxLkFwcGx5U2lnbmVkVHJhbnNh
+                Y3Rpb25SZXF1ZXN0GjMuYXBwc3RvcmUuZ2F0ZXdheS52MS5BcHBseVNpZ25lZFRyYW5zYWN0aW9uUmVzcG9uc2USeAoTUmVmcmVz
+                aFN1YnNjcmlwdGlvbhIvLmFwcHN0b3JlLmdhdGV3YXkudjEuUmVmcmVzaFN1YnNjcmlwdGlvblJlcXVlc3QaMC5hcHBzdG9yZS5n
+                YXRld2F5LnYxLlJlZnJlc2hTdWJzY3JpcHRpb25SZXNwb25zZRJ4ChdXYXRjaFN1YnNjcmlwdGlvbkV2ZW50cxIzLmFwcHN0b3Jl
+                LmdhdGV3YXkudjEuV2F0Y2hTdWJzY3JpcHRpb25FdmVudHNSZXF1ZXN0GiYuYXBwc3RvcmUuZ2F0ZXdheS52MS5TdWJzY3JpcHRp
+                b25FdmVudDABQl4KF2NvbS5hcHBzdG9yZS5nYXRld2F5LnYxUAFaQWV4YW1wbGUuY29tL2FwcHN0b3JlLWdhdGV3YXkvZ2VuL2dv
+                L2FwcHN0b3JlL2dhdGV3YXkvdjE7Z2F0ZXdheXYxYgZwcm90bzM=
                 """),
         ProtoFileDescriptor(
             name: "google/protobuf/duration.proto",

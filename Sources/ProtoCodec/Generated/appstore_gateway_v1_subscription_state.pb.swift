@@ -49,6 +49,117 @@ public enum SubscriptionSource: RawRepresentable, CaseIterable, Sendable, Hashab
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
 
+/// What one change of a subscription's state was. README "Subscription events" maps Apple's notification types to
+/// them. When one change carries several facts (an Apple read after missed notifications), the event names the
+/// most significant one in this order: INITIAL_PURCHASE, REFUND / REVOCATION, REFUND_REVERSED, PRODUCT_CHANGE (now),
+/// BILLING_RECOVERY, RENEWAL, RENEWAL_EXTENDED, BILLING_ISSUE, GRACE_PERIOD_EXPIRED, EXPIRATION, CANCELLATION,
+/// UNCANCELLATION, PRODUCT_CHANGE (scheduled), PRICE_INCREASE; `subscription` always carries every fact.
+public enum SubscriptionEventType: RawRepresentable, CaseIterable, Sendable, Hashable {
+    /// SUBSCRIPTION_EVENT_TYPE_UNSPECIFIED = 0.
+    case unspecified
+    /// The first state the gateway holds of a subscription (whatever its status: an Apple read of an old, expired
+    /// subscription is its INITIAL_PURCHASE too).
+    case initialPurchase
+    /// A new period was bought: a new current transaction of the same product (also a resubscription after expiry).
+    case renewal
+    /// Auto-renew was turned off: access lasts until `expires_date`.
+    case cancellation
+    /// Auto-renew was turned on again.
+    case uncancellation
+    /// A renewal charge failed: Apple retries (billing retry; with a grace period the customer keeps access).
+    case billingIssue
+    /// A renewal charge succeeded after a billing issue.
+    case billingRecovery
+    /// The billing grace period ended while Apple still retries: access ends.
+    case gracePeriodExpired
+    /// The subscription expired (period over without renewal, or Apple stopped retrying).
+    case expiration
+    /// The current transaction was refunded (`revocation_date` set).
+    case refund
+    /// A refund was reversed (`revocation_date` cleared).
+    case refundReversed
+    /// Family Sharing access was revoked (a family-shared transaction got a `revocation_date`).
+    case revocation
+    /// The product changed now (an upgrade: a new transaction of another product) or from the next renewal
+    /// (`auto_renew_product_id` changed: a downgrade or crossgrade).
+    case productChange
+    /// The current period was extended (same transaction, later `expires_date`).
+    case renewalExtended
+    /// A price increase was announced or consented to (`renewal_info.price_increase_status`).
+    case priceIncrease
+    /// A non-renewing subscription was bought (or first seen).
+    case nonRenewingPurchase
+    /// A non-consumable was bought (or first seen).
+    case nonConsumablePurchase
+    /// The subscription (or purchase) now grants `entitlement`.
+    case entitlementGranted
+    /// The subscription (or purchase) no longer grants `entitlement`.
+    case entitlementRevoked
+    /// A value this release does not know (a newer peer, or Apple added one); keeps its number.
+    case unrecognized(Int32)
+
+    /// Every known case, in proto order.
+    public static let allCases: [SubscriptionEventType] = [.unspecified, .initialPurchase, .renewal, .cancellation, .uncancellation, .billingIssue, .billingRecovery, .gracePeriodExpired, .expiration, .refund, .refundReversed, .revocation, .productChange, .renewalExtended, .priceIncrease, .nonRenewingPurchase, .nonConsumablePurchase, .entitlementGranted, .entitlementRevoked]
+
+    /// The case of a proto number; unknown numbers become `.unrecognized`.
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .initialPurchase
+        case 2: self = .renewal
+        case 3: self = .cancellation
+        case 4: self = .uncancellation
+        case 5: self = .billingIssue
+        case 6: self = .billingRecovery
+        case 7: self = .gracePeriodExpired
+        case 8: self = .expiration
+        case 9: self = .refund
+        case 10: self = .refundReversed
+        case 11: self = .revocation
+        case 12: self = .productChange
+        case 13: self = .renewalExtended
+        case 14: self = .priceIncrease
+        case 15: self = .nonRenewingPurchase
+        case 16: self = .nonConsumablePurchase
+        case 17: self = .entitlementGranted
+        case 18: self = .entitlementRevoked
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    /// The proto number.
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .initialPurchase: 1
+        case .renewal: 2
+        case .cancellation: 3
+        case .uncancellation: 4
+        case .billingIssue: 5
+        case .billingRecovery: 6
+        case .gracePeriodExpired: 7
+        case .expiration: 8
+        case .refund: 9
+        case .refundReversed: 10
+        case .revocation: 11
+        case .productChange: 12
+        case .renewalExtended: 13
+        case .priceIncrease: 14
+        case .nonRenewingPurchase: 15
+        case .nonConsumablePurchase: 16
+        case .entitlementGranted: 17
+        case .entitlementRevoked: 18
+        case .unrecognized(let value): value
+        }
+    }
+
+    /// Equal when the proto numbers are: `.unrecognized(n)` equals the known case of n.
+    public static func == (lhs: SubscriptionEventType, rhs: SubscriptionEventType) -> Bool { lhs.rawValue == rhs.rawValue }
+
+    /// Hashes the proto number.
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}
+
 /// One auto-renewable subscription (one original transaction id) as the gateway knows it.
 public struct Subscription: ProtoMessage, AppNamingMessage {
     /// The configured app's name.
@@ -871,6 +982,211 @@ extension RefreshSubscriptionResponse {
     func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__RefreshSubscriptionResponse> {
         let c = arena.message(of: Appstore__Gateway__V1__RefreshSubscriptionResponse.self) { appstore__gateway__v1__refresh_subscription_response__init($0) }
         if let value = self.subscription { c.pointee.subscription = value.cMessage(in: arena) }
+        return c
+    }
+}
+
+/// The proto message appstore.gateway.v1.WatchSubscriptionEventsRequest.
+public struct WatchSubscriptionEventsRequest: ProtoMessage, AppNamingMessage {
+    /// Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
+    public var app: String = ""
+    /// A `SubscriptionEvent.resume_token` of an earlier stream of the same caller and app: the stream continues
+    /// exactly after that event. Tampered, foreign or another caller's: INVALID_ARGUMENT. At most 1 KiB.
+    public var resumeToken: String = ""
+    /// Without a token: start at the oldest retained event (`subscriptions.eventRetention`) instead of now.
+    public var fromBeginning: Bool = false
+    /// Only these types (empty = all). A resumed stream must ask for the same types.
+    public var types: [SubscriptionEventType] = []
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.WatchSubscriptionEventsRequest"
+
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
+    public init(
+        app: String = "",
+        resumeToken: String = "",
+        fromBeginning: Bool = false,
+        types: [SubscriptionEventType] = []
+    ) {
+        self.app = app
+        self.resumeToken = resumeToken
+        self.fromBeginning = fromBeginning
+        self.types = types
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__watch_subscription_events_request__unpack(nil, $0, $1) }, copy: WatchSubscriptionEventsRequest.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension WatchSubscriptionEventsRequest {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__WatchSubscriptionEventsRequest>) {
+        self.init()
+        let m = c.pointee
+        self.app = cString(m.app)
+        self.resumeToken = cString(m.resume_token)
+        self.fromBeginning = m.from_beginning != 0
+        self.types = cArray(m.n_types, m.types) { SubscriptionEventType(rawValue: Int32(truncatingIfNeeded: $0.rawValue)) }
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__WatchSubscriptionEventsRequest> {
+        let c = arena.message(of: Appstore__Gateway__V1__WatchSubscriptionEventsRequest.self) { appstore__gateway__v1__watch_subscription_events_request__init($0) }
+        if !self.app.isEmpty { c.pointee.app = arena.string(self.app) }
+        if !self.resumeToken.isEmpty { c.pointee.resume_token = arena.string(self.resumeToken) }
+        c.pointee.from_beginning = self.fromBeginning ? 1 : 0
+        (c.pointee.n_types, c.pointee.types) = arena.array(self.types) { .init(rawValue: .init(truncatingIfNeeded: $0.rawValue)) }
+        return c
+    }
+}
+
+/// One change of one subscription's (or one-time purchase's) state.
+public struct SubscriptionEvent: ProtoMessage, AppNamingMessage {
+    /// Stable and unique: the same event always has the same id (deliveries are at least once: dedupe on it).
+    public var eventId: String = ""
+    /// The configured app's name.
+    public var app: String = ""
+    /// Proto field environment = 3.
+    public var environment: Environment = Environment(rawValue: 0)
+    /// Proto field original_transaction_id = 4.
+    public var originalTransactionId: String = ""
+    /// 1, 2, 3 … per subscription (app, environment, original transaction id), without gaps.
+    public var sequence: UInt64 = 0
+    /// Proto field type = 6.
+    public var type: SubscriptionEventType = SubscriptionEventType(rawValue: 0)
+    /// The subscription's whole state after the change (unset for a one-time purchase: see `purchase`).
+    public var subscription: Subscription? = nil
+    /// The status before the change (UNSPECIFIED for the first event).
+    public var previousStatus: SubscriptionStatus = SubscriptionStatus(rawValue: 0)
+    /// When the gateway made the change.
+    public var occurredAt: ProtoTimestamp? = nil
+    /// What made it: the notification's UUID, or "apple-read", "app-posted", "time" (a period or grace period ended).
+    public var cause: String = ""
+    /// Continues a WatchSubscriptionEvents stream exactly after this event (empty in webhook and Redis deliveries).
+    public var resumeToken: String = ""
+    /// ENTITLEMENT_GRANTED / ENTITLEMENT_REVOKED: the entitlement's name.
+    public var entitlement: String = ""
+    /// NON_RENEWING_PURCHASE / NON_CONSUMABLE_PURCHASE (and their entitlement events): the purchase, decoded.
+    public var purchase: Transaction? = nil
+
+    /// The fully qualified proto name, as in `google.protobuf.Any` type URLs.
+    public static let protoMessageName = "appstore.gateway.v1.SubscriptionEvent"
+
+    /// The app this request names (`app`): per-app authorization applies to it.
+    public var namedApp: String? { app }
+
+    /// A message with every field at its proto3 default.
+    public init() {}
+
+    /// A message with the given fields; the others keep their proto3 defaults.
+    @inlinable
+    public init(
+        eventId: String = "",
+        app: String = "",
+        environment: Environment = Environment(rawValue: 0),
+        originalTransactionId: String = "",
+        sequence: UInt64 = 0,
+        type: SubscriptionEventType = SubscriptionEventType(rawValue: 0),
+        subscription: Subscription? = nil,
+        previousStatus: SubscriptionStatus = SubscriptionStatus(rawValue: 0),
+        occurredAt: ProtoTimestamp? = nil,
+        cause: String = "",
+        resumeToken: String = "",
+        entitlement: String = "",
+        purchase: Transaction? = nil
+    ) {
+        self.eventId = eventId
+        self.app = app
+        self.environment = environment
+        self.originalTransactionId = originalTransactionId
+        self.sequence = sequence
+        self.type = type
+        self.subscription = subscription
+        self.previousStatus = previousStatus
+        self.occurredAt = occurredAt
+        self.cause = cause
+        self.resumeToken = resumeToken
+        self.entitlement = entitlement
+        self.purchase = purchase
+    }
+
+    /// Decodes the protobuf wire format; throws `.malformed` when protobuf-c rejects the bytes.
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
+        self = try decodeMessage(bytes, unpack: { appstore__gateway__v1__subscription_event__unpack(nil, $0, $1) }, copy: SubscriptionEvent.init(c:))
+    }
+
+    /// The number of bytes `serialize(into:)` writes.
+    public func serializedSize() -> Int { packedSize(of: self) { $0.cMessage(in: $1) } }
+
+    /// Writes the wire format at the start of `buffer`, which must hold `serializedSize()` bytes.
+    public func serialize(into buffer: UnsafeMutableRawBufferPointer) {
+        pack(self, into: buffer) { $0.cMessage(in: $1) }
+    }
+
+    /// Appends the wire format to `buffer`, packing straight into its storage.
+    public func appendSerialized(to buffer: inout [UInt8]) {
+        packAppending(self, to: &buffer) { $0.cMessage(in: $1) }
+    }
+}
+
+extension SubscriptionEvent {
+    /// Copies an unpacked protoc-c message; the caller keeps ownership of `c`.
+    init(c: UnsafePointer<Appstore__Gateway__V1__SubscriptionEvent>) {
+        self.init()
+        let m = c.pointee
+        self.eventId = cString(m.event_id)
+        self.app = cString(m.app)
+        self.environment = Environment(rawValue: Int32(truncatingIfNeeded: m.environment.rawValue))
+        self.originalTransactionId = cString(m.original_transaction_id)
+        self.sequence = m.sequence
+        self.type = SubscriptionEventType(rawValue: Int32(truncatingIfNeeded: m.type.rawValue))
+        if let p = m.subscription { self.subscription = Subscription(c: p) }
+        self.previousStatus = SubscriptionStatus(rawValue: Int32(truncatingIfNeeded: m.previous_status.rawValue))
+        if let p = m.occurred_at { self.occurredAt = ProtoTimestamp(c: p) }
+        self.cause = cString(m.cause)
+        self.resumeToken = cString(m.resume_token)
+        self.entitlement = cString(m.entitlement)
+        if let p = m.purchase { self.purchase = Transaction(c: p) }
+    }
+
+    /// Builds the protoc-c message in memory owned by `arena` (valid while the arena lives).
+    func cMessage(in arena: Arena) -> UnsafeMutablePointer<Appstore__Gateway__V1__SubscriptionEvent> {
+        let c = arena.message(of: Appstore__Gateway__V1__SubscriptionEvent.self) { appstore__gateway__v1__subscription_event__init($0) }
+        if !self.eventId.isEmpty { c.pointee.event_id = arena.string(self.eventId) }
+        if !self.app.isEmpty { c.pointee.app = arena.string(self.app) }
+        c.pointee.environment = .init(rawValue: .init(truncatingIfNeeded: self.environment.rawValue))
+        if !self.originalTransactionId.isEmpty { c.pointee.original_transaction_id = arena.string(self.originalTransactionId) }
+        c.pointee.sequence = self.sequence
+        c.pointee.type = .init(rawValue: .init(truncatingIfNeeded: self.type.rawValue))
+        if let value = self.subscription { c.pointee.subscription = value.cMessage(in: arena) }
+        c.pointee.previous_status = .init(rawValue: .init(truncatingIfNeeded: self.previousStatus.rawValue))
+        if let value = self.occurredAt { c.pointee.occurred_at = value.cMessage(in: arena) }
+        if !self.cause.isEmpty { c.pointee.cause = arena.string(self.cause) }
+        if !self.resumeToken.isEmpty { c.pointee.resume_token = arena.string(self.resumeToken) }
+        if !self.entitlement.isEmpty { c.pointee.entitlement = arena.string(self.entitlement) }
+        if let value = self.purchase { c.pointee.purchase = value.cMessage(in: arena) }
         return c
     }
 }

@@ -457,6 +457,96 @@ void   appstore__gateway__v1__refresh_subscription_response__free_unpacked
   assert(message->base.descriptor == &appstore__gateway__v1__refresh_subscription_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   appstore__gateway__v1__watch_subscription_events_request__init
+                     (Appstore__Gateway__V1__WatchSubscriptionEventsRequest         *message)
+{
+  static const Appstore__Gateway__V1__WatchSubscriptionEventsRequest init_value = APPSTORE__GATEWAY__V1__WATCH_SUBSCRIPTION_EVENTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__watch_subscription_events_request__get_packed_size
+                     (const Appstore__Gateway__V1__WatchSubscriptionEventsRequest *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__watch_subscription_events_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__watch_subscription_events_request__pack
+                     (const Appstore__Gateway__V1__WatchSubscriptionEventsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__watch_subscription_events_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__watch_subscription_events_request__pack_to_buffer
+                     (const Appstore__Gateway__V1__WatchSubscriptionEventsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__watch_subscription_events_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__WatchSubscriptionEventsRequest *
+       appstore__gateway__v1__watch_subscription_events_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__WatchSubscriptionEventsRequest *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__watch_subscription_events_request__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__watch_subscription_events_request__free_unpacked
+                     (Appstore__Gateway__V1__WatchSubscriptionEventsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__watch_subscription_events_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   appstore__gateway__v1__subscription_event__init
+                     (Appstore__Gateway__V1__SubscriptionEvent         *message)
+{
+  static const Appstore__Gateway__V1__SubscriptionEvent init_value = APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT__INIT;
+  *message = init_value;
+}
+size_t appstore__gateway__v1__subscription_event__get_packed_size
+                     (const Appstore__Gateway__V1__SubscriptionEvent *message)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__subscription_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t appstore__gateway__v1__subscription_event__pack
+                     (const Appstore__Gateway__V1__SubscriptionEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__subscription_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t appstore__gateway__v1__subscription_event__pack_to_buffer
+                     (const Appstore__Gateway__V1__SubscriptionEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &appstore__gateway__v1__subscription_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Appstore__Gateway__V1__SubscriptionEvent *
+       appstore__gateway__v1__subscription_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Appstore__Gateway__V1__SubscriptionEvent *)
+     protobuf_c_message_unpack (&appstore__gateway__v1__subscription_event__descriptor,
+                                allocator, len, data);
+}
+void   appstore__gateway__v1__subscription_event__free_unpacked
+                     (Appstore__Gateway__V1__SubscriptionEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &appstore__gateway__v1__subscription_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor appstore__gateway__v1__subscription__field_descriptors[26] =
 {
   {
@@ -1357,6 +1447,277 @@ const ProtobufCMessageDescriptor appstore__gateway__v1__refresh_subscription_res
   (ProtobufCMessageInit) appstore__gateway__v1__refresh_subscription_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor appstore__gateway__v1__watch_subscription_events_request__field_descriptors[4] =
+{
+  {
+    "app",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__WatchSubscriptionEventsRequest, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "resume_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__WatchSubscriptionEventsRequest, resume_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "from_beginning",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__WatchSubscriptionEventsRequest, from_beginning),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "types",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Appstore__Gateway__V1__WatchSubscriptionEventsRequest, n_types),
+    offsetof(Appstore__Gateway__V1__WatchSubscriptionEventsRequest, types),
+    &appstore__gateway__v1__subscription_event_type__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__watch_subscription_events_request__field_indices_by_name[] = {
+  0,   /* field[0] = app */
+  2,   /* field[2] = from_beginning */
+  1,   /* field[1] = resume_token */
+  3,   /* field[3] = types */
+};
+static const ProtobufCIntRange appstore__gateway__v1__watch_subscription_events_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__watch_subscription_events_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.WatchSubscriptionEventsRequest",
+  "WatchSubscriptionEventsRequest",
+  "Appstore__Gateway__V1__WatchSubscriptionEventsRequest",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__WatchSubscriptionEventsRequest),
+  4,
+  appstore__gateway__v1__watch_subscription_events_request__field_descriptors,
+  appstore__gateway__v1__watch_subscription_events_request__field_indices_by_name,
+  1,  appstore__gateway__v1__watch_subscription_events_request__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__watch_subscription_events_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor appstore__gateway__v1__subscription_event__field_descriptors[13] =
+{
+  {
+    "event_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, event_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "app",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "environment",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, environment),
+    &appstore__gateway__v1__environment__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "original_transaction_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, original_transaction_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sequence",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "type",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, type),
+    &appstore__gateway__v1__subscription_event_type__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "subscription",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, subscription),
+    &appstore__gateway__v1__subscription__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "previous_status",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, previous_status),
+    &appstore__gateway__v1__subscription_status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "occurred_at",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, occurred_at),
+    &google__protobuf__timestamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cause",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, cause),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "resume_token",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, resume_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "entitlement",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, entitlement),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "purchase",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Appstore__Gateway__V1__SubscriptionEvent, purchase),
+    &appstore__gateway__v1__transaction__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned appstore__gateway__v1__subscription_event__field_indices_by_name[] = {
+  1,   /* field[1] = app */
+  9,   /* field[9] = cause */
+  11,   /* field[11] = entitlement */
+  2,   /* field[2] = environment */
+  0,   /* field[0] = event_id */
+  8,   /* field[8] = occurred_at */
+  3,   /* field[3] = original_transaction_id */
+  7,   /* field[7] = previous_status */
+  12,   /* field[12] = purchase */
+  10,   /* field[10] = resume_token */
+  4,   /* field[4] = sequence */
+  6,   /* field[6] = subscription */
+  5,   /* field[5] = type */
+};
+static const ProtobufCIntRange appstore__gateway__v1__subscription_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 13 }
+};
+const ProtobufCMessageDescriptor appstore__gateway__v1__subscription_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.SubscriptionEvent",
+  "SubscriptionEvent",
+  "Appstore__Gateway__V1__SubscriptionEvent",
+  "appstore.gateway.v1",
+  sizeof(Appstore__Gateway__V1__SubscriptionEvent),
+  13,
+  appstore__gateway__v1__subscription_event__field_descriptors,
+  appstore__gateway__v1__subscription_event__field_indices_by_name,
+  1,  appstore__gateway__v1__subscription_event__number_ranges,
+  (ProtobufCMessageInit) appstore__gateway__v1__subscription_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue appstore__gateway__v1__subscription_source__enum_values_by_number[4] =
 {
   { "SUBSCRIPTION_SOURCE_UNSPECIFIED", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_SOURCE__SUBSCRIPTION_SOURCE_UNSPECIFIED", 0 },
@@ -1389,18 +1750,82 @@ const ProtobufCEnumDescriptor appstore__gateway__v1__subscription_source__descri
   appstore__gateway__v1__subscription_source__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor appstore__gateway__v1__subscription_state__method_descriptors[4] =
+static const ProtobufCEnumValue appstore__gateway__v1__subscription_event_type__enum_values_by_number[19] =
+{
+  { "SUBSCRIPTION_EVENT_TYPE_UNSPECIFIED", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_UNSPECIFIED", 0 },
+  { "SUBSCRIPTION_EVENT_TYPE_INITIAL_PURCHASE", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_INITIAL_PURCHASE", 1 },
+  { "SUBSCRIPTION_EVENT_TYPE_RENEWAL", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_RENEWAL", 2 },
+  { "SUBSCRIPTION_EVENT_TYPE_CANCELLATION", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_CANCELLATION", 3 },
+  { "SUBSCRIPTION_EVENT_TYPE_UNCANCELLATION", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_UNCANCELLATION", 4 },
+  { "SUBSCRIPTION_EVENT_TYPE_BILLING_ISSUE", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_BILLING_ISSUE", 5 },
+  { "SUBSCRIPTION_EVENT_TYPE_BILLING_RECOVERY", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_BILLING_RECOVERY", 6 },
+  { "SUBSCRIPTION_EVENT_TYPE_GRACE_PERIOD_EXPIRED", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_GRACE_PERIOD_EXPIRED", 7 },
+  { "SUBSCRIPTION_EVENT_TYPE_EXPIRATION", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_EXPIRATION", 8 },
+  { "SUBSCRIPTION_EVENT_TYPE_REFUND", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_REFUND", 9 },
+  { "SUBSCRIPTION_EVENT_TYPE_REFUND_REVERSED", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_REFUND_REVERSED", 10 },
+  { "SUBSCRIPTION_EVENT_TYPE_REVOCATION", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_REVOCATION", 11 },
+  { "SUBSCRIPTION_EVENT_TYPE_PRODUCT_CHANGE", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_PRODUCT_CHANGE", 12 },
+  { "SUBSCRIPTION_EVENT_TYPE_RENEWAL_EXTENDED", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_RENEWAL_EXTENDED", 13 },
+  { "SUBSCRIPTION_EVENT_TYPE_PRICE_INCREASE", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_PRICE_INCREASE", 14 },
+  { "SUBSCRIPTION_EVENT_TYPE_NON_RENEWING_PURCHASE", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_NON_RENEWING_PURCHASE", 15 },
+  { "SUBSCRIPTION_EVENT_TYPE_NON_CONSUMABLE_PURCHASE", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_NON_CONSUMABLE_PURCHASE", 16 },
+  { "SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_GRANTED", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_GRANTED", 17 },
+  { "SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_REVOKED", "APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_REVOKED", 18 },
+};
+static const ProtobufCIntRange appstore__gateway__v1__subscription_event_type__value_ranges[] = {
+{0, 0},{0, 19}
+};
+static const ProtobufCEnumValueIndex appstore__gateway__v1__subscription_event_type__enum_values_by_name[19] =
+{
+  { "SUBSCRIPTION_EVENT_TYPE_BILLING_ISSUE", 5 },
+  { "SUBSCRIPTION_EVENT_TYPE_BILLING_RECOVERY", 6 },
+  { "SUBSCRIPTION_EVENT_TYPE_CANCELLATION", 3 },
+  { "SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_GRANTED", 17 },
+  { "SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_REVOKED", 18 },
+  { "SUBSCRIPTION_EVENT_TYPE_EXPIRATION", 8 },
+  { "SUBSCRIPTION_EVENT_TYPE_GRACE_PERIOD_EXPIRED", 7 },
+  { "SUBSCRIPTION_EVENT_TYPE_INITIAL_PURCHASE", 1 },
+  { "SUBSCRIPTION_EVENT_TYPE_NON_CONSUMABLE_PURCHASE", 16 },
+  { "SUBSCRIPTION_EVENT_TYPE_NON_RENEWING_PURCHASE", 15 },
+  { "SUBSCRIPTION_EVENT_TYPE_PRICE_INCREASE", 14 },
+  { "SUBSCRIPTION_EVENT_TYPE_PRODUCT_CHANGE", 12 },
+  { "SUBSCRIPTION_EVENT_TYPE_REFUND", 9 },
+  { "SUBSCRIPTION_EVENT_TYPE_REFUND_REVERSED", 10 },
+  { "SUBSCRIPTION_EVENT_TYPE_RENEWAL", 2 },
+  { "SUBSCRIPTION_EVENT_TYPE_RENEWAL_EXTENDED", 13 },
+  { "SUBSCRIPTION_EVENT_TYPE_REVOCATION", 11 },
+  { "SUBSCRIPTION_EVENT_TYPE_UNCANCELLATION", 4 },
+  { "SUBSCRIPTION_EVENT_TYPE_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor appstore__gateway__v1__subscription_event_type__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "appstore.gateway.v1.SubscriptionEventType",
+  "SubscriptionEventType",
+  "Appstore__Gateway__V1__SubscriptionEventType",
+  "appstore.gateway.v1",
+  19,
+  appstore__gateway__v1__subscription_event_type__enum_values_by_number,
+  19,
+  appstore__gateway__v1__subscription_event_type__enum_values_by_name,
+  1,
+  appstore__gateway__v1__subscription_event_type__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor appstore__gateway__v1__subscription_state__method_descriptors[5] =
 {
   { "GetSubscription", &appstore__gateway__v1__get_subscription_request__descriptor, &appstore__gateway__v1__get_subscription_response__descriptor },
   { "GetCustomer", &appstore__gateway__v1__get_customer_request__descriptor, &appstore__gateway__v1__get_customer_response__descriptor },
   { "ApplySignedTransaction", &appstore__gateway__v1__apply_signed_transaction_request__descriptor, &appstore__gateway__v1__apply_signed_transaction_response__descriptor },
   { "RefreshSubscription", &appstore__gateway__v1__refresh_subscription_request__descriptor, &appstore__gateway__v1__refresh_subscription_response__descriptor },
+  { "WatchSubscriptionEvents", &appstore__gateway__v1__watch_subscription_events_request__descriptor, &appstore__gateway__v1__subscription_event__descriptor },
 };
 const unsigned appstore__gateway__v1__subscription_state__method_indices_by_name[] = {
   2,        /* ApplySignedTransaction */
   1,        /* GetCustomer */
   0,        /* GetSubscription */
-  3         /* RefreshSubscription */
+  3,        /* RefreshSubscription */
+  4         /* WatchSubscriptionEvents */
 };
 const ProtobufCServiceDescriptor appstore__gateway__v1__subscription_state__descriptor =
 {
@@ -1409,7 +1834,7 @@ const ProtobufCServiceDescriptor appstore__gateway__v1__subscription_state__desc
   "SubscriptionState",
   "Appstore__Gateway__V1__SubscriptionState",
   "appstore.gateway.v1",
-  4,
+  5,
   appstore__gateway__v1__subscription_state__method_descriptors,
   appstore__gateway__v1__subscription_state__method_indices_by_name
 };
@@ -1444,6 +1869,14 @@ void appstore__gateway__v1__subscription_state__refresh_subscription(ProtobufCSe
 {
   assert(service->descriptor == &appstore__gateway__v1__subscription_state__descriptor);
   service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void appstore__gateway__v1__subscription_state__watch_subscription_events(ProtobufCService *service,
+                                                                          const Appstore__Gateway__V1__WatchSubscriptionEventsRequest *input,
+                                                                          Appstore__Gateway__V1__SubscriptionEvent_Closure closure,
+                                                                          void *closure_data)
+{
+  assert(service->descriptor == &appstore__gateway__v1__subscription_state__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void appstore__gateway__v1__subscription_state__init (Appstore__Gateway__V1__SubscriptionState_Service *service,
                                                       Appstore__Gateway__V1__SubscriptionState_ServiceDestroy destroy)

@@ -28,6 +28,8 @@ typedef struct Appstore__Gateway__V1__ApplySignedTransactionRequest Appstore__Ga
 typedef struct Appstore__Gateway__V1__ApplySignedTransactionResponse Appstore__Gateway__V1__ApplySignedTransactionResponse;
 typedef struct Appstore__Gateway__V1__RefreshSubscriptionRequest Appstore__Gateway__V1__RefreshSubscriptionRequest;
 typedef struct Appstore__Gateway__V1__RefreshSubscriptionResponse Appstore__Gateway__V1__RefreshSubscriptionResponse;
+typedef struct Appstore__Gateway__V1__WatchSubscriptionEventsRequest Appstore__Gateway__V1__WatchSubscriptionEventsRequest;
+typedef struct Appstore__Gateway__V1__SubscriptionEvent Appstore__Gateway__V1__SubscriptionEvent;
 
 
 /* --- enums --- */
@@ -51,6 +53,91 @@ typedef enum _Appstore__Gateway__V1__SubscriptionSource {
   APPSTORE__GATEWAY__V1__SUBSCRIPTION_SOURCE__SUBSCRIPTION_SOURCE_APP_POSTED = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(APPSTORE__GATEWAY__V1__SUBSCRIPTION_SOURCE)
 } Appstore__Gateway__V1__SubscriptionSource;
+/*
+ * What one change of a subscription's state was. README "Subscription events" maps Apple's notification types to
+ * them. When one change carries several facts (an Apple read after missed notifications), the event names the
+ * most significant one in this order: INITIAL_PURCHASE, REFUND / REVOCATION, REFUND_REVERSED, PRODUCT_CHANGE (now),
+ * BILLING_RECOVERY, RENEWAL, RENEWAL_EXTENDED, BILLING_ISSUE, GRACE_PERIOD_EXPIRED, EXPIRATION, CANCELLATION,
+ * UNCANCELLATION, PRODUCT_CHANGE (scheduled), PRICE_INCREASE; `subscription` always carries every fact.
+ */
+typedef enum _Appstore__Gateway__V1__SubscriptionEventType {
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_UNSPECIFIED = 0,
+  /*
+   * The first state the gateway holds of a subscription (whatever its status: an Apple read of an old, expired
+   * subscription is its INITIAL_PURCHASE too).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_INITIAL_PURCHASE = 1,
+  /*
+   * A new period was bought: a new current transaction of the same product (also a resubscription after expiry).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_RENEWAL = 2,
+  /*
+   * Auto-renew was turned off: access lasts until `expires_date`.
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_CANCELLATION = 3,
+  /*
+   * Auto-renew was turned on again.
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_UNCANCELLATION = 4,
+  /*
+   * A renewal charge failed: Apple retries (billing retry; with a grace period the customer keeps access).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_BILLING_ISSUE = 5,
+  /*
+   * A renewal charge succeeded after a billing issue.
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_BILLING_RECOVERY = 6,
+  /*
+   * The billing grace period ended while Apple still retries: access ends.
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_GRACE_PERIOD_EXPIRED = 7,
+  /*
+   * The subscription expired (period over without renewal, or Apple stopped retrying).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_EXPIRATION = 8,
+  /*
+   * The current transaction was refunded (`revocation_date` set).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_REFUND = 9,
+  /*
+   * A refund was reversed (`revocation_date` cleared).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_REFUND_REVERSED = 10,
+  /*
+   * Family Sharing access was revoked (a family-shared transaction got a `revocation_date`).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_REVOCATION = 11,
+  /*
+   * The product changed now (an upgrade: a new transaction of another product) or from the next renewal
+   * (`auto_renew_product_id` changed: a downgrade or crossgrade).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_PRODUCT_CHANGE = 12,
+  /*
+   * The current period was extended (same transaction, later `expires_date`).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_RENEWAL_EXTENDED = 13,
+  /*
+   * A price increase was announced or consented to (`renewal_info.price_increase_status`).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_PRICE_INCREASE = 14,
+  /*
+   * A non-renewing subscription was bought (or first seen).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_NON_RENEWING_PURCHASE = 15,
+  /*
+   * A non-consumable was bought (or first seen).
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_NON_CONSUMABLE_PURCHASE = 16,
+  /*
+   * The subscription (or purchase) now grants `entitlement`.
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_GRANTED = 17,
+  /*
+   * The subscription (or purchase) no longer grants `entitlement`.
+   */
+  APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_REVOKED = 18
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE)
+} Appstore__Gateway__V1__SubscriptionEventType;
 
 /* --- messages --- */
 
@@ -299,6 +386,88 @@ struct  Appstore__Gateway__V1__RefreshSubscriptionResponse
     , NULL }
 
 
+struct  Appstore__Gateway__V1__WatchSubscriptionEventsRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Configured app name or bundle id; may be empty when exactly one app is configured. At most 256 bytes.
+   */
+  char *app;
+  /*
+   * A `SubscriptionEvent.resume_token` of an earlier stream of the same caller and app: the stream continues
+   * exactly after that event. Tampered, foreign or another caller's: INVALID_ARGUMENT. At most 1 KiB.
+   */
+  char *resume_token;
+  /*
+   * Without a token: start at the oldest retained event (`subscriptions.eventRetention`) instead of now.
+   */
+  protobuf_c_boolean from_beginning;
+  /*
+   * Only these types (empty = all). A resumed stream must ask for the same types.
+   */
+  size_t n_types;
+  Appstore__Gateway__V1__SubscriptionEventType *types;
+};
+#define APPSTORE__GATEWAY__V1__WATCH_SUBSCRIPTION_EVENTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__watch_subscription_events_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
+
+
+/*
+ * One change of one subscription's (or one-time purchase's) state.
+ */
+struct  Appstore__Gateway__V1__SubscriptionEvent
+{
+  ProtobufCMessage base;
+  /*
+   * Stable and unique: the same event always has the same id (deliveries are at least once: dedupe on it).
+   */
+  char *event_id;
+  /*
+   * The configured app's name.
+   */
+  char *app;
+  Appstore__Gateway__V1__Environment environment;
+  char *original_transaction_id;
+  /*
+   * 1, 2, 3 … per subscription (app, environment, original transaction id), without gaps.
+   */
+  uint64_t sequence;
+  Appstore__Gateway__V1__SubscriptionEventType type;
+  /*
+   * The subscription's whole state after the change (unset for a one-time purchase: see `purchase`).
+   */
+  Appstore__Gateway__V1__Subscription *subscription;
+  /*
+   * The status before the change (UNSPECIFIED for the first event).
+   */
+  Appstore__Gateway__V1__SubscriptionStatus previous_status;
+  /*
+   * When the gateway made the change.
+   */
+  Google__Protobuf__Timestamp *occurred_at;
+  /*
+   * What made it: the notification's UUID, or "apple-read", "app-posted", "time" (a period or grace period ended).
+   */
+  char *cause;
+  /*
+   * Continues a WatchSubscriptionEvents stream exactly after this event (empty in webhook and Redis deliveries).
+   */
+  char *resume_token;
+  /*
+   * ENTITLEMENT_GRANTED / ENTITLEMENT_REVOKED: the entitlement's name.
+   */
+  char *entitlement;
+  /*
+   * NON_RENEWING_PURCHASE / NON_CONSUMABLE_PURCHASE (and their entitlement events): the purchase, decoded.
+   */
+  Appstore__Gateway__V1__Transaction *purchase;
+};
+#define APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&appstore__gateway__v1__subscription_event__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, APPSTORE__GATEWAY__V1__ENVIRONMENT__ENVIRONMENT_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, APPSTORE__GATEWAY__V1__SUBSCRIPTION_EVENT_TYPE__SUBSCRIPTION_EVENT_TYPE_UNSPECIFIED, NULL, APPSTORE__GATEWAY__V1__SUBSCRIPTION_STATUS__SUBSCRIPTION_STATUS_UNSPECIFIED, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+
+
 /* Appstore__Gateway__V1__Subscription methods */
 void   appstore__gateway__v1__subscription__init
                      (Appstore__Gateway__V1__Subscription         *message);
@@ -489,6 +658,44 @@ Appstore__Gateway__V1__RefreshSubscriptionResponse *
 void   appstore__gateway__v1__refresh_subscription_response__free_unpacked
                      (Appstore__Gateway__V1__RefreshSubscriptionResponse *message,
                       ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__WatchSubscriptionEventsRequest methods */
+void   appstore__gateway__v1__watch_subscription_events_request__init
+                     (Appstore__Gateway__V1__WatchSubscriptionEventsRequest         *message);
+size_t appstore__gateway__v1__watch_subscription_events_request__get_packed_size
+                     (const Appstore__Gateway__V1__WatchSubscriptionEventsRequest   *message);
+size_t appstore__gateway__v1__watch_subscription_events_request__pack
+                     (const Appstore__Gateway__V1__WatchSubscriptionEventsRequest   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__watch_subscription_events_request__pack_to_buffer
+                     (const Appstore__Gateway__V1__WatchSubscriptionEventsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__WatchSubscriptionEventsRequest *
+       appstore__gateway__v1__watch_subscription_events_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__watch_subscription_events_request__free_unpacked
+                     (Appstore__Gateway__V1__WatchSubscriptionEventsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Appstore__Gateway__V1__SubscriptionEvent methods */
+void   appstore__gateway__v1__subscription_event__init
+                     (Appstore__Gateway__V1__SubscriptionEvent         *message);
+size_t appstore__gateway__v1__subscription_event__get_packed_size
+                     (const Appstore__Gateway__V1__SubscriptionEvent   *message);
+size_t appstore__gateway__v1__subscription_event__pack
+                     (const Appstore__Gateway__V1__SubscriptionEvent   *message,
+                      uint8_t             *out);
+size_t appstore__gateway__v1__subscription_event__pack_to_buffer
+                     (const Appstore__Gateway__V1__SubscriptionEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Appstore__Gateway__V1__SubscriptionEvent *
+       appstore__gateway__v1__subscription_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   appstore__gateway__v1__subscription_event__free_unpacked
+                     (Appstore__Gateway__V1__SubscriptionEvent *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Appstore__Gateway__V1__Subscription_Closure)
@@ -521,6 +728,12 @@ typedef void (*Appstore__Gateway__V1__RefreshSubscriptionRequest_Closure)
 typedef void (*Appstore__Gateway__V1__RefreshSubscriptionResponse_Closure)
                  (const Appstore__Gateway__V1__RefreshSubscriptionResponse *message,
                   void *closure_data);
+typedef void (*Appstore__Gateway__V1__WatchSubscriptionEventsRequest_Closure)
+                 (const Appstore__Gateway__V1__WatchSubscriptionEventsRequest *message,
+                  void *closure_data);
+typedef void (*Appstore__Gateway__V1__SubscriptionEvent_Closure)
+                 (const Appstore__Gateway__V1__SubscriptionEvent *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -544,6 +757,10 @@ struct Appstore__Gateway__V1__SubscriptionState_Service
                                const Appstore__Gateway__V1__RefreshSubscriptionRequest *input,
                                Appstore__Gateway__V1__RefreshSubscriptionResponse_Closure closure,
                                void *closure_data);
+  void (*watch_subscription_events)(Appstore__Gateway__V1__SubscriptionState_Service *service,
+                                    const Appstore__Gateway__V1__WatchSubscriptionEventsRequest *input,
+                                    Appstore__Gateway__V1__SubscriptionEvent_Closure closure,
+                                    void *closure_data);
 };
 typedef void (*Appstore__Gateway__V1__SubscriptionState_ServiceDestroy)(Appstore__Gateway__V1__SubscriptionState_Service *);
 void appstore__gateway__v1__subscription_state__init (Appstore__Gateway__V1__SubscriptionState_Service *service,
@@ -555,7 +772,8 @@ void appstore__gateway__v1__subscription_state__init (Appstore__Gateway__V1__Sub
       function_prefix__ ## get_subscription,\
       function_prefix__ ## get_customer,\
       function_prefix__ ## apply_signed_transaction,\
-      function_prefix__ ## refresh_subscription  }
+      function_prefix__ ## refresh_subscription,\
+      function_prefix__ ## watch_subscription_events  }
 void appstore__gateway__v1__subscription_state__get_subscription(ProtobufCService *service,
                                                                  const Appstore__Gateway__V1__GetSubscriptionRequest *input,
                                                                  Appstore__Gateway__V1__GetSubscriptionResponse_Closure closure,
@@ -572,10 +790,15 @@ void appstore__gateway__v1__subscription_state__refresh_subscription(ProtobufCSe
                                                                      const Appstore__Gateway__V1__RefreshSubscriptionRequest *input,
                                                                      Appstore__Gateway__V1__RefreshSubscriptionResponse_Closure closure,
                                                                      void *closure_data);
+void appstore__gateway__v1__subscription_state__watch_subscription_events(ProtobufCService *service,
+                                                                          const Appstore__Gateway__V1__WatchSubscriptionEventsRequest *input,
+                                                                          Appstore__Gateway__V1__SubscriptionEvent_Closure closure,
+                                                                          void *closure_data);
 
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    appstore__gateway__v1__subscription_source__descriptor;
+extern const ProtobufCEnumDescriptor    appstore__gateway__v1__subscription_event_type__descriptor;
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__subscription__descriptor;
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__entitlement__descriptor;
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__get_subscription_request__descriptor;
@@ -586,6 +809,8 @@ extern const ProtobufCMessageDescriptor appstore__gateway__v1__apply_signed_tran
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__apply_signed_transaction_response__descriptor;
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__refresh_subscription_request__descriptor;
 extern const ProtobufCMessageDescriptor appstore__gateway__v1__refresh_subscription_response__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__watch_subscription_events_request__descriptor;
+extern const ProtobufCMessageDescriptor appstore__gateway__v1__subscription_event__descriptor;
 extern const ProtobufCServiceDescriptor appstore__gateway__v1__subscription_state__descriptor;
 
 PROTOBUF_C__END_DECLS

@@ -1,9 +1,8 @@
 import ProtoCodec
-import SubscriptionState
 
 extension Subscription {
     /// The contract's message for a stored record and its state at an instant.
-    init(_ record: SubscriptionRecord, app: String, state: DerivedSubscription, stale: Bool) {
+    public init(_ record: SubscriptionRecord, app: String, state: DerivedSubscription, stale: Bool) {
         self.init()
         self.app = app
         environment = record.key.environment
@@ -36,7 +35,7 @@ extension Subscription {
 
 extension SubscriptionSource {
     /// The contract's name of who brought a record's last change.
-    init(_ source: SnapshotSource?) {
+    public init(_ source: SnapshotSource?) {
         switch source {
         case .notification: self = .notification
         case .appleRead: self = .appleRead
@@ -48,7 +47,7 @@ extension SubscriptionSource {
 
 extension ProtoCodec.Entitlement {
     /// The contract's message for one of a customer's entitlements.
-    init(_ entitlement: EntitlementGrant) {
+    public init(_ entitlement: EntitlementGrant) {
         self.init()
         name = entitlement.name
         active = entitlement.active

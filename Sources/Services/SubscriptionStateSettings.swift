@@ -1,0 +1,20 @@
+import AppStoreDomain
+import SubscriptionState
+
+/// The subscription state's and its events' settings (`subscriptions.*`).
+public struct SubscriptionStateSettings: Sendable, Hashable {
+    /// `subscriptions.refundPolicy`: what a refunded current transaction does to access — `immediate`
+    /// (default: Apple's status 5 ends it) or `untilExpiry` (access lasts until the refunded period's end).
+    public var refundPolicy: SubscriptionPolicy.RefundPolicy = .immediate
+    /// `subscriptions.eventRetention`: how long subscription events are kept (for WatchSubscriptionEvents with
+    /// `from_beginning`, resume tokens, and sinks that were down). Default 30 days; a resume token older than
+    /// this is refused (RESUME_TOKEN_EXPIRED).
+    public var eventRetention: Duration = .seconds(30 * 86_400)
+
+    public init() {}
+
+    /// The reducer's policy for `app`: this refund policy and the app's entitlements.
+    public func policy(for app: App) -> SubscriptionPolicy {
+        SubscriptionPolicy(refundPolicy: refundPolicy, entitlements: app.entitlements)
+    }
+}
