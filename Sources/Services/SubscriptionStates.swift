@@ -78,12 +78,12 @@ final class SubscriptionStates: Sendable {
     }
 
     /// The stored record answered: confirmed with Apple first when it needs it (single-flight, bounded wait).
+    /// Its state is derived once, at the read's instant, and is the answer unless Apple's confirmation replaces it.
     private func answer(_ record: SubscriptionRecord, app: App, remaining: Duration?) async throws(GatewayError)
         -> Subscription
     {
-        let now = nowMillis
-        let state = record.state(at: now, policy: policy(of: app))
-        guard state.needsConfirmation else { return subscriptionMessage(record, app: app, stale: false, now: now) }
+        let state = record.state(at: nowMillis, policy: policy(of: app))
+        guard state.needsConfirmation else { return Subscription(record, app: app.name, state: state, stale: false) }
         let wait = remaining.map { min($0, Self.confirmationWait) } ?? Self.confirmationWait
         do {
             if let confirmed = try await readFromApple(
@@ -98,7 +98,7 @@ final class SubscriptionStates: Sendable {
             // No budget, Apple unreachable or slow, or an answer without it: what the state holds, marked stale.
             metrics.staleAnswer(app: app.name)
         }
-        return subscriptionMessage(record, app: app, stale: true, now: now)
+        return Subscription(record, app: app.name, state: state, stale: true)
     }
 
     /// The stored record of `key`; a store failure is UNAVAILABLE.
@@ -218,12 +218,8 @@ final class SubscriptionStates: Sendable {
         }
     }
 
-    /// The record as the contract's `Subscription` at `now`.
-    func subscriptionMessage(
-        _ record: SubscriptionRecord, app: App, stale: Bool, now: Int64? = nil
-    ) -> Subscription {
-        Subscription(
-            record, app: app.name, state: record.state(at: now ?? nowMillis, policy: policy(of: app)),
-            stale: stale)
+    /// The record as the contract's `Subscription` now.
+    func subscriptionMessage(_ record: SubscriptionRecord, app: App, stale: Bool) -> Subscription {
+        Subscription(record, app: app.name, state: record.state(at: nowMillis, policy: policy(of: app)), stale: stale)
     }
 }
