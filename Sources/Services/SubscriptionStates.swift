@@ -111,8 +111,8 @@ final class SubscriptionStates: Sendable {
     }
 
     /// Reads the subscription from Apple now (Get All Subscription Statuses; identical concurrent reads share one
-    /// call), applies every subscription of the answer, and returns the record asked for (nil when Apple's answer
-    /// does not hold it).
+    /// call), applies every subscription of the answer in one commit, and returns the record asked for (nil when
+    /// Apple's answer does not hold it).
     func readFromApple(
         app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
     ) async throws(GatewayError) -> SubscriptionRecord? {
@@ -132,25 +132,26 @@ final class SubscriptionStates: Sendable {
         }
         let response = try outcome.get()
         metrics.appleRead(app: app.name)
-        var asked: SubscriptionRecord?
-        for group in response.data {
-            for last in group.lastTransactions {
-                guard let applied = try await apply(last, app: app) else { continue }
-                if applied.key.originalTransactionId == originalTransactionId { asked = applied }
-            }
+        let changes = response.data.flatMap(\.lastTransactions).compactMap { change($0, app: app) }
+        guard !changes.isEmpty else { return nil }
+        let applied: [AppliedChange]
+        do {
+            applied = try await store.apply(changes, projectedThrough: nil)
+        } catch {
+            throw GatewayError.stateStoreUnavailable(error.description)
         }
-        return asked
+        return applied.compactMap(\.record).last { $0.key.originalTransactionId == originalTransactionId }
     }
 
-    /// One of Apple's `lastTransactions` applied (source: Apple read); nil when it carries no transaction.
-    private func apply(_ last: LastTransaction, app: App) async throws(GatewayError) -> SubscriptionRecord? {
+    /// The change one of Apple's `lastTransactions` makes (source: Apple read); nil when it carries no
+    /// transaction, or cannot be applied (counted).
+    private func change(_ last: LastTransaction, app: App) -> SubscriptionChange? {
         guard !last.signedTransactionInfo.isEmpty, let transaction = last.transaction else { return nil }
         let signedTransaction = SignedTransaction(jws: last.signedTransactionInfo, payload: transaction)
         let renewal = last.renewalInfo.flatMap { info in
             last.signedRenewalInfo.isEmpty ? nil : SignedRenewalInfo(jws: last.signedRenewalInfo, payload: info)
         }
-        let outcome = try await apply(transaction: signedTransaction, renewal: renewal, source: .appleRead, app: app)
-        return outcome?.record
+        return change(transaction: signedTransaction, renewal: renewal, source: .appleRead, app: app)
     }
 
     // MARK: - Writes
