@@ -34,7 +34,7 @@ public final class SubscriptionProjector: Sendable {
         while !Task.isCancelled {
             let seen = log.signal.generation
             do throws(GatewayError) {
-                let moved = try await step()
+                let moved = try await step() != nil
                 pause = .milliseconds(50)
                 if moved { continue }
             } catch {
@@ -47,9 +47,9 @@ public final class SubscriptionProjector: Sendable {
     }
 
     /// Projects up to one batch of the log (every app's entries, in order) and moves the projected position past
-    /// it in the same commit as the changes; true when it read anything (more may follow at once).
-    @discardableResult
-    func step() async throws(GatewayError) -> Bool {
+    /// it in the same commit as the changes: what each change did, or nil when there was nothing to read (when it
+    /// read anything, more may follow at once).
+    private func step() async throws(GatewayError) -> [AppliedChange]? {
         let store = states.store
         let through: StorePosition
         let page: StorePage
@@ -59,7 +59,7 @@ public final class SubscriptionProjector: Sendable {
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
         }
-        guard page.through > through else { return false }
+        guard page.through > through else { return nil }
         var changes: [(app: App, change: SubscriptionChange)] = []
         for entry in page.entries {
             if let change = try await change(for: entry) { changes.append(change) }
@@ -73,29 +73,24 @@ public final class SubscriptionProjector: Sendable {
         for (index, outcome) in applied.enumerated() where outcome.changed && index < changes.count {
             states.metrics.changed(app: changes[index].app.name, source: "notification")
         }
-        return true
+        return applied
     }
 
     /// `appstore-gateway state rebuild`: deletes the state and projects the whole log again (after an upgrade of
     /// the rules, or to recover from a damaged state). What only Apple's API or an app had said is read from Apple
-    /// again when next asked for. Returns the subscriptions the rebuilt state holds.
+    /// again when next asked for. Returns the subscriptions the projection made: the records it wrote first
+    /// (version 1), one per subscription the log names, unless another gateway wrote one first meanwhile.
     public func rebuild() async throws(GatewayError) -> Int {
         do {
             try await states.store.removeAll()
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
         }
-        try await catchUp()
-        do {
-            return try await states.store.recordCount()
-        } catch {
-            throw GatewayError.stateStoreUnavailable(error.description)
+        var made = 0
+        while let applied = try await step() {
+            made += applied.count { $0.changed && $0.record?.version == 1 }
         }
-    }
-
-    /// Until the state includes everything stored so far (tests, `state rebuild`).
-    public func catchUp() async throws(GatewayError) {
-        while try await step() {}
+        return made
     }
 
     /// The change a stored notification makes: nil when it names no configured app, does not verify now (both

@@ -60,7 +60,6 @@ import Testing
         func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
             try await held.setProjectedThrough(position)
         }
-        func recordCount() async throws(NotificationStoreFailure) -> Int { try await held.recordCount() }
         func removeAll() async throws(NotificationStoreFailure) { try await held.removeAll() }
     }
 
