@@ -56,7 +56,8 @@ let package = Package(
 
         // MARK: Swift modules, one per layer.
         // The domain-free foundation: clocks and time arithmetic, Base64, the JSON reader, checked numbers,
-        // threads, `Lock` (ThreadSanitizer's hooks), the byte queue, W3C trace context. Imports no project module.
+        // threads, `Lock` (ThreadSanitizer's hooks), the byte queue, W3C trace context, the seeded SplitMix64
+        // generator. Imports no project module.
         .target(name: "GatewayFoundation", dependencies: ["CLinux", "CThreadSanitizer"]),
         // The metrics every layer records into directly: a registry of counter, gauge and histogram families by
         // name and help, with labels, and per-loop cells for what a loop counts per call. No exposition format
@@ -251,7 +252,8 @@ let package = Package(
                 "SubscriptionState",
             ]),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
-        .testTarget(name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec"]),
+        .testTarget(
+            name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec", "GatewayFoundation"]),
         // The reducer against the simulator: every scripted lifecycle's signed notifications, verified and decoded
         // as the gateway does, agree after every step with the simulator's Get All Subscription Statuses, and give
         // the same state in any order.
@@ -259,6 +261,7 @@ let package = Package(
             name: "SubscriptionAgreementTests",
             dependencies: [
                 "SubscriptionState", "Simulator", "SignedData", "ProtoCodec", "AppStoreDomain", "Cryptography",
+                "GatewayFoundation",
             ]),
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
         .testTarget(

@@ -10,8 +10,25 @@ import Observability
 import Redis
 import Services
 
-/// Reading a configuration file for `serve` and `check-config`, and reporting what is wrong with it.
+/// Reading a configuration file for `serve`, `state` and `check-config`, and reporting what is wrong with it.
 enum ConfigurationLoading {
+    /// The configuration a command runs with (`serve`, `state`): the file at `path` (none: the built-in
+    /// defaults) checked against `environment`, its files left for `GatewayApp` to read. A file that cannot be
+    /// read or a bad key fails the command (`fail`).
+    static func load(path: String?, environment: [String: String]) throws -> GatewayConfiguration {
+        var yaml = ""
+        if let path {
+            switch Self.text(of: path) {
+            case .success(let text): yaml = text
+            case .failure(let error): throw Self.fail("invalid configuration", problems: [error])
+            }
+        }
+        let (configuration, problems) = Self.problems(
+            yaml: yaml, path: path, environment: environment, loadingFiles: false)
+        guard problems.isEmpty else { throw Self.fail("invalid configuration", problems: problems) }
+        return configuration
+    }
+
     /// The file's text, or a problem naming it.
     static func text(of path: String) -> Result<String, ConfigurationError> {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {

@@ -145,16 +145,7 @@ struct ServeCommand: ParsableCommand {
         var environment = ProcessInfo.processInfo.environment
         if let listen { environment["APPSTORE_GATEWAY_LISTEN"] = listen }
         if let threads { environment["APPSTORE_GATEWAY_THREADS"] = String(threads) }
-        var yaml = ""
-        if let path {
-            switch ConfigurationLoading.text(of: path) {
-            case .success(let text): yaml = text
-            case .failure(let error): throw ConfigurationLoading.fail("invalid configuration", problems: [error])
-            }
-        }
-        var (configuration, problems) = ConfigurationLoading.problems(
-            yaml: yaml, path: path, environment: environment, loadingFiles: false)
-        guard problems.isEmpty else { throw ConfigurationLoading.fail("invalid configuration", problems: problems) }
+        var configuration = try ConfigurationLoading.load(path: path, environment: environment)
         if trustAppleRootToo {
             // The demo also verifies genuine Apple-signed data, next to the simulator's.
             configuration.verification.trustBuiltInAppleRoot = true

@@ -26,16 +26,8 @@ struct StateCommand: ParsableCommand {
         var config: String
 
         func run() throws {
-            let yaml: String
-            switch ConfigurationLoading.text(of: config) {
-            case .success(let text): yaml = text
-            case .failure(let error): throw ConfigurationLoading.fail("invalid configuration", problems: [error])
-            }
-            let (configuration, problems) = ConfigurationLoading.problems(
-                yaml: yaml, path: config, environment: ProcessInfo.processInfo.environment, loadingFiles: false)
-            guard problems.isEmpty else {
-                throw ConfigurationLoading.fail("invalid configuration", problems: problems)
-            }
+            let configuration = try ConfigurationLoading.load(
+                path: config, environment: ProcessInfo.processInfo.environment)
             let app: GatewayApp
             do {
                 app = try GatewayApp(configuration, logger: Logger(label: "appstore-gateway"))

@@ -1,6 +1,6 @@
 /// Percent-encoding of `grpc-message` (PROTOCOL-HTTP2.md): bytes outside printable ASCII 0x20-0x7E, and
 /// '%' itself, become %XX of their UTF-8 bytes.
-enum StatusMessageEncoding {
+package enum StatusMessageEncoding {
     static func encode(_ message: String) -> String {
         var needsEncoding = false
         for byte in message.utf8 where byte < 0x20 || byte > 0x7E || byte == UInt8(ascii: "%") {
@@ -24,7 +24,7 @@ enum StatusMessageEncoding {
     }
 
     /// Decodes %XX sequences; malformed sequences are kept as they are, as the spec asks of receivers.
-    static func decode(_ text: String) -> String {
+    package static func decode(_ text: String) -> String {
         let bytes = Array(text.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)

@@ -307,10 +307,6 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         state.withLock { $0.position = position }
     }
 
-    public func recordCount() async throws(NotificationStoreFailure) -> Int {
-        state.withLock { $0.records.count }
-    }
-
     public func removeAll() async throws(NotificationStoreFailure) {
         state.withLock { state in
             let events = state.events

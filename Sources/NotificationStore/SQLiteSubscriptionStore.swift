@@ -180,6 +180,8 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         try await write { tables throws(NotificationStoreFailure) in try tables.setProjectedThrough(position) }
     }
 
+    /// Number of records: a full `count(*)` of `subscription_records`, for state-seed and tests (no request path
+    /// or metric asks for it).
     public func recordCount() async throws(NotificationStoreFailure) -> Int {
         try await read { tables throws(NotificationStoreFailure) in try tables.recordCount() }
     }

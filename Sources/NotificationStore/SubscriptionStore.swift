@@ -31,8 +31,6 @@ public protocol SubscriptionStore: Sendable {
     func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition
     /// Records that the state includes the notification log up to `position`.
     func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure)
-    /// Number of records (for metrics/tests).
-    func recordCount() async throws(NotificationStoreFailure) -> Int
     /// Deletes all state and the projection position (for `state rebuild`). The events and their cursors stay:
     /// they are what consumers were told, and the rebuilt state is compared with them
     /// (`advance(_:context:nowMillis:)` with cause "rebuild").

@@ -120,11 +120,6 @@ public final class SubscriptionProjector: Sendable {
         return count
     }
 
-    /// Until the state includes everything stored so far (tests, `state rebuild`).
-    public func catchUp() async throws(GatewayError) {
-        while try await step() {}
-    }
-
     /// The change a stored notification makes: nil when it names no configured app, does not verify now (both
     /// counted), or carries no subscription data (TEST, summaries, external purchase tokens).
     private func change(for entry: StoredNotification, quiet: Bool) async throws(GatewayError)

@@ -84,12 +84,12 @@ final class SubscriptionStates: Sendable {
     }
 
     /// The stored record answered: confirmed with Apple first when it needs it (single-flight, bounded wait).
+    /// Its state is derived once, at the read's instant, and is the answer unless Apple's confirmation replaces it.
     private func answer(_ record: SubscriptionRecord, app: App, remaining: Duration?) async throws(GatewayError)
         -> Subscription
     {
-        let now = nowMillis
-        let state = record.state(at: now, policy: policy(of: app))
-        guard state.needsConfirmation else { return subscriptionMessage(record, app: app, stale: false, now: now) }
+        let state = record.state(at: nowMillis, policy: policy(of: app))
+        guard state.needsConfirmation else { return Subscription(record, app: app.name, state: state, stale: false) }
         let wait = remaining.map { min($0, Self.confirmationWait) } ?? Self.confirmationWait
         do {
             if let confirmed = try await readFromApple(
@@ -104,7 +104,7 @@ final class SubscriptionStates: Sendable {
             // No budget, Apple unreachable or slow, or an answer without it: what the state holds, marked stale.
             metrics.staleAnswer(app: app.name)
         }
-        return subscriptionMessage(record, app: app, stale: true, now: now)
+        return Subscription(record, app: app.name, state: state, stale: true)
     }
 
     /// The stored record of `key`; a store failure is UNAVAILABLE.
@@ -117,8 +117,8 @@ final class SubscriptionStates: Sendable {
     }
 
     /// Reads the subscription from Apple now (Get All Subscription Statuses; identical concurrent reads share one
-    /// call), applies every subscription of the answer, and returns the record asked for (nil when Apple's answer
-    /// does not hold it).
+    /// call), applies every subscription of the answer in one commit, and returns the record asked for (nil when
+    /// Apple's answer does not hold it).
     func readFromApple(
         app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
     ) async throws(GatewayError) -> SubscriptionRecord? {
@@ -138,27 +138,29 @@ final class SubscriptionStates: Sendable {
         }
         let response = try outcome.get()
         metrics.appleRead(app: app.name)
-        var asked: SubscriptionRecord?
-        for group in response.data {
-            for last in group.lastTransactions {
-                guard let applied = try await apply(last, app: app) else { continue }
-                if applied.key.originalTransactionId == originalTransactionId { asked = applied }
-            }
+        let changes = response.data.flatMap(\.lastTransactions).compactMap { change($0, app: app) }
+        guard !changes.isEmpty else { return nil }
+        let applied: [AppliedChange]
+        do {
+            applied = try await store.apply(changes, projectedThrough: nil)
+        } catch {
+            throw GatewayError.stateStoreUnavailable(error.description)
         }
-        return asked
+        for outcome in applied where outcome.changed { metrics.changed(app: app.name, source: "apple_read") }
+        return applied.compactMap(\.record).last { $0.key.originalTransactionId == originalTransactionId }
     }
 
-    /// One of Apple's `lastTransactions` applied (source: Apple read); nil when it carries no transaction.
-    private func apply(_ last: LastTransaction, app: App) async throws(GatewayError) -> SubscriptionRecord? {
+    /// The change one of Apple's `lastTransactions` makes (source: Apple read); nil when it carries no
+    /// transaction, or cannot be applied (counted).
+    private func change(_ last: LastTransaction, app: App) -> SubscriptionChange? {
         guard !last.signedTransactionInfo.isEmpty, let transaction = last.transaction else { return nil }
         let signedTransaction = SignedTransaction(jws: last.signedTransactionInfo, payload: transaction)
         let renewal = last.renewalInfo.flatMap { info in
             last.signedRenewalInfo.isEmpty ? nil : SignedRenewalInfo(jws: last.signedRenewalInfo, payload: info)
         }
-        let outcome = try await apply(
+        return change(
             transaction: signedTransaction, renewal: renewal, source: .appleRead, app: app,
             cause: SubscriptionEventContext.appleRead)
-        return outcome?.record
     }
 
     // MARK: - Writes
@@ -229,12 +231,8 @@ final class SubscriptionStates: Sendable {
         }
     }
 
-    /// The record as the contract's `Subscription` at `now`.
-    func subscriptionMessage(
-        _ record: SubscriptionRecord, app: App, stale: Bool, now: Int64? = nil
-    ) -> Subscription {
-        Subscription(
-            record, app: app.name, state: record.state(at: now ?? nowMillis, policy: policy(of: app)),
-            stale: stale)
+    /// The record as the contract's `Subscription` now.
+    func subscriptionMessage(_ record: SubscriptionRecord, app: App, stale: Bool) -> Subscription {
+        Subscription(record, app: app.name, state: record.state(at: nowMillis, policy: policy(of: app)), stale: stale)
     }
 }

@@ -1,24 +1,20 @@
-/// SplitMix64: a tiny, fast generator whose whole output is fixed by its seed, so one seed always
-/// produces the same customers, ids and dates (and the same fault decisions).
-struct DeterministicRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+import GatewayFoundation
 
-    init(seed: UInt64) { state = seed }
+/// SplitMix64 (GatewayFoundation's) in named streams: a tiny, fast generator whose whole output is fixed by its
+/// seed, so one seed always produces the same customers, ids and dates (and the same fault decisions).
+struct DeterministicRandom: RandomNumberGenerator, Sendable {
+    private var generator: SplitMix64
+
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
     /// A generator for one named stream of `seed`, independent of the other streams.
     init(seed: UInt64, stream: String) {
         var mixed = seed ^ 0x9E37_79B9_7F4A_7C15
         for byte in stream.utf8 { mixed = (mixed ^ UInt64(byte)) &* 0x100_0000_01B3 }
-        state = mixed
+        generator = SplitMix64(seed: mixed)
     }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { generator.next() }
 
     /// True with probability `p`.
     mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }

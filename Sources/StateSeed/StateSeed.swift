@@ -97,7 +97,7 @@ struct StateSeed {
         let store = try SQLiteNotificationStore(path: options.database)
         let started = Date()
         let now = Int64(started.timeIntervalSince1970 * 1000)
-        var random = SplitMix(seed: 0x5eed_0046)
+        var random = SplitMix64(seed: 0x5eed_0046)
         var made = Snapshots(options: options, header: header, now: now)
         var stored = 0
         while stored < options.count {
@@ -150,7 +150,7 @@ struct Snapshots {
 
     /// The changes that make subscription `index`: each transaction of its ledger (oldest first), the renewal
     /// info with the newest.
-    mutating func subscription(_ index: Int, random: inout SplitMix) throws -> [SubscriptionChange] {
+    mutating func subscription(_ index: Int, random: inout SplitMix64) throws -> [SubscriptionChange] {
         let original = options.firstId + Int64(index)
         let product = "\(options.bundleId).\(Self.products[index % Self.products.count])"
         let (storefront, storefrontId, currency, price) = Self.storefronts[index % Self.storefronts.count]
@@ -203,7 +203,7 @@ struct Snapshots {
     }
 
     /// HEADER.base64url(json).64 random bytes: shaped like Apple's compact JWS, not verifiable.
-    func jws(_ json: String, _ random: inout SplitMix) -> String {
+    func jws(_ json: String, _ random: inout SplitMix64) -> String {
         var signature: [UInt8] = []
         signature.reserveCapacity(64)
         for _ in 0..<8 {
@@ -217,20 +217,8 @@ struct Snapshots {
     }
 }
 
-/// A small deterministic generator (SplitMix64): the same seed, the same state.
-struct SplitMix {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// The seed's draws (SplitMix64): the same seed, the same state.
+extension SplitMix64 {
     /// A lowercase version-4 UUID.
     mutating func uuid() -> String {
         let high = next()

@@ -165,7 +165,7 @@ enum StatusTrailerReader {
         func value(_ name: String) -> String? { trailers.first { $0.name == name }?.value }
         guard let text = value("grpc-status") else { return RPCStatus(.unknown, "the trailers carry no grpc-status") }
         let code = Int(text).flatMap(StatusCode.init(rawValue:)) ?? .unknown
-        var status = RPCStatus(code, value("grpc-message").map(percentDecoded) ?? "")
+        var status = RPCStatus(code, value("grpc-message").map(StatusMessageEncoding.decode) ?? "")
         if let encoded = value("grpc-status-details-bin") {
             guard let bytes = Base64.decode(encoded, variant: .standardUnpadded),
                 let message = try? GoogleRPCStatus(serializedBytes: bytes)
@@ -203,33 +203,5 @@ enum StatusTrailerReader {
             }
         }
         return details
-    }
-
-    /// `grpc-message` percent-decoded (PROTOCOL-HTTP2.md); a malformed %XX stays as it is.
-    private static func percentDecoded(_ text: String) -> String {
-        let bytes = Array(text.utf8)
-        var out: [UInt8] = []
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
-                let low = hexValue(bytes[index + 2])
-            {
-                out.append(high << 4 | low)
-                index += 3
-            } else {
-                out.append(bytes[index])
-                index += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

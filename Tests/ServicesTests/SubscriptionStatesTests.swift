@@ -32,10 +32,69 @@ import Testing
         ) { self.answer = answer }
     }
 
-    func states(_ apple: FakeApple, clock: ManualClock) throws -> SubscriptionStates {
+    /// A memory store that keeps the size of every batch applied (each one commit).
+    final class CommitCountingStore: SubscriptionStore {
+        let held = MemorySubscriptionStore()
+        let commits = Lock<[Int]>([])
+
+        func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
+            async throws(NotificationStoreFailure) -> [AppliedChange]
+        {
+            commits.withLock { $0.append(changes.count) }
+            return try await held.apply(changes, projectedThrough: position)
+        }
+        func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+            try await held.record(key)
+        }
+        func customer(bundleId: String, environment: Environment, appAccountToken: String)
+            async throws(NotificationStoreFailure) -> CustomerView
+        {
+            try await held.customer(bundleId: bundleId, environment: environment, appAccountToken: appAccountToken)
+        }
+        func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView {
+            try await held.customer(key)
+        }
+        func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition {
+            try await held.projectedThrough()
+        }
+        func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
+            try await held.setProjectedThrough(position)
+        }
+        func removeAll() async throws(NotificationStoreFailure) { try await held.removeAll() }
+        func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
+            async throws(NotificationStoreFailure) -> [SubscriptionEvent]
+        {
+            try await held.advance(key, context: context, nowMillis: nowMillis)
+        }
+        func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
+            async throws(NotificationStoreFailure) -> [SubscriptionKey]
+        {
+            try await held.dueTransitions(through: nowMillis, bundleIds: bundleIds, limit: limit)
+        }
+        func nextTransition() async throws(NotificationStoreFailure) -> Int64? { try await held.nextTransition() }
+        func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
+            -> [SubscriptionKey]
+        {
+            try await held.recordKeys(after: key, limit: limit)
+        }
+        func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
+            -> [StoredSubscriptionEvent]
+        {
+            try await held.events(after: position, bundleId: bundleId, limit: limit)
+        }
+        func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 { try await held.lastEventPosition() }
+        func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
+            try await held.pruneEvents(occurredBefore: millis)
+        }
+        var eventSignal: LiveSignal { held.eventSignal }
+    }
+
+    func states(
+        _ apple: FakeApple, clock: ManualClock, store: any SubscriptionStore = MemorySubscriptionStore()
+    ) throws -> SubscriptionStates {
         let pki = try AppStoreTestPKI(referenceTime: Date())
         return SubscriptionStates(
-            store: MemorySubscriptionStore(), apps: AppDirectory([app]), policies: [:],
+            store: store, apps: AppDirectory([app]), policies: [:],
             verifier: try SignedDataVerifier(configuration: .init(trustedRoots: [pki.root.certificate])),
             clock: clock, metrics: SubscriptionStateMetrics(registry: nil)
         ) { request, _ throws(GatewayError) in
@@ -152,6 +211,35 @@ import Testing
         #expect(!confirmed.stale && confirmed.status == .active && confirmed.entitled)
         #expect(confirmed.transaction?.transactionId == "2002")
         #expect(apple.calls.withLock { $0 } == 2)
+    }
+
+    /// Every subscription of Apple's answer (several groups, several each) is applied in one commit.
+    @Test func anAppleAnswerIsOneCommit() async throws {
+        let clock = ManualClock(wall: WallTime(millisecondsSince1970: Self.t0))
+        let signed = Self.t0 - Self.day
+        func last(_ original: String) -> LastTransaction {
+            let transaction = Self.transaction(
+                original, purchased: signed, expires: Self.t0 + 29 * Self.day, signed: signed)
+            return Self.answer(original, transaction, Self.renewal(original, signed: signed)).data[0]
+                .lastTransactions[0]
+        }
+        var first = SubscriptionGroupStatus()
+        first.lastTransactions = [last("4001"), last("4002")]
+        var second = SubscriptionGroupStatus()
+        second.lastTransactions = [last("4003")]
+        var response = GetAllSubscriptionStatusesResponse()
+        response.data = [first, second]
+        let apple = FakeApple { [response] _ throws(GatewayError) in response }
+        let store = CommitCountingStore()
+        let states = try states(apple, clock: clock, store: store)
+        let asked = try await states.subscription(
+            app: app, originalTransactionId: "4002", environment: .sandbox, remaining: nil)
+        #expect(asked.originalTransactionId == "4002" && asked.status == .active)
+        #expect(store.commits.withLock { $0 } == [3])
+        for original in ["4001", "4002", "4003"] {
+            let key = SubscriptionKey(bundleId: Self.bundle, environment: .sandbox, originalTransactionId: original)
+            #expect(try await store.record(key)?.source == .appleRead)
+        }
     }
 
     /// Apple's answer without the id asked for: NOT_FOUND, nothing kept.

@@ -1,4 +1,5 @@
 import AppStoreDomain
+import GatewayFoundation
 import ProtoCodec
 import Simulator
 import SubscriptionState
@@ -79,7 +80,7 @@ import Testing
             ($0 ^ UInt64($1)) &* 0x100_0000_01B3
         }
         for seed in UInt64(1)...100 {
-            var generator = SeededGenerator(seed: mixed ^ seed)
+            var generator = SplitMix64(seed: mixed ^ seed)
             var shuffled: [Delivery] = []
             for delivery in all {
                 for _ in 0...Int.random(in: 0...3, using: &generator) { shuffled.append(delivery) }

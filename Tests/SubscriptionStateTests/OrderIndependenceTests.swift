@@ -1,3 +1,4 @@
+import GatewayFoundation
 import ProtoCodec
 import SubscriptionState
 import Testing
@@ -63,7 +64,7 @@ import Testing
             $0 + ($1.transaction == nil ? 0 : 1) + ($1.renewalInfo == nil ? 0 : 1)
         }
         for seed in UInt64(1)...100 {
-            var generator = SeededGenerator(seed: seed &* 0x2545_F491_4F6C_DD1D ^ UInt64(lifecycle.steps.count))
+            var generator = SplitMix64(seed: seed &* 0x2545_F491_4F6C_DD1D ^ UInt64(lifecycle.steps.count))
             var deliveries: [(SignedTransaction?, SignedRenewalInfo?)] = []
             for step in lifecycle.steps {
                 for _ in 0...Int.random(in: 0...3, using: &generator) {

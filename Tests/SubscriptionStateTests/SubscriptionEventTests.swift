@@ -1,3 +1,4 @@
+import GatewayFoundation
 import ProtoCodec
 import SubscriptionState
 import Testing
@@ -283,7 +284,7 @@ private struct Watched {
         let now = S.at(56)
         var inOrder = Watched("700")
         for (transaction, renewal) in snapshots { try inOrder.apply(transaction, renewal, at: now) }
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         var shuffled = Watched("700")
         for (transaction, renewal) in snapshots.shuffled(using: &generator) {
             try shuffled.apply(transaction, renewal, at: now)
@@ -303,7 +304,7 @@ private struct Watched {
         let bytes = facts.encoded
         for cut in 0..<bytes.count { #expect(SubscriptionEventFacts(encoded: Array(bytes[..<cut])) == nil) }
         #expect(SubscriptionEventFacts(encoded: bytes + [0]) == nil)
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for _ in 0..<2000 {
             var noise = bytes
             noise[Int.random(in: 0..<noise.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
