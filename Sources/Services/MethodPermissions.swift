@@ -49,7 +49,10 @@ public enum MethodPermissions {
         // Every SubscriptionState RPC reads the state (the two that change it only apply what Apple signed).
         add(
             SubscriptionStateService.name, .read,
-            ["GetSubscription", "GetCustomer", "ApplySignedTransaction", "RefreshSubscription"])
+            [
+                "GetSubscription", "GetCustomer", "ApplySignedTransaction", "RefreshSubscription",
+                "WatchSubscriptionEvents",
+            ])
         let retention = RetentionMessagingService.name
         add(
             retention, .read,
