@@ -237,7 +237,11 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // reply answers an error with a one-line text body and logs it to stderr.
 func reply(w http.ResponseWriter, r *http.Request, status int, message string) {
-	log.Printf("%d %s (event %s)", status, message, r.Header.Get(eventIDHeader))
+	eventID := r.Header.Get(eventIDHeader)
+	if eventID == "" {
+		eventID = "-"
+	}
+	log.Printf("%d %s (event %s)", status, message, eventID)
 	http.Error(w, message, status)
 }
 
