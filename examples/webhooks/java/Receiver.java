@@ -140,19 +140,23 @@ public class Receiver {
             }
             if (!(json instanceof Map)) return null;
             Map<?, ?> m = (Map<?, ?>) json;
+            String eventId = nonEmptyString(m.get("eventId"));
+            String subscription = nonEmptyString(m.get("originalTransactionId"));
             // uint64 is a JSON string in proto3 JSON ("3"); a plain number is accepted too, as proto3 parsers do.
             Object sequence = m.get("sequence");
             String digits = sequence instanceof String || sequence instanceof Number ? sequence.toString() : "";
-            if (!(m.get("eventId") instanceof String) || ((String) m.get("eventId")).isEmpty()
-                    || !(m.get("originalTransactionId") instanceof String)
-                    || ((String) m.get("originalTransactionId")).isEmpty()
-                    || !DIGITS.matcher(digits).matches() || Long.parseLong(digits) < 1) {
+            if (eventId == null || subscription == null || !DIGITS.matcher(digits).matches()
+                    || Long.parseLong(digits) < 1) {
                 return null;
             }
             // proto3 JSON omits fields that hold their default value, enums included.
-            Object type = m.get("type");
-            return new Event((String) m.get("eventId"), (String) m.get("originalTransactionId"),
-                    Long.parseLong(digits), type instanceof String ? (String) type : "SUBSCRIPTION_EVENT_TYPE_UNSPECIFIED");
+            String type = nonEmptyString(m.get("type"));
+            return new Event(eventId, subscription, Long.parseLong(digits),
+                    type == null ? "SUBSCRIPTION_EVENT_TYPE_UNSPECIFIED" : type);
+        }
+
+        static String nonEmptyString(Object value) {
+            return value instanceof String && !((String) value).isEmpty() ? (String) value : null;
         }
     }
 

@@ -172,19 +172,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except Exception as e:  # noqa: BLE001 (any failure of the team's logic: let the gateway retry)
             return self.reply(500, f"handling failed: {e}")
         if outcome != "handled":
-            self.log_message("%s: %s %s #%s", outcome, event["eventId"], event["originalTransactionId"], event["sequence"])
+            self.log_message("%s: %s %s #%d", outcome, event["eventId"], event["originalTransactionId"],
+                             event["sequence"])
         self.reply(204)
 
     def reply(self, status, message=None):
         if message:
             self.log_message("%d %s (event %s)", status, message, self.headers.get(EVENT_ID_HEADER, "-"))
         self.send_response(status)
-        data = (message + "\n").encode() if message else b""
-        if data:
+        if message:
+            data = (message + "\n").encode()
             self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        else:
+            self.end_headers()  # 204: no body, and no Content-Length either
 
     def log_request(self, code="-", size="-"):
         pass  # one line per handled event on stdout; rejections go to stderr through log_message
