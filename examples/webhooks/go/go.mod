@@ -1,0 +1,3 @@
+module example.com/appstore-gateway/examples/webhooks/go
+
+go 1.19
