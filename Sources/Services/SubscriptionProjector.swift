@@ -85,6 +85,7 @@ public final class SubscriptionProjector: Sendable {
         for (index, outcome) in applied.enumerated() where outcome.changed && index < changes.count {
             states.metrics.changed(app: changes[index].app.name, source: "notification")
         }
+        for outcome in applied { states.metrics.made(outcome.events) }
         return true
     }
 
@@ -108,7 +109,8 @@ public final class SubscriptionProjector: Sendable {
                     if let context = states.eventContext(
                         bundleId: key.bundleId, cause: SubscriptionEventContext.rebuild)
                     {
-                        _ = try await states.store.advance(key, context: context, nowMillis: states.nowMillis)
+                        states.metrics.made(
+                            try await states.store.advance(key, context: context, nowMillis: states.nowMillis))
                     }
                 }
                 count += keys.count

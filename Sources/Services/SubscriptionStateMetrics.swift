@@ -1,4 +1,5 @@
 import Metrics
+import ProtoCodec
 
 /// The subscription state's Prometheus series (a registry-less instance counts nothing).
 public final class SubscriptionStateMetrics: Sendable {
@@ -6,11 +7,12 @@ public final class SubscriptionStateMetrics: Sendable {
     package let applied: CounterFamily?
     package let appleReads: CounterFamily?
     package let stale: CounterFamily?
+    package let events: CounterFamily?
 
     /// Series registered in `registry` (nil: none).
     public init(registry: MetricsRegistry?) {
         guard let registry else {
-            rejections = nil; applied = nil; appleReads = nil; stale = nil
+            rejections = nil; applied = nil; appleReads = nil; stale = nil; events = nil
             return
         }
         rejections = registry.counter(
@@ -32,10 +34,30 @@ public final class SubscriptionStateMetrics: Sendable {
             "appstore_gateway_state_stale_answers_total",
             help: "Answers given with `stale` set: Apple's confirmation was needed and not had in time, by app.",
             labelNames: ["app"])
+        events = registry.counter(
+            "appstore_gateway_state_events_total",
+            help: "Subscription events made (WatchSubscriptionEvents and the sinks deliver them), by app and type "
+                + "(INITIAL_PURCHASE, RENEWAL, …, ENTITLEMENT_GRANTED).",
+            labelNames: ["app", "type"])
     }
 
     package func rejected(reason: String) { rejections?.labels(reason).increment() }
     package func changed(app: String, source: String) { applied?.labels(app, source).increment() }
     package func appleRead(app: String) { appleReads?.labels(app).increment() }
     package func staleAnswer(app: String) { stale?.labels(app).increment() }
+    package func made(_ made: [SubscriptionEvent]) {
+        guard let events else { return }
+        for event in made { events.labels(event.app, Self.name(event.type)).increment() }
+    }
+
+    /// The proto name of a type without its prefix: `RENEWAL`, `ENTITLEMENT_GRANTED`.
+    static func name(_ type: SubscriptionEventType) -> String {
+        if case .unrecognized(let number) = type { return String(number) }
+        var name = ""
+        for character in "\(type)" {
+            if character.isUppercase, !name.isEmpty { name.append("_") }
+            name += character.uppercased()
+        }
+        return name
+    }
 }

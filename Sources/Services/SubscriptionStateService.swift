@@ -247,6 +247,7 @@ extension SubscriptionStates {
             throw GatewayError.invalidArgument(
                 field: "signed_transaction_info", problem: "names no original transaction id of this app")
         }
+        metrics.made(applied.events)
         if let record = applied.record {
             if applied.changed { metrics.changed(app: app.name, source: "app_posted") }
             response.subscription = subscriptionMessage(record, app: app, stale: false)

@@ -146,7 +146,10 @@ final class SubscriptionStates: Sendable {
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
         }
-        for outcome in applied where outcome.changed { metrics.changed(app: app.name, source: "apple_read") }
+        for outcome in applied where outcome.changed {
+            metrics.changed(app: app.name, source: "apple_read")
+            metrics.made(outcome.events)
+        }
         return applied.compactMap(\.record).last { $0.key.originalTransactionId == originalTransactionId }
     }
 

@@ -80,7 +80,7 @@ struct SubscriptionTimer: Sendable {
 
     private func advance(_ key: SubscriptionKey, context: SubscriptionEventContext) async throws(GatewayError) {
         do {
-            _ = try await states.store.advance(key, context: context, nowMillis: states.nowMillis)
+            states.metrics.made(try await states.store.advance(key, context: context, nowMillis: states.nowMillis))
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
         }

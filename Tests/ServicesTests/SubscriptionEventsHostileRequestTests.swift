@@ -4,6 +4,8 @@ import ProtoCodec
 import ServiceHarness
 import Testing
 
+@testable import Services
+
 /// WatchSubscriptionEvents through the server's own call path: whatever a caller sends (bytes that are no request,
 /// hostile tokens, unknown types, huge fields), the answer is a status that names the problem, never INTERNAL or
 /// UNKNOWN, and a valid stream with nothing to send ends at the caller's deadline.
@@ -64,5 +66,17 @@ import Testing
         let outcome = await call(request)
         #expect(outcome.status.code == .deadlineExceeded)
         #expect(outcome.responses.isEmpty)
+    }
+}
+
+@Suite struct SubscriptionStateMetricsTests {
+    @Test func eventTypesAreLabelledWithTheirProtoNames() {
+        #expect(SubscriptionStateMetrics.name(.initialPurchase) == "INITIAL_PURCHASE")
+        #expect(SubscriptionStateMetrics.name(.entitlementGranted) == "ENTITLEMENT_GRANTED")
+        #expect(SubscriptionStateMetrics.name(.renewal) == "RENEWAL")
+        #expect(SubscriptionStateMetrics.name(.unrecognized(42)) == "42")
+        for type in SubscriptionEventType.allCases where type != .unspecified {
+            #expect(SubscriptionStateMetrics.name(type).allSatisfy { $0.isUppercase || $0 == "_" })
+        }
     }
 }
