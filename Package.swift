@@ -251,7 +251,8 @@ let package = Package(
                 "NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis", "ProtoCodec",
                 "SubscriptionState",
             ]),
-        .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
+        // Fixtures/proto-json.txt: messages and Python json_format's JSON of them (scripts/proto-json-fixtures.py).
+        .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec"]),
         // The reducer against the simulator: every scripted lifecycle's signed notifications, verified and decoded
         // as the gateway does, agree after every step with the simulator's Get All Subscription Statuses, and give
