@@ -66,7 +66,8 @@ let package = Package(
         // The App Store domain: Apple's endpoints, environments and error codes, `GatewayError`, rate budgets and
         // fair shares, request JWTs, retry policy, callers. No transport, no YAML.
         .target(name: "AppStoreDomain", dependencies: ["GatewayFoundation"]),
-        // Swift value types for every proto message, encoded and decoded through protobuf-c.
+        // Swift value types for every proto message, encoded and decoded through protobuf-c; `ProtoJSON`, the
+        // canonical proto3 JSON of any of them.
         .target(name: "ProtoCodec", dependencies: ["CGatewayProtos", "CProtobufC"]),
         // The subscription-state reducer: Apple's signed transaction and renewal snapshots folded into one record
         // per subscription (newest signedDate wins), and the status and entitlements derived from it at a given
@@ -251,7 +252,8 @@ let package = Package(
                 "NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis", "ProtoCodec",
                 "SubscriptionState",
             ]),
-        .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"]),
+        // Fixtures/proto-json.txt: messages and Python json_format's JSON of them (scripts/proto-json-fixtures.py).
+        .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "SubscriptionStateTests", dependencies: ["SubscriptionState", "ProtoCodec", "GatewayFoundation"]),
         // The reducer against the simulator: every scripted lifecycle's signed notifications, verified and decoded

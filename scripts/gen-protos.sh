@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the committed code generated from proto/:
 #   - Sources/CGatewayProtos: protoc-c output (C structs, descriptors, pack/unpack);
-#   - Sources/ProtoCodec/Generated: Swift value types over it (scripts/gen-swift-codec.py).
+#   - Sources/ProtoCodec/Generated: Swift value types over it (scripts/gen-swift-codec.py), which also writes
+#     Sources/CGatewayProtos/message_registry.c (every message descriptor by name, for ProtoJSON).
 # CI runs this and fails when the result differs from what is committed (make check-gen).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,7 @@ done
   (cd "$out/include" && find . -name '*.pb-c.h' | sed 's|^\./||' | LC_ALL=C sort) | while read -r h; do
     echo "#include \"$h\""
   done
+  echo "#include \"message_registry.h\""
   echo "#endif"
 } > "$out/include/CGatewayProtos.h"
 # A custom module map: SwiftPM's umbrella-header layout forbids the subfolders protoc-c writes.

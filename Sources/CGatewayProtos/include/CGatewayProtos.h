@@ -27,4 +27,5 @@
 #include "google/rpc/status.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc/reflection/v1/reflection.pb-c.h"
+#include "message_registry.h"
 #endif
