@@ -73,15 +73,45 @@ import Testing
 
     static let id = EventSinkID(kind: .subscriptionEvents, url: "https://user:pw@team.example/hooks?k=v")
 
+    final class CollectingTracer: Tracer {
+        let spans = Lock<[SpanRecord]>([])
+        func isSampled(_ trace: TraceContext) -> Bool { true }
+        func record(_ span: SpanRecord) { spans.withLock { $0.append(span) } }
+        func unixNanos() -> UInt64 { 1_700_000_000_000_000_000 }
+    }
+
     static func sink(
         _ log: Log, _ endpoint: Endpoint, store: any EventSinkStore, maxAge: Int64 = 60_000,
-        secrets: [[UInt8]] = [Array("s3cret".utf8)]
+        secrets: [[UInt8]] = [Array("s3cret".utf8)], tracer: any Tracer = SilentTracer()
     ) -> EventSink<String> {
         EventSink(
             endpoint: EventSink<String>.Endpoint(
                 id: id, timeout: .seconds(1), idHeader: TeamWebhook.eventIDHeader, secrets: secrets),
             policy: DeliverySchedule<String>.Policy(maxBackoff: 20, maxAge: maxAge), feed: log.feed, store: store,
-            transport: endpoint, metrics: EventSinkMetrics.teamWebhooks(registry: nil))
+            transport: endpoint, metrics: EventSinkMetrics.teamWebhooks(registry: nil), tracer: tracer)
+    }
+
+    @Test func eachAttemptIsOneClientSpanWithTheURLItsStatusAndItsNumber() async throws {
+        let log = Log()
+        let tracer = CollectingTracer()
+        let endpoint = Endpoint { _, count in count == 1 ? .answered(status: 503) : .answered(status: 200) }
+        let running = Task { await Self.sink(log, endpoint, store: MemoryEventSinkStore(), tracer: tracer).run() }
+        log.append("a", 1)
+        try await Self.eventually { tracer.spans.withLock { $0.count } == 2 }
+        running.cancel()
+        await running.value
+        let spans = tracer.spans.withLock { $0 }
+        #expect(spans.map(\.kind) == [.client, .client])
+        #expect(spans.map(\.name) == ["POST subscription_events", "POST subscription_events"])
+        func attribute(_ span: SpanRecord, _ key: String) -> SpanRecord.Value? {
+            span.attributes.first { $0.key == key }?.value
+        }
+        #expect(spans.map { attribute($0, "http.response.status_code") } == [.int(503), .int(200)])
+        #expect(spans.map { attribute($0, "appstore_gateway.delivery.attempt") } == [.int(1), .int(2)])
+        // The URL without its credentials or query.
+        #expect(attribute(spans[0], "url.full") == .string("https://team.example/hooks"))
+        #expect(spans[0].status == .error("HTTP 503"))
+        #expect(spans[1].status == .unset)
     }
 
     /// Waits (polling, at most 10 s) until `condition` holds.
