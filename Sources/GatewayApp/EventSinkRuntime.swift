@@ -19,9 +19,16 @@ final class EventSinkRuntime {
     private var tasks: [Task<Void, Never>] = []
     private let finished = DispatchSemaphore(value: 0)
 
-    private init(runs: [@Sendable () async -> Void], client: UpstreamHTTPClient) {
+    private let logger: Logger
+    private let description: Logger.Metadata
+
+    private init(
+        runs: [@Sendable () async -> Void], client: UpstreamHTTPClient, logger: Logger, description: Logger.Metadata
+    ) {
         self.runs = runs
         self.client = client
+        self.logger = logger
+        self.description = description
     }
 
     /// The sinks `configuration` asks for, nil when none. Team webhooks need the subscription state (its outbox),
@@ -58,7 +65,7 @@ final class EventSinkRuntime {
         do {
             client = try UpstreamHTTPClient(
                 configuration: UpstreamHTTPClient.Configuration(
-                    maxResponseBytes: 64 << 10, maxConnectionsPerHost: 16, userAgent: "appstore-gateway-webhooks"),
+                    maxResponseBytes: 64 << 10, maxConnectionsPerHost: 64, userAgent: "appstore-gateway-webhooks"),
                 loop: upstreamLoop.loop)
         } catch {
             throw GatewayStartError("cannot start the webhooks' HTTP client: \(error)")
@@ -86,17 +93,16 @@ final class EventSinkRuntime {
                 }
             }
         }
-        logger.info(
-            "outbound sinks",
-            metadata: [
-                "webhooks": "\(webhooks.map { TeamWebhook.label(of: $0.url) }.joined(separator: ","))",
-                "relays": "\(relays.map { TeamWebhook.label(of: $0.url) }.joined(separator: ","))",
-            ])
-        return EventSinkRuntime(runs: runs, client: client)
+        let description: Logger.Metadata = [
+            "webhooks": "\(webhooks.map { TeamWebhook.label(of: $0.url) }.joined(separator: ","))",
+            "relays": "\(relays.map { TeamWebhook.label(of: $0.url) }.joined(separator: ","))",
+        ]
+        return EventSinkRuntime(runs: runs, client: client, logger: logger, description: description)
     }
 
     /// Starts every sink's task.
     func start() {
+        logger.info("delivering to the outbound sinks", metadata: description)
         let finished = finished
         tasks = runs.map { run in
             Task.detached {

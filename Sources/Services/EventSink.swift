@@ -146,9 +146,12 @@ public final class EventSink<Item: Sendable>: Sendable {
         let poll = feed.pollInterval
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
+                // The generation is read before the wake-up is handed on, so a commit raised after it wakes the
+                // next wait at once, and one raised before it is read by the read the wake-up causes.
+                var seen = signal.generation
                 while !Task.isCancelled {
-                    let seen = signal.generation
                     await signal.wait(past: seen, timeout: poll)
+                    seen = signal.generation
                     continuation.yield(.logGrew)
                 }
             }
