@@ -244,7 +244,7 @@ let package = Package(
             name: "ConfigurationTests",
             dependencies: [
                 "Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport", "Redis", "GRPC", "HTTPServer",
-                "SubscriptionState",
+                "SubscriptionState", "Services", "ProtoCodec",
             ]),
         .testTarget(
             name: "NotificationStoreTests",

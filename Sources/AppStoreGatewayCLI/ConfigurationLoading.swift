@@ -75,6 +75,11 @@ enum ConfigurationLoading {
         } catch {
             problems.append(error)
         }
+        do {
+            _ = try TeamWebhook.secrets(configuration)
+        } catch {
+            problems.append(error)
+        }
         return (configuration, problems)
     }
 

@@ -40,3 +40,18 @@ extension AdminBearerToken {
         return try load(path: path, allowReadableFile: configuration.apple.allowReadableKeyFiles)
     }
 }
+
+extension TeamWebhook {
+    /// The secrets of every `subscriptions.webhooks` entry, in order, read and checked: an unreadable or empty file
+    /// is a problem naming its key (`subscriptions.webhooks[0].secretFile`).
+    public static func secrets(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [[[UInt8]]] {
+        var secrets: [[[UInt8]]] = []
+        for (index, webhook) in configuration.subscriptions.webhooks.enumerated() {
+            secrets.append(
+                try loadSecrets(
+                    path: webhook.secretFile, key: "subscriptions.webhooks[\(index)].secretFile",
+                    allowReadableFile: configuration.apple.allowReadableKeyFiles))
+        }
+        return secrets
+    }
+}

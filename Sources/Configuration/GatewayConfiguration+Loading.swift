@@ -51,6 +51,7 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             config.retries = try retries(reader)
         }
+        problems += sinks(reader, into: &config)
         key { () throws(ConfigurationError) in
             config.redis = try redis(reader)
         }
@@ -196,6 +197,9 @@ extension GatewayConfiguration {
         adminBearerTokenFile = resolve(adminBearerTokenFile)
         notifications.resumeTokenKeyFile = resolve(notifications.resumeTokenKeyFile)
         notifications.store.sqlitePath = resolve(notifications.store.sqlitePath)
+        for index in subscriptions.webhooks.indices {
+            subscriptions.webhooks[index].secretFile = resolve(subscriptions.webhooks[index].secretFile)
+        }
         notifications.webhook.tlsCertificateFile = resolve(notifications.webhook.tlsCertificateFile)
         notifications.webhook.tlsKeyFile = resolve(notifications.webhook.tlsKeyFile)
         redis.caFile = resolve(redis.caFile)

@@ -100,6 +100,8 @@ public struct GatewayConfiguration: Sendable {
         public var store = NotificationStorage()
         /// The hosted realtime URL on the webhook listener. Keys under `notifications.realtime`.
         public var realtime = Realtime()
+        /// Endpoints every stored notification is relayed to, as Apple sent it. Key `notifications.forward`.
+        public var forward: [NotificationRelay.Settings] = []
         public init() {}
     }
 

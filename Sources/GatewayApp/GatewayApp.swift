@@ -45,6 +45,8 @@ public final class GatewayApp {
     private let upstreamLoop: GatewayComposition.UpstreamLoop
     private var grpc: GRPCServer?
     private var webhook: WebhookRuntime?
+    /// The team webhooks and the relay (nil when none is configured).
+    private let sinks: EventSinkRuntime?
     private var admin: HTTP2Server?
     private var stops = StopActions()
 
@@ -95,6 +97,9 @@ public final class GatewayApp {
         } catch {
             throw .invalidConfiguration(error)
         }
+        sinks = try EventSinkRuntime.make(
+            configuration, feed: feed, upstreamLoop: upstreamLoop, registry: registry,
+            tracer: tracer ?? SilentTracer(), logger: logger)
         let authenticator = try CallerAccessSetup.authenticator(configuration)
         let callersReload = configurationFile.map {
             CallersReload(path: $0, apps: configuration.apps, authenticator: authenticator, logger: logger)
@@ -190,6 +195,11 @@ public final class GatewayApp {
             stops.push { [unowned self] in
                 webhook.stop()
                 self.webhook = nil
+            }
+            // After the commits that made them, from the outbox: never on the path of Apple's webhook answer.
+            if let sinks {
+                sinks.start()
+                stops.push { sinks.stop() }
             }
         }
         if let address = configuration.admin {

@@ -32,6 +32,7 @@ struct WebhookRuntime {
         let settings = configuration.notifications.store
         let store: any NotificationStore
         var states: (any SubscriptionStore)?
+        var sinks: (any EventSinkStore)?
         if settings.redis, let url = configuration.redis.url {
             store = RedisNotificationStore(
                 url: url, tls: RedisTLSFiles(configuration.redis), keyPrefix: configuration.redis.keyPrefix,
@@ -43,13 +44,14 @@ struct WebhookRuntime {
                 let sqlite = try SQLiteNotificationStore(path: settings.sqlitePath)
                 store = sqlite
                 states = sqlite.subscriptions
+                sinks = sqlite.sinks
             } catch {
                 throw .invalidConfiguration(ConfigurationError(key: "notifications.store.sqlite", problem: "\(error)"))
             }
         }
         return LiveNotificationFeed(
             store: store, metrics: NotificationMetrics(registry: registry), states: states,
-            stateMetrics: SubscriptionStateMetrics(registry: registry))
+            stateMetrics: SubscriptionStateMetrics(registry: registry), sinks: sinks)
     }
 
     /// Binds and starts the webhook port and the reconciler.

@@ -9,6 +9,8 @@ public final class SQLiteNotificationStore: NotificationStore {
     /// The subscription state kept in the same file: its writes run on this store's connection and queue, one
     /// writer for the notifications and the state.
     public let subscriptions: SQLiteSubscriptionStore
+    /// The outbound sinks' progress and dead letters, in the same file, written on this store's connection.
+    public let sinks: SQLiteEventSinkStore
 
     static let schema = """
         CREATE TABLE IF NOT EXISTS notifications(
@@ -36,8 +38,10 @@ public final class SQLiteNotificationStore: NotificationStore {
         try database.execute("PRAGMA synchronous=FULL")
         try database.execute(Self.schema)
         try SQLiteSubscriptionSchema.prepare(database)
+        try database.execute(SQLiteEventSinkStore.schema)
         connection = SQLiteConnection(database, label: "appstore-gateway.notification-store")
         subscriptions = try SQLiteSubscriptionStore(writer: connection, path: path, limits: limits)
+        sinks = SQLiteEventSinkStore(connection: connection)
     }
 
     private func run<Value: Sendable>(

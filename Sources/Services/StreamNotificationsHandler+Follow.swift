@@ -19,15 +19,19 @@ public struct LiveNotificationFeed: Sendable {
     package let states: (any SubscriptionStore)?
     /// The subscription state's series.
     package let stateMetrics: SubscriptionStateMetrics
+    /// Where the outbound sinks keep their progress beside the log (nil: a store that cannot keep it).
+    package let sinks: (any EventSinkStore)?
 
     public init(
         store: any NotificationStore, metrics: NotificationMetrics, states: (any SubscriptionStore)? = nil,
-        stateMetrics: SubscriptionStateMetrics = SubscriptionStateMetrics(registry: nil)
+        stateMetrics: SubscriptionStateMetrics = SubscriptionStateMetrics(registry: nil),
+        sinks: (any EventSinkStore)? = nil
     ) {
         self.store = store
         self.metrics = metrics
         self.states = states
         self.stateMetrics = stateMetrics
+        self.sinks = sinks
         pollInterval = store.isShared ? .milliseconds(200) : .seconds(2)
     }
 }

@@ -10,6 +10,9 @@ public struct SubscriptionStateSettings: Sendable, Hashable {
     /// `from_beginning`, resume tokens, and sinks that were down). Default 30 days; a resume token older than
     /// this is refused (RESUME_TOKEN_EXPIRED).
     public var eventRetention: Duration = .seconds(30 * 86_400)
+    /// `subscriptions.webhooks`: the teams' webhooks the events are POSTed to, signed (docs/subscription-events.md,
+    /// "Webhooks to teams"). Default none.
+    public var webhooks: [TeamWebhook.Settings] = []
 
     public init() {}
 

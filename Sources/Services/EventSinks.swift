@@ -1,0 +1,76 @@
+import GatewayFoundation
+import Logging
+import NotificationStore
+import ProtoCodec
+
+/// The two kinds of outbound sink, built from their settings: a team's webhook of subscription events, and the
+/// relay of Apple's notifications.
+public enum EventSinks {
+    /// Entries a sink reads from its log at once at most.
+    static let page = 256
+
+    /// A team's webhook: the subscription events its settings accept, from the events' outbox, signed with
+    /// `secrets`; one lane per subscription (app, environment, original transaction id). `encode` makes the body
+    /// (deterministic: a dead letter keeps the bytes that were sent, and a replay sends them again).
+    public static func teamWebhook(
+        _ settings: TeamWebhook.Settings, secrets: [[UInt8]], events: any SubscriptionStore,
+        store: any EventSinkStore, transport: any DeliveryTransport, metrics: EventSinkMetrics,
+        encode: @escaping @Sendable (SubscriptionEvent) -> [UInt8], tracer: any Tracer = SilentTracer(),
+        clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.sinks")
+    ) -> EventSink<SubscriptionEvent> {
+        let feed = EventSink<SubscriptionEvent>.Feed(
+            newest: { () throws(NotificationStoreFailure) in try await events.lastEventPosition() },
+            read: { position, limit throws(NotificationStoreFailure) in
+                let read = try await events.events(after: position, bundleId: nil, limit: limit)
+                return EventSink<SubscriptionEvent>.Page(
+                    entries: read.filter { settings.accepts($0.event) }.map {
+                        (position: $0.position, lane: lane(of: $0.event), item: $0.event)
+                    },
+                    through: read.last?.position ?? position, full: read.count >= limit)
+            },
+            signal: events.eventSignal, pollInterval: .seconds(5), id: \.eventId,
+            occurredAt: { $0.occurredAt?.unixMilliseconds ?? 0 }, body: encode)
+        return EventSink(
+            endpoint: EventSink<SubscriptionEvent>.Endpoint(
+                id: EventSinkID(kind: .subscriptionEvents, url: settings.url), timeout: settings.timeout,
+                idHeader: TeamWebhook.eventIDHeader, secrets: secrets),
+            policy: policy(maxBackoff: settings.maxBackoff, maxAge: settings.maxAge), feed: feed, store: store,
+            transport: transport, metrics: metrics, tracer: tracer, clock: clock, logger: logger)
+    }
+
+    /// The relay to one endpoint: every notification of the log, as Apple sent it, in log order (one lane).
+    public static func relay(
+        _ settings: NotificationRelay.Settings, log: any NotificationStore, store: any EventSinkStore,
+        transport: any DeliveryTransport, metrics: EventSinkMetrics, tracer: any Tracer = SilentTracer(),
+        clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.sinks")
+    ) -> EventSink<StoredNotification> {
+        let feed = EventSink<StoredNotification>.Feed(
+            newest: { () throws(NotificationStoreFailure) in
+                Int64(clamping: try await log.lastPosition().major)
+            },
+            read: { position, limit throws(NotificationStoreFailure) in
+                let page = try await log.entries(after: StorePosition(major: UInt64(max(0, position))), limit: limit)
+                return EventSink<StoredNotification>.Page(
+                    entries: page.entries.map { (position: Int64(clamping: $0.position.major), lane: "", item: $0) },
+                    through: max(position, Int64(clamping: page.through.major)), full: page.entries.count >= limit)
+            },
+            signal: log.signal, pollInterval: log.isShared ? .milliseconds(250) : .seconds(5),
+            id: \.notification.uuid, occurredAt: \.receivedAt,
+            body: { NotificationRelay.body(signedPayload: $0.notification.signedPayload) })
+        return EventSink(
+            endpoint: EventSink<StoredNotification>.Endpoint(
+                id: EventSinkID(kind: .notifications, url: settings.url), timeout: settings.timeout,
+                idHeader: NotificationRelay.uuidHeader),
+            policy: policy(maxBackoff: settings.maxBackoff, maxAge: settings.maxAge), feed: feed, store: store,
+            transport: transport, metrics: metrics, tracer: tracer, clock: clock, logger: logger)
+    }
+
+    /// The lane of a subscription event: its subscription.
+    static func lane(of event: SubscriptionEvent) -> String {
+        "\(event.app)\u{1F}\(event.environment.rawValue)\u{1F}\(event.originalTransactionId)"
+    }
+
+    static func policy<Item>(maxBackoff: Duration, maxAge: Duration) -> DeliverySchedule<Item>.Policy {
+        DeliverySchedule<Item>.Policy(maxBackoff: maxBackoff.wholeMilliseconds, maxAge: maxAge.wholeMilliseconds)
+    }
+}

@@ -1,0 +1,189 @@
+import AppStoreClient
+import AppStoreDomain
+import Cryptography
+import Foundation
+import GatewayFoundation
+import ProtoCodec
+
+/// A team's webhook (`subscriptions.webhooks[i]`): the subscription events of its apps and types, POSTed as JSON
+/// and signed with the team's secret (docs/subscription-events.md, "Webhooks to teams").
+public enum TeamWebhook {
+    /// One `subscriptions.webhooks` entry.
+    public struct Settings: Sendable, Hashable {
+        /// `url`: where events are POSTed (http or https, with a host). The sink's identity: its progress and
+        /// dead letters are kept under it.
+        public var url: String
+        /// `secretFile`: one secret per non-empty line (surrounding spaces trimmed); each signs every delivery
+        /// (one `v1=` per secret, in file order), so a rotation adds the new line beside the old one.
+        public var secretFile: String
+        /// `apps`: configured app names whose events go out; empty: every app's.
+        public var apps: [String] = []
+        /// `types`: event types that go out; empty: every type.
+        public var types: [SubscriptionEventType] = []
+        /// `timeout`: one attempt (connect, send, answer). Default 10s.
+        public var timeout: Duration = .seconds(10)
+        /// `maxBackoff`: the longest wait between two attempts of one event. Default 5m.
+        public var maxBackoff: Duration = .seconds(300)
+        /// `maxAge`: an event still failing this long after its first attempt is dead-lettered. Default 24h.
+        public var maxAge: Duration = .seconds(86_400)
+
+        public init(url: String, secretFile: String) {
+            self.url = url
+            self.secretFile = secretFile
+        }
+
+        /// Whether the event goes to this webhook.
+        public func accepts(_ event: SubscriptionEvent) -> Bool {
+            (apps.isEmpty || apps.contains(event.app)) && (types.isEmpty || types.contains(event.type))
+        }
+    }
+
+    /// The header that carries the signature.
+    public static let signatureHeader = "appstore-gateway-signature"
+    /// The header that carries the event's id.
+    public static let eventIDHeader = "appstore-gateway-event-id"
+    /// The largest secret file read.
+    public static let maximumFileBytes = 64 * 1024
+
+    /// `t=<unixSeconds>,v1=<hex>[,v1=<hex>…]`: the lowercase hex HMAC-SHA256 of `<t>.<body>` under each secret, in
+    /// order.
+    public static func signature(secrets: [[UInt8]], unixSeconds: Int64, body: [UInt8]) -> String {
+        let prefix = Array("\(unixSeconds).".utf8)
+        var header = "t=\(unixSeconds)"
+        let message = prefix + body
+        for secret in secrets {
+            header += ",v1=" + hex(HMACSHA256.authenticationCode(key: secret, message: message))
+        }
+        return header
+    }
+
+    /// Reads the secrets of `path` (the key `key` names it in problems). It holds secrets, so it is judged like the
+    /// apps' `.p8` keys (`KeyFileAccess`, unless `allowReadableFile`); missing, unreadable, not UTF-8 or without a
+    /// non-empty line: refused. A problem never quotes the file's content.
+    public static func loadSecrets(path: String, key: String, allowReadableFile: Bool) throws(ConfigurationError)
+        -> [[UInt8]]
+    {
+        guard !path.isEmpty else { throw ConfigurationError(key: key, problem: "is required") }
+        try KeyFileAccess.check(path, key: key, allowReadableFile: allowReadableFile)
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ConfigurationError(key: key, problem: "cannot read '\(path)'")
+        }
+        defer { try? handle.close() }
+        let bytes = [UInt8](handle.readData(ofLength: maximumFileBytes + 1))
+        guard bytes.count <= maximumFileBytes else {
+            throw ConfigurationError(key: key, problem: "'\(path)' is larger than 64 KiB")
+        }
+        return try parseSecrets(bytes, path: path, key: key)
+    }
+
+    /// The secrets of a file's bytes: each non-empty line, spaces around it trimmed, in order.
+    public static func parseSecrets(_ bytes: [UInt8], path: String, key: String) throws(ConfigurationError)
+        -> [[UInt8]]
+    {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigurationError(key: key, problem: "'\(path)' is not UTF-8 text")
+        }
+        var secrets: [[UInt8]] = []
+        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
+            let trimmed = line.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()
+            if !trimmed.isEmpty { secrets.append(Array(String(trimmed).utf8)) }
+        }
+        guard !secrets.isEmpty else {
+            throw ConfigurationError(key: key, problem: "'\(path)' holds no secret (one secret per non-empty line)")
+        }
+        return secrets
+    }
+
+    /// The event type a configuration names: `RENEWAL` or `SUBSCRIPTION_EVENT_TYPE_RENEWAL` (case-insensitive);
+    /// nil for an unknown name and for UNSPECIFIED.
+    public static func eventType(named text: String) -> SubscriptionEventType? {
+        var name = text.uppercased()
+        let prefix = "SUBSCRIPTION_EVENT_TYPE_"
+        if name.hasPrefix(prefix) { name.removeFirst(prefix.count) }
+        guard let type = SubscriptionEventBody.eventTypeNames.first(where: { $0.value == prefix + name })?.key,
+            type != .unspecified
+        else { return nil }
+        return type
+    }
+
+    /// What a sink is named in metrics and logs: its URL without user information, query or fragment.
+    public static func label(of url: String) -> String {
+        var rest = Substring(url)
+        var scheme = ""
+        if let range = rest.range(of: "://") {
+            scheme = String(rest[..<range.upperBound])
+            rest = rest[range.upperBound...]
+        }
+        if let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        if let at = rest[..<authorityEnd].lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        return scheme + rest
+    }
+
+    /// Why `text` is not a webhook URL (http or https, with a host, no spaces), or nil when it is one.
+    public static func urlProblem(_ text: String) -> String? {
+        let lower = text.lowercased()
+        guard lower.hasPrefix("https://") || lower.hasPrefix("http://") else {
+            return "must be an http(s) URL, got '\(label(of: text))'"
+        }
+        guard !text.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true })
+        else { return "must not contain spaces or control characters" }
+        let afterScheme = text[text.range(of: "://")!.upperBound...]
+        var authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var host = authority
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return "has an unclosed IPv6 address" }
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if let colon = host.lastIndex(of: ":") {
+            let port = host[host.index(after: colon)...]
+            guard !port.isEmpty, port.allSatisfy(\.isASCII), let number = Int(port), (1...65_535).contains(number)
+            else { return "has an invalid port" }
+            host = host[..<colon]
+        }
+        guard !host.isEmpty else { return "must name a host" }
+        return nil
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// The relay of Apple's notifications (`notifications.forward[i]`): each stored notification POSTed as Apple sent
+/// it, `{"signedPayload":"<JWS>"}`, in log order (docs/subscription-events.md, "Relay").
+public enum NotificationRelay {
+    /// One `notifications.forward` entry.
+    public struct Settings: Sendable, Hashable {
+        /// `url`: where notifications are POSTed (http or https, with a host); the sink's identity.
+        public var url: String
+        /// `timeout`: one attempt. Default 10s.
+        public var timeout: Duration = .seconds(10)
+        /// `maxBackoff`: the longest wait between two attempts. Default 5m.
+        public var maxBackoff: Duration = .seconds(300)
+        /// `maxAge`: a notification still failing this long after its first attempt is dead-lettered. Default 24h.
+        public var maxAge: Duration = .seconds(86_400)
+
+        public init(url: String) {
+            self.url = url
+        }
+    }
+
+    /// The header that carries the notification's UUID.
+    public static let uuidHeader = "appstore-gateway-notification-uuid"
+
+    /// The body Apple POSTs: `{"signedPayload":"<JWS>"}`.
+    public static func body(signedPayload: String) -> [UInt8] {
+        var out = Array("{\"signedPayload\":".utf8)
+        JSONString.append(signedPayload, to: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}
