@@ -1,53 +1,13 @@
 import GatewayFoundation
 import ProtoCodec
 
-// Replaced by ProtoJSON.encode when it lands: the composition root injects this encoder into the team webhooks
-// (`TeamWebhookFeed`), and the full proto3 JSON encoder (ProtoCodec's `ProtoJSON.encode`, with `subscription` and
-// `purchase`) takes its place there. Nothing else depends on the exact bytes it writes.
-
-/// A minimal proto3 JSON encoding of a `SubscriptionEvent`: its top-level scalar fields only (`eventId`, `app`,
-/// `environment`, `originalTransactionId`, `sequence` as a string, `type`, `previousStatus`, `occurredAt` in RFC
-/// 3339, `cause`, `entitlement`), lowerCamelCase names, enums by name, fields at their default value left out, in
-/// field-number order. Deterministic: the same event always encodes to the same bytes.
+/// The body a team webhook is POSTed: the event in canonical proto3 JSON (`ProtoJSON`: lowerCamelCase names,
+/// enums by name, 64-bit integers as strings, Timestamps in RFC 3339, defaults left out), `subscription` and
+/// `purchase` included. Deterministic: the same event always has the same bytes, so a dead letter replayed is
+/// byte for byte what was sent.
 public enum SubscriptionEventBody {
     /// The event as one JSON object.
-    public static func json(_ event: SubscriptionEvent) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        var first = true
-        func member(_ name: String, _ write: (inout [UInt8]) -> Void) {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            JSONString.append(name, to: &out)
-            out.append(UInt8(ascii: ":"))
-            write(&out)
-        }
-        func string(_ name: String, _ value: String) {
-            guard !value.isEmpty else { return }
-            member(name) { JSONString.append(value, to: &$0) }
-        }
-        func enumeration(_ name: String, _ number: Int32, _ names: [Int32: String]) {
-            guard number != 0 else { return }
-            member(name) { out in
-                if let text = names[number] {
-                    JSONString.append(text, to: &out)
-                } else {
-                    out.append(contentsOf: Array(String(number).utf8))
-                }
-            }
-        }
-        string("eventId", event.eventId)
-        string("app", event.app)
-        enumeration("environment", event.environment.rawValue, environmentNames)
-        string("originalTransactionId", event.originalTransactionId)
-        if event.sequence != 0 { string("sequence", String(event.sequence)) }
-        enumeration("type", event.type.rawValue, typeNamesByNumber)
-        enumeration("previousStatus", event.previousStatus.rawValue, statusNames)
-        if let occurredAt = event.occurredAt { string("occurredAt", rfc3339(occurredAt)) }
-        string("cause", event.cause)
-        string("entitlement", event.entitlement)
-        out.append(UInt8(ascii: "}"))
-        return out
-    }
+    public static func json(_ event: SubscriptionEvent) -> [UInt8] { ProtoJSON.encode(event) }
 
     /// Each event type's proto name.
     public static let eventTypeNames: [SubscriptionEventType: String] = [
@@ -71,25 +31,6 @@ public enum SubscriptionEventBody {
         .entitlementGranted: "SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_GRANTED",
         .entitlementRevoked: "SUBSCRIPTION_EVENT_TYPE_ENTITLEMENT_REVOKED",
     ]
-
-    private static let typeNamesByNumber = Dictionary(
-        eventTypeNames.map { ($0.key.rawValue, $0.value) }, uniquingKeysWith: { first, _ in first })
-
-    private static let environmentNames: [Int32: String] = [
-        0: "ENVIRONMENT_UNSPECIFIED", 1: "ENVIRONMENT_PRODUCTION", 2: "ENVIRONMENT_SANDBOX", 3: "ENVIRONMENT_XCODE",
-        4: "ENVIRONMENT_LOCAL_TESTING",
-    ]
-
-    private static let statusNames: [Int32: String] = [
-        0: "SUBSCRIPTION_STATUS_UNSPECIFIED", 1: "SUBSCRIPTION_STATUS_ACTIVE", 2: "SUBSCRIPTION_STATUS_EXPIRED",
-        3: "SUBSCRIPTION_STATUS_BILLING_RETRY", 4: "SUBSCRIPTION_STATUS_BILLING_GRACE_PERIOD",
-        5: "SUBSCRIPTION_STATUS_REVOKED",
-    ]
-
-    /// A timestamp as proto3 JSON writes it: UTC, `Z`, and 0, 3, 6 or 9 fractional digits.
-    static func rfc3339(_ timestamp: ProtoTimestamp) -> String {
-        RFC3339.format(seconds: timestamp.seconds, nanos: timestamp.nanos)
-    }
 }
 
 /// RFC 3339 instants in UTC (`2026-11-29T05:00:00.250Z`), both ways, without Foundation's formatters.

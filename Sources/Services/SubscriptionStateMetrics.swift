@@ -52,12 +52,7 @@ public final class SubscriptionStateMetrics: Sendable {
 
     /// The proto name of a type without its prefix: `RENEWAL`, `ENTITLEMENT_GRANTED`.
     static func name(_ type: SubscriptionEventType) -> String {
-        if case .unrecognized(let number) = type { return String(number) }
-        var name = ""
-        for character in "\(type)" {
-            if character.isUppercase, !name.isEmpty { name.append("_") }
-            name += character.uppercased()
-        }
-        return name
+        guard let name = SubscriptionEventBody.eventTypeNames[type] else { return String(type.rawValue) }
+        return String(name.dropFirst("SUBSCRIPTION_EVENT_TYPE_".count))
     }
 }

@@ -210,7 +210,7 @@ import Testing
         #expect(TeamWebhook.signature(secrets: [], unixSeconds: 5, body: body) == "t=5")
     }
 
-    @Test func theTemporaryBodyHoldsTheTopLevelFieldsInProto3JSONStyle() throws {
+    @Test func theBodyIsTheEventInProto3JSON() throws {
         var event = SubscriptionEvent()
         event.eventId = "7d1c3e52"
         event.app = "example"
@@ -221,11 +221,20 @@ import Testing
         event.previousStatus = .active
         event.occurredAt = ProtoTimestamp(unixMilliseconds: 1_795_928_400_250)
         event.cause = "uuid-\"1\""
+        event.subscription = Subscription.with {
+            $0.status = .active
+            $0.entitled = true
+            $0.entitlements = ["pro"]
+        }
         let body = SubscriptionEventBody.json(event)
         #expect(body == SubscriptionEventBody.json(event))
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: String])
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        let subscription = try #require(object.removeValue(forKey: "subscription") as? [String: Any])
+        #expect(subscription["status"] as? String == "SUBSCRIPTION_STATUS_ACTIVE")
+        #expect(subscription["entitled"] as? Bool == true)
+        #expect(subscription["entitlements"] as? [String] == ["pro"])
         #expect(
-            object == [
+            object as? [String: String] == [
                 "eventId": "7d1c3e52", "app": "example", "environment": "ENVIRONMENT_SANDBOX",
                 "originalTransactionId": "2000000000000001", "sequence": "3", "type": "SUBSCRIPTION_EVENT_TYPE_RENEWAL",
                 "previousStatus": "SUBSCRIPTION_STATUS_ACTIVE", "occurredAt": "2026-11-29T05:00:00.250Z",
