@@ -51,10 +51,10 @@ extension GatewayConfiguration {
         key { () throws(ConfigurationError) in
             config.retries = try retries(reader)
         }
-        problems += sinks(reader, into: &config)
         key { () throws(ConfigurationError) in
             config.redis = try redis(reader)
         }
+        problems += sinks(reader, into: &config)
         problems += access(reader, into: &config)
         problems += webhookAndStore(reader, into: &config)
         problems += realtime(reader, into: &config)

@@ -51,6 +51,11 @@ extension GatewayConfiguration {
             }
         }
         config.subscriptions.webhooks = webhooks
+        do throws(ConfigurationError) {
+            config.subscriptions.redisStream = try redisStream(reader, redisURL: config.redis.url != nil)
+        } catch {
+            problems.append(error)
+        }
 
         var relays: [NotificationRelay.Settings] = []
         do throws(ConfigurationError) {
@@ -77,6 +82,30 @@ extension GatewayConfiguration {
         }
         config.notifications.forward = relays
         return problems
+    }
+
+    /// `subscriptions.redisStream: {key, maxLen, maxBackoff, maxAge}`: nil when absent; needs `redis.url`.
+    private static func redisStream(_ reader: ConfigurationReader, redisURL: Bool) throws(ConfigurationError)
+        -> RedisStreamSink.Settings?
+    {
+        let key = "subscriptions.redisStream"
+        guard reader.isPresent(key) || reader.environmentOverride("\(key).key") != nil else { return nil }
+        if reader.isPresent(key) { _ = try reader.keys(key) }
+        guard let name = try reader.string("\(key).key"), !name.isEmpty else {
+            throw ConfigurationError(
+                key: "\(key).key", problem: "is required: the stream's key in the configured redis")
+        }
+        guard name.utf8.count <= 512, !name.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+            throw ConfigurationError(key: "\(key).key", problem: "must be at most 512 bytes without spaces")
+        }
+        guard redisURL else {
+            throw ConfigurationError(key: key, problem: "appends to the configured redis: set redis.url")
+        }
+        var settings = RedisStreamSink.Settings(key: name)
+        if let length = try reader.integer("\(key).maxLen", in: 1...1_000_000_000) { settings.maxLength = length }
+        var timeout: Duration = .seconds(10)
+        try retries(reader, key: key, timeout: &timeout, maxBackoff: &settings.maxBackoff, maxAge: &settings.maxAge)
+        return settings
     }
 
     /// `<key>.url`: required, http or https with a host.

@@ -6,6 +6,7 @@ import GatewayFoundation
 import Logging
 import Metrics
 import NotificationStore
+import Redis
 import Services
 
 /// The outbound sinks (docs/subscription-events.md): a task per team webhook (`subscriptions.webhooks`) and per
@@ -40,7 +41,8 @@ final class EventSinkRuntime {
     ) throws(GatewayStartError) -> EventSinkRuntime? {
         let webhooks = configuration.subscriptions.webhooks
         let relays = configuration.notifications.forward
-        guard !webhooks.isEmpty || !relays.isEmpty else { return nil }
+        let redisStream = configuration.subscriptions.redisStream
+        guard !webhooks.isEmpty || !relays.isEmpty || redisStream != nil else { return nil }
         let secrets: [[[UInt8]]]
         do {
             secrets = try TeamWebhook.secrets(configuration)
@@ -51,6 +53,13 @@ final class EventSinkRuntime {
             throw .invalidConfiguration(
                 ConfigurationError(
                     key: "subscriptions.webhooks",
+                    problem: "needs the subscription state's events: notifications.webhook with the SQLite "
+                        + "notification store"))
+        }
+        if redisStream != nil && (feed?.states == nil || feed?.sinks == nil) {
+            throw .invalidConfiguration(
+                ConfigurationError(
+                    key: "subscriptions.redisStream",
                     problem: "needs the subscription state's events: notifications.webhook with the SQLite "
                         + "notification store"))
         }
@@ -74,8 +83,9 @@ final class EventSinkRuntime {
         let sinkLogger = Logger(label: "appstore-gateway.sinks")
         var runs: [@Sendable () async -> Void] = []
         if let feed, let store = feed.sinks {
+            // One set of series for every sink of subscription events (label `sink`), registered once.
+            let metrics = EventSinkMetrics.teamWebhooks(registry: registry)
             if let events = feed.states, !webhooks.isEmpty {
-                let metrics = EventSinkMetrics.teamWebhooks(registry: registry)
                 for (index, webhook) in webhooks.enumerated() {
                     let sink = EventSinks.teamWebhook(
                         webhook, secrets: secrets[index], events: events, store: store, transport: transport,
@@ -83,11 +93,22 @@ final class EventSinkRuntime {
                     runs.append { await sink.run() }
                 }
             }
+            if let events = feed.states, let settings = redisStream, let url = configuration.redis.url {
+                let stream = RedisEventStream(
+                    url: url, tls: RedisTLSFiles(configuration.redis), key: settings.key, maxLength: settings.maxLength,
+                    timeout: max(.seconds(1), configuration.redis.timeout))
+                let sink = EventSinks.redisStream(
+                    settings, stream: stream, events: events, store: store,
+                    metrics: metrics, encode: SubscriptionEventBody.json,
+                    tracer: tracer, logger: sinkLogger)
+                runs.append { await sink.run() }
+            }
             if !relays.isEmpty {
-                let metrics = EventSinkMetrics.relay(registry: registry)
+                let relayMetrics = EventSinkMetrics.relay(registry: registry)
                 for relay in relays {
                     let sink = EventSinks.relay(
-                        relay, log: feed.store, store: store, transport: transport, metrics: metrics, tracer: tracer,
+                        relay, log: feed.store, store: store, transport: transport, metrics: relayMetrics,
+                        tracer: tracer,
                         logger: sinkLogger)
                     runs.append { await sink.run() }
                 }
@@ -96,6 +117,7 @@ final class EventSinkRuntime {
         let description: Logger.Metadata = [
             "webhooks": "\(webhooks.map { TeamWebhook.label(of: $0.url) }.joined(separator: ","))",
             "relays": "\(relays.map { TeamWebhook.label(of: $0.url) }.joined(separator: ","))",
+            "redisStream": "\(redisStream?.key ?? "")",
         ]
         return EventSinkRuntime(runs: runs, client: client, logger: logger, description: description)
     }

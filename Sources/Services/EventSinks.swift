@@ -18,24 +18,50 @@ public enum EventSinks {
         encode: @escaping @Sendable (SubscriptionEvent) -> [UInt8], tracer: any Tracer = SilentTracer(),
         clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.sinks")
     ) -> EventSink<SubscriptionEvent> {
-        let feed = EventSink<SubscriptionEvent>.Feed(
-            newest: { () throws(NotificationStoreFailure) in try await events.lastEventPosition() },
-            read: { position, limit throws(NotificationStoreFailure) in
-                let read = try await events.events(after: position, bundleId: nil, limit: limit)
-                return EventSink<SubscriptionEvent>.Page(
-                    entries: read.filter { settings.accepts($0.event) }.map {
-                        (position: $0.position, lane: lane(of: $0.event), item: $0.event)
-                    },
-                    through: read.last?.position ?? position, full: read.count >= limit)
-            },
-            signal: events.eventSignal, pollInterval: .seconds(5), id: \.eventId,
-            occurredAt: { $0.occurredAt?.unixMilliseconds ?? 0 }, body: encode)
+        let feed = eventFeed(events, accepts: settings.accepts, encode: encode)
         return EventSink(
             endpoint: EventSink<SubscriptionEvent>.Endpoint(
                 id: EventSinkID(kind: .subscriptionEvents, url: settings.url), timeout: settings.timeout,
                 idHeader: TeamWebhook.eventIDHeader, secrets: secrets),
             policy: policy(maxBackoff: settings.maxBackoff, maxAge: settings.maxAge), feed: feed, store: store,
             transport: transport, metrics: metrics, tracer: tracer, clock: clock, logger: logger)
+    }
+
+    /// The Redis stream: every subscription event appended to `stream` (one lane per subscription).
+    public static func redisStream(
+        _ settings: RedisStreamSink.Settings, stream: RedisEventStream, events: any SubscriptionStore,
+        store: any EventSinkStore, metrics: EventSinkMetrics,
+        encode: @escaping @Sendable (SubscriptionEvent) -> [UInt8],
+        tracer: any Tracer = SilentTracer(), clock: any GatewayClock = SystemClock(),
+        logger: Logger = Logger(label: "appstore-gateway.sinks")
+    ) -> EventSink<SubscriptionEvent> {
+        EventSink(
+            endpoint: EventSink<SubscriptionEvent>.Endpoint(
+                id: EventSinkID(kind: .subscriptionEvents, url: settings.sinkURL), timeout: .seconds(10),
+                idHeader: TeamWebhook.eventIDHeader),
+            policy: policy(maxBackoff: settings.maxBackoff, maxAge: settings.maxAge),
+            feed: eventFeed(events, accepts: { _ in true }, encode: encode), store: store,
+            transport: RedisStreamSink.Transport(stream: stream), metrics: metrics, tracer: tracer, clock: clock,
+            logger: logger)
+    }
+
+    /// The subscription events' outbox as a sink's log: the events `accepts` takes, one lane per subscription.
+    static func eventFeed(
+        _ events: any SubscriptionStore, accepts: @escaping @Sendable (SubscriptionEvent) -> Bool,
+        encode: @escaping @Sendable (SubscriptionEvent) -> [UInt8]
+    ) -> EventSink<SubscriptionEvent>.Feed {
+        EventSink<SubscriptionEvent>.Feed(
+            newest: { () throws(NotificationStoreFailure) in try await events.lastEventPosition() },
+            read: { position, limit throws(NotificationStoreFailure) in
+                let read = try await events.events(after: position, bundleId: nil, limit: limit)
+                return EventSink<SubscriptionEvent>.Page(
+                    entries: read.filter { accepts($0.event) }.map {
+                        (position: $0.position, lane: lane(of: $0.event), item: $0.event)
+                    },
+                    through: read.last?.position ?? position, full: read.count >= limit)
+            },
+            signal: events.eventSignal, pollInterval: .seconds(5), id: \.eventId,
+            occurredAt: { $0.occurredAt?.unixMilliseconds ?? 0 }, body: encode)
     }
 
     /// The relay to one endpoint: every notification of the log, as Apple sent it, in log order (one lane).

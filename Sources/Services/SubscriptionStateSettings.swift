@@ -13,6 +13,8 @@ public struct SubscriptionStateSettings: Sendable, Hashable {
     /// `subscriptions.webhooks`: the teams' webhooks the events are POSTed to, signed (docs/subscription-events.md,
     /// "Webhooks to teams"). Default none.
     public var webhooks: [TeamWebhook.Settings] = []
+    /// `subscriptions.redisStream`: a Redis stream every event is appended to (on the configured `redis`).
+    public var redisStream: RedisStreamSink.Settings?
 
     public init() {}
 

@@ -49,6 +49,28 @@ import Testing
         #expect(try GatewayConfiguration.load(yaml: Self.apps).notifications.forward.isEmpty)
     }
 
+    @Test func aRedisStreamNeedsAKeyAndRedis() throws {
+        let redis = "redis: {url: 'redis://127.0.0.1:6379/0'}\n"
+        let config = try GatewayConfiguration.load(
+            yaml: Self.apps + redis + "subscriptions: {redisStream: {key: 'team:events'}}")
+        let stream = try #require(config.subscriptions.redisStream)
+        #expect(stream.key == "team:events")
+        #expect(stream.maxLength == 1_000_000)
+        #expect(stream.maxAge == .seconds(86_400))
+        let tuned = try GatewayConfiguration.load(
+            yaml: Self.apps + redis + "subscriptions: {redisStream: {key: k, maxLen: 500, maxBackoff: 2s, maxAge: 1h}}")
+        #expect(tuned.subscriptions.redisStream?.maxLength == 500)
+        #expect(tuned.subscriptions.redisStream?.maxBackoff == .seconds(2))
+        #expect(try GatewayConfiguration.load(yaml: Self.apps).subscriptions.redisStream == nil)
+        #expect(problem("subscriptions: {redisStream: {key: k}}")?.key == "subscriptions.redisStream")
+        #expect(problem(redis + "subscriptions: {redisStream: {maxLen: 5}}")?.key == "subscriptions.redisStream.key")
+        #expect(problem(redis + "subscriptions: {redisStream: {key: 'a b'}}")?.key == "subscriptions.redisStream.key")
+        #expect(
+            problem(redis + "subscriptions: {redisStream: {key: k, maxLen: 0}}")?.key
+                == "subscriptions.redisStream.maxLen")
+        #expect(problem(redis + "subscriptions: {redisStream: events}")?.key == "subscriptions.redisStream")
+    }
+
     @Test func appsByNameOrBundleIdTypesByEitherNameAndDurationsWithUnits() throws {
         let config = try GatewayConfiguration.load(
             yaml: Self.apps + """

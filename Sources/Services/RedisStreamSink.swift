@@ -1,0 +1,46 @@
+import GatewayFoundation
+import NotificationStore
+import ProtoCodec
+
+/// The subscription events appended to a Redis stream (`subscriptions.redisStream`), for teams that consume with
+/// consumer groups: the same JSON a team webhook is POSTed, with the event id as a field, every event once
+/// (`RedisEventStream`), in order per subscription, with the webhooks' retries, dead letters and durable progress
+/// (the sink is an `EventSink` whose transport is the stream).
+public enum RedisStreamSink {
+    /// `subscriptions.redisStream`.
+    public struct Settings: Sendable, Hashable {
+        /// `key`: the stream's key in the configured `redis` (used as given: no `redis.keyPrefix`).
+        public var key: String
+        /// `maxLen`: the stream is trimmed to about this many entries (`XADD … MAXLEN ~`). Default 1,000,000.
+        public var maxLength = 1_000_000
+        /// The retries of an append that fails (Redis unreachable): as a team webhook's.
+        public var maxBackoff: Duration = .seconds(300)
+        public var maxAge: Duration = .seconds(86_400)
+
+        public init(key: String) {
+            self.key = key
+        }
+
+        /// The sink's identity (its progress and dead letters are kept under it) and its metrics label.
+        public var sinkURL: String { "redis-stream:" + key }
+    }
+
+    /// Appends to `stream` as a sink's transport: the event id from the id header, the body as the `event` field.
+    struct Transport: DeliveryTransport {
+        let stream: RedisEventStream
+
+        func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async
+            -> DeliveryOutcome
+        {
+            guard let id = headers.first(where: { $0.name == TeamWebhook.eventIDHeader })?.value else {
+                return .failed("no event id")
+            }
+            do {
+                _ = try await stream.append(eventID: id, body: body)
+                return .answered(status: 200)
+            } catch {
+                return .failed(error.description)
+            }
+        }
+    }
+}
