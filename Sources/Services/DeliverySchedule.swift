@@ -172,8 +172,10 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
         return out
     }
 
-    /// When the next waiting head is due (nil: none is waiting; the sink waits for new events or an attempt's end).
-    public var nextDue: Int64? { due.first?.at }
+    /// When the next waiting head is due: nil when none is waiting, or when `maxInFlight` attempts are under way
+    /// (none can start before one of them ends, which wakes the sink anyway). A head offered at once is due at
+    /// `Int64.min`: at any `now`.
+    public var nextDue: Int64? { inFlight < policy.maxInFlight ? due.first?.at : nil }
 
     /// The attempt at `position` was acknowledged (2xx): the event is settled, and its lane's next one is due now.
     public mutating func acknowledged(_ position: Int64, now: Int64) {

@@ -237,7 +237,7 @@ public final class EventSink<Item: Sendable>: Sendable {
                     timer?.task.cancel()
                     timers &+= 1
                     let id = timers
-                    let delay = max(0, at - now)
+                    let delay = at > now ? at - now : 0  // `at` may be Int64.min: due at once
                     timer = (
                         id, at,
                         Task {

@@ -42,6 +42,20 @@ import Testing
         #expect(schedule.watermark == 5)
     }
 
+    /// With every attempt slot taken (a stalled endpoint), nothing is due: the sink sleeps until an attempt ends
+    /// instead of spinning (and a head due at once, `Int64.min`, never reaches the sink's timer arithmetic).
+    @Test func nothingIsDueWhileEveryAttemptSlotIsTaken() {
+        var schedule = Self.schedule(maxInFlight: 2)
+        for position in 1...4 { schedule.offer(position: Int64(position), lane: "l\(position)", item: "e\(position)") }
+        #expect(schedule.nextDue == Int64.min)
+        #expect(schedule.ready(now: 100).count == 2)
+        #expect(schedule.nextDue == nil)
+        schedule.acknowledged(1, now: 200)
+        #expect(schedule.nextDue == Int64.min)
+        #expect(schedule.ready(now: 200).map(\.item) == ["e3"])
+        #expect(schedule.nextDue == nil)
+    }
+
     @Test func retriesStartWithinOneSecondAndDoubleUpToMaxBackoff() {
         let policy = Schedule.Policy(maxBackoff: 10_000, maxAge: 86_400_000)
         #expect(

@@ -275,6 +275,32 @@ def test_a_flaky_endpoint_still_gets_every_event_in_order_and_a_stalled_one_dela
             receiver.stop()
 
 
+def test_more_subscriptions_than_attempt_slots_on_a_stalled_endpoint(sim):
+    """70 subscriptions, each a lane of its own, to an endpoint that answers every POST 2 s late: 64 attempts are
+    under way at once and the rest wait for a slot (the sink sleeps until an attempt ends); every event still
+    arrives, the gateway lives on, and a healthy team meanwhile has everything."""
+    slow = Receiver(lambda n, body: ("stall", 2, 204))
+    healthy = Receiver()
+    database = database_path()
+    secret = secret_file()
+    gateway = start_gateway(sim, database, webhooks=[webhook(slow.url, secret, timeout="5s"),
+                                                     webhook(healthy.url, secret)])
+    try:
+        originals = subscriptions(sim, gateway, 70, steps=1)
+        expected = lambda: stored_events(database, originals)  # noqa: E731
+        wait_until(lambda: len(expected()) >= 70, 10, lambda: f"events made: {len(expected())}")
+        wait_until(lambda: {e["eventId"] for e in healthy.events()} >= {row[0] for row in expected()}, 10,
+                   lambda: f"healthy got {len(healthy.events())} of {len(expected())}")
+        wait_until(lambda: {e["eventId"] for e in slow.events()} >= {row[0] for row in expected()}, 30,
+                   lambda: f"slow got {len(slow.events())} of {len(expected())}")
+        assert gateway.proc.poll() is None, gateway.read_log()[-2000:]
+        assert_in_order_per_subscription(slow, expected())
+    finally:
+        gateway.stop()
+        for receiver in (slow, healthy):
+            receiver.stop()
+
+
 def test_a_sigkill_mid_delivery_loses_nothing(sim):
     """The endpoint answers slowly; the gateway is killed (SIGKILL) while it delivers; started again on the same
     store, every event not acknowledged before is delivered (at least once: dedupe on the event id)."""
