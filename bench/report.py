@@ -176,6 +176,23 @@ def rows(r):
         if "cpu_us" in si:
             out.append(("gateway CPU µs per notification ingested (every thread: HTTP, 3 ES256 verifications, the "
                         "log's commit, the projection)", fmt(si["cpu_us"]), "—", None, "—", None))
+    ev = r.get("events")
+    if ev:
+        out.append(("subscription events/s delivered to a healthy team webhook, a backlog drained (receiver: Python "
+                    "asyncio on the same 2 cores)", fmt(ev["drain_events_per_s"]), "—", None,
+                    f"≥ 2,000/s: {ev['drain_events_per_s']['median']:,.0f}/s",
+                    ev["drain_events_per_s"]["median"] >= 2000))
+        out.append(("the same, ingestion and delivery together (new purchases posted as fast as the webhook takes "
+                    "them; 2 team webhooks and a stream consumer)", fmt(ev["events_per_s"]), "—", None, "—", None))
+        for key, what in (("webhook", "a healthy team's webhook"), ("stream", "a WatchSubscriptionEvents consumer")):
+            out.append((f"delivery lag p95 ms, Apple's 200 → {what}, under that load (p50 in the goal cell)",
+                        fmt(ev[f"{key}_p95_ms"], 1), "—", None,
+                        f"≤ 100 ms; p50 {fmt(ev[f'{key}_p50_ms'], 1)} ms", ev[f"{key}_p95_ms"]["median"] <= 100))
+            out.append((f"the same, one purchase at a time", fmt(ev[f"alone_{key}_p95_ms"], 1), "—", None,
+                        "≤ 100 ms", ev[f"alone_{key}_p95_ms"]["median"] <= 100))
+        out.append(("webhook 200 p99 ms with 3 team webhooks of which one stalls vs none (one POST at a time)",
+                    fmt(ev["answer_fanout_p99_ms"], 2), fmt(ev["answer_plain_p99_ms"], 2),
+                    per_round(ev["answer_fanout_p99_ms"], ev["answer_plain_p99_ms"]), "unchanged", None))
     return out
 
 

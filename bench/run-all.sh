@@ -43,6 +43,9 @@ COUNT=$( [ "$QUICK" = 1 ] && echo 100000 || echo 1000000 ) bench/subscription_st
 echo "== bench/webhook.py --state"
 "$PY" bench/webhook.py --state --rounds 3 --count "$( [ "$QUICK" = 1 ] && echo 3000 || echo 8000 )" ||
   failed+=("webhook --state")
+# Subscription events out (issue 47): delivery to team webhooks and a stream consumer, and what fan-out costs.
+echo "== bench/events.py"
+"$PY" bench/events.py --rounds 3 --count "$( [ "$QUICK" = 1 ] && echo 1000 || echo 2000 )" || failed+=("events")
 
 mkdir -p bench/results
 out=bench/results/$(date -u +%Y-%m-%dT%H%M%SZ)$( [ "$QUICK" = 1 ] && echo -quick || true ).json
