@@ -31,6 +31,12 @@ final class SQLiteConnection: @unchecked Sendable {
         }
         return try result.get()
     }
+
+    /// Runs `work` on the queue later, without waiting for it.
+    func submit(_ work: @escaping @Sendable (SQLiteDatabase) -> Void) {
+        let database = UncheckedDatabase(database)
+        queue.async { work(database.value) }
+    }
 }
 
 /// Carries the queue-confined database into the queue's closure.

@@ -1,3 +1,4 @@
+import GatewayFoundation
 /// The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so a commit is on disk (the
 /// write-ahead log fsynced) before `insert` returns, and a `kill -9` or power cut after the webhook's 200
 /// loses nothing. Every statement runs on one serial queue (its own thread), never on an event loop.
@@ -52,32 +53,99 @@ public final class SQLiteNotificationStore: NotificationStore {
         try await connection.run(work)
     }
 
+    /// Stores `notification` durably. Inserts that arrive while one commit is under way are committed together
+    /// in the next transaction (group commit): each caller still returns only once its own row is on disk, and
+    /// the store's one writer pays one fsync per group rather than one per notification. A failure of the
+    /// group's transaction fails every insert of it (nothing of it was kept).
     public func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
         -> InsertOutcome
     {
-        let outcome = try await run { database throws(NotificationStoreFailure) -> InsertOutcome in
-            try database.query(
-                """
-                INSERT INTO notifications(uuid, signed_date, received_at, bundle_id, environment, notification_type,
-                  subtype, signed_payload) VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(uuid) DO NOTHING
-                """,
-                bind: [
-                    .text(notification.uuid), .integer(notification.signedDate), .integer(receivedAt),
-                    .text(notification.bundleId), .text(notification.environment), .text(notification.notificationType),
-                    .text(notification.subtype), .text(notification.signedPayload),
-                ]
-            ) { _ in false }
-            let inserted = database.changes > 0
-            var position: Int64 = 0
-            try database.query("SELECT position FROM notifications WHERE uuid = ?", bind: [.text(notification.uuid)]) {
-                position = $0.integer(0)
-                return false
+        let result: Result<InsertOutcome, NotificationStoreFailure> = await withCheckedContinuation { continuation in
+            let first = pending.withLock { group -> Bool in
+                group.inserts.append(PendingInsert(notification: notification, receivedAt: receivedAt, done: continuation))
+                defer { group.scheduled = true }
+                return !group.scheduled
             }
-            let at = StorePosition(major: UInt64(clamping: position))
-            return inserted ? .stored(at) : .duplicate(at)
+            if first { commitPending() }
         }
-        if case .stored = outcome { signal.raise() }
-        return outcome
+        return try result.get()
+    }
+
+    /// One insert waiting for its group's commit.
+    private struct PendingInsert: Sendable {
+        var notification: NewNotification
+        var receivedAt: Int64
+        var done: CheckedContinuation<Result<InsertOutcome, NotificationStoreFailure>, Never>
+    }
+
+    private struct PendingGroup: Sendable {
+        var inserts: [PendingInsert] = []
+        /// Whether a commit is queued on the writer (it takes every insert pending when it runs).
+        var scheduled = false
+    }
+
+    private let pending = Lock(PendingGroup())
+
+    /// Queues one commit of every pending insert on the writer; another is queued after it when more arrived
+    /// meanwhile, so the state's writes, queued on the same writer, interleave with the groups.
+    private func commitPending() {
+        connection.submit { [self] database in
+            let group = pending.withLock { group -> [PendingInsert] in
+                defer { group.inserts.removeAll(keepingCapacity: true) }
+                return group.inserts
+            }
+            let outcomes: Result<[InsertOutcome], NotificationStoreFailure>
+            do throws(NotificationStoreFailure) {
+                outcomes = .success(
+                    try database.inTransaction(.write) { () throws(NotificationStoreFailure) -> [InsertOutcome] in
+                        var outcomes: [InsertOutcome] = []
+                        outcomes.reserveCapacity(group.count)
+                        for insert in group {
+                            outcomes.append(try Self.insert(insert.notification, receivedAt: insert.receivedAt, into: database))
+                        }
+                        return outcomes
+                    })
+            } catch {
+                outcomes = .failure(error)
+            }
+            let more = pending.withLock { group -> Bool in
+                group.scheduled = !group.inserts.isEmpty
+                return group.scheduled
+            }
+            if more { commitPending() }
+            switch outcomes {
+            case .success(let outcomes):
+                if outcomes.contains(where: { if case .stored = $0 { true } else { false } }) { signal.raise() }
+                for (insert, outcome) in zip(group, outcomes) { insert.done.resume(returning: .success(outcome)) }
+            case .failure(let failure):
+                for insert in group { insert.done.resume(returning: .failure(failure)) }
+            }
+        }
+    }
+
+    /// One row, inside the group's transaction: stored, or a duplicate of the row with its UUID.
+    private static func insert(_ notification: NewNotification, receivedAt: Int64, into database: SQLiteDatabase)
+        throws(NotificationStoreFailure) -> InsertOutcome
+    {
+        try database.query(
+            """
+            INSERT INTO notifications(uuid, signed_date, received_at, bundle_id, environment, notification_type,
+              subtype, signed_payload) VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(uuid) DO NOTHING
+            """,
+            bind: [
+                .text(notification.uuid), .integer(notification.signedDate), .integer(receivedAt),
+                .text(notification.bundleId), .text(notification.environment), .text(notification.notificationType),
+                .text(notification.subtype), .text(notification.signedPayload),
+            ]
+        ) { _ in false }
+        let inserted = database.changes > 0
+        var position: Int64 = 0
+        try database.query("SELECT position FROM notifications WHERE uuid = ?", bind: [.text(notification.uuid)]) {
+            position = $0.integer(0)
+            return false
+        }
+        let at = StorePosition(major: UInt64(clamping: position))
+        return inserted ? .stored(at) : .duplicate(at)
     }
 
     static let columns =

@@ -22,6 +22,41 @@ final class SQLiteNotificationStoreTests: XCTestCase {
             subtype: "", signedPayload: "jws-\(uuid)")
     }
 
+    /// Inserts that arrive together are committed in groups: every one is answered after its commit, each new UUID
+    /// stored once at a position of its own, each repeated one (also within one group) a duplicate of that row.
+    func testConcurrentInsertsAreCommittedInGroupsEachOnce() async throws {
+        let path = directory + "/group.db"
+        let store = try SQLiteNotificationStore(path: path)
+        let outcomes = try await withThrowingTaskGroup(of: (String, InsertOutcome).self) { group in
+            for index in 0..<300 {
+                let uuid = "u-\(index % 200)"  // 100 UUIDs twice
+                let new = NewNotification(
+                    uuid: uuid, signedDate: Int64(index), bundleId: "com.example", environment: "Sandbox",
+                    notificationType: "DID_RENEW", subtype: "", signedPayload: "jws-\(uuid)")
+                group.addTask { (uuid, try await store.insert(new, receivedAt: 1)) }
+            }
+            return try await group.reduce(into: [(String, InsertOutcome)]()) { $0.append($1) }
+        }
+        var stored: [String: StorePosition] = [:]
+        var duplicates: [(String, StorePosition)] = []
+        for (uuid, outcome) in outcomes {
+            switch outcome {
+            case .stored(let at):
+                XCTAssertNil(stored[uuid], "\(uuid) stored twice")
+                stored[uuid] = at
+            case .duplicate(let at): duplicates.append((uuid, at))
+            }
+        }
+        XCTAssertEqual(stored.count, 200)
+        XCTAssertEqual(Set(stored.values).count, 200)
+        XCTAssertEqual(duplicates.count, 100)
+        for (uuid, at) in duplicates { XCTAssertEqual(stored[uuid], at) }
+        // What was answered is on disk: a second connection sees every row.
+        let reopened = try SQLiteNotificationStore(path: path)
+        let page = try await reopened.entries(after: .zero, limit: 1000)
+        XCTAssertEqual(page.entries.count, 200)
+    }
+
     func testInsertIsIdempotentByUUIDAndSurvivesReopening() async throws {
         let path = directory + "/n.db"
         do {
