@@ -274,6 +274,9 @@ let package = Package(
             name: "RedisTests",
             dependencies: ["Redis", "Configuration", "TestSupport", "AppStoreClient", "GatewayFoundation"]),
         .testTarget(
+            name: "PostgresTests",
+            dependencies: ["Postgres", "EventLoops", "GatewayFoundation", "Metrics", "TestSupport"]),
+        .testTarget(
             name: "EdgeTests",
             dependencies: [
                 "Edge", "ServiceHarness", "Services", "TestSupport", "GatewayFoundation", "Configuration",
