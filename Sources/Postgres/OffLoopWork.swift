@@ -8,41 +8,76 @@ import GatewayFoundation
 
 /// Host names resolved on a thread of their own: libpq resolves a `host` with `getaddrinfo` inside
 /// `PQconnectStartParams`, which would block the loop, so the connection resolves them first and hands libpq the
-/// addresses (`hostaddr`, one per host), keeping `host` for TLS verification.
+/// addresses (`hostaddr`), keeping each name in `host` for TLS verification. A name with several addresses (IPv6
+/// and IPv4 for `localhost`) becomes as many entries, tried in turn by libpq as it would have.
 enum HostResolution {
+    /// The `host`, `hostaddr` and `port` lists a connection attempt passes instead of the configuration's.
+    struct Resolved: Sendable, Hashable {
+        var host: String
+        var hostaddr: String
+        /// Nil: the configuration's `port` applies to every entry as it is.
+        var port: String?
+    }
+
     /// The hosts of the configuration when one of them is a name to resolve; nil when there is none (addresses,
-    /// Unix-domain socket directories, or `hostaddr` given).
-    static func namesToResolve(_ configuration: PostgresConfiguration) -> [String]? {
+    /// Unix-domain socket directories, or `hostaddr` given), or when the port list cannot match the hosts (libpq
+    /// then refuses the options before it resolves anything).
+    static func namesToResolve(_ configuration: PostgresConfiguration) -> (hosts: [String], ports: [String])? {
         guard configuration["hostaddr"] == nil, let host = configuration["host"], !host.isEmpty else { return nil }
         let hosts = host.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         if hosts.allSatisfy({ isSocket($0) || isAddress($0) }) { return nil }
-        return hosts
+        let ports = (configuration["port"] ?? "").split(separator: ",", omittingEmptySubsequences: false).map(
+            String.init)
+        guard ports.count <= 1 || ports.count == hosts.count else { return nil }
+        return (hosts, ports.count == hosts.count && hosts.count > 1 ? ports : [])
     }
 
-    /// Resolves `hosts` on a new thread and calls `done` there with the `hostaddr` list.
-    static func resolve(_ hosts: [String], _ done: @escaping @Sendable (Result<String, PostgresError>) -> Void) {
-        Thread.start(named: "pg-resolve") { done(resolveNow(hosts)) }
+    /// Resolves `hosts` on a new thread and calls `done` there.
+    static func resolve(
+        _ hosts: [String], ports: [String], _ done: @escaping @Sendable (Result<Resolved, PostgresError>) -> Void
+    ) {
+        Thread.start(named: "pg-resolve") { done(resolveNow(hosts, ports: ports)) }
     }
 
-    static func resolveNow(_ hosts: [String]) -> Result<String, PostgresError> {
-        var addresses: [String] = []
-        for host in hosts {
+    /// At most this many addresses of one name are tried.
+    static let addressesPerName = 4
+
+    static func resolveNow(_ hosts: [String], ports: [String]) -> Result<Resolved, PostgresError> {
+        var entries: [(host: String, address: String, port: String?)] = []
+        for (index, host) in hosts.enumerated() {
+            let port = ports.isEmpty ? nil : ports[index]
             if host.isEmpty || isSocket(host) || isAddress(host) {
-                addresses.append(isAddress(host) ? host : "")
+                entries.append((host, isAddress(host) ? host : "", port))
                 continue
             }
-            var hints = addrinfo()
-            hints.ai_family = AF_UNSPEC
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            var list: UnsafeMutablePointer<addrinfo>?
-            let status = getaddrinfo(host, nil, &hints, &list)
-            defer { if let list { freeaddrinfo(list) } }
-            guard status == 0, let first = list, let address = numericHost(first.pointee) else {
+            let addresses = addressesOf(host)
+            guard !addresses.isEmpty else {
                 return .failure(PostgresError(.refused, "cannot resolve the host name \(host)"))
             }
-            addresses.append(address)
+            for address in addresses { entries.append((host, address, port)) }
         }
-        return .success(addresses.joined(separator: ","))
+        return .success(
+            Resolved(
+                host: entries.map(\.host).joined(separator: ","),
+                hostaddr: entries.map(\.address).joined(separator: ","),
+                port: ports.isEmpty ? nil : entries.map { $0.port ?? "" }.joined(separator: ",")))
+    }
+
+    /// The numeric addresses of `host` (TCP), in the resolver's order, without repeats.
+    private static func addressesOf(_ host: String) -> [String] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0 else { return [] }
+        defer { if let list { freeaddrinfo(list) } }
+        var addresses: [String] = []
+        var next = list
+        while let entry = next, addresses.count < addressesPerName {
+            if let address = numericHost(entry.pointee), !addresses.contains(address) { addresses.append(address) }
+            next = entry.pointee.ai_next
+        }
+        return addresses
     }
 
     private static func numericHost(_ info: addrinfo) -> String? {

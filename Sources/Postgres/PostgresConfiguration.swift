@@ -118,14 +118,23 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         return hidden
     }
 
-    /// The keywords and values a connection attempt passes to libpq: the parsed options, `hostaddr` when the
-    /// host names were resolved off the loop, and UTF-8 as the client encoding (the rows decode text as UTF-8).
-    func connectionParameters(hostaddr: String?) -> [(String, String)] {
+    /// The keywords and values a connection attempt passes to libpq: the parsed options, with the host lists
+    /// resolved off the loop when there are names in them, and UTF-8 as the client encoding (the rows decode
+    /// text as UTF-8).
+    func connectionParameters(resolved: HostResolution.Resolved?) -> [(String, String)] {
+        var replaced: Set<String> = ["client_encoding"]
         var parameters: [(String, String)] = []
-        for option in options where option.keyword != "client_encoding" && option.keyword != "hostaddr" {
+        if let resolved {
+            replaced.formUnion(["host", "hostaddr"])
+            parameters += [("host", resolved.host), ("hostaddr", resolved.hostaddr)]
+            if let port = resolved.port {
+                replaced.insert("port")
+                parameters.append(("port", port))
+            }
+        }
+        for option in options where !replaced.contains(option.keyword) {
             parameters.append((option.keyword, option.value))
         }
-        if let hostaddr = hostaddr ?? self["hostaddr"] { parameters.append(("hostaddr", hostaddr)) }
         parameters.append(("client_encoding", "UTF8"))
         return parameters
     }

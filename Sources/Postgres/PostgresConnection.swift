@@ -695,26 +695,26 @@ public final class PostgresConnection: @unchecked Sendable {
         checkLoop()
         retryTimer = nil
         guard case .idle = state else { return }
-        if let hosts = HostResolution.namesToResolve(configuration) {
+        if let (hosts, ports) = HostResolution.namesToResolve(configuration) {
             state = .resolving
-            HostResolution.resolve(hosts) { [weak self] outcome in
+            HostResolution.resolve(hosts, ports: ports) { [weak self] outcome in
                 guard let self else { return }
                 _ = self.loop.execute {
                     guard case .resolving = self.state else { return }
                     self.state = .idle
                     switch outcome {
-                    case .success(let hostaddr): self.startConnecting(hostaddr: hostaddr)
+                    case .success(let resolved): self.startConnecting(resolved: resolved)
                     case .failure(let error): self.attemptFailed(error)
                     }
                 }
             }
             return
         }
-        startConnecting(hostaddr: nil)
+        startConnecting(resolved: nil)
     }
 
-    private func startConnecting(hostaddr: String?) {
-        let parameters = configuration.connectionParameters(hostaddr: hostaddr)
+    private func startConnecting(resolved: HostResolution.Resolved?) {
+        let parameters = configuration.connectionParameters(resolved: resolved)
         let keywords = parameters.map { strdup($0.0) }
         let values = parameters.map { strdup($0.1) }
         defer {

@@ -95,6 +95,31 @@ struct PostgresConnectionStringTests {
         #expect(refused?.message.contains("guess") == false)
     }
 
+    @Test(.enabled(if: PostgresProcess.available, "PostgreSQL's server programs are not installed"))
+    func tlsVerifiesTheServerAgainstTheGivenRoot() async throws {
+        let pki = try RedisTLSFixture(serverNames: ["localhost"])
+        let server = try PostgresProcess(tlsCertificate: pki.serverCertificateFile, tlsKey: pki.serverKeyFile)
+        let loop = try TestLoop()
+        defer { loop.stop() }
+        // The host is a name: resolved off the loop, connected to by address, verified by name.
+        let verified = try PostgresConfiguration(
+            "postgresql://postgres@localhost:\(server.port)/postgres?sslmode=verify-full&sslrootcert=\(pki.caFile)")
+        let connection = try await PostgresConnection.connect(verified, on: loop.loop)
+        let ssl = try await connection.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+        #expect(try ssl[0][0].bool() == true)
+        await connection.close()
+        // Another root does not vouch for the server; a name the certificate lacks does not match.
+        let untrusted = try PostgresConfiguration(
+            "postgresql://postgres@localhost:\(server.port)/postgres?sslmode=verify-full&sslrootcert=\(pki.otherCAFile)"
+        )
+        #expect(await failureKind { try await PostgresConnection.connect(untrusted, on: loop.loop) } == .refused)
+        let misnamed = try PostgresConfiguration(
+            "host=127.0.0.1 port=\(server.port) user=postgres sslmode=verify-full sslrootcert=\(pki.caFile)")
+        let mismatch = await failure { try await PostgresConnection.connect(misnamed, on: loop.loop) }
+        #expect(mismatch?.kind == .refused)
+        #expect(mismatch?.message.contains("127.0.0.1") == true, "\(String(describing: mismatch))")
+    }
+
     @Test func badConnectionStringsAreTypedErrors() async throws {
         for text in [
             "nosuchoption=1", "host='unterminated", "postgresql://u:s%zzecret@host/db", "postgresql://[::1/db",

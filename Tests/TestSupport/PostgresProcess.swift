@@ -67,11 +67,15 @@ public final class PostgresProcess: @unchecked Sendable {
         return "postgresql://\(credentials)@127.0.0.1:\(port)/postgres"
     }
 
+    /// Whether the server offers TLS (with the certificate and key given to `init`).
+    public let tls: Bool
+
     /// Makes the cluster and starts the server; with `password`, every TCP connection must authenticate with it
-    /// (SCRAM).
-    public init(password: String? = nil) throws {
+    /// (SCRAM); with `tlsCertificate` and `tlsKey` (PEM files), the server offers TLS with them.
+    public init(password: String? = nil, tlsCertificate: String? = nil, tlsKey: String? = nil) throws {
         guard let binaries = Self.binaries else { throw PostgresProcessError("initdb is not installed") }
         self.password = password
+        tls = tlsCertificate != nil && tlsKey != nil
         runAs = geteuid() == 0 ? Self.unprivilegedUser() : nil
         let base = runAs == nil ? (NSTemporaryDirectory() as NSString).appendingPathComponent("") + "/" : "/tmp/"
         var template = Array((base + "pg-test.XXXXXX").utf8CString)
@@ -90,6 +94,15 @@ public final class PostgresProcess: @unchecked Sendable {
                 arguments += ["--auth=trust"]
             }
             try run(binaries + "/initdb", arguments)
+            if let tlsCertificate, let tlsKey {
+                // The server wants its key readable by itself only.
+                for (source, name) in [(tlsCertificate, "server.crt"), (tlsKey, "server.key")] {
+                    let path = directory + "/" + name
+                    try FileManager.default.copyItem(atPath: source, toPath: path)
+                    chmod(path, 0o600)
+                    if let runAs { chown(path, runAs.uid, runAs.gid) }
+                }
+            }
             try start()
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
@@ -108,6 +121,8 @@ public final class PostgresProcess: @unchecked Sendable {
         let options =
             "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off "
             + "-c full_page_writes=off -c max_connections=40 -c shared_buffers=16MB"
+            + (tls
+                ? " -c ssl=on -c ssl_cert_file=\(directory)/server.crt -c ssl_key_file=\(directory)/server.key" : "")
         try run(
             binaries + "/pg_ctl",
             ["-D", dataDirectory, "-l", directory + "/log", "-w", "-t", "60", "-o", options, "start"])
