@@ -123,8 +123,10 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     deinit {
-        // Only a connection its owner did not close gets here with a handle: libpq's connection is finished on
-        // the loop (which may still watch its socket), or here once the loop has stopped.
+        // Only a connection its owner did not close gets here with subscribers or a handle: the subscriptions
+        // end, and libpq's connection is finished on the loop (which may still watch its socket), or here once
+        // the loop has stopped.
+        for continuation in subscribers.values.flatMap(\.values) { continuation.finish() }
         let handle: OpaquePointer?
         switch state {
         case .connecting(let connection), .connected(let connection): handle = connection

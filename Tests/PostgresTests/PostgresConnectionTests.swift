@@ -258,6 +258,27 @@ struct PostgresConnectionTests {
         await sender.close()
     }
 
+    @Test func aConnectionLetGoWithoutClosingEndsItsSubscriptionsAndSession() async throws {
+        defer { loop.stop() }
+        let observer = try await connect()
+        var connection: PostgresConnection? = try await connect { configuration in
+            configuration = (try? PostgresConfiguration(server.uri + "?application_name=let_go")) ?? configuration
+        }
+        let events = try await connection?.listen("let_go")
+        let sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'let_go'"
+        #expect(try await observer.query(sessions)[0][0].int() == 1)
+        connection = nil
+        var iterator = events?.makeAsyncIterator()
+        #expect(await iterator?.next() == nil)
+        var left: Int64? = 1
+        for _ in 0..<100 where left != 0 {
+            try await Task.sleep(for: .milliseconds(20))
+            left = try await observer.query(sessions)[0][0].int()
+        }
+        #expect(left == 0)
+        await observer.close()
+    }
+
     @Test func aPoolSpreadsItsCallersOverItsConnections() async throws {
         defer { loop.stop() }
         let registry = MetricsRegistry()
