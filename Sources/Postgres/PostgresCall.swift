@@ -96,6 +96,9 @@ struct RowsBuilder {
 
     init(limits: PostgresResultLimits) { self.limits = limits }
 
+    /// What a cell costs besides its text: its start and length.
+    static let cellOverhead = MemoryLayout<Int>.size + MemoryLayout<Int32>.size
+
     /// Adds the rows of `result` (one in single-row mode); false when they pass a bound (nothing kept then).
     mutating func append(_ result: OpaquePointer) -> Bool {
         let fieldCount = Int(PQnfields(result))
@@ -111,7 +114,7 @@ struct RowsBuilder {
         for row in 0..<tupleCount {
             var rowBytes = 0
             for field in 0..<fieldCount {
-                rowBytes += 8 + Int(max(0, PQgetlength(result, Int32(row), Int32(field))))
+                rowBytes += Self.cellOverhead + Int(max(0, PQgetlength(result, Int32(row), Int32(field))))
             }
             guard rowBytes <= limits.maxBytes - bytes else { return false }
             bytes += rowBytes

@@ -179,7 +179,7 @@ public struct PostgresCell: Sendable {
 public struct PostgresResultLimits: Sendable, Hashable {
     /// Most rows in one result.
     public var maxRows: Int
-    /// Most bytes in one result: every cell's text plus 8 bytes of bookkeeping per cell.
+    /// Most bytes in one result: every cell's text plus 12 bytes of bookkeeping per cell.
     public var maxBytes: Int
 
     public init(maxRows: Int = 100_000, maxBytes: Int = 64 << 20) {
