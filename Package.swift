@@ -51,6 +51,8 @@ let package = Package(
         // No pkgConfig: sqlite3.pc's -D_FILE_OFFSET_BITS=64 is a flag SwiftPM refuses (and warns about);
         // the header is in /usr/include and the modulemap links libsqlite3.
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Committed protoc-c output for proto/ (scripts/gen-protos.sh regenerates it).
         .target(name: "CGatewayProtos", dependencies: ["CProtobufC"]),
 
@@ -99,6 +101,10 @@ let package = Package(
         // parsed by hiredis, scripts by SHA. Knows nothing of what the commands mean.
         .target(
             name: "Redis", dependencies: ["CHiredis", "CLinux", "COpenSSL", "Cryptography", "GatewayFoundation"]),
+        // A PostgreSQL client on the caller's event loop (GatewayFoundation's `IOLoop`), as libcurl is: libpq
+        // non-blocking, in pipeline mode, with bounded results, typed errors, reconnects, LISTEN/NOTIFY and a small
+        // pool per loop. Knows nothing of what the statements mean.
+        .target(name: "Postgres", dependencies: ["CLibPQ", "GatewayFoundation", "Metrics"]),
         // The upstream App Store Server API client: libcurl multi handles driven by event loops (HTTP/2
         // over TLS, multiplexed), request JWTs, rate limits, retries, environment fallback.
         .target(
@@ -269,6 +275,9 @@ let package = Package(
         .testTarget(
             name: "RedisTests",
             dependencies: ["Redis", "Configuration", "TestSupport", "AppStoreClient", "GatewayFoundation"]),
+        .testTarget(
+            name: "PostgresTests",
+            dependencies: ["Postgres", "EventLoops", "GatewayFoundation", "Metrics", "TestSupport"]),
         .testTarget(
             name: "EdgeTests",
             dependencies: [

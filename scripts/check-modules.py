@@ -12,7 +12,9 @@ import sys
 TRANSPORT = {"EventLoops", "HTTPServer", "GRPC"}
 YAML = {"Configuration", "Yams"}
 ABOVE_DOMAIN = {"Services", "Edge", "Tracing", "GatewayApp", "AppStoreGatewayCLI"}
-DOMAIN = {"AppStoreDomain", "SignedData", "CallerAuthentication", "AppStoreClient", "NotificationStore", "Redis"}
+DOMAIN = {
+    "AppStoreDomain", "SignedData", "CallerAuthentication", "AppStoreClient", "NotificationStore", "Redis", "Postgres",
+}
 FORBIDDEN = {
     "GatewayFoundation": "every project module",
     "ProtoCodec": "every project module",
@@ -23,8 +25,11 @@ FORBIDDEN = {
     "Cryptography": {"AppStoreDomain"} | YAML,
     "AppStoreDomain": {"Redis"} | TRANSPORT | YAML,
     "Redis": {"AppStoreDomain"} | TRANSPORT | YAML,
+    # The PostgreSQL client knows no statement's meaning: no domain, no other store, no transport, no YAML.
+    "Postgres": (DOMAIN - {"Postgres"}) | TRANSPORT | YAML | ABOVE_DOMAIN | {"Cryptography", "Simulator"},
     # The subscription-state reducer is pure: no transport, no configuration, no store, no Apple client.
-    "SubscriptionState": TRANSPORT | YAML | ABOVE_DOMAIN | {"AppStoreClient", "NotificationStore", "Redis", "CSQLite"},
+    "SubscriptionState": TRANSPORT | YAML | ABOVE_DOMAIN
+    | {"AppStoreClient", "NotificationStore", "Redis", "CSQLite", "Postgres", "CLibPQ"},
     "SignedData": TRANSPORT | YAML | ABOVE_DOMAIN,
     "CallerAuthentication": TRANSPORT | YAML | ABOVE_DOMAIN,
     "AppStoreClient": TRANSPORT | YAML | ABOVE_DOMAIN,

@@ -15,6 +15,7 @@ run_packages=(
   libcurl4-openssl-dev  # upstream HTTP/2 client (CCurl)
   libhiredis-dev        # Redis client for the shared rate budget and notification store (CHiredis)
   libsqlite3-dev        # the webhook's embedded notification store (CSQLite)
+  libpq-dev             # PostgreSQL client on the event loops (CLibPQ)
   libjemalloc-dev       # the allocator the gateway binary links (per-thread caches; docs/ARCHITECTURE.md)
 )
 
@@ -23,6 +24,7 @@ test_packages=(
   libprotobuf-dev       # google/protobuf/*.proto well-known types for protoc-c
   protobuf-c-compiler   # protoc-c, for `make gen` and the drift check
   redis-server          # the shared-budget tests start their own Redis
+  postgresql            # initdb, pg_ctl and postgres: the PostgreSQL tests start their own server
   curl                  # TLS, HTTP/2 and HTTP/1.1 peer in the HTTP server tests
   python3-venv          # the grpcio interop test venv
   python3-pip

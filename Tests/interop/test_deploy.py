@@ -261,7 +261,7 @@ def test_the_image_builds_with_what_make_run_installs_and_runs_with_their_librar
     assert set(builder.replace("\\", " ").split()) == set(run)
     libraries = {"libnghttp2-dev": "libnghttp2-14", "libprotobuf-c-dev": "libprotobuf-c1", "libssl-dev": "libssl3",
                  "libcurl4-openssl-dev": "libcurl4", "libhiredis-dev": "libhiredis0.14",
-                 "libsqlite3-dev": "libsqlite3-0", "libjemalloc-dev": "libjemalloc2"}
+                 "libsqlite3-dev": "libsqlite3-0", "libjemalloc-dev": "libjemalloc2", "libpq-dev": "libpq5"}
     assert set(libraries) == set(run) - {"pkg-config"}
     assert set(runtime.replace("\\", " ").split()) == set(libraries.values()) | {"ca-certificates"}
 

@@ -2,8 +2,10 @@
 the gateway's webhook the way Apple does; the gateway verifies, stores durably (SQLite or Redis) and streams
 them to StreamNotifications followers (`follow`), with resume tokens that cover the live part."""
 import base64
+import glob
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -85,6 +87,106 @@ class Redis:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def postgres_binaries():
+    """The directory of initdb, pg_ctl and postgres: Debian's newest version, else the one on PATH; None when absent."""
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                      key=lambda path: int(path.split("/")[4]) if path.split("/")[4].isdigit() else 0, reverse=True)
+    if versions:
+        return os.path.dirname(versions[0])
+    initdb = shutil.which("initdb")
+    return os.path.dirname(initdb) if initdb else None
+
+
+HAVE_POSTGRES = postgres_binaries() is not None
+
+
+class Postgres:
+    """A throw-away PostgreSQL on a loopback port: initdb into a directory of its own (trust authentication, or
+    SCRAM with `password`), fsync off, the Unix socket in that directory too; `stop(immediate=True)` crashes it,
+    `start()` brings it back on the same port and data. The server refuses to run as root, so as root its programs
+    run as the `postgres` user (or `nobody`) in a directory under /tmp that user can reach."""
+
+    def __init__(self, password=None):
+        self.bin = postgres_binaries()
+        if self.bin is None:
+            raise RuntimeError("PostgreSQL's server programs are not installed")
+        self.port = free_port()
+        self.password = password
+        self.user = "postgres"
+        self.owner = None
+        if os.geteuid() == 0:
+            for name in ("postgres", "nobody"):
+                try:
+                    entry = pwd.getpwnam(name)
+                    self.owner = (entry.pw_uid, entry.pw_gid)
+                    break
+                except KeyError:
+                    continue
+        self.directory = tempfile.mkdtemp(prefix="gw-pg-", dir="/tmp" if self.owner else None)
+        self.data = os.path.join(self.directory, "data")
+        if self.owner:
+            os.chown(self.directory, *self.owner)
+        arguments = ["-D", self.data, "-U", self.user, "--no-sync", "-E", "UTF8", "--locale=C"]
+        if password is None:
+            arguments.append("--auth=trust")
+        else:
+            path = os.path.join(self.directory, "password")
+            with open(path, "w") as f:
+                f.write(password)
+            if self.owner:
+                os.chown(path, *self.owner)
+            arguments += ["--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=" + path]
+        try:
+            self._run("initdb", *arguments)
+            self.start()
+        except Exception:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            raise
+
+    @property
+    def url(self):
+        """A URI for the `postgres` database (with the password, when there is one)."""
+        credentials = f"{self.user}:{self.password}" if self.password else self.user
+        return f"postgresql://{credentials}@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, program, *arguments):
+        extra = {}
+        if self.owner:
+            extra = {"user": self.owner[0], "group": self.owner[1], "extra_groups": []}
+        done = subprocess.run([os.path.join(self.bin, program), *arguments], cwd=self.directory,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, **extra)
+        if done.returncode != 0:
+            raise RuntimeError(f"{program} failed: {done.stdout}{done.stderr}")
+        return done.stdout
+
+    def start(self):
+        options = (f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off "
+                   "-c full_page_writes=off -c max_connections=40")
+        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.directory, "log"), "-w", "-t", "60",
+                  "-o", options, "start")
+
+    def stop(self, immediate=False):
+        """Stops the server (`immediate`: as a crash does); the data stays for `start()`."""
+        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+            self._run("pg_ctl", "-D", self.data, "-m", "immediate" if immediate else "fast", "-w", "stop")
+
+    def psql(self, sql):
+        """Runs `sql` with psql over TCP and returns its unaligned output."""
+        env = dict(os.environ, PGPASSWORD=self.password or "")
+        done = subprocess.run([os.path.join(self.bin, "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
+                               self.user, "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=env)
+        if done.returncode != 0:
+            raise RuntimeError(f"psql failed: {done.stderr}")
+        return done.stdout.strip()
+
+    def close(self):
+        try:
+            self.stop(immediate=True)
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -532,3 +634,30 @@ def test_request_a_test_notification_delivers_it_to_the_webhook():
         gw.stop()
         simulator.terminate()
         simulator.wait(timeout=10)
+
+
+@pytest.mark.skipif(not HAVE_POSTGRES, reason="PostgreSQL's server programs are not installed")
+def test_a_throw_away_postgres_starts_crashes_and_returns():
+    """The interop suites' PostgreSQL (for the fleet's shared state, issue 48): it answers, survives an immediate
+    stop with its data, and a password server refuses a wrong password."""
+    server = Postgres()
+    try:
+        server.psql("CREATE TABLE kept (id int PRIMARY KEY); INSERT INTO kept VALUES (7)")
+        assert server.psql("SELECT 1 + 1") == "2"
+        server.stop(immediate=True)
+        with pytest.raises(RuntimeError):
+            server.psql("SELECT 1")
+        server.start()
+        assert server.psql("SELECT id FROM kept") == "7"
+    finally:
+        server.close()
+    assert not os.path.exists(server.directory)
+    secured = Postgres(password="s3cret")
+    try:
+        assert secured.psql("SELECT current_user") == "postgres"
+        assert "s3cret" in secured.url
+        secured.password = "wrong"
+        with pytest.raises(RuntimeError):
+            secured.psql("SELECT 1")
+    finally:
+        secured.close()

@@ -1,0 +1,114 @@
+import GatewayFoundation
+
+/// A few connections on one event loop, for that loop's callers: each statement goes to the least busy
+/// connection that is up (fewest statements in flight or waiting; one in a transaction counts as busy), so a
+/// slow statement or a transaction holds up one connection, not the loop's callers. Size it from the server's
+/// `max_connections`: replicas × loops per replica × pool size must stay under it (docs/postgres.md).
+public final class PostgresPool: Sendable {
+    public let loop: any IOLoop
+    /// The connections, made on `loop` (their order is fixed: notifications come through the first).
+    public let connections: [PostgresConnection]
+
+    private init(loop: any IOLoop, connections: [PostgresConnection]) {
+        self.loop = loop
+        self.connections = connections
+    }
+
+    /// Opens `size` connections on `loop` at once; fails (closing those that opened) when any first attempt
+    /// fails. Each connection is replaced on its own when it breaks.
+    public static func connect(
+        _ configuration: PostgresConfiguration, on loop: any IOLoop, size: Int, metrics: PostgresMetrics? = nil,
+        onEvent: (@Sendable (PostgresConnectionEvent) -> Void)? = nil
+    ) async throws(PostgresError) -> PostgresPool {
+        let results = await withTaskGroup(of: Result<PostgresConnection, PostgresError>.self) { group in
+            for _ in 0..<max(1, size) {
+                group.addTask {
+                    do throws(PostgresError) {
+                        return .success(
+                            try await PostgresConnection.connect(
+                                configuration, on: loop, metrics: metrics, onEvent: onEvent))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            var results: [Result<PostgresConnection, PostgresError>] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        var connections: [PostgresConnection] = []
+        var failure: PostgresError?
+        for result in results {
+            switch result {
+            case .success(let connection): connections.append(connection)
+            case .failure(let error): failure = failure ?? error
+            }
+        }
+        if let failure {
+            for connection in connections { await connection.close() }
+            throw failure
+        }
+        return PostgresPool(loop: loop, connections: connections)
+    }
+
+    /// Runs `sql` on the least busy connection.
+    public func query(
+        _ sql: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
+    ) async throws(PostgresError) -> PostgresRows {
+        try await leastBusy().query(sql, parameters, timeout: timeout)
+    }
+
+    /// Prepares `sql` as `name` on every connection (each prepares it on the server before its first use there;
+    /// the least busy one at once, so an error in the statement is this call's).
+    public func prepare(_ name: String, _ sql: String, timeout: Duration? = nil) async throws(PostgresError) {
+        let first = await leastBusy()
+        try await first.prepare(name, sql, timeout: timeout)
+        for connection in connections where connection !== first { await connection.register(prepared: name, sql) }
+    }
+
+    /// Runs the prepared statement `name` on the least busy connection.
+    public func execute(
+        prepared name: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
+    ) async throws(PostgresError) -> PostgresRows {
+        try await leastBusy().execute(prepared: name, parameters, timeout: timeout)
+    }
+
+    /// Runs `body` as a transaction on the least busy connection (`PostgresConnection.transaction`).
+    public func transaction<T>(_ body: (PostgresTransaction) async throws -> T) async throws -> T {
+        try await leastBusy().transaction(body)
+    }
+
+    /// Subscribes to `channel` on the first connection (`PostgresConnection.listen`).
+    public func listen(_ channel: String) async throws(PostgresError) -> AsyncStream<PostgresListenEvent> {
+        try await connections[0].listen(channel)
+    }
+
+    /// Closes every connection.
+    public func close() async {
+        for connection in connections { await connection.close() }
+    }
+
+    /// The connection to use now: the least loaded of those up, else the first (whose call then fails fast).
+    private func leastBusy() async -> PostgresConnection {
+        let connections = connections
+        if IOLoops.current === loop { return Self.pick(connections) }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<PostgresConnection, Never>) in
+            if !loop.execute({ continuation.resume(returning: Self.pick(connections)) }) {
+                continuation.resume(returning: connections[0])
+            }
+        }
+    }
+
+    private static func pick(_ connections: [PostgresConnection]) -> PostgresConnection {
+        var best = connections[0]
+        var bestLoad = Int.max
+        for connection in connections where connection.connected {
+            let load = connection.load
+            if load < bestLoad {
+                best = connection
+                bestLoad = load
+            }
+        }
+        return best
+    }
+}

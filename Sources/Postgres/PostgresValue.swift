@@ -1,0 +1,84 @@
+/// A statement parameter (`$1`, `$2`, …; a NULL is `nil` in the parameter list). Parameters travel apart from the
+/// statement's text, so quotes, backslashes and any Unicode in them need no escaping. Text, numbers and booleans
+/// are sent in PostgreSQL's text form with their type; bytes in binary, as `bytea`.
+public enum PostgresValue: Sendable, Hashable {
+    /// A `text` value. PostgreSQL's text cannot hold a NUL character: a value with one is refused before anything
+    /// is sent (`.invalidRequest`). For another type written as text (a timestamp, JSON, a UUID), cast in the statement (`$1::jsonb`)
+    /// or use `untyped`.
+    case text(String)
+    /// A value whose type the server infers from where it is used (the parameter's type is left `unknown`), written
+    /// in that type's text form: `untyped("2026-01-01T00:00:00Z")` for a `timestamptz` column.
+    case untyped(String)
+    /// An `int8` (`bigint`); PostgreSQL casts it to a narrower integer column on assignment.
+    case integer(Int64)
+    /// A `float8` (`double precision`); infinities and NaN included.
+    case double(Double)
+    /// A `boolean`.
+    case boolean(Bool)
+    /// A `bytea`, sent in binary (any bytes, NUL included).
+    case bytes([UInt8])
+
+    /// The type the parameter is declared with (0: left to the server).
+    var typeOID: UInt32 {
+        switch self {
+        case .text: PostgresType.text
+        case .untyped: 0
+        case .integer: PostgresType.int8
+        case .double: PostgresType.float8
+        case .boolean: PostgresType.bool
+        case .bytes: PostgresType.bytea
+        }
+    }
+
+    /// 0 for text, 1 for binary.
+    var format: Int32 {
+        if case .bytes = self { return 1 }
+        return 0
+    }
+
+    /// The bytes sent for the value.
+    var encoded: [UInt8] {
+        switch self {
+        case .text(let text), .untyped(let text): Array(text.utf8)
+        case .integer(let value): Array(String(value).utf8)
+        case .double(let value): Array(Self.text(of: value).utf8)
+        case .boolean(let value): value ? [UInt8(ascii: "t")] : [UInt8(ascii: "f")]
+        case .bytes(let bytes): bytes
+        }
+    }
+
+    /// `value` as `float8in` reads it: the shortest text that reads back as the same double.
+    private static func text(of value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value < 0 ? "-Infinity" : "Infinity" }
+        return value.description
+    }
+}
+
+extension PostgresValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByFloatLiteral
+{
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(booleanLiteral value: Bool) { self = .boolean(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+}
+
+/// The type OIDs the client names (PostgreSQL's fixed catalogue numbers, `pg_type.oid`).
+public enum PostgresType {
+    public static let bool: UInt32 = 16
+    public static let bytea: UInt32 = 17
+    public static let int8: UInt32 = 20
+    public static let int2: UInt32 = 21
+    public static let int4: UInt32 = 23
+    public static let text: UInt32 = 25
+    public static let oid: UInt32 = 26
+    public static let json: UInt32 = 114
+    public static let float4: UInt32 = 700
+    public static let float8: UInt32 = 701
+    public static let varchar: UInt32 = 1043
+    public static let timestamptz: UInt32 = 1184
+    public static let numeric: UInt32 = 1700
+    public static let uuid: UInt32 = 2950
+    public static let jsonb: UInt32 = 3802
+}

@@ -1,0 +1,307 @@
+import EventLoops
+import GatewayFoundation
+import Metrics
+import Postgres
+import Synchronization
+import TestSupport
+import Testing
+
+/// The connection against a real PostgreSQL (one throw-away server for these tests, on a loopback port): queries
+/// and their parameters, prepared statements, pipelining, a loop that never blocks, deadlines, bounds,
+/// transactions and LISTEN/NOTIFY.
+@Suite(.serialized, .enabled(if: PostgresProcess.available, "PostgreSQL's server programs are not installed"))
+struct PostgresConnectionTests {
+    let server: PostgresProcess
+    let loop: TestLoop
+
+    init() throws {
+        server = try PostgresProcess.shared()
+        loop = try TestLoop()
+    }
+
+    private func connect(
+        _ change: (inout PostgresConfiguration) -> Void = { _ in }, metrics: PostgresMetrics? = nil
+    ) async throws -> PostgresConnection {
+        var configuration = try PostgresConfiguration(server.uri)
+        change(&configuration)
+        return try await PostgresConnection.connect(configuration, on: loop.loop, metrics: metrics)
+    }
+
+    @Test func aSimpleQueryRoundTrips() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        let rows = try await connection.query("SELECT 1 AS one, 'x'::text AS letter, NULL::int4 AS nothing")
+        #expect(rows.count == 1)
+        #expect(rows.columns.map(\.name) == ["one", "letter", "nothing"])
+        #expect(rows.columns.map(\.typeOID) == [PostgresType.int4, PostgresType.text, PostgresType.int4])
+        #expect(try rows[0][0].int() == 1)
+        #expect(try rows[0]["letter"].string() == "x")
+        #expect(rows[0]["nothing"].isNull)
+        #expect(try rows[0]["nothing"].int() == nil)
+        #expect(rows.commandTag == "SELECT 1")
+        #expect(rows.affectedRows == 1)
+        #expect(await failureKind { try rows[0]["missing"].string() } == .decoding)
+        #expect(await failureKind { try rows[0]["letter"].int() } == .decoding)
+        // A server error is typed, with its SQLSTATE, and the connection goes on.
+        let error = await failure { try await connection.query("SELECT * FROM no_such_table") }
+        #expect(error?.kind == .server)
+        #expect(error?.sqlState == "42P01")
+        #expect(try await connection.query("SELECT 2")[0][0].int() == 2)
+        await connection.close()
+        #expect(await failureKind { try await connection.query("SELECT 1") } == .closed)
+    }
+
+    @Test func parametersTravelApartFromTheStatement() async throws {
+        defer { loop.stop() }
+        let connection = try await connect { $0.limits = PostgresResultLimits(maxRows: 100, maxBytes: 1 << 20) }
+        let text = "it's \"quoted\" \\ back'slash; DROP TABLE x; -- 🐘 Ελληνικά 日本語"
+        let bytes: [UInt8] = [0, 1, 2, 0xFF, 0x5C, 0x27, 0]
+        let rows = try await connection.query(
+            "SELECT $1::text, $2::int8, $3::float8, $4::bool, $5::bytea, $6::text IS NULL, $7::float8, length($1)",
+            [.text(text), .integer(-42), .double(0.1), .boolean(true), .bytes(bytes), nil, .double(-.infinity)])
+        let row = rows[0]
+        #expect(try row[0].string() == text)
+        #expect(try row[1].int() == -42)
+        #expect(try row[2].double() == 0.1)
+        #expect(try row[3].bool() == true)
+        #expect(try row[4].data() == bytes)
+        #expect(try row[5].bool() == true)
+        #expect(try row[6].double() == -.infinity)
+        #expect(try row[7].int() == Int64(text.count))
+        // Literals, and a value the server types from its use.
+        let typed = try await connection.query(
+            "SELECT $1::int4 + 1, $2 = timestamptz '2026-01-01T00:00:00Z'", [7, .untyped("2026-01-01 00:00:00+00")])
+        #expect(try typed[0][0].int() == 8)
+        #expect(try typed[0][1].bool() == true)
+        // PostgreSQL's text holds no NUL: refused before anything is sent, typed.
+        let nul = await failure { try await connection.query("SELECT $1::text", [.text("a\u{0}b")]) }
+        #expect(nul?.kind == .invalidRequest)
+        // A value near the bound passes; one past it fails the call, and the connection goes on.
+        let near = try await connection.query("SELECT repeat('x', $1::int4)", [.integer(1_000_000)])
+        #expect(try near[0][0].string()?.utf8.count == 1_000_000)
+        let past = await failure { try await connection.query("SELECT repeat('x', 1100000)") }
+        #expect(past?.kind == .resultTooLarge)
+        #expect(try await connection.query("SELECT 3")[0][0].int() == 3)
+        await connection.close()
+    }
+
+    @Test func preparedStatementsArePreparedOnceAndReused() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        try await connection.prepare("double_it", "SELECT $1::int8 * 2 AS doubled")
+        for value in 1...5 {
+            let rows = try await connection.execute(prepared: "double_it", [.integer(Int64(value))])
+            #expect(try rows[0]["doubled"].int() == Int64(value * 2))
+        }
+        // Preparing the same statement again costs nothing; the server holds it once.
+        try await connection.prepare("double_it", "SELECT $1::int8 * 2 AS doubled")
+        let count = try await connection.query(
+            "SELECT count(*) FROM pg_prepared_statements WHERE name = 'double_it'")
+        #expect(try count[0][0].int() == 1)
+        // Another statement under the name replaces it.
+        try await connection.prepare("double_it", "SELECT $1::int8 * 3 AS tripled")
+        #expect(try await connection.execute(prepared: "double_it", [5])[0][0].int() == 15)
+        #expect(await failureKind { try await connection.execute(prepared: "never_prepared") } == .invalidRequest)
+        let syntax = await failure { try await connection.prepare("broken", "SELEC 1") }
+        #expect(syntax?.sqlState == "42601")
+        await connection.close()
+    }
+
+    @Test func aHundredPipelinedQueriesCompleteInOrder() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        let order = Shared<[Int]>([])
+        try await loop.run {
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<100 {
+                    group.addTask {
+                        let rows = try? await connection.query("SELECT $1::int8", [.integer(Int64(index))])
+                        let value = (try? rows?[0][0].int()).flatMap { $0 }
+                        order.withLock { $0.append(value.map(Int.init) ?? -1) }
+                    }
+                }
+            }
+        }
+        #expect(order.withLock { $0 } == Array(0..<100))
+        let statistics = await connection.statistics()
+        #expect(statistics.mostInFlight >= 50, "\(statistics)")
+        await connection.close()
+    }
+
+    @Test func theLoopKeepsRunningWhileTheServerWorks() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        let ticks = Atomic<Int>(0)
+        let running = Atomic<Bool>(true)
+        let eventLoop = loop.loop
+        @Sendable func tick() {
+            guard running.load(ordering: .relaxed) else { return }
+            ticks.add(1, ordering: .relaxed)
+            eventLoop.scheduleTimer(after: .milliseconds(10)) { tick() }
+        }
+        eventLoop.execute { tick() }
+        let start = MonotonicInstant.now()
+        let value = try await loop.run { try await connection.query("SELECT pg_sleep(1), 7")[0][1].int() }
+        running.store(false, ordering: .relaxed)
+        #expect(value == 7)
+        #expect(seconds(since: start) >= 1)
+        #expect(
+            ticks.load(ordering: .relaxed) >= 50, "the loop's 10 ms timer fired \(ticks.load(ordering: .relaxed)) times"
+        )
+        await connection.close()
+    }
+
+    @Test func aDeadlineCancelsTheStatementOnTheServer() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        let start = MonotonicInstant.now()
+        let error = await failure { try await connection.query("SELECT pg_sleep(10)", timeout: .milliseconds(200)) }
+        #expect(error?.kind == .timeout)
+        #expect(seconds(since: start) < 2)
+        // The sleep was cancelled: the next statement is answered at once, not after ten seconds.
+        let next = MonotonicInstant.now()
+        #expect(try await connection.query("SELECT 5", timeout: .seconds(3))[0][0].int() == 5)
+        #expect(seconds(since: next) < 2)
+        #expect(await connection.statistics().cancelRequests >= 1)
+        // A caller's cancelled task cancels its statement the same way.
+        let task = Task { try await connection.query("SELECT pg_sleep(10)") }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        #expect(await failureKind { try await task.value } == .cancelled)
+        #expect(try await connection.query("SELECT 6", timeout: .seconds(3))[0][0].int() == 6)
+        await connection.close()
+    }
+
+    @Test func aResultPastItsBoundsFailsWithoutHoldingIt() async throws {
+        defer { loop.stop() }
+        let connection = try await connect { $0.limits = PostgresResultLimits(maxRows: 1000, maxBytes: 64 << 10) }
+        #expect(try await connection.query("SELECT generate_series(1, 1000)").count == 1000)
+        let start = MonotonicInstant.now()
+        let rows = await failure { try await connection.query("SELECT generate_series(1, 100000000)") }
+        #expect(rows?.kind == .resultTooLarge)
+        #expect(seconds(since: start) < 5)
+        let bytes = await failure {
+            try await connection.query("SELECT repeat('y', 1000) FROM generate_series(1, 100)")
+        }
+        #expect(bytes?.kind == .resultTooLarge)
+        #expect(try await connection.query("SELECT 4", timeout: .seconds(5))[0][0].int() == 4)
+        await connection.close()
+    }
+
+    @Test func aTransactionCommitsOrRollsBackAsAWhole() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        _ = try await connection.query("CREATE TEMPORARY TABLE items (id int8 PRIMARY KEY, name text)")
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await connection.transaction { transaction in
+                _ = try await transaction.query("INSERT INTO items VALUES ($1, $2)", [1, "one"])
+                throw Refused()
+            }
+        }
+        #expect(try await connection.query("SELECT count(*) FROM items")[0][0].int() == 0)
+        let inserted = try await connection.transaction { transaction in
+            _ = try await transaction.query("INSERT INTO items VALUES ($1, $2)", [1, "one"])
+            return try await transaction.query("INSERT INTO items VALUES ($1, $2)", [2, "two"]).affectedRows
+        }
+        #expect(inserted == 1)
+        #expect(try await connection.query("SELECT count(*) FROM items")[0][0].int() == 2)
+        // A failing statement rolls the whole transaction back.
+        do {
+            try await connection.transaction { transaction in
+                _ = try await transaction.query("INSERT INTO items VALUES (3, 'three')")
+                _ = try await transaction.query("INSERT INTO items VALUES (1, 'again')")
+            }
+            Issue.record("the duplicate key was accepted")
+        } catch let error as PostgresError {
+            #expect(error.isUniqueViolation)
+        }
+        #expect(try await connection.query("SELECT count(*) FROM items")[0][0].int() == 2)
+        // A COMMIT that fails (a deferred constraint) leaves no transaction open behind it.
+        _ = try await connection.query("CREATE TEMPORARY TABLE deferred (id int8 UNIQUE DEFERRABLE INITIALLY DEFERRED)")
+        do {
+            try await connection.transaction { transaction in
+                _ = try await transaction.query("INSERT INTO deferred VALUES (1), (1)")
+            }
+            Issue.record("the deferred duplicate was committed")
+        } catch let error as PostgresError {
+            #expect(error.isUniqueViolation)
+        }
+        _ = try await connection.query("INSERT INTO deferred VALUES (2)")
+        #expect(try await connection.query("SELECT count(*) FROM deferred")[0][0].int() == 1)
+        // Another caller's statement issued meanwhile waits for the transaction's end, outside it.
+        let seen = try await connection.transaction { transaction in
+            _ = try await transaction.query("INSERT INTO items VALUES (4, 'four')")
+            let outside = Task { try await connection.query("SELECT count(*) FROM items")[0][0].int() }
+            try await Task.sleep(for: .milliseconds(50))
+            _ = try await transaction.query("DELETE FROM items WHERE id = 4")
+            return outside
+        }
+        #expect(try await seen.value == 2)
+        await connection.close()
+    }
+
+    @Test func aNotificationFromAnotherSessionArrives() async throws {
+        defer { loop.stop() }
+        let listener = try await connect()
+        let sender = try await connect()
+        let events = try await listener.listen("gateway wake")
+        let pid = try await sender.query("SELECT pg_backend_pid()")[0][0].int()
+        _ = try await sender.query("SELECT pg_notify($1, $2)", ["gateway wake", "app-1"])
+        var iterator = events.makeAsyncIterator()
+        let event = await iterator.next()
+        #expect(
+            event
+                == .notification(
+                    PostgresNotification(channel: "gateway wake", payload: "app-1", senderPID: Int32(pid ?? 0))))
+        await listener.close()
+        await sender.close()
+    }
+
+    @Test func aConnectionLetGoWithoutClosingEndsItsSubscriptionsAndSession() async throws {
+        defer { loop.stop() }
+        let observer = try await connect()
+        var connection: PostgresConnection? = try await connect { configuration in
+            configuration = (try? PostgresConfiguration(server.uri + "?application_name=let_go")) ?? configuration
+        }
+        let events = try await connection?.listen("let_go")
+        let sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'let_go'"
+        #expect(try await observer.query(sessions)[0][0].int() == 1)
+        connection = nil
+        var iterator = events?.makeAsyncIterator()
+        #expect(await iterator?.next() == nil)
+        var left: Int64? = 1
+        for _ in 0..<100 where left != 0 {
+            try await Task.sleep(for: .milliseconds(20))
+            left = try await observer.query(sessions)[0][0].int()
+        }
+        #expect(left == 0)
+        await observer.close()
+    }
+
+    @Test func aPoolSpreadsItsCallersOverItsConnections() async throws {
+        defer { loop.stop() }
+        let registry = MetricsRegistry()
+        let pool = try await PostgresPool.connect(
+            try PostgresConfiguration(server.uri), on: loop.loop, size: 3, metrics: PostgresMetrics(registry: registry))
+        #expect(pool.connections.count == 3)
+        let pids = try await loop.run {
+            try await withThrowingTaskGroup(of: Int64?.self) { group in
+                for _ in 0..<30 {
+                    group.addTask { try await pool.query("SELECT pg_backend_pid(), pg_sleep(0.01)")[0][0].int() }
+                }
+                var pids: Set<Int64> = []
+                for try await pid in group { if let pid { pids.insert(pid) } }
+                return pids
+            }
+        }
+        #expect(pids.count == 3)
+        try await pool.prepare("pool_add", "SELECT $1::int8 + $2::int8")
+        for _ in 0..<6 { #expect(try await pool.execute(prepared: "pool_add", [2, 3])[0][0].int() == 5) }
+        let committed = try await pool.transaction { try await $0.query("SELECT 9")[0][0].int() }
+        #expect(committed == 9)
+        let connects = registry.counter("appstore_gateway_postgres_connects_total", help: "", labelNames: ["outcome"])
+        #expect(connects.labels("connected").current == 3)
+        await pool.close()
+    }
+}
