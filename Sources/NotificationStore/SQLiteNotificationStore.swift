@@ -1,4 +1,5 @@
 import GatewayFoundation
+
 /// The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so a commit is on disk (the
 /// write-ahead log fsynced) before `insert` returns, and a `kill -9` or power cut after the webhook's 200
 /// loses nothing. Every statement runs on one serial queue (its own thread), never on an event loop.
@@ -62,7 +63,8 @@ public final class SQLiteNotificationStore: NotificationStore {
     {
         let result: Result<InsertOutcome, NotificationStoreFailure> = await withCheckedContinuation { continuation in
             let first = pending.withLock { group -> Bool in
-                group.inserts.append(PendingInsert(notification: notification, receivedAt: receivedAt, done: continuation))
+                group.inserts.append(
+                    PendingInsert(notification: notification, receivedAt: receivedAt, done: continuation))
                 defer { group.scheduled = true }
                 return !group.scheduled
             }
@@ -101,7 +103,8 @@ public final class SQLiteNotificationStore: NotificationStore {
                         var outcomes: [InsertOutcome] = []
                         outcomes.reserveCapacity(group.count)
                         for insert in group {
-                            outcomes.append(try Self.insert(insert.notification, receivedAt: insert.receivedAt, into: database))
+                            outcomes.append(
+                                try Self.insert(insert.notification, receivedAt: insert.receivedAt, into: database))
                         }
                         return outcomes
                     })
