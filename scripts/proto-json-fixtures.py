@@ -23,7 +23,6 @@ import json
 import math
 import os
 import random
-import shutil
 import struct
 import sys
 import tempfile
@@ -32,27 +31,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 OUT = os.path.join(ROOT, "Tests", "ProtoCodecTests", "Fixtures", "proto-json.txt")
 
 
-def generate_stubs():
-    """Python stubs for proto/appstore and proto/google/rpc, as Tests/interop/conftest.py generates them."""
-    from grpc_tools import protoc
-    import grpc_tools
-
-    out = tempfile.mkdtemp(prefix="proto-json-stubs-")
-    wkt = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
-    protos = []
-    for sub in ("appstore", os.path.join("google", "rpc")):
-        for base, _, files in os.walk(os.path.join(ROOT, "proto", sub)):
-            for name in files:
-                if name.endswith(".proto"):
-                    protos.append(os.path.relpath(os.path.join(base, name), os.path.join(ROOT, "proto")))
-    args = ["protoc", f"-I{os.path.join(ROOT, 'proto')}", f"-I{wkt}", f"--python_out={out}"]
-    if protoc.main(args + sorted(protos)) != 0:
-        raise RuntimeError("protoc failed to generate the Python stubs")
-    sys.path.insert(0, out)
-    return out
-
-
-STUBS = generate_stubs()
+# The interop tests' stubs (generated from proto/ into a temporary package directory, put on sys.path).
+sys.path.insert(0, os.path.join(ROOT, "Tests", "interop"))
+import conftest  # noqa: E402,F401
 
 import google.protobuf as protobuf  # noqa: E402
 from google.protobuf import any_pb2, descriptor, duration_pb2, json_format, timestamp_pb2, wrappers_pb2  # noqa: E402
@@ -399,7 +380,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        shutil.rmtree(STUBS, ignore_errors=True)
+    main()
