@@ -178,6 +178,7 @@ let package = Package(
                 "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
                 .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration", "Redis",
+                "ProtoCodec",
             ]),
         // The `appstore-gateway` executable: arguments, configuration loading, logging, signals, the simulator.
         .executableTarget(
@@ -186,7 +187,7 @@ let package = Package(
                 "GatewayApp", "Services", "GRPC", "HTTPServer", "GatewayFoundation", "AppStoreDomain", "Configuration",
                 "CLinux",
                 "Simulator", "Observability", "AppStoreClient",
-                "CallerAuthentication",
+                "CallerAuthentication", "SignedData",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"), "Tracing", "Redis", "Edge",
             ],
@@ -221,6 +222,7 @@ let package = Package(
             dependencies: [
                 "AppStoreDomain", "Services", "GRPC", "GatewayFoundation", "Configuration", "HTTPServer", "ProtoCodec",
                 "Simulator", "NotificationStore", "GatewayApp", "Edge", "EventLoops", "CallerAuthentication",
+                "AppStoreClient", "SignedData",
             ],
             path: "Tests/ServiceHarness"),
         // A scripted stand-in for Apple over TLS and the Apple clients wired to it (AppStoreClientTests, ServicesTests).
@@ -245,12 +247,15 @@ let package = Package(
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(
             name: "AppStoreDomainTests",
-            dependencies: ["AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport", "Redis"]),
+            dependencies: [
+                "AppStoreDomain", "GatewayFoundation", "Configuration", "TestSupport", "Redis", "AppStoreClient",
+            ]),
         .testTarget(
             name: "ConfigurationTests",
             dependencies: [
                 "Configuration", "AppStoreDomain", "GatewayFoundation", "TestSupport", "Redis", "GRPC", "HTTPServer",
-                "SubscriptionState", "Services", "ProtoCodec",
+                "SubscriptionState", "Services", "ProtoCodec", "AppStoreClient", "CallerAuthentication", "Edge",
+                "NotificationStore", "SignedData", "Tracing",
             ]),
         .testTarget(
             name: "NotificationStoreTests",
@@ -274,7 +279,9 @@ let package = Package(
         .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "GatewayFoundation"]),
         .testTarget(
             name: "RedisTests",
-            dependencies: ["Redis", "Configuration", "TestSupport", "AppStoreClient", "GatewayFoundation"]),
+            dependencies: [
+                "Redis", "Configuration", "TestSupport", "AppStoreClient", "GatewayFoundation", "AppStoreDomain",
+            ]),
         .testTarget(
             name: "PostgresTests",
             dependencies: ["Postgres", "EventLoops", "GatewayFoundation", "Metrics", "TestSupport"]),
@@ -320,7 +327,7 @@ let package = Package(
             name: "SimulatorTests",
             dependencies: [
                 "Simulator", "SignedData", "Cryptography", "HTTPServer", "GatewayFoundation", "AppStoreDomain",
-                "Configuration", "TestSupport",
+                "Configuration", "TestSupport", "AppStoreClient",
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(
@@ -361,15 +368,12 @@ where ["GatewayFoundation", "Metrics", "EventLoops", "HTTPServer", "GRPC", "Prot
         (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 }
 
-// Upcoming-language checks the project keeps (they cost nothing at run time).
+// Upcoming-language checks the project keeps (they cost nothing at run time): an existential is written `any P`,
+// and a file uses members only of the modules it imports itself (not those a dependency happens to import).
 for target in package.targets
 where !(target.name.first == "C" && target.name.dropFirst().first?.isUppercase == true) {
     target.swiftSettings =
-        (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
-}
-
-// Upcoming-language checks the project keeps (they cost nothing at run time): an existential is written `any P`.
-for target in package.targets
-where !(target.name.first == "C" && target.name.dropFirst().first?.isUppercase == true) {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("MemberImportVisibility"),
+        ]
 }

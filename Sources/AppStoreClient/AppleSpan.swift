@@ -1,4 +1,5 @@
 import AppStoreDomain
+import Foundation
 
 /// What the CLIENT span of an Apple call says about Apple's host and about a failed call.
 enum AppleSpan {

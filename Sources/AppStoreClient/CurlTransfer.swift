@@ -1,3 +1,4 @@
+import AppStoreDomain
 internal import CCurl
 import Foundation
 

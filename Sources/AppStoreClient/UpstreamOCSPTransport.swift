@@ -1,3 +1,4 @@
+import AppStoreDomain
 import SignedData
 
 /// Online checks' OCSP requests over the gateway's libcurl client (RFC 6960 appendix A: POST, DER body).

@@ -1,6 +1,7 @@
 import AppStoreClient
 import AppStoreDomain
 import ArgumentParser
+import CallerAuthentication
 import Configuration
 import Edge
 import Foundation

@@ -10,6 +10,7 @@ import GatewayFoundation
 import HTTPServer
 import Logging
 import Observability
+import SignedData
 import Simulator
 import Tracing
 

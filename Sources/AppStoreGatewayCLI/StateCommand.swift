@@ -2,6 +2,7 @@ import AppStoreDomain
 import ArgumentParser
 import Dispatch
 import Foundation
+import GRPC
 import GatewayApp
 import GatewayFoundation
 import Logging

@@ -1,5 +1,11 @@
+import AppStoreClient
 import AppStoreDomain
+import Edge
+import GRPC
 import GatewayFoundation
+import NotificationStore
+import Services
+import SignedData
 import SubscriptionState
 
 extension GatewayConfiguration {

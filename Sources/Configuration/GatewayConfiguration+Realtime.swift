@@ -1,4 +1,5 @@
 import AppStoreDomain
+import Edge
 import Foundation
 import Services
 

@@ -1,5 +1,6 @@
 import AppStoreClient
 import AppStoreDomain
+import Foundation
 import GatewayFoundation
 import Redis
 

@@ -1,3 +1,4 @@
+import AppStoreClient
 import AppStoreDomain
 import GatewayFoundation
 import Services

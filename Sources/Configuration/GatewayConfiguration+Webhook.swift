@@ -1,3 +1,4 @@
+import AppStoreClient
 import AppStoreDomain
 import Edge
 import GatewayFoundation

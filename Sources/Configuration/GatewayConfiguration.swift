@@ -1,10 +1,13 @@
 import AppStoreClient
 import AppStoreDomain
+import Edge
 import GRPC
 import GatewayFoundation
+import NotificationStore
 import Services
 import SignedData
 import SubscriptionState
+import Tracing
 
 /// The gateway's whole configuration (README "Configuration" documents every key and default).
 public struct GatewayConfiguration: Sendable {

@@ -5,6 +5,7 @@ import GatewayFoundation
 import HTTPServer
 import Metrics
 import Observability
+import ProtoCodec
 import SignedData
 
 /// The admin HTTP/1.1 endpoint: `/metrics` (Prometheus), `/healthz` (alive), `/readyz` (taking calls).

@@ -1,5 +1,6 @@
 import AppStoreDomain
 import GatewayFoundation
+import Logging
 import NotificationStore
 import Services
 

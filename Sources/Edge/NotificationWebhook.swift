@@ -2,6 +2,7 @@ import AppStoreDomain
 import GatewayFoundation
 import HTTPServer
 import Logging
+import Metrics
 import NotificationStore
 import ProtoCodec
 import Services

@@ -1,4 +1,5 @@
 import GatewayFoundation
+import Metrics
 
 /// Records the calls of one method on one event loop: go-grpc-prometheus counts into that loop's own cells of
 /// the method's series (`RPCMetrics`), a line in the access log, a SERVER span. Made once per method and loop

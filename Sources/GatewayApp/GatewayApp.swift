@@ -10,6 +10,7 @@ import HTTPServer
 import Logging
 import Metrics
 import Observability
+import ProtoCodec
 import Redis
 import Services
 import SignedData

@@ -3,6 +3,7 @@ import AppStoreDomain
 import Configuration
 import Edge
 import Foundation
+import GRPC
 import GatewayFoundation
 import HTTPServer
 import Metrics

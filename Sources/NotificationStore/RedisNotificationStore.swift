@@ -1,5 +1,6 @@
 import AppStoreClient
 import Dispatch
+import GatewayFoundation
 import Redis
 import Synchronization
 

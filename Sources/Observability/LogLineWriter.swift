@@ -1,4 +1,5 @@
 import Foundation
+import GatewayFoundation
 
 #if canImport(Glibc)
     import Glibc

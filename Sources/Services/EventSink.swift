@@ -1,6 +1,8 @@
 import AppStoreClient
+import AppStoreDomain
 import GatewayFoundation
 import Logging
+import Metrics
 import NotificationStore
 
 /// One outbound sink: a task that reads its log (the subscription events, or the notification log) after the

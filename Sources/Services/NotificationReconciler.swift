@@ -1,7 +1,9 @@
 import AppStoreClient
 import AppStoreDomain
+import GRPC
 import GatewayFoundation
 import Logging
+import Metrics
 import NotificationStore
 import ProtoCodec
 import SignedData

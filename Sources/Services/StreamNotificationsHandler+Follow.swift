@@ -3,6 +3,7 @@ import AppStoreDomain
 import Cryptography
 import GRPC
 import GatewayFoundation
+import Metrics
 import NotificationStore
 import ProtoCodec
 import SignedData

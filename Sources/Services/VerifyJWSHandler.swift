@@ -1,5 +1,7 @@
 import AppStoreDomain
+import FoundationEssentials
 import GRPC
+import GatewayFoundation
 import Metrics
 import ProtoCodec
 import SignedData

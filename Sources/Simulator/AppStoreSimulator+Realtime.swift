@@ -1,5 +1,6 @@
 import AppStoreDomain
 import Foundation
+import GatewayFoundation
 import HTTPServer
 
 extension AppStoreSimulator {

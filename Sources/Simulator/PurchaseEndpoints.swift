@@ -1,3 +1,4 @@
+import AppStoreDomain
 import Cryptography
 import Foundation
 import GatewayFoundation

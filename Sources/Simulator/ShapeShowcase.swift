@@ -1,3 +1,5 @@
+import AppStoreDomain
+
 /// Every shape Apple sends, at least once, in customer 0's history (deterministic for a seed): a 12-month
 /// commitment plan billed monthly with commitment info and Advanced Commerce info, its renewal info with a
 /// pending price increase, a win-back offer and win-back offer ids, an offer code redeemed on a consumable

@@ -1,5 +1,6 @@
 import AppStoreDomain
 import Cryptography
+import FoundationEssentials
 import GatewayFoundation
 
 /// Signs what the endpoints return: transactions, renewal infos and notifications, each a JWS from

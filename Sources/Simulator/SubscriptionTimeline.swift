@@ -1,3 +1,5 @@
+import AppStoreDomain
+
 /// How a generated auto-renewable subscription ends up at the reference time.
 enum SubscriptionOutcome: CaseIterable {
     case active, voluntaryExpiry, billingRetry, gracePeriod, refunded, familyRevoked

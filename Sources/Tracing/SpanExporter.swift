@@ -1,6 +1,7 @@
 import Foundation
 import GatewayFoundation
 import Logging
+import Metrics
 
 /// Exports ended spans off the event loops: `record` puts a span in a bounded `SpanQueue` under a short lock
 /// and returns (a full queue drops it, counted), and one thread of its own takes batches from the queue,

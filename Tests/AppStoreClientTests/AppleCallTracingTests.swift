@@ -1,7 +1,9 @@
 import AppStoreClient
 import AppStoreDomain
 import AppleFixtures
+import Configuration
 import GatewayFoundation
+import HTTPServer
 import Testing
 
 /// The CLIENT span of an Apple call: a child of the call's span, its id the one Apple sees in `traceparent`,

@@ -1,3 +1,4 @@
+import AppStoreClient
 import Redis
 import Testing
 

@@ -1,4 +1,8 @@
+import AppStoreDomain
+import CallerAuthentication
 import Configuration
+import Edge
+import Foundation
 import Testing
 
 /// `tls.identityFromCommonName`, `tls.sessionMaxAge`, typed `callers[].identity` entries and `authentication.jwt.maxLifetime`.

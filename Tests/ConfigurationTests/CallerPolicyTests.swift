@@ -1,3 +1,5 @@
+import CallerAuthentication
+import Edge
 import Testing
 
 @testable import AppStoreDomain

@@ -1,3 +1,9 @@
+import AppStoreClient
+import FoundationEssentials
+import GRPC
+import HTTPServer
+import Services
+import SignedData
 import Testing
 
 @testable import AppStoreDomain

@@ -1,4 +1,6 @@
+import AppStoreDomain
 import Configuration
+import Services
 import Testing
 
 /// The `notifications.realtime` keys: the hosted realtime URL, its budget, bounds and each app's default answer.

@@ -1,3 +1,4 @@
+import AppStoreDomain
 import Testing
 
 @testable import Configuration

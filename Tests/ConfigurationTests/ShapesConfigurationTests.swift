@@ -1,4 +1,5 @@
 import AppStoreDomain
+import SignedData
 import Testing
 
 @testable import Configuration

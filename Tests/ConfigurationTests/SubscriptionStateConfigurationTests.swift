@@ -1,4 +1,6 @@
+import AppStoreDomain
 import Configuration
+import Services
 import SubscriptionState
 import Testing
 

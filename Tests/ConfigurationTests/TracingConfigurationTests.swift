@@ -1,5 +1,7 @@
+import AppStoreDomain
 import Configuration
 import Testing
+import Tracing
 
 /// The `tracing` keys and their `OTEL_*` variables: the standard names, the variable over the file, the
 /// endpoint rules, headers and resource attributes percent-decoded, hostile values refused.

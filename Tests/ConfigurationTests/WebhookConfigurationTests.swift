@@ -1,5 +1,7 @@
 import Configuration
+import Edge
 import GatewayFoundation
+import NotificationStore
 import Redis
 import Testing
 

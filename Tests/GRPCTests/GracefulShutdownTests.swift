@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GatewayFoundation
+import HTTPServer
 import Testing
 
 @testable import GRPC

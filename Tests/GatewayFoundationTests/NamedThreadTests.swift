@@ -1,4 +1,5 @@
 import Foundation
+import GatewayFoundation
 import Testing
 
 @Suite struct NamedThreadTests {

@@ -1,3 +1,5 @@
+import AppStoreClient
+import AppStoreDomain
 import Configuration
 import Redis
 import Testing

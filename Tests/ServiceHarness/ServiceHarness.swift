@@ -1,3 +1,4 @@
+import AppStoreClient
 import AppStoreDomain
 import CallerAuthentication
 import Configuration
@@ -11,6 +12,7 @@ import GatewayFoundation
 import HTTPServer
 import NotificationStore
 import Services
+import SignedData
 import Simulator
 
 /// The gateway's RPCs driven through the server's own call path — the router, the call guard, deadlines,

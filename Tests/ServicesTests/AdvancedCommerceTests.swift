@@ -1,6 +1,7 @@
 import AppStoreClient
 import AppStoreDomain
 import AppleFixtures
+import Cryptography
 import Foundation
 import GatewayFoundation
 import HTTPServer

@@ -7,6 +7,7 @@ import Foundation
 import GRPC
 import GatewayFoundation
 import HTTPServer
+import Metrics
 import Services
 import Testing
 

@@ -1,4 +1,5 @@
 import AppStoreClient
+import AppStoreDomain
 import AppleFixtures
 import Foundation
 import GatewayFoundation

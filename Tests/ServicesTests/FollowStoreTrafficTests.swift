@@ -1,5 +1,6 @@
 import AppStoreClient
 import AppleFixtures
+import Cryptography
 import Foundation
 import GRPC
 import GatewayFoundation

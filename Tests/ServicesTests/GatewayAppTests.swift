@@ -1,7 +1,11 @@
+import AppStoreDomain
 import Configuration
+import Edge
 import Foundation
 import GRPC
 import GatewayFoundation
+import NotificationStore
+import ProtoCodec
 import Services
 import Simulator
 import Testing

@@ -1,7 +1,10 @@
 import AppStoreClient
 import AppleFixtures
+import Configuration
+import Cryptography
 import Foundation
 import GatewayFoundation
+import HTTPServer
 import Metrics
 import NotificationStore
 import Observability

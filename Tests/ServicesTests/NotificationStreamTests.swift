@@ -1,5 +1,6 @@
 import AppStoreDomain
 import Cryptography
+import GRPC
 import GatewayFoundation
 import ProtoCodec
 import Testing

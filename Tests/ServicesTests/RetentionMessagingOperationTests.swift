@@ -1,6 +1,7 @@
 import AppStoreClient
 import AppStoreDomain
 import AppleFixtures
+import Configuration
 import Foundation
 import GRPC
 import GatewayFoundation

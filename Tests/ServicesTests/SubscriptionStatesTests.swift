@@ -1,5 +1,6 @@
 import AppStoreDomain
 import AppleFixtures
+import Cryptography
 import Foundation
 import GatewayFoundation
 import NotificationStore

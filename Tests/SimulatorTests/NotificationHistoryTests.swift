@@ -1,4 +1,6 @@
 import Foundation
+import GatewayFoundation
+import HTTPServer
 import Testing
 
 @testable import Simulator

@@ -1,3 +1,4 @@
+import AppStoreDomain
 import Foundation
 import GatewayFoundation
 import HTTPServer

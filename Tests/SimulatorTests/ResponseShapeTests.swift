@@ -1,4 +1,5 @@
 import Foundation
+import GatewayFoundation
 import Testing
 
 @testable import Simulator

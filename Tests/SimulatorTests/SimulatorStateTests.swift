@@ -1,8 +1,11 @@
+import AppStoreClient
 import AppStoreDomain
 import Configuration
 import Cryptography
 import Foundation
 import GatewayFoundation
+import HTTPServer
+import SignedData
 import Testing
 
 @testable import Simulator

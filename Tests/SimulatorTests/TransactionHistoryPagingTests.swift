@@ -1,4 +1,6 @@
+import AppStoreDomain
 import Foundation
+import GatewayFoundation
 import HTTPServer
 import Testing
 

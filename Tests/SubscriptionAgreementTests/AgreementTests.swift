@@ -1,5 +1,6 @@
 import AppStoreDomain
 import ProtoCodec
+import SignedData
 import Simulator
 import SubscriptionState
 import Testing

@@ -1,3 +1,4 @@
+internal import CGatewayProtos
 internal import CProtobufC
 
 /// Owns the C memory of one protoc-c message tree while it is packed: every string, array and sub-message is

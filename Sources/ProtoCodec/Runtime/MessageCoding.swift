@@ -1,3 +1,4 @@
+internal import CGatewayProtos
 internal import CProtobufC
 
 // The generic halves of every generated message's encode and decode. Generated code passes the typed protoc-c

@@ -1,4 +1,5 @@
 import AppStoreDomain
+import Cryptography
 import Foundation
 import GatewayFoundation
 
