@@ -1,3 +1,4 @@
+import AppStoreDomain
 import GatewayFoundation
 import Testing
 

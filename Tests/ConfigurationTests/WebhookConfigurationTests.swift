@@ -1,3 +1,4 @@
+import AppStoreDomain
 import Configuration
 import Edge
 import GatewayFoundation
