@@ -919,6 +919,7 @@ EXPECTED_PERMISSIONS = {
     },
     "SubscriptionState": {
         "GetSubscription": READ, "GetCustomer": READ, "ApplySignedTransaction": READ, "RefreshSubscription": READ,
+        "WatchSubscriptionEvents": READ,
     },
 }
 READER, SIGNER, REALTIME_TEAM = (
