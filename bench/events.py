@@ -11,8 +11,8 @@ of its own: SUBSCRIBED / INITIAL_BUY; two events each: INITIAL_PURCHASE and ENTI
 `--posters` keep-alive connections as fast as the webhook answers. Figures:
 
 - events/s delivered to a healthy team webhook: events received by one sink from the first POST to the last
-  (ingestion and delivery together), and the delivery alone: the same events made while the team's endpoint
-  answers 503, then drained once it answers 204 (from the first acknowledged delivery to the last);
+  (ingestion and delivery together), and the delivery alone: the same events made by a gateway without the
+  sink (whose progress was opened before them), then drained by one with it (from the first delivery to the last);
 - delivery lag, from a notification's 200 to its INITIAL_PURCHASE at the webhook receiver and at the stream
   consumer: p50/p95 for every 10th purchase under that load, and one purchase at a time (nothing else posted);
 - what fan-out costs Apple's answer: the webhook's 200 latency (POST sent → 200 read, one at a time) with no team
@@ -52,7 +52,6 @@ class Receiver:
         self.counts = {}        # sink -> bodies received
         self.first_last = {}    # sink -> [first, last] perf_counter
         self.lock = threading.Lock()
-        self.gate_open = False   # `/gate` answers 503 until opened
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
@@ -127,9 +126,6 @@ class _Protocol(asyncio.Protocol):
             path = head[0].split(b" ")[1].decode()
             if path == "/stall":
                 continue  # never answered: the gateway's timeout ends each attempt
-            if path == "/gate" and not self.receiver.gate_open:
-                self.transport.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n")
-                continue
             self.receiver.received(path, body)
             self.transport.write(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
 
@@ -161,14 +157,14 @@ class Consumer:
         self.channel.close()
 
 
-def gateway_with(sim, sinks, secret_file):
+def gateway_with(sim, sinks, secret_file, database=None):
     config = json.loads(json.dumps(sim.config))
     bundle = config["apps"][0]["bundleId"]
     config["apps"][0]["entitlements"] = {"premium": [f"{bundle}.premium.monthly"]}
     sim.config = config
     extra = {"subscriptions": {"webhooks": [
         {"url": url, "secretFile": secret_file, "timeout": "2s", "maxBackoff": "2s"} for url in sinks]}} if sinks else {}
-    database = os.path.join(tempfile.mkdtemp(prefix="bench-events-"), "notifications.db")
+    database = database or os.path.join(tempfile.mkdtemp(prefix="bench-events-"), "notifications.db")
     return WebhookGateway(sim, database, extra=extra)
 
 
@@ -288,16 +284,23 @@ def main():
                                 ("alone_webhook", alone_hook), ("alone_stream", alone_stream)):
                 figures[f"{key}_p50_ms"].append(percentile(values, 0.50))
                 figures[f"{key}_p95_ms"].append(percentile(values, 0.95))
-            # Delivery alone: the events are made while the endpoint answers 503, then drained.
+            # Delivery alone: a backlog drained. The team's sink is opened on an empty store (its progress starts
+            # there), the events are made by a gateway without it, then a gateway with it delivers them all.
             receiver.reset()
-            receiver.gate_open = False
-            gw = gateway_with(sim, [receiver.url("/gate")], secret_file)
+            database = os.path.join(tempfile.mkdtemp(prefix="bench-events-drain-"), "notifications.db")
+            gw = gateway_with(sim, [receiver.url("/drain")], secret_file, database)
+            time.sleep(0.5)
+            gw.stop()
+            gw = gateway_with(sim, [], secret_file, database)
             try:
                 post_all(gw, measured, args.posters, {})
                 wait_for(lambda: metric_total(gw, "appstore_gateway_state_events_total") >= 2 * len(measured))
-                receiver.gate_open = True
-                wait_for(lambda: receiver.counts.get("/gate", 0) >= 2 * len(measured))
-                first, last = receiver.first_last["/gate"]
+            finally:
+                gw.stop()
+            gw = gateway_with(sim, [receiver.url("/drain")], secret_file, database)
+            try:
+                wait_for(lambda: receiver.counts.get("/drain", 0) >= 2 * len(measured))
+                first, last = receiver.first_last["/drain"]
                 figures["drain_events_per_s"].append(2 * len(measured) / (last - first))
             finally:
                 gw.stop()
