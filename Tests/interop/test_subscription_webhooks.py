@@ -8,7 +8,9 @@ import http.server
 import json
 import os
 import re
+import socket
 import sqlite3
+import struct
 import subprocess
 import tempfile
 import threading
@@ -27,7 +29,8 @@ SECRETS = [b"team-secret-new", b"team-secret-old"]
 
 class Receiver:
     """A team endpoint on a loopback port. `decide(n, body)` (n counts POSTs from 1) answers a status, or
-    ("stall", seconds, status) to answer that late. Every POST is recorded with its arrival time and answer."""
+    ("stall", seconds, status) to answer that late, or "reset" to drop the connection unanswered (RST). Every POST is
+    recorded with its arrival time and answer."""
 
     def __init__(self, decide=None, port=0):
         self.decide = decide or (lambda n, body: 204)
@@ -44,6 +47,12 @@ class Receiver:
                     receiver.posts.append(post)
                     n = len(receiver.posts)
                 answer = receiver.decide(n, body)
+                if answer == "reset":
+                    post["status"] = "reset"
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                    self.close_connection = True
+                    return
                 if isinstance(answer, tuple):
                     _, seconds, answer = answer
                     time.sleep(seconds)
@@ -66,7 +75,7 @@ class Receiver:
     def acknowledged(self):
         """The posts answered 2xx, in arrival order."""
         with self.lock:
-            return [p for p in self.posts if p["status"] is not None and 200 <= p["status"] < 300]
+            return [p for p in self.posts if isinstance(p["status"], int) and 200 <= p["status"] < 300]
 
     def events(self):
         """Each acknowledged event's JSON (first acknowledgement per event id), in arrival order."""
@@ -166,11 +175,13 @@ def metric(gateway, name, **labels):
 
 
 def assert_in_order_per_subscription(receiver, expected):
-    """Each subscription's events first arrived in sequence order, and each once acknowledged."""
+    """Each subscription's events first arrived in sequence order, each delivery (retries too) signed, and each
+    event once acknowledged."""
     first_arrival = {}
     with receiver.lock:
         posts = list(receiver.posts)
     for post in posts:
+        assert signature_ok(post["headers"].get("appstore-gateway-signature", ""), post["body"]), post["headers"]
         event = json.loads(post["body"])
         first_arrival.setdefault(event["eventId"], event)
     by_subscription = {}
@@ -233,12 +244,15 @@ def test_a_healthy_team_endpoint_gets_every_event_once_signed_and_in_order(sim):
 
 
 def test_a_flaky_endpoint_still_gets_every_event_in_order_and_a_stalled_one_delays_no_other(sim):
-    """Every third POST answers 500, every seventh stalls past the 1 s timeout, the fifth answers 307 (never
-    followed): every event still arrives, in order per subscription. Meanwhile a second team's endpoint that stalls
+    """Every third POST answers 500, every seventh stalls past the 1 s timeout (and answers 204 after it), the fifth
+    answers 307 (never followed), the eleventh and the thirteenth are reset unanswered: every event still arrives,
+    signed, in order per subscription. Meanwhile a second team's endpoint that stalls
     every POST does not hold up a third, healthy one."""
     def flaky(n, body):
         if n == 5:
             return 307
+        if n in (11, 13):
+            return "reset"
         if n % 7 == 0:
             return ("stall", 1.5, 204)
         return 500 if n % 3 == 0 else 204
@@ -267,7 +281,7 @@ def test_a_flaky_endpoint_still_gets_every_event_in_order_and_a_stalled_one_dela
         assert_in_order_per_subscription(healthy, expected())
         with flaky_receiver.lock:
             statuses = [p["status"] for p in flaky_receiver.posts]
-        assert 307 in statuses and 500 in statuses
+        assert 307 in statuses and 500 in statuses and "reset" in statuses
         assert metric(gateway, "appstore_gateway_webhook_out_retried_total", sink=flaky_receiver.url) >= 3
     finally:
         gateway.stop()
