@@ -104,8 +104,13 @@ extension GatewayConfiguration {
         }
         var settings = RedisStreamSink.Settings(key: name)
         if let length = try reader.integer("\(key).maxLen", in: 1...1_000_000_000) { settings.maxLength = length }
-        var timeout: Duration = .seconds(10)
-        try retries(reader, key: key, timeout: &timeout, maxBackoff: &settings.maxBackoff, maxAge: &settings.maxAge)
+        // No `timeout` of its own: each append is bounded by `redis.timeout`.
+        if reader.isPresent("\(key).timeout") {
+            throw ConfigurationError(
+                key: "\(key).timeout", problem: "is not a key: each append is bounded by redis.timeout")
+        }
+        var unused: Duration = .seconds(10)
+        try retries(reader, key: key, timeout: &unused, maxBackoff: &settings.maxBackoff, maxAge: &settings.maxAge)
         return settings
     }
 

@@ -3,6 +3,7 @@ import AppStoreDomain
 import Configuration
 import GatewayFoundation
 import NotificationStore
+import Redis
 import Services
 
 /// `appstore-gateway events replay`: sends a sink's dead letters again, each with the exact body it was given up
@@ -25,7 +26,20 @@ public enum DeadLetterReplay {
         async throws(GatewayStartError) -> Report
     {
         let endpoint: EventSink<Int>.Endpoint
-        if let index = configuration.subscriptions.webhooks.firstIndex(where: { matches($0.url, url) }) {
+        var transportOverride: (any DeliveryTransport)?
+        if let stream = configuration.subscriptions.redisStream, matches(stream.sinkURL, url) {
+            guard let redisURL = configuration.redis.url else {
+                throw .invalidConfiguration(
+                    ConfigurationError(key: "subscriptions.redisStream", problem: "appends to redis: set redis.url"))
+            }
+            endpoint = EventSink<Int>.Endpoint(
+                id: EventSinkID(kind: .subscriptionEvents, url: stream.sinkURL), timeout: .seconds(10),
+                idHeader: TeamWebhook.eventIDHeader)
+            transportOverride = RedisStreamSink.transport(
+                RedisEventStream(
+                    url: redisURL, tls: RedisTLSFiles(configuration.redis), key: stream.key,
+                    maxLength: stream.maxLength, timeout: max(.seconds(1), configuration.redis.timeout)))
+        } else if let index = configuration.subscriptions.webhooks.firstIndex(where: { matches($0.url, url) }) {
             let webhook = configuration.subscriptions.webhooks[index]
             let secrets: [[UInt8]]
             do {
@@ -44,7 +58,8 @@ public enum DeadLetterReplay {
                 idHeader: NotificationRelay.uuidHeader)
         } else {
             throw GatewayStartError(
-                "no subscriptions.webhooks or notifications.forward entry has the URL \(TeamWebhook.label(of: url))")
+                "no subscriptions.webhooks, notifications.forward or subscriptions.redisStream (redis-stream:<key>) "
+                    + "entry has the URL \(TeamWebhook.label(of: url))")
         }
         guard !configuration.notifications.store.redis else {
             throw GatewayStartError(
@@ -69,7 +84,7 @@ public enum DeadLetterReplay {
             throw GatewayStartError("cannot start the HTTP client: \(error)")
         }
         defer { client.shutdown() }
-        let transport = UpstreamDeliveryTransport(client: client)
+        let transport = transportOverride ?? UpstreamDeliveryTransport(client: client)
         let clock = SystemClock()
         var report = Report()
         var after: Int64 = 0

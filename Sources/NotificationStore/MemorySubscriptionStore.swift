@@ -44,6 +44,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
             var cursors: [SubscriptionKey: Cursor] = [:]
             var kept: [(bundleId: String, stored: StoredSubscriptionEvent)] = []
             var lastPosition: Int64 = 0
+            var prunedThrough: Int64 = 0
         }
 
         struct Cursor {
@@ -178,7 +179,10 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         async throws(NotificationStoreFailure) -> [SubscriptionEvent]
     {
         let made = state.withLock { state -> [SubscriptionEvent] in
-            guard let record = state.records[key] else { return [] }
+            guard let record = state.records[key] else {
+                state.events.cursors[key]?.nextTransition = nil
+                return []
+            }
             return Self.record(&state.events, key) {
                 SubscriptionEventMaker.events(
                     of: record, after: $0, at: nowMillis, context: context, newEventID: SubscriptionEventIDs.random)
@@ -203,8 +207,12 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func nextTransition() async throws(NotificationStoreFailure) -> Int64? {
-        state.withLock { $0.events.cursors.values.compactMap(\.nextTransition).min() }
+    public func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
+        let apps = Set(bundleIds)
+        return state.withLock { state in
+            state.events.cursors.compactMap { key, cursor in apps.contains(key.bundleId) ? cursor.nextTransition : nil }
+                .min()
+        }
     }
 
     public func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
@@ -236,10 +244,20 @@ public final class MemorySubscriptionStore: SubscriptionStore {
 
     public func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
         state.withLock { state in
+            let old = { (entry: (bundleId: String, stored: StoredSubscriptionEvent)) in
+                (entry.stored.event.occurredAt?.unixMilliseconds ?? 0) < millis
+            }
+            if let newest = state.events.kept.filter(old).map(\.stored.position).max() {
+                state.events.prunedThrough = max(state.events.prunedThrough, newest)
+            }
             let before = state.events.kept.count
-            state.events.kept.removeAll { ($0.stored.event.occurredAt?.unixMilliseconds ?? 0) < millis }
+            state.events.kept.removeAll(where: old)
             return before - state.events.kept.count
         }
+    }
+
+    public func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
+        state.withLock { $0.events.prunedThrough }
     }
 
     public func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {

@@ -27,10 +27,9 @@ public final class RedisEventStream: Sendable {
     private let queue = DispatchQueue(label: "appstore-gateway.redis-event-stream")
 
     /// A stream at `key` in the Redis at `url` (TLS with `tls` for `rediss://`), trimmed to about `maxLength`
-    /// entries; `largestEvent` bounds what one append sends and what a reply may hold.
+    /// entries; each append bounded by `timeout`. The script's replies are one integer, read within small limits.
     public init(
-        url: RedisURL, tls: RedisTLSFiles = RedisTLSFiles(), key: String, maxLength: Int, timeout: Duration,
-        largestEvent: Int = 1 << 20
+        url: RedisURL, tls: RedisTLSFiles = RedisTLSFiles(), key: String, maxLength: Int, timeout: Duration
     ) {
         self.key = key
         idsKey = key + ":event-ids"

@@ -56,6 +56,9 @@ enum SQLiteSubscriptionSchema {
           PRIMARY KEY(bundle_id, environment, original_transaction_id)) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS subscription_event_cursors_due ON subscription_event_cursors(next_transition)
           WHERE next_transition IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS subscription_event_pruning(
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          through INTEGER NOT NULL);
         """
 
     /// Creates the state's tables at `version` unless the file has them: in an empty file, or one of an

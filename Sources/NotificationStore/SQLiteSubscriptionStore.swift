@@ -95,7 +95,11 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         let events = try await writer.run { database throws(NotificationStoreFailure) in
             let tables = SQLiteSubscriptionTables(database: database, limits: limits)
             return try database.inTransaction(.write) { () throws(NotificationStoreFailure) in
-                guard let record = try tables.record(key) else { return [SubscriptionEvent]() }
+                guard let record = try tables.record(key) else {
+                    // A cursor without a record (a rebuild that did not recreate it): nothing for time to change.
+                    try tables.clearNextTransition(of: key)
+                    return [SubscriptionEvent]()
+                }
                 return try tables.recordEvents(of: key, at: nowMillis) {
                     SubscriptionEventMaker.events(
                         of: record, after: $0, at: nowMillis, context: context, newEventID: SubscriptionEventIDs.random)
@@ -114,8 +118,8 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func nextTransition() async throws(NotificationStoreFailure) -> Int64? {
-        try await read { tables throws(NotificationStoreFailure) in try tables.nextTransition() }
+    public func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
+        try await read { tables throws(NotificationStoreFailure) in try tables.nextTransition(bundleIds: bundleIds) }
     }
 
     public func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
@@ -134,6 +138,10 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
 
     public func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
         try await read { tables throws(NotificationStoreFailure) in try tables.lastEventPosition() }
+    }
+
+    public func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
+        try await read { tables throws(NotificationStoreFailure) in try tables.eventsPrunedThrough() }
     }
 
     public func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {

@@ -85,16 +85,29 @@ extension SQLiteSubscriptionTables {
         return keys
     }
 
-    /// The earliest next transition ahead, or nil.
-    func nextTransition() throws(NotificationStoreFailure) -> Int64? {
+    /// The earliest next transition of `bundleIds`' cursors, or nil.
+    func nextTransition(bundleIds: [String]) throws(NotificationStoreFailure) -> Int64? {
         var next: Int64?
+        if bundleIds.isEmpty { return nil }
+        let placeholders = (0..<bundleIds.count).map { "?\($0 + 1)" }.joined(separator: ", ")
         try database.query(
-            "SELECT min(next_transition) FROM subscription_event_cursors WHERE next_transition IS NOT NULL", bind: []
+            "SELECT min(next_transition) FROM subscription_event_cursors "
+                + "WHERE next_transition IS NOT NULL AND bundle_id IN (\(placeholders))",
+            bind: bundleIds.map { .text($0) }
         ) { row throws(NotificationStoreFailure) in
             next = row.isNull(0) ? nil : row.integer(0)
             return false
         }
         return next
+    }
+
+    /// Forgets when time changes `key`'s state next (its record is gone).
+    func clearNextTransition(of key: SubscriptionKey) throws(NotificationStoreFailure) {
+        try database.query(
+            "UPDATE subscription_event_cursors SET next_transition = NULL "
+                + "WHERE bundle_id = ?1 AND environment = ?2 AND original_transaction_id = ?3",
+            bind: Self.bind(key)
+        ) { _ in false }
     }
 
     /// Record keys after `key` in key order.
@@ -129,7 +142,7 @@ extension SQLiteSubscriptionTables {
             let at = row.integer(0)
             guard
                 let event = try row.withBlob(
-                    1, limit: limits.snapshotBytes, { try? SubscriptionEvent(serializedBytes: Array($0)) })
+                    1, limit: Self.eventBytes(limits), { try? SubscriptionEvent(serializedBytes: Array($0)) })
                     ?? nil
             else {
                 damaged = at
@@ -155,13 +168,42 @@ extension SQLiteSubscriptionTables {
         return last
     }
 
-    /// Deletes events older than `millis`; how many.
+    /// Deletes events older than `millis` and remembers the newest position deleted; how many.
     func pruneEvents(occurredBefore millis: Int64) throws(NotificationStoreFailure) -> Int {
-        try database.query("DELETE FROM subscription_events WHERE occurred_at < ?1", bind: [.integer(millis)]) { _ in
-            false
+        var newest: Int64?
+        try database.query(
+            "SELECT max(position) FROM subscription_events WHERE occurred_at < ?1", bind: [.integer(millis)]
+        ) { row throws(NotificationStoreFailure) in
+            newest = row.isNull(0) ? nil : row.integer(0)
+            return false
         }
-        return database.changes
+        guard let newest else { return 0 }
+        try database.query("DELETE FROM subscription_events WHERE occurred_at < ?1", bind: [.integer(millis)]) {
+            _ throws(NotificationStoreFailure) in false
+        }
+        let deleted = database.changes
+        try database.query(
+            "INSERT INTO subscription_event_pruning(id, through) VALUES(1, ?1) "
+                + "ON CONFLICT(id) DO UPDATE SET through = max(through, excluded.through)",
+            bind: [.integer(newest)]
+        ) { _ throws(NotificationStoreFailure) in false }
+        return deleted
     }
+
+    /// The newest position pruning deleted, 0 when none.
+    func eventsPrunedThrough() throws(NotificationStoreFailure) -> Int64 {
+        var through: Int64 = 0
+        try database.query("SELECT through FROM subscription_event_pruning WHERE id = 1", bind: []) {
+            row throws(NotificationStoreFailure) in
+            through = row.integer(0)
+            return false
+        }
+        return through
+    }
+
+    /// The largest event read back: an event holds a transaction's and a renewal info's JWS and their payloads,
+    /// each at most `snapshotBytes`, so four of them.
+    static func eventBytes(_ limits: SubscriptionStoreLimits) -> Int { 4 * limits.snapshotBytes + 4096 }
 
     private static func key(_ row: SQLiteDatabase.Row, from column: Int32) -> SubscriptionKey? {
         guard let environment = AppleNames.environment(named: row.text(column + 1)) else { return nil }

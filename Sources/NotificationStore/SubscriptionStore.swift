@@ -40,15 +40,16 @@ public protocol SubscriptionStore: Sendable {
 
     /// Makes the events of `key`'s state at `nowMillis` after its cursor, in one commit with the new cursor: what
     /// time alone changed (cause "time"), or what a rebuild changed (cause "rebuild"). Empty when nothing changed
-    /// or no record is stored.
+    /// or no record is stored (then the cursor's next transition is forgotten: nothing is due for it).
     func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
         async throws(NotificationStoreFailure) -> [SubscriptionEvent]
     /// Subscriptions of `bundleIds` whose state time changes at or before `nowMillis` (their cursor's next
     /// transition), earliest first, at most `limit`.
     func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
         async throws(NotificationStoreFailure) -> [SubscriptionKey]
-    /// The earliest next transition of any subscription (nil when none is ahead): how long a timer may sleep.
-    func nextTransition() async throws(NotificationStoreFailure) -> Int64?
+    /// The earliest next transition of `bundleIds`' subscriptions (nil when none is ahead): how long a timer may
+    /// sleep.
+    func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64?
     /// Every record's key, after `key` (nil: from the first), in key order, at most `limit`: a rebuild's walk.
     func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
         -> [SubscriptionKey]
@@ -60,6 +61,8 @@ public protocol SubscriptionStore: Sendable {
     func lastEventPosition() async throws(NotificationStoreFailure) -> Int64
     /// Deletes events that occurred before `millis` (`subscriptions.eventRetention`); returns how many.
     func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int
+    /// The newest position pruning ever deleted (0 when none): a stream resuming before it would miss events.
+    func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64
     /// Raised after every commit that made events: followers wait on it.
     var eventSignal: LiveSignal { get }
 }

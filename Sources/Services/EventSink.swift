@@ -146,6 +146,9 @@ public final class EventSink<Item: Sendable>: Sendable {
         let (wakes, continuation) = AsyncStream<Wake>.makeStream()
         let signal = feed.signal
         let poll = feed.pollInterval
+        // At most one "the log grew" wake-up waits at a time: while the sink is busy (its writer queue slow under
+        // ingestion), commits do not pile up wake-ups that would each cost a read later.
+        let growthPending = PendingFlag()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 // The generation is read before the wake-up is handed on, so a commit raised after it wakes the
@@ -154,7 +157,7 @@ public final class EventSink<Item: Sendable>: Sendable {
                 while !Task.isCancelled {
                     await signal.wait(past: seen, timeout: poll)
                     seen = signal.generation
-                    continuation.yield(.logGrew)
+                    if growthPending.raise() { continuation.yield(.logGrew) }
                 }
             }
             var wakesIterator = wakes.makeAsyncIterator()
@@ -251,6 +254,7 @@ public final class EventSink<Item: Sendable>: Sendable {
                 guard let wake = await wakesIterator.next() else { break }
                 switch wake {
                 case .logGrew:
+                    growthPending.lower()
                     moreToRead = true
                 case .tick(let id):
                     if timer?.id == id { timer = nil }
@@ -411,4 +415,18 @@ public struct UpstreamDeliveryTransport: DeliveryTransport {
         case .shutDown: "client shut down"
         }
     }
+}
+
+/// A flag raised by one task and lowered by another: `raise` tells whether it was down.
+private final class PendingFlag: Sendable {
+    private let state = Lock(false)
+
+    func raise() -> Bool {
+        state.withLock { raised in
+            defer { raised = true }
+            return !raised
+        }
+    }
+
+    func lower() { state.withLock { $0 = false } }
 }

@@ -25,6 +25,9 @@ public enum RedisStreamSink {
         public var sinkURL: String { "redis-stream:" + key }
     }
 
+    /// `stream` as a sink's transport (also `appstore-gateway events replay`'s for this sink).
+    public static func transport(_ stream: RedisEventStream) -> any DeliveryTransport { Transport(stream: stream) }
+
     /// Appends to `stream` as a sink's transport: the event id from the id header, the body as the `event` field.
     struct Transport: DeliveryTransport {
         let stream: RedisEventStream

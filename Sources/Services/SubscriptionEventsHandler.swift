@@ -67,10 +67,24 @@ struct SubscriptionEventsHandler: Sendable {
     ) async throws(RPCStatus) {
         let store = states.store
         var position: Int64
+        var prunedThrough: Int64 = 0
         do throws(NotificationStoreFailure) {
-            if let after = call.after { position = after } else { position = try await store.lastEventPosition() }
+            if let after = call.after {
+                position = after
+                if after > 0 { prunedThrough = try await store.eventsPrunedThrough() }
+            } else {
+                position = try await store.lastEventPosition()
+            }
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description).rpcStatus
+        }
+        // A token before what pruning deleted would skip events silently.
+        if position > 0, position < prunedThrough {
+            throw GatewayError.invalidArgument(
+                field: "resume_token",
+                problem: "continues after an event older than the events kept (subscriptions.eventRetention): events "
+                    + "after it were deleted; start again with from_beginning and reconcile"
+            ).rpcStatus
         }
         while !Task.isCancelled {
             let seen = store.eventSignal.generation

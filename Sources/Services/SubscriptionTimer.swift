@@ -90,7 +90,7 @@ struct SubscriptionTimer: Sendable {
     private func sleep() async throws(GatewayError) -> Duration {
         let next: Int64?
         do {
-            next = try await states.store.nextTransition()
+            next = try await states.store.nextTransition(bundleIds: states.apps.apps.map(\.bundleId))
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
         }

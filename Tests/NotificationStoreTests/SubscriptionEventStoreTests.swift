@@ -58,7 +58,8 @@ import Testing
                 S.transaction("t1", original: "o1", signed: 1), S.renewal(original: "o1", autoRenew: false, signed: 1),
                 now: 1, events: context))
         let expiry = S.t0 + 30 * S.day
-        #expect(try await store.nextTransition() == expiry)
+        #expect(try await store.nextTransition(bundleIds: [S.bundleId]) == expiry)
+        #expect(try await store.nextTransition(bundleIds: ["com.other"]) == nil)
         #expect(try await store.dueTransitions(through: expiry - 1, bundleIds: [S.bundleId], limit: 10).isEmpty)
         #expect(try await store.dueTransitions(through: expiry, bundleIds: ["com.other"], limit: 10).isEmpty)
         #expect(try await store.dueTransitions(through: expiry, bundleIds: [S.bundleId], limit: 10) == [S.key("o1")])
@@ -85,6 +86,43 @@ import Testing
         // Pruning by age.
         #expect(try await store.pruneEvents(occurredBefore: S.t0 + 2) == 2)
         #expect(try await store.events(after: 0, bundleId: nil, limit: 100).map(\.event.sequence) == [3, 4])
+    }
+
+    /// A cursor whose record a rebuild did not recreate is not due for ever: advancing it forgets its transition.
+    @Test(arguments: StoreKind.allCases)
+    func aCursorWithoutARecordStopsBeingDue(_ kind: StoreKind) async throws {
+        let (store, file) = try kind.make()
+        defer { withExtendedLifetime(file) {} }
+        _ = try await store.apply(
+            S.change(
+                S.transaction("t1", original: "o1", signed: 1), S.renewal(original: "o1", autoRenew: false, signed: 1),
+                now: 1, events: Self.context))
+        try await store.removeAll()
+        let expiry = S.t0 + 30 * S.day
+        #expect(try await store.dueTransitions(through: expiry, bundleIds: [S.bundleId], limit: 10) == [S.key("o1")])
+        var timed = Self.context
+        timed.cause = "time"
+        #expect(try await store.advance(S.key("o1"), context: timed, nowMillis: expiry).isEmpty)
+        #expect(try await store.dueTransitions(through: expiry + S.day, bundleIds: [S.bundleId], limit: 10).isEmpty)
+        #expect(try await store.nextTransition(bundleIds: [S.bundleId]) == nil)
+    }
+
+    /// Pruning remembers the newest position it deleted, so a stream resuming before it is refused instead of
+    /// silently skipping the deleted events.
+    @Test(arguments: StoreKind.allCases)
+    func pruningRemembersHowFarItDeleted(_ kind: StoreKind) async throws {
+        let (store, file) = try kind.make()
+        defer { withExtendedLifetime(file) {} }
+        #expect(try await store.eventsPrunedThrough() == 0)
+        _ = try await store.apply(
+            S.change(S.transaction("t1", original: "o1", signed: 1), now: 1, events: Self.context))
+        _ = try await store.apply(
+            S.change(S.transaction("t2", original: "o2", signed: 1), now: 5, events: Self.context))
+        let all = try await store.events(after: 0, bundleId: nil, limit: 10)
+        #expect(try await store.pruneEvents(occurredBefore: S.t0 + 2) == 2)
+        #expect(try await store.eventsPrunedThrough() == all[1].position)
+        #expect(try await store.pruneEvents(occurredBefore: S.t0 + 2) == 0)
+        #expect(try await store.eventsPrunedThrough() == all[1].position)
     }
 
     @Test(arguments: StoreKind.allCases)

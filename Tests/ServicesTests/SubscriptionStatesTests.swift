@@ -72,7 +72,9 @@ import Testing
         {
             try await held.dueTransitions(through: nowMillis, bundleIds: bundleIds, limit: limit)
         }
-        func nextTransition() async throws(NotificationStoreFailure) -> Int64? { try await held.nextTransition() }
+        func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
+            try await held.nextTransition(bundleIds: bundleIds)
+        }
         func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
             -> [SubscriptionKey]
         {
@@ -86,6 +88,9 @@ import Testing
         func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 { try await held.lastEventPosition() }
         func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
             try await held.pruneEvents(occurredBefore: millis)
+        }
+        func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
+            try await held.eventsPrunedThrough()
         }
         var eventSignal: LiveSignal { held.eventSignal }
     }

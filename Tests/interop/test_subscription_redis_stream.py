@@ -131,3 +131,40 @@ def test_events_made_while_redis_is_down_arrive_once_it_is_back(sim):  # noqa: F
     finally:
         gateway.stop()
         redis.stop()
+
+
+def test_dead_letters_of_the_stream_are_replayed_into_it(sim):  # noqa: F811
+    """Redis down past `maxAge`: the events become dead letters; `events replay --webhook redis-stream:<key>`
+    appends them once Redis is back, each once."""
+    from conftest import GATEWAY_BIN
+
+    redis = Redis()
+    port = redis.port
+    redis.stop()
+    gateway = WebhookGateway(sim, database_path(), extra={
+        "redis": {"url": f"redis://127.0.0.1:{port}/0", "timeout": "300ms"},
+        "subscriptions": {"redisStream": {"key": KEY, "maxBackoff": "200ms", "maxAge": "1s"}}})
+    try:
+        run_lifecycle(sim, gateway, "renewals")
+        events = all_events(gateway, 1000, timeout=3)
+        deadline = time.time() + 20
+        while "appstore_gateway_webhook_out_dead_letters" not in gateway.metrics() or not any(
+                line.startswith("appstore_gateway_webhook_out_dead_letters{") and not line.endswith(" 0")
+                for line in gateway.metrics().splitlines()):
+            assert time.time() < deadline, "no dead letters"
+            time.sleep(0.2)
+        time.sleep(1.5)  # every event given up
+        redis.proc = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        replay = subprocess.run([GATEWAY_BIN, "events", "replay", "--webhook", f"redis-stream:{KEY}", "--config",
+                                 gateway.config_path], capture_output=True, text=True, timeout=60)
+        assert replay.returncode == 0, replay.stdout + replay.stderr
+        entries = stream(redis)
+        ids = [event_id for event_id, _ in entries]
+        assert len(ids) == len(set(ids)) == len(events)
+        assert set(ids) == {e.event_id for e in events}
+    finally:
+        gateway.stop()
+        redis.stop()
