@@ -3,6 +3,7 @@ public struct AppDirectory: Sendable {
     /// Every configured app, in configuration order.
     public let apps: [App]
     private let byAlias: [String: Int]
+    private let byBundleID: [String: Int]
 
     public init(_ apps: [App]) {
         self.apps = apps
@@ -12,7 +13,11 @@ public struct AppDirectory: Sendable {
             byAlias[app.bundleId] = index
         }
         self.byAlias = byAlias
+        byBundleID = Dictionary(apps.enumerated().map { ($1.bundleId, $0) }, uniquingKeysWith: { first, _ in first })
     }
+
+    /// The app whose bundle id is `bundleId` (what Apple's signed data names), or nil.
+    public func app(bundleId: String) -> App? { byBundleID[bundleId].map { apps[$0] } }
 
     /// The app a request names. An empty name is allowed when exactly one app is configured.
     public func app(named name: String) throws(GatewayError) -> App {

@@ -127,7 +127,7 @@ public final class SubscriptionProjector: Sendable {
     private func change(for entry: StoredNotification, quiet: Bool) async throws(GatewayError)
         -> (app: App, change: SubscriptionChange)?
     {
-        guard let app = states.apps.apps.first(where: { $0.bundleId == entry.notification.bundleId }) else {
+        guard let app = states.apps.app(bundleId: entry.notification.bundleId) else {
             states.metrics.rejected(reason: "other_app")
             return nil
         }

@@ -57,7 +57,7 @@ final class SubscriptionStates: Sendable {
 
     /// What events of the configured app with `bundleId` are made under; nil when no app has it.
     func eventContext(bundleId: String, cause: String) -> SubscriptionEventContext? {
-        guard let app = apps.apps.first(where: { $0.bundleId == bundleId }) else { return nil }
+        guard let app = apps.app(bundleId: bundleId) else { return nil }
         return SubscriptionEventContext(app: app.name, policy: policy(of: app), cause: cause)
     }
 

@@ -59,7 +59,7 @@ struct SubscriptionTimer: Sendable {
 
     /// One due subscription: confirmed with Apple when its state needs it, then its time events made.
     private func advance(_ key: SubscriptionKey) async throws(GatewayError) {
-        guard let app = states.apps.apps.first(where: { $0.bundleId == key.bundleId }) else { return }
+        guard let app = states.apps.app(bundleId: key.bundleId) else { return }
         if let record = try await states.storedRecord(key),
             record.state(at: states.nowMillis, policy: states.policy(of: app)).needsConfirmation
         {
