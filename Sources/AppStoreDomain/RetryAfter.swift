@@ -63,7 +63,7 @@ public enum RetryAfter {
         guard day >= 1, day <= daysIn(month: month, year: year), hour < 24, minute < 60, second < 61 else {
             return nil
         }
-        let days = daysSinceEpoch(year: year, month: month, day: day)
+        let days = CivilDate.daysSinceEpoch(year: year, month: month, day: day)
         // 1970-01-01 was a Thursday (index 3); a wrong day name means a garbled date.
         guard Int((days % 7 + 7 + 3) % 7) == weekday else { return nil }
         let seconds = days * 86_400 + hour * 3_600 + minute * 60 + min(second, 59)
@@ -78,17 +78,6 @@ public enum RetryAfter {
         case 4, 6, 9, 11: 30
         default: 31
         }
-    }
-
-    /// Days from 1970-01-01 to a proleptic Gregorian date (the civil-from-days inverse, by eras of 400 years).
-    static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let shiftedYear = month <= 2 ? year - 1 : year
-        let era = shiftedYear.floorDivided(by: 400)
-        let yearOfEra = shiftedYear - era * 400
-        let monthFromMarch = (month + 9) % 12
-        let dayOfYear = (153 * monthFromMarch + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 }
 

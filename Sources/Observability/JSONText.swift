@@ -56,10 +56,10 @@ enum JSONText {
     /// Appends the RFC 3339 form of `time` (as `timestamp`) as ASCII bytes, for lines built as bytes.
     static func appendTimestamp(_ time: WallTime, to out: inout [UInt8]) {
         let millis = time.millisecondsSince1970
-        let seconds = floorDiv(millis, 1000)
-        let days = floorDiv(seconds, 86_400)
+        let seconds = millis.floorDivided(by: 1000)
+        let days = seconds.floorDivided(by: 86_400)
         let secondOfDay = Int(seconds - days * 86_400)
-        let (year, month, day) = civilDate(daysSince1970: days)
+        let (year, month, day) = CivilDate.date(daysSinceEpoch: days)
         let fourDigitYear = (0...9999).contains(year)
         // `YYYY-MM-DDTHH:MM:SS.mmmZ` written on the stack and appended at once; a year outside RFC 3339's
         // range is written as it is in front of the rest.
@@ -77,9 +77,9 @@ enum JSONText {
             }
             if fourDigitYear { digits(Int(year), 4, endingAt: 4) }
             buffer[4] = UInt8(ascii: "-")
-            digits(month, 2, endingAt: 7)
+            digits(Int(month), 2, endingAt: 7)
             buffer[7] = UInt8(ascii: "-")
-            digits(day, 2, endingAt: 10)
+            digits(Int(day), 2, endingAt: 10)
             buffer[10] = UInt8(ascii: "T")
             digits(secondOfDay / 3600, 2, endingAt: 13)
             buffer[13] = UInt8(ascii: ":")
@@ -92,24 +92,5 @@ enum JSONText {
             if !fourDigitYear { out.append(contentsOf: String(year).utf8) }
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(fourDigitYear ? 0 : 4)..<24]))
         }
-    }
-
-    private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
-        let q = a / b
-        return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
-    }
-
-    /// Proleptic Gregorian date of a day count from 1970-01-01 (H. Hinnant's `civil_from_days`).
-    private static func civilDate(daysSince1970: Int64) -> (year: Int64, month: Int, day: Int) {
-        let z = daysSince1970 + 719_468
-        let era = floorDiv(z, 146_097)
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = Int(dayOfYear - (153 * shiftedMonth + 2) / 5 + 1)
-        let month = Int(shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9)
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        return (year, month, day)
     }
 }

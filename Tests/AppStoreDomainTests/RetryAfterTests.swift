@@ -60,8 +60,8 @@ import Testing
     }
 
     @Test func daysSinceEpochAgreesWithKnownDates() {
-        #expect(RetryAfter.daysSinceEpoch(year: 1970, month: 1, day: 1) == 0)
-        #expect(RetryAfter.daysSinceEpoch(year: 2000, month: 3, day: 1) == 11_017)
-        #expect(RetryAfter.daysSinceEpoch(year: 1969, month: 12, day: 31) == -1)
+        #expect(CivilDate.daysSinceEpoch(year: 1970, month: 1, day: 1) == 0)
+        #expect(CivilDate.daysSinceEpoch(year: 2000, month: 3, day: 1) == 11_017)
+        #expect(CivilDate.daysSinceEpoch(year: 1969, month: 12, day: 31) == -1)
     }
 }

@@ -244,10 +244,7 @@ import Testing
         #expect(SubscriptionEventBody.json(SubscriptionEvent()) == Array("{}".utf8))
     }
 
-    @Test func rfc3339InstantsBothWays() {
-        #expect(RFC3339.format(seconds: 0, nanos: 0) == "1970-01-01T00:00:00Z")
-        #expect(RFC3339.format(seconds: 951_782_400, nanos: 1_000) == "2000-02-29T00:00:00.000001Z")
-        #expect(RFC3339.format(seconds: -1, nanos: 5) == "1969-12-31T23:59:59.000000005Z")
+    @Test func rfc3339InstantsAreRead() {
         #expect(RFC3339.milliseconds("2026-11-29T05:00:00.250Z") == 1_795_928_400_250)
         #expect(RFC3339.milliseconds("2026-11-29T06:00:00+01:00") == 1_795_928_400_000)
         #expect(RFC3339.milliseconds("2026-11-29T05:00:00.123456Z") == 1_795_928_400_123)
