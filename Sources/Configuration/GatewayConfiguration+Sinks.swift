@@ -39,9 +39,7 @@ extension GatewayConfiguration {
                     }
                     if !webhook.types.contains(type) { webhook.types.append(type) }
                 }
-                try retries(
-                    reader, key: key, timeout: &webhook.timeout, maxBackoff: &webhook.maxBackoff,
-                    maxAge: &webhook.maxAge)
+                webhook.retries = try retries(reader, key: key)
                 if let earlier = webhooks.firstIndex(where: { $0.url == webhook.url }) {
                     throw ConfigurationError(
                         key: "\(key).url", problem: "names the same URL as subscriptions.webhooks[\(earlier)]")
@@ -69,9 +67,7 @@ extension GatewayConfiguration {
             let key = "notifications.forward[\(index)]"
             do throws(ConfigurationError) {
                 var relay = NotificationRelay.Settings(url: try sinkURL(reader, key: key))
-                try retries(
-                    reader, key: key, timeout: &relay.timeout, maxBackoff: &relay.maxBackoff,
-                    maxAge: &relay.maxAge)
+                relay.retries = try retries(reader, key: key)
                 if let earlier = relays.firstIndex(where: { $0.url == relay.url }) {
                     throw ConfigurationError(
                         key: "\(key).url", problem: "names the same URL as notifications.forward[\(earlier)]")
@@ -109,8 +105,7 @@ extension GatewayConfiguration {
             throw ConfigurationError(
                 key: "\(key).timeout", problem: "is not a key: each append is bounded by redis.timeout")
         }
-        var unused: Duration = .seconds(10)
-        try retries(reader, key: key, timeout: &unused, maxBackoff: &settings.maxBackoff, maxAge: &settings.maxAge)
+        settings.retries = try retries(reader, key: key, timeout: false)
         return settings
     }
 
@@ -123,11 +118,11 @@ extension GatewayConfiguration {
         return url
     }
 
-    /// `<key>.timeout` (100ms–10m), `<key>.maxBackoff` (100ms–24h) and `<key>.maxAge` (1s–400d).
-    private static func retries(
-        _ reader: ConfigurationReader, key: String, timeout: inout Duration, maxBackoff: inout Duration,
-        maxAge: inout Duration
-    ) throws(ConfigurationError) {
+    /// `<key>.timeout` (100ms–10m; only when `timeout`), `<key>.maxBackoff` (100ms–24h) and `<key>.maxAge`
+    /// (1s–400d).
+    private static func retries(_ reader: ConfigurationReader, key: String, timeout: Bool = true)
+        throws(ConfigurationError) -> DeliveryRetries
+    {
         func read(_ name: String, _ range: ClosedRange<UInt64>, _ bounds: String) throws(ConfigurationError)
             -> Duration?
         {
@@ -137,8 +132,10 @@ extension GatewayConfiguration {
             }
             return .milliseconds(Int64(value))
         }
-        if let value = try read("timeout", 100...600_000, "100ms and 10m") { timeout = value }
-        if let value = try read("maxBackoff", 100...86_400_000, "100ms and 24h") { maxBackoff = value }
-        if let value = try read("maxAge", 1_000...(400 * 86_400_000), "1s and 400d") { maxAge = value }
+        var retries = DeliveryRetries()
+        if timeout, let value = try read("timeout", 100...600_000, "100ms and 10m") { retries.timeout = value }
+        if let value = try read("maxBackoff", 100...86_400_000, "100ms and 24h") { retries.maxBackoff = value }
+        if let value = try read("maxAge", 1_000...(400 * 86_400_000), "1s and 400d") { retries.maxAge = value }
+        return retries
     }
 }

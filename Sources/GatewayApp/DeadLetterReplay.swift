@@ -33,7 +33,7 @@ public enum DeadLetterReplay {
                     ConfigurationError(key: "subscriptions.redisStream", problem: "appends to redis: set redis.url"))
             }
             endpoint = EventSink<Int>.Endpoint(
-                id: EventSinkID(kind: .subscriptionEvents, url: stream.sinkURL), timeout: .seconds(10),
+                id: EventSinkID(kind: .subscriptionEvents, url: stream.sinkURL), timeout: stream.retries.timeout,
                 idHeader: TeamWebhook.eventIDHeader)
             transportOverride = RedisStreamSink.transport(
                 RedisEventStream(
@@ -50,11 +50,11 @@ public enum DeadLetterReplay {
                 throw .invalidConfiguration(error)
             }
             endpoint = EventSink<Int>.Endpoint(
-                id: EventSinkID(kind: .subscriptionEvents, url: webhook.url), timeout: webhook.timeout,
+                id: EventSinkID(kind: .subscriptionEvents, url: webhook.url), timeout: webhook.retries.timeout,
                 idHeader: TeamWebhook.eventIDHeader, secrets: secrets)
         } else if let relay = configuration.notifications.forward.first(where: { matches($0.url, url) }) {
             endpoint = EventSink<Int>.Endpoint(
-                id: EventSinkID(kind: .notifications, url: relay.url), timeout: relay.timeout,
+                id: EventSinkID(kind: .notifications, url: relay.url), timeout: relay.retries.timeout,
                 idHeader: NotificationRelay.uuidHeader)
         } else {
             throw GatewayStartError(

@@ -21,9 +21,9 @@ public enum EventSinks {
         let feed = eventFeed(events, accepts: settings.accepts, encode: encode)
         return EventSink(
             endpoint: EventSink<SubscriptionEvent>.Endpoint(
-                id: EventSinkID(kind: .subscriptionEvents, url: settings.url), timeout: settings.timeout,
+                id: EventSinkID(kind: .subscriptionEvents, url: settings.url), timeout: settings.retries.timeout,
                 idHeader: TeamWebhook.eventIDHeader, secrets: secrets),
-            policy: policy(maxBackoff: settings.maxBackoff, maxAge: settings.maxAge), feed: feed, store: store,
+            policy: policy(settings.retries), feed: feed, store: store,
             transport: transport, metrics: metrics, tracer: tracer, clock: clock, logger: logger)
     }
 
@@ -37,9 +37,9 @@ public enum EventSinks {
     ) -> EventSink<SubscriptionEvent> {
         EventSink(
             endpoint: EventSink<SubscriptionEvent>.Endpoint(
-                id: EventSinkID(kind: .subscriptionEvents, url: settings.sinkURL), timeout: .seconds(10),
+                id: EventSinkID(kind: .subscriptionEvents, url: settings.sinkURL), timeout: settings.retries.timeout,
                 idHeader: TeamWebhook.eventIDHeader),
-            policy: policy(maxBackoff: settings.maxBackoff, maxAge: settings.maxAge),
+            policy: policy(settings.retries),
             feed: eventFeed(events, accepts: { _ in true }, encode: encode), store: store,
             transport: RedisStreamSink.Transport(stream: stream), metrics: metrics, tracer: tracer, clock: clock,
             logger: logger)
@@ -85,9 +85,9 @@ public enum EventSinks {
             body: { NotificationRelay.body(signedPayload: $0.notification.signedPayload) })
         return EventSink(
             endpoint: EventSink<StoredNotification>.Endpoint(
-                id: EventSinkID(kind: .notifications, url: settings.url), timeout: settings.timeout,
+                id: EventSinkID(kind: .notifications, url: settings.url), timeout: settings.retries.timeout,
                 idHeader: NotificationRelay.uuidHeader),
-            policy: policy(maxBackoff: settings.maxBackoff, maxAge: settings.maxAge), feed: feed, store: store,
+            policy: policy(settings.retries), feed: feed, store: store,
             transport: transport, metrics: metrics, tracer: tracer, clock: clock, logger: logger)
     }
 
@@ -96,7 +96,24 @@ public enum EventSinks {
         "\(event.app)\u{1F}\(event.environment.rawValue)\u{1F}\(event.originalTransactionId)"
     }
 
-    static func policy<Item>(maxBackoff: Duration, maxAge: Duration) -> DeliverySchedule<Item>.Policy {
-        DeliverySchedule<Item>.Policy(maxBackoff: maxBackoff.wholeMilliseconds, maxAge: maxAge.wholeMilliseconds)
+    static func policy<Item>(_ retries: DeliveryRetries) -> DeliverySchedule<Item>.Policy {
+        DeliverySchedule<Item>.Policy(
+            maxBackoff: retries.maxBackoff.wholeMilliseconds, maxAge: retries.maxAge.wholeMilliseconds)
     }
+}
+
+/// How an outbound sink tries (`timeout`, `maxBackoff`, `maxAge` of `subscriptions.webhooks[i]`,
+/// `notifications.forward[i]` and `subscriptions.redisStream`): one attempt's limit, the longest wait between two
+/// attempts of one entry (the first retry comes within a second, then the waits double), and how long after its
+/// first attempt an entry still failing is given up (a dead letter).
+public struct DeliveryRetries: Sendable, Hashable {
+    /// `timeout`: one attempt (connect, send, answer). Default 10s. (The Redis stream's appends are bounded by
+    /// `redis.timeout` instead.)
+    public var timeout: Duration = .seconds(10)
+    /// `maxBackoff`: default 5m.
+    public var maxBackoff: Duration = .seconds(300)
+    /// `maxAge`: default 24h.
+    public var maxAge: Duration = .seconds(86_400)
+
+    public init() {}
 }

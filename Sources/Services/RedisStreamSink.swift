@@ -13,9 +13,9 @@ public enum RedisStreamSink {
         public var key: String
         /// `maxLen`: the stream is trimmed to about this many entries (`XADD … MAXLEN ~`). Default 1,000,000.
         public var maxLength = 1_000_000
-        /// The retries of an append that fails (Redis unreachable): as a team webhook's.
-        public var maxBackoff: Duration = .seconds(300)
-        public var maxAge: Duration = .seconds(86_400)
+        /// `maxBackoff`, `maxAge`: the retries of an append that fails (Redis unreachable), as a team webhook's;
+        /// `timeout` is not used (each append is bounded by `redis.timeout`).
+        public var retries = DeliveryRetries()
 
         public init(key: String) {
             self.key = key

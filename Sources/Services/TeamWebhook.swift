@@ -20,12 +20,8 @@ public enum TeamWebhook {
         public var apps: [String] = []
         /// `types`: event types that go out; empty: every type.
         public var types: [SubscriptionEventType] = []
-        /// `timeout`: one attempt (connect, send, answer). Default 10s.
-        public var timeout: Duration = .seconds(10)
-        /// `maxBackoff`: the longest wait between two attempts of one event. Default 5m.
-        public var maxBackoff: Duration = .seconds(300)
-        /// `maxAge`: an event still failing this long after its first attempt is dead-lettered. Default 24h.
-        public var maxAge: Duration = .seconds(86_400)
+        /// `timeout`, `maxBackoff`, `maxAge`.
+        public var retries = DeliveryRetries()
 
         public init(url: String, secretFile: String) {
             self.url = url
@@ -164,12 +160,8 @@ public enum NotificationRelay {
     public struct Settings: Sendable, Hashable {
         /// `url`: where notifications are POSTed (http or https, with a host); the sink's identity.
         public var url: String
-        /// `timeout`: one attempt. Default 10s.
-        public var timeout: Duration = .seconds(10)
-        /// `maxBackoff`: the longest wait between two attempts. Default 5m.
-        public var maxBackoff: Duration = .seconds(300)
-        /// `maxAge`: a notification still failing this long after its first attempt is dead-lettered. Default 24h.
-        public var maxAge: Duration = .seconds(86_400)
+        /// `timeout`, `maxBackoff`, `maxAge`.
+        public var retries = DeliveryRetries()
 
         public init(url: String) {
             self.url = url

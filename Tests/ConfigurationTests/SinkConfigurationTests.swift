@@ -43,9 +43,9 @@ import Testing
         #expect(webhook.url == "https://team.example/hooks")
         #expect(webhook.secretFile == "team.secret")
         #expect(webhook.apps.isEmpty && webhook.types.isEmpty)
-        #expect(webhook.timeout == .seconds(10))
-        #expect(webhook.maxBackoff == .seconds(300))
-        #expect(webhook.maxAge == .seconds(86_400))
+        #expect(webhook.retries.timeout == .seconds(10))
+        #expect(webhook.retries.maxBackoff == .seconds(300))
+        #expect(webhook.retries.maxAge == .seconds(86_400))
         #expect(try GatewayConfiguration.load(yaml: Self.apps).subscriptions.webhooks.isEmpty)
         #expect(try GatewayConfiguration.load(yaml: Self.apps).notifications.forward.isEmpty)
     }
@@ -57,11 +57,11 @@ import Testing
         let stream = try #require(config.subscriptions.redisStream)
         #expect(stream.key == "team:events")
         #expect(stream.maxLength == 1_000_000)
-        #expect(stream.maxAge == .seconds(86_400))
+        #expect(stream.retries.maxAge == .seconds(86_400))
         let tuned = try GatewayConfiguration.load(
             yaml: Self.apps + redis + "subscriptions: {redisStream: {key: k, maxLen: 500, maxBackoff: 2s, maxAge: 1h}}")
         #expect(tuned.subscriptions.redisStream?.maxLength == 500)
-        #expect(tuned.subscriptions.redisStream?.maxBackoff == .seconds(2))
+        #expect(tuned.subscriptions.redisStream?.retries.maxBackoff == .seconds(2))
         #expect(try GatewayConfiguration.load(yaml: Self.apps).subscriptions.redisStream == nil)
         #expect(problem("subscriptions: {redisStream: {key: k}}")?.key == "subscriptions.redisStream")
         #expect(problem(redis + "subscriptions: {redisStream: {maxLen: 5}}")?.key == "subscriptions.redisStream.key")
@@ -88,9 +88,9 @@ import Testing
         let webhook = try #require(config.subscriptions.webhooks.first)
         #expect(webhook.apps == ["example", "other"])
         #expect(webhook.types == [.renewal, .expiration, .entitlementGranted])
-        #expect(webhook.timeout == .seconds(1))
-        #expect(webhook.maxBackoff == .seconds(120))
-        #expect(webhook.maxAge == .seconds(30 * 86_400))
+        #expect(webhook.retries.timeout == .seconds(1))
+        #expect(webhook.retries.maxBackoff == .seconds(120))
+        #expect(webhook.retries.maxAge == .seconds(30 * 86_400))
     }
 
     @Test func aRelayEndpointTakesItsDefaultsAndItsOwnDurations() throws {
@@ -102,11 +102,11 @@ import Testing
                     - {url: 'http://10.0.0.1:9000/n', timeout: 500ms, maxBackoff: 10s, maxAge: 2h}
                 """)
         #expect(config.notifications.forward.map(\.url) == ["https://legacy.example/apple", "http://10.0.0.1:9000/n"])
-        #expect(config.notifications.forward[0].timeout == .seconds(10))
-        #expect(config.notifications.forward[0].maxAge == .seconds(86_400))
-        #expect(config.notifications.forward[1].timeout == .milliseconds(500))
-        #expect(config.notifications.forward[1].maxBackoff == .seconds(10))
-        #expect(config.notifications.forward[1].maxAge == .seconds(7_200))
+        #expect(config.notifications.forward[0].retries.timeout == .seconds(10))
+        #expect(config.notifications.forward[0].retries.maxAge == .seconds(86_400))
+        #expect(config.notifications.forward[1].retries.timeout == .milliseconds(500))
+        #expect(config.notifications.forward[1].retries.maxBackoff == .seconds(10))
+        #expect(config.notifications.forward[1].retries.maxAge == .seconds(7_200))
     }
 
     @Test(arguments: [
