@@ -47,32 +47,18 @@ struct EventsCommand: ParsableCommand {
                         "--since must be an RFC 3339 instant (2026-11-29T05:00:00Z) or a duration (2h), got '\(since)'")
                 }
             }
-            var yaml = ""
-            if let config {
-                switch ConfigurationLoading.text(of: config) {
-                case .success(let text): yaml = text
-                case .failure(let error): throw ConfigurationLoading.fail("invalid configuration", problems: [error])
-                }
-            }
-            let (configuration, problems) = ConfigurationLoading.problems(
-                yaml: yaml, path: config, environment: ProcessInfo.processInfo.environment, loadingFiles: false)
-            guard problems.isEmpty else {
-                throw ConfigurationLoading.fail("invalid configuration", problems: problems)
-            }
-            let outcome = Lock<Result<DeadLetterReplay.Report, GatewayStartError>?>(nil)
-            let done = DispatchSemaphore(value: 0)
+            let configuration = try ConfigurationLoading.load(
+                path: config, environment: ProcessInfo.processInfo.environment)
             let url = webhook
-            Task {
+            let givenUpSince = deadSince
+            let outcome = BlockingTask.wait { () -> Result<DeadLetterReplay.Report, GatewayStartError> in
                 do throws(GatewayStartError) {
-                    let report = try await DeadLetterReplay.run(configuration, url: url, deadSince: deadSince)
-                    outcome.withLock { $0 = .success(report) }
+                    return .success(try await DeadLetterReplay.run(configuration, url: url, deadSince: givenUpSince))
                 } catch {
-                    outcome.withLock { $0 = .failure(error) }
+                    return .failure(error)
                 }
-                done.signal()
             }
-            done.wait()
-            switch outcome.withLock({ $0 }) {
+            switch outcome {
             case .success(let report):
                 var line = "appstore-gateway events replay: \(report.delivered) delivered, \(report.failed) failed"
                 if let problem = report.lastProblem { line += " (last: \(problem))" }
@@ -80,8 +66,6 @@ struct EventsCommand: ParsableCommand {
                 if report.failed > 0 { throw ExitCode(1) }
             case .failure(let error):
                 throw ConfigurationLoading.fail(error.message, problems: error.problems)
-            case nil:
-                throw ExitCode(1)
             }
         }
     }

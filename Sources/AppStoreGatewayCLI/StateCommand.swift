@@ -36,19 +36,13 @@ struct StateCommand: ParsableCommand {
                 throw ConfigurationLoading.fail(error.message, problems: error.problems)
             }
             // The count, or why it failed.
-            let outcome = Lock<(count: Int?, problem: String?)>((nil, nil))
-            let done = DispatchSemaphore(value: 0)
-            Task {
+            let (count, problem) = BlockingTask.wait { () -> (Int?, String?) in
                 do {
-                    let count = try await app.rebuildSubscriptionState()
-                    outcome.withLock { $0 = (count, nil) }
+                    return (try await app.rebuildSubscriptionState(), nil)
                 } catch {
-                    outcome.withLock { $0 = (nil, (error as? GatewayError)?.rpcStatus.message ?? "\(error)") }
+                    return (nil, (error as? GatewayError)?.rpcStatus.message ?? "\(error)")
                 }
-                done.signal()
             }
-            done.wait()
-            let (count, problem) = outcome.withLock { $0 }
             guard let count else {
                 print("appstore-gateway state rebuild failed: \(problem ?? "unknown")")
                 throw ExitCode(1)
