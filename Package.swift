@@ -118,7 +118,7 @@ let package = Package(
         .target(
             name: "NotificationStore",
             dependencies: [
-                "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis", "ProtoCodec", "SubscriptionState",
+                "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis", "Postgres", "ProtoCodec", "SubscriptionState",
             ]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
@@ -261,7 +261,7 @@ let package = Package(
             name: "NotificationStoreTests",
             dependencies: [
                 "NotificationStore", "Configuration", "AppStoreClient", "TestSupport", "Redis", "ProtoCodec",
-                "SubscriptionState",
+                "SubscriptionState", "Postgres", "EventLoops", "GatewayFoundation",
             ]),
         // Fixtures/proto-json.txt: messages and Python json_format's JSON of them (scripts/proto-json-fixtures.py).
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec", "TestSupport"], exclude: ["Fixtures"]),

@@ -94,6 +94,20 @@ extension GatewayConfiguration {
             config.notifications.store.redis = redis
         }
         key { () throws(ConfigurationError) in
+            guard let uri = try reader.string("\(store).postgres") else { return }
+            guard !uri.trimmingSpaces().isEmpty else {
+                throw ConfigurationError(key: "\(store).postgres", problem: "must be a PostgreSQL connection URI")
+            }
+            guard !config.notifications.store.redis else {
+                throw ConfigurationError(
+                    key: "\(store).postgres", problem: "cannot be set with notifications.store.redis: pick one store")
+            }
+            var postgres = PostgresDatabase.Settings(uri: uri)
+            if let path = try reader.string("\(store).postgresPasswordFile") { postgres.passwordFile = path }
+            if let size = try reader.integer("\(store).postgresPoolSize", in: 1...64) { postgres.poolSize = size }
+            config.notifications.store.postgres = postgres
+        }
+        key { () throws(ConfigurationError) in
             if let v = try reader.milliseconds("\(store).reconcileInterval") {
                 guard v == 0 || v >= 1_000 else {
                     throw ConfigurationError(

@@ -4,6 +4,10 @@ public struct NotificationStoreSettings: Sendable, Hashable {
     public var sqlitePath = "/var/lib/appstore-gateway/notifications.db"
     /// `notifications.store.redis`: keep them in a Redis stream at `redis.url` instead, shared by replicas.
     public var redis = false
+    /// `notifications.store.postgres` (with `postgresPasswordFile`, `postgresPoolSize`): keep the notification log,
+    /// the subscription state and its events, and the sinks' progress in this PostgreSQL database instead, shared
+    /// by every replica. nil = not used.
+    public var postgres: PostgresDatabase.Settings?
     /// `notifications.store.retention`: how long a notification is kept after it arrived; one signed longer
     /// ago than this is not stored at all. Default 30d.
     public var retention: Duration = .seconds(30 * 86_400)

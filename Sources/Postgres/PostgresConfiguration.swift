@@ -14,7 +14,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// The options the connection string set, in libpq's order of keywords.
-    public let options: [Option]
+    public private(set) var options: [Option]
     /// How long one connection attempt may take (TCP, TLS, authentication), on the loop's timer. The connection
     /// string's `connect_timeout`, when set, replaces the default (5 s).
     public var connectTimeout: Duration
@@ -56,6 +56,16 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         self.options = options
         let seconds = options.first { $0.keyword == "connect_timeout" }.flatMap { Int($0.value) } ?? 0
         connectTimeout = seconds > 0 ? .seconds(max(2, seconds)) : .seconds(5)
+    }
+
+    /// The same configuration with `password` as the password (replacing one the connection string set): for a
+    /// password kept in a file of its own. A NUL byte in it is refused.
+    public func with(password: String) throws(PostgresError) -> PostgresConfiguration {
+        guard !password.utf8.contains(0) else { throw PostgresError(.invalidURI, "the password holds a NUL byte") }
+        var copy = self
+        copy.options.removeAll { $0.keyword == "password" }
+        copy.options.append(Option(keyword: "password", value: password))
+        return copy
     }
 
     /// The value of option `keyword`, if set.

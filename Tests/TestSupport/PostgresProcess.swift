@@ -135,6 +135,16 @@ public final class PostgresProcess: @unchecked Sendable {
         try run(binaries + "/pg_ctl", ["-D", dataDirectory, "-m", immediately ? "immediate" : "fast", "-w", "stop"])
     }
 
+    /// A new, empty database on the server (`createdb`, a name of its own), and its URI: each test that keeps a
+    /// schema gets a database of its own, so tests sharing the server neither see nor lock each other's rows.
+    public func makeDatabase() throws -> String {
+        guard let binaries = Self.binaries else { throw PostgresProcessError("initdb is not installed") }
+        let name = "test_" + String(UInt64.random(in: 1...UInt64.max), radix: 36)
+        try run(binaries + "/createdb", ["-h", directory, "-p", "\(port)", "-U", user, name])
+        let credentials = password.map { "\(user):\($0)" } ?? user
+        return "postgresql://\(credentials)@127.0.0.1:\(port)/\(name)"
+    }
+
     /// The postmaster's process id while it runs (the first line of `postmaster.pid`).
     public var postmasterPID: pid_t? {
         guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8) else {

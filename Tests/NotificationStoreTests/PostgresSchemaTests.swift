@@ -1,0 +1,87 @@
+import EventLoops
+import GatewayFoundation
+import NotificationStore
+import Postgres
+import TestSupport
+import Testing
+
+/// The fleet database's schema: migrated once under the advisory lock by replicas starting together, and refused
+/// when a newer release migrated it.
+@Suite(.enabled(if: PostgresProcess.available, "PostgreSQL is not installed"))
+struct PostgresSchemaTests {
+    @Test func replicasStartingTogetherMigrateOnce() async throws {
+        let server = try PostgresProcess.shared()
+        let uri = try server.makeDatabase()
+        let loop = try StoreTestLoop()
+        defer { loop.stop() }
+        // Five openings at once: each takes the lock in turn; the first migrates, the others find it done.
+        let databases = try await withThrowingTaskGroup(of: PostgresDatabase.self) { group in
+            for _ in 0..<5 {
+                group.addTask { try await PostgresDatabase.open(.init(uri: uri), on: loop.loop) }
+            }
+            var opened: [PostgresDatabase] = []
+            for try await database in group { opened.append(database) }
+            return opened
+        }
+        let rows = try await databases[0].pool.query("SELECT version FROM gateway_schema ORDER BY version")
+        #expect(try rows.map { try $0[0].int() } == PostgresSchemaTests.versions)
+        for database in databases { await database.close() }
+    }
+
+    @Test func aDatabaseANewerReleaseMigratedIsRefused() async throws {
+        let server = try PostgresProcess.shared()
+        let uri = try server.makeDatabase()
+        let loop = try StoreTestLoop()
+        defer { loop.stop() }
+        let first = try await PostgresDatabase.open(.init(uri: uri), on: loop.loop)
+        _ = try await first.pool.query("INSERT INTO gateway_schema(version, name) VALUES (1000, 'from the future')")
+        await first.close()
+        let failure = await openingFailure(.init(uri: uri), on: loop)
+        #expect(failure?.kind == .corrupt)
+        #expect(failure?.message.contains("1000") == true)
+    }
+
+    @Test func anUnreachableServerIsUnavailableAndThePasswordIsNeverShown() async throws {
+        let loop = try StoreTestLoop()
+        defer { loop.stop() }
+        var settings = PostgresDatabase.Settings(uri: "postgresql://gateway@127.0.0.1:1/app?connect_timeout=2")
+        settings.password = "s3cret-pass"
+        let failure = await openingFailure(settings, on: loop)
+        #expect(failure?.kind == .unavailable)
+        #expect(failure?.message.contains("s3cret-pass") == false)
+        #expect(!"\(settings)".contains("s3cret-pass"))
+    }
+
+    /// Why opening failed; nil when it did not.
+    private func openingFailure(_ settings: PostgresDatabase.Settings, on loop: StoreTestLoop) async
+        -> NotificationStoreFailure?
+    {
+        do throws(NotificationStoreFailure) {
+            let database = try await PostgresDatabase.open(settings, on: loop.loop)
+            await database.close()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// 1, 2, … up to this release's newest.
+    static let versions: [Int64?] = Array(1...3).map { Int64($0) }
+}
+
+/// An event loop on a thread of its own for one test (the store's loop in the gateway).
+final class StoreTestLoop: Sendable {
+    let loop: EventLoop
+    private let thread: LoopThread
+
+    init() throws {
+        loop = try EventLoop(index: 0)
+        let loop = loop
+        thread = spawnThread(name: "store-test-loop") { loop.run() }
+    }
+
+    func stop() {
+        loop.stop()
+        thread.join()
+    }
+}
