@@ -178,7 +178,7 @@ let package = Package(
                 "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
                 .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration", "Redis",
-                "ProtoCodec",
+                "ProtoCodec", "Postgres",
             ]),
         // The `appstore-gateway` executable: arguments, configuration loading, logging, signals, the simulator.
         .executableTarget(

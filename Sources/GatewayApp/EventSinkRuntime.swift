@@ -36,7 +36,7 @@ final class EventSinkRuntime {
     /// the relay only the SQLite notification log; either missing refuses the start, naming the key.
     static func make(
         _ configuration: GatewayConfiguration, feed: LiveNotificationFeed?,
-        upstreamLoop: GatewayComposition.UpstreamLoop,
+        upstreamLoop: GatewayComposition.OwnedLoop,
         registry: MetricsRegistry, tracer: any Tracer, logger: Logger
     ) throws(GatewayStartError) -> EventSinkRuntime? {
         let webhooks = configuration.subscriptions.webhooks

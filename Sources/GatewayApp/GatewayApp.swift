@@ -36,6 +36,8 @@ public final class GatewayApp {
     /// OpenTelemetry spans (README "Tracing"): nil, and nothing recorded, without an OTLP endpoint.
     private let tracer: OTLPTracer?
     private let feed: LiveNotificationFeed?
+    /// The store behind `feed` (nil without a webhook): closed last, after everything that uses it stopped.
+    private let backend: StoreBackend?
     private let access: CallerAccessSetup
     /// `callers` re-read from the configuration file (nil without a file).
     private let callersReload: CallersReload?
@@ -43,7 +45,7 @@ public final class GatewayApp {
     private let adminToken: AdminBearerToken?
     private let logger: Logger
     /// Where the Apple client serves callers on no event loop: running from `start` until everything else stopped.
-    private let upstreamLoop: GatewayComposition.UpstreamLoop
+    private let upstreamLoop: GatewayComposition.OwnedLoop
     private var grpc: GRPCServer?
     private var webhook: WebhookRuntime?
     /// The team webhooks and the relay (nil when none is configured).
@@ -80,8 +82,10 @@ public final class GatewayApp {
                 writer: configuration.logging.format == "json" ? .standardError : nil) : nil
         board = HealthStatusBoard(
             services: [AppStoreGatewayService.name, RetentionMessagingService.name], initial: .serving)
-        feed = try WebhookRuntime.feed(configuration, registry: registry)
-        upstreamLoop = try GatewayComposition.UpstreamLoop()
+        let opened = try WebhookRuntime.feed(configuration, registry: registry)
+        feed = opened?.feed
+        backend = opened?.backend
+        upstreamLoop = try GatewayComposition.OwnedLoop(threadName: "upstream-curl")
         do {
             service = try GatewayComposition.service(
                 configuration, upstreamLoop: upstreamLoop,
@@ -118,7 +122,8 @@ public final class GatewayApp {
     /// log (no port is opened). Throws `.stateNotKept` on a gateway that keeps no state.
     public func rebuildSubscriptionState() async throws(GatewayError) -> Int {
         guard let projector = service.subscriptionProjector else {
-            throw GatewayError.stateNotKept("it needs notifications.webhook and the SQLite notification store")
+            throw GatewayError.stateNotKept(
+                "it needs notifications.webhook and the SQLite or PostgreSQL notification store")
         }
         return try await projector.rebuild()
     }
@@ -191,7 +196,8 @@ public final class GatewayApp {
         stops.push { [access] in access.watcher.stop() }
         if let feed {
             let webhook = try WebhookRuntime.start(
-                configuration, feed: feed, service: service, tracer: tracer ?? SilentTracer(), registry: registry)
+                configuration, feed: feed, storeDescription: backend?.description ?? "", service: service,
+                tracer: tracer ?? SilentTracer(), registry: registry)
             self.webhook = webhook
             stops.push { [unowned self] in
                 webhook.stop()
@@ -267,6 +273,8 @@ public final class GatewayApp {
         }
         grpc = nil
         stops.unwind()
+        // Last: whatever still runs (a projector's step, a sink) fails its store call and ends.
+        backend?.close()
         // The spans of the last calls, within tracing.timeout.
         tracer?.shutdown(timeout: configuration.tracing.timeout)
     }

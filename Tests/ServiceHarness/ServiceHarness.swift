@@ -44,7 +44,7 @@ public final class ServiceHarness: Sendable {
     private let loop: EventLoop
     private let thread: LoopThread
     /// Where the services' Apple calls from no loop go, as in `GatewayApp`.
-    private let upstreamLoop: GatewayComposition.UpstreamLoop
+    private let upstreamLoop: GatewayComposition.OwnedLoop
 
     /// One harness per process: starting a simulator and loading the keys takes a moment.
     public static let shared: ServiceHarness = {
@@ -69,7 +69,7 @@ public final class ServiceHarness: Sendable {
         configuration.verification.trustBuiltInAppleRoot = true
         configuration.rateLimits.maxWait = .zero
         configuration.retries.maxAttempts = 1
-        let upstreamLoop = try GatewayComposition.UpstreamLoop()
+        let upstreamLoop = try GatewayComposition.OwnedLoop(threadName: "upstream-curl")
         self.upstreamLoop = upstreamLoop
         // A webhook store beside it, so the SubscriptionState RPCs keep a state (its log stays empty).
         let store = try SQLiteNotificationStore(path: directory + "/notifications.db")

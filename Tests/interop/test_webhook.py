@@ -199,11 +199,13 @@ def sim():
 class WebhookGateway(Gateway):
     """A gateway with the webhook on a free port; `webhook` is its URL."""
 
-    def __init__(self, sim, database=None, redis=None, reconcile="0", extra=None):
+    def __init__(self, sim, database=None, redis=None, reconcile="0", extra=None, postgres=None):
         config = json.loads(json.dumps(sim.config))
         config["apps"] = config["apps"][:1]
         store = {"reconcileInterval": reconcile}
-        if redis is not None:
+        if postgres is not None:
+            store["postgres"] = postgres
+        elif redis is not None:
             config["redis"] = {"url": f"redis://127.0.0.1:{redis.port}/0", "timeout": "200ms"}
             store["redis"] = True
         else:
