@@ -185,6 +185,7 @@ public final class GatewayApp {
         }
         server.start()
         grpc = server
+        backend?.attach(server.http2.eventLoops)
         callersReload?.checking(server)
         // A failed start drops the calls at once; `stop` shuts this server down gracefully before unwinding.
         stops.push { [unowned self] in

@@ -83,6 +83,12 @@ struct StoreBackend {
         }
     }
 
+    /// Gives each of `loops` (the gRPC loops) PostgreSQL connections of its own, so their reads run where their
+    /// calls do (nothing for the other stores).
+    func attach(_ loops: [any IOLoop]) {
+        postgres?.database.attach(loops)
+    }
+
     /// Closes the PostgreSQL connections and stops their loop (nothing for the other stores); call once nothing
     /// uses the store.
     func close() {
