@@ -33,7 +33,7 @@ final class EventSinkRuntime {
     }
 
     /// The sinks `configuration` asks for, nil when none. Team webhooks need the subscription state (its outbox),
-    /// the relay only the SQLite notification log; either missing refuses the start, naming the key.
+    /// the relay the sinks' progress beside the log; either missing refuses the start, naming the key.
     static func make(
         _ configuration: GatewayConfiguration, feed: LiveNotificationFeed?,
         upstreamLoop: GatewayComposition.OwnedLoop,
@@ -53,22 +53,22 @@ final class EventSinkRuntime {
             throw .invalidConfiguration(
                 ConfigurationError(
                     key: "subscriptions.webhooks",
-                    problem: "needs the subscription state's events: notifications.webhook with the SQLite "
-                        + "notification store"))
+                    problem: "needs the subscription state's events: notifications.webhook with the SQLite or "
+                        + "PostgreSQL notification store"))
         }
         if redisStream != nil && (feed?.states == nil || feed?.sinks == nil) {
             throw .invalidConfiguration(
                 ConfigurationError(
                     key: "subscriptions.redisStream",
-                    problem: "needs the subscription state's events: notifications.webhook with the SQLite "
-                        + "notification store"))
+                    problem: "needs the subscription state's events: notifications.webhook with the SQLite or "
+                        + "PostgreSQL notification store"))
         }
         if !relays.isEmpty && feed?.sinks == nil {
             throw .invalidConfiguration(
                 ConfigurationError(
                     key: "notifications.forward",
                     problem: "relays the webhook's notification log: it needs notifications.webhook with the SQLite "
-                        + "notification store"))
+                        + "or PostgreSQL notification store"))
         }
         let client: UpstreamHTTPClient
         do {

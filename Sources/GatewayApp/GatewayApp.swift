@@ -83,6 +83,17 @@ public final class GatewayApp {
         board = HealthStatusBoard(
             services: [AppStoreGatewayService.name, RetentionMessagingService.name], initial: .serving)
         let opened = try WebhookRuntime.feed(configuration, registry: registry)
+        // The Redis store keeps no state: entitlements asked for there would silently answer nothing.
+        if let opened, opened.feed.states == nil,
+            let index = configuration.apps.firstIndex(where: { !$0.entitlements.isEmpty })
+        {
+            opened.backend.close()
+            throw .invalidConfiguration(
+                ConfigurationError(
+                    key: "apps[\(index)].entitlements",
+                    problem: "needs the subscription state, which the Redis notification store does not keep: use "
+                        + "notifications.store.postgres (several replicas) or the SQLite store (one)"))
+        }
         feed = opened?.feed
         backend = opened?.backend
         upstreamLoop = try GatewayComposition.OwnedLoop(threadName: "upstream-curl")

@@ -595,6 +595,22 @@ def test_two_gateways_share_the_redis_store_and_an_unavailable_store_is_503(sim)
         redis.stop()
 
 
+def test_entitlements_with_the_redis_store_are_refused_at_start(sim):
+    """The Redis store keeps no subscription state: asking for entitlements there refuses the start, naming the key,
+    instead of a gateway whose state calls all fail."""
+    config = json.loads(json.dumps(sim.config))
+    config["apps"] = config["apps"][:1]
+    config["apps"][0]["entitlements"] = {"premium": [config["apps"][0]["bundleId"] + ".premium.monthly"]}
+    config["redis"] = {"url": "redis://127.0.0.1:9/0"}
+    config["notifications"] = {"webhook": {"listen": "127.0.0.1:0"}, "store": {"redis": True}}
+    path = os.path.join(tempfile.mkdtemp(prefix="gw-redis-state-"), "gateway.yaml")
+    yaml.safe_dump(config, open(path, "w"))
+    done = subprocess.run([GATEWAY_BIN, "serve", "--config", path, "--listen", "127.0.0.1:0"], capture_output=True,
+                          text=True, timeout=60, env=dict(os.environ, APPSTORE_GATEWAY_ADMIN="127.0.0.1:0"))
+    assert done.returncode != 0
+    assert "apps[0].entitlements" in done.stdout + done.stderr and "Redis" in done.stdout + done.stderr
+
+
 def test_request_a_test_notification_delivers_it_to_the_webhook():
     """The simulator with --webhook-url delivers the TEST notification of Request a Test Notification."""
     from appstoreserverlibrary.api_client import AppStoreServerAPIClient
