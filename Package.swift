@@ -114,11 +114,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"), "Redis",
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream; and the
-        // subscription state kept beside it (SQLite tables in the same file, or in memory).
+        // subscription state kept beside it (SQLite tables in the same file, PostgreSQL tables, or in memory).
         .target(
             name: "NotificationStore",
             dependencies: [
-                "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis", "Postgres", "ProtoCodec", "SubscriptionState",
+                "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis", "Postgres", "ProtoCodec",
+                "SubscriptionState",
             ]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
