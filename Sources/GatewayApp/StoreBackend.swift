@@ -20,8 +20,8 @@ struct StoreBackend {
     let sinks: (any EventSinkStore)?
     /// For logs: "sqlite PATH", "redis stream", "postgres host=… dbname=…" (no password).
     let description: String
-    /// The PostgreSQL store's loop and database (nil for the others), closed by `close()`.
-    private let postgres: (loop: GatewayComposition.OwnedLoop, database: PostgresDatabase)?
+    /// The PostgreSQL stores and their loop (nil for the others), closed by `close()`.
+    private let postgres: (loop: GatewayComposition.OwnedLoop, stores: PostgresStores)?
 
     /// Opens the store; PostgreSQL is connected and its schema migrated before this returns (it blocks the calling
     /// thread, which is the start-up's, for at most the connection's timeouts).
@@ -64,19 +64,18 @@ struct StoreBackend {
         let loop = try GatewayComposition.OwnedLoop(threadName: "store-pg")
         loop.start()
         let metrics = PostgresMetrics(registry: registry)
-        let opened = BlockingTask.wait { [loop] () -> Result<PostgresDatabase, NotificationStoreFailure> in
+        let opened = BlockingTask.wait { [loop] () -> Result<PostgresStores, NotificationStoreFailure> in
             do throws(NotificationStoreFailure) {
-                return .success(try await PostgresDatabase.open(settings, on: loop.loop, metrics: metrics))
+                return .success(try await PostgresStores.open(settings, on: loop.loop, metrics: metrics))
             } catch {
                 return .failure(error)
             }
         }
         switch opened {
-        case .success(let database):
-            let stores = PostgresStores(database)
+        case .success(let stores):
             return StoreBackend(
                 log: stores.log, states: stores.states, sinks: stores.sinks,
-                description: "postgres \(database.description)", postgres: (loop, database))
+                description: "postgres \(stores.database.description)", postgres: (loop, stores))
         case .failure(let failure):
             loop.stop()
             throw .invalidConfiguration(ConfigurationError(key: "notifications.store.postgres", problem: "\(failure)"))
@@ -86,15 +85,15 @@ struct StoreBackend {
     /// Gives each of `loops` (the gRPC loops) PostgreSQL connections of its own, so their reads run where their
     /// calls do (nothing for the other stores).
     func attach(_ loops: [any IOLoop]) {
-        postgres?.database.attach(loops)
+        postgres?.stores.database.attach(loops)
     }
 
     /// Closes the PostgreSQL connections and stops their loop (nothing for the other stores); call once nothing
     /// uses the store.
     func close() {
         guard let postgres else { return }
-        let database = postgres.database
-        BlockingTask.wait { await database.close() }
+        let stores = postgres.stores
+        BlockingTask.wait { await stores.close() }
         postgres.loop.stop()
     }
 }
