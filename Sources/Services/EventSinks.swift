@@ -117,3 +117,17 @@ public struct DeliveryRetries: Sendable, Hashable {
 
     public init() {}
 }
+
+extension EventSink {
+    /// Delivers while this replica holds the sink's lease in `fleet` (named after the sink), so each sink delivers
+    /// from one replica of a fleet at a time, not once per replica; the fleet's sinks spread over its replicas as
+    /// their leases fall. A replica that loses the lease stops (recording what it settled on the way out, as at a
+    /// shutdown) and the new holder resumes from the store's progress: at least once across a takeover, as across
+    /// a restart. With one replica (`FleetLease.soleReplica`) this is `run()`.
+    public func run(fleet: FleetLease) async {
+        await fleet.run(
+            "sink \(endpoint.id.kind.rawValue) \(endpoint.id.url)",
+            label: "sink \(endpoint.id.kind.rawValue) \(endpoint.label)"
+        ) { await self.run() }
+    }
+}
