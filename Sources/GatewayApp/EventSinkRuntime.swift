@@ -35,7 +35,7 @@ final class EventSinkRuntime {
     /// The sinks `configuration` asks for, nil when none. Team webhooks need the subscription state (its outbox),
     /// the relay the sinks' progress beside the log; either missing refuses the start, naming the key.
     static func make(
-        _ configuration: GatewayConfiguration, feed: LiveNotificationFeed?,
+        _ configuration: GatewayConfiguration, feed: LiveNotificationFeed?, fleet: FleetLease,
         upstreamLoop: GatewayComposition.OwnedLoop,
         registry: MetricsRegistry, tracer: any Tracer, logger: Logger
     ) throws(GatewayStartError) -> EventSinkRuntime? {
@@ -90,7 +90,7 @@ final class EventSinkRuntime {
                     let sink = EventSinks.teamWebhook(
                         webhook, secrets: secrets[index], events: events, store: store, transport: transport,
                         metrics: metrics, encode: SubscriptionEventBody.json, tracer: tracer, logger: sinkLogger)
-                    runs.append { await sink.run() }
+                    runs.append { await sink.run(fleet: fleet) }
                 }
             }
             if let events = feed.states, let settings = redisStream, let url = configuration.redis.url {
@@ -101,7 +101,7 @@ final class EventSinkRuntime {
                     settings, stream: stream, events: events, store: store,
                     metrics: metrics, encode: SubscriptionEventBody.json,
                     tracer: tracer, logger: sinkLogger)
-                runs.append { await sink.run() }
+                runs.append { await sink.run(fleet: fleet) }
             }
             if !relays.isEmpty {
                 let relayMetrics = EventSinkMetrics.relay(registry: registry)
@@ -110,7 +110,7 @@ final class EventSinkRuntime {
                         relay, log: feed.store, store: store, transport: transport, metrics: relayMetrics,
                         tracer: tracer,
                         logger: sinkLogger)
-                    runs.append { await sink.run() }
+                    runs.append { await sink.run(fleet: fleet) }
                 }
             }
         }

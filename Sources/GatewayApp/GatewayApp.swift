@@ -114,7 +114,8 @@ public final class GatewayApp {
             throw .invalidConfiguration(error)
         }
         sinks = try EventSinkRuntime.make(
-            configuration, feed: feed, upstreamLoop: upstreamLoop, registry: registry,
+            configuration, feed: feed, fleet: backend?.fleet ?? .soleReplica, upstreamLoop: upstreamLoop,
+            registry: registry,
             tracer: tracer ?? SilentTracer(), logger: logger)
         let authenticator = try CallerAccessSetup.authenticator(configuration)
         let callersReload = configurationFile.map {
@@ -208,7 +209,8 @@ public final class GatewayApp {
         stops.push { [access] in access.watcher.stop() }
         if let feed {
             let webhook = try WebhookRuntime.start(
-                configuration, feed: feed, storeDescription: backend?.description ?? "", service: service,
+                configuration, feed: feed, storeDescription: backend?.description ?? "",
+                fleet: backend?.fleet ?? .soleReplica, service: service,
                 tracer: tracer ?? SilentTracer(), registry: registry)
             self.webhook = webhook
             stops.push { [unowned self] in

@@ -20,6 +20,9 @@ struct StoreBackend {
     let sinks: (any EventSinkStore)?
     /// For logs: "sqlite PATH", "redis stream", "postgres host=… dbname=…" (no password).
     let description: String
+    /// Who does the work that must happen once (the sinks' deliveries, the projection, the timer, the
+    /// reconciler): this replica alone, or the holder of each piece's lease in the PostgreSQL database.
+    let fleet: FleetLease
     /// The PostgreSQL stores and their loop (nil for the others), closed by `close()`.
     private let postgres: (loop: GatewayComposition.OwnedLoop, stores: PostgresStores)?
 
@@ -35,7 +38,8 @@ struct StoreBackend {
                 timeout: max(.seconds(1), configuration.redis.timeout),
                 retention: settings.retention,
                 largestPayload: configuration.notifications.webhook.maxBodyBytes)
-            return StoreBackend(log: store, states: nil, sinks: nil, description: "redis stream", postgres: nil)
+            return StoreBackend(
+                log: store, states: nil, sinks: nil, description: "redis stream", fleet: .soleReplica, postgres: nil)
         }
         if var postgres = settings.postgres {
             if !postgres.passwordFile.isEmpty {
@@ -52,7 +56,7 @@ struct StoreBackend {
             let sqlite = try SQLiteNotificationStore(path: settings.sqlitePath)
             return StoreBackend(
                 log: sqlite, states: sqlite.subscriptions, sinks: sqlite.sinks,
-                description: "sqlite \(settings.sqlitePath)", postgres: nil)
+                description: "sqlite \(settings.sqlitePath)", fleet: .soleReplica, postgres: nil)
         } catch {
             throw .invalidConfiguration(ConfigurationError(key: "notifications.store.sqlite", problem: "\(error)"))
         }
@@ -75,7 +79,8 @@ struct StoreBackend {
         case .success(let stores):
             return StoreBackend(
                 log: stores.log, states: stores.states, sinks: stores.sinks,
-                description: "postgres \(stores.database.description)", postgres: (loop, stores))
+                description: "postgres \(stores.database.description)",
+                fleet: FleetLease(leases: PostgresFleetLeases(stores.database)), postgres: (loop, stores))
         case .failure(let failure):
             loop.stop()
             throw .invalidConfiguration(ConfigurationError(key: "notifications.store.postgres", problem: "\(failure)"))

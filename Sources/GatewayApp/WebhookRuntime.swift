@@ -40,7 +40,7 @@ struct WebhookRuntime {
     /// Binds and starts the webhook port and the reconciler.
     static func start(
         _ configuration: GatewayConfiguration, feed: LiveNotificationFeed, storeDescription: String,
-        service: AppStoreGatewayService,
+        fleet: FleetLease, service: AppStoreGatewayService,
         tracer: any Tracer = SilentTracer(), registry: MetricsRegistry? = nil
     ) throws(GatewayStartError) -> WebhookRuntime {
         let webhook = configuration.notifications.webhook
@@ -94,9 +94,11 @@ struct WebhookRuntime {
         if let pass = service.reconciler {
             let schedule = NotificationReconciler.Schedule(
                 reconcileInterval: store.reconcileInterval)
-            reconciler = Task.detached { await pass.run(schedule) }
+            reconciler = Task.detached { await pass.run(schedule, fleet: fleet) }
         }
-        let projector = service.subscriptionProjector.map { projector in Task.detached { await projector.run() } }
+        let projector = service.subscriptionProjector.map { projector in
+            Task.detached { await projector.run(fleet: fleet) }
+        }
         return WebhookRuntime(
             server: server, reconciler: reconciler, projector: projector, address: address, path: webhook.path,
             tls: !webhook.tlsCertificateFile.isEmpty,

@@ -1,3 +1,4 @@
+import Cryptography
 import GatewayFoundation
 import Logging
 import NotificationStore
@@ -125,8 +126,13 @@ extension EventSink {
     /// shutdown) and the new holder resumes from the store's progress: at least once across a takeover, as across
     /// a restart. With one replica (`FleetLease.soleReplica`) this is `run()`.
     public func run(fleet: FleetLease) async {
+        // The lease is named by a digest of the URL: a URL may carry a token, and the lease table is readable by
+        // whoever administers the database.
+        let digest = SHA256.hash(Array(endpoint.id.url.utf8)).prefix(16).map { byte in
+            String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+        }.joined()
         await fleet.run(
-            "sink \(endpoint.id.kind.rawValue) \(endpoint.id.url)",
+            "sink \(endpoint.id.kind.rawValue) \(digest)",
             label: "sink \(endpoint.id.kind.rawValue) \(endpoint.label)"
         ) { await self.run() }
     }
