@@ -136,7 +136,7 @@ def test_three_replicas_survive_three_postgres_crashes(fleet):
         assert len(acknowledged) == len({uuid for uuid, _ in notifications})
 
         # Stored once each.
-        rows = server.psql("SELECT uuid, count(*) FROM notification_log GROUP BY uuid")
+        rows = server.psql("SELECT uuid, count(*) FROM notifications GROUP BY uuid")
         stored = dict(line.split("|") for line in rows.splitlines())
         assert acknowledged <= set(stored), acknowledged - set(stored)
         assert all(count == "1" for count in stored.values())
