@@ -167,7 +167,7 @@ struct StateCommand: ParsableCommand {
 /// Where an export is written: the standard output, or a file. A file is written beside its path (`PATH.partial`,
 /// mode 0600: the rows name customers' tokens) and renamed over it once complete, so a load never reads half an
 /// export; a failed export removes it.
-final class ExportFile: @unchecked Sendable {
+final class ExportFile {
     private let handle: FileHandle
     private let path: String?
     private let partial: String?
@@ -180,13 +180,14 @@ final class ExportFile: @unchecked Sendable {
             return
         }
         let partial = path + ".partial"
-        try? FileManager.default.removeItem(atPath: partial)
-        guard FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600]),
-            let handle = FileHandle(forWritingAtPath: partial)
-        else {
-            throw StateCommand.Export.ExportFailure(description: "cannot create '\(partial)'")
+        // What a failed run left; then a new file of our own, never one a link points at (O_EXCL).
+        unlink(partial)
+        let descriptor = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StateCommand.Export.ExportFailure(
+                description: "cannot create '\(partial)': \(String(cString: strerror(errno)))")
         }
-        self.handle = handle
+        self.handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         self.path = path
         self.partial = partial
     }
