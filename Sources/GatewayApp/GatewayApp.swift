@@ -133,12 +133,24 @@ public final class GatewayApp {
     /// `appstore-gateway state rebuild`: the subscription state deleted and projected again from the webhook's
     /// log (no port is opened). Throws `.stateNotKept` on a gateway that keeps no state.
     public func rebuildSubscriptionState() async throws(GatewayError) -> Int {
-        guard let projector = service.subscriptionProjector else {
-            throw GatewayError.stateNotKept(
-                "it needs notifications.webhook and the SQLite or PostgreSQL notification store")
-        }
+        guard let projector = service.subscriptionProjector else { throw Self.stateNotKept }
         return try await projector.rebuild()
     }
+
+    /// `appstore-gateway state export`: the subscription state's rows at this instant, read from the store one page
+    /// at a time (no port is opened, Apple is not called): of every app or only `app` (a configured name or bundle
+    /// id), of every environment or only `environment`. Throws `.stateNotKept` on a gateway that keeps no state (as
+    /// `rebuildSubscriptionState` does), `.unknownApp` for an app not configured.
+    public func subscriptionStateExport(app: String?, environment: AppleEnvironment?) throws(GatewayError)
+        -> SubscriptionStateExport
+    {
+        guard service.subscriptionProjector != nil else { throw Self.stateNotKept }
+        return try service.subscriptionState.export(app: app, environment: environment)
+    }
+
+    /// Why `state rebuild` and `state export` refuse a configuration that keeps no state.
+    static let stateNotKept = GatewayError.stateNotKept(
+        "it needs notifications.webhook and the SQLite or PostgreSQL notification store")
 
     /// The gRPC port bound (nil unless started).
     public var grpcPort: UInt16? { grpc?.port }

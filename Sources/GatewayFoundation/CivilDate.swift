@@ -27,8 +27,27 @@ public enum CivilDate {
     }
 }
 
-/// RFC 3339 instants read as UNIX milliseconds (`appstore-gateway events replay --since`).
+/// RFC 3339 instants read as UNIX milliseconds (`appstore-gateway events replay --since`) and written in UTC with
+/// milliseconds (`appstore-gateway state export`).
 public enum RFC3339 {
+    /// `millis` (UNIX ms) in UTC with milliseconds: `2026-11-29T05:00:00.000Z`. Defined for every `Int64`; a year
+    /// outside 0000–9999 (which RFC 3339 cannot name) is written with as many digits as it has, and its sign.
+    public static func string(milliseconds millis: Int64) -> String {
+        let remainder = millis % 1000
+        let fraction = remainder < 0 ? remainder + 1000 : remainder
+        let seconds = millis / 1000 - (remainder < 0 ? 1 : 0)
+        let days = seconds.floorDivided(by: 86_400)
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = CivilDate.date(daysSinceEpoch: days)
+        func padded(_ value: Int64, _ width: Int) -> String {
+            let digits = String(value)
+            return digits.count < width ? String(repeating: "0", count: width - digits.count) + digits : digits
+        }
+        let yearText = (0...9999).contains(year) ? padded(year, 4) : String(year)
+        return yearText + "-" + padded(month, 2) + "-" + padded(day, 2) + "T" + padded(secondOfDay / 3600, 2) + ":"
+            + padded(secondOfDay / 60 % 60, 2) + ":" + padded(secondOfDay % 60, 2) + "." + padded(fraction, 3) + "Z"
+    }
+
     /// Milliseconds since the UNIX epoch of an RFC 3339 instant (`2026-11-29T05:00:00Z`,
     /// `2026-11-29T06:00:00.5+01:00`, `t`/`z` accepted); nil when it is not one.
     public static func milliseconds(_ text: String) -> Int64? {

@@ -22,18 +22,11 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         var value: String
     }
 
-    /// A purchase's identity: its app, environment and transaction id.
-    private struct PurchaseKey: Hashable {
-        var bundleId: String
-        var environment: Environment
-        var transactionId: String
-    }
-
     private struct State {
         var records: [SubscriptionKey: SubscriptionRecord] = [:]
         /// The records of each non-empty customer token.
         var recordsByToken: [CustomerKey: Set<SubscriptionKey>] = [:]
-        var purchases: [PurchaseKey: SignedTransaction] = [:]
+        var purchases: [PurchaseKey: StoredPurchase] = [:]
         var purchasesByToken: [CustomerKey: Set<PurchaseKey>] = [:]
         var purchasesByOriginal: [CustomerKey: Set<PurchaseKey>] = [:]
         var position = StorePosition.zero
@@ -65,18 +58,17 @@ public final class MemorySubscriptionStore: SubscriptionStore {
             if !token.isEmpty { Self.remove(record.key, at: Self.customer(record.key, token), from: &recordsByToken) }
         }
 
-        mutating func store(_ purchase: SignedTransaction) {
-            let payload = purchase.payload
-            let key = PurchaseKey(
-                bundleId: payload.bundleId, environment: payload.environment, transactionId: payload.transactionId)
+        mutating func store(_ stored: StoredPurchase) {
+            let payload = stored.purchase.payload
+            let key = stored.key
             if let held = purchases[key] {
-                let old = held.payload
+                let old = held.purchase.payload
                 if !old.appAccountToken.isEmpty {
                     Self.remove(key, at: Self.customer(key, old.appAccountToken), from: &purchasesByToken)
                 }
                 Self.remove(key, at: Self.customer(key, old.originalTransactionId), from: &purchasesByOriginal)
             }
-            purchases[key] = purchase
+            purchases[key] = stored
             if !payload.appAccountToken.isEmpty {
                 purchasesByToken[Self.customer(key, payload.appAccountToken), default: []].insert(key)
             }
@@ -107,7 +99,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
             // Folded into a copy first: a change that fails leaves the state as it was, as a rolled-back
             // transaction does.
             var pendingRecords: [SubscriptionKey: SubscriptionRecord] = [:]
-            var pendingPurchases: [PurchaseKey: SignedTransaction] = [:]
+            var pendingPurchases: [PurchaseKey: StoredPurchase] = [:]
             var events = state.events
             var applied: [AppliedChange] = []
             for change in changes {
@@ -124,8 +116,11 @@ public final class MemorySubscriptionStore: SubscriptionStore {
                         bundleId: change.key.bundleId, environment: change.key.environment,
                         transactionId: payload.transactionId)
                     let (newest, changed) = SubscriptionFold.purchase(
-                        pendingPurchases[key] ?? state.purchases[key], snapshot)
-                    if changed { pendingPurchases[key] = newest }
+                        (pendingPurchases[key] ?? state.purchases[key])?.purchase, snapshot)
+                    if changed {
+                        pendingPurchases[key] = StoredPurchase(
+                            purchase: newest, updatedAtMillis: change.nowMillis, source: change.source)
+                    }
                     var made: [SubscriptionEvent] = []
                     if changed, let context = change.events {
                         made = Self.record(&events, SubscriptionKey(of: newest.payload)) {
@@ -227,6 +222,24 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
+    public func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
+        -> [StoredPurchase]
+    {
+        // The SQLite store's order: its text columns compare as UTF-8 bytes.
+        func precedes(_ a: PurchaseKey, _ b: PurchaseKey) -> Bool {
+            let left = [a.bundleId, AppleNames.environment(a.environment), a.transactionId]
+            let right = [b.bundleId, AppleNames.environment(b.environment), b.transactionId]
+            for (x, y) in zip(left, right) where !x.utf8.elementsEqual(y.utf8) {
+                return x.utf8.lexicographicallyPrecedes(y.utf8)
+            }
+            return false
+        }
+        return state.withLock { state in
+            state.purchases.filter { held, _ in key.map { precedes($0, held) } ?? true }
+                .sorted { precedes($0.key, $1.key) }.prefix(max(0, limit)).map(\.value)
+        }
+    }
+
     public func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
         -> [StoredSubscriptionEvent]
     {
@@ -273,7 +286,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         let (records, purchases) = try state.withLock {
             state throws(NotificationStoreFailure) -> ([SubscriptionRecord], [SignedTransaction]) in
             let records = (state.recordsByToken[key] ?? []).compactMap { state.records[$0] }
-            let purchases = (state.purchasesByToken[key] ?? []).compactMap { state.purchases[$0] }
+            let purchases = (state.purchasesByToken[key] ?? []).compactMap { state.purchases[$0]?.purchase }
             try Self.check(records: records, purchases: purchases, limits: limits)
             return (records, purchases)
         }
@@ -289,7 +302,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         let (record, purchases) = try state.withLock {
             state throws(NotificationStoreFailure) -> (SubscriptionRecord?, [SignedTransaction]) in
             let record = state.records[key]
-            let purchases = (state.purchasesByOriginal[original] ?? []).compactMap { state.purchases[$0] }
+            let purchases = (state.purchasesByOriginal[original] ?? []).compactMap { state.purchases[$0]?.purchase }
             try Self.check(records: record.map { [$0] } ?? [], purchases: purchases, limits: limits)
             return (record, purchases)
         }

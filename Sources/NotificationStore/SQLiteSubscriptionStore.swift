@@ -128,6 +128,12 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         try await read { tables throws(NotificationStoreFailure) in try tables.recordKeys(after: key, limit: limit) }
     }
 
+    public func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
+        -> [StoredPurchase]
+    {
+        try await read { tables throws(NotificationStoreFailure) in try tables.purchases(after: key, limit: limit) }
+    }
+
     public func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
         -> [StoredSubscriptionEvent]
     {

@@ -47,6 +47,35 @@ extension SQLiteSubscriptionTables {
         return found
     }
 
+    /// The purchases after `key` (nil: from the first) in key order (the primary key's: text compares as bytes),
+    /// at most `limit`, with the bookkeeping of their last change.
+    func purchases(after key: PurchaseKey?, limit: Int) throws(NotificationStoreFailure) -> [StoredPurchase] {
+        var found: [StoredPurchase] = []
+        let start: [SQLiteDatabase.Value] =
+            key.map { [.text($0.bundleId), .text(AppleNames.environment($0.environment)), .text($0.transactionId)] }
+            ?? [.text(""), .text(""), .text("")]
+        try database.query(
+            "SELECT \(Self.purchaseColumns), bundle_id, environment, updated_at, source FROM subscription_purchases "
+                + "WHERE (bundle_id, environment, transaction_id) > (?1, ?2, ?3) "
+                + "ORDER BY bundle_id, environment, transaction_id LIMIT ?4",
+            bind: start + [.integer(Int64(max(0, limit)))]
+        ) { row throws(NotificationStoreFailure) in
+            let id = row.text(0).prefix(40)
+            let environmentName = row.text(4)
+            guard let environment = AppleNames.environment(named: environmentName) else {
+                throw corrupt("the purchase row \(id) names an unknown environment '\(environmentName.prefix(40))'")
+            }
+            let sourceName = row.text(6)
+            guard let source = SnapshotSource(rawValue: sourceName) else {
+                throw corrupt("the purchase row \(id) names an unknown source '\(sourceName.prefix(40))'")
+            }
+            let purchase = try purchase(row, bundleId: row.text(3), environment: environment)
+            found.append(StoredPurchase(purchase: purchase, updatedAtMillis: row.integer(5), source: source))
+            return true
+        }
+        return found
+    }
+
     /// The columns purchases are found by.
     enum PurchaseColumn: String {
         case appAccountToken = "app_account_token"

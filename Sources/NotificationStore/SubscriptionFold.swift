@@ -63,11 +63,12 @@ enum SubscriptionFold {
     }
 }
 
-/// Apple's names of the values a store writes as text, so the file reads as Apple's documentation does.
-enum AppleNames {
+/// Apple's names of the values a store writes as text, so the file reads as Apple's documentation does (public: the
+/// state's export writes the same names as the analysts' view).
+public enum AppleNames {
     /// "Production", "Sandbox", "Xcode", "LocalTesting"; "" for none, the number for one this release does not
     /// know.
-    static func environment(_ environment: Environment) -> String {
+    public static func environment(_ environment: Environment) -> String {
         switch environment {
         case .production: "Production"
         case .sandbox: "Sandbox"
@@ -90,7 +91,7 @@ enum AppleNames {
     }
 
     /// "PURCHASED", "FAMILY_SHARED"; else the string Apple sent.
-    static func ownership(_ transaction: Transaction) -> String {
+    public static func ownership(_ transaction: Transaction) -> String {
         switch transaction.inAppOwnershipType {
         case .purchased: "PURCHASED"
         case .familyShared: "FAMILY_SHARED"

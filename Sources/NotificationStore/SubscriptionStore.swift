@@ -53,6 +53,9 @@ public protocol SubscriptionStore: Sendable {
     /// Every record's key, after `key` (nil: from the first), in key order, at most `limit`: a rebuild's walk.
     func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
         -> [SubscriptionKey]
+    /// Every one-time purchase, after `key` (nil: from the first), in key order (bundle id, environment name,
+    /// transaction id, each compared as UTF-8 bytes), at most `limit`: an export's walk, one page at a time.
+    func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure) -> [StoredPurchase]
     /// Events after `position` (0: from the first retained), in position order, at most `limit`; only `bundleId`'s
     /// when given.
     func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
@@ -86,6 +89,46 @@ extension SubscriptionStore {
         guard applied.count == 1 else { preconditionFailure("a store answers one AppliedChange per change") }
         return applied[0]
     }
+}
+
+/// What identifies one kept one-time purchase: the app (by bundle id), the environment and its `transactionId`.
+public struct PurchaseKey: Sendable, Hashable {
+    public var bundleId: String
+    public var environment: Environment
+    public var transactionId: String
+
+    /// The key of the given app, environment and transaction.
+    public init(bundleId: String, environment: Environment, transactionId: String) {
+        self.bundleId = bundleId
+        self.environment = environment
+        self.transactionId = transactionId
+    }
+
+    /// The key `transaction` is kept under.
+    public init(of transaction: Transaction) {
+        self.init(
+            bundleId: transaction.bundleId, environment: transaction.environment,
+            transactionId: transaction.transactionId)
+    }
+}
+
+/// One one-time purchase as kept: its newest snapshot and the bookkeeping of the change that kept it.
+public struct StoredPurchase: Sendable, Hashable {
+    /// The newest snapshot of the purchase's transaction.
+    public var purchase: SignedTransaction
+    /// The `nowMillis` of the change that kept this snapshot.
+    public var updatedAtMillis: Int64
+    /// Who brought that change.
+    public var source: SnapshotSource
+
+    public init(purchase: SignedTransaction, updatedAtMillis: Int64, source: SnapshotSource) {
+        self.purchase = purchase
+        self.updatedAtMillis = updatedAtMillis
+        self.source = source
+    }
+
+    /// Where it is kept.
+    public var key: PurchaseKey { PurchaseKey(of: purchase.payload) }
 }
 
 /// Signed snapshots to fold into the state: a transaction, its subscription's renewal info, or both, as one

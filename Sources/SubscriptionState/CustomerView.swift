@@ -43,12 +43,22 @@ public struct CustomerView: Sendable, Hashable {
             let payload = purchase.payload
             let source = Source(
                 originalTransactionId: payload.originalTransactionId, productId: payload.productId,
-                active: payload.revokedAt == nil, accessEnd: nil, expiresDate: nil)
+                active: Self.grant(of: purchase, policy: policy).entitled, accessEnd: nil, expiresDate: nil)
             for name in policy.entitlementNames(unlockedBy: payload.productId) {
                 sources[name, default: []].append(source)
             }
         }
         return sources.map { name, all in Self.entitlement(name, from: all) }.sorted { $0.name < $1.name }
+    }
+
+    /// What one one-time purchase grants under `policy`, at any instant: access until it is revoked, and while it
+    /// grants access the entitlements its product unlocks.
+    public static func grant(of purchase: SignedTransaction, policy: SubscriptionPolicy) -> PurchaseGrant {
+        let payload = purchase.payload
+        let entitled = payload.revokedAt == nil
+        return PurchaseGrant(
+            entitled: entitled, entitlements: entitled ? policy.entitlementNames(unlockedBy: payload.productId) : [],
+            revocationDateMillis: payload.revokedAt)
     }
 
     /// What one subscription or purchase contributes to an entitlement.
@@ -81,4 +91,14 @@ public struct CustomerView: Sendable, Hashable {
     private static func grantsAccess(_ type: ProductType) -> Bool {
         type == .nonConsumable || type == .nonRenewable
     }
+}
+
+/// What one one-time purchase (non-consumable, non-renewing subscription) grants: `CustomerView.grant(of:policy:)`.
+public struct PurchaseGrant: Sendable, Hashable {
+    /// Whether it grants access: until it is revoked.
+    public let entitled: Bool
+    /// The entitlements its product unlocks while `entitled`, sorted; none once revoked.
+    public let entitlements: [String]
+    /// Its `revocationDate` (UNIX ms): refunded or revoked.
+    public let revocationDateMillis: Int64?
 }

@@ -160,6 +160,61 @@ final class StoreFile: Sendable {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func purchasesAreWalkedInKeyOrderOnePageAtATime(_ kind: StoreKind) async throws {
+        let (store, file) = try kind.make()
+        defer { withExtendedLifetime(file) {} }
+        func purchase(_ id: String, bundle: String, _ environment: Environment, signed: Int64) -> SignedTransaction {
+            var made = S.transaction(
+                id, original: id, product: "book", expires: nil, signed: signed, type: .nonConsumable, bundle: bundle)
+            made.payload.environment = environment
+            return made
+        }
+        // Stored out of order; the walk's order is bundle id, environment name, transaction id, as bytes.
+        let stored = [
+            purchase("9", bundle: "com.b", .sandbox, signed: 1), purchase("10", bundle: "com.b", .sandbox, signed: 2),
+            purchase("5", bundle: "com.b", .production, signed: 3), purchase("7", bundle: "com.a", .sandbox, signed: 4),
+            purchase("é1", bundle: "com.a", .sandbox, signed: 5),
+        ]
+        for (index, snapshot) in stored.enumerated() {
+            _ = try await store.apply(S.change(snapshot, source: index == 0 ? .appPosted : .notification, now: 100))
+        }
+        // A subscription and a consumable are no purchases.
+        _ = try await store.apply(S.change(S.transaction("s1", original: "s1", signed: 6)))
+        _ = try await store.apply(
+            S.change(S.transaction("c1", original: "c1", expires: nil, signed: 7, type: .consumable)))
+        // A newer snapshot replaces the purchase it walks.
+        let refunded = purchase("10", bundle: "com.b", .sandbox, signed: 20)
+        var revoked = refunded
+        revoked.payload.revocationDateMillis = S.t0 + 19
+        _ = try await store.apply(S.change(revoked, now: 200))
+
+        var walked: [StoredPurchase] = []
+        var pages = 0
+        var after: PurchaseKey?
+        while case let page = try await store.purchases(after: after, limit: 2), !page.isEmpty {
+            #expect(page.count <= 2)
+            walked += page
+            pages += 1
+            after = page.last?.key
+        }
+        #expect(pages == 3)
+        #expect(
+            walked.map { "\($0.key.bundleId)/\(AppleNames.environment($0.key.environment))/\($0.key.transactionId)" }
+                == ["com.a/Sandbox/7", "com.a/Sandbox/é1", "com.b/Production/5", "com.b/Sandbox/10", "com.b/Sandbox/9"])
+        #expect(walked[3].purchase == revoked)
+        #expect(walked[3].updatedAtMillis == S.t0 + 200)
+        #expect(walked[3].source == .notification)
+        #expect(walked[4].purchase == stored[0])
+        #expect(walked[4].updatedAtMillis == S.t0 + 100)
+        #expect(walked[4].source == .appPosted)
+        #expect(try await store.purchases(after: nil, limit: 0).isEmpty)
+        #expect(try await store.purchases(after: walked[4].key, limit: 10).isEmpty)
+        #expect(try await store.purchases(after: walked[1].key, limit: 1).map(\.key) == [walked[2].key])
+        try await store.removeAll()
+        #expect(try await store.purchases(after: nil, limit: 10).isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func aCustomerIsEveryRecordAndPurchaseOfTheirToken(_ kind: StoreKind) async throws {
         let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }

@@ -80,6 +80,11 @@ import Testing
         {
             try await held.recordKeys(after: key, limit: limit)
         }
+        func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
+            -> [StoredPurchase]
+        {
+            try await held.purchases(after: key, limit: limit)
+        }
         func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
             -> [StoredSubscriptionEvent]
         {

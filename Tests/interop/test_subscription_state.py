@@ -2,6 +2,9 @@
 lifecycle, delivering Apple's signed notifications to the gateway's webhook; after every step, the gateway's
 GetSubscription agrees with what the simulator's Get All Subscription Statuses says for the same instant (status,
 expiry, product, auto-renew), with no Apple call for what a notification already said."""
+import csv
+import datetime
+import io
 import json
 import sqlite3
 import subprocess
@@ -11,6 +14,7 @@ import urllib.request
 import grpc
 import pytest
 import requests
+import yaml
 
 from appstore.gateway.v1 import common_pb2, subscription_state_pb2, subscription_state_pb2_grpc
 from conftest import GATEWAY_BIN
@@ -271,3 +275,120 @@ def test_state_rebuild_projects_the_log_again(setup):
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
     assert "state rebuilt: 3 subscription(s)" in rebuilt.stdout
     assert set(originals) <= projected(database)
+
+
+EXPORT_COLUMNS = [
+    "kind", "app", "bundle_id", "environment", "original_transaction_id", "transaction_id",
+    "subscription_group_identifier", "product_id", "status", "status_name", "entitled", "entitlements",
+    "expires_date", "grace_period_expires_date", "auto_renew", "auto_renew_product_id", "in_billing_retry",
+    "revocation_date", "ownership_type", "app_account_token", "stale", "version", "updated_at", "source"]
+
+
+def rfc3339_ms(text):
+    """Milliseconds of the export's `2026-01-02T03:04:05.678Z`; None for an empty field."""
+    if not text:
+        return None
+    moment = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    return round(moment.timestamp() * 1000)
+
+
+def export(config_path, *args):
+    """`appstore-gateway state export --format csv` to the standard output, parsed by Python's csv module."""
+    done = subprocess.run([GATEWAY_BIN, "state", "export", "--config", config_path, "--format", "csv", *args],
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+    rows = list(csv.reader(io.StringIO(done.stdout.decode("utf-8"), newline="")))
+    return rows, done.stderr.decode()
+
+
+def test_state_export_writes_what_get_subscription_answers(setup, tmp_path):
+    """`appstore-gateway state export --format csv`: after notifications of an active, an expired and a refunded
+    subscription and of a kept and a refunded non-consumable were ingested, the real binary's CSV (parsed by Python's
+    csv module) has one row each, agreeing with GetSubscription (and GetCustomer for the purchases) for the same ids."""
+    sim, gateway, stub, _ = setup
+    app_name = sim.config["apps"][0]["name"]
+    originals = {}
+    for name, steps in [("renewals", 1), ("voluntary-expiry", None), ("refund-current-period", None),
+                        ("non-consumable", 1), ("non-consumable", None)]:
+        instants = offsets(sim, name)
+        steps = steps or len(instants)
+        start = int(time.time() * 1000) - instants[steps - 1] - 1000
+        started = control(sim, "POST", "", {
+            "lifecycle": name, "url": gateway.webhook, "environment": "Sandbox", "start": start})
+        original = started["originalTransactionId"]
+        for _ in range(steps):
+            step = control(sim, "POST", f"/{original}/step")
+            assert all(n["deliveryStatus"] == 200 for n in step["notifications"]), step
+        # A one-time purchase is no subscription: its step reports none.
+        originals[f"{name}/{steps}"] = (original, step["subscriptions"][0] if step["subscriptions"] else None)
+    subscriptions = {}
+    for key in ["renewals/1", "voluntary-expiry/3", "refund-current-period/3"]:
+        original, record = originals[key]
+        subscriptions[original] = subscription(stub, original, record["signedTransactionInfo"])
+    assert [subscriptions[originals[key][0]].status for key in ["renewals/1", "voluntary-expiry/3",
+            "refund-current-period/3"]] == [1, 2, 5]
+    purchases = {originals["non-consumable/1"][0]: True, originals["non-consumable/2"][0]: False}
+    deadline = time.time() + 10
+    while True:
+        customers = {original: stub.GetCustomer(subscription_state_pb2.GetCustomerRequest(
+            original_transaction_id=original, environment=SANDBOX), timeout=30) for original in purchases}
+        kept = {original: [p.revocation_date.ToMilliseconds() for p in customer.purchases if p.HasField(
+            "revocation_date")] for original, customer in customers.items() if customer.purchases}
+        if len(kept) == 2 and all(bool(kept[original]) != active for original, active in purchases.items()):
+            break
+        assert time.time() < deadline, kept
+        time.sleep(0.05)
+
+    rows, report = export(gateway.config_path)
+    assert rows[0] == EXPORT_COLUMNS
+    assert all(len(row) == len(EXPORT_COLUMNS) for row in rows)
+    by_id = {row[4]: dict(zip(EXPORT_COLUMNS, row)) for row in rows[1:]}
+    assert "subscription(s)" in report and "purchase(s)" in report
+    for original, reply in subscriptions.items():
+        row = by_id[original]
+        assert row["kind"] == "subscription" and row["app"] == app_name, row
+        assert row["environment"] == "Sandbox" and row["bundle_id"] == reply.transaction.bundle_id, row
+        assert int(row["status"]) == reply.status, (row, reply)
+        assert row["entitled"] == ("true" if reply.entitled else "false"), row
+        assert row["entitlements"] == ";".join(reply.entitlements), row
+        assert row["product_id"] == reply.product_id and row["transaction_id"] == reply.transaction.transaction_id
+        assert rfc3339_ms(row["expires_date"]) == reply.expires_date.ToMilliseconds(), row
+        assert rfc3339_ms(row["revocation_date"]) == (
+            reply.revocation_date.ToMilliseconds() if reply.HasField("revocation_date") else None), row
+        assert row["auto_renew"] == ("true" if reply.auto_renew else "false"), row
+        assert row["auto_renew_product_id"] == reply.auto_renew_product_id, row
+        assert row["stale"] == "false" and int(row["version"]) == reply.version, row
+        assert rfc3339_ms(row["updated_at"]) == reply.updated_at.ToMilliseconds(), row
+        assert row["source"] == "notification", row
+    assert by_id[originals["renewals/1"][0]]["entitlements"] == "premium"
+    for original, active in purchases.items():
+        row = by_id[original]
+        assert row["kind"] == "purchase" and row["status"] == "" and row["version"] == "", row
+        assert row["product_id"].endswith(".unlock.lifetime"), row
+        assert row["entitled"] == ("true" if active else "false"), row
+        assert row["entitlements"] == ("premium" if active else ""), row
+        assert (row["revocation_date"] == "") == active, row
+        granted = [e.name for e in customers[original].entitlements if e.active]
+        assert row["entitlements"] == ";".join(granted), (row, granted)
+
+    # A file: the same rows; one app and environment; only csv; a configuration that keeps no state.
+    path = tmp_path / "state.csv"
+    written, _ = export(gateway.config_path, "--app", app_name, "--environment", "Sandbox", "--output", str(path))
+    assert written == [] and path.stat().st_mode & 0o777 == 0o600
+    with open(path, newline="", encoding="utf-8") as file:
+        from_file = list(csv.reader(file))
+    assert from_file[0] == EXPORT_COLUMNS
+    assert {row[4] for row in from_file[1:]} >= set(subscriptions) | set(purchases)
+    production, _ = export(gateway.config_path, "--environment", "Production")
+    assert production == [EXPORT_COLUMNS]
+    refused = subprocess.run([GATEWAY_BIN, "state", "export", "--config", gateway.config_path, "--format", "json"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "json" in refused.stderr and "csv" in refused.stderr, refused.stderr
+    unknown = subprocess.run([GATEWAY_BIN, "state", "export", "--config", gateway.config_path, "--format", "csv",
+                              "--app", "no.such.app"], capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 1 and "no.such.app" in unknown.stderr and unknown.stdout == "", unknown.stderr
+    stateless = tmp_path / "stateless.yaml"
+    stateless.write_text(yaml.safe_dump({key: value for key, value in sim.config.items() if key != "notifications"}))
+    none = subprocess.run([GATEWAY_BIN, "state", "export", "--config", str(stateless), "--format", "csv"],
+                          capture_output=True, text=True, timeout=60)
+    assert none.returncode == 1 and "keeps no subscription state" in none.stderr, none.stderr
