@@ -8,8 +8,8 @@ import Postgres
 struct PostgresStores: Sendable {
     let database: PostgresDatabase
     let log: PostgresNotificationStore
-    let states: (any SubscriptionStore)?
-    let sinks: (any EventSinkStore)?
+    let states: PostgresSubscriptionStore
+    let sinks: PostgresEventSinkStore
 
     /// Opens the database on `loop` (connected, schema migrated) and starts listening for the other replicas'
     /// writes.
@@ -19,7 +19,15 @@ struct PostgresStores: Sendable {
         let database = try await PostgresDatabase.open(settings, on: loop, metrics: metrics)
         let log = PostgresNotificationStore(database: database)
         await log.start()
-        return PostgresStores(database: database, log: log, states: nil, sinks: nil)
+        let states: PostgresSubscriptionStore
+        do throws(NotificationStoreFailure) {
+            states = try await PostgresSubscriptionStore(database)
+        } catch {
+            await log.close()
+            await database.close()
+            throw error
+        }
+        return PostgresStores(database: database, log: log, states: states, sinks: PostgresEventSinkStore(database))
     }
 
     /// Stops listening and closes every connection.

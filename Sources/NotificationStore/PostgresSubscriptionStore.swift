@@ -265,6 +265,35 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         return try rows.map { row throws(NotificationStoreFailure) in try Self.key(row, from: 0) }
     }
 
+    public func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
+        -> [StoredPurchase]
+    {
+        if limit <= 0 { return [] }
+        let start: [PostgresValue?] =
+            key.map { [.text($0.bundleId), .text(AppleNames.environment($0.environment)), .text($0.transactionId)] }
+            ?? [.text(""), .text(""), .text("")]
+        let rows = try await query(
+            "SELECT transaction_id, jws, payload, bundle_id, environment, updated_at, source "
+                + "FROM subscription_purchases WHERE (bundle_id, environment, transaction_id) > ($1, $2, $3) "
+                + "ORDER BY bundle_id, environment, transaction_id LIMIT $4",
+            start + [.integer(Int64(limit))], "reading purchases")
+        return try rows.map { row throws(NotificationStoreFailure) in
+            let environmentName = try Self.text(row[4], "a purchase's environment")
+            guard let environment = AppleNames.environment(named: environmentName) else {
+                throw Self.corrupt("a purchase names an unknown environment '\(environmentName.prefix(40))'")
+            }
+            let sourceName = try Self.text(row[6], "a purchase's source")
+            guard let source = SnapshotSource(rawValue: sourceName) else {
+                throw Self.corrupt("a purchase names an unknown source '\(sourceName.prefix(40))'")
+            }
+            let purchase = try purchase(
+                row, from: 0, bundleId: try Self.text(row[3], "a purchase's bundle id"), environment: environment)
+            return StoredPurchase(
+                purchase: purchase, updatedAtMillis: try Self.integer(row[5], "a purchase's update time"),
+                source: source)
+        }
+    }
+
     public func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
         -> [StoredSubscriptionEvent]
     {

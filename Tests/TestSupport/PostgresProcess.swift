@@ -120,7 +120,7 @@ public final class PostgresProcess: @unchecked Sendable {
         guard let binaries = Self.binaries else { return }
         let options =
             "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off "
-            + "-c full_page_writes=off -c max_connections=40 -c shared_buffers=16MB"
+            + "-c full_page_writes=off -c max_connections=200 -c shared_buffers=16MB"
             + (tls
                 ? " -c ssl=on -c ssl_cert_file=\(directory)/server.crt -c ssl_key_file=\(directory)/server.key" : "")
         try run(

@@ -163,7 +163,7 @@ class Postgres:
 
     def start(self):
         options = (f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c full_page_writes=off -c max_connections=40")
+                   "-c full_page_writes=off -c max_connections=200")
         self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.directory, "log"), "-w", "-t", "60",
                   "-o", options, "start")
 
@@ -199,10 +199,10 @@ def sim():
 class WebhookGateway(Gateway):
     """A gateway with the webhook on a free port; `webhook` is its URL."""
 
-    def __init__(self, sim, database=None, redis=None, reconcile="0", extra=None, postgres=None):
+    def __init__(self, sim, database=None, redis=None, reconcile="0", extra=None, postgres=None, store_extra=None):
         config = json.loads(json.dumps(sim.config))
         config["apps"] = config["apps"][:1]
-        store = {"reconcileInterval": reconcile}
+        store = {"reconcileInterval": reconcile, **(store_extra or {})}
         if postgres is not None:
             store["postgres"] = postgres
         elif redis is not None:
