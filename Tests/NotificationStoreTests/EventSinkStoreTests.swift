@@ -29,7 +29,7 @@ enum SinkStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable 
                 try SQLiteNotificationStore(path: path).sinks
             }
         case .postgres:
-            let databases = try TestDatabases()
+            let databases = try await TestDatabases()
             let store = PostgresEventSinkStore(try await databases.open())
             return SinkStoreFixture(store: store, file: nil, databases: databases) {
                 PostgresEventSinkStore(try await databases.open())

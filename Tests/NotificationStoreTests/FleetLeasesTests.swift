@@ -25,7 +25,7 @@ import Testing
 @Suite(.enabled(if: PostgresProcess.available, "PostgreSQL is not installed"))
 struct PostgresFleetLeasesTests {
     @Test func oneHolderAtATimeKeepsItByRenewingAndLosesItToAnotherWhenItStops() async throws {
-        let databases = try TestDatabases()
+        let databases = try await TestDatabases()
         let a = PostgresFleetLeases(try await databases.open())
         let b = PostgresFleetLeases(try await databases.open())
         #expect(a.isShared)
@@ -60,7 +60,7 @@ struct PostgresFleetLeasesTests {
     }
 
     @Test func aReleasedLeaseIsFreeAtOnceAndOnlyItsHolderReleasesIt() async throws {
-        let databases = try TestDatabases()
+        let databases = try await TestDatabases()
         let a = PostgresFleetLeases(try await databases.open())
         let b = PostgresFleetLeases(try await databases.open())
         #expect(try await a.hold("notification-reconciler", holder: "a", for: .seconds(60)))
@@ -72,7 +72,7 @@ struct PostgresFleetLeasesTests {
     }
 
     @Test func replicasAskingAllAtOnceGetOneHolderPerLease() async throws {
-        let databases = try TestDatabases()
+        let databases = try await TestDatabases()
         var replicas: [PostgresFleetLeases] = []
         for _ in 0..<3 { replicas.append(PostgresFleetLeases(try await databases.open())) }
         let names = (0..<5).map { "sink \($0)" }

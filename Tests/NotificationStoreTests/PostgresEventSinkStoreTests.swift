@@ -11,7 +11,7 @@ struct PostgresEventSinkStoreTests {
     static let team = EventSinkStoreTests.team
 
     @Test func replicasRecordingOneSinkAtOnceNeverMoveItsWatermarkBack() async throws {
-        let databases = try TestDatabases()
+        let databases = try await TestDatabases()
         var replicas: [PostgresEventSinkStore] = []
         for _ in 0..<3 { replicas.append(PostgresEventSinkStore(try await databases.open())) }
         _ = try await replicas[0].openSink(Self.team, startingAfter: 0, nowMillis: 1)
@@ -35,7 +35,7 @@ struct PostgresEventSinkStoreTests {
     }
 
     @Test func aRowThatDoesNotReadBackFailsTheCallAsCorrupt() async throws {
-        let databases = try TestDatabases()
+        let databases = try await TestDatabases()
         let database = try await databases.open()
         let store = PostgresEventSinkStore(database)
         _ = try await store.openSink(Self.team, startingAfter: 0, nowMillis: 1)
@@ -58,7 +58,7 @@ struct PostgresEventSinkStoreTests {
     }
 
     @Test func aNULInAnErrorOrIdIsStoredAsAReplacementCharacter() async throws {
-        let databases = try TestDatabases()
+        let databases = try await TestDatabases()
         let store = PostgresEventSinkStore(try await databases.open())
         _ = try await store.openSink(Self.team, startingAfter: 0, nowMillis: 1)
         var letter = EventSinkStoreTests.letter(1)
@@ -73,16 +73,16 @@ struct PostgresEventSinkStoreTests {
 
     /// A server of its own, since it stops it.
     @Test func aServerDownFailsEveryCallUnavailableAndTheStoreComesBackWithIt() async throws {
-        let server = try PostgresProcess()
+        let server = try await PostgresProcess.launch()
         let loop = try StoreTestLoop()
         defer { loop.stop() }
-        var settings = PostgresDatabase.Settings(uri: try server.makeDatabase())
+        var settings = PostgresDatabase.Settings(uri: try await server.makeDatabase())
         settings.poolSize = 1
         let database = try await PostgresDatabase.open(settings, on: loop.loop)
         let store = PostgresEventSinkStore(database)
         let leases = PostgresFleetLeases(database)
         _ = try await store.openSink(Self.team, startingAfter: 0, nowMillis: 1)
-        try server.stop(immediately: true)
+        try await server.stop(immediately: true)
         let failures: [NotificationStoreFailure?] = [
             await Self.failure { () throws(NotificationStoreFailure) in
                 _ = try await store.openSink(Self.team, startingAfter: 0, nowMillis: 2)
@@ -97,7 +97,7 @@ struct PostgresEventSinkStoreTests {
             },
         ]
         #expect(failures.map { $0?.kind } == [.unavailable, .unavailable, .unavailable, .unavailable])
-        try server.start()
+        try await server.start()
         var recorded = false
         let deadline = ContinuousClock.now + .seconds(10)
         while !recorded, ContinuousClock.now < deadline {

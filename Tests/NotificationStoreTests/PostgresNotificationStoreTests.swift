@@ -23,7 +23,7 @@ enum LogKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
             let file = try StoreFile()
             return LogFixture(store: try SQLiteNotificationStore(path: file.path), file: file)
         case .postgres:
-            let replica = try await PostgresReplica(uri: try PostgresProcess.shared().makeDatabase())
+            let replica = try await PostgresReplica(uri: try await PostgresProcess.shared().makeDatabase())
             return LogFixture(store: replica.store, replica: replica)
         }
     }
@@ -257,7 +257,7 @@ struct PostgresNotificationStoreTests {
     /// position order, never having skipped one committed late below what it had seen.
     @Test(arguments: [2, 3])
     func replicasInsertingTogetherAreReadByEveryReplicaOnceInOrder(_ count: Int) async throws {
-        let uri = try PostgresProcess.shared().makeDatabase()
+        let uri = try await PostgresProcess.shared().makeDatabase()
         var replicas: [PostgresReplica] = []
         for _ in 0..<count { replicas.append(try await PostgresReplica(uri: uri)) }
         let perReplica = 400
@@ -315,7 +315,7 @@ struct PostgresNotificationStoreTests {
     /// every later writer, so no reader can see a later position before it: reading "after" the later one would
     /// skip it for ever.
     @Test func anUncommittedPositionHoldsBackLaterOnes() async throws {
-        let uri = try PostgresProcess.shared().makeDatabase()
+        let uri = try await PostgresProcess.shared().makeDatabase()
         let a = try await PostgresReplica(uri: uri)
         let b = try await PostgresReplica(uri: uri)
         let (allocated, allocatedContinuation) = AsyncStream<Void>.makeStream()
@@ -352,7 +352,7 @@ struct PostgresNotificationStoreTests {
     }
 
     @Test func aFollowerOnOneReplicaIsWokenByAnInsertOnAnother() async throws {
-        let uri = try PostgresProcess.shared().makeDatabase()
+        let uri = try await PostgresProcess.shared().makeDatabase()
         let a = try await PostgresReplica(uri: uri)
         let b = try await PostgresReplica(uri: uri)
         for round in 0..<3 {
@@ -374,7 +374,7 @@ struct PostgresNotificationStoreTests {
     /// Huge payloads: a read by position stops once its payloads pass `pageBytes` (one entry at least) and the
     /// next read continues after it; a catch-up window is never cut short.
     @Test func readsOfHugeEntriesStayWithinTheirBoundsAndMissNothing() async throws {
-        let uri = try PostgresProcess.shared().makeDatabase()
+        let uri = try await PostgresProcess.shared().makeDatabase()
         let replica = try await PostgresReplica(uri: uri, pageBytes: 1 << 20)
         let store = replica.store
         let size = 300 * 1024
@@ -415,7 +415,7 @@ struct PostgresNotificationStoreTests {
 
     /// What the database holds that does not read back fails the call `.corrupt`; nothing traps.
     @Test func aDamagedHeadIsCorruptNotACrash() async throws {
-        let uri = try PostgresProcess.shared().makeDatabase()
+        let uri = try await PostgresProcess.shared().makeDatabase()
         let replica = try await PostgresReplica(uri: uri)
         _ = try await replica.database.pool.query("UPDATE notification_log_head SET last_position = -3")
         #expect(await lastPositionFailure(replica.store)?.kind == .corrupt)
@@ -435,7 +435,7 @@ struct PostgresNotificationStoreTests {
 
     /// A notification PostgreSQL cannot store (a NUL character) fails alone, not the group it arrived with.
     @Test func aNotificationWithANULFailsAloneNotItsGroup() async throws {
-        let uri = try PostgresProcess.shared().makeDatabase()
+        let uri = try await PostgresProcess.shared().makeDatabase()
         let replica = try await PostgresReplica(uri: uri)
         let store = replica.store
         let results = await withTaskGroup(of: (String, Bool).self) { group in
@@ -458,12 +458,12 @@ struct PostgresNotificationStoreTests {
     /// within about a second without reopening anything, and the other replica's listener, which reconnected, is
     /// woken by them again.
     @Test func aServerThatStopsAndComesBackIsUnavailableThenUsedAgain() async throws {
-        let server = try PostgresProcess()
-        let uri = try server.makeDatabase()
+        let server = try await PostgresProcess.launch()
+        let uri = try await server.makeDatabase()
         let a = try await PostgresReplica(uri: uri)
         let b = try await PostgresReplica(uri: uri)
         _ = try await a.store.insert(logEntry("before", signedDate: 1), receivedAt: 1)
-        try server.stop(immediately: true)
+        try await server.stop(immediately: true)
         for attempt in 0..<3 {
             do throws(NotificationStoreFailure) {
                 _ = try await a.store.insert(logEntry("down-\(attempt)", signedDate: 1), receivedAt: 1)
@@ -473,7 +473,7 @@ struct PostgresNotificationStoreTests {
             }
             await #expect(throws: NotificationStoreFailure.self) { _ = try await b.store.lastPosition() }
         }
-        try server.start()
+        try await server.start()
         let restarted = ContinuousClock.now
         var stored: StorePosition?
         while stored == nil && ContinuousClock.now - restarted < .seconds(10) {
@@ -505,7 +505,7 @@ struct PostgresNotificationStoreTests {
     /// an assertion: machines differ).
     @Test(arguments: [1, 3])
     func insertThroughputWithConcurrentRequests(_ replicaCount: Int) async throws {
-        let uri = try PostgresProcess.shared().makeDatabase()
+        let uri = try await PostgresProcess.shared().makeDatabase()
         var replicas: [PostgresReplica] = []
         for _ in 0..<replicaCount { replicas.append(try await PostgresReplica(uri: uri)) }
         let total = 6_000

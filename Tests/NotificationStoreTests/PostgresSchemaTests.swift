@@ -10,8 +10,8 @@ import Testing
 @Suite(.enabled(if: PostgresProcess.available, "PostgreSQL is not installed"))
 struct PostgresSchemaTests {
     @Test func replicasStartingTogetherMigrateOnce() async throws {
-        let server = try PostgresProcess.shared()
-        let uri = try server.makeDatabase()
+        let server = try await PostgresProcess.shared()
+        let uri = try await server.makeDatabase()
         let loop = try StoreTestLoop()
         defer { loop.stop() }
         // Five openings at once: each takes the lock in turn; the first migrates, the others find it done.
@@ -29,8 +29,8 @@ struct PostgresSchemaTests {
     }
 
     @Test func aDatabaseANewerReleaseMigratedIsRefused() async throws {
-        let server = try PostgresProcess.shared()
-        let uri = try server.makeDatabase()
+        let server = try await PostgresProcess.shared()
+        let uri = try await server.makeDatabase()
         let loop = try StoreTestLoop()
         defer { loop.stop() }
         let first = try await PostgresDatabase.open(.init(uri: uri), on: loop.loop)
@@ -53,8 +53,8 @@ struct PostgresSchemaTests {
     }
 
     @Test func aCallOnAnAttachedLoopUsesThatLoopsPoolAndPreparedStatementsFollow() async throws {
-        let server = try PostgresProcess.shared()
-        let uri = try server.makeDatabase()
+        let server = try await PostgresProcess.shared()
+        let uri = try await server.makeDatabase()
         let home = try StoreTestLoop()
         let grpc = try StoreTestLoop()
         defer {

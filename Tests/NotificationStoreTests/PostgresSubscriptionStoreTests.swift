@@ -16,7 +16,7 @@ final class PostgresStoreFixture: Sendable {
     init() async throws {
         await PostgresTestConnections.shared.acquire(1)
         do {
-            var settings = PostgresDatabase.Settings(uri: try PostgresProcess.shared().makeDatabase())
+            var settings = PostgresDatabase.Settings(uri: try await PostgresProcess.shared().makeDatabase())
             settings.poolSize = 1
             database = try await PostgresDatabase.open(settings, on: Self.sharedLoop.get().loop)
         } catch {
@@ -99,7 +99,7 @@ struct PostgresSubscriptionStoreTests {
         var stores: [PostgresSubscriptionStore] = []
         var keep: [AnyObject] = []
         do {
-            var settings = PostgresDatabase.Settings(uri: try PostgresProcess.shared().makeDatabase())
+            var settings = PostgresDatabase.Settings(uri: try await PostgresProcess.shared().makeDatabase())
             settings.poolSize = 2
             for _ in 0..<count {
                 let loop = try StoreTestLoop()
@@ -415,17 +415,17 @@ struct PostgresSubscriptionStoreTests {
     /// The server stopping fails every call `.unavailable` (the webhook answers 503, reads UNAVAILABLE); once
     /// it is back the same store works again without being reopened, and still hears other replicas' events.
     @Test func aStoppedServerIsUnavailableAndTheStoreComesBackWithIt() async throws {
-        let server = try PostgresProcess()
+        let server = try await PostgresProcess.launch()
         let loop = try StoreTestLoop()
         defer { loop.stop() }
-        var settings = PostgresDatabase.Settings(uri: try server.makeDatabase())
+        var settings = PostgresDatabase.Settings(uri: try await server.makeDatabase())
         settings.poolSize = 2
         settings.statementTimeout = .seconds(5)
         let database = try await PostgresDatabase.open(settings, on: loop.loop)
         let store = try await PostgresSubscriptionStore(database)
         _ = try await store.apply(S.change(S.transaction("t1", original: "o1", signed: 1)))
 
-        try server.stop(immediately: true)
+        try await server.stop(immediately: true)
         do throws(NotificationStoreFailure) {
             _ = try await store.record(S.key("o1"))
             Issue.record("a read succeeded with the server stopped")
@@ -441,7 +441,7 @@ struct PostgresSubscriptionStoreTests {
         }
 
         let beforeRestart = store.eventSignal.generation
-        try server.start()
+        try await server.start()
         let deadline = ContinuousClock.now + .seconds(20)
         var applied: AppliedChange?
         while applied == nil, ContinuousClock.now < deadline {

@@ -9,8 +9,8 @@ final class TestDatabases: Sendable {
     let uri: String
     private let opened = Lock<[(database: PostgresDatabase, loop: StoreTestLoop)]>([])
 
-    init() throws {
-        uri = try PostgresProcess.shared().makeDatabase()
+    init() async throws {
+        uri = try await PostgresProcess.shared().makeDatabase()
     }
 
     /// Another replica's database.

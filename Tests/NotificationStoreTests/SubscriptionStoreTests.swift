@@ -161,7 +161,7 @@ final class StoreFile: Sendable {
 
     @Test(arguments: StoreKind.allCases)
     func purchasesAreWalkedInKeyOrderOnePageAtATime(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         func purchase(_ id: String, bundle: String, _ environment: Environment, signed: Int64) -> SignedTransaction {
             var made = S.transaction(

@@ -163,7 +163,7 @@ struct Replicas: Sendable {
         case .postgres:
             // A database of its own on the shared server; each replica opens it on its own loop with a pool of one
             // (the test server takes 40 connections for every test running at once).
-            let uri = try PostgresProcess.shared().makeDatabase()
+            let uri = try await PostgresProcess.shared().makeDatabase()
             var opened: [(database: PostgresDatabase, loop: EventLoop, thread: LoopThread)] = []
             for _ in 0..<count {
                 let loop = try EventLoop(index: 0)
