@@ -98,7 +98,8 @@ struct PostgresConnectionStringTests {
     @Test(.enabled(if: PostgresProcess.available, "PostgreSQL's server programs are not installed"))
     func tlsVerifiesTheServerAgainstTheGivenRoot() async throws {
         let pki = try RedisTLSFixture(serverNames: ["localhost"])
-        let server = try await PostgresProcess.launch(tlsCertificate: pki.serverCertificateFile, tlsKey: pki.serverKeyFile)
+        let server = try await PostgresProcess.launch(
+            tlsCertificate: pki.serverCertificateFile, tlsKey: pki.serverKeyFile)
         let loop = try TestLoop()
         defer { loop.stop() }
         // The host is a name: resolved off the loop, connected to by address, verified by name.
