@@ -114,11 +114,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"), "Redis",
             ]),
         // The webhook's durable notification log: SQLite (WAL, synchronous commits) or a Redis stream; and the
-        // subscription state kept beside it (SQLite tables in the same file, or in memory).
+        // subscription state kept beside it (SQLite tables in the same file, PostgreSQL tables, or in memory).
         .target(
             name: "NotificationStore",
             dependencies: [
-                "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis", "Postgres", "ProtoCodec", "SubscriptionState",
+                "CSQLite", "GatewayFoundation", "AppStoreClient", "Redis", "Postgres", "ProtoCodec",
+                "SubscriptionState",
             ]),
         // The gateway's RPC implementations and the one GatewayError → gRPC status mapping.
         .target(
@@ -178,7 +179,7 @@ let package = Package(
                 "AppStoreClient",
                 "CallerAuthentication", "NotificationStore", "SignedData", "Tracing",
                 .product(name: "Logging", package: "swift-log"), "AppStoreDomain", "Configuration", "Redis",
-                "ProtoCodec",
+                "ProtoCodec", "Postgres",
             ]),
         // The `appstore-gateway` executable: arguments, configuration loading, logging, signals, the simulator.
         .executableTarget(
@@ -242,6 +243,7 @@ let package = Package(
                 "Simulator", "SignedData", "SubscriptionState",
                 .product(name: "Logging", package: "swift-log"), "GatewayApp", "Edge",
                 "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability", "Metrics",
+                "EventLoops",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),

@@ -2,13 +2,14 @@ import AppStoreClient
 import AppStoreDomain
 import Configuration
 import GatewayFoundation
+import Metrics
 import NotificationStore
 import Redis
 import Services
 
 /// `appstore-gateway events replay`: sends a sink's dead letters again, each with the exact body it was given up
 /// with, freshly signed, and removes each one the endpoint acknowledges (2xx). Runs against the notification
-/// store's file while a gateway may be serving it (SQLite in WAL mode: both write, one short transaction at a time).
+/// store while gateways may be serving it (SQLite in WAL mode, or PostgreSQL: both write in short transactions).
 public enum DeadLetterReplay {
     /// What a replay did.
     public struct Report: Sendable, Hashable {
@@ -61,17 +62,13 @@ public enum DeadLetterReplay {
                 "no subscriptions.webhooks, notifications.forward or subscriptions.redisStream (redis-stream:<key>) "
                     + "entry has the URL \(TeamWebhook.label(of: url))")
         }
-        guard !configuration.notifications.store.redis else {
+        let backend = try StoreBackend.open(configuration, registry: MetricsRegistry())
+        defer { backend.close() }
+        guard let sinks = backend.sinks else {
             throw GatewayStartError(
-                "dead letters are kept in the SQLite notification store (notifications.store.sqlite)")
+                "dead letters are kept in the SQLite or PostgreSQL store (notifications.store.sqlite or .postgres)")
         }
-        let store: SQLiteNotificationStore
-        do {
-            store = try SQLiteNotificationStore(path: configuration.notifications.store.sqlitePath)
-        } catch {
-            throw .invalidConfiguration(ConfigurationError(key: "notifications.store.sqlite", problem: "\(error)"))
-        }
-        let loop = try GatewayComposition.UpstreamLoop()
+        let loop = try GatewayComposition.OwnedLoop(threadName: "upstream-curl")
         loop.start()
         defer { loop.stop() }
         let client: UpstreamHTTPClient
@@ -91,7 +88,7 @@ public enum DeadLetterReplay {
         while true {
             let letters: [EventDeadLetter]
             do {
-                letters = try await store.sinks.deadLetters(endpoint.id, deadSince: deadSince, after: after, limit: 100)
+                letters = try await sinks.deadLetters(endpoint.id, deadSince: deadSince, after: after, limit: 100)
             } catch {
                 throw GatewayStartError("cannot read the dead letters: \(error)")
             }
@@ -105,7 +102,7 @@ public enum DeadLetterReplay {
                     url: endpoint.id.url, headers: headers, body: letter.body, timeout: endpoint.timeout)
                 if case .answered(let status) = outcome, (200..<300).contains(status) {
                     do {
-                        _ = try await store.sinks.removeDeadLetter(endpoint.id, position: letter.position)
+                        _ = try await sinks.removeDeadLetter(endpoint.id, position: letter.position)
                     } catch {
                         throw GatewayStartError("delivered, but cannot remove the dead letter: \(error)")
                     }

@@ -33,10 +33,10 @@ final class EventSinkRuntime {
     }
 
     /// The sinks `configuration` asks for, nil when none. Team webhooks need the subscription state (its outbox),
-    /// the relay only the SQLite notification log; either missing refuses the start, naming the key.
+    /// the relay the sinks' progress beside the log; either missing refuses the start, naming the key.
     static func make(
-        _ configuration: GatewayConfiguration, feed: LiveNotificationFeed?,
-        upstreamLoop: GatewayComposition.UpstreamLoop,
+        _ configuration: GatewayConfiguration, feed: LiveNotificationFeed?, fleet: FleetLease,
+        upstreamLoop: GatewayComposition.OwnedLoop,
         registry: MetricsRegistry, tracer: any Tracer, logger: Logger
     ) throws(GatewayStartError) -> EventSinkRuntime? {
         let webhooks = configuration.subscriptions.webhooks
@@ -53,22 +53,22 @@ final class EventSinkRuntime {
             throw .invalidConfiguration(
                 ConfigurationError(
                     key: "subscriptions.webhooks",
-                    problem: "needs the subscription state's events: notifications.webhook with the SQLite "
-                        + "notification store"))
+                    problem: "needs the subscription state's events: notifications.webhook with the SQLite or "
+                        + "PostgreSQL notification store"))
         }
         if redisStream != nil && (feed?.states == nil || feed?.sinks == nil) {
             throw .invalidConfiguration(
                 ConfigurationError(
                     key: "subscriptions.redisStream",
-                    problem: "needs the subscription state's events: notifications.webhook with the SQLite "
-                        + "notification store"))
+                    problem: "needs the subscription state's events: notifications.webhook with the SQLite or "
+                        + "PostgreSQL notification store"))
         }
         if !relays.isEmpty && feed?.sinks == nil {
             throw .invalidConfiguration(
                 ConfigurationError(
                     key: "notifications.forward",
                     problem: "relays the webhook's notification log: it needs notifications.webhook with the SQLite "
-                        + "notification store"))
+                        + "or PostgreSQL notification store"))
         }
         let client: UpstreamHTTPClient
         do {
@@ -90,7 +90,7 @@ final class EventSinkRuntime {
                     let sink = EventSinks.teamWebhook(
                         webhook, secrets: secrets[index], events: events, store: store, transport: transport,
                         metrics: metrics, encode: SubscriptionEventBody.json, tracer: tracer, logger: sinkLogger)
-                    runs.append { await sink.run() }
+                    runs.append { await sink.run(fleet: fleet) }
                 }
             }
             if let events = feed.states, let settings = redisStream, let url = configuration.redis.url {
@@ -101,7 +101,7 @@ final class EventSinkRuntime {
                     settings, stream: stream, events: events, store: store,
                     metrics: metrics, encode: SubscriptionEventBody.json,
                     tracer: tracer, logger: sinkLogger)
-                runs.append { await sink.run() }
+                runs.append { await sink.run(fleet: fleet) }
             }
             if !relays.isEmpty {
                 let relayMetrics = EventSinkMetrics.relay(registry: registry)
@@ -110,7 +110,7 @@ final class EventSinkRuntime {
                         relay, log: feed.store, store: store, transport: transport, metrics: relayMetrics,
                         tracer: tracer,
                         logger: sinkLogger)
-                    runs.append { await sink.run() }
+                    runs.append { await sink.run(fleet: fleet) }
                 }
             }
         }

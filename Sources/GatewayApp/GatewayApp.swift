@@ -36,6 +36,8 @@ public final class GatewayApp {
     /// OpenTelemetry spans (README "Tracing"): nil, and nothing recorded, without an OTLP endpoint.
     private let tracer: OTLPTracer?
     private let feed: LiveNotificationFeed?
+    /// The store behind `feed` (nil without a webhook): closed last, after everything that uses it stopped.
+    private let backend: StoreBackend?
     private let access: CallerAccessSetup
     /// `callers` re-read from the configuration file (nil without a file).
     private let callersReload: CallersReload?
@@ -43,7 +45,7 @@ public final class GatewayApp {
     private let adminToken: AdminBearerToken?
     private let logger: Logger
     /// Where the Apple client serves callers on no event loop: running from `start` until everything else stopped.
-    private let upstreamLoop: GatewayComposition.UpstreamLoop
+    private let upstreamLoop: GatewayComposition.OwnedLoop
     private var grpc: GRPCServer?
     private var webhook: WebhookRuntime?
     /// The team webhooks and the relay (nil when none is configured).
@@ -80,8 +82,21 @@ public final class GatewayApp {
                 writer: configuration.logging.format == "json" ? .standardError : nil) : nil
         board = HealthStatusBoard(
             services: [AppStoreGatewayService.name, RetentionMessagingService.name], initial: .serving)
-        feed = try WebhookRuntime.feed(configuration, registry: registry)
-        upstreamLoop = try GatewayComposition.UpstreamLoop()
+        let opened = try WebhookRuntime.feed(configuration, registry: registry)
+        // The Redis store keeps no state: entitlements asked for there would silently answer nothing.
+        if let opened, opened.feed.states == nil,
+            let index = configuration.apps.firstIndex(where: { !$0.entitlements.isEmpty })
+        {
+            opened.backend.close()
+            throw .invalidConfiguration(
+                ConfigurationError(
+                    key: "apps[\(index)].entitlements",
+                    problem: "needs the subscription state, which the Redis notification store does not keep: use "
+                        + "notifications.store.postgres (several replicas) or the SQLite store (one)"))
+        }
+        feed = opened?.feed
+        backend = opened?.backend
+        upstreamLoop = try GatewayComposition.OwnedLoop(threadName: "upstream-curl")
         do {
             service = try GatewayComposition.service(
                 configuration, upstreamLoop: upstreamLoop,
@@ -99,7 +114,8 @@ public final class GatewayApp {
             throw .invalidConfiguration(error)
         }
         sinks = try EventSinkRuntime.make(
-            configuration, feed: feed, upstreamLoop: upstreamLoop, registry: registry,
+            configuration, feed: feed, fleet: backend?.fleet ?? .soleReplica, upstreamLoop: upstreamLoop,
+            registry: registry,
             tracer: tracer ?? SilentTracer(), logger: logger)
         let authenticator = try CallerAccessSetup.authenticator(configuration)
         let callersReload = configurationFile.map {
@@ -134,7 +150,7 @@ public final class GatewayApp {
 
     /// Why `state rebuild` and `state export` refuse a configuration that keeps no state.
     static let stateNotKept = GatewayError.stateNotKept(
-        "it needs notifications.webhook and the SQLite notification store")
+        "it needs notifications.webhook and the SQLite or PostgreSQL notification store")
 
     /// The gRPC port bound (nil unless started).
     public var grpcPort: UInt16? { grpc?.port }
@@ -193,6 +209,7 @@ public final class GatewayApp {
         }
         server.start()
         grpc = server
+        backend?.attach(server.http2.eventLoops)
         callersReload?.checking(server)
         // A failed start drops the calls at once; `stop` shuts this server down gracefully before unwinding.
         stops.push { [unowned self] in
@@ -204,7 +221,9 @@ public final class GatewayApp {
         stops.push { [access] in access.watcher.stop() }
         if let feed {
             let webhook = try WebhookRuntime.start(
-                configuration, feed: feed, service: service, tracer: tracer ?? SilentTracer(), registry: registry)
+                configuration, feed: feed, storeDescription: backend?.description ?? "",
+                fleet: backend?.fleet ?? .soleReplica, service: service,
+                tracer: tracer ?? SilentTracer(), registry: registry)
             self.webhook = webhook
             stops.push { [unowned self] in
                 webhook.stop()
@@ -280,6 +299,8 @@ public final class GatewayApp {
         }
         grpc = nil
         stops.unwind()
+        // Last: whatever still runs (a projector's step, a sink) fails its store call and ends.
+        backend?.close()
         // The spans of the last calls, within tracing.timeout.
         tracer?.shutdown(timeout: configuration.tracing.timeout)
     }

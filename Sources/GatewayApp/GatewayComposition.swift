@@ -11,15 +11,15 @@ import SignedData
 
 /// How the gateway's service is built, for `GatewayApp` and the tests' harnesses alike: reads the files the
 /// configuration names (trusted roots, the apps' private keys, the resume-token key ring), makes the upstream
-/// HTTP client on the given `UpstreamLoop` and builds the verifier (with its online checks when configured), the
+/// HTTP client on the given upstream `OwnedLoop` and builds the verifier (with its online checks when configured), the
 /// Apple client and the gateway's service from them. A bad file fails with a `ConfigurationError` naming its key.
 public enum GatewayComposition {
-    /// The event loop the upstream HTTP client serves its callers on no event loop on (the notification
-    /// reconciler, OCSP checks): its one libcurl driver is the same as a calling gRPC loop's. The loop runs on a
-    /// joinable thread named `upstream-curl` from `start()` until `stop()`, which its owner calls once nothing
-    /// calls Apple any more (`GatewayApp`: after the gRPC port and the webhook have stopped); a call handed to it
-    /// after that fails `.shutDown`. Going away stops it.
-    public final class UpstreamLoop: Sendable {
+    /// An event loop on a joinable thread of its own, for work that belongs to no caller's loop: the upstream HTTP
+    /// client's calls from no event loop (the notification reconciler, OCSP checks; thread `upstream-curl`), and
+    /// the PostgreSQL store's connections (`store-pg`). The loop runs from `start()` until `stop()`, which its
+    /// owner calls once nothing uses it any more (`GatewayApp`: the upstream loop after the gRPC port and the
+    /// webhook have stopped, the store's last); work handed to it after that fails. Going away stops it.
+    public final class OwnedLoop: Sendable {
         private enum State {
             case idle
             case running(LoopThread)
@@ -27,14 +27,16 @@ public enum GatewayComposition {
         }
 
         let loop: EventLoop
+        private let threadName: String
         private let state = Lock(State.idle)
 
-        /// The loop, not yet running.
-        public init() throws(GatewayStartError) {
+        /// The loop, not yet running; its thread will be named `threadName`.
+        public init(threadName: String) throws(GatewayStartError) {
+            self.threadName = threadName
             do {
                 loop = try EventLoop(index: 0)
             } catch {
-                throw GatewayStartError("cannot make the upstream client's event loop: \(error)")
+                throw GatewayStartError("cannot make the \(threadName) event loop: \(error)")
             }
         }
 
@@ -45,7 +47,7 @@ public enum GatewayComposition {
             state.withLock { state in
                 guard case .idle = state else { return }
                 let loop = loop
-                state = .running(spawnThread(name: "upstream-curl") { loop.run() })
+                state = .running(spawnThread(name: threadName) { loop.run() })
             }
         }
 
@@ -69,7 +71,7 @@ public enum GatewayComposition {
     /// (registries of their own, read by nobody, by default), feeding `live` (the webhook's notifications) to its
     /// streams.
     public static func service(
-        _ configuration: GatewayConfiguration, upstreamLoop: UpstreamLoop,
+        _ configuration: GatewayConfiguration, upstreamLoop: OwnedLoop,
         clientMetrics: AppStoreClientMetrics = AppStoreClientMetrics(),
         serviceMetrics: ServiceMetrics = ServiceMetrics(), live: LiveNotificationFeed? = nil,
         tracer: any Tracer = SilentTracer()

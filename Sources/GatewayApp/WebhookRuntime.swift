@@ -28,36 +28,19 @@ struct WebhookRuntime {
     /// The store `configuration` asks for, with its metrics: nil when no webhook is configured.
     static func feed(
         _ configuration: GatewayConfiguration, registry: MetricsRegistry
-    ) throws(GatewayStartError) -> LiveNotificationFeed? {
+    ) throws(GatewayStartError) -> (feed: LiveNotificationFeed, backend: StoreBackend)? {
         guard configuration.notifications.webhook.listen != nil else { return nil }
-        let settings = configuration.notifications.store
-        let store: any NotificationStore
-        var states: (any SubscriptionStore)?
-        var sinks: (any EventSinkStore)?
-        if settings.redis, let url = configuration.redis.url {
-            store = RedisNotificationStore(
-                url: url, tls: RedisTLSFiles(configuration.redis), keyPrefix: configuration.redis.keyPrefix,
-                timeout: max(.seconds(1), configuration.redis.timeout),
-                retention: settings.retention,
-                largestPayload: configuration.notifications.webhook.maxBodyBytes)
-        } else {
-            do {
-                let sqlite = try SQLiteNotificationStore(path: settings.sqlitePath)
-                store = sqlite
-                states = sqlite.subscriptions
-                sinks = sqlite.sinks
-            } catch {
-                throw .invalidConfiguration(ConfigurationError(key: "notifications.store.sqlite", problem: "\(error)"))
-            }
-        }
-        return LiveNotificationFeed(
-            store: store, metrics: NotificationMetrics(registry: registry), states: states,
-            stateMetrics: SubscriptionStateMetrics(registry: registry), sinks: sinks)
+        let backend = try StoreBackend.open(configuration, registry: registry)
+        let feed = LiveNotificationFeed(
+            store: backend.log, metrics: NotificationMetrics(registry: registry), states: backend.states,
+            stateMetrics: SubscriptionStateMetrics(registry: registry), sinks: backend.sinks)
+        return (feed, backend)
     }
 
     /// Binds and starts the webhook port and the reconciler.
     static func start(
-        _ configuration: GatewayConfiguration, feed: LiveNotificationFeed, service: AppStoreGatewayService,
+        _ configuration: GatewayConfiguration, feed: LiveNotificationFeed, storeDescription: String,
+        fleet: FleetLease, service: AppStoreGatewayService,
         tracer: any Tracer = SilentTracer(), registry: MetricsRegistry? = nil
     ) throws(GatewayStartError) -> WebhookRuntime {
         let webhook = configuration.notifications.webhook
@@ -111,13 +94,15 @@ struct WebhookRuntime {
         if let pass = service.reconciler {
             let schedule = NotificationReconciler.Schedule(
                 reconcileInterval: store.reconcileInterval)
-            reconciler = Task.detached { await pass.run(schedule) }
+            reconciler = Task.detached { await pass.run(schedule, fleet: fleet) }
         }
-        let projector = service.subscriptionProjector.map { projector in Task.detached { await projector.run() } }
+        let projector = service.subscriptionProjector.map { projector in
+            Task.detached { await projector.run(fleet: fleet) }
+        }
         return WebhookRuntime(
             server: server, reconciler: reconciler, projector: projector, address: address, path: webhook.path,
             tls: !webhook.tlsCertificateFile.isEmpty,
-            storeDescription: store.redis ? "redis stream" : "sqlite \(store.sqlitePath)",
+            storeDescription: storeDescription,
             realtimePath: configuration.notifications.realtime.path)
     }
 

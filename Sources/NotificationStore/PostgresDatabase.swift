@@ -5,8 +5,11 @@ import Postgres
 /// subscription state with its ledger and event outbox, and the sinks' progress all live in it, so every replica
 /// reads and writes the same truth (docs/postgres.md, "The fleet's store").
 ///
-/// It owns one pool of non-blocking connections on one event loop (the store's loop, made by the composition
-/// root); every call is a statement or a short transaction on that pool, so nothing here blocks a loop. Opening
+/// It owns a pool of non-blocking connections on the store's own loop (made by the composition root), and one
+/// more on each loop `attach(_:)` names (the gRPC loops): a call made on such a loop runs its statements on that
+/// loop's pool, so a read is one round trip with no hop between threads; any other call (the projector, the
+/// timer, the sinks) uses the store's loop. Every call is a statement or a short transaction, so nothing here
+/// blocks a loop. Opening
 /// it migrates the schema under an advisory lock (`PostgresSchema`): several replicas starting at once migrate
 /// once, and a database a newer release migrated is refused.
 public final class PostgresDatabase: Sendable {
@@ -28,14 +31,78 @@ public final class PostgresDatabase: Sendable {
         public init(uri: String) { self.uri = uri }
     }
 
-    /// The pool every store's statements run on.
-    public let pool: PostgresPool
+    /// The pool on the store's own loop.
+    public let home: PostgresPool
     /// The URI with its password hidden, for logs.
     public let description: String
+    private let configuration: PostgresConfiguration
+    private let poolSize: Int
+    private let metrics: PostgresMetrics?
+    /// The pools of attached loops, by loop, once connected; and every statement `prepare` named, for them.
+    private let attached = Lock(Attached())
 
-    private init(pool: PostgresPool, description: String) {
-        self.pool = pool
-        self.description = description
+    private struct Attached {
+        var pools: [ObjectIdentifier: PostgresPool] = [:]
+        var prepared: [(name: String, sql: String)] = []
+        var closed = false
+        var connecting: [Task<Void, Never>] = []
+    }
+
+    private init(
+        home: PostgresPool, configuration: PostgresConfiguration, poolSize: Int, metrics: PostgresMetrics?
+    ) {
+        self.home = home
+        self.configuration = configuration
+        self.poolSize = poolSize
+        self.metrics = metrics
+        self.description = "\(configuration)"
+    }
+
+    /// The pool for a statement issued now: the current loop's when it is attached and connected, else the store
+    /// loop's. Ask for it per call, not once: the caller's loop decides.
+    public var pool: PostgresPool {
+        guard let loop = IOLoops.current else { return home }
+        let key = ObjectIdentifier(loop)
+        return attached.withLock { $0.pools[key] } ?? home
+    }
+
+    /// Prepares `sql` as `name` on every pool, now and on those attached later (`PostgresPool.prepare`).
+    public func prepare(_ name: String, _ sql: String) async throws(PostgresError) {
+        let pools = attached.withLock { state in
+            state.prepared.append((name, sql))
+            return Array(state.pools.values)
+        }
+        try await home.prepare(name, sql)
+        for pool in pools { try await pool.prepare(name, sql) }
+    }
+
+    /// Gives each of `loops` a pool of its own, connected in the background (retried with the connections'
+    /// backoff while the server is down); until a loop's pool is up, its calls use the store loop's.
+    public func attach(_ loops: [any IOLoop]) {
+        for loop in loops {
+            let task = Task { [self] in
+                var failures = 0
+                while !Task.isCancelled {
+                    do throws(PostgresError) {
+                        let pool = try await PostgresPool.connect(
+                            configuration, on: loop, size: poolSize, metrics: metrics)
+                        let prepared = attached.withLock { $0.prepared }
+                        for statement in prepared { try? await pool.prepare(statement.name, statement.sql) }
+                        let kept = attached.withLock { state in
+                            guard !state.closed else { return false }
+                            state.pools[ObjectIdentifier(loop)] = pool
+                            return true
+                        }
+                        if !kept { await pool.close() }
+                        return
+                    } catch {
+                        failures += 1
+                        try? await Task.sleep(for: configuration.reconnect.delay(afterFailures: failures))
+                    }
+                }
+            }
+            attached.withLock { $0.connecting.append(task) }
+        }
     }
 
     /// Connects `settings.poolSize` connections on `loop` and migrates the schema (`PostgresSchema.migrate`).
@@ -66,11 +133,21 @@ public final class PostgresDatabase: Sendable {
             await pool.close()
             throw error
         }
-        return PostgresDatabase(pool: pool, description: "\(configuration)")
+        return PostgresDatabase(home: pool, configuration: configuration, poolSize: settings.poolSize, metrics: metrics)
     }
 
-    /// Closes every connection.
-    public func close() async { await pool.close() }
+    /// Closes every connection (the attached loops' too, where their loop still runs).
+    public func close() async {
+        let (pools, connecting) = attached.withLock { state in
+            state.closed = true
+            let pools = Array(state.pools.values)
+            state.pools = [:]
+            return (pools, state.connecting)
+        }
+        for task in connecting { task.cancel() }
+        for pool in pools { await pool.close() }
+        await home.close()
+    }
 }
 
 extension PostgresDatabase.Settings: CustomStringConvertible, CustomReflectable {

@@ -21,7 +21,7 @@ public struct AdvancedCommerceService: GRPCService {
         func add<Request: AdvancedCommerceWrite>(_ name: String, _ type: Request.Type, _ endpoint: AppleEndpoint) {
             let handler = AppleOperationHandler(
                 AppleOperation<Request, AdvancedCommerceResponse>.advancedCommerce(endpoint), client: api.client,
-                verifier: api.verifier, clock: api.clock, maxPages: 1, coalescing: api.coalescing)
+                verifier: api.verifier, clock: api.clock, maxPages: 1, coalescing: api.coalescing, feed: api.feed)
             // Runs on the call's loop, which drives the Apple request too: the task suspends, the loop never waits.
             methods["/\(Self.name)/\(name)"] = .unary(Request.self) {
                 request, context throws(GatewayError) -> AdvancedCommerceResponse in

@@ -15,6 +15,9 @@ struct AppStoreAPIMethods: Sendable {
     let maxResponseBytes: Int
     /// Where the reads that joined an identical one in flight count.
     let coalescing: CoalescingMetrics
+    /// Where the transactions and renewal infos the handlers verify for their callers go: the subscription state
+    /// (nil: the gateway keeps none).
+    var feed: AppleReadFeed? = nil
 
     /// The methods by gRPC path.
     func methods(service: String) -> [String: MethodHandler] {
@@ -22,7 +25,7 @@ struct AppStoreAPIMethods: Sendable {
         func add<Request, Response>(_ name: String, _ operation: AppleOperation<Request, Response>) {
             let handler = AppleOperationHandler(
                 operation, client: client, verifier: verifier, clock: clock, maxPages: maxPages,
-                maxResponseBytes: maxResponseBytes, coalescing: coalescing)
+                maxResponseBytes: maxResponseBytes, coalescing: coalescing, feed: feed)
             // Runs on the call's loop, which drives the Apple request too: the task suspends, the loop never waits.
             methods["/\(service)/\(name)"] = .unary(Request.self) { request, context throws(GatewayError) -> Response in
                 let remaining = context.remaining

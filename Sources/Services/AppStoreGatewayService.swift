@@ -67,22 +67,27 @@ public struct AppStoreGatewayService: GRPCService {
             maxPendingPerStream: realtimeSettings.maxPendingPerStream, maxStreams: realtimeSettings.maxStreams)
         realtimeAnswering = RealtimeAnswering(client: client)
         serveRealtime = ServeRealtimeRequestsHandler(broker: realtime, apps: AppDirectory(configured))
-        getHistory = GetHistoryHandler(
+        (subscriptionState, subscriptionProjector) = Self.subscriptionState(
+            apps: configured, live: live, settings: subscriptions, verifier: verifier, client: client, clock: clock,
+            maxPages: history.maxPages, resumeTokenKeys: resumeTokenKeys)
+        // What the pass-through RPCs verify for their callers is an Apple read of the state, when there is one.
+        let feed = subscriptionState.states.map { AppleReadFeed(states: $0) }
+        appleReadFeed = feed
+        var getHistory = GetHistoryHandler(
             client: client, verifier: verifier, maxPages: history.maxPages,
             maxResponseBytes: history.maxResponseBytes, clock: clock, coalescing: metrics.coalescing)
+        getHistory.feed = feed
+        self.getHistory = getHistory
         var notifications = StreamNotificationsHandler(
             client: client, verifier: verifier, resumeTokenKeys: resumeTokenKeys,
             resumeTokenMaxAge: resumeTokenMaxAge,
             clock: clock)
         api = AppStoreAPIMethods(
             client: client, verifier: verifier, clock: clock, maxPages: history.maxPages,
-            maxResponseBytes: history.maxResponseBytes, coalescing: metrics.coalescing)
+            maxResponseBytes: history.maxResponseBytes, coalescing: metrics.coalescing, feed: feed)
         notifications.live = live
         notifications.verifications = metrics.verifications
         self.notifications = notifications
-        (subscriptionState, subscriptionProjector) = Self.subscriptionState(
-            apps: configured, live: live, settings: subscriptions, verifier: verifier, client: client, clock: clock,
-            maxPages: history.maxPages, resumeTokenKeys: resumeTokenKeys)
         reconciler = live.map {
             NotificationReconciler(
                 client: client, verifier: verifier, apps: configured, feed: $0, clock: clock,
@@ -96,6 +101,8 @@ public struct AppStoreGatewayService: GRPCService {
     public let subscriptionState: SubscriptionStateService
     /// Projects the webhook's log into the subscription state (nil without a state); `GatewayApp` runs it.
     public let subscriptionProjector: SubscriptionProjector?
+    /// Hands what the pass-through RPCs verified for their callers to the subscription state (nil without one).
+    let appleReadFeed: AppleReadFeed?
 
     private static func subscriptionState(
         apps: [App], live: LiveNotificationFeed?, settings: SubscriptionStateSettings,

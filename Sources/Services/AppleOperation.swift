@@ -4,6 +4,7 @@ import GatewayFoundation
 import Metrics
 import ProtoCodec
 import SignedData
+import SubscriptionState
 
 /// An RPC backed by one App Store Server API endpoint, described by what differs between endpoints: the `app`
 /// field, the checked request to Apple, and how Apple's answer becomes the typed response. Everything else
@@ -37,6 +38,9 @@ struct AppleAnswer {
     /// The app the call was for.
     let app: App
     let verifier: SignedDataVerifier
+    /// Where the transactions and renewal infos verified while decoding are noted for the subscription state
+    /// (nil: the gateway keeps none, so nothing is noted).
+    let notes: VerifiedSnapshotNotes?
     /// With online checks: the revocation statuses a verification found missing (fetched by the handler,
     /// which then decodes the answer again).
     let missingStatuses = MissingRevocationStatuses()
@@ -60,6 +64,7 @@ struct AppleAnswer {
         guard case .transaction(let value) = try verified(jws, kind: .transaction, what: what) else {
             throw rejected(what, "not a transaction")
         }
+        notes?.add(SignedTransaction(jws: jws, payload: value))
         return value
     }
 
@@ -68,6 +73,7 @@ struct AppleAnswer {
         guard case .renewalInfo(let value) = try verified(jws, kind: .renewalInfo, what: what) else {
             throw rejected(what, "not a renewal info")
         }
+        notes?.add(SignedRenewalInfo(jws: jws, payload: value))
         return value
     }
 
@@ -135,13 +141,17 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
     private let flights = SingleFlight<[UInt8], Response>()
     /// Where the reads that joined an identical one in flight count.
     let coalescing: CoalescingMetrics
+    /// Where the transactions and renewal infos of a successful answer go: the subscription state, as an Apple
+    /// read (nil: the gateway keeps no state, or this handler is the state's own reader).
+    let feed: AppleReadFeed?
 
     init(
         _ operation: AppleOperation<Request, Response>, client: AppStoreAPIClient, verifier: SignedDataVerifier,
         clock: any GatewayClock, maxPages: Int, maxResponseBytes: Int = 4_000_000,
-        coalescing: CoalescingMetrics = CoalescingMetrics(registry: MetricsRegistry())
+        coalescing: CoalescingMetrics = CoalescingMetrics(registry: MetricsRegistry()), feed: AppleReadFeed? = nil
     ) {
         self.coalescing = coalescing
+        self.feed = feed
         self.operation = operation
         self.client = client
         self.verifier = verifier
@@ -169,13 +179,19 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
         }
     }
 
+    /// Apple's answer, every page the caller asked for that fits; once it is complete, what it verified goes to
+    /// the subscription state (`feed`), only the pages in the answer, and only from this call (callers that joined
+    /// it share the answer, not another apply).
     private func fetch(
         _ request: Request, plan: AppleRequest, app: App, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> Response {
         var sent = plan
         var answered = try await client.send(sent, app: app, deadline: deadline)
-        var response = try await decode(answered, request: sent, app: app)
-        guard let paging = operation.paging else { return response }
+        var (response, verified) = try await decode(answered, request: sent, app: app)
+        guard let paging = operation.paging else {
+            feed?.observe(verified, app: app)
+            return response
+        }
         var pages = 1
         var page = response
         while pages < maxPages, hasTimeForAnotherCall(deadline), var next = paging.next(request, page, sent) {
@@ -183,28 +199,38 @@ struct AppleOperationHandler<Request: ProtoMessage, Response: ProtoMessage>: Sen
             next.environment = answered.environment
             sent = next
             answered = try await client.send(sent, app: app, deadline: deadline)
-            page = try await decode(answered, request: sent, app: app)
+            let pageVerified: VerifiedSnapshots
+            (page, pageVerified) = try await decode(answered, request: sent, app: app)
             guard response.serializedSize() + page.serializedSize() <= maxResponseBytes else { break }
             paging.merge(&response, page)
+            verified.append(pageVerified)
             pages += 1
         }
+        // A page that failed threw above: an answer that did not verify in full hands over nothing.
+        feed?.observe(verified, app: app)
         return response
     }
 
     /// Apple's answer decoded and verified. With online checks, revocation statuses not cached yet are fetched
     /// (awaited in this task, never on an event loop) and the answer decoded again; a responder that cannot be
     /// reached is UNAVAILABLE with RetryInfo, as for GetHistory.
+    ///
+    /// With a `feed`, also the transactions and renewal infos this decoding verified (the last pass's only: a
+    /// pass that stopped for missing revocation statuses hands over nothing).
     private func decode(
         _ answered: AppleResponse, request sent: AppleRequest, app: App
-    ) async throws(GatewayError) -> Response {
+    ) async throws(GatewayError) -> (Response, VerifiedSnapshots) {
         // Apple's answer may carry many JWS (every subscription's renewal info and transaction): verified off the
         // call's loop, in one hop each way.
+        let noting = feed != nil
         let decoded = await offLoop {
             await verifier.fetchingRevocationStatuses {
-                () async -> RevocationPass<Result<Response, GatewayError>> in
-                let answer = AppleAnswer(response: answered, request: sent, app: app, verifier: verifier)
+                () async -> RevocationPass<Result<(Response, VerifiedSnapshots), GatewayError>> in
+                let notes = noting ? VerifiedSnapshotNotes() : nil
+                let answer = AppleAnswer(response: answered, request: sent, app: app, verifier: verifier, notes: notes)
                 do throws(GatewayError) {
-                    return .done(.success(try operation.answer(answer)))
+                    let response = try operation.answer(answer)
+                    return .done(.success((response, notes?.taken ?? VerifiedSnapshots())))
                 } catch {
                     let queries = answer.missingStatuses.taken
                     return queries.isEmpty ? .done(.failure(error)) : .needs(queries)

@@ -1,3 +1,4 @@
+import Cryptography
 import GatewayFoundation
 import Logging
 import NotificationStore
@@ -116,4 +117,23 @@ public struct DeliveryRetries: Sendable, Hashable {
     public var maxAge: Duration = .seconds(86_400)
 
     public init() {}
+}
+
+extension EventSink {
+    /// Delivers while this replica holds the sink's lease in `fleet` (named after the sink), so each sink delivers
+    /// from one replica of a fleet at a time, not once per replica; the fleet's sinks spread over its replicas as
+    /// their leases fall. A replica that loses the lease stops (recording what it settled on the way out, as at a
+    /// shutdown) and the new holder resumes from the store's progress: at least once across a takeover, as across
+    /// a restart. With one replica (`FleetLease.soleReplica`) this is `run()`.
+    public func run(fleet: FleetLease) async {
+        // The lease is named by a digest of the URL: a URL may carry a token, and the lease table is readable by
+        // whoever administers the database.
+        let digest = SHA256.hash(Array(endpoint.id.url.utf8)).prefix(16).map { byte in
+            String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+        }.joined()
+        await fleet.run(
+            "sink \(endpoint.id.kind.rawValue) \(digest)",
+            label: "sink \(endpoint.id.kind.rawValue) \(endpoint.label)"
+        ) { await self.run() }
+    }
 }

@@ -5,6 +5,7 @@ import GatewayFoundation
 import Metrics
 import ProtoCodec
 import SignedData
+import SubscriptionState
 import Synchronization
 
 /// GetHistory: Apple's Get Transaction History (V2) behind gRPC, with every JWS verified and decoded.
@@ -29,6 +30,8 @@ import Synchronization
 /// - The call's log line notes where its time went: `handler_us` (the whole handler), `upstream_us` (awaiting
 ///   Apple's pages: rate limit, token, the upstream client, Apple itself) and `verify_us` (verifying them);
 ///   a caller that shared another's upstream call notes only `handler_us`.
+/// - With a subscription state, the answer's transactions are handed to it (`feed`) once the answer is complete,
+///   never awaited: the caller's answer does not wait for the state's commit nor fail with its store.
 public struct GetHistoryHandler: Sendable {
     let client: AppStoreAPIClient
     let verifier: SignedDataVerifier
@@ -42,6 +45,9 @@ public struct GetHistoryHandler: Sendable {
     let revisions = RevisionEnvironments()
     /// Where the calls that joined an identical one in flight count.
     let coalescing: CoalescingMetrics
+    /// Where the transactions of an answer go once it is complete: the subscription state, as an Apple read (nil:
+    /// the gateway keeps none). Set by the service that keeps the state.
+    var feed: AppleReadFeed?
 
     /// A handler calling Apple through `client`, verifying with `verifier`, paging at most `maxPages` and
     /// (with `all_pages`) at most about `maxResponseBytes` of response, verifying at most `verificationWidth`
@@ -157,6 +163,15 @@ public struct GetHistoryHandler: Sendable {
         // The collection's arrays become the answer's as they are (shared storage, no copy of each entry).
         response.signedTransactions = collected.signed
         response.transactions = collected.transactions
+        if let feed {
+            // The answer's transactions, one per `transactionId` as the caller gets them: every page in it verified.
+            var verified = VerifiedSnapshots()
+            verified.transactions.reserveCapacity(collected.transactions.count)
+            for (jws, transaction) in zip(collected.signed, collected.transactions) {
+                verified.transactions.append(SignedTransaction(jws: jws, payload: transaction))
+            }
+            feed.observe(verified, app: app)
+        }
         if request.includeLatestReceiptInfo {
             response.latestReceiptInfo = response.transactions.map(LegacyReceiptInfo.init(transaction:))
         }

@@ -52,11 +52,17 @@ public struct NotificationReconciler: Sendable {
         self.retention = retention
     }
 
-    /// Runs a `pass` at once and then every `schedule.interval` until the task is cancelled.
-    public func run(_ schedule: Schedule) async {
-        while !Task.isCancelled {
-            await pass(reconciling: schedule.reconciles)
-            try? await Task.sleep(for: schedule.interval)
+    /// The fleet lease of the reconciler: one replica of a fleet compares with Apple and prunes the shared store.
+    static let lease = "notification-reconciler"
+
+    /// Runs a `pass` at once and then every `schedule.interval` until the task is cancelled, while this replica
+    /// holds the reconciler's lease in `fleet` (a replica that takes the lease over passes at once).
+    public func run(_ schedule: Schedule, fleet: FleetLease = .soleReplica) async {
+        await fleet.run(Self.lease) {
+            while !Task.isCancelled {
+                await pass(reconciling: schedule.reconciles)
+                try? await Task.sleep(for: schedule.interval)
+            }
         }
     }
 

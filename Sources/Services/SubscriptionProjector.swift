@@ -30,11 +30,15 @@ public final class SubscriptionProjector: Sendable {
         self.timer = SubscriptionTimer(states: states, retention: retention)
     }
 
-    /// Projects the log and runs the timer until the task is cancelled.
-    public func run() async {
+    /// The fleet lease of the projection: one replica of a fleet projects the shared log at a time.
+    static let lease = "subscription-projector"
+
+    /// Projects the log and runs the timer until the task is cancelled, each while this replica holds its lease in
+    /// `fleet` (the projection and the timer are leased apart, so they may run on different replicas).
+    public func run(fleet: FleetLease = .soleReplica) async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.project() }
-            group.addTask { await self.timer.run() }
+            group.addTask { await fleet.run(Self.lease) { await self.project() } }
+            group.addTask { await self.timer.run(fleet: fleet) }
         }
     }
 

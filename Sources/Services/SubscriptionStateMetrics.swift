@@ -8,11 +8,12 @@ public final class SubscriptionStateMetrics: Sendable {
     package let appleReads: CounterFamily?
     package let stale: CounterFamily?
     package let events: CounterFamily?
+    package let passThroughDropped: CounterFamily?
 
     /// Series registered in `registry` (nil: none).
     public init(registry: MetricsRegistry?) {
         guard let registry else {
-            rejections = nil; applied = nil; appleReads = nil; stale = nil; events = nil
+            rejections = nil; applied = nil; appleReads = nil; stale = nil; events = nil; passThroughDropped = nil
             return
         }
         rejections = registry.counter(
@@ -39,12 +40,23 @@ public final class SubscriptionStateMetrics: Sendable {
             help: "Subscription events made (WatchSubscriptionEvents and the sinks deliver them), by app and type "
                 + "(INITIAL_PURCHASE, RENEWAL, …, ENTITLEMENT_GRANTED).",
             labelNames: ["app", "type"])
+        passThroughDropped = registry.counter(
+            "appstore_gateway_state_pass_through_dropped_total",
+            help: "Signed transactions and renewal infos a pass-through RPC verified for its caller (GetHistory, "
+                + "GetTransactionInfo, GetAllSubscriptionStatuses, …) that did not reach the subscription state, by "
+                + "reason (backlog: too many were already waiting to be applied; store: the store failed to apply "
+                + "them).",
+            labelNames: ["reason"])
     }
 
     package func rejected(reason: String) { rejections?.labels(reason).increment() }
     package func changed(app: String, source: String) { applied?.labels(app, source).increment() }
     package func appleRead(app: String) { appleReads?.labels(app).increment() }
     package func staleAnswer(app: String) { stale?.labels(app).increment() }
+    package func passThroughDropped(reason: String, snapshots: Int) {
+        guard snapshots > 0 else { return }
+        passThroughDropped?.labels(reason).increment(by: Double(snapshots))
+    }
     package func made(_ made: [SubscriptionEvent]) {
         guard let events else { return }
         for event in made { events.labels(event.app, Self.name(event.type)).increment() }

@@ -23,6 +23,14 @@ struct SubscriptionTimer: Sendable {
     let states: SubscriptionStates
     let retention: Duration
 
+    /// The fleet lease of the timer: one replica of a fleet asks Apple about, and makes, the events time makes.
+    static let lease = "subscription-timer"
+
+    /// Runs while this replica holds the timer's lease in `fleet` (`FleetLease.run`), until the task is cancelled.
+    func run(fleet: FleetLease) async {
+        await fleet.run(Self.lease) { await self.run() }
+    }
+
     /// Runs until the task is cancelled; a store failure is retried after a pause.
     func run() async {
         var pause: Duration = .milliseconds(100)

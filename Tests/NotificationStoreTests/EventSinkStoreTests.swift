@@ -1,28 +1,63 @@
 import NotificationStore
+import TestSupport
 import Testing
 
-/// Which sink store a test runs against: the SQLite one (reopened from its file, as after a restart) and the
-/// memory one the layers above test with, with the same semantics.
+/// Which sink store a test runs against: the SQLite one (reopened from its file, as after a restart), the memory
+/// one the layers above test with, and the PostgreSQL one (a database of its own; "after a restart" is another
+/// replica's `PostgresDatabase` on it), with the same semantics.
 enum SinkStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
     case memory
+    case postgres
 
     var testDescription: String { rawValue }
 
-    /// A fresh store, its file (nil in memory) and how to get the store "after a restart" (the memory store is
-    /// the same object: it lives as long as the process).
-    func make() throws -> (any EventSinkStore, StoreFile?, @Sendable () throws -> any EventSinkStore) {
+    /// The kinds this machine can run (PostgreSQL only where it is installed).
+    static var available: [SinkStoreKind] { allCases.filter { $0 != .postgres || PostgresProcess.available } }
+
+    /// A fresh store, and how to get the store "after a restart" (the memory store is the same object: it lives as
+    /// long as the process).
+    func make() async throws -> SinkStoreFixture {
         switch self {
         case .memory:
             let store = MemoryEventSinkStore()
-            return (store, nil, { store })
+            return SinkStoreFixture(store: store, file: nil, databases: nil) { store }
         case .sqlite:
             let file = try StoreFile()
             let path = file.path
-            return (
-                try SQLiteNotificationStore(path: path).sinks, file, { try SQLiteNotificationStore(path: path).sinks }
-            )
+            return SinkStoreFixture(store: try SQLiteNotificationStore(path: path).sinks, file: file, databases: nil) {
+                try SQLiteNotificationStore(path: path).sinks
+            }
+        case .postgres:
+            let databases = try await TestDatabases()
+            let store = PostgresEventSinkStore(try await databases.open())
+            return SinkStoreFixture(store: store, file: nil, databases: databases) {
+                PostgresEventSinkStore(try await databases.open())
+            }
         }
+    }
+}
+
+/// A store under test and what it needs kept (its file, its databases); `close()` at the end of the test.
+struct SinkStoreFixture: Sendable {
+    let store: any EventSinkStore
+    let file: StoreFile?
+    let databases: TestDatabases?
+    let reopen: @Sendable () async throws -> any EventSinkStore
+
+    init(
+        store: any EventSinkStore, file: StoreFile?, databases: TestDatabases?,
+        reopen: @escaping @Sendable () async throws -> any EventSinkStore
+    ) {
+        self.store = store
+        self.file = file
+        self.databases = databases
+        self.reopen = reopen
+    }
+
+    func close() async {
+        await databases?.close()
+        withExtendedLifetime(file) {}
     }
 }
 
@@ -36,10 +71,10 @@ enum SinkStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable 
             lastError: "HTTP 500", body: Array(body.utf8))
     }
 
-    @Test(arguments: SinkStoreKind.allCases)
+    @Test(arguments: SinkStoreKind.available)
     func aNewSinkStartsAfterTheLogsNewestPositionAndKeepsThatStart(_ kind: SinkStoreKind) async throws {
-        let (store, file, _) = try kind.make()
-        defer { withExtendedLifetime(file) {} }
+        let fixture = try await kind.make()
+        let store = fixture.store
         let first = try await store.openSink(Self.team, startingAfter: 41, nowMillis: 1)
         #expect(first == EventSinkProgress(through: 41))
         // Opened again later, when the log has grown: the first start holds.
@@ -47,16 +82,17 @@ enum SinkStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable 
         #expect(again == EventSinkProgress(through: 41))
         // Another kind of sink at the same URL is another sink.
         #expect(try await store.openSink(Self.relay, startingAfter: 7, nowMillis: 3) == EventSinkProgress(through: 7))
+        await fixture.close()
     }
 
-    @Test(arguments: SinkStoreKind.allCases)
+    @Test(arguments: SinkStoreKind.available)
     func settledPositionsAboveTheWatermarkSurviveARestartAndAreDroppedBelowIt(_ kind: SinkStoreKind) async throws {
-        let (store, file, reopen) = try kind.make()
-        defer { withExtendedLifetime(file) {} }
+        let fixture = try await kind.make()
+        let (store, reopen) = (fixture.store, fixture.reopen)
         _ = try await store.openSink(Self.team, startingAfter: 10, nowMillis: 1)
         // 11 is still in flight; 12, 14 and 15 were acknowledged out of order.
         try await store.record(Self.team, EventSinkUpdate(through: 10, settled: [12, 14, 15]))
-        let restarted = try reopen()
+        let restarted = try await reopen()
         #expect(
             try await restarted.openSink(Self.team, startingAfter: 99, nowMillis: 2)
                 == EventSinkProgress(through: 10, settled: [12, 14, 15]))
@@ -69,12 +105,13 @@ enum SinkStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable 
         #expect(
             try await reopen().openSink(Self.team, startingAfter: 99, nowMillis: 4)
                 == EventSinkProgress(through: 15, settled: [17]))
+        await fixture.close()
     }
 
-    @Test(arguments: SinkStoreKind.allCases)
+    @Test(arguments: SinkStoreKind.available)
     func deadLettersKeepTheirBodiesAndAreListedCountedAndRemoved(_ kind: SinkStoreKind) async throws {
-        let (store, file, reopen) = try kind.make()
-        defer { withExtendedLifetime(file) {} }
+        let fixture = try await kind.make()
+        let (store, reopen) = (fixture.store, fixture.reopen)
         _ = try await store.openSink(Self.team, startingAfter: 0, nowMillis: 1)
         _ = try await store.openSink(Self.relay, startingAfter: 0, nowMillis: 1)
         let body = "{\"eventId\":\"é\",\"n\":\"\u{0}\"}"
@@ -84,7 +121,7 @@ enum SinkStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable 
                 through: 3, settled: [1, 2, 3],
                 deadLetters: [Self.letter(2, deadAt: 4_000, body: body), Self.letter(3, deadAt: 6_000)]))
         try await store.record(Self.relay, EventSinkUpdate(through: 1, deadLetters: [Self.letter(1)]))
-        let restarted = try reopen()
+        let restarted = try await reopen()
         #expect(try await restarted.deadLetterCount(Self.team) == 2)
         #expect(try await restarted.deadLetterCount(Self.relay) == 1)
         let all = try await restarted.deadLetters(Self.team, deadSince: 0, after: 0, limit: 10)
@@ -98,14 +135,16 @@ enum SinkStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable 
         #expect(!(try await restarted.removeDeadLetter(Self.team, position: 2)))
         #expect(try await restarted.deadLetterCount(Self.team) == 1)
         #expect(try await restarted.deadLetterCount(Self.relay) == 1)
+        await fixture.close()
     }
 
-    @Test(arguments: SinkStoreKind.allCases)
+    @Test(arguments: SinkStoreKind.available)
     func recordingForASinkNeverOpenedFails(_ kind: SinkStoreKind) async throws {
-        let (store, file, _) = try kind.make()
-        defer { withExtendedLifetime(file) {} }
+        let fixture = try await kind.make()
+        let store = fixture.store
         await #expect(throws: NotificationStoreFailure.self) {
             try await store.record(Self.team, EventSinkUpdate(through: 1))
         }
+        await fixture.close()
     }
 }

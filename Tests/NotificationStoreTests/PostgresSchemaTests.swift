@@ -10,8 +10,8 @@ import Testing
 @Suite(.enabled(if: PostgresProcess.available, "PostgreSQL is not installed"))
 struct PostgresSchemaTests {
     @Test func replicasStartingTogetherMigrateOnce() async throws {
-        let server = try PostgresProcess.shared()
-        let uri = try server.makeDatabase()
+        let server = try await PostgresProcess.shared()
+        let uri = try await server.makeDatabase()
         let loop = try StoreTestLoop()
         defer { loop.stop() }
         // Five openings at once: each takes the lock in turn; the first migrates, the others find it done.
@@ -29,8 +29,8 @@ struct PostgresSchemaTests {
     }
 
     @Test func aDatabaseANewerReleaseMigratedIsRefused() async throws {
-        let server = try PostgresProcess.shared()
-        let uri = try server.makeDatabase()
+        let server = try await PostgresProcess.shared()
+        let uri = try await server.makeDatabase()
         let loop = try StoreTestLoop()
         defer { loop.stop() }
         let first = try await PostgresDatabase.open(.init(uri: uri), on: loop.loop)
@@ -50,6 +50,33 @@ struct PostgresSchemaTests {
         #expect(failure?.kind == .unavailable)
         #expect(failure?.message.contains("s3cret-pass") == false)
         #expect(!"\(settings)".contains("s3cret-pass"))
+    }
+
+    @Test func aCallOnAnAttachedLoopUsesThatLoopsPoolAndPreparedStatementsFollow() async throws {
+        let server = try await PostgresProcess.shared()
+        let uri = try await server.makeDatabase()
+        let home = try StoreTestLoop()
+        let grpc = try StoreTestLoop()
+        defer {
+            home.stop()
+            grpc.stop()
+        }
+        let database = try await PostgresDatabase.open(.init(uri: uri), on: home.loop)
+        try await database.prepare("answer", "SELECT $1::bigint + 1")
+        database.attach([grpc.loop])
+        let loop = grpc.loop
+        let onLoop = try await Task(executorPreference: loop) { () async throws -> Bool in
+            // Connected in the background: wait for it (bounded), then the statement runs on this loop's pool.
+            for _ in 0..<500 where database.pool === database.home { try await Task.sleep(for: .milliseconds(10)) }
+            let pool = database.pool
+            let rows = try await pool.execute(prepared: "answer", [.integer(41)])
+            let answer = try rows.first?[0].int()
+            return pool !== database.home && pool.loop === loop && answer == 42
+        }.value
+        #expect(onLoop)
+        // Off any loop: the store loop's pool.
+        #expect(database.pool === database.home)
+        await database.close()
     }
 
     /// Why opening failed; nil when it did not.

@@ -3,7 +3,7 @@ import ProtoCodec
 import SubscriptionState
 import Testing
 
-/// The events a store keeps beside the state (an outbox in the state's own commits), against both stores.
+/// The events a store keeps beside the state (an outbox in the state's own commits), against every store.
 @Suite struct SubscriptionEventStoreTests {
     typealias S = StateSnapshots
 
@@ -12,7 +12,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func eventsAreKeptWithTheChangeThatMadeThemAndReadBackInOrder(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         let seen = store.eventSignal.generation
         let first = try await store.apply(
@@ -50,7 +50,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func timeTransitionsAreDueOnceAndRebuildKeepsTheEvents(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         let context = Self.context
         _ = try await store.apply(
@@ -91,7 +91,7 @@ import Testing
     /// A cursor whose record a rebuild did not recreate is not due for ever: advancing it forgets its transition.
     @Test(arguments: StoreKind.allCases)
     func aCursorWithoutARecordStopsBeingDue(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         _ = try await store.apply(
             S.change(
@@ -111,7 +111,7 @@ import Testing
     /// silently skipping the deleted events.
     @Test(arguments: StoreKind.allCases)
     func pruningRemembersHowFarItDeleted(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         #expect(try await store.eventsPrunedThrough() == 0)
         _ = try await store.apply(
@@ -127,7 +127,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func aPurchaseHasItsOwnSequence(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         let lifetime = SubscriptionEventContext(
             app: "reader", policy: SubscriptionPolicy(entitlements: ["all": ["reader.lifetime"]]), cause: "app-posted")

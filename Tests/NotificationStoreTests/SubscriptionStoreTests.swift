@@ -2,24 +2,33 @@ import Foundation
 import NotificationStore
 import ProtoCodec
 import SubscriptionState
+import TestSupport
 import Testing
 
-/// Which subscription store a test runs against: every behaviour test runs against both, so the in-memory
-/// store the layers above test with keeps the SQLite store's semantics.
+/// Which subscription store a test runs against: every behaviour test runs against each, so the in-memory
+/// store the layers above test with, and the fleet's PostgreSQL store, keep the SQLite store's semantics.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
     case memory
+    case postgres
+
+    /// PostgreSQL where a server can be started here.
+    static var allCases: [StoreKind] { [.sqlite, .memory] + (PostgresProcess.available ? [.postgres] : []) }
 
     var testDescription: String { rawValue }
 
-    /// A fresh store, and its SQLite file (nil in memory).
-    func make(limits: SubscriptionStoreLimits = .defaults) throws -> (any SubscriptionStore, StoreFile?) {
+    /// A fresh store, and what keeps it alive until the test ends (its SQLite file, its PostgreSQL database;
+    /// nil in memory).
+    func make(limits: SubscriptionStoreLimits = .defaults) async throws -> (any SubscriptionStore, AnyObject?) {
         switch self {
         case .memory:
             return (MemorySubscriptionStore(limits: limits), nil)
         case .sqlite:
             let file = try StoreFile()
             return (try SQLiteNotificationStore(path: file.path, limits: limits).subscriptions, file)
+        case .postgres:
+            let fixture = try await PostgresStoreFixture()
+            return (try await PostgresSubscriptionStore(fixture.database, limits: limits), fixture)
         }
     }
 }
@@ -37,13 +46,13 @@ final class StoreFile: Sendable {
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 }
 
-/// The subscription store's contract, against both implementations.
+/// The subscription store's contract, against every implementation.
 @Suite struct SubscriptionStoreTests {
     typealias S = StateSnapshots
 
     @Test(arguments: StoreKind.allCases)
     func anAppliedChangeReadsBackWithItsJWSAndPayloadsExactly(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         let transaction = S.transaction("t1", original: "o1", signed: 10, token: "A-TOKEN")
         let renewal = S.renewal(original: "o1", signed: 11)
@@ -70,7 +79,7 @@ final class StoreFile: Sendable {
 
     @Test(arguments: StoreKind.allCases)
     func aDuplicateOrOlderSnapshotChangesNothing(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         let newer = S.transaction("t1", original: "o1", signed: 20, revoked: 15)
         let older = S.transaction("t1", original: "o1", signed: 10)
@@ -114,7 +123,7 @@ final class StoreFile: Sendable {
 
     @Test(arguments: StoreKind.allCases)
     func oneTimePurchasesAreKeptApartAndConsumablesIgnored(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         let book = S.transaction(
             "p1", original: "p1", product: "book", expires: nil, signed: 10, type: .nonConsumable, token: "T")
@@ -152,7 +161,7 @@ final class StoreFile: Sendable {
 
     @Test(arguments: StoreKind.allCases)
     func purchasesAreWalkedInKeyOrderOnePageAtATime(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         func purchase(_ id: String, bundle: String, _ environment: Environment, signed: Int64) -> SignedTransaction {
             var made = S.transaction(
@@ -207,7 +216,7 @@ final class StoreFile: Sendable {
 
     @Test(arguments: StoreKind.allCases)
     func aCustomerIsEveryRecordAndPurchaseOfTheirToken(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         let token = "6F1C2C66-5F4B-4A1A-9E59-0C5C6B0E6E0D"
         let reader = S.transaction("r1", original: "r", signed: 1, token: token)
@@ -246,7 +255,7 @@ final class StoreFile: Sendable {
 
     @Test(arguments: StoreKind.allCases)
     func theProjectionPositionIsKeptAndMovesWithABatch(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         #expect(try await store.projectedThrough() == .zero)
         try await store.setProjectedThrough(StorePosition(major: 7, minor: 2))
@@ -277,7 +286,7 @@ final class StoreFile: Sendable {
 
     @Test(arguments: StoreKind.allCases)
     func removeAllForgetsEverything(_ kind: StoreKind) async throws {
-        let (store, file) = try kind.make()
+        let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
         _ = try await store.apply(
             [
@@ -300,7 +309,7 @@ final class StoreFile: Sendable {
         var limits = SubscriptionStoreLimits()
         limits.transactionsPerRead = 2
         limits.purchasesPerCustomer = 1
-        let (store, file) = try kind.make(limits: limits)
+        let (store, file) = try await kind.make(limits: limits)
         defer { withExtendedLifetime(file) {} }
         _ = try await store.apply(S.change(S.transaction("t1", original: "o1", signed: 1)))
         _ = try await store.apply(S.change(S.transaction("t2", original: "o1", purchased: 30 * S.day, signed: 2)))

@@ -14,8 +14,8 @@ struct PostgresConnectionTests {
     let server: PostgresProcess
     let loop: TestLoop
 
-    init() throws {
-        server = try PostgresProcess.shared()
+    init() async throws {
+        server = try await PostgresProcess.shared()
         loop = try TestLoop()
     }
 

@@ -10,7 +10,7 @@ import Testing
 @Suite(.serialized, .enabled(if: PostgresProcess.available, "PostgreSQL's server programs are not installed"))
 struct PostgresReconnectTests {
     @Test func aCrashedServerIsReconnectedToWhenItReturns() async throws {
-        let server = try PostgresProcess()
+        let server = try await PostgresProcess.launch()
         let loop = try TestLoop()
         defer { loop.stop() }
         let registry = MetricsRegistry()
@@ -25,7 +25,7 @@ struct PostgresReconnectTests {
         let inFlight = Task { try await connection.query("SELECT pg_sleep(30)") }
         try await Task.sleep(for: .milliseconds(200))
 
-        try server.stop(immediately: true)
+        try await server.stop(immediately: true)
         let lost = await failure { try await inFlight.value }
         #expect(lost?.kind == .connectionLost, "\(String(describing: lost))")
         let whileDown = await failure { try await connection.query("SELECT 1") }
@@ -38,7 +38,7 @@ struct PostgresReconnectTests {
         #expect(await failureKind { try await connection.query("SELECT 1") } == .notConnected)
         #expect(seconds(since: start) < 0.1)
 
-        try server.start()
+        try await server.start()
         let back = MonotonicInstant.now()
         var answer: Int64?
         while answer == nil, seconds(since: back) < 5 {
@@ -76,7 +76,7 @@ struct PostgresReconnectTests {
 struct PostgresConnectionStringTests {
     @Test(.enabled(if: PostgresProcess.available, "PostgreSQL's server programs are not installed"))
     func aPasswordServerAcceptsOnlyItsPassword() async throws {
-        let server = try PostgresProcess(password: "p@ss:w0rd/ok")
+        let server = try await PostgresProcess.launch(password: "p@ss:w0rd/ok")
         let loop = try TestLoop()
         defer { loop.stop() }
         let good = "postgresql://postgres:p%40ss%3Aw0rd%2Fok@127.0.0.1:\(server.port)/postgres"
@@ -98,7 +98,8 @@ struct PostgresConnectionStringTests {
     @Test(.enabled(if: PostgresProcess.available, "PostgreSQL's server programs are not installed"))
     func tlsVerifiesTheServerAgainstTheGivenRoot() async throws {
         let pki = try RedisTLSFixture(serverNames: ["localhost"])
-        let server = try PostgresProcess(tlsCertificate: pki.serverCertificateFile, tlsKey: pki.serverKeyFile)
+        let server = try await PostgresProcess.launch(
+            tlsCertificate: pki.serverCertificateFile, tlsKey: pki.serverKeyFile)
         let loop = try TestLoop()
         defer { loop.stop() }
         // The host is a name: resolved off the loop, connected to by address, verified by name.

@@ -44,7 +44,7 @@ public final class ServiceHarness: Sendable {
     private let loop: EventLoop
     private let thread: LoopThread
     /// Where the services' Apple calls from no loop go, as in `GatewayApp`.
-    private let upstreamLoop: GatewayComposition.UpstreamLoop
+    private let upstreamLoop: GatewayComposition.OwnedLoop
 
     /// One harness per process: starting a simulator and loading the keys takes a moment.
     public static let shared: ServiceHarness = {
@@ -55,27 +55,47 @@ public final class ServiceHarness: Sendable {
         }
     }()
 
+    /// The gateway's service as built for the harness (its subscription state and what feeds it, for tests).
+    public let service: AppStoreGatewayService
+
     /// A simulator in a fresh temporary state directory and the gateway's services configured for it, with
     /// rate-limit waits and retries off so every call ends quickly, behind the gateway's call guard for the
-    /// configuration's `callers` (none: open, as the simulator's configuration has it).
-    public init() throws {
+    /// configuration's `callers` (none: open, as the simulator's configuration has it). `keepsState` false builds
+    /// a gateway without a webhook store (no subscription state); `subscriptions` wraps the state's store (a test's
+    /// failing or slow one); the state counts in `stateMetrics`. `sharing` is another harness's simulator, to
+    /// compare two gateways' answers to the same Apple.
+    public init(
+        sharing: SimulatorServer? = nil, keepsState: Bool = true,
+        subscriptions: (@Sendable (any SubscriptionStore) -> any SubscriptionStore)? = nil,
+        stateMetrics: SubscriptionStateMetrics = SubscriptionStateMetrics(registry: nil)
+    ) throws {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("service-harness-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
-        let state = try SimulatorState.openOrCreate(directory: directory, seed: 12)
-        simulator = try SimulatorServer(state: state, listen: ListenAddress(host: "127.0.0.1", port: 0))
+        if let sharing {
+            simulator = sharing
+        } else {
+            let state = try SimulatorState.openOrCreate(directory: directory, seed: 12)
+            simulator = try SimulatorServer(state: state, listen: ListenAddress(host: "127.0.0.1", port: 0))
+        }
         let path = try simulator.writeGatewayConfiguration()
         var configuration = try GatewayConfiguration.load(yaml: try String(contentsOfFile: path, encoding: .utf8))
         configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         configuration.verification.trustBuiltInAppleRoot = true
         configuration.rateLimits.maxWait = .zero
         configuration.retries.maxAttempts = 1
-        let upstreamLoop = try GatewayComposition.UpstreamLoop()
+        let upstreamLoop = try GatewayComposition.OwnedLoop(threadName: "upstream-curl")
         self.upstreamLoop = upstreamLoop
         // A webhook store beside it, so the SubscriptionState RPCs keep a state (its log stays empty).
-        let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
-        let feed = LiveNotificationFeed(
-            store: store, metrics: NotificationMetrics(registry: nil), states: store.subscriptions)
+        var feed: LiveNotificationFeed?
+        if keepsState {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
+            let states = subscriptions.map { $0(store.subscriptions) } ?? store.subscriptions
+            feed = LiveNotificationFeed(
+                store: store, metrics: NotificationMetrics(registry: nil), states: states, stateMetrics: stateMetrics)
+        }
         let service = try GatewayComposition.service(configuration, upstreamLoop: upstreamLoop, live: feed)
+        self.service = service
         let served: [any GRPCService] = [
             HealthService(board: HealthStatusBoard(services: [AppStoreGatewayService.name])), service,
             service.retentionMessaging, service.advancedCommerce, service.subscriptionState,

@@ -16,7 +16,7 @@ public final class WebhookHarness: Sendable {
     private let webhook: NotificationWebhook
     private let simulator: SimulatorServer
     /// Where the service's Apple calls go (the webhook's callers run on no loop), as in `GatewayApp`.
-    private let upstreamLoop: GatewayComposition.UpstreamLoop
+    private let upstreamLoop: GatewayComposition.OwnedLoop
 
     /// One per process, with its own simulator state and a fresh SQLite store.
     public static let shared: WebhookHarness = {
@@ -37,7 +37,7 @@ public final class WebhookHarness: Sendable {
         configuration.resolvePaths(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         let store = try SQLiteNotificationStore(path: directory + "/notifications.db")
         let feed = LiveNotificationFeed(store: store, metrics: NotificationMetrics(registry: nil))
-        let upstreamLoop = try GatewayComposition.UpstreamLoop()
+        let upstreamLoop = try GatewayComposition.OwnedLoop(threadName: "upstream-curl")
         self.upstreamLoop = upstreamLoop
         webhook = try GatewayComposition.service(configuration, upstreamLoop: upstreamLoop, live: feed)
             .webhook(path: "/apple/notifications", live: feed)

@@ -28,10 +28,29 @@ public final class PostgresProcess: @unchecked Sendable {
 
     /// One server for every test of the process that neither stops it nor needs a password, made at first use
     /// and stopped when the process exits.
-    public static func shared() throws -> PostgresProcess {
+    ///
+    /// Every call that starts a program (`initdb`, `pg_ctl`, `createdb`) waits for it on one serial queue of its
+    /// own (`programs`): off Swift's cooperative pool, whose one thread per core a test blocked for the seconds
+    /// `initdb` takes would take from every other test, and one program at a time, so tests starting servers
+    /// together do not run a storm of `initdb`s that starves the timing of everything else on 2 cores.
+    public static func shared() async throws -> PostgresProcess {
+        try await serially { try sharedBlocking() }
+    }
+
+    /// The queue every program runs from, one at a time.
+    private static let programs = DispatchQueue(label: "postgres-process.programs")
+
+    /// `body` on `programs`, awaited.
+    private static func serially<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
+            programs.async { continuation.resume(returning: Result { try body() }) }
+        }.get()
+    }
+
+    private static func sharedBlocking() throws -> PostgresProcess {
         try sharedServer.withLock { server in
             if let server { return server }
-            let made = try PostgresProcess()
+            let made = try PostgresProcess(password: nil, tlsCertificate: nil, tlsKey: nil)
             server = made
             atexit { PostgresProcess.stopShared() }
             return made
@@ -72,7 +91,13 @@ public final class PostgresProcess: @unchecked Sendable {
 
     /// Makes the cluster and starts the server; with `password`, every TCP connection must authenticate with it
     /// (SCRAM); with `tlsCertificate` and `tlsKey` (PEM files), the server offers TLS with them.
-    public init(password: String? = nil, tlsCertificate: String? = nil, tlsKey: String? = nil) throws {
+    public static func launch(
+        password: String? = nil, tlsCertificate: String? = nil, tlsKey: String? = nil
+    ) async throws -> PostgresProcess {
+        try await serially { try PostgresProcess(password: password, tlsCertificate: tlsCertificate, tlsKey: tlsKey) }
+    }
+
+    private init(password: String?, tlsCertificate: String?, tlsKey: String?) throws {
         guard let binaries = Self.binaries else { throw PostgresProcessError("initdb is not installed") }
         self.password = password
         tls = tlsCertificate != nil && tlsKey != nil
@@ -103,7 +128,7 @@ public final class PostgresProcess: @unchecked Sendable {
                     if let runAs { chown(path, runAs.uid, runAs.gid) }
                 }
             }
-            try start()
+            try startBlocking()
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
             throw error
@@ -111,16 +136,20 @@ public final class PostgresProcess: @unchecked Sendable {
     }
 
     deinit {
-        try? stop(immediately: true)
+        try? stopBlocking(immediately: true)
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// Starts the server (again) and waits until it accepts connections.
-    public func start() throws {
+    public func start() async throws {
+        try await Self.serially { [self] in try startBlocking() }
+    }
+
+    private func startBlocking() throws {
         guard let binaries = Self.binaries else { return }
         let options =
             "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off "
-            + "-c full_page_writes=off -c max_connections=40 -c shared_buffers=16MB"
+            + "-c full_page_writes=off -c max_connections=200 -c shared_buffers=16MB"
             + (tls
                 ? " -c ssl=on -c ssl_cert_file=\(directory)/server.crt -c ssl_key_file=\(directory)/server.key" : "")
         try run(
@@ -129,7 +158,11 @@ public final class PostgresProcess: @unchecked Sendable {
     }
 
     /// Stops the server: `immediately` as a crash does (no checkpoint, connections cut), else a fast shutdown.
-    public func stop(immediately: Bool = false) throws {
+    public func stop(immediately: Bool = false) async throws {
+        try await Self.serially { [self] in try stopBlocking(immediately: immediately) }
+    }
+
+    private func stopBlocking(immediately: Bool) throws {
         guard let binaries = Self.binaries else { return }
         guard FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid") else { return }
         try run(binaries + "/pg_ctl", ["-D", dataDirectory, "-m", immediately ? "immediate" : "fast", "-w", "stop"])
@@ -137,7 +170,11 @@ public final class PostgresProcess: @unchecked Sendable {
 
     /// A new, empty database on the server (`createdb`, a name of its own), and its URI: each test that keeps a
     /// schema gets a database of its own, so tests sharing the server neither see nor lock each other's rows.
-    public func makeDatabase() throws -> String {
+    public func makeDatabase() async throws -> String {
+        try await Self.serially { [self] in try makeDatabaseBlocking() }
+    }
+
+    private func makeDatabaseBlocking() throws -> String {
         guard let binaries = Self.binaries else { throw PostgresProcessError("initdb is not installed") }
         let name = "test_" + String(UInt64.random(in: 1...UInt64.max), radix: 36)
         try run(binaries + "/createdb", ["-h", directory, "-p", "\(port)", "-U", user, name])

@@ -6,6 +6,7 @@ import csv
 import datetime
 import io
 import json
+import os
 import sqlite3
 import subprocess
 import time
@@ -16,7 +17,7 @@ import pytest
 import requests
 import yaml
 
-from appstore.gateway.v1 import common_pb2, subscription_state_pb2, subscription_state_pb2_grpc
+from appstore.gateway.v1 import common_pb2, gateway_pb2_grpc, history_pb2, subscription_state_pb2, subscription_state_pb2_grpc
 from conftest import GATEWAY_BIN
 from test_webhook import Simulator, WebhookGateway, database_path
 
@@ -85,6 +86,13 @@ def projected(database):
     """The original transaction ids in the analysts' view of the state (read-only)."""
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
         return {row[0] for row in db.execute("SELECT original_transaction_id FROM subscription_state")}
+
+
+def status_in_view(database, original):
+    """Apple's status of one subscription in the analysts' view (read-only); None while it has no row."""
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        row = db.execute("SELECT status FROM subscription_state WHERE original_transaction_id = ?", (original,)).fetchone()
+        return row[0] if row else None
 
 
 def assert_agrees(reply, record, where):
@@ -157,6 +165,52 @@ def test_an_unknown_subscription_is_read_from_apple_once_and_then_kept(setup):
     assert again.version == first.version
     assert metric(gateway, "appstore_gateway_state_apple_reads_total") == reads + 1
     control(sim, "DELETE", f"/{original}")
+
+
+def test_a_subscription_a_caller_read_through_get_history_is_answered_from_the_state(setup):
+    """GetHistory verifies the subscription's transactions for its caller; the gateway keeps them as an Apple read, so
+    GetSubscription for a subscription the state never saw answers from the state: the state asks Apple nothing."""
+    sim, _, _, _ = setup
+    bundle = sim.config["apps"][0]["bundleId"]
+    index = json.load(open(os.path.join(sim.directory, "transactions.json")))[bundle]
+    candidates = [(environment, active["originalTransactionId"])
+                  for environment in ("Sandbox", "Production") for customer in index[environment]
+                  for active in customer["activeSubscriptions"]]
+    database = database_path()
+    gateway = WebhookGateway(sim, database)  # a fresh one: its counters start at 0
+    channel = grpc.insecure_channel(gateway.address)
+    try:
+        history_stub = gateway_pb2_grpc.AppStoreGatewayStub(channel)
+        for name, original in candidates:
+            environment = {"Sandbox": SANDBOX, "Production": common_pb2.ENVIRONMENT_PRODUCTION}[name]
+            history = history_stub.GetHistory(history_pb2.GetHistoryRequest(
+                transaction_id=original, environment=environment, all_pages=True), timeout=30)
+            assert not history.has_more
+            periods = [t for t in history.transactions if t.original_transaction_id == original]
+            current = max(periods, key=lambda t: t.purchase_date.ToMilliseconds())
+            # One whose current period runs for another hour: GetSubscription needs no confirmation from Apple.
+            if current.expires_date.ToMilliseconds() > time.time() * 1000 + 3_600_000 and not current.HasField("revocation_date"):
+                break
+        else:
+            pytest.fail("no subscription of the simulator's data is active for another hour")
+        # Applied after the answer, never on the caller's path: wait until the analysts' view has it active (a long
+        # history is committed in parts).
+        deadline = time.time() + 10
+        while status_in_view(database, original) != 1:
+            assert time.time() < deadline, "GetHistory's transactions never reached the state"
+            time.sleep(0.02)
+        stub = subscription_state_pb2_grpc.SubscriptionStateStub(channel)
+        reply = stub.GetSubscription(subscription_state_pb2.GetSubscriptionRequest(
+            original_transaction_id=original, environment=environment), timeout=30).subscription
+        assert reply.source == subscription_state_pb2.SUBSCRIPTION_SOURCE_APPLE_READ
+        assert reply.original_transaction_id == original and reply.entitled and not reply.stale
+        assert reply.transaction.transaction_id == current.transaction_id
+        assert reply.signed_transaction_info in history.signed_transactions
+        assert metric(gateway, "appstore_gateway_state_apple_reads_total") == 0
+        assert metric(gateway, "appstore_gateway_state_pass_through_dropped_total") == 0
+    finally:
+        channel.close()
+        gateway.stop()
 
 
 def test_bad_input_names_the_field_and_an_unknown_id_is_not_found(setup):

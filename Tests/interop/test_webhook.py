@@ -163,7 +163,7 @@ class Postgres:
 
     def start(self):
         options = (f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c full_page_writes=off -c max_connections=40")
+                   "-c full_page_writes=off -c max_connections=200")
         self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.directory, "log"), "-w", "-t", "60",
                   "-o", options, "start")
 
@@ -199,11 +199,13 @@ def sim():
 class WebhookGateway(Gateway):
     """A gateway with the webhook on a free port; `webhook` is its URL."""
 
-    def __init__(self, sim, database=None, redis=None, reconcile="0", extra=None):
+    def __init__(self, sim, database=None, redis=None, reconcile="0", extra=None, postgres=None, store_extra=None):
         config = json.loads(json.dumps(sim.config))
         config["apps"] = config["apps"][:1]
-        store = {"reconcileInterval": reconcile}
-        if redis is not None:
+        store = {"reconcileInterval": reconcile, **(store_extra or {})}
+        if postgres is not None:
+            store["postgres"] = postgres
+        elif redis is not None:
             config["redis"] = {"url": f"redis://127.0.0.1:{redis.port}/0", "timeout": "200ms"}
             store["redis"] = True
         else:
@@ -591,6 +593,22 @@ def test_two_gateways_share_the_redis_store_and_an_unavailable_store_is_503(sim)
         a.stop()
         b.stop()
         redis.stop()
+
+
+def test_entitlements_with_the_redis_store_are_refused_at_start(sim):
+    """The Redis store keeps no subscription state: asking for entitlements there refuses the start, naming the key,
+    instead of a gateway whose state calls all fail."""
+    config = json.loads(json.dumps(sim.config))
+    config["apps"] = config["apps"][:1]
+    config["apps"][0]["entitlements"] = {"premium": [config["apps"][0]["bundleId"] + ".premium.monthly"]}
+    config["redis"] = {"url": "redis://127.0.0.1:9/0"}
+    config["notifications"] = {"webhook": {"listen": "127.0.0.1:0"}, "store": {"redis": True}}
+    path = os.path.join(tempfile.mkdtemp(prefix="gw-redis-state-"), "gateway.yaml")
+    yaml.safe_dump(config, open(path, "w"))
+    done = subprocess.run([GATEWAY_BIN, "serve", "--config", path, "--listen", "127.0.0.1:0"], capture_output=True,
+                          text=True, timeout=60, env=dict(os.environ, APPSTORE_GATEWAY_ADMIN="127.0.0.1:0"))
+    assert done.returncode != 0
+    assert "apps[0].entitlements" in done.stdout + done.stderr and "Redis" in done.stdout + done.stderr
 
 
 def test_request_a_test_notification_delivers_it_to_the_webhook():

@@ -82,3 +82,25 @@ def test_the_redis_webhook_shares_a_durable_stream():
     assert volumes[0]["persistentVolumeClaim"]["claimName"] == "appstore-gateway-redis-data"
     assert find(docs, "Deployment", "appstore-gateway")["spec"]["replicas"] > 1
     assert_the_ingress_routes_apples_paths(docs)
+
+
+def test_the_postgres_webhook_reads_an_external_database_from_a_secret():
+    """No database in the manifests: the URL comes from a Secret (never a literal in the Deployment), the password
+    from a file of that Secret, every replica runs the webhook, and egress to PostgreSQL is allowed."""
+    docs = render("webhook-postgres")
+    container, env = gateway_env(docs)
+    (variable,) = [e for e in container["env"] if e["name"] == "APPSTORE_GATEWAY_NOTIFICATIONS_STORE_POSTGRES"]
+    assert variable["valueFrom"]["secretKeyRef"] == {"name": "appstore-gateway-postgres", "key": "url"}
+    password = env["APPSTORE_GATEWAY_NOTIFICATIONS_STORE_POSTGRES_PASSWORD_FILE"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "postgres"]
+    assert password.startswith(mount["mountPath"] + "/") and mount["readOnly"]
+    volumes = find(docs, "Deployment", "appstore-gateway")["spec"]["template"]["spec"]["volumes"]
+    (volume,) = [v for v in volumes if v["name"] == "postgres"]
+    assert volume["secret"]["secretName"] == "appstore-gateway-postgres"
+    assert not [d for d in docs if d["kind"] in ("StatefulSet", "PersistentVolumeClaim")]
+    assert find(docs, "Deployment", "appstore-gateway")["spec"]["replicas"] > 1
+    egress = find(docs, "NetworkPolicy", "appstore-gateway-postgres")["spec"]["egress"]
+    assert {"protocol": "TCP", "port": 5432} in egress[0]["ports"]
+    assert_the_ingress_routes_apples_paths(docs)
+    example = yaml.safe_load(open(os.path.join(KUBE, "components", "webhook-postgres", "postgres-secret.example.yaml")))
+    assert example["kind"] == "Secret" and "url" in example["stringData"]

@@ -1,0 +1,371 @@
+import Postgres
+import ProtoCodec
+import SubscriptionState
+
+/// The subscription state in the fleet's PostgreSQL database (`PostgresSchema.subscriptionState`): the same
+/// records, ledger, purchases, projection position, events and cursors as `SQLiteSubscriptionStore`, shared by
+/// every replica (docs/subscription-state.md, "PostgreSQL").
+///
+/// Several replicas apply changes to one subscription at once (the webhook's projector on one, an app's post or
+/// an Apple read on another). Each apply is one transaction that first takes a transaction-scoped advisory lock
+/// per subscription and purchase it touches (in one order, so two batches never wait on each other in a cycle),
+/// then reads the record `FOR UPDATE`, folds with the reducer's rules and writes: the newer snapshot wins
+/// whatever the arrival order, and a subscription's event sequence is gap-free across replicas. A deadlock or
+/// serialization failure (a `removeAll` meeting an apply) rolls back and is retried a few times.
+///
+/// Event positions come from one counter row, updated last in the transaction: the row stays locked until the
+/// commit, so transactions that make events commit in position order and a follower that read past position N
+/// never later meets a position below N (a bigserial would hand positions out before commit, in any commit order).
+/// Every such commit also `pg_notify`s the events channel, which each replica's store `LISTEN`s to: its
+/// `eventSignal` rises for other replicas' events too, and after a reconnect (when notifications may have been
+/// missed).
+///
+/// Reads are single statements (a record and its ledger, or a customer's records, ledgers and purchases, are one
+/// statement and so one snapshot), bounded by `SubscriptionStoreLimits`; a row that does not decode fails the
+/// call `.corrupt`. The server unreachable or the connection lost fails `.unavailable`; the pool reconnects on its
+/// own, so the store works again once the server is back.
+public final class PostgresSubscriptionStore: SubscriptionStore {
+    /// The channel events are announced on (payload: the newest position the commit made).
+    static let channel = "appstore_gateway_subscription_events"
+    /// How many times a transaction the server rolled back as a deadlock or serialization failure is run.
+    static let attempts = 5
+
+    let database: PostgresDatabase
+    let limits: SubscriptionStoreLimits
+    public let eventSignal: LiveSignal
+    /// Raises `eventSignal` for every notification on `channel` and every reconnect.
+    private let listener: Task<Void, Never>
+
+    /// The state in `database` (migrated by `PostgresDatabase.open`); listens for other replicas' events. Fails
+    /// `.unavailable` when the server cannot be reached.
+    public init(_ database: PostgresDatabase, limits: SubscriptionStoreLimits = .defaults)
+        async throws(NotificationStoreFailure)
+    {
+        let stream: AsyncStream<PostgresListenEvent>
+        do {
+            stream = try await database.pool.listen(Self.channel)
+        } catch {
+            throw NotificationStoreFailure(error, while: "listening for subscription events")
+        }
+        let signal = LiveSignal()
+        self.database = database
+        self.limits = limits
+        self.eventSignal = signal
+        // Every element is a reason to look: another replica's events, or a reconnect that may have lost some.
+        listener = Task { for await _ in stream { signal.raise() } }
+    }
+
+    deinit { listener.cancel() }
+
+    // MARK: Writes
+
+    public func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
+        async throws(NotificationStoreFailure) -> [AppliedChange]
+    {
+        let applied = try await transaction("applying subscription changes") { transaction in
+            try await Self.lock(Self.lockKeys(of: changes), in: transaction)
+            var pending: [PendingEvent] = []
+            var applied: [AppliedChange] = []
+            applied.reserveCapacity(changes.count)
+            for change in changes {
+                applied.append(try await self.fold(change, in: transaction, events: &pending))
+            }
+            if let position { try await Self.setProjectedThrough(position, in: transaction) }
+            try await Self.keep(pending, in: transaction)
+            return applied
+        }
+        if applied.contains(where: { !$0.events.isEmpty }) { eventSignal.raise() }
+        return applied
+    }
+
+    /// One change inside the apply's transaction, its keys locked; its events join `pending`.
+    private func fold(
+        _ change: SubscriptionChange, in transaction: PostgresTransaction, events pending: inout [PendingEvent]
+    ) async throws -> AppliedChange {
+        switch change.destination {
+        case .ignored:
+            return AppliedChange(record: nil, purchase: nil, changed: false)
+        case .purchase:
+            // A purchase change always has its transaction (`destination` comes from it).
+            guard let snapshot = change.transaction else {
+                return AppliedChange(record: nil, purchase: nil, changed: false)
+            }
+            let held = try await purchase(
+                bundleId: change.key.bundleId, environment: change.key.environment,
+                transactionId: snapshot.payload.transactionId, in: transaction)
+            let (newest, changed) = SubscriptionFold.purchase(held, snapshot)
+            guard changed else { return AppliedChange(record: nil, purchase: newest, changed: false) }
+            try await Self.write(purchase: newest, source: change.source, nowMillis: change.nowMillis, in: transaction)
+            var events: [SubscriptionEvent] = []
+            if let context = change.events {
+                events = try await recordEvents(
+                    of: SubscriptionKey(of: newest.payload), at: change.nowMillis, in: transaction, pending: &pending
+                ) {
+                    SubscriptionEventMaker.events(
+                        ofPurchase: newest, after: $0, at: change.nowMillis, context: context,
+                        newEventID: SubscriptionEventIDs.random)
+                }
+            }
+            return AppliedChange(record: nil, purchase: newest, changed: true, events: events)
+        case .subscription:
+            let held = try await lockedRecord(change.key, in: transaction)
+            let outcome = try SubscriptionFold.record(held, change, limits: limits)
+            guard outcome.changed else { return AppliedChange(record: outcome.record, purchase: nil, changed: false) }
+            try await Self.write(outcome, in: transaction)
+            var events: [SubscriptionEvent] = []
+            if let context = change.events {
+                events = try await recordEvents(
+                    of: change.key, at: change.nowMillis, in: transaction, pending: &pending
+                ) {
+                    SubscriptionEventMaker.events(
+                        of: outcome.record, after: $0, at: change.nowMillis, context: context,
+                        newEventID: SubscriptionEventIDs.random)
+                }
+            }
+            return AppliedChange(record: outcome.record, purchase: nil, changed: true, events: events)
+        }
+    }
+
+    public func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
+        async throws(NotificationStoreFailure) -> [SubscriptionEvent]
+    {
+        let events = try await transaction("advancing subscription events") { transaction in
+            try await Self.lock([Self.lockKey(key)], in: transaction)
+            guard let record = try await self.lockedRecord(key, in: transaction) else {
+                // A cursor without a record (a rebuild that did not recreate it): nothing for time to change.
+                try await Self.clearNextTransition(of: key, in: transaction)
+                return [SubscriptionEvent]()
+            }
+            var pending: [PendingEvent] = []
+            let made = try await self.recordEvents(of: key, at: nowMillis, in: transaction, pending: &pending) {
+                SubscriptionEventMaker.events(
+                    of: record, after: $0, at: nowMillis, context: context, newEventID: SubscriptionEventIDs.random)
+            }
+            try await Self.keep(pending, in: transaction)
+            return made
+        }
+        if !events.isEmpty { eventSignal.raise() }
+        return events
+    }
+
+    public func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
+        try await transaction("setting the projected position") { transaction in
+            try await Self.setProjectedThrough(position, in: transaction)
+        }
+    }
+
+    /// Deletes the records before their ledgers: an apply holding a record `FOR UPDATE` finishes first (its ledger
+    /// rows then go too), and one that comes after finds neither.
+    public func removeAll() async throws(NotificationStoreFailure) {
+        try await transaction("removing the subscription state") { transaction in
+            _ = try await transaction.query("DELETE FROM subscription_records")
+            _ = try await transaction.query("DELETE FROM subscription_transactions")
+            _ = try await transaction.query("DELETE FROM subscription_purchases")
+            _ = try await transaction.query(
+                "UPDATE subscription_projection SET projected_major = 0, projected_minor = 0 WHERE id = 1")
+        }
+    }
+
+    public func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
+        let rows = try await query(
+            """
+            WITH deleted AS (DELETE FROM subscription_events WHERE occurred_at < $1 RETURNING position),
+              marked AS (
+                INSERT INTO subscription_event_pruning(id, through)
+                  SELECT 1, max(position) FROM deleted HAVING count(*) > 0
+                  ON CONFLICT (id) DO UPDATE
+                    SET through = GREATEST(subscription_event_pruning.through, excluded.through))
+            SELECT count(*) FROM deleted
+            """, [.integer(millis)], "pruning subscription events")
+        return Int(clamping: try Self.integer(rows.first?[0], "the pruned events' count"))
+    }
+
+    // MARK: Reads
+
+    public func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+        let rows = try await query(
+            Self.recordPart + " UNION ALL " + Self.ledgerPart + " ORDER BY part",
+            Self.parameters(key) + [.integer(Int64(limits.transactionsPerRead) + 1)], "reading a subscription")
+        let parts = try parts(rows, of: "the record \(key.originalTransactionId)")
+        return try parts.records(key.bundleId, key.environment).first
+    }
+
+    public func customer(bundleId: String, environment: Environment, appAccountToken: String)
+        async throws(NotificationStoreFailure) -> CustomerView
+    {
+        if appAccountToken.isEmpty { return CustomerView(subscriptions: [], purchases: []) }
+        let rows = try await query(
+            Self.customerParts + " ORDER BY part",
+            [
+                .text(bundleId), .text(AppleNames.environment(environment)), .text(appAccountToken),
+                .integer(Int64(limits.recordsPerCustomer) + 1), .integer(Int64(limits.transactionsPerRead) + 1),
+                .integer(Int64(limits.purchasesPerCustomer) + 1),
+            ], "reading a customer")
+        let parts = try parts(rows, of: "the customer's records")
+        return CustomerView(
+            subscriptions: try parts.records(bundleId, environment),
+            purchases: try parts.purchases(bundleId, environment))
+    }
+
+    public func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView {
+        let rows = try await query(
+            Self.recordPart + " UNION ALL " + Self.ledgerPart + " UNION ALL " + Self.originalPurchasesPart
+                + " ORDER BY part",
+            Self.parameters(key) + [
+                .integer(Int64(limits.transactionsPerRead) + 1), .integer(Int64(limits.purchasesPerCustomer) + 1),
+            ], "reading a customer")
+        let parts = try parts(rows, of: "the record \(key.originalTransactionId)")
+        return CustomerView(
+            subscriptions: try parts.records(key.bundleId, key.environment),
+            purchases: try parts.purchases(key.bundleId, key.environment))
+    }
+
+    public func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition {
+        let rows = try await query(
+            "SELECT projected_major::text, projected_minor::text FROM subscription_projection WHERE id = 1", [],
+            "reading the projected position")
+        guard let row = rows.first else { return .zero }
+        guard let major = UInt64(try Self.text(row[0], "projected_major")),
+            let minor = UInt64(try Self.text(row[1], "projected_minor"))
+        else { throw Self.corrupt("the projected position is not two unsigned 64-bit numbers") }
+        return StorePosition(major: major, minor: minor)
+    }
+
+    public func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
+        async throws(NotificationStoreFailure) -> [SubscriptionKey]
+    {
+        if bundleIds.isEmpty || limit <= 0 { return [] }
+        let rows = try await query(
+            "SELECT bundle_id, environment, original_transaction_id FROM subscription_event_cursors "
+                + "WHERE next_transition IS NOT NULL AND next_transition <= $1 AND bundle_id IN ("
+                + Self.placeholders(from: 3, count: bundleIds.count) + ") ORDER BY next_transition LIMIT $2",
+            [.integer(nowMillis), .integer(Int64(limit))] + bundleIds.map { .text($0) }, "reading due transitions")
+        return try rows.map { row throws(NotificationStoreFailure) in try Self.key(row, from: 0) }
+    }
+
+    public func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
+        if bundleIds.isEmpty { return nil }
+        let rows = try await query(
+            "SELECT min(next_transition) FROM subscription_event_cursors WHERE next_transition IS NOT NULL "
+                + "AND bundle_id IN (" + Self.placeholders(from: 1, count: bundleIds.count) + ")",
+            bundleIds.map { .text($0) }, "reading the next transition")
+        return try Self.optionalInteger(rows.first?[0], "the next transition")
+    }
+
+    public func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
+        -> [SubscriptionKey]
+    {
+        if limit <= 0 { return [] }
+        let start: [PostgresValue?] = key.map(Self.parameters) ?? [.text(""), .text(""), .text("")]
+        let rows = try await query(
+            "SELECT bundle_id, environment, original_transaction_id FROM subscription_records "
+                + "WHERE (bundle_id, environment, original_transaction_id) > ($1, $2, $3) "
+                + "ORDER BY bundle_id, environment, original_transaction_id LIMIT $4",
+            start + [.integer(Int64(limit))], "reading record keys")
+        return try rows.map { row throws(NotificationStoreFailure) in try Self.key(row, from: 0) }
+    }
+
+    public func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
+        -> [StoredPurchase]
+    {
+        if limit <= 0 { return [] }
+        let start: [PostgresValue?] =
+            key.map { [.text($0.bundleId), .text(AppleNames.environment($0.environment)), .text($0.transactionId)] }
+            ?? [.text(""), .text(""), .text("")]
+        let rows = try await query(
+            "SELECT transaction_id, jws, payload, bundle_id, environment, updated_at, source "
+                + "FROM subscription_purchases WHERE (bundle_id, environment, transaction_id) > ($1, $2, $3) "
+                + "ORDER BY bundle_id, environment, transaction_id LIMIT $4",
+            start + [.integer(Int64(limit))], "reading purchases")
+        return try rows.map { row throws(NotificationStoreFailure) in
+            let environmentName = try Self.text(row[4], "a purchase's environment")
+            guard let environment = AppleNames.environment(named: environmentName) else {
+                throw Self.corrupt("a purchase names an unknown environment '\(environmentName.prefix(40))'")
+            }
+            let sourceName = try Self.text(row[6], "a purchase's source")
+            guard let source = SnapshotSource(rawValue: sourceName) else {
+                throw Self.corrupt("a purchase names an unknown source '\(sourceName.prefix(40))'")
+            }
+            let purchase = try purchase(
+                row, from: 0, bundleId: try Self.text(row[3], "a purchase's bundle id"), environment: environment)
+            return StoredPurchase(
+                purchase: purchase, updatedAtMillis: try Self.integer(row[5], "a purchase's update time"),
+                source: source)
+        }
+    }
+
+    public func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
+        -> [StoredSubscriptionEvent]
+    {
+        if limit <= 0 { return [] }
+        let rows = try await query(
+            "SELECT position, payload FROM subscription_events WHERE position > $1 "
+                + (bundleId == nil ? "" : "AND bundle_id = $3 ") + "ORDER BY position LIMIT $2",
+            [.integer(position), .integer(Int64(limit))] + (bundleId.map { [.text($0)] } ?? []),
+            "reading subscription events")
+        let eventBytes = SQLiteSubscriptionTables.eventBytes(limits)
+        return try rows.map { row throws(NotificationStoreFailure) in
+            let at = try Self.integer(row[0], "an event's position")
+            guard let bytes = try Self.bytes(row[1], limit: eventBytes, "the event at position \(at)"),
+                let event = try? SubscriptionEvent(serializedBytes: bytes)
+            else { throw Self.corrupt("the event at position \(at) does not decode") }
+            return StoredSubscriptionEvent(position: at, event: event)
+        }
+    }
+
+    public func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
+        let rows = try await query(
+            "SELECT coalesce(max(position), 0) FROM subscription_events", [], "reading the last event position")
+        return try Self.integer(rows.first?[0], "the last event position")
+    }
+
+    public func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
+        let rows = try await query(
+            "SELECT through FROM subscription_event_pruning WHERE id = 1", [], "reading how far events were pruned")
+        guard let row = rows.first else { return 0 }
+        return try Self.integer(row[0], "the pruned position")
+    }
+
+    /// Number of records: a full count, for tests and state-seed.
+    public func recordCount() async throws(NotificationStoreFailure) -> Int {
+        let rows = try await query("SELECT count(*) FROM subscription_records", [], "counting records")
+        return Int(clamping: try Self.integer(rows.first?[0], "the record count"))
+    }
+
+    // MARK: Running statements
+
+    /// Runs `sql` on the pool; a failure is the store's (`NotificationStoreFailure(_:while:)`).
+    func query(_ sql: String, _ parameters: [PostgresValue?], _ doing: String) async throws(NotificationStoreFailure)
+        -> PostgresRows
+    {
+        do {
+            return try await database.pool.query(sql, parameters)
+        } catch {
+            throw NotificationStoreFailure(error, while: doing)
+        }
+    }
+
+    /// Runs `body` as one transaction, again (a few times, a little later each) when the server rolled it back
+    /// as a deadlock or serialization failure; nothing else is retried (a commit whose connection broke may have
+    /// happened).
+    func transaction<T>(_ doing: String, _ body: (PostgresTransaction) async throws -> T)
+        async throws(NotificationStoreFailure) -> T
+    {
+        var attempt = 1
+        while true {
+            do {
+                return try await database.pool.transaction(body)
+            } catch let failure as NotificationStoreFailure {
+                throw failure
+            } catch let error as PostgresError {
+                guard error.isSerializationFailure, attempt < Self.attempts else {
+                    throw NotificationStoreFailure(error, while: doing)
+                }
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(10 * attempt))))
+                attempt += 1
+            } catch {
+                throw NotificationStoreFailure("PostgreSQL \(doing): \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""The PostgreSQL fleet store (notifications.store.postgres), two figures against references measured in the same
+rounds on the same server:
+
+1. Ingest: new purchases posted to the webhook by `--posters` keep-alive connections as fast as it answers; the
+   rate is notifications per second from the first POST until the analysts' `subscription_state` view holds every
+   one. The server runs with `fsync=on` and `synchronous_commit=on`, so each 200 is a durable commit. Reference:
+   pgbench's TPC-B-like write transaction (`pgbench -N`, one commit each) with as many clients as posters.
+2. Reads: GetSubscription on one gateway loop (pinned to core 0) for random stored ids, driven by
+   bench/peers/grpc_bodies.c (pinned to core 1, CLIENTS × STREAMS calls in flight), against `pgbench -S`
+   (select-only, pinned to core 1) with as many connections as the gateway's loop has
+   (`notifications.store.postgresPoolSize`). The PostgreSQL server is not pinned, in both.
+
+    .venv/bin/python bench/postgres.py [--rounds 3] [--count 4000] [--posters 8] [--seconds 6] [--json OUT]
+
+Prints a Markdown table (median of the rounds, min–max); under `make bench` (BENCH_OUT set) also the `postgres`
+fragment for bench/README.md's table."""
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "Tests", "interop"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+os.environ.setdefault("GATEWAY_BIN", os.path.join(ROOT, ".build", "release", "appstore-gateway"))
+
+import conftest  # noqa: E402,F401  (generates the stubs)
+import yaml  # noqa: E402
+from conftest import Gateway  # noqa: E402
+from test_webhook import Postgres, Simulator  # noqa: E402
+from webhook import RawPoster, percentile, purchases, spread, stat  # noqa: E402
+
+POOL = 4
+
+
+class DurablePostgres(Postgres):
+    """The tests' throw-away server, but durable: fsync and full-page writes on (the tests turn them off)."""
+
+    def start(self):
+        options = (f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=on "
+                   "-c synchronous_commit=on -c full_page_writes=on -c max_connections=100 -c shared_buffers=128MB")
+        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.directory, "log"), "-w", "-t", "60",
+                  "-o", options, "start")
+
+    def program(self, name):
+        return os.path.join(self.bin, name)
+
+
+def start_gateway(sim, server, database_url):
+    config = json.loads(json.dumps(sim.config))
+    config["apps"] = config["apps"][:1]
+    config.setdefault("notifications", {}).update({
+        "webhook": {"listen": "127.0.0.1:0", "path": "/apple/notifications"},
+        "store": {"postgres": database_url, "postgresPoolSize": POOL, "reconcileInterval": "0"}})
+    path = os.path.join(tempfile.mkdtemp(prefix="bench-pg-cfg-"), "gateway.yaml")
+    yaml.safe_dump(config, open(path, "w"))
+    launcher = ("taskset", "-c", "0") if os.cpu_count() >= 2 else ()
+    gateway = Gateway(["--config", path, "--threads", "1"], launcher=launcher)
+    line = gateway.proc.stdout.readline()
+    match = re.search(r"webhook on (http://\S+)", line or "")
+    if not match:
+        gateway.stop()
+        raise RuntimeError(f"no webhook line: {line!r}\n{gateway.read_log()}")
+    gateway.webhook = match.group(1)
+    return gateway
+
+
+def psql(server, database, sql):
+    done = subprocess.run([server.program("psql"), "-h", "127.0.0.1", "-p", str(server.port), "-U", server.user,
+                           "-d", database, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr)
+    return done.stdout.strip()
+
+
+def ingest(gateway, server, database, items, posters, before):
+    """Posts `items` by `posters` connections; seconds until every 200, and until the state holds them all."""
+    queue = list(items)
+    lock = threading.Lock()
+    failures = []
+
+    def run():
+        poster = RawPoster(gateway.webhook)
+        while True:
+            with lock:
+                if not queue:
+                    return
+                _, body = queue.pop()
+            status = poster.post(body)
+            if status != 200:
+                failures.append(status)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=run) for _ in range(posters)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    acked = time.perf_counter() - started
+    assert not failures, failures[:5]
+    want = before + len(items)
+    deadline = time.time() + 300
+    while int(psql(server, database, "SELECT count(*) FROM subscription_state")) < want:
+        assert time.time() < deadline, "the state never held every purchase"
+        time.sleep(0.05)
+    return acked, time.perf_counter() - started
+
+
+def pgbench(server, database, *arguments):
+    pin = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
+    done = subprocess.run(pin + [server.program("pgbench"), "-h", "127.0.0.1", "-p", str(server.port), "-U",
+                                 server.user, *arguments, database], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(done.stdout + done.stderr)
+    match = re.search(r"tps = ([\d.]+)", done.stdout)
+    return float(match.group(1)) if match else None
+
+
+def bodies(ids, path):
+    with open(path, "wb") as f:
+        for ident in ids:
+            raw = ident.encode()
+            message = b"\x12" + bytes([len(raw)]) + raw + b"\x18\x02"
+            f.write(b"\0" + struct.pack(">I", len(message)) + message)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--count", type=int, default=4000)
+    parser.add_argument("--posters", type=int, default=8)
+    parser.add_argument("--seconds", type=int, default=6)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--streams", type=int, default=32)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    for program in ("h2load", "taskset", "cc"):
+        if shutil.which(program) is None:
+            sys.exit(f"{program} is missing: scripts/install-deps.sh")
+    work = tempfile.mkdtemp(prefix="bench-pg-")
+    driver = os.path.join(work, "grpc_bodies")
+    subprocess.run(["cc", "-O2", "-o", driver, os.path.join(ROOT, "bench", "peers", "grpc_bodies.c"), "-lnghttp2"],
+                   check=True)
+    sim = Simulator()
+    server = DurablePostgres()
+    figures = {key: [] for key in ("ingest", "webhook_rate", "pgbench_writes", "get_subscription", "pgbench_select")}
+    try:
+        psql(server, "postgres", "CREATE DATABASE gateway")
+        psql(server, "postgres", "CREATE DATABASE reference")
+        pgbench(server, "reference", "-i", "-q", "-s", "10")
+        url = f"postgresql://{server.user}@127.0.0.1:{server.port}/gateway"
+        pool = purchases(sim, args.count * args.rounds + 50)
+        gateway = start_gateway(sim, server, url)
+        try:
+            ingest(gateway, server, "gateway", pool[:50], args.posters, 0)   # chains verified, caches warm
+            stored = 50
+            for round_number in range(args.rounds):
+                items = pool[50 + round_number * args.count:50 + (round_number + 1) * args.count]
+                acked, in_state = ingest(gateway, server, "gateway", items, args.posters, stored)
+                stored += len(items)
+                figures["ingest"].append(len(items) / in_state)
+                figures["webhook_rate"].append(len(items) / acked)
+                figures["pgbench_writes"].append(pgbench(
+                    server, "reference", "-N", "-c", str(args.posters), "-j", "1", "-T", str(args.seconds)))
+                ids = [original for original, _ in pool[:50 + (round_number + 1) * args.count]]
+                import random
+                random.Random(round_number).shuffle(ids)
+                frames = os.path.join(work, "bodies.bin")
+                bodies(ids, frames)
+                pin = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
+                done = subprocess.run(pin + [driver, "127.0.0.1", str(gateway.port),
+                                             "/appstore.gateway.v1.SubscriptionState/GetSubscription", frames,
+                                             str(args.clients), str(args.streams), "2", str(args.seconds)],
+                                      capture_output=True, text=True, timeout=120)
+                if done.returncode != 0:
+                    raise RuntimeError(done.stdout + done.stderr)
+                figures["get_subscription"].append(float(re.search(r"rate ([\d.]+)", done.stdout).group(1)))
+                figures["pgbench_select"].append(pgbench(
+                    server, "reference", "-S", "-c", str(POOL), "-j", "1", "-T", str(args.seconds)))
+                print(f"round {round_number + 1}: ingest {figures['ingest'][-1]:,.0f}/s (200s at "
+                      f"{figures['webhook_rate'][-1]:,.0f}/s; pgbench -N {figures['pgbench_writes'][-1]:,.0f} tps); "
+                      f"GetSubscription {figures['get_subscription'][-1]:,.0f}/s vs pgbench -S "
+                      f"{figures['pgbench_select'][-1]:,.0f} tps ({stored:,} stored)", file=sys.stderr)
+        finally:
+            gateway.stop()
+    finally:
+        server.close()
+        sim.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    reads = [g / p for g, p in zip(figures["get_subscription"], figures["pgbench_select"])]
+    result = {key: stat(values) for key, values in figures.items()}
+    result.update({"reads_vs_pgbench": stat(reads), "count": args.count, "posters": args.posters, "pool": POOL})
+    print(f"binary: {os.environ['GATEWAY_BIN']}; {args.rounds} rounds; fsync on, synchronous_commit on; gateway "
+          f"threads 1 on core 0, drivers on core 1, PostgreSQL unpinned; {os.cpu_count()} cores")
+    print()
+    print("| figure | gateway | reference | ratio |")
+    print("| --- | --- | --- | --- |")
+    print(f"| notifications/s from the webhook into the state on PostgreSQL (every 200 committed) | "
+          f"{spread(figures['ingest'])} | {spread(figures['pgbench_writes'])} (pgbench -N tps, {args.posters} "
+          f"clients) | — |")
+    print(f"| GetSubscription req/s, one loop, pool {POOL} | {spread(figures['get_subscription'])} | "
+          f"{spread(figures['pgbench_select'])} (pgbench -S tps, {POOL} connections) | {spread(reads, '{:.2f}')} |")
+    out = args.json or (os.path.join(os.environ["BENCH_OUT"], "postgres.json") if os.environ.get("BENCH_OUT") else None)
+    if out:
+        json.dump(result, open(out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
