@@ -102,5 +102,5 @@ def test_the_postgres_webhook_reads_an_external_database_from_a_secret():
     egress = find(docs, "NetworkPolicy", "appstore-gateway-postgres")["spec"]["egress"]
     assert {"protocol": "TCP", "port": 5432} in egress[0]["ports"]
     assert_the_ingress_routes_apples_paths(docs)
-    example = yaml.safe_load(open(os.path.join(KUBE, "components", "webhook-postgres", "postgres-secret.example.yaml")))
+    example = yaml.safe_load(open(os.path.join(KUBE, "examples", "postgres-secret.example.yaml")))
     assert example["kind"] == "Secret" and "url" in example["stringData"]
