@@ -176,6 +176,15 @@ def rows(r):
         if "cpu_us" in si:
             out.append(("gateway CPU µs per notification ingested (every thread: HTTP, 3 ES256 verifications, the "
                         "log's commit, the projection)", fmt(si["cpu_us"]), "—", None, "—", None))
+    pg = r.get("postgres")
+    if pg:
+        out.append((f"notifications/s from the webhook into the state on PostgreSQL over loopback, every 200 committed "
+                    f"(fsync on; {pg['count']:,} new purchases, {pg['posters']} posters) vs pgbench -N with as many "
+                    "clients", fmt(pg["ingest"]), fmt(pg["pgbench_writes"]), None,
+                    f"≥ 1,000/s: {pg['ingest']['median']:,.0f}/s", pg["ingest"]["median"] >= 1000))
+        out.append((f"GetSubscription req/s on PostgreSQL over loopback, one loop, pool {pg['pool']} vs pgbench -S at "
+                    f"{pg['pool']} connections (select-only)", fmt(pg["get_subscription"]), fmt(pg["pgbench_select"]),
+                    pg["reads_vs_pgbench"], "≥ 0.70", pg["reads_vs_pgbench"]["median"] >= 0.7))
     ev = r.get("events")
     if ev:
         out.append(("subscription events/s delivered to a healthy team webhook, a backlog drained (receiver: Python "

@@ -47,6 +47,11 @@ echo "== bench/webhook.py --state"
 echo "== bench/events.py"
 "$PY" bench/events.py --rounds 3 --count "$( [ "$QUICK" = 1 ] && echo 1000 || echo 2000 )" || failed+=("events")
 
+# The fleet's store (issue 48): ingestion into PostgreSQL with every 200 committed, GetSubscription over loopback
+# against pgbench on the same server.
+echo "== bench/postgres.py"
+"$PY" bench/postgres.py --rounds 3 --count "$( [ "$QUICK" = 1 ] && echo 1000 || echo 4000 )" || failed+=("postgres")
+
 mkdir -p bench/results
 out=bench/results/$(date -u +%Y-%m-%dT%H%M%SZ)$( [ "$QUICK" = 1 ] && echo -quick || true ).json
 "$PY" bench/collect.py "$BENCH_OUT" "$out" "$QUICK"

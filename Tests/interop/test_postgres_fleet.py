@@ -4,7 +4,10 @@ robin to the three webhooks while PostgreSQL crashes (immediate stop, no checkpo
 every notification answered 200 is stored once, every replica answers every subscription's final state as Apple's
 Get All Subscription Statuses says it, and one consumer on one replica sees every event once, its sequences
 gap-free and in order per subscription. An app-posted purchase on one replica is readable on another at once."""
+import base64
 import json
+import os
+import tempfile
 import threading
 import time
 import urllib.error
@@ -33,11 +36,17 @@ def fleet():
     sim.config["apps"][0]["entitlements"] = {
         "premium": [f"{bundle}.{p}" for p in products], "pro": [f"{bundle}.pro.monthly"]}
     server = Postgres()
+    # One resume-token key ring for the fleet, as deploy/ mounts one Secret in every pod.
+    keys = os.path.join(tempfile.mkdtemp(prefix="gw-fleet-keys-"), "resume-token-keys")
+    with open(keys, "w") as f:
+        f.write(base64.b64encode(os.urandom(32)).decode() + "\n")
+    os.chmod(keys, 0o600)
     gateways = []
     try:
         for _ in range(3):
             # Lifecycles run in the simulator's past: keep what they signed months ago.
-            gateways.append(WebhookGateway(sim, postgres=server.url, store_extra={"retention": "3650d"}))
+            gateways.append(WebhookGateway(sim, postgres=server.url, store_extra={"retention": "3650d"},
+                                           notifications_extra={"resumeTokenKeyFile": keys}))
         yield sim, server, gateways
     finally:
         for gateway in gateways:
@@ -268,3 +277,37 @@ def test_postgres_down_is_503_and_unavailable_with_retry_info_and_back_without_a
         assert time.time() < deadline, "the state never caught up"
         time.sleep(0.1)
     control(sim, "DELETE", f"/{original}")
+
+
+def test_a_resume_token_from_one_replica_continues_on_another(fleet):
+    """The event outbox is the fleet's and the replicas share one key ring: a consumer that read some events on
+    one replica resumes on another right after the last one it saw, nothing repeated or skipped."""
+    sim, _, gateways = fleet
+    writer = subscription_state_pb2_grpc.SubscriptionStateStub(grpc.insecure_channel(gateways[0].address))
+    for _ in range(6):  # at least 12 events whatever ran before (a purchase: INITIAL_PURCHASE, ENTITLEMENT_GRANTED)
+        started = control(sim, "POST", "", {"lifecycle": "renewals", "environment": "Sandbox", "deliver": False})
+        record = control(sim, "POST", f"/{started['originalTransactionId']}/step")["subscriptions"][0]
+        writer.ApplySignedTransaction(pb.ApplySignedTransactionRequest(
+            signed_transaction_info=record["signedTransactionInfo"], signed_renewal_info=record["signedRenewalInfo"]),
+            timeout=30)
+        control(sim, "DELETE", f"/{started['originalTransactionId']}")
+
+    def read(gateway, count, **request):
+        channel = grpc.insecure_channel(gateway.address)
+        stub = subscription_state_pb2_grpc.SubscriptionStateStub(channel)
+        call = stub.WatchSubscriptionEvents(pb.WatchSubscriptionEventsRequest(**request), timeout=30)
+        events = []
+        for event in call:
+            events.append(event)
+            if len(events) == count:
+                break
+        call.cancel()
+        channel.close()
+        return events
+
+    everything = read(gateways[0], 12, from_beginning=True)
+    assert len(everything) == 12, "the fleet test made fewer than 12 events"
+    first = read(gateways[1], 5, from_beginning=True)
+    assert [e.event_id for e in first] == [e.event_id for e in everything[:5]]
+    rest = read(gateways[2], 7, resume_token=first[-1].resume_token)
+    assert [e.event_id for e in rest] == [e.event_id for e in everything[5:]]

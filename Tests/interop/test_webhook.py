@@ -199,7 +199,8 @@ def sim():
 class WebhookGateway(Gateway):
     """A gateway with the webhook on a free port; `webhook` is its URL."""
 
-    def __init__(self, sim, database=None, redis=None, reconcile="0", extra=None, postgres=None, store_extra=None):
+    def __init__(self, sim, database=None, redis=None, reconcile="0", extra=None, postgres=None, store_extra=None,
+                 notifications_extra=None):
         config = json.loads(json.dumps(sim.config))
         config["apps"] = config["apps"][:1]
         store = {"reconcileInterval": reconcile, **(store_extra or {})}
@@ -211,7 +212,8 @@ class WebhookGateway(Gateway):
         else:
             store["sqlite"] = database
         config.setdefault("notifications", {}).update(
-            {"webhook": {"listen": "127.0.0.1:0", "path": "/apple/notifications"}, "store": store})
+            {"webhook": {"listen": "127.0.0.1:0", "path": "/apple/notifications"}, "store": store,
+             **(notifications_extra or {})})
         for key, value in (extra or {}).items():
             config[key] = value
         path = os.path.join(tempfile.mkdtemp(prefix="gw-webhook-cfg-"), "gateway.yaml")
