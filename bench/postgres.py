@@ -2,7 +2,8 @@
 """The PostgreSQL fleet store (notifications.store.postgres), two figures against references measured in the same
 rounds on the same server:
 
-1. Ingest: new purchases posted to the webhook by `--posters` keep-alive connections as fast as it answers; the
+1. Ingest: new purchases posted to the webhook by `--posters` keep-alive connections as fast as it answers (the
+   gateway with its default loops on every core, as bench/webhook.py --state runs it); the
    rate is notifications per second from the first POST until the analysts' `subscription_state` view holds every
    one. The server runs with `fsync=on` and `synchronous_commit=on`, so each 200 is a durable commit. Reference:
    pgbench's TPC-B-like write transaction (`pgbench -N`, one commit each) with as many clients as posters.
@@ -54,7 +55,7 @@ class DurablePostgres(Postgres):
         return os.path.join(self.bin, name)
 
 
-def start_gateway(sim, server, database_url):
+def start_gateway(sim, server, database_url, pinned):
     config = json.loads(json.dumps(sim.config))
     config["apps"] = config["apps"][:1]
     config.setdefault("notifications", {}).update({
@@ -62,8 +63,10 @@ def start_gateway(sim, server, database_url):
         "store": {"postgres": database_url, "postgresPoolSize": POOL, "reconcileInterval": "0"}})
     path = os.path.join(tempfile.mkdtemp(prefix="bench-pg-cfg-"), "gateway.yaml")
     yaml.safe_dump(config, open(path, "w"))
-    launcher = ("taskset", "-c", "0") if os.cpu_count() >= 2 else ()
-    gateway = Gateway(["--config", path, "--threads", "1"], launcher=launcher)
+    # Reads: one loop pinned to core 0, like with like against pgbench on core 1. Ingestion: the gateway on both
+    # cores with its default loops, as bench/webhook.py --state runs it (the posters and PostgreSQL beside it).
+    launcher = ("taskset", "-c", "0") if pinned and os.cpu_count() >= 2 else ()
+    gateway = Gateway(["--config", path] + (["--threads", "1"] if pinned else []), launcher=launcher)
     line = gateway.proc.stdout.readline()
     match = re.search(r"webhook on (http://\S+)", line or "")
     if not match:
@@ -159,25 +162,33 @@ def main():
         pgbench(server, "reference", "-i", "-q", "-s", "10")
         url = f"postgresql://{server.user}@127.0.0.1:{server.port}/gateway"
         pool = purchases(sim, args.count * args.rounds + 50)
-        gateway = start_gateway(sim, server, url)
+        writer = start_gateway(sim, server, url, pinned=False)
         try:
-            ingest(gateway, server, "gateway", pool[:50], args.posters, 0)   # chains verified, caches warm
+            ingest(writer, server, "gateway", pool[:50], args.posters, 0)   # chains verified, caches warm
             stored = 50
             for round_number in range(args.rounds):
                 items = pool[50 + round_number * args.count:50 + (round_number + 1) * args.count]
-                acked, in_state = ingest(gateway, server, "gateway", items, args.posters, stored)
+                acked, in_state = ingest(writer, server, "gateway", items, args.posters, stored)
                 stored += len(items)
                 figures["ingest"].append(len(items) / in_state)
                 figures["webhook_rate"].append(len(items) / acked)
                 figures["pgbench_writes"].append(pgbench(
                     server, "reference", "-N", "-c", str(args.posters), "-j", "1", "-T", str(args.seconds)))
-                ids = [original for original, _ in pool[:50 + (round_number + 1) * args.count]]
-                import random
+                print(f"round {round_number + 1}: ingest {figures['ingest'][-1]:,.0f}/s (200s at "
+                      f"{figures['webhook_rate'][-1]:,.0f}/s; pgbench -N {figures['pgbench_writes'][-1]:,.0f} tps)",
+                      file=sys.stderr)
+        finally:
+            writer.stop()
+        reader = start_gateway(sim, server, url, pinned=True)
+        try:
+            ids = [original for original, _ in pool]
+            import random
+            for round_number in range(args.rounds):
                 random.Random(round_number).shuffle(ids)
                 frames = os.path.join(work, "bodies.bin")
                 bodies(ids, frames)
                 pin = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
-                done = subprocess.run(pin + [driver, "127.0.0.1", str(gateway.port),
+                done = subprocess.run(pin + [driver, "127.0.0.1", str(reader.port),
                                              "/appstore.gateway.v1.SubscriptionState/GetSubscription", frames,
                                              str(args.clients), str(args.streams), "2", str(args.seconds)],
                                       capture_output=True, text=True, timeout=120)
@@ -186,12 +197,10 @@ def main():
                 figures["get_subscription"].append(float(re.search(r"rate ([\d.]+)", done.stdout).group(1)))
                 figures["pgbench_select"].append(pgbench(
                     server, "reference", "-S", "-c", str(POOL), "-j", "1", "-T", str(args.seconds)))
-                print(f"round {round_number + 1}: ingest {figures['ingest'][-1]:,.0f}/s (200s at "
-                      f"{figures['webhook_rate'][-1]:,.0f}/s; pgbench -N {figures['pgbench_writes'][-1]:,.0f} tps); "
-                      f"GetSubscription {figures['get_subscription'][-1]:,.0f}/s vs pgbench -S "
-                      f"{figures['pgbench_select'][-1]:,.0f} tps ({stored:,} stored)", file=sys.stderr)
+                print(f"round {round_number + 1}: GetSubscription {figures['get_subscription'][-1]:,.0f}/s vs "
+                      f"pgbench -S {figures['pgbench_select'][-1]:,.0f} tps ({stored:,} stored)", file=sys.stderr)
         finally:
-            gateway.stop()
+            reader.stop()
     finally:
         server.close()
         sim.stop()
@@ -199,8 +208,9 @@ def main():
     reads = [g / p for g, p in zip(figures["get_subscription"], figures["pgbench_select"])]
     result = {key: stat(values) for key, values in figures.items()}
     result.update({"reads_vs_pgbench": stat(reads), "count": args.count, "posters": args.posters, "pool": POOL})
-    print(f"binary: {os.environ['GATEWAY_BIN']}; {args.rounds} rounds; fsync on, synchronous_commit on; gateway "
-          f"threads 1 on core 0, drivers on core 1, PostgreSQL unpinned; {os.cpu_count()} cores")
+    print(f"binary: {os.environ['GATEWAY_BIN']}; {args.rounds} rounds; fsync on, synchronous_commit on; ingestion: "
+          f"gateway, posters and PostgreSQL on every core; reads: gateway threads 1 on core 0, drivers on core 1, "
+          f"PostgreSQL unpinned; {os.cpu_count()} cores")
     print()
     print("| figure | gateway | reference | ratio |")
     print("| --- | --- | --- | --- |")
