@@ -52,7 +52,7 @@ extension PostgresSubscriptionStore {
 
     /// What one read found, decoded and within the limits.
     struct Parts {
-        var records: [(original: String, bookkeeping: Bookkeeping)] = []
+        var records: [(original: String, bookkeeping: RecordBookkeeping)] = []
         var ledgers: [String: [SignedTransaction]] = [:]
         var purchases: [SignedTransaction] = []
         let store: PostgresSubscriptionStore
@@ -64,7 +64,7 @@ extension PostgresSubscriptionStore {
             var restored: [SubscriptionRecord] = []
             for (original, bookkeeping) in records.sorted(by: { $0.original < $1.original }) {
                 let key = SubscriptionKey(bundleId: bundleId, environment: environment, originalTransactionId: original)
-                restored.append(try store.restore(key, ledgers[original] ?? [], bookkeeping))
+                restored.append(try bookkeeping.record(key, transactions: ledgers[original] ?? []))
             }
             return restored
         }
@@ -120,17 +120,9 @@ extension PostgresSubscriptionStore {
 
     // MARK: Rows
 
-    /// A record's row without its ledger.
-    struct Bookkeeping {
-        var version: UInt64
-        var updatedAtMillis: Int64
-        var source: SnapshotSource
-        var renewalInfo: SignedRenewalInfo?
-    }
-
     /// A record's bookkeeping from column `first` on: version, updated_at, source, renewal JWS and payload.
     func bookkeeping(_ row: PostgresRow, from first: Int, of original: String) throws(NotificationStoreFailure)
-        -> Bookkeeping
+        -> RecordBookkeeping
     {
         let what = "the record \(original.prefix(40))"
         let sourceName = try Self.text(row[first + 2], "the source of \(what)")
@@ -140,7 +132,7 @@ extension PostgresSubscriptionStore {
         let renewalInfo: SignedRenewalInfo? =
             row[first + 3].isNull && row[first + 4].isNull
             ? nil : try snapshot(row[first + 3], row[first + 4], what: "renewal info of \(original.prefix(40))")
-        return Bookkeeping(
+        return RecordBookkeeping(
             version: UInt64(bitPattern: try Self.integer(row[first], "the version of \(what)")),
             updatedAtMillis: try Self.integer(row[first + 1], "the update time of \(what)"), source: source,
             renewalInfo: renewalInfo)
@@ -183,20 +175,6 @@ extension PostgresSubscriptionStore {
             throw NotificationStoreFailure(
                 "subscription store: \(holder) hold more than \(limits.transactionsPerRead) transactions",
                 kind: .limitExceeded)
-        }
-    }
-
-    /// The record from its rows, filed by the reducer's own rules.
-    func restore(_ key: SubscriptionKey, _ transactions: [SignedTransaction], _ bookkeeping: Bookkeeping)
-        throws(NotificationStoreFailure) -> SubscriptionRecord
-    {
-        do {
-            return try SubscriptionRecord(
-                restoring: key, transactions: transactions, renewalInfo: bookkeeping.renewalInfo,
-                version: bookkeeping.version, updatedAtMillis: bookkeeping.updatedAtMillis, source: bookkeeping.source)
-        } catch {
-            throw Self.corrupt(
-                "the record \(key.originalTransactionId.prefix(40)) holds a snapshot of another subscription: \(error)")
         }
     }
 
@@ -295,11 +273,4 @@ extension PostgresSubscriptionStore {
         (first..<first + count).map { "$\($0)" }.joined(separator: ", ")
     }
 
-    /// `message` in the protobuf wire format.
-    static func serialized(_ message: some ProtoMessage) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(message.serializedSize())
-        message.appendSerialized(to: &bytes)
-        return bytes
-    }
 }

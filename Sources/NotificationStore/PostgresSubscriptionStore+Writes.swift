@@ -88,7 +88,7 @@ extension PostgresSubscriptionStore {
         let transactions = try ledger.map { row throws(NotificationStoreFailure) in
             try ledgerEntry(row, from: 0, of: key.originalTransactionId)
         }
-        return try restore(key, transactions, bookkeeping)
+        return try bookkeeping.record(key, transactions: transactions)
     }
 
     /// The purchase `transactionId` of an app and environment, or nil. Call with its advisory lock held.
@@ -116,7 +116,7 @@ extension PostgresSubscriptionStore {
                     + "SET signed_date = excluded.signed_date, jws = excluded.jws, payload = excluded.payload",
                 key + [
                     .text(filed.payload.transactionId), value(filed.signedDateMillis), .text(filed.jws),
-                    .bytes(serialized(filed.payload)),
+                    .bytes(filed.payload.serializedBytes()),
                 ])
         }
         let facts = SubscriptionFold.facts(of: record)
@@ -133,7 +133,8 @@ extension PostgresSubscriptionStore {
             ]
         if outcome.renewalChanged || outcome.isNew {
             columns += [
-                record.renewalInfo.map { .text($0.jws) }, record.renewalInfo.map { .bytes(serialized($0.payload)) },
+                record.renewalInfo.map { .text($0.jws) },
+                record.renewalInfo.map { .bytes($0.payload.serializedBytes()) },
             ]
             _ = try await transaction.query(
                 "INSERT INTO subscription_records(bundle_id, environment, original_transaction_id, version, "
@@ -197,7 +198,7 @@ extension PostgresSubscriptionStore {
                 value(AppleNames.millis(payload.purchaseDate, exact: payload.purchaseDateMillis)),
                 value(AppleNames.millis(payload.revocationDate, exact: payload.revocationDateMillis)),
                 value(purchase.signedDateMillis), .integer(nowMillis), .text(source.rawValue), .text(purchase.jws),
-                .bytes(serialized(payload)),
+                .bytes(payload.serializedBytes()),
             ])
     }
 
@@ -294,7 +295,7 @@ extension PostgresSubscriptionStore {
                     .integer(position), .text(event.eventId), .text(pending.key.bundleId),
                     .text(AppleNames.environment(pending.key.environment)), .text(pending.key.originalTransactionId),
                     .integer(Int64(bitPattern: event.sequence)), .integer(Int64(event.type.rawValue)),
-                    .integer(pending.occurredAt), .bytes(serialized(event)),
+                    .integer(pending.occurredAt), .bytes(event.serializedBytes()),
                 ]
             }
             _ = try await transaction.query(

@@ -3,17 +3,10 @@ import SubscriptionState
 
 /// Reading rows back: every column from disk is bounded and checked before it becomes a value.
 extension SQLiteSubscriptionTables {
-    /// A record's row without its ledger.
-    struct Bookkeeping {
-        var version: UInt64
-        var updatedAtMillis: Int64
-        var source: SnapshotSource
-        var renewalInfo: SignedRenewalInfo?
-    }
 
     /// A record's row from column `first` on: version, updated_at, source, renewal JWS and payload.
     func bookkeeping(_ row: SQLiteDatabase.Row, from first: Int32, of original: String)
-        throws(NotificationStoreFailure) -> Bookkeeping
+        throws(NotificationStoreFailure) -> RecordBookkeeping
     {
         let sourceName = row.text(first + 2)
         guard let source = SnapshotSource(rawValue: sourceName) else {
@@ -22,7 +15,7 @@ extension SQLiteSubscriptionTables {
         let renewalInfo: SignedRenewalInfo? =
             row.isNull(first + 4) && row.isNull(first + 3)
             ? nil : try snapshot(row, jws: first + 3, payload: first + 4, what: "renewal info of \(original)")
-        return Bookkeeping(
+        return RecordBookkeeping(
             version: UInt64(bitPattern: row.integer(first)), updatedAtMillis: row.integer(first + 1), source: source,
             renewalInfo: renewalInfo)
     }
@@ -63,19 +56,6 @@ extension SQLiteSubscriptionTables {
         return true
     }
 
-    /// The record from its rows, filed by the reducer's own rules.
-    func restore(_ key: SubscriptionKey, _ transactions: [SignedTransaction], _ bookkeeping: Bookkeeping)
-        throws(NotificationStoreFailure) -> SubscriptionRecord
-    {
-        do {
-            return try SubscriptionRecord(
-                restoring: key, transactions: transactions, renewalInfo: bookkeeping.renewalInfo,
-                version: bookkeeping.version, updatedAtMillis: bookkeeping.updatedAtMillis, source: bookkeeping.source)
-        } catch {
-            throw corrupt("the record \(key.originalTransactionId) holds a snapshot of another subscription: \(error)")
-        }
-    }
-
     /// A snapshot from its JWS and payload columns, bounded by `limits.snapshotBytes`.
     func snapshot<Payload: AppleSignedPayload & ProtoMessage>(
         _ row: SQLiteDatabase.Row, jws: Int32, payload: Int32, what: String
@@ -107,11 +87,4 @@ extension SQLiteSubscriptionTables {
         [.text(key.bundleId), .text(AppleNames.environment(key.environment)), .text(key.originalTransactionId)]
     }
 
-    /// `message` in the protobuf wire format.
-    static func serialized(_ message: some ProtoMessage) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(message.serializedSize())
-        message.appendSerialized(to: &bytes)
-        return bytes
-    }
 }

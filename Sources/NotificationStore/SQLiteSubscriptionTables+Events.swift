@@ -16,7 +16,7 @@ extension SQLiteSubscriptionTables {
                     + "sequence, type, occurred_at, payload) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 bind: [.text(event.eventId)] + Self.bind(key) + [
                     .integer(Int64(bitPattern: event.sequence)), .integer(Int64(event.type.rawValue)),
-                    .integer(nowMillis), .blob(Self.serialized(event)),
+                    .integer(nowMillis), .blob(event.serializedBytes()),
                 ]
             ) { _ in false }
         }

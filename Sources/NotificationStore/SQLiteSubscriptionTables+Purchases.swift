@@ -105,7 +105,7 @@ extension SQLiteSubscriptionTables {
                 .integer(AppleNames.millis(payload.purchaseDate, exact: payload.purchaseDateMillis)),
                 .integer(AppleNames.millis(payload.revocationDate, exact: payload.revocationDateMillis)),
                 .integer(purchase.signedDateMillis), .integer(nowMillis), .text(source.rawValue), .text(purchase.jws),
-                .blob(Self.serialized(payload)),
+                .blob(payload.serializedBytes()),
             ]
         ) { _ in false }
     }

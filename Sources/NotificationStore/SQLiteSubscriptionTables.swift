@@ -14,7 +14,7 @@ struct SQLiteSubscriptionTables {
 
     /// The record of `key`, or nil; run inside a transaction, so the record and its ledger are one snapshot.
     func record(_ key: SubscriptionKey) throws(NotificationStoreFailure) -> SubscriptionRecord? {
-        var found: Bookkeeping?
+        var found: RecordBookkeeping?
         try database.query(
             "SELECT \(Self.recordColumns) FROM subscription_records "
                 + "WHERE bundle_id = ?1 AND environment = ?2 AND original_transaction_id = ?3",
@@ -33,7 +33,7 @@ struct SQLiteSubscriptionTables {
             transactions.append(try ledgerEntry(row, from: 0, of: key.originalTransactionId))
             return try withinLedgerLimit(transactions.count, "the record \(key.originalTransactionId)")
         }
-        return try restore(key, transactions, found)
+        return try found.record(key, transactions: transactions)
     }
 
     /// The records of a customer's token, ordered by original transaction id; inside a transaction. The token
@@ -44,7 +44,7 @@ struct SQLiteSubscriptionTables {
         let bind: [SQLiteDatabase.Value] = [
             .text(bundleId), .text(AppleNames.environment(environment)), .text(appAccountToken),
         ]
-        var found: [(String, Bookkeeping)] = []
+        var found: [(String, RecordBookkeeping)] = []
         try database.query(
             "SELECT original_transaction_id, \(Self.recordColumns) FROM subscription_records "
                 + "INDEXED BY subscription_records_customer "
@@ -83,7 +83,7 @@ struct SQLiteSubscriptionTables {
         var records: [SubscriptionRecord] = []
         for (original, bookkeeping) in found.sorted(by: { $0.0 < $1.0 }) {
             let key = SubscriptionKey(bundleId: bundleId, environment: environment, originalTransactionId: original)
-            records.append(try restore(key, ledgers[original] ?? [], bookkeeping))
+            records.append(try bookkeeping.record(key, transactions: ledgers[original] ?? []))
         }
         return records
     }
@@ -98,7 +98,7 @@ struct SQLiteSubscriptionTables {
                     + "transaction_id, signed_date, jws, payload) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 bind: key + [
                     .text(filed.payload.transactionId), .integer(filed.signedDateMillis), .text(filed.jws),
-                    .blob(Self.serialized(filed.payload)),
+                    .blob(filed.payload.serializedBytes()),
                 ]
             ) { _ in false }
         }
@@ -118,7 +118,7 @@ struct SQLiteSubscriptionTables {
         if outcome.renewalChanged || outcome.isNew {
             columns += [
                 record.renewalInfo.map { .text($0.jws) } ?? .null,
-                record.renewalInfo.map { .blob(Self.serialized($0.payload)) } ?? .null,
+                record.renewalInfo.map { .blob($0.payload.serializedBytes()) } ?? .null,
             ]
             try database.query(
                 "INSERT OR REPLACE INTO subscription_records(bundle_id, environment, original_transaction_id, "
