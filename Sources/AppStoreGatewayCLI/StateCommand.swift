@@ -15,6 +15,18 @@ struct StateCommand: ParsableCommand {
         abstract: "The subscription state (README \"Subscription state\").",
         subcommands: [Rebuild.self, Export.self])
 
+    /// The gateway `config` describes, built to reach its store (no port is opened); a bad configuration exits
+    /// as `serve` does.
+    static func gateway(config: String) throws -> GatewayApp {
+        let configuration = try ConfigurationLoading.load(
+            path: config, environment: ProcessInfo.processInfo.environment)
+        do {
+            return try GatewayApp(configuration, logger: Logger(label: "appstore-gateway"))
+        } catch {
+            throw ConfigurationLoading.fail(error.message, problems: error.problems)
+        }
+    }
+
     /// `state rebuild --config FILE`: deletes the state and projects the notification log into it again.
     struct Rebuild: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -27,14 +39,7 @@ struct StateCommand: ParsableCommand {
         var config: String
 
         func run() throws {
-            let configuration = try ConfigurationLoading.load(
-                path: config, environment: ProcessInfo.processInfo.environment)
-            let app: GatewayApp
-            do {
-                app = try GatewayApp(configuration, logger: Logger(label: "appstore-gateway"))
-            } catch {
-                throw ConfigurationLoading.fail(error.message, problems: error.problems)
-            }
+            let app = try StateCommand.gateway(config: config)
             // The count, or why it failed.
             let (count, problem) = BlockingTask.wait { () -> (Int?, String?) in
                 do {
@@ -101,14 +106,7 @@ struct StateCommand: ParsableCommand {
         }
 
         func run() throws {
-            let configuration = try ConfigurationLoading.load(
-                path: config, environment: ProcessInfo.processInfo.environment)
-            let app: GatewayApp
-            do {
-                app = try GatewayApp(configuration, logger: Logger(label: "appstore-gateway"))
-            } catch {
-                throw ConfigurationLoading.fail(error.message, problems: error.problems)
-            }
+            let app = try StateCommand.gateway(config: config)
             var export: SubscriptionStateExport
             do {
                 export = try app.subscriptionStateExport(app: self.app, environment: environment?.apple)
