@@ -7,8 +7,15 @@ typealias CallResult = Result<PostgresRows, PostgresError>
 /// What one call asks the server for.
 enum PostgresStatement: Sendable {
     case query(String, [PostgresValue?])
-    case prepare(name: String, sql: String)
+    /// `types`: the parameters' type OIDs (0 or missing: inferred by the server).
+    case prepare(name: String, sql: String, types: [UInt32] = [])
     case executePrepared(name: String, [PostgresValue?])
+}
+
+/// A statement prepared under a name: its text and its parameters' declared types.
+struct PreparedText: Hashable {
+    var sql: String
+    var types: [UInt32] = []
 }
 
 /// A call's side of the race with its caller's cancellation: set from the cancellation handler (any thread), read
@@ -44,8 +51,9 @@ final class PendingCall {
     let statement: PostgresStatement
     let role: TransactionRole
     let ticket: CallTicket?
-    /// Nil for the connection's own calls (a re-prepare, LISTEN after a reconnect), and once answered.
-    private var continuation: CheckedContinuation<CallResult, Never>?
+    /// Who waits for the answer: nil for the connection's own calls (a re-prepare, LISTEN after a reconnect),
+    /// and once answered.
+    private var respond: ((CallResult) -> Void)?
     /// What the connection does when the call succeeds (before the caller resumes).
     var onSuccess: (() -> Void)?
     var timer: IOLoopTimer?
@@ -67,19 +75,67 @@ final class PendingCall {
         self.statement = statement
         self.role = role
         self.ticket = ticket
-        self.continuation = continuation
+        self.respond = continuation.map { continuation in { continuation.resume(returning: $0) } }
+        builder = RowsBuilder(limits: limits)
+    }
+
+    /// A call answered through `respond` (one of a batch).
+    init(
+        _ statement: PostgresStatement, role: TransactionRole, limits: PostgresResultLimits, ticket: CallTicket?,
+        respond: @escaping (CallResult) -> Void
+    ) {
+        self.statement = statement
+        self.role = role
+        self.ticket = ticket
+        self.respond = respond
         builder = RowsBuilder(limits: limits)
     }
 
     /// Whether someone still waits for the answer.
-    var isAnswered: Bool { continuation == nil }
+    var isAnswered: Bool { respond == nil }
+
+    /// Sent again already because the server's plan of its statement had gone stale (`handOver`).
+    private(set) var replanned = false
+
+    /// The same call, to be sent again, answering this call's caller (who is no longer this call's).
+    func handOver() -> PendingCall? {
+        guard let respond else { return nil }
+        self.respond = nil
+        abandoned = true
+        let again = PendingCall(statement, role: role, limits: builder.limits, ticket: ticket, respond: respond)
+        again.replanned = true
+        return again
+    }
 
     /// Answers the caller (once; later answers are ignored) and marks the call abandoned.
     func answer(_ result: CallResult) {
         abandoned = true
-        guard let continuation else { return }
+        guard let respond else { return }
+        self.respond = nil
+        respond(result)
+    }
+}
+
+/// The answers of a batch of calls (`PostgresConnection.calls`), collected on the connection's loop: the caller
+/// resumes once every call of the batch is answered, with the answers in the batch's order.
+final class BatchAnswers {
+    private var results: [CallResult?]
+    private var left: Int
+    private var continuation: CheckedContinuation<[CallResult], Never>?
+
+    init(count: Int, continuation: CheckedContinuation<[CallResult], Never>) {
+        results = Array(repeating: nil, count: count)
+        left = count
+        self.continuation = continuation
+    }
+
+    func answer(_ index: Int, _ result: CallResult) {
+        guard results[index] == nil else { return }
+        results[index] = result
+        left -= 1
+        guard left == 0, let continuation else { return }
         self.continuation = nil
-        continuation.resume(returning: result)
+        continuation.resume(returning: results.map { $0 ?? .failure(PostgresError(.closed, "not answered")) })
     }
 }
 

@@ -92,8 +92,12 @@ public final class PostgresConnection: @unchecked Sendable {
     private var lastTransaction = 0
 
     /// Prepared statements by name (kept across reconnects), and those this server session has.
-    private var prepared: [String: String] = [:]
-    private var preparedInSession: [String: String] = [:]
+    private var prepared: [String: PreparedText] = [:]
+    private var preparedInSession: [String: PreparedText] = [:]
+    /// The names under which statements with parameters run (`cached(_:)`), by their text and types.
+    private var statementCache: [PreparedText: String] = [:]
+    /// Statements are handed to libpq without writing them out yet (a batch is being sent).
+    private var holdingOutput = false
 
     /// Notification subscribers by channel.
     private var subscribers: [String: [Int: AsyncStream<PostgresListenEvent>.Continuation]] = [:]
@@ -178,6 +182,7 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Prepares `sql` as the statement `name` on the server, kept for the connection's life: it is prepared
     /// again on a replacing connection before its next use. Preparing a name again replaces its statement.
+    /// (`query` prepares statements with parameters on its own; this names one explicitly.)
     public func prepare(_ name: String, _ sql: String, timeout: Duration? = nil) async throws(PostgresError) {
         _ = try await call(.prepare(name: name, sql: sql), role: .none, timeout: timeout)
     }
@@ -193,7 +198,21 @@ public final class PostgresConnection: @unchecked Sendable {
     /// order, then `COMMIT`; `ROLLBACK` when `body` throws (its error is rethrown) or a statement fails. While it
     /// runs the connection sends no other caller's statements (they wait, within their deadlines), so keep it
     /// short; a pool sends them to its other connections.
+    ///
+    /// A transaction that failed because the plan of a statement the connection had prepared went stale (a
+    /// column's type changed under it: a newer replica's migration, an administrator) runs once more, its
+    /// statements prepared again: keep `body` free of effects outside the transaction.
     public func transaction<T>(
+        _ body: (PostgresTransaction) async throws -> T
+    ) async throws -> T {
+        do {
+            return try await transactionOnce(body)
+        } catch let error as PostgresError where error.isStalePlan {
+            return try await transactionOnce(body)
+        }
+    }
+
+    private func transactionOnce<T>(
         _ body: (PostgresTransaction) async throws -> T
     ) async throws -> T {
         let transaction = try await begin()
@@ -249,7 +268,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// before its first use (a pool's other connections).
     func register(prepared name: String, _ sql: String) async {
         _ = await onLoop { connection in
-            connection.prepared[name] = sql
+            connection.prepared[name] = PreparedText(sql: sql)
         }
     }
 
@@ -293,6 +312,43 @@ public final class PostgresConnection: @unchecked Sendable {
         return transaction
     }
 
+    /// Runs `statements` in order, handed to the loop together and written out together (pipelined: one round
+    /// trip for all of them), and returns every answer in that order once all are answered. A cancellation
+    /// abandons all of them.
+    func calls(
+        _ statements: [PostgresStatement], role: TransactionRole, timeout: Duration?, generation: Int? = nil
+    ) async -> [CallResult] {
+        if statements.isEmpty { return [] }
+        let ticket = CallTicket()
+        let loop = loop
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<[CallResult], Never>) in
+                let submit: @Sendable () -> Void = {
+                    let answers = BatchAnswers(count: statements.count, continuation: continuation)
+                    self.holdingOutput = true
+                    for (index, statement) in statements.enumerated() {
+                        let call = PendingCall(
+                            self.cached(statement), role: role, limits: self.configuration.limits, ticket: ticket
+                        ) { answers.answer(index, $0) }
+                        self.submit(call, timeout: timeout ?? self.configuration.queryTimeout, generation: generation)
+                    }
+                    self.holdingOutput = false
+                    self.flush()
+                    self.drain()
+                }
+                if IOLoops.current === loop {
+                    submit()
+                } else if !loop.execute(submit) {
+                    continuation.resume(
+                        returning: statements.map { _ in .failure(PostgresError(.closed, "the event loop stopped")) })
+                }
+            }
+        } onCancel: {
+            ticket.cancel()
+            loop.execute { self.cancel(ticket) }
+        }
+    }
+
     /// Runs one statement: handed to the loop, answered from there.
     func call(
         _ statement: PostgresStatement, role: TransactionRole, timeout: Duration?, generation: Int? = nil,
@@ -304,7 +360,7 @@ public final class PostgresConnection: @unchecked Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<CallResult, Never>) in
                 let submit: @Sendable () -> Void = {
                     let call = PendingCall(
-                        statement, role: role, limits: self.configuration.limits, ticket: ticket,
+                        self.cached(statement), role: role, limits: self.configuration.limits, ticket: ticket,
                         continuation: continuation)
                     self.submit(call, timeout: timeout ?? self.configuration.queryTimeout, generation: generation)
                 }
@@ -323,6 +379,24 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     // MARK: On the loop: submitting
+
+    /// Most statements one connection keeps prepared for `cached(_:)`; later ones run unprepared.
+    static let statementCacheLimit = 256
+
+    /// `statement` as it is sent: a query with parameters runs as a statement this connection prepares on its
+    /// first use (the server parses and plans it once, not per call), named by its text and its parameters'
+    /// types; anything else, or once `statementCacheLimit` are prepared, as it is.
+    private func cached(_ statement: PostgresStatement) -> PostgresStatement {
+        checkLoop()
+        guard case .query(let sql, let parameters) = statement, !parameters.isEmpty else { return statement }
+        let text = PreparedText(sql: sql, types: parameters.map { $0?.typeOID ?? 0 })
+        if let name = statementCache[text] { return .executePrepared(name: name, parameters) }
+        guard statementCache.count < Self.statementCacheLimit, !sql.utf8.contains(0) else { return statement }
+        let name = "appstore_gateway_\(statementCache.count + 1)"
+        statementCache[text] = name
+        prepared[name] = text
+        return .executePrepared(name: name, parameters)
+    }
 
     @inline(__always)
     private func checkLoop() {
@@ -402,8 +476,10 @@ public final class PostgresConnection: @unchecked Sendable {
                 if case .call(let call) = item { return call }
                 return nil
             }
-        guard let call = all.first(where: { $0.ticket === ticket }) else { return }
-        abandon(call, PostgresError(.cancelled, "the caller was cancelled"))
+        // A batch's calls share one ticket: every one of them is abandoned.
+        for call in all where call.ticket === ticket {
+            abandon(call, PostgresError(.cancelled, "the caller was cancelled"))
+        }
     }
 
     /// Sends `call` (and, for a prepared statement this session lacks, its prepare first), each with a sync.
@@ -413,27 +489,31 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         switch call.statement {
         case .executePrepared(let name, _):
-            guard let sql = prepared[name] else {
+            guard let text = prepared[name] else {
                 return fail(call, PostgresError(.invalidRequest, "no statement was prepared as \(name)"))
             }
-            if preparedInSession[name] != sql {
+            if preparedInSession[name] != text {
                 let preparation = PendingCall(
-                    .prepare(name: name, sql: sql), role: .none, limits: call.builder.limits, ticket: nil,
+                    .prepare(name: name, sql: text.sql, types: text.types), role: .none, limits: call.builder.limits,
+                    ticket: nil,
                     continuation: nil)
                 call.preparation = preparation
                 guard replacePrepared(name, with: preparation, on: connection) else { return }
             }
-        case .prepare(let name, let sql):
-            prepared[name] = sql
+        case .prepare(let name, let sql, let types):
+            let text = PreparedText(sql: sql, types: types)
+            prepared[name] = text
             // The same statement again costs nothing; another one under the name replaces it.
-            if preparedInSession[name] == sql {
+            if preparedInSession[name] == text {
                 if let timer = call.timer { loop.cancelTimer(timer) }
                 call.timer = nil
                 return call.answer(.success(RowsBuilder(limits: call.builder.limits).finish()))
             }
             _ = replacePrepared(name, with: call, on: connection)
-            flush()
-            drain()
+            if !holdingOutput {
+                flush()
+                drain()
+            }
             return
         case .query:
             break
@@ -444,8 +524,10 @@ public final class PostgresConnection: @unchecked Sendable {
             activeTransaction = nil
             sendWaiting()
         }
-        flush()
-        drain()
+        if !holdingOutput {
+            flush()
+            drain()
+        }
     }
 
     /// Sends the prepare `preparation` of `name`, after a DEALLOCATE of the statement this session has under the
@@ -481,13 +563,15 @@ public final class PostgresConnection: @unchecked Sendable {
             accepted = withParameterArrays(parameters) { count, types, values, lengths, formats in
                 PQsendQueryParams(connection, sql, count, types, values, lengths, formats, 0)
             }
-        case .prepare(let name, let sql):
+        case .prepare(let name, let sql, let types):
             guard !sql.utf8.contains(0), !name.utf8.contains(0) else {
                 fail(call, PostgresError(.invalidRequest, "the statement or its name holds a NUL byte"))
                 return true
             }
-            accepted = PQsendPrepare(connection, name, sql, 0, nil)
-            if accepted != 0 { preparedInSession[name] = sql }
+            accepted = types.withUnsafeBufferPointer { types in
+                PQsendPrepare(connection, name, sql, Int32(clamping: types.count), types.baseAddress)
+            }
+            if accepted != 0 { preparedInSession[name] = PreparedText(sql: sql, types: types) }
         case .executePrepared(let name, let parameters):
             guard !name.utf8.contains(0) else {
                 fail(call, PostgresError(.invalidRequest, "the statement's name holds a NUL byte"))
@@ -668,9 +752,21 @@ public final class PostgresConnection: @unchecked Sendable {
         if let timer = call.timer { loop.cancelTimer(timer) }
         call.timer = nil
         if call.failure != nil {
-            if case .prepare(let name, _) = call.statement { preparedInSession[name] = nil }
+            if case .prepare(let name, _, _) = call.statement { preparedInSession[name] = nil }
             // A COMMIT that failed must not leave the session in a transaction block the next caller would run in.
             if case .end = call.role { internalCall(.query("ROLLBACK", [])) }
+        }
+        // A prepared statement whose result no longer fits its plan (a column's type changed under it: a newer
+        // replica's migration, an administrator): prepared again before its next use, and a call outside a
+        // transaction is sent again once (in a transaction it cannot be: the transaction is aborted).
+        if call.failure?.sqlState == "0A000", case .executePrepared(let name, _) = call.statement,
+            preparedInSession[name] != nil
+        {
+            // Held by the session, but no longer what `prepared` names: DEALLOCATEd and prepared again.
+            preparedInSession[name] = PreparedText(sql: "")
+            if case .none = call.role, !call.replanned, let again = call.handOver() {
+                return submit(again, timeout: configuration.queryTimeout, generation: nil)
+            }
         }
         guard !call.isAnswered else {
             if call.failure == nil { call.onSuccess?() }

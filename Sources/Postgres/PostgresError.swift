@@ -60,4 +60,7 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
     /// Whether the server rolled the transaction back as a serialization failure or deadlock (40001, 40P01): the
     /// caller may retry it.
     public var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
+    /// The server refused a prepared statement whose result no longer fits its plan ("cached plan must not change
+    /// result type"): preparing it again mends it.
+    public var isStalePlan: Bool { sqlState == "0A000" }
 }

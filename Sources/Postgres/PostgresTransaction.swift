@@ -19,6 +19,17 @@ public final class PostgresTransaction: Sendable {
         try await connection.call(.query(sql, parameters), role: .inside(id), timeout: timeout, generation: generation)
     }
 
+    /// Runs `queries` in order inside the transaction, sent together (one round trip for all of them), and
+    /// returns their rows in that order once every one is answered; fails with the first failure among them (a
+    /// statement after a failed one fails too: the transaction is aborted).
+    public func queries(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
+        -> [PostgresRows]
+    {
+        let results = await connection.calls(
+            queries.map { .query($0.sql, $0.parameters) }, role: .inside(id), timeout: timeout, generation: generation)
+        return try results.map { result throws(PostgresError) in try result.get() }
+    }
+
     /// Runs the prepared statement `name` inside the transaction.
     public func execute(
         prepared name: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
@@ -31,5 +42,16 @@ public final class PostgresTransaction: Sendable {
     func rollback() async {
         _ = try? await connection.call(
             .query("ROLLBACK", []), role: .end(id), timeout: nil, generation: generation, cancellable: false)
+    }
+}
+
+/// A statement and its parameters, one of several sent together (`PostgresTransaction.queries`).
+public struct PostgresQuery: Sendable {
+    public var sql: String
+    public var parameters: [PostgresValue?]
+
+    public init(_ sql: String, _ parameters: [PostgresValue?] = []) {
+        self.sql = sql
+        self.parameters = parameters
     }
 }

@@ -107,6 +107,94 @@ struct PostgresConnectionTests {
         await connection.close()
     }
 
+    @Test func queriesWithParametersArePreparedOnceByTheConnection() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        let sql = "SELECT $1::int8 + 1 AS next"
+        for value in Int64(1)...5 {
+            #expect(try await connection.query(sql, [.integer(value)])[0][0].int() == value + 1)
+        }
+        // Parsed and planned once: the server holds the statement once, under the connection's own name.
+        let held = try await connection.query(
+            "SELECT name, parameter_types::text FROM pg_prepared_statements WHERE statement = $1", [.text(sql)])
+        #expect(held.count == 1)
+        #expect(try held[0][0].string()?.hasPrefix("appstore_gateway_") == true)
+        #expect(try held[0][1].string() == "{bigint}")
+        // The same text with other parameter types is another statement, typed as the call declares them.
+        #expect(try await connection.query("SELECT $1 AS echoed", [.text("x")])[0][0].string() == "x")
+        #expect(try await connection.query("SELECT $1 AS echoed", [.integer(7)])[0][0].int() == 7)
+        #expect(try await connection.query("SELECT $1 AS echoed", [nil])[0][0].isNull)
+        // A statement that does not parse fails with the server's own error, every time, and nothing else does.
+        for _ in 0..<2 {
+            let syntax = await failure { try await connection.query("SELEC $1::int8", [1]) }
+            #expect(syntax?.sqlState == "42601")
+        }
+        #expect(try await connection.query(sql, [41])[0][0].int() == 42)
+        // Without parameters a statement runs as it is (nothing is prepared for it).
+        _ = try await connection.query("SELECT 1")
+        let unnamed = try await connection.query(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement = 'SELECT 1'", [])
+        #expect(try unnamed[0][0].int() == 0)
+        await connection.close()
+    }
+
+    @Test func aPreparedPlanThatWentStaleIsPreparedAgain() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        _ = try await connection.query("CREATE TEMPORARY TABLE drifting (id int8 PRIMARY KEY, amount int8)")
+        _ = try await connection.query("INSERT INTO drifting VALUES ($1, $2)", [1, 10])
+        let select = "SELECT amount FROM drifting WHERE id = $1"
+        #expect(try await connection.query(select, [1])[0][0].int() == 10)
+        // A migration changes the column's type under the prepared statement: the call still answers.
+        _ = try await connection.query("ALTER TABLE drifting ALTER COLUMN amount TYPE text USING amount::text")
+        #expect(try await connection.query(select, [1])[0][0].string() == "10")
+        _ = try await connection.query("ALTER TABLE drifting ALTER COLUMN amount TYPE int4 USING amount::int4")
+        // In a transaction the whole transaction runs again.
+        let runs = Mutex(0)
+        let amount = try await connection.transaction { transaction in
+            runs.withLock { $0 += 1 }
+            return try await transaction.query(select, [1])[0][0].int()
+        }
+        #expect(amount == 10)
+        #expect(runs.withLock { $0 } == 2)
+        await connection.close()
+    }
+
+    @Test func aTransactionSendsABatchOfStatementsTogether() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        _ = try await connection.query("CREATE TEMPORARY TABLE batch_items (id int8 PRIMARY KEY, name text)")
+        let sentBefore = await connection.statistics().statementsSent
+        let counts = try await connection.transaction { transaction in
+            let rows = try await transaction.queries(
+                (1...20).map { PostgresQuery("INSERT INTO batch_items VALUES ($1, $2)", [.integer(Int64($0)), "n"]) }
+                    + [PostgresQuery("SELECT count(*) FROM batch_items WHERE id <= $1", [10])])
+            return rows.map { $0.affectedRows }
+        }
+        #expect(counts == Array(repeating: 1, count: 20) + [1])
+        let statistics = await connection.statistics()
+        // BEGIN, two prepares (the INSERT's and the SELECT's), 21 statements, COMMIT; all 21 in flight at once.
+        #expect(statistics.statementsSent - sentBefore == 25)
+        #expect(statistics.mostInFlight >= 21)
+        #expect(try await connection.query("SELECT count(*) FROM batch_items")[0][0].int() == 20)
+        // A failing statement fails the batch with its own error (those after it are not run) and rolls back.
+        do {
+            try await connection.transaction { transaction in
+                _ = try await transaction.queries([
+                    PostgresQuery("INSERT INTO batch_items VALUES ($1, $2)", [100, "new"]),
+                    PostgresQuery("INSERT INTO batch_items VALUES ($1, $2)", [1, "again"]),
+                    PostgresQuery("INSERT INTO batch_items VALUES ($1, $2)", [101, "after"]),
+                ])
+            }
+            Issue.record("the duplicate key was accepted")
+        } catch let error as PostgresError {
+            #expect(error.isUniqueViolation)
+        }
+        #expect(try await connection.query("SELECT count(*) FROM batch_items")[0][0].int() == 20)
+        #expect(try await connection.transaction { try await $0.queries([]) }.isEmpty)
+        await connection.close()
+    }
+
     @Test func aHundredPipelinedQueriesCompleteInOrder() async throws {
         defer { loop.stop() }
         let connection = try await connect()
