@@ -219,25 +219,19 @@ public final class PostgresNotificationStore: NotificationStore {
         }
         let (sql, parameters) = Self.insertStatement(rows)
         let outcomes: [InsertOutcome]
-        do {
-            outcomes = try await pool.transaction { transaction in
-                _ = try await transaction.query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.lockKey)])
-                let outcomes = try Self.outcomes(of: try await transaction.query(sql, parameters), count: rows.count)
-                let stored = outcomes.compactMap { outcome -> UInt64? in
-                    if case .stored(let position) = outcome { position.major } else { nil }
-                }
-                if let newest = stored.max() {
-                    _ = try await transaction.query(
-                        "SELECT pg_notify($1, $2)", [.text(Self.channel), .text(String(newest))])
-                }
-                return outcomes
-            }
-        } catch let error as PostgresError {
-            return .failure(NotificationStoreFailure(error, while: "storing notifications"))
-        } catch let failure as NotificationStoreFailure {
-            return .failure(failure)
+        do throws(PostgresError) {
+            // One round trip for the whole transaction: the lock, the insert, and the announcement (the head,
+            // delivered at the commit; a group of duplicates only wakes the followers for nothing).
+            let results = try await pool.transaction([
+                PostgresQuery("SELECT pg_advisory_xact_lock($1)", [.integer(Self.lockKey)]),
+                PostgresQuery(sql, parameters),
+                PostgresQuery(
+                    "SELECT pg_notify($1, last_position::text) FROM notification_log_head WHERE id = 1",
+                    [.text(Self.channel)]),
+            ])
+            outcomes = try Self.outcomes(of: results[1], count: rows.count)
         } catch {
-            return .failure(NotificationStoreFailure("PostgreSQL storing notifications: \(error)"))
+            return .failure(NotificationStoreFailure(error, while: "storing notifications"))
         }
         return .success(
             slots.map { slot in

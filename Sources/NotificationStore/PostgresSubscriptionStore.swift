@@ -63,15 +63,18 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         async throws(NotificationStoreFailure) -> [AppliedChange]
     {
         let applied = try await transaction("applying subscription changes") { transaction in
-            try await Self.lock(Self.lockKeys(of: changes), in: transaction)
+            // Round trips: the locks and every row the changes touch; the writes and the event counter; the
+            // events; the commit.
+            let scope = ApplyScope(transaction, store: self)
+            try await scope.load(changes)
             var pending: [PendingEvent] = []
             var applied: [AppliedChange] = []
             applied.reserveCapacity(changes.count)
             for change in changes {
-                applied.append(try await self.fold(change, in: transaction, events: &pending))
+                applied.append(try await self.fold(change, in: scope, events: &pending))
             }
-            if let position { try await Self.setProjectedThrough(position, in: transaction) }
-            try await Self.keep(pending, in: transaction)
+            if let position { scope.write(Self.projectedThroughQuery(position)) }
+            try await Self.keep(pending, in: scope)
             return applied
         }
         if applied.contains(where: { !$0.events.isEmpty }) { eventSignal.raise() }
@@ -80,7 +83,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
 
     /// One change inside the apply's transaction, its keys locked; its events join `pending`.
     private func fold(
-        _ change: SubscriptionChange, in transaction: PostgresTransaction, events pending: inout [PendingEvent]
+        _ change: SubscriptionChange, in scope: ApplyScope, events pending: inout [PendingEvent]
     ) async throws -> AppliedChange {
         switch change.destination {
         case .ignored:
@@ -90,16 +93,17 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
             guard let snapshot = change.transaction else {
                 return AppliedChange(record: nil, purchase: nil, changed: false)
             }
-            let held = try await purchase(
-                bundleId: change.key.bundleId, environment: change.key.environment,
-                transactionId: snapshot.payload.transactionId, in: transaction)
+            let held = try await scope.purchase(
+                PurchaseKey(
+                    bundleId: snapshot.payload.bundleId, environment: snapshot.payload.environment,
+                    transactionId: snapshot.payload.transactionId))
             let (newest, changed) = SubscriptionFold.purchase(held, snapshot)
             guard changed else { return AppliedChange(record: nil, purchase: newest, changed: false) }
-            try await Self.write(purchase: newest, source: change.source, nowMillis: change.nowMillis, in: transaction)
+            Self.write(purchase: newest, source: change.source, nowMillis: change.nowMillis, in: scope)
             var events: [SubscriptionEvent] = []
             if let context = change.events {
-                events = try await recordEvents(
-                    of: SubscriptionKey(of: newest.payload), at: change.nowMillis, in: transaction, pending: &pending
+                events = try await Self.recordEvents(
+                    of: SubscriptionKey(of: newest.payload), at: change.nowMillis, in: scope, pending: &pending
                 ) {
                     SubscriptionEventMaker.events(
                         ofPurchase: newest, after: $0, at: change.nowMillis, context: context,
@@ -108,14 +112,14 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
             }
             return AppliedChange(record: nil, purchase: newest, changed: true, events: events)
         case .subscription:
-            let held = try await lockedRecord(change.key, in: transaction)
+            let held = try await scope.record(change.key)
             let outcome = try SubscriptionFold.record(held, change, limits: limits)
             guard outcome.changed else { return AppliedChange(record: outcome.record, purchase: nil, changed: false) }
-            try await Self.write(outcome, in: transaction)
+            Self.write(outcome, in: scope)
             var events: [SubscriptionEvent] = []
             if let context = change.events {
-                events = try await recordEvents(
-                    of: change.key, at: change.nowMillis, in: transaction, pending: &pending
+                events = try await Self.recordEvents(
+                    of: change.key, at: change.nowMillis, in: scope, pending: &pending
                 ) {
                     SubscriptionEventMaker.events(
                         of: outcome.record, after: $0, at: change.nowMillis, context: context,
@@ -130,18 +134,20 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         async throws(NotificationStoreFailure) -> [SubscriptionEvent]
     {
         let events = try await transaction("advancing subscription events") { transaction in
-            try await Self.lock([Self.lockKey(key)], in: transaction)
-            guard let record = try await self.lockedRecord(key, in: transaction) else {
+            let scope = ApplyScope(transaction, store: self)
+            try await scope.load(locks: [Self.lockKey(key)], records: [key], cursors: [key])
+            guard let record = try await scope.record(key) else {
                 // A cursor without a record (a rebuild that did not recreate it): nothing for time to change.
-                try await Self.clearNextTransition(of: key, in: transaction)
+                Self.clearNextTransition(of: key, in: scope)
+                _ = try await scope.flush()
                 return [SubscriptionEvent]()
             }
             var pending: [PendingEvent] = []
-            let made = try await self.recordEvents(of: key, at: nowMillis, in: transaction, pending: &pending) {
+            let made = try await Self.recordEvents(of: key, at: nowMillis, in: scope, pending: &pending) {
                 SubscriptionEventMaker.events(
                     of: record, after: $0, at: nowMillis, context: context, newEventID: SubscriptionEventIDs.random)
             }
-            try await Self.keep(pending, in: transaction)
+            try await Self.keep(pending, in: scope)
             return made
         }
         if !events.isEmpty { eventSignal.raise() }
@@ -149,8 +155,9 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
     }
 
     public func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
+        let query = Self.projectedThroughQuery(position)
         try await transaction("setting the projected position") { transaction in
-            try await Self.setProjectedThrough(position, in: transaction)
+            _ = try await transaction.query(query.sql, query.parameters)
         }
     }
 

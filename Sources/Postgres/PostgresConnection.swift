@@ -96,8 +96,8 @@ public final class PostgresConnection: @unchecked Sendable {
     private var preparedInSession: [String: PreparedText] = [:]
     /// The names under which statements with parameters run (`cached(_:)`), by their text and types.
     private var statementCache: [PreparedText: String] = [:]
-    /// Statements are handed to libpq without writing them out yet (a batch is being sent).
-    private var holdingOutput = false
+    /// A write of what libpq holds is queued on the loop (`scheduleFlush`).
+    private var flushScheduled = false
 
     /// Notification subscribers by channel.
     private var subscribers: [String: [Int: AsyncStream<PostgresListenEvent>.Continuation]] = [:]
@@ -232,6 +232,43 @@ public final class PostgresConnection: @unchecked Sendable {
         return value
     }
 
+    /// Runs `queries` as one transaction sent whole: `BEGIN`, the statements and `COMMIT` leave together and come
+    /// back together, one round trip for all of it (`transaction(_:)` waits for each statement before the next, for
+    /// a body that decides as it goes). Returns each statement's rows in order; fails with the first failure among
+    /// them, and then nothing of it was committed (a statement after a failed one is not run, and the COMMIT of an
+    /// aborted transaction rolls it back). Run once more when a prepared statement's plan went stale.
+    public func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
+        -> [PostgresRows]
+    {
+        do {
+            return try await transactionSentWhole(queries, timeout: timeout)
+        } catch  where error.isStalePlan {
+            return try await transactionSentWhole(queries, timeout: timeout)
+        }
+    }
+
+    private func transactionSentWhole(_ queries: [PostgresQuery], timeout: Duration?) async throws(PostgresError)
+        -> [PostgresRows]
+    {
+        if queries.isEmpty { return [] }
+        let statements: [PostgresStatement] =
+            [.query("BEGIN", [])] + queries.map { .query($0.sql, $0.parameters) } + [.query("COMMIT", [])]
+        let results = await calls(statements, role: nil, timeout: timeout)
+        var rows: [PostgresRows] = []
+        rows.reserveCapacity(queries.count)
+        for (index, result) in results.enumerated() {
+            let value = try result.get()
+            if index == results.count - 1 {
+                guard value.commandTag == "COMMIT" else {
+                    throw PostgresError(.server, "the transaction was rolled back (\(value.commandTag))")
+                }
+            } else if index > 0 {
+                rows.append(value)
+            }
+        }
+        return rows
+    }
+
     /// Subscribes to notifications on `channel` (`LISTEN`) and returns once the server listens: each `NOTIFY`
     /// on it (from any session) is an element, and `.resubscribed` follows every reconnect (notifications sent
     /// while the connection was down are lost: re-read what they would have announced). Ending the iteration
@@ -315,8 +352,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs `statements` in order, handed to the loop together and written out together (pipelined: one round
     /// trip for all of them), and returns every answer in that order once all are answered. A cancellation
     /// abandons all of them.
+    /// With `role` nil the statements are one transaction of their own: the first its BEGIN, the last its COMMIT.
     func calls(
-        _ statements: [PostgresStatement], role: TransactionRole, timeout: Duration?, generation: Int? = nil
+        _ statements: [PostgresStatement], role: TransactionRole?, timeout: Duration?, generation: Int? = nil
     ) async -> [CallResult] {
         if statements.isEmpty { return [] }
         let ticket = CallTicket()
@@ -325,16 +363,20 @@ public final class PostgresConnection: @unchecked Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<[CallResult], Never>) in
                 let submit: @Sendable () -> Void = {
                     let answers = BatchAnswers(count: statements.count, continuation: continuation)
-                    self.holdingOutput = true
+                    var id = 0
+                    if role == nil {
+                        self.lastTransaction += 1
+                        id = self.lastTransaction
+                    }
                     for (index, statement) in statements.enumerated() {
+                        let role =
+                            role
+                            ?? (index == 0 ? .begin(id) : index == statements.count - 1 ? .end(id) : .inside(id))
                         let call = PendingCall(
                             self.cached(statement), role: role, limits: self.configuration.limits, ticket: ticket
                         ) { answers.answer(index, $0) }
                         self.submit(call, timeout: timeout ?? self.configuration.queryTimeout, generation: generation)
                     }
-                    self.holdingOutput = false
-                    self.flush()
-                    self.drain()
                 }
                 if IOLoops.current === loop {
                     submit()
@@ -417,6 +459,12 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         switch call.role {
         case .inside(let id), .end(let id):
+            // Its BEGIN waits (a transaction sent whole): so does it, behind it.
+            if activeTransaction != id, waiting.contains(where: { $0.role.transaction == id }) {
+                arm(call, timeout: timeout)
+                waiting.append(call)
+                return
+            }
             guard activeTransaction == id else {
                 if case .end = call.role {
                     return call.answer(.success(RowsBuilder(limits: call.builder.limits).finish()))
@@ -457,6 +505,13 @@ public final class PostgresConnection: @unchecked Sendable {
         fail(call, error)
         if let index = waiting.firstIndex(where: { $0 === call }) {
             waiting.remove(at: index)
+            // A transaction that waits whole (its BEGIN not sent) is given up whole: a COMMIT left behind alone would
+            // never be sent, and its statements would run outside it.
+            if let id = call.role.transaction, activeTransaction != id {
+                let rest = waiting.filter { $0.role.transaction == id }
+                waiting.removeAll { $0.role.transaction == id }
+                for other in rest { fail(other, error) }
+            }
             return
         }
         // A COMMIT or ROLLBACK is left to finish: cancelled, it could leave the session inside the transaction.
@@ -510,10 +565,7 @@ public final class PostgresConnection: @unchecked Sendable {
                 return call.answer(.success(RowsBuilder(limits: call.builder.limits).finish()))
             }
             _ = replacePrepared(name, with: call, on: connection)
-            if !holdingOutput {
-                flush()
-                drain()
-            }
+            scheduleFlush()
             return
         case .query:
             break
@@ -524,7 +576,21 @@ public final class PostgresConnection: @unchecked Sendable {
             activeTransaction = nil
             sendWaiting()
         }
-        if !holdingOutput {
+        scheduleFlush()
+    }
+
+    /// Writes what libpq holds once the loop has run the work queued now: the statements its callers issue meanwhile
+    /// (many calls served in one pass, a batch) leave in one write, not one each.
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let queued = loop.execute { [self] in
+            flushScheduled = false
+            flush()
+            drain()
+        }
+        if !queued {
+            flushScheduled = false
             flush()
             drain()
         }
@@ -607,11 +673,13 @@ public final class PostgresConnection: @unchecked Sendable {
         return true
     }
 
-    /// Sends the calls that waited for a transaction, in order, until one begins another.
+    /// Sends the calls that waited for a transaction, in order: any while no transaction owns the connection, then
+    /// only the statements of the one that does (a whole transaction may wait, `transaction(_:timeout:)`).
     private func sendWaiting() {
-        while activeTransaction == nil, !waiting.isEmpty, connected {
-            let call = waiting.removeFirst()
-            send(call)
+        while connected, let next = waiting.first {
+            if let active = activeTransaction, next.role.transaction != active { return }
+            waiting.removeFirst()
+            send(next)
         }
     }
 

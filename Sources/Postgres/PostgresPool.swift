@@ -78,6 +78,14 @@ public final class PostgresPool: Sendable {
         try await leastBusy().transaction(body)
     }
 
+    /// Runs `queries` as one transaction sent whole on the least busy connection
+    /// (`PostgresConnection.transaction(_:timeout:)`: one round trip).
+    public func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
+        -> [PostgresRows]
+    {
+        try await leastBusy().transaction(queries, timeout: timeout)
+    }
+
     /// Subscribes to `channel` on the first connection (`PostgresConnection.listen`).
     public func listen(_ channel: String) async throws(PostgresError) -> AsyncStream<PostgresListenEvent> {
         try await connections[0].listen(channel)

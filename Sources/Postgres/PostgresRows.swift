@@ -140,16 +140,28 @@ public struct PostgresCell: Sendable {
         guard bytes.count >= 2, bytes.first == UInt8(ascii: "\\"), bytes[bytes.startIndex + 1] == UInt8(ascii: "x"),
             bytes.count % 2 == 0
         else { throw failure("is not bytea in hex form") }
-        var decoded: [UInt8] = []
-        decoded.reserveCapacity((bytes.count - 2) / 2)
-        var index = bytes.startIndex + 2
-        while index < bytes.endIndex {
-            guard let high = Self.hexValue(bytes[index]), let low = Self.hexValue(bytes[index + 1]) else {
-                throw failure("is not bytea in hex form")
+        let count = (bytes.count - 2) / 2
+        var valid = true
+        let decoded = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = 0
+            Self.hexValues.withUnsafeBufferPointer { values in
+                bytes.withUnsafeBufferPointer { text in
+                    var index = 2
+                    while initialized < count {
+                        let high = values[Int(text[index])]
+                        let low = values[Int(text[index + 1])]
+                        guard high | low < 16 else {
+                            valid = false
+                            return
+                        }
+                        buffer[initialized] = high << 4 | low
+                        initialized += 1
+                        index += 2
+                    }
+                }
             }
-            decoded.append(high << 4 | low)
-            index += 2
         }
+        guard valid else { throw failure("is not bytea in hex form") }
         return decoded
     }
 
@@ -162,12 +174,13 @@ public struct PostgresCell: Sendable {
         PostgresError(.decoding, "column \(label) \(what)")
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
+    /// Each byte's value as a hexadecimal digit; 255 for a byte that is none.
+    private static let hexValues: [UInt8] = (0...255).map { byte -> UInt8 in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(byte) - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt8(byte) - UInt8(ascii: "A") + 10
+        default: 255
         }
     }
 }

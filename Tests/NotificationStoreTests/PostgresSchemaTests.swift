@@ -28,6 +28,36 @@ struct PostgresSchemaTests {
         for database in databases { await database.close() }
     }
 
+    @Test func largeValuesAreCompressedWithLZ4OrNotAtAll() async throws {
+        let server = try await PostgresProcess.shared()
+        let uri = try await server.makeDatabase()
+        let loop = try StoreTestLoop()
+        defer { loop.stop() }
+        let database = try await PostgresDatabase.open(.init(uri: uri), on: loop.loop)
+        let lz4 = try await database.pool.query(
+            "SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)")
+        let rows = try await database.pool.query(
+            "SELECT c.relname::text, a.attname::text, a.attcompression::text, a.attstorage::text "
+                + "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                + "WHERE c.relname = $1 AND a.attname = $2", [.text("notifications"), .text("signed_payload")])
+        #expect(rows.count == 1)
+        if try lz4[0][0].int() == 1 {
+            #expect(try rows[0][2].string() == "l")
+        } else {
+            #expect(try rows[0][3].string() == "e")
+        }
+        // Every large column, the same way.
+        for (table, column) in [("subscription_transactions", "jws"), ("subscription_events", "payload")] {
+            let column = try await database.pool.query(
+                "SELECT a.attcompression::text, a.attstorage::text FROM pg_attribute a "
+                    + "JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = $1 AND a.attname = $2",
+                [.text(table), .text(column)])
+            #expect(try column[0][0].string() == rows[0][2].string())
+            #expect(try column[0][1].string() == rows[0][3].string())
+        }
+        await database.close()
+    }
+
     @Test func aDatabaseANewerReleaseMigratedIsRefused() async throws {
         let server = try await PostgresProcess.shared()
         let uri = try await server.makeDatabase()
@@ -93,7 +123,7 @@ struct PostgresSchemaTests {
     }
 
     /// 1, 2, … up to this release's newest.
-    static let versions: [Int64?] = Array(1...3).map { Int64($0) }
+    static let versions: [Int64?] = Array(1...4).map { Int64($0) }
 }
 
 /// An event loop on a thread of its own for one test (the store's loop in the gateway).

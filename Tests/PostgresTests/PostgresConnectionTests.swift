@@ -195,6 +195,54 @@ struct PostgresConnectionTests {
         await connection.close()
     }
 
+    @Test func aTransactionSentWholeCommitsInOneRoundTripOrNotAtAll() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        _ = try await connection.query("CREATE TEMPORARY TABLE whole (id int8 PRIMARY KEY)")
+        let rows = try await connection.transaction([
+            PostgresQuery("INSERT INTO whole VALUES ($1)", [1]),
+            PostgresQuery("INSERT INTO whole VALUES ($1) RETURNING id * 10", [2]),
+        ])
+        #expect(rows.count == 2)
+        #expect(try rows[1][0][0].int() == 20)
+        #expect(await connection.statistics().mostInFlight >= 4)
+        // A failure anywhere: its own error, nothing of the transaction kept, the connection out of it.
+        let duplicate = await failure {
+            try await connection.transaction([
+                PostgresQuery("INSERT INTO whole VALUES ($1)", [3]),
+                PostgresQuery("INSERT INTO whole VALUES ($1)", [1]),
+                PostgresQuery("INSERT INTO whole VALUES ($1)", [4]),
+            ])
+        }
+        #expect(duplicate?.isUniqueViolation == true)
+        #expect(
+            try await connection.query("SELECT array_agg(id ORDER BY id)::text FROM whole")[0][0].string() == "{1,2}")
+        // Behind another caller's transaction it waits whole, then runs after it; given up whole past its deadline.
+        let late = try await connection.transaction { transaction in
+            _ = try await transaction.query("INSERT INTO whole VALUES ($1)", [5])
+            let behind = Task {
+                try await connection.transaction([PostgresQuery("INSERT INTO whole VALUES ($1)", [6])])
+            }
+            let expired = Task {
+                await failureKind {
+                    try await connection.transaction(
+                        [PostgresQuery("INSERT INTO whole VALUES ($1)", [7])], timeout: .milliseconds(50))
+                }
+            }
+            let kind = await expired.value
+            try await Task.sleep(for: .milliseconds(20))
+            _ = try await transaction.query("INSERT INTO whole VALUES ($1)", [8])
+            return (behind, kind)
+        }
+        #expect(late.1 == .timeout)
+        _ = try await late.0.value
+        #expect(
+            try await connection.query("SELECT array_agg(id ORDER BY id)::text FROM whole")[0][0].string()
+                == "{1,2,5,6,8}")
+        #expect(try await connection.query("SELECT $1::int8", [9])[0][0].int() == 9)
+        await connection.close()
+    }
+
     @Test func aHundredPipelinedQueriesCompleteInOrder() async throws {
         defer { loop.stop() }
         let connection = try await connect()
