@@ -312,7 +312,7 @@ public final class PostgresNotificationStore: NotificationStore {
         [
             notification.uuid, notification.bundleId, notification.environment, notification.notificationType,
             notification.subtype, notification.signedPayload,
-        ].contains { $0.utf8.contains(0) }
+        ].contains(where: PostgresValue.holdsNUL)
     }
 
     // MARK: Reading
@@ -340,7 +340,7 @@ public final class PostgresNotificationStore: NotificationStore {
             ("subtype", filter.subtype),
         ]
         for case let (column, value?) in columns where !value.isEmpty {
-            if value.utf8.contains(0) { return nil }
+            if PostgresValue.holdsNUL(value) { return nil }
             parameters.append(.text(value))
             sql += " AND \(column) = $\(parameters.count)"
         }

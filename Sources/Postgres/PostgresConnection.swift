@@ -433,7 +433,7 @@ public final class PostgresConnection: @unchecked Sendable {
         guard case .query(let sql, let parameters) = statement, !parameters.isEmpty else { return statement }
         let text = PreparedText(sql: sql, types: parameters.map { $0?.typeOID ?? 0 })
         if let name = statementCache[text] { return .executePrepared(name: name, parameters) }
-        guard statementCache.count < Self.statementCacheLimit, !sql.utf8.contains(0) else { return statement }
+        guard statementCache.count < Self.statementCacheLimit, !PostgresValue.holdsNUL(sql) else { return statement }
         let name = "appstore_gateway_\(statementCache.count + 1)"
         statementCache[text] = name
         prepared[name] = text
@@ -618,7 +618,7 @@ public final class PostgresConnection: @unchecked Sendable {
         let accepted: Int32
         switch call.statement {
         case .query(let sql, let parameters):
-            guard !sql.utf8.contains(0) else {
+            guard !PostgresValue.holdsNUL(sql) else {
                 fail(call, PostgresError(.invalidRequest, "the statement holds a NUL byte"))
                 return true
             }
@@ -630,7 +630,7 @@ public final class PostgresConnection: @unchecked Sendable {
                 PQsendQueryParams(connection, sql, count, types, values, lengths, formats, 0)
             }
         case .prepare(let name, let sql, let types):
-            guard !sql.utf8.contains(0), !name.utf8.contains(0) else {
+            guard !PostgresValue.holdsNUL(sql), !name.utf8.contains(0) else {
                 fail(call, PostgresError(.invalidRequest, "the statement or its name holds a NUL byte"))
                 return true
             }
@@ -1186,7 +1186,7 @@ public final class PostgresConnection: @unchecked Sendable {
     static func textIsNULFree(_ parameters: [PostgresValue?]) -> Bool {
         parameters.allSatisfy { value in
             switch value {
-            case .text(let text)?, .untyped(let text)?: !text.utf8.contains(0)
+            case .text(let text)?, .untyped(let text)?: !PostgresValue.holdsNUL(text)
             default: true
             }
         }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A statement parameter (`$1`, `$2`, …; a NULL is `nil` in the parameter list). Parameters travel apart from the
 /// statement's text, so quotes, backslashes and any Unicode in them need no escaping. Text, numbers and booleans
 /// are sent in PostgreSQL's text form with their type; bytes in binary, as `bytea`.
@@ -81,4 +85,16 @@ public enum PostgresType {
     public static let numeric: UInt32 = 1700
     public static let uuid: UInt32 = 2950
     public static let jsonb: UInt32 = 3802
+}
+
+extension PostgresValue {
+    /// Whether `text` holds a NUL character, which PostgreSQL's text cannot store: one `memchr` over its bytes (a
+    /// notification's text is ~10 kB).
+    public static func holdsNUL(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, 0, bytes.count) != nil
+        }
+    }
 }

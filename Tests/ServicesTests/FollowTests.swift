@@ -84,6 +84,13 @@ import Testing
         #expect(
             payload(" {\n\"signedPayload\" : \"a.b\\/c\", \"other\": 1.5e3, \"x\": null, \"y\": true } ") == "a.b/c")
         #expect(payload(#"{"signedPayload":"\u0061"}"#) == "a")
+        // Runs of plain characters between escapes, an empty string, a long run.
+        #expect(payload(#"{"signedPayload":"ab\/cd\nef\u0067"}"#) == "ab/cd\nefg")
+        #expect(payload(#"{"x":"","signedPayload":""}"#) == "")
+        let long = String(repeating: "eyJhbGciOiJFUzI1NiJ9.", count: 500)
+        #expect(payload("{\"signedPayload\":\"\(long)\"}") == long)
+        #expect(payload("{\"signedPayload\":\"\(long)") == nil)
+        #expect(payload("{\"signedPayload\":\"\(long)\\") == nil)
         for bad in [
             "", "{}", "[]", #"{"signedPayload":1}"#, #"{"signedPayload":"a","signedPayload":"b"}"#,
             #"{"signedPayload":"a"} x"#, #"{"signedPayload":"a""#, #"{"x":{"signedPayload":"a"}}"#,
