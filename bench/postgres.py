@@ -13,6 +13,11 @@ rounds on the same server:
    (`notifications.store.postgresPoolSize`). The PostgreSQL server is not pinned, in both.
 
     .venv/bin/python bench/postgres.py [--rounds 3] [--count 4000] [--posters 8] [--seconds 6] [--json OUT]
+    .venv/bin/python bench/postgres.py --rounds 1 --profile reads|ingest    # where the time goes (perf)
+
+`--profile` records the gateway with `perf` during round 1 of that phase and prints the heaviest shared objects
+and symbols; with PERF_ALL=1 it records every process (PostgreSQL too) and splits by command first; PERF_DATA=FILE
+keeps the recording for `perf report -i FILE`.
 
 Prints a Markdown table (median of the rounds, min–max); under `make bench` (BENCH_OUT set) also the `postgres`
 fragment for bench/README.md's table."""
@@ -118,6 +123,34 @@ def ingest(gateway, server, database, items, posters, before):
     return acked, time.perf_counter() - started
 
 
+class Profile:
+    """`perf record` of one gateway while a phase runs (--profile): the heaviest symbols by self time, printed."""
+
+    def __init__(self, gateway, wanted):
+        self.proc = None
+        if wanted and shutil.which("perf"):
+            self.data = os.environ.get("PERF_DATA") or tempfile.mktemp(prefix="bench-pg-perf-")
+            scope = ["-a"] if os.environ.get("PERF_ALL") else ["-p", str(gateway.proc.pid)]
+            self.proc = subprocess.Popen(["perf", "record", "-q", "-F", "1999", "-g"] + scope + ["-o", self.data],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+
+    def report(self, top=45):
+        if not self.proc:
+            return
+        self.proc.send_signal(2)
+        self.proc.wait()
+        for sort in ("comm", "dso", "symbol"):
+            done = subprocess.run(["perf", "report", "-i", self.data, "--no-children", "--sort", sort, "--stdio"],
+                                  capture_output=True, text=True)
+            lines = [line[:160] for line in done.stdout.splitlines() if re.match(r"^ +[0-9]", line)]
+            print(f"--- self time by {sort}", file=sys.stderr)
+            print("\n".join(lines[:top]), file=sys.stderr)
+        if not os.environ.get("PERF_DATA"):
+            os.unlink(self.data)
+        self.proc = None
+
+
 def pgbench(server, database, *arguments):
     pin = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
     done = subprocess.run(pin + [server.program("pgbench"), "-h", "127.0.0.1", "-p", str(server.port), "-U",
@@ -145,6 +178,8 @@ def main():
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--streams", type=int, default=32)
     parser.add_argument("--json")
+    parser.add_argument("--profile", choices=("ingest", "reads"),
+                        help="perf-record the gateway during round 1 of that phase and print its heaviest symbols")
     args = parser.parse_args()
     for program in ("h2load", "taskset", "cc"):
         if shutil.which(program) is None:
@@ -168,7 +203,9 @@ def main():
             stored = 50
             for round_number in range(args.rounds):
                 items = pool[50 + round_number * args.count:50 + (round_number + 1) * args.count]
+                profile = Profile(writer, args.profile == "ingest" and round_number == 0)
                 acked, in_state = ingest(writer, server, "gateway", items, args.posters, stored)
+                profile.report()
                 stored += len(items)
                 figures["ingest"].append(len(items) / in_state)
                 figures["webhook_rate"].append(len(items) / acked)
@@ -188,10 +225,12 @@ def main():
                 frames = os.path.join(work, "bodies.bin")
                 bodies(ids, frames)
                 pin = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
+                profile = Profile(reader, args.profile == "reads" and round_number == 0)
                 done = subprocess.run(pin + [driver, "127.0.0.1", str(reader.port),
                                              "/appstore.gateway.v1.SubscriptionState/GetSubscription", frames,
                                              str(args.clients), str(args.streams), "2", str(args.seconds)],
                                       capture_output=True, text=True, timeout=120)
+                profile.report()
                 if done.returncode != 0:
                     raise RuntimeError(done.stdout + done.stderr)
                 figures["get_subscription"].append(float(re.search(r"rate ([\d.]+)", done.stdout).group(1)))
