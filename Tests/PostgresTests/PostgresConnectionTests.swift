@@ -303,7 +303,8 @@ struct PostgresConnectionTests {
         let task = Task { try await connection.query("SELECT pg_sleep(10)") }
         try await Task.sleep(for: .milliseconds(100))
         task.cancel()
-        #expect(await failureKind { try await task.value } == .cancelled)
+        let cancelled = await failure { try await task.value }
+        #expect(cancelled?.kind == .cancelled, "\(String(describing: cancelled))")
         #expect(try await connection.query("SELECT 6", timeout: .seconds(3))[0][0].int() == 6)
         await connection.close()
     }
