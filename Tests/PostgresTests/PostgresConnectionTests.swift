@@ -150,7 +150,7 @@ struct PostgresConnectionTests {
         #expect(try await connection.query(select, [1])[0][0].string() == "10")
         _ = try await connection.query("ALTER TABLE drifting ALTER COLUMN amount TYPE int4 USING amount::int4")
         // In a transaction the whole transaction runs again.
-        let runs = Mutex(0)
+        let runs = Lock(0)
         let amount = try await connection.transaction { transaction in
             runs.withLock { $0 += 1 }
             return try await transaction.query(select, [1])[0][0].int()
