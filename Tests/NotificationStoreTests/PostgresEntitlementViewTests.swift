@@ -108,6 +108,11 @@ struct PostgresEntitlementViewTests {
         #expect(view["otherActive"] == Row(status: 1, entitled: true, entitlements: "{}"))
         #expect(view["otherRefunded"] == Row(status: 5, entitled: false, entitlements: "{}"))
         try await Self.expectAgreement(view, store: store, policies: [S.bundleId: policy], now: now)
+        // The query docs/subscription-state.md shows analysts.
+        let pro = try await pool.query(
+            "SELECT bundle_id, count(*) FILTER (WHERE 'pro' = ANY(entitlements)) AS pro FROM subscription_state "
+                + "WHERE environment = 'Sandbox' AND entitled GROUP BY bundle_id ORDER BY bundle_id")
+        #expect(try pro.map { try [$0[0].string(), $0[1].string()] } == [[Self.other, "0"], [S.bundleId, "2"]])
 
         // Published again: `untilExpiry` and another mapping replace the first whole.
         policy = SubscriptionPolicy(refundPolicy: .untilExpiry, entitlements: ["basic": ["reader.monthly"]])
