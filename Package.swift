@@ -243,7 +243,7 @@ let package = Package(
                 "Simulator", "SignedData", "SubscriptionState",
                 .product(name: "Logging", package: "swift-log"), "GatewayApp", "Edge",
                 "AppleFixtures", "AppStoreClient", "Cryptography", "HTTPServer", "Observability", "Metrics",
-                "EventLoops",
+                "EventLoops", "Postgres",
             ]),
         .testTarget(name: "GatewayFoundationTests", dependencies: ["GatewayFoundation"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),

@@ -163,9 +163,9 @@ public final class GatewayApp {
     /// Where the webhook keeps notifications ("sqlite PATH" or "redis stream"; nil without a webhook).
     public var webhookStoreDescription: String? { webhook?.storeDescription }
 
-    /// Starts the upstream client's loop, then binds and starts the gRPC port, the file watcher, the webhook port
-    /// and the admin port, in that order; when one fails, what had started is stopped again before the error is
-    /// thrown.
+    /// Publishes the configured subscription policies to a PostgreSQL store (for its analysts' view), starts the
+    /// upstream client's loop, then binds and starts the gRPC port, the file watcher, the webhook port and the admin
+    /// port, in that order; when one fails, what had started is stopped again before the error is thrown.
     public func start() throws(GatewayStartError) {
         do {
             try startParts()
@@ -184,6 +184,8 @@ public final class GatewayApp {
     }
 
     private func startParts() throws(GatewayStartError) {
+        // The configured policies, for the PostgreSQL analysts' view: published before anything serves.
+        try backend?.publishPolicies(configuration)
         // First started, last stopped: the gRPC port's calls and the webhook hand their Apple calls to it until
         // they have stopped.
         upstreamLoop.start()

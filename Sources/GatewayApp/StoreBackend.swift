@@ -87,6 +87,28 @@ struct StoreBackend {
         }
     }
 
+    /// Publishes each configured app's subscription policy (`subscriptions.refundPolicy` and `apps[].entitlements`)
+    /// to the PostgreSQL database by bundle id, for the analysts' view (the first app wins a bundle id listed twice,
+    /// as it does for the state); nothing for the other stores, whose views know no policy. Blocks the calling
+    /// thread like `open`; a failure fails the start as the store's opening does.
+    func publishPolicies(_ configuration: GatewayConfiguration) throws(GatewayStartError) {
+        guard let states = postgres?.stores.states else { return }
+        let policies = Dictionary(
+            configuration.apps.map { ($0.bundleId, configuration.subscriptions.policy(for: $0)) },
+            uniquingKeysWith: { first, _ in first })
+        let failure = BlockingTask.wait { () -> NotificationStoreFailure? in
+            do throws(NotificationStoreFailure) {
+                try await states.publish(policies: policies)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure {
+            throw .invalidConfiguration(ConfigurationError(key: "notifications.store.postgres", problem: "\(failure)"))
+        }
+    }
+
     /// Gives each of `loops` (the gRPC loops) PostgreSQL connections of its own, so their reads run where their
     /// calls do (nothing for the other stores).
     func attach(_ loops: [any IOLoop]) {

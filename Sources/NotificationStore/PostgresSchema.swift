@@ -22,7 +22,9 @@ enum PostgresSchema {
     static let lockKey: Int64 = 0x6170_7073_6368_656D
 
     /// Every migration, oldest first; versions 1, 2, … without gaps.
-    static let migrations: [PostgresMigration] = [notificationLog, subscriptionState, eventSinks, largeValues]
+    static let migrations: [PostgresMigration] = [
+        notificationLog, subscriptionState, eventSinks, largeValues, entitlements,
+    ]
 
     /// The newest version this release knows.
     static var latestVersion: Int64 { migrations.last?.version ?? 0 }
