@@ -86,6 +86,7 @@ extension GatewayConfiguration {
                 config.subscriptions.refundPolicy = policy
             }
         }
+        set(\.subscriptions.appleReadWeight, try reader.integer("subscriptions.appleReadWeight", in: 1...1_000))
         key { () throws(ConfigurationError) in
             if let retention = try reader.duration("subscriptions.eventRetention") {
                 guard retention >= .seconds(3600), retention <= .seconds(400 * 86_400) else {

@@ -133,7 +133,7 @@ public struct AppStoreGatewayService: GRPCService {
             uniquingKeysWith: { first, _ in first })
         let states = SubscriptionStates(
             store: store, apps: AppDirectory(apps), policies: policies, verifier: verifier, clock: clock,
-            metrics: live.stateMetrics
+            metrics: live.stateMetrics, appleReadWeight: settings.appleReadWeight
         ) { request, remaining throws(GatewayError) in
             try await statuses.handle(request, remaining: remaining)
         }

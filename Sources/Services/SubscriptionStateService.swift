@@ -127,7 +127,7 @@ extension SubscriptionStates {
         guard
             let record = try await readFromApple(
                 app: app, originalTransactionId: request.originalTransactionId, environment: request.environment,
-                remaining: remaining)
+                remaining: remaining, forCaller: true)
         else {
             throw Self.notInAppleAnswer(request.originalTransactionId)
         }

@@ -15,6 +15,11 @@ public struct SubscriptionStateSettings: Sendable, Hashable {
     public var webhooks: [TeamWebhook.Settings] = []
     /// `subscriptions.redisStream`: a Redis stream every event is appended to (on the configured `redis`).
     public var redisStream: RedisStreamSink.Settings?
+    /// `subscriptions.appleReadWeight`: the weight of the state's own reads of Apple (confirmations of records
+    /// that may have renewed unseen, first reads of ids never seen, the timer's) when listed callers compete for an
+    /// app's budget: they run as the caller `appstore-gateway/subscription-state` and get at least this weight's
+    /// share, and no more while others wait. Default 1 (1–1000, as `callers[].weight`).
+    public var appleReadWeight = 1
 
     public init() {}
 

@@ -29,6 +29,13 @@ final class SubscriptionStates: Sendable {
     private let policies: [String: SubscriptionPolicy]
     private let readStatuses: StatusReader
     private let reads = SingleFlight<ReadKey, GetAllSubscriptionStatusesResponse>()
+    /// Who the state's own reads of Apple run as (`CallerIdentity.current` while they run): the confirmations,
+    /// the first read of an id never seen, the timer's. A listed caller of weight `subscriptions.appleReadWeight`,
+    /// so when callers compete for an app's budget the state still gets its share, and takes no more.
+    let ownReads: CallerIdentity
+
+    /// The identity the state's own reads of Apple are counted under (fair-share metrics, logs).
+    static let ownReadsIdentity = "appstore-gateway/subscription-state"
 
     private struct ReadKey: Hashable, Sendable {
         var app: String
@@ -39,8 +46,11 @@ final class SubscriptionStates: Sendable {
     init(
         store: any SubscriptionStore, apps: AppDirectory, policies: [String: SubscriptionPolicy],
         verifier: SignedDataVerifier, clock: any GatewayClock, metrics: SubscriptionStateMetrics,
-        readStatuses: @escaping StatusReader
+        appleReadWeight: Int = 1, readStatuses: @escaping StatusReader
     ) {
+        self.ownReads = CallerIdentity(
+            name: .subject(Self.ownReadsIdentity), identity: Self.ownReadsIdentity, weight: max(1, appleReadWeight),
+            listed: true)
         self.store = store
         self.apps = apps
         self.policies = policies
@@ -118,9 +128,11 @@ final class SubscriptionStates: Sendable {
 
     /// Reads the subscription from Apple now (Get All Subscription Statuses; identical concurrent reads share one
     /// call), applies every subscription of the answer in one commit, and returns the record asked for (nil when
-    /// Apple's answer does not hold it).
+    /// Apple's answer does not hold it). The read spends the state's own share of the app's budget (`ownReads`),
+    /// or with `forCaller` the share of the caller the task serves (`RefreshSubscription`).
     func readFromApple(
-        app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
+        app: App, originalTransactionId: String, environment: Environment, remaining: Duration?,
+        forCaller: Bool = false
     ) async throws(GatewayError) -> SubscriptionRecord? {
         var request = GetAllSubscriptionStatusesRequest()
         request.app = app.name
@@ -128,12 +140,15 @@ final class SubscriptionStates: Sendable {
         request.environment = environment
         let key = ReadKey(app: app.name, originalTransactionId: originalTransactionId, environment: environment)
         let reader = readStatuses
+        let caller = forCaller ? CallerIdentity.current : ownReads
         let outcome = await reads.run(key: key) {
             () async -> Result<GetAllSubscriptionStatusesResponse, GatewayError> in
-            do throws(GatewayError) {
-                return .success(try await reader(request, remaining))
-            } catch {
-                return .failure(error)
+            await CallerIdentity.$current.withValue(caller) {
+                do throws(GatewayError) {
+                    return .success(try await reader(request, remaining))
+                } catch {
+                    return .failure(error)
+                }
             }
         }
         let response = try outcome.get()

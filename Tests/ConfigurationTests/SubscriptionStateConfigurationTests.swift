@@ -35,6 +35,16 @@ import Testing
         #expect(config.subscriptions.refundPolicy == .immediate)
         #expect(config.subscriptions.policy(for: config.apps[0]) == SubscriptionPolicy.defaults)
         #expect(config.subscriptions.eventRetention == .seconds(30 * 86_400))
+        #expect(config.subscriptions.appleReadWeight == 1)
+    }
+
+    @Test func theStatesOwnReadsHaveAWeight() throws {
+        let config = try GatewayConfiguration.load(yaml: app() + "\nsubscriptions: {appleReadWeight: 5}")
+        #expect(config.subscriptions.appleReadWeight == 5)
+    }
+
+    @Test(arguments: ["0", "1001", "-1", "heavy"]) func aBadAppleReadWeightNamesTheKey(value: String) {
+        #expect(problem(app() + "\nsubscriptions: {appleReadWeight: \(value)}") == "subscriptions.appleReadWeight")
     }
 
     @Test func eventRetentionIsADuration() throws {

@@ -21,9 +21,10 @@ import Testing
         name: "example", bundleId: bundle, appAppleId: 1, issuerId: "i", keyId: "ABCDEFGHIJ", privateKeyFile: "k",
         environment: .sandbox)
 
-    /// Counts the calls made to "Apple" and answers with `answer`.
+    /// Counts the calls made to "Apple" (and who each ran as) and answers with `answer`.
     final class FakeApple: Sendable {
         let calls = Lock(0)
+        let callers = Lock<[CallerIdentity?]>([])
         let answer:
             @Sendable (GetAllSubscriptionStatusesRequest) throws(GatewayError) -> GetAllSubscriptionStatusesResponse
         init(
@@ -101,15 +102,17 @@ import Testing
     }
 
     func states(
-        _ apple: FakeApple, clock: ManualClock, store: any SubscriptionStore = MemorySubscriptionStore()
+        _ apple: FakeApple, clock: ManualClock, store: any SubscriptionStore = MemorySubscriptionStore(),
+        appleReadWeight: Int = 1
     ) throws -> SubscriptionStates {
         let pki = try AppStoreTestPKI(referenceTime: Date())
         return SubscriptionStates(
             store: store, apps: AppDirectory([app]), policies: [:],
             verifier: try SignedDataVerifier(configuration: .init(trustedRoots: [pki.root.certificate])),
-            clock: clock, metrics: SubscriptionStateMetrics(registry: nil)
+            clock: clock, metrics: SubscriptionStateMetrics(registry: nil), appleReadWeight: appleReadWeight
         ) { request, _ throws(GatewayError) in
             apple.calls.withLock { $0 += 1 }
+            apple.callers.withLock { $0.append(CallerIdentity.current) }
             try? await Task.sleep(for: .milliseconds(20))
             return try apple.answer(request)
         }
@@ -222,6 +225,42 @@ import Testing
         #expect(!confirmed.stale && confirmed.status == .active && confirmed.entitled)
         #expect(confirmed.transaction?.transactionId == "2002")
         #expect(apple.calls.withLock { $0 } == 2)
+    }
+
+    /// The state's own reads of Apple (a first read, a confirmation) spend the state's share of the app's budget,
+    /// as the listed caller `appstore-gateway/subscription-state` of the configured weight, whoever's call needed
+    /// them; a caller's explicit refresh spends the caller's own.
+    @Test func theStatesOwnReadsRunAsTheStateNotAsTheCaller() async throws {
+        let clock = ManualClock(wall: WallTime(millisecondsSince1970: Self.t0))
+        let transaction = Self.transaction(
+            "3001", purchased: Self.t0, expires: Self.t0 + 30 * Self.day, signed: Self.t0)
+        let apple = FakeApple { _ throws(GatewayError) in
+            Self.answer("3001", transaction, Self.renewal("3001", signed: Self.t0))
+        }
+        let states = try states(apple, clock: clock, appleReadWeight: 7)
+        let app = app
+        let caller = CallerIdentity(name: .subject("team-a"), weight: 2, listed: true)
+        // A first read, made while serving team-a's call.
+        _ = try await CallerIdentity.$current.withValue(caller) {
+            try await states.subscription(app: app, originalTransactionId: "3001", environment: .sandbox, remaining: nil)
+        }
+        // A confirmation (past the expiry with auto-renew on), again while serving team-a.
+        clock.advance(by: .seconds(31 * 86_400))
+        _ = try await CallerIdentity.$current.withValue(caller) {
+            try await states.subscription(app: app, originalTransactionId: "3001", environment: .sandbox, remaining: nil)
+        }
+        // team-a's own refresh.
+        _ = try await CallerIdentity.$current.withValue(caller) {
+            try await states.readFromApple(
+                app: app, originalTransactionId: "3001", environment: .sandbox, remaining: nil, forCaller: true)
+        }
+        let callers = apple.callers.withLock { $0 }
+        #expect(callers.count == 3)
+        for own in callers.prefix(2) {
+            #expect(own?.identity == "appstore-gateway/subscription-state")
+            #expect(own?.weight == 7 && own?.listed == true)
+        }
+        #expect(callers.last??.identity == "team-a")
     }
 
     /// Every subscription of Apple's answer (several groups, several each) is applied in one commit.
