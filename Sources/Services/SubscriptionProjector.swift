@@ -61,6 +61,9 @@ public final class SubscriptionProjector: Sendable {
         }
     }
 
+    /// How many log entries a page's decoding takes on a thread of the shared pool before it lets others run.
+    static let entriesBetweenYields = 8
+
     /// Projects up to one batch of the log (every app's entries, in order) and moves the projected position past
     /// it in the same commit as the changes and their events (none when `quiet`: a rebuild's replay); true when
     /// it read anything (more may follow at once).
@@ -77,7 +80,10 @@ public final class SubscriptionProjector: Sendable {
         }
         guard page.through > through else { return false }
         var changes: [(app: App, change: SubscriptionChange)] = []
-        for entry in page.entries {
+        for (index, entry) in page.entries.enumerated() {
+            // Decoding a page is CPU work on the shared pool (a verified signature is not checked again, so nothing
+            // here suspends): let the webhook's calls waiting for a thread in between, every few entries.
+            if index > 0, index % Self.entriesBetweenYields == 0 { await Task.yield() }
             if let change = try await change(for: entry, quiet: quiet) { changes.append(change) }
         }
         let applied: [AppliedChange]
