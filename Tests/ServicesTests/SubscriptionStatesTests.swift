@@ -242,12 +242,14 @@ import Testing
         let caller = CallerIdentity(name: .subject("team-a"), weight: 2, listed: true)
         // A first read, made while serving team-a's call.
         _ = try await CallerIdentity.$current.withValue(caller) {
-            try await states.subscription(app: app, originalTransactionId: "3001", environment: .sandbox, remaining: nil)
+            try await states.subscription(
+                app: app, originalTransactionId: "3001", environment: .sandbox, remaining: nil)
         }
         // A confirmation (past the expiry with auto-renew on), again while serving team-a.
         clock.advance(by: .seconds(31 * 86_400))
         _ = try await CallerIdentity.$current.withValue(caller) {
-            try await states.subscription(app: app, originalTransactionId: "3001", environment: .sandbox, remaining: nil)
+            try await states.subscription(
+                app: app, originalTransactionId: "3001", environment: .sandbox, remaining: nil)
         }
         // team-a's own refresh.
         _ = try await CallerIdentity.$current.withValue(caller) {
