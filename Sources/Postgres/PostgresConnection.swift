@@ -424,13 +424,18 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Most statements one connection keeps prepared for `cached(_:)`; later ones run unprepared.
     static let statementCacheLimit = 256
+    /// Statements with more parameters run unprepared: such a statement is usually one of many shapes (a multi-row
+    /// insert, one per row count) whose one parse serves all its rows.
+    static let cachedParameterLimit = 32
 
-    /// `statement` as it is sent: a query with parameters runs as a statement this connection prepares on its
-    /// first use (the server parses and plans it once, not per call), named by its text and its parameters'
-    /// types; anything else, or once `statementCacheLimit` are prepared, as it is.
+    /// `statement` as it is sent: a query with parameters (at most `cachedParameterLimit`) runs as a statement this
+    /// connection prepares on its first use (the server parses and plans it once, not per call), named by its text
+    /// and its parameters' types; anything else, or once `statementCacheLimit` are prepared, as it is.
     private func cached(_ statement: PostgresStatement) -> PostgresStatement {
         checkLoop()
-        guard case .query(let sql, let parameters) = statement, !parameters.isEmpty else { return statement }
+        guard case .query(let sql, let parameters) = statement, !parameters.isEmpty,
+            parameters.count <= Self.cachedParameterLimit
+        else { return statement }
         let text = PreparedText(sql: sql, types: parameters.map { $0?.typeOID ?? 0 })
         if let name = statementCache[text] { return .executePrepared(name: name, parameters) }
         guard statementCache.count < Self.statementCacheLimit, !PostgresValue.holdsNUL(sql) else { return statement }

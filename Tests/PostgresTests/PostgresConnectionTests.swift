@@ -130,6 +130,12 @@ struct PostgresConnectionTests {
             #expect(syntax?.sqlState == "42601")
         }
         #expect(try await connection.query(sql, [41])[0][0].int() == 42)
+        // Many parameters (a multi-row insert, one shape per row count): run as it is.
+        let wide = "SELECT " + (1...40).map { "$\($0)::int8" }.joined(separator: " + ")
+        #expect(try await connection.query(wide, (1...40).map { .integer(Int64($0)) })[0][0].int() == 820)
+        let widePrepared = try await connection.query(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1", [.text(wide)])
+        #expect(try widePrepared[0][0].int() == 0)
         // Without parameters a statement runs as it is (nothing is prepared for it).
         _ = try await connection.query("SELECT 1")
         let unnamed = try await connection.query(
