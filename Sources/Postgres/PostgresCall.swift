@@ -94,8 +94,11 @@ final class PendingCall {
     /// Whether someone still waits for the answer.
     var isAnswered: Bool { respond == nil }
 
-    /// Sent again already because the server's plan of its statement had gone stale (`handOver`).
-    private(set) var replanned = false
+    /// How many times it was sent again (`handOver`): its plan had gone stale, or a cancel meant for another call
+    /// hit it.
+    private(set) var resends = 0
+    /// When it was handed to libpq (for telling a stray cancel from one meant for it).
+    var sentAt: MonotonicInstant?
 
     /// The same call, to be sent again, answering this call's caller (who is no longer this call's).
     func handOver() -> PendingCall? {
@@ -103,7 +106,7 @@ final class PendingCall {
         self.respond = nil
         abandoned = true
         let again = PendingCall(statement, role: role, limits: builder.limits, ticket: ticket, respond: respond)
-        again.replanned = true
+        again.resends = resends + 1
         return again
     }
 

@@ -106,6 +106,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// `drain` is running (it is not entered again from inside itself).
     private var draining = false
     private var cancelRunning = false
+    /// When this connection last asked the server to cancel a statement.
+    private var lastCancelAt: MonotonicInstant?
     private var cancelAgain = false
     private var stats = PostgresConnectionStatistics()
 
@@ -422,6 +424,9 @@ public final class PostgresConnection: @unchecked Sendable {
 
     // MARK: On the loop: submitting
 
+    /// How many times a call outside a transaction is sent again after a stale plan or a stray cancel.
+    static let mostResends = 3
+
     /// Most statements one connection keeps prepared for `cached(_:)`; later ones run unprepared.
     static let statementCacheLimit = 256
     /// Statements with more parameters run unprepared: such a statement is usually one of many shapes (a multi-row
@@ -666,6 +671,7 @@ public final class PostgresConnection: @unchecked Sendable {
             fail(call, PostgresError(.invalidRequest, message))
             return true
         }
+        call.sentAt = .now()
         sent.append(.call(call))
         guard PQpipelineSync(connection) != 0 else {
             lose(PostgresError(.connectionLost, Self.message(connection)))
@@ -837,9 +843,20 @@ public final class PostgresConnection: @unchecked Sendable {
         {
             // Held by the session, but no longer what `prepared` names: DEALLOCATEd and prepared again.
             preparedInSession[name] = PreparedText(sql: "")
-            if case .none = call.role, !call.replanned, let again = call.handOver() {
+            if case .none = call.role, call.resends < Self.mostResends, let again = call.handOver() {
                 return submit(again, timeout: configuration.queryTimeout, generation: nil)
             }
+        }
+        // A cancel request reaches the server's session asynchronously: when the statement it was meant for had
+        // already finished, it cancels whatever the session runs next (SQLSTATE 57014 on a call nobody
+        // abandoned). A statement outside a transaction that a cancel of ours, requested from shortly before it
+        // was sent on, may have hit that way is sent again (a few times at most): a cancelled statement changed
+        // nothing.
+        if call.failure?.sqlState == "57014", !call.abandoned, case .none = call.role, call.resends < Self.mostResends,
+            let cancelled = lastCancelAt, let sent = call.sentAt, sent < cancelled + .seconds(1),
+            let again = call.handOver()
+        {
+            return submit(again, timeout: configuration.queryTimeout, generation: nil)
         }
         guard !call.isAnswered else {
             if call.failure == nil { call.onSuccess?() }
@@ -1084,6 +1101,7 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         guard let handle = PQgetCancel(connection) else { return }
         cancelRunning = true
+        lastCancelAt = .now()
         stats.cancelRequests += 1
         let request = CancelRequest(handle)
         let loop = loop

@@ -315,6 +315,22 @@ struct PostgresConnectionTests {
         await connection.close()
     }
 
+    @Test func aCancelMeantForAFinishedStatementDoesNotFailTheNextOne() async throws {
+        defer { loop.stop() }
+        let connection = try await connect { $0.limits = PostgresResultLimits(maxRows: 10, maxBytes: 1 << 20) }
+        // Each oversized result is abandoned and cancelled on the server, where it has usually finished already:
+        // the cancel then lands on whatever the session runs next, the statement issued right behind it (which
+        // takes a moment, so that it is running when the cancel arrives).
+        for round in Int64(0)..<30 {
+            async let oversized = failureKind { try await connection.query("SELECT generate_series(1, 50)") }
+            async let next = connection.query("SELECT $1::int8 AS n FROM pg_sleep(0.02)", [.integer(round)])
+            #expect(await oversized == .resultTooLarge)
+            #expect(try await next[0][0].int() == round)
+        }
+        #expect(await connection.statistics().cancelRequests >= 1)
+        await connection.close()
+    }
+
     @Test func aResultPastItsBoundsFailsWithoutHoldingIt() async throws {
         defer { loop.stop() }
         let connection = try await connect { $0.limits = PostgresResultLimits(maxRows: 1000, maxBytes: 64 << 10) }
