@@ -11,6 +11,11 @@ import time
 
 import pytest
 
+# grpcio's fork handlers can deadlock a fork made while its threads hold their locks (a test thread restarting
+# PostgreSQL with `subprocess` as another user forks; seen hanging a run for good): the tests never use grpc in a
+# child, which always execs at once, so they go without. Read when grpc is first imported, below this.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GATEWAY_BIN = os.environ.get("GATEWAY_BIN", os.path.join(ROOT, ".build", "debug", "appstore-gateway"))
 
