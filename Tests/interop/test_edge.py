@@ -396,6 +396,8 @@ def test_a_client_ca_file_that_fails_to_reload_keeps_the_old_trust_loudly(world,
             urllib.request.urlopen(gw.admin_url + "/metrics", timeout=5).read().decode()
         ca_file.write_bytes(b"-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
         wait_until(lambda: metric(gw, "appstore_gateway_reload_failures_total", file="tls") == 1)
+        # The counter moves just before the line is written: wait for the line too.
+        wait_until(lambda: log_entries(gw, "kept the previous TLS certificate"))
         kept = log_entries(gw, "kept the previous TLS certificate")
         assert kept and kept[0]["level"] == "error", gw.read_log()
         # The CAs loaded before are still in force: the SPIFFE caller still gets in.
