@@ -1202,7 +1202,8 @@ public final class PostgresConnection: @unchecked Sendable {
         let kind: PostgresError.Kind = sessionEnded ? .connectionLost : (sqlState == nil ? .invalidRequest : .server)
         return PostgresError(
             kind, message, sqlState: sqlState, detail: field(Int32(CLIBPQ_DIAG_MESSAGE_DETAIL)),
-            constraint: field(Int32(CLIBPQ_DIAG_CONSTRAINT_NAME)))
+            constraint: field(Int32(CLIBPQ_DIAG_CONSTRAINT_NAME)),
+            sourceFunction: field(Int32(CLIBPQ_DIAG_SOURCE_FUNCTION)))
     }
 
     /// Whether no parameter sent as text holds a NUL (libpq would cut it there; PostgreSQL's text has none).

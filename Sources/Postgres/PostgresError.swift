@@ -36,15 +36,20 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
     public var detail: String?
     /// The constraint a server error names, if any.
     public var constraint: String?
+    /// The server's function that raised the error (its source routine), if the server named it: what tells
+    /// errors that share a broad SQLSTATE apart without reading a translated message.
+    public var sourceFunction: String?
 
     public init(
-        _ kind: Kind, _ message: String, sqlState: String? = nil, detail: String? = nil, constraint: String? = nil
+        _ kind: Kind, _ message: String, sqlState: String? = nil, detail: String? = nil, constraint: String? = nil,
+        sourceFunction: String? = nil
     ) {
         self.kind = kind
         self.message = message
         self.sqlState = sqlState
         self.detail = detail
         self.constraint = constraint
+        self.sourceFunction = sourceFunction
     }
 
     public var description: String {
@@ -61,6 +66,12 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
     /// caller may retry it.
     public var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
     /// The server refused a prepared statement whose result no longer fits its plan ("cached plan must not change
-    /// result type"): preparing it again mends it.
-    public var isStalePlan: Bool { sqlState == "0A000" }
+    /// result type"): preparing it again mends it. SQLSTATE 0A000 alone means any unsupported feature, so the
+    /// server's routine must be the plan cache's too; a server (or proxy) that names no routine is recognised by its
+    /// untranslated message.
+    public var isStalePlan: Bool {
+        guard sqlState == "0A000" else { return false }
+        guard let sourceFunction else { return message.hasPrefix("cached plan must not change result type") }
+        return sourceFunction == "RevalidateCachedQuery"
+    }
 }

@@ -166,6 +166,21 @@ struct PostgresConnectionTests {
         await connection.close()
     }
 
+    @Test func anotherUnsupportedFeatureFailsOnceAndNamesItsRoutine() async throws {
+        defer { loop.stop() }
+        let connection = try await connect()
+        _ = try await connection.query("CREATE TEMPORARY TABLE locked (id int8 PRIMARY KEY)")
+        // SQLSTATE 0A000 like a stale plan, from the parser: preparing again cannot mend it, so it is not retried.
+        let error = await #expect(throws: PostgresError.self) {
+            try await connection.query("SELECT count(*) FROM locked WHERE id > $1 FOR UPDATE", [0])
+        }
+        #expect(error?.sqlState == "0A000")
+        #expect(error?.sourceFunction?.isEmpty == false)
+        #expect(error?.isStalePlan == false)
+        #expect(try await connection.query("SELECT 1")[0][0].int() == 1)
+        await connection.close()
+    }
+
     @Test func aTransactionSendsABatchOfStatementsTogether() async throws {
         defer { loop.stop() }
         let connection = try await connect()
