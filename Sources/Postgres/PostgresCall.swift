@@ -45,6 +45,14 @@ enum TransactionRole: Sendable {
     }
 }
 
+/// How the statements of a batch (`PostgresConnection.calls`) stand in transactions.
+enum BatchRole: Sendable {
+    /// Every statement has this role (statements of a caller's transaction).
+    case each(TransactionRole)
+    /// The statements are one transaction of their own: the first its BEGIN, the last its COMMIT.
+    case wholeTransaction
+}
+
 /// One statement on its way through a connection, confined to the connection's loop: waiting (behind another
 /// caller's transaction), then sent (its results arrive in order, then its pipeline sync), then answered once.
 final class PendingCall {

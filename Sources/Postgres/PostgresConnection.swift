@@ -255,7 +255,7 @@ public final class PostgresConnection: @unchecked Sendable {
         if queries.isEmpty { return [] }
         let statements: [PostgresStatement] =
             [.query("BEGIN", [])] + queries.map { .query($0.sql, $0.parameters) } + [.query("COMMIT", [])]
-        let results = await calls(statements, role: nil, timeout: timeout)
+        let results = await calls(statements, as: .wholeTransaction, timeout: timeout)
         var rows: [PostgresRows] = []
         rows.reserveCapacity(queries.count)
         for (index, result) in results.enumerated() {
@@ -354,9 +354,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs `statements` in order, handed to the loop together and written out together (pipelined: one round
     /// trip for all of them), and returns every answer in that order once all are answered. A cancellation
     /// abandons all of them.
-    /// With `role` nil the statements are one transaction of their own: the first its BEGIN, the last its COMMIT.
     func calls(
-        _ statements: [PostgresStatement], role: TransactionRole?, timeout: Duration?, generation: Int? = nil
+        _ statements: [PostgresStatement], as batchRole: BatchRole, timeout: Duration?, generation: Int? = nil
     ) async -> [CallResult] {
         if statements.isEmpty { return [] }
         let ticket = CallTicket()
@@ -365,17 +364,20 @@ public final class PostgresConnection: @unchecked Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<[CallResult], Never>) in
                 let submit: @Sendable () -> Void = {
                     let answers = BatchAnswers(count: statements.count, continuation: continuation)
-                    var id = 0
-                    if role == nil {
+                    let role: (Int) -> TransactionRole
+                    switch batchRole {
+                    case .each(let each): role = { _ in each }
+                    case .wholeTransaction:
                         self.lastTransaction += 1
-                        id = self.lastTransaction
+                        let id = self.lastTransaction
+                        role = { index in
+                            index == 0 ? .begin(id) : index == statements.count - 1 ? .end(id) : .inside(id)
+                        }
                     }
                     for (index, statement) in statements.enumerated() {
-                        let role =
-                            role
-                            ?? (index == 0 ? .begin(id) : index == statements.count - 1 ? .end(id) : .inside(id))
                         let call = PendingCall(
-                            self.cached(statement), role: role, limits: self.configuration.limits, ticket: ticket
+                            self.cached(statement), role: role(index), limits: self.configuration.limits,
+                            ticket: ticket
                         ) { answers.answer(index, $0) }
                         self.submit(call, timeout: timeout ?? self.configuration.queryTimeout, generation: generation)
                     }

@@ -26,7 +26,8 @@ public final class PostgresTransaction: Sendable {
         -> [PostgresRows]
     {
         let results = await connection.calls(
-            queries.map { .query($0.sql, $0.parameters) }, role: .inside(id), timeout: timeout, generation: generation)
+            queries.map { .query($0.sql, $0.parameters) }, as: .each(.inside(id)), timeout: timeout,
+            generation: generation)
         return try results.map { result throws(PostgresError) in try result.get() }
     }
 
