@@ -27,8 +27,10 @@ extension PostgresSubscriptionStore {
         }
 
         /// Takes the advisory locks of `changes`' keys and reads every row they touch, all in one round trip
-        /// (the server runs the reads after the locks).
+        /// (the server runs the reads after the locks). The locks are taken sorted: every transaction takes its
+        /// locks in this one order, so two batches never wait on each other in a cycle.
         func load(_ changes: [SubscriptionChange]) async throws {
+            var locks: Set<Int64> = []
             var recordKeys: [SubscriptionKey] = []
             var cursorKeys: [SubscriptionKey] = []
             var purchaseKeys: [PurchaseKey] = []
@@ -39,21 +41,26 @@ extension PostgresSubscriptionStore {
                 switch change.destination {
                 case .ignored: break
                 case .subscription:
-                    if seenRecords.insert(change.key).inserted { recordKeys.append(change.key) }
+                    if seenRecords.insert(change.key).inserted {
+                        recordKeys.append(change.key)
+                        locks.insert(PostgresSubscriptionStore.lockKey(change.key))
+                    }
                     if change.events != nil, seenCursors.insert(change.key).inserted { cursorKeys.append(change.key) }
                 case .purchase:
                     guard let payload = change.transaction?.payload else { break }
                     let key = PurchaseKey(
                         bundleId: payload.bundleId, environment: payload.environment,
                         transactionId: payload.transactionId)
-                    if seenPurchases.insert(key).inserted { purchaseKeys.append(key) }
                     let owner = SubscriptionKey(of: payload)
+                    if seenPurchases.insert(key).inserted {
+                        purchaseKeys.append(key)
+                        locks.insert(PostgresSubscriptionStore.lockKey(key))
+                        locks.insert(PostgresSubscriptionStore.lockKey(owner))
+                    }
                     if change.events != nil, seenCursors.insert(owner).inserted { cursorKeys.append(owner) }
                 }
             }
-            try await load(
-                locks: PostgresSubscriptionStore.lockKeys(of: changes), records: recordKeys, cursors: cursorKeys,
-                purchases: purchaseKeys)
+            try await load(locks: locks.sorted(), records: recordKeys, cursors: cursorKeys, purchases: purchaseKeys)
         }
 
         /// Takes `locks` (sorted) and reads the rows of the given keys, in one round trip.

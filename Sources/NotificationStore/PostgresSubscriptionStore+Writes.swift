@@ -20,25 +20,9 @@ extension PostgresSubscriptionStore {
         lockKey(["subscription", key.bundleId, AppleNames.environment(key.environment), key.originalTransactionId])
     }
 
-    /// The advisory locks `changes` need, sorted: every transaction takes its locks in this one order, so two
-    /// batches never wait on each other in a cycle.
-    static func lockKeys(of changes: [SubscriptionChange]) -> [Int64] {
-        var keys: Set<Int64> = []
-        for change in changes {
-            switch change.destination {
-            case .ignored: break
-            case .subscription: keys.insert(lockKey(change.key))
-            case .purchase:
-                guard let payload = change.transaction?.payload else { break }
-                keys.insert(lockKey(SubscriptionKey(of: payload)))
-                keys.insert(
-                    lockKey([
-                        "purchase", payload.bundleId, AppleNames.environment(payload.environment),
-                        payload.transactionId,
-                    ]))
-            }
-        }
-        return keys.sorted()
+    /// The advisory lock of a one-time purchase's row.
+    static func lockKey(_ key: PurchaseKey) -> Int64 {
+        lockKey(["purchase", key.bundleId, AppleNames.environment(key.environment), key.transactionId])
     }
 
     /// A 64-bit FNV-1a hash of `parts` (separated by U+001F): the same on every replica and release. Two keys

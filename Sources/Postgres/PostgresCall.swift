@@ -76,27 +76,26 @@ final class PendingCall {
     /// A prepare sent just before it (after a reconnect), whose error explains this call's.
     var preparation: PendingCall?
 
+    /// A call answered through `respond` (one of a batch, or a call handed over), or nobody's (`respond` nil).
     init(
         _ statement: PostgresStatement, role: TransactionRole, limits: PostgresResultLimits, ticket: CallTicket?,
-        continuation: CheckedContinuation<CallResult, Never>?
-    ) {
-        self.statement = statement
-        self.role = role
-        self.ticket = ticket
-        self.respond = continuation.map { continuation in { continuation.resume(returning: $0) } }
-        builder = RowsBuilder(limits: limits)
-    }
-
-    /// A call answered through `respond` (one of a batch).
-    init(
-        _ statement: PostgresStatement, role: TransactionRole, limits: PostgresResultLimits, ticket: CallTicket?,
-        respond: @escaping (CallResult) -> Void
+        respond: ((CallResult) -> Void)?
     ) {
         self.statement = statement
         self.role = role
         self.ticket = ticket
         self.respond = respond
         builder = RowsBuilder(limits: limits)
+    }
+
+    /// A call whose caller waits on `continuation` (nil for the connection's own calls).
+    convenience init(
+        _ statement: PostgresStatement, role: TransactionRole, limits: PostgresResultLimits, ticket: CallTicket?,
+        continuation: CheckedContinuation<CallResult, Never>?
+    ) {
+        self.init(
+            statement, role: role, limits: limits, ticket: ticket,
+            respond: continuation.map { continuation in { continuation.resume(returning: $0) } })
     }
 
     /// Whether someone still waits for the answer.
