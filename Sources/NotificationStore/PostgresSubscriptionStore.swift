@@ -156,9 +156,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
 
     public func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
         let query = Self.projectedThroughQuery(position)
-        try await transaction("setting the projected position") { transaction in
-            _ = try await transaction.query(query.sql, query.parameters)
-        }
+        _ = try await self.query(query.sql, query.parameters, "setting the projected position")
     }
 
     /// Deletes the records before their ledgers: an apply holding a record `FOR UPDATE` finishes first (its ledger
