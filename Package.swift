@@ -39,9 +39,8 @@ let package = Package(
         .systemLibrary(
             name: "CProtobufC", path: "Sources/CProtobufC", pkgConfig: "libprotobuf-c",
             providers: [.apt(["libprotobuf-c-dev"])]),
-        .systemLibrary(
-            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
-            providers: [.apt(["libssl-dev"])]),
+        // The one C file of the shims: OpenSSL's process-wide set-up, run before `main` (startup.c).
+        .target(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
