@@ -77,7 +77,8 @@ public final class PostgresDatabase: Sendable {
     }
 
     /// Gives each of `loops` a pool of its own, connected in the background (retried with the connections'
-    /// backoff while the server is down); until a loop's pool is up, its calls use the store loop's.
+    /// backoff while the server is down, given up when the loop stops); until a loop's pool is up, its calls use
+    /// the store loop's.
     public func attach(_ loops: [any IOLoop]) {
         for loop in loops {
             let task = Task { [self] in
@@ -96,6 +97,8 @@ public final class PostgresDatabase: Sendable {
                         if !kept { await pool.close() }
                         return
                     } catch {
+                        // The loop stopped (or the database closed): nothing will serve this pool.
+                        if error.kind == .closed { return }
                         failures += 1
                         try? await Task.sleep(for: configuration.reconnect.delay(afterFailures: failures))
                     }

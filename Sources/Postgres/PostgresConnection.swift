@@ -118,6 +118,18 @@ public final class PostgresConnection: @unchecked Sendable {
 
     private final class WatchOwner: Sendable {}
 
+    /// The connection's hold on its loop, kept there as a loop-local value (keyed by its `watchOwner`) from its
+    /// start until it closes. A loop that stops lets go of it, which closes the connection there as its owner's
+    /// `close` would: the caller waiting for the first connection, the calls in flight or waiting and the
+    /// subscriptions are answered `.closed`, so nothing waits for good on a loop nobody runs.
+    private final class LoopLease {
+        weak var connection: PostgresConnection?
+        init(_ connection: PostgresConnection) { self.connection = connection }
+        deinit { connection?.shutDown(PostgresError(.closed, "the event loop stopped")) }
+    }
+
+    private var leaseKey: ObjectIdentifier { ObjectIdentifier(watchOwner) }
+
     init(
         configuration: PostgresConfiguration, loop: any IOLoop, metrics: PostgresMetrics?,
         onEvent: (@Sendable (PostgresConnectionEvent) -> Void)?
@@ -145,6 +157,7 @@ public final class PostgresConnection: @unchecked Sendable {
         let finish = FinishHandOver(handle)
         if !loop.execute({
             if socket >= 0 { loop.unwatch(fd: socket, owner: owner) }
+            loop.setLoopLocal(ObjectIdentifier(owner), nil)
             finish.finish()
         }) {
             finish.finish()
@@ -877,6 +890,7 @@ public final class PostgresConnection: @unchecked Sendable {
     private func start(_ continuation: CheckedContinuation<Result<Void, PostgresError>, Never>) {
         checkLoop()
         starter = continuation
+        loop.setLoopLocal(leaseKey, LoopLease(self))
         attempt()
     }
 
@@ -999,6 +1013,7 @@ public final class PostgresConnection: @unchecked Sendable {
         if let starter {
             self.starter = nil
             state = .closed
+            loop.setLoopLocal(leaseKey, nil)
             starter.resume(returning: .failure(error))
             return
         }
@@ -1037,9 +1052,10 @@ public final class PostgresConnection: @unchecked Sendable {
         for call in held { fail(call, waitingError) }
     }
 
-    /// Closes for good.
-    private func shutDown() {
+    /// Closes for good: what waits is answered `closed`.
+    private func shutDown(_ closed: PostgresError = PostgresError(.closed, "the connection was closed")) {
         checkLoop()
+        guard !isClosed else { return }
         if let retryTimer { loop.cancelTimer(retryTimer) }
         retryTimer = nil
         if let connectTimer { loop.cancelTimer(connectTimer) }
@@ -1050,7 +1066,6 @@ public final class PostgresConnection: @unchecked Sendable {
         default: break
         }
         state = .closed
-        let closed = PostgresError(.closed, "the connection was closed")
         failEverything(with: closed, waitingWith: closed)
         if let starter {
             self.starter = nil
@@ -1059,6 +1074,7 @@ public final class PostgresConnection: @unchecked Sendable {
         let all = subscribers.values.flatMap(\.values)
         subscribers = [:]
         for continuation in all { continuation.finish() }
+        loop.setLoopLocal(leaseKey, nil)
     }
 
     // MARK: On the loop: the socket

@@ -145,6 +145,43 @@ struct PostgresConnectionStringTests {
         #expect(await failureKind { try await PostgresConnection.connect(unknown, on: loop.loop) } == .refused)
     }
 
+    @Test func aLoopThatStopsAnswersTheCallerWaitingToConnect() async throws {
+        let loop = try TestLoop()
+        defer { loop.stop() }
+        // A port that takes connections and never answers: the attempt waits for the server's first byte.
+        let silent = try SilentListener()
+        var configuration = try PostgresConfiguration(
+            "postgresql://postgres@127.0.0.1:\(silent.port)/postgres?sslmode=disable")
+        configuration.connectTimeout = .seconds(120)
+        let connecting = Task { try await PostgresConnection.connect(configuration, on: loop.loop) }
+        try await Task.sleep(for: .milliseconds(200))
+        let start = MonotonicInstant.now()
+        loop.stop()
+        let error = await failure { try await connecting.value }
+        #expect(error?.kind == .closed, "\(String(describing: error))")
+        #expect(error?.message == "the event loop stopped")
+        // Answered by the stop, long before the attempt's own deadline.
+        #expect(seconds(since: start) < 60)
+    }
+
+    @Test func aLoopThatStopsAnswersTheCallsInFlightAndEndsSubscriptions() async throws {
+        let server = try await PostgresProcess.shared()
+        let loop = try TestLoop()
+        defer { loop.stop() }
+        let connection = try await PostgresConnection.connect(try PostgresConfiguration(server.uri), on: loop.loop)
+        let events = try await connection.listen("stopping")
+        let inFlight = Task { try await connection.query("SELECT pg_sleep(30)") }
+        try await Task.sleep(for: .milliseconds(200))
+        loop.stop()
+        let error = await failure { try await inFlight.value }
+        #expect(error?.kind == .closed, "\(String(describing: error))")
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == nil)
+        // Later calls fail at once: the loop takes no more work.
+        #expect(await failureKind { try await connection.query("SELECT 1") } == .closed)
+        await connection.close()
+    }
+
     @Test func theBackoffDoublesUpToItsMaximum() {
         let backoff = PostgresBackoff()
         #expect(backoff.delay(afterFailures: 0) == .milliseconds(50))

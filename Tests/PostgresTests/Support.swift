@@ -1,6 +1,7 @@
 import EventLoops
 import GatewayFoundation
 import Postgres
+import Synchronization
 import Testing
 
 /// An event loop on a thread of its own for one test.
@@ -14,10 +15,13 @@ final class TestLoop: Sendable {
         thread = spawnThread(name: "pg-test-loop") { loop.run() }
     }
 
+    /// Stops the loop and waits for its thread. Idempotent.
     func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         loop.stop()
         thread.join()
     }
+    private let stopped = Atomic<Bool>(false)
 
     /// Runs `body` in a task that prefers the loop (as a gRPC handler does): the connection's calls start there.
     func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
