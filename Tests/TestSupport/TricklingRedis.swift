@@ -21,25 +21,9 @@ public final class TricklingRedis: @unchecked Sendable {
     public init(port: Int? = nil, reply: [UInt8], interval: Duration?) throws {
         self.reply = reply
         self.interval = interval
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, bound) = try loopbackSocket(port: port ?? 0, backlog: 16, reuseAddress: true)
         self.listener = listener
-        var one: Int32 = 1
-        _ = setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port ?? 0).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        guard bound, listen(listener, 16) == 0 else {
-            close(listener)
-            throw CocoaError(.fileReadUnknown)
-        }
-        self.port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = bound
         Thread { [self] in accepting() }.start()
     }
 
