@@ -23,6 +23,15 @@ extension PostgresSubscriptionStore {
         LIMIT $4)
         """
 
+    /// The ledger row of the record `$1`-`$3` that its row names as current.
+    static let currentLedgerPart = """
+        (SELECT 1, t.original_transaction_id, t.transaction_id, NULL, NULL, NULL, t.jws, t.payload
+        FROM subscription_records r JOIN subscription_transactions t
+          ON t.bundle_id = r.bundle_id AND t.environment = r.environment
+          AND t.original_transaction_id = r.original_transaction_id AND t.transaction_id = r.current_transaction_id
+        WHERE r.bundle_id = $1 AND r.environment = $2 AND r.original_transaction_id = $3)
+        """
+
     /// The purchases of the original transaction id `$3`, at most `$5`.
     static let originalPurchasesPart = """
         (SELECT 2, original_transaction_id, transaction_id, NULL, NULL, NULL, jws, payload

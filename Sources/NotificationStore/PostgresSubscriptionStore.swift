@@ -195,6 +195,17 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         return try parts.records(key.bundleId, key.environment).first
     }
 
+    /// The record row and the one ledger row it names as current, in one statement (a primary-key lookup each);
+    /// a record whose row names no transaction, or one the ledger lacks, is read whole.
+    public func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+        let rows = try await query(
+            Self.recordPart + " UNION ALL " + Self.currentLedgerPart + " ORDER BY part", Self.parameters(key),
+            "reading a subscription")
+        let parts = try parts(rows, of: "the record \(key.originalTransactionId)")
+        guard let record = try parts.records(key.bundleId, key.environment).first else { return nil }
+        return record.transactions.isEmpty ? try await self.record(key) : record
+    }
+
     public func customer(bundleId: String, environment: Environment, appAccountToken: String)
         async throws(NotificationStoreFailure) -> CustomerView
     {

@@ -163,6 +163,10 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         try await read { tables throws(NotificationStoreFailure) in try tables.record(key) }
     }
 
+    public func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+        try await read { tables throws(NotificationStoreFailure) in try tables.currentRecord(key) }
+    }
+
     public func customer(bundleId: String, environment: Environment, appAccountToken: String)
         async throws(NotificationStoreFailure) -> CustomerView
     {

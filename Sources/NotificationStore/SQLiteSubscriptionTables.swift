@@ -36,6 +36,39 @@ struct SQLiteSubscriptionTables {
         return try found.record(key, transactions: transactions)
     }
 
+    /// The record of `key` with its current transaction only (the record row names it, as the reducer chose it at
+    /// the last write: one point lookup in the ledger), or nil; inside a transaction. A record whose row names no
+    /// transaction, or one the ledger lacks, is read whole.
+    func currentRecord(_ key: SubscriptionKey) throws(NotificationStoreFailure) -> SubscriptionRecord? {
+        var found: (bookkeeping: RecordBookkeeping, current: String)?
+        try database.query(
+            "SELECT \(Self.recordColumns), current_transaction_id FROM subscription_records "
+                + "WHERE bundle_id = ?1 AND environment = ?2 AND original_transaction_id = ?3",
+            bind: Self.bind(key)
+        ) { row throws(NotificationStoreFailure) in
+            // An id past the snapshot bound is no id this gateway wrote: the record is read whole.
+            found = (
+                try bookkeeping(row, from: 0, of: key.originalTransactionId),
+                row.text(5, limit: limits.snapshotBytes) ?? ""
+            )
+            return false
+        }
+        guard let found else { return nil }
+        var current: SignedTransaction?
+        if !found.current.isEmpty {
+            try database.query(
+                "SELECT \(Self.ledgerColumns) FROM subscription_transactions WHERE bundle_id = ?1 AND environment = ?2 "
+                    + "AND original_transaction_id = ?3 AND transaction_id = ?4",
+                bind: Self.bind(key) + [.text(found.current)]
+            ) { row throws(NotificationStoreFailure) in
+                current = try ledgerEntry(row, from: 0, of: key.originalTransactionId)
+                return false
+            }
+        }
+        guard let current else { return try record(key) }
+        return try found.bookkeeping.record(key, transactions: [current])
+    }
+
     /// The records of a customer's token, ordered by original transaction id; inside a transaction. The token
     /// index is named (`INDEXED BY`): without statistics the planner would rather walk the primary key in order.
     func records(bundleId: String, environment: Environment, appAccountToken: String)

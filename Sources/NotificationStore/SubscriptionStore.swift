@@ -19,6 +19,11 @@ public protocol SubscriptionStore: Sendable {
     func apply(_ change: SubscriptionChange) async throws(NotificationStoreFailure) -> AppliedChange
     /// The record of `key`, or nil when none is stored.
     func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord?
+    /// The record of `key` holding its current transaction only (with its renewal info and bookkeeping), or nil
+    /// when none is stored: all that its state (`SubscriptionRecord.state(at:policy:)`) and its answer need, read
+    /// at a cost that does not grow with its ledger (a subscription gains a transaction with every renewal). Its
+    /// state is the whole record's; never apply a change to it.
+    func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord?
     /// One customer: every record whose current transaction carries `appAccountToken` (the renewal info's when
     /// the transaction has none; any group, incl. family-shared ones) and every purchase carrying it. An empty
     /// token names nobody.
@@ -83,6 +88,11 @@ public struct StoredSubscriptionEvent: Sendable, Hashable {
 }
 
 extension SubscriptionStore {
+    /// The whole record: a store without a cheaper read of the current transaction alone (the memory store).
+    public func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+        try await record(key)
+    }
+
     /// One change, committed on its own.
     public func apply(_ change: SubscriptionChange) async throws(NotificationStoreFailure) -> AppliedChange {
         let applied = try await apply([change], projectedThrough: nil)

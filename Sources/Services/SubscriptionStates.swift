@@ -117,10 +117,11 @@ final class SubscriptionStates: Sendable {
         return Subscription(record, app: app.name, state: state, stale: true)
     }
 
-    /// The stored record of `key`; a store failure is UNAVAILABLE.
+    /// The stored record of `key` with its current transaction only (`SubscriptionStore.currentRecord`: what its
+    /// state and its answer need); a store failure is UNAVAILABLE.
     func storedRecord(_ key: SubscriptionKey) async throws(GatewayError) -> SubscriptionRecord? {
         do {
-            return try await store.record(key)
+            return try await store.currentRecord(key)
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
         }

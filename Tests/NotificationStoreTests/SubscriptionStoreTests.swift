@@ -78,6 +78,57 @@ final class StoreFile: Sendable {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func theCurrentRecordHasTheWholeRecordsStateAndAnswer(_ kind: StoreKind) async throws {
+        let (store, file) = try await kind.make()
+        defer { withExtendedLifetime(file) {} }
+        let day = S.day
+        // A year of monthly renewals, an upgrade in the last period, and a refund of an earlier period signed
+        // after everything else: the current transaction is the upgrade's, chosen by its dates.
+        var snapshots = (0..<12).map { month in
+            S.transaction(
+                "t\(month)", original: "o1", purchased: Int64(month) * 30 * day,
+                expires: Int64(month + 1) * 30 * day, signed: Int64(month) * 30 * day)
+        }
+        var upgraded = snapshots[11].payload
+        upgraded.isUpgraded = true
+        snapshots[11] = SignedTransaction(jws: snapshots[11].jws + "u", payload: upgraded)
+        snapshots.append(
+            S.transaction(
+                "t-pro", original: "o1", product: "reader.pro", purchased: 340 * day, expires: 370 * day,
+                signed: 340 * day))
+        snapshots.append(
+            S.transaction(
+                "t3", original: "o1", purchased: 90 * day, expires: 120 * day, signed: 350 * day, revoked: 349 * day))
+        for snapshot in snapshots {
+            _ = try await store.apply(S.change(snapshot, S.renewal(original: "o1", signed: 10), now: 1))
+        }
+        let whole = try #require(try await store.record(S.key("o1")))
+        #expect(whole.transactions.count == 13)  // the refund replaced t3's snapshot
+        let current = try #require(try await store.currentRecord(S.key("o1")))
+        #expect(current.currentTransaction == whole.currentTransaction)
+        #expect(current.currentTransaction?.payload.transactionId == "t-pro")
+        if kind != .memory { #expect(current.transactions.count == 1) }
+        #expect(current.renewalInfo == whole.renewalInfo)
+        #expect(current.version == whole.version)
+        #expect(current.updatedAtMillis == whole.updatedAtMillis)
+        #expect(current.source == whole.source)
+        let policies = [SubscriptionPolicy.defaults, SubscriptionPolicy(refundPolicy: .untilExpiry)]
+        for policy in policies {
+            for instant in [0, 100 * day, 345 * day, 369 * day, 371 * day, 500 * day] {
+                #expect(
+                    current.state(at: S.t0 + instant, policy: policy) == whole.state(at: S.t0 + instant, policy: policy)
+                )
+            }
+        }
+        // A record of renewal info alone names no transaction: it is read whole, the same.
+        _ = try await store.apply(
+            S.change(nil, S.renewal(original: "o2", signed: 5), key: S.key("o2"), now: 2))
+        #expect(try await store.currentRecord(S.key("o2")) == store.record(S.key("o2")))
+        #expect(try await store.currentRecord(S.key("o2")) != nil)
+        #expect(try await store.currentRecord(S.key("unknown")) == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func aDuplicateOrOlderSnapshotChangesNothing(_ kind: StoreKind) async throws {
         let (store, file) = try await kind.make()
         defer { withExtendedLifetime(file) {} }
