@@ -1,4 +1,4 @@
-import ServiceHarness
+@testable import ServiceHarness
 
 /// The App Store Server API RPCs and offer signatures end to end in process: the first byte picks the method,
 /// the rest is its request bytes → decode → contract → handler (the built-in simulator as Apple) → response

@@ -1,4 +1,4 @@
-import AppStoreDomain
+@testable import AppStoreDomain
 
 /// Apple's JSON error bodies, as any upstream (or man in the middle) could send them.
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,9 +1,10 @@
-import AppStoreDomain
-import CallerAuthentication
-import Configuration
-import Cryptography
 import Foundation
-import GatewayFoundation
+
+@testable import AppStoreDomain
+@testable import CallerAuthentication
+@testable import Configuration
+@testable import Cryptography
+@testable import GatewayFoundation
 
 /// Caller authentication from hostile bytes: an input starting with `{` is a JWKS document; anything else an
 /// `authorization` value checked against keys generated at start (RS256 and ES256), at a fixed time.

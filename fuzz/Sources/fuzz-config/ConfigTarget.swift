@@ -1,4 +1,4 @@
-import Configuration
+@testable import Configuration
 
 /// The YAML configuration loader: any text either loads or gives a ConfigurationError, never a trap.
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,6 +1,7 @@
 import Foundation
-import SignedData
-import Cryptography
+
+@testable import Cryptography
+@testable import SignedData
 
 /// Compact JWS parsing, x5c chain building and payload decoding against Apple's real root, at a fixed time.
 private let verifier: SignedDataVerifier = {

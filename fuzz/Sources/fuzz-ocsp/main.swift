@@ -1,6 +1,7 @@
-import Cryptography
 import Foundation
-import SignedData
+
+@testable import Cryptography
+@testable import SignedData
 
 /// Online checks' parsers of untrusted bytes. The first byte picks one: 0 = an OCSP response checked by
 /// `OCSP.answer` (about the seed leaf below, issued by the seed CA), 1 = an OCSP request answered by

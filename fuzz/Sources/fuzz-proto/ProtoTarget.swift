@@ -1,4 +1,4 @@
-import ProtoCodec
+@testable import ProtoCodec
 
 /// Request messages decoded from arbitrary bytes through protobuf-c; whatever decodes must re-encode and
 /// decode to the same value.

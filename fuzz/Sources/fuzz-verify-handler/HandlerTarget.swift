@@ -1,4 +1,4 @@
-import ServiceHarness
+@testable import ServiceHarness
 
 /// The verifyJWS RPC end to end in process: request bytes → decode → contract → handler (the built-in
 /// simulator as Apple) → response bytes; ServiceHarness.fuzz(_:input:) checks the answer.

@@ -1,4 +1,4 @@
-import ServiceHarness
+@testable import ServiceHarness
 
 /// The notification webhook in process: a body (or a JWS payload under a genuine Apple header) → body
 /// reader → verification → app binding → store; WebhookHarness.fuzz(_:) checks the answer.
