@@ -13,7 +13,8 @@ let package = Package(
         .executable(name: "verify-benchmark", targets: ["VerifyBenchmark"]),
         .executable(name: "log-benchmark", targets: ["LogBenchmark"]),
         .executable(name: "state-seed", targets: ["StateSeed"]),
-        // Not an API: the modules the libFuzzer package in fuzz/ drives (a path dependency sees products only).
+        // Not an API: the modules the libFuzzer package in fuzz/ drives (a path dependency sees products only), through
+        // `@testable import`, as most declarations are `package` (docs/ARCHITECTURE.md, "Rules the layout keeps").
         .library(
             name: "GatewayFuzzSurface",
             targets: [
