@@ -63,12 +63,12 @@ enum SubscriptionFold {
     }
 }
 
-/// Apple's names of the values a store writes as text, so the file reads as Apple's documentation does (public: the
-/// state's export writes the same names as the analysts' view).
-public enum AppleNames {
+/// Apple's names of the values a store writes as text, so the file reads as Apple's documentation does (`package`:
+/// the state's export writes the same names as the analysts' view).
+package enum AppleNames {
     /// "Production", "Sandbox", "Xcode", "LocalTesting"; "" for none, the number for one this release does not
     /// know.
-    public static func environment(_ environment: Environment) -> String {
+    package static func environment(_ environment: Environment) -> String {
         switch environment {
         case .production: "Production"
         case .sandbox: "Sandbox"
@@ -91,7 +91,7 @@ public enum AppleNames {
     }
 
     /// "PURCHASED", "FAMILY_SHARED"; else the string Apple sent.
-    public static func ownership(_ transaction: Transaction) -> String {
+    package static func ownership(_ transaction: Transaction) -> String {
         switch transaction.inAppOwnershipType {
         case .purchased: "PURCHASED"
         case .familyShared: "FAMILY_SHARED"

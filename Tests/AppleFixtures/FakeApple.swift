@@ -12,8 +12,8 @@ import TestSupport
 /// A scripted stand-in for Apple: our HTTP/2 server over real TLS (ALPN h2) with a CA of its own. Every
 /// request is recorded; `script` answers it (it may sleep to play a slow upstream). Production is served
 /// under `/production`, sandbox under `/sandbox`, so one server plays both hosts.
-public final class FakeApple: Sendable {
-    public typealias Script = @Sendable (_ request: HTTPRequest, _ number: Int) async -> HTTPResponse
+package final class FakeApple: Sendable {
+    package typealias Script = @Sendable (_ request: HTTPRequest, _ number: Int) async -> HTTPResponse
 
     private final class Recorder: HTTPRequestHandler {
         let requests = Lock<[HTTPRequest]>([])
@@ -30,32 +30,32 @@ public final class FakeApple: Sendable {
 
     private let tls: TLSTestServer
     private let recorder: Recorder
-    public var caFile: String { tls.caFile }
+    package var caFile: String { tls.caFile }
     /// A temporary folder that lives as long as the fake (keys and files for the test).
-    public var directory: URL { tls.directory }
-    public var baseURL: String { "https://127.0.0.1:\(tls.server.port)" }
+    package var directory: URL { tls.directory }
+    package var baseURL: String { "https://127.0.0.1:\(tls.server.port)" }
 
-    public init(_ script: @escaping Script) throws {
+    package init(_ script: @escaping Script) throws {
         recorder = Recorder(script)
         tls = try TLSTestServer(handler: recorder, caName: "Fake Apple CA")
     }
 
     /// TLS handshakes completed so far, and how many of them resumed an earlier session.
-    public var handshakes: (all: Int, resumed: Int) {
+    package var handshakes: (all: Int, resumed: Int) {
         let statistics = tls.server.connectionStatistics
         return (statistics.tlsHandshakes, statistics.resumedTLSHandshakes)
     }
 
     /// Every request received so far, in arrival order.
-    public var requests: [HTTPRequest] { recorder.requests.withLock { $0 } }
+    package var requests: [HTTPRequest] { recorder.requests.withLock { $0 } }
 
     /// Replaces the script.
-    public func setScript(_ script: @escaping Script) { recorder.script.withLock { $0 = script } }
+    package func setScript(_ script: @escaping Script) { recorder.script.withLock { $0 = script } }
 }
 
 /// JSON answers in Apple's shapes.
-public enum AppleJSON {
-    public static func response(_ object: [String: Any], status: Int = 200, headers: [(String, String)] = [])
+package enum AppleJSON {
+    package static func response(_ object: [String: Any], status: Int = 200, headers: [(String, String)] = [])
         -> HTTPResponse
     {
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
@@ -66,11 +66,11 @@ public enum AppleJSON {
             body: Array(body))
     }
 
-    public static func error(_ code: Int64, status: Int, headers: [(String, String)] = []) -> HTTPResponse {
+    package static func error(_ code: Int64, status: Int, headers: [(String, String)] = []) -> HTTPResponse {
         response(["errorCode": code, "errorMessage": "scripted \(code)"], status: status, headers: headers)
     }
 
-    public static func history(
+    package static func history(
         _ signed: [String], revision: String = "rev-1", hasMore: Bool = false, environment: String = "Production",
         bundleId: String = "com.example.app", appAppleId: Int64 = 1234
     ) -> HTTPResponse {
@@ -82,16 +82,16 @@ public enum AppleJSON {
 }
 
 /// Apps, keys and clients wired to a `FakeApple`.
-public struct UpstreamFixture: Sendable {
-    public let fake: FakeApple
+package struct UpstreamFixture: Sendable {
+    package let fake: FakeApple
     /// Where `http` serves its callers on no loop; stopped when the fixture goes.
-    public let loop: RunningLoop
-    public let http: UpstreamHTTPClient
-    public let client: AppStoreAPIClient
-    public let configuration: GatewayConfiguration
-    public let keys: [String: ECPrivateKey]
+    package let loop: RunningLoop
+    package let http: UpstreamHTTPClient
+    package let client: AppStoreAPIClient
+    package let configuration: GatewayConfiguration
+    package let keys: [String: ECPrivateKey]
 
-    public static func app(
+    package static func app(
         _ name: String, bundleId: String? = nil, environment: GatewayConfiguration.EnvironmentPolicy = .production,
         fallbackOn401: Bool = false, rateLimits: RateLimits? = nil
     ) -> GatewayConfiguration.App {
@@ -103,7 +103,7 @@ public struct UpstreamFixture: Sendable {
             rateLimits: rateLimits)
     }
 
-    public init(
+    package init(
         apps: [GatewayConfiguration.App] = [app("example", bundleId: "com.example.app")],
         maxWait: Duration = .seconds(1),
         retries: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(20)),
@@ -133,18 +133,18 @@ public struct UpstreamFixture: Sendable {
             configuration: configuration, http: http, signers: signers, clock: clock, metrics: metrics)
     }
 
-    public func app(_ name: String = "example") throws(GatewayError) -> GatewayConfiguration.App {
+    package func app(_ name: String = "example") throws(GatewayError) -> GatewayConfiguration.App {
         try client.apps.app(named: name)
     }
 }
 
 /// A deadline `duration` from now on the system clock (what the client reads by default).
-public func deadline(in duration: Duration) -> MonotonicInstant {
+package func deadline(in duration: Duration) -> MonotonicInstant {
     SystemClock().monotonicNow() + duration
 }
 
 /// The error a call threw, as a GatewayError.
-public func gatewayError<T>(_ body: () async throws(GatewayError) -> T) async -> GatewayError? {
+package func gatewayError<T>(_ body: () async throws(GatewayError) -> T) async -> GatewayError? {
     do {
         _ = try await body()
         return nil

@@ -3,19 +3,19 @@ import GatewayFoundation
 
 /// An event loop on a joinable thread of its own, from `init` until `stop()` (or until it goes away): the loop an
 /// `UpstreamHTTPClient` serves its callers on no loop on, or a loop for callers of the test's own.
-public final class RunningLoop: Sendable {
-    public let loop: EventLoop
+package final class RunningLoop: Sendable {
+    package let loop: EventLoop
     private let thread: LoopThread
     private let stopped = Lock(false)
 
-    public init(index: Int = 0) throws {
+    package init(index: Int = 0) throws {
         loop = try EventLoop(index: index)
         let loop = loop
         thread = spawnThread(name: "test-loop-\(index)") { loop.run() }
     }
 
     /// Stops the loop and waits for its thread. Idempotent.
-    public func stop() {
+    package func stop() {
         let first = stopped.withLock { stopped in
             defer { stopped = true }
             return !stopped
@@ -29,7 +29,7 @@ public final class RunningLoop: Sendable {
     deinit { stop() }
 
     /// Runs `body` in a task that prefers this loop (as a gRPC handler does).
-    public func run<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+    package func run<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
         await Task(executorPreference: loop, operation: body).value
     }
 }

@@ -6,8 +6,8 @@ import ProtoCodec
 /// rest is the serialized request.
 extension ServiceHarness {
     /// One fuzzed method: its gRPC path and whether bytes decode as its response.
-    public struct APIMethod: Sendable {
-        public var path: String
+    package struct APIMethod: Sendable {
+        package var path: String
         var decodes: @Sendable ([UInt8]) -> Bool
     }
 
@@ -20,7 +20,7 @@ extension ServiceHarness {
     }
 
     /// The methods, in the order the first input byte selects them (append only: the corpus depends on it).
-    public static let apiMethods: [APIMethod] = [
+    package static let apiMethods: [APIMethod] = [
         method("GetTransactionInfo", GetTransactionInfoResponse.self),
         method("GetAllSubscriptionStatuses", GetAllSubscriptionStatusesResponse.self),
         method("LookUpOrderId", LookUpOrderIdResponse.self),
@@ -51,13 +51,13 @@ extension ServiceHarness {
     /// Runs a `fuzz-api-handlers` input and checks the answer as `fuzz(_:input:)` does: no INTERNAL or UNKNOWN
     /// status, and an OK answer decodes as the method's response.
     @discardableResult
-    public func fuzzAPI(input: [UInt8]) -> Outcome {
+    package func fuzzAPI(input: [UInt8]) -> Outcome {
         Self.blocking { await self.fuzzAPI(input: input) }
     }
 
     /// `fuzzAPI(input:)` for tests, awaited rather than blocking a thread.
     @discardableResult
-    public func fuzzAPI(input: [UInt8]) async -> Outcome {
+    package func fuzzAPI(input: [UInt8]) async -> Outcome {
         guard let selector = input.first else { return Outcome(status: .ok, responses: []) }
         let method = Self.apiMethods[Int(selector) % Self.apiMethods.count]
         let outcome = await call(method.path, request: Array(input.dropFirst()))

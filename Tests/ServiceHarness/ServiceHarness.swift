@@ -20,25 +20,25 @@ import Simulator
 /// in-memory HTTP/2 streams instead of a socket; the built-in App Store simulator plays Apple on a loopback port
 /// and the services are built as `GatewayApp` builds them. Used by the handler-level libFuzzer targets (fuzz/)
 /// and by ServicesTests, which replay the same inputs.
-public final class ServiceHarness: Sendable {
+package final class ServiceHarness: Sendable {
     /// The paths of the three RPCs with their own fuzz targets (`ServiceHarness+API.swift` has the rest).
-    public static let getHistory = "/appstore.gateway.v1.AppStoreGateway/GetHistory"
-    public static let streamNotifications = "/appstore.gateway.v1.AppStoreGateway/StreamNotifications"
-    public static let verifyJWS = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
+    package static let getHistory = "/appstore.gateway.v1.AppStoreGateway/GetHistory"
+    package static let streamNotifications = "/appstore.gateway.v1.AppStoreGateway/StreamNotifications"
+    package static let verifyJWS = "/appstore.gateway.v1.AppStoreGateway/VerifyJWS"
 
     /// What one call produced, as a gRPC client reads it.
-    public struct Outcome: Sendable {
+    package struct Outcome: Sendable {
         /// The final status (OK for a unary success), from the trailers.
-        public var status: RPCStatus
+        package var status: RPCStatus
         /// The response messages, in order, without their gRPC prefix.
-        public var responses: [[UInt8]]
+        package var responses: [[UInt8]]
     }
 
     /// Most stream messages read before the harness stops reading and cancels the call (RST_STREAM CANCEL).
-    public static let maxStreamMessages = 8
+    package static let maxStreamMessages = 8
 
     /// The simulator playing Apple.
-    public let simulator: SimulatorServer
+    package let simulator: SimulatorServer
     /// The server's responder (router, guard, calls) for one loop: `loop`.
     private let responder: any HTTP2Responder
     private let loop: EventLoop
@@ -47,7 +47,7 @@ public final class ServiceHarness: Sendable {
     private let upstreamLoop: GatewayComposition.OwnedLoop
 
     /// One harness per process: starting a simulator and loading the keys takes a moment.
-    public static let shared: ServiceHarness = {
+    package static let shared: ServiceHarness = {
         do {
             return try ServiceHarness()
         } catch {
@@ -56,7 +56,7 @@ public final class ServiceHarness: Sendable {
     }()
 
     /// The gateway's service as built for the harness (its subscription state and what feeds it, for tests).
-    public let service: AppStoreGatewayService
+    package let service: AppStoreGatewayService
 
     /// A simulator in a fresh temporary state directory and the gateway's services configured for it, with
     /// rate-limit waits and retries off so every call ends quickly, behind the gateway's call guard for the
@@ -64,7 +64,7 @@ public final class ServiceHarness: Sendable {
     /// a gateway without a webhook store (no subscription state); `subscriptions` wraps the state's store (a test's
     /// failing or slow one); the state counts in `stateMetrics`. `sharing` is another harness's simulator, to
     /// compare two gateways' answers to the same Apple.
-    public init(
+    package init(
         sharing: SimulatorServer? = nil, keepsState: Bool = true,
         subscriptions: (@Sendable (any SubscriptionStore) -> any SubscriptionStore)? = nil,
         stateMetrics: SubscriptionStateMetrics = SubscriptionStateMetrics(registry: nil)
@@ -122,7 +122,7 @@ public final class ServiceHarness: Sendable {
     /// framed message, the end of the request — and reads the answer off the stream; a stream is cancelled after
     /// `maxStreamMessages` messages. Tests await this one: blocking a thread of Swift's cooperative pool (two on a
     /// 2-core machine) while the handler needs one can starve every task.
-    public func call(_ method: String, request: [UInt8]) async -> Outcome {
+    package func call(_ method: String, request: [UInt8]) async -> Outcome {
         await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
             loop.execute { [responder, loop] in
                 InMemoryGRPCStream.start(method, request: request, responder: responder, on: loop) { outcome in
@@ -134,7 +134,7 @@ public final class ServiceHarness: Sendable {
 
     /// `call` for a synchronous caller (the libFuzzer targets, on their own thread): waits at most 30 s; a
     /// call still running then is a hang, reported as a failure (a fuzz finding).
-    public func call(_ method: String, request: [UInt8]) -> Outcome {
+    package func call(_ method: String, request: [UInt8]) -> Outcome {
         Self.blocking { await self.call(method, request: request) }
     }
 

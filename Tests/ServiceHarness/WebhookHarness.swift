@@ -12,14 +12,14 @@ import Synchronization
 
 /// The notification webhook driven from request bodies, as the webhook port hands them over: for the
 /// `fuzz-webhook-handler` libFuzzer target and the tests replaying its corpus.
-public final class WebhookHarness: Sendable {
+package final class WebhookHarness: Sendable {
     private let webhook: NotificationWebhook
     private let simulator: SimulatorServer
     /// Where the service's Apple calls go (the webhook's callers run on no loop), as in `GatewayApp`.
     private let upstreamLoop: GatewayComposition.OwnedLoop
 
     /// One per process, with its own simulator state and a fresh SQLite store.
-    public static let shared: WebhookHarness = {
+    package static let shared: WebhookHarness = {
         do {
             return try WebhookHarness()
         } catch {
@@ -50,7 +50,7 @@ public final class WebhookHarness: Sendable {
 
     /// A body from a fuzz input: an input starting with `{` is the body itself; anything else is a JWS
     /// payload under a genuine Apple header with a zero signature, wrapped as Apple wraps it.
-    public static func body(fromFuzzInput input: [UInt8]) -> [UInt8] {
+    package static func body(fromFuzzInput input: [UInt8]) -> [UInt8] {
         guard input.first != UInt8(ascii: "{") else { return input }
         let jws = ServiceHarness.genuineHeader + "." + Base64URL.encode(input) + "." + String(repeating: "A", count: 86)
         return Array("{\"signedPayload\":\"\(jws)\"}".utf8)
@@ -59,13 +59,13 @@ public final class WebhookHarness: Sendable {
     /// Posts a fuzz input and checks the answer is one the webhook's contract allows (200, 400, 403, 413,
     /// 503); returns the status.
     @discardableResult
-    public func fuzz(_ input: [UInt8]) -> Int {
+    package func fuzz(_ input: [UInt8]) -> Int {
         ServiceHarness.blocking { await self.fuzz(input) }
     }
 
     /// `fuzz(_:)` for tests, awaited rather than blocking a thread.
     @discardableResult
-    public func fuzz(_ input: [UInt8]) async -> Int {
+    package func fuzz(_ input: [UInt8]) async -> Int {
         let request = HTTPRequest(
             method: "POST", target: "/apple/notifications", headers: [("content-type", "application/json")],
             body: Self.body(fromFuzzInput: input))

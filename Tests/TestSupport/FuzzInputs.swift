@@ -2,8 +2,8 @@ import Foundation
 
 /// The committed fuzz inputs of one libFuzzer target: `fuzz/regressions/<target>` (inputs that once crashed)
 /// then `fuzz/corpus/<target>` (seeds), so regression tests replay them without a fuzzer build.
-public enum FuzzInputs {
-    public static func of(_ target: String) -> [[UInt8]] {
+package enum FuzzInputs {
+    package static func of(_ target: String) -> [[UInt8]] {
         var root = #filePath
         for _ in 0..<3 { root = String(root[..<root.lastIndex(of: "/")!]) }
         return ["regressions", "corpus"].flatMap { folder -> [[UInt8]] in

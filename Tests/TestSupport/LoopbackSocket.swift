@@ -6,7 +6,7 @@ import Foundation
 
 /// A TCP socket bound to 127.0.0.1 on `port` (a free one when 0), listening when `backlog` is given: its descriptor
 /// (the caller closes it) and the port it has.
-public func loopbackSocket(port: Int = 0, backlog: Int32? = nil, reuseAddress: Bool = false) throws -> (
+package func loopbackSocket(port: Int = 0, backlog: Int32? = nil, reuseAddress: Bool = false) throws -> (
     fd: Int32, port: Int
 ) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

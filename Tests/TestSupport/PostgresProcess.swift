@@ -9,9 +9,9 @@ import Foundation
 /// directory too), stopped (`immediate` for a crash) and started again on the same port and data; `deinit` stops
 /// it and removes the directory. The server refuses to run as root, so as root its programs run as the
 /// `postgres` user (or `nobody`) and the directory is made under /tmp, where that user can reach it.
-public final class PostgresProcess: @unchecked Sendable {
+package final class PostgresProcess: @unchecked Sendable {
     /// The directory of `initdb`, `pg_ctl` and `postgres`: Debian's newest version, else the one on PATH.
-    public static let binaries: String? = {
+    package static let binaries: String? = {
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         for version in versions.sorted(by: { (Int($0) ?? 0) > (Int($1) ?? 0) }) {
             let directory = "/usr/lib/postgresql/\(version)/bin"
@@ -24,7 +24,7 @@ public final class PostgresProcess: @unchecked Sendable {
     }()
 
     /// Whether a server can be started here.
-    public static var available: Bool { binaries != nil }
+    package static var available: Bool { binaries != nil }
 
     /// One server for every test of the process that neither stops it nor needs a password, made at first use
     /// and stopped when the process exits.
@@ -33,7 +33,7 @@ public final class PostgresProcess: @unchecked Sendable {
     /// own (`programs`): off Swift's cooperative pool, whose one thread per core a test blocked for the seconds
     /// `initdb` takes would take from every other test, and one program at a time, so tests starting servers
     /// together do not run a storm of `initdb`s that starves the timing of everything else on 2 cores.
-    public static func shared() async throws -> PostgresProcess {
+    package static func shared() async throws -> PostgresProcess {
         try await serially { try sharedBlocking() }
     }
 
@@ -71,27 +71,27 @@ public final class PostgresProcess: @unchecked Sendable {
         }
     }
 
-    public let port: Int
+    package let port: Int
     /// The superuser's name.
-    public let user = "postgres"
+    package let user = "postgres"
     /// The superuser's password (with `password`), else nil (trust).
-    public let password: String?
-    public let directory: String
+    package let password: String?
+    package let directory: String
     private var dataDirectory: String { directory + "/data" }
     private let runAs: (uid: uid_t, gid: gid_t)?
 
     /// A URI for the server's `postgres` database (with the password, when there is one).
-    public var uri: String {
+    package var uri: String {
         let credentials = password.map { "\(user):\($0)" } ?? user
         return "postgresql://\(credentials)@127.0.0.1:\(port)/postgres"
     }
 
     /// Whether the server offers TLS (with the certificate and key given to `init`).
-    public let tls: Bool
+    package let tls: Bool
 
     /// Makes the cluster and starts the server; with `password`, every TCP connection must authenticate with it
     /// (SCRAM); with `tlsCertificate` and `tlsKey` (PEM files), the server offers TLS with them.
-    public static func launch(
+    package static func launch(
         password: String? = nil, tlsCertificate: String? = nil, tlsKey: String? = nil
     ) async throws -> PostgresProcess {
         try await serially { try PostgresProcess(password: password, tlsCertificate: tlsCertificate, tlsKey: tlsKey) }
@@ -141,7 +141,7 @@ public final class PostgresProcess: @unchecked Sendable {
     }
 
     /// Starts the server (again) and waits until it accepts connections.
-    public func start() async throws {
+    package func start() async throws {
         try await Self.serially { [self] in try startBlocking() }
     }
 
@@ -158,7 +158,7 @@ public final class PostgresProcess: @unchecked Sendable {
     }
 
     /// Stops the server: `immediately` as a crash does (no checkpoint, connections cut), else a fast shutdown.
-    public func stop(immediately: Bool = false) async throws {
+    package func stop(immediately: Bool = false) async throws {
         try await Self.serially { [self] in try stopBlocking(immediately: immediately) }
     }
 
@@ -170,7 +170,7 @@ public final class PostgresProcess: @unchecked Sendable {
 
     /// A new, empty database on the server (`createdb`, a name of its own), and its URI: each test that keeps a
     /// schema gets a database of its own, so tests sharing the server neither see nor lock each other's rows.
-    public func makeDatabase() async throws -> String {
+    package func makeDatabase() async throws -> String {
         try await Self.serially { [self] in try makeDatabaseBlocking() }
     }
 
@@ -183,7 +183,7 @@ public final class PostgresProcess: @unchecked Sendable {
     }
 
     /// The postmaster's process id while it runs (the first line of `postmaster.pid`).
-    public var postmasterPID: pid_t? {
+    package var postmasterPID: pid_t? {
         guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8) else {
             return nil
         }
@@ -191,7 +191,7 @@ public final class PostgresProcess: @unchecked Sendable {
     }
 
     /// The server's log so far (for a failing test's message).
-    public var log: String { (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "" }
+    package var log: String { (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? "" }
 
     /// Runs `program` and waits for it, its output in a file: posix_spawn and waitpid, since Foundation's
     /// `Process.waitUntilExit` can wait for ever on a concurrency thread (it needs a run loop to see the exit).
@@ -249,9 +249,9 @@ public final class PostgresProcess: @unchecked Sendable {
 }
 
 /// Why a throw-away server could not be made or driven.
-public struct PostgresProcessError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct PostgresProcessError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// The shared server, behind a lock.

@@ -6,16 +6,16 @@ import Foundation
 
 /// A redis-server child process on a loopback port, without persistence: plain, or TLS only (`tls`, no
 /// plain port), with any further configuration lines in `arguments` (e.g. ACL users).
-public final class RedisProcess {
-    public static let executable: String? = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first {
+package final class RedisProcess {
+    package static let executable: String? = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first {
         FileManager.default.isExecutableFile(atPath: $0)
     }
-    public let port: Int
+    package let port: Int
     private let process = Process()
 
     /// Starts redis-server on `port` (a free one when nil); with `tls`, TLS only on that port, clients
     /// verified against the fixture's CA when `clientCertificates`.
-    public init(
+    package init(
         port: Int? = nil, tls: RedisTLSFixture? = nil, clientCertificates: Bool = false, arguments: [String] = []
     ) throws {
         self.port = try port ?? Self.freePort()
@@ -42,7 +42,7 @@ public final class RedisProcess {
         throw CocoaError(.fileReadUnknown)
     }
 
-    public func stop() {
+    package func stop() {
         // SIGKILL by pid, then wait until the port is free: Foundation's terminate/waitUntilExit proved
         // unreliable on a concurrency thread here (a spinning run loop, a child left running).
         let pid = process.processIdentifier
@@ -53,20 +53,20 @@ public final class RedisProcess {
 
     /// The integer after `field` in an INFO reply's `text` ("cmdstat_eval:calls=3,…" → 3 for
     /// "cmdstat_eval:calls="; "total_net_output_bytes:123" → 123 for "total_net_output_bytes:"); 0 when absent.
-    public static func infoNumber(_ field: String, in text: String) -> Int {
+    package static func infoNumber(_ field: String, in text: String) -> Int {
         for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix(field) {
             return Int(line.dropFirst(field.count).prefix { $0.isNumber }) ?? 0
         }
         return 0
     }
 
-    public static func freePort() throws -> Int {
+    package static func freePort() throws -> Int {
         let (fd, port) = try loopbackSocket()
         close(fd)
         return port
     }
 
-    public static func accepts(port: Int) -> Bool {
+    package static func accepts(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

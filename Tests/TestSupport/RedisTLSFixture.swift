@@ -4,22 +4,22 @@ import Foundation
 /// A throwaway PKI for a TLS redis-server: a CA, a server certificate for `serverNames` and a client
 /// certificate (for `tls-auth-clients yes`), all issued by the CA, and a second, unrelated CA whose trust must
 /// get nobody in. PEM files in a temporary folder, removed on deinit.
-public final class RedisTLSFixture {
+package final class RedisTLSFixture {
     /// The folder holding the files.
-    public let directory: URL
+    package let directory: URL
     /// The CA that issued the server and client certificates.
-    public var caFile: String { path("ca.pem") }
+    package var caFile: String { path("ca.pem") }
     /// A CA that issued nothing here.
-    public var otherCAFile: String { path("other-ca.pem") }
+    package var otherCAFile: String { path("other-ca.pem") }
     /// The server's certificate and key.
-    public var serverCertificateFile: String { path("server.pem") }
-    public var serverKeyFile: String { path("server-key.pem") }
+    package var serverCertificateFile: String { path("server.pem") }
+    package var serverKeyFile: String { path("server-key.pem") }
     /// A client certificate and key issued by `caFile`'s CA.
-    public var clientCertificateFile: String { path("client.pem") }
-    public var clientKeyFile: String { path("client-key.pem") }
+    package var clientCertificateFile: String { path("client.pem") }
+    package var clientKeyFile: String { path("client-key.pem") }
 
     /// Issues everything; the server certificate names `serverNames` (DNS names and IP addresses).
-    public init(serverNames: [String] = ["localhost", "127.0.0.1"]) throws {
+    package init(serverNames: [String] = ["localhost", "127.0.0.1"]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let now = Date()

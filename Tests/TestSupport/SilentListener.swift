@@ -6,11 +6,11 @@ import Foundation
 
 /// A loopback TCP port that takes connections (the kernel completes them from the backlog) and never answers or
 /// accepts: a client waits there for its server's first byte until its own deadline. Closed when let go.
-public final class SilentListener: Sendable {
-    public let port: Int
+package final class SilentListener: Sendable {
+    package let port: Int
     private let fd: Int32
 
-    public init() throws {
+    package init() throws {
         (fd, port) = try loopbackSocket(backlog: 16)
     }
 

@@ -5,15 +5,15 @@ import HTTPServer
 
 /// An HTTPS server for tests: the project's HTTP server with TLS (ALPN h2 and HTTP/1.1), a certificate
 /// for `localhost` and `127.0.0.1` issued by a throwaway CA (trust `caFile`), serving `handler`.
-public final class TLSTestServer: Sendable {
+package final class TLSTestServer: Sendable {
     /// The server; `server.port` is the bound port.
-    public let server: HTTP2Server
+    package let server: HTTP2Server
     /// A temporary folder holding the CA, certificate and key; removed on deinit.
-    public let directory: URL
+    package let directory: URL
     /// The CA certificate clients must trust.
-    public var caFile: String { directory.appendingPathComponent("ca.pem").path }
+    package var caFile: String { directory.appendingPathComponent("ca.pem").path }
 
-    public init(handler: any HTTPRequestHandler, caName: String = "Test CA") throws {
+    package init(handler: any HTTPRequestHandler, caName: String = "Test CA") throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let now = Date()

@@ -7,8 +7,8 @@ import Foundation
 /// A fake Redis on a loopback port that answers the first command of each connection with `reply`, one byte
 /// every `interval`, or never (when `interval` is nil): a server slow in the way a timeout per wait cannot
 /// see. Counts the reply bytes it has sent; `stop` closes every connection.
-public final class TricklingRedis: @unchecked Sendable {
-    public let port: Int
+package final class TricklingRedis: @unchecked Sendable {
+    package let port: Int
     private let reply: [UInt8]
     private let interval: Duration?
     private let listener: Int32
@@ -18,7 +18,7 @@ public final class TricklingRedis: @unchecked Sendable {
     private var stopped = false
 
     /// Listens on `port` (a free one when nil).
-    public init(port: Int? = nil, reply: [UInt8], interval: Duration?) throws {
+    package init(port: Int? = nil, reply: [UInt8], interval: Duration?) throws {
         self.reply = reply
         self.interval = interval
         let (listener, bound) = try loopbackSocket(port: port ?? 0, backlog: 16, reuseAddress: true)
@@ -28,10 +28,10 @@ public final class TricklingRedis: @unchecked Sendable {
     }
 
     /// The reply bytes sent so far, over all connections.
-    public var bytesSent: Int { lock.withLock { sent } }
+    package var bytesSent: Int { lock.withLock { sent } }
 
     /// Stops accepting and closes every connection (a client waiting for a reply then reads end of file).
-    public func stop() {
+    package func stop() {
         lock.withLock {
             stopped = true
             for fd in connections { shutdown(fd, Int32(SHUT_RDWR)) }
