@@ -8,13 +8,13 @@ import Yams
 /// UPPER_SNAKE (`limits.maxReceiveMessageBytes` → `APPSTORE_GATEWAY_LIMITS_MAX_RECEIVE_MESSAGE_BYTES`,
 /// `apps[0].keyId` → `APPSTORE_GATEWAY_APPS_0_KEY_ID`). Keys present in the file but never read are
 /// reported as unknown, so a misspelt key fails loudly instead of being ignored.
-public final class ConfigurationReader {
+package final class ConfigurationReader {
     private let root: Node?
     private let environment: [String: String]
     private var consumed: Set<String> = []
 
     /// Parses `yaml`; an empty document is an empty configuration.
-    public init(yaml: String, environment: [String: String]) throws(ConfigurationError) {
+    package init(yaml: String, environment: [String: String]) throws(ConfigurationError) {
         do {
             root = try Yams.compose(yaml: yaml)
         } catch {
@@ -28,7 +28,7 @@ public final class ConfigurationReader {
 
     // MARK: Scalars
 
-    public func string(_ path: String) throws(ConfigurationError) -> String? {
+    package func string(_ path: String) throws(ConfigurationError) -> String? {
         let node = node(at: path)
         if node != nil { consumed.insert(path) }
         if let value = environment[Self.environmentName(path)] { return value }
@@ -39,7 +39,7 @@ public final class ConfigurationReader {
         return scalar.string
     }
 
-    public func integer(_ path: String, in range: ClosedRange<Int>? = nil) throws(ConfigurationError) -> Int? {
+    package func integer(_ path: String, in range: ClosedRange<Int>? = nil) throws(ConfigurationError) -> Int? {
         guard let text = try string(path) else { return nil }
         guard let value = Int(text.trimmingSpaces()) else {
             throw ConfigurationError(key: path, problem: "must be an integer, got '\(text)'")
@@ -51,7 +51,7 @@ public final class ConfigurationReader {
         return value
     }
 
-    public func double(_ path: String, in range: ClosedRange<Double>? = nil) throws(ConfigurationError) -> Double? {
+    package func double(_ path: String, in range: ClosedRange<Double>? = nil) throws(ConfigurationError) -> Double? {
         guard let text = try string(path) else { return nil }
         guard let value = Double(text.trimmingSpaces()), value.isFinite else {
             throw ConfigurationError(key: path, problem: "must be a number, got '\(text)'")
@@ -63,7 +63,7 @@ public final class ConfigurationReader {
         return value
     }
 
-    public func bool(_ path: String) throws(ConfigurationError) -> Bool? {
+    package func bool(_ path: String) throws(ConfigurationError) -> Bool? {
         guard let text = try string(path) else { return nil }
         switch text.trimmingSpaces().lowercased() {
         case "true", "yes", "on", "1": return true
@@ -73,7 +73,7 @@ public final class ConfigurationReader {
     }
 
     /// A duration written with a unit: "250ms", "20s", "5m", "2h" (a bare number is seconds).
-    public func milliseconds(_ path: String) throws(ConfigurationError) -> UInt64? {
+    package func milliseconds(_ path: String) throws(ConfigurationError) -> UInt64? {
         guard let text = try string(path) else { return nil }
         guard let value = DurationText.milliseconds(text) else {
             throw ConfigurationError(
@@ -83,14 +83,14 @@ public final class ConfigurationReader {
     }
 
     /// A duration key (see `milliseconds`) as a `Duration`.
-    public func duration(_ path: String) throws(ConfigurationError) -> Duration? {
+    package func duration(_ path: String) throws(ConfigurationError) -> Duration? {
         try milliseconds(path).map { .milliseconds(Int64(clamping: $0)) }
     }
 
     // MARK: Collections
 
     /// The number of items of a list (0 when absent).
-    public func count(_ path: String) throws(ConfigurationError) -> Int {
+    package func count(_ path: String) throws(ConfigurationError) -> Int {
         guard let node = node(at: path) else { return 0 }
         consumed.insert(path)
         guard let sequence = node.sequence else {
@@ -100,7 +100,7 @@ public final class ConfigurationReader {
     }
 
     /// A list of strings (an environment override is comma-separated).
-    public func strings(_ path: String) throws(ConfigurationError) -> [String]? {
+    package func strings(_ path: String) throws(ConfigurationError) -> [String]? {
         let node = node(at: path)
         if node != nil { consumed.insert(path) }
         if let value = environment[Self.environmentName(path)] {
@@ -122,7 +122,7 @@ public final class ConfigurationReader {
     }
 
     /// The keys of a mapping (empty when absent).
-    public func keys(_ path: String) throws(ConfigurationError) -> [String] {
+    package func keys(_ path: String) throws(ConfigurationError) -> [String] {
         guard let node = node(at: path) else { return [] }
         consumed.insert(path)
         guard let mapping = node.mapping else {
@@ -132,17 +132,17 @@ public final class ConfigurationReader {
     }
 
     /// Whether `path` is a mapping of keys in the document (a section rather than a value).
-    public func isMapping(_ path: String) -> Bool { node(at: path)?.mapping != nil }
+    package func isMapping(_ path: String) -> Bool { node(at: path)?.mapping != nil }
 
     /// The environment variable that overrides `path`, when it is set (for a key that is a value in one form
     /// and a section in another, such as `admin`).
-    public func environmentOverride(_ path: String) -> String? { environment[Self.environmentName(path)] }
+    package func environmentOverride(_ path: String) -> String? { environment[Self.environmentName(path)] }
 
     /// Whether `path` is in the document at all (e.g. an empty list, which `count` cannot tell from absence).
-    public func isPresent(_ path: String) -> Bool { node(at: path) != nil }
+    package func isPresent(_ path: String) -> Bool { node(at: path) != nil }
 
     /// Fails on the first key of the file that no reader asked for.
-    public func rejectUnknownKeys() throws(ConfigurationError) {
+    package func rejectUnknownKeys() throws(ConfigurationError) {
         guard let root else { return }
         if let unknown = firstUnknown(root, path: "") {
             throw ConfigurationError(key: unknown, problem: "unknown key (misspelt, or not a setting of this version)")
@@ -150,7 +150,7 @@ public final class ConfigurationReader {
     }
 
     /// Every key present in the document but never read, in document order.
-    public func unknownKeys() -> [String] {
+    package func unknownKeys() -> [String] {
         guard let root else { return [] }
         var found: [String] = []
         collectUnknown(root, path: "", into: &found)
@@ -233,7 +233,7 @@ public final class ConfigurationReader {
     }
 
     /// `apps[0].keyId` → `APPSTORE_GATEWAY_APPS_0_KEY_ID`.
-    public static func environmentName(_ path: String) -> String {
+    package static func environmentName(_ path: String) -> String {
         var out = "APPSTORE_GATEWAY_"
         var previousLower = false
         for character in path {
@@ -251,10 +251,10 @@ public final class ConfigurationReader {
 }
 
 /// Durations written as text with a unit.
-public enum DurationText {
+package enum DurationText {
     /// "250ms", "20s", "5m", "2h", "30d", or a bare number of seconds → milliseconds; nil when malformed or longer
     /// than 100 years (so every value also fits `Int64` and `Duration` arithmetic: "1e30s" must not trap).
-    public static func milliseconds(_ text: String) -> UInt64? {
+    package static func milliseconds(_ text: String) -> UInt64? {
         let trimmed = text.trimmingSpaces()
         let units: [(String, Double)] = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)]
         for (suffix, factor) in units where trimmed.hasSuffix(suffix) {

@@ -5,17 +5,17 @@ import GatewayFoundation
 
 extension GatewayConfiguration {
     /// The `tls` keys: the caller-access watcher's own.
-    public typealias TLS = AccessFileWatcher.TLS
+    package typealias TLS = AccessFileWatcher.TLS
 
     /// How callers authenticate (keys under `authentication`).
-    public struct Authentication: Sendable, Hashable {
+    package struct Authentication: Sendable, Hashable {
         /// `authentication.jwt`: bearer tokens in the `authorization` metadata; nil = not accepted.
-        public var jwt: JWT?
+        package var jwt: JWT?
 
-        public init() {}
+        package init() {}
 
         /// `authentication.jwt`: the bearer-token verifier's own settings.
-        public typealias JWT = BearerTokenVerifier.Settings
+        package typealias JWT = BearerTokenVerifier.Settings
     }
 
     /// Reads `tls`, `authentication` and `callers` into `config` (after `apps`, which callers name), returning

@@ -9,7 +9,7 @@ import Services
 
 extension AppKeySigner {
     /// The key of every app that calls Apple (all but Xcode apps), by bundle id, from their key files.
-    public static func loadAll(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [String:
+    package static func loadAll(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [String:
         any ES256Signer]
     {
         var signers: [String: any ES256Signer] = [:]
@@ -24,7 +24,7 @@ extension AppKeySigner {
 
 extension ResumeTokenKeyRing {
     /// The ring the configuration names, read and checked; nil when `notifications.resumeTokenKeyFile` is unset.
-    public static func keys(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [[UInt8]]? {
+    package static func keys(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [[UInt8]]? {
         let path = configuration.notifications.resumeTokenKeyFile
         guard !path.isEmpty else { return nil }
         return try load(path: path, allowReadableFile: configuration.apple.allowReadableKeyFiles)
@@ -34,7 +34,7 @@ extension ResumeTokenKeyRing {
 extension AdminBearerToken {
     /// The token the configuration names, read and checked; nil when `admin.bearerTokenFile` is unset or the
     /// admin port is off.
-    public static func token(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [UInt8]? {
+    package static func token(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [UInt8]? {
         let path = configuration.adminBearerTokenFile
         guard configuration.admin != nil, !path.isEmpty else { return nil }
         return try load(path: path, allowReadableFile: configuration.apple.allowReadableKeyFiles)
@@ -44,7 +44,7 @@ extension AdminBearerToken {
 extension TeamWebhook {
     /// The secrets of every `subscriptions.webhooks` entry, in order, read and checked: an unreadable or empty file
     /// is a problem naming its key (`subscriptions.webhooks[0].secretFile`).
-    public static func secrets(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [[[UInt8]]] {
+    package static func secrets(_ configuration: GatewayConfiguration) throws(ConfigurationError) -> [[[UInt8]]] {
         var secrets: [[[UInt8]]] = []
         for (index, webhook) in configuration.subscriptions.webhooks.enumerated() {
             secrets.append(

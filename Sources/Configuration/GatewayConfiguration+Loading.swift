@@ -11,7 +11,7 @@ import SubscriptionState
 extension GatewayConfiguration {
     /// Parses and validates a YAML configuration; environment variables override keys (see
     /// `ConfigurationReader`). The first problem found is thrown, naming its key.
-    public static func load(yaml: String, environment: [String: String] = [:]) throws(ConfigurationError) -> Self {
+    package static func load(yaml: String, environment: [String: String] = [:]) throws(ConfigurationError) -> Self {
         let (config, problems) = try check(yaml: yaml, environment: environment)
         if let first = problems.first { throw first }
         return config
@@ -19,7 +19,7 @@ extension GatewayConfiguration {
 
     /// Parses a YAML configuration and returns every problem found, one per bad key (`check-config`
     /// reports them all at once). Only a document that is not YAML at all is thrown.
-    public static func check(
+    package static func check(
         yaml: String, environment: [String: String] = [:]
     ) throws(ConfigurationError) -> (GatewayConfiguration, [ConfigurationError]) {
         let reader = try ConfigurationReader(yaml: yaml, environment: environment)
@@ -195,7 +195,7 @@ extension GatewayConfiguration {
 
     /// Resolves relative file paths (keys, CA bundle, roots) against `directory`, the configuration file's
     /// folder, so a configuration works from any working directory.
-    public mutating func resolvePaths(relativeTo directory: String) {
+    package mutating func resolvePaths(relativeTo directory: String) {
         func resolve(_ path: String) -> String {
             path.isEmpty || path.hasPrefix("/") ? path : directory + "/" + path
         }

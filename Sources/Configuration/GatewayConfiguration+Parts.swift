@@ -11,7 +11,7 @@ import SignedData
 extension AppStoreAPIClient {
     /// A client for `configuration`'s apps (see the designated initializer): a `callers` list makes listed
     /// callers compete for each app's budget by weight.
-    public convenience init(
+    package convenience init(
         configuration: GatewayConfiguration, http: UpstreamHTTPClient, signers: [String: any ES256Signer],
         clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.upstream"),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
@@ -26,7 +26,7 @@ extension AppStoreAPIClient {
 
 extension AppStoreGatewayService {
     /// The service for `configuration` (see the designated initializer).
-    public init(
+    package init(
         configuration: GatewayConfiguration, verifier: SignedDataVerifier, client: AppStoreAPIClient,
         resumeTokenKeys: ResumeTokenKeyRing, clock: any GatewayClock = SystemClock(), live: LiveNotificationFeed? = nil,
         metrics: ServiceMetrics = ServiceMetrics()

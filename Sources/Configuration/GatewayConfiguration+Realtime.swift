@@ -5,7 +5,7 @@ import Services
 
 extension GatewayConfiguration {
     /// The `notifications.realtime` keys: the realtime broker's own settings.
-    public typealias Realtime = RealtimeBroker.Settings
+    package typealias Realtime = RealtimeBroker.Settings
 
     /// Reads the `notifications.realtime` keys (after `apps` and `notifications.webhook`, which they check).
     static func realtime(_ reader: ConfigurationReader, into config: inout GatewayConfiguration)

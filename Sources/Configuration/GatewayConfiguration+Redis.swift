@@ -6,7 +6,7 @@ import Redis
 
 extension GatewayConfiguration {
     /// The `redis` keys: the shared rate budget's own settings.
-    public typealias Redis = SharedRateBudget.Settings
+    package typealias Redis = SharedRateBudget.Settings
 
     /// Reads the `redis` keys.
     static func redis(_ reader: ConfigurationReader) throws(ConfigurationError) -> Redis {

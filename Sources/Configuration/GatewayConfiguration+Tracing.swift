@@ -3,7 +3,7 @@ import Tracing
 
 extension GatewayConfiguration {
     /// The `tracing` keys: the exporter's own settings.
-    public typealias Tracing = OTLPTracer.Settings
+    package typealias Tracing = OTLPTracer.Settings
 
     /// Reads the `tracing` keys, each overridden by its `OTEL_*` variable in `environment` (an empty variable
     /// counts as unset, as OpenTelemetry says).

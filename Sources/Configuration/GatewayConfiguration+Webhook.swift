@@ -6,9 +6,9 @@ import NotificationStore
 
 extension GatewayConfiguration {
     /// The `notifications.webhook` keys: the webhook's own settings.
-    public typealias Webhook = NotificationWebhook.Settings
+    package typealias Webhook = NotificationWebhook.Settings
     /// The `notifications.store` keys: the store's own settings.
-    public typealias NotificationStorage = NotificationStoreSettings
+    package typealias NotificationStorage = NotificationStoreSettings
 
     /// Reads the `notifications.webhook` and `notifications.store` keys (after `redis`, which they check).
     static func webhookAndStore(_ reader: ConfigurationReader, into config: inout GatewayConfiguration)

@@ -10,112 +10,112 @@ import SubscriptionState
 import Tracing
 
 /// The gateway's whole configuration (README "Configuration" documents every key and default).
-public struct GatewayConfiguration: Sendable {
+package struct GatewayConfiguration: Sendable {
     /// The gRPC port: `listen`, `threads`, the keys under `limits` and `connection`, and `shutdown.grace`, in the
     /// gRPC server's own configuration, whose defaults are the keys' defaults (0 where a key allows it: nil).
-    public var grpc = GRPCServerConfiguration()
+    package var grpc = GRPCServerConfiguration()
     /// Admin HTTP/1.1 address for `/metrics`, `/healthz`, `/readyz`; nil ("") = off. Key `admin`, default "0.0.0.0:9090".
-    public var admin: ListenAddress? = ListenAddress(host: "0.0.0.0", port: 9090)
+    package var admin: ListenAddress? = ListenAddress(host: "0.0.0.0", port: 9090)
     /// The bearer token `/metrics` (and every admin path but the probes' `/healthz` and `/readyz`) requires:
     /// the path of a file holding it, re-read when it changes; "" (the default) = no token asked for. Key
     /// `admin.bearerTokenFile` (with `admin` a mapping whose `listen` is the address).
-    public var adminBearerTokenFile = ""
+    package var adminBearerTokenFile = ""
     /// Shutdown timing: `shutdown.drainDelay` (`shutdown.grace` is the gRPC server's, `grpc.shutdownGrace`).
-    public var shutdown = Shutdown()
+    package var shutdown = Shutdown()
     /// The Apple apps callers may name. Key `apps`.
-    public var apps: [App] = []
+    package var apps: [App] = []
 
     /// Each app's name by its bundle id (the first app wins a bundle id listed twice): how metrics and logs
     /// name an app that the Apple-side code knows by bundle id.
-    public var appNamesByBundleID: [String: String] {
+    package var appNamesByBundleID: [String: String] {
         Dictionary(apps.map { ($0.bundleId, $0.name) }, uniquingKeysWith: { first, _ in first })
     }
     /// Apple's hosts. Keys under `apple`.
-    public var apple = Apple()
+    package var apple = Apple()
     /// Signed-data verification. Keys under `verification`.
-    public var verification = Verification()
+    package var verification = Verification()
     /// Logging. Keys under `logging`.
-    public var logging = Logging()
+    package var logging = Logging()
     /// Local rate limits for calls to Apple. Keys under `rateLimits` (per app: `apps[i].rateLimits`).
-    public var rateLimits = RateLimiting()
+    package var rateLimits = RateLimiting()
     /// Retries of failed Apple calls. Keys under `retries`.
-    public var retries = RetryPolicy.defaults
+    package var retries = RetryPolicy.defaults
     /// Transaction history paging. Keys under `history`.
-    public var history = History()
+    package var history = History()
     /// Notification history streams. Keys under `notifications`.
-    public var notifications = Notifications()
+    package var notifications = Notifications()
     /// The subscription state. Keys under `subscriptions` (entitlements are per app: `apps[i].entitlements`).
-    public var subscriptions = SubscriptionStateSettings()
+    package var subscriptions = SubscriptionStateSettings()
     /// The rate budget shared by replicas. Keys under `redis` (see `GatewayConfiguration+Redis.swift`).
-    public var redis = Redis()
+    package var redis = Redis()
     /// TLS on the gRPC port; nil = h2c. Keys under `tls` (see `GatewayConfiguration+Access.swift`).
-    public var tls: TLS?
+    package var tls: TLS?
     /// How callers prove who they are. Keys under `authentication`.
-    public var authentication = Authentication()
+    package var authentication = Authentication()
     /// Who may call, for which apps, with what share; nil = open (anyone, every app). Key `callers`.
-    public var callers: [Caller]?
+    package var callers: [Caller]?
     /// OpenTelemetry trace export; off without an endpoint. Keys under `tracing` (and `OTEL_*` variables).
-    public var tracing = Tracing()
+    package var tracing = Tracing()
 
-    public init() {}
+    package init() {}
 
     /// Shutdown timing.
-    public struct Shutdown: Sendable, Hashable {
+    package struct Shutdown: Sendable, Hashable {
         /// After SIGTERM, readiness is NOT_SERVING but calls are still taken for this long, while endpoints
         /// propagate (Kubernetes removes the pod from Services concurrently); then GOAWAY, and calls in flight
         /// get `shutdown.grace`. `shutdown.drainDelay`, 5s.
-        public var drainDelay: Duration = .seconds(5)
-        public init() {}
+        package var drainDelay: Duration = .seconds(5)
+        package init() {}
     }
 
     // Each section's type is its layer's own settings type, named here by its section.
     /// The `history` keys: the service's own.
-    public typealias History = AppStoreGatewayService.History
+    package typealias History = AppStoreGatewayService.History
     /// The `apple` keys: the Apple API client's own.
-    public typealias Apple = AppStoreAPIClient.Apple
+    package typealias Apple = AppStoreAPIClient.Apple
     /// The `rateLimits` keys: the Apple API client's own.
-    public typealias RateLimiting = AppStoreAPIClient.RateLimiting
+    package typealias RateLimiting = AppStoreAPIClient.RateLimiting
     /// The `verification` keys: the verifier's own settings.
-    public typealias Verification = SignedDataVerifier.Settings
+    package typealias Verification = SignedDataVerifier.Settings
     /// Apple's online checks (`verification.onlineChecks` and friends), the verifier's own.
-    public typealias OnlineChecks = SignedDataVerifier.OnlineChecks
+    package typealias OnlineChecks = SignedDataVerifier.OnlineChecks
     /// An app's environment policy (`apps[i].environment`), the domain's own type.
-    public typealias EnvironmentPolicy = AppStoreDomain.EnvironmentPolicy
+    package typealias EnvironmentPolicy = AppStoreDomain.EnvironmentPolicy
     /// One configured app (`apps[i]`), the domain's own type.
-    public typealias App = AppStoreDomain.App
+    package typealias App = AppStoreDomain.App
     /// One entry of `callers`, the domain's own type.
-    public typealias Caller = ListedCaller
+    package typealias Caller = ListedCaller
     /// One app's default realtime answer (`notifications.realtime.defaults[i]`), the domain's own type.
-    public typealias RealtimeDefault = AppStoreDomain.RealtimeDefault
+    package typealias RealtimeDefault = AppStoreDomain.RealtimeDefault
 
     /// Notification history streams (StreamNotifications).
-    public struct Notifications: Sendable, Hashable {
+    package struct Notifications: Sendable, Hashable {
         /// `notifications.resumeTokenKeyFile`: the key ring that authenticates resume tokens (HMAC-SHA256), one
         /// base64 key of 32 to 256 bytes per line, `#` comments allowed; the first key signs, every key
         /// verifies. Default "": a random key per process (tokens survive neither a restart nor another replica).
-        public var resumeTokenKeyFile = ""
+        package var resumeTokenKeyFile = ""
         /// `notifications.resumeTokenMaxAge`: a resume token issued longer ago than this is refused
         /// (INVALID_ARGUMENT, RESUME_TOKEN_EXPIRED). Default 30d.
-        public var resumeTokenMaxAge: Duration = .seconds(30 * 86_400)
+        package var resumeTokenMaxAge: Duration = .seconds(30 * 86_400)
         /// The webhook receiver. Keys under `notifications.webhook` (`GatewayConfiguration+Webhook.swift`).
-        public var webhook = Webhook()
+        package var webhook = Webhook()
         /// Its store. Keys under `notifications.store`.
-        public var store = NotificationStorage()
+        package var store = NotificationStorage()
         /// The hosted realtime URL on the webhook listener. Keys under `notifications.realtime`.
-        public var realtime = Realtime()
+        package var realtime = Realtime()
         /// Endpoints every stored notification is relayed to, as Apple sent it. Key `notifications.forward`.
-        public var forward: [NotificationRelay.Settings] = []
-        public init() {}
+        package var forward: [NotificationRelay.Settings] = []
+        package init() {}
     }
 
     /// Logging.
-    public struct Logging: Sendable, Hashable {
+    package struct Logging: Sendable, Hashable {
         /// trace, debug, info, notice, warning, error or critical. `logging.level`, info.
-        public var level = "info"
+        package var level = "info"
         /// `json` (one object per line) or `text`. `logging.format`, json.
-        public var format = "json"
+        package var format = "json"
         /// One info line per RPC (health checks excepted). `logging.accessLog`, true.
-        public var accessLog = true
-        public init() {}
+        package var accessLog = true
+        package init() {}
     }
 }

@@ -18,9 +18,9 @@ import Synchronization
 /// `..data` symlink are all seen. A file that fails to load keeps the previous version in force, is logged at
 /// error level (`kept the previous …`) and counted in `appstore_gateway_reload_failures_total{file}`; it is
 /// tried again at its next change.
-public final class AccessFileWatcher: Sendable {
+package final class AccessFileWatcher: Sendable {
     /// Files read together, and what re-reads them.
-    public struct Watched: Sendable {
+    package struct Watched: Sendable {
         var paths: [String]
         /// The `file` label of the reload failures: a fixed name ("tls", "jwks", "resume_token_keys").
         var file: String
@@ -29,7 +29,7 @@ public final class AccessFileWatcher: Sendable {
         var reload: @Sendable () throws -> Void
 
         /// Runs `reload` after any of `paths` changes; an error it throws keeps what is in force.
-        public init(paths: [String], file: String, what: String, reload: @escaping @Sendable () throws -> Void) {
+        package init(paths: [String], file: String, what: String, reload: @escaping @Sendable () throws -> Void) {
             self.paths = paths
             self.file = file
             self.what = what
@@ -46,7 +46,7 @@ public final class AccessFileWatcher: Sendable {
 
     /// Watches `jwt.jwksFile` for `authenticator`, the `tls` files for `context` (its key judged like a `.p8`,
     /// `KeyFileAccess`), and `others`; failed reloads are counted in `registry`.
-    public init(
+    package init(
         jwt: BearerTokenVerifier.Settings?, authenticator: CallerAuthenticator?,
         tls: AccessFileWatcher.TLS?, context: TLSContext?, allowReadableKeyFiles: Bool = false, logger: Logger,
         registry: MetricsRegistry? = nil,
@@ -88,7 +88,7 @@ public final class AccessFileWatcher: Sendable {
     }
 
     /// Reads and parses a JWKS file (at most `JSONWebKeySet.maxDocumentBytes`); at least one key must be usable.
-    public static func loadKeys(_ path: String) throws -> JSONWebKeySet {
+    package static func loadKeys(_ path: String) throws -> JSONWebKeySet {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ConfigurationError(key: "authentication.jwt.jwksFile", problem: "cannot read '\(path)'")
         }
@@ -104,7 +104,7 @@ public final class AccessFileWatcher: Sendable {
     }
 
     /// Starts watching (once).
-    public func start() {
+    package func start() {
         guard !watched.isEmpty, !running.exchange(true, ordering: .relaxed) else { return }
         let stamps = watched.map { $0.paths.map(Self.stamp) }
         Thread.start(named: "access-watch") { [self] in
@@ -141,7 +141,7 @@ public final class AccessFileWatcher: Sendable {
     }
 
     /// Stops watching (the thread ends within one interval).
-    public func stop() { stopped.withLock { $0 = true } }
+    package func stop() { stopped.withLock { $0 = true } }
 
     /// What identifies a file's content without reading it: device, inode, size and modification time of
     /// the file a path resolves to (nil when it cannot be stat'ed).

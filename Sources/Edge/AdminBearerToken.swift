@@ -15,31 +15,31 @@ import Logging
 /// Only an HMAC of the token under a key of this process is kept, and a presented token is checked by
 /// comparing its HMAC in constant time (`HMACSHA256.isValid`): how long a refusal takes tells nothing about
 /// the token, not even its length. `replace` puts a reloaded token in force while requests read it.
-public final class AdminBearerToken: Sendable {
+package final class AdminBearerToken: Sendable {
     /// The longest token file read.
-    public static let maximumFileBytes = 4096
+    package static let maximumFileBytes = 4096
     /// The shortest token accepted, in characters (`openssl rand -base64 32` writes 44).
-    public static let minimumCharacters = 32
+    package static let minimumCharacters = 32
     static let configurationKey = "admin.bearerTokenFile"
 
     private let key: [UInt8]
     private let code: Lock<[UInt8]>
 
     /// A holder of `token` (its bytes as sent after `Bearer `).
-    public init(token: [UInt8]) {
+    package init(token: [UInt8]) {
         var generator = SystemRandomNumberGenerator()
         key = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
         code = Lock(HMACSHA256.authenticationCode(key: key, message: token))
     }
 
     /// Puts `token` in force (a reloaded file).
-    public func replace(with token: [UInt8]) {
+    package func replace(with token: [UInt8]) {
         let replacement = HMACSHA256.authenticationCode(key: key, message: token)
         code.withLock { $0 = replacement }
     }
 
     /// Whether `credentials` (what followed `Bearer `) is the token, compared in constant time.
-    public func accepts(_ credentials: some Collection<UInt8>) -> Bool {
+    package func accepts(_ credentials: some Collection<UInt8>) -> Bool {
         let expected = code.withLock { $0 }
         return HMACSHA256.isValid(expected, key: key, message: Array(credentials))
     }
@@ -47,7 +47,7 @@ public final class AdminBearerToken: Sendable {
     /// Reads and parses the token file at `path`. It is a secret, so it is judged like the apps' `.p8` keys:
     /// through symlinks (a Kubernetes Secret volume), refused when others may read it or a group other than
     /// the process's own (`KeyFileAccess`), unless `allowReadableFile` (`apple.allowReadableKeyFiles`).
-    public static func load(path: String, allowReadableFile: Bool) throws(ConfigurationError) -> [UInt8] {
+    package static func load(path: String, allowReadableFile: Bool) throws(ConfigurationError) -> [UInt8] {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             throw ConfigurationError(
@@ -72,7 +72,7 @@ public final class AdminBearerToken: Sendable {
     /// --from-file` keeps the file's newline). It must be an RFC 6750 §2.1 `b64token` (letters, digits,
     /// `-._~+/`, then `=` padding), so a client can send it as is, and at least `minimumCharacters` long. A
     /// problem never quotes the content: it is a secret.
-    public static func parse(_ bytes: [UInt8], path: String) throws(ConfigurationError) -> [UInt8] {
+    package static func parse(_ bytes: [UInt8], path: String) throws(ConfigurationError) -> [UInt8] {
         func refuse(_ problem: String) -> ConfigurationError {
             ConfigurationError(key: configurationKey, problem: "'\(path)' \(problem)")
         }
@@ -108,7 +108,7 @@ public final class AdminBearerToken: Sendable {
     /// What re-reads the token file at `path` when it changes (a Kubernetes Secret update): the new token is
     /// in force at once; a file that fails to load leaves the token in force (the watcher logs it at error level
     /// and counts it as `file="admin_token"`). Never logs the token.
-    public func watching(path: String, allowReadableFile: Bool, logger: Logger) -> AccessFileWatcher.Watched {
+    package func watching(path: String, allowReadableFile: Bool, logger: Logger) -> AccessFileWatcher.Watched {
         AccessFileWatcher.Watched(paths: [path], file: "admin_token", what: "admin bearer token") { [self] in
             replace(with: try Self.load(path: path, allowReadableFile: allowReadableFile))
             logger.info("reloaded the admin bearer token", metadata: ["file": "\(path)"])

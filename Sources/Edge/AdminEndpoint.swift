@@ -14,7 +14,7 @@ import SignedData
 /// `WWW-Authenticate: Bearer` challenge (RFC 6750 §3) unless the request carries the token, so an unknown
 /// path tells a scanner nothing either. The probes stay open: a kubelet probe carries no credentials, and
 /// they say only whether the process is alive and taking calls.
-public struct AdminEndpoint: HTTPRequestHandler {
+package struct AdminEndpoint: HTTPRequestHandler {
     let registry: MetricsRegistry
     let board: HealthStatusBoard
     let readinessService: String
@@ -22,12 +22,12 @@ public struct AdminEndpoint: HTTPRequestHandler {
     let token: AdminBearerToken?
 
     /// The paths answered without the bearer token: the liveness and readiness probes'.
-    public static let openPaths: Set<String> = ["/healthz", "/readyz"]
+    package static let openPaths: Set<String> = ["/healthz", "/readyz"]
 
     /// `connections` (each port's connection statistics, by port name; "grpc" is the gRPC port) and
     /// `verifier` feed gauges read at each scrape; `appNames` maps bundle ids to the app names the other
     /// metrics' `app` label uses; `token`, when given, guards every path but `openPaths`.
-    public init(
+    package init(
         registry: MetricsRegistry, board: HealthStatusBoard, readinessService: String,
         connections: @escaping @Sendable () -> [String: ConnectionStatistics], verifier: SignedDataVerifier,
         rateLimiter: RateLimiter, upstream: @escaping @Sendable () -> UpstreamMetrics = { UpstreamMetrics() },
@@ -147,7 +147,7 @@ public struct AdminEndpoint: HTTPRequestHandler {
     /// The admin port's transport: GET and HEAD only, no request body at all, a request head within 8 KiB
     /// and 10 s, idle keep-alive connections closed after 60 s, no maximum age, at most 64 connections. Scrapers
     /// and probes need nothing more, and anyone who can reach the port gets nothing more to hold memory with.
-    public static var transportLimits: HTTP2Configuration {
+    package static var transportLimits: HTTP2Configuration {
         var configuration = HTTP2Configuration()
         configuration.maxConnectionAge = nil
         configuration.maxConnections = 64
@@ -159,7 +159,7 @@ public struct AdminEndpoint: HTTPRequestHandler {
         return configuration
     }
 
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
             return HTTPResponse(status: 405, headers: [("allow", "GET, HEAD")])
         }

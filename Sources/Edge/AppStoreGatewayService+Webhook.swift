@@ -6,7 +6,7 @@ import Services
 
 extension AppStoreGatewayService {
     /// The webhook receiver for `webhook`, verifying with this service's verifier and pool, storing in `live`.
-    public func webhook(
+    package func webhook(
         path: String, live: LiveNotificationFeed, clock: any GatewayClock = SystemClock()
     ) -> NotificationWebhook {
         NotificationWebhook(
@@ -17,7 +17,7 @@ extension AppStoreGatewayService {
     /// The hosted realtime URL for `settings` (nil when its path is empty), answering through this service's
     /// `ServeRealtimeRequests` streams; `clock` tells each request's age. Warns of each default that is a V1
     /// promotional offer: its signature names no customer, so whoever sees one answer can redeem the offer.
-    public func realtimeEndpoint(
+    package func realtimeEndpoint(
         _ settings: RealtimeBroker.Settings, metrics: RealtimeMetrics, clock: any GatewayClock = SystemClock()
     ) -> RealtimeEndpoint? {
         guard !settings.path.isEmpty else { return nil }

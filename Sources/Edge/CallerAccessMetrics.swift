@@ -4,13 +4,13 @@ import Metrics
 /// The caller guard's series: calls refused before any handler ran, by reason, and calls admitted, by listed
 /// caller. The `caller` label only ever holds identities listed in `callers` (the guard counts no other), so
 /// its values are bounded by the configuration; `reason` is a fixed set.
-public final class CallerAccessMetrics: Sendable {
+package final class CallerAccessMetrics: Sendable {
     package let refusals: CounterFamily
     package let admitted: CounterFamily
 
     /// The families, registered in `registry`; every refusal reason, and each of `listedCallers`, starts at 0
     /// so dashboards see the series.
-    public init(registry: MetricsRegistry, listedCallers: [String] = []) {
+    package init(registry: MetricsRegistry, listedCallers: [String] = []) {
         refusals = registry.counter(
             "appstore_gateway_access_refusals_total",
             help: "Calls refused before any handler ran: UNAUTHENTICATED causes and PERMISSION_DENIED reasons.",

@@ -8,14 +8,14 @@ import Services
 
 /// The gateway's `CallGuard`: authentication and the `callers` policy, with refusals as `GatewayError`s (so
 /// their status comes from the one mapping) and counted by reason.
-public final class CallerGuard: CallGuard {
-    public let authenticator: CallerAuthenticator
+package final class CallerGuard: CallGuard {
+    package let authenticator: CallerAuthenticator
     /// `tls.identityFromCommonName`: a client certificate's subject CN counts as a name (`cn:<name>`).
-    public let identityFromCommonName: Bool
+    package let identityFromCommonName: Bool
     private let metrics: CallerAccessMetrics
 
     /// Refusals and listed callers' admissions count in `metrics`.
-    public init(
+    package init(
         authenticator: CallerAuthenticator, identityFromCommonName: Bool = false,
         metrics: CallerAccessMetrics = CallerAccessMetrics(registry: MetricsRegistry())
     ) {
@@ -24,7 +24,7 @@ public final class CallerGuard: CallGuard {
         self.metrics = metrics
     }
 
-    public func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
+    package func admit(method: String, metadata: [(name: String, value: String)], peer: PeerCertificateIdentity?)
         -> Result<(any AdmittedCaller)?, RPCStatus>
     {
         let authorization = metadata.first(where: { $0.name == "authorization" })?.value
@@ -53,7 +53,7 @@ public final class CallerGuard: CallGuard {
         }
     }
 
-    public func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus? {
+    package func authorize(_ caller: (any AdmittedCaller)?, app: String, method: String) -> RPCStatus? {
         // `caller` is what `admit` returned: a `CallerIdentity` or nil.
         let caller = caller as? CallerIdentity
         guard let refusal = authenticator.withPolicy({ $0.authorize(caller, app: app) }) else { return nil }
@@ -63,7 +63,7 @@ public final class CallerGuard: CallGuard {
 
     /// After a reload of `callers`: an open call goes on only if its caller is still listed, still holds the
     /// method's permission and may still use every app the call was allowed (counted like any refusal).
-    public func recheck(_ caller: (any AdmittedCaller)?, method: String, apps: [String]) -> RPCStatus? {
+    package func recheck(_ caller: (any AdmittedCaller)?, method: String, apps: [String]) -> RPCStatus? {
         // Anonymous calls exist in open mode only, which a reload never closes.
         guard let caller = caller as? CallerIdentity else { return nil }
         let refusal: AccessRefusal? = authenticator.withPolicy { policy in
@@ -86,10 +86,10 @@ public final class CallerGuard: CallGuard {
 
 extension CallerIdentity: AdmittedCaller {
     /// The identity as configured (or the name's notation).
-    public var displayName: String { identity }
+    package var displayName: String { identity }
 
     /// Runs `body` with this caller as `CallerIdentity.current` (the rate budget's fair share reads it).
-    public func bindingCurrent<Result: Sendable>(_ body: () async -> Result) async -> Result {
+    package func bindingCurrent<Result: Sendable>(_ body: () async -> Result) async -> Result {
         await Self.$current.withValue(self) { await body() }
     }
 }

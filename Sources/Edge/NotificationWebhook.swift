@@ -16,7 +16,7 @@ import SignedData
 /// id, appAppleId, environment) this gateway is not configured for; 503 when the store (or the
 /// verification pool) cannot take it now, so Apple retries. Chain validation runs on the verification pool
 /// and the store on its own thread: the handler only awaits them.
-public struct NotificationWebhook: HTTPRequestHandler {
+package struct NotificationWebhook: HTTPRequestHandler {
     let path: String
     let verifier: SignedDataVerifier
     let pool: VerificationPool
@@ -28,9 +28,9 @@ public struct NotificationWebhook: HTTPRequestHandler {
     let retention: NotificationRetention
     let logger = Logger(label: "appstore-gateway.webhook")
     /// Where the SERVER span of each delivery and the CLIENT span of its store commit go.
-    public var tracer: any Tracer = SilentTracer()
+    package var tracer: any Tracer = SilentTracer()
     /// The hosted realtime URL on the same listener (`notifications.realtime.path`); nil = none.
-    public var realtime: RealtimeEndpoint?
+    package var realtime: RealtimeEndpoint?
 
     /// The outcome of one delivery, before it becomes an HTTP answer (tests read it directly).
     enum Outcome: Equatable {
@@ -61,7 +61,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
 
     /// Error answers are fixed texts: they never echo the configured path (which would tell a scanner where
     /// the receiver is) nor request bytes; the detail goes to the log.
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
         if let realtime, request.path == realtime.path { return await realtime.handle(request) }
         guard request.path == path else {
             metrics.reject("path")
@@ -225,7 +225,7 @@ public struct NotificationWebhook: HTTPRequestHandler {
     /// `timeout`, idle keep-alive connections closed after 30 s, no maximum age, at most `maxConnections`
     /// connections. No call is ever "admitted" here (that is the gRPC guard's word), so the gRPC port's
     /// `unauthenticatedIdleTimeout` does not apply: the request deadline and the idle timeout bound a connection.
-    public static func transportLimits(_ webhook: NotificationWebhook.Settings) -> HTTP2Configuration {
+    package static func transportLimits(_ webhook: NotificationWebhook.Settings) -> HTTP2Configuration {
         var configuration = HTTP2Configuration()
         configuration.maxConnectionAge = nil
         configuration.unauthenticatedIdleTimeout = nil

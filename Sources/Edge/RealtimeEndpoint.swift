@@ -18,7 +18,7 @@ import SignedData
 /// a repeat; 400 for a body that is not a realtime request Apple signed, or one signed more than `maxRequestAge`
 /// ago or in the future; 403 for one of an app this gateway is not configured for, 503 when the verification pool
 /// is full.
-public struct RealtimeEndpoint: Sendable {
+package struct RealtimeEndpoint: Sendable {
     let path: String
     let timeout: Duration
     let verifier: SignedDataVerifier
@@ -33,7 +33,7 @@ public struct RealtimeEndpoint: Sendable {
     let logger = Logger(label: "appstore-gateway.realtime")
 
     /// Answers one request to `path` (the caller routed it here by path).
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let arrival = MonotonicInstant.now()
         guard request.method == "POST" else {
             metrics.reject("method")

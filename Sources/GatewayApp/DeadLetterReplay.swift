@@ -10,20 +10,20 @@ import Services
 /// `appstore-gateway events replay`: sends a sink's dead letters again, each with the exact body it was given up
 /// with, freshly signed, and removes each one the endpoint acknowledges (2xx). Runs against the notification
 /// store while gateways may be serving it (SQLite in WAL mode, or PostgreSQL: both write in short transactions).
-public enum DeadLetterReplay {
+package enum DeadLetterReplay {
     /// What a replay did.
-    public struct Report: Sendable, Hashable {
+    package struct Report: Sendable, Hashable {
         /// Dead letters sent and acknowledged (removed).
-        public var delivered = 0
+        package var delivered = 0
         /// Dead letters sent and not acknowledged (kept), and why the last one failed.
-        public var failed = 0
-        public var lastProblem: String?
+        package var failed = 0
+        package var lastProblem: String?
     }
 
     /// Replays the dead letters of the sink whose URL is `url` (a `subscriptions.webhooks` entry, or a
     /// `notifications.forward` one) that died at or after `deadSince` (UNIX ms). Throws a `GatewayStartError`
     /// naming what is wrong when the sink or its store cannot be found.
-    public static func run(_ configuration: GatewayConfiguration, url: String, deadSince: Int64)
+    package static func run(_ configuration: GatewayConfiguration, url: String, deadSince: Int64)
         async throws(GatewayStartError) -> Report
     {
         let endpoint: EventSink<Int>.Endpoint

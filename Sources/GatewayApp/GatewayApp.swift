@@ -20,15 +20,15 @@ import Tracing
 /// and reflection services, the caller checks and the watcher of their files, the notification store and webhook
 /// port, and the admin endpoint. `init` builds what needs no socket (a bad file or key stops it there); `start`
 /// binds and starts the ports; `stop` drains and stops them. The `serve` command and the tests start the gateway here.
-public final class GatewayApp {
+package final class GatewayApp {
     /// What it was built from.
-    public let configuration: GatewayConfiguration
+    package let configuration: GatewayConfiguration
     /// The gateway's service (its verifier, rate limiter and handlers).
-    public let service: AppStoreGatewayService
+    package let service: AppStoreGatewayService
     /// Health statuses: the gateway's service is SERVING from `start` until `stop` begins.
-    public let board: HealthStatusBoard
+    package let board: HealthStatusBoard
     /// The metrics every part reports to (the admin endpoint's `/metrics`).
-    public let registry: MetricsRegistry
+    package let registry: MetricsRegistry
     /// The gRPC server's call metrics (go-grpc-prometheus names).
     private let rpcMetrics: RPCMetrics
     /// One line per call (`logging.accessLog`; nil when off).
@@ -56,7 +56,7 @@ public final class GatewayApp {
     /// Builds the service, the notification store and the caller checks from `configuration`, reading every
     /// file it names; binds nothing. With `configurationFile` (what `configuration` was read from), its `callers`
     /// are re-read when the file changes (README "Permissions").
-    public init(
+    package init(
         _ configuration: GatewayConfiguration, configurationFile: String? = nil,
         logger: Logger = Logger(label: "appstore-gateway")
     ) throws(GatewayStartError) {
@@ -132,7 +132,7 @@ public final class GatewayApp {
 
     /// `appstore-gateway state rebuild`: the subscription state deleted and projected again from the webhook's
     /// log (no port is opened). Throws `.stateNotKept` on a gateway that keeps no state.
-    public func rebuildSubscriptionState() async throws(GatewayError) -> Int {
+    package func rebuildSubscriptionState() async throws(GatewayError) -> Int {
         guard let projector = service.subscriptionProjector else { throw Self.stateNotKept }
         return try await projector.rebuild()
     }
@@ -141,7 +141,7 @@ public final class GatewayApp {
     /// at a time (no port is opened, Apple is not called): of every app or only `app` (a configured name or bundle
     /// id), of every environment or only `environment`. Throws `.stateNotKept` on a gateway that keeps no state (as
     /// `rebuildSubscriptionState` does), `.unknownApp` for an app not configured.
-    public func subscriptionStateExport(app: String?, environment: AppleEnvironment?) throws(GatewayError)
+    package func subscriptionStateExport(app: String?, environment: AppleEnvironment?) throws(GatewayError)
         -> SubscriptionStateExport
     {
         guard service.subscriptionProjector != nil else { throw Self.stateNotKept }
@@ -153,20 +153,20 @@ public final class GatewayApp {
         "it needs notifications.webhook and the SQLite or PostgreSQL notification store")
 
     /// The gRPC port bound (nil unless started).
-    public var grpcPort: UInt16? { grpc?.port }
+    package var grpcPort: UInt16? { grpc?.port }
     /// The admin port bound (nil unless started, or with `admin` off).
-    public var adminPort: UInt16? { admin?.port }
+    package var adminPort: UInt16? { admin?.port }
     /// The webhook's URL as bound (nil unless started, or without a webhook).
-    public var webhookURL: String? { webhook?.url }
+    package var webhookURL: String? { webhook?.url }
     /// The hosted realtime URL as bound (nil unless started with `notifications.realtime.path`).
-    public var realtimeURL: String? { webhook?.realtimeURL }
+    package var realtimeURL: String? { webhook?.realtimeURL }
     /// Where the webhook keeps notifications ("sqlite PATH" or "redis stream"; nil without a webhook).
-    public var webhookStoreDescription: String? { webhook?.storeDescription }
+    package var webhookStoreDescription: String? { webhook?.storeDescription }
 
     /// Publishes the configured subscription policies to a PostgreSQL store (for its analysts' view), starts the
     /// upstream client's loop, then binds and starts the gRPC port, the file watcher, the webhook port and the admin
     /// port, in that order; when one fails, what had started is stopped again before the error is thrown.
-    public func start() throws(GatewayStartError) {
+    package func start() throws(GatewayStartError) {
         do {
             try startParts()
         } catch {
@@ -289,7 +289,7 @@ public final class GatewayApp {
     /// then the gRPC port shuts down within `shutdown.grace`, and only then the other ports and the watcher (the
     /// admin port answers probes and scrapes throughout), and last the upstream client's loop. Blocks until everything has stopped: the gRPC port's
     /// shutdown returns as soon as its last connection closes (`GRPCServer.shutdown`).
-    public func stop() {
+    package func stop() {
         board.set(.notServing, service: AppStoreGatewayService.name)
         board.set(.notServing, service: RetentionMessagingService.name)
         Self.wait(until: .now() + configuration.shutdown.drainDelay)

@@ -13,13 +13,13 @@ import SignedData
 /// configuration names (trusted roots, the apps' private keys, the resume-token key ring), makes the upstream
 /// HTTP client on the given upstream `OwnedLoop` and builds the verifier (with its online checks when configured), the
 /// Apple client and the gateway's service from them. A bad file fails with a `ConfigurationError` naming its key.
-public enum GatewayComposition {
+package enum GatewayComposition {
     /// An event loop on a joinable thread of its own, for work that belongs to no caller's loop: the upstream HTTP
     /// client's calls from no event loop (the notification reconciler, OCSP checks; thread `upstream-curl`), and
     /// the PostgreSQL store's connections (`store-pg`). The loop runs from `start()` until `stop()`, which its
     /// owner calls once nothing uses it any more (`GatewayApp`: the upstream loop after the gRPC port and the
     /// webhook have stopped, the store's last); work handed to it after that fails. Going away stops it.
-    public final class OwnedLoop: Sendable {
+    package final class OwnedLoop: Sendable {
         private enum State {
             case idle
             case running(LoopThread)
@@ -31,7 +31,7 @@ public enum GatewayComposition {
         private let state = Lock(State.idle)
 
         /// The loop, not yet running; its thread will be named `threadName`.
-        public init(threadName: String) throws(GatewayStartError) {
+        package init(threadName: String) throws(GatewayStartError) {
             self.threadName = threadName
             do {
                 loop = try EventLoop(index: 0)
@@ -43,7 +43,7 @@ public enum GatewayComposition {
         deinit { stop() }
 
         /// Starts the loop's thread. Once only: after `stop()` it does nothing.
-        public func start() {
+        package func start() {
             state.withLock { state in
                 guard case .idle = state else { return }
                 let loop = loop
@@ -53,7 +53,7 @@ public enum GatewayComposition {
 
         /// Stops the loop and waits for its thread; a loop never started runs once, so that it lets go of what
         /// it holds and refuses later calls. Idempotent.
-        public func stop() {
+        package func stop() {
             start()
             let thread: LoopThread? = state.withLock { state in
                 guard case .running(let thread) = state else { return nil }
@@ -70,7 +70,7 @@ public enum GatewayComposition {
     /// `upstreamLoop`, its Apple client counting in `clientMetrics` and its handlers in `serviceMetrics`
     /// (registries of their own, read by nobody, by default), feeding `live` (the webhook's notifications) to its
     /// streams.
-    public static func service(
+    package static func service(
         _ configuration: GatewayConfiguration, upstreamLoop: OwnedLoop,
         clientMetrics: AppStoreClientMetrics = AppStoreClientMetrics(),
         serviceMetrics: ServiceMetrics = ServiceMetrics(), live: LiveNotificationFeed? = nil,

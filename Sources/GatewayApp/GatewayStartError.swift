@@ -3,14 +3,14 @@ import Configuration
 
 /// Why the gateway did not start: what failed and, for a bad configuration, the problem of each key. The CLI
 /// logs it as its one start-up failure line.
-public struct GatewayStartError: Error, CustomStringConvertible {
+package struct GatewayStartError: Error, CustomStringConvertible {
     /// What failed ("invalid configuration", "cannot listen on …").
-    public var message: String
+    package var message: String
     /// The configuration keys at fault, first one first; empty when no key is.
-    public var problems: [ConfigurationError]
+    package var problems: [ConfigurationError]
 
     /// A failure `message` caused by `problems`.
-    public init(_ message: String, problems: [ConfigurationError] = []) {
+    package init(_ message: String, problems: [ConfigurationError] = []) {
         self.message = message
         self.problems = problems
     }
@@ -20,5 +20,5 @@ public struct GatewayStartError: Error, CustomStringConvertible {
         GatewayStartError("invalid configuration", problems: problems)
     }
 
-    public var description: String { problems.first.map { "\(message): \($0)" } ?? message }
+    package var description: String { problems.first.map { "\(message): \($0)" } ?? message }
 }

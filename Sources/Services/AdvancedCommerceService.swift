@@ -8,15 +8,15 @@ import SignedData
 
 /// appstore.gateway.v1.AdvancedCommerce: the in-app request signature and the Advanced Commerce API's server
 /// endpoints, on the gateway's Apple client (its rate limits, JWTs, retries, environment fallback and verifier).
-public struct AdvancedCommerceService: GRPCService {
+package struct AdvancedCommerceService: GRPCService {
     /// The service's full name, as reflection names it.
-    public static let name = "appstore.gateway.v1.AdvancedCommerce"
+    package static let name = "appstore.gateway.v1.AdvancedCommerce"
 
     private let api: AppStoreAPIMethods
 
     init(api: AppStoreAPIMethods) { self.api = api }
 
-    public var methods: [String: MethodHandler] {
+    package var methods: [String: MethodHandler] {
         var methods: [String: MethodHandler] = [:]
         func add<Request: AdvancedCommerceWrite>(_ name: String, _ type: Request.Type, _ endpoint: AppleEndpoint) {
             let handler = AppleOperationHandler(
@@ -46,5 +46,5 @@ public struct AdvancedCommerceService: GRPCService {
 
 extension AppStoreGatewayService {
     /// The Advanced Commerce service on this service's Apple client and verifier.
-    public var advancedCommerce: AdvancedCommerceService { AdvancedCommerceService(api: api) }
+    package var advancedCommerce: AdvancedCommerceService { AdvancedCommerceService(api: api) }
 }

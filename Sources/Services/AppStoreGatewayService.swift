@@ -11,17 +11,17 @@ import SubscriptionState
 
 /// appstore.gateway.v1.AppStoreGateway: every RPC of the public contract (GetHistory, StreamNotifications and
 /// VerifyJWS here, the rest of Apple's API through `AppStoreAPIMethods`).
-public struct AppStoreGatewayService: GRPCService {
+package struct AppStoreGatewayService: GRPCService {
     /// The service's full name, as health checks and reflection name it.
-    public static let name = "appstore.gateway.v1.AppStoreGateway"
+    package static let name = "appstore.gateway.v1.AppStoreGateway"
 
     private let verifyJWS: VerifyJWSHandler
     /// The signed-data verifier, for its cache counters.
-    public let verifier: SignedDataVerifier
+    package let verifier: SignedDataVerifier
     /// The token buckets of Apple's rate limits, for their levels.
-    public let rateLimiter: RateLimiter
+    package let rateLimiter: RateLimiter
     /// The upstream HTTP client's counters, for the metrics.
-    public let upstreamMetrics: @Sendable () -> UpstreamMetrics
+    package let upstreamMetrics: @Sendable () -> UpstreamMetrics
     private let getHistory: GetHistoryHandler
     private let notifications: StreamNotificationsHandler
     let api: AppStoreAPIMethods
@@ -29,7 +29,7 @@ public struct AppStoreGatewayService: GRPCService {
     package let apps: [App]
     package let retention: NotificationRetention
     /// The realtime requests of the hosted realtime URL and the ServeRealtimeRequests streams answering them.
-    public let realtime: RealtimeBroker
+    package let realtime: RealtimeBroker
     /// Signs and encodes the answers to realtime requests.
     package let realtimeAnswering: RealtimeAnswering
     private let serveRealtime: ServeRealtimeRequestsHandler
@@ -39,7 +39,7 @@ public struct AppStoreGatewayService: GRPCService {
     /// and opens StreamNotifications resume tokens (`ResumeTokenKeyRing`). The settings give the apps, limits and
     /// the tokens' maximum age. `live` (the webhook's store) lets StreamNotifications `follow`. Verdicts and
     /// coalesced calls count in `metrics`.
-    public init(
+    package init(
         apps configured: [App], verification: SignedDataVerifier.Settings, history: History,
         resumeTokenMaxAge: Duration, store: NotificationStoreSettings,
         realtime realtimeSettings: RealtimeBroker.Settings,
@@ -98,9 +98,9 @@ public struct AppStoreGatewayService: GRPCService {
 
     /// appstore.gateway.v1.SubscriptionState: answers from the gateway's own state (FAILED_PRECONDITION on a
     /// gateway whose notification store cannot keep it).
-    public let subscriptionState: SubscriptionStateService
+    package let subscriptionState: SubscriptionStateService
     /// Projects the webhook's log into the subscription state (nil without a state); `GatewayApp` runs it.
-    public let subscriptionProjector: SubscriptionProjector?
+    package let subscriptionProjector: SubscriptionProjector?
     /// Hands what the pass-through RPCs verified for their callers to the subscription state (nil without one).
     let appleReadFeed: AppleReadFeed?
 
@@ -146,12 +146,12 @@ public struct AppStoreGatewayService: GRPCService {
     }
 
     /// The keys of StreamNotifications resume tokens (a reloaded key file replaces them here).
-    public let resumeTokenKeys: ResumeTokenKeyRing
+    package let resumeTokenKeys: ResumeTokenKeyRing
 
     /// The reconciler of the webhook's store (nil without one).
-    public let reconciler: NotificationReconciler?
+    package let reconciler: NotificationReconciler?
 
-    public var methods: [String: MethodHandler] {
+    package var methods: [String: MethodHandler] {
         let verifyJWS = self.verifyJWS
         let getHistory = self.getHistory
         let notifications = self.notifications

@@ -14,27 +14,27 @@
 ///   sink reads no further until the oldest settles).
 /// - **Watermark**: every position at or below it is settled (or was not for this sink). Events acknowledged
 ///   above it (out of order) are reported so the sink can keep them, and are not sent again after a restart.
-public struct DeliverySchedule<Item: Sendable>: Sendable {
+package struct DeliverySchedule<Item: Sendable>: Sendable {
     /// The schedule's constants.
-    public struct Policy: Sendable, Hashable {
+    package struct Policy: Sendable, Hashable {
         /// The first retry's delay (capped at `maxBackoff`). Default 1 s.
-        public var firstRetry: Int64 = 1_000
+        package var firstRetry: Int64 = 1_000
         /// The longest delay between two attempts (ms).
-        public var maxBackoff: Int64
+        package var maxBackoff: Int64
         /// How long after its first attempt an event still failing is given up (ms).
-        public var maxAge: Int64
+        package var maxAge: Int64
         /// Attempts under way at once at most. Default 64.
-        public var maxInFlight = 64
+        package var maxInFlight = 64
         /// Events read and not yet below the watermark, at most. Default 4096.
-        public var maxWindow = 4096
+        package var maxWindow = 4096
 
-        public init(maxBackoff: Int64, maxAge: Int64) {
+        package init(maxBackoff: Int64, maxAge: Int64) {
             self.maxBackoff = max(1, maxBackoff)
             self.maxAge = max(0, maxAge)
         }
 
         /// The delay before the retry that follows the `failures`-th failed attempt (1: the first retry).
-        public func backoff(afterFailures failures: Int) -> Int64 {
+        package func backoff(afterFailures failures: Int) -> Int64 {
             var delay = min(firstRetry, maxBackoff)
             var step = 1
             while step < failures, delay < maxBackoff {
@@ -46,15 +46,15 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     }
 
     /// An attempt to make now.
-    public struct Dispatch: Sendable {
-        public var position: Int64
-        public var item: Item
+    package struct Dispatch: Sendable {
+        package var position: Int64
+        package var item: Item
         /// 1 for the first attempt.
-        public var attempt: Int
+        package var attempt: Int
     }
 
     /// What a failed attempt leads to.
-    public enum Verdict: Sendable, Hashable {
+    package enum Verdict: Sendable, Hashable {
         /// Tried again at this instant.
         case retry(at: Int64)
         /// Given up: the event is settled as a dead letter.
@@ -62,14 +62,14 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     }
 
     /// An event given up on.
-    public struct DeadLetter: Sendable, Hashable {
-        public var position: Int64
-        public var attempts: Int
-        public var firstAttemptAt: Int64
-        public var deadAt: Int64
-        public var lastError: String
+    package struct DeadLetter: Sendable, Hashable {
+        package var position: Int64
+        package var attempts: Int
+        package var firstAttemptAt: Int64
+        package var deadAt: Int64
+        package var lastError: String
 
-        public init(position: Int64, attempts: Int, firstAttemptAt: Int64, deadAt: Int64, lastError: String) {
+        package init(position: Int64, attempts: Int, firstAttemptAt: Int64, deadAt: Int64, lastError: String) {
             self.position = position
             self.attempts = attempts
             self.firstAttemptAt = firstAttemptAt
@@ -79,11 +79,11 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     }
 
     /// What was settled since the last `takeProgress()`: what the sink records.
-    public struct Progress: Sendable, Hashable {
-        public var through: Int64
+    package struct Progress: Sendable, Hashable {
+        package var through: Int64
         /// Positions above `through` settled since the last take (acknowledged or dead-lettered).
-        public var settled: [Int64]
-        public var isEmpty: Bool { settled.isEmpty }
+        package var settled: [Int64]
+        package var isEmpty: Bool { settled.isEmpty }
     }
 
     private struct Entry {
@@ -94,11 +94,11 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
         var inFlight = false
     }
 
-    public let policy: Policy
+    package let policy: Policy
     /// Every position at or below it is settled.
-    public private(set) var watermark: Int64
+    package private(set) var watermark: Int64
     /// The newest position read (every position from the watermark to it was offered or skipped).
-    public private(set) var readThrough: Int64
+    package private(set) var readThrough: Int64
     /// Unsettled events by position.
     private var entries: [Int64: Entry] = [:]
     /// Positions read above the watermark that were for this sink (settled ones too, until the watermark passes
@@ -114,11 +114,11 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     private var lanes: [String: [Int64]] = [:]
     /// Heads waiting to be sent (not in flight), by when they are due: a binary min-heap of (due, position).
     private var due: [(at: Int64, position: Int64)] = []
-    public private(set) var inFlight = 0
+    package private(set) var inFlight = 0
 
     /// A schedule resuming from a sink's stored progress: `watermark`, and `settled`, the positions above it
     /// already acknowledged (they are skipped when offered again).
-    public init(policy: Policy, watermark: Int64, settled: Set<Int64> = []) {
+    package init(policy: Policy, watermark: Int64, settled: Set<Int64> = []) {
         self.policy = policy
         self.watermark = watermark
         self.watermarkReported = watermark
@@ -127,14 +127,14 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     }
 
     /// Events that may still be offered before the window is full.
-    public var room: Int { max(0, policy.maxWindow - (window.count - windowStart)) }
+    package var room: Int { max(0, policy.maxWindow - (window.count - windowStart)) }
 
     /// Whether nothing is read and unsettled.
-    public var isIdle: Bool { entries.isEmpty }
+    package var isIdle: Bool { entries.isEmpty }
 
     /// Offers the next event read from the log (positions must grow), of `lane`. One already settled (acknowledged
     /// before a restart) is skipped.
-    public mutating func offer(position: Int64, lane: String, item: Item) {
+    package mutating func offer(position: Int64, lane: String, item: Item) {
         precondition(position > readThrough, "events are offered in position order, once")
         readThrough = position
         if settledAbove.contains(position) {
@@ -149,7 +149,7 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     }
 
     /// The log was read up to `position` and nothing more there is for this sink.
-    public mutating func skip(through position: Int64) {
+    package mutating func skip(through position: Int64) {
         guard position > readThrough else { return }
         readThrough = position
         advanceWatermark()
@@ -157,7 +157,7 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
 
     /// The attempts to start at `now`: due lane heads, oldest due first, within `maxInFlight`. Each is marked in
     /// flight until `acknowledged` or `failed` is told.
-    public mutating func ready(now: Int64) -> [Dispatch] {
+    package mutating func ready(now: Int64) -> [Dispatch] {
         var out: [Dispatch] = []
         while inFlight < policy.maxInFlight, let top = due.first, top.at <= now {
             popDue()
@@ -175,10 +175,10 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     /// When the next waiting head is due: nil when none is waiting, or when `maxInFlight` attempts are under way
     /// (none can start before one of them ends, which wakes the sink anyway). A head offered at once is due at
     /// `Int64.min`: at any `now`.
-    public var nextDue: Int64? { inFlight < policy.maxInFlight ? due.first?.at : nil }
+    package var nextDue: Int64? { inFlight < policy.maxInFlight ? due.first?.at : nil }
 
     /// The attempt at `position` was acknowledged (2xx): the event is settled, and its lane's next one is due now.
-    public mutating func acknowledged(_ position: Int64, now: Int64) {
+    package mutating func acknowledged(_ position: Int64, now: Int64) {
         guard let entry = entries[position], entry.inFlight else { return }
         inFlight -= 1
         settle(position, lane: entry.lane, now: now)
@@ -186,7 +186,7 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
 
     /// The attempt at `position` failed at `now` (`problem` says how): retried later, or given up once `maxAge`
     /// has passed since its first attempt.
-    public mutating func failed(_ position: Int64, now: Int64, problem: String) -> Verdict? {
+    package mutating func failed(_ position: Int64, now: Int64, problem: String) -> Verdict? {
         guard var entry = entries[position], entry.inFlight else { return nil }
         inFlight -= 1
         entry.inFlight = false
@@ -208,10 +208,10 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     }
 
     /// The item at `position` while it is unsettled.
-    public func item(at position: Int64) -> Item? { entries[position]?.item }
+    package func item(at position: Int64) -> Item? { entries[position]?.item }
 
     /// The oldest unsettled event's position (nil when none): what the lag is measured from.
-    public var oldestUnsettled: Int64? {
+    package var oldestUnsettled: Int64? {
         var index = windowStart
         while index < window.count {
             if entries[window[index]] != nil { return window[index] }
@@ -221,11 +221,11 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     }
 
     /// The oldest unsettled event's item.
-    public var oldestUnsettledItem: Item? { oldestUnsettled.flatMap { entries[$0]?.item } }
+    package var oldestUnsettledItem: Item? { oldestUnsettled.flatMap { entries[$0]?.item } }
 
     /// What changed since the last take: the watermark and the positions above it settled since (check
     /// `hasProgress` first: an empty take reports the watermark as it is).
-    public mutating func takeProgress() -> Progress {
+    package mutating func takeProgress() -> Progress {
         let settled = newlySettled.filter { $0 > watermark }
         newlySettled.removeAll(keepingCapacity: true)
         watermarkReported = watermark
@@ -233,7 +233,7 @@ public struct DeliverySchedule<Item: Sendable>: Sendable {
     }
 
     /// Whether `takeProgress` has something to report.
-    public var hasProgress: Bool { watermark != watermarkReported || !newlySettled.isEmpty }
+    package var hasProgress: Bool { watermark != watermarkReported || !newlySettled.isEmpty }
 
     // MARK: Internals
 

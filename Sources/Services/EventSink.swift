@@ -11,20 +11,20 @@ import NotificationStore
 ///
 /// Each sink is its own task with its own bounded window, so one slow endpoint never delays another, and nothing
 /// here is on the path of Apple's webhook: delivery starts from the outbox once the state's commit is over.
-public final class EventSink<Item: Sendable>: Sendable {
+package final class EventSink<Item: Sendable>: Sendable {
     /// Where the sink delivers, and how a request is dressed.
-    public struct Endpoint: Sendable {
-        public var id: EventSinkID
+    package struct Endpoint: Sendable {
+        package var id: EventSinkID
         /// The URL without user information, query or fragment (metrics, logs, spans).
-        public var label: String
+        package var label: String
         /// One attempt's limit.
-        public var timeout: Duration
+        package var timeout: Duration
         /// The header naming the entry (`appstore-gateway-event-id`, `appstore-gateway-notification-uuid`).
-        public var idHeader: String
+        package var idHeader: String
         /// The secrets that sign each delivery (`appstore-gateway-signature`); none: no signature header.
-        public var secrets: [[UInt8]]
+        package var secrets: [[UInt8]]
 
-        public init(id: EventSinkID, timeout: Duration, idHeader: String, secrets: [[UInt8]] = []) {
+        package init(id: EventSinkID, timeout: Duration, idHeader: String, secrets: [[UInt8]] = []) {
             self.id = id
             self.label = TeamWebhook.label(of: id.url)
             self.timeout = timeout
@@ -33,7 +33,7 @@ public final class EventSink<Item: Sendable>: Sendable {
         }
 
         /// The headers of one attempt at `unixSeconds` (the signature is made fresh for each attempt).
-        public func headers(id: String, body: [UInt8], unixSeconds: Int64) -> [(name: String, value: String)] {
+        package func headers(id: String, body: [UInt8], unixSeconds: Int64) -> [(name: String, value: String)] {
             var headers: [(name: String, value: String)] = [("content-type", "application/json"), (idHeader, id)]
             if !secrets.isEmpty {
                 headers.append(
@@ -47,23 +47,23 @@ public final class EventSink<Item: Sendable>: Sendable {
     }
 
     /// What a sink reads: its log, and how an entry becomes a request.
-    public struct Feed: Sendable {
+    package struct Feed: Sendable {
         /// The newest position of the log now (a sink's first start begins after it).
-        public var newest: @Sendable () async throws(NotificationStoreFailure) -> Int64
+        package var newest: @Sendable () async throws(NotificationStoreFailure) -> Int64
         /// Entries after a position, at most a limit, and how far the log was read.
-        public var read: @Sendable (Int64, Int) async throws(NotificationStoreFailure) -> Page
+        package var read: @Sendable (Int64, Int) async throws(NotificationStoreFailure) -> Page
         /// Raised when the log grows.
-        public var signal: LiveSignal
+        package var signal: LiveSignal
         /// How long the sink waits for the signal before reading again anyway (another process may have written).
-        public var pollInterval: Duration
+        package var pollInterval: Duration
         /// The entry's id (the id header; a dead letter's `event_id`).
-        public var id: @Sendable (Item) -> String
+        package var id: @Sendable (Item) -> String
         /// When the entry happened (UNIX ms): the lag is measured from it.
-        public var occurredAt: @Sendable (Item) -> Int64
+        package var occurredAt: @Sendable (Item) -> Int64
         /// The exact body to POST (the same bytes for every attempt).
-        public var body: @Sendable (Item) -> [UInt8]
+        package var body: @Sendable (Item) -> [UInt8]
 
-        public init(
+        package init(
             newest: @escaping @Sendable () async throws(NotificationStoreFailure) -> Int64,
             read: @escaping @Sendable (Int64, Int) async throws(NotificationStoreFailure) -> Page,
             signal: LiveSignal, pollInterval: Duration, id: @escaping @Sendable (Item) -> String,
@@ -80,15 +80,15 @@ public final class EventSink<Item: Sendable>: Sendable {
     }
 
     /// Entries read from the log.
-    public struct Page: Sendable {
+    package struct Page: Sendable {
         /// Entries for this sink, in position order, each with its lane (entries of one lane are delivered in order).
-        public var entries: [(position: Int64, lane: String, item: Item)]
+        package var entries: [(position: Int64, lane: String, item: Item)]
         /// How far the log was read (at least the last entry's position).
-        public var through: Int64
+        package var through: Int64
         /// Whether the read stopped at its limit (more may follow at once).
-        public var full: Bool
+        package var full: Bool
 
-        public init(entries: [(position: Int64, lane: String, item: Item)], through: Int64, full: Bool) {
+        package init(entries: [(position: Int64, lane: String, item: Item)], through: Int64, full: Bool) {
             self.entries = entries
             self.through = through
             self.full = full
@@ -113,7 +113,7 @@ public final class EventSink<Item: Sendable>: Sendable {
     /// The longest the sink keeps settled events unrecorded (one commit per batch, not per acknowledgement).
     let saveInterval: Duration = .milliseconds(100)
 
-    public init(
+    package init(
         endpoint: Endpoint, policy: DeliverySchedule<Item>.Policy, feed: Feed, store: any EventSinkStore,
         transport: any DeliveryTransport, metrics: EventSinkMetrics, tracer: any Tracer = SilentTracer(),
         clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.sinks")
@@ -137,7 +137,7 @@ public final class EventSink<Item: Sendable>: Sendable {
 
     /// Delivers until the task is cancelled; attempts under way are cancelled with it, and what was settled is
     /// recorded once more on the way out.
-    public func run() async {
+    package func run() async {
         guard let progress = await open() else { return }
         var schedule = DeliverySchedule<Item>(policy: policy, watermark: progress.through, settled: progress.settled)
         var deadLetterCount = (try? await store.deadLetterCount(endpoint.id)) ?? 0
@@ -361,7 +361,7 @@ public final class EventSink<Item: Sendable>: Sendable {
 }
 
 /// How one attempt ended.
-public enum DeliveryOutcome: Sendable, Hashable {
+package enum DeliveryOutcome: Sendable, Hashable {
     /// The endpoint answered with this status (2xx acknowledges; anything else is retried: redirects are not
     /// followed).
     case answered(status: Int)
@@ -369,7 +369,7 @@ public enum DeliveryOutcome: Sendable, Hashable {
     case failed(String)
 
     /// What a log line or a dead letter says about it.
-    public var problem: String {
+    package var problem: String {
         switch self {
         case .answered(let status): "HTTP \(status)"
         case .failed(let problem): problem
@@ -378,7 +378,7 @@ public enum DeliveryOutcome: Sendable, Hashable {
 }
 
 /// Where sinks POST (the upstream HTTP client; a fake in tests).
-public protocol DeliveryTransport: Sendable {
+package protocol DeliveryTransport: Sendable {
     /// POSTs `body` to `url` with `headers`, within `timeout`.
     func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async
         -> DeliveryOutcome
@@ -386,14 +386,14 @@ public protocol DeliveryTransport: Sendable {
 
 /// Sinks' POSTs through the gateway's libcurl client (one client for every team endpoint: the system's CAs, small
 /// answers; redirects are never followed).
-public struct UpstreamDeliveryTransport: DeliveryTransport {
+package struct UpstreamDeliveryTransport: DeliveryTransport {
     let client: UpstreamHTTPClient
 
-    public init(client: UpstreamHTTPClient) {
+    package init(client: UpstreamHTTPClient) {
         self.client = client
     }
 
-    public func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async
+    package func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async
         -> DeliveryOutcome
     {
         do {

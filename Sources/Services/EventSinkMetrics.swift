@@ -3,19 +3,19 @@ import Metrics
 /// The outbound sinks' series, one set per kind of sink, labelled `sink` (the URL without user information, query
 /// or fragment): `appstore_gateway_webhook_out_*` for the team webhooks, `appstore_gateway_relay_out_*` for the
 /// relay of Apple's notifications. A registry-less instance counts nothing.
-public final class EventSinkMetrics: Sendable {
+package final class EventSinkMetrics: Sendable {
     let delivered: CounterFamily?
     let retried: CounterFamily?
     let deadLetters: GaugeFamily?
     let lag: GaugeFamily?
 
     /// The team webhooks' series.
-    public static func teamWebhooks(registry: MetricsRegistry?) -> EventSinkMetrics {
+    package static func teamWebhooks(registry: MetricsRegistry?) -> EventSinkMetrics {
         EventSinkMetrics(registry: registry, prefix: "appstore_gateway_webhook_out", what: "subscription events")
     }
 
     /// The relay's series.
-    public static func relay(registry: MetricsRegistry?) -> EventSinkMetrics {
+    package static func relay(registry: MetricsRegistry?) -> EventSinkMetrics {
         EventSinkMetrics(registry: registry, prefix: "appstore_gateway_relay_out", what: "relayed notifications")
     }
 

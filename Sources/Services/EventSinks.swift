@@ -6,14 +6,14 @@ import ProtoCodec
 
 /// The two kinds of outbound sink, built from their settings: a team's webhook of subscription events, and the
 /// relay of Apple's notifications.
-public enum EventSinks {
+package enum EventSinks {
     /// Entries a sink reads from its log at once at most.
     static let page = 256
 
     /// A team's webhook: the subscription events its settings accept, from the events' outbox, signed with
     /// `secrets`; one lane per subscription (app, environment, original transaction id). `encode` makes the body
     /// (deterministic: a dead letter keeps the bytes that were sent, and a replay sends them again).
-    public static func teamWebhook(
+    package static func teamWebhook(
         _ settings: TeamWebhook.Settings, secrets: [[UInt8]], events: any SubscriptionStore,
         store: any EventSinkStore, transport: any DeliveryTransport, metrics: EventSinkMetrics,
         encode: @escaping @Sendable (SubscriptionEvent) -> [UInt8], tracer: any Tracer = SilentTracer(),
@@ -29,7 +29,7 @@ public enum EventSinks {
     }
 
     /// The Redis stream: every subscription event appended to `stream` (one lane per subscription).
-    public static func redisStream(
+    package static func redisStream(
         _ settings: RedisStreamSink.Settings, stream: RedisEventStream, events: any SubscriptionStore,
         store: any EventSinkStore, metrics: EventSinkMetrics,
         encode: @escaping @Sendable (SubscriptionEvent) -> [UInt8],
@@ -66,7 +66,7 @@ public enum EventSinks {
     }
 
     /// The relay to one endpoint: every notification of the log, as Apple sent it, in log order (one lane).
-    public static func relay(
+    package static func relay(
         _ settings: NotificationRelay.Settings, log: any NotificationStore, store: any EventSinkStore,
         transport: any DeliveryTransport, metrics: EventSinkMetrics, tracer: any Tracer = SilentTracer(),
         clock: any GatewayClock = SystemClock(), logger: Logger = Logger(label: "appstore-gateway.sinks")
@@ -107,16 +107,16 @@ public enum EventSinks {
 /// `notifications.forward[i]` and `subscriptions.redisStream`): one attempt's limit, the longest wait between two
 /// attempts of one entry (the first retry comes within a second, then the waits double), and how long after its
 /// first attempt an entry still failing is given up (a dead letter).
-public struct DeliveryRetries: Sendable, Hashable {
+package struct DeliveryRetries: Sendable, Hashable {
     /// `timeout`: one attempt (connect, send, answer). Default 10s. (The Redis stream's appends are bounded by
     /// `redis.timeout` instead.)
-    public var timeout: Duration = .seconds(10)
+    package var timeout: Duration = .seconds(10)
     /// `maxBackoff`: default 5m.
-    public var maxBackoff: Duration = .seconds(300)
+    package var maxBackoff: Duration = .seconds(300)
     /// `maxAge`: default 24h.
-    public var maxAge: Duration = .seconds(86_400)
+    package var maxAge: Duration = .seconds(86_400)
 
-    public init() {}
+    package init() {}
 }
 
 extension EventSink {
@@ -125,7 +125,7 @@ extension EventSink {
     /// their leases fall. A replica that loses the lease stops (recording what it settled on the way out, as at a
     /// shutdown) and the new holder resumes from the store's progress: at least once across a takeover, as across
     /// a restart. With one replica (`FleetLease.soleReplica`) this is `run()`.
-    public func run(fleet: FleetLease) async {
+    package func run(fleet: FleetLease) async {
         // The lease is named by a digest of the URL: a URL may carry a token, and the lease table is readable by
         // whoever administers the database.
         let digest = SHA256.hash(Array(endpoint.id.url.utf8)).prefix(16).map { byte in

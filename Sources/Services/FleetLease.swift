@@ -14,15 +14,15 @@ import NotificationStore
 /// always outlasts what the holder counts on, whatever the offset between their clocks.
 ///
 /// With leases nobody shares (`isShared` false: the SQLite or memory store, one replica) the work simply runs.
-public struct FleetLease: Sendable {
-    public let leases: any FleetLeases
+package struct FleetLease: Sendable {
+    package let leases: any FleetLeases
     /// This replica's name in the leases (`FleetLeaseHolder.unique()`).
-    public let holder: String
+    package let holder: String
     /// How long a lease lasts unless renewed: the longest a crashed replica's work waits for another replica.
-    public let ttl: Duration
+    package let ttl: Duration
     let logger: Logger
 
-    public init(
+    package init(
         leases: any FleetLeases, holder: String = FleetLeaseHolder.unique(), ttl: Duration = .seconds(30),
         logger: Logger = Logger(label: "appstore-gateway.fleet")
     ) {
@@ -33,7 +33,7 @@ public struct FleetLease: Sendable {
     }
 
     /// One replica (no shared store): every piece of work runs here.
-    public static var soleReplica: FleetLease { FleetLease(leases: SoleReplicaLeases(), holder: "this replica") }
+    package static var soleReplica: FleetLease { FleetLease(leases: SoleReplicaLeases(), holder: "this replica") }
 
     /// How often a replica asks for a lease it does not hold, and how often a holder renews.
     var renewInterval: Duration { ttl / 3 }
@@ -43,7 +43,7 @@ public struct FleetLease: Sendable {
     /// Runs `work` whenever this replica holds the lease `name` (`label` in logs: a name may carry a URL's
     /// credentials), cancelling it when the lease is lost and starting it again when it is regained, until the
     /// task is cancelled or `work` returns on its own; then releases the lease.
-    public func run(_ name: String, label: String? = nil, _ work: @escaping @Sendable () async -> Void) async {
+    package func run(_ name: String, label: String? = nil, _ work: @escaping @Sendable () async -> Void) async {
         guard leases.isShared else {
             await work()
             return

@@ -3,7 +3,7 @@ import GRPC
 import GatewayFoundation
 
 /// The ErrorInfo domain of every status the gateway produces.
-public let gatewayErrorDomain = "appstore.gateway"
+package let gatewayErrorDomain = "appstore.gateway"
 
 extension GatewayError: RPCStatusConvertible {
     /// The gRPC status for this error: the single mapping, tabled in README "Status codes".
@@ -11,7 +11,7 @@ extension GatewayError: RPCStatusConvertible {
     /// Apple's HTTP statuses are mapped by meaning, never with grpc's HTTP-to-gRPC table (that one
     /// is for clients). Apple 401/403 become FAILED_PRECONDITION: the gateway's key or the app's
     /// state is at fault, not the caller's credentials, so UNAUTHENTICATED would mislead.
-    public var rpcStatus: RPCStatus {
+    package var rpcStatus: RPCStatus {
         switch self {
         case .invalidArgument(let field, let problem):
             return Self.status(

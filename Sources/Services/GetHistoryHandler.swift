@@ -32,7 +32,7 @@ import Synchronization
 ///   a caller that shared another's upstream call notes only `handler_us`.
 /// - With a subscription state, the answer's transactions are handed to it (`feed`) once the answer is complete,
 ///   never awaited: the caller's answer does not wait for the state's commit nor fail with its store.
-public struct GetHistoryHandler: Sendable {
+package struct GetHistoryHandler: Sendable {
     let client: AppStoreAPIClient
     let verifier: SignedDataVerifier
     let maxPages: Int
@@ -52,7 +52,7 @@ public struct GetHistoryHandler: Sendable {
     /// A handler calling Apple through `client`, verifying with `verifier`, paging at most `maxPages` and
     /// (with `all_pages`) at most about `maxResponseBytes` of response, verifying at most `verificationWidth`
     /// transactions of a page at once (default: one per core); calls that share another's count in `coalescing`.
-    public init(
+    package init(
         client: AppStoreAPIClient, verifier: SignedDataVerifier, maxPages: Int, maxResponseBytes: Int = 4_000_000,
         clock: any GatewayClock, verificationWidth: Int = ProcessInfo.processInfo.activeProcessorCount,
         coalescing: CoalescingMetrics = CoalescingMetrics(registry: MetricsRegistry())
@@ -67,12 +67,12 @@ public struct GetHistoryHandler: Sendable {
     }
 
     /// Upstream calls currently shared by callers (for tests and metrics).
-    public var callsInFlight: Int { flights.inFlight }
+    package var callsInFlight: Int { flights.inFlight }
 
     /// Answers `request`; `remaining` is the time left before the caller's deadline (nil: none). `received` is
     /// the request's bytes as they arrived (nil: serialized again), the key identical calls share a flight by.
     /// Any per-caller authorization must have passed before: callers with the same bytes share one answer.
-    public func handle(_ request: GetHistoryRequest, received: [UInt8]? = nil, remaining: Duration?)
+    package func handle(_ request: GetHistoryRequest, received: [UInt8]? = nil, remaining: Duration?)
         async throws(GatewayError) -> GetHistoryResponse
     {
         let start = clock.monotonicNow()

@@ -3,14 +3,14 @@ import AppStoreDomain
 /// The one permission each guarded RPC needs (`callers[].permissions`), by the method's path: every method of
 /// every guarded service is listed here, and a test checks that each routed method is. A path not listed needs
 /// every permission, so a method added without a line here is open only to callers that hold all four.
-public enum MethodPermissions {
+package enum MethodPermissions {
     /// The permission `method` (a gRPC path, `/package.Service/Method`) needs.
-    public static func required(forMethod method: String) -> CallerPermissions {
+    package static func required(forMethod method: String) -> CallerPermissions {
         table[method] ?? .all
     }
 
     /// Every listed method path with its permission.
-    public static let table: [String: CallerPermissions] = {
+    package static let table: [String: CallerPermissions] = {
         var table: [String: CallerPermissions] = [:]
         func add(_ service: String, _ permission: CallerPermissions, _ methods: [String]) {
             for method in methods { table["/\(service)/\(method)"] = permission }

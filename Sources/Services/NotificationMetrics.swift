@@ -1,7 +1,7 @@
 import Metrics
 
 /// The webhook's and the followers' Prometheus series (a registry-less instance counts nothing).
-public final class NotificationMetrics: Sendable {
+package final class NotificationMetrics: Sendable {
     package let received: Counter?
     package let verified: Counter?
     package let rejected: CounterFamily?
@@ -13,7 +13,7 @@ public final class NotificationMetrics: Sendable {
     package let lag: Histogram?
 
     /// Series registered in `registry` (nil: none).
-    public init(registry: MetricsRegistry?) {
+    package init(registry: MetricsRegistry?) {
         guard let registry else {
             received = nil; verified = nil; rejected = nil; stored = nil; duplicates = nil; backfilled = nil
             stale = nil; followers = nil; lag = nil

@@ -13,7 +13,7 @@ import SignedData
 /// entries older than the retention, even when comparisons are off (`Schedule`). Followers see backfilled
 /// entries as live ones; a notification signed before the retention is never backfilled (it could be one
 /// already pruned, which followers would see again).
-public struct NotificationReconciler: Sendable {
+package struct NotificationReconciler: Sendable {
     let client: AppStoreAPIClient
     let verifier: SignedDataVerifier
     let apps: [App]
@@ -25,15 +25,15 @@ public struct NotificationReconciler: Sendable {
 
     /// When the reconciler works: a pass every `interval`, each pruning the store and, when `reconciles`,
     /// comparing with Apple first.
-    public struct Schedule: Sendable, Hashable {
-        public var interval: Duration
-        public var reconciles: Bool
+    package struct Schedule: Sendable, Hashable {
+        package var interval: Duration
+        package var reconciles: Bool
         /// How often the store is pruned when comparisons are off.
-        public static let pruneOnlyInterval = Duration.seconds(600)
+        package static let pruneOnlyInterval = Duration.seconds(600)
 
         /// The schedule of `notifications.store.reconcileInterval`: nil (0 in the key) turns comparisons off;
         /// the store is still pruned every `pruneOnlyInterval`.
-        public init(reconcileInterval: Duration?) {
+        package init(reconcileInterval: Duration?) {
             reconciles = reconcileInterval != nil
             interval = reconcileInterval ?? Self.pruneOnlyInterval
         }
@@ -57,7 +57,7 @@ public struct NotificationReconciler: Sendable {
 
     /// Runs a `pass` at once and then every `schedule.interval` until the task is cancelled, while this replica
     /// holds the reconciler's lease in `fleet` (a replica that takes the lease over passes at once).
-    public func run(_ schedule: Schedule, fleet: FleetLease = .soleReplica) async {
+    package func run(_ schedule: Schedule, fleet: FleetLease = .soleReplica) async {
         await fleet.run(Self.lease) {
             while !Task.isCancelled {
                 await pass(reconciling: schedule.reconciles)
@@ -67,7 +67,7 @@ public struct NotificationReconciler: Sendable {
     }
 
     /// One pass: `reconcileOnce` when `reconciling`, then `prune`.
-    public func pass(reconciling: Bool) async {
+    package func pass(reconciling: Bool) async {
         if reconciling { _ = await reconcileOnce() }
         _ = await prune()
     }
@@ -75,7 +75,7 @@ public struct NotificationReconciler: Sendable {
     /// Deletes the entries that arrived longer ago than the retention; returns how many went (0 when the
     /// store fails: logged, tried again at the next pass).
     @discardableResult
-    public func prune() async -> Int {
+    package func prune() async -> Int {
         let cutoff = retention.pruneCutoff(now: clock.wallNow().millisecondsSince1970)
         do throws(NotificationStoreFailure) {
             let pruned = try await feed.store.prune(receivedBefore: cutoff)
@@ -89,7 +89,7 @@ public struct NotificationReconciler: Sendable {
 
     /// One pass over every app and environment; returns how many notifications were backfilled.
     @discardableResult
-    public func reconcileOnce() async -> Int {
+    package func reconcileOnce() async -> Int {
         var backfilled = 0
         for app in apps {
             for environment in Self.environments(app) {

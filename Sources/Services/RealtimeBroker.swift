@@ -7,7 +7,7 @@ import ProtoCodec
 /// the answers it reads. The routing and waiting state is `RealtimeRouter`'s, behind one lock held only for
 /// dictionary work; waiters resume and outboxes yield outside it. Nothing here blocks: a wait is a suspended
 /// continuation, its deadline a sleeping task.
-public final class RealtimeBroker: Sendable {
+package final class RealtimeBroker: Sendable {
     private struct State: ~Copyable {
         var router: RealtimeRouter
         var waiters: [RealtimeRouter.Ticket: CheckedContinuation<RealtimeOutcome, Never>] = [:]
@@ -19,15 +19,15 @@ public final class RealtimeBroker: Sendable {
     private let streamsGauge = Lock<Gauge?>(nil)
 
     /// A broker whose streams hold at most `maxPendingPerStream` unanswered requests, `maxStreams` streams at once.
-    public init(maxPendingPerStream: Int, maxStreams: Int) {
+    package init(maxPendingPerStream: Int, maxStreams: Int) {
         state = Lock(State(router: RealtimeRouter(maxPendingPerStream: maxPendingPerStream, maxStreams: maxStreams)))
     }
 
     /// Streams open now.
-    public var streamCount: Int { state.withLock { $0.router.streamCount } }
+    package var streamCount: Int { state.withLock { $0.router.streamCount } }
 
     /// Reports the number of open streams to `gauge` from now on.
-    public func reportStreams(to gauge: Gauge?) {
+    package func reportStreams(to gauge: Gauge?) {
         streamsGauge.withLock { $0 = gauge }
         gauge?.set(Double(streamCount))
     }
@@ -94,7 +94,7 @@ public final class RealtimeBroker: Sendable {
     }
 
     /// Sends `request` for `app` to one of its streams and waits at most `budget` for the answer.
-    public func ask(app: String, request: RealtimeRequest, budget: Duration) async -> RealtimeOutcome {
+    package func ask(app: String, request: RealtimeRequest, budget: Duration) async -> RealtimeOutcome {
         guard budget > .zero else { return .late }
         let identifier = request.requestIdentifier.lowercased()
         let deadline = MonotonicInstant.now() + budget

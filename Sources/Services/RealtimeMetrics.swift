@@ -1,7 +1,7 @@
 import Metrics
 
 /// The realtime URL's Prometheus series (a registry-less instance counts nothing).
-public final class RealtimeMetrics: Sendable {
+package final class RealtimeMetrics: Sendable {
     package let requests: CounterFamily?
     package let rejected: CounterFamily?
     package let latency: HistogramFamily?
@@ -9,7 +9,7 @@ public final class RealtimeMetrics: Sendable {
     package let streams: Gauge?
 
     /// Series registered in `registry` (nil: none).
-    public init(registry: MetricsRegistry?) {
+    package init(registry: MetricsRegistry?) {
         guard let registry else {
             requests = nil; rejected = nil; latency = nil; streams = nil
             return

@@ -1,7 +1,7 @@
 import ProtoCodec
 
 /// How the gateway's wait for a stream's answer to one realtime request ended.
-public enum RealtimeOutcome: Sendable, Hashable {
+package enum RealtimeOutcome: Sendable, Hashable {
     /// A stream answered in time (an answer with no choice is a valid "no realtime message").
     case answered(RealtimeAnswer)
     /// A stream answered in time, but its answer broke the contract (the reason): the default is answered.
@@ -18,7 +18,7 @@ public enum RealtimeOutcome: Sendable, Hashable {
     case late
 
     /// The `outcome` label of `appstore_gateway_realtime_requests_total`: answered, invalid, defaulted or late.
-    public var label: String {
+    package var label: String {
         switch self {
         case .answered: "answered"
         case .invalid: "invalid"

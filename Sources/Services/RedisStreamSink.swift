@@ -6,27 +6,27 @@ import ProtoCodec
 /// consumer groups: the same JSON a team webhook is POSTed, with the event id as a field, every event once
 /// (`RedisEventStream`), in order per subscription, with the webhooks' retries, dead letters and durable progress
 /// (the sink is an `EventSink` whose transport is the stream).
-public enum RedisStreamSink {
+package enum RedisStreamSink {
     /// `subscriptions.redisStream`.
-    public struct Settings: Sendable, Hashable {
+    package struct Settings: Sendable, Hashable {
         /// `key`: the stream's key in the configured `redis` (used as given: no `redis.keyPrefix`).
-        public var key: String
+        package var key: String
         /// `maxLen`: the stream is trimmed to about this many entries (`XADD … MAXLEN ~`). Default 1,000,000.
-        public var maxLength = 1_000_000
+        package var maxLength = 1_000_000
         /// `maxBackoff`, `maxAge`: the retries of an append that fails (Redis unreachable), as a team webhook's;
         /// `timeout` is not used (each append is bounded by `redis.timeout`).
-        public var retries = DeliveryRetries()
+        package var retries = DeliveryRetries()
 
-        public init(key: String) {
+        package init(key: String) {
             self.key = key
         }
 
         /// The sink's identity (its progress and dead letters are kept under it) and its metrics label.
-        public var sinkURL: String { "redis-stream:" + key }
+        package var sinkURL: String { "redis-stream:" + key }
     }
 
     /// `stream` as a sink's transport (also `appstore-gateway events replay`'s for this sink).
-    public static func transport(_ stream: RedisEventStream) -> any DeliveryTransport { Transport(stream: stream) }
+    package static func transport(_ stream: RedisEventStream) -> any DeliveryTransport { Transport(stream: stream) }
 
     /// Appends to `stream` as a sink's transport: the event id from the id header, the body as the `event` field.
     struct Transport: DeliveryTransport {

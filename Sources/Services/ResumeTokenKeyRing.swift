@@ -16,31 +16,31 @@ import Logging
 /// verifies it), move it to the front once every replica has that ring (it signs from then on), and remove
 /// the old key once `notifications.resumeTokenMaxAge` has passed (no unexpired token is signed with it).
 /// `replace` swaps in a reloaded ring while calls read it.
-public final class ResumeTokenKeyRing: Sendable {
+package final class ResumeTokenKeyRing: Sendable {
     /// Keys in one ring at most.
-    public static let maximumKeys = 16
+    package static let maximumKeys = 16
     /// The size of one key, in bytes: at least HMAC-SHA256's output (RFC 2104 §3), at most 256.
-    public static let keyBytes = 32...256
+    package static let keyBytes = 32...256
     /// The largest ring file read.
-    public static let maximumFileBytes = 64 * 1024
+    package static let maximumFileBytes = 64 * 1024
     static let configurationKey = "notifications.resumeTokenKeyFile"
 
     private let ring: Lock<[[UInt8]]>
 
     /// A ring of `keys`, the first signing; a ring is never empty (an empty list is a ring of one random key).
-    public init(keys: [[UInt8]]) {
+    package init(keys: [[UInt8]]) {
         ring = Lock(keys.isEmpty ? [Self.randomKey()] : keys)
     }
 
     /// A ring of one random key, for this process alone: its tokens survive neither a restart nor a trip to
     /// another replica.
-    public static func random() -> ResumeTokenKeyRing { ResumeTokenKeyRing(keys: [randomKey()]) }
+    package static func random() -> ResumeTokenKeyRing { ResumeTokenKeyRing(keys: [randomKey()]) }
 
     /// The keys in force, the signing key first.
-    public var keys: [[UInt8]] { ring.withLock { $0 } }
+    package var keys: [[UInt8]] { ring.withLock { $0 } }
 
     /// Puts `keys` in force (a reloaded file); an empty list is ignored.
-    public func replace(with keys: [[UInt8]]) {
+    package func replace(with keys: [[UInt8]]) {
         guard !keys.isEmpty else { return }
         ring.withLock { $0 = keys }
     }
@@ -48,7 +48,7 @@ public final class ResumeTokenKeyRing: Sendable {
     /// Reads and parses the ring file at `path`. It holds secrets, so it is judged like the apps' `.p8`
     /// keys: through symlinks (a Kubernetes Secret volume), refused when others may read it or a group other
     /// than the process's own (`KeyFileAccess`), unless `allowReadableFile` (`apple.allowReadableKeyFiles`).
-    public static func load(path: String, allowReadableFile: Bool) throws(ConfigurationError) -> [[UInt8]] {
+    package static func load(path: String, allowReadableFile: Bool) throws(ConfigurationError) -> [[UInt8]] {
         try KeyFileAccess.check(path, key: configurationKey, allowReadableFile: allowReadableFile)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ConfigurationError(key: configurationKey, problem: "cannot read '\(path)'")
@@ -61,7 +61,7 @@ public final class ResumeTokenKeyRing: Sendable {
     /// `openssl rand -base64 32` writes it), spaces around it ignored; blank lines and lines starting with
     /// `#` are skipped. Each key is 32 to 256 bytes; 1 to 16 keys, none repeated. A problem names the line,
     /// never its content: the content is a secret.
-    public static func parse(_ bytes: [UInt8], path: String) throws(ConfigurationError) -> [[UInt8]] {
+    package static func parse(_ bytes: [UInt8], path: String) throws(ConfigurationError) -> [[UInt8]] {
         func refuse(_ problem: String) -> ConfigurationError {
             ConfigurationError(key: configurationKey, problem: problem)
         }

@@ -10,9 +10,9 @@ import SignedData
 /// one call path of every Apple call (`AppleOperationHandler`): the caller's `app` authorized, the request checked,
 /// Apple's rate limits, JWT, retries (writes only where Apple's semantics allow, `AppleEndpoint.isIdempotent`),
 /// environment choice, deadlines and error mapping; identical reads share one upstream call.
-public struct RetentionMessagingService: GRPCService {
+package struct RetentionMessagingService: GRPCService {
     /// The service's full name, as health checks and reflection name it.
-    public static let name = "appstore.gateway.v1.RetentionMessaging"
+    package static let name = "appstore.gateway.v1.RetentionMessaging"
 
     private let client: AppStoreAPIClient
     private let verifier: SignedDataVerifier
@@ -21,7 +21,7 @@ public struct RetentionMessagingService: GRPCService {
 
     /// A service calling Apple through `client` (the gateway's, so the rate budgets are shared); reads that share
     /// an identical one in flight count in `coalescing`.
-    public init(
+    package init(
         client: AppStoreAPIClient, verifier: SignedDataVerifier, clock: any GatewayClock = SystemClock(),
         coalescing: CoalescingMetrics = CoalescingMetrics(registry: MetricsRegistry())
     ) {
@@ -31,7 +31,7 @@ public struct RetentionMessagingService: GRPCService {
         self.coalescing = coalescing
     }
 
-    public var methods: [String: MethodHandler] {
+    package var methods: [String: MethodHandler] {
         var methods: [String: MethodHandler] = [:]
         func add<Request, Response>(_ name: String, _ operation: AppleOperation<Request, Response>) {
             let handler = AppleOperationHandler(
@@ -63,7 +63,7 @@ public struct RetentionMessagingService: GRPCService {
 
 extension AppStoreGatewayService {
     /// The Retention Messaging service over this service's Apple client (its rate budgets and JWTs shared).
-    public var retentionMessaging: RetentionMessagingService {
+    package var retentionMessaging: RetentionMessagingService {
         RetentionMessagingService(
             client: api.client, verifier: api.verifier, clock: api.clock, coalescing: api.coalescing)
     }

@@ -2,21 +2,21 @@ import Metrics
 
 /// What the gateway's handlers record into (the webhook's and the realtime URL's series are
 /// `NotificationMetrics` and `RealtimeMetrics`).
-public struct ServiceMetrics: Sendable {
+package struct ServiceMetrics: Sendable {
     /// VerifyJWS's verdicts, and those of the notifications StreamNotifications delivers unverified.
-    public var verifications: VerificationMetrics
+    package var verifications: VerificationMetrics
     /// Calls that shared an identical Apple call in flight.
-    public var coalescing: CoalescingMetrics
+    package var coalescing: CoalescingMetrics
 
     /// The parts, registered where the composition root chose.
-    public init(verifications: VerificationMetrics, coalescing: CoalescingMetrics) {
+    package init(verifications: VerificationMetrics, coalescing: CoalescingMetrics) {
         self.verifications = verifications
         self.coalescing = coalescing
     }
 
     /// Both parts in `registry` (by default a registry of its own that nobody reads), verdicts named as
     /// `VerificationMetrics` names them.
-    public init(registry: MetricsRegistry = MetricsRegistry(), verdicts: [String] = []) {
+    package init(registry: MetricsRegistry = MetricsRegistry(), verdicts: [String] = []) {
         self.init(
             verifications: VerificationMetrics(registry: registry, verdicts: verdicts),
             coalescing: CoalescingMetrics(registry: registry))
@@ -25,7 +25,7 @@ public struct ServiceMetrics: Sendable {
 
 /// The JWS verifications the handlers answered (VerifyJWS, and StreamNotifications' notifications that failed),
 /// by verdict.
-public final class VerificationMetrics: Sendable {
+package final class VerificationMetrics: Sendable {
     package let verifications: CounterFamily
     /// `verifications`' series of the verdicts named at init, read without the family's lock.
     private let verdictCounters: [String: Counter]
@@ -33,7 +33,7 @@ public final class VerificationMetrics: Sendable {
     /// The family, registered in `registry`. `verdicts`: every verdict a verification can end with, resolved
     /// here so counting one takes no lock and allocates nothing (and each series is on the first scrape, at 0);
     /// another verdict is still counted.
-    public init(registry: MetricsRegistry, verdicts: [String] = []) {
+    package init(registry: MetricsRegistry, verdicts: [String] = []) {
         let verifications = registry.counter(
             "appstore_gateway_verifications_total", help: "JWS verifications, by verdict.", labelNames: ["verdict"])
         self.verifications = verifications
@@ -49,11 +49,11 @@ public final class VerificationMetrics: Sendable {
 }
 
 /// GetHistory's calls that joined an identical Apple call already in flight instead of making their own.
-public final class CoalescingMetrics: Sendable {
+package final class CoalescingMetrics: Sendable {
     package let coalesced: CounterFamily
 
     /// The family, registered in `registry`.
-    public init(registry: MetricsRegistry) {
+    package init(registry: MetricsRegistry) {
         coalesced = registry.counter(
             "appstore_gateway_coalesced_calls_total",
             help: "Calls that shared an identical Apple call already in flight instead of making their own.",

@@ -9,7 +9,7 @@ import ProtoCodec
 import SignedData
 
 /// What a followed stream reads besides Apple: the webhook's store and the followers' metrics.
-public struct LiveNotificationFeed: Sendable {
+package struct LiveNotificationFeed: Sendable {
     package let store: any NotificationStore
     package let metrics: NotificationMetrics
     /// How long a follower waits for the store's signal before looking again (another replica's inserts
@@ -23,7 +23,7 @@ public struct LiveNotificationFeed: Sendable {
     /// Where the outbound sinks keep their progress beside the log (nil: a store that cannot keep it).
     package let sinks: (any EventSinkStore)?
 
-    public init(
+    package init(
         store: any NotificationStore, metrics: NotificationMetrics, states: (any SubscriptionStore)? = nil,
         stateMetrics: SubscriptionStateMetrics = SubscriptionStateMetrics(registry: nil),
         sinks: (any EventSinkStore)? = nil
@@ -47,7 +47,7 @@ public struct LiveNotificationFeed: Sendable {
 /// follower holds one batch in memory, never a backlog.
 extension StreamNotificationsHandler {
     /// A checked followed request.
-    public struct FollowPlan: Sendable {
+    package struct FollowPlan: Sendable {
         let plan: Plan
         let filter: StoreFilter
         let resume: FollowPosition?
@@ -58,7 +58,7 @@ extension StreamNotificationsHandler {
     static let followBatch = 50
 
     /// Validates a `follow` request (before any response header is sent).
-    public func prepareFollow(_ request: StreamNotificationsRequest) throws(GatewayError) -> FollowPlan {
+    package func prepareFollow(_ request: StreamNotificationsRequest) throws(GatewayError) -> FollowPlan {
         guard live != nil else {
             throw .invalidArgument(
                 field: "follow", problem: "needs the gateway's notification webhook (notifications.webhook.listen)")
@@ -120,7 +120,7 @@ extension StreamNotificationsHandler {
     }
 
     /// Streams `follow` until cancelled (or the call's deadline, or a failure).
-    public func runFollow(
+    package func runFollow(
         _ follow: FollowPlan, remaining: Duration?,
         send: @escaping @Sendable (NotificationEvent, _ shutdownStatus: RPCStatus) async throws(RPCStatus) -> Void
     ) async throws(RPCStatus) {

@@ -25,7 +25,7 @@ import SignedData
 ///   cancel the page in flight (its curl transfer).
 /// - An upstream failure mid-stream ends the call with its mapped status plus `resume_token` in the
 ///   ErrorInfo metadata; so does a server shutdown (UNAVAILABLE), through the gRPC layer's shutdown hook.
-public struct StreamNotificationsHandler: Sendable {
+package struct StreamNotificationsHandler: Sendable {
     let client: AppStoreAPIClient
     let verifier: SignedDataVerifier
     let tokens: ResumeTokenCodec
@@ -42,7 +42,7 @@ public struct StreamNotificationsHandler: Sendable {
 
     /// A handler calling Apple through `client`, verifying with `verifier`, authenticating resume tokens
     /// with `resumeTokenKeys` and refusing those issued longer than `resumeTokenMaxAge` ago.
-    public init(
+    package init(
         client: AppStoreAPIClient, verifier: SignedDataVerifier, resumeTokenKeys: ResumeTokenKeyRing,
         resumeTokenMaxAge: Duration, clock: any GatewayClock
     ) {
@@ -54,7 +54,7 @@ public struct StreamNotificationsHandler: Sendable {
     }
 
     /// A checked request: what `run` needs.
-    public struct Plan: Sendable {
+    package struct Plan: Sendable {
         let app: App
         let body: NotificationHistoryRequestBody
         let environment: AppleEnvironment?
@@ -71,19 +71,19 @@ public struct StreamNotificationsHandler: Sendable {
     }
 
     /// A checked StreamNotifications call: a window of Apple's history, or a followed stream (`follow`).
-    public enum Call: Sendable {
+    package enum Call: Sendable {
         case history(Plan)
         case follow(FollowPlan)
     }
 
     /// Validates `request` as the call it asks for (before any response header is sent).
-    public func prepare(call request: StreamNotificationsRequest) throws(GatewayError) -> Call {
+    package func prepare(call request: StreamNotificationsRequest) throws(GatewayError) -> Call {
         request.follow ? .follow(try prepareFollow(request)) : .history(try prepare(request))
     }
 
     /// Streams `call` through `send` (see `run(_:remaining:send:)` and `runFollow`). Throws the call's final
     /// status.
-    public func run(
+    package func run(
         _ call: Call, remaining: Duration?,
         send: @escaping @Sendable (NotificationEvent, _ shutdownStatus: RPCStatus) async throws(RPCStatus) -> Void
     ) async throws(RPCStatus) {
@@ -94,7 +94,7 @@ public struct StreamNotificationsHandler: Sendable {
     }
 
     /// Validates `request` (before any response header is sent).
-    public func prepare(_ request: StreamNotificationsRequest) throws(GatewayError) -> Plan {
+    package func prepare(_ request: StreamNotificationsRequest) throws(GatewayError) -> Plan {
         try request.checkContract()
         let app = try client.apps.app(named: request.app)
         let environment = try request.environment.requested()
@@ -152,7 +152,7 @@ public struct StreamNotificationsHandler: Sendable {
 
     /// Streams the notifications of `plan` through `send`, whose second argument is the status a server
     /// shutdown should end the call with once that event is queued. Throws the call's final status.
-    public func run(
+    package func run(
         _ plan: Plan, remaining: Duration?,
         send: @escaping @Sendable (NotificationEvent, _ shutdownStatus: RPCStatus) async throws(RPCStatus) -> Void
     ) async throws(RPCStatus) {

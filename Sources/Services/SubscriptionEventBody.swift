@@ -5,12 +5,12 @@ import ProtoCodec
 /// enums by name, 64-bit integers as strings, Timestamps in RFC 3339, defaults left out), `subscription` and
 /// `purchase` included. Deterministic: the same event always has the same bytes, so a dead letter replayed is
 /// byte for byte what was sent.
-public enum SubscriptionEventBody {
+package enum SubscriptionEventBody {
     /// The event as one JSON object.
-    public static func json(_ event: SubscriptionEvent) -> [UInt8] { ProtoJSON.encode(event) }
+    package static func json(_ event: SubscriptionEvent) -> [UInt8] { ProtoJSON.encode(event) }
 
     /// Each event type's proto name.
-    public static let eventTypeNames: [SubscriptionEventType: String] = [
+    package static let eventTypeNames: [SubscriptionEventType: String] = [
         .unspecified: "SUBSCRIPTION_EVENT_TYPE_UNSPECIFIED",
         .initialPurchase: "SUBSCRIPTION_EVENT_TYPE_INITIAL_PURCHASE",
         .renewal: "SUBSCRIPTION_EVENT_TYPE_RENEWAL",

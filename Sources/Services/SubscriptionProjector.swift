@@ -13,7 +13,7 @@ import SubscriptionState
 ///
 /// A notification whose signed data does not verify now, or names another app, is left out of the state and
 /// counted (`appstore_gateway_state_rejected_total`); the log keeps it as it was.
-public final class SubscriptionProjector: Sendable {
+package final class SubscriptionProjector: Sendable {
     /// Entries read per step.
     static let batch = 256
     /// The longest a follower of a shared log (another replica may add entries) waits before reading again.
@@ -35,7 +35,7 @@ public final class SubscriptionProjector: Sendable {
 
     /// Projects the log and runs the timer until the task is cancelled, each while this replica holds its lease in
     /// `fleet` (the projection and the timer are leased apart, so they may run on different replicas).
-    public func run(fleet: FleetLease = .soleReplica) async {
+    package func run(fleet: FleetLease = .soleReplica) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await fleet.run(Self.lease) { await self.project() } }
             group.addTask { await self.timer.run(fleet: fleet) }
@@ -104,7 +104,7 @@ public final class SubscriptionProjector: Sendable {
     /// again when next asked for. The replay makes no events; once it is over, each rebuilt subscription is
     /// compared with what its events last told consumers, and a difference is an event with cause "rebuild".
     /// Returns the subscriptions the rebuilt state holds.
-    public func rebuild() async throws(GatewayError) -> Int {
+    package func rebuild() async throws(GatewayError) -> Int {
         do {
             try await states.store.removeAll()
         } catch {

@@ -19,9 +19,9 @@ import SubscriptionState
 /// purchase written during the export may or may not be in it. Records and purchases of a bundle id no app is
 /// configured with any more are left out and counted (`skipped`): no app gives their policy, and no RPC answers
 /// for them either.
-public struct SubscriptionStateExport: Sendable {
+package struct SubscriptionStateExport: Sendable {
     /// The columns, in order: the header row.
-    public static let columns = [
+    package static let columns = [
         "kind", "app", "bundle_id", "environment", "original_transaction_id", "transaction_id",
         "subscription_group_identifier", "product_id", "status", "status_name", "entitled", "entitlements",
         "expires_date", "grace_period_expires_date", "auto_renew", "auto_renew_product_id", "in_billing_retry",
@@ -29,16 +29,16 @@ public struct SubscriptionStateExport: Sendable {
     ]
 
     /// Keys (or purchases) read from the store per page.
-    public static let pageSize = 256
+    package static let pageSize = 256
 
     /// The instant every row is derived at (UNIX ms).
-    public let nowMillis: Int64
+    package let nowMillis: Int64
     /// Subscription rows returned so far.
-    public private(set) var subscriptions = 0
+    package private(set) var subscriptions = 0
     /// Purchase rows returned so far.
-    public private(set) var purchases = 0
+    package private(set) var purchases = 0
     /// Records and purchases left out so far: their bundle id is no configured app's.
-    public private(set) var skipped = 0
+    package private(set) var skipped = 0
 
     private let states: SubscriptionStates
     private let bundleId: String?
@@ -62,7 +62,7 @@ public struct SubscriptionStateExport: Sendable {
 
     /// The next rows (at least one), each with `columns.count` fields: the subscriptions in key order, then the
     /// purchases in key order; nil once every row was returned. A store failure is `.stateStoreUnavailable`.
-    public mutating func nextRows() async throws(GatewayError) -> [[String]]? {
+    package mutating func nextRows() async throws(GatewayError) -> [[String]]? {
         while true {
             let rows: [[String]]
             switch phase {
@@ -177,7 +177,7 @@ extension SubscriptionStateService {
     /// `appstore-gateway state export`: the state's rows at this instant, of every app or only `app` (a configured
     /// name or bundle id: `.unknownApp` otherwise), of every environment or only `environment`. Throws
     /// `.stateNotKept` on a gateway that keeps no state.
-    public func export(app: String?, environment: AppleEnvironment?) throws(GatewayError) -> SubscriptionStateExport {
+    package func export(app: String?, environment: AppleEnvironment?) throws(GatewayError) -> SubscriptionStateExport {
         guard let states else { throw GatewayError.stateNotKept(unavailable ?? "no store for it is configured") }
         let bundleId = try app.map { name throws(GatewayError) in try states.apps.app(named: name).bundleId }
         return SubscriptionStateExport(

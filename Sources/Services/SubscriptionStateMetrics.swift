@@ -2,7 +2,7 @@ import Metrics
 import ProtoCodec
 
 /// The subscription state's Prometheus series (a registry-less instance counts nothing).
-public final class SubscriptionStateMetrics: Sendable {
+package final class SubscriptionStateMetrics: Sendable {
     package let rejections: CounterFamily?
     package let applied: CounterFamily?
     package let appleReads: CounterFamily?
@@ -11,7 +11,7 @@ public final class SubscriptionStateMetrics: Sendable {
     package let passThroughDropped: CounterFamily?
 
     /// Series registered in `registry` (nil: none).
-    public init(registry: MetricsRegistry?) {
+    package init(registry: MetricsRegistry?) {
         guard let registry else {
             rejections = nil; applied = nil; appleReads = nil; stale = nil; events = nil; passThroughDropped = nil
             return

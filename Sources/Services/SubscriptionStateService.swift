@@ -7,14 +7,14 @@ import SubscriptionState
 
 /// appstore.gateway.v1.SubscriptionState: "is this customer entitled right now?" from the gateway's own state.
 /// Every RPC is app-scoped (authorized as every other, `read`); reads never call Apple for what the state holds.
-public struct SubscriptionStateService: GRPCService {
+package struct SubscriptionStateService: GRPCService {
     /// The service's full name, as reflection names it.
-    public static let name = "appstore.gateway.v1.SubscriptionState"
+    package static let name = "appstore.gateway.v1.SubscriptionState"
 
     let states: SubscriptionStates?
     let events: SubscriptionEventsHandler?
     /// Why the state is not kept on this gateway (nil when it is): every call fails FAILED_PRECONDITION with it.
-    public let unavailable: String?
+    package let unavailable: String?
 
     init(states: SubscriptionStates, events: SubscriptionEventsHandler) {
         self.states = states
@@ -28,7 +28,7 @@ public struct SubscriptionStateService: GRPCService {
         self.unavailable = reason
     }
 
-    public var methods: [String: MethodHandler] {
+    package var methods: [String: MethodHandler] {
         let states = self.states
         let events = self.events
         let unavailable = self.unavailable

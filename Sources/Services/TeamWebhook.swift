@@ -7,43 +7,43 @@ import ProtoCodec
 
 /// A team's webhook (`subscriptions.webhooks[i]`): the subscription events of its apps and types, POSTed as JSON
 /// and signed with the team's secret (docs/subscription-events.md, "Webhooks to teams").
-public enum TeamWebhook {
+package enum TeamWebhook {
     /// One `subscriptions.webhooks` entry.
-    public struct Settings: Sendable, Hashable {
+    package struct Settings: Sendable, Hashable {
         /// `url`: where events are POSTed (http or https, with a host). The sink's identity: its progress and
         /// dead letters are kept under it.
-        public var url: String
+        package var url: String
         /// `secretFile`: one secret per non-empty line (surrounding spaces trimmed); each signs every delivery
         /// (one `v1=` per secret, in file order), so a rotation adds the new line beside the old one.
-        public var secretFile: String
+        package var secretFile: String
         /// `apps`: configured app names whose events go out; empty: every app's.
-        public var apps: [String] = []
+        package var apps: [String] = []
         /// `types`: event types that go out; empty: every type.
-        public var types: [SubscriptionEventType] = []
+        package var types: [SubscriptionEventType] = []
         /// `timeout`, `maxBackoff`, `maxAge`.
-        public var retries = DeliveryRetries()
+        package var retries = DeliveryRetries()
 
-        public init(url: String, secretFile: String) {
+        package init(url: String, secretFile: String) {
             self.url = url
             self.secretFile = secretFile
         }
 
         /// Whether the event goes to this webhook.
-        public func accepts(_ event: SubscriptionEvent) -> Bool {
+        package func accepts(_ event: SubscriptionEvent) -> Bool {
             (apps.isEmpty || apps.contains(event.app)) && (types.isEmpty || types.contains(event.type))
         }
     }
 
     /// The header that carries the signature.
-    public static let signatureHeader = "appstore-gateway-signature"
+    package static let signatureHeader = "appstore-gateway-signature"
     /// The header that carries the event's id.
-    public static let eventIDHeader = "appstore-gateway-event-id"
+    package static let eventIDHeader = "appstore-gateway-event-id"
     /// The largest secret file read.
-    public static let maximumFileBytes = 64 * 1024
+    package static let maximumFileBytes = 64 * 1024
 
     /// `t=<unixSeconds>,v1=<hex>[,v1=<hex>…]`: the lowercase hex HMAC-SHA256 of `<t>.<body>` under each secret, in
     /// order.
-    public static func signature(secrets: [[UInt8]], unixSeconds: Int64, body: [UInt8]) -> String {
+    package static func signature(secrets: [[UInt8]], unixSeconds: Int64, body: [UInt8]) -> String {
         let prefix = Array("\(unixSeconds).".utf8)
         var header = "t=\(unixSeconds)"
         let message = prefix + body
@@ -56,7 +56,7 @@ public enum TeamWebhook {
     /// Reads the secrets of `path` (the key `key` names it in problems). It holds secrets, so it is judged like the
     /// apps' `.p8` keys (`KeyFileAccess`, unless `allowReadableFile`); missing, unreadable, not UTF-8 or without a
     /// non-empty line: refused. A problem never quotes the file's content.
-    public static func loadSecrets(path: String, key: String, allowReadableFile: Bool) throws(ConfigurationError)
+    package static func loadSecrets(path: String, key: String, allowReadableFile: Bool) throws(ConfigurationError)
         -> [[UInt8]]
     {
         guard !path.isEmpty else { throw ConfigurationError(key: key, problem: "is required") }
@@ -73,7 +73,7 @@ public enum TeamWebhook {
     }
 
     /// The secrets of a file's bytes: each non-empty line, spaces around it trimmed, in order.
-    public static func parseSecrets(_ bytes: [UInt8], path: String, key: String) throws(ConfigurationError)
+    package static func parseSecrets(_ bytes: [UInt8], path: String, key: String) throws(ConfigurationError)
         -> [[UInt8]]
     {
         guard let text = String(validating: bytes, as: UTF8.self) else {
@@ -92,7 +92,7 @@ public enum TeamWebhook {
 
     /// The event type a configuration names: `RENEWAL` or `SUBSCRIPTION_EVENT_TYPE_RENEWAL` (case-insensitive);
     /// nil for an unknown name and for UNSPECIFIED.
-    public static func eventType(named text: String) -> SubscriptionEventType? {
+    package static func eventType(named text: String) -> SubscriptionEventType? {
         var name = text.uppercased()
         let prefix = "SUBSCRIPTION_EVENT_TYPE_"
         if name.hasPrefix(prefix) { name.removeFirst(prefix.count) }
@@ -103,7 +103,7 @@ public enum TeamWebhook {
     }
 
     /// What a sink is named in metrics and logs: its URL without user information, query or fragment.
-    public static func label(of url: String) -> String {
+    package static func label(of url: String) -> String {
         var rest = Substring(url)
         var scheme = ""
         if let range = rest.range(of: "://") {
@@ -117,7 +117,7 @@ public enum TeamWebhook {
     }
 
     /// Why `text` is not a webhook URL (http or https, with a host, no spaces), or nil when it is one.
-    public static func urlProblem(_ text: String) -> String? {
+    package static func urlProblem(_ text: String) -> String? {
         let lower = text.lowercased()
         guard lower.hasPrefix("https://") || lower.hasPrefix("http://") else {
             return "must be an http(s) URL, got '\(label(of: text))'"
@@ -155,24 +155,24 @@ public enum TeamWebhook {
 
 /// The relay of Apple's notifications (`notifications.forward[i]`): each stored notification POSTed as Apple sent
 /// it, `{"signedPayload":"<JWS>"}`, in log order (docs/subscription-events.md, "Relay").
-public enum NotificationRelay {
+package enum NotificationRelay {
     /// One `notifications.forward` entry.
-    public struct Settings: Sendable, Hashable {
+    package struct Settings: Sendable, Hashable {
         /// `url`: where notifications are POSTed (http or https, with a host); the sink's identity.
-        public var url: String
+        package var url: String
         /// `timeout`, `maxBackoff`, `maxAge`.
-        public var retries = DeliveryRetries()
+        package var retries = DeliveryRetries()
 
-        public init(url: String) {
+        package init(url: String) {
             self.url = url
         }
     }
 
     /// The header that carries the notification's UUID.
-    public static let uuidHeader = "appstore-gateway-notification-uuid"
+    package static let uuidHeader = "appstore-gateway-notification-uuid"
 
     /// The body Apple POSTs: `{"signedPayload":"<JWS>"}`.
-    public static func body(signedPayload: String) -> [UInt8] {
+    package static func body(signedPayload: String) -> [UInt8] {
         var out = Array("{\"signedPayload\":".utf8)
         JSONString.append(signedPayload, to: &out)
         out.append(UInt8(ascii: "}"))

@@ -11,10 +11,10 @@ import HTTPServer
 /// Each request is: route (unknown → 404, empty body) → injected faults (header `x-simulator-fault` and
 /// configured rules) → JWT (→ 401) → rate limit (→ 429 + `Retry-After`) → endpoint. The newest requests'
 /// trace headers are listed at `GET /simulator/requests` (for tests of trace propagation).
-public final class AppStoreSimulator: HTTPRequestHandler {
-    public let configuration: SimulatorConfiguration
+package final class AppStoreSimulator: HTTPRequestHandler {
+    package let configuration: SimulatorConfiguration
     /// The PKI whose root verifies every JWS the simulator returns.
-    public let pki: SimulatorPKI
+    package let pki: SimulatorPKI
     private let store: SimulatedStore
     private let authenticator: RequestAuthenticator
     private let rateLimits: SimulatorRateLimits
@@ -38,10 +38,10 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     let fallbackWebhookURL = Lock<URL?>(nil)
 
     /// The path of the OCSP responder (POST, RFC 6960 appendix A), served once `enableOCSP` was called.
-    public static let ocspPath = "/ocsp"
+    package static let ocspPath = "/ocsp"
 
     /// Generates every app's histories (both environments) from `configuration` and signs with `pki`.
-    public init(configuration: SimulatorConfiguration, pki: SimulatorPKI) {
+    package init(configuration: SimulatorConfiguration, pki: SimulatorPKI) {
         self.configuration = configuration
         self.pki = pki
         store = SimulatedStore(
@@ -73,14 +73,14 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     }
 
     /// A snapshot of one app's generated data in one environment (nil for an unknown bundle id).
-    public func dataset(bundleId: String, environment: AppleEnvironment) -> SimulatedDataset? {
+    package func dataset(bundleId: String, environment: AppleEnvironment) -> SimulatedDataset? {
         store.dataset(bundleId, environment)
     }
 
     /// Refunds a transaction now, as a customer's refund would: the record changes (so it reappears at the
     /// end of an ascending history) and a REFUND notification is recorded. False if unknown or revoked.
     @discardableResult
-    public func refund(transactionId: String, bundleId: String, environment: AppleEnvironment, prorated: Bool = false)
+    package func refund(transactionId: String, bundleId: String, environment: AppleEnvironment, prorated: Bool = false)
         -> Bool
     {
         let now = configuration.clock.wallNow().millisecondsSince1970
@@ -94,7 +94,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
     /// Makes the PKI online, as Apple's is: from now on payloads are signed by certificates naming
     /// `responderURL` (this simulator's base URL + `ocspPath`) as their OCSP responder, which answers at
     /// `ocspPath`; fault `revoked-signer` signs with a leaf it reports revoked.
-    public func enableOCSP(responderURL: String) throws(CryptographyError) {
+    package func enableOCSP(responderURL: String) throws(CryptographyError) {
         let online = try pki.online(responderURL: responderURL)
         onlinePKI.withLock { $0 = online }
     }
@@ -115,7 +115,7 @@ public final class AppStoreSimulator: HTTPRequestHandler {
         _ = store.update(bundleId, environment) { $0.recordAttempt(uuid: uuid, attempt: attempt) }
     }
 
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
         if request.method == "GET" && request.path == RequestRecorder.path { return recorder.response() }
         if request.path == Self.ocspPath, let online = onlinePKI.withLock({ $0 }) {
             guard request.method == "POST" else { return HTTPResponse(status: 405) }

@@ -3,7 +3,7 @@ import Foundation
 import GatewayFoundation
 
 /// A failure the simulator can inject, as a real upstream fails.
-public enum SimulatedFault: Sendable, Hashable {
+package enum SimulatedFault: Sendable, Hashable {
     /// An Apple error body with this code, HTTP status = its first three digits (e.g. 5000001 → 500).
     case appleError(code: Int64)
     /// Waits this long before answering.
@@ -25,9 +25,9 @@ public enum SimulatedFault: Sendable, Hashable {
 }
 
 /// A configured fault: which requests it hits and how often.
-public struct FaultRule: Sendable {
+package struct FaultRule: Sendable {
     /// How often a matching request is hit.
-    public enum Trigger: Sendable, Hashable {
+    package enum Trigger: Sendable, Hashable {
         /// Each matching request with this probability (decided by the seeded generator).
         case probability(Double)
         /// Every n-th matching request (n, 2n, …).
@@ -35,13 +35,13 @@ public struct FaultRule: Sendable {
     }
 
     /// Only this endpoint (nil: all).
-    public var endpoint: AppleEndpoint?
+    package var endpoint: AppleEndpoint?
     /// Only this environment (nil: both).
-    public var environment: AppleEnvironment?
-    public var trigger: Trigger
-    public var faults: [SimulatedFault]
+    package var environment: AppleEnvironment?
+    package var trigger: Trigger
+    package var faults: [SimulatedFault]
 
-    public init(
+    package init(
         endpoint: AppleEndpoint? = nil, environment: AppleEnvironment? = nil, trigger: Trigger,
         faults: [SimulatedFault]
     ) {
@@ -64,12 +64,12 @@ public struct FaultRule: Sendable {
 ///               / "revoked-signer"         JWS signed by a leaf the OCSP responder reports revoked
 ///               / "forged-notification=" 1*DIGIT   that item of each notification history page badly signed
 ///     duration  = 1*DIGIT ( "ms" / "s" )
-public enum FaultHeader {
+package enum FaultHeader {
     /// The header name.
-    public static let name = "x-simulator-fault"
+    package static let name = "x-simulator-fault"
 
     /// Parses a header value; nil when any directive is malformed.
-    public static func parse(_ value: String) -> [SimulatedFault]? {
+    package static func parse(_ value: String) -> [SimulatedFault]? {
         var faults: [SimulatedFault] = []
         let directives = value.split(whereSeparator: { $0 == ";" || $0 == "," })
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

@@ -7,7 +7,7 @@ import GatewayFoundation
 /// Not `indirect`: the arrays already hold nested values on the heap. A boxed case is referenced by a pointer
 /// carrying the case's tag in its spare bits, which LeakSanitizer does not recognise as a pointer: it reported
 /// every box of the simulator's dataset as leaked although the dataset held it.
-public enum OrderedJSON: Sendable, Hashable {
+package enum OrderedJSON: Sendable, Hashable {
     case string(String)
     case integer(Int64)
     case bool(Bool)
@@ -15,18 +15,18 @@ public enum OrderedJSON: Sendable, Hashable {
     case object([(String, OrderedJSON)])
     case null
 
-    public static func == (lhs: OrderedJSON, rhs: OrderedJSON) -> Bool { lhs.encodedText == rhs.encodedText }
-    public func hash(into hasher: inout Hasher) { hasher.combine(encodedText) }
+    package static func == (lhs: OrderedJSON, rhs: OrderedJSON) -> Bool { lhs.encodedText == rhs.encodedText }
+    package func hash(into hasher: inout Hasher) { hasher.combine(encodedText) }
 
     /// The compact JSON text.
-    public var encodedText: String {
+    package var encodedText: String {
         var out = ""
         write(into: &out)
         return out
     }
 
     /// The compact JSON bytes.
-    public var encoded: [UInt8] { Array(encodedText.utf8) }
+    package var encoded: [UInt8] { Array(encodedText.utf8) }
 
     private func write(into out: inout String) {
         switch self {

@@ -4,27 +4,27 @@ import GatewayFoundation
 /// One performance test of a realtime URL as Apple runs it: `totalRequests` realtime requests, at most
 /// `maxConcurrentRequests` at a time, each answered within `responseTimeThreshold` or counted as failed; the test
 /// passes when at least `successRateThreshold` percent succeed.
-public struct PerformanceTestPlan: Sendable, Hashable, Codable {
+package struct PerformanceTestPlan: Sendable, Hashable, Codable {
     /// Apple's `requestId` of the test.
-    public var requestId: String
+    package var requestId: String
     /// The realtime URL tested (Apple's `target`).
-    public var target: String
+    package var target: String
     /// The bundle id whose realtime URL it is.
-    public var bundleId: String
+    package var bundleId: String
     /// "Production" or "Sandbox", as Apple names it in a realtime request.
-    public var environment: String
+    package var environment: String
     /// The original transaction id the test's requests name.
-    public var originalTransactionId: String
+    package var originalTransactionId: String
     /// Apple's `maxConcurrentRequests`.
-    public var maxConcurrentRequests: Int64
+    package var maxConcurrentRequests: Int64
     /// Apple's `totalRequests`.
-    public var totalRequests: Int64
+    package var totalRequests: Int64
     /// Apple's `totalDuration`, milliseconds.
-    public var totalDurationMilliseconds: Int64
+    package var totalDurationMilliseconds: Int64
     /// Apple's `responseTimeThreshold`, milliseconds.
-    public var responseTimeThresholdMilliseconds: Int64
+    package var responseTimeThresholdMilliseconds: Int64
     /// Apple's `successRateThreshold`, percent.
-    public var successRateThreshold: Int64
+    package var successRateThreshold: Int64
 
     /// Apple's PerformanceTestConfig object.
     var configJSON: OrderedJSON {
@@ -38,14 +38,14 @@ public struct PerformanceTestPlan: Sendable, Hashable, Codable {
 }
 
 /// What happened to one request of a performance test.
-public struct PerformanceTestAttempt: Sendable, Hashable, Codable {
+package struct PerformanceTestAttempt: Sendable, Hashable, Codable {
     /// Apple's SendAttemptResult: "SUCCESS", "TIMED_OUT", "NO_RESPONSE", …
-    public var result: String
+    package var result: String
     /// How long the realtime URL took to answer (or to fail), milliseconds.
-    public var milliseconds: Int64
+    package var milliseconds: Int64
 
     /// An attempt.
-    public init(result: String, milliseconds: Int64) {
+    package init(result: String, milliseconds: Int64) {
         self.result = result
         self.milliseconds = milliseconds
     }
@@ -56,13 +56,13 @@ public struct PerformanceTestAttempt: Sendable, Hashable, Codable {
 /// This is the seam where the simulator calls the configured realtime URL: the simulator runs it in its own task
 /// when a test starts and summarizes what it returns (`PerformanceTestSummary`). `SimulatorConfiguration`'s
 /// default, `PerformanceTestSenders.simulated`, calls nothing.
-public typealias PerformanceTestSender = @Sendable (PerformanceTestPlan) async -> [PerformanceTestAttempt]
+package typealias PerformanceTestSender = @Sendable (PerformanceTestPlan) async -> [PerformanceTestAttempt]
 
 /// The stock senders.
-public enum PerformanceTestSenders {
+package enum PerformanceTestSenders {
     /// Calls no URL: every request succeeds, with response times drawn from the plan's request id (10 to 120 ms),
     /// so a test's results are reproducible.
-    public static let simulated: PerformanceTestSender = { plan in
+    package static let simulated: PerformanceTestSender = { plan in
         var random = DeterministicRandom(seed: 0, stream: "performance-test/\(plan.requestId)")
         return (0..<max(0, plan.totalRequests)).map { _ in
             PerformanceTestAttempt(result: "SUCCESS", milliseconds: Int64(random.int(10...120)))

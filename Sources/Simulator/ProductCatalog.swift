@@ -1,16 +1,16 @@
 import AppStoreDomain
 
 /// One product an app sells, with what the history filters and payloads need to know about it.
-public struct SimulatedProduct: Sendable, Hashable {
+package struct SimulatedProduct: Sendable, Hashable {
     /// Apple's payload `type` spellings (Apple's App Store Server API documentation).
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
+    package enum Kind: String, Sendable, Hashable, CaseIterable {
         case autoRenewable = "Auto-Renewable Subscription"
         case nonConsumable = "Non-Consumable"
         case consumable = "Consumable"
         case nonRenewing = "Non-Renewing Subscription"
 
         /// The matching `productType` filter value of Get Transaction History.
-        public var historyFilterType: TransactionHistoryQuery.ProductType {
+        package var historyFilterType: TransactionHistoryQuery.ProductType {
             switch self {
             case .autoRenewable: .autoRenewable
             case .nonConsumable: .nonConsumable
@@ -20,27 +20,27 @@ public struct SimulatedProduct: Sendable, Hashable {
         }
     }
 
-    public var productId: String
-    public var kind: Kind
+    package var productId: String
+    package var kind: Kind
     /// Subscription group (auto-renewables only).
-    public var subscriptionGroupIdentifier: String?
+    package var subscriptionGroupIdentifier: String?
     /// Billing period in months (auto-renewables and non-renewing passes).
-    public var periodMonths: Int
+    package var periodMonths: Int
     /// Service level inside its group: lower is better, as in App Store Connect.
-    public var level: Int
+    package var level: Int
     /// Price in US dollar milliunits.
-    public var priceMilliunits: Int64
+    package var priceMilliunits: Int64
 }
 
 /// The products every simulated app sells: two subscription groups (monthly, yearly and a higher
 /// level to upgrade to), a consumable, two non-consumables and a non-renewing pass.
-public struct ProductCatalog: Sendable {
-    public let products: [SimulatedProduct]
-    public let premiumGroup: String
-    public let newsGroup: String
+package struct ProductCatalog: Sendable {
+    package let products: [SimulatedProduct]
+    package let premiumGroup: String
+    package let newsGroup: String
 
     /// The catalog of the app with `bundleId` (product ids are prefixed with it, as developers often do).
-    public init(bundleId: String) {
+    package init(bundleId: String) {
         let prefix = bundleId
         premiumGroup = "2100\(Self.stableNumber(bundleId) % 10_000)"
         newsGroup = "2200\(Self.stableNumber(bundleId) % 10_000)"
@@ -73,7 +73,7 @@ public struct ProductCatalog: Sendable {
     }
 
     /// The product with `productId`.
-    public func product(_ productId: String) -> SimulatedProduct? {
+    package func product(_ productId: String) -> SimulatedProduct? {
         products.first { $0.productId == productId }
     }
 

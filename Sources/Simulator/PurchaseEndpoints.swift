@@ -165,16 +165,16 @@ extension SimulatedDataset {
 }
 
 /// The simulator's order ids: one per transaction, derived from its id, so a test can compute them.
-public enum SimulatedOrder {
+package enum SimulatedOrder {
     private static let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
 
     /// "MT" and 10 characters from the transaction id's SHA-256.
-    public static func id(of transaction: SimulatedTransaction) -> String {
+    package static func id(of transaction: SimulatedTransaction) -> String {
         id(transactionId: transaction.transactionId)
     }
 
     /// The order id of `transactionId`.
-    public static func id(transactionId: String) -> String {
+    package static func id(transactionId: String) -> String {
         "MT" + String(SHA256Digest.of("order/" + transactionId).prefix(10).map { alphabet[Int($0) % alphabet.count] })
     }
 

@@ -3,11 +3,11 @@ import GatewayFoundation
 
 /// The histories of one app in one environment with the indexes the endpoints need. Changes (a refund
 /// while a client pages) go through `SimulatedStore`, which owns the lock.
-public struct SimulatedDataset: Sendable {
-    public let bundleId: String
-    public let environment: AppleEnvironment
-    public let catalog: ProductCatalog
-    public internal(set) var customers: [SimulatedCustomer]
+package struct SimulatedDataset: Sendable {
+    package let bundleId: String
+    package let environment: AppleEnvironment
+    package let catalog: ProductCatalog
+    package internal(set) var customers: [SimulatedCustomer]
     /// Any transaction id, original transaction id or app transaction id → customer index.
     private var customerByIdentifier: [String: Int] = [:]
 
@@ -28,17 +28,17 @@ public struct SimulatedDataset: Sendable {
     }
 
     /// The customer owning `identifier` (transaction, original transaction or app transaction id).
-    public func customer(owning identifier: String) -> SimulatedCustomer? {
+    package func customer(owning identifier: String) -> SimulatedCustomer? {
         customerByIdentifier[identifier].map { customers[$0] }
     }
 
     /// The transaction with `transactionId`.
-    public func transaction(_ transactionId: String) -> SimulatedTransaction? {
+    package func transaction(_ transactionId: String) -> SimulatedTransaction? {
         customer(owning: transactionId)?.transactions.first { $0.transactionId == transactionId }
     }
 
     /// Every notification of every customer, oldest first.
-    public var allNotifications: [SimulatedNotification] {
+    package var allNotifications: [SimulatedNotification] {
         customers.flatMap(\.notifications).sorted { ($0.date, $0.notificationUUID) < ($1.date, $1.notificationUUID) }
     }
 

@@ -5,16 +5,16 @@ import GatewayFoundation
 /// The simulator's signing PKI, shaped like Apple's (Apple's App Store Server API documentation): a P-384 root, a P-384
 /// intermediate CA (path length 0) carrying 1.2.840.113635.100.6.2.1, and a P-256 leaf carrying
 /// 1.2.840.113635.100.6.11.1, with key identifiers and Apple-like validity periods.
-public struct SimulatorPKI: Sendable {
+package struct SimulatorPKI: Sendable {
     /// Apple's WWDR intermediate marker.
-    public static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+    package static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
     /// Apple's receipt-signing leaf marker.
-    public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+    package static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
 
-    public let root: CertificateIssuer
-    public let intermediate: CertificateIssuer
-    public let leaf: Certificate
-    public let leafKey: ECPrivateKey
+    package let root: CertificateIssuer
+    package let intermediate: CertificateIssuer
+    package let leaf: Certificate
+    package let leafKey: ECPrivateKey
 
     private static let day: TimeInterval = 86_400
     static let intermediateSubject = DistinguishedName(
@@ -25,7 +25,7 @@ public struct SimulatorPKI: Sendable {
         organizationalUnit: "Apple Worldwide Developer Relations", organization: "appstore-gateway", country: "US")
 
     /// Pairs existing certificates and keys (as loaded from a state directory).
-    public init(root: CertificateIssuer, intermediate: CertificateIssuer, leaf: Certificate, leafKey: ECPrivateKey) {
+    package init(root: CertificateIssuer, intermediate: CertificateIssuer, leaf: Certificate, leafKey: ECPrivateKey) {
         self.root = root
         self.intermediate = intermediate
         self.leaf = leaf
@@ -34,7 +34,7 @@ public struct SimulatorPKI: Sendable {
 
     /// Mints a new PKI around `referenceTime`: root valid 25 years (from 5 years before), intermediate
     /// 15 years (from 4 years before), leaf about 2 years (from 400 days before), as Apple's are.
-    public init(generatingAround referenceTime: Date, serialSeed: UInt64) throws(CryptographyError) {
+    package init(generatingAround referenceTime: Date, serialSeed: UInt64) throws(CryptographyError) {
         var random = DeterministicRandom(seed: serialSeed, stream: "pki")
         let rootKey = try ECPrivateKey(generatingOn: .p384)
         root = try CertificateIssuer.selfSignedRoot(
@@ -67,12 +67,12 @@ public struct SimulatorPKI: Sendable {
     }
 
     /// The `x5c` header value: leaf, intermediate, root as standard base64 DER.
-    public var x5c: [String] {
+    package var x5c: [String] {
         [leaf, intermediate.certificate, root.certificate].map { Base64.encode($0.derBytes, variant: .standard) }
     }
 
     /// A compact JWS of `payload` the way the App Store signs: header `{"alg":"ES256","x5c":[…]}`.
-    public func sign(_ payload: OrderedJSON) throws(CryptographyError) -> String {
+    package func sign(_ payload: OrderedJSON) throws(CryptographyError) -> String {
         let header = OrderedJSON.object([("alg", .string("ES256")), ("x5c", .array(x5c.map { .string($0) }))])
         let input = Base64URL.encode(header.encoded) + "." + Base64URL.encode(payload.encoded)
         let signature = try leafKey.signature(for: Array(input.utf8))
@@ -82,17 +82,17 @@ public struct SimulatorPKI: Sendable {
 
 /// The simulator's PKI as Apple's is online: intermediate and leaf name an OCSP responder (Authority
 /// Information Access), and a second leaf exists that the responder reports revoked.
-public struct OnlineSimulatorPKI: Sendable {
+package struct OnlineSimulatorPKI: Sendable {
     /// Signs as the simulator normally does (a good leaf).
-    public let signing: SimulatorPKI
+    package let signing: SimulatorPKI
     /// Signs with the revoked leaf (fault `revoked-signer`).
-    public let revoked: SimulatorPKI
+    package let revoked: SimulatorPKI
     /// Serial numbers (big-endian bytes) the responder reports revoked.
-    public let revokedSerials: Set<[UInt8]>
+    package let revokedSerials: Set<[UInt8]>
 
     /// The DER OCSP response to a DER request, as the simulator's responder answers at `now`: good for every
     /// certificate of this PKI except `revokedSerials`, valid one hour.
-    public func ocspResponse(to request: [UInt8], now: Date) -> [UInt8] {
+    package func ocspResponse(to request: [UInt8], now: Date) -> [UInt8] {
         OCSPResponder.response(
             to: request, issuers: [signing.root, signing.intermediate], revokedSerials: revokedSerials, now: now,
             validity: 3_600)
@@ -103,7 +103,7 @@ extension SimulatorPKI {
     /// This PKI with intermediate and leaf re-issued (same keys, subjects, serial numbers and validity) naming
     /// `responderURL` as their OCSP responder, plus a revoked leaf (a fresh key, the leaf's serial + 1).
     /// Payloads signed before verify the same way: the root is unchanged.
-    public func online(responderURL: String) throws(CryptographyError) -> OnlineSimulatorPKI {
+    package func online(responderURL: String) throws(CryptographyError) -> OnlineSimulatorPKI {
         func serial(_ certificate: Certificate) -> UInt64 {
             certificate.serialNumber.suffix(8).reduce(0) { $0 << 8 | UInt64($1) }
         }

@@ -3,20 +3,20 @@ import HTTPServer
 
 /// The simulator on the wire: HTTPS with ALPN h2 (libcurl, the gateway) and HTTP/1.1 (Apple's Python
 /// library), on the project's HTTP server, with a TLS certificate from the state directory's CA.
-public final class SimulatorServer: Sendable {
+package final class SimulatorServer: Sendable {
     /// The HTTPS server.
-    public let server: HTTP2Server
+    package let server: HTTP2Server
     /// The state it serves.
-    public let state: SimulatorState
+    package let state: SimulatorState
     /// The TLS credentials; `caCertificatePath` is what clients trust (`apple.caFile`).
-    public let tls: SimulatorState.TLSCredentials
+    package let tls: SimulatorState.TLSCredentials
     /// The production base URL, e.g. "https://localhost:8443"; sandbox is the same + "/sandbox".
-    public let productionURL: String
+    package let productionURL: String
     /// The simulator it serves (for its Swift API: lifecycles, refunds, datasets).
-    public let simulator: AppStoreSimulator
+    package let simulator: AppStoreSimulator
 
     /// Binds `listen` (port 0 picks one) and starts serving.
-    public init(
+    package init(
         state: SimulatorState, listen: ListenAddress, threads: Int = 1,
         customize: (inout SimulatorConfiguration) -> Void = { _ in }
     ) throws {
@@ -47,13 +47,13 @@ public final class SimulatorServer: Sendable {
 
     /// Writes `gateway.yaml` in the state directory for a gateway listening on `gatewayListen`; returns its path.
     @discardableResult
-    public func writeGatewayConfiguration(gatewayListen: String = "127.0.0.1:50051") throws -> String {
+    package func writeGatewayConfiguration(gatewayListen: String = "127.0.0.1:50051") throws -> String {
         try state.writeGatewayConfiguration(
             productionURL: productionURL, caFile: tls.caCertificatePath, listen: gatewayListen)
     }
 
     /// Stops serving.
-    public func stop() {
+    package func stop() {
         server.beginGracefulShutdown()
         server.closeAllConnections()
         server.stop()

@@ -6,7 +6,7 @@ extension SimulatorState {
     /// Issues (or re-issues) a TLS server certificate for the wire layer: P-256, serverAuth, SAN
     /// `dnsNames` + `ipAddresses`, under a TLS CA created once in `tls/` (separate from the JWS PKI).
     /// Valid from one day before the clock's now for `validity`.
-    public func issueTLSServerCertificate(
+    package func issueTLSServerCertificate(
         dnsNames: [String] = ["localhost"], ipAddresses: [String] = ["127.0.0.1"],
         validity: Duration = .seconds(825 * 86_400), clock: any GatewayClock = SystemClock()
     ) throws(Failure) -> TLSCredentials {
@@ -61,7 +61,7 @@ extension SimulatorState {
     /// accept each other's resume tokens). `sandboxURL` defaults to `productionURL` + `/sandbox`, a prefix
     /// the simulator strips. Returns the file's path.
     @discardableResult
-    public func writeGatewayConfiguration(
+    package func writeGatewayConfiguration(
         productionURL: String, sandboxURL: String? = nil, caFile: String? = nil, listen: String = "127.0.0.1:50051",
         admin: String = "127.0.0.1:9090"
     ) throws(Failure) -> String {

@@ -17,19 +17,19 @@ import GatewayFoundation
 ///     resume-token-keys              its resume-token key ring (0600), made once
 ///     transactions.json              sample ids per app and environment, from `writeTransactionIndex`
 ///     retention/                     Retention Messaging uploads and settings (`RetentionMessagingEndpoints`)
-public struct SimulatorState: Sendable {
+package struct SimulatorState: Sendable {
     /// What the state directory is written or read from.
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public var description: String
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package var description: String
     }
 
     /// One app in `seed.json`.
-    public struct AppRecord: Codable, Sendable, Hashable {
-        public var name: String
-        public var bundleId: String
-        public var appAppleId: Int64
-        public var issuerId: String
-        public var keyId: String
+    package struct AppRecord: Codable, Sendable, Hashable {
+        package var name: String
+        package var bundleId: String
+        package var appAppleId: Int64
+        package var issuerId: String
+        package var keyId: String
     }
 
     private struct SeedFile: Codable {
@@ -40,23 +40,23 @@ public struct SimulatorState: Sendable {
     }
 
     /// TLS credentials for the wire layer.
-    public struct TLSCredentials: Sendable, Hashable {
-        public var certificatePath: String
-        public var privateKeyPath: String
+    package struct TLSCredentials: Sendable, Hashable {
+        package var certificatePath: String
+        package var privateKeyPath: String
         /// The CA to trust (`apple.caFile`).
-        public var caCertificatePath: String
+        package var caCertificatePath: String
     }
 
-    public let directory: URL
-    public let seed: UInt64
-    public let referenceTime: WallTime
-    public let customersPerApp: Int
-    public let apps: [SimulatedApp]
-    public let pki: SimulatorPKI
+    package let directory: URL
+    package let seed: UInt64
+    package let referenceTime: WallTime
+    package let customersPerApp: Int
+    package let apps: [SimulatedApp]
+    package let pki: SimulatorPKI
 
     /// Opens `directory`, creating it on first use with a new seed (or `seed`), `appCount` apps
     /// (`example`, `example2`, …) and a PKI around the clock's now. Existing state wins over the arguments.
-    public static func openOrCreate(
+    package static func openOrCreate(
         directory: String, seed: UInt64? = nil, customersPerApp: Int = 25, appCount: Int = 1,
         clock: any GatewayClock = SystemClock()
     ) throws(Failure) -> SimulatorState {
@@ -70,7 +70,7 @@ public struct SimulatorState: Sendable {
     }
 
     /// A simulator serving this state; `customize` adjusts the rest (clock, rate limits, faults).
-    public func makeSimulator(customize: (inout SimulatorConfiguration) -> Void = { _ in }) -> AppStoreSimulator {
+    package func makeSimulator(customize: (inout SimulatorConfiguration) -> Void = { _ in }) -> AppStoreSimulator {
         var configuration = SimulatorConfiguration(
             seed: seed, customersPerApp: customersPerApp, apps: apps, referenceTime: referenceTime)
         configuration.retentionDirectory = directory.appendingPathComponent("retention", isDirectory: true)
@@ -81,7 +81,7 @@ public struct SimulatorState: Sendable {
     /// Writes `transactions.json`: per app and environment, each customer's app transaction id and
     /// first transaction id, so a person (or a black-box test) has ids to ask about. Returns its path.
     @discardableResult
-    public func writeTransactionIndex(from simulator: AppStoreSimulator) throws(Failure) -> String {
+    package func writeTransactionIndex(from simulator: AppStoreSimulator) throws(Failure) -> String {
         var apps: [(String, OrderedJSON)] = []
         for app in self.apps {
             var environments: [(String, OrderedJSON)] = []
@@ -120,10 +120,10 @@ public struct SimulatorState: Sendable {
     }
 
     /// The path of a file in the state directory.
-    public func path(_ relative: String) -> String { directory.appendingPathComponent(relative).path }
+    package func path(_ relative: String) -> String { directory.appendingPathComponent(relative).path }
 
     /// Path of an app's `.p8` key.
-    public func privateKeyPath(keyId: String) -> String { path("SubscriptionKey_\(keyId).p8") }
+    package func privateKeyPath(keyId: String) -> String { path("SubscriptionKey_\(keyId).p8") }
 
     private static func create(_ url: URL, seed: UInt64, customersPerApp: Int, appCount: Int, now: WallTime)
         throws(Failure) -> SimulatorState

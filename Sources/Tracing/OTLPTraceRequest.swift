@@ -10,25 +10,25 @@ import GatewayFoundation
 /// (fixed32); Span.Event time_unix_nano 1 (fixed64), name 2, attributes 3; Span.Link trace_id 1, span_id 2,
 /// trace_state 3, flags 6 (fixed32); Status message 2, code 3; KeyValue key 1, value 2; AnyValue string_value
 /// 1, bool_value 2, int_value 3, double_value 4.
-public struct OTLPTraceRequest: Sendable {
+package struct OTLPTraceRequest: Sendable {
     /// The resource's attributes (`service.name` and the configured ones).
-    public var resource: [SpanRecord.Attribute]
+    package var resource: [SpanRecord.Attribute]
     /// The instrumentation scope's name and version.
-    public var scopeName: String
-    public var scopeVersion: String
+    package var scopeName: String
+    package var scopeVersion: String
     /// Longer string values are cut to this many bytes (at a character boundary), so a hostile method
     /// path or header cannot make a span arbitrarily large.
-    public var maxStringBytes = 1024
+    package var maxStringBytes = 1024
 
     /// A request for `resource`'s spans, recorded by `scopeName` `scopeVersion`.
-    public init(resource: [SpanRecord.Attribute], scopeName: String, scopeVersion: String) {
+    package init(resource: [SpanRecord.Attribute], scopeName: String, scopeVersion: String) {
         self.resource = resource
         self.scopeName = scopeName
         self.scopeVersion = scopeVersion
     }
 
     /// The protobuf encoding of the request carrying `spans`.
-    public func encode(_ spans: some Collection<SpanRecord>) -> [UInt8] {
+    package func encode(_ spans: some Collection<SpanRecord>) -> [UInt8] {
         var writer = ProtobufWriter()
         writer.messageField(1) { resourceSpans in
             resourceSpans.messageField(1) { resource in

@@ -4,21 +4,21 @@ import Observability
 
 /// The gateway's `Tracer` when `tracing` has an endpoint: samples with the configured `TraceSampler` and
 /// hands ended spans to a `SpanExporter` that posts them to the collector over OTLP/HTTP.
-public final class OTLPTracer: Tracer {
+package final class OTLPTracer: Tracer {
     /// The sampler in force.
-    public let sampler: TraceSampler
+    package let sampler: TraceSampler
     /// Where ended spans go.
-    public let exporter: SpanExporter
+    package let exporter: SpanExporter
 
     /// A tracer with `sampler` exporting through `exporter`.
-    public init(sampler: TraceSampler, exporter: SpanExporter) {
+    package init(sampler: TraceSampler, exporter: SpanExporter) {
         self.sampler = sampler
         self.exporter = exporter
     }
 
     /// The tracer `tracing` asks for, counting into `metrics`; nil when tracing is off (no endpoint, or
     /// `OTEL_SDK_DISABLED`), so the gateway keeps the `SilentTracer`.
-    public static func make(_ tracing: OTLPTracer.Settings, metrics: TracingMetrics) -> OTLPTracer? {
+    package static func make(_ tracing: OTLPTracer.Settings, metrics: TracingMetrics) -> OTLPTracer? {
         guard let url = tracing.tracesURL else { return nil }
         let userAgent = "appstore-gateway/\(BuildInfo.version)"
         let headers = tracing.headers.map { (name: $0.name, value: $0.value) }
@@ -53,11 +53,11 @@ public final class OTLPTracer: Tracer {
         return attributes
     }
 
-    public func isSampled(_ trace: TraceContext) -> Bool { sampler.shouldSample(trace) }
+    package func isSampled(_ trace: TraceContext) -> Bool { sampler.shouldSample(trace) }
 
-    public func record(_ span: SpanRecord) { exporter.record(span) }
+    package func record(_ span: SpanRecord) { exporter.record(span) }
 
-    public func unixNanos() -> UInt64 {
+    package func unixNanos() -> UInt64 {
         var reading = timespec()
         clock_gettime(CLOCK_REALTIME, &reading)
         return UInt64(max(0, reading.tv_sec)) &* 1_000_000_000 &+ UInt64(max(0, reading.tv_nsec))
@@ -65,5 +65,5 @@ public final class OTLPTracer: Tracer {
 
     /// Flushes the queued spans within `timeout` (at shutdown).
     @discardableResult
-    public func shutdown(timeout: Duration) -> Bool { exporter.shutdown(timeout: timeout) }
+    package func shutdown(timeout: Duration) -> Bool { exporter.shutdown(timeout: timeout) }
 }

@@ -7,7 +7,7 @@ import Metrics
 /// and returns (a full queue drops it, counted), and one thread of its own takes batches from the queue,
 /// encodes them (`OTLPTraceRequest`) and sends them, one at a time, each within `timeout`. `shutdown` flushes
 /// what is queued within a bounded time.
-public final class SpanExporter: @unchecked Sendable {
+package final class SpanExporter: @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var queue: SpanQueue
@@ -25,7 +25,7 @@ public final class SpanExporter: @unchecked Sendable {
 
     /// An exporter of batches from `queue`, encoded as `request`, sent by the sender `makeSender` makes (on
     /// the exporter's thread, which starts at once), each send taking at most `timeout`.
-    public init(
+    package init(
         queue: SpanQueue, request: OTLPTraceRequest, timeout: Duration, metrics: TracingMetrics,
         logger: Logger = Logger(label: "appstore-gateway.tracing"),
         makeSender: @escaping @Sendable () -> any SpanBatchSender
@@ -40,7 +40,7 @@ public final class SpanExporter: @unchecked Sendable {
     }
 
     /// Queues an ended span; never waits for the exporter (a full queue drops the span, counted).
-    public func record(_ span: SpanRecord) {
+    package func record(_ span: SpanRecord) {
         condition.lock()
         let accepted = !stopping && queue.offer(span, now: .now())
         // The thread sleeps without a deadline while the queue is empty, then until the oldest span's delay:
@@ -53,7 +53,7 @@ public final class SpanExporter: @unchecked Sendable {
     /// Stops taking spans and exports those queued, waiting at most `timeout`; what is left then is dropped
     /// (counted). Returns whether everything queued was sent in time.
     @discardableResult
-    public func shutdown(timeout: Duration) -> Bool {
+    package func shutdown(timeout: Duration) -> Bool {
         let deadline = MonotonicInstant.now() + timeout
         condition.lock()
         defer { condition.unlock() }

@@ -3,33 +3,33 @@ import GatewayFoundation
 /// The ended spans waiting for export, as a pure state machine (time is passed in): at most `capacity` of
 /// them (a span offered to a full queue is dropped and counted), taken in batches of up to `batchSize`
 /// when a batch is full or the oldest span has waited `delay`, and all of them when flushing.
-public struct SpanQueue: Sendable {
+package struct SpanQueue: Sendable {
     /// The most spans held.
-    public let capacity: Int
+    package let capacity: Int
     /// The most spans per export.
-    public let batchSize: Int
+    package let batchSize: Int
     /// The longest the oldest span waits for its batch to fill.
-    public let delay: Duration
+    package let delay: Duration
     private var spans: [SpanRecord] = []
     /// Where the oldest pending span is in `spans` (taken spans are removed lazily).
     private var head = 0
     /// When the oldest pending span arrived (nil: none pending).
     private var oldestSince: MonotonicInstant?
     /// Spans refused because the queue was full.
-    public private(set) var dropped = 0
+    package private(set) var dropped = 0
 
     /// A queue of `capacity` (at least 1) spans, exported `batchSize` (at least 1, at most `capacity`) at a time.
-    public init(capacity: Int, batchSize: Int, delay: Duration) {
+    package init(capacity: Int, batchSize: Int, delay: Duration) {
         self.capacity = max(1, capacity)
         self.batchSize = min(max(1, batchSize), self.capacity)
         self.delay = delay
     }
 
     /// Spans waiting.
-    public var count: Int { spans.count - head }
+    package var count: Int { spans.count - head }
 
     /// Queues `span` arriving `now`; false (and counted in `dropped`) when the queue is full.
-    public mutating func offer(_ span: SpanRecord, now: MonotonicInstant) -> Bool {
+    package mutating func offer(_ span: SpanRecord, now: MonotonicInstant) -> Bool {
         guard count < capacity else {
             dropped += 1
             return false
@@ -40,16 +40,16 @@ public struct SpanQueue: Sendable {
     }
 
     /// Whether a batch is due `now`: a full one, or the oldest span has waited `delay`.
-    public func isDue(now: MonotonicInstant) -> Bool {
+    package func isDue(now: MonotonicInstant) -> Bool {
         guard let oldestSince else { return false }
         return count >= batchSize || now - oldestSince >= delay
     }
 
     /// When the next batch falls due if nothing more arrives (nil: nothing pending).
-    public var dueAt: MonotonicInstant? { oldestSince.map { $0 + delay } }
+    package var dueAt: MonotonicInstant? { oldestSince.map { $0 + delay } }
 
     /// The next batch: up to `batchSize` of the oldest spans when one is due `now` or `flushing`; else none.
-    public mutating func takeBatch(now: MonotonicInstant, flushing: Bool = false) -> [SpanRecord] {
+    package mutating func takeBatch(now: MonotonicInstant, flushing: Bool = false) -> [SpanRecord] {
         guard count > 0, flushing || isDue(now: now) else { return [] }
         let end = head + min(batchSize, count)
         let batch = Array(spans[head..<end])
@@ -70,7 +70,7 @@ public struct SpanQueue: Sendable {
     }
 
     /// Empties the queue, returning how many spans were in it (what a shutdown could not export).
-    public mutating func discardAll() -> Int {
+    package mutating func discardAll() -> Int {
         let left = count
         spans.removeAll()
         head = 0

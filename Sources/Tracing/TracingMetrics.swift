@@ -1,7 +1,7 @@
 import Metrics
 
 /// The trace exporter's Prometheus series (a registry-less instance counts nothing).
-public final class TracingMetrics: Sendable {
+package final class TracingMetrics: Sendable {
     let exported: Counter?
     let droppedQueueFull: Counter?
     let droppedExportFailed: Counter?
@@ -9,7 +9,7 @@ public final class TracingMetrics: Sendable {
 
     /// Series registered in `registry` (nil: none). Registered whether or not tracing is on, so dashboards
     /// and alerts find them at zero.
-    public init(registry: MetricsRegistry?) {
+    package init(registry: MetricsRegistry?) {
         guard let registry else {
             exported = nil; droppedQueueFull = nil; droppedExportFailed = nil; droppedShutdown = nil
             return

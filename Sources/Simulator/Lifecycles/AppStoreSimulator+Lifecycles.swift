@@ -8,7 +8,7 @@ import GatewayFoundation
 /// All Subscription Statuses and Get Transaction Info answer for its ids at that instant.
 extension AppStoreSimulator {
     /// The control paths' root: `GET` lists the named lifecycles, `POST` starts one.
-    public static let lifecyclesPath = "/simulator/lifecycles"
+    package static let lifecyclesPath = "/simulator/lifecycles"
 
     /// Starts `lifecycle` (its steps are performed one by one with `performLifecycleStep`) for the app `bundleId`
     /// (nil: the first app) in `environment`, its clock at `start` (nil: the configured clock's now).
@@ -17,7 +17,7 @@ extension AppStoreSimulator {
     /// retried (unless `retries` is false) after Apple's delays divided by `webhookTimeFactor` (nil: the
     /// configuration's). Returns the lifecycle's original transaction id (that of its first transaction, known
     /// before it exists).
-    public func startLifecycle(
+    package func startLifecycle(
         _ lifecycle: Lifecycle, bundleId: String? = nil, environment: AppleEnvironment = .sandbox,
         start: WallTime? = nil, webhookURL: URL? = nil, deliver: Bool = true, retries: Bool = true,
         webhookTimeFactor: Double? = nil
@@ -49,7 +49,7 @@ extension AppStoreSimulator {
     /// committed, its notifications are signed at the step's instant and delivered in order (each first try
     /// awaited; failed tries are retried on Apple's schedule with the same bytes), and reported with the statuses
     /// Get All Subscription Statuses now answers. One step of a lifecycle at a time.
-    public func performLifecycleStep(_ originalTransactionId: String, step: LifecycleStep? = nil)
+    package func performLifecycleStep(_ originalTransactionId: String, step: LifecycleStep? = nil)
         async
         throws(LifecycleControlError) -> LifecycleStepReport
     {
@@ -85,11 +85,11 @@ extension AppStoreSimulator {
 
     /// Ends a lifecycle (its ids are unknown from then on); false if none was live under that id.
     @discardableResult
-    public func endLifecycle(_ originalTransactionId: String) -> Bool { lifecycles.end(originalTransactionId) }
+    package func endLifecycle(_ originalTransactionId: String) -> Bool { lifecycles.end(originalTransactionId) }
 
     /// Where lifecycles deliver when neither the start nor `configuration.webhookURL` names a webhook: `serve
     /// --simulator` sets the gateway's own webhook here.
-    public func deliverLifecycles(to url: URL?) { fallbackWebhookURL.withLock { $0 = url } }
+    package func deliverLifecycles(to url: URL?) { fallbackWebhookURL.withLock { $0 = url } }
 
     func startLifecycle(
         _ lifecycle: Lifecycle, bundleId: String, environment: AppleEnvironment, start: WallTime?,

@@ -1,25 +1,25 @@
 /// A named script of steps that drives one subscription (and its family, and one-time purchases) through a life.
 /// Products are named by their part after the bundle id (`premium.monthly`), so a script fits every app.
-public struct Lifecycle: Sendable, Hashable {
+package struct Lifecycle: Sendable, Hashable {
     /// The name the control surface knows it by (`POST /simulator/lifecycles {"lifecycle": name}`).
-    public var name: String
+    package var name: String
     /// One line: what the lifecycle shows.
-    public var summary: String
+    package var summary: String
     /// The script, performed in order.
-    public var steps: [LifecycleStep]
+    package var steps: [LifecycleStep]
 
     /// A lifecycle called `name` performing `steps`.
-    public init(name: String, summary: String, steps: [LifecycleStep]) {
+    package init(name: String, summary: String, steps: [LifecycleStep]) {
         self.name = name
         self.summary = summary
         self.steps = steps
     }
 
     /// The lifecycle called `name`, if it is one of `all`.
-    public static func named(_ name: String) -> Lifecycle? { all.first { $0.name == name } }
+    package static func named(_ name: String) -> Lifecycle? { all.first { $0.name == name } }
 
     /// Every named lifecycle: each event of Apple's subscription model at least once.
-    public static let all: [Lifecycle] = subscriptions + billing + changes + refunds + others
+    package static let all: [Lifecycle] = subscriptions + billing + changes + refunds + others
 
     private static let monthly = "premium.monthly"
 

@@ -3,17 +3,17 @@ import Foundation
 import GatewayFoundation
 
 /// Bounds on the lifecycles a simulator keeps (`SimulatorConfiguration.lifecycleLimits`).
-public struct LifecycleLimits: Sendable, Hashable {
+package struct LifecycleLimits: Sendable, Hashable {
     /// Lifecycles alive at once; starting one more is refused until one ends (`DELETE`). Default 1,000.
-    public var maximumLive: Int
+    package var maximumLive: Int
     /// Steps one lifecycle may perform, scripted and ad hoc together (and the longest script). Default 200.
-    public var maximumSteps: Int
+    package var maximumSteps: Int
 
     /// The documented defaults.
-    public static let defaults = LifecycleLimits(maximumLive: 1_000, maximumSteps: 200)
+    package static let defaults = LifecycleLimits(maximumLive: 1_000, maximumSteps: 200)
 
     /// Limits of your own (tests shrink them).
-    public init(maximumLive: Int, maximumSteps: Int) {
+    package init(maximumLive: Int, maximumSteps: Int) {
         self.maximumLive = maximumLive
         self.maximumSteps = maximumSteps
     }
@@ -21,14 +21,14 @@ public struct LifecycleLimits: Sendable, Hashable {
 
 /// A refusal of the lifecycle control surface: a JSON body `{"errorCode", "errorMessage"}` whose HTTP status is the
 /// code's first three digits, as the simulator's other control paths answer.
-public struct LifecycleControlError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct LifecycleControlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A seven-digit code; its first three digits are the HTTP status.
-    public var code: Int64
+    package var code: Int64
     /// What was wrong, naming the member or id at fault.
-    public var message: String
+    package var message: String
 
     /// The code and the message.
-    public var description: String { "\(code): \(message)" }
+    package var description: String { "\(code): \(message)" }
 
     static func invalid(_ message: String) -> Self { Self(code: 4_000_000, message: message) }
     static func notFound(_ message: String) -> Self { Self(code: 4_040_000, message: message) }

@@ -2,56 +2,56 @@ import AppStoreDomain
 import GatewayFoundation
 
 /// One notification of a step as sent: its values and its signed payload (the `signedPayload` a webhook receives).
-public struct SignedLifecycleNotification: Sendable, Hashable {
+package struct SignedLifecycleNotification: Sendable, Hashable {
     /// The notification's values before signing.
-    public var notification: LifecycleNotification
+    package var notification: LifecycleNotification
     /// The notification's JWS (`ResponseBodyV2DecodedPayload`); a retry sends these same bytes.
-    public var signedPayload: String
+    package var signedPayload: String
     /// The first delivery try's HTTP status (0: no answer; nil: not delivered).
-    public var deliveryStatus: Int?
+    package var deliveryStatus: Int?
 }
 
 /// One subscription record at a step's instant, as Get All Subscription Statuses answers for it then.
-public struct LifecycleSubscriptionStatus: Sendable, Hashable {
+package struct LifecycleSubscriptionStatus: Sendable, Hashable {
     /// The record's original transaction id (a family member's is its own).
-    public var originalTransactionId: String
+    package var originalTransactionId: String
     /// Apple's status, 1–5.
-    public var status: Int
+    package var status: Int
     /// The current transaction's product, `autoRenewProductId`, `autoRenewStatus` and `expiresDate`.
-    public var productId: String
-    public var autoRenewProductId: String
-    public var autoRenewStatus: Int
-    public var expiresDate: Int64?
+    package var productId: String
+    package var autoRenewProductId: String
+    package var autoRenewStatus: Int
+    package var expiresDate: Int64?
     /// `PURCHASED` for the purchaser, `FAMILY_SHARED` for a family member.
-    public var inAppOwnershipType: String
+    package var inAppOwnershipType: String
     /// The current transaction signed at the instant (as in Get All Subscription Statuses' `lastTransactions`).
-    public var signedTransactionInfo: String
+    package var signedTransactionInfo: String
     /// The renewal info signed at the instant.
-    public var signedRenewalInfo: String
+    package var signedRenewalInfo: String
 }
 
 /// What one step did: where the clock is, the notifications sent, and what Get All Subscription Statuses answers
 /// at that instant.
-public struct LifecycleStepReport: Sendable, Hashable {
+package struct LifecycleStepReport: Sendable, Hashable {
     /// The lifecycle's original transaction id.
-    public var originalTransactionId: String
+    package var originalTransactionId: String
     /// The step's position among the steps performed so far (0 first).
-    public var index: Int
+    package var index: Int
     /// The step performed (scripted or ad hoc).
-    public var step: LifecycleStep
+    package var step: LifecycleStep
     /// The simulated instant (UNIX ms): every `signedDate` of the step.
-    public var instant: Int64
+    package var instant: Int64
     /// The purchaser's subscription status (nil without one): what Get All Subscription Statuses says for it.
-    public var status: Int?
+    package var status: Int?
     /// What the step sent, in sending order.
-    public var notifications: [SignedLifecycleNotification]
+    package var notifications: [SignedLifecycleNotification]
     /// Every subscription record: the purchaser's first, then family members'.
-    public var subscriptions: [LifecycleSubscriptionStatus]
+    package var subscriptions: [LifecycleSubscriptionStatus]
     /// Scripted steps left after this one.
-    public var remaining: Int
+    package var remaining: Int
 
     /// The step's answer on the control surface (`POST /simulator/lifecycles/{id}/step`).
-    public var json: OrderedJSON {
+    package var json: OrderedJSON {
         var members: [(String, OrderedJSON)] = [
             ("originalTransactionId", .string(originalTransactionId)), ("index", .integer(Int64(index))),
             ("step", step.json), ("now", .integer(instant)), ("status", status.map { .integer(Int64($0)) } ?? .null),
@@ -158,18 +158,18 @@ extension SignedPayloads {
 
 /// Runs lifecycles without a server or a clock: every step's notifications signed as the simulator signs them, for
 /// tests that feed them to a state in any order.
-public enum SignedLifecycle {
+package enum SignedLifecycle {
     /// Why a run stopped: a step that cannot happen, or a payload that could not be signed.
-    public struct Failure: Error, Sendable, CustomStringConvertible {
+    package struct Failure: Error, Sendable, CustomStringConvertible {
         /// The step (0 first) at fault.
-        public var step: Int
+        package var step: Int
         /// Why.
-        public var description: String
+        package var description: String
     }
 
     /// Every step of `lifecycle` for `app` in `environment`, from `start` (UNIX ms), signed by `pki`. `number` fixes
     /// the ids (two runs with different numbers share none) and `seed` the notification UUIDs.
-    public static func run(
+    package static func run(
         _ lifecycle: Lifecycle, app: SimulatedApp, environment: AppleEnvironment = .sandbox, pki: SimulatorPKI,
         start: Int64, number: UInt64 = 0, seed: UInt64 = 0
     ) throws(Failure) -> [LifecycleStepReport] {

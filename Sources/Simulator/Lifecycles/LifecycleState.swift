@@ -3,33 +3,33 @@ import AppStoreDomain
 /// The simulated world of one lifecycle at its simulated instant `now`: the purchaser's auto-renewable subscription,
 /// the records of family members it is shared with, and one-time purchases. A value: `applying(_:)` returns the
 /// next state and the notifications to send, so every lifecycle is tested without I/O.
-public struct LifecycleState: Sendable, Hashable {
+package struct LifecycleState: Sendable, Hashable {
     /// The app whose products the lifecycle buys.
-    public let bundleId: String
+    package let bundleId: String
     /// The environment its transactions belong to.
-    public let environment: AppleEnvironment
+    package let environment: AppleEnvironment
     /// The simulated instant (UNIX ms): every event of the last step happened then.
-    public internal(set) var now: Int64
+    package internal(set) var now: Int64
     /// The purchaser's subscription (nil before the first purchase of one).
-    public internal(set) var subscription: SubscriptionRecord?
+    package internal(set) var subscription: SubscriptionRecord?
     /// Family members' records, in the order they joined.
-    public internal(set) var familyMembers: [SubscriptionRecord] = []
+    package internal(set) var familyMembers: [SubscriptionRecord] = []
     /// One-time purchases (non-consumables, consumables, non-renewing subscriptions), oldest first.
-    public internal(set) var purchases: [SimulatedTransaction] = []
+    package internal(set) var purchases: [SimulatedTransaction] = []
     /// The purchaser's `appTransactionId`.
-    public let appTransactionId: String
+    package let appTransactionId: String
     /// The purchaser's `appAccountToken`.
-    public let appAccountToken: String
+    package let appAccountToken: String
     var identifiers: LifecycleIdentifiers
     /// Notifications produced so far (the next one's UUID is derived from it).
     var notificationCount = 0
     let seed: UInt64
 
     /// Apple allows a family of six: the purchaser and five members.
-    public static let maximumFamilyMembers = 5
+    package static let maximumFamilyMembers = 5
 
     /// A lifecycle numbered `number` (which fixes its ids, `LifecycleIdentifiers`) starting at `start` (UNIX ms).
-    public init(bundleId: String, environment: AppleEnvironment, number: UInt64, start: Int64, seed: UInt64) {
+    package init(bundleId: String, environment: AppleEnvironment, number: UInt64, start: Int64, seed: UInt64) {
         self.bundleId = bundleId
         self.environment = environment
         now = start
@@ -41,26 +41,26 @@ public struct LifecycleState: Sendable, Hashable {
     }
 
     /// The original transaction id of the lifecycle: that of the first transaction it creates.
-    public var originalTransactionId: String { identifiers.firstTransactionId }
+    package var originalTransactionId: String { identifiers.firstTransactionId }
 
     /// The purchaser's subscription status at `now` (nil before one was bought).
-    public var status: Int? { subscription?.status(at: now) }
+    package var status: Int? { subscription?.status(at: now) }
 
     /// Every record: the purchaser's subscription first, then the family members'.
-    public var records: [SubscriptionRecord] { (subscription.map { [$0] } ?? []) + familyMembers }
+    package var records: [SubscriptionRecord] { (subscription.map { [$0] } ?? []) + familyMembers }
 
     /// Every transaction of the lifecycle.
-    public var transactions: [SimulatedTransaction] { records.flatMap(\.transactions) + purchases }
+    package var transactions: [SimulatedTransaction] { records.flatMap(\.transactions) + purchases }
 
     /// The transaction with `transactionId`, as of now.
-    public func transaction(_ transactionId: String) -> SimulatedTransaction? {
+    package func transaction(_ transactionId: String) -> SimulatedTransaction? {
         transactions.first { $0.transactionId == transactionId }
     }
 
     /// The auto-renewable subscriptions of the customer (Apple Account) owning `transactionId`, as Get All
     /// Subscription Statuses lists them: the purchaser's for the purchaser's ids, a member's own for the member's;
     /// nil for an id of no transaction here.
-    public func customerSubscriptions(owning transactionId: String) -> [SubscriptionRecord]? {
+    package func customerSubscriptions(owning transactionId: String) -> [SubscriptionRecord]? {
         if let member = familyMembers.first(where: { $0.contains(transactionId) }) { return [member] }
         if subscription?.contains(transactionId) == true
             || purchases.contains(where: {
@@ -74,7 +74,7 @@ public struct LifecycleState: Sendable, Hashable {
 
     /// The product of this app named `reference`: a full product id, or its part after the bundle id
     /// (`premium.monthly`).
-    public func product(_ reference: String) -> SimulatedProduct? {
+    package func product(_ reference: String) -> SimulatedProduct? {
         let catalog = ProductCatalog(bundleId: bundleId)
         return catalog.product(reference) ?? catalog.product("\(bundleId).\(reference)")
     }
@@ -82,29 +82,29 @@ public struct LifecycleState: Sendable, Hashable {
 
 /// One auto-renewable subscription of one customer: its transactions (the newest snapshot of each) and its renewal
 /// info, whose `status` is kept equal to `status(at:)` of the lifecycle's instant.
-public struct SubscriptionRecord: Sendable, Hashable {
+package struct SubscriptionRecord: Sendable, Hashable {
     /// Oldest first; the last is the current one (the latest purchase).
-    public internal(set) var transactions: [SimulatedTransaction]
+    package internal(set) var transactions: [SimulatedTransaction]
     /// The renewal info as of the lifecycle's instant.
-    public internal(set) var renewal: SimulatedRenewalInfo
+    package internal(set) var renewal: SimulatedRenewalInfo
     /// `autoRenewStatus` before a refund of the current period turned it off (restored if the refund is reversed).
     var autoRenewStatusBeforeRefund: Int?
 
     /// The current transaction: the latest purchase or renewal.
-    public var current: SimulatedTransaction { transactions[transactions.count - 1] }
+    package var current: SimulatedTransaction { transactions[transactions.count - 1] }
 
     /// The subscription's original transaction id.
-    public var originalTransactionId: String { renewal.originalTransactionId }
+    package var originalTransactionId: String { renewal.originalTransactionId }
 
     /// Whether `transactionId` is one of this subscription's.
-    public func contains(_ transactionId: String) -> Bool {
+    package func contains(_ transactionId: String) -> Bool {
         transactions.contains { $0.transactionId == transactionId }
     }
 
     /// Apple's status (1 active, 2 expired, 3 billing retry, 4 billing grace period, 5 revoked) at `now`, from the
     /// dates, as Get All Subscription Statuses derives it: revoked when the current transaction is; active while it
     /// has not expired; grace while in billing retry before `gracePeriodExpiresDate`; billing retry; expired.
-    public func status(at now: Int64) -> Int {
+    package func status(at now: Int64) -> Int {
         if current.revocationDate != nil { return 5 }
         if let expires = current.expiresDate, expires > now { return 1 }
         if renewal.isInBillingRetryPeriod == true {
@@ -159,10 +159,10 @@ struct LifecycleIdentifiers: Sendable, Hashable {
 
 /// Why a step cannot happen in the lifecycle's state (a script out of order, a product of another group, a
 /// renewal before the period ends). The state is unchanged.
-public struct LifecycleStepError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct LifecycleStepError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What prevents the step.
-    public var description: String
+    package var description: String
 
     /// A refusal saying `description`.
-    public init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }

@@ -8,7 +8,7 @@ import Foundation
 /// the current period), `days` (extendRenewal). Any other member is refused.
 extension LifecycleStep {
     /// The step as JSON.
-    public var json: OrderedJSON {
+    package var json: OrderedJSON {
         var members: [(String, OrderedJSON)] = [("step", .string(event.name)), ("advance", .string(advance.text))]
         switch event {
         case .buy(let product, let offer):
@@ -30,7 +30,7 @@ extension LifecycleStep {
     }
 
     /// Reads a step from a decoded JSON object (`JSONSerialization`); the error names the member at fault.
-    public init(json object: [String: Any]) throws(LifecycleStepError) {
+    package init(json object: [String: Any]) throws(LifecycleStepError) {
         guard let name = object["step"] as? String else {
             throw LifecycleStepError("step: the event's name is required")
         }
@@ -113,7 +113,7 @@ extension LifecycleStep {
 
 extension LifecycleEvent {
     /// The event's name in JSON (its case name).
-    public var name: String {
+    package var name: String {
         switch self {
         case .buy: "buy"
         case .renew: "renew"
@@ -148,7 +148,7 @@ extension LifecycleEvent {
 
 extension LifecycleAdvance {
     /// Reads `0`, `250ms`, `90s`, `15m`, `12h`, `30d`, `expiry`, `gracePeriodEnd` or `billingRetryEnd`.
-    public init?(text: String) {
+    package init?(text: String) {
         switch text {
         case "expiry": self = .toExpiry
         case "gracePeriodEnd": self = .toGracePeriodEnd
@@ -164,7 +164,7 @@ extension LifecycleAdvance {
     }
 
     /// The text `init(text:)` reads back: the largest unit that divides it exactly.
-    public var text: String {
+    package var text: String {
         switch self {
         case .toExpiry: return "expiry"
         case .toGracePeriodEnd: return "gracePeriodEnd"

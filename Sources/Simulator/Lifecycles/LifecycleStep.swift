@@ -1,14 +1,14 @@
 /// One step of a scripted subscription lifecycle: how far the simulated clock moves, then what happens at that
 /// instant. Steps are values; `LifecycleState.applying(_:)` turns one into a new state and the notifications Apple
 /// would send for it.
-public struct LifecycleStep: Sendable, Hashable {
+package struct LifecycleStep: Sendable, Hashable {
     /// How far the clock moves before the event.
-    public var advance: LifecycleAdvance
+    package var advance: LifecycleAdvance
     /// What happens at the new instant.
-    public var event: LifecycleEvent
+    package var event: LifecycleEvent
 
     /// `event` after `advance`.
-    public init(_ event: LifecycleEvent, after advance: LifecycleAdvance = .none) {
+    package init(_ event: LifecycleEvent, after advance: LifecycleAdvance = .none) {
         self.advance = advance
         self.event = event
     }
@@ -16,7 +16,7 @@ public struct LifecycleStep: Sendable, Hashable {
 
 /// How far the simulated clock moves before a step. The clock never moves back: a target already passed leaves it
 /// where it is.
-public enum LifecycleAdvance: Sendable, Hashable {
+package enum LifecycleAdvance: Sendable, Hashable {
     /// By a fixed number of milliseconds (0 or more).
     case by(milliseconds: Int64)
     /// To the end of the subscription's current period (its latest transaction's `expiresDate`).
@@ -27,21 +27,21 @@ public enum LifecycleAdvance: Sendable, Hashable {
     case toBillingRetryEnd
 
     /// No time passes.
-    public static let none = LifecycleAdvance.by(milliseconds: 0)
+    package static let none = LifecycleAdvance.by(milliseconds: 0)
 
     /// `count` days of 86,400 s.
-    public static func days(_ count: Int64) -> LifecycleAdvance { .by(milliseconds: count * LifecycleCalendar.day) }
+    package static func days(_ count: Int64) -> LifecycleAdvance { .by(milliseconds: count * LifecycleCalendar.day) }
 
     /// `count` hours.
-    public static func hours(_ count: Int64) -> LifecycleAdvance { .by(milliseconds: count * 3_600_000) }
+    package static func hours(_ count: Int64) -> LifecycleAdvance { .by(milliseconds: count * 3_600_000) }
 
     /// `count` minutes.
-    public static func minutes(_ count: Int64) -> LifecycleAdvance { .by(milliseconds: count * 60_000) }
+    package static func minutes(_ count: Int64) -> LifecycleAdvance { .by(milliseconds: count * 60_000) }
 }
 
 /// What happens in a step, named after what the customer, the App Store or the developer does. Each event sends
 /// the notification Apple sends for it (Apple's App Store Server Notifications V2 documentation).
-public enum LifecycleEvent: Sendable, Hashable {
+package enum LifecycleEvent: Sendable, Hashable {
     /// The customer subscribes to `product` (an auto-renewable subscription), with an offer or none: SUBSCRIBED
     /// (OFFER_REDEEMED for a promotional offer or an offer code), INITIAL_BUY the first time, RESUBSCRIBE after
     /// the subscription expired.
@@ -94,7 +94,7 @@ public enum LifecycleEvent: Sendable, Hashable {
 }
 
 /// The offer a purchase redeems.
-public enum LifecycleOffer: String, Sendable, Hashable, CaseIterable {
+package enum LifecycleOffer: String, Sendable, Hashable, CaseIterable {
     /// An introductory free trial of one week (`offerType` 1, FREE_TRIAL, price 0).
     case freeTrial
     /// An introductory offer: the first period at half price (`offerType` 1, PAY_AS_YOU_GO).
@@ -106,7 +106,7 @@ public enum LifecycleOffer: String, Sendable, Hashable, CaseIterable {
 }
 
 /// Which transaction a refund step is about.
-public enum LifecycleRefundTarget: Sendable, Hashable {
+package enum LifecycleRefundTarget: Sendable, Hashable {
     /// The subscription's current (latest) transaction.
     case currentPeriod
     /// The subscription's `n`th transaction, 1 being the first purchase.
@@ -117,23 +117,23 @@ public enum LifecycleRefundTarget: Sendable, Hashable {
 
 /// The lengths the lifecycles use. Their clock is simulated, so sandbox time is not compressed: both environments
 /// use these production lengths, which keeps every date exact and readable.
-public enum LifecycleCalendar {
+package enum LifecycleCalendar {
     /// One day in milliseconds.
-    public static let day: Int64 = 86_400_000
+    package static let day: Int64 = 86_400_000
     /// One billing month: 30 days (as the generated histories).
-    public static let month: Int64 = 30 * day
+    package static let month: Int64 = 30 * day
     /// One billing year: 365 days.
-    public static let year: Int64 = 365 * day
+    package static let year: Int64 = 365 * day
     /// A free trial: one week (`offerPeriod` P1W).
-    public static let freeTrial: Int64 = 7 * day
+    package static let freeTrial: Int64 = 7 * day
     /// The billing grace period: 16 days (one of the lengths App Store Connect offers).
-    public static let gracePeriod: Int64 = 16 * day
+    package static let gracePeriod: Int64 = 16 * day
     /// Apple's billing-retry window: 60 days after the period's end.
-    public static let billingRetry: Int64 = 60 * day
+    package static let billingRetry: Int64 = 60 * day
     /// A renewal happens within the 24 hours before the period ends.
-    public static let renewalWindow: Int64 = day
+    package static let renewalWindow: Int64 = day
     /// Lapses shorter than this keep `recentSubscriptionStartDate` (Apple's definition of the field).
-    public static let continuityLapse: Int64 = 60 * day
+    package static let continuityLapse: Int64 = 60 * day
 
     /// The length of one period of `product`.
     static func period(of product: SimulatedProduct) -> Int64 {

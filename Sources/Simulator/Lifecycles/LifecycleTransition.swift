@@ -1,29 +1,29 @@
 /// Apple's notification for one event of a step, before signing: type, subtype, and the snapshots of the transaction
 /// and renewal info it carries as of the step's instant (App Store Server Notifications V2, `data`).
-public struct LifecycleNotification: Sendable, Hashable {
+package struct LifecycleNotification: Sendable, Hashable {
     /// Fixed by the lifecycle's seed, number and position (so runs repeat).
-    public var notificationUUID: String
+    package var notificationUUID: String
     /// Apple's `notificationType`.
-    public var notificationType: String
+    package var notificationType: String
     /// Apple's `subtype` (nil: none).
-    public var subtype: String?
+    package var subtype: String?
     /// The step's instant: the notification's `signedDate`, and that of its signed transaction and renewal info.
-    public var signedDate: Int64
+    package var signedDate: Int64
     /// The transaction the notification is about (an earlier period's for a refund of that period).
-    public var transaction: SimulatedTransaction
+    package var transaction: SimulatedTransaction
     /// The subscription's renewal info (nil for a one-time purchase).
-    public var renewal: SimulatedRenewalInfo?
+    package var renewal: SimulatedRenewalInfo?
 
     /// `data.status`: the subscription's status at `signedDate` (nil for a one-time purchase).
-    public var status: Int? { renewal?.status }
+    package var status: Int? { renewal?.status }
 }
 
 /// The outcome of one step: the next state and what to send, in sending order.
-public struct LifecycleTransition: Sendable, Hashable {
+package struct LifecycleTransition: Sendable, Hashable {
     /// The state after the step.
-    public var state: LifecycleState
+    package var state: LifecycleState
     /// The notifications to send, in sending order.
-    public var notifications: [LifecycleNotification]
+    package var notifications: [LifecycleNotification]
 }
 
 /// A notification decided by an event, built once the whole step is applied (so its snapshots are final).
@@ -38,7 +38,7 @@ struct PendingNotification {
 extension LifecycleState {
     /// The state after `step` and the notifications Apple sends for it; throws, leaving `self` as it is, when the
     /// step cannot happen now (`LifecycleStepError` says why).
-    public func applying(_ step: LifecycleStep) throws(LifecycleStepError) -> LifecycleTransition {
+    package func applying(_ step: LifecycleStep) throws(LifecycleStepError) -> LifecycleTransition {
         var next = self
         next.now = try instant(after: step.advance)
         let pending = try next.apply(step.event)
