@@ -6,30 +6,30 @@ import Foundation
 ///
 /// The key never leaves this type: it has no description of its contents, and every error it throws
 /// names the configuration key and the file, never the key material.
-public struct AppKeySigner: ES256Signer, CustomStringConvertible {
+package struct AppKeySigner: ES256Signer, CustomStringConvertible {
     private let key: ECPrivateKey
     /// The public half, for tests and for logging a fingerprint-free identity check.
-    public let publicKey: ECPublicKey
+    package let publicKey: ECPublicKey
 
     /// A signer for a P-256 private key; nil for another curve or an unusable key.
-    public init?(key: ECPrivateKey) {
+    package init?(key: ECPrivateKey) {
         guard key.curve == .p256, let publicKey = try? key.publicKey else { return nil }
         self.key = key
         self.publicKey = publicKey
     }
 
-    public func sign(_ signingInput: [UInt8]) throws -> [UInt8] {
+    package func sign(_ signingInput: [UInt8]) throws -> [UInt8] {
         try key.signature(for: signingInput)
     }
 
-    public var description: String { "AppKeySigner(P-256)" }
+    package var description: String { "AppKeySigner(P-256)" }
 
     /// Loads `apps[index].privateKeyFile`: an unencrypted PKCS#8 PEM P-256 key (Apple's `.p8`).
     ///
     /// Follows symlinks and judges the file they lead to (`KeyFileAccess`): refused when others may read it,
     /// or a group other than the process's own, unless `allowReadableFile`, since the key signs for the
     /// whole App Store Connect team. Errors are `ConfigurationError`s naming `apps[i].privateKeyFile`.
-    public static func load(
+    package static func load(
         app: App, index: Int, allowReadableFile: Bool
     ) throws(ConfigurationError) -> AppKeySigner {
         let key = "apps[\(index)].privateKeyFile"

@@ -5,13 +5,13 @@ import Logging
 import Redis
 
 /// Apple's answer to one App Store Server API call, after retries and environment fallback.
-public struct AppleResponse: Sendable {
+package struct AppleResponse: Sendable {
     /// The environment that answered.
-    public var environment: AppleEnvironment
+    package var environment: AppleEnvironment
     /// The successful (2xx) HTTP response.
-    public var response: UpstreamResponse
+    package var response: UpstreamResponse
     /// Apple's request id, when a request-id header was present.
-    public var appleRequestID: String? { response.appleRequestID }
+    package var appleRequestID: String? { response.appleRequestID }
 }
 
 /// Calls the App Store Server API for the configured apps: picks the environment, spends the local rate
@@ -25,23 +25,23 @@ public struct AppleResponse: Sendable {
 /// `rateLimits.maxWait` and the deadline, else RESOURCE_EXHAUSTED with RetryInfo. A 401 drops the
 /// cached JWT and retries once with a new one. A 429 blocks the bucket until Apple's `Retry-After` for
 /// every caller and ends the call with RESOURCE_EXHAUSTED.
-public final class AppStoreAPIClient: Sendable {
+package final class AppStoreAPIClient: Sendable {
     /// The settings in force, taken from the `apple`, `retries` and `rateLimits` keys.
-    public struct Settings: Sendable {
+    package struct Settings: Sendable {
         /// Base URLs (`apple.productionURL`, `apple.sandboxURL`).
-        public var productionURL: String
-        public var sandboxURL: String
+        package var productionURL: String
+        package var sandboxURL: String
         /// `retries.*`.
-        public var retryPolicy: RetryPolicy
+        package var retryPolicy: RetryPolicy
         /// `rateLimits.maxWait`.
-        public var maxRateLimitWait: Duration
+        package var maxRateLimitWait: Duration
         /// `apple.requestTimeout`: the longest single attempt.
-        public var requestTimeout: Duration
+        package var requestTimeout: Duration
         /// JWT lifetimes (the documented defaults).
-        public var jwt: JWTSettings
+        package var jwt: JWTSettings
 
         /// Settings from the `apple`, `retries` and `rateLimits` keys.
-        public init(apple: Apple, retries: RetryPolicy, rateLimits: RateLimiting) {
+        package init(apple: Apple, retries: RetryPolicy, rateLimits: RateLimiting) {
             productionURL = apple.productionURL
             sandboxURL = apple.sandboxURL
             retryPolicy = retries
@@ -56,26 +56,26 @@ public final class AppStoreAPIClient: Sendable {
     }
 
     /// The configured apps.
-    public let apps: AppDirectory
+    package let apps: AppDirectory
     /// The local rate budgets (shared by every call of this client).
-    public let rateLimiter: RateLimiter
+    package let rateLimiter: RateLimiter
     /// Where calls take their tokens: `rateLimiter`, or with `redis.url` the budget shared by every
     /// replica (`SharedRateBudget`, falling back to a local share of `rateLimiter`'s rates).
-    public let budget: any RateBudget
+    package let budget: any RateBudget
     /// Request JWTs per app.
-    public let jwtCache: JWTCache
+    package let jwtCache: JWTCache
     /// The settings in force.
-    public let settings: Settings
+    package let settings: Settings
     let http: UpstreamHTTPClient
     /// The HTTP client's counters (transfers, connections, which loop drove them).
-    public var upstreamMetrics: UpstreamMetrics { http.metrics }
+    package var upstreamMetrics: UpstreamMetrics { http.metrics }
     let clock: any GatewayClock
     let logger: Logger
     let sleep: @Sendable (Duration) async throws -> Void
     /// Where attempts, retries, JWT mints and the budgets' waits and refusals are counted.
     package let metrics: AppStoreClientMetrics
     /// Where the CLIENT span of each Apple call (and each Redis budget call) goes.
-    public let tracer: any Tracer
+    package let tracer: any Tracer
     private let signers: [String: any ES256Signer]
 
     /// A client for `apps`, signing with `signers` (by bundle id; `AppKeySigner.loadAll`
@@ -84,7 +84,7 @@ public final class AppStoreAPIClient: Sendable {
     /// backoffs (tests may shorten it). With `redis.url` the budget is shared by the replicas; with `fairShares`
     /// (a `callers` list) listed callers compete for each app's bucket by weight. Calls, budgets and fair shares
     /// count in `metrics`.
-    public init(
+    package init(
         apps configured: [App], apple: Apple, rateLimits: RateLimiting, retries: RetryPolicy,
         redis: SharedRateBudget.Settings, fairShares: Bool, http: UpstreamHTTPClient,
         signers: [String: any ES256Signer],
@@ -140,7 +140,7 @@ public final class AppStoreAPIClient: Sendable {
     }
 
     /// The environments a call tries, in order: the requested one alone, else the app's policy.
-    public func environments(for app: App, requested: AppleEnvironment?) -> [AppleEnvironment] {
+    package func environments(for app: App, requested: AppleEnvironment?) -> [AppleEnvironment] {
         if let requested { return [requested] }
         switch app.environment {
         case .production: return [.production]
@@ -152,7 +152,7 @@ public final class AppStoreAPIClient: Sendable {
 
     /// Calls `endpoint` at `path` (already filled in, see `AppleEndpoint.path`) with `query` for `app`,
     /// returning Apple's 2xx answer. `deadline` is on `clock`'s monotonic time.
-    public func call(
+    package func call(
         _ endpoint: AppleEndpoint, path: String, query: String = "", body: [UInt8]? = nil,
         app: App, environment requested: AppleEnvironment? = nil, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> AppleResponse {

@@ -2,18 +2,18 @@ import Metrics
 
 /// What the Apple client records into: its calls to Apple, the local buckets, the per-caller fair shares and the
 /// budget shared in Redis (registered whether or not the configuration uses them, so dashboards find them at 0).
-public struct AppStoreClientMetrics: Sendable {
+package struct AppStoreClientMetrics: Sendable {
     /// Attempts, latency, retries, 429s, JWT mints.
-    public var calls: AppleCallMetrics
+    package var calls: AppleCallMetrics
     /// Waits for and refusals by the local buckets.
-    public var rateLimits: RateLimitMetrics
+    package var rateLimits: RateLimitMetrics
     /// Listed callers' waits for and refusals of their shares.
-    public var fairShares: FairShareMetrics
+    package var fairShares: FairShareMetrics
     /// The shared budget's reservations, mode and Redis round trips.
-    public var sharedBudget: SharedBudgetMetrics
+    package var sharedBudget: SharedBudgetMetrics
 
     /// The parts, registered where the composition root chose.
-    public init(
+    package init(
         calls: AppleCallMetrics, rateLimits: RateLimitMetrics, fairShares: FairShareMetrics,
         sharedBudget: SharedBudgetMetrics
     ) {
@@ -24,7 +24,7 @@ public struct AppStoreClientMetrics: Sendable {
     }
 
     /// Every part in `registry` (by default a registry of its own that nobody reads), in the order above.
-    public init(registry: MetricsRegistry = MetricsRegistry()) {
+    package init(registry: MetricsRegistry = MetricsRegistry()) {
         self.init(
             calls: AppleCallMetrics(registry: registry), rateLimits: RateLimitMetrics(registry: registry),
             fairShares: FairShareMetrics(registry: registry), sharedBudget: SharedBudgetMetrics(registry: registry))

@@ -2,7 +2,7 @@ import Metrics
 
 /// The Apple client's series of its calls: every HTTP attempt to Apple by app, endpoint, environment, HTTP
 /// status and Apple's errorCode, their latency, the retries, Apple's 429s, and the request JWTs signed.
-public final class AppleCallMetrics: Sendable {
+package final class AppleCallMetrics: Sendable {
     package let requests: CounterFamily
     package let seconds: HistogramFamily
     package let retries: CounterFamily
@@ -10,7 +10,7 @@ public final class AppleCallMetrics: Sendable {
     package let jwtMints: CounterFamily
 
     /// The families, registered in `registry`.
-    public init(registry: MetricsRegistry) {
+    package init(registry: MetricsRegistry) {
         requests = registry.counter(
             "appstore_gateway_apple_requests_total",
             help: "HTTP attempts to Apple, by app, endpoint, environment, HTTP status (0 = no response) and errorCode.",

@@ -4,20 +4,20 @@ import GatewayFoundation
 
 /// One App Store Server API request as the table of endpoints describes it: which endpoint, the values of its
 /// path placeholders in order, the query, the JSON body, and the environment asked for (nil: the app's policy).
-public struct AppleRequest: Sendable, Hashable {
+package struct AppleRequest: Sendable, Hashable {
     /// The endpoint: method, path template, rate-limit bucket and idempotency.
-    public var endpoint: AppleEndpoint
+    package var endpoint: AppleEndpoint
     /// The path placeholders' values, in template order (percent-encoded when the path is built).
-    public var pathValues: [String]
+    package var pathValues: [String]
     /// The query string without `?` (already encoded), empty for none.
-    public var query: String
+    package var query: String
     /// The JSON body, nil for none.
-    public var body: [UInt8]?
+    package var body: [UInt8]?
     /// The one environment asked for; nil = as the app is configured.
-    public var environment: AppleEnvironment?
+    package var environment: AppleEnvironment?
 
     /// A request.
-    public init(
+    package init(
         _ endpoint: AppleEndpoint, pathValues: [String] = [], query: String = "", body: [UInt8]? = nil,
         environment: AppleEnvironment? = nil
     ) {
@@ -32,7 +32,7 @@ public struct AppleRequest: Sendable, Hashable {
 extension AppStoreAPIClient {
     /// Sends `request` for `app` with the same budget, JWT, retries (writes per `AppleEndpoint.isIdempotent`),
     /// environment fallback and error mapping as every call, returning Apple's 2xx answer.
-    public func send(
+    package func send(
         _ request: AppleRequest, app: App, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> AppleResponse {
         guard request.pathValues.allSatisfy({ !$0.isEmpty }),
@@ -48,7 +48,7 @@ extension AppStoreAPIClient {
 
 /// One of Apple's JSON answers, read from the parsed object field by field (`JSONObject`): each field optional, so
 /// a missing one is not fatal, and one of another type makes the whole answer unreadable.
-public protocol AppleJSONShape {
+package protocol AppleJSONShape {
     /// The answer read from `object`; a field of another type throws.
     init(_ object: JSONObject) throws(JSONFieldMismatch)
 }
@@ -56,7 +56,7 @@ public protocol AppleJSONShape {
 extension AppleResponse {
     /// The body read as Apple's JSON `Wire`; a body that is not is `appleDataRejected` (DATA_LOSS), naming
     /// `what` and Apple's request id. An empty body reads as `{}`.
-    public func decoded<Wire: AppleJSONShape>(_ type: Wire.Type, what: String, app: String) throws(GatewayError)
+    package func decoded<Wire: AppleJSONShape>(_ type: Wire.Type, what: String, app: String) throws(GatewayError)
         -> Wire
     {
         let object = response.body.isEmpty ? JSONObject([:]) : JSONObject(parsing: response.body)
@@ -70,5 +70,5 @@ extension AppleResponse {
     }
 
     /// The body as text (for `raw_json` fields); invalid UTF-8 is repaired, never trapped on.
-    public var bodyText: String { String(decoding: response.body, as: UTF8.self) }
+    package var bodyText: String { String(decoding: response.body, as: UTF8.self) }
 }

@@ -12,7 +12,7 @@ import Metrics
 /// below its share gets the next token after it arrives. A call that cannot be served within its `maxWait` is
 /// refused (RESOURCE_EXHAUSTED with RetryInfo), as without callers, as soon as the bucket's next token is known
 /// to come after it. Calls with no listed caller (open mode) go straight to the inner budget, as before.
-public final class FairShareBudget: RateBudget {
+package final class FairShareBudget: RateBudget {
     private typealias Continuation = CheckedContinuation<TokenBucket.Reservation, Never>
 
     private struct Bucket {
@@ -36,7 +36,7 @@ public final class FairShareBudget: RateBudget {
 
     /// Fair shares in front of `inner`, counted in `metrics`; `appNames` maps bundle ids to app names for metric
     /// labels.
-    public init(
+    package init(
         inner: any RateBudget, clock: any GatewayClock, appNames: [String: String] = [:],
         metrics: FairShareMetrics = FairShareMetrics(registry: MetricsRegistry()),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
@@ -48,7 +48,7 @@ public final class FairShareBudget: RateBudget {
         self.appNames = appNames
     }
 
-    public func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) async -> TokenBucket.Reservation {
+    package func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) async -> TokenBucket.Reservation {
         guard let caller = CallerIdentity.current, caller.listed else {
             return await inner.reserve(key: key, now: now, maxWait: maxWait)
         }
@@ -104,11 +104,11 @@ public final class FairShareBudget: RateBudget {
     }
 
     /// Calls waiting here for `key`'s next token.
-    public func waiting(_ key: RateLimitKey) -> Int {
+    package func waiting(_ key: RateLimitKey) -> Int {
         state.withLock { $0.buckets[key]?.gate.queue.count ?? 0 }
     }
 
-    public func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {
+    package func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {
         await inner.block(key: key, for: delay, now: now)
     }
 

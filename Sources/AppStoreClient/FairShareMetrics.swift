@@ -3,13 +3,13 @@ import Metrics
 /// The per-caller fair shares' series (`FairShareBudget`): the Apple calls of listed callers that waited for
 /// their share of an app's bucket, how long, and those refused. The `caller` label only ever holds identities
 /// listed in `callers` (no other caller enters a share), so its values are bounded by the configuration.
-public final class FairShareMetrics: Sendable {
+package final class FairShareMetrics: Sendable {
     package let waits: CounterFamily
     package let waitSeconds: CounterFamily
     package let refusals: CounterFamily
 
     /// The families, registered in `registry`.
-    public init(registry: MetricsRegistry) {
+    package init(registry: MetricsRegistry) {
         waits = registry.counter(
             "appstore_gateway_fair_share_waits_total",
             help: "Apple calls of a listed caller that waited for its share of an app's bucket.",

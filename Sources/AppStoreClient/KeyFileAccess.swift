@@ -7,9 +7,9 @@ import Foundation
 /// Kubernetes mounts a Secret with `fsGroup` (mode 0440, group = the pod's fsGroup, which the container
 /// process holds as a supplementary group). Any permission for others, group write, or group read for a
 /// foreign group is refused.
-public enum KeyFileAccess {
+package enum KeyFileAccess {
     /// Why a file with `mode` (permission bits) and `fileGroup` is too open, or nil when it is fine.
-    public static func problem(mode: Int, fileGroup: gid_t, processGroups: Set<gid_t>) -> String? {
+    package static func problem(mode: Int, fileGroup: gid_t, processGroups: Set<gid_t>) -> String? {
         let octal = String(mode & 0o777, radix: 8)
         if mode & 0o007 != 0 { return "is readable or writable by others (mode \(octal))" }
         if mode & 0o020 != 0 { return "is writable by its group (mode \(octal))" }
@@ -24,7 +24,7 @@ public enum KeyFileAccess {
     /// when its mode lets others or a foreign group read it. Follows symlinks and judges the file they lead to:
     /// Kubernetes mounts each Secret key as key → ..data/key → ..2026_…/key, and a link's own mode (0777) says
     /// nothing about who can read the key. The error names `key`.
-    public static func check(_ path: String, key: String, allowReadableFile: Bool) throws(ConfigurationError) {
+    package static func check(_ path: String, key: String, allowReadableFile: Bool) throws(ConfigurationError) {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             throw ConfigurationError(key: key, problem: "cannot read '\(path)' (missing, not accessible or not a file)")
@@ -38,7 +38,7 @@ public enum KeyFileAccess {
     }
 
     /// The process's effective group and its supplementary groups (where `fsGroup` appears).
-    public static func processGroups() -> Set<gid_t> {
+    package static func processGroups() -> Set<gid_t> {
         var groups: Set<gid_t> = [getegid()]
         let count = getgroups(0, nil)
         if count > 0 {

@@ -2,46 +2,46 @@ import AppStoreDomain
 import GatewayFoundation
 
 /// One page of Get Notification History, as Apple sent it (Apple's App Store Server API documentation).
-public struct NotificationHistoryPage: Sendable, Hashable {
+package struct NotificationHistoryPage: Sendable, Hashable {
     /// One delivery attempt (Apple's sendAttemptItem).
-    public struct SendAttempt: Sendable, Hashable {
+    package struct SendAttempt: Sendable, Hashable {
         /// `attemptDate`, UNIX ms (0 when absent).
-        public var attemptDate: Int64
+        package var attemptDate: Int64
         /// `sendAttemptResult` exactly as sent (empty when absent).
-        public var result: String
+        package var result: String
         /// An attempt.
-        public init(attemptDate: Int64, result: String) {
+        package init(attemptDate: Int64, result: String) {
             self.attemptDate = attemptDate
             self.result = result
         }
     }
 
     /// One notification of the page (Apple's notificationHistoryResponseItem).
-    public struct Item: Sendable, Hashable {
+    package struct Item: Sendable, Hashable {
         /// The notification JWS exactly as Apple sent it.
-        public var signedPayload: String
+        package var signedPayload: String
         /// Every delivery attempt so far, oldest first.
-        public var sendAttempts: [SendAttempt]
+        package var sendAttempts: [SendAttempt]
         /// An item.
-        public init(signedPayload: String, sendAttempts: [SendAttempt]) {
+        package init(signedPayload: String, sendAttempts: [SendAttempt]) {
             self.signedPayload = signedPayload
             self.sendAttempts = sendAttempts
         }
     }
 
     /// The token for the next page (empty when Apple sent none).
-    public var paginationToken: String
+    package var paginationToken: String
     /// Whether another page follows.
-    public var hasMore: Bool
+    package var hasMore: Bool
     /// The notifications, at most 20.
-    public var items: [Item]
+    package var items: [Item]
     /// The environment that answered.
-    public var environment: AppleEnvironment
+    package var environment: AppleEnvironment
     /// Apple's request id of the answer.
-    public var appleRequestID: String?
+    package var appleRequestID: String?
 
     /// A page.
-    public init(
+    package init(
         paginationToken: String, hasMore: Bool, items: [Item], environment: AppleEnvironment,
         appleRequestID: String? = nil
     ) {
@@ -58,7 +58,7 @@ extension AppStoreAPIClient {
     /// every page, the previous page's token in the query. Every page spends a token of the
     /// getNotificationHistory bucket. A body that is not Apple's NotificationHistoryResponse JSON is
     /// `appleDataRejected` (DATA_LOSS).
-    public func notificationHistory(
+    package func notificationHistory(
         body: NotificationHistoryRequestBody, paginationToken: String?, app: App,
         environment: AppleEnvironment? = nil, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> NotificationHistoryPage {
@@ -108,16 +108,16 @@ private struct NotificationHistoryWire: AppleJSONShape {
 
 /// A notification with its delivery attempts on the wire, as Apple sends it both in the notification history
 /// (notificationHistoryResponseItem) and as a test notification's status (CheckTestNotificationResponse).
-public struct AppleNotificationDeliveries: AppleJSONShape, Sendable {
+package struct AppleNotificationDeliveries: AppleJSONShape, Sendable {
     /// One delivery attempt (sendAttemptItem).
-    public struct Attempt: Sendable {
-        public var attemptDate: Int64?
-        public var sendAttemptResult: String?
+    package struct Attempt: Sendable {
+        package var attemptDate: Int64?
+        package var sendAttemptResult: String?
     }
-    public var signedPayload: String?
-    public var sendAttempts: [Attempt]?
+    package var signedPayload: String?
+    package var sendAttempts: [Attempt]?
 
-    public init(_ object: JSONObject) throws(JSONFieldMismatch) {
+    package init(_ object: JSONObject) throws(JSONFieldMismatch) {
         signedPayload = try object.string("signedPayload")
         sendAttempts = try object.objects("sendAttempts")?.map { attempt throws(JSONFieldMismatch) in
             Attempt(

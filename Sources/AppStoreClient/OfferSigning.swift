@@ -9,7 +9,7 @@ extension AppStoreAPIClient {
     /// The StoreKit 1 promotional offer signature (Apple's "Generating a signature for promotional offers"):
     /// base64 of the DER ECDSA P-256/SHA-256 signature over bundle id, key id, product id, offer id, lower-cased
     /// application username, lower-cased nonce and timestamp, joined by U+2063.
-    public func promotionalOfferSignature(
+    package func promotionalOfferSignature(
         app: App, productID: String, offerID: String, applicationUsername: String,
         nonce: String, timestamp: Int64
     ) throws(GatewayError) -> String {
@@ -28,7 +28,7 @@ extension AppStoreAPIClient {
     /// A compact JWS for StoreKit (Apple's "Generating JWS to sign App Store requests"): header
     /// `{"alg":"ES256","kid":…,"typ":"JWT"}`, claims `iss`, `bid`, `aud`, `iat`, `nonce`, then `claims` (JSON
     /// values already encoded), signed with the app's key.
-    public func storeKitJWS(
+    package func storeKitJWS(
         app: App, audience: String, claims: [(String, String)], nonce: String, issuedAt: Int64
     ) throws(GatewayError) -> String {
         let all: [(String, String)] =
@@ -48,7 +48,7 @@ extension AppStoreAPIClient {
     }
 
     /// The wall clock the client signs with (UNIX milliseconds).
-    public var nowMilliseconds: Int64 { clock.wallNow().millisecondsSince1970 }
+    package var nowMilliseconds: Int64 { clock.wallNow().millisecondsSince1970 }
 
     private func sign(_ message: [UInt8], app: App) throws(GatewayError) -> [UInt8] {
         let signer = try signer(for: app)

@@ -2,13 +2,13 @@ import Metrics
 
 /// The local token buckets' series (this replica's budget of Apple's rate limits, or its fallback share): the
 /// calls that waited for a token, how long, and the calls refused.
-public final class RateLimitMetrics: Sendable {
+package final class RateLimitMetrics: Sendable {
     package let waits: CounterFamily
     package let waitSeconds: CounterFamily
     package let refusals: CounterFamily
 
     /// The families, registered in `registry`.
-    public init(registry: MetricsRegistry) {
+    package init(registry: MetricsRegistry) {
         let bucket = ["app", "endpoint", "environment"]
         waits = registry.counter(
             "appstore_gateway_rate_limit_waits_total",

@@ -5,7 +5,7 @@ import Redis
 /// The shared (Redis) rate budget's series: reservations by outcome, its mode and fallbacks, and its Redis
 /// round trips. Redis round trips per Apple call = `appstore_gateway_redis_round_trips_total` /
 /// `appstore_gateway_apple_requests_total`.
-public final class SharedBudgetMetrics: Sendable {
+package final class SharedBudgetMetrics: Sendable {
     package let reservations: CounterFamily
     package let fallbacks: Counter
     package let mode: GaugeFamily
@@ -14,7 +14,7 @@ public final class SharedBudgetMetrics: Sendable {
     package let redisErrors: CounterFamily
 
     /// The families, registered in `registry` (each mode at 0 until a budget reports its own).
-    public init(registry: MetricsRegistry) {
+    package init(registry: MetricsRegistry) {
         reservations = registry.counter(
             "appstore_gateway_shared_budget_reservations_total",
             help: "Shared-budget token reservations, by app, endpoint and outcome (taken, waited, refused, fallback).",
@@ -63,7 +63,7 @@ public final class SharedBudgetMetrics: Sendable {
 }
 
 /// How one shared-budget reservation ended.
-public enum SharedBudgetOutcome: String, Sendable, Hashable {
+package enum SharedBudgetOutcome: String, Sendable, Hashable {
     /// A shared token, at once.
     case taken
     /// A shared token after a wait.

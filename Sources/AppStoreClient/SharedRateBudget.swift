@@ -19,7 +19,7 @@ import Redis
 /// one deadline, `redis.timeout` after it starts, however slowly Redis trickles its reply. The local bucket
 /// opens once every shared slot reserved before the loss (at most `rateLimits.maxWait` ahead) has passed;
 /// after that, calls are served at the share, so an outage costs a wait of about `maxWait`, never the rate.
-public final class SharedRateBudget: RateBudget, @unchecked Sendable {
+package final class SharedRateBudget: RateBudget, @unchecked Sendable {
     private enum Work {
         case reserve(RateLimitKey, maxWait: Duration, CheckedContinuation<TokenBucket.Reservation, Never>)
         case block(RateLimitKey, delay: Duration)
@@ -62,7 +62,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     /// used as metric labels; `reservationHorizon` is `rateLimits.maxWait`, the furthest ahead a shared slot
     /// is ever reserved. Reservations, modes and round trips count in `metrics`. The thread starts at once; the
     /// first reservation connects.
-    public init(
+    package init(
         settings: SharedRateBudget.Settings, limits: RateLimiter, fallback: RateLimiter, appNames: [String: String],
         reservationHorizon: Duration, clock: any GatewayClock = SystemClock(),
         logger: Logger = Logger(label: "appstore-gateway.redis"),
@@ -88,7 +88,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     }
 
     /// Stops the thread after the queued work (for tests; the gateway's budget lives as long as the process).
-    public func shutdown() {
+    package func shutdown() {
         condition.lock()
         stopping = true
         condition.signal()
@@ -98,7 +98,7 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
     /// A reserved slot in the future is waited for here, then the block key is checked again: a 429 seen
     /// by any replica during the wait holds this call too (the token is given up). The caller gets
     /// `.goNow`, or `.refused` with the block's remaining time.
-    public func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) async -> TokenBucket.Reservation {
+    package func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) async -> TokenBucket.Reservation {
         var span = tracer.childSpan(of: TraceContext.current, name: "redis budget reserve", kind: .client)
         let reservation = await withCheckedContinuation { continuation in
             enqueue(.reserve(key, maxWait: max(.zero, maxWait), continuation))
@@ -131,14 +131,14 @@ public final class SharedRateBudget: RateBudget, @unchecked Sendable {
         }
     }
 
-    public func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {
+    package func block(key: RateLimitKey, for delay: Duration, now: MonotonicInstant) async {
         // Held locally at once (the fallback bucket answers if Redis is down), shared by the thread.
         fallback.block(key: key, for: delay, now: now)
         enqueue(.block(key, delay: delay))
     }
 
     /// The current mode (for tests and the log).
-    public var currentMode: SharedBudgetMode.State {
+    package var currentMode: SharedBudgetMode.State {
         condition.lock()
         defer { condition.unlock() }
         return modeSnapshot

@@ -2,26 +2,26 @@ import AppStoreDomain
 import GatewayFoundation
 
 /// One page of Get Transaction History (V2), as Apple sent it (Apple's App Store Server API documentation).
-public struct TransactionHistoryPage: Sendable, Hashable {
+package struct TransactionHistoryPage: Sendable, Hashable {
     /// The token for the next page (and, with `hasMore` false, for later incremental reads).
-    public var revision: String
+    package var revision: String
     /// Whether another page follows.
-    public var hasMore: Bool
+    package var hasMore: Bool
     /// The app's bundle id.
-    public var bundleId: String
+    package var bundleId: String
     /// The app's Apple id (0 when Apple sent none, as in sandbox for unreleased apps).
-    public var appAppleId: Int64
+    package var appAppleId: Int64
     /// The environment that answered.
-    public var environment: AppleEnvironment
+    package var environment: AppleEnvironment
     /// Apple's `environment` field as sent ("Production", "Sandbox"; empty when absent).
-    public var environmentName: String
+    package var environmentName: String
     /// The JWS transactions, at most 20.
-    public var signedTransactions: [String]
+    package var signedTransactions: [String]
     /// Apple's request id of the answer.
-    public var appleRequestID: String?
+    package var appleRequestID: String?
 
     /// A page.
-    public init(
+    package init(
         revision: String, hasMore: Bool, bundleId: String, appAppleId: Int64, environment: AppleEnvironment,
         signedTransactions: [String], appleRequestID: String? = nil, environmentName: String = ""
     ) {
@@ -39,7 +39,7 @@ public struct TransactionHistoryPage: Sendable, Hashable {
 extension AppStoreAPIClient {
     /// `GET /inApps/v2/history/{transactionId}` with `query` for `app`. A body that is not Apple's
     /// HistoryResponse JSON is `appleDataRejected` (DATA_LOSS).
-    public func transactionHistory(
+    package func transactionHistory(
         transactionID: String, query: TransactionHistoryQuery, app: App,
         environment: AppleEnvironment? = nil, deadline: MonotonicInstant?
     ) async throws(GatewayError) -> TransactionHistoryPage {

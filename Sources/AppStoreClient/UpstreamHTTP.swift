@@ -1,20 +1,20 @@
 import AppStoreDomain
 
 /// One HTTP request to an upstream (Apple, the simulator, a test fake).
-public struct UpstreamRequest: Sendable {
+package struct UpstreamRequest: Sendable {
     /// GET, POST or PUT.
-    public var method: HTTPMethod
+    package var method: HTTPMethod
     /// The absolute URL, query included. `https://` negotiates HTTP/2 by ALPN; `http://` uses HTTP/1.1.
-    public var url: String
+    package var url: String
     /// Request header fields (names as sent).
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// The body for POST/PUT; nil sends none.
-    public var body: [UInt8]?
+    package var body: [UInt8]?
     /// The whole transfer (connect, send, receive) must finish within this; nil for no limit.
-    public var timeout: Duration?
+    package var timeout: Duration?
 
     /// A request.
-    public init(
+    package init(
         method: HTTPMethod = .get, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
         timeout: Duration? = nil
     ) {
@@ -27,18 +27,18 @@ public struct UpstreamRequest: Sendable {
 }
 
 /// A complete upstream response.
-public struct UpstreamResponse: Sendable {
+package struct UpstreamResponse: Sendable {
     /// The HTTP status code.
-    public var status: Int
+    package var status: Int
     /// Header fields of the final response, names lowercased, in arrival order (HTTP/2 trailers included).
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// The body.
-    public var body: [UInt8]
+    package var body: [UInt8]
     /// The HTTP version used: 1 (HTTP/1.x) or 2.
-    public var httpVersion: Int
+    package var httpVersion: Int
 
     /// A response.
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], httpVersion: Int = 2) {
+    package init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], httpVersion: Int = 2) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -46,20 +46,20 @@ public struct UpstreamResponse: Sendable {
     }
 
     /// The first value of a header field, by lowercase name.
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         headers.first(where: { $0.name == name })?.value
     }
 
     /// Apple's request id, from whichever of its request-id headers is present.
-    public var appleRequestID: String? {
+    package var appleRequestID: String? {
         header("apple-request-id") ?? header("x-apple-request-uuid") ?? header("x-request-id")
     }
 }
 
 /// Why an upstream transfer produced no response.
-public struct UpstreamTransportError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct UpstreamTransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure.
-    public enum Kind: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// The transfer's timeout passed.
         case timedOut
         /// The caller's task was cancelled; the transfer was removed.
@@ -75,34 +75,34 @@ public struct UpstreamTransportError: Error, Sendable, Hashable, CustomStringCon
     }
 
     /// The kind of failure.
-    public var kind: Kind
+    package var kind: Kind
     /// libcurl's text for it, for logs and error messages.
-    public var message: String
+    package var message: String
 
     /// An error.
-    public init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// Counters of an `UpstreamHTTPClient`, for metrics, tests and benchmarks.
-public struct UpstreamMetrics: Sendable, Hashable {
+package struct UpstreamMetrics: Sendable, Hashable {
     /// Transfers handed to libcurl.
-    public var transfersStarted = 0
+    package var transfersStarted = 0
     /// Transfers that ended with a response.
-    public var transfersSucceeded = 0
+    package var transfersSucceeded = 0
     /// Transfers that ended without one (timeouts, resets, cancellations included).
-    public var transfersFailed = 0
+    package var transfersFailed = 0
     /// Transfers removed because their caller was cancelled.
-    public var transfersCancelled = 0
+    package var transfersCancelled = 0
     /// New connections opened (sum of `CURLINFO_NUM_CONNECTS`): low under load means HTTP/2 multiplexing.
-    public var connectionsOpened = 0
+    package var connectionsOpened = 0
     /// Transfers driven by the event loop their caller ran on (the rest were handed over to the client's loop).
-    public var transfersOnCallerLoops = 0
+    package var transfersOnCallerLoops = 0
 
     /// Zero counters.
-    public init() {}
+    package init() {}
 }

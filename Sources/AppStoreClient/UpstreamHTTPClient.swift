@@ -12,27 +12,27 @@ import GatewayFoundation
 /// ALPN and multiplex (`CURLPIPE_MULTIPLEX` + `CURLOPT_PIPEWAIT`): hundreds of concurrent calls to one host
 /// share one or two connections per multi handle. (Debian's curl 7.88.1 breaks connection reuse with h2c
 /// prior knowledge, so cleartext `http://` stays HTTP/1.1; it exists for tests and the simulator.)
-public final class UpstreamHTTPClient: Sendable {
+package final class UpstreamHTTPClient: Sendable {
     /// Client settings.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// A PEM CA bundle trusted instead of the system's (config `apple.caFile`); empty = system CAs.
-        public var caFile: String
+        package var caFile: String
         /// With `caFile`, keep trusting the system CAs too (config `apple.trustSystemCAs`). Default false.
-        public var trustSystemCAs = false
+        package var trustSystemCAs = false
         /// Longest TCP + TLS connection set-up. Default 5 s (config `apple.connectTimeout`).
-        public var connectTimeout: Duration
+        package var connectTimeout: Duration
         /// Larger response bodies fail the transfer (`responseTooLarge`). Default 16 MiB.
-        public var maxResponseBytes: Int
+        package var maxResponseBytes: Int
         /// Connections kept per host at most; further transfers queue inside libcurl. Default 8.
-        public var maxConnectionsPerHost: Int
+        package var maxConnectionsPerHost: Int
         /// Streams libcurl multiplexes on one HTTP/2 connection at most (the server's
         /// SETTINGS_MAX_CONCURRENT_STREAMS still applies when lower). Default 200.
-        public var maxStreamsPerConnection: Int
+        package var maxStreamsPerConnection: Int
         /// The `User-Agent` sent.
-        public var userAgent: String
+        package var userAgent: String
 
         /// Settings; unspecified values take the documented defaults.
-        public init(
+        package init(
             caFile: String = "", connectTimeout: Duration = .seconds(5), maxResponseBytes: Int = 16 << 20,
             maxConnectionsPerHost: Int = 8, maxStreamsPerConnection: Int = 200, userAgent: String = "appstore-gateway"
         ) {
@@ -53,7 +53,7 @@ public final class UpstreamHTTPClient: Sendable {
     /// a loop, the handle of `loop`'s own), which its owner runs for as long as the client has callers: a call
     /// handed over to a loop that stopped fails `.shutDown`. Throws `.invalidRequest` when libcurl cannot be
     /// initialised.
-    public init(configuration: Configuration = Configuration(), loop: any IOLoop) throws(UpstreamTransportError) {
+    package init(configuration: Configuration = Configuration(), loop: any IOLoop) throws(UpstreamTransportError) {
         guard curlGlobalInit == CURLE_OK else {
             throw UpstreamTransportError(.invalidRequest, "curl_global_init failed")
         }
@@ -68,17 +68,17 @@ public final class UpstreamHTTPClient: Sendable {
 
     /// Sends `request` and waits for the whole response. Cancelling the calling task removes the transfer
     /// from libcurl and throws `.cancelled`.
-    public func send(_ request: UpstreamRequest) async throws(UpstreamTransportError) -> UpstreamResponse {
+    package func send(_ request: UpstreamRequest) async throws(UpstreamTransportError) -> UpstreamResponse {
         if let response = try await onLoops.sendOnCurrentLoop(request) { return response }
         return try await onLoops.send(request, handingOverTo: loopForOthers)
     }
 
     /// The counters so far, of every multi handle.
-    public var metrics: UpstreamMetrics { onLoops.metrics }
+    package var metrics: UpstreamMetrics { onLoops.metrics }
 
     /// Fails running transfers with `.shutDown` and asks each loop to free its handle (a loop that already
     /// stopped freed it then). Later `send` calls fail with `.shutDown`. Idempotent.
-    public func shutdown() {
+    package func shutdown() {
         onLoops.shutdown()
     }
 }

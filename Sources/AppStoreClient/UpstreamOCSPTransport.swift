@@ -3,17 +3,17 @@ import SignedData
 
 /// Online checks' OCSP requests over the gateway's libcurl client (RFC 6960 appendix A: POST, DER body).
 /// Only URLs from certificates whose chain to a configured root has been validated ever reach here.
-public struct UpstreamOCSPTransport: OCSPTransport {
+package struct UpstreamOCSPTransport: OCSPTransport {
     let http: UpstreamHTTPClient
     let timeout: Duration
 
     /// Requests through `http`, each bounded by `timeout`.
-    public init(http: UpstreamHTTPClient, timeout: Duration) {
+    package init(http: UpstreamHTTPClient, timeout: Duration) {
         self.http = http
         self.timeout = timeout
     }
 
-    public func post(_ request: [UInt8], to url: String) async -> OCSPTransportResult {
+    package func post(_ request: [UInt8], to url: String) async -> OCSPTransportResult {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else { return .unreachable("not an http(s) URL") }
         let upstream = UpstreamRequest(
             method: .post, url: url,

@@ -6,7 +6,7 @@
 /// and records what it settled here, so that after a crash it delivers again exactly what was not acknowledged
 /// (at least once: receivers dedupe on the event id). Every call may block on I/O: run on the store's own
 /// thread, never an event loop. Failures: `NotificationStoreFailure`.
-public protocol EventSinkStore: Sendable {
+package protocol EventSinkStore: Sendable {
     /// The progress of `sink`. A sink never seen before is recorded now with its watermark at `start` (the newest
     /// position of its log when it first starts: a sink added later begins with what comes after, not with the
     /// whole retained history), and that is returned.
@@ -27,51 +27,51 @@ public protocol EventSinkStore: Sendable {
 
 /// One outbound sink: what it delivers and where. Its identity is its URL (one URL of each kind is one sink,
 /// whatever else its settings say).
-public struct EventSinkID: Sendable, Hashable, CustomStringConvertible {
+package struct EventSinkID: Sendable, Hashable, CustomStringConvertible {
     /// What a sink delivers, and so which log its positions are of.
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
+    package enum Kind: String, Sendable, Hashable, CaseIterable {
         /// Subscription events to a team's webhook (`subscriptions.webhooks`): positions of the event outbox.
         case subscriptionEvents = "subscription_events"
         /// Apple's notifications relayed as received (`notifications.forward`): positions of the notification log.
         case notifications
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// The endpoint's URL, exactly as configured.
-    public var url: String
+    package var url: String
 
-    public init(kind: Kind, url: String) {
+    package init(kind: Kind, url: String) {
         self.kind = kind
         self.url = url
     }
 
-    public var description: String { "\(kind.rawValue) \(url)" }
+    package var description: String { "\(kind.rawValue) \(url)" }
 }
 
 /// A sink's stored progress.
-public struct EventSinkProgress: Sendable, Hashable {
+package struct EventSinkProgress: Sendable, Hashable {
     /// Every position at or below it is settled.
-    public var through: Int64
+    package var through: Int64
     /// Positions above `through` already acknowledged (or dead-lettered): not to be delivered again.
-    public var settled: Set<Int64>
+    package var settled: Set<Int64>
 
-    public init(through: Int64, settled: Set<Int64> = []) {
+    package init(through: Int64, settled: Set<Int64> = []) {
         self.through = through
         self.settled = settled
     }
 }
 
 /// What a sink settled since it last recorded.
-public struct EventSinkUpdate: Sendable, Hashable {
+package struct EventSinkUpdate: Sendable, Hashable {
     /// The new low watermark.
-    public var through: Int64
+    package var through: Int64
     /// Positions above `through` settled (acknowledged or dead-lettered); ones at or below it may be listed too
     /// and are ignored.
-    public var settled: [Int64]
+    package var settled: [Int64]
     /// Events given up on.
-    public var deadLetters: [EventDeadLetter]
+    package var deadLetters: [EventDeadLetter]
 
-    public init(through: Int64, settled: [Int64] = [], deadLetters: [EventDeadLetter] = []) {
+    package init(through: Int64, settled: [Int64] = [], deadLetters: [EventDeadLetter] = []) {
         self.through = through
         self.settled = settled
         self.deadLetters = deadLetters
@@ -80,21 +80,21 @@ public struct EventSinkUpdate: Sendable, Hashable {
 
 /// An event a sink gave up on after `maxAge` of failed attempts, with the exact body it sent, so a replay sends
 /// the same bytes.
-public struct EventDeadLetter: Sendable, Hashable {
+package struct EventDeadLetter: Sendable, Hashable {
     /// Its position in the sink's log.
-    public var position: Int64
+    package var position: Int64
     /// The event's id (a subscription event's `event_id`, a notification's UUID).
-    public var eventId: String
-    public var attempts: Int
+    package var eventId: String
+    package var attempts: Int
     /// When it was first attempted, and when it was given up (UNIX ms).
-    public var firstAttemptAt: Int64
-    public var deadAt: Int64
+    package var firstAttemptAt: Int64
+    package var deadAt: Int64
     /// Why the last attempt failed ("HTTP 500", "timed out", …).
-    public var lastError: String
+    package var lastError: String
     /// The request body as sent.
-    public var body: [UInt8]
+    package var body: [UInt8]
 
-    public init(
+    package init(
         position: Int64, eventId: String, attempts: Int, firstAttemptAt: Int64, deadAt: Int64, lastError: String,
         body: [UInt8]
     ) {

@@ -10,7 +10,7 @@
 /// A lease only says who should work; it does not fence writes. The work it guards must stay correct when two
 /// replicas briefly overlap (a holder that cannot renew stops before its `ttl` runs out, but a paused process
 /// may not notice in time): the sinks are at least once, and the timer's and projector's commits are idempotent.
-public protocol FleetLeases: Sendable {
+package protocol FleetLeases: Sendable {
     /// Acquires `name` for `holder`, or renews it when `holder` holds it, for `ttl` from now; true when `holder`
     /// holds it now (until `ttl` has passed, unless renewed), false when another holder's lease has not expired.
     func hold(_ name: String, holder: String, for ttl: Duration) async throws(NotificationStoreFailure) -> Bool
@@ -24,23 +24,23 @@ public protocol FleetLeases: Sendable {
 
 /// The leases of a store one replica owns (the SQLite file, the memory stores): there is nobody to share the work
 /// with, so every lease is granted to every caller at once.
-public struct SoleReplicaLeases: FleetLeases {
-    public init() {}
+package struct SoleReplicaLeases: FleetLeases {
+    package init() {}
 
-    public func hold(_ name: String, holder: String, for ttl: Duration) async throws(NotificationStoreFailure)
+    package func hold(_ name: String, holder: String, for ttl: Duration) async throws(NotificationStoreFailure)
         -> Bool
     { true }
 
-    public func release(_ name: String, holder: String) async throws(NotificationStoreFailure) {}
+    package func release(_ name: String, holder: String) async throws(NotificationStoreFailure) {}
 
-    public var isShared: Bool { false }
+    package var isShared: Bool { false }
 }
 
 /// Names of lease holders.
-public enum FleetLeaseHolder {
+package enum FleetLeaseHolder {
     /// A name for this process that no other replica has, now or later: the host name (which identifies a
     /// container or pod), the process id and 64 random bits (a restarted process may get the same id).
-    public static func unique() -> String {
+    package static func unique() -> String {
         var name = [CChar](repeating: 0, count: 256)
         let host =
             gethostname(&name, name.count - 1) == 0

@@ -3,7 +3,7 @@ import GatewayFoundation
 /// Wakes followers waiting for new entries: a generation number raised by every insert, and the
 /// continuations of those waiting for it to pass a value they saw. Waiters also give up after a timeout,
 /// so a missed wake-up (or an entry another replica added) only delays, never stalls.
-public final class LiveSignal: Sendable {
+package final class LiveSignal: Sendable {
     private struct State {
         var generation: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -13,13 +13,13 @@ public final class LiveSignal: Sendable {
     }
     private let state = Lock(State())
 
-    public init() {}
+    package init() {}
 
     /// The current generation: read it before looking for entries, then wait for a later one.
-    public var generation: UInt64 { state.withLock { $0.generation } }
+    package var generation: UInt64 { state.withLock { $0.generation } }
 
     /// Raises the generation and wakes every waiter.
-    public func raise() {
+    package func raise() {
         let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.generation &+= 1
             defer { state.waiters.removeAll() }
@@ -29,7 +29,7 @@ public final class LiveSignal: Sendable {
     }
 
     /// Returns once the generation differs from `seen`, after `timeout`, or on cancellation.
-    public func wait(past seen: UInt64, timeout: Duration) async {
+    package func wait(past seen: UInt64, timeout: Duration) async {
         let id = state.withLock { state -> UInt64 in
             state.nextWaiter &+= 1
             return state.nextWaiter

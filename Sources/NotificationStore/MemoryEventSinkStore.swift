@@ -2,7 +2,7 @@ import GatewayFoundation
 
 /// The outbound sinks' progress in memory, with `SQLiteEventSinkStore`'s semantics: for tests of the layers above.
 /// Lost when the process ends.
-public final class MemoryEventSinkStore: EventSinkStore {
+package final class MemoryEventSinkStore: EventSinkStore {
     private struct Sink {
         var through: Int64
         var settled: Set<Int64> = []
@@ -11,9 +11,9 @@ public final class MemoryEventSinkStore: EventSinkStore {
 
     private let sinks = Lock([EventSinkID: Sink]())
 
-    public init() {}
+    package init() {}
 
-    public func openSink(_ sink: EventSinkID, startingAfter start: Int64, nowMillis: Int64)
+    package func openSink(_ sink: EventSinkID, startingAfter start: Int64, nowMillis: Int64)
         async throws(NotificationStoreFailure) -> EventSinkProgress
     {
         sinks.withLock { sinks in
@@ -23,7 +23,7 @@ public final class MemoryEventSinkStore: EventSinkStore {
         }
     }
 
-    public func record(_ sink: EventSinkID, _ update: EventSinkUpdate) async throws(NotificationStoreFailure) {
+    package func record(_ sink: EventSinkID, _ update: EventSinkUpdate) async throws(NotificationStoreFailure) {
         try sinks.withLock { sinks throws(NotificationStoreFailure) in
             guard var held = sinks[sink] else {
                 throw NotificationStoreFailure("event sink store: \(sink) was never opened")
@@ -37,7 +37,7 @@ public final class MemoryEventSinkStore: EventSinkStore {
         }
     }
 
-    public func deadLetters(_ sink: EventSinkID, deadSince: Int64, after position: Int64, limit: Int)
+    package func deadLetters(_ sink: EventSinkID, deadSince: Int64, after position: Int64, limit: Int)
         async throws(NotificationStoreFailure) -> [EventDeadLetter]
     {
         sinks.withLock { sinks in
@@ -49,11 +49,11 @@ public final class MemoryEventSinkStore: EventSinkStore {
         }
     }
 
-    public func removeDeadLetter(_ sink: EventSinkID, position: Int64) async throws(NotificationStoreFailure) -> Bool {
+    package func removeDeadLetter(_ sink: EventSinkID, position: Int64) async throws(NotificationStoreFailure) -> Bool {
         sinks.withLock { sinks in sinks[sink]?.deadLetters.removeValue(forKey: position) != nil }
     }
 
-    public func deadLetterCount(_ sink: EventSinkID) async throws(NotificationStoreFailure) -> Int {
+    package func deadLetterCount(_ sink: EventSinkID) async throws(NotificationStoreFailure) -> Int {
         sinks.withLock { sinks in sinks[sink]?.deadLetters.count ?? 0 }
     }
 }

@@ -5,13 +5,13 @@ import SubscriptionState
 /// The subscription state in memory, with `SQLiteSubscriptionStore`'s semantics (the same folds, limits,
 /// orders and failures): for tests of the layers above, and for a process whose notification store keeps no
 /// state. Lost when the process ends; never blocks on I/O (each call holds one lock briefly).
-public final class MemorySubscriptionStore: SubscriptionStore {
+package final class MemorySubscriptionStore: SubscriptionStore {
     private let state = Lock(State())
     private let limits: SubscriptionStoreLimits
-    public let eventSignal = LiveSignal()
+    package let eventSignal = LiveSignal()
 
     /// An empty state bounded by `limits`.
-    public init(limits: SubscriptionStoreLimits = .defaults) {
+    package init(limits: SubscriptionStoreLimits = .defaults) {
         self.limits = limits
     }
 
@@ -91,7 +91,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
+    package func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
         async throws(NotificationStoreFailure) -> [AppliedChange]
     {
         let limits = self.limits
@@ -170,7 +170,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         return outcome.events
     }
 
-    public func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
+    package func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
         async throws(NotificationStoreFailure) -> [SubscriptionEvent]
     {
         let made = state.withLock { state -> [SubscriptionEvent] in
@@ -187,7 +187,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         return made
     }
 
-    public func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
+    package func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
         async throws(NotificationStoreFailure) -> [SubscriptionKey]
     {
         let apps = Set(bundleIds)
@@ -202,7 +202,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
+    package func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
         let apps = Set(bundleIds)
         return state.withLock { state in
             state.events.cursors.compactMap { key, cursor in apps.contains(key.bundleId) ? cursor.nextTransition : nil }
@@ -210,7 +210,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
+    package func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
         -> [SubscriptionKey]
     {
         func order(_ key: SubscriptionKey) -> (String, String, String) {
@@ -222,7 +222,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
+    package func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
         -> [StoredPurchase]
     {
         // The SQLite store's order: its text columns compare as UTF-8 bytes.
@@ -240,7 +240,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
+    package func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
         -> [StoredSubscriptionEvent]
     {
         state.withLock { state in
@@ -251,11 +251,11 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
+    package func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
         state.withLock { $0.events.lastPosition }
     }
 
-    public func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
+    package func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
         state.withLock { state in
             let old = { (entry: (bundleId: String, stored: StoredSubscriptionEvent)) in
                 (entry.stored.event.occurredAt?.unixMilliseconds ?? 0) < millis
@@ -269,15 +269,15 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
+    package func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
         state.withLock { $0.events.prunedThrough }
     }
 
-    public func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+    package func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
         state.withLock { $0.records[key] }
     }
 
-    public func customer(bundleId: String, environment: Environment, appAccountToken: String)
+    package func customer(bundleId: String, environment: Environment, appAccountToken: String)
         async throws(NotificationStoreFailure) -> CustomerView
     {
         if appAccountToken.isEmpty { return CustomerView(subscriptions: [], purchases: []) }
@@ -295,7 +295,7 @@ public final class MemorySubscriptionStore: SubscriptionStore {
             purchases: purchases)
     }
 
-    public func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView {
+    package func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView {
         let original = CustomerKey(
             bundleId: key.bundleId, environment: key.environment, value: key.originalTransactionId)
         let limits = self.limits
@@ -330,15 +330,15 @@ public final class MemorySubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition {
+    package func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition {
         state.withLock { $0.position }
     }
 
-    public func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
+    package func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
         state.withLock { $0.position = position }
     }
 
-    public func removeAll() async throws(NotificationStoreFailure) {
+    package func removeAll() async throws(NotificationStoreFailure) {
         state.withLock { state in
             let events = state.events
             state = State()

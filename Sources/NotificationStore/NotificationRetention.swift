@@ -5,20 +5,20 @@
 /// stored, a genuine notification replayed after its entry was pruned would be stored and streamed to
 /// followers as new. A notification arrives after it is signed, so one signed within the retention is either
 /// new or still stored (and deduplicated).
-public struct NotificationRetention: Sendable, Hashable {
+package struct NotificationRetention: Sendable, Hashable {
     /// The retention in milliseconds (positive).
-    public var milliseconds: Int64
+    package var milliseconds: Int64
 
     /// A retention of `milliseconds` (at least 1).
-    public init(milliseconds: Int64) { self.milliseconds = max(1, milliseconds) }
+    package init(milliseconds: Int64) { self.milliseconds = max(1, milliseconds) }
 
     /// Whether a notification signed at `signedDate` (UNIX ms) is past the retention at `now`: not to be stored.
-    public func isStale(signedDate: Int64, now: Int64) -> Bool {
+    package func isStale(signedDate: Int64, now: Int64) -> Bool {
         signedDate < pruneCutoff(now: now)
     }
 
     /// Entries received before this (UNIX ms) are pruned at `now`.
-    public func pruneCutoff(now: Int64) -> Int64 {
+    package func pruneCutoff(now: Int64) -> Int64 {
         let (cutoff, overflow) = now.subtractingReportingOverflow(milliseconds)
         return overflow ? Int64.min : cutoff
     }

@@ -3,7 +3,7 @@
 ///
 /// Every call may block on I/O, so implementations run it on their own thread, never on an event loop;
 /// every failure is `NotificationStoreFailure` (the webhook answers 503 and Apple retries).
-public protocol NotificationStore: Sendable {
+package protocol NotificationStore: Sendable {
     /// Stores `notification` durably unless its UUID is already stored; returns where it is either way.
     func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
         -> InsertOutcome
@@ -34,7 +34,7 @@ public protocol NotificationStore: Sendable {
 
 extension NotificationStore {
     /// A store that cannot list every app's entries at once (test doubles): a failure.
-    public func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
+    package func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
         -> StorePage
     {
         throw NotificationStoreFailure("this store does not list every app's entries")
@@ -42,19 +42,19 @@ extension NotificationStore {
 }
 
 /// A notification to store: what the webhook verified.
-public struct NewNotification: Sendable, Hashable {
-    public var uuid: String
+package struct NewNotification: Sendable, Hashable {
+    package var uuid: String
     /// Apple's `signedDate` (UNIX ms).
-    public var signedDate: Int64
-    public var bundleId: String
+    package var signedDate: Int64
+    package var bundleId: String
     /// Apple's environment name ("Production", "Sandbox").
-    public var environment: String
-    public var notificationType: String
-    public var subtype: String
+    package var environment: String
+    package var notificationType: String
+    package var subtype: String
     /// The notification JWS exactly as Apple sent it.
-    public var signedPayload: String
+    package var signedPayload: String
 
-    public init(
+    package init(
         uuid: String, signedDate: Int64, bundleId: String, environment: String, notificationType: String,
         subtype: String, signedPayload: String
     ) {
@@ -69,76 +69,76 @@ public struct NewNotification: Sendable, Hashable {
 }
 
 /// Entries read after a position, and the position the read reached.
-public struct StorePage: Sendable, Hashable {
-    public var entries: [StoredNotification]
+package struct StorePage: Sendable, Hashable {
+    package var entries: [StoredNotification]
     /// Continue after this position (at least that of the last entry).
-    public var through: StorePosition
-    public init(entries: [StoredNotification], through: StorePosition) {
+    package var through: StorePosition
+    package init(entries: [StoredNotification], through: StorePosition) {
         self.entries = entries
         self.through = through
     }
 }
 
 /// A stored notification and its position.
-public struct StoredNotification: Sendable, Hashable {
-    public var position: StorePosition
+package struct StoredNotification: Sendable, Hashable {
+    package var position: StorePosition
     /// When the gateway stored it (UNIX ms).
-    public var receivedAt: Int64
-    public var notification: NewNotification
+    package var receivedAt: Int64
+    package var notification: NewNotification
 
-    public init(position: StorePosition, receivedAt: Int64, notification: NewNotification) {
+    package init(position: StorePosition, receivedAt: Int64, notification: NewNotification) {
         self.position = position
         self.receivedAt = receivedAt
         self.notification = notification
     }
 
     /// Its place in a catch-up's (signedDate, position) order.
-    public var key: WindowKey { WindowKey(signedDate: notification.signedDate, position: position) }
+    package var key: WindowKey { WindowKey(signedDate: notification.signedDate, position: position) }
 }
 
 /// Where an entry sits in the log: SQLite's row id (`major`, `minor` 0), or a Redis stream id
 /// (`major`-`minor`). Later entries have larger positions; positions are never reused.
-public struct StorePosition: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public var major: UInt64
-    public var minor: UInt64
-    public init(major: UInt64, minor: UInt64 = 0) {
+package struct StorePosition: Sendable, Hashable, Comparable, CustomStringConvertible {
+    package var major: UInt64
+    package var minor: UInt64
+    package init(major: UInt64, minor: UInt64 = 0) {
         self.major = major
         self.minor = minor
     }
-    public static let zero = StorePosition(major: 0)
-    public static func < (lhs: StorePosition, rhs: StorePosition) -> Bool {
+    package static let zero = StorePosition(major: 0)
+    package static func < (lhs: StorePosition, rhs: StorePosition) -> Bool {
         (lhs.major, lhs.minor) < (rhs.major, rhs.minor)
     }
-    public var description: String { "\(major)-\(minor)" }
+    package var description: String { "\(major)-\(minor)" }
 }
 
 /// A place in a catch-up's order.
-public struct WindowKey: Sendable, Hashable, Comparable {
-    public var signedDate: Int64
-    public var position: StorePosition
-    public init(signedDate: Int64, position: StorePosition) {
+package struct WindowKey: Sendable, Hashable, Comparable {
+    package var signedDate: Int64
+    package var position: StorePosition
+    package init(signedDate: Int64, position: StorePosition) {
         self.signedDate = signedDate
         self.position = position
     }
-    public static func < (lhs: WindowKey, rhs: WindowKey) -> Bool {
+    package static func < (lhs: WindowKey, rhs: WindowKey) -> Bool {
         (lhs.signedDate, lhs.position) < (rhs.signedDate, rhs.position)
     }
 }
 
 /// Which entries a stream wants.
-public struct StoreFilter: Sendable, Hashable {
-    public var bundleId: String
+package struct StoreFilter: Sendable, Hashable {
+    package var bundleId: String
     /// Apple's environment name; nil = any.
-    public var environment: String?
+    package var environment: String?
     /// Apple's notificationType; nil = any.
-    public var notificationType: String?
+    package var notificationType: String?
     /// Apple's subtype; nil = any.
-    public var subtype: String?
+    package var subtype: String?
     /// The signedDate window, UNIX ms, `start` included, `end` excluded (only `window` reads it).
-    public var start: Int64
-    public var end: Int64
+    package var start: Int64
+    package var end: Int64
 
-    public init(
+    package init(
         bundleId: String, environment: String? = nil, notificationType: String? = nil, subtype: String? = nil,
         start: Int64 = 0, end: Int64 = Int64.max
     ) {
@@ -151,29 +151,29 @@ public struct StoreFilter: Sendable, Hashable {
     }
 
     /// Whether `notification` passes every filter but the window.
-    public func accepts(_ notification: NewNotification) -> Bool {
+    package func accepts(_ notification: NewNotification) -> Bool {
         notification.bundleId == bundleId && (environment.map { $0 == notification.environment } ?? true)
             && (notificationType.map { $0 == notification.notificationType } ?? true)
             && (subtype.map { $0 == notification.subtype } ?? true)
     }
 
     /// Whether `notification` passes every filter and the window.
-    public func acceptsInWindow(_ notification: NewNotification) -> Bool {
+    package func acceptsInWindow(_ notification: NewNotification) -> Bool {
         accepts(notification) && notification.signedDate >= start && notification.signedDate < end
     }
 }
 
 /// Whether an insert stored a new entry or found the UUID already there.
-public enum InsertOutcome: Sendable, Hashable {
+package enum InsertOutcome: Sendable, Hashable {
     case stored(StorePosition)
     case duplicate(StorePosition)
 }
 
 /// The store could not do what was asked (disk, database, Redis): callers retry later, unless `kind` says
 /// retrying cannot help.
-public struct NotificationStoreFailure: Error, Sendable, Hashable, CustomStringConvertible {
+package struct NotificationStoreFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// Whether retrying can help.
-    public enum Kind: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// The store could not be reached, read or written now (disk, database, Redis): retry later.
         case unavailable
         /// What the store holds does not read back (a damaged row): the same call fails again.
@@ -182,18 +182,18 @@ public struct NotificationStoreFailure: Error, Sendable, Hashable, CustomStringC
         case limitExceeded
     }
 
-    public var message: String
+    package var message: String
     /// Whether retrying can help; `.unavailable` unless said otherwise.
-    public var kind: Kind
-    public init(_ message: String, kind: Kind = .unavailable) {
+    package var kind: Kind
+    package init(_ message: String, kind: Kind = .unavailable) {
         self.message = message
         self.kind = kind
     }
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// Bounds shared by the stores.
-public enum NotificationStoreLimits {
+package enum NotificationStoreLimits {
     /// Most UUIDs looked up in one query (`positions(ofUUIDs:)` splits longer lists).
-    public static let lookupBatch = 100
+    package static let lookupBatch = 100
 }

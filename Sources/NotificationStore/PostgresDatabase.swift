@@ -12,29 +12,29 @@ import Postgres
 /// blocks a loop. Opening
 /// it migrates the schema under an advisory lock (`PostgresSchema`): several replicas starting at once migrate
 /// once, and a database a newer release migrated is refused.
-public final class PostgresDatabase: Sendable {
+package final class PostgresDatabase: Sendable {
     /// What opening the database needs.
-    public struct Settings: Sendable, Hashable {
+    package struct Settings: Sendable, Hashable {
         /// `notifications.store.postgres`: a libpq connection URI or `key=value` list (TLS through `sslmode` and
         /// `sslrootcert`; the password in it, in `PGPASSFILE`, or in `passwordFile`). Never logged as given.
-        public var uri: String
+        package var uri: String
         /// `notifications.store.postgresPasswordFile`: a file holding the password ("" = the URI's, `PGPASSFILE`'s
         /// or none). Read and checked like a key file by the composition root, which sets `password`.
-        public var passwordFile = ""
+        package var passwordFile = ""
         /// The password read from `passwordFile` (nil: none read).
-        public var password: String?
+        package var password: String?
         /// `notifications.store.postgresPoolSize`: connections on the store's loop. Default 4. The server's
         /// `max_connections` must exceed replicas × pool size (docs/deploying.md).
-        public var poolSize = 4
+        package var poolSize = 4
         /// How long a statement may take before it is cancelled. Default 10s.
-        public var statementTimeout: Duration = .seconds(10)
-        public init(uri: String) { self.uri = uri }
+        package var statementTimeout: Duration = .seconds(10)
+        package init(uri: String) { self.uri = uri }
     }
 
     /// The pool on the store's own loop.
-    public let home: PostgresPool
+    package let home: PostgresPool
     /// The URI with its password hidden, for logs.
-    public let description: String
+    package let description: String
     private let configuration: PostgresConfiguration
     private let poolSize: Int
     private let metrics: PostgresMetrics?
@@ -60,14 +60,14 @@ public final class PostgresDatabase: Sendable {
 
     /// The pool for a statement issued now: the current loop's when it is attached and connected, else the store
     /// loop's. Ask for it per call, not once: the caller's loop decides.
-    public var pool: PostgresPool {
+    package var pool: PostgresPool {
         guard let loop = IOLoops.current else { return home }
         let key = ObjectIdentifier(loop)
         return attached.withLock { $0.pools[key] } ?? home
     }
 
     /// Prepares `sql` as `name` on every pool, now and on those attached later (`PostgresPool.prepare`).
-    public func prepare(_ name: String, _ sql: String) async throws(PostgresError) {
+    package func prepare(_ name: String, _ sql: String) async throws(PostgresError) {
         let pools = attached.withLock { state in
             state.prepared.append((name, sql))
             return Array(state.pools.values)
@@ -79,7 +79,7 @@ public final class PostgresDatabase: Sendable {
     /// Gives each of `loops` a pool of its own, connected in the background (retried with the connections'
     /// backoff while the server is down, given up when the loop stops); until a loop's pool is up, its calls use
     /// the store loop's.
-    public func attach(_ loops: [any IOLoop]) {
+    package func attach(_ loops: [any IOLoop]) {
         for loop in loops {
             let task = Task { [self] in
                 var failures = 0
@@ -111,7 +111,7 @@ public final class PostgresDatabase: Sendable {
     /// Connects `settings.poolSize` connections on `loop` and migrates the schema (`PostgresSchema.migrate`).
     /// Fails `.unavailable` when the server cannot be reached, and `.corrupt` when its schema is newer than this
     /// release's.
-    public static func open(
+    package static func open(
         _ settings: Settings, on loop: any IOLoop, metrics: PostgresMetrics? = nil,
         onEvent: (@Sendable (PostgresConnectionEvent) -> Void)? = nil
     ) async throws(NotificationStoreFailure) -> PostgresDatabase {
@@ -140,7 +140,7 @@ public final class PostgresDatabase: Sendable {
     }
 
     /// Closes every connection (the attached loops' too, where their loop still runs).
-    public func close() async {
+    package func close() async {
         let (pools, connecting) = attached.withLock { state in
             state.closed = true
             let pools = Array(state.pools.values)
@@ -155,19 +155,19 @@ public final class PostgresDatabase: Sendable {
 
 extension PostgresDatabase.Settings: CustomStringConvertible, CustomReflectable {
     /// The settings without the URI's password or the password read: safe to log (printing a configuration, `dump`).
-    public var description: String {
+    package var description: String {
         let target = (try? PostgresConfiguration(uri)).map { "\($0)" } ?? "an unparsable connection string"
         return "PostgreSQL \(target), pool \(poolSize), statement timeout \(statementTimeout)"
     }
 
-    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
+    package var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 }
 
 extension NotificationStoreFailure {
     /// The store failure for a PostgreSQL call that failed: `.corrupt` when what the server holds does not read
     /// back (a cell that does not decode, a result past its bounds), `.unavailable` otherwise (the server down,
     /// a lost connection, a deadline; a statement error too, which a later attempt may not meet).
-    public init(_ error: PostgresError, while doing: String) {
+    package init(_ error: PostgresError, while doing: String) {
         switch error.kind {
         case .decoding: self.init("PostgreSQL \(doing): \(error)", kind: .corrupt)
         case .resultTooLarge: self.init("PostgreSQL \(doing): \(error)", kind: .limitExceeded)

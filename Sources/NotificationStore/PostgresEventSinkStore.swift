@@ -9,10 +9,10 @@ import Postgres
 /// row first, so two replicas recording for one sink (the old holder's last record during a takeover) are applied
 /// one after the other and the watermark still never moves back. This store reads no log by position: the
 /// positions it keeps are the logs' own (the outbox's, the notification log's), whose order those logs guarantee.
-public final class PostgresEventSinkStore: EventSinkStore {
+package final class PostgresEventSinkStore: EventSinkStore {
     private let pool: PostgresPool
 
-    public init(_ database: PostgresDatabase) {
+    package init(_ database: PostgresDatabase) {
         pool = database.pool
     }
 
@@ -22,7 +22,7 @@ public final class PostgresEventSinkStore: EventSinkStore {
     /// events, so more than this many settled ones above its watermark means the rows are not what a sink wrote.
     static let mostSettled = 65_536
 
-    public func openSink(_ sink: EventSinkID, startingAfter start: Int64, nowMillis: Int64)
+    package func openSink(_ sink: EventSinkID, startingAfter start: Int64, nowMillis: Int64)
         async throws(NotificationStoreFailure) -> EventSinkProgress
     {
         try await transaction("opening the sink \(sink)") { transaction throws in
@@ -51,7 +51,7 @@ public final class PostgresEventSinkStore: EventSinkStore {
         }
     }
 
-    public func record(_ sink: EventSinkID, _ update: EventSinkUpdate) async throws(NotificationStoreFailure) {
+    package func record(_ sink: EventSinkID, _ update: EventSinkUpdate) async throws(NotificationStoreFailure) {
         try await transaction("recording the progress of \(sink)") { transaction throws in
             let moved = try await transaction.query(
                 "UPDATE event_sink_progress SET through = greatest(through, $3) WHERE kind = $1 AND sink = $2 "
@@ -91,7 +91,7 @@ public final class PostgresEventSinkStore: EventSinkStore {
         }
     }
 
-    public func deadLetters(_ sink: EventSinkID, deadSince: Int64, after position: Int64, limit: Int)
+    package func deadLetters(_ sink: EventSinkID, deadSince: Int64, after position: Int64, limit: Int)
         async throws(NotificationStoreFailure) -> [EventDeadLetter]
     {
         let rows: PostgresRows
@@ -140,7 +140,7 @@ public final class PostgresEventSinkStore: EventSinkStore {
         return letters
     }
 
-    public func removeDeadLetter(_ sink: EventSinkID, position: Int64) async throws(NotificationStoreFailure) -> Bool {
+    package func removeDeadLetter(_ sink: EventSinkID, position: Int64) async throws(NotificationStoreFailure) -> Bool {
         do {
             let rows = try await pool.query(
                 "DELETE FROM event_dead_letters WHERE kind = $1 AND sink = $2 AND position = $3",
@@ -151,7 +151,7 @@ public final class PostgresEventSinkStore: EventSinkStore {
         }
     }
 
-    public func deadLetterCount(_ sink: EventSinkID) async throws(NotificationStoreFailure) -> Int {
+    package func deadLetterCount(_ sink: EventSinkID) async throws(NotificationStoreFailure) -> Int {
         do throws(PostgresError) {
             let rows = try await pool.query(
                 "SELECT count(*) FROM event_dead_letters WHERE kind = $1 AND sink = $2", Self.key(sink))

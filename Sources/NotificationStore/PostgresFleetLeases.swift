@@ -11,16 +11,16 @@ import Postgres
 /// breaks and the client reconnects (docs/postgres.md, "Reconnects") the lock is gone without a word to its
 /// holder, who would keep working beside the replica that took it. A row with an expiry survives reconnects, and
 /// a holder knows it still holds the lease only when a renewal says so.
-public final class PostgresFleetLeases: FleetLeases {
+package final class PostgresFleetLeases: FleetLeases {
     private let pool: PostgresPool
 
-    public init(_ database: PostgresDatabase) {
+    package init(_ database: PostgresDatabase) {
         pool = database.pool
     }
 
-    public var isShared: Bool { true }
+    package var isShared: Bool { true }
 
-    public func hold(_ name: String, holder: String, for ttl: Duration) async throws(NotificationStoreFailure)
+    package func hold(_ name: String, holder: String, for ttl: Duration) async throws(NotificationStoreFailure)
         -> Bool
     {
         let rows: PostgresRows
@@ -44,7 +44,7 @@ public final class PostgresFleetLeases: FleetLeases {
         return !rows.isEmpty
     }
 
-    public func release(_ name: String, holder: String) async throws(NotificationStoreFailure) {
+    package func release(_ name: String, holder: String) async throws(NotificationStoreFailure) {
         do {
             _ = try await pool.query(
                 "DELETE FROM fleet_leases WHERE name = $1 AND holder = $2", [.text(name), .text(holder)])

@@ -27,20 +27,20 @@ import Postgres
 /// `pageBytes` (at least one entry; callers continue after `through`), so a run of the largest notifications
 /// never makes a page pass the pool's result bounds. A catch-up's `window` page is never cut short (a short page
 /// ends the catch-up): at the webhook's 1 MiB body cap its 50 entries fit the 64 MiB result bound.
-public final class PostgresNotificationStore: NotificationStore {
+package final class PostgresNotificationStore: NotificationStore {
     /// The shared database; its owner opens and closes it (other stores use its pool too).
-    public let database: PostgresDatabase
-    public let signal = LiveSignal()
-    public var isShared: Bool { true }
+    package let database: PostgresDatabase
+    package let signal = LiveSignal()
+    package var isShared: Bool { true }
     /// Most payload bytes a read by position returns before it stops (it returns one entry at least).
-    public let pageBytes: Int
+    package let pageBytes: Int
 
     /// The channel every insert transaction notifies and every replica listens on.
-    public static let channel = "gateway_notification_log"
+    package static let channel = "gateway_notification_log"
     /// The advisory lock that orders the log's writers ("appslog!", an arbitrary constant).
     static let lockKey: Int64 = 0x6170_7073_6C6F_6721
     /// The default `pageBytes`: well inside the default 64 MiB result bound, with the other columns.
-    public static let defaultPageBytes = 16 << 20
+    package static let defaultPageBytes = 16 << 20
     /// Most rows in one group commit (9 parameters each, far below the protocol's 65,535).
     static let groupRows = 500
     /// Most payload bytes in one group commit (a larger notification goes alone).
@@ -55,7 +55,7 @@ public final class PostgresNotificationStore: NotificationStore {
 
     /// A store on `database` (migrated by `PostgresDatabase.open`). Call `start` to hear other replicas' inserts;
     /// `pageBytes` bounds a read's payloads (tests make it small).
-    public init(database: PostgresDatabase, pageBytes: Int = PostgresNotificationStore.defaultPageBytes) {
+    package init(database: PostgresDatabase, pageBytes: Int = PostgresNotificationStore.defaultPageBytes) {
         self.database = database
         self.pageBytes = max(1, pageBytes)
     }
@@ -76,7 +76,7 @@ public final class PostgresNotificationStore: NotificationStore {
     /// Starts listening for every replica's inserts (`channel`) and returns once the first `LISTEN` is in place or
     /// failed; a task keeps listening until `close`, again after each reconnect, and retries (with backoff up to a
     /// second) while the listening connection is down. Calling it again does nothing.
-    public func start() async {
+    package func start() async {
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
         let started = listener.withLock { state -> Bool in
             guard state.task == nil, !state.closed else { return false }
@@ -90,7 +90,7 @@ public final class PostgresNotificationStore: NotificationStore {
     }
 
     /// Stops listening (the database stays open: its owner closes it). Idempotent.
-    public func close() async {
+    package func close() async {
         let task = listener.withLock { state -> Task<Void, Never>? in
             state.closed = true
             defer { state.task = nil }
@@ -145,7 +145,7 @@ public final class PostgresNotificationStore: NotificationStore {
     /// Stores `notification` durably, committed with the inserts pending at the same time (group commit). A
     /// failure of the group's transaction fails every insert of it (nothing of it was kept, or the commit's
     /// outcome is unknown: inserting again finds the row).
-    public func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
+    package func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
         -> InsertOutcome
     {
         // PostgreSQL's text cannot hold NUL: refused alone, before it could fail a whole group.
@@ -373,7 +373,7 @@ public final class PostgresNotificationStore: NotificationStore {
         return StorePage(entries: entries, through: entries.last?.position ?? position)
     }
 
-    public func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
+    package func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
         async throws(NotificationStoreFailure) -> StorePage
     {
         var parameters: [PostgresValue?] = [.text(filter.bundleId)]
@@ -384,13 +384,13 @@ public final class PostgresNotificationStore: NotificationStore {
             condition: " AND bundle_id = $1" + conditions, parameters: parameters, after: position, limit: limit)
     }
 
-    public func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
+    package func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
         -> StorePage
     {
         try await pageByPosition(condition: "", parameters: [], after: position, limit: limit)
     }
 
-    public func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
+    package func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
         async throws(NotificationStoreFailure) -> [StoredNotification]
     {
         var parameters: [PostgresValue?] = [
@@ -413,7 +413,7 @@ public final class PostgresNotificationStore: NotificationStore {
         }
     }
 
-    public func positions(ofUUIDs uuids: [String]) async throws(NotificationStoreFailure) -> [String: StorePosition] {
+    package func positions(ofUUIDs uuids: [String]) async throws(NotificationStoreFailure) -> [String: StorePosition] {
         // A UUID with a NUL character cannot be stored, so it is not looked for.
         let asked = uuids.filter { !$0.utf8.contains(0) }
         var found: [String: StorePosition] = [:]
@@ -434,7 +434,7 @@ public final class PostgresNotificationStore: NotificationStore {
         return found
     }
 
-    public func lastPosition() async throws(NotificationStoreFailure) -> StorePosition {
+    package func lastPosition() async throws(NotificationStoreFailure) -> StorePosition {
         try await run("reading the notification log's head") { () throws(PostgresError) in
             let rows = try await pool.query("SELECT last_position FROM notification_log_head WHERE id = 1")
             guard let row = rows.first else { throw PostgresError(.decoding, "notification_log_head has no row") }
@@ -444,7 +444,7 @@ public final class PostgresNotificationStore: NotificationStore {
 
     /// Deletes in batches of `pruneBatch` rows, one statement each, until a batch comes back short (each batch's
     /// positions found by arrival, then deleted by primary key: `IN (SELECT …)` would scan the table).
-    public func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int {
+    package func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int {
         try await run("pruning the notification log") { () throws(PostgresError) in
             var removed = 0
             while true {

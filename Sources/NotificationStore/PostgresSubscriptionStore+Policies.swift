@@ -16,7 +16,7 @@ extension PostgresSubscriptionStore {
     /// the products that unlock each of its entitlements replace what was published for it, in one transaction
     /// under `policiesLockKey`; the rows of bundle ids not in `policies` stay. The last publication of a bundle id
     /// wins. Fails `.unavailable` when the server cannot be reached (nothing is then changed).
-    public func publish(policies: [String: SubscriptionPolicy]) async throws(NotificationStoreFailure) {
+    package func publish(policies: [String: SubscriptionPolicy]) async throws(NotificationStoreFailure) {
         if policies.isEmpty { return }
         let bundleIds = policies.keys.sorted()
         var products: [[PostgresValue?]] = []

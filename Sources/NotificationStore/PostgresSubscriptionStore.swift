@@ -24,7 +24,7 @@ import SubscriptionState
 /// statement and so one snapshot), bounded by `SubscriptionStoreLimits`; a row that does not decode fails the
 /// call `.corrupt`. The server unreachable or the connection lost fails `.unavailable`; the pool reconnects on its
 /// own, so the store works again once the server is back.
-public final class PostgresSubscriptionStore: SubscriptionStore {
+package final class PostgresSubscriptionStore: SubscriptionStore {
     /// The channel events are announced on (payload: the newest position the commit made).
     static let channel = "appstore_gateway_subscription_events"
     /// How many times a transaction the server rolled back as a deadlock or serialization failure is run.
@@ -32,13 +32,13 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
 
     let database: PostgresDatabase
     let limits: SubscriptionStoreLimits
-    public let eventSignal: LiveSignal
+    package let eventSignal: LiveSignal
     /// Raises `eventSignal` for every notification on `channel` and every reconnect.
     private let listener: Task<Void, Never>
 
     /// The state in `database` (migrated by `PostgresDatabase.open`); listens for other replicas' events. Fails
     /// `.unavailable` when the server cannot be reached.
-    public init(_ database: PostgresDatabase, limits: SubscriptionStoreLimits = .defaults)
+    package init(_ database: PostgresDatabase, limits: SubscriptionStoreLimits = .defaults)
         async throws(NotificationStoreFailure)
     {
         let stream: AsyncStream<PostgresListenEvent>
@@ -59,7 +59,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
 
     // MARK: Writes
 
-    public func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
+    package func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
         async throws(NotificationStoreFailure) -> [AppliedChange]
     {
         let applied = try await transaction("applying subscription changes") { transaction in
@@ -130,7 +130,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
+    package func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
         async throws(NotificationStoreFailure) -> [SubscriptionEvent]
     {
         let events = try await transaction("advancing subscription events") { transaction in
@@ -154,14 +154,14 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         return events
     }
 
-    public func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
+    package func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
         let query = Self.projectedThroughQuery(position)
         _ = try await self.query(query.sql, query.parameters, "setting the projected position")
     }
 
     /// Deletes the records before their ledgers: an apply holding a record `FOR UPDATE` finishes first (its ledger
     /// rows then go too), and one that comes after finds neither.
-    public func removeAll() async throws(NotificationStoreFailure) {
+    package func removeAll() async throws(NotificationStoreFailure) {
         try await transaction("removing the subscription state") { transaction in
             _ = try await transaction.query("DELETE FROM subscription_records")
             _ = try await transaction.query("DELETE FROM subscription_transactions")
@@ -171,7 +171,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
+    package func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
         let rows = try await query(
             """
             WITH deleted AS (DELETE FROM subscription_events WHERE occurred_at < $1 RETURNING position),
@@ -187,7 +187,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
 
     // MARK: Reads
 
-    public func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+    package func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
         let rows = try await query(
             Self.recordPart + " UNION ALL " + Self.ledgerPart + " ORDER BY part",
             Self.parameters(key) + [.integer(Int64(limits.transactionsPerRead) + 1)], "reading a subscription")
@@ -197,7 +197,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
 
     /// The record row and the one ledger row it names as current, in one statement (a primary-key lookup each);
     /// a record whose row names no transaction, or one the ledger lacks, is read whole.
-    public func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+    package func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
         let rows = try await query(
             Self.recordPart + " UNION ALL " + Self.currentLedgerPart + " ORDER BY part", Self.parameters(key),
             "reading a subscription")
@@ -206,7 +206,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         return record.transactions.isEmpty ? try await self.record(key) : record
     }
 
-    public func customer(bundleId: String, environment: Environment, appAccountToken: String)
+    package func customer(bundleId: String, environment: Environment, appAccountToken: String)
         async throws(NotificationStoreFailure) -> CustomerView
     {
         if appAccountToken.isEmpty { return CustomerView(subscriptions: [], purchases: []) }
@@ -223,7 +223,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
             purchases: try parts.purchases(bundleId, environment))
     }
 
-    public func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView {
+    package func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView {
         let rows = try await query(
             Self.recordPart + " UNION ALL " + Self.ledgerPart + " UNION ALL " + Self.originalPurchasesPart
                 + " ORDER BY part",
@@ -236,7 +236,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
             purchases: try parts.purchases(key.bundleId, key.environment))
     }
 
-    public func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition {
+    package func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition {
         let rows = try await query(
             "SELECT projected_major::text, projected_minor::text FROM subscription_projection WHERE id = 1", [],
             "reading the projected position")
@@ -247,7 +247,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         return StorePosition(major: major, minor: minor)
     }
 
-    public func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
+    package func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
         async throws(NotificationStoreFailure) -> [SubscriptionKey]
     {
         if bundleIds.isEmpty || limit <= 0 { return [] }
@@ -259,7 +259,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         return try rows.map { row throws(NotificationStoreFailure) in try Self.key(row, from: 0) }
     }
 
-    public func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
+    package func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
         if bundleIds.isEmpty { return nil }
         let rows = try await query(
             "SELECT min(next_transition) FROM subscription_event_cursors WHERE next_transition IS NOT NULL "
@@ -268,7 +268,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         return try Self.optionalInteger(rows.first?[0], "the next transition")
     }
 
-    public func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
+    package func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
         -> [SubscriptionKey]
     {
         if limit <= 0 { return [] }
@@ -281,7 +281,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         return try rows.map { row throws(NotificationStoreFailure) in try Self.key(row, from: 0) }
     }
 
-    public func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
+    package func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
         -> [StoredPurchase]
     {
         if limit <= 0 { return [] }
@@ -310,7 +310,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
+    package func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
         -> [StoredSubscriptionEvent]
     {
         if limit <= 0 { return [] }
@@ -329,13 +329,13 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
+    package func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
         let rows = try await query(
             "SELECT coalesce(max(position), 0) FROM subscription_events", [], "reading the last event position")
         return try Self.integer(rows.first?[0], "the last event position")
     }
 
-    public func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
+    package func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
         let rows = try await query(
             "SELECT through FROM subscription_event_pruning WHERE id = 1", [], "reading how far events were pruned")
         guard let row = rows.first else { return 0 }
@@ -343,7 +343,7 @@ public final class PostgresSubscriptionStore: SubscriptionStore {
     }
 
     /// Number of records: a full count, for tests and state-seed.
-    public func recordCount() async throws(NotificationStoreFailure) -> Int {
+    package func recordCount() async throws(NotificationStoreFailure) -> Int {
         let rows = try await query("SELECT count(*) FROM subscription_records", [], "counting records")
         return Int(clamping: try Self.integer(rows.first?[0], "the record count"))
     }

@@ -14,12 +14,12 @@ import Redis
 ///
 /// The connection is confined to one serial queue of its own (each append one round trip, never on an event
 /// loop); a failure closes it and the next append reconnects.
-public final class RedisEventStream: Sendable {
+package final class RedisEventStream: Sendable {
     /// How many of the latest event ids are kept to refuse a second append.
-    public static let recentIDs = 100_000
+    package static let recentIDs = 100_000
 
     /// The stream's key.
-    public let key: String
+    package let key: String
     private let idsKey: String
     private let counterKey: String
     private let maxLength: Int
@@ -28,7 +28,7 @@ public final class RedisEventStream: Sendable {
 
     /// A stream at `key` in the Redis at `url` (TLS with `tls` for `rediss://`), trimmed to about `maxLength`
     /// entries; each append bounded by `timeout`. The script's replies are one integer, read within small limits.
-    public init(
+    package init(
         url: RedisURL, tls: RedisTLSFiles = RedisTLSFiles(), key: String, maxLength: Int, timeout: Duration
     ) {
         self.key = key
@@ -53,7 +53,7 @@ public final class RedisEventStream: Sendable {
         """)
 
     /// Appends one event's JSON; true when it was appended, false when the stream already had it.
-    public func append(eventID: String, body: [UInt8]) async throws(NotificationStoreFailure) -> Bool {
+    package func append(eventID: String, body: [UInt8]) async throws(NotificationStoreFailure) -> Bool {
         let command = Self.append.call([
             "3", key, idsKey, counterKey, eventID, String(decoding: body, as: UTF8.self), String(maxLength),
             String(Self.recentIDs),

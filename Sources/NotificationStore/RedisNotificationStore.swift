@@ -19,7 +19,7 @@ import Synchronization
 ///
 /// Durability is Redis's: the 200 follows Redis's acknowledgement, which is on disk only with
 /// `appendonly yes` and `appendfsync always` (with `everysec`, a Redis crash may lose the last second).
-public final class RedisNotificationStore: NotificationStore, @unchecked Sendable {
+package final class RedisNotificationStore: NotificationStore, @unchecked Sendable {
     // @unchecked: `connection` is touched only on `queue`.
     private let queue = DispatchQueue(label: "appstore-gateway.notification-store.redis")
     private let connection: RedisConnection
@@ -31,8 +31,8 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
     /// Whether this store saw `indexedKey` set (then it never looks again).
     private let indexComplete = Atomic<Bool>(false)
     private let retentionMilliseconds: Int64
-    public let signal = LiveSignal()
-    public var isShared: Bool { true }
+    package let signal = LiveSignal()
+    package var isShared: Bool { true }
     /// Stream entries read per XRANGE while scanning.
     static let scanBatch = 200
     /// The longest signedPayload stored; every other field of an entry is decoded from it, so an entry's
@@ -80,7 +80,7 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
     /// A store in the Redis at `url` (over TLS with `tls` for `rediss://`), keys prefixed with `keyPrefix`,
     /// entries kept `retention`. `largestPayload` is the longest signedPayload it stores
     /// (`notifications.webhook.maxBodyBytes`): the replies it reads are bounded by it (`replyLimits`).
-    public init(
+    package init(
         url: RedisURL, tls: RedisTLSFiles = RedisTLSFiles(), keyPrefix: String, timeout: Duration,
         retention: Duration, largestPayload: Int
     ) {
@@ -141,7 +141,7 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         }
     }
 
-    public func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
+    package func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
         -> InsertOutcome
     {
         // What is stored must be readable within `replyLimits`.
@@ -174,7 +174,7 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         return outcome
     }
 
-    public func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
+    package func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
         async throws(NotificationStoreFailure) -> StorePage
     {
         let count = max(1, min(limit, Self.scanBatch))
@@ -183,14 +183,14 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         return StorePage(entries: matching, through: entries.last?.position ?? position)
     }
 
-    public func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
+    package func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
         -> StorePage
     {
         let entries = try await range(after: position, count: max(1, min(limit, Self.scanBatch)))
         return StorePage(entries: entries, through: entries.last?.position ?? position)
     }
 
-    public func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
+    package func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
         async throws(NotificationStoreFailure) -> [StoredNotification]
     {
         try await ensureIndexed()
@@ -269,7 +269,7 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         indexComplete.store(true, ordering: .releasing)
     }
 
-    public func positions(ofUUIDs uuids: [String]) async throws(NotificationStoreFailure) -> [String: StorePosition] {
+    package func positions(ofUUIDs uuids: [String]) async throws(NotificationStoreFailure) -> [String: StorePosition] {
         var found: [String: StorePosition] = [:]
         for start in stride(from: 0, to: uuids.count, by: NotificationStoreLimits.lookupBatch) {
             let chunk = Array(uuids[start..<min(uuids.count, start + NotificationStoreLimits.lookupBatch)])
@@ -294,7 +294,7 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         return found
     }
 
-    public func lastPosition() async throws(NotificationStoreFailure) -> StorePosition {
+    package func lastPosition() async throws(NotificationStoreFailure) -> StorePosition {
         try await run([["XREVRANGE", streamKey, "+", "-", "COUNT", "1"]]) { replies -> StorePosition? in
             guard case .array(let items)? = replies.first else { return nil }
             guard let first = items.first else { return .zero }
@@ -302,7 +302,7 @@ public final class RedisNotificationStore: NotificationStore, @unchecked Sendabl
         }
     }
 
-    public func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int {
+    package func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int {
         let cutoff = max(0, cutoff)
         let removed = try await run([["XTRIM", streamKey, "MINID", "\(cutoff)-0"]]) { replies -> Int? in
             guard case .integer(let removed)? = replies.first else { return nil }

@@ -5,7 +5,7 @@
 ///
 /// Another process (`appstore-gateway events replay`) may open the same file and remove dead letters while the
 /// gateway runs: WAL mode lets both, each write one short transaction.
-public final class SQLiteEventSinkStore: EventSinkStore {
+package final class SQLiteEventSinkStore: EventSinkStore {
     private let connection: SQLiteConnection
 
     init(connection: SQLiteConnection) {
@@ -41,7 +41,7 @@ public final class SQLiteEventSinkStore: EventSinkStore {
     /// The most bytes a dead letter's body is read back with (a damaged row fails the read instead).
     static let largestBody = 16 << 20
 
-    public func openSink(_ sink: EventSinkID, startingAfter start: Int64, nowMillis: Int64)
+    package func openSink(_ sink: EventSinkID, startingAfter start: Int64, nowMillis: Int64)
         async throws(NotificationStoreFailure) -> EventSinkProgress
     {
         try await connection.run { database throws(NotificationStoreFailure) in
@@ -71,7 +71,7 @@ public final class SQLiteEventSinkStore: EventSinkStore {
         }
     }
 
-    public func record(_ sink: EventSinkID, _ update: EventSinkUpdate) async throws(NotificationStoreFailure) {
+    package func record(_ sink: EventSinkID, _ update: EventSinkUpdate) async throws(NotificationStoreFailure) {
         try await connection.run { database throws(NotificationStoreFailure) in
             try database.inTransaction(.write) { () throws(NotificationStoreFailure) in
                 try database.query(
@@ -113,7 +113,7 @@ public final class SQLiteEventSinkStore: EventSinkStore {
         }
     }
 
-    public func deadLetters(_ sink: EventSinkID, deadSince: Int64, after position: Int64, limit: Int)
+    package func deadLetters(_ sink: EventSinkID, deadSince: Int64, after position: Int64, limit: Int)
         async throws(NotificationStoreFailure) -> [EventDeadLetter]
     {
         try await connection.run { database throws(NotificationStoreFailure) in
@@ -144,7 +144,7 @@ public final class SQLiteEventSinkStore: EventSinkStore {
         }
     }
 
-    public func removeDeadLetter(_ sink: EventSinkID, position: Int64) async throws(NotificationStoreFailure) -> Bool {
+    package func removeDeadLetter(_ sink: EventSinkID, position: Int64) async throws(NotificationStoreFailure) -> Bool {
         try await connection.run { database throws(NotificationStoreFailure) in
             try database.query(
                 "DELETE FROM event_dead_letters WHERE kind = ?1 AND sink = ?2 AND position = ?3",
@@ -154,7 +154,7 @@ public final class SQLiteEventSinkStore: EventSinkStore {
         }
     }
 
-    public func deadLetterCount(_ sink: EventSinkID) async throws(NotificationStoreFailure) -> Int {
+    package func deadLetterCount(_ sink: EventSinkID) async throws(NotificationStoreFailure) -> Int {
         try await connection.run { database throws(NotificationStoreFailure) in
             var count = 0
             try database.query(

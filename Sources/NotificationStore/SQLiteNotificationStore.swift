@@ -3,16 +3,16 @@ import GatewayFoundation
 /// The embedded store: one SQLite file in WAL mode with `synchronous=FULL`, so a commit is on disk (the
 /// write-ahead log fsynced) before `insert` returns, and a `kill -9` or power cut after the webhook's 200
 /// loses nothing. Every statement runs on one serial queue (its own thread), never on an event loop.
-public final class SQLiteNotificationStore: NotificationStore {
+package final class SQLiteNotificationStore: NotificationStore {
     /// The one writing connection of the file, shared with `subscriptions`.
     private let connection: SQLiteConnection
-    public let signal = LiveSignal()
-    public var isShared: Bool { false }
+    package let signal = LiveSignal()
+    package var isShared: Bool { false }
     /// The subscription state kept in the same file: its writes run on this store's connection and queue, one
     /// writer for the notifications and the state.
-    public let subscriptions: SQLiteSubscriptionStore
+    package let subscriptions: SQLiteSubscriptionStore
     /// The outbound sinks' progress and dead letters, in the same file, written on this store's connection.
-    public let sinks: SQLiteEventSinkStore
+    package let sinks: SQLiteEventSinkStore
 
     static let schema = """
         CREATE TABLE IF NOT EXISTS notifications(
@@ -31,7 +31,7 @@ public final class SQLiteNotificationStore: NotificationStore {
 
     /// Opens or creates the store at `path` (its directory must exist), with the subscription state's tables
     /// (`subscriptions`; their limits `limits`).
-    public init(path: String, limits: SubscriptionStoreLimits = .defaults) throws(NotificationStoreFailure) {
+    package init(path: String, limits: SubscriptionStoreLimits = .defaults) throws(NotificationStoreFailure) {
         let database = try SQLiteDatabase(path: path)
         let mode = try database.text("PRAGMA journal_mode=WAL")
         guard mode?.lowercased() == "wal" else {
@@ -58,7 +58,7 @@ public final class SQLiteNotificationStore: NotificationStore {
     /// in the next transaction (group commit): each caller still returns only once its own row is on disk, and
     /// the store's one writer pays one fsync per group rather than one per notification. A failure of the
     /// group's transaction fails every insert of it (nothing of it was kept).
-    public func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
+    package func insert(_ notification: NewNotification, receivedAt: Int64) async throws(NotificationStoreFailure)
         -> InsertOutcome
     {
         let result: Result<InsertOutcome, NotificationStoreFailure> = await withCheckedContinuation { continuation in
@@ -174,7 +174,7 @@ public final class SQLiteNotificationStore: NotificationStore {
         ]
     }
 
-    public func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
+    package func entries(after position: StorePosition, matching filter: StoreFilter, limit: Int)
         async throws(NotificationStoreFailure) -> StorePage
     {
         try await run { database throws(NotificationStoreFailure) in
@@ -193,7 +193,7 @@ public final class SQLiteNotificationStore: NotificationStore {
         }
     }
 
-    public func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
+    package func entries(after position: StorePosition, limit: Int) async throws(NotificationStoreFailure)
         -> StorePage
     {
         try await run { database throws(NotificationStoreFailure) in
@@ -209,7 +209,7 @@ public final class SQLiteNotificationStore: NotificationStore {
         }
     }
 
-    public func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
+    package func window(matching filter: StoreFilter, through: StorePosition, after key: WindowKey?, limit: Int)
         async throws(NotificationStoreFailure) -> [StoredNotification]
     {
         try await run { database throws(NotificationStoreFailure) in
@@ -232,7 +232,7 @@ public final class SQLiteNotificationStore: NotificationStore {
         }
     }
 
-    public func positions(ofUUIDs uuids: [String]) async throws(NotificationStoreFailure) -> [String: StorePosition] {
+    package func positions(ofUUIDs uuids: [String]) async throws(NotificationStoreFailure) -> [String: StorePosition] {
         var found: [String: StorePosition] = [:]
         for start in stride(from: 0, to: uuids.count, by: NotificationStoreLimits.lookupBatch) {
             let chunk = Array(uuids[start..<min(uuids.count, start + NotificationStoreLimits.lookupBatch)])
@@ -252,7 +252,7 @@ public final class SQLiteNotificationStore: NotificationStore {
         return found
     }
 
-    public func lastPosition() async throws(NotificationStoreFailure) -> StorePosition {
+    package func lastPosition() async throws(NotificationStoreFailure) -> StorePosition {
         try await run { database throws(NotificationStoreFailure) in
             // sqlite_sequence keeps the largest position ever used, also after pruning.
             var last: Int64 = 0
@@ -264,7 +264,7 @@ public final class SQLiteNotificationStore: NotificationStore {
         }
     }
 
-    public func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int {
+    package func prune(receivedBefore cutoff: Int64) async throws(NotificationStoreFailure) -> Int {
         try await run { database throws(NotificationStoreFailure) in
             try database.query("DELETE FROM notifications WHERE received_at < ?", bind: [.integer(cutoff)]) { _ in false
             }

@@ -9,11 +9,11 @@ import SubscriptionState
 /// state, each apply one transaction committed as durably as an insert (WAL, `synchronous=FULL`). Reads run on
 /// a second, read-only connection with its own queue: in WAL mode they see every committed write without
 /// waiting behind a writer's fsync, and each read is one snapshot (its queries share one read transaction).
-public final class SQLiteSubscriptionStore: SubscriptionStore {
+package final class SQLiteSubscriptionStore: SubscriptionStore {
     private let writer: SQLiteConnection
     private let reader: SQLiteConnection
     private let limits: SubscriptionStoreLimits
-    public let eventSignal = LiveSignal()
+    package let eventSignal = LiveSignal()
 
     /// The state of the file at `path`, whose tables `SQLiteSubscriptionSchema.prepare` made, written through
     /// `writer` (the notification store's connection); opens the read connection.
@@ -25,7 +25,7 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         self.limits = limits
     }
 
-    public func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
+    package func apply(_ changes: [SubscriptionChange], projectedThrough position: StorePosition?)
         async throws(NotificationStoreFailure) -> [AppliedChange]
     {
         let limits = self.limits
@@ -88,7 +88,7 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
+    package func advance(_ key: SubscriptionKey, context: SubscriptionEventContext, nowMillis: Int64)
         async throws(NotificationStoreFailure) -> [SubscriptionEvent]
     {
         let limits = self.limits
@@ -110,7 +110,7 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         return events
     }
 
-    public func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
+    package func dueTransitions(through nowMillis: Int64, bundleIds: [String], limit: Int)
         async throws(NotificationStoreFailure) -> [SubscriptionKey]
     {
         try await read { tables throws(NotificationStoreFailure) in
@@ -118,23 +118,23 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
+    package func nextTransition(bundleIds: [String]) async throws(NotificationStoreFailure) -> Int64? {
         try await read { tables throws(NotificationStoreFailure) in try tables.nextTransition(bundleIds: bundleIds) }
     }
 
-    public func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
+    package func recordKeys(after key: SubscriptionKey?, limit: Int) async throws(NotificationStoreFailure)
         -> [SubscriptionKey]
     {
         try await read { tables throws(NotificationStoreFailure) in try tables.recordKeys(after: key, limit: limit) }
     }
 
-    public func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
+    package func purchases(after key: PurchaseKey?, limit: Int) async throws(NotificationStoreFailure)
         -> [StoredPurchase]
     {
         try await read { tables throws(NotificationStoreFailure) in try tables.purchases(after: key, limit: limit) }
     }
 
-    public func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
+    package func events(after position: Int64, bundleId: String?, limit: Int) async throws(NotificationStoreFailure)
         -> [StoredSubscriptionEvent]
     {
         try await read { tables throws(NotificationStoreFailure) in
@@ -142,15 +142,15 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
+    package func lastEventPosition() async throws(NotificationStoreFailure) -> Int64 {
         try await read { tables throws(NotificationStoreFailure) in try tables.lastEventPosition() }
     }
 
-    public func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
+    package func eventsPrunedThrough() async throws(NotificationStoreFailure) -> Int64 {
         try await read { tables throws(NotificationStoreFailure) in try tables.eventsPrunedThrough() }
     }
 
-    public func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
+    package func pruneEvents(occurredBefore millis: Int64) async throws(NotificationStoreFailure) -> Int {
         let limits = self.limits
         return try await writer.run { database throws(NotificationStoreFailure) in
             try database.inTransaction(.write) { () throws(NotificationStoreFailure) in
@@ -159,15 +159,15 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+    package func record(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
         try await read { tables throws(NotificationStoreFailure) in try tables.record(key) }
     }
 
-    public func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+    package func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
         try await read { tables throws(NotificationStoreFailure) in try tables.currentRecord(key) }
     }
 
-    public func customer(bundleId: String, environment: Environment, appAccountToken: String)
+    package func customer(bundleId: String, environment: Environment, appAccountToken: String)
         async throws(NotificationStoreFailure) -> CustomerView
     {
         if appAccountToken.isEmpty { return CustomerView(subscriptions: [], purchases: []) }
@@ -180,7 +180,7 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView {
+    package func customer(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> CustomerView {
         try await read { tables throws(NotificationStoreFailure) in
             CustomerView(
                 subscriptions: try tables.record(key).map { [$0] } ?? [],
@@ -190,21 +190,21 @@ public final class SQLiteSubscriptionStore: SubscriptionStore {
         }
     }
 
-    public func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition {
+    package func projectedThrough() async throws(NotificationStoreFailure) -> StorePosition {
         try await read { tables throws(NotificationStoreFailure) in try tables.projectedThrough() }
     }
 
-    public func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
+    package func setProjectedThrough(_ position: StorePosition) async throws(NotificationStoreFailure) {
         try await write { tables throws(NotificationStoreFailure) in try tables.setProjectedThrough(position) }
     }
 
     /// Number of records: a full `count(*)` of `subscription_records`, for state-seed and tests (no request path
     /// or metric asks for it).
-    public func recordCount() async throws(NotificationStoreFailure) -> Int {
+    package func recordCount() async throws(NotificationStoreFailure) -> Int {
         try await read { tables throws(NotificationStoreFailure) in try tables.recordCount() }
     }
 
-    public func removeAll() async throws(NotificationStoreFailure) {
+    package func removeAll() async throws(NotificationStoreFailure) {
         try await write { tables throws(NotificationStoreFailure) in try tables.removeAll() }
     }
 

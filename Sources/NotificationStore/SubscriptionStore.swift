@@ -6,7 +6,7 @@ import SubscriptionState
 /// A projection of the notification log and Apple's reads: `removeAll()` + replaying the log rebuilds it.
 /// Every call may block on I/O: run on the store's own thread, never an event loop. Failures:
 /// `NotificationStoreFailure` (its `kind` says whether retrying can help).
-public protocol SubscriptionStore: Sendable {
+package protocol SubscriptionStore: Sendable {
     /// Applies each change as `apply(_:)` does, in order, and sets the projection position when one is given, all
     /// in one atomic commit: either everything is kept or nothing is. A projector passes a page of notifications
     /// and the position after it, so a crash between the two never leaves one without the other.
@@ -76,12 +76,12 @@ public protocol SubscriptionStore: Sendable {
 }
 
 /// One event as kept: its place in the store's event order, and the event (`resumeToken` empty).
-public struct StoredSubscriptionEvent: Sendable, Hashable {
+package struct StoredSubscriptionEvent: Sendable, Hashable {
     /// Grows with every event the store keeps (1, 2, …; gaps where events were pruned).
-    public var position: Int64
-    public var event: SubscriptionEvent
+    package var position: Int64
+    package var event: SubscriptionEvent
 
-    public init(position: Int64, event: SubscriptionEvent) {
+    package init(position: Int64, event: SubscriptionEvent) {
         self.position = position
         self.event = event
     }
@@ -89,12 +89,12 @@ public struct StoredSubscriptionEvent: Sendable, Hashable {
 
 extension SubscriptionStore {
     /// The whole record: a store without a cheaper read of the current transaction alone (the memory store).
-    public func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+    package func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
         try await record(key)
     }
 
     /// One change, committed on its own.
-    public func apply(_ change: SubscriptionChange) async throws(NotificationStoreFailure) -> AppliedChange {
+    package func apply(_ change: SubscriptionChange) async throws(NotificationStoreFailure) -> AppliedChange {
         let applied = try await apply([change], projectedThrough: nil)
         guard applied.count == 1 else { preconditionFailure("a store answers one AppliedChange per change") }
         return applied[0]
@@ -102,20 +102,20 @@ extension SubscriptionStore {
 }
 
 /// What identifies one kept one-time purchase: the app (by bundle id), the environment and its `transactionId`.
-public struct PurchaseKey: Sendable, Hashable {
-    public var bundleId: String
-    public var environment: Environment
-    public var transactionId: String
+package struct PurchaseKey: Sendable, Hashable {
+    package var bundleId: String
+    package var environment: Environment
+    package var transactionId: String
 
     /// The key of the given app, environment and transaction.
-    public init(bundleId: String, environment: Environment, transactionId: String) {
+    package init(bundleId: String, environment: Environment, transactionId: String) {
         self.bundleId = bundleId
         self.environment = environment
         self.transactionId = transactionId
     }
 
     /// The key `transaction` is kept under.
-    public init(of transaction: Transaction) {
+    package init(of transaction: Transaction) {
         self.init(
             bundleId: transaction.bundleId, environment: transaction.environment,
             transactionId: transaction.transactionId)
@@ -123,30 +123,30 @@ public struct PurchaseKey: Sendable, Hashable {
 }
 
 /// One one-time purchase as kept: its newest snapshot and the bookkeeping of the change that kept it.
-public struct StoredPurchase: Sendable, Hashable {
+package struct StoredPurchase: Sendable, Hashable {
     /// The newest snapshot of the purchase's transaction.
-    public var purchase: SignedTransaction
+    package var purchase: SignedTransaction
     /// The `nowMillis` of the change that kept this snapshot.
-    public var updatedAtMillis: Int64
+    package var updatedAtMillis: Int64
     /// Who brought that change.
-    public var source: SnapshotSource
+    package var source: SnapshotSource
 
-    public init(purchase: SignedTransaction, updatedAtMillis: Int64, source: SnapshotSource) {
+    package init(purchase: SignedTransaction, updatedAtMillis: Int64, source: SnapshotSource) {
         self.purchase = purchase
         self.updatedAtMillis = updatedAtMillis
         self.source = source
     }
 
     /// Where it is kept.
-    public var key: PurchaseKey { PurchaseKey(of: purchase.payload) }
+    package var key: PurchaseKey { PurchaseKey(of: purchase.payload) }
 }
 
 /// Signed snapshots to fold into the state: a transaction, its subscription's renewal info, or both, as one
 /// notification, one Apple answer or one app post brings them. Checked against `key` when made, so a store
 /// never meets a snapshot of another subscription.
-public struct SubscriptionChange: Sendable, Hashable {
+package struct SubscriptionChange: Sendable, Hashable {
     /// Where the change goes, decided by the transaction's product type.
-    public enum Destination: Sendable, Hashable {
+    package enum Destination: Sendable, Hashable {
         /// An auto-renewable subscription's record (also a renewal info alone).
         case subscription
         /// A one-time purchase that grants access: a non-consumable or a non-renewing subscription.
@@ -157,22 +157,22 @@ public struct SubscriptionChange: Sendable, Hashable {
     }
 
     /// The subscription (or, for a purchase, the original transaction) the snapshots are about.
-    public let key: SubscriptionKey
+    package let key: SubscriptionKey
     /// A transaction snapshot, when the change has one.
-    public let transaction: SignedTransaction?
+    package let transaction: SignedTransaction?
     /// A renewal-info snapshot, when the change has one (ignored unless `destination` is `.subscription`).
-    public let renewalInfo: SignedRenewalInfo?
+    package let renewalInfo: SignedRenewalInfo?
     /// Who brought the change.
-    public let source: SnapshotSource
+    package let source: SnapshotSource
     /// The instant of the change (UNIX ms): the record's `updatedAtMillis` when it changes something.
-    public let nowMillis: Int64
+    package let nowMillis: Int64
     /// What the change's events are made under; nil makes none and leaves the cursor as it was (a rebuild's
     /// replay, compared with the cursors once at its end).
-    public var events: SubscriptionEventContext?
+    package var events: SubscriptionEventContext?
 
     /// A change of `key`'s record. Throws, as `SubscriptionRecord.apply` would, when a snapshot names another
     /// app, environment or subscription than `key`, or the transaction has no `transactionId`.
-    public init(
+    package init(
         key: SubscriptionKey, transaction: SignedTransaction?, renewalInfo: SignedRenewalInfo?,
         source: SnapshotSource, nowMillis: Int64, events: SubscriptionEventContext? = nil
     ) throws(SnapshotRefusal) {
@@ -188,7 +188,7 @@ public struct SubscriptionChange: Sendable, Hashable {
     }
 
     /// A change keyed by `transaction`'s own app, environment and original transaction id.
-    public init(
+    package init(
         transaction: SignedTransaction, renewalInfo: SignedRenewalInfo? = nil, source: SnapshotSource,
         nowMillis: Int64, events: SubscriptionEventContext? = nil
     ) throws(SnapshotRefusal) {
@@ -198,7 +198,7 @@ public struct SubscriptionChange: Sendable, Hashable {
     }
 
     /// Where a store keeps it: by the transaction's product type; a renewal info alone is a subscription's.
-    public var destination: Destination {
+    package var destination: Destination {
         guard let transaction else { return .subscription }
         switch transaction.payload.type {
         case .autoRenewable: return .subscription
@@ -209,21 +209,21 @@ public struct SubscriptionChange: Sendable, Hashable {
 }
 
 /// What `SubscriptionStore.apply` did.
-public struct AppliedChange: Sendable, Hashable {
+package struct AppliedChange: Sendable, Hashable {
     /// The subscription's record after the change, also when nothing changed; nil for a purchase or an ignored
     /// change.
-    public var record: SubscriptionRecord?
+    package var record: SubscriptionRecord?
     /// The purchase's newest snapshot after the change, also when nothing changed; nil otherwise.
-    public var purchase: SignedTransaction?
+    package var purchase: SignedTransaction?
     /// Whether anything was written: false for a duplicate, an older snapshot or an ignored change (then the
     /// record's `version` did not grow).
-    public var changed: Bool
+    package var changed: Bool
     /// The events the change made (none when it changed nothing, or `SubscriptionChange.events` was nil), kept
     /// in the same commit.
-    public var events: [SubscriptionEvent]
+    package var events: [SubscriptionEvent]
 
     /// An outcome of `apply`.
-    public init(
+    package init(
         record: SubscriptionRecord?, purchase: SignedTransaction?, changed: Bool, events: [SubscriptionEvent] = []
     ) {
         self.record = record
@@ -235,21 +235,21 @@ public struct AppliedChange: Sendable, Hashable {
 
 /// The bounds of what one subscription-store call keeps or loads: a damaged or abused store fails the call
 /// (`NotificationStoreFailure.Kind.limitExceeded` or `.corrupt`) instead of exhausting memory.
-public struct SubscriptionStoreLimits: Sendable, Hashable {
+package struct SubscriptionStoreLimits: Sendable, Hashable {
     /// Most transaction snapshots one read loads: one record's ledger, or all of one customer's records
     /// together. An apply that would grow a record past it fails. Default 10,000 (a weekly subscription renews
     /// 52 times a year).
-    public var transactionsPerRead = 10_000
+    package var transactionsPerRead = 10_000
     /// Most subscription records one customer read loads. Default 1,000.
-    public var recordsPerCustomer = 1_000
+    package var recordsPerCustomer = 1_000
     /// Most one-time purchases one customer read loads. Default 10,000.
-    public var purchasesPerCustomer = 10_000
+    package var purchasesPerCustomer = 10_000
     /// Largest JWS, and largest encoded payload, read back from disk. Default 1 MiB.
-    public var snapshotBytes = 1 << 20
+    package var snapshotBytes = 1 << 20
 
     /// The defaults above.
-    public init() {}
+    package init() {}
 
     /// The defaults above.
-    public static let defaults = SubscriptionStoreLimits()
+    package static let defaults = SubscriptionStoreLimits()
 }

@@ -6,32 +6,32 @@ internal import CLibPQ
 /// every option libpq knows works (TLS: `sslmode`, `sslrootcert`, `sslcert`, `sslkey`, `sslcrl`; several hosts
 /// with `target_session_attrs`) and an unknown one is an `.invalidURI` error. Its `description` never shows a
 /// password, so it can be logged.
-public struct PostgresConfiguration: Sendable, CustomStringConvertible {
+package struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// One option the connection string set.
-    public struct Option: Sendable, Hashable {
-        public let keyword: String
-        public let value: String
+    package struct Option: Sendable, Hashable {
+        package let keyword: String
+        package let value: String
     }
 
     /// The options the connection string set, in libpq's order of keywords.
-    public private(set) var options: [Option]
+    package private(set) var options: [Option]
     /// How long one connection attempt may take (TCP, TLS, authentication), on the loop's timer. The connection
     /// string's `connect_timeout`, when set, replaces the default (5 s).
-    public var connectTimeout: Duration
+    package var connectTimeout: Duration
     /// The deadline of a statement that names none: its caller is answered `.timeout` and the statement cancelled.
-    public var queryTimeout: Duration = .seconds(30)
+    package var queryTimeout: Duration = .seconds(30)
     /// How large one result may grow.
-    public var limits = PostgresResultLimits()
+    package var limits = PostgresResultLimits()
     /// How soon a lost connection is replaced.
-    public var reconnect = PostgresBackoff()
+    package var reconnect = PostgresBackoff()
     /// How many notifications a slow subscriber may have waiting before the oldest are dropped.
-    public var notificationBuffer = 1024
+    package var notificationBuffer = 1024
 
     /// The options whose values are secrets, shown as `***`.
     static let secretKeywords: Set<String> = ["password", "sslpassword"]
 
     /// Parses `connectionString`; `.invalidURI` when libpq cannot (the error's message hides any password).
-    public init(_ connectionString: String) throws(PostgresError) {
+    package init(_ connectionString: String) throws(PostgresError) {
         guard !connectionString.utf8.contains(0) else {
             throw PostgresError(.invalidURI, "the connection string holds a NUL byte")
         }
@@ -60,7 +60,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
 
     /// The same configuration with `password` as the password (replacing one the connection string set): for a
     /// password kept in a file of its own. A NUL byte in it is refused.
-    public func with(password: String) throws(PostgresError) -> PostgresConfiguration {
+    package func with(password: String) throws(PostgresError) -> PostgresConfiguration {
         guard !password.utf8.contains(0) else { throw PostgresError(.invalidURI, "the password holds a NUL byte") }
         var copy = self
         copy.options.removeAll { $0.keyword == "password" }
@@ -69,12 +69,12 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// The value of option `keyword`, if set.
-    public subscript(keyword: String) -> String? {
+    package subscript(keyword: String) -> String? {
         options.first { $0.keyword == keyword }?.value
     }
 
     /// The options as a `key=value` list with every secret shown as `***`.
-    public var description: String {
+    package var description: String {
         options.map { option in
             let value = Self.secretKeywords.contains(option.keyword) ? "***" : Self.quoted(option.value)
             return "\(option.keyword)=\(value)"
@@ -152,17 +152,17 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
 
 /// How a lost connection is replaced: the first attempt `initial` after the loss, each failed one doubling the
 /// wait up to `maximum`. The default (50 ms to 1 s) has a connection back within a second of the server's return.
-public struct PostgresBackoff: Sendable, Hashable {
-    public var initial: Duration
-    public var maximum: Duration
+package struct PostgresBackoff: Sendable, Hashable {
+    package var initial: Duration
+    package var maximum: Duration
 
-    public init(initial: Duration = .milliseconds(50), maximum: Duration = .seconds(1)) {
+    package init(initial: Duration = .milliseconds(50), maximum: Duration = .seconds(1)) {
         self.initial = initial
         self.maximum = max(initial, maximum)
     }
 
     /// The wait before the attempt that follows `failures` failed ones (0: the first after a loss).
-    public func delay(afterFailures failures: Int) -> Duration {
+    package func delay(afterFailures failures: Int) -> Duration {
         var delay = initial
         for _ in 0..<min(failures, 40) {
             delay = delay * 2

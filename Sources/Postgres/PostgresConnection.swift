@@ -7,7 +7,7 @@ import GatewayFoundation
 
 /// What happened to a connection, for its owner's log (the configuration's `description` names it without its
 /// password).
-public enum PostgresConnectionEvent: Sendable {
+package enum PostgresConnectionEvent: Sendable {
     /// A connection was established (`reconnect`: it replaces one that was lost).
     case connected(reconnect: Bool)
     /// An attempt to replace a lost connection failed; the next one follows `retryIn` later.
@@ -17,17 +17,17 @@ public enum PostgresConnectionEvent: Sendable {
 }
 
 /// What a connection has done, for tests and diagnostics.
-public struct PostgresConnectionStatistics: Sendable, Hashable {
+package struct PostgresConnectionStatistics: Sendable, Hashable {
     /// Connections established (the first included).
-    public var connects = 0
+    package var connects = 0
     /// Established connections that broke.
-    public var losses = 0
+    package var losses = 0
     /// Statements sent to the server.
-    public var statementsSent = 0
+    package var statementsSent = 0
     /// The most statements in flight at once (sent, not yet answered): pipelining at work.
-    public var mostInFlight = 0
+    package var mostInFlight = 0
     /// Cancel requests sent to the server (deadlines, cancelled callers, results past their bounds).
-    public var cancelRequests = 0
+    package var cancelRequests = 0
 }
 
 /// One libpq connection driven by one event loop, as the Apple client's libcurl handles are: libpq is
@@ -47,9 +47,9 @@ public struct PostgresConnectionStatistics: Sendable, Hashable {
 ///
 /// Its state is confined to its loop: every entry point hands over to the loop (or runs there directly when called
 /// on it), and every internal step checks it runs there, in release builds too.
-public final class PostgresConnection: @unchecked Sendable {
-    public let configuration: PostgresConfiguration
-    public let loop: any IOLoop
+package final class PostgresConnection: @unchecked Sendable {
+    package let configuration: PostgresConfiguration
+    package let loop: any IOLoop
     private let metrics: PostgresMetrics?
     private let onEvent: (@Sendable (PostgresConnectionEvent) -> Void)?
 
@@ -166,7 +166,7 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Connects on `loop` and returns once the first attempt succeeded; `.refused` (or `.invalidURI`) when it
     /// failed, and nothing is retried then. From then on a lost connection is replaced in the background.
-    public static func connect(
+    package static func connect(
         _ configuration: PostgresConfiguration, on loop: any IOLoop, metrics: PostgresMetrics? = nil,
         onEvent: (@Sendable (PostgresConnectionEvent) -> Void)? = nil
     ) async throws(PostgresError) -> PostgresConnection {
@@ -189,7 +189,7 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Runs `sql` with `parameters` (`$1`, `$2`, …; nil is NULL) and returns its rows, by `timeout` after the call
     /// (the configuration's `queryTimeout` by default).
-    public func query(
+    package func query(
         _ sql: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
     ) async throws(PostgresError) -> PostgresRows {
         try await call(.query(sql, parameters), role: .none, timeout: timeout)
@@ -198,12 +198,12 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Prepares `sql` as the statement `name` on the server, kept for the connection's life: it is prepared
     /// again on a replacing connection before its next use. Preparing a name again replaces its statement.
     /// (`query` prepares statements with parameters on its own; this names one explicitly.)
-    public func prepare(_ name: String, _ sql: String, timeout: Duration? = nil) async throws(PostgresError) {
+    package func prepare(_ name: String, _ sql: String, timeout: Duration? = nil) async throws(PostgresError) {
         _ = try await call(.prepare(name: name, sql: sql), role: .none, timeout: timeout)
     }
 
     /// Runs the prepared statement `name` with `parameters`.
-    public func execute(
+    package func execute(
         prepared name: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
     ) async throws(PostgresError) -> PostgresRows {
         try await call(.executePrepared(name: name, parameters), role: .none, timeout: timeout)
@@ -217,7 +217,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// A transaction that failed because the plan of a statement the connection had prepared went stale (a
     /// column's type changed under it: a newer replica's migration, an administrator) runs once more, its
     /// statements prepared again: keep `body` free of effects outside the transaction.
-    public func transaction<T>(
+    package func transaction<T>(
         _ body: (PostgresTransaction) async throws -> T
     ) async throws -> T {
         do {
@@ -252,7 +252,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// a body that decides as it goes). Returns each statement's rows in order; fails with the first failure among
     /// them, and then nothing of it was committed (a statement after a failed one is not run, and the COMMIT of an
     /// aborted transaction rolls it back). Run once more when a prepared statement's plan went stale.
-    public func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
+    package func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
         -> [PostgresRows]
     {
         do {
@@ -288,7 +288,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// on it (from any session) is an element, and `.resubscribed` follows every reconnect (notifications sent
     /// while the connection was down are lost: re-read what they would have announced). Ending the iteration
     /// unsubscribes; the last subscriber of a channel ends its `LISTEN`.
-    public func listen(_ channel: String) async throws(PostgresError) -> AsyncStream<PostgresListenEvent> {
+    package func listen(_ channel: String) async throws(PostgresError) -> AsyncStream<PostgresListenEvent> {
         guard let quoted = Self.quotedIdentifier(channel) else {
             throw PostgresError(.invalidRequest, "a channel name must be 1 to 63 bytes without NUL")
         }
@@ -302,17 +302,17 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Closes the connection: calls in flight or waiting fail `.closed`, subscriptions end, nothing reconnects.
     /// Idempotent.
-    public func close() async {
+    package func close() async {
         _ = await onLoop { connection in connection.shutDown() }
     }
 
     /// What the connection has done so far.
-    public func statistics() async -> PostgresConnectionStatistics {
+    package func statistics() async -> PostgresConnectionStatistics {
         await onLoop { $0.stats } ?? PostgresConnectionStatistics()
     }
 
     /// Whether the connection is up now.
-    public func isConnected() async -> Bool {
+    package func isConnected() async -> Bool {
         await onLoop { $0.connected } ?? false
     }
 

@@ -1,8 +1,8 @@
 /// Why a PostgreSQL call failed. Every failure is one of these values: nothing the server sends (an error, a
 /// malformed or huge result, a dropped connection) traps or escapes as another type.
-public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, for callers that decide by it (and the `kind` label of the error counter).
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
+    package enum Kind: String, Sendable, Hashable, CaseIterable {
         /// The server answered the statement with an error: `sqlState` and `message` are the server's.
         case server
         /// The connection broke while the call was in flight: whether the statement ran is unknown.
@@ -27,20 +27,20 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
         case closed
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// The SQLSTATE of a server error (`23505` unique violation, `57014` query cancelled, …), nil otherwise.
-    public var sqlState: String?
+    package var sqlState: String?
     /// The server's primary message, or what the client saw.
-    public var message: String
+    package var message: String
     /// The server's DETAIL line, if any.
-    public var detail: String?
+    package var detail: String?
     /// The constraint a server error names, if any.
-    public var constraint: String?
+    package var constraint: String?
     /// The server's function that raised the error (its source routine), if the server named it: what tells
     /// errors that share a broad SQLSTATE apart without reading a translated message.
-    public var sourceFunction: String?
+    package var sourceFunction: String?
 
-    public init(
+    package init(
         _ kind: Kind, _ message: String, sqlState: String? = nil, detail: String? = nil, constraint: String? = nil,
         sourceFunction: String? = nil
     ) {
@@ -52,7 +52,7 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
         self.sourceFunction = sourceFunction
     }
 
-    public var description: String {
+    package var description: String {
         var text = "PostgreSQL \(kind.rawValue)"
         if let sqlState { text += " \(sqlState)" }
         text += ": \(message)"
@@ -61,15 +61,15 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// Whether the server refused a statement because it violated a unique constraint (SQLSTATE 23505).
-    public var isUniqueViolation: Bool { sqlState == "23505" }
+    package var isUniqueViolation: Bool { sqlState == "23505" }
     /// Whether the server rolled the transaction back as a serialization failure or deadlock (40001, 40P01): the
     /// caller may retry it.
-    public var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
+    package var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
     /// The server refused a prepared statement whose result no longer fits its plan ("cached plan must not change
     /// result type"): preparing it again mends it. SQLSTATE 0A000 alone means any unsupported feature, so the
     /// server's routine must be the plan cache's too; a server (or proxy) that names no routine is recognised by its
     /// untranslated message.
-    public var isStalePlan: Bool {
+    package var isStalePlan: Bool {
         guard sqlState == "0A000" else { return false }
         guard let sourceFunction else { return message.hasPrefix("cached plan must not change result type") }
         return sourceFunction == "RevalidateCachedQuery"

@@ -3,13 +3,13 @@ import Metrics
 /// The PostgreSQL client's series: connection attempts by outcome, connections lost, and failed calls by kind.
 /// Each is a rare event (a call that succeeds counts nothing), so the series are plain counters every loop's
 /// connections share.
-public final class PostgresMetrics: Sendable {
+package final class PostgresMetrics: Sendable {
     package let connects: CounterFamily
     package let losses: Counter
     package let failures: CounterFamily
 
     /// The families, registered in `registry` (a registry of its own, read by nobody, by default).
-    public init(registry: MetricsRegistry = MetricsRegistry()) {
+    package init(registry: MetricsRegistry = MetricsRegistry()) {
         connects = registry.counter(
             "appstore_gateway_postgres_connects_total",
             help: "PostgreSQL connection attempts, by outcome (connected, failed).", labelNames: ["outcome"])

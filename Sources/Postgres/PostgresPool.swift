@@ -4,10 +4,10 @@ import GatewayFoundation
 /// connection that is up (fewest statements in flight or waiting; one in a transaction counts as busy), so a
 /// slow statement or a transaction holds up one connection, not the loop's callers. Size it from the server's
 /// `max_connections`: replicas × loops per replica × pool size must stay under it (docs/postgres.md).
-public final class PostgresPool: Sendable {
-    public let loop: any IOLoop
+package final class PostgresPool: Sendable {
+    package let loop: any IOLoop
     /// The connections, made on `loop` (their order is fixed: notifications come through the first).
-    public let connections: [PostgresConnection]
+    package let connections: [PostgresConnection]
 
     private init(loop: any IOLoop, connections: [PostgresConnection]) {
         self.loop = loop
@@ -16,7 +16,7 @@ public final class PostgresPool: Sendable {
 
     /// Opens `size` connections on `loop` at once; fails (closing those that opened) when any first attempt
     /// fails. Each connection is replaced on its own when it breaks.
-    public static func connect(
+    package static func connect(
         _ configuration: PostgresConfiguration, on loop: any IOLoop, size: Int, metrics: PostgresMetrics? = nil,
         onEvent: (@Sendable (PostgresConnectionEvent) -> Void)? = nil
     ) async throws(PostgresError) -> PostgresPool {
@@ -52,7 +52,7 @@ public final class PostgresPool: Sendable {
     }
 
     /// Runs `sql` on the least busy connection.
-    public func query(
+    package func query(
         _ sql: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
     ) async throws(PostgresError) -> PostgresRows {
         try await leastBusy().query(sql, parameters, timeout: timeout)
@@ -60,39 +60,39 @@ public final class PostgresPool: Sendable {
 
     /// Prepares `sql` as `name` on every connection (each prepares it on the server before its first use there;
     /// the least busy one at once, so an error in the statement is this call's).
-    public func prepare(_ name: String, _ sql: String, timeout: Duration? = nil) async throws(PostgresError) {
+    package func prepare(_ name: String, _ sql: String, timeout: Duration? = nil) async throws(PostgresError) {
         let first = await leastBusy()
         try await first.prepare(name, sql, timeout: timeout)
         for connection in connections where connection !== first { await connection.register(prepared: name, sql) }
     }
 
     /// Runs the prepared statement `name` on the least busy connection.
-    public func execute(
+    package func execute(
         prepared name: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
     ) async throws(PostgresError) -> PostgresRows {
         try await leastBusy().execute(prepared: name, parameters, timeout: timeout)
     }
 
     /// Runs `body` as a transaction on the least busy connection (`PostgresConnection.transaction`).
-    public func transaction<T>(_ body: (PostgresTransaction) async throws -> T) async throws -> T {
+    package func transaction<T>(_ body: (PostgresTransaction) async throws -> T) async throws -> T {
         try await leastBusy().transaction(body)
     }
 
     /// Runs `queries` as one transaction sent whole on the least busy connection
     /// (`PostgresConnection.transaction(_:timeout:)`: one round trip).
-    public func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
+    package func transaction(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
         -> [PostgresRows]
     {
         try await leastBusy().transaction(queries, timeout: timeout)
     }
 
     /// Subscribes to `channel` on the first connection (`PostgresConnection.listen`).
-    public func listen(_ channel: String) async throws(PostgresError) -> AsyncStream<PostgresListenEvent> {
+    package func listen(_ channel: String) async throws(PostgresError) -> AsyncStream<PostgresListenEvent> {
         try await connections[0].listen(channel)
     }
 
     /// Closes every connection.
-    public func close() async {
+    package func close() async {
         for connection in connections { await connection.close() }
     }
 

@@ -1,9 +1,9 @@
 /// A result column: its name and type (`PostgresType` names the common OIDs).
-public struct PostgresColumn: Sendable, Hashable {
-    public let name: String
-    public let typeOID: UInt32
+package struct PostgresColumn: Sendable, Hashable {
+    package let name: String
+    package let typeOID: UInt32
 
-    public init(name: String, typeOID: UInt32) {
+    package init(name: String, typeOID: UInt32) {
         self.name = name
         self.typeOID = typeOID
     }
@@ -11,17 +11,17 @@ public struct PostgresColumn: Sendable, Hashable {
 
 /// What a statement returned: its columns, its rows (cells in PostgreSQL's text form, kept in one buffer) and its
 /// command tag. Built within `PostgresResultLimits`, so its size is bounded by them.
-public struct PostgresRows: Sendable, RandomAccessCollection {
-    public let columns: [PostgresColumn]
+package struct PostgresRows: Sendable, RandomAccessCollection {
+    package let columns: [PostgresColumn]
     /// The server's command tag: `SELECT 3`, `INSERT 0 1`, `UPDATE 2`, `BEGIN`, … (empty for a prepare).
-    public let commandTag: String
+    package let commandTag: String
     /// Every cell's bytes, row by row.
     let storage: [UInt8]
     /// Per cell (row-major): its start in `storage`.
     let starts: [Int]
     /// Per cell: its length, or -1 for NULL.
     let lengths: [Int32]
-    public let count: Int
+    package let count: Int
 
     init(columns: [PostgresColumn], commandTag: String, storage: [UInt8], starts: [Int], lengths: [Int32], count: Int) {
         self.columns = columns
@@ -32,17 +32,17 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
         self.count = count
     }
 
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { count }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { count }
 
-    public subscript(position: Int) -> PostgresRow {
+    package subscript(position: Int) -> PostgresRow {
         precondition(position >= 0 && position < count, "row \(position) of \(count)")
         return PostgresRow(rows: self, index: position)
     }
 
     /// The rows the statement inserted, updated, deleted, selected, merged, moved, fetched or copied (the command
     /// tag's last number); nil for a tag without one (`BEGIN`, `CREATE TABLE`).
-    public var affectedRows: Int? {
+    package var affectedRows: Int? {
         let words = commandTag.split(separator: " ")
         guard let verb = words.first, words.count >= 2,
             ["INSERT", "UPDATE", "DELETE", "SELECT", "MERGE", "MOVE", "FETCH", "COPY"].contains(verb)
@@ -51,7 +51,7 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
     }
 
     /// The index of the first column named `name`, if any.
-    public func column(named name: String) -> Int? {
+    package func column(named name: String) -> Int? {
         columns.firstIndex { $0.name == name }
     }
 
@@ -68,15 +68,15 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 }
 
 /// One row of a `PostgresRows`.
-public struct PostgresRow: Sendable {
+package struct PostgresRow: Sendable {
     let rows: PostgresRows
-    public let index: Int
+    package let index: Int
 
     /// The cell in column `column` (a cell that fails every decoding when there is no such column).
-    public subscript(column: Int) -> PostgresCell { rows.cell(row: index, column: column) }
+    package subscript(column: Int) -> PostgresCell { rows.cell(row: index, column: column) }
 
     /// The cell in the first column named `name` (a cell that fails every decoding when there is none).
-    public subscript(name: String) -> PostgresCell {
+    package subscript(name: String) -> PostgresCell {
         guard let column = rows.column(named: name) else {
             return PostgresCell(column: nil, bytes: nil, label: name)
         }
@@ -86,32 +86,32 @@ public struct PostgresRow: Sendable {
 
 /// One cell in PostgreSQL's text form, decoded on request. Each decoder answers nil for NULL and fails with a
 /// `.decoding` error for text that is not what was asked for (or a column that does not exist).
-public struct PostgresCell: Sendable {
+package struct PostgresCell: Sendable {
     /// The cell's column; nil when the row has no such column.
-    public let column: PostgresColumn?
+    package let column: PostgresColumn?
     /// The raw text form; nil for NULL.
-    public let bytes: ArraySlice<UInt8>?
+    package let bytes: ArraySlice<UInt8>?
     /// How the cell was asked for (for errors).
     let label: String
 
-    public var isNull: Bool { bytes == nil }
+    package var isNull: Bool { bytes == nil }
 
     /// The text of the cell.
-    public func string() throws(PostgresError) -> String? {
+    package func string() throws(PostgresError) -> String? {
         guard let bytes = try present() else { return nil }
         guard let text = String(validating: bytes, as: UTF8.self) else { throw failure("is not UTF-8") }
         return text
     }
 
     /// An integer cell (`int2`, `int4`, `int8`, `oid`, or any text that is one).
-    public func int() throws(PostgresError) -> Int64? {
+    package func int() throws(PostgresError) -> Int64? {
         guard let text = try string() else { return nil }
         guard let value = Int64(text) else { throw failure("is not an integer") }
         return value
     }
 
     /// A floating-point cell (`float4`, `float8`, a `numeric` that fits, `Infinity`, `NaN`).
-    public func double() throws(PostgresError) -> Double? {
+    package func double() throws(PostgresError) -> Double? {
         guard let text = try string() else { return nil }
         switch text {
         case "Infinity": return .infinity
@@ -124,7 +124,7 @@ public struct PostgresCell: Sendable {
     }
 
     /// A boolean cell (`t` or `f`).
-    public func bool() throws(PostgresError) -> Bool? {
+    package func bool() throws(PostgresError) -> Bool? {
         guard let bytes = try present() else { return nil }
         switch Array(bytes) {
         case [UInt8(ascii: "t")]: return true
@@ -134,7 +134,7 @@ public struct PostgresCell: Sendable {
     }
 
     /// The bytes of a `bytea` cell (its hex text form, `\x…`, decoded); for another type, the text form's bytes.
-    public func data() throws(PostgresError) -> [UInt8]? {
+    package func data() throws(PostgresError) -> [UInt8]? {
         guard let bytes = try present() else { return nil }
         guard column?.typeOID == PostgresType.bytea else { return Array(bytes) }
         guard bytes.count >= 2, bytes.first == UInt8(ascii: "\\"), bytes[bytes.startIndex + 1] == UInt8(ascii: "x"),
@@ -189,13 +189,13 @@ public struct PostgresCell: Sendable {
 /// result is then discarded row by row as it arrives (and the statement cancelled on the server), so a hostile or
 /// mistaken query costs at most one row beyond the bounds in memory. One row is held by libpq whole before it is
 /// counted, so a single value is bounded only by the server's own limit (1 GB).
-public struct PostgresResultLimits: Sendable, Hashable {
+package struct PostgresResultLimits: Sendable, Hashable {
     /// Most rows in one result.
-    public var maxRows: Int
+    package var maxRows: Int
     /// Most bytes in one result: every cell's text plus 12 bytes of bookkeeping per cell.
-    public var maxBytes: Int
+    package var maxBytes: Int
 
-    public init(maxRows: Int = 100_000, maxBytes: Int = 64 << 20) {
+    package init(maxRows: Int = 100_000, maxBytes: Int = 64 << 20) {
         self.maxRows = maxRows
         self.maxBytes = maxBytes
     }

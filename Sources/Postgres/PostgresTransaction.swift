@@ -1,7 +1,7 @@
 /// The statements of one transaction (`PostgresConnection.transaction`): run in order on the connection that
 /// began it, with nobody else's statements between them. Only valid inside the transaction's body; after a lost
 /// connection every statement fails `.connectionLost` (the server rolled the transaction back).
-public final class PostgresTransaction: Sendable {
+package final class PostgresTransaction: Sendable {
     let connection: PostgresConnection
     let id: Int
     let generation: Int
@@ -13,7 +13,7 @@ public final class PostgresTransaction: Sendable {
     }
 
     /// Runs `sql` with `parameters` inside the transaction.
-    public func query(
+    package func query(
         _ sql: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
     ) async throws(PostgresError) -> PostgresRows {
         try await connection.call(.query(sql, parameters), role: .inside(id), timeout: timeout, generation: generation)
@@ -22,7 +22,7 @@ public final class PostgresTransaction: Sendable {
     /// Runs `queries` in order inside the transaction, sent together (one round trip for all of them), and
     /// returns their rows in that order once every one is answered; fails with the first failure among them (a
     /// statement after a failed one fails too: the transaction is aborted).
-    public func queries(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
+    package func queries(_ queries: [PostgresQuery], timeout: Duration? = nil) async throws(PostgresError)
         -> [PostgresRows]
     {
         let results = await connection.calls(
@@ -32,7 +32,7 @@ public final class PostgresTransaction: Sendable {
     }
 
     /// Runs the prepared statement `name` inside the transaction.
-    public func execute(
+    package func execute(
         prepared name: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
     ) async throws(PostgresError) -> PostgresRows {
         try await connection.call(
@@ -47,11 +47,11 @@ public final class PostgresTransaction: Sendable {
 }
 
 /// A statement and its parameters, one of several sent together (`PostgresTransaction.queries`).
-public struct PostgresQuery: Sendable {
-    public var sql: String
-    public var parameters: [PostgresValue?]
+package struct PostgresQuery: Sendable {
+    package var sql: String
+    package var parameters: [PostgresValue?]
 
-    public init(_ sql: String, _ parameters: [PostgresValue?] = []) {
+    package init(_ sql: String, _ parameters: [PostgresValue?] = []) {
         self.sql = sql
         self.parameters = parameters
     }

@@ -5,7 +5,7 @@
 /// A statement parameter (`$1`, `$2`, …; a NULL is `nil` in the parameter list). Parameters travel apart from the
 /// statement's text, so quotes, backslashes and any Unicode in them need no escaping. Text, numbers and booleans
 /// are sent in PostgreSQL's text form with their type; bytes in binary, as `bytea`.
-public enum PostgresValue: Sendable, Hashable {
+package enum PostgresValue: Sendable, Hashable {
     /// A `text` value. PostgreSQL's text cannot hold a NUL character: a value with one is refused before anything
     /// is sent (`.invalidRequest`). For another type written as text (a timestamp, JSON, a UUID), cast in the statement (`$1::jsonb`)
     /// or use `untyped`.
@@ -62,35 +62,35 @@ public enum PostgresValue: Sendable, Hashable {
 extension PostgresValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByFloatLiteral
 {
-    public init(stringLiteral value: String) { self = .text(value) }
-    public init(integerLiteral value: Int64) { self = .integer(value) }
-    public init(booleanLiteral value: Bool) { self = .boolean(value) }
-    public init(floatLiteral value: Double) { self = .double(value) }
+    package init(stringLiteral value: String) { self = .text(value) }
+    package init(integerLiteral value: Int64) { self = .integer(value) }
+    package init(booleanLiteral value: Bool) { self = .boolean(value) }
+    package init(floatLiteral value: Double) { self = .double(value) }
 }
 
 /// The type OIDs the client names (PostgreSQL's fixed catalogue numbers, `pg_type.oid`).
-public enum PostgresType {
-    public static let bool: UInt32 = 16
-    public static let bytea: UInt32 = 17
-    public static let int8: UInt32 = 20
-    public static let int2: UInt32 = 21
-    public static let int4: UInt32 = 23
-    public static let text: UInt32 = 25
-    public static let oid: UInt32 = 26
-    public static let json: UInt32 = 114
-    public static let float4: UInt32 = 700
-    public static let float8: UInt32 = 701
-    public static let varchar: UInt32 = 1043
-    public static let timestamptz: UInt32 = 1184
-    public static let numeric: UInt32 = 1700
-    public static let uuid: UInt32 = 2950
-    public static let jsonb: UInt32 = 3802
+package enum PostgresType {
+    package static let bool: UInt32 = 16
+    package static let bytea: UInt32 = 17
+    package static let int8: UInt32 = 20
+    package static let int2: UInt32 = 21
+    package static let int4: UInt32 = 23
+    package static let text: UInt32 = 25
+    package static let oid: UInt32 = 26
+    package static let json: UInt32 = 114
+    package static let float4: UInt32 = 700
+    package static let float8: UInt32 = 701
+    package static let varchar: UInt32 = 1043
+    package static let timestamptz: UInt32 = 1184
+    package static let numeric: UInt32 = 1700
+    package static let uuid: UInt32 = 2950
+    package static let jsonb: UInt32 = 3802
 }
 
 extension PostgresValue {
     /// Whether `text` holds a NUL character, which PostgreSQL's text cannot store: one `memchr` over its bytes (a
     /// notification's text is ~10 kB).
-    public static func holdsNUL(_ text: String) -> Bool {
+    package static func holdsNUL(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { bytes in
             guard let base = bytes.baseAddress else { return false }

@@ -1,5 +1,5 @@
 /// What went wrong talking to Redis (the `kind` label of the error counter).
-public enum RedisFailureKind: String, Sendable, Hashable {
+package enum RedisFailureKind: String, Sendable, Hashable {
     /// No connection could be made.
     case connect
     /// A command did not answer within `redis.timeout`.

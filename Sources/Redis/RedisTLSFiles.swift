@@ -1,16 +1,16 @@
 /// The PEM files of a `rediss://` connection: `redis.caFile` (the CAs that verify the server; "" = the
 /// system's), and `redis.certFile` / `redis.keyFile` (a client certificate, for a Redis with
 /// `tls-auth-clients yes`; "" = none). Read at each connect, so rotated files take effect on the next one.
-public struct RedisTLSFiles: Sendable, Hashable {
+package struct RedisTLSFiles: Sendable, Hashable {
     /// `redis.caFile`.
-    public var caFile: String
+    package var caFile: String
     /// `redis.certFile`.
-    public var certFile: String
+    package var certFile: String
     /// `redis.keyFile`.
-    public var keyFile: String
+    package var keyFile: String
 
     /// The given files.
-    public init(caFile: String = "", certFile: String = "", keyFile: String = "") {
+    package init(caFile: String = "", certFile: String = "", keyFile: String = "") {
         self.caFile = caFile
         self.certFile = certFile
         self.keyFile = keyFile

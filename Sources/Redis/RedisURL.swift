@@ -2,22 +2,22 @@ import GatewayFoundation
 
 /// Where Redis is: `redis://[[user]:password@]host[:port][/database]`, or `rediss://…` for TLS.
 /// The description hides the password, so the value can be logged.
-public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
+package struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     /// Host name or address (IPv6 without brackets); with TLS, the name the server's certificate must carry.
-    public var host: String
+    package var host: String
     /// TCP port, default 6379.
-    public var port: Int
+    package var port: Int
     /// The logical database selected after connecting, default 0.
-    public var database: Int
+    package var database: Int
     /// ACL user name for AUTH, if any (percent-decoded).
-    public var username: String?
+    package var username: String?
     /// Password for AUTH, if any (percent-decoded).
-    public var password: String?
+    package var password: String?
     /// Whether the connection is TLS (`rediss://`).
-    public var tls: Bool
+    package var tls: Bool
 
     /// A URL with the given parts.
-    public init(
+    package init(
         host: String, port: Int = 6379, database: Int = 0, username: String? = nil, password: String? = nil,
         tls: Bool = false
     ) {
@@ -33,7 +33,7 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     /// database number in 0...65535. The user name and password are percent-decoded (a password holding
     /// `@`, `:`, `/` or `%` is written `%40`, `%3A`, `%2F`, `%25`) and must decode to UTF-8. With one
     /// credential and no colon (`redis://secret@host`), it is the password, as in `AUTH secret`.
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         guard text.utf8.count <= 2048 else { return nil }
         let tls: Bool
         var rest: Substring
@@ -106,7 +106,7 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The URL with the password replaced by `***` and the user name percent-encoded as it was written.
-    public var description: String {
+    package var description: String {
         let user = username.map(Self.percentEncoded) ?? ""
         let credentials = password == nil ? (username == nil ? "" : "\(user)@") : "\(user):***@"
         let shownHost = host.contains(":") ? "[\(host)]" : host
