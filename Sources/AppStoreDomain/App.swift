@@ -1,5 +1,5 @@
 /// How an app's calls pick Apple's environment.
-public enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
+package enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
     /// Production only.
     case production
     /// Sandbox only.
@@ -12,32 +12,32 @@ public enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
 }
 
 /// One Apple app and its In-App Purchase key.
-public struct App: Sendable, Hashable {
+package struct App: Sendable, Hashable {
     /// What callers put in `app`. `apps[i].name`.
-    public var name: String
+    package var name: String
     /// The app's bundle id (callers may use it as `app` too). `apps[i].bundleId`.
-    public var bundleId: String
+    package var bundleId: String
     /// The App Store app id; required to verify production data. `apps[i].appAppleId`.
-    public var appAppleId: Int64?
+    package var appAppleId: Int64?
     /// The In-App Purchase key's issuer id (UUID). `apps[i].issuerId`.
-    public var issuerId: String
+    package var issuerId: String
     /// The key id (10 characters). `apps[i].keyId`.
-    public var keyId: String
+    package var keyId: String
     /// Path of the `.p8` private key. `apps[i].privateKeyFile`.
-    public var privateKeyFile: String
+    package var privateKeyFile: String
     /// `apps[i].environment`: production, sandbox or auto (default auto).
-    public var environment: EnvironmentPolicy
+    package var environment: EnvironmentPolicy
     /// With `auto`, also try sandbox when production answers 401 (some teams' keys only work in
     /// sandbox before release). `apps[i].sandboxFallbackOnUnauthorized`, default false.
-    public var sandboxFallbackOnUnauthorized: Bool
+    package var sandboxFallbackOnUnauthorized: Bool
     /// This app's rate limits (the global `rateLimits` with `apps[i].rateLimits` applied on top);
     /// nil when the app has no overrides.
-    public var rateLimits: RateLimits?
+    package var rateLimits: RateLimits?
     /// Entitlement name → the product ids that unlock it (`apps[i].entitlements`; many-to-many). Empty: the
     /// subscription state grants no entitlement (statuses are still derived).
-    public var entitlements: [String: Set<String>] = [:]
+    package var entitlements: [String: Set<String>] = [:]
 
-    public init(
+    package init(
         name: String, bundleId: String, appAppleId: Int64?, issuerId: String, keyId: String,
         privateKeyFile: String, environment: EnvironmentPolicy,
         sandboxFallbackOnUnauthorized: Bool = false, rateLimits: RateLimits? = nil

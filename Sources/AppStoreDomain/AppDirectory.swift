@@ -1,11 +1,11 @@
 /// The configured apps, found by the name callers put in `app` (an app's name or its bundle id).
-public struct AppDirectory: Sendable {
+package struct AppDirectory: Sendable {
     /// Every configured app, in configuration order.
-    public let apps: [App]
+    package let apps: [App]
     private let byAlias: [String: Int]
     private let byBundleID: [String: Int]
 
-    public init(_ apps: [App]) {
+    package init(_ apps: [App]) {
         self.apps = apps
         var byAlias: [String: Int] = [:]
         for (index, app) in apps.enumerated() {
@@ -17,10 +17,10 @@ public struct AppDirectory: Sendable {
     }
 
     /// The app whose bundle id is `bundleId` (what Apple's signed data names), or nil.
-    public func app(bundleId: String) -> App? { byBundleID[bundleId].map { apps[$0] } }
+    package func app(bundleId: String) -> App? { byBundleID[bundleId].map { apps[$0] } }
 
     /// The app a request names. An empty name is allowed when exactly one app is configured.
-    public func app(named name: String) throws(GatewayError) -> App {
+    package func app(named name: String) throws(GatewayError) -> App {
         if name.isEmpty {
             guard apps.count == 1 else {
                 throw GatewayError.invalidArgument(

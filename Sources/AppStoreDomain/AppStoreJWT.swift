@@ -1,16 +1,16 @@
 import GatewayFoundation
 
 /// Whose token it is: Apple scopes a request JWT to one key of one issuer for one app.
-public struct JWTIdentity: Sendable, Hashable {
+package struct JWTIdentity: Sendable, Hashable {
     /// The Issuer ID (a UUID) from App Store Connect.
-    public var issuerID: String
+    package var issuerID: String
     /// The In-App Purchase key's 10-character id.
-    public var keyID: String
+    package var keyID: String
     /// The app's bundle id (`bid`).
-    public var bundleID: String
+    package var bundleID: String
 
     /// An identity.
-    public init(issuerID: String, keyID: String, bundleID: String) {
+    package init(issuerID: String, keyID: String, bundleID: String) {
         self.issuerID = issuerID
         self.keyID = keyID
         self.bundleID = bundleID
@@ -19,7 +19,7 @@ public struct JWTIdentity: Sendable, Hashable {
 
 /// Signs a JWS signing input with ES256 and returns the raw 64-byte `R‖S` (RFC 7518 §3.4), not DER.
 /// Implemented with OpenSSL outside this module; tests use a fake.
-public protocol ES256Signer: Sendable {
+package protocol ES256Signer: Sendable {
     /// The raw signature over `signingInput`.
     func sign(_ signingInput: [UInt8]) throws -> [UInt8]
 }
@@ -27,19 +27,19 @@ public protocol ES256Signer: Sendable {
 /// Lifetimes of the request JWT. Defaults: `iat` 60 s in the past (tolerates our clock running
 /// ahead of Apple's), 20 min lifetime counted from `iat`, re-minted 5 min before `exp`, so a token
 /// is reused for at most 14 min and is never sent with less than 5 min left.
-public struct JWTSettings: Sendable, Hashable {
+package struct JWTSettings: Sendable, Hashable {
     /// How far `iat` is backdated. Default 60 s.
-    public var issuedAtSkew: Duration
+    package var issuedAtSkew: Duration
     /// `exp - iat`; Apple rejects more than 60 min. Default 20 min.
-    public var lifetime: Duration
+    package var lifetime: Duration
     /// A cached token is replaced once `exp - refreshMargin` is reached. Default 5 min.
-    public var refreshMargin: Duration
+    package var refreshMargin: Duration
 
     /// The documented defaults.
-    public static let defaults = JWTSettings()
+    package static let defaults = JWTSettings()
 
     /// Settings; unspecified values take the defaults.
-    public init(
+    package init(
         issuedAtSkew: Duration = .seconds(60), lifetime: Duration = .seconds(20 * 60),
         refreshMargin: Duration = .seconds(5 * 60)
     ) {
@@ -49,7 +49,7 @@ public struct JWTSettings: Sendable, Hashable {
     }
 
     /// Rejects settings Apple would refuse or that would re-mint on every call.
-    public func validate() throws(GatewayError) {
+    package func validate() throws(GatewayError) {
         guard lifetime > .zero, lifetime <= .seconds(3600) else {
             throw .invalidArgument(field: "jwt.lifetime", problem: "must be between 1 s and 3600 s (Apple's limit)")
         }
@@ -61,20 +61,20 @@ public struct JWTSettings: Sendable, Hashable {
 }
 
 /// The claims of an App Store Server API request JWT (Apple's App Store Server API documentation).
-public struct JWTClaims: Sendable, Hashable {
+package struct JWTClaims: Sendable, Hashable {
     /// Apple's fixed audience.
-    public static let audience = "appstoreconnect-v1"
+    package static let audience = "appstoreconnect-v1"
     /// `iss`: the issuer id.
-    public var issuer: String
+    package var issuer: String
     /// `iat`: UNIX seconds.
-    public var issuedAt: Int64
+    package var issuedAt: Int64
     /// `exp`: UNIX seconds.
-    public var expiresAt: Int64
+    package var expiresAt: Int64
     /// `bid`: the bundle id.
-    public var bundleID: String
+    package var bundleID: String
 
     /// Claims for `identity` minted at `now`: `iat = now - skew`, `exp = iat + lifetime`.
-    public init(identity: JWTIdentity, now: WallTime, settings: JWTSettings = .defaults) {
+    package init(identity: JWTIdentity, now: WallTime, settings: JWTSettings = .defaults) {
         issuer = identity.issuerID
         issuedAt = (now - settings.issuedAtSkew).secondsSince1970
         expiresAt = issuedAt + settings.lifetime.wholeMilliseconds / 1000
@@ -82,7 +82,7 @@ public struct JWTClaims: Sendable, Hashable {
     }
 
     /// The payload JSON, keys in a fixed order.
-    public var json: String {
+    package var json: String {
         JSONText.object([
             ("iss", JSONText.quoted(issuer)), ("iat", String(issuedAt)), ("exp", String(expiresAt)),
             ("aud", JSONText.quoted(Self.audience)), ("bid", JSONText.quoted(bundleID)),
@@ -91,30 +91,30 @@ public struct JWTClaims: Sendable, Hashable {
 }
 
 /// A signed request JWT and when to stop using it.
-public struct SignedJWT: Sendable, Hashable {
+package struct SignedJWT: Sendable, Hashable {
     /// The compact JWS, sent as `Authorization: Bearer <token>`.
-    public var token: String
+    package var token: String
     /// The `exp` claim as a wall time.
-    public var expiresAt: WallTime
+    package var expiresAt: WallTime
     /// When a cache should replace it (`exp - refreshMargin`).
-    public var refreshAt: WallTime
+    package var refreshAt: WallTime
 }
 
 /// Builds App Store Server API request JWTs; the ES256 signature comes from an `ES256Signer`.
-public enum AppStoreJWT {
+package enum AppStoreJWT {
     /// The JOSE header JSON: `{"alg":"ES256","kid":…,"typ":"JWT"}`.
-    public static func header(keyID: String) -> String {
+    package static func header(keyID: String) -> String {
         JSONText.object([("alg", "\"ES256\""), ("kid", JSONText.quoted(keyID)), ("typ", "\"JWT\"")])
     }
 
     /// `base64url(header).base64url(claims)`: the bytes the signature covers.
-    public static func signingInput(keyID: String, claims: JWTClaims) -> String {
+    package static func signingInput(keyID: String, claims: JWTClaims) -> String {
         Base64URL.encode(Array(header(keyID: keyID).utf8)) + "." + Base64URL.encode(Array(claims.json.utf8))
     }
 
     /// Mints a token for `identity` at `now`. Throws what the signer throws, or
     /// `GatewayError.internalBug` when the signature is not 64 bytes.
-    public static func mint(
+    package static func mint(
         identity: JWTIdentity, now: WallTime, settings: JWTSettings = .defaults, signer: some ES256Signer
     ) throws -> SignedJWT {
         let claims = JWTClaims(identity: identity, now: now, settings: settings)

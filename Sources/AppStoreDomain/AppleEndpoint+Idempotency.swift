@@ -15,7 +15,7 @@
 /// ExistingPerformanceTestRun, hiding that the first call succeeded.
 extension AppleEndpoint {
     /// Whether repeating the request after a lost or ambiguous answer is safe.
-    public var isIdempotent: Bool {
+    package var isIdempotent: Bool {
         switch self {
         case .extendSubscriptionRenewalDate, .extendRenewalDatesForAllActiveSubscribers, .requestTestNotification,
             .uploadImage, .deleteImage, .uploadMessage, .deleteMessage, .deleteDefaultMessage, .deleteRealtimeUrl,
@@ -27,14 +27,14 @@ extension AppleEndpoint {
     }
 
     /// Whether the endpoint only reads (identical concurrent calls may share one upstream call).
-    public var isRead: Bool { method == .get || self == .getNotificationHistory }
+    package var isRead: Bool { method == .get || self == .getNotificationHistory }
 }
 
 extension AttemptOutcome {
     /// Whether a call that is not idempotent may be repeated after this outcome: only when Apple answered with one
     /// of the codes it names "…Retryable" (so it did not carry the request out). GeneralInternal (5000000) is
     /// retried for reads but not here: it says nothing about whether the write happened.
-    public var isRetryableWithoutIdempotency: Bool {
+    package var isRetryableWithoutIdempotency: Bool {
         switch self {
         case .appleError(let status, let code?): status != 429 && code.isRetryable && code != .generalInternal
         default: false
@@ -46,7 +46,7 @@ extension AppleErrorCode {
     /// Apple's answers meaning "no such id here", after which `auto` tries the next environment (a sandbox
     /// purchase is unknown to production): TransactionIdNotFound (4040010), OriginalTransactionIdNotFound
     /// (4040005, the extension and app account token endpoints) and AppTransactionDoesNotExist (4040019).
-    public var isNotFoundInEnvironment: Bool {
+    package var isNotFoundInEnvironment: Bool {
         self == .transactionIdNotFound || self == .originalTransactionIdNotFound || self == .appTransactionDoesNotExist
     }
 }

@@ -1,7 +1,7 @@
 import GatewayFoundation
 
 /// An HTTP method used by the App Store Server API.
-public enum HTTPMethod: String, Sendable, Hashable {
+package enum HTTPMethod: String, Sendable, Hashable {
     /// GET.
     case get = "GET"
     /// POST.
@@ -14,7 +14,7 @@ public enum HTTPMethod: String, Sendable, Hashable {
 
 /// Every App Store Server API and Retention Messaging API endpoint (Apple's documentation of each). The case name is
 /// the lowerCamelCase config key under `rateLimits` (README, Configuration).
-public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+package enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Get Transaction Info.
     case getTransactionInfo
     /// Get Transaction History (V2).
@@ -93,11 +93,11 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     case requestTransactionRefund
 
     /// The config key, e.g. `getTransactionHistory`.
-    public var configName: String { rawValue }
-    public var description: String { rawValue }
+    package var configName: String { rawValue }
+    package var description: String { rawValue }
 
     /// The HTTP method.
-    public var method: HTTPMethod {
+    package var method: HTTPMethod {
         switch self {
         case .sendConsumptionInformation, .sendConsumptionInformationV1, .extendSubscriptionRenewalDate,
             .setAppAccountToken, .uploadImage, .uploadMessage, .configureDefaultMessage, .configureRealtimeUrl:
@@ -114,7 +114,7 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     }
 
     /// The path relative to the base URL, with `{placeholders}` for path parameters.
-    public var pathTemplate: String {
+    package var pathTemplate: String {
         switch self {
         case .getTransactionInfo: "/inApps/v1/transactions/{transactionId}"
         case .getTransactionHistory: "/inApps/v2/history/{transactionId}"
@@ -154,10 +154,10 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     }
 
     /// The body's media type: the PNG itself for Upload Image, JSON for every other endpoint with a body.
-    public var requestContentType: String { self == .uploadImage ? "image/png" : "application/json" }
+    package var requestContentType: String { self == .uploadImage ? "image/png" : "application/json" }
 
     /// Whether the endpoint belongs to the Retention Messaging API.
-    public var isRetentionMessaging: Bool {
+    package var isRetentionMessaging: Bool {
         switch self {
         case .uploadImage, .deleteImage, .getImageList, .uploadMessage, .deleteMessage, .getMessageList,
             .configureDefaultMessage, .deleteDefaultMessage, .getDefaultMessage, .configureRealtimeUrl,
@@ -175,7 +175,7 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
     /// The Advanced Commerce API's table ("Identifying rate limits for Advanced Commerce APIs") gives 5/s for
     /// Cancel a Subscription, Revoke a Subscription and Request Transaction Refund, and 50/s for Change Subscription
     /// Price, Change Subscription Metadata and Migrate a Subscription.
-    public var defaultProductionRate: Double {
+    package var defaultProductionRate: Double {
         switch self {
         case .getTransactionInfo, .getTransactionHistory, .getTransactionHistoryV1, .getAllSubscriptionStatuses,
             .sendConsumptionInformation, .sendConsumptionInformationV1, .getNotificationHistory,
@@ -196,10 +196,10 @@ public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable, CustomStrin
 
     /// The path with each placeholder replaced, in order, by a percent-encoded segment.
     /// Returns nil when the number of values does not match the placeholders.
-    public func path(_ values: String...) -> String? { path(values: values) }
+    package func path(_ values: String...) -> String? { path(values: values) }
 
     /// `path(_:)` with the values as an array.
-    public func path(values: [String]) -> String? {
+    package func path(values: [String]) -> String? {
         var remaining = values[...]
         var result = ""
         var template = Substring(pathTemplate)

@@ -1,12 +1,12 @@
 /// One of Apple's two server environments (Apple's App Store Server API documentation).
-public enum AppleEnvironment: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+package enum AppleEnvironment: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// `api.storekit.apple.com`.
     case production
     /// `api.storekit-sandbox.apple.com` (also TestFlight).
     case sandbox
 
     /// The spelling Apple uses in JSON payloads (`Production`, `Sandbox`).
-    public var appleName: String {
+    package var appleName: String {
         switch self {
         case .production: "Production"
         case .sandbox: "Sandbox"
@@ -14,5 +14,5 @@ public enum AppleEnvironment: String, Sendable, Hashable, CaseIterable, CustomSt
     }
 
     /// The lowercase config spelling (`production`, `sandbox`), also used in error metadata.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }

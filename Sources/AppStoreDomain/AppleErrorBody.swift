@@ -2,14 +2,14 @@ import Foundation
 import GatewayFoundation
 
 /// Apple's error body `{"errorCode": <int64>, "errorMessage": "<text>"}` (Apple's App Store Server API documentation).
-public struct AppleErrorBody: Sendable, Hashable {
+package struct AppleErrorBody: Sendable, Hashable {
     /// The numeric code, known or not.
-    public var code: AppleErrorCode
+    package var code: AppleErrorCode
     /// Apple's human-readable text, when present.
-    public var message: String?
+    package var message: String?
 
     /// A body with a code and optional message.
-    public init(code: AppleErrorCode, message: String? = nil) {
+    package init(code: AppleErrorCode, message: String? = nil) {
         self.code = code
         self.message = message
     }
@@ -17,7 +17,7 @@ public struct AppleErrorBody: Sendable, Hashable {
     /// Reads an error body, tolerantly: a content type other than `application/json`, a body that is
     /// not a JSON object, or one without an integer `errorCode` all give nil (401s and wrong-host 404s
     /// carry no JSON). A missing content type is accepted when the bytes parse.
-    public static func parse(_ body: [UInt8], contentType: String?) -> AppleErrorBody? {
+    package static func parse(_ body: [UInt8], contentType: String?) -> AppleErrorBody? {
         if let contentType, !isJSON(contentType) { return nil }
         guard !body.isEmpty, body.count <= 64 * 1024 else { return nil }
         guard let object = JSONValue.object(from: body) else { return nil }

@@ -4,41 +4,41 @@ import GatewayFoundation
 ///
 /// Codes the gateway knows carry Apple's name; any other integer is kept as is, because Apple adds
 /// codes without notice and callers still deserve to see the number.
-public struct AppleErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+package struct AppleErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
     /// Apple's numeric code, e.g. 4040010.
-    public var rawValue: Int64
+    package var rawValue: Int64
 
     /// Wraps any integer, known to the catalogue or not.
-    public init(rawValue: Int64) { self.rawValue = rawValue }
+    package init(rawValue: Int64) { self.rawValue = rawValue }
 
     /// Apple's PascalCase name (`TransactionIdNotFound`), or nil for a code outside the catalogue.
-    public var name: String? { Self.catalogue[rawValue] }
+    package var name: String? { Self.catalogue[rawValue] }
 
     /// Whether the catalogue knows this code.
-    public var isKnown: Bool { name != nil }
+    package var isKnown: Bool { name != nil }
 
     /// A stable UPPER_SNAKE reason for google.rpc.ErrorInfo (`TRANSACTION_ID_NOT_FOUND`);
     /// `APPLE_ERROR_<code>` for codes outside the catalogue.
-    public var reason: String {
+    package var reason: String {
         guard let name else { return "APPLE_ERROR_\(rawValue)" }
         return Self.upperSnake(name)
     }
 
     /// The HTTP status Apple answers with: the code's first three digits (400xxxx → 400).
     /// Nil when the code does not have seven digits.
-    public var httpStatus: Int? {
+    package var httpStatus: Int? {
         guard (1_000_000...9_999_999).contains(rawValue) else { return nil }
         return Int(rawValue / 10_000)
     }
 
     /// Codes whose request may succeed later: Apple's "…Retryable" codes (4040002/4/6, 5000001) and 5000000
     /// GeneralInternal, for which Apple's documentation, like for every 500, says to try again later.
-    public var isRetryable: Bool { Self.retryableCodes.contains(rawValue) }
+    package var isRetryable: Bool { Self.retryableCodes.contains(rawValue) }
 
     /// 4290000: the request may be repeated after the `Retry-After` time.
-    public var isRateLimited: Bool { rawValue == Self.rateLimitExceeded.rawValue }
+    package var isRateLimited: Bool { rawValue == Self.rateLimitExceeded.rawValue }
 
-    public var description: String { name.map { "\($0) (\(rawValue))" } ?? "\(rawValue)" }
+    package var description: String { name.map { "\($0) (\(rawValue))" } ?? "\(rawValue)" }
 
     /// PascalCase to UPPER_SNAKE, keeping acronyms together (`InvalidAppAccountTokenUUID` →
     /// `INVALID_APP_ACCOUNT_TOKEN_UUID`).
@@ -63,39 +63,39 @@ public struct AppleErrorCode: RawRepresentable, Sendable, Hashable, CustomString
 
 extension AppleErrorCode {
     /// 4000000 GeneralBadRequest.
-    public static let generalBadRequest = AppleErrorCode(rawValue: 4_000_000)
+    package static let generalBadRequest = AppleErrorCode(rawValue: 4_000_000)
     /// 4000012 StartDateTooFarInPast.
-    public static let startDateTooFarInPast = AppleErrorCode(rawValue: 4_000_012)
+    package static let startDateTooFarInPast = AppleErrorCode(rawValue: 4_000_012)
     /// 4000017 PaginationTokenExpired (Get Notification History).
-    public static let paginationTokenExpired = AppleErrorCode(rawValue: 4_000_017)
+    package static let paginationTokenExpired = AppleErrorCode(rawValue: 4_000_017)
     /// 4040001 AccountNotFound.
-    public static let accountNotFound = AppleErrorCode(rawValue: 4_040_001)
+    package static let accountNotFound = AppleErrorCode(rawValue: 4_040_001)
     /// 4040002 AccountNotFoundRetryable.
-    public static let accountNotFoundRetryable = AppleErrorCode(rawValue: 4_040_002)
+    package static let accountNotFoundRetryable = AppleErrorCode(rawValue: 4_040_002)
     /// 4040004 AppNotFoundRetryable.
-    public static let appNotFoundRetryable = AppleErrorCode(rawValue: 4_040_004)
+    package static let appNotFoundRetryable = AppleErrorCode(rawValue: 4_040_004)
     /// 4040005 OriginalTransactionIdNotFound.
-    public static let originalTransactionIdNotFound = AppleErrorCode(rawValue: 4_040_005)
+    package static let originalTransactionIdNotFound = AppleErrorCode(rawValue: 4_040_005)
     /// 4040010 TransactionIdNotFound: the transaction is not in this environment.
-    public static let transactionIdNotFound = AppleErrorCode(rawValue: 4_040_010)
+    package static let transactionIdNotFound = AppleErrorCode(rawValue: 4_040_010)
     /// 4040019 AppTransactionDoesNotExist.
-    public static let appTransactionDoesNotExist = AppleErrorCode(rawValue: 4_040_019)
+    package static let appTransactionDoesNotExist = AppleErrorCode(rawValue: 4_040_019)
     /// 4290000 RateLimitExceeded.
-    public static let rateLimitExceeded = AppleErrorCode(rawValue: 4_290_000)
+    package static let rateLimitExceeded = AppleErrorCode(rawValue: 4_290_000)
     /// 5000000 GeneralInternal.
-    public static let generalInternal = AppleErrorCode(rawValue: 5_000_000)
+    package static let generalInternal = AppleErrorCode(rawValue: 5_000_000)
     /// 5000001 GeneralInternalRetryable.
-    public static let generalInternalRetryable = AppleErrorCode(rawValue: 5_000_001)
+    package static let generalInternalRetryable = AppleErrorCode(rawValue: 5_000_001)
 
     /// Every code the gateway names, by number: the App Store Server API's, the Retention Messaging API's and the
     /// Advanced Commerce API's (no number is in two of them).
-    public static let catalogue: [Int64: String] = {
+    package static let catalogue: [Int64: String] = {
         let withRetention = appStoreServerCodes.merging(retentionMessagingCodes) { own, _ in own }
         return withRetention.merging(advancedCommerceCodes) { own, _ in own }
     }()
 
     /// The Retention Messaging API's 26 codes (4000161–4090001).
-    public static let retentionMessagingCodes: [Int64: String] = [
+    package static let retentionMessagingCodes: [Int64: String] = [
         4_000_161: "InvalidImage",
         4_000_162: "HeaderTooLong",
         4_000_163: "BodyTooLong",

@@ -2,13 +2,13 @@ import GatewayFoundation
 
 extension GatewayError {
     /// How long to wait after an Apple 429 that carried no usable `Retry-After`. Default 1 s.
-    public static let defaultAppleRetryDelay = Duration.seconds(1)
+    package static let defaultAppleRetryDelay = Duration.seconds(1)
 
     /// The error for Apple's final answer `failure` to a call of `endpoint` (after retries and
     /// environment fallback are settled by the caller): 429 becomes `rateLimited` with the delay
     /// from `retryAfter` (capped, see `RetryAfter.delay`), 401 and a 403 without a known code become
     /// `upstreamAuthentication`, everything else `appleAPI`.
-    public static func forApple(
+    package static func forApple(
         _ failure: AppleFailure, endpoint: AppleEndpoint, retryAfter: WallTime?, now: WallTime
     ) -> GatewayError {
         if failure.httpStatus == 429 || failure.code?.isRateLimited == true {

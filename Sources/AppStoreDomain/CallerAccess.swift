@@ -2,7 +2,7 @@ import GatewayFoundation
 
 /// Why a caller's credentials were not accepted (UNAUTHENTICATED). Each case is one value of the
 /// `reason` label of the refusal metric and of the status's ErrorInfo, so the set is fixed.
-public enum AuthenticationFailure: String, Error, Sendable, Hashable, CaseIterable {
+package enum AuthenticationFailure: String, Error, Sendable, Hashable, CaseIterable {
     /// No `authorization` bearer token and no client certificate identity.
     case missingCredentials = "missing_credentials"
     /// The `authorization` value is not "Bearer <token>", or the token is not a compact JWS of a JSON header
@@ -37,7 +37,7 @@ public enum AuthenticationFailure: String, Error, Sendable, Hashable, CaseIterab
     case certificateWithoutIdentity = "certificate_without_identity"
 
     /// What the caller is told (no secret, nothing the caller did not send).
-    public var explanation: String {
+    package var explanation: String {
         switch self {
         case .missingCredentials:
             "no credentials: send `authorization: Bearer <jwt>` metadata or connect with a client certificate"
@@ -61,7 +61,7 @@ public enum AuthenticationFailure: String, Error, Sendable, Hashable, CaseIterab
 }
 
 /// Why an authenticated caller may not make a call (PERMISSION_DENIED).
-public enum AccessRefusal: Error, Sendable, Hashable {
+package enum AccessRefusal: Error, Sendable, Hashable {
     /// The identity is not in `callers`.
     case unknownCaller(identity: String)
     /// The caller may not use the app it named (or, for an empty name, the app it would default to).
@@ -70,7 +70,7 @@ public enum AccessRefusal: Error, Sendable, Hashable {
     case permissionNotGranted(identity: String, permission: CallerPermissions, method: String)
 
     /// The `reason` label of the refusal metric.
-    public var reason: String {
+    package var reason: String {
         switch self {
         case .unknownCaller: "unknown_caller"
         case .appNotAllowed: "app_not_allowed"
@@ -81,25 +81,25 @@ public enum AccessRefusal: Error, Sendable, Hashable {
 
 /// Who is calling, as established before any handler runs. Bound for the call's task as
 /// `CallerIdentity.current`, so the rate budget can give each caller its share.
-public struct CallerIdentity: Sendable, Hashable {
+package struct CallerIdentity: Sendable, Hashable {
     /// The identity as people read it (logs, metric labels, refusals, the resume-token binding): for a listed
     /// caller its `callers[].identity` exactly as configured, else `name`'s `callers` notation. Unique per
     /// caller either way (`callers` refuses two entries for one name).
-    public var identity: String
+    package var identity: String
     /// The typed name that was proven (a JWT `sub`, or a certificate URI SAN / DNS SAN / CN).
-    public var name: CallerName
+    package var name: CallerName
     /// The caller's `weight` from `callers` (1 in open mode).
-    public var weight: Int
+    package var weight: Int
     /// True when the identity is listed in `callers` (metrics label only listed callers).
-    public var listed: Bool
+    package var listed: Bool
     /// What the caller may do (`callers[].permissions`; every permission in open mode and without the key).
-    public var permissions: CallerPermissions
+    package var permissions: CallerPermissions
     /// How many ServeRealtimeRequests streams the caller may hold open at once (`callers[].maxRealtimeStreams`;
     /// nil = no limit of its own, in open mode).
-    public var maxRealtimeStreams: Int?
+    package var maxRealtimeStreams: Int?
 
     /// How an identity was proven.
-    public enum Source: String, Sendable, Hashable {
+    package enum Source: String, Sendable, Hashable {
         /// A verified bearer JWT (`sub`).
         case jwt
         /// A verified client certificate.
@@ -107,13 +107,13 @@ public struct CallerIdentity: Sendable, Hashable {
     }
 
     /// How `name` was proven.
-    public var source: Source {
+    package var source: Source {
         if case .subject = name { return .jwt }
         return .certificate
     }
 
     /// A caller known by `name`, shown as `identity` (default: `name` in the `callers` notation).
-    public init(
+    package init(
         name: CallerName, identity: String? = nil, weight: Int = 1, listed: Bool = false,
         permissions: CallerPermissions = .all, maxRealtimeStreams: Int? = nil
     ) {
@@ -127,7 +127,7 @@ public struct CallerIdentity: Sendable, Hashable {
 
     /// A caller from an identity string: for `.jwt` the `sub` itself, for `.certificate` a name in the
     /// `callers` notation (`spiffe://…`, `uri:…`, `dns:…`, `cn:…`; any other string is taken as a URI SAN).
-    public init(identity: String, source: Source, weight: Int = 1, listed: Bool = false) {
+    package init(identity: String, source: Source, weight: Int = 1, listed: Bool = false) {
         var name = CallerName.subject(identity)
         if source == .certificate {
             name = CallerName(listed: identity)
@@ -137,11 +137,11 @@ public struct CallerIdentity: Sendable, Hashable {
     }
 
     /// Nil when the caller holds `permission`, the one `method` (an RPC's path) needs; else the refusal.
-    public func refusal(needing permission: CallerPermissions, method: String) -> AccessRefusal? {
+    package func refusal(needing permission: CallerPermissions, method: String) -> AccessRefusal? {
         guard !permissions.isSuperset(of: permission) else { return nil }
         return .permissionNotGranted(identity: identity, permission: permission, method: method)
     }
 
     /// The caller of the call the current task serves, if known.
-    @TaskLocal public static var current: CallerIdentity?
+    @TaskLocal package static var current: CallerIdentity?
 }

@@ -7,7 +7,7 @@ import GatewayFoundation
 ///
 /// A `callers[].identity` string names exactly one name (`init(listed:)`), and every name has exactly one
 /// readable spelling in that notation (`description`) that reads back as the same name.
-public enum CallerName: Sendable, Hashable, CustomStringConvertible {
+package enum CallerName: Sendable, Hashable, CustomStringConvertible {
     /// A verified bearer JWT's `sub` (written bare, or `jwt:<sub>`).
     case subject(String)
     /// A URI subject alternative name of the client certificate, e.g. a SPIFFE id (written `scheme://…` bare,
@@ -23,7 +23,7 @@ public enum CallerName: Sendable, Hashable, CustomStringConvertible {
     /// Reads a `callers[].identity`: a lowercase `jwt:`, `uri:`, `dns:` or `cn:` prefix says the kind of the
     /// name after it; without one, a URI with an authority (`scheme://…`, such as `spiffe://…`) is a certificate
     /// URI SAN and any other string a JWT `sub` (so `system:serviceaccount:<ns>:<sa>` needs no prefix).
-    public init(listed text: String) {
+    package init(listed text: String) {
         if let rest = text.dropping(prefix: "jwt:") {
             self = .subject(rest)
         } else if let rest = text.dropping(prefix: "uri:") {
@@ -40,7 +40,7 @@ public enum CallerName: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The name without its kind.
-    public var value: String {
+    package var value: String {
         switch self {
         case .subject(let value), .uri(let value), .dns(let value), .commonName(let value): value
         }
@@ -49,7 +49,7 @@ public enum CallerName: Sendable, Hashable, CustomStringConvertible {
     /// The name in the `callers` notation, as short as it reads back: a `sub` and a `scheme://` URI bare (unless
     /// they would read as another kind, then `jwt:`/`uri:`), `dns:<name>`, `cn:<name>`. What logs, refusals
     /// and resume tokens show for a caller that is not listed.
-    public var description: String {
+    package var description: String {
         switch self {
         case .subject(let value): CallerName(listed: value) == self ? value : "jwt:" + value
         case .uri(let value): CallerName(listed: value) == self ? value : "uri:" + value
@@ -61,7 +61,7 @@ public enum CallerName: Sendable, Hashable, CustomStringConvertible {
     /// The names a verified client certificate proves, in the order they are tried against `callers`: its URI
     /// SANs, then its DNS SANs, then its subject CN only when `includeCommonName` (`tls.identityFromCommonName`).
     /// Empty names are skipped; nothing here is trusted beyond what the certificate authority signed.
-    public static func certificateNames(
+    package static func certificateNames(
         uris: [String], dnsNames: [String], commonName: String?, includeCommonName: Bool
     ) -> [CallerName] {
         var names: [CallerName] = []

@@ -8,31 +8,31 @@
 /// - `sign`: every signature the gateway makes with an app's key (offer signatures, Advanced Commerce in-app
 ///   requests);
 /// - `realtime`: `ServeRealtimeRequests`, which takes a share of an app's realtime requests from Apple.
-public struct CallerPermissions: OptionSet, Sendable, Hashable, CustomStringConvertible {
-    public let rawValue: UInt8
+package struct CallerPermissions: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    package let rawValue: UInt8
 
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
 
-    public static let read = CallerPermissions(rawValue: 1 << 0)
-    public static let write = CallerPermissions(rawValue: 1 << 1)
-    public static let sign = CallerPermissions(rawValue: 1 << 2)
-    public static let realtime = CallerPermissions(rawValue: 1 << 3)
+    package static let read = CallerPermissions(rawValue: 1 << 0)
+    package static let write = CallerPermissions(rawValue: 1 << 1)
+    package static let sign = CallerPermissions(rawValue: 1 << 2)
+    package static let realtime = CallerPermissions(rawValue: 1 << 3)
     /// Every permission: a caller without `permissions`, and every caller in open mode.
-    public static let all: CallerPermissions = [.read, .write, .sign, .realtime]
+    package static let all: CallerPermissions = [.read, .write, .sign, .realtime]
 
     /// Each permission with its configuration name, in this order.
-    public static let named: [(name: String, permission: CallerPermissions)] = [
+    package static let named: [(name: String, permission: CallerPermissions)] = [
         ("read", .read), ("write", .write), ("sign", .sign), ("realtime", .realtime),
     ]
 
     /// The permission spelled `name` in `callers[].permissions` (nil = no such permission).
-    public init?(named name: String) {
+    package init?(named name: String) {
         guard let entry = Self.named.first(where: { $0.name == name }) else { return nil }
         self = entry.permission
     }
 
     /// The names of the permissions held, in the documented order, comma-separated.
-    public var description: String {
+    package var description: String {
         Self.named.filter { contains($0.permission) }.map(\.name).joined(separator: ",")
     }
 }

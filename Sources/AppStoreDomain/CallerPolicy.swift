@@ -1,12 +1,12 @@
 /// The `callers` list as decisions: pure, built once from the configuration.
-public struct CallerPolicy: Sendable {
+package struct CallerPolicy: Sendable {
     /// True when `callers` is absent: every caller (identified or not) may use every app.
-    public let isOpen: Bool
+    package let isOpen: Bool
     private let callers: [CallerName: ListedCaller]
     private let apps: AppDirectory
 
     /// The policy of `callers` (nil = open) over the configured `apps`.
-    public init(callers: [ListedCaller]?, apps: [App]) {
+    package init(callers: [ListedCaller]?, apps: [App]) {
         isOpen = callers == nil
         self.callers = Dictionary(
             (callers ?? []).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -17,7 +17,7 @@ public struct CallerPolicy: Sendable {
     /// `CallerName.certificateNames`; empty = anonymous): the first name listed in `callers` is the caller, with
     /// that entry's identity and weight; none listed is PERMISSION_DENIED, naming the first. Only names of one
     /// kind meet (`CallerName`). Open mode admits anyone, as the first name (unlisted) or anonymous.
-    public func admit(_ names: [CallerName]) -> Result<CallerIdentity?, AccessRefusal> {
+    package func admit(_ names: [CallerName]) -> Result<CallerIdentity?, AccessRefusal> {
         guard !isOpen else { return .success(names.first.map { CallerIdentity(name: $0) }) }
         for name in names {
             if let caller = callers[name] {
@@ -31,7 +31,7 @@ public struct CallerPolicy: Sendable {
     }
 
     /// Admits an authenticated (or, in open mode, anonymous) caller by its one name (see `admit(_:)` above).
-    public func admit(_ identity: CallerIdentity?) -> Result<CallerIdentity?, AccessRefusal> {
+    package func admit(_ identity: CallerIdentity?) -> Result<CallerIdentity?, AccessRefusal> {
         if isOpen { return .success(identity) }
         return admit(identity.map { [$0.name] } ?? [])
     }
@@ -39,7 +39,7 @@ public struct CallerPolicy: Sendable {
     /// Whether `caller` may name `app` (a name or bundle id; empty = the only configured app). An unknown app
     /// is allowed only to callers with "*" (they then get NOT_FOUND from the handler; others learn nothing).
     /// An empty name with several apps configured is allowed only with "*" (the handler then decides).
-    public func authorize(_ caller: CallerIdentity?, app name: String) -> AccessRefusal? {
+    package func authorize(_ caller: CallerIdentity?, app name: String) -> AccessRefusal? {
         guard !isOpen else { return nil }
         guard let caller, let entry = callers[caller.name] else {
             return .unknownCaller(identity: caller?.identity ?? "")
@@ -51,10 +51,10 @@ public struct CallerPolicy: Sendable {
     }
 
     /// The listed callers that have no `permissions` key (they hold every permission), as configured.
-    public var callersWithEveryPermission: [String] {
+    package var callersWithEveryPermission: [String] {
         callers.values.filter { $0.permissions == nil }.map(\.identity).sorted()
     }
 
     /// The identities listed (as configured), for bounded metric labels.
-    public var listedIdentities: [String] { callers.values.map(\.identity).sorted() }
+    package var listedIdentities: [String] { callers.values.map(\.identity).sorted() }
 }

@@ -14,47 +14,47 @@ import GatewayFoundation
 /// with such a deadline; the pump sleeps until then. A call that was waiting when a token came is served even if
 /// the pump wakes after its deadline. So a caller below its share waits for no more than the next token after it
 /// arrives: with `maxWait` one token interval it is always served, whatever the others send.
-public struct FairShareGate<Ticket: Hashable & Sendable>: Sendable {
+package struct FairShareGate<Ticket: Hashable & Sendable>: Sendable {
     /// One answer for one waiting call.
-    public struct Answer: Sendable, Hashable {
+    package struct Answer: Sendable, Hashable {
         /// The call.
-        public var ticket: Ticket
+        package var ticket: Ticket
         /// What it is told: the bucket's token (go), or refused with a retry delay.
-        public var reservation: TokenBucket.Reservation
+        package var reservation: TokenBucket.Reservation
     }
 
     /// The pump's next step after `turn`.
-    public struct Turn: Sendable, Hashable {
+    package struct Turn: Sendable, Hashable {
         /// Calls answered now (refused: they cannot be served within their `maxWait`).
-        public var answers: [Answer]
+        package var answers: [Answer]
         /// Ask the bucket for a token with this `maxWait` (zero: one that is free now); nil: nobody waits, the
         /// pump stops.
-        public var ask: Duration?
+        package var ask: Duration?
     }
 
     /// The pump's next step after `answered`.
-    public struct Outcome: Sendable, Hashable {
+    package struct Outcome: Sendable, Hashable {
         /// Calls answered now.
-        public var answers: [Answer]
+        package var answers: [Answer]
         /// Sleep until then before the next `turn` (nil: turn at once).
-        public var wakeAt: MonotonicInstant?
+        package var wakeAt: MonotonicInstant?
     }
 
     /// The calls waiting, by caller.
-    public private(set) var queue: FairShareQueue<Ticket>
+    package private(set) var queue: FairShareQueue<Ticket>
     /// The earliest the bucket's next token can come, from its last refusal; nil after it gave one (the next
     /// may be free at once).
     private var nextToken: MonotonicInstant?
 
     /// An empty gate; each caller may have `maxWaitingPerCaller` calls waiting.
-    public init(maxWaitingPerCaller: Int = 1024) {
+    package init(maxWaitingPerCaller: Int = 1024) {
         queue = FairShareQueue(maxWaitingPerCaller: maxWaitingPerCaller)
     }
 
     /// A call of `caller` (weight ≥ 1) starts waiting at `now` until `deadline`. Nil: it waits (start the pump
     /// if none runs); else the refusal to answer at once (its deadline is before the bucket's next token, or the
     /// caller has too many calls waiting).
-    public mutating func arrive(
+    package mutating func arrive(
         _ ticket: Ticket, caller: String, weight: Int, now: MonotonicInstant, deadline: MonotonicInstant
     ) -> TokenBucket.Reservation? {
         let maxWait = deadline > now ? deadline - now : .zero
@@ -66,20 +66,20 @@ public struct FairShareGate<Ticket: Hashable & Sendable>: Sendable {
     }
 
     /// A call of `caller` took a free token from the bucket without waiting, while nobody waited (no pump ran).
-    public mutating func tookAtOnce(caller: String, weight: Int) {
+    package mutating func tookAtOnce(caller: String, weight: Int) {
         queue.charge(caller, weight: weight)
         nextToken = nil
     }
 
     /// The pump's turn at `now`: the calls no token can reach in time leave, and the bucket is asked for a token
     /// free now.
-    public mutating func turn(now: MonotonicInstant) -> Turn {
+    package mutating func turn(now: MonotonicInstant) -> Turn {
         let answers = refuse(deadlineBefore: nextToken ?? now, now: now)
         return Turn(answers: answers, ask: queue.isEmpty ? nil : .zero)
     }
 
     /// The bucket answered the last `turn`'s question (asked at `askedAt`) with `reservation`, at `now`.
-    public mutating func answered(
+    package mutating func answered(
         _ reservation: TokenBucket.Reservation, askedAt: MonotonicInstant, now: MonotonicInstant
     ) -> Outcome {
         guard case .refused(let retryAfter) = reservation else {

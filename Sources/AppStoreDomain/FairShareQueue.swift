@@ -10,21 +10,21 @@ import GatewayFoundation
 /// waiting it gets every token. A caller that joins there from behind (it had less than its share) goes before
 /// the callers at that same pass, which were served up to it: so a caller that stays below its share gets the
 /// very next token after it starts waiting, however many callers keep calls waiting.
-public struct FairShareQueue<Ticket: Hashable & Sendable>: Sendable {
+package struct FairShareQueue<Ticket: Hashable & Sendable>: Sendable {
     /// One call waiting for a token.
-    public struct Waiter: Sendable, Hashable {
+    package struct Waiter: Sendable, Hashable {
         /// The call's handle in the I/O wrapper.
-        public var ticket: Ticket
+        package var ticket: Ticket
         /// The caller's identity.
-        public var caller: String
+        package var caller: String
         /// When the call stops waiting (its `maxWait` runs out): it is refused if no token came by then.
-        public var deadline: MonotonicInstant
+        package var deadline: MonotonicInstant
         /// When it started waiting.
-        public var enqueued: MonotonicInstant
+        package var enqueued: MonotonicInstant
     }
 
     /// Most calls one caller may have waiting for this bucket; more are refused at once.
-    public let maxWaitingPerCaller: Int
+    package let maxWaitingPerCaller: Int
     private var queues: [String: [Waiter]] = [:]
     private var standings: [String: CallerStanding] = [:]
     private var virtualTime = 0.0
@@ -32,21 +32,21 @@ public struct FairShareQueue<Ticket: Hashable & Sendable>: Sendable {
     /// The callers with waiters, in the order they started waiting.
     private var order: [String] = []
     /// Calls waiting, all callers together.
-    public private(set) var count = 0
+    package private(set) var count = 0
 
     /// An empty queue; each caller may have `maxWaitingPerCaller` calls waiting.
-    public init(maxWaitingPerCaller: Int = 1024) {
+    package init(maxWaitingPerCaller: Int = 1024) {
         self.maxWaitingPerCaller = max(1, maxWaitingPerCaller)
     }
 
     /// Nobody is waiting.
-    public var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { count == 0 }
 
     /// Calls `caller` has waiting.
-    public func waiting(_ caller: String) -> Int { queues[caller]?.count ?? 0 }
+    package func waiting(_ caller: String) -> Int { queues[caller]?.count ?? 0 }
 
     /// Queues a call of `caller` (weight ≥ 1). False when the caller already has `maxWaitingPerCaller` waiting.
-    public mutating func enqueue(
+    package mutating func enqueue(
         _ ticket: Ticket, caller: String, weight: Int, now: MonotonicInstant, deadline: MonotonicInstant
     ) -> Bool {
         let waiter = Waiter(ticket: ticket, caller: caller, deadline: deadline, enqueued: now)
@@ -73,7 +73,7 @@ public struct FairShareQueue<Ticket: Hashable & Sendable>: Sendable {
     }
 
     /// Removes and returns every waiter whose deadline is before `instant` (no token can reach them in time).
-    public mutating func removeWaiters(deadlineBefore instant: MonotonicInstant) -> [Waiter] {
+    package mutating func removeWaiters(deadlineBefore instant: MonotonicInstant) -> [Waiter] {
         var removed: [Waiter] = []
         var index = 0
         while index < order.count {
@@ -93,7 +93,7 @@ public struct FairShareQueue<Ticket: Hashable & Sendable>: Sendable {
     }
 
     /// Removes one waiter (its call went away); false when it was not waiting.
-    public mutating func remove(_ ticket: Ticket) -> Bool {
+    package mutating func remove(_ ticket: Ticket) -> Bool {
         for (index, caller) in order.enumerated() {
             guard let position = queues[caller]!.firstIndex(where: { $0.ticket == ticket }) else { continue }
             queues[caller]!.remove(at: position)
@@ -105,7 +105,7 @@ public struct FairShareQueue<Ticket: Hashable & Sendable>: Sendable {
     }
 
     /// The waiter the next token goes to (removed from the queue), or nil when nobody waits.
-    public mutating func next() -> Waiter? {
+    package mutating func next() -> Waiter? {
         var best: (index: Int, standing: CallerStanding)?
         for (index, caller) in order.enumerated() {
             guard let standing = standings[caller] else { continue }
@@ -127,7 +127,7 @@ public struct FairShareQueue<Ticket: Hashable & Sendable>: Sendable {
 
     /// `caller` (weight ≥ 1) took a token without waiting (nobody was): it counts toward its share as one handed
     /// out by `next` does, so a caller that takes free tokens does not come to the next contention as if idle.
-    public mutating func charge(_ caller: String, weight: Int) {
+    package mutating func charge(_ caller: String, weight: Int) {
         let pass = standings[caller].map { max($0.pass, virtualTime) } ?? virtualTime
         virtualTime = pass
         sequence &+= 1

@@ -3,7 +3,7 @@ import GatewayFoundation
 /// Every way a gateway RPC can fail, as typed values. This module knows nothing of gRPC: the one mapping
 /// to a gRPC status is `rpcStatus` in Services (GatewayError+RPCStatus.swift); no layer decides a status
 /// code from text.
-public enum GatewayError: Error, Sendable, Hashable {
+package enum GatewayError: Error, Sendable, Hashable {
     /// The caller's request is malformed: `field` names what to fix, `problem` says how.
     case invalidArgument(field: String, problem: String)
     /// The request breaks the contract's limits in one or more fields (sizes, counts, id syntax, dates):
@@ -61,34 +61,34 @@ public enum GatewayError: Error, Sendable, Hashable {
 }
 
 /// One invalid field of a request: its path in the request (e.g. `product_ids[3]`) and why it is refused.
-public struct InvalidField: Sendable, Hashable {
+package struct InvalidField: Sendable, Hashable {
     /// The field's path, e.g. `product_types` or `product_ids[3]`.
-    public var field: String
+    package var field: String
     /// Why the value is refused.
-    public var problem: String
-    public init(field: String, problem: String) {
+    package var problem: String
+    package init(field: String, problem: String) {
         self.field = field
         self.problem = problem
     }
 }
 
 /// What is known about one failed Apple call.
-public struct AppleFailure: Sendable, Hashable {
+package struct AppleFailure: Sendable, Hashable {
     /// The HTTP status Apple answered with.
-    public var httpStatus: Int
+    package var httpStatus: Int
     /// The `errorCode` from the JSON body, when there was one.
-    public var code: AppleErrorCode?
+    package var code: AppleErrorCode?
     /// Apple's `errorMessage`, when there was one.
-    public var appleMessage: String?
+    package var appleMessage: String?
     /// The environment that answered.
-    public var environment: AppleEnvironment
+    package var environment: AppleEnvironment
     /// The configured app name the call was made for.
-    public var app: String
+    package var app: String
     /// Apple's request id header (`apple-request-id` / `x-apple-request-uuid`), when present.
-    public var appleRequestID: String?
+    package var appleRequestID: String?
 
     /// A failure record; only the status, environment and app are required.
-    public init(
+    package init(
         httpStatus: Int, code: AppleErrorCode? = nil, appleMessage: String? = nil,
         environment: AppleEnvironment, app: String, appleRequestID: String? = nil
     ) {
@@ -102,27 +102,27 @@ public struct AppleFailure: Sendable, Hashable {
 }
 
 /// Why a request was held back for rate limiting, and for how long.
-public struct RateLimitRefusal: Sendable, Hashable {
+package struct RateLimitRefusal: Sendable, Hashable {
     /// Who refused: our own bucket, or Apple with a 429.
-    public enum Source: Sendable, Hashable {
+    package enum Source: Sendable, Hashable {
         /// The gateway's token bucket for (app, endpoint, environment) would need too long a wait.
         case localBucket
         /// Apple answered 429 (4290000).
         case apple(appleRequestID: String?)
     }
     /// Who refused.
-    public var source: Source
+    package var source: Source
     /// How long until a request can be admitted.
-    public var retryAfter: Duration
+    package var retryAfter: Duration
     /// The app whose budget is spent.
-    public var app: String
+    package var app: String
     /// The endpoint, by its config name.
-    public var endpoint: String
+    package var endpoint: String
     /// The environment whose budget is spent.
-    public var environment: AppleEnvironment
+    package var environment: AppleEnvironment
 
     /// A refusal record.
-    public init(
+    package init(
         source: Source, retryAfter: Duration, app: String, endpoint: String, environment: AppleEnvironment
     ) {
         self.source = source
@@ -134,22 +134,22 @@ public struct RateLimitRefusal: Sendable, Hashable {
 }
 
 /// Apple was unreachable or kept failing transiently.
-public struct UpstreamOutage: Sendable, Hashable {
+package struct UpstreamOutage: Sendable, Hashable {
     /// What the last attempt ran into, e.g. "connection reset" or an Apple code's name.
-    public var lastProblem: String
+    package var lastProblem: String
     /// How many attempts were made.
-    public var attempts: Int
+    package var attempts: Int
     /// The app the call was made for.
-    public var app: String
+    package var app: String
     /// The environment called.
-    public var environment: AppleEnvironment
+    package var environment: AppleEnvironment
     /// The last Apple code seen, if the last attempt got an answer.
-    public var lastAppleCode: AppleErrorCode?
+    package var lastAppleCode: AppleErrorCode?
     /// Apple's request id of the last answer, if any.
-    public var appleRequestID: String?
+    package var appleRequestID: String?
 
     /// An outage record.
-    public init(
+    package init(
         lastProblem: String, attempts: Int, app: String, environment: AppleEnvironment,
         lastAppleCode: AppleErrorCode? = nil, appleRequestID: String? = nil
     ) {

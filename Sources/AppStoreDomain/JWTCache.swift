@@ -1,25 +1,25 @@
 import GatewayFoundation
 
 /// The cache state for one identity, as a value: which token to reuse, and when not to.
-public struct JWTCacheEntry: Sendable, Hashable {
+package struct JWTCacheEntry: Sendable, Hashable {
     /// The current token, nil before the first mint or after `invalidate`.
-    public private(set) var current: SignedJWT?
+    package private(set) var current: SignedJWT?
 
     /// An empty entry.
-    public init() {}
+    package init() {}
 
     /// The cached token if it may still be used at `now` (before its refresh time).
-    public func usableToken(now: WallTime) -> SignedJWT? {
+    package func usableToken(now: WallTime) -> SignedJWT? {
         guard let current, now < current.refreshAt else { return nil }
         return current
     }
 
     /// Stores a freshly minted token.
-    public mutating func store(_ token: SignedJWT) { current = token }
+    package mutating func store(_ token: SignedJWT) { current = token }
 
     /// Drops `token` after Apple rejected it with 401. A different (newer) token is kept, so a
     /// burst of 401s for the same old token causes one re-mint, not one per response.
-    public mutating func invalidate(token: String) {
+    package mutating func invalidate(token: String) {
         if current?.token == token { current = nil }
     }
 }
@@ -30,7 +30,7 @@ public struct JWTCacheEntry: Sendable, Hashable {
 /// concurrent callers for the same identity wait for that single mint and then reuse its result,
 /// while other identities are not held up. Minting is one ES256 signature (tens of microseconds).
 /// If the mint throws, nothing is cached and the next caller tries again.
-public final class JWTCache: Sendable {
+package final class JWTCache: Sendable {
     private final class Slot: Sendable {
         let entry = Lock(JWTCacheEntry())
     }
@@ -39,12 +39,12 @@ public final class JWTCache: Sendable {
     private let slots = Lock<[JWTIdentity: Slot]>([:])
 
     /// A cache minting with `settings`.
-    public init(settings: JWTSettings = .defaults) {
+    package init(settings: JWTSettings = .defaults) {
         self.settings = settings
     }
 
     /// A token for `identity` usable at `now`: the cached one, or a new one from `signer`.
-    public func token(for identity: JWTIdentity, now: WallTime, signer: some ES256Signer) throws -> SignedJWT {
+    package func token(for identity: JWTIdentity, now: WallTime, signer: some ES256Signer) throws -> SignedJWT {
         let slot = slot(for: identity)
         return try slot.entry.withLock { entry throws -> SignedJWT in
             if let cached = entry.usableToken(now: now) { return cached }
@@ -55,7 +55,7 @@ public final class JWTCache: Sendable {
     }
 
     /// Apple answered 401 to `token`: the next `token(for:)` call mints a new one.
-    public func invalidate(_ identity: JWTIdentity, token: String) {
+    package func invalidate(_ identity: JWTIdentity, token: String) {
         slot(for: identity).entry.withLock { $0.invalidate(token: token) }
     }
 

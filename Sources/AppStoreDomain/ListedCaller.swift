@@ -1,22 +1,22 @@
 /// One entry of `callers`: an identity, the apps it may name and its share of an app's budget.
-public struct ListedCaller: Sendable, Hashable {
+package struct ListedCaller: Sendable, Hashable {
     /// `callers[i].identity`, as configured: a JWT `sub` (bare or `jwt:<sub>`), a client certificate's URI
     /// SAN (`scheme://…` bare, or `uri:<uri>`), DNS SAN (`dns:<name>`) or CN (`cn:<name>`); see `CallerName`.
-    public var identity: String
+    package var identity: String
     /// `callers[i].apps`: configured app names (bundle ids are resolved to names at load); "*" = every app.
-    public var apps: [String]
+    package var apps: [String]
     /// `callers[i].weight`: the caller's share of an app's budget when callers compete (default 1).
-    public var weight: Int
+    package var weight: Int
     /// `callers[i].permissions`: what the caller may do (`read`, `write`, `sign`, `realtime`); nil = the key is
     /// absent, which grants all four (with a warning at start).
-    public var permissions: CallerPermissions?
+    package var permissions: CallerPermissions?
     /// `callers[i].maxRealtimeStreams`: ServeRealtimeRequests streams the caller may hold open at once.
-    public var maxRealtimeStreams: Int
+    package var maxRealtimeStreams: Int
 
     /// The default of `callers[i].maxRealtimeStreams`.
-    public static let defaultMaxRealtimeStreams = 4
+    package static let defaultMaxRealtimeStreams = 4
 
-    public init(
+    package init(
         identity: String, apps: [String], weight: Int = 1, permissions: CallerPermissions? = nil,
         maxRealtimeStreams: Int = ListedCaller.defaultMaxRealtimeStreams
     ) {
@@ -28,8 +28,8 @@ public struct ListedCaller: Sendable, Hashable {
     }
 
     /// What the caller may do: its `permissions`, or all four without the key.
-    public var granted: CallerPermissions { permissions ?? .all }
+    package var granted: CallerPermissions { permissions ?? .all }
 
     /// The typed name `identity` stands for.
-    public var name: CallerName { CallerName(listed: identity) }
+    package var name: CallerName { CallerName(listed: identity) }
 }

@@ -1,22 +1,22 @@
 import GatewayFoundation
 
 /// The JSON body of Get Notification History (Apple's App Store Server API documentation).
-public struct NotificationHistoryRequestBody: Sendable, Hashable {
+package struct NotificationHistoryRequestBody: Sendable, Hashable {
     /// Earliest notification time, UNIX ms (required).
-    public var startDate: Int64
+    package var startDate: Int64
     /// Latest notification time, UNIX ms (required; Apple clamps a future value to now).
-    public var endDate: Int64
+    package var endDate: Int64
     /// One V2 `notificationType`, or nil.
-    public var notificationType: String?
+    package var notificationType: String?
     /// One `subtype`; only with `notificationType`.
-    public var notificationSubtype: String?
+    package var notificationSubtype: String?
     /// Restricts to one customer's history; excludes `notificationType`.
-    public var transactionId: String?
+    package var transactionId: String?
     /// Only notifications that never reached the server; sent only when true (false is Apple's default).
-    public var onlyFailures: Bool
+    package var onlyFailures: Bool
 
     /// A body; empty strings count as unset, as proto3 callers send them.
-    public init(
+    package init(
         startDate: Int64, endDate: Int64, notificationType: String? = nil, notificationSubtype: String? = nil,
         transactionId: String? = nil, onlyFailures: Bool = false
     ) {
@@ -29,7 +29,7 @@ public struct NotificationHistoryRequestBody: Sendable, Hashable {
     }
 
     /// How far back Apple keeps notification history: 180 days in production, 30 in sandbox.
-    public static func retention(in environment: AppleEnvironment) -> Duration {
+    package static func retention(in environment: AppleEnvironment) -> Duration {
         switch environment {
         case .production: .seconds(180 * 86_400)
         case .sandbox: .seconds(30 * 86_400)
@@ -37,7 +37,7 @@ public struct NotificationHistoryRequestBody: Sendable, Hashable {
     }
 
     /// The JSON text, keys in a fixed order, unset fields omitted.
-    public var json: String {
+    package var json: String {
         var members: [(String, String)] = [("startDate", String(startDate)), ("endDate", String(endDate))]
         if let notificationType { members.append(("notificationType", JSONText.quoted(notificationType))) }
         if let notificationSubtype { members.append(("notificationSubtype", JSONText.quoted(notificationSubtype))) }
@@ -48,7 +48,7 @@ public struct NotificationHistoryRequestBody: Sendable, Hashable {
 
     /// Rejects what Apple would answer with a 400 (4000012/13/18/19), naming the field to fix.
     /// `now` and `environment` decide the retention window for `startDate`.
-    public func validate(now: WallTime, environment: AppleEnvironment) throws(GatewayError) {
+    package func validate(now: WallTime, environment: AppleEnvironment) throws(GatewayError) {
         guard endDate > startDate else {
             throw .invalidArgument(field: "endDate", problem: "must be later than startDate")
         }

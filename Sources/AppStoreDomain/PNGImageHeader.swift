@@ -2,29 +2,29 @@
 /// whether it can be transparent (an alpha channel or a `tRNS` chunk). The whole chunk structure is walked, so a
 /// truncated or padded file is refused too. Every length is checked before it is used: hostile bytes cost time
 /// in proportion to their size and never trap.
-public struct PNGImageHeader: Sendable, Hashable {
+package struct PNGImageHeader: Sendable, Hashable {
     /// Width in pixels (1 to 2³¹ − 1).
-    public var width: Int
+    package var width: Int
     /// Height in pixels (1 to 2³¹ − 1).
-    public var height: Int
+    package var height: Int
     /// IHDR's colour type: 0 grey, 2 RGB, 3 palette, 4 grey + alpha, 6 RGB + alpha.
-    public var colorType: UInt8
+    package var colorType: UInt8
     /// Whether any pixel can be transparent: an alpha channel (colour types 4 and 6) or a `tRNS` chunk.
-    public var hasTransparency: Bool
+    package var hasTransparency: Bool
 
     /// The eight bytes every PNG file starts with.
-    public static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+    package static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
     /// Why bytes are not a well-formed PNG file.
-    public struct Problem: Error, Sendable, Hashable, CustomStringConvertible {
+    package struct Problem: Error, Sendable, Hashable, CustomStringConvertible {
         /// What is wrong, for a person.
-        public var description: String
+        package var description: String
 
         init(_ description: String) { self.description = description }
     }
 
     /// Reads `bytes` as a PNG file.
-    public init(parsing bytes: [UInt8]) throws(Problem) {
+    package init(parsing bytes: [UInt8]) throws(Problem) {
         guard bytes.count >= Self.signature.count, bytes.prefix(Self.signature.count).elementsEqual(Self.signature)
         else { throw Problem("not a PNG file (its first 8 bytes are not the PNG signature)") }
         var offset = Self.signature.count

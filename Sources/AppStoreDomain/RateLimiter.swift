@@ -1,57 +1,57 @@
 import GatewayFoundation
 
 /// Which budget a request spends: Apple limits per app and per endpoint, separately per environment.
-public struct RateLimitKey: Sendable, Hashable, CustomStringConvertible {
+package struct RateLimitKey: Sendable, Hashable, CustomStringConvertible {
     /// The app's bundle id.
-    public var bundleID: String
+    package var bundleID: String
     /// The endpoint called.
-    public var endpoint: AppleEndpoint
+    package var endpoint: AppleEndpoint
     /// The environment called.
-    public var environment: AppleEnvironment
+    package var environment: AppleEnvironment
 
     /// A key for one budget.
-    public init(bundleID: String, endpoint: AppleEndpoint, environment: AppleEnvironment) {
+    package init(bundleID: String, endpoint: AppleEndpoint, environment: AppleEnvironment) {
         self.bundleID = bundleID
         self.endpoint = endpoint
         self.environment = environment
     }
 
-    public var description: String { "\(bundleID)/\(endpoint)/\(environment)" }
+    package var description: String { "\(bundleID)/\(endpoint)/\(environment)" }
 }
 
 /// The gateway's local view of Apple's rate limits: one `TokenBucket` per `RateLimitKey`, created
 /// on first use from `RateLimits`, all behind one mutex (each operation is a few integer steps).
 /// Keys come from configured apps, so the number of buckets is bounded by the configuration.
-public final class RateLimiter: Sendable {
+package final class RateLimiter: Sendable {
     private let limits: @Sendable (String) -> RateLimits
     private let buckets = Lock<[RateLimitKey: TokenBucket]>([:])
 
     /// A limiter using `defaults` for every app, except apps with their own entry in `perApp`
     /// (keyed by bundle id; `apps[].rateLimits` in the config).
-    public init(defaults: RateLimits = .defaults, perApp: [String: RateLimits] = [:]) {
+    package init(defaults: RateLimits = .defaults, perApp: [String: RateLimits] = [:]) {
         limits = { perApp[$0] ?? defaults }
     }
 
     /// Reserves a token for `key` if one is due within `maxWait` (pass the smaller of the configured
     /// queueing limit and the caller's remaining deadline minus the time the call needs).
     /// `.goAfter` means the token is already reserved: sleep, then send without asking again.
-    public func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) -> TokenBucket.Reservation {
+    package func reserve(key: RateLimitKey, now: MonotonicInstant, maxWait: Duration) -> TokenBucket.Reservation {
         withBucket(key, now: now) { $0.reserve(now: now, maxWait: max(.zero, maxWait)) }
     }
 
     /// Takes a token for `key` only if one is available now.
-    public func tryTake(key: RateLimitKey, now: MonotonicInstant) -> TokenBucket.TakeResult {
+    package func tryTake(key: RateLimitKey, now: MonotonicInstant) -> TokenBucket.TakeResult {
         withBucket(key, now: now) { $0.tryTake(now: now) }
     }
 
     /// Apple answered 429: no request for `key` before `instant` (see `TokenBucket.blockUntil`).
-    public func blockUntil(_ instant: MonotonicInstant, key: RateLimitKey, now: MonotonicInstant) {
+    package func blockUntil(_ instant: MonotonicInstant, key: RateLimitKey, now: MonotonicInstant) {
         withBucket(key, now: now) { $0.blockUntil(instant) }
     }
 
     /// Apple answered 429 with a wall-clock `Retry-After`: blocks `key` until `clock`'s wall time
     /// reaches `wallTime`, but for no longer than `cap` (see `RetryAfter.maximumDelay`).
-    public func blockUntil(
+    package func blockUntil(
         wallTime: WallTime, key: RateLimitKey, clock: some GatewayClock, cap: Duration = RetryAfter.maximumDelay
     ) {
         let now = clock.monotonicNow()
@@ -60,17 +60,17 @@ public final class RateLimiter: Sendable {
     }
 
     /// Whole tokens currently available for `key` (for metrics and tests).
-    public func availableTokens(key: RateLimitKey, now: MonotonicInstant) -> Int {
+    package func availableTokens(key: RateLimitKey, now: MonotonicInstant) -> Int {
         withBucket(key, now: now) { $0.availableTokens(now: now) }
     }
 
     /// Whole tokens available in every bucket used so far, for the metrics scrape.
-    public func levels(now: MonotonicInstant) -> [(key: RateLimitKey, tokens: Int)] {
+    package func levels(now: MonotonicInstant) -> [(key: RateLimitKey, tokens: Int)] {
         buckets.withLock { buckets in buckets.map { (key: $0.key, tokens: $0.value.availableTokens(now: now)) } }
     }
 
     /// The rate applied to `key`.
-    public func rate(for key: RateLimitKey) -> EndpointRate {
+    package func rate(for key: RateLimitKey) -> EndpointRate {
         limits(key.bundleID).rate(for: key.endpoint, in: key.environment)
     }
 
@@ -86,7 +86,7 @@ public final class RateLimiter: Sendable {
 
 extension RateLimitRefusal {
     /// The refusal for `key` after `RateLimiter.reserve` answered `.refused(retryAfter:)` (or Apple's 429).
-    public init(key: RateLimitKey, source: Source = .localBucket, retryAfter: Duration, app: String? = nil) {
+    package init(key: RateLimitKey, source: Source = .localBucket, retryAfter: Duration, app: String? = nil) {
         self.init(
             source: source, retryAfter: retryAfter, app: app ?? key.bundleID, endpoint: key.endpoint.configName,
             environment: key.environment)

@@ -1,6 +1,6 @@
 extension RateLimits {
     /// Checks the values a config file could get wrong; the error names the key.
-    public func validate() throws(ConfigurationError) {
+    package func validate() throws(ConfigurationError) {
         guard sandboxFactor > 0, sandboxFactor <= 1 else {
             throw ConfigurationError(key: "rateLimits.sandboxFactor", problem: "must be in (0, 1]")
         }

@@ -1,14 +1,14 @@
 import GatewayFoundation
 
 /// A rate for one endpoint: `perSecond` sustained, `burst` at once (config `{ perSecond: 50, burst: 50 }`).
-public struct EndpointRate: Sendable, Hashable {
+package struct EndpointRate: Sendable, Hashable {
     /// Sustained requests per second; positive.
-    public var perSecond: Double
+    package var perSecond: Double
     /// Requests allowed at once from a full bucket; at least 1.
-    public var burst: Int
+    package var burst: Int
 
     /// A rate; `burst` defaults to one second's worth (at least 1).
-    public init(perSecond: Double, burst: Int? = nil) {
+    package init(perSecond: Double, burst: Int? = nil) {
         self.perSecond = perSecond
         self.burst = burst ?? max(1, Int(perSecond.rounded(.down)))
     }
@@ -16,24 +16,24 @@ public struct EndpointRate: Sendable, Hashable {
 
 /// The `rateLimits` config section: Apple's published production rates per endpoint, sandbox at
 /// `sandboxFactor` of them (Apple: sandbox gets 10 %), any endpoint overridable.
-public struct RateLimits: Sendable, Hashable {
+package struct RateLimits: Sendable, Hashable {
     /// Share of the production budget granted in sandbox. Default 0.1.
-    public var sandboxFactor: Double
+    package var sandboxFactor: Double
     /// Production rates that replace Apple's defaults, by endpoint.
-    public var overrides: [AppleEndpoint: EndpointRate]
+    package var overrides: [AppleEndpoint: EndpointRate]
 
     /// Apple's published rates, sandbox at 10 %.
-    public static let defaults = RateLimits()
+    package static let defaults = RateLimits()
 
     /// Limits with the given factor and overrides.
-    public init(sandboxFactor: Double = 0.1, overrides: [AppleEndpoint: EndpointRate] = [:]) {
+    package init(sandboxFactor: Double = 0.1, overrides: [AppleEndpoint: EndpointRate] = [:]) {
         self.sandboxFactor = sandboxFactor
         self.overrides = overrides
     }
 
     /// The rate for `endpoint` in `environment`. Sandbox scales both rate and burst by
     /// `sandboxFactor`, keeping a burst of at least 1.
-    public func rate(for endpoint: AppleEndpoint, in environment: AppleEnvironment) -> EndpointRate {
+    package func rate(for endpoint: AppleEndpoint, in environment: AppleEnvironment) -> EndpointRate {
         let production = overrides[endpoint] ?? EndpointRate(perSecond: endpoint.defaultProductionRate)
         switch environment {
         case .production:

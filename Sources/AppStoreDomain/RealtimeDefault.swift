@@ -1,7 +1,7 @@
 /// One app's default realtime answer: `notifications.realtime.defaults[i]` with `app`, and `messageIdentifier`
 /// plus, for a switch-plan message, `productId` (and optional `billingPlanType`), or for a promotional
 /// offer `productId`, `offerIdentifier` and `signature` (v2, the default, or v1), signed when answered.
-public enum RealtimeDefault: Sendable, Hashable {
+package enum RealtimeDefault: Sendable, Hashable {
     /// Apple's `message`.
     case message(messageIdentifier: String)
     /// Apple's `alternateProduct`.

@@ -1,32 +1,32 @@
 /// The Retention Messaging API's documented limits, checked by the gateway before a request reaches Apple and
 /// enforced by the simulator the way Apple does (docs/app-store-api.md, "Retention Messaging API").
-public enum RetentionMessagingLimits {
+package enum RetentionMessagingLimits {
     /// Characters (Unicode scalars) of a message's header (HeaderTooLong, 4000162).
-    public static let headerCharacters = 66
+    package static let headerCharacters = 66
     /// Characters of a message's body (BodyTooLong, 4000163).
-    public static let bodyCharacters = 144
+    package static let bodyCharacters = 144
     /// Characters of an image's alternative text (AltTextTooLong, 4000175).
-    public static let altTextCharacters = 150
+    package static let altTextCharacters = 150
     /// Bullet points of one message (BadRequestTooManyBulletPoints, 4000218).
-    public static let bulletPoints = 5
+    package static let bulletPoints = 5
     /// Characters of one bullet point's text (BadRequestBulletPointTextTooLong, 4000219).
-    public static let bulletPointTextCharacters = 66
+    package static let bulletPointTextCharacters = 66
     /// Characters of the realtime URL (Apple's `realtimeURL`: at most 256, else BadRequestRealtimeUrl, 4000215).
-    public static let realtimeURLCharacters = 256
+    package static let realtimeURLCharacters = 256
     /// Images per app (MaximumNumberOfImagesReached, 4030014).
-    public static let imagesPerApp = 2000
+    package static let imagesPerApp = 2000
     /// Messages per app (MaximumNumberOfMessagesReached, 4030016). Apple documents the error but, in what the
     /// project could read, not the number; the images' 2000 is assumed.
-    public static let messagesPerApp = 2000
+    package static let messagesPerApp = 2000
     /// The width of a full-size image, in pixels.
-    public static let fullSizeWidth = 3840
+    package static let fullSizeWidth = 3840
     /// The heights a full-size image may have, in pixels.
-    public static let fullSizeHeights = 160...2160
+    package static let fullSizeHeights = 160...2160
     /// Bytes of one uploaded image: the gateway's limit (Apple documents none), the default largest gRPC request.
-    public static let imageBytes = 4 * 1024 * 1024
+    package static let imageBytes = 4 * 1024 * 1024
 
     /// The image sizes Apple knows (its `imageSize`).
-    public enum ImageSize: String, Sendable, Hashable, CaseIterable {
+    package enum ImageSize: String, Sendable, Hashable, CaseIterable {
         /// An image above a message's body; also what Apple assumes when no size is sent.
         case fullSize = "FULL_SIZE"
         /// A bullet point's icon.
@@ -36,7 +36,7 @@ public enum RetentionMessagingLimits {
     /// Why `png` cannot be uploaded as an image of `size`, or nil when it can: a PNG without transparency; a
     /// full-size image 3840 pixels wide and 160 to 2160 high. Apple's documentation, as far as the project could
     /// read it, gives no dimensions for bullet-point images: they may be at most as large as a full-size one.
-    public static func imageProblem(_ png: [UInt8], size: ImageSize) -> String? {
+    package static func imageProblem(_ png: [UInt8], size: ImageSize) -> String? {
         guard png.count <= imageBytes else { return "must be at most \(imageBytes) bytes (got \(png.count))" }
         let header: PNGImageHeader
         do {
@@ -62,12 +62,12 @@ public enum RetentionMessagingLimits {
 
     /// A text's length in Unicode scalars, as Apple's Python library counts it (Apple does not say how its servers
     /// count).
-    public static func characters(_ text: String) -> Int { text.unicodeScalars.count }
+    package static func characters(_ text: String) -> Int { text.unicodeScalars.count }
 
     /// Whether `url` is a realtime URL Apple accepts: it must begin with `https://` (Apple's `realtimeURL`; else
     /// BadRequestRealtimeUrl, 4000215), name a host, be at most `realtimeURLCharacters` long and be free of spaces and
     /// control characters.
-    public static func isRealtimeURL(_ url: String) -> Bool {
+    package static func isRealtimeURL(_ url: String) -> Bool {
         guard characters(url) <= realtimeURLCharacters,
             url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
         else { return false }
@@ -80,7 +80,7 @@ public enum RetentionMessagingLimits {
     /// The App Store's locale short codes, which Apple's `locale` must be, exactly: case-sensitive, with `-`
     /// (App Store Connect API, "Managing metadata in your app by using locale shortcodes"; the 39 codes and the 11
     /// Apple added in March 2026).
-    public static let locales: Set<String> = [
+    package static let locales: Set<String> = [
         "ar-SA", "bn-BD", "ca", "cs", "da", "de-DE", "el", "en-AU", "en-CA", "en-GB", "en-US", "es-ES", "es-MX", "fi",
         "fr-CA", "fr-FR", "gu-IN", "he", "hi", "hr", "hu", "id", "it", "ja", "kn-IN", "ko", "ml-IN", "mr-IN", "ms",
         "nl-NL", "no", "or-IN", "pa-IN", "pl", "pt-BR", "pt-PT", "ro", "ru", "sk", "sl-SI", "sv", "ta-IN", "te-IN",
@@ -88,5 +88,5 @@ public enum RetentionMessagingLimits {
     ]
 
     /// Whether `locale` is one of Apple's `locales`, spelled exactly as Apple spells it (InvalidLocale, 4000164).
-    public static func isLocale(_ locale: String) -> Bool { locales.contains(locale) }
+    package static func isLocale(_ locale: String) -> Bool { locales.contains(locale) }
 }

@@ -10,9 +10,9 @@ import GatewayFoundation
 /// - an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110 §5.6.7).
 /// Anything else (signs, fractions, overflow, other date formats) is nil. A time in the past is
 /// returned as is; `delay(until:from:)` turns it into zero.
-public enum RetryAfter {
+package enum RetryAfter {
     /// The wall time named by `headerValue`, relative to `now` for delta-seconds; nil when unparsable.
-    public static func parse(_ headerValue: String, now: WallTime) -> WallTime? {
+    package static func parse(_ headerValue: String, now: WallTime) -> WallTime? {
         let value = headerValue.trimmingHTTPWhitespace()
         guard !value.isEmpty else { return nil }
         if value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
@@ -31,10 +31,10 @@ public enum RetryAfter {
 
     /// Longest wait taken from a `Retry-After` (1 h, the period over which Apple enforces its limits),
     /// so a garbled header cannot stall an endpoint indefinitely.
-    public static let maximumDelay = Duration.seconds(3600)
+    package static let maximumDelay = Duration.seconds(3600)
 
     /// How long to wait from `now` until `time`: zero for times already past, at most `cap`.
-    public static func delay(until time: WallTime, from now: WallTime, cap: Duration = maximumDelay) -> Duration {
+    package static func delay(until time: WallTime, from now: WallTime, cap: Duration = maximumDelay) -> Duration {
         time > now ? min(time - now, cap) : .zero
     }
 

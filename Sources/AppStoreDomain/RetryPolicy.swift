@@ -2,25 +2,25 @@ import GatewayFoundation
 
 /// How the upstream client retries an Apple call: exponential backoff with full jitter, a cap on
 /// attempts, and never an attempt that could not finish before the caller's deadline.
-public struct RetryPolicy: Sendable, Hashable {
+package struct RetryPolicy: Sendable, Hashable {
     /// Attempts in total, the first included. Default 3.
-    public var maxAttempts: Int
+    package var maxAttempts: Int
     /// Backoff ceiling before the second attempt. Default 100 ms.
-    public var initialBackoff: Duration
+    package var initialBackoff: Duration
     /// Largest backoff ceiling. Default 2 s.
-    public var maxBackoff: Duration
+    package var maxBackoff: Duration
     /// Growth of the ceiling per attempt. Default 2.
-    public var multiplier: Double
+    package var multiplier: Double
     /// The least time an attempt needs to be worth starting. Default 200 ms.
-    public var minimumAttemptTime: Duration
+    package var minimumAttemptTime: Duration
     /// Kept free before the deadline to send the status back. Default 50 ms.
-    public var deadlineMargin: Duration
+    package var deadlineMargin: Duration
 
     /// The defaults documented on each property.
-    public static let defaults = RetryPolicy()
+    package static let defaults = RetryPolicy()
 
     /// A policy; unspecified values take the documented defaults.
-    public init(
+    package init(
         maxAttempts: Int = 3, initialBackoff: Duration = .milliseconds(100), maxBackoff: Duration = .seconds(2),
         multiplier: Double = 2, minimumAttemptTime: Duration = .milliseconds(200),
         deadlineMargin: Duration = .milliseconds(50)
@@ -34,7 +34,7 @@ public struct RetryPolicy: Sendable, Hashable {
     }
 
     /// The backoff ceiling after `failures` failed attempts (1 → `initialBackoff`), capped at `maxBackoff`.
-    public func backoffCeiling(afterFailures failures: Int) -> Duration {
+    package func backoffCeiling(afterFailures failures: Int) -> Duration {
         let initial = Double(initialBackoff.wholeNanoseconds)
         let grown = initial * pow(multiplier, max(0, failures - 1))
         let capped = min(grown, Double(maxBackoff.wholeNanoseconds))
@@ -47,7 +47,7 @@ public struct RetryPolicy: Sendable, Hashable {
 }
 
 /// What one attempt at an Apple call came to.
-public enum AttemptOutcome: Sendable, Hashable {
+package enum AttemptOutcome: Sendable, Hashable {
     /// Apple answered with success.
     case success
     /// Apple answered with an error status; `code` when the body was Apple's error JSON.
@@ -58,7 +58,7 @@ public enum AttemptOutcome: Sendable, Hashable {
     /// Whether the same request may succeed if repeated: Apple's retryable codes, a 5xx without
     /// Apple's JSON (a proxy or load balancer answered), and connection failures. 429 is not
     /// retried here: the rate limiter owns it. 5000000 is retried like 5000001 (Apple: "try again later").
-    public var isRetryable: Bool {
+    package var isRetryable: Bool {
         switch self {
         case .success: false
         case .appleError(let status, let code?): status != 429 && code.isRetryable
@@ -69,7 +69,7 @@ public enum AttemptOutcome: Sendable, Hashable {
 }
 
 /// What to do after an attempt.
-public enum RetryDecision: Sendable, Hashable {
+package enum RetryDecision: Sendable, Hashable {
     /// The call succeeded.
     case done
     /// Wait this long, then make the next attempt.
@@ -79,7 +79,7 @@ public enum RetryDecision: Sendable, Hashable {
 }
 
 /// Why retrying stopped.
-public enum GiveUpReason: Sendable, Hashable {
+package enum GiveUpReason: Sendable, Hashable {
     /// The outcome is final (a client error, or 429 for the rate limiter).
     case notRetryable
     /// `maxAttempts` attempts were made.
@@ -90,39 +90,39 @@ public enum GiveUpReason: Sendable, Hashable {
 
 /// The retry state of one Apple call: feed it each attempt's outcome, it says whether and when to
 /// try again. Pure: time and randomness come in as arguments.
-public struct RetrySchedule: Sendable, Hashable {
+package struct RetrySchedule: Sendable, Hashable {
     /// The policy in force.
-    public let policy: RetryPolicy
+    package let policy: RetryPolicy
     /// The caller's deadline, nil for none.
-    public let deadline: MonotonicInstant?
+    package let deadline: MonotonicInstant?
     /// Attempts recorded so far.
-    public private(set) var attemptsMade = 0
+    package private(set) var attemptsMade = 0
 
     /// A schedule for one call.
-    public init(policy: RetryPolicy = .defaults, deadline: MonotonicInstant?) {
+    package init(policy: RetryPolicy = .defaults, deadline: MonotonicInstant?) {
         self.policy = policy
         self.deadline = deadline
     }
 
     /// The latest instant an attempt may start at, nil without a deadline.
-    public var latestAttemptStart: MonotonicInstant? {
+    package var latestAttemptStart: MonotonicInstant? {
         deadline.map { $0 - policy.deadlineMargin - policy.minimumAttemptTime }
     }
 
     /// Whether an attempt starting at `now` could finish in time.
-    public func mayStartAttempt(now: MonotonicInstant) -> Bool {
+    package func mayStartAttempt(now: MonotonicInstant) -> Bool {
         latestAttemptStart.map { now <= $0 } ?? true
     }
 
     /// The time budget of an attempt starting at `now` (deadline minus margin), nil without a deadline.
-    public func attemptTimeout(now: MonotonicInstant) -> Duration? {
+    package func attemptTimeout(now: MonotonicInstant) -> Duration? {
         deadline.map { max(.zero, ($0 - policy.deadlineMargin) - now) }
     }
 
     /// Records an attempt's outcome at `now` and decides. The delay is drawn uniformly from
     /// [0, ceiling] ("full jitter"), then shortened if needed so the attempt still fits the deadline.
     /// A call that is not `idempotent` is repeated only after an Apple error code that says it may be.
-    public mutating func record(
+    package mutating func record(
         _ outcome: AttemptOutcome, now: MonotonicInstant, random: inout some RandomNumberGenerator,
         idempotent: Bool = true
     ) -> RetryDecision {

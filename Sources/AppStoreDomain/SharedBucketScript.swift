@@ -10,9 +10,9 @@ import GatewayFoundation
 ///   round trip, and each token is still placed on the bucket's schedule, so the shared rate holds over
 ///   any window. While the block key exists (Apple's Retry-After) every reservation is refused.
 /// - `block`: sets the block key with a PX expiry, never shortening an existing block.
-public enum SharedBucketScript {
+package enum SharedBucketScript {
     /// The script's source.
-    public static let source = """
+    package static let source = """
         if ARGV[1] == 'block' then
           local ms = tonumber(ARGV[2])
           if redis.call('PTTL', KEYS[2]) < ms then
@@ -51,20 +51,20 @@ public enum SharedBucketScript {
         """
 
     /// Most reservations sent in one `take` (larger batches are split), so a reply stays small.
-    public static let maxBatch = 64
+    package static let maxBatch = 64
 
     /// The bucket key for `key`: `<prefix>bucket:<bundle id>:<endpoint>:<environment>`.
-    public static func bucketKey(_ key: RateLimitKey, prefix: String) -> String {
+    package static func bucketKey(_ key: RateLimitKey, prefix: String) -> String {
         "\(prefix)bucket:\(key.bundleID):\(key.endpoint.configName):\(key.environment.rawValue)"
     }
 
     /// The block key for `key`: `<prefix>block:<bundle id>:<endpoint>:<environment>`.
-    public static func blockKey(_ key: RateLimitKey, prefix: String) -> String {
+    package static func blockKey(_ key: RateLimitKey, prefix: String) -> String {
         "\(prefix)block:\(key.bundleID):\(key.endpoint.configName):\(key.environment.rawValue)"
     }
 
     /// EVALSHA arguments after the sha: numkeys, keys, then `take`, the rate and each wait limit (µs).
-    public static func takeArguments(
+    package static func takeArguments(
         key: RateLimitKey, rate: EndpointRate, maxWaits: [Duration], prefix: String
     ) -> [String] {
         let interval = Int64(min(max(1, (1e6 / rate.perSecond).rounded(.up)), 1e12))
@@ -76,7 +76,7 @@ public enum SharedBucketScript {
     }
 
     /// EVALSHA arguments after the sha for a block of `delay` (at least 1 ms, at most `RetryAfter.maximumDelay`).
-    public static func blockArguments(key: RateLimitKey, delay: Duration, prefix: String) -> [String] {
+    package static func blockArguments(key: RateLimitKey, delay: Duration, prefix: String) -> [String] {
         let capped = min(max(.milliseconds(1), delay), RetryAfter.maximumDelay)
         return [
             "2", bucketKey(key, prefix: prefix), blockKey(key, prefix: prefix), "block",
@@ -86,7 +86,7 @@ public enum SharedBucketScript {
 
     /// The reservations encoded in a `take` reply (one integer per request: the wait in µs when granted,
     /// −wait−1 when refused); nil when the reply does not have one integer per request.
-    public static func reservations(fromTakeReply values: [Int64], requested: Int) -> [TokenBucket.Reservation]? {
+    package static func reservations(fromTakeReply values: [Int64], requested: Int) -> [TokenBucket.Reservation]? {
         guard values.count == requested else { return nil }
         return values.map { value in
             if value >= 0 {

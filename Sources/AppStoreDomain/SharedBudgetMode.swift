@@ -8,9 +8,9 @@ import GatewayFoundation
 /// due after a back-off that doubles from `initialBackoff` to `maxBackoff`. When a probe is due the mode
 /// is `probing` until it answers: success returns to `shared`, failure to `fallback` with a longer back-off.
 /// Each change of mode is returned once as a `Transition`, so it is logged and counted once.
-public struct SharedBudgetMode: Sendable, Hashable {
+package struct SharedBudgetMode: Sendable, Hashable {
     /// The three states.
-    public enum State: String, Sendable, Hashable {
+    package enum State: String, Sendable, Hashable {
         /// Tokens come from the shared Redis bucket.
         case shared
         /// Redis failed; tokens come from the local fallback bucket until the next probe.
@@ -20,7 +20,7 @@ public struct SharedBudgetMode: Sendable, Hashable {
     }
 
     /// A change worth one log line and one count.
-    public enum Transition: Sendable, Hashable {
+    package enum Transition: Sendable, Hashable {
         /// Redis failed while shared: now on the local fallback share.
         case fellBack
         /// Redis answered a probe: back on the shared budget.
@@ -28,7 +28,7 @@ public struct SharedBudgetMode: Sendable, Hashable {
     }
 
     /// Where the next batch of reservations goes.
-    public enum Route: Sendable, Hashable {
+    package enum Route: Sendable, Hashable {
         /// Ask Redis.
         case redis
         /// Use the local fallback bucket.
@@ -36,39 +36,39 @@ public struct SharedBudgetMode: Sendable, Hashable {
     }
 
     /// The current state.
-    public private(set) var state: State = .shared
+    package private(set) var state: State = .shared
     /// When the next probe is due (in `fallback`).
-    public private(set) var nextProbe: MonotonicInstant?
+    package private(set) var nextProbe: MonotonicInstant?
     /// The back-off before the next probe after a failed one.
-    public private(set) var backoff: Duration
+    package private(set) var backoff: Duration
     /// First back-off after a failure.
-    public let initialBackoff: Duration
+    package let initialBackoff: Duration
     /// Longest back-off between probes.
-    public let maxBackoff: Duration
+    package let maxBackoff: Duration
 
     /// Starts `shared`: the first use connects.
-    public init(initialBackoff: Duration = .milliseconds(250), maxBackoff: Duration = .seconds(2)) {
+    package init(initialBackoff: Duration = .milliseconds(250), maxBackoff: Duration = .seconds(2)) {
         self.initialBackoff = initialBackoff
         self.maxBackoff = max(initialBackoff, maxBackoff)
         backoff = initialBackoff
     }
 
     /// Where reservations go now.
-    public var route: Route { state == .shared ? .redis : .local }
+    package var route: Route { state == .shared ? .redis : .local }
 
     /// Whether a probe should start at `now` (then call `probeStarted`).
-    public func probeDue(now: MonotonicInstant) -> Bool {
+    package func probeDue(now: MonotonicInstant) -> Bool {
         guard state == .fallback, let nextProbe else { return false }
         return now >= nextProbe
     }
 
     /// A probe is being sent.
-    public mutating func probeStarted() {
+    package mutating func probeStarted() {
         if state == .fallback { state = .probing }
     }
 
     /// Redis answered (a command or a probe).
-    public mutating func redisAnswered() -> Transition? {
+    package mutating func redisAnswered() -> Transition? {
         let wasShared = state == .shared
         state = .shared
         nextProbe = nil
@@ -77,7 +77,7 @@ public struct SharedBudgetMode: Sendable, Hashable {
     }
 
     /// A Redis command or probe failed (connect error, timeout, protocol error) at `now`.
-    public mutating func redisFailed(now: MonotonicInstant) -> Transition? {
+    package mutating func redisFailed(now: MonotonicInstant) -> Transition? {
         switch state {
         case .shared:
             state = .fallback

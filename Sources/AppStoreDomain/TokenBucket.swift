@@ -7,16 +7,16 @@ import GatewayFoundation
 /// arrival time" of the generic cell rate algorithm (ITU-T I.371), which is a token bucket in
 /// another form. A reservation moves that instant forward, so queued callers are admitted in
 /// order, one emission interval apart, and the bucket never admits more than its rate allows.
-public struct TokenBucket: Sendable, Hashable {
+package struct TokenBucket: Sendable, Hashable {
     /// Time between two tokens, in nanoseconds (rounded up, so the bucket errs towards admitting less).
-    public let emissionInterval: Int64
+    package let emissionInterval: Int64
     /// How many tokens the bucket holds when full.
-    public let burst: Int
+    package let burst: Int
     /// When the next token after the current backlog would be due; at or before "now" means full.
     private var theoreticalArrival: MonotonicInstant
 
     /// A full bucket. `perSecond` must be positive, `burst` at least 1.
-    public init(perSecond: Double, burst: Int, now: MonotonicInstant) {
+    package init(perSecond: Double, burst: Int, now: MonotonicInstant) {
         precondition(perSecond > 0 && perSecond.isFinite, "token bucket rate must be positive")
         precondition(burst >= 1, "token bucket burst must be at least 1")
         emissionInterval = Self.emissionInterval(perSecond: perSecond)
@@ -26,12 +26,12 @@ public struct TokenBucket: Sendable, Hashable {
 
     /// Nanoseconds between two tokens at `perSecond` (positive), rounded up; clamped so absurd configurations
     /// (a token per century) cannot overflow the arithmetic.
-    public static func emissionInterval(perSecond: Double) -> Int64 {
+    package static func emissionInterval(perSecond: Double) -> Int64 {
         Int64(min(max(1, (1e9 / perSecond).rounded(.up)), 1e18))
     }
 
     /// The result of `tryTake`.
-    public enum TakeResult: Sendable, Hashable {
+    package enum TakeResult: Sendable, Hashable {
         /// A token was taken.
         case taken
         /// No token now; one will be available after this long.
@@ -39,7 +39,7 @@ public struct TokenBucket: Sendable, Hashable {
     }
 
     /// The result of `reserve`.
-    public enum Reservation: Sendable, Hashable {
+    package enum Reservation: Sendable, Hashable {
         /// A token was taken; go now.
         case goNow
         /// A token is reserved for the caller; it must wait this long before sending.
@@ -55,21 +55,21 @@ public struct TokenBucket: Sendable, Hashable {
     }
 
     /// How long until a token is available at `now` (zero when one is).
-    public func waitForToken(now: MonotonicInstant) -> Duration {
+    package func waitForToken(now: MonotonicInstant) -> Duration {
         let start = max(theoreticalArrival, now)
         let admitAt = start - .nanoseconds(tolerance)
         return admitAt > now ? admitAt - now : .zero
     }
 
     /// Whole tokens available at `now`.
-    public func availableTokens(now: MonotonicInstant) -> Int {
+    package func availableTokens(now: MonotonicInstant) -> Int {
         let backlog = max(theoreticalArrival, now).nanoseconds - now.nanoseconds
         let free = (tolerance + emissionInterval - backlog) / emissionInterval
         return Int(max(0, min(Int64(burst), free)))
     }
 
     /// Takes a token if one is available at `now`.
-    public mutating func tryTake(now: MonotonicInstant) -> TakeResult {
+    package mutating func tryTake(now: MonotonicInstant) -> TakeResult {
         switch reserve(now: now, maxWait: .zero) {
         case .goNow: .taken
         case .goAfter(let wait), .refused(let wait): .refused(retryAfter: wait)
@@ -78,7 +78,7 @@ public struct TokenBucket: Sendable, Hashable {
 
     /// Reserves the next token if it is due within `maxWait`: the caller either goes now or after the
     /// returned delay (the token is already theirs, so later callers queue behind them).
-    public mutating func reserve(now: MonotonicInstant, maxWait: Duration) -> Reservation {
+    package mutating func reserve(now: MonotonicInstant, maxWait: Duration) -> Reservation {
         let wait = waitForToken(now: now)
         if wait > maxWait { return .refused(retryAfter: wait) }
         theoreticalArrival = max(theoreticalArrival, now) + .nanoseconds(emissionInterval)
@@ -87,7 +87,7 @@ public struct TokenBucket: Sendable, Hashable {
 
     /// Empties the bucket until `instant` (Apple's 429 `Retry-After`): no token before it, then one
     /// token at `instant` and refill at the normal rate from there. Earlier instants change nothing.
-    public mutating func blockUntil(_ instant: MonotonicInstant) {
+    package mutating func blockUntil(_ instant: MonotonicInstant) {
         theoreticalArrival = max(theoreticalArrival, instant + .nanoseconds(tolerance))
     }
 }

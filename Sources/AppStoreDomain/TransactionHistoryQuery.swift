@@ -1,9 +1,9 @@
 import GatewayFoundation
 
 /// The query of Get Transaction History (Apple's App Store Server API documentation), encoded exactly as Apple expects.
-public struct TransactionHistoryQuery: Sendable, Hashable {
+package struct TransactionHistoryQuery: Sendable, Hashable {
     /// `productType` filter values.
-    public enum ProductType: String, Sendable, Hashable, CaseIterable {
+    package enum ProductType: String, Sendable, Hashable, CaseIterable {
         /// Auto-renewable subscriptions.
         case autoRenewable = "AUTO_RENEWABLE"
         /// Non-renewing subscriptions.
@@ -15,7 +15,7 @@ public struct TransactionHistoryQuery: Sendable, Hashable {
     }
 
     /// `sort` values; Apple orders by the record's last-modified date.
-    public enum SortOrder: String, Sendable, Hashable, CaseIterable {
+    package enum SortOrder: String, Sendable, Hashable, CaseIterable {
         /// Oldest first (Apple's default).
         case ascending = "ASCENDING"
         /// Newest first.
@@ -23,7 +23,7 @@ public struct TransactionHistoryQuery: Sendable, Hashable {
     }
 
     /// `inAppOwnershipType` values.
-    public enum OwnershipType: String, Sendable, Hashable, CaseIterable {
+    package enum OwnershipType: String, Sendable, Hashable, CaseIterable {
         /// Shared through Family Sharing.
         case familyShared = "FAMILY_SHARED"
         /// Bought by the account itself.
@@ -31,26 +31,26 @@ public struct TransactionHistoryQuery: Sendable, Hashable {
     }
 
     /// Paging token from the previous response; nil on the first page.
-    public var revision: String?
+    package var revision: String?
     /// Only records with `purchaseDate >= startDate` (UNIX ms).
-    public var startDate: Int64?
+    package var startDate: Int64?
     /// Only records with `purchaseDate < endDate` (UNIX ms).
-    public var endDate: Int64?
+    package var endDate: Int64?
     /// Product ids, each sent as its own `productId`.
-    public var productIds: [String]
+    package var productIds: [String]
     /// Product types, each sent as its own `productType`.
-    public var productTypes: [ProductType]
+    package var productTypes: [ProductType]
     /// Sort order; nil leaves Apple's default.
-    public var sort: SortOrder?
+    package var sort: SortOrder?
     /// Subscription group ids, each sent as its own `subscriptionGroupIdentifier`.
-    public var subscriptionGroupIdentifiers: [String]
+    package var subscriptionGroupIdentifiers: [String]
     /// Ownership filter.
-    public var inAppOwnershipType: OwnershipType?
+    package var inAppOwnershipType: OwnershipType?
     /// true: only revoked; false: only not revoked; nil: both.
-    public var revoked: Bool?
+    package var revoked: Bool?
 
     /// A query; everything defaults to unset. An empty `revision` counts as none.
-    public init(
+    package init(
         revision: String? = nil, startDate: Int64? = nil, endDate: Int64? = nil, productIds: [String] = [],
         productTypes: [ProductType] = [], sort: SortOrder? = nil, subscriptionGroupIdentifiers: [String] = [],
         inAppOwnershipType: OwnershipType? = nil, revoked: Bool? = nil
@@ -67,14 +67,14 @@ public struct TransactionHistoryQuery: Sendable, Hashable {
     }
 
     /// The same filters with another page's `revision` (Apple requires identical filters when paging).
-    public func nextPage(revision: String) -> TransactionHistoryQuery {
+    package func nextPage(revision: String) -> TransactionHistoryQuery {
         var next = self
         next.revision = revision
         return next
     }
 
     /// Name/value pairs in a fixed order: §2.1's order, repeated keys in the order given, unset omitted.
-    public var parameters: [(name: String, value: String)] {
+    package var parameters: [(name: String, value: String)] {
         var items: [(name: String, value: String)] = []
         if let revision { items.append(("revision", revision)) }
         if let startDate { items.append(("startDate", String(startDate))) }
@@ -89,13 +89,13 @@ public struct TransactionHistoryQuery: Sendable, Hashable {
     }
 
     /// The percent-encoded query without the leading `?`; empty when nothing is set.
-    public var queryString: String {
+    package var queryString: String {
         parameters.map { PercentEncoding.encode($0.name) + "=" + PercentEncoding.encode($0.value) }
             .joined(separator: "&")
     }
 
     /// Rejects what Apple would reject with a 400, naming the field.
-    public func validate() throws(GatewayError) {
+    package func validate() throws(GatewayError) {
         if let startDate, startDate < 0 {
             throw .invalidArgument(field: "startDate", problem: "must be a UNIX time in milliseconds, not negative")
         }

@@ -1,17 +1,17 @@
 extension BearerTokenVerifier {
     /// Bearer JWTs signed by keys of a JWKS file (e.g. Kubernetes service-account tokens).
-    public struct Settings: Sendable, Hashable {
+    package struct Settings: Sendable, Hashable {
         /// `authentication.jwt.jwksFile`: a JSON Web Key Set with RS256 and ES256 public keys; re-read when
         /// it changes (also through a symlink swap, as a projected ConfigMap updates).
-        public var jwksFile = ""
+        package var jwksFile = ""
         /// `authentication.jwt.issuer`: the `iss` every token must carry.
-        public var issuer = ""
+        package var issuer = ""
         /// `authentication.jwt.audiences`: a token's `aud` must name at least one of these.
-        public var audiences: [String] = []
+        package var audiences: [String] = []
         /// `authentication.jwt.maxLifetime`: the longest lifetime accepted, `exp - iat` (`exp - now` without
         /// `iat`); 24h by default, at most 366 days. Bounds how long a leaked token is worth anything.
-        public var maxLifetime: Duration = .seconds(86_400)
+        package var maxLifetime: Duration = .seconds(86_400)
 
-        public init() {}
+        package init() {}
     }
 }

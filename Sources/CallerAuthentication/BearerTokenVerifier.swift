@@ -7,23 +7,23 @@ import GatewayFoundation
 /// the key named by `kid`, the signature, then `exp`, `nbf`, `iat`, the lifetime, `iss`, `aud` and `sub`. Pure: keys and time are
 /// passed in. Every field is hostile: sizes are bounded before anything is decoded, numbers are checked for
 /// range before use, and any shape other than the expected one is a `malformedToken`.
-public struct BearerTokenVerifier: Sendable {
+package struct BearerTokenVerifier: Sendable {
     /// The `iss` every token must carry.
-    public let issuer: String
+    package let issuer: String
     /// A token's `aud` must name one of these.
-    public let audiences: Set<String>
+    package let audiences: Set<String>
     /// Clock skew tolerated on `exp`, `nbf` and `iat` (and on `exp - now` for a token without `iat`).
-    public let leeway: Duration
+    package let leeway: Duration
     /// The longest lifetime accepted: `exp - iat`, or `exp - now` when the token has no `iat`.
-    public let maxLifetime: Duration
+    package let maxLifetime: Duration
 
     /// Largest token accepted, in bytes (Kubernetes service-account tokens are about 1 KiB).
-    public static let maxTokenBytes = 8 * 1024
+    package static let maxTokenBytes = 8 * 1024
     /// Largest `sub` accepted, in bytes.
-    public static let maxSubjectBytes = 1024
+    package static let maxSubjectBytes = 1024
 
     /// A verifier for tokens of `issuer` naming one of `audiences`, living at most `maxLifetime` (24 h).
-    public init(
+    package init(
         issuer: String, audiences: [String], leeway: Duration = .seconds(30), maxLifetime: Duration = .seconds(86_400)
     ) {
         self.issuer = issuer
@@ -33,15 +33,16 @@ public struct BearerTokenVerifier: Sendable {
     }
 
     /// What a verified token says.
-    public struct Verified: Sendable, Hashable {
+    package struct Verified: Sendable, Hashable {
         /// `sub`: the caller's identity.
-        public var subject: String
+        package var subject: String
         /// `exp`: until when the token is valid.
-        public var expires: WallTime
+        package var expires: WallTime
     }
 
     /// Verifies `token` (the text after "Bearer ") at `now`.
-    public func verify(_ token: String, keys: JSONWebKeySet, now: WallTime) -> Result<Verified, AuthenticationFailure> {
+    package func verify(_ token: String, keys: JSONWebKeySet, now: WallTime) -> Result<Verified, AuthenticationFailure>
+    {
         let bytes = Array(token.utf8)
         guard bytes.count <= Self.maxTokenBytes else { return .failure(.malformedToken) }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)

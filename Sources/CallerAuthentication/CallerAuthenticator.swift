@@ -6,19 +6,19 @@ import GatewayFoundation
 /// or refuses the caller by the `callers` policy. Runs on the event loops: a token seen before costs one
 /// SHA-256 and a dictionary lookup (`VerifiedTokenCache`); a new one one signature verification (RS256
 /// with a 2048–4096-bit key, or ES256). The JWKS is swapped in by `replaceKeys` (a file watcher, off the loop).
-public final class CallerAuthenticator: Sendable {
+package final class CallerAuthenticator: Sendable {
     /// The bearer token verifier; nil when `authentication.jwt` is not configured.
-    public let verifier: BearerTokenVerifier?
+    package let verifier: BearerTokenVerifier?
     /// True when `callers` is absent (open mode): fixed for the process, so a reload cannot open a closed
     /// gateway or close an open one, and open mode reads no lock.
-    public let isOpen: Bool
+    package let isOpen: Bool
     /// The `callers` policy in force: replaced by `replacePolicy` (a reload of the configuration file).
     private let policies: Lock<CallerPolicy>
     /// The JWKS in force and the verdicts reached under it.
     let cache: VerifiedTokenCache
     private let clock: any GatewayClock
 
-    public init(
+    package init(
         verifier: BearerTokenVerifier?, policy: CallerPolicy, clock: any GatewayClock = SystemClock(),
         cacheCapacity: Int = 10_000
     ) {
@@ -31,29 +31,29 @@ public final class CallerAuthenticator: Sendable {
 
     /// Makes `keys` the JWKS in force; tokens verified under the old one are verified again, including those
     /// whose verification under the old keys is still running (their verdicts are not kept).
-    public func replaceKeys(_ keys: JSONWebKeySet) {
+    package func replaceKeys(_ keys: JSONWebKeySet) {
         cache.replaceKeys(keys)
     }
 
     /// The `callers` policy in force.
-    public var policy: CallerPolicy { policies.withLock { $0 } }
+    package var policy: CallerPolicy { policies.withLock { $0 } }
 
     /// Runs `body` with the policy in force, without copying it out.
-    public func withPolicy<Result: Sendable>(_ body: (borrowing CallerPolicy) -> Result) -> Result {
+    package func withPolicy<Result: Sendable>(_ body: (borrowing CallerPolicy) -> Result) -> Result {
         policies.withLock { body($0) }
     }
 
     /// Puts `policy` in force for every call from now on; false (nothing changes) when it would switch between
     /// open mode and a `callers` list, which needs a restart.
     @discardableResult
-    public func replacePolicy(_ policy: CallerPolicy) -> Bool {
+    package func replacePolicy(_ policy: CallerPolicy) -> Bool {
         guard policy.isOpen == isOpen else { return false }
         policies.withLock { $0 = policy }
         return true
     }
 
     /// The outcome of `authenticate`.
-    public enum Refusal: Error, Sendable, Hashable {
+    package enum Refusal: Error, Sendable, Hashable {
         case unauthenticated(AuthenticationFailure)
         case permissionDenied(AccessRefusal)
     }
@@ -61,7 +61,7 @@ public final class CallerAuthenticator: Sendable {
     /// The caller of a call: from a bearer token (its `sub`) when the call carries `authorization`, else from
     /// the names of its verified client certificate (`CallerName.certificateNames`; nil = no certificate);
     /// then admitted by the policy. Nil = anonymous (open mode only).
-    public func authenticate(
+    package func authenticate(
         authorization: String?, certificateNames: [CallerName]? = nil
     ) -> Result<CallerIdentity?, Refusal> {
         var names: [CallerName] = []

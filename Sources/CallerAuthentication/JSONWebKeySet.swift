@@ -5,13 +5,13 @@ import GatewayFoundation
 /// The verification keys of a JWKS document (RFC 7517), as the issuer of caller tokens publishes them (a
 /// Kubernetes API server's `/openid/v1/jwks`): RSA keys for RS256, P-256 keys for ES256. Keys of other types,
 /// curves or uses are skipped, so a document may carry more than the gateway understands.
-public struct JSONWebKeySet: Sendable {
+package struct JSONWebKeySet: Sendable {
     /// One usable key.
-    public struct Key: Sendable {
+    package struct Key: Sendable {
         /// The key id (`kid`); tokens name it in their header. Empty when the JWK has none.
-        public var id: String
+        package var id: String
         /// The one algorithm the key verifies.
-        public var algorithm: JWTAlgorithm
+        package var algorithm: JWTAlgorithm
         let rsa: RSAPublicKey?
         let ec: ECPublicKey?
 
@@ -25,22 +25,22 @@ public struct JSONWebKeySet: Sendable {
     }
 
     /// Largest JWKS file read (bytes); a larger one is refused as a whole.
-    public static let maxDocumentBytes = 256 * 1024
+    package static let maxDocumentBytes = 256 * 1024
     /// Most keys kept.
-    public static let maxKeys = 64
+    package static let maxKeys = 64
 
     /// The usable keys, in document order.
-    public let keys: [Key]
+    package let keys: [Key]
     /// Why each skipped JWK was skipped (for the reload log line), at most `maxKeys`.
-    public let skipped: [String]
+    package let skipped: [String]
 
     /// Why a document is not a JWKS at all.
-    public struct ParseError: Error, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct ParseError: Error, Sendable, CustomStringConvertible {
+        package var description: String
     }
 
     /// Parses a JWKS document.
-    public init(json bytes: [UInt8]) throws(ParseError) {
+    package init(json bytes: [UInt8]) throws(ParseError) {
         guard bytes.count <= Self.maxDocumentBytes else {
             throw ParseError(
                 description: "the JWKS is \(bytes.count) bytes, over the \(Self.maxDocumentBytes)-byte limit")
@@ -70,7 +70,7 @@ public struct JSONWebKeySet: Sendable {
 
     /// The keys a token with header `kid` and `alg` may be verified with: the key with that id (and algorithm),
     /// or, for a token without `kid`, the only key of that algorithm.
-    public func candidates(kid: String?, algorithm: JWTAlgorithm) -> Key? {
+    package func candidates(kid: String?, algorithm: JWTAlgorithm) -> Key? {
         if let kid {
             return keys.first { $0.id == kid && $0.algorithm == algorithm }
         }
@@ -154,7 +154,7 @@ public struct JSONWebKeySet: Sendable {
 }
 
 /// The signature algorithms caller tokens may use.
-public enum JWTAlgorithm: String, Sendable, Hashable {
+package enum JWTAlgorithm: String, Sendable, Hashable {
     case rs256 = "RS256"
     case es256 = "ES256"
 }

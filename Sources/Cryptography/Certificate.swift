@@ -6,10 +6,10 @@ import GatewayFoundation
 ///
 /// Owns one `X509` reference. OpenSSL 3 lets threads read and verify with the same `X509` concurrently
 /// (its lazily cached extension data is computed under a lock), hence `Sendable`.
-public final class Certificate: @unchecked Sendable, Hashable, CustomStringConvertible {
+package final class Certificate: @unchecked Sendable, Hashable, CustomStringConvertible {
     let pointer: OpaquePointer
     /// The certificate's DER encoding, exactly as parsed or issued.
-    public let derBytes: [UInt8]
+    package let derBytes: [UInt8]
 
     /// Takes over the caller's reference to `pointer`.
     init(takingOwnershipOf pointer: OpaquePointer) throws(CryptographyError) {
@@ -29,7 +29,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     deinit { X509_free(pointer) }
 
     /// Parses one DER certificate; trailing bytes after it are rejected.
-    public convenience init(derEncoded der: [UInt8]) throws(CryptographyError) {
+    package convenience init(derEncoded der: [UInt8]) throws(CryptographyError) {
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             guard let certificate = d2i_X509(nil, &cursor, buffer.count) else { return nil }
@@ -46,7 +46,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     /// Parses the first `-----BEGIN CERTIFICATE-----` block of `pem`.
-    public convenience init(pemEncoded pem: String) throws(CryptographyError) {
+    package convenience init(pemEncoded pem: String) throws(CryptographyError) {
         let bio = try MemoryBIO(reading: Array(pem.utf8))
         guard let parsed = PEM_read_bio_X509(bio.pointer, nil, nil, nil) else {
             throw CryptographyError(.invalidCertificate, "no PEM certificate found")
@@ -55,7 +55,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     /// Reads a certificate file, DER (`.cer`, as Apple publishes its roots) or PEM.
-    public convenience init(contentsOfFile path: String) throws(CryptographyError) {
+    package convenience init(contentsOfFile path: String) throws(CryptographyError) {
         let bytes: [UInt8]
         do {
             bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -70,7 +70,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     /// The certificate as PEM.
-    public var pemEncoded: String {
+    package var pemEncoded: String {
         let body = Base64.encode(derBytes, variant: .standard)
         var lines = ["-----BEGIN CERTIFICATE-----"]
         var index = body.startIndex
@@ -84,12 +84,12 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     /// Subject distinguished name in RFC 2253 form (last RDN first), e.g. `C=US,O=Apple Inc.,...,CN=Apple Root CA - G3`.
-    public var subject: String { Self.rfc2253(X509_get_subject_name(pointer)) }
+    package var subject: String { Self.rfc2253(X509_get_subject_name(pointer)) }
     /// Issuer distinguished name in RFC 2253 form.
-    public var issuer: String { Self.rfc2253(X509_get_issuer_name(pointer)) }
+    package var issuer: String { Self.rfc2253(X509_get_issuer_name(pointer)) }
 
     /// The serial number's big-endian magnitude bytes (no sign padding).
-    public var serialNumber: [UInt8] {
+    package var serialNumber: [UInt8] {
         // get0: the ASN1_INTEGER belongs to the certificate.
         guard let serial = X509_get0_serialNumber(pointer),
             let number = ASN1_INTEGER_to_BN(serial, nil)
@@ -101,15 +101,15 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     /// Start of the validity period.
-    public var notBefore: Date { Self.date(X509_get0_notBefore(pointer)) }
+    package var notBefore: Date { Self.date(X509_get0_notBefore(pointer)) }
     /// End of the validity period (inclusive, RFC 5280 §4.1.2.5).
-    public var notAfter: Date { Self.date(X509_get0_notAfter(pointer)) }
+    package var notAfter: Date { Self.date(X509_get0_notAfter(pointer)) }
 
     /// SHA-256 of the DER encoding.
-    public var sha256Fingerprint: [UInt8] { SHA256.hash(derBytes) }
+    package var sha256Fingerprint: [UInt8] { SHA256.hash(derBytes) }
 
     /// Whether an extension with the dotted `oid` (e.g. `1.2.840.113635.100.6.11.1`) is present.
-    public func hasExtension(oid: String) -> Bool {
+    package func hasExtension(oid: String) -> Bool {
         guard let object = OBJ_txt2obj(oid, 1) else {
             _ = CryptographyError.drainErrorQueue()
             return false
@@ -119,7 +119,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     /// The subject public key, if it is an EC key on P-256 or P-384.
-    public func publicKey() throws(CryptographyError) -> ECPublicKey {
+    package func publicKey() throws(CryptographyError) -> ECPublicKey {
         // get1: a new reference that the ECPublicKey takes over.
         guard let key = X509_get_pubkey(pointer) else {
             throw CryptographyError(.invalidKey, "the certificate's public key cannot be decoded")
@@ -127,10 +127,10 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         return try ECPublicKey(takingOwnershipOf: key)
     }
 
-    public var description: String { "Certificate(\(subject), serial \(SHA256.colonHex(serialNumber)))" }
+    package var description: String { "Certificate(\(subject), serial \(SHA256.colonHex(serialNumber)))" }
 
-    public static func == (lhs: Certificate, rhs: Certificate) -> Bool { lhs.derBytes == rhs.derBytes }
-    public func hash(into hasher: inout Hasher) { hasher.combine(derBytes) }
+    package static func == (lhs: Certificate, rhs: Certificate) -> Bool { lhs.derBytes == rhs.derBytes }
+    package func hash(into hasher: inout Hasher) { hasher.combine(derBytes) }
 
     static func rfc2253(_ name: OpaquePointer?) -> String {
         guard let name, let bio = try? MemoryBIO() else { return "" }

@@ -2,7 +2,7 @@ internal import COpenSSL
 import Foundation
 
 /// Why a chain failed RFC 5280 path validation, decided from OpenSSL's numeric verify error.
-public enum ChainValidationFailureReason: String, Sendable, Hashable {
+package enum ChainValidationFailureReason: String, Sendable, Hashable {
     /// No path from the leaf to a configured root (issuer missing, or a self-signed certificate that is
     /// not one of the roots).
     case untrusted
@@ -21,7 +21,7 @@ public enum ChainValidationFailureReason: String, Sendable, Hashable {
 }
 
 /// The outcome of validating a chain.
-public enum ChainValidationResult: Sendable, Hashable {
+package enum ChainValidationResult: Sendable, Hashable {
     /// The path validated; its certificates' validity periods all contain the returned window.
     case valid(ValidatedChain)
     /// The path did not validate.
@@ -29,40 +29,40 @@ public enum ChainValidationResult: Sendable, Hashable {
 }
 
 /// A successfully validated path.
-public struct ValidatedChain: Sendable, Hashable {
+package struct ValidatedChain: Sendable, Hashable {
     /// The latest `notBefore` over the whole path (leaf to root).
-    public let validFrom: Date
+    package let validFrom: Date
     /// The earliest `notAfter` over the whole path.
-    public let validUntil: Date
+    package let validUntil: Date
     /// Number of certificates in the path, root included.
-    public let length: Int
+    package let length: Int
 }
 
 /// Details of a failed validation.
-public struct ChainValidationFailure: Sendable, Hashable, CustomStringConvertible {
-    public let reason: ChainValidationFailureReason
+package struct ChainValidationFailure: Sendable, Hashable, CustomStringConvertible {
+    package let reason: ChainValidationFailureReason
     /// OpenSSL's `X509_V_ERR_*` code.
-    public let openSSLCode: Int32
+    package let openSSLCode: Int32
     /// Position in the path of the failing certificate (0 = leaf).
-    public let depth: Int32
+    package let depth: Int32
     /// OpenSSL's text for `openSSLCode`, for people (never used to decide anything).
-    public let message: String
+    package let message: String
 
-    public var description: String { "\(message) (X509_V_ERR \(openSSLCode), depth \(depth))" }
+    package var description: String { "\(message) (X509_V_ERR \(openSSLCode), depth \(depth))" }
 }
 
 /// Validates leaf → intermediates → one of a fixed set of trusted roots, at a chosen time, with
 /// OpenSSL's X.509 strict checks. Only the configured roots are trust anchors; certificates passed as
 /// intermediates are never trusted by themselves.
-public final class CertificateChainValidator: @unchecked Sendable {
+package final class CertificateChainValidator: @unchecked Sendable {
     // X509_STORE is safe for concurrent X509_verify_cert calls once populated; it is never mutated after
     // init, hence Sendable.
     private let store: OpaquePointer
     /// The trust anchors.
-    public let trustedRoots: [Certificate]
+    package let trustedRoots: [Certificate]
 
     /// A validator trusting exactly `trustedRoots` (at least one).
-    public init(trustedRoots: [Certificate]) throws(CryptographyError) {
+    package init(trustedRoots: [Certificate]) throws(CryptographyError) {
         guard !trustedRoots.isEmpty else { throw CryptographyError(.invalidArgument, "no trusted root given") }
         guard let store = X509_STORE_new() else { throw CryptographyError(.internalFailure, "X509_STORE_new failed") }
         self.store = store
@@ -78,7 +78,7 @@ public final class CertificateChainValidator: @unchecked Sendable {
     deinit { X509_STORE_free(store) }
 
     /// Validates `leaf` through `intermediates` to a trusted root as of `time`.
-    public func validate(leaf: Certificate, intermediates: [Certificate], at time: Date) -> ChainValidationResult {
+    package func validate(leaf: Certificate, intermediates: [Certificate], at time: Date) -> ChainValidationResult {
         guard let context = X509_STORE_CTX_new() else {
             return .invalid(internalFailure("X509_STORE_CTX_new failed"))
         }

@@ -6,14 +6,14 @@ import Foundation
 #endif
 
 /// A distinguished name built from the attributes test and simulator PKIs need.
-public struct DistinguishedName: Sendable, Hashable {
-    public var commonName: String
-    public var organizationalUnit: String?
-    public var organization: String?
-    public var country: String?
+package struct DistinguishedName: Sendable, Hashable {
+    package var commonName: String
+    package var organizationalUnit: String?
+    package var organization: String?
+    package var country: String?
 
     /// A name with the given attributes (encoded CN, OU, O, C in that order, as Apple's certificates are).
-    public init(
+    package init(
         commonName: String, organizationalUnit: String? = nil, organization: String? = nil,
         country: String? = nil
     ) {
@@ -25,30 +25,30 @@ public struct DistinguishedName: Sendable, Hashable {
 }
 
 /// What a certificate to be issued says about its subject.
-public struct CertificateTemplate: Sendable {
+package struct CertificateTemplate: Sendable {
     /// The role, which decides basicConstraints and keyUsage (both critical, as RFC 5280 asks of CAs).
-    public enum Role: Sendable, Hashable {
+    package enum Role: Sendable, Hashable {
         /// A CA (`CA:TRUE`, keyCertSign + cRLSign), with an optional path length constraint.
         case certificateAuthority(pathLength: Int?)
         /// An end entity (`CA:FALSE`, digitalSignature).
         case endEntity
     }
 
-    public var subject: DistinguishedName
-    public var serialNumber: UInt64
-    public var notBefore: Date
-    public var notAfter: Date
-    public var role: Role
+    package var subject: DistinguishedName
+    package var serialNumber: UInt64
+    package var notBefore: Date
+    package var notAfter: Date
+    package var role: Role
     /// Dotted OIDs of non-critical marker extensions whose value is ASN.1 NULL, the form of Apple's
     /// `1.2.840.113635.100.6.2.1` (WWDR intermediate) and `1.2.840.113635.100.6.11.1` (receipt signing).
-    public var markerExtensionOIDs: [String]
+    package var markerExtensionOIDs: [String]
     /// subjectAltName entries for a TLS server certificate: DNS names and IP addresses ("localhost",
     /// "127.0.0.1", "::1"); with any, the certificate also gets extendedKeyUsage serverAuth.
-    public var subjectAlternativeNames: [String]
+    package var subjectAlternativeNames: [String]
     /// An OCSP responder URL for the Authority Information Access extension (nil: none).
-    public var ocspResponderURL: String?
+    package var ocspResponderURL: String?
 
-    public init(
+    package init(
         subject: DistinguishedName, serialNumber: UInt64, notBefore: Date, notAfter: Date, role: Role,
         markerExtensionOIDs: [String] = [], subjectAlternativeNames: [String] = [],
         ocspResponderURL: String? = nil
@@ -65,20 +65,20 @@ public struct CertificateTemplate: Sendable {
 }
 
 /// A CA that can issue certificates: its certificate and private key. Used to mint test PKIs in code.
-public struct CertificateIssuer: Sendable {
+package struct CertificateIssuer: Sendable {
     /// The issuer's certificate.
-    public let certificate: Certificate
+    package let certificate: Certificate
     /// The issuer's signing key.
-    public let privateKey: ECPrivateKey
+    package let privateKey: ECPrivateKey
 
     /// Pairs an existing CA certificate with its key.
-    public init(certificate: Certificate, privateKey: ECPrivateKey) {
+    package init(certificate: Certificate, privateKey: ECPrivateKey) {
         self.certificate = certificate
         self.privateKey = privateKey
     }
 
     /// A self-signed root CA for `key` (subject key identifier, no authority key identifier).
-    public static func selfSignedRoot(_ template: CertificateTemplate, key: ECPrivateKey) throws(CryptographyError)
+    package static func selfSignedRoot(_ template: CertificateTemplate, key: ECPrivateKey) throws(CryptographyError)
         -> CertificateIssuer
     {
         let publicKey = try key.publicKey
@@ -89,7 +89,7 @@ public struct CertificateIssuer: Sendable {
 
     /// Issues a certificate for `subjectKey`, signed by this issuer (SHA-384 from a P-384 issuer key,
     /// SHA-256 from P-256), with subject and authority key identifiers.
-    public func issue(_ template: CertificateTemplate, for subjectKey: ECPublicKey) throws(CryptographyError)
+    package func issue(_ template: CertificateTemplate, for subjectKey: ECPublicKey) throws(CryptographyError)
         -> Certificate
     {
         try CertificateBuilder.build(

@@ -1,9 +1,9 @@
 internal import COpenSSL
 
 /// A failure inside the Cryptography module, with the whole OpenSSL error queue that explains it.
-public struct CryptographyError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct CryptographyError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, decided where the failure happened (never from OpenSSL's text).
-    public enum Code: String, Sendable, Hashable {
+    package enum Code: String, Sendable, Hashable {
         /// Input bytes are not a key of the expected encoding (PEM, PKCS#8, SubjectPublicKeyInfo).
         case invalidKey
         /// The key is valid but not one of the supported curves (P-256, P-384).
@@ -20,20 +20,20 @@ public struct CryptographyError: Error, Sendable, Hashable, CustomStringConverti
     }
 
     /// One entry of OpenSSL's thread-local error queue.
-    public struct OpenSSLEntry: Sendable, Hashable, CustomStringConvertible {
+    package struct OpenSSLEntry: Sendable, Hashable, CustomStringConvertible {
         /// The packed OpenSSL error code (`ERR_get_error`).
-        public let code: UInt
+        package let code: UInt
         /// OpenSSL's description, e.g. `error:0680007B:asn1 encoding routines::header too long`.
-        public let text: String
-        public var description: String { text }
+        package let text: String
+        package var description: String { text }
     }
 
     /// The kind of failure.
-    public let code: Code
+    package let code: Code
     /// A sentence naming the operation that failed, for people.
-    public let reason: String
+    package let reason: String
     /// The OpenSSL error queue as drained when the failure was detected, oldest first.
-    public let openSSLErrors: [OpenSSLEntry]
+    package let openSSLErrors: [OpenSSLEntry]
 
     /// Creates an error, draining (and so clearing) the calling thread's OpenSSL error queue into it.
     init(_ code: Code, _ reason: String) {
@@ -42,14 +42,14 @@ public struct CryptographyError: Error, Sendable, Hashable, CustomStringConverti
         self.openSSLErrors = Self.drainErrorQueue()
     }
 
-    public var description: String {
+    package var description: String {
         if openSSLErrors.isEmpty { return "\(code.rawValue): \(reason)" }
         return "\(code.rawValue): \(reason) [" + openSSLErrors.map(\.text).joined(separator: "; ") + "]"
     }
 
     /// Empties OpenSSL's per-thread error queue, so one failure never leaks into the next operation: the one
     /// drain of the queue, for every OpenSSL user (TLS in HTTP2 too).
-    public static func drainErrorQueue() -> [OpenSSLEntry] {
+    package static func drainErrorQueue() -> [OpenSSLEntry] {
         var entries: [OpenSSLEntry] = []
         while true {
             let packed = ERR_get_error()

@@ -1,14 +1,14 @@
 internal import COpenSSL
 
 /// SHA-256 (FIPS 180-4) through OpenSSL's EVP digest interface.
-public enum SHA256 {
+package enum SHA256 {
     /// The 32-byte SHA-256 digest of `bytes`.
-    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+    package static func hash(_ bytes: [UInt8]) -> [UInt8] {
         bytes.withUnsafeBytes { hash($0) }
     }
 
     /// The 32-byte SHA-256 digest of the bytes `input` points at.
-    public static func hash(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func hash(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         // The digest fetched once (FetchedDigest), so no implicit per-call fetch; EVP_sha256() otherwise.
@@ -22,7 +22,7 @@ public enum SHA256 {
     }
 
     /// Colon-separated upper-case hex, the form certificate viewers show (`63:34:3A:...`).
-    public static func colonHex(_ bytes: [UInt8]) -> String {
+    package static func colonHex(_ bytes: [UInt8]) -> String {
         bytes.map { byte in
             let hex = String(byte, radix: 16, uppercase: true)
             return byte < 16 ? "0" + hex : hex
@@ -36,11 +36,11 @@ public enum SHA256 {
 ///
 /// Owns one `EVP_MD_CTX` (freed in `deinit`) that is never finalized: every digest runs on a copy
 /// (`EVP_MD_CTX_copy_ex` only reads the source), so threads use one prefix concurrently, hence `Sendable`.
-public final class SHA256Prefix: @unchecked Sendable {
+package final class SHA256Prefix: @unchecked Sendable {
     private let absorbed: OpaquePointer
 
     /// The state after hashing `prefix`; nil only when OpenSSL cannot allocate or hash.
-    public init?(_ prefix: [UInt8]) {
+    package init?(_ prefix: [UInt8]) {
         guard let algorithm = FetchedDigest.sha256?.pointer, let context = EVP_MD_CTX_new() else { return nil }
         let absorbedAll =
             EVP_DigestInit_ex(context, algorithm, nil) == 1
@@ -56,7 +56,7 @@ public final class SHA256Prefix: @unchecked Sendable {
     deinit { EVP_MD_CTX_free(absorbed) }
 
     /// SHA-256(prefix ‖ `suffix`); nil only when OpenSSL cannot allocate.
-    public func digest(appending suffix: UnsafeRawBufferPointer) -> [UInt8]? {
+    package func digest(appending suffix: UnsafeRawBufferPointer) -> [UInt8]? {
         guard let context = EVP_MD_CTX_new() else { return nil }
         defer { EVP_MD_CTX_free(context) }
         var digest = [UInt8](repeating: 0, count: 32)
@@ -74,9 +74,9 @@ public final class SHA256Prefix: @unchecked Sendable {
 }
 
 /// SHA-1, only where a protocol names content by it (Redis scripts' EVALSHA), never for security.
-public enum SHA1 {
+package enum SHA1 {
     /// The 20-byte SHA-1 digest of `bytes`, in lower-case hex.
-    public static func hex(_ bytes: [UInt8]) -> String {
+    package static func hex(_ bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: 20)
         var length: UInt32 = 0
         let status = bytes.withUnsafeBytes { input in

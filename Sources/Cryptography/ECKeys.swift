@@ -1,7 +1,7 @@
 internal import COpenSSL
 
 /// The NIST curves App Store data uses: P-256 signs JWS (ES256), P-384 signs Apple's CA certificates.
-public enum EllipticCurve: String, Sendable, Hashable, CaseIterable {
+package enum EllipticCurve: String, Sendable, Hashable, CaseIterable {
     case p256 = "P-256"
     case p384 = "P-384"
 
@@ -21,7 +21,7 @@ public enum EllipticCurve: String, Sendable, Hashable, CaseIterable {
     }
 
     /// Bytes of one coordinate / scalar, so a raw r‖s signature is twice this.
-    public var coordinateByteCount: Int {
+    package var coordinateByteCount: Int {
         switch self {
         case .p256: 32
         case .p384: 48
@@ -52,13 +52,13 @@ public enum EllipticCurve: String, Sendable, Hashable, CaseIterable {
 }
 
 /// An elliptic-curve private key on P-256 or P-384 (with its public half).
-public final class ECPrivateKey: Sendable {
+package final class ECPrivateKey: Sendable {
     let key: EVPKey
     /// The key's curve.
-    public let curve: EllipticCurve
+    package let curve: EllipticCurve
 
     /// Generates a fresh key on `curve` from OpenSSL's CSPRNG.
-    public init(generatingOn curve: EllipticCurve) throws(CryptographyError) {
+    package init(generatingOn curve: EllipticCurve) throws(CryptographyError) {
         guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else {
             throw CryptographyError(.internalFailure, "EVP_PKEY_CTX_new_id(EC) failed")
         }
@@ -75,7 +75,7 @@ public final class ECPrivateKey: Sendable {
     }
 
     /// Loads an unencrypted PKCS#8 PEM private key (`-----BEGIN PRIVATE KEY-----`), such as Apple's `.p8`.
-    public init(pkcs8PEM pem: String) throws(CryptographyError) {
+    package init(pkcs8PEM pem: String) throws(CryptographyError) {
         let bio = try MemoryBIO(reading: Array(pem.utf8))
         // The password callback refuses, so an encrypted key fails instead of prompting on a terminal.
         guard let loaded = PEM_read_bio_PrivateKey(bio.pointer, nil, { _, _, _, _ in 0 }, nil) else {
@@ -90,7 +90,7 @@ public final class ECPrivateKey: Sendable {
     }
 
     /// The matching public key.
-    public var publicKey: ECPublicKey {
+    package var publicKey: ECPublicKey {
         get throws(CryptographyError) {
             let der = try publicKeyDER()
             return try ECPublicKey(derEncoded: der)
@@ -98,7 +98,7 @@ public final class ECPrivateKey: Sendable {
     }
 
     /// The private key as PKCS#8 PEM (unencrypted), the `.p8` format.
-    public func pkcs8PEM() throws(CryptographyError) -> String {
+    package func pkcs8PEM() throws(CryptographyError) -> String {
         let bio = try MemoryBIO()
         guard PEM_write_bio_PKCS8PrivateKey(bio.pointer, key.pointer, nil, nil, 0, nil, nil) == 1 else {
             throw CryptographyError(.internalFailure, "PEM_write_bio_PKCS8PrivateKey failed")
@@ -107,13 +107,13 @@ public final class ECPrivateKey: Sendable {
     }
 
     /// The public key as DER SubjectPublicKeyInfo.
-    public func publicKeyDER() throws(CryptographyError) -> [UInt8] {
+    package func publicKeyDER() throws(CryptographyError) -> [UInt8] {
         try ECPublicKey.subjectPublicKeyInfo(of: key.pointer)
     }
 
     /// Signs `message` with ECDSA and the curve's JOSE digest (P-256: ES256 / SHA-256, P-384: ES384 /
     /// SHA-384), returning the raw JOSE form r‖s (RFC 7518 §3.4), 64 bytes for P-256.
-    public func signature(for message: [UInt8]) throws(CryptographyError) -> [UInt8] {
+    package func signature(for message: [UInt8]) throws(CryptographyError) -> [UInt8] {
         let der = try ECDSA.signDER(message, key: key.pointer, digest: curve.digest)
         guard let raw = ECDSA.rawSignature(fromDER: der, coordinateByteCount: curve.coordinateByteCount) else {
             throw CryptographyError(.internalFailure, "OpenSSL produced an unparseable ECDSA signature")
@@ -123,10 +123,10 @@ public final class ECPrivateKey: Sendable {
 }
 
 /// An elliptic-curve public key on P-256 or P-384.
-public final class ECPublicKey: Sendable, Equatable {
+package final class ECPublicKey: Sendable, Equatable {
     let key: EVPKey
     /// The key's curve.
-    public let curve: EllipticCurve
+    package let curve: EllipticCurve
     /// Verification prepared once for this key; nil only if OpenSSL could not prepare it.
     private let verification: ECVerificationContext?
 
@@ -142,7 +142,7 @@ public final class ECPublicKey: Sendable, Equatable {
     }
 
     /// Parses a DER SubjectPublicKeyInfo; trailing bytes are rejected.
-    public convenience init(derEncoded der: [UInt8]) throws(CryptographyError) {
+    package convenience init(derEncoded der: [UInt8]) throws(CryptographyError) {
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             guard let key = d2i_PUBKEY(nil, &cursor, buffer.count) else { return nil }
@@ -157,7 +157,7 @@ public final class ECPublicKey: Sendable, Equatable {
     }
 
     /// Parses a PEM public key (`-----BEGIN PUBLIC KEY-----`).
-    public convenience init(pem: String) throws(CryptographyError) {
+    package convenience init(pem: String) throws(CryptographyError) {
         let bio = try MemoryBIO(reading: Array(pem.utf8))
         guard let parsed = PEM_read_bio_PUBKEY(bio.pointer, nil, nil, nil) else {
             throw CryptographyError(.invalidKey, "not a PEM public key")
@@ -166,12 +166,12 @@ public final class ECPublicKey: Sendable, Equatable {
     }
 
     /// The key as DER SubjectPublicKeyInfo.
-    public func derRepresentation() throws(CryptographyError) -> [UInt8] {
+    package func derRepresentation() throws(CryptographyError) -> [UInt8] {
         try Self.subjectPublicKeyInfo(of: key.pointer)
     }
 
     /// The key as PEM (`-----BEGIN PUBLIC KEY-----`).
-    public func pemRepresentation() throws(CryptographyError) -> String {
+    package func pemRepresentation() throws(CryptographyError) -> String {
         let bio = try MemoryBIO()
         guard PEM_write_bio_PUBKEY(bio.pointer, key.pointer) == 1 else {
             throw CryptographyError(.internalFailure, "PEM_write_bio_PUBKEY failed")
@@ -181,7 +181,7 @@ public final class ECPublicKey: Sendable, Equatable {
 
     /// Whether `signature`, a raw JOSE r‖s of exactly twice the coordinate size, signs `message` under
     /// this key with the curve's digest (ES256 for P-256). DER-encoded signatures are rejected.
-    public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
+    package func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
         guard signature.count == 2 * curve.coordinateByteCount,
             let der = ECDSA.derSignatureDirect(fromRaw: signature)
         else { return false }
@@ -193,7 +193,7 @@ public final class ECPublicKey: Sendable, Equatable {
 
     /// Whether `signature` (raw JOSE r‖s) signs the message whose digest, with the curve's algorithm
     /// (SHA-256 for P-256), is `digest`: for callers that hashed the message in parts (`SHA256Prefix`).
-    public func isValidSignature(_ signature: [UInt8], forDigest digest: [UInt8]) -> Bool {
+    package func isValidSignature(_ signature: [UInt8], forDigest digest: [UInt8]) -> Bool {
         guard signature.count == 2 * curve.coordinateByteCount,
             let der = ECDSA.derSignatureDirect(fromRaw: signature),
             let verification = verification ?? ECVerificationContext(key: key.pointer, curve: curve)
@@ -201,7 +201,7 @@ public final class ECPublicKey: Sendable, Equatable {
         return digest.withUnsafeBufferPointer { verification.verify(der: der, digest: $0) }
     }
 
-    public static func == (lhs: ECPublicKey, rhs: ECPublicKey) -> Bool {
+    package static func == (lhs: ECPublicKey, rhs: ECPublicKey) -> Bool {
         EVP_PKEY_eq(lhs.key.pointer, rhs.key.pointer) == 1
     }
 

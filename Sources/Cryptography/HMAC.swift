@@ -1,9 +1,9 @@
 internal import COpenSSL
 
 /// HMAC-SHA256 (RFC 2104, FIPS 198-1) through OpenSSL's one-shot `HMAC()`.
-public enum HMACSHA256 {
+package enum HMACSHA256 {
     /// The 32-byte authentication code of `message` under `key` (any key length; RFC 2104 §2 hashes long keys).
-    public static func authenticationCode(key: [UInt8], message: [UInt8]) -> [UInt8] {
+    package static func authenticationCode(key: [UInt8], message: [UInt8]) -> [UInt8] {
         var code = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let algorithm = FetchedDigest.sha256?.pointer ?? EVP_sha256()
@@ -26,7 +26,7 @@ public enum HMACSHA256 {
 
     /// Whether `code` is the authentication code of `message` under `key`, compared in constant time
     /// (`CRYPTO_memcmp`), so a forger learns nothing from how long a rejection took.
-    public static func isValid(_ code: [UInt8], key: [UInt8], message: [UInt8]) -> Bool {
+    package static func isValid(_ code: [UInt8], key: [UInt8], message: [UInt8]) -> Bool {
         let expected = authenticationCode(key: key, message: message)
         guard code.count == expected.count else { return false }
         return code.withUnsafeBytes { a in

@@ -6,7 +6,7 @@ import Foundation
 #endif
 
 /// What an OCSP responder says about one certificate (RFC 6960 §2.2).
-public enum OCSPCertificateStatus: Sendable, Hashable {
+package enum OCSPCertificateStatus: Sendable, Hashable {
     /// Not revoked.
     case good
     /// Revoked at that time.
@@ -16,14 +16,14 @@ public enum OCSPCertificateStatus: Sendable, Hashable {
 }
 
 /// A checked OCSP answer about one certificate.
-public struct OCSPAnswer: Sendable, Hashable {
-    public let status: OCSPCertificateStatus
+package struct OCSPAnswer: Sendable, Hashable {
+    package let status: OCSPCertificateStatus
     /// When the responder last knew the status to be as it says.
-    public let thisUpdate: Date
+    package let thisUpdate: Date
     /// When newer information will be available (nil: any time).
-    public let nextUpdate: Date?
+    package let nextUpdate: Date?
 
-    public init(status: OCSPCertificateStatus, thisUpdate: Date, nextUpdate: Date?) {
+    package init(status: OCSPCertificateStatus, thisUpdate: Date, nextUpdate: Date?) {
         self.status = status
         self.thisUpdate = thisUpdate
         self.nextUpdate = nextUpdate
@@ -31,13 +31,13 @@ public struct OCSPAnswer: Sendable, Hashable {
 }
 
 /// The client side of OCSP (RFC 6960): where to ask, what to send, and what an answer proves. No I/O here.
-public enum OCSP {
+package enum OCSP {
     /// How far `thisUpdate` may lie in the future and `nextUpdate` in the past (clock skew), as OpenSSL's
     /// own checks allow.
-    public static let allowedClockSkew: TimeInterval = 300
+    package static let allowedClockSkew: TimeInterval = 300
 
     /// The http(s) OCSP responder URLs of `certificate`'s Authority Information Access extension, in order.
-    public static func responderURLs(of certificate: Certificate) -> [String] {
+    package static func responderURLs(of certificate: Certificate) -> [String] {
         guard let stack = X509_get1_ocsp(certificate.pointer) else { return [] }
         defer { X509_email_free(stack) }
         var urls: [String] = []
@@ -51,7 +51,8 @@ public enum OCSP {
 
     /// A DER OCSPRequest asking about `certificate`, issued by `issuer` (CertID hashed with SHA-256, as
     /// Apple's own verifier asks; no nonce, so answers can be cached and shared).
-    public static func request(for certificate: Certificate, issuer: Certificate) throws(CryptographyError) -> [UInt8] {
+    package static func request(for certificate: Certificate, issuer: Certificate) throws(CryptographyError) -> [UInt8]
+    {
         guard let request = OCSP_REQUEST_new() else {
             throw CryptographyError(.internalFailure, "OCSP_REQUEST_new failed")
         }
@@ -75,7 +76,7 @@ public enum OCSP {
     /// chain leads to one of `trustedRoots` at `now`, and holds a single response for exactly this
     /// certificate that is current (thisUpdate not after `now`, nextUpdate not before, give or take
     /// `allowedClockSkew`). Anything else throws `.invalidOCSPResponse`.
-    public static func answer(
+    package static func answer(
         fromResponse response: [UInt8], certificate: Certificate, issuer: Certificate, trustedRoots: [Certificate],
         now: Date
     ) throws(CryptographyError) -> OCSPAnswer {
@@ -151,12 +152,12 @@ public enum OCSP {
 
 /// The responder side of OCSP, for test PKIs (the simulator's): answers a DER OCSPRequest about
 /// certificates of `issuers`, signing as the issuer itself (RFC 6960 §4.2.2.2).
-public enum OCSPResponder {
+package enum OCSPResponder {
     /// The DER OCSPResponse to `request`: for each certificate asked about, `good` unless its serial number
     /// (big-endian magnitude bytes) is in `revokedSerials`, with thisUpdate `now` and nextUpdate
     /// `now + validity`; signed by the issuer the request names. A request that does not parse, or names no
     /// issuer of `issuers`, gets `malformedRequest` / `unauthorized`.
-    public static func response(
+    package static func response(
         to request: [UInt8], issuers: [CertificateIssuer], revokedSerials: Set<[UInt8]>, now: Date,
         validity: TimeInterval
     ) -> [UInt8] {
@@ -248,7 +249,7 @@ public enum OCSPResponder {
 extension Certificate {
     /// Whether `issuer` names and identifies itself as this certificate's issuer (subject/issuer names, key
     /// identifiers, key usage; not the signature), as OpenSSL matches chain links.
-    public func isIssued(by issuer: Certificate) -> Bool {
+    package func isIssued(by issuer: Certificate) -> Bool {
         let issued = X509_check_issued(issuer.pointer, pointer) == X509_V_OK
         _ = CryptographyError.drainErrorQueue()
         return issued

@@ -2,16 +2,16 @@ internal import COpenSSL
 
 /// An RSA public key for RS256 (RSASSA-PKCS1-v1_5 with SHA-256) verification, as JWKS publish them.
 /// Modulus sizes are bounded (2048 to 4096 bits) so a hostile key cannot make verification expensive.
-public final class RSAPublicKey: Sendable {
+package final class RSAPublicKey: Sendable {
     let key: EVPKey
     /// The modulus size in bytes (the size of every valid signature).
-    public let modulusByteCount: Int
+    package let modulusByteCount: Int
 
     /// Allowed modulus sizes, in bits.
-    public static let allowedBits = 2048...4096
+    package static let allowedBits = 2048...4096
 
     /// A key from its big-endian modulus `n` and public exponent `e` (a JWK's decoded "n" and "e").
-    public init(modulus: [UInt8], exponent: [UInt8]) throws(CryptographyError) {
+    package init(modulus: [UInt8], exponent: [UInt8]) throws(CryptographyError) {
         let n = Array(modulus.drop { $0 == 0 })
         let e = Array(exponent.drop { $0 == 0 })
         let bits = n.count * 8 - (n.first.map { $0.leadingZeroBitCount } ?? 8)
@@ -33,7 +33,7 @@ public final class RSAPublicKey: Sendable {
     }
 
     /// Whether `signature` is a valid RS256 signature of `message` under this key.
-    public func isValidRS256Signature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
+    package func isValidRS256Signature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
         guard signature.count == modulusByteCount, let digest = FetchedDigest.sha256 else { return false }
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
@@ -54,12 +54,12 @@ public final class RSAPublicKey: Sendable {
 }
 
 /// An RSA private key, for tests and tools that mint RS256 tokens (the gateway itself only verifies).
-public final class RSAPrivateKey: Sendable {
+package final class RSAPrivateKey: Sendable {
     let key: EVPKey
-    public let bits: Int
+    package let bits: Int
 
     /// Generates a key of `bits` bits with exponent 65537.
-    public init(generatingBits bits: Int = 2048) throws(CryptographyError) {
+    package init(generatingBits bits: Int = 2048) throws(CryptographyError) {
         guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_RSA, nil) else {
             throw CryptographyError(.internalFailure, "EVP_PKEY_CTX_new_id(RSA) failed")
         }
@@ -76,17 +76,17 @@ public final class RSAPrivateKey: Sendable {
     }
 
     /// The public modulus, big-endian.
-    public var modulus: [UInt8] { parameter("n") }
+    package var modulus: [UInt8] { parameter("n") }
     /// The public exponent, big-endian.
-    public var exponent: [UInt8] { parameter("e") }
+    package var exponent: [UInt8] { parameter("e") }
 
     /// The public half.
-    public func publicKey() throws(CryptographyError) -> RSAPublicKey {
+    package func publicKey() throws(CryptographyError) -> RSAPublicKey {
         try RSAPublicKey(modulus: modulus, exponent: exponent)
     }
 
     /// An RS256 signature of `message`.
-    public func rs256Signature(for message: [UInt8]) throws(CryptographyError) -> [UInt8] {
+    package func rs256Signature(for message: [UInt8]) throws(CryptographyError) -> [UInt8] {
         guard let digest = FetchedDigest.sha256, let context = EVP_MD_CTX_new() else {
             throw CryptographyError(.internalFailure, "EVP_MD_CTX_new failed")
         }
@@ -120,7 +120,7 @@ public final class RSAPrivateKey: Sendable {
 extension ECPublicKey {
     /// A P-256 key from its affine coordinates (a JWK's decoded "x" and "y", 32 bytes each); OpenSSL checks
     /// that the point is on the curve.
-    public convenience init(p256X x: [UInt8], y: [UInt8]) throws(CryptographyError) {
+    package convenience init(p256X x: [UInt8], y: [UInt8]) throws(CryptographyError) {
         guard x.count == 32, y.count == 32 else {
             throw CryptographyError(.invalidKey, "P-256 coordinates must be 32 bytes each")
         }
@@ -131,7 +131,7 @@ extension ECPublicKey {
     }
 
     /// The affine coordinates (x, y) of a P-256 key, 32 bytes each (for publishing it as a JWK).
-    public var p256Coordinates: (x: [UInt8], y: [UInt8])? {
+    package var p256Coordinates: (x: [UInt8], y: [UInt8])? {
         guard curve == .p256 else { return nil }
         var point = [UInt8](repeating: 0, count: 65)
         var length = 0

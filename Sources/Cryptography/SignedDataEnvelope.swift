@@ -2,10 +2,10 @@ internal import COpenSSL
 
 /// The content of a PKCS#7 / CMS SignedData envelope (RFC 5652), as StoreKit 1 app receipts are: parsed with
 /// OpenSSL's CMS parser and returned unverified (the receipt utility only needs an id to ask Apple about).
-public enum SignedDataEnvelope {
+package enum SignedDataEnvelope {
     /// The encapsulated content of the DER SignedData `der`. Throws `.invalidArgument` for bytes that are not one
     /// DER CMS ContentInfo of type SignedData with embedded content (trailing bytes included).
-    public static func content(ofDER der: [UInt8]) throws(CryptographyError) -> [UInt8] {
+    package static func content(ofDER der: [UInt8]) throws(CryptographyError) -> [UInt8] {
         let content: [UInt8]? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             // d2i_CMS_ContentInfo returns a new object we own: freed below on every path.

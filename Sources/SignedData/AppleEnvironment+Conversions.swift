@@ -8,7 +8,7 @@ import ProtoCodec
 
 extension AppStoreEnvironment {
     /// The environment of the server that answered.
-    public init(_ environment: AppleEnvironment) {
+    package init(_ environment: AppleEnvironment) {
         switch environment {
         case .production: self = .production
         case .sandbox: self = .sandbox
@@ -18,5 +18,5 @@ extension AppStoreEnvironment {
 
 extension AppleEnvironment {
     /// The contract's wire enum for this server's environment.
-    public var protoEnvironment: Environment { AppStoreEnvironment(self).protoEnvironment }
+    package var protoEnvironment: Environment { AppStoreEnvironment(self).protoEnvironment }
 }

@@ -5,18 +5,18 @@ import ProtoCodec
 /// A verified payload decoded into the gateway's proto value types: the VerifyJWS answer's own oneof, so the
 /// decoded value (boxed) goes into the answer as it is. Being the proto's oneof, a case added to
 /// `VerifyJWSResponse.payload` in the proto is a case here too (and every exhaustive switch must handle it).
-public typealias DecodedPayload = VerifyJWSResponse.Payload
+package typealias DecodedPayload = VerifyJWSResponse.Payload
 
 /// Maps Apple's decoded payload JSON (Apple's App Store Server API documentation) to the proto value types, as a
 /// step separate from verification, by each payload's table in `PayloadSchema`. Tolerant by design: unknown enum strings become UNSPECIFIED and reach callers in the
 /// field's `<field>_raw` string, unknown enum numbers stay as unrecognized proto numbers, optional booleans keep
 /// "absent" apart from false, mistyped or unknown fields are skipped, and `raw_json` always keeps the payload
 /// exactly as Apple sent it, so nothing Apple adds is ever out of reach.
-public enum PayloadDecoder {
+package enum PayloadDecoder {
     /// The typed payload of a verified result (nil unless its status is `.ok` or `.unverifiedByDesign`), with a
     /// notification's nested transaction, renewal info and app transaction filled from its verified nested
     /// payloads.
-    public static func decode(_ result: VerificationResult) -> DecodedPayload? {
+    package static func decode(_ result: VerificationResult) -> DecodedPayload? {
         guard result.isVerified || result.status == .unverifiedByDesign, let kind = result.kind,
             let raw = result.rawJSON
         else { return nil }
@@ -46,24 +46,24 @@ public enum PayloadDecoder {
     }
 
     /// JWSTransactionDecodedPayload → `Transaction` (nil when `json` is not a JSON object).
-    public static func transaction(fromJSON json: Data) -> Transaction? { map(json, PayloadSchema.transaction) }
+    package static func transaction(fromJSON json: Data) -> Transaction? { map(json, PayloadSchema.transaction) }
 
     /// JWSRenewalInfoDecodedPayload → `RenewalInfo` (nil when `json` is not a JSON object).
-    public static func renewalInfo(fromJSON json: Data) -> RenewalInfo? { map(json, PayloadSchema.renewalInfo) }
+    package static func renewalInfo(fromJSON json: Data) -> RenewalInfo? { map(json, PayloadSchema.renewalInfo) }
 
     /// AppTransaction payload → `AppTransaction` (nil when `json` is not a JSON object).
-    public static func appTransaction(fromJSON json: Data) -> AppTransaction? {
+    package static func appTransaction(fromJSON json: Data) -> AppTransaction? {
         map(json, PayloadSchema.appTransaction)
     }
 
     /// DecodedRealtimeRequestBody (Retention Messaging) → `RealtimeRequest` (nil when `json` is not a JSON object).
-    public static func realtimeRequest(fromJSON json: Data) -> RealtimeRequest? {
+    package static func realtimeRequest(fromJSON json: Data) -> RealtimeRequest? {
         map(json, PayloadSchema.realtimeRequest)
     }
 
     /// ResponseBodyV2DecodedPayload → `AppStoreNotification` (nil when `json` is not a JSON object). The
     /// nested `signed*Info` stay as JWS strings here; `decode(_:)` adds their verified decodings.
-    public static func notification(fromJSON json: Data) -> AppStoreNotification? {
+    package static func notification(fromJSON json: Data) -> AppStoreNotification? {
         map(json, PayloadSchema.notification)
     }
 

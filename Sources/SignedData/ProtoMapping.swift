@@ -2,7 +2,7 @@ import ProtoCodec
 
 extension VerificationVerdict {
     /// The contract's wire enum for this verdict.
-    public var protoStatus: VerificationStatus {
+    package var protoStatus: VerificationStatus {
         switch self {
         case .ok: .ok
         case .malformed: .malformed
@@ -22,7 +22,7 @@ extension VerificationVerdict {
 
 extension SignedDataKind {
     /// The contract's wire enum for this kind.
-    public var protoKind: JWSKind {
+    package var protoKind: JWSKind {
         switch self {
         case .transaction: .transaction
         case .renewalInfo: .renewalInfo
@@ -33,7 +33,7 @@ extension SignedDataKind {
     }
 
     /// The kind a request asks for; nil for UNSPECIFIED (detect) and for unknown numbers.
-    public init?(_ kind: JWSKind) {
+    package init?(_ kind: JWSKind) {
         guard let match = Self.allCases.first(where: { $0.protoKind == kind }) else { return nil }
         self = match
     }
@@ -41,7 +41,7 @@ extension SignedDataKind {
 
 extension AppStoreEnvironment {
     /// The contract's wire enum for this environment.
-    public var protoEnvironment: Environment {
+    package var protoEnvironment: Environment {
         switch self {
         case .production: .production
         case .sandbox: .sandbox
@@ -51,7 +51,7 @@ extension AppStoreEnvironment {
     }
 
     /// The environment a request names; nil for UNSPECIFIED and unknown numbers.
-    public init?(_ environment: Environment) {
+    package init?(_ environment: Environment) {
         guard let match = Self.allCases.first(where: { $0.protoEnvironment == environment }) else { return nil }
         self = match
     }

@@ -11,15 +11,15 @@ import GatewayFoundation
 ///   holds the id as a DER string. Xcode wraps the content in one more OCTET STRING, which is unwrapped.
 /// - Transaction receipt: base64 of an old-style property list text whose `"purchase-info"` is base64 of another
 ///   one holding `"transaction-id"`.
-public enum ReceiptTransactionID {
+package enum ReceiptTransactionID {
     /// Why a receipt was refused.
-    public struct Failure: Error, Sendable, Hashable, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, Sendable, Hashable, CustomStringConvertible {
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 
     /// Largest receipt accepted, in base64 characters.
-    public static let maxReceiptCharacters = 4_000_000
+    package static let maxReceiptCharacters = 4_000_000
 
     private static let inAppPurchase: Int64 = 17
     private static let transactionIdentifier: Int64 = 1703
@@ -27,7 +27,7 @@ public enum ReceiptTransactionID {
 
     /// The first transaction or original transaction id of the first in-app purchase that has one; nil when the
     /// receipt has no in-app purchase.
-    public static func fromAppReceipt(_ receipt: String) throws(Failure) -> String? {
+    package static func fromAppReceipt(_ receipt: String) throws(Failure) -> String? {
         let der = try decodeBase64(receipt)
         var content: [UInt8]
         do {
@@ -57,7 +57,7 @@ public enum ReceiptTransactionID {
     }
 
     /// The `"transaction-id"` of a transaction receipt; nil when it has none.
-    public static func fromTransactionReceipt(_ receipt: String) throws(Failure) -> String? {
+    package static func fromTransactionReceipt(_ receipt: String) throws(Failure) -> String? {
         guard let outer = String(validating: try decodeBase64(receipt), as: UTF8.self) else {
             throw Failure("the transaction receipt is not base64 of UTF-8 text")
         }

@@ -4,13 +4,13 @@ import GatewayFoundation
 
 /// Where OCSP requests go for online checks: the gateway's libcurl client. Awaited, so no thread blocks
 /// while a responder answers.
-public protocol OCSPTransport: Sendable {
+package protocol OCSPTransport: Sendable {
     /// POSTs the DER OCSPRequest `request` (`application/ocsp-request`) to `url`.
     func post(_ request: [UInt8], to url: String) async -> OCSPTransportResult
 }
 
 /// What a responder did with an OCSP request.
-public enum OCSPTransportResult: Sendable, Hashable {
+package enum OCSPTransportResult: Sendable, Hashable {
     /// HTTP 200 with this body (not yet checked).
     case answered([UInt8])
     /// No usable answer: connection failure, timeout, or an HTTP status other than 200 (why, in words).
@@ -18,20 +18,20 @@ public enum OCSPTransportResult: Sendable, Hashable {
 }
 
 /// One certificate whose revocation status online checks still need, with everything to ask for it.
-public struct RevocationQuery: Sendable {
+package struct RevocationQuery: Sendable {
     /// "leaf" or "intermediate", for messages.
-    public let role: String
+    package let role: String
     let certificate: Certificate
     let issuer: Certificate
     let key: RevocationCache.Key
     /// The certificate's OCSP responders (its Authority Information Access), tried in order.
-    public let responderURLs: [String]
+    package let responderURLs: [String]
     /// The DER OCSPRequest to send.
-    public let request: [UInt8]
+    package let request: [UInt8]
 }
 
 /// The outcome of one verification pass: a result, or the revocation statuses it still needs.
-public enum VerificationStep: Sendable {
+package enum VerificationStep: Sendable {
     case done(VerificationResult)
     /// Online checks need these statuses: fetch them (`OCSPTransport`), record them
     /// (`SignedDataVerifier.record`), then verify again.
@@ -40,15 +40,15 @@ public enum VerificationStep: Sendable {
 
 /// One pass of a verification that may need revocation statuses (`fetchingRevocationStatuses`): its value, or
 /// the statuses to fetch before the next pass.
-public enum RevocationPass<Value> {
+package enum RevocationPass<Value> {
     case done(Value)
     case needs([RevocationQuery])
 }
 
 /// Why a verification ended while fetching revocation statuses: `result` is the verdict to give (retryable
 /// when a responder cannot be reached or answers unusably, `untrustedChain` for a revoked or unknown certificate).
-public struct RevocationFailure: Error, Sendable {
-    public let result: VerificationResult
+package struct RevocationFailure: Error, Sendable {
+    package let result: VerificationResult
     init(_ result: VerificationResult) { self.result = result }
 }
 

@@ -4,27 +4,27 @@ import GatewayFoundation
 
 /// Signs payloads the way the App Store does: compact JWS, `alg` ES256, `x5c` = [leaf, intermediate, root]
 /// in standard base64. For the App Store simulator and tests; pair it with `AppStoreTestPKI`.
-public struct SignedDataSigner: Sendable {
+package struct SignedDataSigner: Sendable {
     /// The leaf's P-256 key.
-    public let signingKey: ECPrivateKey
+    package let signingKey: ECPrivateKey
     /// The certificates sent in `x5c`, leaf first.
-    public let certificateChain: [Certificate]
+    package let certificateChain: [Certificate]
 
     /// A signer for `signingKey` (P-256) whose certificates are `certificateChain` (leaf first).
-    public init(signingKey: ECPrivateKey, certificateChain: [Certificate]) {
+    package init(signingKey: ECPrivateKey, certificateChain: [Certificate]) {
         self.signingKey = signingKey
         self.certificateChain = certificateChain
     }
 
     /// The compact JWS of `payload` (JSON bytes, signed as given).
-    public func sign(payload: Data) throws(CryptographyError) -> String {
+    package func sign(payload: Data) throws(CryptographyError) -> String {
         let chain = certificateChain.map { "\"" + Base64.encode($0.derBytes, variant: .standard) + "\"" }
         let header = "{\"alg\":\"ES256\",\"x5c\":[" + chain.joined(separator: ",") + "]}"
         return try Self.sign(headerJSON: Data(header.utf8), payload: payload, key: signingKey)
     }
 
     /// A compact JWS over arbitrary header JSON: the building block for forged-input tests.
-    public static func sign(headerJSON: Data, payload: Data, key: ECPrivateKey) throws(CryptographyError) -> String {
+    package static func sign(headerJSON: Data, payload: Data, key: ECPrivateKey) throws(CryptographyError) -> String {
         let signingInput =
             Base64.encode(headerJSON, variant: .urlSafeUnpadded) + "."
             + Base64.encode(payload, variant: .urlSafeUnpadded)
@@ -37,22 +37,22 @@ public struct SignedDataSigner: Sendable {
 /// self-signed root, a P-384 intermediate CA (pathlen 0) with the WWDR marker OID, and P-256 leaves with
 /// the receipt-signing marker OID. Variants (no marker, other curve, other validity) come from `issueLeaf`
 /// and `issueIntermediate`, all under the same root so one verifier configuration covers them.
-public struct AppStoreTestPKI: Sendable {
+package struct AppStoreTestPKI: Sendable {
     /// The reference time every validity period is placed around.
-    public let referenceTime: Date
+    package let referenceTime: Date
     /// The root CA (valid ±10 years around the reference time).
-    public let root: CertificateIssuer
+    package let root: CertificateIssuer
     /// The default intermediate (valid ±5 years, with the marker OID).
-    public let intermediate: CertificateIssuer
+    package let intermediate: CertificateIssuer
     /// The default leaf (valid ±1 year, P-256, with the marker OID).
-    public let leaf: Certificate
+    package let leaf: Certificate
     /// The default leaf's key.
-    public let leafKey: ECPrivateKey
+    package let leafKey: ECPrivateKey
 
     private static let year: TimeInterval = 365 * 86_400
 
     /// Mints the root, intermediate and leaf.
-    public init(referenceTime: Date, rootName: String = "Test Root CA - G3") throws(CryptographyError) {
+    package init(referenceTime: Date, rootName: String = "Test Root CA - G3") throws(CryptographyError) {
         self.referenceTime = referenceTime
         root = try CertificateIssuer.selfSignedRoot(
             CertificateTemplate(
@@ -74,12 +74,12 @@ public struct AppStoreTestPKI: Sendable {
     }
 
     /// The signer for the default chain (x5c = leaf, intermediate, root).
-    public var signer: SignedDataSigner {
+    package var signer: SignedDataSigner {
         SignedDataSigner(signingKey: leafKey, certificateChain: [leaf, intermediate.certificate, root.certificate])
     }
 
     /// Another intermediate under the root, with or without the WWDR marker OID.
-    public func issueIntermediate(withMarker: Bool) throws(CryptographyError) -> CertificateIssuer {
+    package func issueIntermediate(withMarker: Bool) throws(CryptographyError) -> CertificateIssuer {
         let key = try ECPrivateKey(generatingOn: .p384)
         return CertificateIssuer(
             certificate: try Self.issueIntermediate(
@@ -88,7 +88,7 @@ public struct AppStoreTestPKI: Sendable {
     }
 
     /// Another leaf (from `issuer`, default the intermediate), returning a signer for the full chain.
-    public func issueLeaf(
+    package func issueLeaf(
         from issuer: CertificateIssuer? = nil, curve: EllipticCurve = .p256, withMarker: Bool = true,
         notBefore: Date? = nil, notAfter: Date? = nil, serialNumber: UInt64 = 0x3002
     ) throws(CryptographyError) -> SignedDataSigner {

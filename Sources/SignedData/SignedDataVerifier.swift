@@ -18,9 +18,9 @@ import GatewayFoundation
 /// cannot be reached (or answers unusably) is `retryableFailure`. The verifier does no I/O itself:
 /// `verifyStep` names the statuses it needs, `record` takes the answers, and `verifyOnline` drives both
 /// through an `OCSPTransport`.
-public final class SignedDataVerifier: Sendable {
+package final class SignedDataVerifier: Sendable {
     /// Which instant the chain must be valid at.
-    public enum ValidationTime: Sendable, Hashable {
+    package enum ValidationTime: Sendable, Hashable {
         /// The payload's `signedDate` (`receiptCreationDate` for app transactions), or now when absent;
         /// what Apple's libraries do with online checks off.
         case signedDate
@@ -29,46 +29,46 @@ public final class SignedDataVerifier: Sendable {
     }
 
     /// Verifier settings, with documented defaults.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Trust anchors (Apple Root CA - G3 in production, `certs/AppleRootCA-G3.cer`).
-        public var trustedRoots: [Certificate]
+        package var trustedRoots: [Certificate]
         /// Longest JWS accepted, in bytes; default 65 536 (a notification with two nested JWS is ~15 KB).
-        public var maximumJWSLength: Int = 65_536
+        package var maximumJWSLength: Int = 65_536
         /// Default `.signedDate`.
-        public var validationTime: ValidationTime = .signedDate
+        package var validationTime: ValidationTime = .signedDate
         /// Validated chains kept; default 1024 (`verification.chainCacheSize`'s), 0 disables the cache.
-        public var chainCacheCapacity: Int = Settings.defaultChainCacheSize
+        package var chainCacheCapacity: Int = Settings.defaultChainCacheSize
         /// JWS whose signature verified, kept by SHA-256 so one seen again costs no ECDSA (every other check
         /// still runs); default 4,096 (about 256 KiB), 0 disables the cache.
-        public var signatureCacheCapacity: Int = 4096
+        package var signatureCacheCapacity: Int = 4096
         /// Whether a notification's nested `signed*Info` JWS are verified too; default true.
-        public var verifiesNestedPayloads: Bool = true
+        package var verifiesNestedPayloads: Bool = true
         /// How long a chain that failed validation is refused again without a new validation (for the
         /// same verification time); default 30 s (`verification.negativeCacheTTL`'s), 0 disables.
-        public var rejectedChainTTL: Duration = Settings.defaultNegativeCacheTTL
+        package var rejectedChainTTL: Duration = Settings.defaultNegativeCacheTTL
         /// Failed chains remembered at most; default 1024.
-        public var rejectedChainCapacity: Int = 1024
+        package var rejectedChainCapacity: Int = 1024
         /// Apple's online checks: OCSP revocation status of leaf and intermediate, validation at the current
         /// time. Default false.
-        public var onlineChecks = false
+        package var onlineChecks = false
         /// OCSP answers kept at most (one per certificate); default 1024.
-        public var revocationCacheCapacity: Int = 1024
+        package var revocationCacheCapacity: Int = 1024
         /// The longest an OCSP answer is kept, whatever its nextUpdate; default 1 day.
-        public var revocationMaximumAge: TimeInterval = 86_400
+        package var revocationMaximumAge: TimeInterval = 86_400
         /// How long an OCSP answer without nextUpdate is kept; default 5 minutes.
-        public var revocationAgeWithoutNextUpdate: TimeInterval = 300
+        package var revocationAgeWithoutNextUpdate: TimeInterval = 300
 
-        public init(trustedRoots: [Certificate]) {
+        package init(trustedRoots: [Certificate]) {
             self.trustedRoots = trustedRoots
         }
     }
 
     /// Apple's marker on the WWDR intermediate certificate.
-    public static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+    package static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
     /// Apple's marker on the receipt-signing leaf certificate.
-    public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+    package static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let validator: CertificateChainValidator
     private let cache: ChainCache
     private let signatures: VerifiedSignatureCache
@@ -82,7 +82,7 @@ public final class SignedDataVerifier: Sendable {
 
     /// A verifier trusting `configuration.trustedRoots`, reading time from `clock`, asking OCSP responders
     /// through `ocspTransport` when `configuration.onlineChecks` is on.
-    public init(
+    package init(
         configuration: Configuration, clock: any VerificationClock = SystemVerificationClock(),
         ocspTransport: (any OCSPTransport)? = nil
     ) throws(SignedDataConfigurationError) {
@@ -108,26 +108,26 @@ public final class SignedDataVerifier: Sendable {
     }
 
     /// OCSP answers currently cached.
-    public var revocationCacheCount: Int { revocations.count }
+    package var revocationCacheCount: Int { revocations.count }
 
     /// Chain validations answered from the cache so far.
-    public var chainCacheHits: Int { cache.hits }
+    package var chainCacheHits: Int { cache.hits }
     /// Chain validations not answered from the cache so far.
-    public var chainCacheMisses: Int { cache.misses }
+    package var chainCacheMisses: Int { cache.misses }
     /// Validated chains currently cached.
-    public var chainCacheCount: Int { cache.count }
+    package var chainCacheCount: Int { cache.count }
 
     /// Signature checks answered from the verified-signature cache (no ECDSA) so far.
-    public var signatureCacheHits: Int { signatures.hits }
+    package var signatureCacheHits: Int { signatures.hits }
     /// Signature checks not answered from the verified-signature cache so far.
-    public var signatureCacheMisses: Int { signatures.misses }
+    package var signatureCacheMisses: Int { signatures.misses }
     /// JWS whose verified signature is currently cached.
-    public var signatureCacheCount: Int { signatures.count }
+    package var signatureCacheCount: Int { signatures.count }
 
     /// Verifies `jws`. A `kind` other than the payload's gives `wrongKind`; nil accepts any kind. Does no I/O:
     /// with online checks, a revocation status not cached yet gives `retryableFailure` (use
     /// `verifyOnline`, which fetches it).
-    public func verify(_ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none)
+    package func verify(_ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none)
         -> VerificationResult
     {
         switch verifyStep(jws, kind: kind, requirements: requirements) {
@@ -141,7 +141,7 @@ public final class SignedDataVerifier: Sendable {
 
     /// One verification pass, validating the chain when needed (CPU-heavy: off any event loop). With online
     /// checks it may end needing revocation statuses: fetch them, `record` them, and call again.
-    public func verifyStep(
+    package func verifyStep(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) -> VerificationStep {
         switch evaluate(jws, kind: kind, requirements: requirements, effort: .full) {
@@ -154,7 +154,7 @@ public final class SignedDataVerifier: Sendable {
     }
 
     /// `verifyOnline` with each pass run in the calling task (which must not be an event loop's).
-    public func verifyOnline(
+    package func verifyOnline(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) async -> VerificationResult {
         // A pass run in place always yields a step, so the result is never nil.
@@ -165,7 +165,7 @@ public final class SignedDataVerifier: Sendable {
     /// Verifies `jws` with every online check done: revocation statuses not cached are fetched through the
     /// OCSP transport (awaited, no thread blocked) and the pass repeated. `run` executes each pass (e.g. on
     /// the verification pool); nil from it (a full pool) gives nil.
-    public func verifyOnline(
+    package func verifyOnline(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none,
         running run: @Sendable (@escaping @Sendable () -> VerificationStep) async -> VerificationStep?
     ) async -> VerificationResult? {
@@ -186,7 +186,7 @@ public final class SignedDataVerifier: Sendable {
     /// between passes: the one loop behind every online verification, of one JWS or of a whole answer. At
     /// most three passes (the outer chain's two statuses, then its nested payloads', normally the same chain);
     /// a status that cannot be had, or a revoked or unknown certificate, ends it with that verdict.
-    public func fetchingRevocationStatuses<Value>(
+    package func fetchingRevocationStatuses<Value>(
         _ pass: () async -> RevocationPass<Value>
     ) async -> Result<Value, RevocationFailure> {
         for _ in 0..<3 {
@@ -201,7 +201,7 @@ public final class SignedDataVerifier: Sendable {
 
     /// Asks the responders of `queries` (a `verifyStep` that needed them) and caches their answers: nil when
     /// every certificate is good, else the answer to give (retryable failure, revoked, unknown).
-    public func fetchRevocationStatuses(_ queries: [RevocationQuery]) async -> VerificationResult? {
+    package func fetchRevocationStatuses(_ queries: [RevocationQuery]) async -> VerificationResult? {
         guard let ocspTransport else { return .retryable("online checks are on but no OCSP client is configured") }
         for query in queries {
             var outcome = OCSPTransportResult.unreachable("the certificate names no OCSP responder")
@@ -217,7 +217,7 @@ public final class SignedDataVerifier: Sendable {
     /// Takes a responder's `outcome` for `query` into the revocation cache. The answer to give instead of
     /// verifying on: `retryableFailure` (unreachable, or an unusable response) or `untrustedChain` (revoked, or
     /// unknown to the responder); nil when the certificate is good.
-    public func record(_ outcome: OCSPTransportResult, for query: RevocationQuery) -> VerificationResult? {
+    package func record(_ outcome: OCSPTransportResult, for query: RevocationQuery) -> VerificationResult? {
         let answer: OCSPAnswer
         switch outcome {
         case .unreachable(let why):
@@ -251,7 +251,7 @@ public final class SignedDataVerifier: Sendable {
     /// Verifies `jws` only when that needs no full X.509 chain validation and no OCSP fetch (the chain, or its
     /// recent failure, and any revocation status are cached): cheap enough for an event loop. nil: call
     /// `verifyOnline` off the loop.
-    public func verifyIfChainCached(
+    package func verifyIfChainCached(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) -> VerificationResult? {
         verdict(jws, kind: kind, requirements: requirements, effort: .cachedChain)
@@ -260,7 +260,7 @@ public final class SignedDataVerifier: Sendable {
     /// Verifies `jws` only when that needs no chain validation, no OCSP fetch and no ECDSA either (the
     /// signature verified before, see `VerifiedSignatureCache`): parsing, hashing and cache lookups, a few
     /// microseconds. nil: the verification would hold a thread for longer (`verifyOnline` off the loop).
-    public func verifyIfCached(
+    package func verifyIfCached(
         _ jws: String, kind: SignedDataKind? = nil, requirements: VerificationRequirements = .none
     ) -> VerificationResult? {
         verdict(jws, kind: kind, requirements: requirements, effort: .cachedOnly)

@@ -2,7 +2,7 @@ import Foundation
 import GatewayFoundation
 
 /// Where a notification carries a nested JWS.
-public enum NestedPayloadField: String, Sendable, Hashable {
+package enum NestedPayloadField: String, Sendable, Hashable {
     /// `data.signedTransactionInfo`
     case signedTransactionInfo
     /// `data.signedRenewalInfo`
@@ -11,7 +11,7 @@ public enum NestedPayloadField: String, Sendable, Hashable {
     case signedAppTransactionInfo
 
     /// The kind the nested payload must be.
-    public var kind: SignedDataKind {
+    package var kind: SignedDataKind {
         switch self {
         case .signedTransactionInfo: .transaction
         case .signedRenewalInfo: .renewalInfo
@@ -21,31 +21,31 @@ public enum NestedPayloadField: String, Sendable, Hashable {
 }
 
 /// The outcome of verifying one JWS.
-public struct VerificationResult: Sendable {
+package struct VerificationResult: Sendable {
     /// The verdict.
-    public let status: VerificationVerdict
+    package let status: VerificationVerdict
     /// Why, in words a person can act on (`"verified"` when OK).
-    public let message: String
+    package let message: String
     /// What the payload is, once known (nil when the JWS could not be parsed that far).
-    public let kind: SignedDataKind?
+    package let kind: SignedDataKind?
     /// The payload's `signedDate` (`receiptCreationDate` for app transactions), when present, in whole
     /// milliseconds (Xcode's fractions truncated); always inside `AppleDateRange` (a payload with a date outside
     /// is `malformed`).
-    public let signedDate: Date?
+    package let signedDate: Date?
     /// The environment the payload names (`environment`, or `receiptType` for app transactions), once
     /// the payload could be read; nil when absent or unknown.
-    public let environment: AppStoreEnvironment?
+    package let environment: AppStoreEnvironment?
     /// The decoded payload JSON exactly as Apple sent it. Set only once the signature has verified, so a
     /// caller can never mistake unauthenticated bytes for Apple's; it stays set when a later binding or
     /// kind check fails, for diagnostics.
-    public let rawJSON: Data?
+    package let rawJSON: Data?
     /// For notifications: each nested JWS, verified the same way (in payload order).
-    public let nestedPayloads: [NestedPayload]
+    package let nestedPayloads: [NestedPayload]
     /// `rawJSON` as the verifier parsed it, so `PayloadDecoder` need not parse the same bytes again.
     let payloadObject: JSONMembers?
 
     /// Whether the status is `.ok`.
-    public var isVerified: Bool { status == .ok }
+    package var isVerified: Bool { status == .ok }
 
     /// A `retryableFailure`: nothing is wrong with the data, a check could not be made now.
     static func retryable(_ message: String) -> VerificationResult {
@@ -69,35 +69,35 @@ public struct VerificationResult: Sendable {
 }
 
 /// A nested JWS of a notification and its own verification result.
-public struct NestedPayload: Sendable {
+package struct NestedPayload: Sendable {
     /// Where it was found.
-    public let field: NestedPayloadField
+    package let field: NestedPayloadField
     /// Its verification result.
-    public let result: VerificationResult
+    package let result: VerificationResult
 }
 
 /// The app and environment a payload must belong to (Apple's App Store Server API documentation). Unset fields are not
 /// checked.
-public struct VerificationRequirements: Sendable, Hashable {
+package struct VerificationRequirements: Sendable, Hashable {
     /// Bundle id the payload must carry (not checked for renewal info, which has none).
-    public let bundleID: String?
+    package let bundleID: String?
     /// App Apple id; required to bind Production notifications and app transactions.
-    public let appAppleID: Int64?
+    package let appAppleID: Int64?
     /// Environment the payload must be in.
-    public let environment: AppStoreEnvironment?
+    package let environment: AppStoreEnvironment?
     /// Environments the payload may be in (nil: any); `[environment]` when `environment` is set.
-    public let acceptedEnvironments: Set<AppStoreEnvironment>?
+    package let acceptedEnvironments: Set<AppStoreEnvironment>?
     /// Environments whose data is decoded without any signature or chain check, as Apple's verifier does for
     /// Xcode and LocalTesting data (signed by Xcode, not Apple): the result is `.unverifiedByDesign`. Empty
     /// (the default) for every app not explicitly configured for such data.
-    public private(set) var unverifiedEnvironments: Set<AppStoreEnvironment> = []
+    package private(set) var unverifiedEnvironments: Set<AppStoreEnvironment> = []
 
     /// No binding: signature and chain only.
-    public static let none = VerificationRequirements(unchecked: nil, nil, nil, accepted: nil)
+    package static let none = VerificationRequirements(unchecked: nil, nil, nil, accepted: nil)
 
     /// Requirements for one app whose payload may be in any of `acceptedEnvironments` (nil: any), as an
     /// app's configured environment policy allows. Production data is always bound by the app Apple id too.
-    public init(bundleID: String, appAppleID: Int64?, acceptedEnvironments: Set<AppStoreEnvironment>?)
+    package init(bundleID: String, appAppleID: Int64?, acceptedEnvironments: Set<AppStoreEnvironment>?)
         throws(SignedDataConfigurationError)
     {
         if acceptedEnvironments == [.production] {
@@ -109,7 +109,7 @@ public struct VerificationRequirements: Sendable, Hashable {
 
     /// These requirements, also accepting data of `environments` unverified (only Xcode and LocalTesting are
     /// allowed: Apple signs everything else). Bundle id and environment are still checked.
-    public func acceptingUnverified(_ environments: Set<AppStoreEnvironment>) -> VerificationRequirements {
+    package func acceptingUnverified(_ environments: Set<AppStoreEnvironment>) -> VerificationRequirements {
         var copy = self
         copy.unverifiedEnvironments = environments.intersection([.xcode, .localTesting])
         return copy
@@ -117,7 +117,7 @@ public struct VerificationRequirements: Sendable, Hashable {
 
     /// Requirements for one app. Binding Production data to a bundle needs the app Apple id too, as in
     /// Apple's libraries, so that combination without one throws.
-    public init(bundleID: String? = nil, appAppleID: Int64? = nil, environment: AppStoreEnvironment? = nil)
+    package init(bundleID: String? = nil, appAppleID: Int64? = nil, environment: AppStoreEnvironment? = nil)
         throws(SignedDataConfigurationError)
     {
         if environment == .production, bundleID != nil, appAppleID == nil {
@@ -139,7 +139,7 @@ public struct VerificationRequirements: Sendable, Hashable {
 }
 
 /// A verifier or requirement set that cannot work as configured.
-public struct SignedDataConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let description: String
+package struct SignedDataConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    package let description: String
     init(_ description: String) { self.description = description }
 }

@@ -1,6 +1,6 @@
 /// The verdict of a verification, mirroring the API contract's `VerificationStatus` (proto/appstore/gateway/v1/verify.proto);
 /// `protoStatus` gives the wire enum.
-public enum VerificationVerdict: String, Sendable, Hashable, CaseIterable {
+package enum VerificationVerdict: String, Sendable, Hashable, CaseIterable {
     /// Signature, chain and every requested binding check passed.
     case ok
     /// Not three base64url parts, oversized, bad JSON, or a required header/payload field missing or mistyped.
@@ -29,7 +29,7 @@ public enum VerificationVerdict: String, Sendable, Hashable, CaseIterable {
 }
 
 /// What a signed payload is.
-public enum SignedDataKind: String, Sendable, Hashable, CaseIterable {
+package enum SignedDataKind: String, Sendable, Hashable, CaseIterable {
     /// JWSTransactionDecodedPayload (`signedTransactionInfo`, `signedTransactions[]`).
     case transaction
     /// JWSRenewalInfoDecodedPayload (`signedRenewalInfo`).
@@ -43,7 +43,7 @@ public enum SignedDataKind: String, Sendable, Hashable, CaseIterable {
 }
 
 /// An App Store environment, spelled as Apple spells it in payloads.
-public enum AppStoreEnvironment: String, Sendable, Hashable, CaseIterable {
+package enum AppStoreEnvironment: String, Sendable, Hashable, CaseIterable {
     case production = "Production"
     case sandbox = "Sandbox"
     case xcode = "Xcode"

@@ -2,17 +2,17 @@ import ProtoCodec
 
 /// One customer as the gateway knows them: their subscription records (several groups, their own and shared
 /// with them) and their one-time purchases, and the entitlements those grant at an instant.
-public struct CustomerView: Sendable, Hashable {
+package struct CustomerView: Sendable, Hashable {
     /// The customer's subscription records, as given.
-    public let subscriptions: [SubscriptionRecord]
+    package let subscriptions: [SubscriptionRecord]
     /// The one-time purchases that grant access (non-consumables and non-renewing subscriptions): the newest
     /// snapshot of each `transactionId`, ordered by purchase date, then `transactionId`. Consumables and
     /// auto-renewables are left out (an auto-renewable belongs in a `SubscriptionRecord`).
-    public let purchases: [SignedTransaction]
+    package let purchases: [SignedTransaction]
 
     /// The view of `subscriptions` and `purchases` (snapshots of any product type, duplicates and older
     /// snapshots included: they fold as in a record).
-    public init(subscriptions: [SubscriptionRecord], purchases: [SignedTransaction]) {
+    package init(subscriptions: [SubscriptionRecord], purchases: [SignedTransaction]) {
         self.subscriptions = subscriptions
         var newest: [String: SignedTransaction] = [:]
         for purchase in purchases where Self.grantsAccess(purchase.payload.type) {
@@ -26,7 +26,7 @@ public struct CustomerView: Sendable, Hashable {
     /// The customer's entitlements at `nowMillis` under `policy`, sorted by name: every entitlement at least one
     /// subscription or purchase unlocks, active when one grants it now. A subscription grants while its state is
     /// `entitled`; a one-time purchase until it is revoked.
-    public func entitlements(at nowMillis: Int64, policy: SubscriptionPolicy) -> [EntitlementGrant] {
+    package func entitlements(at nowMillis: Int64, policy: SubscriptionPolicy) -> [EntitlementGrant] {
         var sources: [String: [Source]] = [:]
         for record in subscriptions {
             let state = record.state(at: nowMillis, policy: policy)
@@ -53,7 +53,7 @@ public struct CustomerView: Sendable, Hashable {
 
     /// What one one-time purchase grants under `policy`, at any instant: access until it is revoked, and while it
     /// grants access the entitlements its product unlocks.
-    public static func grant(of purchase: SignedTransaction, policy: SubscriptionPolicy) -> PurchaseGrant {
+    package static func grant(of purchase: SignedTransaction, policy: SubscriptionPolicy) -> PurchaseGrant {
         let payload = purchase.payload
         let entitled = payload.revokedAt == nil
         return PurchaseGrant(
@@ -94,11 +94,11 @@ public struct CustomerView: Sendable, Hashable {
 }
 
 /// What one one-time purchase (non-consumable, non-renewing subscription) grants: `CustomerView.grant(of:policy:)`.
-public struct PurchaseGrant: Sendable, Hashable {
+package struct PurchaseGrant: Sendable, Hashable {
     /// Whether it grants access: until it is revoked.
-    public let entitled: Bool
+    package let entitled: Bool
     /// The entitlements its product unlocks while `entitled`, sorted; none once revoked.
-    public let entitlements: [String]
+    package let entitlements: [String]
     /// Its `revocationDate` (UNIX ms): refunded or revoked.
-    public let revocationDateMillis: Int64?
+    package let revocationDateMillis: Int64?
 }

@@ -4,47 +4,47 @@ import ProtoCodec
 /// access, and the facts a caller needs, all from the current transaction and the newest renewal info.
 /// `SubscriptionRecord.state(at:policy:)` makes it; it holds no bookkeeping (version, update time, source), so
 /// two records with the same snapshots give equal values.
-public struct DerivedSubscription: Sendable, Hashable {
+package struct DerivedSubscription: Sendable, Hashable {
     /// The record's key.
-    public let key: SubscriptionKey
+    package let key: SubscriptionKey
     /// Apple's status: 1 active, 2 expired, 3 billing retry, 4 billing grace period, 5 revoked; `.unspecified`
     /// while the record holds no transaction.
-    public let status: SubscriptionStatus
+    package let status: SubscriptionStatus
     /// Whether the customer has access now: active or in grace, or revoked but not yet expired under
     /// `RefundPolicy.untilExpiry`.
-    public let entitled: Bool
+    package let entitled: Bool
     /// The entitlements granted now, sorted: those the current product unlocks while `entitled`, else none.
-    public let entitlements: [String]
+    package let entitlements: [String]
     /// The current transaction's product.
-    public let productId: String
+    package let productId: String
     /// The current transaction's subscription group.
-    public let subscriptionGroupIdentifier: String
+    package let subscriptionGroupIdentifier: String
     /// The current transaction's `expiresDate` (UNIX ms).
-    public let expiresDateMillis: Int64?
+    package let expiresDateMillis: Int64?
     /// The renewal info's `gracePeriodExpiresDate` (UNIX ms).
-    public let gracePeriodExpiresDateMillis: Int64?
+    package let gracePeriodExpiresDateMillis: Int64?
     /// Whether the renewal info says the subscription renews automatically.
-    public let autoRenew: Bool
+    package let autoRenew: Bool
     /// The product of the next renewal (differs from `productId` after a downgrade or crossgrade).
-    public let autoRenewProductId: String
+    package let autoRenewProductId: String
     /// Whether Apple is retrying a failed renewal charge.
-    public let inBillingRetry: Bool
+    package let inBillingRetry: Bool
     /// The current transaction's `revocationDate` (UNIX ms): refunded or revoked.
-    public let revocationDateMillis: Int64?
+    package let revocationDateMillis: Int64?
     /// Bought by the customer, or shared with them by Family Sharing.
-    public let ownershipType: InAppOwnershipType
+    package let ownershipType: InAppOwnershipType
     /// The app's UUID for the customer: the transaction's, else the renewal info's; empty when neither has one.
-    public let appAccountToken: String
+    package let appAccountToken: String
     /// The current transaction, signed and decoded.
-    public let transaction: SignedTransaction?
+    package let transaction: SignedTransaction?
     /// The newest renewal info, signed and decoded.
-    public let renewalInfo: SignedRenewalInfo?
+    package let renewalInfo: SignedRenewalInfo?
     /// The current transaction's `signedDate` (UNIX ms).
-    public let transactionSignedDateMillis: Int64?
+    package let transactionSignedDateMillis: Int64?
     /// The renewal info's `signedDate` (UNIX ms).
-    public let renewalSignedDateMillis: Int64?
+    package let renewalSignedDateMillis: Int64?
     /// True when this state cannot be known without asking Apple: the period is over, auto-renew is on, Apple is
     /// not retrying a charge and has said nothing since the expiry, so a renewal may have been missed; also while
     /// the record holds no transaction, or only transactions upgraded away.
-    public let needsConfirmation: Bool
+    package let needsConfirmation: Bool
 }

@@ -2,25 +2,25 @@ import ProtoCodec
 
 /// A payload Apple signed, as the reducer keeps it: the JWS exactly as received (for callers who verify it
 /// themselves) and what it decodes to. The reducer trusts it: verification happens before (SignedData).
-public struct SignedSnapshot<Payload: AppleSignedPayload>: Sendable, Hashable {
+package struct SignedSnapshot<Payload: AppleSignedPayload>: Sendable, Hashable {
     /// The compact JWS, byte for byte as Apple (or the app) sent it.
-    public var jws: String
+    package var jws: String
     /// The decoded payload of `jws`.
-    public var payload: Payload
+    package var payload: Payload
 
     /// A snapshot of `payload`, signed as `jws`.
-    public init(jws: String, payload: Payload) {
+    package init(jws: String, payload: Payload) {
         self.jws = jws
         self.payload = payload
     }
 
     /// Apple's `signedDate` in UNIX milliseconds; nil when the payload carries none.
-    public var signedDateMillis: Int64? { AppleDate.millis(payload.signedDate, exact: payload.signedDateMillis) }
+    package var signedDateMillis: Int64? { AppleDate.millis(payload.signedDate, exact: payload.signedDateMillis) }
 
     /// Whether this snapshot replaces `other` of the same object: it was signed later, or in the same millisecond
     /// and its JWS sorts after `other`'s (UTF-8 bytes). The order is total, so the newest of any set of snapshots
     /// is the same whatever order they arrive in; a retry (the same JWS again) never replaces anything.
-    public func supersedes(_ other: SignedSnapshot) -> Bool {
+    package func supersedes(_ other: SignedSnapshot) -> Bool {
         let mine = signedDateMillis ?? .min
         let theirs = other.signedDateMillis ?? .min
         if mine != theirs { return mine > theirs }
@@ -32,7 +32,7 @@ public struct SignedSnapshot<Payload: AppleSignedPayload>: Sendable, Hashable {
 }
 
 /// A decoded payload that carries Apple's `signedDate`: `Transaction` and `RenewalInfo`.
-public protocol AppleSignedPayload: Sendable, Hashable {
+package protocol AppleSignedPayload: Sendable, Hashable {
     /// Apple's `signedDate` as a Timestamp (nil when absent).
     var signedDate: ProtoTimestamp? { get }
     /// Apple's `signedDate` in UNIX milliseconds, exact (0 when absent).
@@ -43,6 +43,6 @@ extension Transaction: AppleSignedPayload {}
 extension RenewalInfo: AppleSignedPayload {}
 
 /// A signed transaction (Apple's JWSTransaction) and its decoded payload.
-public typealias SignedTransaction = SignedSnapshot<Transaction>
+package typealias SignedTransaction = SignedSnapshot<Transaction>
 /// A signed renewal info (Apple's JWSRenewalInfo) and its decoded payload.
-public typealias SignedRenewalInfo = SignedSnapshot<RenewalInfo>
+package typealias SignedRenewalInfo = SignedSnapshot<RenewalInfo>

@@ -2,9 +2,9 @@ import ProtoCodec
 
 /// Why a record refused a snapshot: it is about another subscription, app or environment, or names no
 /// transaction. A refused call changes nothing, not even the snapshot that matched.
-public struct SnapshotRefusal: Error, Sendable, Hashable {
+package struct SnapshotRefusal: Error, Sendable, Hashable {
     /// Which of the two snapshots of a call was refused.
-    public enum Snapshot: String, Sendable, Hashable {
+    package enum Snapshot: String, Sendable, Hashable {
         /// The signed transaction.
         case transaction
         /// The signed renewal info.
@@ -12,7 +12,7 @@ public struct SnapshotRefusal: Error, Sendable, Hashable {
     }
 
     /// What does not match the record's key.
-    public enum Reason: Sendable, Hashable {
+    package enum Reason: Sendable, Hashable {
         /// The transaction's `bundleId` is not the record's.
         case otherApp(expected: String, found: String)
         /// The payload's `environment` is not the record's.
@@ -24,12 +24,12 @@ public struct SnapshotRefusal: Error, Sendable, Hashable {
     }
 
     /// The refused snapshot.
-    public var snapshot: Snapshot
+    package var snapshot: Snapshot
     /// Why it was refused.
-    public var reason: Reason
+    package var reason: Reason
 
     /// A refusal of `snapshot` for `reason`.
-    public init(snapshot: Snapshot, reason: Reason) {
+    package init(snapshot: Snapshot, reason: Reason) {
         self.snapshot = snapshot
         self.reason = reason
     }

@@ -2,7 +2,7 @@ import ProtoCodec
 
 extension Subscription {
     /// The contract's message for a stored record and its state at an instant.
-    public init(_ record: SubscriptionRecord, app: String, state: DerivedSubscription, stale: Bool) {
+    package init(_ record: SubscriptionRecord, app: String, state: DerivedSubscription, stale: Bool) {
         self.init()
         self.app = app
         environment = record.key.environment
@@ -35,7 +35,7 @@ extension Subscription {
 
 extension SubscriptionSource {
     /// The contract's name of who brought a record's last change.
-    public init(_ source: SnapshotSource?) {
+    package init(_ source: SnapshotSource?) {
         switch source {
         case .notification: self = .notification
         case .appleRead: self = .appleRead
@@ -47,7 +47,7 @@ extension SubscriptionSource {
 
 extension ProtoCodec.Entitlement {
     /// The contract's message for one of a customer's entitlements.
-    public init(_ entitlement: EntitlementGrant) {
+    package init(_ entitlement: EntitlementGrant) {
         self.init()
         name = entitlement.name
         active = entitlement.active

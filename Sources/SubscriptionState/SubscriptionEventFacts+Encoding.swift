@@ -3,7 +3,7 @@ extension SubscriptionEventFacts {
     /// familyShared, hasExpires, hasRevoked) | status(i32) | priceIncrease(i32) | renewalPrice(i64) | expiresAt(i64)
     /// | revokedAt(i64) | productId | transactionId | autoRenewProductId | count(u16) × entitlement`, integers
     /// big-endian, each string a u16 length and UTF-8.
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var bytes: [UInt8] = [1, kind.rawValue]
         var flags: UInt8 = 0
         for (bit, on) in [entitled, autoRenew, inBillingRetry, familyShared, expiresAt != nil, revokedAt != nil]
@@ -22,7 +22,7 @@ extension SubscriptionEventFacts {
     }
 
     /// The facts `encoded` wrote; nil for bytes it did not write (another version, truncated, trailing bytes).
-    public init?(encoded bytes: [UInt8]) {
+    package init?(encoded bytes: [UInt8]) {
         var reader = Reader(bytes: bytes)
         guard reader.integer(1) == 1, let rawKind = reader.integer(1), let kind = Kind(rawValue: UInt8(rawKind)),
             let flags = reader.integer(1), let status = reader.integer(4), let priceIncrease = reader.integer(4),

@@ -4,36 +4,36 @@ import ProtoCodec
 /// consumer reacts to, and nothing of the bookkeeping (version, update time, signed dates). The store keeps the
 /// facts of the last event of each subscription, so the next change is compared with what consumers last saw;
 /// `SubscriptionEventRule` names the difference.
-public struct SubscriptionEventFacts: Sendable, Hashable {
+package struct SubscriptionEventFacts: Sendable, Hashable {
     /// What the facts are of.
-    public enum Kind: UInt8, Sendable, Hashable {
+    package enum Kind: UInt8, Sendable, Hashable {
         case subscription = 1
         case nonRenewing = 2
         case nonConsumable = 3
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// Apple's status number (1–5); for a purchase 1 (held) or 5 (revoked).
-    public var status: Int32
-    public var entitled: Bool
+    package var status: Int32
+    package var entitled: Bool
     /// The entitlements granted now, sorted.
-    public var entitlements: [String]
-    public var productId: String
+    package var entitlements: [String]
+    package var productId: String
     /// The current transaction's id.
-    public var transactionId: String
-    public var expiresAt: Int64?
-    public var autoRenew: Bool
-    public var autoRenewProductId: String
-    public var inBillingRetry: Bool
-    public var revokedAt: Int64?
-    public var familyShared: Bool
+    package var transactionId: String
+    package var expiresAt: Int64?
+    package var autoRenew: Bool
+    package var autoRenewProductId: String
+    package var inBillingRetry: Bool
+    package var revokedAt: Int64?
+    package var familyShared: Bool
     /// The renewal info's `priceIncreaseStatus` (proto number: 0 none, 1 not responded, 2 consented).
-    public var priceIncrease: Int32
+    package var priceIncrease: Int32
     /// The renewal info's `renewalPrice` (milliunits) while a price increase is pending or consented, else 0.
-    public var renewalPrice: Int64
+    package var renewalPrice: Int64
 
     /// The facts of a subscription's derived state; nil while the record holds no transaction (nothing to tell).
-    public init?(_ state: DerivedSubscription) {
+    package init?(_ state: DerivedSubscription) {
         guard let transaction = state.transaction?.payload else { return nil }
         let renewal = state.renewalInfo?.payload
         kind = .subscription
@@ -54,7 +54,7 @@ public struct SubscriptionEventFacts: Sendable, Hashable {
 
     /// The facts of a one-time purchase's newest snapshot under `policy`: held until revoked; nil for a product
     /// type that grants nothing lasting (a consumable).
-    public init?(purchase: SignedTransaction, policy: SubscriptionPolicy) {
+    package init?(purchase: SignedTransaction, policy: SubscriptionPolicy) {
         let payload = purchase.payload
         switch payload.type {
         case .nonRenewable: kind = .nonRenewing

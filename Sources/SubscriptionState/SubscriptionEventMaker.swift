@@ -2,13 +2,13 @@ import ProtoCodec
 
 /// Where one subscription's (or one-time purchase's) events stand: how many were made, and the facts of the last
 /// one. Kept by the store beside the state, and written in the same commit as the events it made.
-public struct SubscriptionEventCursor: Sendable, Hashable {
+package struct SubscriptionEventCursor: Sendable, Hashable {
     /// The `sequence` of the last event (0 before the first).
-    public var sequence: UInt64
+    package var sequence: UInt64
     /// The facts consumers last saw (nil before the first event).
-    public var facts: SubscriptionEventFacts?
+    package var facts: SubscriptionEventFacts?
 
-    public init(sequence: UInt64 = 0, facts: SubscriptionEventFacts? = nil) {
+    package init(sequence: UInt64 = 0, facts: SubscriptionEventFacts? = nil) {
         self.sequence = sequence
         self.facts = facts
     }
@@ -16,46 +16,46 @@ public struct SubscriptionEventCursor: Sendable, Hashable {
 
 /// What events of one change are made under: the app's configured name and policy, and what made the change
 /// (the `cause` every event of it carries).
-public struct SubscriptionEventContext: Sendable, Hashable {
+package struct SubscriptionEventContext: Sendable, Hashable {
     /// The configured app's name (`SubscriptionEvent.app`).
-    public var app: String
-    public var policy: SubscriptionPolicy
+    package var app: String
+    package var policy: SubscriptionPolicy
     /// A notification's UUID, "apple-read", "app-posted", "time" or "rebuild".
-    public var cause: String
+    package var cause: String
 
-    public init(app: String, policy: SubscriptionPolicy, cause: String) {
+    package init(app: String, policy: SubscriptionPolicy, cause: String) {
         self.app = app
         self.policy = policy
         self.cause = cause
     }
 
     /// The cause of an Apple read.
-    public static let appleRead = "apple-read"
+    package static let appleRead = "apple-read"
     /// The cause of an app's post (ApplySignedTransaction).
-    public static let appPosted = "app-posted"
+    package static let appPosted = "app-posted"
     /// The cause of a period or grace period that ended.
-    public static let time = "time"
+    package static let time = "time"
     /// The cause of a difference found after `state rebuild` (new rules, a repaired state).
-    public static let rebuild = "rebuild"
+    package static let rebuild = "rebuild"
 }
 
 /// Makes the events of one change: compares the state now with the cursor's facts (`SubscriptionEventRule`),
 /// numbers the events after the cursor's sequence and fills each with the whole state after the change. Pure but
 /// for `newEventID`, which a store gives (random UUIDs; tests give a counter).
-public enum SubscriptionEventMaker {
+package enum SubscriptionEventMaker {
     /// What one change made.
-    public struct Outcome: Sendable {
+    package struct Outcome: Sendable {
         /// The cursor after the events (its facts move even when no event was made).
-        public var cursor: SubscriptionEventCursor
+        package var cursor: SubscriptionEventCursor
         /// The events, in sequence order; `resumeToken` empty.
-        public var events: [SubscriptionEvent]
+        package var events: [SubscriptionEvent]
         /// When time alone changes the state next (`SubscriptionRecord.nextTransitionMillis`), for the store's
         /// timer; nil when only a snapshot can.
-        public var nextTransitionMillis: Int64?
+        package var nextTransitionMillis: Int64?
     }
 
     /// The events of `record`'s state at `nowMillis` after `cursor`. A record without a transaction makes none.
-    public static func events(
+    package static func events(
         of record: SubscriptionRecord, after cursor: SubscriptionEventCursor?, at nowMillis: Int64,
         context: SubscriptionEventContext, newEventID: () -> String
     ) -> Outcome {
@@ -72,7 +72,7 @@ public enum SubscriptionEventMaker {
     }
 
     /// The events of a one-time purchase's newest snapshot after `cursor` (keyed by its original transaction id).
-    public static func events(
+    package static func events(
         ofPurchase purchase: SignedTransaction, after cursor: SubscriptionEventCursor?, at nowMillis: Int64,
         context: SubscriptionEventContext, newEventID: () -> String
     ) -> Outcome {

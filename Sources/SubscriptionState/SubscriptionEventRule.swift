@@ -1,12 +1,12 @@
 import ProtoCodec
 
 /// One event a change of state makes: its type, and for an entitlement event the entitlement's name.
-public struct SubscriptionEventDraft: Sendable, Hashable {
-    public var type: SubscriptionEventType
+package struct SubscriptionEventDraft: Sendable, Hashable {
+    package var type: SubscriptionEventType
     /// ENTITLEMENT_GRANTED / ENTITLEMENT_REVOKED: the entitlement; empty otherwise.
-    public var entitlement: String
+    package var entitlement: String
 
-    public init(_ type: SubscriptionEventType, entitlement: String = "") {
+    package init(_ type: SubscriptionEventType, entitlement: String = "") {
         self.type = type
         self.entitlement = entitlement
     }
@@ -20,9 +20,9 @@ public struct SubscriptionEventDraft: Sendable, Hashable {
 /// ENTITLEMENT_GRANTED per entitlement newly granted and one ENTITLEMENT_REVOKED per entitlement no longer
 /// granted (granted first, so a product change never shows a consumer a moment without access). Facts that
 /// differ in nothing a type names (a re-signed snapshot, an app account token) make no event.
-public enum SubscriptionEventRule {
+package enum SubscriptionEventRule {
     /// The events from `previous` to `current`, in the order they are sequenced.
-    public static func events(from previous: SubscriptionEventFacts?, to current: SubscriptionEventFacts)
+    package static func events(from previous: SubscriptionEventFacts?, to current: SubscriptionEventFacts)
         -> [SubscriptionEventDraft]
     {
         if previous == current { return [] }
@@ -41,7 +41,7 @@ public enum SubscriptionEventRule {
 
     /// The one event type naming the change, by the precedence documented on `SubscriptionEventType`; nil when
     /// nothing a type names changed.
-    public static func primary(from previous: SubscriptionEventFacts?, to current: SubscriptionEventFacts)
+    package static func primary(from previous: SubscriptionEventFacts?, to current: SubscriptionEventFacts)
         -> SubscriptionEventType?
     {
         guard let previous else {

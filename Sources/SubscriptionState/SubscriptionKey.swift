@@ -3,23 +3,23 @@ import ProtoCodec
 /// What identifies one subscription record: the app (by bundle id, which every transaction names), Apple's
 /// environment, and the subscription's `originalTransactionId`. A family member's shared subscription has its
 /// own `originalTransactionId`, so it is a record of its own.
-public struct SubscriptionKey: Sendable, Hashable {
+package struct SubscriptionKey: Sendable, Hashable {
     /// The app's bundle id (`bundleId` of its transactions).
-    public var bundleId: String
+    package var bundleId: String
     /// The environment the transactions were made in.
-    public var environment: Environment
+    package var environment: Environment
     /// Apple's `originalTransactionId`: stable across renewals, upgrades and restores.
-    public var originalTransactionId: String
+    package var originalTransactionId: String
 
     /// The key of the given app, environment and subscription.
-    public init(bundleId: String, environment: Environment, originalTransactionId: String) {
+    package init(bundleId: String, environment: Environment, originalTransactionId: String) {
         self.bundleId = bundleId
         self.environment = environment
         self.originalTransactionId = originalTransactionId
     }
 
     /// The key of the record `transaction` belongs to.
-    public init(of transaction: Transaction) {
+    package init(of transaction: Transaction) {
         self.init(
             bundleId: transaction.bundleId, environment: transaction.environment,
             originalTransactionId: transaction.originalTransactionId)
@@ -27,7 +27,7 @@ public struct SubscriptionKey: Sendable, Hashable {
 }
 
 /// Who brought the last change to a record.
-public enum SnapshotSource: String, Sendable, Hashable, CaseIterable {
+package enum SnapshotSource: String, Sendable, Hashable, CaseIterable {
     /// An App Store Server Notification (webhook, backfill, reconciliation).
     case notification
     /// An answer of Apple's API (Get All Subscription Statuses, transaction info, history).

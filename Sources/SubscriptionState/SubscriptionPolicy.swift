@@ -1,8 +1,8 @@
 /// The company's choices that turn Apple's facts into access: what a refund does, and which products unlock
 /// which entitlements. Configured per app (`subscriptions.refundPolicy`, `apps[].entitlements`).
-public struct SubscriptionPolicy: Sendable, Hashable {
+package struct SubscriptionPolicy: Sendable, Hashable {
     /// What a refunded (revoked) current transaction does to access. Apple's status is 5 either way.
-    public enum RefundPolicy: String, Sendable, Hashable, CaseIterable {
+    package enum RefundPolicy: String, Sendable, Hashable, CaseIterable {
         /// Access ends as soon as the current transaction is revoked (Apple's status 5): the default.
         case immediate
         /// Access lasts until the revoked transaction's `expiresDate`, then ends.
@@ -10,22 +10,22 @@ public struct SubscriptionPolicy: Sendable, Hashable {
     }
 
     /// What a revoked current transaction does to access; `.immediate` by default.
-    public var refundPolicy: RefundPolicy
+    package var refundPolicy: RefundPolicy
     /// Entitlement name → the product ids that unlock it. Many-to-many: a product may unlock several
     /// entitlements, and several products one.
-    public var entitlements: [String: Set<String>]
+    package var entitlements: [String: Set<String>]
 
     /// A policy; by default refunds end access at once and no product unlocks an entitlement.
-    public init(refundPolicy: RefundPolicy = .immediate, entitlements: [String: Set<String>] = [:]) {
+    package init(refundPolicy: RefundPolicy = .immediate, entitlements: [String: Set<String>] = [:]) {
         self.refundPolicy = refundPolicy
         self.entitlements = entitlements
     }
 
     /// Apple's behaviour and no entitlements.
-    public static let defaults = SubscriptionPolicy()
+    package static let defaults = SubscriptionPolicy()
 
     /// The entitlements `productId` unlocks, sorted by name.
-    public func entitlementNames(unlockedBy productId: String) -> [String] {
+    package func entitlementNames(unlockedBy productId: String) -> [String] {
         entitlements.compactMap { name, products in products.contains(productId) ? name : nil }.sorted()
     }
 }

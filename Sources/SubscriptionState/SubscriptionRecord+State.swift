@@ -9,7 +9,7 @@ extension SubscriptionRecord {
     /// (a period ends at that instant); after it, billing grace period (4) while the renewal info says
     /// `isInBillingRetryPeriod` and `gracePeriodExpiresDate` is ahead, billing retry (3) while it says
     /// `isInBillingRetryPeriod`, else expired (2).
-    public func state(at nowMillis: Int64, policy: SubscriptionPolicy) -> DerivedSubscription {
+    package func state(at nowMillis: Int64, policy: SubscriptionPolicy) -> DerivedSubscription {
         let current = currentTransaction
         let transaction = current?.payload
         let renewal = renewalInfo?.payload
@@ -41,7 +41,7 @@ extension SubscriptionRecord {
     /// the customer is entitled, or whether it needs Apple's confirmation): the end of the period or of the grace
     /// period. Nil when no date ahead changes anything; a timer set for it needs no other wake-up until a
     /// snapshot arrives.
-    public func nextTransitionMillis(at nowMillis: Int64, policy: SubscriptionPolicy) -> Int64? {
+    package func nextTransitionMillis(at nowMillis: Int64, policy: SubscriptionPolicy) -> Int64? {
         let transaction = currentTransaction?.payload
         let now = facets(of: transaction, at: nowMillis, policy: policy)
         let instants = [transaction?.expiresAt, renewalInfo?.payload.gracePeriodEndsAt]

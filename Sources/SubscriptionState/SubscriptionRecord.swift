@@ -9,23 +9,23 @@ import ProtoCodec
 /// `signedDate`). Two different snapshots signed in the same millisecond resolve by their JWS bytes. The newest of
 /// a set does not depend on the order the set arrived in, so neither does anything derived from the ledger.
 /// What the record says at an instant is `state(at:policy:)`.
-public struct SubscriptionRecord: Sendable, Hashable {
+package struct SubscriptionRecord: Sendable, Hashable {
     /// The app, environment and subscription every snapshot of this record must name.
-    public let key: SubscriptionKey
+    package let key: SubscriptionKey
     /// Each transaction's newest snapshot, by `transactionId`: the current period, earlier periods (a refund of
     /// one arrives as such a snapshot), upgraded-away products.
-    public private(set) var transactions: [String: SignedTransaction]
+    package private(set) var transactions: [String: SignedTransaction]
     /// The newest renewal info: the next renewal, auto-renew, billing retry and grace.
-    public private(set) var renewalInfo: SignedRenewalInfo?
+    package private(set) var renewalInfo: SignedRenewalInfo?
     /// Grows by one with every change (never on a duplicate or older snapshot); 0 for an empty record.
-    public private(set) var version: UInt64
+    package private(set) var version: UInt64
     /// The `nowMillis` of the last change (0 for an empty record).
-    public private(set) var updatedAtMillis: Int64
+    package private(set) var updatedAtMillis: Int64
     /// Who brought the last change; nil for an empty record.
-    public private(set) var source: SnapshotSource?
+    package private(set) var source: SnapshotSource?
 
     /// An empty record for `key`, at version 0.
-    public init(key: SubscriptionKey) {
+    package init(key: SubscriptionKey) {
         self.key = key
         self.transactions = [:]
         self.renewalInfo = nil
@@ -36,7 +36,7 @@ public struct SubscriptionRecord: Sendable, Hashable {
 
     /// A record as a store saved it: its snapshots (filed as `apply` would, so duplicates and older snapshots
     /// fold away) and the bookkeeping of its last change. Refuses a snapshot of another subscription.
-    public init(
+    package init(
         restoring key: SubscriptionKey, transactions: [SignedTransaction], renewalInfo: SignedRenewalInfo?,
         version: UInt64, updatedAtMillis: Int64, source: SnapshotSource?
     ) throws(SnapshotRefusal) {
@@ -63,7 +63,7 @@ public struct SubscriptionRecord: Sendable, Hashable {
     /// Throws, changing nothing, when either snapshot names another app, environment or `originalTransactionId`
     /// than `key`, or the transaction has no `transactionId`.
     @discardableResult
-    public mutating func apply(
+    package mutating func apply(
         transaction: SignedTransaction? = nil, renewalInfo: SignedRenewalInfo? = nil,
         source: SnapshotSource, nowMillis: Int64
     ) throws(SnapshotRefusal) -> Bool {
@@ -84,7 +84,7 @@ public struct SubscriptionRecord: Sendable, Hashable {
     /// `purchaseDate` among transactions not upgraded away (ties: the later `expiresDate`, then the larger
     /// `transactionId`). A refund of an earlier period, signed after the current one, is not current. When every
     /// known transaction was upgraded away (the upgrade's own transaction is not known yet), the latest of them.
-    public var currentTransaction: SignedTransaction? {
+    package var currentTransaction: SignedTransaction? {
         let kept = transactions.values.filter { !$0.payload.isUpgraded }
         let pool = kept.isEmpty ? Array(transactions.values) : kept
         return pool.max { Self.holdsBefore($0.payload, $1.payload) }
