@@ -122,9 +122,10 @@ struct StateSeed {
             var info = stat()
             return total + (stat(path, &info) == 0 ? Int64(info.st_size) : 0)
         }
+        // %ld: the counts are 64-bit (%d printed a 2 GiB store's bytes wrapped negative).
         print(
             String(
-                format: "records %d bytes %d seconds %.1f", records, bytes, Date().timeIntervalSince(started)))
+                format: "records %ld bytes %ld seconds %.1f", records, bytes, Date().timeIntervalSince(started)))
     }
 }
 
