@@ -51,6 +51,15 @@ enum BatchRole: Sendable {
     case each(TransactionRole)
     /// The statements are one transaction of their own: the first its BEGIN, the last its COMMIT.
     case wholeTransaction
+
+    /// The role of statement `index` of `count`; `transaction` names a whole transaction's.
+    func role(ofStatement index: Int, count: Int, transaction: Int) -> TransactionRole {
+        switch self {
+        case .each(let role): role
+        case .wholeTransaction:
+            index == 0 ? .begin(transaction) : index == count - 1 ? .end(transaction) : .inside(transaction)
+        }
+    }
 }
 
 /// One statement on its way through a connection, confined to the connection's loop: waiting (behind another

@@ -377,20 +377,12 @@ package final class PostgresConnection: @unchecked Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<[CallResult], Never>) in
                 let submit: @Sendable () -> Void = {
                     let answers = BatchAnswers(count: statements.count, continuation: continuation)
-                    let role: (Int) -> TransactionRole
-                    switch batchRole {
-                    case .each(let each): role = { _ in each }
-                    case .wholeTransaction:
-                        self.lastTransaction += 1
-                        let id = self.lastTransaction
-                        role = { index in
-                            index == 0 ? .begin(id) : index == statements.count - 1 ? .end(id) : .inside(id)
-                        }
-                    }
+                    if case .wholeTransaction = batchRole { self.lastTransaction += 1 }
+                    let id = self.lastTransaction
                     for (index, statement) in statements.enumerated() {
+                        let role = batchRole.role(ofStatement: index, count: statements.count, transaction: id)
                         let call = PendingCall(
-                            self.cached(statement), role: role(index), limits: self.configuration.limits,
-                            ticket: ticket
+                            self.cached(statement), role: role, limits: self.configuration.limits, ticket: ticket
                         ) { answers.answer(index, $0) }
                         self.submit(call, timeout: timeout ?? self.configuration.queryTimeout, generation: generation)
                     }
