@@ -67,11 +67,7 @@ package struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible
     package var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
     /// The server refused a prepared statement whose result no longer fits its plan ("cached plan must not change
     /// result type"): preparing it again mends it. SQLSTATE 0A000 alone means any unsupported feature, so the
-    /// server's routine must be the plan cache's too; a server (or proxy) that names no routine is recognised by its
-    /// untranslated message.
-    package var isStalePlan: Bool {
-        guard sqlState == "0A000" else { return false }
-        guard let sourceFunction else { return message.hasPrefix("cached plan must not change result type") }
-        return sourceFunction == "RevalidateCachedQuery"
-    }
+    /// server's routine must be the plan cache's too (PostgreSQL names it in every error; the message is
+    /// translated and never read). An error that names no routine is not taken for one: it fails its call.
+    package var isStalePlan: Bool { sqlState == "0A000" && sourceFunction == "RevalidateCachedQuery" }
 }
