@@ -8,7 +8,8 @@ StreamNotifications follower), p50 and p99.
 
 With `--state` (issue 46; `make bench` runs it): ingestion into the subscription state instead. New purchases
 (each its own subscription: a lifecycle's `buy`, SUBSCRIBED / INITIAL_BUY with its signed transaction and
-renewal info) are posted by `--posters` keep-alive connections at once, as fast as the webhook answers; the
+renewal info) are posted by `--posters` keep-alive connections at once, as fast as the webhook answers (by
+bench/peers/webhook_post.c: a few µs of CPU a notification, so the posters take little of the 2 cores); the
 rate is notifications per second from the first POST until the state holds every one of them (the webhook's 200
 comes after the log's synchronous commit, so every acknowledgement is durable; the projector then applies the
 log to the state). The latency is from a notification's 200 to its subscription being readable: the state's row
@@ -30,9 +31,11 @@ import concurrent.futures
 import http.client
 import json
 import os
+import resource
 import socket
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -160,9 +163,49 @@ def purchases(sim, count, workers=4):
         return [item for part in pool.map(make, shares) for item in part]
 
 
+class FastPoster:
+    """Posts pre-encoded bodies over `posters` keep-alive HTTP/1.1 connections at once with bench/peers/webhook_post.c
+    (a few microseconds of CPU a notification: the posters share the 2 cores with the gateway, and a Python poster
+    took 259–574 µs of them per notification). Times are CLOCK_MONOTONIC, the clock of time.perf_counter."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="bench-poster-")
+        self.binary = os.path.join(self.dir, "webhook_post")
+        subprocess.run(["cc", "-O2", "-pthread", "-o", self.binary, os.path.join(ROOT, "bench", "peers", "webhook_post.c")],
+                       check=True)
+        self.cpu_seconds = 0.0   # the poster processes' CPU, every run so far
+
+    def post(self, url, bodies, posters, sample_every=0, on_ack=None):
+        """Posts every body; returns (started, finished) in perf_counter seconds. `on_ack(index, at)` is called for
+        every `sample_every`-th body answered 200 as the answer comes. Fails when any answer was not 200."""
+        hostport, path = url.split("//")[1].split("/", 1)
+        host, port = hostport.split(":")
+        file = os.path.join(self.dir, "bodies")
+        with open(file, "wb") as out:
+            for body in bodies:
+                out.write(b"%d\n" % len(body) + body)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.Popen([self.binary, host, port, "/" + path, str(posters), file, str(sample_every)],
+                                stdout=subprocess.PIPE, text=True)
+        started = finished = None
+        failures = 0
+        for line in proc.stdout:
+            kind, *rest = line.split()
+            if kind == "start":
+                started = float(rest[0])
+            elif kind == "ack" and on_ack:
+                on_ack(int(rest[0]), float(rest[1]))
+            elif kind == "done":
+                finished, failures = float(rest[0]), int(rest[1])
+        assert proc.wait() == 0, "the poster failed"
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu_seconds += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        assert failures == 0, f"{failures} notifications were not answered 200"
+        return started, finished
+
+
 class RawPoster:
-    """One keep-alive HTTP/1.1 connection posting pre-encoded bodies with the least Python per request (the posters
-    share the 2 cores with the gateway)."""
+    """One keep-alive HTTP/1.1 connection posting pre-encoded bodies, one at a time, from Python (latencies)."""
 
     def __init__(self, url):
         host, port = url.split("//")[1].split("/")[0].split(":")
@@ -209,6 +252,7 @@ class StateWatch:
     def __init__(self, database):
         self.db = sqlite3.connect(f"file:{database}?mode=ro", uri=True, check_same_thread=False)
         self.pending = {}   # original id -> when its 200 came (perf_counter)
+        self.early = set()  # records seen before their 200 was (a 200 and a poll racing)
         self.latencies = []
         self.lock = threading.Lock()
         self.running = True
@@ -217,21 +261,31 @@ class StateWatch:
 
     def acknowledged(self, original, at):
         with self.lock:
-            self.pending[original] = at
+            if original in self.early:   # readable before its 200 was read here: no wait to count
+                self.early.discard(original)
+                self.latencies.append(0.0)
+            else:
+                self.pending[original] = at
 
     def _run(self):
+        # Only rows added since the last poll are read (by rowid), so a poll costs the new records, not the
+        # purchases still waited for: a watcher that asked for every pending id each millisecond took more CPU the
+        # further the state fell behind, from the gateway it was measuring.
+        last = self.db.execute("SELECT coalesce(max(rowid), 0) FROM subscription_records").fetchone()[0]
         while self.running:
-            with self.lock:
-                ids = list(self.pending)
-            if ids:
-                marks = ",".join("?" * len(ids))
-                seen = [row[0] for row in self.db.execute(
-                    f"SELECT original_transaction_id FROM subscription_records WHERE original_transaction_id IN ({marks})",
-                    ids)]
+            rows = self.db.execute(
+                "SELECT rowid, original_transaction_id FROM subscription_records WHERE rowid > ? ORDER BY rowid",
+                (last,)).fetchall()
+            if rows:
+                last = rows[-1][0]
                 now = time.perf_counter()
                 with self.lock:
-                    for original in seen:
-                        self.latencies.append((now - self.pending.pop(original)) * 1000)
+                    for _, original in rows:
+                        acknowledged = self.pending.pop(original, None)
+                        if acknowledged is not None:
+                            self.latencies.append((now - acknowledged) * 1000)
+                        else:
+                            self.early.add(original)
             time.sleep(0.001)
 
     def wait_empty(self, timeout=60):
@@ -258,32 +312,13 @@ def wait_records(database, count, timeout=120):
     return time.perf_counter()
 
 
-def ingest(gw, database, items, posters, watch, sample_every=10):
-    """Posts `items` over `posters` connections at once; returns (seconds until every 200, seconds until the
-    state held them all), both from the first POST."""
+def ingest(gw, database, items, posters, watch, poster, sample_every=10):
+    """Posts `items` over `posters` connections at once (`poster`: a FastPoster); returns (seconds until every 200,
+    seconds until the state held them all), both from the first POST."""
     before = record_count(database)
-    shares = [list(enumerate(items))[i::posters] for i in range(posters)]
-    failures = []
-    connections = [RawPoster(gw.webhook) for _ in range(posters)]
-
-    def poster(connection, share):
-        for index, (original, body) in share:
-            status = connection.post(body)
-            if status != 200:
-                failures.append(status)
-            elif index % sample_every == 0:
-                watch.acknowledged(original, time.perf_counter())
-
-    threads = [threading.Thread(target=poster, args=(c, share)) for c, share in zip(connections, shares)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    acknowledged = time.perf_counter()
-    for connection in connections:
-        connection.close()
-    assert not failures, failures[:5]
+    started, acknowledged = poster.post(
+        gw.webhook, [body for _, body in items], posters, sample_every,
+        lambda index, at: watch.acknowledged(items[index][0], at))
     in_state = wait_records(database, before + len({original for original, _ in items}))
     return acknowledged - started, in_state - started
 
@@ -337,6 +372,7 @@ def stat(values):
 
 def state_main(args):
     sim = Simulator()
+    poster = FastPoster()
     alone_count = 100
     figures = {key: [] for key in ("rate", "webhook_rate", "reference", "p50_ms", "p95_ms", "p99_ms",
                                    "alone_p50_ms", "alone_p95_ms", "cpu_us", "poster_cpu_us")}
@@ -351,13 +387,14 @@ def state_main(args):
             gw = WebhookGateway(sim, database)
             try:
                 watch = StateWatch(database)
-                ingest(gw, database, warm, args.posters, watch)   # chains verified, caches warm
+                ingest(gw, database, warm, args.posters, watch, poster)   # chains verified, caches warm
                 watch.wait_empty()
                 watch.latencies.clear()
-                cpu, mine = cpu_seconds(gw.proc.pid), cpu_seconds(os.getpid())
-                acked, in_state = ingest(gw, database, measured, args.posters, watch)
+                cpu, mine = cpu_seconds(gw.proc.pid), cpu_seconds(os.getpid()) + poster.cpu_seconds
+                acked, in_state = ingest(gw, database, measured, args.posters, watch, poster)
                 figures["cpu_us"].append((cpu_seconds(gw.proc.pid) - cpu) * 1e6 / len(measured))
-                figures["poster_cpu_us"].append((cpu_seconds(os.getpid()) - mine) * 1e6 / len(measured))
+                figures["poster_cpu_us"].append(
+                    (cpu_seconds(os.getpid()) + poster.cpu_seconds - mine) * 1e6 / len(measured))
                 watch.wait_empty()
                 loaded = list(watch.latencies)
                 watch.latencies.clear()
@@ -396,7 +433,7 @@ def state_main(args):
     print(f"| webhook 200s/s in the same runs | {spread(figures['webhook_rate'])} | — | — |")
     print(f"| gateway CPU µs per notification (every thread: HTTP, verification, log, projection) | "
           f"{spread(figures['cpu_us'])} | — | — |")
-    print(f"| CPU µs per notification of the posters and the watcher (this Python process, same cores) | "
+    print(f"| CPU µs per notification of the posters (bench/peers/webhook_post.c) and the watcher (Python), same cores | "
           f"{spread(figures['poster_cpu_us'])} | — | — |")
     for key, name in (("p50_ms", "p50"), ("p95_ms", "p95"), ("p99_ms", "p99")):
         print(f"| 200 → readable in the state, {name} ms, under that load | {spread(figures[key], '{:.1f}')} | — | — |")
