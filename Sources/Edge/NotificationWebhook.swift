@@ -172,9 +172,10 @@ package struct NotificationWebhook: HTTPRequestHandler {
             let requirements = try VerificationRequirements(
                 bundleID: app.bundleId, appAppleID: app.appAppleId,
                 acceptedEnvironments: VerifyJWSHandler.accepted(by: app.environment))
-            // The chain is cached now: this costs one signature check.
+            // The facts the verification read, checked against the app: nothing is parsed or verified again.
             bound =
-                verifier.verifyIfChainCached(jws, kind: .notification, requirements: requirements)
+                verifier.bind(result, to: requirements)
+                ?? verifier.verifyIfChainCached(jws, kind: .notification, requirements: requirements)
                 ?? verifier.verify(jws, kind: .notification, requirements: requirements)
         } catch {
             metrics.reject("unknown_app")

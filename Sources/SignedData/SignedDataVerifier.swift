@@ -266,6 +266,33 @@ package final class SignedDataVerifier: Sendable {
         verdict(jws, kind: kind, requirements: requirements, effort: .cachedOnly)
     }
 
+    /// `result`, a verification bound to no app (`requirements: .none`) that passed, now bound to `requirements`
+    /// without parsing or verifying anything again: the bundle id, app Apple id and environment checks that
+    /// `verify(_:kind:requirements:)` makes, on the facts the verification read, of the payload and of each nested
+    /// one (a nested failure fails the whole, named by its field, as there). nil when `result` did not pass or
+    /// carries no parsed payload, or `requirements` accept unverified environments: verify with them instead.
+    package func bind(_ result: VerificationResult, to requirements: VerificationRequirements) -> VerificationResult? {
+        guard result.status == .ok, requirements.unverifiedEnvironments.isEmpty, let payload = result.payloadObject
+        else { return nil }
+        do throws(Rejection) {
+            try Self.checkBinding(PayloadFacts(payload: payload, requestedKind: result.kind), requirements)
+        } catch {
+            return VerificationResult(
+                status: error.status, message: error.message, kind: result.kind, signedDate: result.signedDate,
+                environment: result.environment, rawJSON: result.rawJSON)
+        }
+        for item in result.nestedPayloads {
+            guard let bound = bind(item.result, to: requirements) else { return nil }
+            guard bound.isVerified else {
+                return VerificationResult(
+                    status: bound.status, message: "\(item.field.rawValue): \(bound.message)", kind: result.kind,
+                    signedDate: result.signedDate, environment: result.environment, rawJSON: result.rawJSON,
+                    nestedPayloads: result.nestedPayloads)
+            }
+        }
+        return result
+    }
+
     /// The pass's verdict when `effort` was enough to reach one.
     private func verdict(
         _ jws: String, kind: SignedDataKind?, requirements: VerificationRequirements, effort: Effort

@@ -56,6 +56,70 @@ import Testing
         #expect(verifier.verify(renewalAsTransaction).status == .wrongKind)
     }
 
+    /// The webhook verifies a notification bound to no app, then binds the result to the app it names
+    /// (`bind(_:to:)`, nothing verified again): every verdict and message must be what verifying under those
+    /// requirements gives, for the payload's own identity and for each nested payload's.
+    @Test func bindingAVerifiedResultAgreesWithVerifyingUnderTheRequirements() throws {
+        let inner = try pki.signer.sign(payload: transactionPayload())
+        let otherApp = try pki.signer.sign(payload: transactionPayload(bundleID: "com.example.other"))
+        let production = try pki.signer.sign(payload: transactionPayload(environment: "Production"))
+        let notifications = [
+            try notification([
+                "data": [
+                    "bundleId": "com.example.app", "environment": "Sandbox", "appAppleId": 42,
+                    "signedTransactionInfo": inner,
+                ]
+            ]),
+            try notification([
+                "data": [
+                    "bundleId": "com.example.app", "environment": "Sandbox", "appAppleId": 42,
+                    "signedTransactionInfo": otherApp,
+                ]
+            ]),
+            try notification([
+                "data": [
+                    "bundleId": "com.example.app", "environment": "Sandbox", "appAppleId": 42,
+                    "signedTransactionInfo": production,
+                ]
+            ]),
+            try notification(["summary": ["bundleId": "com.example.app", "environment": "Production", "appAppleId": 7]]
+            ),
+            try notification(["data": ["bundleId": "com.example.other", "environment": "Sandbox"]]),
+            try notification([:]),
+        ]
+        let requirements: [VerificationRequirements] = [
+            .none,
+            try .init(bundleID: "com.example.app", environment: .sandbox),
+            try .init(bundleID: "com.example.app", appAppleID: 42, environment: .sandbox),
+            try .init(bundleID: "com.example.app", appAppleID: 43, environment: .sandbox),
+            try .init(bundleID: "com.example.app", appAppleID: 7, environment: .production),
+            try .init(bundleID: "com.example.app", appAppleID: 7, acceptedEnvironments: [.production, .sandbox]),
+            try .init(bundleID: "com.example.app", appAppleID: 8, acceptedEnvironments: [.production]),
+            try .init(bundleID: "com.example.other", appAppleID: nil, acceptedEnvironments: [.sandbox]),
+        ]
+        var refusals = 0
+        for jws in notifications {
+            let unbound = verifier.verify(jws)
+            #expect(unbound.isVerified, "\(unbound.message)")
+            for requirement in requirements {
+                let bound = try #require(verifier.bind(unbound, to: requirement))
+                let verified = verifier.verify(jws, requirements: requirement)
+                #expect(bound.status == verified.status, "\(verified.message) vs \(bound.message)")
+                #expect(bound.message == verified.message)
+                if !verified.isVerified { refusals += 1 }
+            }
+        }
+        #expect(refusals >= 10, "the cases must refuse too, not only pass")
+        // Nothing to bind: a failed verification, and requirements that accept Xcode's unverified data.
+        let impostor = try AppStoreTestPKI(referenceTime: referenceTime)
+        let forged = verifier.verify(try impostor.signer.sign(payload: transactionPayload()))
+        #expect(verifier.bind(forged, to: .none) == nil)
+        let xcode = try VerificationRequirements(
+            bundleID: "com.example.app", appAppleID: nil, acceptedEnvironments: [.xcode, .sandbox]
+        ).acceptingUnverified([.xcode])
+        #expect(verifier.bind(verifier.verify(notifications[0]), to: xcode) == nil)
+    }
+
     @Test func notificationIdentitySources() throws {
         let summary = try notification([
             "summary": ["bundleId": "com.example.app", "environment": "Production", "appAppleId": 7]
