@@ -5,13 +5,16 @@ import NotificationStore
 import Services
 
 extension AppStoreGatewayService {
-    /// The webhook receiver for `webhook`, verifying with this service's verifier and pool, storing in `live`.
+    /// The webhook receiver for `webhook`, verifying with this service's verifier and pool, storing in `live`,
+    /// handing what it stored to this service's subscription projector (which projects `live`'s store).
     package func webhook(
         path: String, live: LiveNotificationFeed, clock: any GatewayClock = SystemClock()
     ) -> NotificationWebhook {
-        NotificationWebhook(
+        var webhook = NotificationWebhook(
             path: path, verifier: verifier, pool: pool, apps: apps, store: live.store, clock: clock,
             metrics: live.metrics, retention: retention)
+        webhook.deliveries = subscriptionProjector?.deliveries
+        return webhook
     }
 
     /// The hosted realtime URL for `settings` (nil when its path is empty), answering through this service's

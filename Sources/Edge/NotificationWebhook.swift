@@ -31,6 +31,9 @@ package struct NotificationWebhook: HTTPRequestHandler {
     package var tracer: any Tracer = SilentTracer()
     /// The hosted realtime URL on the same listener (`notifications.realtime.path`); nil = none.
     package var realtime: RealtimeEndpoint?
+    /// Where each stored notification's verified, decoded data is handed to this replica's subscription
+    /// projector (nil: no state kept here).
+    package var deliveries: VerifiedDeliveries?
 
     /// The outcome of one delivery, before it becomes an HTTP answer (tests read it directly).
     enum Outcome: Equatable {
@@ -197,16 +200,20 @@ package struct NotificationWebhook: HTTPRequestHandler {
         var span = tracer.childSpan(of: trace, name: "notification store insert", kind: .client)
         span?.set("appstore.app", app.name)
         defer { tracer.end(span) }
+        // Offered before the insert commits: the projector, woken by the commit, finds it.
+        if let data = notification.data { deliveries?.offer(uuid: uuid, signedPayload: jws, data: data) }
         do throws(NotificationStoreFailure) {
             switch try await store.insert(entry, receivedAt: now) {
             case .stored:
                 metrics.stored?.labels(app.name, "webhook").increment()
                 return .stored(app: app.name, uuid: uuid)
             case .duplicate:
+                deliveries?.withdraw(uuid: uuid)
                 metrics.duplicates?.labels(app.name).increment()
                 return .duplicate(app: app.name, uuid: uuid)
             }
         } catch {
+            deliveries?.withdraw(uuid: uuid)
             span?.status = .error("the store is unavailable")
             metrics.reject("store_unavailable")
             return .unavailable(error.message)

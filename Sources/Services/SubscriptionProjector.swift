@@ -12,7 +12,8 @@ import SubscriptionState
 /// delays the state (the projection resumes from the saved position; applying a snapshot twice changes nothing).
 ///
 /// A notification whose signed data does not verify now, or names another app, is left out of the state and
-/// counted (`appstore_gateway_state_rejected_total`); the log keeps it as it was.
+/// counted (`appstore_gateway_state_rejected_total`); the log keeps it as it was. What this replica's webhook has
+/// just verified and decoded is handed over in memory (`deliveries`) instead of being verified again.
 package final class SubscriptionProjector: Sendable {
     /// Entries read per step.
     static let batch = 256
@@ -23,11 +24,14 @@ package final class SubscriptionProjector: Sendable {
     private let log: any NotificationStore
     /// The events time makes (ends of periods and grace periods) and their pruning.
     let timer: SubscriptionTimer
+    /// What this replica's webhook verified and decoded, taken instead of verifying its log entries again.
+    package let deliveries: VerifiedDeliveries
 
     init(states: SubscriptionStates, log: any NotificationStore, retention: Duration) {
         self.states = states
         self.log = log
         self.timer = SubscriptionTimer(states: states, retention: retention)
+        self.deliveries = VerifiedDeliveries(clock: states.clock)
     }
 
     /// The fleet lease of the projection: one replica of a fleet projects the shared log at a time.
@@ -61,7 +65,8 @@ package final class SubscriptionProjector: Sendable {
         }
     }
 
-    /// How many log entries a page's decoding takes on a thread of the shared pool before it lets others run.
+    /// How many log entries a page's decoding (of entries not handed over) takes on a thread of the shared pool
+    /// before it lets others run.
     static let entriesBetweenYields = 8
 
     /// Projects up to one batch of the log (every app's entries, in order) and moves the projected position past
@@ -80,11 +85,18 @@ package final class SubscriptionProjector: Sendable {
         }
         guard page.through > through else { return false }
         var changes: [(app: App, change: SubscriptionChange)] = []
-        for (index, entry) in page.entries.enumerated() {
-            // Decoding a page is CPU work on the shared pool (a verified signature is not checked again, so nothing
-            // here suspends): let the webhook's calls waiting for a thread in between, every few entries.
-            if index > 0, index % Self.entriesBetweenYields == 0 { await Task.yield() }
-            if let change = try await change(for: entry, quiet: quiet) { changes.append(change) }
+        var decoded = 0
+        for entry in page.entries {
+            let handed = deliveries.take(uuid: entry.notification.uuid, signedPayload: entry.notification.signedPayload)
+            if handed == nil {
+                // Decoding an entry the webhook did not hand over is CPU work on the shared pool (a verified
+                // signature is not checked again, so nothing here suspends): let the webhook's calls waiting for a
+                // thread run in between, every few such entries. A handed-over entry costs too little to yield for
+                // (yielding for each would put the projection behind every delivery in flight, page after page).
+                if decoded > 0, decoded % Self.entriesBetweenYields == 0 { await Task.yield() }
+                decoded += 1
+            }
+            if let change = try await change(for: entry, handed: handed, quiet: quiet) { changes.append(change) }
         }
         let applied: [AppliedChange]
         do {
@@ -132,9 +144,11 @@ package final class SubscriptionProjector: Sendable {
         return count
     }
 
-    /// The change a stored notification makes: nil when it names no configured app, does not verify now (both
-    /// counted), or carries no subscription data (TEST, summaries, external purchase tokens).
-    private func change(for entry: StoredNotification, quiet: Bool) async throws(GatewayError)
+    /// The change a stored notification makes (`handed`: its data as the webhook verified it, if it did): nil when
+    /// it names no configured app, does not verify now (both counted), or carries no subscription data (TEST,
+    /// summaries, external purchase tokens).
+    private func change(for entry: StoredNotification, handed: NotificationData?, quiet: Bool)
+        async throws(GatewayError)
         -> (app: App, change: SubscriptionChange)?
     {
         guard let app = states.apps.app(bundleId: entry.notification.bundleId) else {
@@ -148,15 +162,9 @@ package final class SubscriptionProjector: Sendable {
             states.metrics.rejected(reason: "other_app")
             return nil
         }
-        let result = await states.verifier.verifyOffLoopUnlessCached(
-            entry.notification.signedPayload, kind: .notification, requirements: requirements)
-        if result.status == .retryableFailure {
-            // An OCSP responder out of reach: nothing is known to be wrong; try again later rather than skip it.
-            throw .revocationStatusUnavailable(app: app.name, problem: result.message)
-        }
-        guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result),
-            let data = notification.data
-        else {
+        var verified = handed
+        if verified == nil { verified = try await verifiedData(of: entry, app: app, requirements: requirements) }
+        guard let data = verified else {
             states.metrics.rejected(reason: "unverified")
             return nil
         }
@@ -174,5 +182,23 @@ package final class SubscriptionProjector: Sendable {
                 cause: quiet ? nil : entry.notification.uuid)
         else { return nil }
         return (app, change)
+    }
+
+    /// The verified notification data of a log entry the webhook did not hand over: the entry verified again (its
+    /// signature from the verified-signature cache while it is recent). nil when it does not verify now or carries
+    /// no data; an OCSP responder out of reach throws (try again later rather than skip it).
+    private func verifiedData(of entry: StoredNotification, app: App, requirements: VerificationRequirements)
+        async throws(GatewayError) -> NotificationData?
+    {
+        let stored = entry.notification
+        let result = await states.verifier.verifyOffLoopUnlessCached(
+            stored.signedPayload, kind: .notification, requirements: requirements)
+        if result.status == .retryableFailure {
+            throw .revocationStatusUnavailable(app: app.name, problem: result.message)
+        }
+        guard result.isVerified, case .notification(let notification)? = PayloadDecoder.decode(result) else {
+            return nil
+        }
+        return notification.data
     }
 }

@@ -5,6 +5,7 @@ import Foundation
 import GatewayFoundation
 import HTTPServer
 import NotificationStore
+import ProtoCodec
 import SignedData
 import Simulator
 import Testing
@@ -41,11 +42,11 @@ import Testing
         }
 
         /// A notification the simulator records and signs (not delivered anywhere).
-        func signed(bundleId: String? = nil, environment: String = "Sandbox") async throws -> (
-            uuid: String, jws: String
-        ) {
+        func signed(bundleId: String? = nil, environment: String = "Sandbox", type: String = "TEST") async throws
+            -> (uuid: String, jws: String)
+        {
             var body: [String: Any] = [
-                "url": "http://127.0.0.1:9/unused", "deliver": false, "notificationType": "TEST",
+                "url": "http://127.0.0.1:9/unused", "deliver": false, "notificationType": type,
                 "environment": environment,
             ]
             if let bundleId { body["bundleId"] = bundleId }
@@ -86,6 +87,55 @@ import Testing
         let answer = await webhook.handle(
             HTTPRequest(method: "POST", target: "/apple/notifications", body: Self.body(jws)))
         #expect(answer.status == 200)
+    }
+
+    /// What the webhook stored is handed to the projector decoded (`VerifiedDeliveries`), for exactly the payload
+    /// stored; a retry that stored nothing and a store that failed leave nothing behind.
+    @Test func aStoredNotificationIsHandedToTheProjectorAndNothingElseIs() async throws {
+        let fixture = try Fixture()
+        let deliveries = VerifiedDeliveries()
+        var webhook = fixture.webhook(store: try fixture.store())
+        webhook.deliveries = deliveries
+        let (uuid, jws) = try await fixture.signed(type: "DID_RENEW")
+        #expect(await webhook.receive(Self.body(jws)) == .stored(app: "example", uuid: uuid))
+        #expect(deliveries.count == 1)
+        #expect(deliveries.take(uuid: uuid, signedPayload: jws + "x") == nil, "another payload takes nothing")
+        #expect(deliveries.count == 0)
+
+        let (second, secondJWS) = try await fixture.signed(type: "DID_RENEW")
+        #expect(await webhook.receive(Self.body(secondJWS)) == .stored(app: "example", uuid: second))
+        let data = try #require(deliveries.take(uuid: second, signedPayload: secondJWS))
+        #expect(data.bundleId == fixture.apps[0].bundleId)
+        #expect(data.environment == .sandbox)
+
+        #expect(await webhook.receive(Self.body(secondJWS)) == .duplicate(app: "example", uuid: second))
+        #expect(deliveries.count == 0, "a duplicate's offer is withdrawn")
+
+        var failing = fixture.webhook(store: FailingStore())
+        failing.deliveries = deliveries
+        let (third, thirdJWS) = try await fixture.signed(type: "DID_RENEW")
+        guard case .unavailable = await failing.receive(Self.body(thirdJWS)) else {
+            Issue.record("a failing store must be unavailable")
+            return
+        }
+        #expect(deliveries.take(uuid: third, signedPayload: thirdJWS) == nil)
+    }
+
+    /// An app configured for Production only: a Sandbox notification naming its bundle id is refused as another
+    /// app's (the binding of the verified result to the app, without verifying it again).
+    @Test func aNotificationOfAnEnvironmentTheAppRefusesIs403() async throws {
+        let fixture = try Fixture()
+        var apps = fixture.apps
+        apps[0].environment = .production
+        let webhook = NotificationWebhook(
+            path: "/apple/notifications", verifier: fixture.verifier, pool: VerificationPool(threads: 1, queueLimit: 4),
+            apps: apps, store: try fixture.store(), clock: SystemClock(), metrics: NotificationMetrics(registry: nil))
+        let (_, jws) = try await fixture.signed(type: "DID_RENEW")
+        guard case .unknownApp(let why) = await webhook.receive(Self.body(jws)) else {
+            Issue.record("a Sandbox notification for a Production-only app must be refused")
+            return
+        }
+        #expect(why.contains("environment"), "\(why)")
     }
 
     @Test func aNotificationOfAnUnconfiguredAppIs403() async throws {
