@@ -100,5 +100,28 @@ import Testing
             #expect(payload(bad) == nil, "\(bad.prefix(40))")
         }
         #expect(WebhookBody.signedPayload([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D]) == nil)
+        #expect(payload("{\"signedPayload\":\"\(long)\u{1F}\(long)\"}") == nil, "a control character deep in a run")
+        #expect(payload("{\"signedPayload\":\"\(long)\\n\(long)\"}") == long + "\n" + long)
+    }
+
+    /// The end of a run of plain string characters, found with memchr and a vectorised minimum, is where a plain
+    /// byte-at-a-time scan stops, on bodies of every mix of quotes, backslashes and control characters.
+    @Test func aPlainRunEndsWhereAByteAtATimeScanEnds() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = [0x22, 0x5C, 0x00, 0x1F, 0x20, 0x41, 0x2E, 0x7F, 0xC3, 0xFF]
+        for _ in 0..<2_000 {
+            let count = Int.random(in: 0...300, using: &generator)
+            let rare = Int.random(in: 1...200, using: &generator)
+            let bytes: [UInt8] = (0..<count).map { _ in
+                Int.random(in: 0..<rare, using: &generator) == 0
+                    ? alphabet.randomElement(using: &generator)! : UInt8(ascii: "a")
+            }
+            let start = Int.random(in: 0...count, using: &generator)
+            var expected = start
+            while expected < count, bytes[expected] != 0x22, bytes[expected] != 0x5C, bytes[expected] >= 0x20 {
+                expected += 1
+            }
+            #expect(bytes.withUnsafeBufferPointer { WebhookBody.plainRunEnd($0, from: start) } == expected)
+        }
     }
 }
