@@ -13,7 +13,7 @@ rounds on the same server:
    (select-only, pinned to core 1) with as many connections as the gateway's loop has
    (`notifications.store.postgresPoolSize`). The PostgreSQL server is not pinned, in both.
 
-    .venv/bin/python bench/postgres.py [--rounds 3] [--count 4000] [--posters 8] [--seconds 6] [--json OUT]
+    .venv/bin/python bench/postgres.py [--rounds 3] [--count 4000] [--posters 32] [--seconds 6] [--json OUT]
     .venv/bin/python bench/postgres.py --rounds 1 --profile reads|ingest    # where the time goes (perf)
 
 `--profile` records the gateway with `perf` during round 1 of that phase and prints the heaviest shared objects
@@ -152,7 +152,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--count", type=int, default=4000)
-    parser.add_argument("--posters", type=int, default=8)
+    parser.add_argument("--posters", type=int, default=32,
+                        help="deliveries in flight at once, as bench/webhook.py --state posts them (32)")
     parser.add_argument("--seconds", type=int, default=6)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--streams", type=int, default=32)
