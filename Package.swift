@@ -293,7 +293,7 @@ let package = Package(
                 "Edge", "ServiceHarness", "Services", "TestSupport", "GatewayFoundation", "Configuration",
                 "Cryptography", "HTTPServer", "NotificationStore", "Observability", "Metrics", "SignedData",
                 "Simulator",
-                "AppStoreDomain", "GRPC",
+                "AppStoreDomain", "GRPC", "ProtoCodec",
             ]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(
