@@ -64,6 +64,22 @@ static void send_all(int fd, const char *data, size_t length) {
     }
 }
 
+// Appends what the socket has (at least one byte) to the held bytes of buffer.
+static void receive_more(int fd, char *buffer, size_t capacity, size_t *held) {
+    for (;;) {
+        ssize_t got = recv(fd, buffer + *held, capacity - *held, 0);
+        if (got > 0) {
+            *held += (size_t)got;
+            return;
+        }
+        if (got == 0) {
+            errno = ECONNRESET;
+            die("the webhook closed the connection");
+        }
+        if (errno != EINTR) die("recv");
+    }
+}
+
 // Reads one response (status line, headers, a Content-Length body) from fd into buffer, keeping any bytes past
 // it at the buffer's start; returns the status.
 static int read_response(int fd, char *buffer, size_t capacity, size_t *held) {
@@ -88,18 +104,7 @@ static int read_response(int fd, char *buffer, size_t capacity, size_t *held) {
                 errno = EMSGSIZE;
                 die("a response larger than the buffer");
             }
-            while (*held < head + length) {
-                ssize_t got = recv(fd, buffer + *held, capacity - *held, 0);
-                if (got == 0) {
-                    errno = ECONNRESET;
-                    die("the webhook closed the connection");
-                }
-                if (got < 0) {
-                    if (errno == EINTR) continue;
-                    die("recv");
-                }
-                *held += (size_t)got;
-            }
+            while (*held < head + length) receive_more(fd, buffer, capacity, held);
             memmove(buffer, buffer + head + length, *held - head - length);
             *held -= head + length;
             return status;
@@ -108,16 +113,7 @@ static int read_response(int fd, char *buffer, size_t capacity, size_t *held) {
             errno = EMSGSIZE;
             die("a response head larger than the buffer");
         }
-        ssize_t got = recv(fd, buffer + *held, capacity - *held, 0);
-        if (got == 0) {
-            errno = ECONNRESET;
-            die("the webhook closed the connection");
-        }
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            die("recv");
-        }
-        *held += (size_t)got;
+        receive_more(fd, buffer, capacity, held);
     }
 }
 
