@@ -23,13 +23,24 @@ extension PostgresSubscriptionStore {
         LIMIT $4)
         """
 
-    /// The ledger row of the record `$1`-`$3` that its row names as current.
-    static let currentLedgerPart = """
+    /// Whether the record row `r` still has the stamp `$4`-`$6` (false for a NULL stamp).
+    private static let stampHeld =
+        "coalesce(r.version = $4 AND r.updated_at = $5 AND r.current_transaction_id = $6, false)"
+
+    /// The record `$1`-`$3` as `recordPart` has it, its current transaction id in `sub`, and no renewal info when
+    /// it still has the stamp `$4`-`$6`; then the ledger row it names as current unless it still has the stamp.
+    static let stampedCurrentRecord = """
+        (SELECT 0 AS part, r.original_transaction_id AS id, r.current_transaction_id AS sub, r.version, r.updated_at,
+          r.source, CASE WHEN \(stampHeld) THEN NULL ELSE r.renewal_jws END AS jws,
+          CASE WHEN \(stampHeld) THEN NULL ELSE r.renewal_payload END AS payload
+        FROM subscription_records r WHERE r.bundle_id = $1 AND r.environment = $2 AND r.original_transaction_id = $3)
+        UNION ALL
         (SELECT 1, t.original_transaction_id, t.transaction_id, NULL, NULL, NULL, t.jws, t.payload
         FROM subscription_records r JOIN subscription_transactions t
           ON t.bundle_id = r.bundle_id AND t.environment = r.environment
           AND t.original_transaction_id = r.original_transaction_id AND t.transaction_id = r.current_transaction_id
-        WHERE r.bundle_id = $1 AND r.environment = $2 AND r.original_transaction_id = $3)
+        WHERE r.bundle_id = $1 AND r.environment = $2 AND r.original_transaction_id = $3 AND NOT \(stampHeld))
+        ORDER BY part
         """
 
     /// The purchases of the original transaction id `$3`, at most `$5`.

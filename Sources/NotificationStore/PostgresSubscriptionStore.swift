@@ -198,12 +198,36 @@ package final class PostgresSubscriptionStore: SubscriptionStore {
     /// The record row and the one ledger row it names as current, in one statement (a primary-key lookup each);
     /// a record whose row names no transaction, or one the ledger lacks, is read whole.
     package func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord? {
+        guard case .record(let record, _) = try await currentRecord(key, unlessStamped: nil) else { return nil }
+        return record
+    }
+
+    /// One statement either way: the record row's stamp always, its renewal info and current ledger row only when
+    /// the stamp is not `stamp`.
+    package func currentRecord(_ key: SubscriptionKey, unlessStamped stamp: RecordStamp?)
+        async throws(NotificationStoreFailure) -> CurrentRead
+    {
         let rows = try await query(
-            Self.recordPart + " UNION ALL " + Self.currentLedgerPart + " ORDER BY part", Self.parameters(key),
-            "reading a subscription")
+            Self.stampedCurrentRecord,
+            Self.parameters(key) + [
+                stamp.map { .integer(Int64(bitPattern: $0.version)) }, stamp.map { .integer($0.updatedAtMillis) },
+                stamp.map { .text($0.currentTransactionId) },
+            ], "reading a subscription")
+        guard let row = rows.first(where: { _ in true }), try Self.integer(row[0], "a row's part") == 0 else {
+            return .missing
+        }
+        let found = RecordStamp(
+            version: UInt64(bitPattern: try Self.integer(row[3], "the version of a record")),
+            updatedAtMillis: try Self.integer(row[4], "the update time of a record"),
+            currentTransactionId: try Self.text(row[2], "the current transaction id of a record"))
+        if found == stamp { return .unchanged }
         let parts = try parts(rows, of: "the record \(key.originalTransactionId)")
-        guard let record = try parts.records(key.bundleId, key.environment).first else { return nil }
-        return record.transactions.isEmpty ? try await self.record(key) : record
+        guard let record = try parts.records(key.bundleId, key.environment).first else { return .missing }
+        if record.transactions.isEmpty {
+            guard let whole = try await self.record(key) else { return .missing }
+            return .record(whole, found)
+        }
+        return .record(record, found)
     }
 
     package func customer(bundleId: String, environment: Environment, appAccountToken: String)

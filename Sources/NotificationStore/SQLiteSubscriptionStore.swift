@@ -167,6 +167,13 @@ package final class SQLiteSubscriptionStore: SubscriptionStore {
         try await read { tables throws(NotificationStoreFailure) in try tables.currentRecord(key) }
     }
 
+    package func currentRecord(_ key: SubscriptionKey, unlessStamped stamp: RecordStamp?)
+        async throws(NotificationStoreFailure) -> CurrentRead
+    {
+        try await read { tables throws(NotificationStoreFailure) in try tables.currentRecord(key, unlessStamped: stamp)
+        }
+    }
+
     package func customer(bundleId: String, environment: Environment, appAccountToken: String)
         async throws(NotificationStoreFailure) -> CustomerView
     {

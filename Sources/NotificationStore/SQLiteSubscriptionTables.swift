@@ -40,6 +40,30 @@ struct SQLiteSubscriptionTables {
     /// the last write: one point lookup in the ledger), or nil; inside a transaction. A record whose row names no
     /// transaction, or one the ledger lacks, is read whole.
     func currentRecord(_ key: SubscriptionKey) throws(NotificationStoreFailure) -> SubscriptionRecord? {
+        guard case .record(let record, _) = try currentRecord(key, unlessStamped: nil) else { return nil }
+        return record
+    }
+
+    /// `currentRecord(key)` unless the row still has `stamp`: then `.unchanged`, having read three small columns
+    /// (not the renewal info's JWS and payload, which SQLite keeps on overflow pages, nor the ledger row).
+    func currentRecord(_ key: SubscriptionKey, unlessStamped stamp: RecordStamp?) throws(NotificationStoreFailure)
+        -> CurrentRead
+    {
+        if let stamp {
+            var found: RecordStamp?
+            try database.query(
+                "SELECT version, updated_at, current_transaction_id FROM subscription_records "
+                    + "WHERE bundle_id = ?1 AND environment = ?2 AND original_transaction_id = ?3",
+                bind: Self.bind(key)
+            ) { row throws(NotificationStoreFailure) in
+                found = RecordStamp(
+                    version: UInt64(bitPattern: row.integer(0)), updatedAtMillis: row.integer(1),
+                    currentTransactionId: row.text(2, limit: limits.snapshotBytes) ?? "")
+                return false
+            }
+            guard let found else { return .missing }
+            if found == stamp { return .unchanged }
+        }
         var found: (bookkeeping: RecordBookkeeping, current: String)?
         try database.query(
             "SELECT \(Self.recordColumns), current_transaction_id FROM subscription_records "
@@ -53,7 +77,10 @@ struct SQLiteSubscriptionTables {
             )
             return false
         }
-        guard let found else { return nil }
+        guard let found else { return .missing }
+        let stampFound = RecordStamp(
+            version: found.bookkeeping.version, updatedAtMillis: found.bookkeeping.updatedAtMillis,
+            currentTransactionId: found.current)
         var current: SignedTransaction?
         if !found.current.isEmpty {
             try database.query(
@@ -65,8 +92,11 @@ struct SQLiteSubscriptionTables {
                 return false
             }
         }
-        guard let current else { return try record(key) }
-        return try found.bookkeeping.record(key, transactions: [current])
+        guard let current else {
+            guard let whole = try record(key) else { return .missing }
+            return .record(whole, stampFound)
+        }
+        return .record(try found.bookkeeping.record(key, transactions: [current]), stampFound)
     }
 
     /// The records of a customer's token, ordered by original transaction id; inside a transaction. The token

@@ -24,6 +24,10 @@ package protocol SubscriptionStore: Sendable {
     /// at a cost that does not grow with its ledger (a subscription gains a transaction with every renewal). Its
     /// state is the whole record's; never apply a change to it.
     func currentRecord(_ key: SubscriptionKey) async throws(NotificationStoreFailure) -> SubscriptionRecord?
+    /// `currentRecord(key)` unless the stored record still has `stamp` (a record the caller read before): then
+    /// `.unchanged`, having read no more than the stamp. nil `stamp`: always the record.
+    func currentRecord(_ key: SubscriptionKey, unlessStamped stamp: RecordStamp?)
+        async throws(NotificationStoreFailure) -> CurrentRead
     /// One customer: every record whose current transaction carries `appAccountToken` (the renewal info's when
     /// the transaction has none; any group, incl. family-shared ones) and every purchase carrying it. An empty
     /// token names nobody.
@@ -93,12 +97,54 @@ extension SubscriptionStore {
         try await record(key)
     }
 
+    /// The record read whole and its stamp compared: a store with no cheaper read of the stamp alone.
+    package func currentRecord(_ key: SubscriptionKey, unlessStamped stamp: RecordStamp?)
+        async throws(NotificationStoreFailure) -> CurrentRead
+    {
+        guard let record = try await currentRecord(key) else { return .missing }
+        let found = RecordStamp(record)
+        return found == stamp ? .unchanged : .record(record, found)
+    }
+
     /// One change, committed on its own.
     package func apply(_ change: SubscriptionChange) async throws(NotificationStoreFailure) -> AppliedChange {
         let applied = try await apply([change], projectedThrough: nil)
         guard applied.count == 1 else { preconditionFailure("a store answers one AppliedChange per change") }
         return applied[0]
     }
+}
+
+/// What tells one stored state of a record from another without reading its snapshots: its version (grows with
+/// every change, under the record's lock), the time of its last change and the transaction its row names as
+/// current. Two reads with equal stamps read the same record; a record removed and made again (`removeAll`, a
+/// rebuild) has a later update time.
+package struct RecordStamp: Sendable, Hashable {
+    package var version: UInt64
+    package var updatedAtMillis: Int64
+    package var currentTransactionId: String
+
+    package init(version: UInt64, updatedAtMillis: Int64, currentTransactionId: String) {
+        self.version = version
+        self.updatedAtMillis = updatedAtMillis
+        self.currentTransactionId = currentTransactionId
+    }
+
+    /// The stamp of `record` as a store would write it (the current transaction the reducer chooses).
+    package init(_ record: SubscriptionRecord) {
+        self.init(
+            version: record.version, updatedAtMillis: record.updatedAtMillis,
+            currentTransactionId: record.currentTransaction?.payload.transactionId ?? "")
+    }
+}
+
+/// What `SubscriptionStore.currentRecord(_:unlessStamped:)` found.
+package enum CurrentRead: Sendable {
+    /// No record is stored for the key.
+    case missing
+    /// The stored record still has the stamp asked about.
+    case unchanged
+    /// The record (its current transaction alone) and its stamp.
+    case record(SubscriptionRecord, RecordStamp)
 }
 
 /// What identifies one kept one-time purchase: the app (by bundle id), the environment and its `transactionId`.

@@ -128,6 +128,84 @@ final class StoreFile: Sendable {
         #expect(try await store.currentRecord(S.key("unknown")) == nil)
     }
 
+    /// A stamped read (what GetSubscription's record cache asks): the record and its stamp the first time;
+    /// `.unchanged` while the stored record still has that stamp; the new record after any change (a newer
+    /// snapshot, renewal info alone) or after the state was removed and made again; `.missing` for none.
+    @Test(arguments: StoreKind.allCases)
+    func aStampedReadIsUnchangedUntilTheRecordChanges(_ kind: StoreKind) async throws {
+        let (store, file) = try await kind.make()
+        defer { withExtendedLifetime(file) {} }
+        let key = S.key("o1")
+        #expect(try await store.currentRecord(key, unlessStamped: nil).isMissing)
+        let missingStamp = RecordStamp(version: 1, updatedAtMillis: 1, currentTransactionId: "t1")
+        #expect(try await store.currentRecord(key, unlessStamped: missingStamp).isMissing)
+        _ = try await store.apply(
+            S.change(
+                S.transaction("t1", original: "o1", purchased: 0, expires: 30 * S.day, signed: 0),
+                S.renewal(original: "o1", signed: 0), now: 1))
+        guard case .record(let first, let stamp) = try await store.currentRecord(key, unlessStamped: nil) else {
+            Issue.record("the stored record must be read")
+            return
+        }
+        #expect(first == (try await store.currentRecord(key)))
+        #expect(stamp == RecordStamp(first))
+        #expect(stamp.currentTransactionId == "t1")
+        #expect(try await store.currentRecord(key, unlessStamped: stamp).isUnchanged)
+        // Someone else's stamp of the same record (an older read): the record again.
+        var older = stamp
+        older.version -= 1
+        guard case .record(let again, let againStamp) = try await store.currentRecord(key, unlessStamped: older) else {
+            Issue.record("an older stamp must read the record")
+            return
+        }
+        #expect(again == first && againStamp == stamp)
+
+        // A renewal: a new current transaction, a new stamp.
+        _ = try await store.apply(
+            S.change(
+                S.transaction("t2", original: "o1", purchased: 30 * S.day, expires: 60 * S.day, signed: 30 * S.day),
+                now: 2))
+        guard case .record(let renewed, let renewedStamp) = try await store.currentRecord(key, unlessStamped: stamp)
+        else {
+            Issue.record("a changed record must be read")
+            return
+        }
+        #expect(renewed.currentTransaction?.payload.transactionId == "t2")
+        #expect(renewedStamp.version == stamp.version + 1 && renewedStamp.currentTransactionId == "t2")
+        // Renewal info alone: same current transaction, a new version.
+        _ = try await store.apply(S.change(nil, S.renewal(original: "o1", signed: 40 * S.day), key: key, now: 3))
+        guard
+            case .record(let withRenewal, let renewalStamp) = try await store.currentRecord(
+                key, unlessStamped: renewedStamp)
+        else {
+            Issue.record("renewal info alone must change the stamp")
+            return
+        }
+        #expect(withRenewal.renewalInfo?.signedDateMillis == S.t0 + 40 * S.day)
+        #expect(renewalStamp.version == renewedStamp.version + 1)
+        // A duplicate changes nothing: still unchanged.
+        _ = try await store.apply(S.change(nil, S.renewal(original: "o1", signed: 40 * S.day), key: key, now: 4))
+        #expect(try await store.currentRecord(key, unlessStamped: renewalStamp).isUnchanged)
+
+        // Removed and made again (a rebuild) with the same number of changes: a later update time, a new stamp.
+        try await store.removeAll()
+        #expect(try await store.currentRecord(key, unlessStamped: renewalStamp).isMissing)
+        for (index, snapshot) in [("t1", 0), ("t2", 30), ("t3", 60)].enumerated() {
+            _ = try await store.apply(
+                S.change(
+                    S.transaction(
+                        snapshot.0, original: "o1", purchased: Int64(snapshot.1) * S.day,
+                        expires: Int64(snapshot.1 + 30) * S.day, signed: Int64(snapshot.1) * S.day),
+                    now: 100 + Int64(index)))
+        }
+        guard case .record(_, let rebuilt) = try await store.currentRecord(key, unlessStamped: renewalStamp) else {
+            Issue.record("a record made again must be read")
+            return
+        }
+        #expect(rebuilt.version == renewalStamp.version)
+        #expect(rebuilt != renewalStamp)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aDuplicateOrOlderSnapshotChangesNothing(_ kind: StoreKind) async throws {
         let (store, file) = try await kind.make()
@@ -404,5 +482,16 @@ final class StoreFile: Sendable {
                 transaction: transaction, renewalInfo: S.renewal(original: "o2", signed: 1), source: .appleRead,
                 nowMillis: 0)
         }
+    }
+}
+
+extension CurrentRead {
+    var isMissing: Bool {
+        if case .missing = self { return true }
+        return false
+    }
+    var isUnchanged: Bool {
+        if case .unchanged = self { return true }
+        return false
     }
 }
