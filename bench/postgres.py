@@ -15,6 +15,7 @@ rounds on the same server:
 
     .venv/bin/python bench/postgres.py [--rounds 3] [--count 4000] [--posters 32] [--seconds 6] [--json OUT]
     .venv/bin/python bench/postgres.py --rounds 1 --profile reads|ingest    # where the time goes (perf)
+    .venv/bin/python bench/postgres.py --record-cache 10000   # the reading gateway's subscriptions.recordCacheSize
 
 `--profile` records the gateway with `perf` during round 1 of that phase and prints the heaviest shared objects
 and symbols; with PERF_ALL=1 it records every process (PostgreSQL too) and splits by command first; PERF_DATA=FILE
@@ -60,9 +61,11 @@ class DurablePostgres(Postgres):
         return os.path.join(self.bin, name)
 
 
-def start_gateway(sim, server, database_url, pinned):
+def start_gateway(sim, server, database_url, pinned, record_cache=None):
     config = json.loads(json.dumps(sim.config))
     config["apps"] = config["apps"][:1]
+    if record_cache is not None:
+        config["subscriptions"] = {"recordCacheSize": record_cache}
     config.setdefault("notifications", {}).update({
         "webhook": {"listen": "127.0.0.1:0", "path": "/apple/notifications"},
         "store": {"postgres": database_url, "postgresPoolSize": POOL, "reconcileInterval": "0"}})
@@ -158,6 +161,8 @@ def main():
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--streams", type=int, default=32)
     parser.add_argument("--json")
+    parser.add_argument("--record-cache", type=int,
+                        help="subscriptions.recordCacheSize of the reading gateway (default: the gateway's, 2048)")
     parser.add_argument("--profile", choices=("ingest", "reads"),
                         help="perf-record the gateway during round 1 of that phase and print its heaviest symbols")
     args = parser.parse_args()
@@ -197,7 +202,7 @@ def main():
                       file=sys.stderr)
         finally:
             writer.stop()
-        reader = start_gateway(sim, server, url, pinned=True)
+        reader = start_gateway(sim, server, url, pinned=True, record_cache=args.record_cache)
         try:
             ids = [original for original, _ in pool]
             import random

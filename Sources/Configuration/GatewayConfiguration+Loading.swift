@@ -87,6 +87,7 @@ extension GatewayConfiguration {
             }
         }
         set(\.subscriptions.appleReadWeight, try reader.integer("subscriptions.appleReadWeight", in: 1...1_000))
+        set(\.subscriptions.recordCacheSize, try reader.integer("subscriptions.recordCacheSize", in: 0...1_000_000))
         key { () throws(ConfigurationError) in
             if let retention = try reader.duration("subscriptions.eventRetention") {
                 guard retention >= .seconds(3600), retention <= .seconds(400 * 86_400) else {

@@ -133,7 +133,8 @@ package struct AppStoreGatewayService: GRPCService {
             uniquingKeysWith: { first, _ in first })
         let states = SubscriptionStates(
             store: store, apps: AppDirectory(apps), policies: policies, verifier: verifier, clock: clock,
-            metrics: live.stateMetrics, appleReadWeight: settings.appleReadWeight
+            metrics: live.stateMetrics, appleReadWeight: settings.appleReadWeight,
+            recordCacheSize: settings.recordCacheSize
         ) { request, remaining throws(GatewayError) in
             try await statuses.handle(request, remaining: remaining)
         }

@@ -98,7 +98,7 @@ package struct SubscriptionStateExport: Sendable {
                 continue
             }
             // Gone since its key was read (a rebuild under way): not in the state any more.
-            guard let record = try await states.storedRecord(key) else { continue }
+            guard let record = try await states.storedRecord(key, remember: false) else { continue }
             rows.append(Self.row(record, state: record.state(at: nowMillis, policy: states.policy(of: app)), app: app))
         }
         subscriptions += rows.count

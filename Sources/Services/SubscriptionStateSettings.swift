@@ -20,6 +20,10 @@ package struct SubscriptionStateSettings: Sendable, Hashable {
     /// app's budget: they run as the caller `appstore-gateway/subscription-state` and get at least this weight's
     /// share, and no more while others wait. Default 1 (1–1000, as `callers[].weight`).
     package var appleReadWeight = 1
+    /// `subscriptions.recordCacheSize`: how many records GetSubscription keeps decoded in memory, used again while
+    /// the store says they are unchanged (each read still asks the store: a few small columns instead of two JWS
+    /// and their snapshots). ~19 KB a record; default 2048 (~40 MiB at most); 0 keeps none (0–1000000).
+    package var recordCacheSize = RecordCache.defaultCapacity
 
     package init() {}
 

@@ -29,6 +29,8 @@ final class SubscriptionStates: Sendable {
     private let policies: [String: SubscriptionPolicy]
     private let readStatuses: StatusReader
     private let reads = SingleFlight<ReadKey, GetAllSubscriptionStatusesResponse>()
+    /// The records read last, used again while the store says they are unchanged (`RecordCache`).
+    let records: RecordCache
     /// Who the state's own reads of Apple run as (`CallerIdentity.current` while they run): the confirmations,
     /// the first read of an id never seen, the timer's. A listed caller of weight `subscriptions.appleReadWeight`,
     /// so when callers compete for an app's budget the state still gets its share, and takes no more.
@@ -46,8 +48,10 @@ final class SubscriptionStates: Sendable {
     init(
         store: any SubscriptionStore, apps: AppDirectory, policies: [String: SubscriptionPolicy],
         verifier: SignedDataVerifier, clock: any GatewayClock, metrics: SubscriptionStateMetrics,
-        appleReadWeight: Int = 1, readStatuses: @escaping StatusReader
+        appleReadWeight: Int = 1, recordCacheSize: Int = RecordCache.defaultCapacity,
+        readStatuses: @escaping StatusReader
     ) {
+        self.records = RecordCache(capacity: recordCacheSize)
         self.ownReads = CallerIdentity(
             name: .subject(Self.ownReadsIdentity), identity: Self.ownReadsIdentity, weight: max(1, appleReadWeight),
             listed: true)
@@ -118,10 +122,23 @@ final class SubscriptionStates: Sendable {
     }
 
     /// The stored record of `key` with its current transaction only (`SubscriptionStore.currentRecord`: what its
-    /// state and its answer need); a store failure is UNAVAILABLE.
-    func storedRecord(_ key: SubscriptionKey) async throws(GatewayError) -> SubscriptionRecord? {
+    /// state and its answer need): the one `records` keeps when the store says it is unchanged, else read and kept
+    /// (with `remember`; a walk over every record, the export's, passes false so it does not churn the cache). A
+    /// store failure is UNAVAILABLE.
+    func storedRecord(_ key: SubscriptionKey, remember: Bool = true) async throws(GatewayError) -> SubscriptionRecord? {
+        let kept = records.entry(key)
         do {
-            return try await store.currentRecord(key)
+            switch try await store.currentRecord(key, unlessStamped: kept?.stamp) {
+            case .missing:
+                records.forget(key)
+                return nil
+            case .unchanged:
+                if let kept { return kept.record }
+                return try await store.currentRecord(key)  // no stamp was asked about: not reached
+            case .record(let record, let stamp):
+                if remember || kept != nil { records.keep(record, stamp: stamp, for: key) }
+                return record
+            }
         } catch {
             throw GatewayError.stateStoreUnavailable(error.description)
         }

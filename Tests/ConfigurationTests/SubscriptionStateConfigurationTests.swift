@@ -36,6 +36,17 @@ import Testing
         #expect(config.subscriptions.policy(for: config.apps[0]) == SubscriptionPolicy.defaults)
         #expect(config.subscriptions.eventRetention == .seconds(30 * 86_400))
         #expect(config.subscriptions.appleReadWeight == 1)
+        #expect(config.subscriptions.recordCacheSize == 2_048)
+    }
+
+    @Test func theRecordCacheHasASizeAndZeroTurnsItOff() throws {
+        for size in [0, 50_000] {
+            let config = try GatewayConfiguration.load(yaml: app() + "\nsubscriptions: {recordCacheSize: \(size)}")
+            #expect(config.subscriptions.recordCacheSize == size)
+        }
+        for value in ["-1", "1000001", "many"] {
+            #expect(problem(app() + "\nsubscriptions: {recordCacheSize: \(value)}") == "subscriptions.recordCacheSize")
+        }
     }
 
     @Test func theStatesOwnReadsHaveAWeight() throws {
