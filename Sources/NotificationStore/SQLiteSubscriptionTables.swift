@@ -44,49 +44,36 @@ struct SQLiteSubscriptionTables {
         return record
     }
 
-    /// `currentRecord(key)` unless the row still has `stamp`: then `.unchanged`, having read three small columns
-    /// (not the renewal info's JWS and payload, which SQLite keeps on overflow pages, nor the ledger row).
+    /// `currentRecord(key)` unless the row still has `stamp`: then `.unchanged`, having read the row's small columns
+    /// only (not the renewal info's JWS and payload, which SQLite keeps on overflow pages, nor the ledger row). One
+    /// query of the record row either way.
     func currentRecord(_ key: SubscriptionKey, unlessStamped stamp: RecordStamp?) throws(NotificationStoreFailure)
         -> CurrentRead
     {
-        if let stamp {
-            var found: RecordStamp?
-            try database.query(
-                "SELECT version, updated_at, current_transaction_id FROM subscription_records "
-                    + "WHERE bundle_id = ?1 AND environment = ?2 AND original_transaction_id = ?3",
-                bind: Self.bind(key)
-            ) { row throws(NotificationStoreFailure) in
-                found = RecordStamp(
-                    version: UInt64(bitPattern: row.integer(0)), updatedAtMillis: row.integer(1),
-                    currentTransactionId: row.text(2, limit: limits.snapshotBytes) ?? "")
-                return false
-            }
-            guard let found else { return .missing }
-            if found == stamp { return .unchanged }
-        }
-        var found: (bookkeeping: RecordBookkeeping, current: String)?
+        var found: (stamp: RecordStamp, bookkeeping: RecordBookkeeping?)?
         try database.query(
-            "SELECT \(Self.recordColumns), current_transaction_id FROM subscription_records "
+            "SELECT current_transaction_id, \(Self.recordColumns) FROM subscription_records "
                 + "WHERE bundle_id = ?1 AND environment = ?2 AND original_transaction_id = ?3",
             bind: Self.bind(key)
         ) { row throws(NotificationStoreFailure) in
             // An id past the snapshot bound is no id this gateway wrote: the record is read whole.
-            found = (
-                try bookkeeping(row, from: 0, of: key.originalTransactionId),
-                row.text(5, limit: limits.snapshotBytes) ?? ""
-            )
+            let read = RecordStamp(
+                version: UInt64(bitPattern: row.integer(1)), updatedAtMillis: row.integer(2),
+                currentTransactionId: row.text(0, limit: limits.snapshotBytes) ?? "")
+            // SQLite reads a column's bytes when asked for them: an unchanged record's renewal info (on overflow
+            // pages) is never read.
+            found = (read, read == stamp ? nil : try bookkeeping(row, from: 1, of: key.originalTransactionId))
             return false
         }
         guard let found else { return .missing }
-        let stampFound = RecordStamp(
-            version: found.bookkeeping.version, updatedAtMillis: found.bookkeeping.updatedAtMillis,
-            currentTransactionId: found.current)
+        guard let bookkeeping = found.bookkeeping else { return .unchanged }
+        let stampFound = found.stamp
         var current: SignedTransaction?
-        if !found.current.isEmpty {
+        if !stampFound.currentTransactionId.isEmpty {
             try database.query(
                 "SELECT \(Self.ledgerColumns) FROM subscription_transactions WHERE bundle_id = ?1 AND environment = ?2 "
                     + "AND original_transaction_id = ?3 AND transaction_id = ?4",
-                bind: Self.bind(key) + [.text(found.current)]
+                bind: Self.bind(key) + [.text(stampFound.currentTransactionId)]
             ) { row throws(NotificationStoreFailure) in
                 current = try ledgerEntry(row, from: 0, of: key.originalTransactionId)
                 return false
@@ -96,7 +83,7 @@ struct SQLiteSubscriptionTables {
             guard let whole = try record(key) else { return .missing }
             return .record(whole, stampFound)
         }
-        return .record(try found.bookkeeping.record(key, transactions: [current]), stampFound)
+        return .record(try bookkeeping.record(key, transactions: [current]), stampFound)
     }
 
     /// The records of a customer's token, ordered by original transaction id; inside a transaction. The token
