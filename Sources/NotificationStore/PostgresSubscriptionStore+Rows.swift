@@ -23,24 +23,37 @@ extension PostgresSubscriptionStore {
         LIMIT $4)
         """
 
-    /// Whether the record row `r` still has the stamp `$4`-`$6` (false for a NULL stamp).
-    private static let stampHeld =
-        "coalesce(r.version = $4 AND r.updated_at = $5 AND r.current_transaction_id = $6, false)"
+    /// The stamps (version, update time, current transaction id) of the records `$3` (a `text[]`) of `$1`-`$2`:
+    /// one statement for every stamped read issued in one pass of a loop (`PostgresPool.lookup`). Each key is a
+    /// `LATERAL` lookup of its own (its `LIMIT 1` keeps the planner from folding it into a join), so each costs one
+    /// descent of the primary key whatever the planner guesses about the table (`= ANY($3)`, or a join with
+    /// `unnest`, was planned as a scan of every record of the app).
+    static let recordStamps = """
+        SELECT r.original_transaction_id, r.version, r.updated_at, r.current_transaction_id
+        FROM unnest($3::text[]) AS k(id), LATERAL (
+          SELECT original_transaction_id, version, updated_at, current_transaction_id FROM subscription_records
+          WHERE bundle_id = $1 AND environment = $2 AND original_transaction_id = k.id LIMIT 1) AS r
+        """
 
-    /// The record `$1`-`$3` as `recordPart` has it, its current transaction id in `sub`, and no renewal info when
-    /// it still has the stamp `$4`-`$6`; then the ledger row it names as current unless it still has the stamp.
-    static let stampedCurrentRecord = """
-        (SELECT 0 AS part, r.original_transaction_id AS id, r.current_transaction_id AS sub, r.version, r.updated_at,
-          r.source, CASE WHEN \(stampHeld) THEN NULL ELSE r.renewal_jws END AS jws,
-          CASE WHEN \(stampHeld) THEN NULL ELSE r.renewal_payload END AS payload
-        FROM subscription_records r WHERE r.bundle_id = $1 AND r.environment = $2 AND r.original_transaction_id = $3)
+    /// The records `$3` (a `text[]`) of `$1`-`$2` as `recordPart` has them, each with its current transaction id
+    /// in `sub`, and the ledger row each names as current: one statement for every read issued in one pass of a
+    /// loop (so each record's rows are one snapshot), a primary-key descent per key and table.
+    static let currentRecords = """
+        SELECT 0 AS part, r.original_transaction_id AS id, r.current_transaction_id AS sub, r.version, r.updated_at,
+          r.source, r.renewal_jws AS jws, r.renewal_payload AS payload
+        FROM unnest($3::text[]) AS k(id), LATERAL (
+          SELECT original_transaction_id, current_transaction_id, version, updated_at, source, renewal_jws,
+            renewal_payload
+          FROM subscription_records
+          WHERE bundle_id = $1 AND environment = $2 AND original_transaction_id = k.id LIMIT 1) AS r
         UNION ALL
-        (SELECT 1, t.original_transaction_id, t.transaction_id, NULL, NULL, NULL, t.jws, t.payload
-        FROM subscription_records r JOIN subscription_transactions t
-          ON t.bundle_id = r.bundle_id AND t.environment = r.environment
-          AND t.original_transaction_id = r.original_transaction_id AND t.transaction_id = r.current_transaction_id
-        WHERE r.bundle_id = $1 AND r.environment = $2 AND r.original_transaction_id = $3 AND NOT \(stampHeld))
-        ORDER BY part
+        SELECT 1, t.original_transaction_id, t.transaction_id, NULL, NULL, NULL, t.jws, t.payload
+        FROM unnest($3::text[]) AS k(id), LATERAL (
+          SELECT current_transaction_id FROM subscription_records
+          WHERE bundle_id = $1 AND environment = $2 AND original_transaction_id = k.id LIMIT 1) AS r, LATERAL (
+          SELECT original_transaction_id, transaction_id, jws, payload FROM subscription_transactions
+          WHERE bundle_id = $1 AND environment = $2 AND original_transaction_id = k.id
+            AND transaction_id = r.current_transaction_id LIMIT 1) AS t
         """
 
     /// The purchases of the original transaction id `$3`, at most `$5`.
@@ -104,7 +117,7 @@ extension PostgresSubscriptionStore {
     }
 
     /// Decodes a read's parts, failing past the limits as the SQLite store does.
-    func parts(_ rows: PostgresRows, of holder: String) throws(NotificationStoreFailure) -> Parts {
+    func parts(_ rows: some Sequence<PostgresRow>, of holder: String) throws(NotificationStoreFailure) -> Parts {
         var parts = Parts(store: self)
         var ledgerRows = 0
         for row in rows {

@@ -202,25 +202,30 @@ package final class PostgresSubscriptionStore: SubscriptionStore {
         return record
     }
 
-    /// One statement either way: the record row's stamp always, its renewal info and current ledger row only when
-    /// the stamp is not `stamp`.
+    /// A stamped read asks for the record's stamp alone (a few bytes from one index lookup), and reads the record
+    /// and its current ledger row only when the stamp is not `stamp`; an unstamped read reads them at once. Each
+    /// is a lookup shared with every read of the same app and environment issued in the same pass of the loop
+    /// (`PostgresPool.lookup`): one statement for all of them.
     package func currentRecord(_ key: SubscriptionKey, unlessStamped stamp: RecordStamp?)
         async throws(NotificationStoreFailure) -> CurrentRead
     {
-        let rows = try await query(
-            Self.stampedCurrentRecord,
-            Self.parameters(key) + [
-                stamp.map { .integer(Int64(bitPattern: $0.version)) }, stamp.map { .integer($0.updatedAtMillis) },
-                stamp.map { .text($0.currentTransactionId) },
-            ], "reading a subscription")
-        guard let row = rows.first(where: { _ in true }), try Self.integer(row[0], "a row's part") == 0 else {
-            return .missing
+        if let stamp {
+            let rows = try await lookup(Self.recordStamps, key, keyColumn: 0, "reading a subscription's stamp")
+            guard let row = rows.first else { return .missing }
+            let found = RecordStamp(
+                version: UInt64(bitPattern: try Self.integer(row[1], "the version of a record")),
+                updatedAtMillis: try Self.integer(row[2], "the update time of a record"),
+                currentTransactionId: try Self.text(row[3], "the current transaction id of a record"))
+            if found == stamp { return .unchanged }
         }
+        let rows = try await lookup(Self.currentRecords, key, keyColumn: 1, "reading a subscription")
+        var recordRow: PostgresRow?
+        for row in rows where try Self.integer(row[0], "a row's part") == 0 { recordRow = row }
+        guard let row = recordRow else { return .missing }
         let found = RecordStamp(
             version: UInt64(bitPattern: try Self.integer(row[3], "the version of a record")),
             updatedAtMillis: try Self.integer(row[4], "the update time of a record"),
             currentTransactionId: try Self.text(row[2], "the current transaction id of a record"))
-        if found == stamp { return .unchanged }
         let parts = try parts(rows, of: "the record \(key.originalTransactionId)")
         guard let record = try parts.records(key.bundleId, key.environment).first else { return .missing }
         if record.transactions.isEmpty {
@@ -380,6 +385,21 @@ package final class PostgresSubscriptionStore: SubscriptionStore {
     {
         do {
             return try await database.pool.query(sql, parameters)
+        } catch {
+            throw NotificationStoreFailure(error, while: doing)
+        }
+    }
+
+    /// The rows of `key`'s record from `sql`, a lookup shared with the reads of other records of its app and
+    /// environment issued in this pass of the loop (`PostgresPool.lookup`; the record's original transaction id
+    /// is the key, in column `keyColumn`).
+    func lookup(_ sql: String, _ key: SubscriptionKey, keyColumn: Int, _ doing: String)
+        async throws(NotificationStoreFailure) -> [PostgresRow]
+    {
+        do {
+            return try await database.pool.lookup(
+                sql, shared: [.text(key.bundleId), .text(AppleNames.environment(key.environment))],
+                key: key.originalTransactionId, keyColumn: keyColumn)
         } catch {
             throw NotificationStoreFailure(error, while: doing)
         }

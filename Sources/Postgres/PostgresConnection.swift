@@ -431,6 +431,15 @@ package final class PostgresConnection: @unchecked Sendable {
 
     // MARK: On the loop: submitting
 
+    /// Sends `statement` from the loop (outside any transaction), answering through `respond` on the loop: a
+    /// statement several callers share (`PostgresPool.lookup`).
+    func submitShared(_ statement: PostgresStatement, timeout: Duration?, respond: @escaping (CallResult) -> Void) {
+        checkLoop()
+        let call = PendingCall(
+            cached(statement), role: .none, limits: configuration.limits, ticket: nil, respond: respond)
+        submit(call, timeout: timeout ?? configuration.queryTimeout, generation: nil)
+    }
+
     /// How many times a call outside a transaction is sent again after a stale plan or a stray cancel.
     static let mostResends = 3
 
@@ -1221,6 +1230,7 @@ package final class PostgresConnection: @unchecked Sendable {
         parameters.allSatisfy { value in
             switch value {
             case .text(let text)?, .untyped(let text)?: !PostgresValue.holdsNUL(text)
+            case .textArray(let elements)?: !elements.contains(where: PostgresValue.holdsNUL)
             default: true
             }
         }

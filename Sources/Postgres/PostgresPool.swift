@@ -8,10 +8,15 @@ package final class PostgresPool: Sendable {
     package let loop: any IOLoop
     /// The connections, made on `loop` (their order is fixed: notifications come through the first).
     package let connections: [PostgresConnection]
+    /// The lookups batched on the loop (`lookup`).
+    private let lookups: PostgresLookups
 
     private init(loop: any IOLoop, connections: [PostgresConnection]) {
         self.loop = loop
         self.connections = connections
+        lookups = PostgresLookups(loop: loop) { statement, respond in
+            Self.pick(connections).submitShared(statement, timeout: nil, respond: respond)
+        }
     }
 
     /// Opens `size` connections on `loop` at once; fails (closing those that opened) when any first attempt
@@ -56,6 +61,29 @@ package final class PostgresPool: Sendable {
         _ sql: String, _ parameters: [PostgresValue?] = [], timeout: Duration? = nil
     ) async throws(PostgresError) -> PostgresRows {
         try await leastBusy().query(sql, parameters, timeout: timeout)
+    }
+
+    /// The rows of `key` from a statement many callers on this loop share (`PostgresLookups`): `sql` takes
+    /// `shared`, then the keys of every lookup of the same shape issued in this pass of the loop as a `text[]`
+    /// (`= ANY($n)`), and returns each row's key in column `keyColumn`. No row: an empty answer. One statement, so
+    /// the rows of one key are one snapshot.
+    package func lookup(
+        _ sql: String, shared: [PostgresValue?] = [], key: String, keyColumn: Int = 0
+    ) async throws(PostgresError) -> [PostgresRow] {
+        let lookups = lookups
+        let loop = loop
+        let answer = await withCheckedContinuation {
+            (continuation: CheckedContinuation<PostgresLookups.Answer, Never>) in
+            let add: @Sendable () -> Void = {
+                lookups.add(sql: sql, shared: shared, keyColumn: keyColumn, key: key, continuation: continuation)
+            }
+            if IOLoops.current === loop {
+                add()
+            } else if !loop.execute(add) {
+                continuation.resume(returning: .failure(PostgresError(.closed, "the event loop stopped")))
+            }
+        }
+        return try answer.get()
     }
 
     /// Prepares `sql` as `name` on every connection (each prepares it on the server before its first use there;

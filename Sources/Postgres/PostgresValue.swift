@@ -21,6 +21,9 @@ package enum PostgresValue: Sendable, Hashable {
     case boolean(Bool)
     /// A `bytea`, sent in binary (any bytes, NUL included).
     case bytes([UInt8])
+    /// A `text[]` (one dimension, no NULL elements), for `= ANY($n)`: sent as an array literal, every element
+    /// quoted. Like `text`, an element with a NUL character is refused before anything is sent.
+    case textArray([String])
 
     /// The type the parameter is declared with (0: left to the server).
     var typeOID: UInt32 {
@@ -31,6 +34,7 @@ package enum PostgresValue: Sendable, Hashable {
         case .double: PostgresType.float8
         case .boolean: PostgresType.bool
         case .bytes: PostgresType.bytea
+        case .textArray: PostgresType.textArray
         }
     }
 
@@ -48,7 +52,26 @@ package enum PostgresValue: Sendable, Hashable {
         case .double(let value): Array(Self.text(of: value).utf8)
         case .boolean(let value): value ? [UInt8(ascii: "t")] : [UInt8(ascii: "f")]
         case .bytes(let bytes): bytes
+        case .textArray(let elements): Self.arrayLiteral(elements)
         }
+    }
+
+    /// `elements` as PostgreSQL's array input reads them (`{"a","b \"c\""}` for `a` and `b "c"`): each element in double quotes with
+    /// its quotes and backslashes escaped by a backslash (so commas, braces, spaces and `NULL` stay text).
+    static func arrayLiteral(_ elements: [String]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(2 + elements.reduce(0) { $0 + $1.utf8.count + 3 })
+        for (index, element) in elements.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\""))
+            for byte in element.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                out.append(byte)
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// `value` as `float8in` reads it: the shortest text that reads back as the same double.
@@ -85,6 +108,7 @@ package enum PostgresType {
     package static let numeric: UInt32 = 1700
     package static let uuid: UInt32 = 2950
     package static let jsonb: UInt32 = 3802
+    package static let textArray: UInt32 = 1009
 }
 
 extension PostgresValue {

@@ -1,11 +1,13 @@
+import EventLoops
 import Foundation
 import GatewayFoundation
-import NotificationStore
 import Postgres
 import ProtoCodec
 import SubscriptionState
 import TestSupport
 import Testing
+
+@testable import NotificationStore
 
 /// A fresh database on the shared test server, opened as a fleet replica opens it (its own pool), on a loop the
 /// PostgreSQL contract tests share; closed when the value goes. One connection, taken from
@@ -219,6 +221,98 @@ struct PostgresSubscriptionStoreTests {
 
     /// A follower on one replica reads every event all three replicas make while they make them: each once, in
     /// position order, none skipped (positions become visible in order).
+    /// GetSubscription's reads issued together on one loop (a pass of gRPC calls) share statements
+    /// (`PostgresPool.lookup`), and each still gets exactly its own record: unstamped, stamped and unchanged,
+    /// stamped and changed since, and unknown ids, mixed; a record with several transactions, one of renewal info
+    /// alone, and ids a text array must quote.
+    @Test func readsIssuedTogetherShareStatementsAndEachGetsItsOwnRecord() async throws {
+        let (stores, keep) = try await Self.replicas(1)
+        defer { withExtendedLifetime(keep) {} }
+        let store = stores[0]
+        let stopper = try #require(keep.first as? LoopStopper)
+        let originals = (0..<60).map { "o\($0)" } + ["with,comma", "with \"quote\"", "{brace}", "NULL"]
+        for (index, original) in originals.enumerated() {
+            if index % 7 == 3 {
+                _ = try await store.apply(
+                    S.change(nil, S.renewal(original: original, signed: 2), key: S.key(original), now: 1))
+                continue
+            }
+            _ = try await store.apply(
+                S.change(
+                    S.transaction("a-" + original, original: original, signed: 1),
+                    S.renewal(original: original, signed: 1), now: 1))
+            if index.isMultiple(of: 3) {
+                _ = try await store.apply(
+                    S.change(
+                        S.transaction(
+                            "b-" + original, original: original, purchased: 30 * S.day, expires: 60 * S.day,
+                            signed: 2), now: 2))
+            }
+        }
+        var stamps: [String: RecordStamp] = [:]
+        for original in originals {
+            guard case .record(_, let stamp) = try await store.currentRecord(S.key(original), unlessStamped: nil)
+            else {
+                Issue.record("\(original) must be stored")
+                return
+            }
+            stamps[original] = stamp
+        }
+        // A third of them change after their stamp was taken.
+        for original in originals.enumerated().filter({ $0.offset % 3 == 1 }).map(\.element) {
+            _ = try await store.apply(
+                S.change(nil, S.renewal(original: original, autoRenew: false, signed: 50), key: S.key(original), now: 3)
+            )
+        }
+        var expected: [String: SubscriptionRecord] = [:]
+        for original in originals { expected[original] = try await store.currentRecord(S.key(original)) }
+        let unknown = (0..<10).map { "unknown-\($0)" }
+        let before = try await statementsSent(store)
+        let taken = stamps
+        let reads = try await Task(executorPreference: stopper.loop.loop) {
+            try await withThrowingTaskGroup(of: (String, Bool, CurrentRead).self) { group in
+                for original in originals + unknown {
+                    for stamped in [false, true] {
+                        group.addTask {
+                            let read = try await store.currentRecord(
+                                S.key(original), unlessStamped: stamped ? taken[original] : nil)
+                            return (original, stamped, read)
+                        }
+                    }
+                }
+                var reads: [(String, Bool, CurrentRead)] = []
+                for try await read in group { reads.append(read) }
+                return reads
+            }
+        }.value
+        let sent = try await statementsSent(store) - before
+        #expect(reads.count == 2 * (originals.count + unknown.count))
+        for (original, stamped, read) in reads {
+            guard let record = expected[original] else {
+                #expect(read.isMissing, "\(original)")
+                continue
+            }
+            if stamped, RecordStamp(record) == stamps[original] {
+                #expect(read.isUnchanged, "\(original)")
+                continue
+            }
+            guard case .record(let found, let stamp) = read else {
+                Issue.record("\(original) (stamped: \(stamped)) must be read, not \(read)")
+                continue
+            }
+            #expect(found == record, "\(original)")
+            #expect(stamp == RecordStamp(record), "\(original)")
+        }
+        // 148 reads: a few statements (stamps, then the records), never one each.
+        #expect(sent >= 2 && sent <= 20, "\(sent) statements for \(reads.count) reads")
+    }
+
+    private func statementsSent(_ store: PostgresSubscriptionStore) async throws -> Int {
+        var total = 0
+        for connection in store.database.pool.connections { total += await connection.statistics().statementsSent }
+        return total
+    }
+
     @Test func aFollowerOnOneReplicaSeesEveryReplicasEventsOnceInOrder() async throws {
         let (replicas, keep) = try await Self.replicas(3)
         defer { withExtendedLifetime(keep) {} }
