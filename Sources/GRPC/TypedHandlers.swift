@@ -107,6 +107,23 @@ extension MethodHandler {
         }
     }
 
+    /// A unary method run as a Swift task whose answer comes framed (e.g. an answer kept from an earlier call
+    /// and handed out again while it still holds). Its body throws its own typed error, as `unary`'s does.
+    @inlinable
+    public static func unary<Request: ProtoMessage, Failure: RPCStatusConvertible>(
+        _ request: Request.Type,
+        framed body: @escaping @Sendable (Request, ServerContext) async throws(Failure) -> FramedMessage
+    ) -> MethodHandler {
+        .unary { bytes, context throws(RPCStatus) in
+            let message = try decode(Request.self, bytes, context)
+            do throws(Failure) {
+                return try await body(message, context)
+            } catch {
+                throw error.rpcStatus
+            }
+        }
+    }
+
     /// A server-streaming method run as a Swift task.
     public static func serverStreaming<Request: ProtoMessage, Response: ProtoMessage>(
         _ request: Request.Type, _ response: Response.Type,

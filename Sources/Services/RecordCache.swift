@@ -1,20 +1,44 @@
+import GRPC
 import GatewayFoundation
 import NotificationStore
 import SubscriptionState
 
 /// The records the state read last, by key, each with the stamp it was read at (`RecordStamp`: version, time of
 /// the last change, current transaction). A read asks the store whether the record still has that stamp — a few
-/// small columns, in the same single read — and when it does, the kept record is used instead of reading and
-/// decoding its two JWS and snapshots again. Never the truth: every read checks the store, so a change made by
-/// any replica is seen by the next read. At most `capacity` records (~19 KB each); when full, one that is held
-/// makes room (an arbitrary one: reads of a working set larger than the cache find it cold either way).
+/// small columns — and when it does, what is kept is used instead of reading and decoding its two JWS and
+/// snapshots again. Never the truth: every read checks the store, so a change made by any replica is seen by the
+/// next read.
+///
+/// What is kept for a key is the record as read (~19 KB), or, once GetSubscription has answered from it, that
+/// answer encoded (`KeptAnswer`, ~13 KB: the message with both JWS), which is handed out again while the record is
+/// unchanged and time has not moved its state (`SubscriptionRecord.nextTransitionMillis`); the record itself is
+/// then let go and read again when needed. At most `capacity` entries; when full, one that is held makes room
+/// (an arbitrary one: reads of a working set larger than the cache find it cold either way).
 final class RecordCache: Sendable {
     /// `subscriptions.recordCacheSize`'s default.
     static let defaultCapacity = 2_048
 
-    private struct Entry {
-        var record: SubscriptionRecord
+    /// A GetSubscription answer made from a record, framed, and the span of time over which the record's state
+    /// is what it says, for the app it was made for.
+    struct KeptAnswer: Sendable {
+        let app: String
+        /// When it was derived (UNIX ms): before that, time may have been set back past a change.
+        let fromMillis: Int64
+        /// The record's next transition after `fromMillis` (nil: none ahead).
+        let untilMillis: Int64?
+        let framed: FramedMessage
+
+        /// Whether it is the answer for `app` at `nowMillis` (the record unchanged).
+        func holds(app: String, at nowMillis: Int64) -> Bool {
+            app == self.app && nowMillis >= fromMillis && untilMillis.map { nowMillis < $0 } ?? true
+        }
+    }
+
+    struct Entry: Sendable {
         var stamp: RecordStamp
+        /// The record as read; nil once an answer made from it is kept instead.
+        var record: SubscriptionRecord?
+        var answer: KeptAnswer?
     }
 
     let capacity: Int
@@ -24,17 +48,26 @@ final class RecordCache: Sendable {
         self.capacity = max(0, capacity)
     }
 
-    /// The record kept for `key` and the stamp it was read at.
-    func entry(_ key: SubscriptionKey) -> (record: SubscriptionRecord, stamp: RecordStamp)? {
-        entries.withLock { $0[key].map { ($0.record, $0.stamp) } }
+    /// What is kept for `key`.
+    func entry(_ key: SubscriptionKey) -> Entry? {
+        entries.withLock { $0[key] }
     }
 
-    /// Keeps `record`, read at `stamp`, for `key`.
+    /// Keeps `record`, read at `stamp`, for `key` (in place of anything kept for it).
     func keep(_ record: SubscriptionRecord, stamp: RecordStamp, for key: SubscriptionKey) {
+        put(Entry(stamp: stamp, record: record, answer: nil), for: key)
+    }
+
+    /// Keeps `answer`, made from the record `key` had at `stamp`, in place of the record.
+    func keep(answer: KeptAnswer, stamp: RecordStamp, for key: SubscriptionKey) {
+        put(Entry(stamp: stamp, record: nil, answer: answer), for: key)
+    }
+
+    private func put(_ entry: Entry, for key: SubscriptionKey) {
         guard capacity > 0 else { return }
         entries.withLock { entries in
             if entries.count >= capacity, entries[key] == nil { entries.remove(at: entries.startIndex) }
-            entries[key] = Entry(record: record, stamp: stamp)
+            entries[key] = entry
         }
     }
 

@@ -40,9 +40,9 @@ package struct SubscriptionStateService: GRPCService {
         }
         return [
             "/\(Self.name)/GetSubscription": .unary(GetSubscriptionRequest.self) {
-                request, context throws(GatewayError) -> GetSubscriptionResponse in
+                request, context throws(GatewayError) -> FramedMessage in
                 let remaining = context.remaining
-                return try await require().getSubscription(request, remaining: remaining)
+                return try await require().framedSubscription(request, remaining: remaining)
             },
             "/\(Self.name)/GetCustomer": .unary(GetCustomerRequest.self) {
                 request, _ throws(GatewayError) -> GetCustomerResponse in
@@ -107,16 +107,15 @@ extension SubscriptionStates {
         try contract.check()
     }
 
-    func getSubscription(_ request: GetSubscriptionRequest, remaining: Duration?) async throws(GatewayError)
-        -> GetSubscriptionResponse
+    /// GetSubscription's answer as it is sent (`SubscriptionStates.framedSubscription`: kept while it holds).
+    func framedSubscription(_ request: GetSubscriptionRequest, remaining: Duration?) async throws(GatewayError)
+        -> FramedMessage
     {
         let app = try resolve(app: request.app, environment: request.environment)
         try Self.checkID(request.originalTransactionId, field: "original_transaction_id")
-        var response = GetSubscriptionResponse()
-        response.subscription = try await subscription(
+        return try await framedSubscription(
             app: app, originalTransactionId: request.originalTransactionId, environment: request.environment,
             remaining: remaining)
-        return response
     }
 
     func refresh(_ request: RefreshSubscriptionRequest, remaining: Duration?) async throws(GatewayError)

@@ -1,5 +1,6 @@
 import AppStoreClient
 import AppStoreDomain
+import GRPC
 import GatewayFoundation
 import NotificationStore
 import ProtoCodec
@@ -88,7 +89,72 @@ final class SubscriptionStates: Sendable {
             guard let record = try await storedRecord(key) else { continue }
             return try await answer(record, app: app, remaining: remaining)
         }
-        // Never seen: Apple's answer is the state.
+        return try await firstRead(
+            app: app, originalTransactionId: originalTransactionId, environment: environment, remaining: remaining)
+    }
+
+    /// GetSubscription's answer, framed: `subscription(...)`'s, made once for a record's state and handed out
+    /// again (`RecordCache.KeptAnswer`) while the store says the record is unchanged and time has not moved its
+    /// state. An answer that needed Apple, or is `stale`, is not kept.
+    func framedSubscription(
+        app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
+    ) async throws(GatewayError) -> FramedMessage {
+        let now = nowMillis
+        for candidate in Self.environments(environment, of: app) {
+            let key = SubscriptionKey(
+                bundleId: app.bundleId, environment: candidate, originalTransactionId: originalTransactionId)
+            let kept = records.entry(key)
+            let keptAnswer = kept?.answer.flatMap { $0.holds(app: app.name, at: now) ? $0 : nil }
+            let read: CurrentRead
+            do {
+                read = try await store.currentRecord(
+                    key, unlessStamped: keptAnswer != nil || kept?.record != nil ? kept?.stamp : nil)
+            } catch {
+                throw GatewayError.stateStoreUnavailable(error.description)
+            }
+            let record: SubscriptionRecord
+            let stamp: RecordStamp
+            switch read {
+            case .missing:
+                records.forget(key)
+                continue
+            case .unchanged:
+                if let keptAnswer { return keptAnswer.framed }
+                guard let kept, let keptRecord = kept.record else { continue }  // nothing was asked about: not reached
+                (record, stamp) = (keptRecord, kept.stamp)
+            case .record(let found, let foundStamp):
+                (record, stamp) = (found, foundStamp)
+            }
+            let policy = policy(of: app)
+            let state = record.state(at: now, policy: policy)
+            guard !state.needsConfirmation else {
+                records.keep(record, stamp: stamp, for: key)
+                return Self.framed(try await answer(record, app: app, remaining: remaining))
+            }
+            let framed = Self.framed(Subscription(record, app: app.name, state: state, stale: false))
+            let answer = RecordCache.KeptAnswer(
+                app: app.name, fromMillis: now, untilMillis: record.nextTransitionMillis(at: now, policy: policy),
+                framed: framed)
+            records.keep(answer: answer, stamp: stamp, for: key)
+            return framed
+        }
+        return Self.framed(
+            try await firstRead(
+                app: app, originalTransactionId: originalTransactionId, environment: environment,
+                remaining: remaining))
+    }
+
+    /// GetSubscription's response holding `subscription`, framed.
+    static func framed(_ subscription: Subscription) -> FramedMessage {
+        var response = GetSubscriptionResponse()
+        response.subscription = subscription
+        return FramedMessage(response)
+    }
+
+    /// A subscription the state has never seen: Apple's answer is the state (NOT_FOUND when Apple has none).
+    private func firstRead(
+        app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
+    ) async throws(GatewayError) -> Subscription {
         let read = try await readFromApple(
             app: app, originalTransactionId: originalTransactionId, environment: environment, remaining: remaining)
         guard let record = read else {
@@ -123,19 +189,21 @@ final class SubscriptionStates: Sendable {
 
     /// The stored record of `key` with its current transaction only (`SubscriptionStore.currentRecord`: what its
     /// state and its answer need): the one `records` keeps when the store says it is unchanged, else read and kept
-    /// (with `remember`; a walk over every record, the export's, passes false so it does not churn the cache). A
-    /// store failure is UNAVAILABLE.
+    /// (with `remember`; a walk over every record, the export's, passes false so it does not churn the cache). An
+    /// answer kept for the key in place of its record (`framedSubscription`) stays while the record read has its
+    /// stamp. A store failure is UNAVAILABLE.
     func storedRecord(_ key: SubscriptionKey, remember: Bool = true) async throws(GatewayError) -> SubscriptionRecord? {
         let kept = records.entry(key)
         do {
-            switch try await store.currentRecord(key, unlessStamped: kept?.stamp) {
+            switch try await store.currentRecord(key, unlessStamped: kept?.record == nil ? nil : kept?.stamp) {
             case .missing:
                 records.forget(key)
                 return nil
             case .unchanged:
-                if let kept { return kept.record }
+                if let record = kept?.record { return record }
                 return try await store.currentRecord(key)  // no stamp was asked about: not reached
             case .record(let record, let stamp):
+                if let kept, kept.answer != nil, kept.stamp == stamp { return record }
                 if remember || kept != nil { records.keep(record, stamp: stamp, for: key) }
                 return record
             }

@@ -1,4 +1,5 @@
 import AppStoreDomain
+import GRPC
 import GatewayFoundation
 import NotificationStore
 import ProtoCodec
@@ -51,6 +52,89 @@ import Testing
         #expect(try await states.storedRecord(key("6001")) == nil)
         #expect(states.records.count == 0)
         #expect(apple.calls.withLock { $0 } == 0)
+    }
+
+    /// The answer GetSubscription sends, decoded.
+    private func sent(_ framed: FramedMessage) throws -> Subscription {
+        try GetSubscriptionResponse(serializedBytes: Array(framed.payload)).subscription ?? Subscription()
+    }
+
+    private func framed(_ states: SubscriptionStates, _ original: String) async throws -> FramedMessage {
+        try await states.framedSubscription(
+            app: harness.app, originalTransactionId: original, environment: .sandbox, remaining: nil)
+    }
+
+    /// GetSubscription keeps its encoded answer in place of the record and sends it again, byte for byte what a
+    /// fresh answer would be, while the record is unchanged and time has not moved its state; a change by another
+    /// replica, the end of a grace period, and a clock set back before the answer was made each make a new one.
+    @Test func anAnswerIsKeptAndSentAgainOnlyWhileItHolds() async throws {
+        let apple = T.FakeApple { _ throws(GatewayError) in throw .deadlineExceeded(whileDoing: "unused") }
+        let clock = ManualClock(wall: WallTime(millisecondsSince1970: T.t0 + T.day / 2))
+        let states = try harness.states(apple, clock: clock)
+        // In billing retry with a grace period: the period ended at t0 + 1 day, the grace ends at t0 + 3 days.
+        var renewal = T.renewal("6201", signed: T.t0 + T.day)
+        renewal.payload.isInBillingRetryPeriod = true
+        renewal.payload.gracePeriodExpiresDateMillis = T.t0 + 3 * T.day
+        _ = try await states.apply(
+            transaction: T.transaction("6201", purchased: T.t0 - 29 * T.day, expires: T.t0 + T.day, signed: T.t0),
+            renewal: renewal, source: .notification, app: harness.app, cause: "n-1")
+
+        let first = try await framed(states, "6201")
+        #expect(try sent(first).status == .active)
+        let entry = try #require(states.records.entry(key("6201")))
+        #expect(entry.record == nil && entry.answer?.framed == first)
+        #expect(entry.answer?.untilMillis == T.t0 + T.day, "the state changes when the period ends")
+        // What a fresh answer says, byte for byte; and the kept one again.
+        let fresh = SubscriptionStates.framed(
+            try await states.subscription(
+                app: harness.app, originalTransactionId: "6201", environment: .sandbox, remaining: nil))
+        #expect(fresh == first)
+        clock.advance(by: .seconds(3_600))
+        #expect(try await framed(states, "6201") == first)
+
+        // The period ends: in grace now, a new answer (kept until the grace ends).
+        clock.advance(by: .milliseconds(T.day))
+        let grace = try await framed(states, "6201")
+        #expect(try sent(grace).status == .billingGracePeriod)
+        #expect(states.records.entry(key("6201"))?.answer?.untilMillis == T.t0 + 3 * T.day)
+        // The grace period ends: billing retry, not the kept grace.
+        clock.advance(by: .milliseconds(2 * T.day))
+        let retry = try await framed(states, "6201")
+        #expect(try sent(retry).status == .billingRetry)
+        #expect(try sent(retry).entitled == false)
+        // A clock set back before that answer was made: derived again, not the kept retry.
+        clock.setWall(WallTime(millisecondsSince1970: T.t0 + 2 * T.day))
+        #expect(try sent(try await framed(states, "6201")).status == .billingGracePeriod)
+
+        // Another replica changes it in the shared store: the next answer has the change.
+        var recovered = T.transaction(
+            "6201", purchased: T.t0 + 2 * T.day, expires: T.t0 + 32 * T.day, signed: T.t0 + 2 * T.day)
+        recovered.payload.transactionId = "6202-r"
+        recovered.jws += "-r"
+        let version = try sent(try await framed(states, "6201")).version
+        _ = try await states.store.apply(
+            try SubscriptionChange(
+                key: key("6201"), transaction: recovered, renewalInfo: nil, source: .notification,
+                nowMillis: states.nowMillis, events: nil))
+        let changed = try sent(try await framed(states, "6201"))
+        #expect(changed.version == version + 1)
+        #expect(changed.transaction?.transactionId == "6202-r" && changed.status == .active)
+        #expect(apple.calls.withLock { $0 } == 0)
+    }
+
+    /// An answer that needs Apple's confirmation is not kept: past the expiry with auto-renew on and Apple
+    /// unreachable, each read asks again and answers `stale`.
+    @Test func anAnswerThatNeededAppleIsNotKept() async throws {
+        let apple = T.FakeApple { _ throws(GatewayError) in throw .deadlineExceeded(whileDoing: "Apple is slow") }
+        let clock = ManualClock(wall: WallTime(millisecondsSince1970: T.t0 + 2 * T.day))
+        let states = try harness.states(apple, clock: clock)
+        _ = try await states.apply(
+            transaction: T.transaction("6301", purchased: T.t0 - 29 * T.day, expires: T.t0 + T.day, signed: T.t0),
+            renewal: T.renewal("6301", signed: T.t0), source: .notification, app: harness.app, cause: "n-1")
+        #expect(try sent(try await framed(states, "6301")).stale)
+        #expect(states.records.entry(key("6301"))?.answer == nil)
+        #expect(try sent(try await framed(states, "6301")).stale)
+        #expect(apple.calls.withLock { $0 } == 2)
     }
 
     @Test func aWalkOverEveryRecordDoesNotFillTheCache() async throws {
