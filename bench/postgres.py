@@ -11,11 +11,15 @@ rounds on the same server:
 2. Reads: GetSubscription on one gateway loop (pinned to core 0) for random stored ids, driven by
    bench/peers/grpc_bodies.c (pinned to core 1, CLIENTS × STREAMS calls in flight), against `pgbench -S`
    (select-only, pinned to core 1) with as many connections as the gateway's loop has
-   (`notifications.store.postgresPoolSize`). The PostgreSQL server is not pinned, in both.
+   (`notifications.store.postgresPoolSize`). The PostgreSQL server is not pinned, in both. Each round measures
+   two reading gateways one after the other: one whose record cache (`subscriptions.recordCacheSize`) holds
+   every id read, so each call asks PostgreSQL for the record's stamp only (batched with the other calls of the
+   loop's pass) and sends the answer it kept; and one with the default cache, a third of the ids or less, so most
+   calls read the record and its current transaction and encode a new answer.
 
     .venv/bin/python bench/postgres.py [--rounds 3] [--count 4000] [--posters 32] [--seconds 6] [--json OUT]
     .venv/bin/python bench/postgres.py --rounds 1 --profile reads|ingest    # where the time goes (perf)
-    .venv/bin/python bench/postgres.py --record-cache 10000   # the reading gateway's subscriptions.recordCacheSize
+    .venv/bin/python bench/postgres.py --record-cache 0   # the first reading gateway's recordCacheSize
 
 `--profile` records the gateway with `perf` during round 1 of that phase and prints the heaviest shared objects
 and symbols; with PERF_ALL=1 it records every process (PostgreSQL too) and splits by command first; PERF_DATA=FILE
@@ -162,7 +166,8 @@ def main():
     parser.add_argument("--streams", type=int, default=32)
     parser.add_argument("--json")
     parser.add_argument("--record-cache", type=int,
-                        help="subscriptions.recordCacheSize of the reading gateway (default: the gateway's, 2048)")
+                        help="subscriptions.recordCacheSize of the reading gateway (default: every id the rounds read "
+                             "held); a second gateway with the default size is measured in the same rounds")
     parser.add_argument("--profile", choices=("ingest", "reads"),
                         help="perf-record the gateway during round 1 of that phase and print its heaviest symbols")
     args = parser.parse_args()
@@ -176,7 +181,8 @@ def main():
     sim = Simulator()
     poster = FastPoster()
     server = DurablePostgres()
-    figures = {key: [] for key in ("ingest", "webhook_rate", "pgbench_writes", "get_subscription", "pgbench_select")}
+    figures = {key: [] for key in ("ingest", "webhook_rate", "pgbench_writes", "get_subscription",
+                                   "get_subscription_default_cache", "pgbench_select")}
     try:
         psql(server, "postgres", "CREATE DATABASE gateway")
         psql(server, "postgres", "CREATE DATABASE reference")
@@ -202,37 +208,53 @@ def main():
                       file=sys.stderr)
         finally:
             writer.stop()
-        reader = start_gateway(sim, server, url, pinned=True, record_cache=args.record_cache)
-        try:
-            ids = [original for original, _ in pool]
-            import random
-            for round_number in range(args.rounds):
-                random.Random(round_number).shuffle(ids)
-                frames = os.path.join(work, "bodies.bin")
-                bodies(ids, frames)
-                pin = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
-                profile = Profile(reader, args.profile == "reads" and round_number == 0)
-                done = subprocess.run(pin + [driver, "127.0.0.1", str(reader.port),
-                                             "/appstore.gateway.v1.SubscriptionState/GetSubscription", frames,
-                                             str(args.clients), str(args.streams), "2", str(args.seconds)],
-                                      capture_output=True, text=True, timeout=120)
-                profile.report()
-                if done.returncode != 0:
-                    raise RuntimeError(done.stdout + done.stderr)
-                figures["get_subscription"].append(float(re.search(r"rate ([\d.]+)", done.stdout).group(1)))
-                figures["pgbench_select"].append(pgbench(
-                    server, "reference", "-S", "-c", str(POOL), "-j", "1", "-T", str(args.seconds)))
-                print(f"round {round_number + 1}: GetSubscription {figures['get_subscription'][-1]:,.0f}/s vs "
-                      f"pgbench -S {figures['pgbench_select'][-1]:,.0f} tps ({stored:,} stored)", file=sys.stderr)
-        finally:
-            reader.stop()
+        ids = [original for original, _ in pool]
+        held = args.record_cache if args.record_cache is not None else len(ids)
+        import random
+
+        def read(reader, round_number):
+            """GetSubscription calls/s of `reader` over every stored id, shuffled for the round."""
+            shuffled = list(ids)
+            random.Random(round_number).shuffle(shuffled)
+            frames = os.path.join(work, "bodies.bin")
+            bodies(shuffled, frames)
+            pin = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
+            done = subprocess.run(pin + [driver, "127.0.0.1", str(reader.port),
+                                         "/appstore.gateway.v1.SubscriptionState/GetSubscription", frames,
+                                         str(args.clients), str(args.streams), "2", str(args.seconds)],
+                                  capture_output=True, text=True, timeout=120)
+            if done.returncode != 0:
+                raise RuntimeError(done.stdout + done.stderr)
+            return float(re.search(r"rate ([\d.]+)", done.stdout).group(1))
+
+        # Two reading gateways, one at a time, in every round: one holding every id it reads
+        # (`subscriptions.recordCacheSize` = the ids), one with the default size (a third of them or less).
+        readers = {"get_subscription": held, "get_subscription_default_cache": None}
+        for round_number in range(args.rounds):
+            for figure, cache in readers.items():
+                reader = start_gateway(sim, server, url, pinned=True, record_cache=cache)
+                try:
+                    profile = Profile(reader, args.profile == "reads" and round_number == 0
+                                      and figure == "get_subscription")
+                    figures[figure].append(read(reader, round_number))
+                    profile.report()
+                finally:
+                    reader.stop()
+            figures["pgbench_select"].append(pgbench(
+                server, "reference", "-S", "-c", str(POOL), "-j", "1", "-T", str(args.seconds)))
+            print(f"round {round_number + 1}: GetSubscription {figures['get_subscription'][-1]:,.0f}/s with "
+                  f"{held:,} records held, {figures['get_subscription_default_cache'][-1]:,.0f}/s with the default "
+                  f"cache, vs pgbench -S {figures['pgbench_select'][-1]:,.0f} tps ({stored:,} stored)", file=sys.stderr)
     finally:
         server.close()
         sim.stop()
         shutil.rmtree(work, ignore_errors=True)
     reads = [g / p for g, p in zip(figures["get_subscription"], figures["pgbench_select"])]
+    reads_default = [g / p for g, p in zip(figures["get_subscription_default_cache"], figures["pgbench_select"])]
     result = {key: stat(values) for key, values in figures.items()}
-    result.update({"reads_vs_pgbench": stat(reads), "count": args.count, "posters": args.posters, "pool": POOL})
+    result.update({"reads_vs_pgbench": stat(reads), "reads_default_cache_vs_pgbench": stat(reads_default),
+                   "count": args.count, "posters": args.posters, "pool": POOL, "record_cache": held,
+                   "stored": stored})
     print(f"binary: {os.environ['GATEWAY_BIN']}; {args.rounds} rounds; fsync on, synchronous_commit on; ingestion: "
           f"gateway, posters and PostgreSQL on every core; reads: gateway threads 1 on core 0, drivers on core 1, "
           f"PostgreSQL unpinned; {os.cpu_count()} cores")
@@ -242,8 +264,11 @@ def main():
     print(f"| notifications/s from the webhook into the state on PostgreSQL (every 200 committed) | "
           f"{spread(figures['ingest'])} | {spread(figures['pgbench_writes'])} (pgbench -N tps, {args.posters} "
           f"clients) | — |")
-    print(f"| GetSubscription req/s, one loop, pool {POOL} | {spread(figures['get_subscription'])} | "
-          f"{spread(figures['pgbench_select'])} (pgbench -S tps, {POOL} connections) | {spread(reads, '{:.2f}')} |")
+    print(f"| GetSubscription req/s, one loop, pool {POOL}, {held:,} records held ({stored:,} stored) | "
+          f"{spread(figures['get_subscription'])} | {spread(figures['pgbench_select'])} (pgbench -S tps, {POOL} "
+          f"connections) | {spread(reads, '{:.2f}')} |")
+    print(f"| the same with the default record cache (2,048) | {spread(figures['get_subscription_default_cache'])} "
+          f"| the same | {spread(reads_default, '{:.2f}')} |")
     out = args.json or (os.path.join(os.environ["BENCH_OUT"], "postgres.json") if os.environ.get("BENCH_OUT") else None)
     if out:
         json.dump(result, open(out, "w"), indent=1)
