@@ -212,12 +212,10 @@ def main():
         held = args.record_cache if args.record_cache is not None else len(ids)
         import random
 
-        def read(reader, round_number):
-            """GetSubscription calls/s of `reader` over every stored id, shuffled for the round."""
-            shuffled = list(ids)
-            random.Random(round_number).shuffle(shuffled)
-            frames = os.path.join(work, "bodies.bin")
-            bodies(shuffled, frames)
+        frames = os.path.join(work, "bodies.bin")
+
+        def read(reader):
+            """GetSubscription calls/s of `reader` over every stored id (`frames`: shuffled for the round)."""
             pin = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
             done = subprocess.run(pin + [driver, "127.0.0.1", str(reader.port),
                                          "/appstore.gateway.v1.SubscriptionState/GetSubscription", frames,
@@ -231,14 +229,19 @@ def main():
         # (`subscriptions.recordCacheSize` = the ids), one with the default size (a third of them or less).
         readers = {"get_subscription": held, "get_subscription_default_cache": None}
         for round_number in range(args.rounds):
+            shuffled = list(ids)
+            random.Random(round_number).shuffle(shuffled)
+            bodies(shuffled, frames)
             for figure, cache in readers.items():
                 reader = start_gateway(sim, server, url, pinned=True, record_cache=cache)
+                profile = None
                 try:
                     profile = Profile(reader, args.profile == "reads" and round_number == 0
                                       and figure == "get_subscription")
-                    figures[figure].append(read(reader, round_number))
-                    profile.report()
+                    figures[figure].append(read(reader))
                 finally:
+                    if profile:
+                        profile.report()
                     reader.stop()
             figures["pgbench_select"].append(pgbench(
                 server, "reference", "-S", "-c", str(POOL), "-j", "1", "-T", str(args.seconds)))

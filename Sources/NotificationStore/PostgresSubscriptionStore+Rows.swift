@@ -37,7 +37,8 @@ extension PostgresSubscriptionStore {
 
     /// The records `$3` (a `text[]`) of `$1`-`$2` as `recordPart` has them, each with its current transaction id
     /// in `sub`, and the ledger row each names as current: one statement for every read issued in one pass of a
-    /// loop (so each record's rows are one snapshot), a primary-key descent per key and table.
+    /// loop (so each record's rows are one snapshot); per key, two probes of the records' primary key (one per
+    /// branch) and one of the ledger's.
     static let currentRecords = """
         SELECT 0 AS part, r.original_transaction_id AS id, r.current_transaction_id AS sub, r.version, r.updated_at,
           r.source, r.renewal_jws AS jws, r.renewal_payload AS payload

@@ -64,23 +64,34 @@ package final class PostgresPool: Sendable {
     }
 
     /// The rows of `key` from a statement many callers on this loop share (`PostgresLookups`): `sql` takes
-    /// `shared`, then the keys of every lookup of the same shape issued in this pass of the loop as a `text[]`
-    /// (`= ANY($n)`), and returns each row's key in column `keyColumn`. No row: an empty answer. One statement, so
-    /// the rows of one key are one snapshot.
+    /// `shared`, then the keys of every lookup of the same shape issued in this pass of the loop as a `text[]`,
+    /// and returns each row's key in column `keyColumn` (write it as a `LATERAL` lookup per key of
+    /// `unnest($n::text[])`, docs/postgres.md). No row: an empty answer. One statement, so the rows of one key are
+    /// one snapshot. A cancelled caller is answered `.cancelled` at once; the statement goes on for the others.
     package func lookup(
         _ sql: String, shared: [PostgresValue?] = [], key: String, keyColumn: Int = 0
     ) async throws(PostgresError) -> [PostgresRow] {
         let lookups = lookups
         let loop = loop
-        let answer = await withCheckedContinuation {
-            (continuation: CheckedContinuation<PostgresLookups.Answer, Never>) in
-            let add: @Sendable () -> Void = {
-                lookups.add(sql: sql, shared: shared, keyColumn: keyColumn, key: key, continuation: continuation)
+        let waiter = PostgresLookups.Waiter(key: key)
+        let answer = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<PostgresLookups.Answer, Never>) in
+                let add: @Sendable () -> Void = {
+                    lookups.add(
+                        sql: sql, shared: shared, keyColumn: keyColumn, key: key, waiter: waiter,
+                        continuation: continuation)
+                }
+                if IOLoops.current === loop {
+                    add()
+                } else if !loop.execute(add) {
+                    continuation.resume(returning: .failure(PostgresError(.closed, "the event loop stopped")))
+                }
             }
+        } onCancel: {
             if IOLoops.current === loop {
-                add()
-            } else if !loop.execute(add) {
-                continuation.resume(returning: .failure(PostgresError(.closed, "the event loop stopped")))
+                waiter.cancel()
+            } else {
+                loop.execute { waiter.cancel() }
             }
         }
         return try answer.get()

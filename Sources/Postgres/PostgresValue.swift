@@ -21,7 +21,7 @@ package enum PostgresValue: Sendable, Hashable {
     case boolean(Bool)
     /// A `bytea`, sent in binary (any bytes, NUL included).
     case bytes([UInt8])
-    /// A `text[]` (one dimension, no NULL elements), for `= ANY($n)`: sent as an array literal, every element
+    /// A `text[]` (one dimension, no NULL elements), for `unnest($n::text[])`: sent as an array literal, every element
     /// quoted. Like `text`, an element with a NUL character is refused before anything is sent.
     case textArray([String])
 
@@ -56,8 +56,9 @@ package enum PostgresValue: Sendable, Hashable {
         }
     }
 
-    /// `elements` as PostgreSQL's array input reads them (`{"a","b \"c\""}` for `a` and `b "c"`): each element in double quotes with
-    /// its quotes and backslashes escaped by a backslash (so commas, braces, spaces and `NULL` stay text).
+    /// `elements` as PostgreSQL's array input reads them (`{"a","b \"c\""}` for `a` and `b "c"`): each element in
+    /// double quotes with its quotes and backslashes escaped by a backslash (so commas, braces, spaces and `NULL`
+    /// stay text).
     static func arrayLiteral(_ elements: [String]) -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(2 + elements.reduce(0) { $0 + $1.utf8.count + 3 })

@@ -78,52 +78,48 @@ final class SubscriptionStates: Sendable {
 
     // MARK: - Reads
 
-    /// One subscription. A record never seen is read from Apple once (shared by concurrent callers) and stored; a
-    /// record that needs Apple's confirmation is confirmed within `confirmationWait`, else answered `stale`.
+    /// One subscription: GetSubscription's answer (`framedSubscription`), as a message.
     func subscription(
         app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
     ) async throws(GatewayError) -> Subscription {
-        for candidate in Self.environments(environment, of: app) {
-            let key = SubscriptionKey(
-                bundleId: app.bundleId, environment: candidate, originalTransactionId: originalTransactionId)
-            guard let record = try await storedRecord(key) else { continue }
-            return try await answer(record, app: app, remaining: remaining)
-        }
-        return try await firstRead(
+        let framed = try await framedSubscription(
             app: app, originalTransactionId: originalTransactionId, environment: environment, remaining: remaining)
+        guard let response = try? GetSubscriptionResponse(serializedBytes: Array(framed.payload)) else {
+            throw GatewayError.internalBug("an answer made here did not decode", requestID: nil)
+        }
+        return response.subscription ?? Subscription()
     }
 
-    /// GetSubscription's answer, framed: `subscription(...)`'s, made once for a record's state and handed out
-    /// again (`RecordCache.KeptAnswer`) while the store says the record is unchanged and time has not moved its
-    /// state. An answer that needed Apple, or is `stale`, is not kept.
+    /// GetSubscription's answer, framed. A record never seen is read from Apple once (shared by concurrent
+    /// callers) and stored; a record that needs Apple's confirmation is confirmed within `confirmationWait`, else
+    /// answered `stale`. An answer made from a stored record is kept (`RecordCache.KeptAnswer`) and sent again
+    /// while the store says the record is unchanged and the clock, read after the store answered, is still in the
+    /// span over which the record's state is what the answer says. An answer that needed Apple, or is `stale`,
+    /// is not kept.
     func framedSubscription(
         app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
     ) async throws(GatewayError) -> FramedMessage {
-        let now = nowMillis
         for candidate in Self.environments(environment, of: app) {
             let key = SubscriptionKey(
                 bundleId: app.bundleId, environment: candidate, originalTransactionId: originalTransactionId)
             let kept = records.entry(key)
-            let keptAnswer = kept?.answer.flatMap { $0.holds(app: app.name, at: now) ? $0 : nil }
-            let read: CurrentRead
-            do {
-                read = try await store.currentRecord(
-                    key, unlessStamped: keptAnswer != nil || kept?.record != nil ? kept?.stamp : nil)
-            } catch {
-                throw GatewayError.stateStoreUnavailable(error.description)
+            let keptAnswer = kept?.answer.flatMap { $0.holds(app: app.name, at: nowMillis) ? $0 : nil }
+            var read = try await currentRecord(
+                key, unlessStamped: keptAnswer != nil || kept?.record != nil ? kept?.stamp : nil)
+            // The instant of the answer: after the store answered (the read may have waited).
+            let now = nowMillis
+            if case .unchanged = read {
+                if let keptAnswer, keptAnswer.holds(app: app.name, at: now) { return keptAnswer.framed }
+                if let kept, let record = kept.record {
+                    read = .record(record, kept.stamp)
+                } else {
+                    // The kept answer's state moved while the store was asked: the record, read again.
+                    read = try await currentRecord(key, unlessStamped: nil)
+                }
             }
-            let record: SubscriptionRecord
-            let stamp: RecordStamp
-            switch read {
-            case .missing:
+            guard case .record(let record, let stamp) = read else {
                 records.forget(key)
                 continue
-            case .unchanged:
-                if let keptAnswer { return keptAnswer.framed }
-                guard let kept, let keptRecord = kept.record else { continue }  // nothing was asked about: not reached
-                (record, stamp) = (keptRecord, kept.stamp)
-            case .record(let found, let foundStamp):
-                (record, stamp) = (found, foundStamp)
             }
             let policy = policy(of: app)
             let state = record.state(at: now, policy: policy)
@@ -142,6 +138,17 @@ final class SubscriptionStates: Sendable {
             try await firstRead(
                 app: app, originalTransactionId: originalTransactionId, environment: environment,
                 remaining: remaining))
+    }
+
+    /// The store's stamped read of `key`; a store failure is UNAVAILABLE.
+    private func currentRecord(_ key: SubscriptionKey, unlessStamped stamp: RecordStamp?) async throws(GatewayError)
+        -> CurrentRead
+    {
+        do {
+            return try await store.currentRecord(key, unlessStamped: stamp)
+        } catch {
+            throw GatewayError.stateStoreUnavailable(error.description)
+        }
     }
 
     /// GetSubscription's response holding `subscription`, framed.

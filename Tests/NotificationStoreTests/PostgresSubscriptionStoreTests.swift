@@ -219,8 +219,6 @@ struct PostgresSubscriptionStoreTests {
         }
     }
 
-    /// A follower on one replica reads every event all three replicas make while they make them: each once, in
-    /// position order, none skipped (positions become visible in order).
     /// GetSubscription's reads issued together on one loop (a pass of gRPC calls) share statements
     /// (`PostgresPool.lookup`), and each still gets exactly its own record: unstamped, stamped and unchanged,
     /// stamped and changed since, and unknown ids, mixed; a record with several transactions, one of renewal info
@@ -313,6 +311,8 @@ struct PostgresSubscriptionStoreTests {
         return total
     }
 
+    /// A follower on one replica reads every event all three replicas make while they make them: each once, in
+    /// position order, none skipped (positions become visible in order).
     @Test func aFollowerOnOneReplicaSeesEveryReplicasEventsOnceInOrder() async throws {
         let (replicas, keep) = try await Self.replicas(3)
         defer { withExtendedLifetime(keep) {} }

@@ -84,13 +84,29 @@ import Testing
         let entry = try #require(states.records.entry(key("6201")))
         #expect(entry.record == nil && entry.answer?.framed == first)
         #expect(entry.answer?.untilMillis == T.t0 + T.day, "the state changes when the period ends")
-        // What a fresh answer says, byte for byte; and the kept one again.
+        // What a fresh answer says, byte for byte.
+        let stored = try #require(try await states.store.currentRecord(key("6201")))
         let fresh = SubscriptionStates.framed(
-            try await states.subscription(
-                app: harness.app, originalTransactionId: "6201", environment: .sandbox, remaining: nil))
+            Subscription(
+                stored, app: harness.app.name,
+                state: stored.state(at: states.nowMillis, policy: states.policy(of: harness.app)),
+                stale: false))
         #expect(fresh == first)
+        // The kept answer is what is sent while it holds: one put in its place (same stamp and span) comes back.
+        var marked = Subscription()
+        marked.productId = "the kept answer"
+        let kept = try #require(entry.answer)
+        states.records.keep(
+            answer: RecordCache.KeptAnswer(
+                app: kept.app, fromMillis: kept.fromMillis, untilMillis: kept.untilMillis,
+                framed: SubscriptionStates.framed(marked)),
+            stamp: entry.stamp, for: key("6201"))
         clock.advance(by: .seconds(3_600))
-        #expect(try await framed(states, "6201") == first)
+        #expect(try sent(try await framed(states, "6201")).productId == "the kept answer")
+        #expect(
+            try await states.subscription(
+                app: harness.app, originalTransactionId: "6201", environment: .sandbox, remaining: nil
+            ).productId == "the kept answer")
 
         // The period ends: in grace now, a new answer (kept until the grace ends).
         clock.advance(by: .milliseconds(T.day))
