@@ -97,14 +97,11 @@ extension MethodHandler {
         _ request: Request.Type,
         _ body: @escaping @Sendable (Request, ServerContext) async throws(Failure) -> Response
     ) -> MethodHandler {
-        .unary { bytes, context throws(RPCStatus) in
-            let message = try decode(Request.self, bytes, context)
-            do throws(Failure) {
-                return FramedMessage(try await body(message, context))
-            } catch {
-                throw error.rpcStatus
-            }
-        }
+        unary(
+            Request.self,
+            framed: { request, context async throws(Failure) -> FramedMessage in
+                FramedMessage(try await body(request, context))
+            })
     }
 
     /// A unary method run as a Swift task whose answer comes framed (e.g. an answer kept from an earlier call
