@@ -9,11 +9,16 @@ package final class SubscriptionStateMetrics: Sendable {
     package let stale: CounterFamily?
     package let events: CounterFamily?
     package let passThroughDropped: CounterFamily?
+    /// `appstore_gateway_state_record_cache_total`'s series, by outcome.
+    private let keptAnswers: Counter?
+    private let keptRecords: Counter?
+    private let storeReads: Counter?
 
     /// Series registered in `registry` (nil: none).
     package init(registry: MetricsRegistry?) {
         guard let registry else {
             rejections = nil; applied = nil; appleReads = nil; stale = nil; events = nil; passThroughDropped = nil
+            keptAnswers = nil; keptRecords = nil; storeReads = nil
             return
         }
         rejections = registry.counter(
@@ -47,6 +52,27 @@ package final class SubscriptionStateMetrics: Sendable {
                 + "reason (backlog: too many were already waiting to be applied; store: the store failed to apply "
                 + "them).",
             labelNames: ["reason"])
+        let cache = registry.counter(
+            "appstore_gateway_state_record_cache_total",
+            help: "GetSubscription's answers from a stored record, by how the record cache (subscriptions."
+                + "recordCacheSize) served them (answer: the kept answer sent again; record: the kept record "
+                + "answered anew; read: the record read from the store, nothing usable kept). Every one asked "
+                + "the store.",
+            labelNames: ["outcome"])
+        keptAnswers = cache.labels("answer")
+        keptRecords = cache.labels("record")
+        storeReads = cache.labels("read")
+    }
+
+    /// How the record cache served one of GetSubscription's answers.
+    package enum CacheOutcome { case keptAnswer, keptRecord, storeRead }
+
+    package func served(_ outcome: CacheOutcome) {
+        switch outcome {
+        case .keptAnswer: keptAnswers?.increment()
+        case .keptRecord: keptRecords?.increment()
+        case .storeRead: storeReads?.increment()
+        }
     }
 
     package func rejected(reason: String) { rejections?.labels(reason).increment() }

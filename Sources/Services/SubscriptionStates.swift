@@ -108,10 +108,15 @@ final class SubscriptionStates: Sendable {
                 key, unlessStamped: keptAnswer != nil || kept?.record != nil ? kept?.stamp : nil)
             // The instant of the answer: after the store answered (the read may have waited).
             let now = nowMillis
+            var outcome = SubscriptionStateMetrics.CacheOutcome.storeRead
             if case .unchanged = read {
-                if let keptAnswer, keptAnswer.holds(app: app.name, at: now) { return keptAnswer.framed }
+                if let keptAnswer, keptAnswer.holds(app: app.name, at: now) {
+                    metrics.served(.keptAnswer)
+                    return keptAnswer.framed
+                }
                 if let kept, let record = kept.record {
                     read = .record(record, kept.stamp)
+                    outcome = .keptRecord
                 } else {
                     // The kept answer's state moved while the store was asked: the record, read again.
                     read = try await currentRecord(key, unlessStamped: nil)
@@ -121,6 +126,7 @@ final class SubscriptionStates: Sendable {
                 records.forget(key)
                 continue
             }
+            metrics.served(outcome)
             let policy = policy(of: app)
             let state = record.state(at: now, policy: policy)
             guard !state.needsConfirmation else {

@@ -1,6 +1,7 @@
 import AppStoreDomain
 import GRPC
 import GatewayFoundation
+import Metrics
 import NotificationStore
 import ProtoCodec
 import SubscriptionState
@@ -21,7 +22,9 @@ import Testing
     @Test func aKeptRecordIsUsedOnlyWhileTheStoreSaysItIsUnchanged() async throws {
         let apple = T.FakeApple { _ throws(GatewayError) in throw .deadlineExceeded(whileDoing: "unused") }
         let clock = ManualClock(wall: WallTime(millisecondsSince1970: T.t0))
-        let states = try harness.states(apple, clock: clock)
+        let registry = MetricsRegistry()
+        let states = try harness.states(
+            apple, clock: clock, metrics: SubscriptionStateMetrics(registry: registry))
         _ = try await states.apply(
             transaction: T.transaction("6001", purchased: T.t0, expires: T.t0 + 30 * T.day, signed: T.t0),
             renewal: T.renewal("6001", signed: T.t0), source: .notification, app: harness.app, cause: "n-1")
@@ -47,11 +50,19 @@ import Testing
         #expect(answer.version == renewed.version)
         #expect(answer.transaction?.transactionId == "6002-r")
 
+        #expect(Self.served(registry) == ["answer": 0, "record": 1, "read": 0])
+
         // The state removed (a rebuild): nothing is answered from the cache, and it forgets the record.
         try await states.store.removeAll()
         #expect(try await states.storedRecord(key("6001")) == nil)
         #expect(states.records.count == 0)
         #expect(apple.calls.withLock { $0 } == 0)
+    }
+
+    /// `appstore_gateway_state_record_cache_total` by outcome.
+    static func served(_ registry: MetricsRegistry) -> [String: Double] {
+        let family = registry.counter("appstore_gateway_state_record_cache_total", help: "", labelNames: ["outcome"])
+        return Dictionary(uniqueKeysWithValues: ["answer", "record", "read"].map { ($0, family.labels($0).current) })
     }
 
     /// The answer GetSubscription sends, decoded.
@@ -70,7 +81,9 @@ import Testing
     @Test func anAnswerIsKeptAndSentAgainOnlyWhileItHolds() async throws {
         let apple = T.FakeApple { _ throws(GatewayError) in throw .deadlineExceeded(whileDoing: "unused") }
         let clock = ManualClock(wall: WallTime(millisecondsSince1970: T.t0 + T.day / 2))
-        let states = try harness.states(apple, clock: clock)
+        let registry = MetricsRegistry()
+        let states = try harness.states(
+            apple, clock: clock, metrics: SubscriptionStateMetrics(registry: registry))
         // In billing retry with a grace period: the period ended at t0 + 1 day, the grace ends at t0 + 3 days.
         var renewal = T.renewal("6201", signed: T.t0 + T.day)
         renewal.payload.isInBillingRetryPeriod = true
@@ -136,6 +149,9 @@ import Testing
         #expect(changed.version == version + 1)
         #expect(changed.transaction?.transactionId == "6202-r" && changed.status == .active)
         #expect(apple.calls.withLock { $0 } == 0)
+        // Kept answers sent: the marked one twice and the grace answer after the clock went back; read: the first
+        // answer, the grace period, billing retry, the clock set back, the change.
+        #expect(Self.served(registry) == ["answer": 3, "record": 0, "read": 5])
     }
 
     /// An answer that needs Apple's confirmation is not kept: past the expiry with auto-renew on and Apple

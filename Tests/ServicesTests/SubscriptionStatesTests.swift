@@ -103,13 +103,13 @@ import Testing
 
     func states(
         _ apple: FakeApple, clock: ManualClock, store: any SubscriptionStore = MemorySubscriptionStore(),
-        appleReadWeight: Int = 1
+        appleReadWeight: Int = 1, metrics: SubscriptionStateMetrics = SubscriptionStateMetrics(registry: nil)
     ) throws -> SubscriptionStates {
         let pki = try AppStoreTestPKI(referenceTime: Date())
         return SubscriptionStates(
             store: store, apps: AppDirectory([app]), policies: [:],
             verifier: try SignedDataVerifier(configuration: .init(trustedRoots: [pki.root.certificate])),
-            clock: clock, metrics: SubscriptionStateMetrics(registry: nil), appleReadWeight: appleReadWeight
+            clock: clock, metrics: metrics, appleReadWeight: appleReadWeight
         ) { request, _ throws(GatewayError) in
             apple.calls.withLock { $0 += 1 }
             apple.callers.withLock { $0.append(CallerIdentity.current) }
