@@ -34,11 +34,26 @@ final class RecordCache: Sendable {
         }
     }
 
+    /// What is kept for a key: the record as read, or the answer made from it in its place.
+    enum Kept: Sendable {
+        case record(SubscriptionRecord)
+        case answer(KeptAnswer)
+    }
+
     struct Entry: Sendable {
+        /// The stamp of the record kept, or of the one the answer was made from.
         var stamp: RecordStamp
-        /// The record as read; nil once an answer made from it is kept instead.
-        var record: SubscriptionRecord?
-        var answer: KeptAnswer?
+        var kept: Kept
+
+        var record: SubscriptionRecord? {
+            if case .record(let record) = kept { return record }
+            return nil
+        }
+
+        var answer: KeptAnswer? {
+            if case .answer(let answer) = kept { return answer }
+            return nil
+        }
     }
 
     let capacity: Int
@@ -55,12 +70,12 @@ final class RecordCache: Sendable {
 
     /// Keeps `record`, read at `stamp`, for `key` (in place of anything kept for it).
     func keep(_ record: SubscriptionRecord, stamp: RecordStamp, for key: SubscriptionKey) {
-        put(Entry(stamp: stamp, record: record, answer: nil), for: key)
+        put(Entry(stamp: stamp, kept: .record(record)), for: key)
     }
 
     /// Keeps `answer`, made from the record `key` had at `stamp`, in place of the record.
     func keep(answer: KeptAnswer, stamp: RecordStamp, for key: SubscriptionKey) {
-        put(Entry(stamp: stamp, record: nil, answer: answer), for: key)
+        put(Entry(stamp: stamp, kept: .answer(answer)), for: key)
     }
 
     private func put(_ entry: Entry, for key: SubscriptionKey) {

@@ -78,18 +78,6 @@ final class SubscriptionStates: Sendable {
 
     // MARK: - Reads
 
-    /// One subscription: GetSubscription's answer (`framedSubscription`), as a message.
-    func subscription(
-        app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
-    ) async throws(GatewayError) -> Subscription {
-        let framed = try await framedSubscription(
-            app: app, originalTransactionId: originalTransactionId, environment: environment, remaining: remaining)
-        guard let response = try? GetSubscriptionResponse(serializedBytes: Array(framed.payload)) else {
-            throw GatewayError.internalBug("an answer made here did not decode", requestID: nil)
-        }
-        return response.subscription ?? Subscription()
-    }
-
     /// GetSubscription's answer, framed. A record never seen is read from Apple once (shared by concurrent
     /// callers) and stored; a record that needs Apple's confirmation is confirmed within `confirmationWait`, else
     /// answered `stale`. An answer made from a stored record is kept (`RecordCache.KeptAnswer`) and sent again
@@ -207,22 +195,18 @@ final class SubscriptionStates: Sendable {
     /// stamp. A store failure is UNAVAILABLE.
     func storedRecord(_ key: SubscriptionKey, remember: Bool = true) async throws(GatewayError) -> SubscriptionRecord? {
         let kept = records.entry(key)
-        do {
-            switch try await store.currentRecord(key, unlessStamped: kept?.record == nil ? nil : kept?.stamp) {
-            case .missing:
-                records.forget(key)
-                return nil
-            case .unchanged:
-                if let record = kept?.record { return record }
-                return try await store.currentRecord(key)  // no stamp was asked about: not reached
-            case .record(let record, let stamp):
-                if let kept, kept.answer != nil, kept.stamp == stamp { return record }
-                if remember || kept != nil { records.keep(record, stamp: stamp, for: key) }
-                return record
-            }
-        } catch {
-            throw GatewayError.stateStoreUnavailable(error.description)
+        var read = try await currentRecord(key, unlessStamped: kept?.record == nil ? nil : kept?.stamp)
+        if case .unchanged = read {
+            if let record = kept?.record { return record }
+            read = try await currentRecord(key, unlessStamped: nil)  // no stamp was asked about: not reached
         }
+        guard case .record(let record, let stamp) = read else {
+            records.forget(key)
+            return nil
+        }
+        if let kept, kept.answer != nil, kept.stamp == stamp { return record }
+        if remember || kept != nil { records.keep(record, stamp: stamp, for: key) }
+        return record
     }
 
     /// Reads the subscription from Apple now (Get All Subscription Statuses; identical concurrent reads share one

@@ -2,6 +2,7 @@ import AppStoreDomain
 import AppleFixtures
 import Cryptography
 import Foundation
+import GRPC
 import GatewayFoundation
 import NotificationStore
 import ProtoCodec
@@ -302,5 +303,16 @@ import Testing
             try await states.subscription(
                 app: app, originalTransactionId: "3001", environment: .sandbox, remaining: nil)
         }
+    }
+}
+
+extension SubscriptionStates {
+    /// GetSubscription's answer (`framedSubscription`) as the caller reads it: the message it decodes to.
+    func subscription(
+        app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
+    ) async throws -> Subscription {
+        let framed = try await framedSubscription(
+            app: app, originalTransactionId: originalTransactionId, environment: environment, remaining: remaining)
+        return try GetSubscriptionResponse(serializedBytes: Array(framed.payload)).subscription ?? Subscription()
     }
 }
