@@ -212,20 +212,13 @@ package final class PostgresSubscriptionStore: SubscriptionStore {
         if let stamp {
             let rows = try await lookup(Self.recordStamps, key, keyColumn: 0, "reading a subscription's stamp")
             guard let row = rows.first else { return .missing }
-            let found = RecordStamp(
-                version: UInt64(bitPattern: try Self.integer(row[1], "the version of a record")),
-                updatedAtMillis: try Self.integer(row[2], "the update time of a record"),
-                currentTransactionId: try Self.text(row[3], "the current transaction id of a record"))
-            if found == stamp { return .unchanged }
+            if try Self.stamp(row, version: 1, updatedAt: 2, current: 3) == stamp { return .unchanged }
         }
         let rows = try await lookup(Self.currentRecords, key, keyColumn: 1, "reading a subscription")
         var recordRow: PostgresRow?
         for row in rows where try Self.integer(row[0], "a row's part") == 0 { recordRow = row }
         guard let row = recordRow else { return .missing }
-        let found = RecordStamp(
-            version: UInt64(bitPattern: try Self.integer(row[3], "the version of a record")),
-            updatedAtMillis: try Self.integer(row[4], "the update time of a record"),
-            currentTransactionId: try Self.text(row[2], "the current transaction id of a record"))
+        let found = try Self.stamp(row, version: 3, updatedAt: 4, current: 2)
         let parts = try parts(rows, of: "the record \(key.originalTransactionId)")
         guard let record = try parts.records(key.bundleId, key.environment).first else { return .missing }
         if record.transactions.isEmpty {
@@ -388,6 +381,16 @@ package final class PostgresSubscriptionStore: SubscriptionStore {
         } catch {
             throw NotificationStoreFailure(error, while: doing)
         }
+    }
+
+    /// A record's stamp from the columns of `row` that hold its version, update time and current transaction id.
+    static func stamp(_ row: PostgresRow, version: Int, updatedAt: Int, current: Int)
+        throws(NotificationStoreFailure) -> RecordStamp
+    {
+        RecordStamp(
+            version: UInt64(bitPattern: try integer(row[version], "the version of a record")),
+            updatedAtMillis: try integer(row[updatedAt], "the update time of a record"),
+            currentTransactionId: try text(row[current], "the current transaction id of a record"))
     }
 
     /// The rows of `key`'s record from `sql`, a lookup shared with the reads of other records of its app and
