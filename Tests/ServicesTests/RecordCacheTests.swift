@@ -185,8 +185,22 @@ import Testing
         let cache = RecordCache(capacity: 2)
         for original in ["1", "2", "3", "4"] { cache.keep(record, stamp: stamp, for: key(original)) }
         #expect(cache.count == 2)
+        #expect(cache.entry(key("1")) == nil && cache.entry(key("2")) == nil, "the oldest make room")
+        #expect(cache.entry(key("3")) != nil && cache.entry(key("4")) != nil)
         cache.keep(record, stamp: stamp, for: key("4"))
         #expect(cache.count == 2, "keeping a held key again makes no room")
+        // A key forgotten leaves room: the next key takes it, and the one after makes room from the oldest (4).
+        cache.forget(key("3"))
+        cache.keep(record, stamp: stamp, for: key("5"))
+        #expect(cache.count == 2 && cache.entry(key("4")) != nil && cache.entry(key("5")) != nil)
+        cache.keep(record, stamp: stamp, for: key("6"))
+        #expect(cache.count == 2 && cache.entry(key("4")) == nil)
+        #expect(cache.entry(key("5")) != nil && cache.entry(key("6")) != nil)
+        // Many keys through a small cache: never more than its capacity, the last ones held.
+        let small = RecordCache(capacity: 16)
+        for original in 0..<1_000 { small.keep(record, stamp: stamp, for: key("k\(original)")) }
+        #expect(small.count == 16)
+        #expect((984..<1_000).allSatisfy { small.entry(key("k\($0)")) != nil })
         let none = RecordCache(capacity: 0)
         none.keep(record, stamp: stamp, for: key("1"))
         #expect(none.count == 0 && none.entry(key("1")) == nil)
