@@ -144,6 +144,16 @@ def rows(r):
             out.append((f"CPU µs per call, GetSubscription ({n} stored; loop + SQLite's read thread and the rest) "
                         "vs the health Check, same gateway", f"{fmt(gs_cpu, 1)} ({fmt(st['gs_loop_us'], 1)} + "
                         f"{fmt(st['gs_other_us'], 1)})", fmt(h_cpu, 1), per_round(gs_cpu, h_cpu), "—", None))
+        if "sqlite_read_us" in st:
+            # The ceiling SQLite alone puts on the ratio: a call cannot cost less than its reads, so GetSubscription's
+            # rate ÷ the health Check's is at most (µs a health Check) ÷ (µs of the reads).
+            health_us = {"runs": [1e6 / x for x in st["health"]["runs"]]}
+            for key, what in (("sqlite_read_us", "the record row and its current ledger row, what one GetSubscription "
+                               "reads"), ("sqlite_stamp_us", "three small columns of the record row, the least any "
+                                          "read of a record reads")):
+                out.append((f"SQLite alone ({n} stored, random ids, bench/peers/sqlite_reads.c on the gateway's core), "
+                            f"µs a read: {what}; ratio: the most GetSubscription ÷ health Check such reads allow",
+                            fmt(st[key], 1), "—", per_round(health_us, st[key]), "—", None))
         out.append((f"GetSubscription req/s with {n} vs {st['small']:,} subscriptions stored",
                     fmt(st["get_subscription"]), fmt(st["get_subscription_small"]),
                     per_round(st["get_subscription"], st["get_subscription_small"]), "—", None))

@@ -2,8 +2,9 @@
 # Subscription state reads (issue 46): GetSubscription on one gateway loop with COUNT subscriptions stored in the
 # SQLite store (random ids, warm), against the health Check on the same loop in the same rounds; the latency of
 # one call at a time (no queueing: the server's time plus a loopback round trip) and the gateway's own
-# grpc_server_handling_seconds under load; and the RSS of a gateway serving GetSubscription with SMALL vs COUNT
-# subscriptions stored.
+# grpc_server_handling_seconds under load; the RSS of a gateway serving GetSubscription with SMALL vs COUNT
+# subscriptions stored; and the floor under any answer from this store: SQLite alone reading the same rows for
+# random ids (bench/peers/sqlite_reads.c), which bounds the ratio to the health Check whatever the gateway does.
 #
 #   bench/subscription_state.sh                      # 1,000,000 vs 1,000 stored, 3 rounds (seeding: several minutes)
 #   COUNT=100000 ROUNDS=5 SECONDS_PER_RUN=8 bench/subscription_state.sh
@@ -52,6 +53,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cc -O2 -o "$work/grpc_bodies" bench/peers/grpc_bodies.c -lnghttp2
+cc -O2 -o "$work/sqlite_reads" bench/peers/sqlite_reads.c -lsqlite3
 
 # The app, its keys and the simulator's PKI: a simulator state directory (the simulator is stopped once it wrote
 # it: nothing here may call Apple, and a call that tried would fail and show).
@@ -193,7 +195,13 @@ histogram_p99() {
       prev_le = le[i]; prev_c = c[i] } }'
 }
 
+# The floor under any answer from this store: SQLite alone (bench/peers/sqlite_reads.c, on the gateway's core with
+# no gateway running) reading, for random stored ids, what one GetSubscription reads (the record row and its
+# current ledger row), and the least any read of a record reads (three small columns of its row). µs a read.
+floor_us() { field per_read_us "$(env "$@" "${SERVER_PIN[@]}" "$work/sqlite_reads" "$big_dir/notifications.db" "$COUNT" "$FIRST_ID" "$SECONDS_PER_RUN")"; }
+
 health=(); driver_health=(); gs=(); gs_small=(); p50=(); p99=(); p99_server=(); within_1ms=(); p99_loaded=()
+sqlite_read=(); sqlite_stamp=()
 rss_small=(); rss_big=(); rss_small_peak=(); rss_big_peak=(); gs_loop_us=(); gs_other_us=(); health_loop_us=(); health_other_us=()
 for round in $(seq 1 "$ROUNDS"); do
   # SMALL stored: the GetSubscription rate and the RSS serving it.
@@ -227,31 +235,36 @@ for round in $(seq 1 "$ROUNDS"); do
   within_1ms+=("$(awk '$1 == "0.001" {a = $2} $1 == "+Inf" {t = $2} END {printf "%.4f\n", a / t}' <<<"$alone")")
   p99_loaded+=("$(histogram_p99 <<<"$loaded")")
   stop_gateway
+  sqlite_read+=("$(floor_us)"); sqlite_stamp+=("$(floor_us STAMP_ONLY=1)")
   printf 'round %d: health %s/s (grpc_bodies %s/s); GetSubscription %s/s with %s stored, %s/s with %s\n' \
     "$round" "$h" "${driver_health[-1]}" "${gs[-1]}" "$COUNT" "${gs_small[-1]}" "$SMALL"
   printf '  one at a time p50 %s µs p99 %s µs (server p99 %s µs, %s within 1 ms); server p99 under load %s µs\n' \
     "${p50[-1]}" "${p99[-1]}" "${p99_server[-1]}" "${within_1ms[-1]}" "${p99_loaded[-1]}"
   printf '  RSS %s KiB (peak %s) vs %s KiB (peak %s); CPU µs a call (loop + rest): GetSubscription %s + %s, health %s + %s\n' \
     "${rss_big[-1]}" "${rss_big_peak[-1]}" "${rss_small[-1]}" "${rss_small_peak[-1]}" "$gl" "$go" "$hl" "$ho"
+  printf '  SQLite alone, µs a read: %s (one GetSubscription'"'"'s rows), %s (a record'"'"'s three small columns)\n' \
+    "${sqlite_read[-1]}" "${sqlite_stamp[-1]}"
 done
 
 cached_after=$(cached_percent "$big_dir/notifications.db")
 rss_diff=(); for i in "${!rss_big[@]}"; do rss_diff+=("$(awk -v a="${rss_big[$i]}" -v b="${rss_small[$i]}" 'BEGIN {printf "%.1f\n", (a - b) / 1024}')"); done
 awk -v g="$(median "${gs[@]}")" -v h="$(median "${health[@]}")" -v s="$(median "${gs_small[@]}")" \
-  -v p="$(median "${p99[@]}")" -v d="$(median "${rss_diff[@]}")" 'BEGIN {
-  printf "median: GetSubscription %.0f/s (%.2f of the health Check %.0f/s; goal >= 0.30), %.0f/s with '"$SMALL"' stored; p99 one at a time %s µs at the client (goal <= 1000); RSS %s MiB apart (goal <= 64)\n", g, g/h, h, s, p, d }'
+  -v p="$(median "${p99[@]}")" -v d="$(median "${rss_diff[@]}")" -v f="$(median "${sqlite_read[@]}")" \
+  -v t="$(median "${sqlite_stamp[@]}")" 'BEGIN {
+  printf "median: GetSubscription %.0f/s (%.2f of the health Check %.0f/s; goal >= 0.30), %.0f/s with '"$SMALL"' stored; p99 one at a time %s µs at the client (goal <= 1000); RSS %s MiB apart (goal <= 64)\n", g, g/h, h, s, p, d
+  printf "SQLite alone: %s µs a GetSubscription'"'"'s reads, %s µs the least read of a record: with nothing else done they allow %.2f and %.2f of the health Check\n", f, t, 1e6 / f / h, 1e6 / t / h }'
 echo "store: $COUNT subscriptions ($TRANSACTIONS transaction(s) each), ${db_mib} MiB, ${cached_before}% / ${cached_after}% in the page cache before / after; $BODIES request bodies; h2load/grpc_bodies -c $CLIENTS -m $STREAMS, $SECONDS_PER_RUN s (+$WARMUP s warm-up); gateway threads=1; $(nproc) cores"
 # The result fragment: every figure as {"median","min","max","runs"}.
 json="\"count\":$COUNT,\"small\":$SMALL,\"transactions\":$TRANSACTIONS,\"db_mib\":$db_mib"
 json+=",\"cached_percent\":[$cached_before,$cached_after],\"vs_health\":$(stat_json $(ratios "${gs[*]}" "${health[*]}"))"
 for name in health driver_health gs gs_small p50 p99 p99_server within_1ms p99_loaded rss_small rss_big rss_small_peak \
-  rss_big_peak rss_diff gs_loop_us gs_other_us health_loop_us health_other_us; do
+  rss_big_peak rss_diff gs_loop_us gs_other_us health_loop_us health_other_us sqlite_read sqlite_stamp; do
   declare -n values=$name
   key=${name/#gs_small/get_subscription_small}; key=${key/#gs/get_subscription}
   case $name in
     p50|p99) key=${name}_us ;; p99_server) key=server_p99_us ;; within_1ms) key=server_within_1ms ;;
     p99_loaded) key=server_p99_loaded_us ;; rss_small|rss_big|rss_small_peak|rss_big_peak) key=${name}_kib ;;
-    rss_diff) key=rss_diff_mib ;; gs_loop_us|gs_other_us) key=$name ;;
+    rss_diff) key=rss_diff_mib ;; gs_loop_us|gs_other_us) key=$name ;; sqlite_read|sqlite_stamp) key=${name}_us ;;
   esac
   json+=",\"$key\":$(stat_json "${values[@]}")"
   unset -n values
