@@ -63,7 +63,8 @@ final class RecordCache: Sendable {
     private let storage = Lock(Storage())
 
     /// The entries, and the order they came in: `order[slot]` is the key whose entry names `slot` (nil: free);
-    /// `cursor` the slot that makes room next.
+    /// `cursor` the slot that makes room next. A slot freed by `forget` goes to the next new key the cursor
+    /// reaches it with, so the order is first in, first out but for those.
     private struct Storage {
         var entries: [SubscriptionKey: (entry: Entry, slot: Int)] = [:]
         var order: [SubscriptionKey?] = []

@@ -9,16 +9,14 @@ package final class SubscriptionStateMetrics: Sendable {
     package let stale: CounterFamily?
     package let events: CounterFamily?
     package let passThroughDropped: CounterFamily?
-    /// `appstore_gateway_state_record_cache_total`'s series, by outcome.
-    private let keptAnswers: Counter?
-    private let keptRecords: Counter?
-    private let storeReads: Counter?
+    /// `appstore_gateway_state_record_cache_total`'s series, one per outcome (empty: none).
+    private let cacheServed: [CacheOutcome: Counter]
 
     /// Series registered in `registry` (nil: none).
     package init(registry: MetricsRegistry?) {
         guard let registry else {
             rejections = nil; applied = nil; appleReads = nil; stale = nil; events = nil; passThroughDropped = nil
-            keptAnswers = nil; keptRecords = nil; storeReads = nil
+            cacheServed = [:]
             return
         }
         rejections = registry.counter(
@@ -59,21 +57,18 @@ package final class SubscriptionStateMetrics: Sendable {
                 + "answered anew; read: the record read from the store, nothing usable kept). Every one asked "
                 + "the store.",
             labelNames: ["outcome"])
-        keptAnswers = cache.labels("answer")
-        keptRecords = cache.labels("record")
-        storeReads = cache.labels("read")
+        cacheServed = Dictionary(
+            uniqueKeysWithValues: CacheOutcome.allCases.map { ($0, cache.labels($0.rawValue)) })
     }
 
-    /// How the record cache served one of GetSubscription's answers.
-    package enum CacheOutcome { case keptAnswer, keptRecord, storeRead }
-
-    package func served(_ outcome: CacheOutcome) {
-        switch outcome {
-        case .keptAnswer: keptAnswers?.increment()
-        case .keptRecord: keptRecords?.increment()
-        case .storeRead: storeReads?.increment()
-        }
+    /// How the record cache served one of GetSubscription's answers (its `outcome` label).
+    package enum CacheOutcome: String, CaseIterable, Sendable {
+        case keptAnswer = "answer"
+        case keptRecord = "record"
+        case storeRead = "read"
     }
+
+    package func served(_ outcome: CacheOutcome) { cacheServed[outcome]?.increment() }
 
     package func rejected(reason: String) { rejections?.labels(reason).increment() }
     package func changed(app: String, source: String) { applied?.labels(app, source).increment() }
