@@ -65,11 +65,6 @@ import Testing
         return Dictionary(uniqueKeysWithValues: ["answer", "record", "read"].map { ($0, family.labels($0).current) })
     }
 
-    /// The answer GetSubscription sends, decoded.
-    private func sent(_ framed: FramedMessage) throws -> Subscription {
-        try GetSubscriptionResponse(serializedBytes: Array(framed.payload)).subscription ?? Subscription()
-    }
-
     private func framed(_ states: SubscriptionStates, _ original: String) async throws -> FramedMessage {
         try await states.framedSubscription(
             app: harness.app, originalTransactionId: original, environment: .sandbox, remaining: nil)
@@ -93,7 +88,7 @@ import Testing
             renewal: renewal, source: .notification, app: harness.app, cause: "n-1")
 
         let first = try await framed(states, "6201")
-        #expect(try sent(first).status == .active)
+        #expect(try SubscriptionStates.sent(first).status == .active)
         let entry = try #require(states.records.entry(key("6201")))
         #expect(entry.record == nil && entry.answer?.framed == first)
         #expect(entry.answer?.untilMillis == T.t0 + T.day, "the state changes when the period ends")
@@ -115,7 +110,7 @@ import Testing
                 framed: SubscriptionStates.framed(marked)),
             stamp: entry.stamp, for: key("6201"))
         clock.advance(by: .seconds(3_600))
-        #expect(try sent(try await framed(states, "6201")).productId == "the kept answer")
+        #expect(try SubscriptionStates.sent(try await framed(states, "6201")).productId == "the kept answer")
         #expect(
             try await states.subscription(
                 app: harness.app, originalTransactionId: "6201", environment: .sandbox, remaining: nil
@@ -124,28 +119,28 @@ import Testing
         // The period ends: in grace now, a new answer (kept until the grace ends).
         clock.advance(by: .milliseconds(T.day))
         let grace = try await framed(states, "6201")
-        #expect(try sent(grace).status == .billingGracePeriod)
+        #expect(try SubscriptionStates.sent(grace).status == .billingGracePeriod)
         #expect(states.records.entry(key("6201"))?.answer?.untilMillis == T.t0 + 3 * T.day)
         // The grace period ends: billing retry, not the kept grace.
         clock.advance(by: .milliseconds(2 * T.day))
         let retry = try await framed(states, "6201")
-        #expect(try sent(retry).status == .billingRetry)
-        #expect(try sent(retry).entitled == false)
+        #expect(try SubscriptionStates.sent(retry).status == .billingRetry)
+        #expect(try SubscriptionStates.sent(retry).entitled == false)
         // A clock set back before that answer was made: derived again, not the kept retry.
         clock.setWall(WallTime(millisecondsSince1970: T.t0 + 2 * T.day))
-        #expect(try sent(try await framed(states, "6201")).status == .billingGracePeriod)
+        #expect(try SubscriptionStates.sent(try await framed(states, "6201")).status == .billingGracePeriod)
 
         // Another replica changes it in the shared store: the next answer has the change.
         var recovered = T.transaction(
             "6201", purchased: T.t0 + 2 * T.day, expires: T.t0 + 32 * T.day, signed: T.t0 + 2 * T.day)
         recovered.payload.transactionId = "6202-r"
         recovered.jws += "-r"
-        let version = try sent(try await framed(states, "6201")).version
+        let version = try SubscriptionStates.sent(try await framed(states, "6201")).version
         _ = try await states.store.apply(
             try SubscriptionChange(
                 key: key("6201"), transaction: recovered, renewalInfo: nil, source: .notification,
                 nowMillis: states.nowMillis, events: nil))
-        let changed = try sent(try await framed(states, "6201"))
+        let changed = try SubscriptionStates.sent(try await framed(states, "6201"))
         #expect(changed.version == version + 1)
         #expect(changed.transaction?.transactionId == "6202-r" && changed.status == .active)
         #expect(apple.calls.withLock { $0 } == 0)
@@ -163,9 +158,9 @@ import Testing
         _ = try await states.apply(
             transaction: T.transaction("6301", purchased: T.t0 - 29 * T.day, expires: T.t0 + T.day, signed: T.t0),
             renewal: T.renewal("6301", signed: T.t0), source: .notification, app: harness.app, cause: "n-1")
-        #expect(try sent(try await framed(states, "6301")).stale)
+        #expect(try SubscriptionStates.sent(try await framed(states, "6301")).stale)
         #expect(states.records.entry(key("6301"))?.answer == nil)
-        #expect(try sent(try await framed(states, "6301")).stale)
+        #expect(try SubscriptionStates.sent(try await framed(states, "6301")).stale)
         #expect(apple.calls.withLock { $0 } == 2)
     }
 

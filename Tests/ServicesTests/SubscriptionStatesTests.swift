@@ -311,8 +311,13 @@ extension SubscriptionStates {
     func subscription(
         app: App, originalTransactionId: String, environment: Environment, remaining: Duration?
     ) async throws -> Subscription {
-        let framed = try await framedSubscription(
-            app: app, originalTransactionId: originalTransactionId, environment: environment, remaining: remaining)
-        return try GetSubscriptionResponse(serializedBytes: Array(framed.payload)).subscription ?? Subscription()
+        try Self.sent(
+            try await framedSubscription(
+                app: app, originalTransactionId: originalTransactionId, environment: environment, remaining: remaining))
+    }
+
+    /// The answer GetSubscription sends, decoded.
+    static func sent(_ framed: FramedMessage) throws -> Subscription {
+        try GetSubscriptionResponse(serializedBytes: Array(framed.payload)).subscription ?? Subscription()
     }
 }
