@@ -61,6 +61,10 @@ int main(int argc, char **argv) {
     }
     long long count = atoll(argv[2]), first = atoll(argv[3]);
     double seconds = atof(argv[4]);
+    if (count <= 0 || seconds <= 0) {
+        fprintf(stderr, "sqlite_reads: COUNT and SECONDS must be positive\n");
+        return 2;
+    }
     sqlite3 *db = NULL;
     check(sqlite3_open_v2(argv[1], &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL), db, "open");
     char bundle[256] = "", environment[64] = "";
@@ -69,8 +73,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sqlite_reads: no records\n");
         return 1;
     }
-    snprintf(bundle, sizeof bundle, "%s", (const char *)sqlite3_column_text(any, 0));
-    snprintf(environment, sizeof environment, "%s", (const char *)sqlite3_column_text(any, 1));
+    const unsigned char *found_bundle = sqlite3_column_text(any, 0), *found_environment = sqlite3_column_text(any, 1);
+    snprintf(bundle, sizeof bundle, "%s", found_bundle ? (const char *)found_bundle : "");
+    snprintf(environment, sizeof environment, "%s", found_environment ? (const char *)found_environment : "");
     sqlite3_finalize(any);
     if (getenv("MMAP_SIZE")) {
         char pragma[64];
@@ -109,7 +114,8 @@ int main(int argc, char **argv) {
             sqlite3_bind_text(record, 3, id, -1, SQLITE_STATIC);
             current[0] = 0;
             if (sqlite3_step(record) == SQLITE_ROW) {
-                snprintf(current, sizeof current, "%s", (const char *)sqlite3_column_text(record, 0));
+                const unsigned char *id_text = sqlite3_column_text(record, 0);
+                snprintf(current, sizeof current, "%s", id_text ? (const char *)id_text : "");
                 bytes += touch(record);
             }
             sqlite3_reset(record);
